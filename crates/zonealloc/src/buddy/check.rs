@@ -1,0 +1,236 @@
+//! `check()`: the zone invariants Z1..Z7 (listed in the module doc of `buddy`), asserted by a
+//! full walk of the free lists and the frame table. O(frames); for tests and debugging.
+
+use core::fmt;
+
+use super::BuddyZone;
+use crate::meta::{FrameState, FrameTable, NIL};
+use crate::types::{MigrateType, Order, Pfn, MIGRATE_TYPES};
+
+/// A violated invariant: its id (`"Z3"`, `"P1"`, `"G1"`...), the frame involved if any, and
+/// what was found.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct CheckError {
+    /// Invariant id, as numbered in the module documentation.
+    pub invariant: &'static str,
+    /// The frame where the violation was found, if it concerns one.
+    pub pfn: Option<Pfn>,
+    /// What was wrong.
+    pub what: &'static str,
+}
+
+impl fmt::Display for CheckError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.pfn {
+            Some(p) => write!(f, "{}: {} (frame {})", self.invariant, self.what, p),
+            None => write!(f, "{}: {}", self.invariant, self.what),
+        }
+    }
+}
+
+impl core::error::Error for CheckError {}
+
+pub(crate) fn fail(invariant: &'static str, pfn: Option<u64>, what: &'static str) -> CheckError {
+    CheckError {
+        invariant,
+        pfn: pfn.map(Pfn),
+        what,
+    }
+}
+
+impl BuddyZone {
+    /// Walks every free list (Z2..Z5, Z7), then the frame table (Z1, Z6). `on_pcp` is the number
+    /// of frames the caller knows to be on per-CPU lists (checked by the caller), so Z1 can
+    /// account for them.
+    pub(crate) fn check(&self, t: &FrameTable) -> Result<CheckFacts, CheckError> {
+        let max = self.cfg.max_order;
+        let (mut free_pages, mut free_ha, mut free_blocks_pages) = (0u64, 0u64, 0u64);
+        let mut listed_blocks = 0u64;
+        for o in 0..=max {
+            let area = &self.free_area[o as usize];
+            let mut count = 0u64;
+            for (mti, list) in area.lists.iter().enumerate() {
+                let mt = MigrateType::from_index(mti).unwrap_or(MigrateType::Movable);
+                let mut prev = NIL;
+                let mut n = 0u64;
+                for idx in list.iter(t) {
+                    let pfn = t.pfn_of(idx);
+                    n += 1;
+                    if n > t.len() as u64 {
+                        return Err(fail("Z2", Some(pfn), "free list has a cycle"));
+                    }
+                    if t.prev(idx) != prev {
+                        return Err(fail("Z2", Some(pfn), "prev link disagrees with next link"));
+                    }
+                    prev = idx;
+                    if t.state(idx) != FrameState::Buddy(Order::from_raw(o)) {
+                        return Err(fail(
+                            "Z2",
+                            Some(pfn),
+                            "list member is not a Buddy head of the list's order",
+                        ));
+                    }
+                    if pfn & ((1u64 << o) - 1) != 0 {
+                        return Err(fail("Z4", Some(pfn), "free block not aligned to its order"));
+                    }
+                    if pfn < self.span_start || pfn + (1u64 << o) > self.span_end {
+                        return Err(fail("Z4", Some(pfn), "free block outside the zone span"));
+                    }
+                    if self.block_mt(t, idx) != mt {
+                        return Err(fail(
+                            "Z5",
+                            Some(pfn),
+                            "free block on a list other than its pageblock's type",
+                        ));
+                    }
+                    if mt != MigrateType::Isolate {
+                        free_pages += 1u64 << o;
+                        if mt == MigrateType::HighAtomic {
+                            free_ha += 1u64 << o;
+                        }
+                        if o >= self.cfg.pageblock_order {
+                            free_blocks_pages += 1u64 << o;
+                        }
+                    }
+                }
+                if list.last().unwrap_or(NIL) != prev {
+                    return Err(fail("Z2", None, "list tail does not match the last member"));
+                }
+                count += n;
+            }
+            if count != area.nr_free {
+                return Err(fail(
+                    "Z3",
+                    None,
+                    "nr_free differs from the number of listed blocks",
+                ));
+            }
+            listed_blocks += count;
+        }
+        if free_pages != self.nr_free_pages {
+            return Err(fail(
+                "Z7",
+                None,
+                "NR_FREE_PAGES differs from the pages on free lists",
+            ));
+        }
+        if free_ha != self.nr_free_highatomic {
+            return Err(fail(
+                "Z7",
+                None,
+                "nr_free_highatomic differs from the HighAtomic free lists",
+            ));
+        }
+        if free_blocks_pages != self.nr_free_pages_blocks {
+            return Err(fail(
+                "Z7",
+                None,
+                "NR_FREE_PAGES_BLOCKS differs from the free lists",
+            ));
+        }
+        let _ = MIGRATE_TYPES;
+
+        // Z1 and Z6: walk the table block by block. Every managed frame must be covered by
+        // exactly one head, tails only inside a head's block.
+        let mut facts = CheckFacts::default();
+        let mut idx = 0u32;
+        let mut heads = 0u64;
+        while idx < t.len() {
+            let pfn = t.pfn_of(idx);
+            match t.state(idx) {
+                FrameState::Absent => {
+                    idx += 1;
+                    continue;
+                }
+                FrameState::Tail => {
+                    return Err(fail(
+                        "Z1",
+                        Some(pfn),
+                        "frame belongs to no block (tail without a head)",
+                    ));
+                }
+                FrameState::Buddy(o) => {
+                    heads += 1;
+                    facts.free_pages += o.pages();
+                    let (buddy, _) = self.find_buddy(t, idx, o.get());
+                    if let Some(b) = buddy {
+                        let mergeable = o.get() < self.cfg.pageblock_order || {
+                            let (a, bt) = (self.block_mt(t, idx), self.block_mt(t, b));
+                            a == bt || (a.is_mergeable() && bt.is_mergeable())
+                        };
+                        if o.get() < self.cfg.max_order && mergeable {
+                            return Err(fail("Z6", Some(pfn), "two free buddies left unmerged"));
+                        }
+                    }
+                    self.check_tails(t, idx, o, &mut facts)?;
+                    idx += o.pages() as u32;
+                }
+                FrameState::Allocated(o, _) => {
+                    facts.allocated_pages += o.pages();
+                    facts.allocated_blocks += 1;
+                    self.check_tails(t, idx, o, &mut facts)?;
+                    idx += o.pages() as u32;
+                }
+                FrameState::Pcp(o) => {
+                    facts.pcp_pages += o.pages();
+                    self.check_tails(t, idx, o, &mut facts)?;
+                    idx += o.pages() as u32;
+                }
+            }
+        }
+        if heads != listed_blocks {
+            return Err(fail("Z1", None, "a Buddy head is on no free list"));
+        }
+        if facts.free_pages + facts.allocated_pages + facts.pcp_pages != self.managed_pages {
+            return Err(fail(
+                "Z1",
+                None,
+                "free + allocated + per-CPU pages differ from managed pages",
+            ));
+        }
+        Ok(facts)
+    }
+
+    fn check_tails(
+        &self,
+        t: &FrameTable,
+        head: u32,
+        o: Order,
+        _facts: &mut CheckFacts,
+    ) -> Result<(), CheckError> {
+        let end = head as u64 + o.pages();
+        if end > t.len() as u64 {
+            return Err(fail("Z4", Some(t.pfn_of(head)), "block runs past the zone"));
+        }
+        if t.pfn_of(head) & (o.pages() - 1) != 0 {
+            return Err(fail(
+                "Z4",
+                Some(t.pfn_of(head)),
+                "block not aligned to its order",
+            ));
+        }
+        for i in head + 1..end as u32 {
+            if t.state(i) != FrameState::Tail {
+                return Err(fail(
+                    "Z1",
+                    Some(t.pfn_of(i)),
+                    "frame inside a block is not a tail (overlapping blocks or a hole)",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a successful check counted, for the caller's cross-checks (PCP, global conservation).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct CheckFacts {
+    /// Pages in free buddy blocks (Isolate included).
+    pub free_pages: u64,
+    /// Pages in allocated blocks.
+    pub allocated_pages: u64,
+    /// Allocated blocks.
+    pub allocated_blocks: u64,
+    /// Pages in blocks on per-CPU lists.
+    pub pcp_pages: u64,
+}

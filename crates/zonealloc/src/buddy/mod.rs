@@ -1,0 +1,443 @@
+//! The buddy allocator of one zone: free areas, split (`expand`), merge (`__free_one_page`).
+//!
+//! Mirrors `mm/page_alloc.c`. [`BuddyZone`] is a plain struct: every method takes `&mut self`,
+//! which only the zone-lock guard can hand out, so "caller holds `zone->lock`" (Linux's
+//! `lockdep_assert_held`) is checked by the compiler. The per-frame metadata table is passed
+//! alongside because it is shared with the per-CPU lists.
+//!
+//! # The buddy system
+//! A free block of order `n` is `2^n` frames starting at a multiple of `2^n`. Its *buddy* is the
+//! other half of the order-`n+1` block containing it: `pfn ^ (1 << n)`. Freeing a block merges it
+//! with its buddy while the buddy is free and of the same order, climbing orders; allocating an
+//! order-`n` block takes the smallest free block of order `>= n` and splits it, keeping the lower
+//! half and returning the upper halves to the free lists (`expand`).
+//!
+//! # Invariants (checked by [`BuddyZone::check`], ids in messages)
+//! - Z1: every managed frame is in exactly one place: inside one free block on one free list,
+//!   or inside a block that is allocated (or, with PCP, on one per-CPU list).
+//! - Z2: every free list is well formed (links agree both ways, no cycles) and every member is
+//!   a `Buddy` head of the list's order.
+//! - Z3: `nr_free[order]` equals the number of blocks on that order's lists.
+//! - Z4: every free block is aligned to its order and lies inside the zone's managed frames.
+//! - Z5: a free block is on the list of its pageblock's migratetype.
+//! - Z6: no two free buddies of the same order are left unmerged where `__free_one_page` would
+//!   have merged them.
+//! - Z7: `NR_FREE_PAGES`, `nr_free_highatomic` and `NR_FREE_PAGES_BLOCKS` equal the sums over
+//!   the free lists.
+
+mod check;
+mod fallback;
+mod highatomic;
+mod watermark;
+
+pub use check::{CheckError, CheckFacts};
+pub(crate) use fallback::RmqueueMode;
+pub use watermark::Watermarks;
+pub(crate) use watermark::{setup_node_watermarks, ZoneSize};
+
+use crate::config::ZoneConfig;
+use crate::list::FrameList;
+use crate::meta::{FrameState, FrameTable};
+use crate::stats::ZoneStats;
+use crate::types::{MigrateType, Order, MAX_NR_ZONES, MIGRATE_TYPES, ORDER_SLOTS};
+
+/// `free_area[order]`: one list per migratetype and the block count over all of them.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct FreeArea {
+    pub(crate) lists: [FrameList; MIGRATE_TYPES],
+    /// Blocks on all lists of this order (Linux counts Isolate blocks too).
+    pub(crate) nr_free: u64,
+}
+
+/// Allocation flags (`ALLOC_*` in `mm/internal.h`), with the kernel's values.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct AllocFlags(pub u32);
+
+impl AllocFlags {
+    /// Check against the min watermark.
+    pub const WMARK_MIN: AllocFlags = AllocFlags(0x00);
+    /// Check against the low watermark.
+    pub const WMARK_LOW: AllocFlags = AllocFlags(0x01);
+    /// Check against the high watermark.
+    pub const WMARK_HIGH: AllocFlags = AllocFlags(0x02);
+    /// Ignore watermarks entirely.
+    pub const NO_WATERMARKS: AllocFlags = AllocFlags(0x04);
+    /// Mask of the watermark index.
+    pub const WMARK_MASK: AllocFlags = AllocFlags(0x03);
+    /// The OOM victim may dip further into reserves.
+    pub const OOM: AllocFlags = AllocFlags(0x08);
+    /// The caller cannot sleep (GFP_ATOMIC-like): may use part of the min reserve.
+    pub const NON_BLOCK: AllocFlags = AllocFlags(0x10);
+    /// `__GFP_HIGH`: may use half of the min reserve.
+    pub const MIN_RESERVE: AllocFlags = AllocFlags(0x20);
+    /// Do not fall back into other pageblocks below pageblock order.
+    pub const NOFRAGMENT: AllocFlags = AllocFlags(0x100);
+    /// May use (and create) the HighAtomic reserve.
+    pub const HIGHATOMIC: AllocFlags = AllocFlags(0x200);
+    /// Wake kswapd (here: allows watermark boosting to flag the zone).
+    pub const KSWAPD: AllocFlags = AllocFlags(0x800);
+    /// `ALLOC_RESERVES`.
+    pub const RESERVES: AllocFlags = AllocFlags(0x10 | 0x20 | 0x200 | 0x08);
+
+    /// Whether any flag of `other` is set.
+    #[inline]
+    pub const fn intersects(self, other: AllocFlags) -> bool {
+        self.0 & other.0 != 0
+    }
+
+    /// Union.
+    #[inline]
+    pub const fn with(self, other: AllocFlags) -> AllocFlags {
+        AllocFlags(self.0 | other.0)
+    }
+
+    /// Without the flags of `other`.
+    #[inline]
+    pub const fn without(self, other: AllocFlags) -> AllocFlags {
+        AllocFlags(self.0 & !other.0)
+    }
+
+    /// The watermark index (0 min, 1 low, 2 high).
+    #[inline]
+    pub const fn wmark_index(self) -> usize {
+        (self.0 & 0x03) as usize
+    }
+}
+
+/// `fpi_t` flags of the free path that the buddy honours.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum FreePlacement {
+    /// `FPI_NONE`: head, or tail when `buddy_merge_likely` says so (seed 003 knob).
+    Normal,
+    /// `FPI_TO_TAIL`: always the tail (boot and hotplug memory).
+    ToTail,
+}
+
+/// Zone flags the allocator tests and sets.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ZoneFlags {
+    /// `ZONE_BOOSTED_WATERMARK`.
+    pub(crate) boosted_watermark: bool,
+    /// `ZONE_BELOW_HIGH`: free pages fell below the high watermark.
+    pub(crate) below_high: bool,
+}
+
+/// The buddy allocator state of one zone; everything `zone->lock` protects.
+#[derive(Debug)]
+pub(crate) struct BuddyZone {
+    pub(crate) cfg: ZoneConfig,
+    /// Zone span `[start, end)` in frames (`zone_start_pfn`, `zone_end_pfn`).
+    pub(crate) span_start: u64,
+    pub(crate) span_end: u64,
+    pub(crate) free_area: [FreeArea; ORDER_SLOTS],
+    /// `NR_FREE_PAGES`: free pages in the buddy (not on PCP lists), Isolate excluded.
+    pub(crate) nr_free_pages: u64,
+    /// `NR_FREE_PAGES_BLOCKS`: free pages in blocks of at least pageblock order.
+    pub(crate) nr_free_pages_blocks: u64,
+    /// `zone->nr_free_highatomic`.
+    pub(crate) nr_free_highatomic: u64,
+    /// `zone->nr_reserved_highatomic`.
+    pub(crate) nr_reserved_highatomic: u64,
+    /// `managed_pages`: frames handed to the allocator.
+    pub(crate) managed_pages: u64,
+    pub(crate) wmark: Watermarks,
+    /// `lowmem_reserve[]`: pages kept back from requests whose highest allowed zone is higher.
+    pub(crate) lowmem_reserve: [u64; MAX_NR_ZONES],
+    pub(crate) flags: ZoneFlags,
+    /// `page_group_by_mobility_disabled`.
+    pub(crate) mobility_disabled: bool,
+    pub(crate) stats: ZoneStats,
+}
+
+impl BuddyZone {
+    pub(crate) fn new(cfg: ZoneConfig, span_start: u64, span_end: u64) -> Self {
+        BuddyZone {
+            cfg,
+            span_start,
+            span_end,
+            free_area: [FreeArea::default(); ORDER_SLOTS],
+            nr_free_pages: 0,
+            nr_free_pages_blocks: 0,
+            nr_free_highatomic: 0,
+            nr_reserved_highatomic: 0,
+            managed_pages: 0,
+            wmark: Watermarks::default(),
+            lowmem_reserve: [0; MAX_NR_ZONES],
+            flags: ZoneFlags::default(),
+            mobility_disabled: false,
+            stats: ZoneStats::default(),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn max_order(&self) -> u8 {
+        self.cfg.max_order
+    }
+
+    /// Index of the first frame of the pageblock containing `idx` (the table base is
+    /// pageblock-aligned, so index arithmetic equals pfn arithmetic).
+    #[inline]
+    pub(crate) fn block_start(&self, idx: u32) -> u32 {
+        idx & !((1u32 << self.cfg.pageblock_order) - 1)
+    }
+
+    /// `get_pfnblock_migratetype`.
+    #[inline]
+    pub(crate) fn block_mt(&self, t: &FrameTable, idx: u32) -> MigrateType {
+        t.block_type(self.block_start(idx))
+    }
+
+    /// `set_pageblock_migratetype`.
+    #[inline]
+    pub(crate) fn set_block_mt(&self, t: &FrameTable, idx: u32, mt: MigrateType) {
+        t.set_block_type(self.block_start(idx), mt);
+    }
+
+    /// `change_pageblock_range`: retype every pageblock of a block of order `order`
+    /// (`order >= pageblock_order`).
+    pub(crate) fn change_pageblock_range(
+        &self,
+        t: &FrameTable,
+        idx: u32,
+        order: u8,
+        mt: MigrateType,
+    ) {
+        let pb = self.cfg.pageblock_order;
+        let n = 1u32 << (order - pb);
+        for i in 0..n {
+            t.set_block_type(idx + (i << pb), mt);
+        }
+    }
+
+    /// `account_freepages`.
+    #[inline]
+    pub(crate) fn account_freepages(&mut self, nr: i64, mt: MigrateType) {
+        if mt == MigrateType::Isolate {
+            return;
+        }
+        self.nr_free_pages = self.nr_free_pages.wrapping_add_signed(nr);
+        if mt == MigrateType::HighAtomic {
+            self.nr_free_highatomic = self.nr_free_highatomic.wrapping_add_signed(nr);
+        }
+    }
+
+    /// `__add_to_free_list` plus `set_buddy_order`.
+    #[inline]
+    pub(crate) fn add_to_free_list(
+        &mut self,
+        t: &FrameTable,
+        idx: u32,
+        order: u8,
+        mt: MigrateType,
+        tail: bool,
+    ) {
+        let area = &mut self.free_area[order as usize];
+        let list = &mut area.lists[mt.index()];
+        if tail {
+            list.push_tail(t, idx);
+        } else {
+            list.push_head(t, idx);
+        }
+        area.nr_free += 1;
+        t.set_state(idx, FrameState::Buddy(Order::from_raw(order)));
+        if order >= self.cfg.pageblock_order && mt != MigrateType::Isolate {
+            self.nr_free_pages_blocks += 1u64 << order;
+        }
+    }
+
+    /// `__del_page_from_free_list`: unlink a free block head and clear its `Buddy` state.
+    #[inline]
+    pub(crate) fn del_from_free_list(
+        &mut self,
+        t: &FrameTable,
+        idx: u32,
+        order: u8,
+        mt: MigrateType,
+    ) {
+        let area = &mut self.free_area[order as usize];
+        area.lists[mt.index()].unlink(t, idx);
+        area.nr_free -= 1;
+        t.set_state(idx, FrameState::Tail);
+        if order >= self.cfg.pageblock_order && mt != MigrateType::Isolate {
+            self.nr_free_pages_blocks -= 1u64 << order;
+        }
+    }
+
+    /// `move_to_free_list`: move a free block to the tail of another migratetype's list.
+    pub(crate) fn move_to_free_list(
+        &mut self,
+        t: &FrameTable,
+        idx: u32,
+        order: u8,
+        old_mt: MigrateType,
+        new_mt: MigrateType,
+    ) {
+        let area = &mut self.free_area[order as usize];
+        area.lists[old_mt.index()].unlink(t, idx);
+        area.lists[new_mt.index()].push_tail(t, idx);
+        let nr = 1i64 << order;
+        self.account_freepages(-nr, old_mt);
+        self.account_freepages(nr, new_mt);
+        let pb = self.cfg.pageblock_order;
+        if order >= pb && (old_mt == MigrateType::Isolate) != (new_mt == MigrateType::Isolate) {
+            if old_mt == MigrateType::Isolate {
+                self.nr_free_pages_blocks += nr as u64;
+            } else {
+                self.nr_free_pages_blocks -= nr as u64;
+            }
+        }
+    }
+
+    /// `expand`: split a block of order `high` at `idx` down to order `low`, putting each upper
+    /// half at the head of its order's list. Returns the pages put back.
+    #[inline]
+    pub(crate) fn expand(
+        &mut self,
+        t: &FrameTable,
+        idx: u32,
+        low: u8,
+        mut high: u8,
+        mt: MigrateType,
+    ) -> u64 {
+        let mut size = 1u32 << high;
+        let mut added = 0u64;
+        while high > low {
+            high -= 1;
+            size >>= 1;
+            self.add_to_free_list(t, idx + size, high, mt, false);
+            added += size as u64;
+            self.stats.splits += 1;
+        }
+        added
+    }
+
+    /// `page_del_and_expand`.
+    #[inline]
+    pub(crate) fn page_del_and_expand(
+        &mut self,
+        t: &FrameTable,
+        idx: u32,
+        low: u8,
+        high: u8,
+        mt: MigrateType,
+    ) {
+        self.del_from_free_list(t, idx, high, mt);
+        let nr = (1u64 << high) - self.expand(t, idx, low, high, mt);
+        self.account_freepages(-(nr as i64), mt);
+    }
+
+    /// `__rmqueue_smallest`: the head of the smallest non-empty list of `mt` at `order` or
+    /// above, split down to `order`.
+    #[inline]
+    pub(crate) fn rmqueue_smallest(
+        &mut self,
+        t: &FrameTable,
+        order: u8,
+        mt: MigrateType,
+    ) -> Option<u32> {
+        for cur in order..=self.cfg.max_order {
+            if let Some(idx) = self.free_area[cur as usize].lists[mt.index()].first() {
+                self.page_del_and_expand(t, idx, order, cur, mt);
+                return Some(idx);
+            }
+        }
+        None
+    }
+
+    /// `find_buddy_page_pfn`: the buddy of the order-`order` block at `idx` if it is a free
+    /// block of the same order in this zone; always returns the buddy's index (which may lie
+    /// outside the table, hence `i64`).
+    #[inline]
+    pub(crate) fn find_buddy(&self, t: &FrameTable, idx: u32, order: u8) -> (Option<u32>, u64) {
+        let pfn = t.pfn_of(idx);
+        let buddy_pfn = pfn ^ (1u64 << order);
+        let found = t
+            .index_of(buddy_pfn)
+            .filter(|&b| t.state(b) == FrameState::Buddy(Order::from_raw(order)));
+        (found, buddy_pfn)
+    }
+
+    /// `buddy_merge_likely` (seed 003): is the order-`order+1` block containing us about to
+    /// merge one level up, because *its* buddy is free?
+    #[inline]
+    fn buddy_merge_likely(&self, t: &FrameTable, pfn: u64, buddy_pfn: u64, order: u8) -> bool {
+        if order + 1 >= self.cfg.max_order {
+            return false;
+        }
+        let higher_pfn = buddy_pfn & pfn;
+        match t.index_of(higher_pfn) {
+            Some(hi) => self.find_buddy(t, hi, order + 1).0.is_some(),
+            None => false,
+        }
+    }
+
+    /// `__free_one_page`: give the block of order `order` at `idx` back to the free lists of
+    /// `mt`, merging with free buddies as far as possible.
+    pub(crate) fn free_one_page(
+        &mut self,
+        t: &FrameTable,
+        mut idx: u32,
+        mut order: u8,
+        mt: MigrateType,
+        placement: FreePlacement,
+    ) {
+        self.account_freepages(1i64 << order, mt);
+        let mut pfn = t.pfn_of(idx);
+        let mut buddy_pfn = 0u64;
+        let pb = self.cfg.pageblock_order;
+        while order < self.cfg.max_order {
+            let (buddy, bpfn) = self.find_buddy(t, idx, order);
+            buddy_pfn = bpfn;
+            let Some(buddy) = buddy else { break };
+            let mut buddy_mt = mt;
+            if order >= pb {
+                // Never merge a HighAtomic/Isolate block with a block of another type.
+                buddy_mt = self.block_mt(t, buddy);
+                if mt != buddy_mt && (!mt.is_mergeable() || !buddy_mt.is_mergeable()) {
+                    break;
+                }
+            }
+            self.del_from_free_list(t, buddy, order, buddy_mt);
+            if buddy_mt != mt {
+                // Match the buddy's type so expand() later files the halves correctly.
+                self.change_pageblock_range(t, buddy, order, mt);
+            }
+            let combined = buddy_pfn & pfn;
+            // The higher half stops being a head.
+            t.set_state(idx, FrameState::Tail);
+            idx = t.index_of(combined).unwrap_or(idx);
+            pfn = combined;
+            order += 1;
+            self.stats.merges += 1;
+        }
+        let to_tail = match placement {
+            FreePlacement::ToTail => true,
+            FreePlacement::Normal => {
+                self.cfg.tail_merge && self.buddy_merge_likely(t, pfn, buddy_pfn, order)
+            }
+        };
+        if to_tail && placement == FreePlacement::Normal {
+            self.stats.tail_placements += 1;
+        }
+        self.add_to_free_list(t, idx, order, mt, to_tail);
+    }
+
+    /// `split_large_buddy`: free a block above pageblock order one pageblock at a time, each
+    /// with its own pageblock's migratetype.
+    pub(crate) fn split_large_buddy(
+        &mut self,
+        t: &FrameTable,
+        idx: u32,
+        order: u8,
+        placement: FreePlacement,
+    ) {
+        let o = order.min(self.cfg.pageblock_order);
+        let end = idx + (1u32 << order);
+        let mut i = idx;
+        while i < end {
+            let mt = self.block_mt(t, i);
+            self.free_one_page(t, i, o, mt, placement);
+            i += 1u32 << o;
+        }
+    }
+}

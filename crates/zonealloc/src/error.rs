@@ -1,0 +1,244 @@
+//! Typed errors. Every error names the offending frame or value, and every operation that
+//! returns one leaves the allocator exactly as it was before the call.
+
+use core::fmt;
+
+use crate::types::{MigrateType, Order, Pfn};
+
+/// Why an allocation failed.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum AllocError {
+    /// No zone allowed by the request had a free block of this order above its watermark.
+    OutOfMemory {
+        /// The requested order.
+        order: Order,
+        /// The requested migratetype.
+        migratetype: MigrateType,
+    },
+    /// The order exceeds the zone's `MAX_PAGE_ORDER`.
+    OrderTooLarge {
+        /// The requested order.
+        order: Order,
+        /// The zone's maximum order.
+        max: Order,
+    },
+    /// Only Unmovable, Movable and Reclaimable can be requested (the GFP migratetypes).
+    InvalidMigrateType(MigrateType),
+    /// The request named no populated zone (for example a zone limit below every zone).
+    NoZone,
+}
+
+/// Why a free was refused. The frame and the allocator are left untouched.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum FreeError {
+    /// The frame is already free: in the buddy allocator or on a per-CPU list.
+    DoubleFree {
+        /// The frame passed to `free`.
+        pfn: Pfn,
+    },
+    /// The frame lies inside an allocated block but is not its first frame.
+    NotBlockHead {
+        /// The frame passed to `free`.
+        pfn: Pfn,
+        /// The head of the allocated block that contains it.
+        head: Pfn,
+    },
+    /// The block was allocated with another order.
+    WrongOrder {
+        /// The frame passed to `free`.
+        pfn: Pfn,
+        /// The order passed to `free`.
+        given: Order,
+        /// The order the block was allocated with.
+        allocated: Order,
+    },
+    /// The frame is outside the zone's span (or outside every zone of a node).
+    OutOfZone {
+        /// The frame passed to `free`.
+        pfn: Pfn,
+    },
+    /// The frame is inside the zone's span but was never handed to the allocator (a hole or a
+    /// reserved range), so it cannot have been allocated.
+    NotManaged {
+        /// The frame passed to `free`.
+        pfn: Pfn,
+    },
+    /// The frame is not aligned to the order given (a block of order n starts at a multiple
+    /// of 2^n).
+    Misaligned {
+        /// The frame passed to `free`.
+        pfn: Pfn,
+        /// The order passed to `free`.
+        order: Order,
+    },
+    /// The order exceeds the zone's `MAX_PAGE_ORDER`.
+    OrderTooLarge {
+        /// The frame passed to `free`.
+        pfn: Pfn,
+        /// The order passed to `free`.
+        order: Order,
+    },
+}
+
+/// Why a range could not be handed to (or described to) a zone.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum RangeError {
+    /// `start >= end`.
+    Empty {
+        /// Start of the range.
+        start: Pfn,
+        /// End of the range (exclusive).
+        end: Pfn,
+    },
+    /// Part of the range lies outside the zone's span; `pfn` is the first such frame.
+    OutOfZone {
+        /// First frame outside the zone.
+        pfn: Pfn,
+    },
+    /// Part of the range was already added; `pfn` is the first frame already managed.
+    Overlap {
+        /// First frame that is already managed.
+        pfn: Pfn,
+    },
+}
+
+/// Why a configuration was rejected.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ConfigError {
+    /// `max_order` exceeds [`crate::MAX_ORDER_LIMIT`].
+    MaxOrderTooLarge(u8),
+    /// `pageblock_order` exceeds `max_order`.
+    PageblockOrderTooLarge {
+        /// The configured pageblock order.
+        pageblock_order: u8,
+        /// The configured max order.
+        max_order: u8,
+    },
+    /// The page size is not a power of two of at least 512 bytes.
+    BadPageSize(u64),
+    /// The zone span is empty or too large for 32-bit frame indices.
+    BadSpan {
+        /// Start of the span.
+        start: Pfn,
+        /// End of the span (exclusive).
+        end: Pfn,
+    },
+    /// The caller-provided metadata table is too small for the span.
+    TableTooSmall {
+        /// Entries needed.
+        needed: usize,
+        /// Entries provided.
+        provided: usize,
+    },
+    /// Watermarks must satisfy min <= low <= high.
+    BadWatermarks,
+    /// Zones of a node must not overlap and must be given in ascending zone-type order.
+    BadZoneLayout,
+    /// A PCP setting is out of range (message names which).
+    BadPcp(&'static str),
+}
+
+impl fmt::Display for AllocError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            AllocError::OutOfMemory { order, migratetype } => write!(
+                f,
+                "out of memory: no free order-{order} block for a {migratetype} allocation"
+            ),
+            AllocError::OrderTooLarge { order, max } => {
+                write!(f, "order {order} exceeds the zone's maximum order {max}")
+            }
+            AllocError::InvalidMigrateType(mt) => write!(
+                f,
+                "migratetype {mt} cannot be requested (use Unmovable, Movable or Reclaimable)"
+            ),
+            AllocError::NoZone => write!(f, "no populated zone matches the request"),
+        }
+    }
+}
+
+impl fmt::Display for FreeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            FreeError::DoubleFree { pfn } => write!(f, "double free of frame {pfn}"),
+            FreeError::NotBlockHead { pfn, head } => write!(
+                f,
+                "frame {pfn} is inside the allocated block at {head}, not its head"
+            ),
+            FreeError::WrongOrder {
+                pfn,
+                given,
+                allocated,
+            } => write!(
+                f,
+                "frame {pfn} freed with order {given} but was allocated with order {allocated}"
+            ),
+            FreeError::OutOfZone { pfn } => write!(f, "frame {pfn} is outside the zone"),
+            FreeError::NotManaged { pfn } => {
+                write!(
+                    f,
+                    "frame {pfn} is in a hole or reserved range, never managed"
+                )
+            }
+            FreeError::Misaligned { pfn, order } => {
+                write!(f, "frame {pfn} is not aligned to an order-{order} block")
+            }
+            FreeError::OrderTooLarge { pfn, order } => {
+                write!(
+                    f,
+                    "frame {pfn} freed with order {order}, above the zone maximum"
+                )
+            }
+        }
+    }
+}
+
+impl fmt::Display for RangeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            RangeError::Empty { start, end } => write!(f, "empty range {start}..{end}"),
+            RangeError::OutOfZone { pfn } => write!(f, "frame {pfn} is outside the zone span"),
+            RangeError::Overlap { pfn } => write!(f, "frame {pfn} was already added"),
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            ConfigError::MaxOrderTooLarge(o) => write!(
+                f,
+                "max_order {o} exceeds the limit {}",
+                crate::types::MAX_ORDER_LIMIT
+            ),
+            ConfigError::PageblockOrderTooLarge {
+                pageblock_order,
+                max_order,
+            } => write!(
+                f,
+                "pageblock_order {pageblock_order} exceeds max_order {max_order}"
+            ),
+            ConfigError::BadPageSize(s) => {
+                write!(f, "page size {s} is not a power of two >= 512")
+            }
+            ConfigError::BadSpan { start, end } => write!(
+                f,
+                "zone span {start}..{end} is empty or exceeds 2^32 frames"
+            ),
+            ConfigError::TableTooSmall { needed, provided } => {
+                write!(f, "metadata table has {provided} entries, {needed} needed")
+            }
+            ConfigError::BadWatermarks => write!(f, "watermarks must satisfy min <= low <= high"),
+            ConfigError::BadZoneLayout => write!(
+                f,
+                "zones must be given in ascending zone order and must not overlap"
+            ),
+            ConfigError::BadPcp(what) => write!(f, "bad per-CPU list setting: {what}"),
+        }
+    }
+}
+
+impl core::error::Error for AllocError {}
+impl core::error::Error for FreeError {}
+impl core::error::Error for RangeError {}
+impl core::error::Error for ConfigError {}

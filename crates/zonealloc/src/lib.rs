@@ -1,0 +1,89 @@
+//! # zonealloc
+//!
+//! A page-frame allocator that follows Linux's `mm/page_alloc.c`: a zoned **buddy allocator**
+//! (free lists per order and migratetype, split and merge of buddies, pageblock migratetypes
+//! with the kernel's fallback rules, watermarks) that hands out *frame numbers*, never touching
+//! the memory it manages. It runs in user space and in kernels: the core is `#![no_std]`, the
+//! `std` feature (default) adds heap-allocated metadata and futex locks.
+//!
+//! ## How the buddy allocator works
+//! Memory is managed in blocks of `2^order` frames, aligned to their size. Free blocks sit on
+//! `free_area[order].free_list[migratetype]`. An allocation of order `n` takes the head of the
+//! smallest non-empty list of order `>= n` of its migratetype and splits it, keeping the lower
+//! half each time and putting the upper halves back (`expand`). A free looks at the block's
+//! *buddy* (`pfn ^ (1 << order)`): while it is free and of the same order, the two merge and the
+//! search climbs an order (`__free_one_page`). When the merged block's own buddy one order up is
+//! free too, the block goes to the *tail* of its list so that it stays free long enough to
+//! merge (`buddy_merge_likely`, seed change 003, knob [`ZoneConfig::tail_merge`]).
+//!
+//! Memory is grouped by mobility into pageblocks (2 MiB at 4 KiB pages). When a migratetype's
+//! lists are empty, the allocator claims a whole pageblock of another type if enough of it is
+//! free or compatible, or else steals a single block (`__rmqueue_claim`, `__rmqueue_steal`).
+//! Watermarks keep a reserve that only privileged requests may touch.
+//!
+//! ## Quick example
+//! ```
+//! use zonealloc::{Zone, ZoneConfig, ZoneType, Pfn, Order, MigrateType};
+//!
+//! let zone = Zone::new(ZoneType::Normal, Pfn(0), Pfn(1 << 16), ZoneConfig::default()).unwrap();
+//! zone.add_free_range(Pfn(0), Pfn(1 << 16)).unwrap();
+//! let pfn = zone.alloc(Order::new(3).unwrap(), MigrateType::Movable).unwrap();
+//! assert!(pfn.is_aligned(Order::new(3).unwrap()));
+//! zone.free(pfn, Order::new(3).unwrap()).unwrap();
+//! assert!(zone.free(pfn, Order::new(3).unwrap()).is_err()); // double free, caught
+//! zone.check().unwrap();
+//! ```
+//!
+//! ## Glossary: zonealloc names and the Linux symbols they mirror
+//! | zonealloc | Linux |
+//! |---|---|
+//! | [`Pfn`] | `unsigned long pfn` |
+//! | [`Order`] | `unsigned int order`; `MAX_PAGE_ORDER` = [`ZoneConfig::max_order`] |
+//! | [`MigrateType`] | `enum migratetype` (`CONFIG_CMA=n` numbering) |
+//! | [`FrameMeta`] / [`FrameState`] | `struct page` (`PageBuddy`, `page_private`) |
+//! | [`Zone`] | `struct zone`; its lock is `zone->lock` |
+//! | [`Node`] | `pg_data_t` and its zonelist |
+//! | [`Zone::add_free_range`] | `memblock_free_all` → `__free_pages_core` |
+//! | [`Zone::alloc_with`] | `__alloc_pages` → `get_page_from_freelist` → `rmqueue_buddy` |
+//! | [`Zone::free`] | `__free_pages` → `free_one_page` → `__free_one_page` |
+//! | [`AllocRequest`] | `gfp_t` (migratetype, zone, `__GFP_HIGH`, direct reclaim) |
+//! | [`AllocFlags`] | `ALLOC_*` of `mm/internal.h` |
+//! | [`Watermarks`] | `zone->_watermark[]`, `watermark_boost` |
+//! | [`ZoneStats`] | `/proc/vmstat` counters |
+//! | [`stats::write_buddyinfo`] | `/proc/buddyinfo` |
+//! | [`stats::unusable_free_index`] | `extfrag/unusable_index` |
+//!
+//! ## Errors
+//! Every operation that takes caller input validates it and returns a typed error that names
+//! the offending frame; on error the allocator is unchanged and [`Zone::check`] still passes.
+
+#![no_std]
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+#[cfg(feature = "std")]
+extern crate std;
+
+mod buddy;
+pub mod config;
+pub mod error;
+mod list;
+pub mod memmap;
+mod meta;
+mod node;
+mod request;
+pub mod stats;
+mod sync;
+pub mod types;
+mod zone;
+
+pub use buddy::{AllocFlags, CheckError, CheckFacts, Watermarks};
+pub use config::{MobilityGrouping, WatermarkConfig, ZoneConfig};
+pub use error::{AllocError, ConfigError, FreeError, RangeError};
+pub use memmap::{MemoryRegion, RegionKind};
+pub use meta::{FrameMeta, FrameState};
+pub use node::Node;
+pub use request::AllocRequest;
+pub use stats::{FreeAreaSnapshot, ZoneStats};
+pub use types::{CpuId, MigrateType, Order, PageCount, Pfn, ZoneType, MAX_ORDER_LIMIT};
+pub use zone::Zone;

@@ -1,0 +1,149 @@
+//! Intrusive doubly linked lists of frames, linked by index through the [`FrameTable`].
+//!
+//! Linux's `struct list_head` with O(1) push at either end, pop at either end and unlink of
+//! any member. The list head lives with whoever owns the list (a buddy free area, a PCP);
+//! the links live in the frames. A frame is on at most one list at a time.
+
+use crate::meta::{FrameTable, NIL};
+
+/// Head of a frame list: the first and last frame indices, [`NIL`] when empty.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FrameList {
+    head: u32,
+    tail: u32,
+}
+
+impl Default for FrameList {
+    fn default() -> Self {
+        FrameList::new()
+    }
+}
+
+impl FrameList {
+    pub(crate) const fn new() -> FrameList {
+        FrameList {
+            head: NIL,
+            tail: NIL,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.head == NIL
+    }
+
+    /// First frame (`list_first_entry_or_null`).
+    #[inline]
+    pub(crate) fn first(&self) -> Option<u32> {
+        (self.head != NIL).then_some(self.head)
+    }
+
+    /// Last frame (`list_last_entry`).
+    #[inline]
+    pub(crate) fn last(&self) -> Option<u32> {
+        (self.tail != NIL).then_some(self.tail)
+    }
+
+    /// `list_add`: push at the head.
+    #[inline]
+    pub(crate) fn push_head(&mut self, t: &FrameTable, idx: u32) {
+        t.set_prev(idx, NIL);
+        t.set_next(idx, self.head);
+        if self.head == NIL {
+            self.tail = idx;
+        } else {
+            t.set_prev(self.head, idx);
+        }
+        self.head = idx;
+    }
+
+    /// `list_add_tail`: push at the tail.
+    #[inline]
+    pub(crate) fn push_tail(&mut self, t: &FrameTable, idx: u32) {
+        t.set_next(idx, NIL);
+        t.set_prev(idx, self.tail);
+        if self.tail == NIL {
+            self.head = idx;
+        } else {
+            t.set_next(self.tail, idx);
+        }
+        self.tail = idx;
+    }
+
+    /// `list_del`: unlink a member.
+    #[inline]
+    pub(crate) fn unlink(&mut self, t: &FrameTable, idx: u32) {
+        let prev = t.prev(idx);
+        let next = t.next(idx);
+        if prev == NIL {
+            self.head = next;
+        } else {
+            t.set_next(prev, next);
+        }
+        if next == NIL {
+            self.tail = prev;
+        } else {
+            t.set_prev(next, prev);
+        }
+        t.set_next(idx, NIL);
+        t.set_prev(idx, NIL);
+    }
+
+    /// Iterates from head to tail. The list must not change during iteration.
+    pub(crate) fn iter<'a>(&self, t: &'a FrameTable) -> FrameListIter<'a> {
+        FrameListIter {
+            table: t,
+            cur: self.head,
+        }
+    }
+}
+
+/// Iterator over a [`FrameList`], head to tail.
+pub(crate) struct FrameListIter<'a> {
+    table: &'a FrameTable,
+    cur: u32,
+}
+
+impl Iterator for FrameListIter<'_> {
+    type Item = u32;
+
+    fn next(&mut self) -> Option<u32> {
+        if self.cur == NIL {
+            return None;
+        }
+        let idx = self.cur;
+        self.cur = self.table.next(idx);
+        Some(idx)
+    }
+}
+
+#[cfg(all(test, feature = "std"))]
+mod tests {
+    use super::*;
+    use crate::types::Pfn;
+    use std::vec::Vec;
+
+    fn collect(l: &FrameList, t: &FrameTable) -> Vec<u32> {
+        l.iter(t).collect()
+    }
+
+    #[test]
+    fn push_pop_and_unlink_keep_list_well_formed() {
+        let t = FrameTable::allocate(Pfn(0), 0, 8);
+        let mut l = FrameList::new();
+        l.push_head(&t, 1);
+        l.push_tail(&t, 2);
+        l.push_head(&t, 0);
+        l.push_tail(&t, 3);
+        assert_eq!(collect(&l, &t), [0, 1, 2, 3]);
+        l.unlink(&t, 2);
+        assert_eq!(collect(&l, &t), [0, 1, 3]);
+        l.unlink(&t, 3);
+        l.unlink(&t, 0);
+        assert_eq!(collect(&l, &t), [1]);
+        assert_eq!((l.first(), l.last()), (Some(1), Some(1)));
+        l.unlink(&t, 1);
+        assert!(l.is_empty());
+        assert_eq!(l.last(), None);
+    }
+}

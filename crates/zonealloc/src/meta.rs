@@ -1,0 +1,344 @@
+//! The per-frame metadata side table: zonealloc's `struct page`.
+//!
+//! Linux keeps 64 bytes of `struct page` per frame inside the memory it manages. zonealloc keeps
+//! 12 bytes per frame in a separate table, so a zone can manage memory it cannot touch (device
+//! memory, disk blocks, another process's pages):
+//!
+//! | field   | bytes | Linux equivalent |
+//! |---------|-------|------------------|
+//! | `next`  | 4     | `page->buddy_list.next` / `page->pcp_list.next` (as a frame index) |
+//! | `prev`  | 4     | `.prev` |
+//! | `state` | 2     | `PageBuddy` + `page_private` (order), plus allocation state |
+//! | `block` | 1     | the pageblock bitmap entry (meaningful on a pageblock's first frame) |
+//! | pad     | 1     | |
+//!
+//! Free lists link frames by index (`u32`, relative to the table's base frame), never by
+//! pointer, so the buddy and per-CPU code need no `unsafe`.
+//!
+//! # Locking
+//! A frame's fields are guarded by the lock of the list the frame is on (zone lock for the
+//! buddy free lists and pageblock types, a PCP lock for a per-CPU list) or by its owner while
+//! allocated. Code under the zone lock may *read* the state of a frame that sits on a PCP list
+//! (to learn that it is not a free buddy), so every field is an atomic accessed with
+//! `Relaxed` ordering: plain loads and stores on x86, ordered by the locks around them.
+//! The one read-modify-write is the state transition on free ([`FrameTable::claim_allocated`]),
+//! which makes two racing frees of one block detect each other.
+
+use crate::sync::{AtomicU16, AtomicU32, AtomicU8, Ordering};
+use crate::types::{MigrateType, Order, Pfn};
+
+/// The "no frame" link value.
+pub(crate) const NIL: u32 = u32::MAX;
+
+/// What a frame currently is. Only the first frame of a block (its head) carries the block's
+/// order; the other frames of a block are [`FrameState::Tail`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum FrameState {
+    /// Never handed to the allocator: a hole, a reserved range, or the padding the table has
+    /// to align pageblocks.
+    Absent,
+    /// Inside a block whose head is another frame.
+    Tail,
+    /// Head of a free block on a buddy free list (`PageBuddy`).
+    Buddy(Order),
+    /// Head of an allocated block; remembers the requested migratetype (the stand-in for
+    /// Linux's `PageLRU` test when a fallback counts movable pages in a pageblock).
+    Allocated(Order, MigrateType),
+    /// Head of a block on a per-CPU list.
+    Pcp(Order),
+}
+
+const KIND_SHIFT: u16 = 5;
+const MT_SHIFT: u16 = 8;
+const ORDER_MASK: u16 = 0x1f;
+const KIND_ABSENT: u16 = 0;
+const KIND_TAIL: u16 = 1;
+const KIND_BUDDY: u16 = 2;
+const KIND_ALLOCATED: u16 = 3;
+const KIND_PCP: u16 = 4;
+
+impl FrameState {
+    #[inline]
+    pub(crate) const fn encode(self) -> u16 {
+        match self {
+            FrameState::Absent => KIND_ABSENT << KIND_SHIFT,
+            FrameState::Tail => KIND_TAIL << KIND_SHIFT,
+            FrameState::Buddy(o) => (KIND_BUDDY << KIND_SHIFT) | o.get() as u16,
+            FrameState::Allocated(o, mt) => {
+                (KIND_ALLOCATED << KIND_SHIFT) | o.get() as u16 | ((mt as u16) << MT_SHIFT)
+            }
+            FrameState::Pcp(o) => (KIND_PCP << KIND_SHIFT) | o.get() as u16,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn decode(v: u16) -> FrameState {
+        let order = Order::from_raw((v & ORDER_MASK) as u8);
+        match (v >> KIND_SHIFT) & 0x7 {
+            KIND_TAIL => FrameState::Tail,
+            KIND_BUDDY => FrameState::Buddy(order),
+            KIND_ALLOCATED => FrameState::Allocated(
+                order,
+                MigrateType::from_index(((v >> MT_SHIFT) & 0x7) as usize)
+                    .unwrap_or(MigrateType::Unmovable),
+            ),
+            KIND_PCP => FrameState::Pcp(order),
+            _ => FrameState::Absent,
+        }
+    }
+}
+
+/// Metadata of one frame. See the module documentation for the layout.
+#[derive(Debug)]
+pub struct FrameMeta {
+    next: AtomicU32,
+    prev: AtomicU32,
+    state: AtomicU16,
+    block: AtomicU8,
+}
+
+impl FrameMeta {
+    /// An entry in the initial state (absent, unlinked), for building a static table under
+    /// `no_std`: `static TABLE: [FrameMeta; N] = [const { FrameMeta::new() }; N];`.
+    #[cfg(not(loom))]
+    pub const fn new() -> FrameMeta {
+        FrameMeta {
+            next: AtomicU32::new(NIL),
+            prev: AtomicU32::new(NIL),
+            state: AtomicU16::new(0),
+            block: AtomicU8::new(MigrateType::Movable as u8),
+        }
+    }
+
+    /// An entry in the initial state (absent, unlinked).
+    #[cfg(loom)]
+    pub fn new() -> FrameMeta {
+        FrameMeta {
+            next: AtomicU32::new(NIL),
+            prev: AtomicU32::new(NIL),
+            state: AtomicU16::new(0),
+            block: AtomicU8::new(MigrateType::Movable as u8),
+        }
+    }
+
+    fn reset(&self) {
+        self.next.store(NIL, Ordering::Relaxed);
+        self.prev.store(NIL, Ordering::Relaxed);
+        self.state.store(0, Ordering::Relaxed);
+        self.block
+            .store(MigrateType::Movable as u8, Ordering::Relaxed);
+    }
+}
+
+impl Default for FrameMeta {
+    fn default() -> Self {
+        FrameMeta::new()
+    }
+}
+
+enum Storage {
+    #[cfg(feature = "std")]
+    Owned(std::boxed::Box<[FrameMeta]>),
+    Borrowed(&'static [FrameMeta]),
+}
+
+/// The side table for a zone: one [`FrameMeta`] per frame from `base` (the zone start rounded
+/// down to a pageblock boundary) to the zone end rounded up to one.
+pub(crate) struct FrameTable {
+    storage: Storage,
+    base: u64,
+    len: u32,
+}
+
+impl core::fmt::Debug for FrameTable {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("FrameTable")
+            .field("base", &Pfn(self.base))
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl FrameTable {
+    /// Entries needed to cover `start..end` with pageblocks of `pageblock_order`.
+    pub(crate) fn entries_needed(start: Pfn, end: Pfn, pageblock_order: u8) -> u64 {
+        let mask = (1u64 << pageblock_order) - 1;
+        let base = start.0 & !mask;
+        let top = (end.0 + mask) & !mask;
+        top - base
+    }
+
+    /// A table allocated on the heap.
+    #[cfg(feature = "std")]
+    pub(crate) fn allocate(start: Pfn, pageblock_order: u8, len: u32) -> FrameTable {
+        let base = start.0 & !((1u64 << pageblock_order) - 1);
+        let v: std::vec::Vec<FrameMeta> = (0..len).map(|_| FrameMeta::new()).collect();
+        FrameTable {
+            storage: Storage::Owned(v.into_boxed_slice()),
+            base,
+            len,
+        }
+    }
+
+    /// A table over caller-provided storage, reset to the initial state.
+    pub(crate) fn borrowed(
+        start: Pfn,
+        pageblock_order: u8,
+        len: u32,
+        table: &'static [FrameMeta],
+    ) -> FrameTable {
+        let base = start.0 & !((1u64 << pageblock_order) - 1);
+        let table = &table[..len as usize];
+        for m in table {
+            m.reset();
+        }
+        FrameTable {
+            storage: Storage::Borrowed(table),
+            base,
+            len,
+        }
+    }
+
+    #[inline]
+    fn slice(&self) -> &[FrameMeta] {
+        match &self.storage {
+            #[cfg(feature = "std")]
+            Storage::Owned(b) => b,
+            Storage::Borrowed(s) => s,
+        }
+    }
+
+    #[inline]
+    fn at(&self, idx: u32) -> &FrameMeta {
+        &self.slice()[idx as usize]
+    }
+
+    /// Number of entries.
+    #[inline]
+    pub(crate) fn len(&self) -> u32 {
+        self.len
+    }
+
+    /// Bytes of metadata per frame.
+    pub(crate) const fn bytes_per_frame() -> usize {
+        core::mem::size_of::<FrameMeta>()
+    }
+
+    /// Index of `pfn`, if the table covers it.
+    #[inline]
+    pub(crate) fn index_of(&self, pfn: u64) -> Option<u32> {
+        let off = pfn.wrapping_sub(self.base);
+        if off < self.len as u64 {
+            Some(off as u32)
+        } else {
+            None
+        }
+    }
+
+    /// Frame number of index `idx`.
+    #[inline]
+    pub(crate) fn pfn_of(&self, idx: u32) -> u64 {
+        self.base + idx as u64
+    }
+
+    #[inline]
+    pub(crate) fn state(&self, idx: u32) -> FrameState {
+        FrameState::decode(self.at(idx).state.load(Ordering::Relaxed))
+    }
+
+    #[inline]
+    pub(crate) fn set_state(&self, idx: u32, s: FrameState) {
+        self.at(idx).state.store(s.encode(), Ordering::Relaxed);
+    }
+
+    /// Atomically moves an allocated head from `Allocated(order, mt)` to `to`. Fails (returning
+    /// the state found) if the frame is in any other state, for example because another thread
+    /// freed it first. The caller owns the block afterwards.
+    #[inline]
+    pub(crate) fn claim_allocated(
+        &self,
+        idx: u32,
+        order: Order,
+        mt: MigrateType,
+        to: FrameState,
+    ) -> Result<(), FrameState> {
+        self.at(idx)
+            .state
+            .compare_exchange(
+                FrameState::Allocated(order, mt).encode(),
+                to.encode(),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            )
+            .map(|_| ())
+            .map_err(FrameState::decode)
+    }
+
+    #[inline]
+    pub(crate) fn next(&self, idx: u32) -> u32 {
+        self.at(idx).next.load(Ordering::Relaxed)
+    }
+
+    #[inline]
+    pub(crate) fn prev(&self, idx: u32) -> u32 {
+        self.at(idx).prev.load(Ordering::Relaxed)
+    }
+
+    #[inline]
+    pub(crate) fn set_next(&self, idx: u32, v: u32) {
+        self.at(idx).next.store(v, Ordering::Relaxed);
+    }
+
+    #[inline]
+    pub(crate) fn set_prev(&self, idx: u32, v: u32) {
+        self.at(idx).prev.store(v, Ordering::Relaxed);
+    }
+
+    /// The migratetype stored for the pageblock whose first frame is `idx` (raw 3-bit type plus
+    /// the isolate bit, as `get_pfnblock_migratetype` returns it).
+    #[inline]
+    pub(crate) fn block_type(&self, block_head_idx: u32) -> MigrateType {
+        let raw = self.at(block_head_idx).block.load(Ordering::Relaxed);
+        MigrateType::from_index(raw as usize).unwrap_or(MigrateType::Movable)
+    }
+
+    #[inline]
+    pub(crate) fn set_block_type(&self, block_head_idx: u32, mt: MigrateType) {
+        self.at(block_head_idx)
+            .block
+            .store(mt as u8, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_encoding_round_trips() {
+        let o = Order::new(7).unwrap();
+        for s in [
+            FrameState::Absent,
+            FrameState::Tail,
+            FrameState::Buddy(o),
+            FrameState::Pcp(o),
+            FrameState::Allocated(o, MigrateType::Reclaimable),
+            FrameState::Allocated(Order::new(20).unwrap(), MigrateType::Movable),
+        ] {
+            assert_eq!(FrameState::decode(s.encode()), s);
+        }
+    }
+
+    #[cfg(not(loom))]
+    #[test]
+    fn metadata_is_at_most_sixteen_bytes_per_frame() {
+        assert!(FrameTable::bytes_per_frame() <= 16);
+        assert_eq!(FrameTable::bytes_per_frame(), 12);
+    }
+
+    #[test]
+    fn entries_needed_rounds_to_pageblocks() {
+        assert_eq!(FrameTable::entries_needed(Pfn(1), Pfn(513), 9), 1024);
+        assert_eq!(FrameTable::entries_needed(Pfn(0), Pfn(512), 9), 512);
+    }
+}

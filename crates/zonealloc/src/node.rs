@@ -1,0 +1,340 @@
+//! [`Node`]: the zones of one NUMA node, tried in zonelist order, and the allocation walk
+//! shared by a node and a lone zone (`get_page_from_freelist`, `__alloc_pages_slowpath`).
+
+use crate::buddy::{setup_node_watermarks, AllocFlags, ZoneSize};
+use crate::config::ZoneConfig;
+use crate::error::{AllocError, ConfigError, FreeError, RangeError};
+use crate::request::AllocRequest;
+use crate::stats::FreeAreaSnapshot;
+use crate::types::{MigrateType, Order, Pfn, ZoneType, MAX_NR_ZONES};
+use crate::zone::Zone;
+
+/// Up to one zone of each [`ZoneType`], in ascending type order with disjoint spans.
+#[derive(Debug)]
+pub struct Node {
+    id: u32,
+    zones: [Option<Zone>; MAX_NR_ZONES],
+    count: usize,
+}
+
+impl Node {
+    /// A node of the given zones, which must be in ascending zone-type order with disjoint,
+    /// ascending spans. Watermarks are computed across them, as `__setup_per_zone_wmarks`
+    /// does for a node.
+    pub fn new(id: u32, zones: impl IntoIterator<Item = Zone>) -> Result<Node, ConfigError> {
+        let mut node = Node {
+            id,
+            zones: Default::default(),
+            count: 0,
+        };
+        let mut last: Option<(ZoneType, Pfn)> = None;
+        for z in zones {
+            if let Some((t, end)) = last {
+                if z.zone_type() <= t || z.span().0 < end {
+                    return Err(ConfigError::BadZoneLayout);
+                }
+            }
+            last = Some((z.zone_type(), z.span().1));
+            let slot = node.count;
+            if slot >= MAX_NR_ZONES {
+                return Err(ConfigError::BadZoneLayout);
+            }
+            node.zones[slot] = Some(z);
+            node.count += 1;
+        }
+        node.setup_watermarks();
+        Ok(node)
+    }
+
+    /// A node built from a firmware memory map the way x86-64 lays out zones: DMA below
+    /// 16 MiB, DMA32 below 4 GiB, Normal above. Each zone spans from its first to its last
+    /// usable frame; holes and reserved regions inside stay absent. Metadata tables are
+    /// allocated on the heap.
+    #[cfg(feature = "std")]
+    pub fn from_memory_map(
+        id: u32,
+        regions: &[crate::memmap::MemoryRegion],
+        cfg: ZoneConfig,
+    ) -> Result<Node, ConfigError> {
+        cfg.validate()?;
+        let ps = cfg.page_size;
+        let bounds = [
+            (ZoneType::Dma, 0u64, (16u64 << 20) / ps),
+            (ZoneType::Dma32, (16u64 << 20) / ps, (4u64 << 30) / ps),
+            (ZoneType::Normal, (4u64 << 30) / ps, u64::MAX),
+        ];
+        let mut pieces = std::vec::Vec::new();
+        crate::memmap::usable_frames(regions, ps, |s, e| pieces.push((s.0, e.0)));
+        let mut zones = std::vec::Vec::new();
+        for &(t, lo, hi) in &bounds {
+            let clipped = pieces
+                .iter()
+                .map(|&(s, e)| (s.max(lo), e.min(hi)))
+                .filter(|&(s, e)| s < e);
+            let (mut zs, mut ze) = (u64::MAX, 0u64);
+            for (s, e) in clipped {
+                zs = zs.min(s);
+                ze = ze.max(e);
+            }
+            if zs < ze {
+                zones.push(Zone::new(t, Pfn(zs), Pfn(ze), cfg)?);
+            }
+        }
+        let node = Node::new(id, zones)?;
+        for &(s, e) in &pieces {
+            // Pieces are disjoint and inside the zones by construction.
+            node.add_free_range(Pfn(s), Pfn(e))
+                .map_err(|_| ConfigError::BadZoneLayout)?;
+        }
+        Ok(node)
+    }
+
+    /// The node id.
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// The zones, lowest type first.
+    pub fn zones(&self) -> impl DoubleEndedIterator<Item = &Zone> + Clone {
+        self.zones[..self.count].iter().flatten()
+    }
+
+    /// The zone of a type, if the node has one.
+    pub fn zone(&self, t: ZoneType) -> Option<&Zone> {
+        self.zones().find(|z| z.zone_type() == t)
+    }
+
+    /// The zone whose span contains `pfn`.
+    pub fn zone_of(&self, pfn: Pfn) -> Option<&Zone> {
+        self.zones().find(|z| z.spans(pfn))
+    }
+
+    /// `setup_per_zone_wmarks` over the node, then `page_group_by_mobility_disabled`.
+    pub fn setup_watermarks(&self) {
+        let mut sizes = [ZoneSize {
+            zone_type: ZoneType::Normal,
+            managed: 0,
+        }; MAX_NR_ZONES];
+        let mut cfgs = [ZoneConfig::default(); MAX_NR_ZONES];
+        let mut n = 0;
+        for z in self.zones() {
+            sizes[n] = ZoneSize {
+                zone_type: z.zone_type(),
+                managed: z.managed_pages(),
+            };
+            cfgs[n] = *z.config();
+            n += 1;
+        }
+        let (wm, reserve) = setup_node_watermarks(&sizes[..n], &cfgs[..n]);
+        // build_all_zonelists: vm_total_pages = pages above the high marks of all zones.
+        let above_high: u64 = (0..n)
+            .map(|i| sizes[i].managed.saturating_sub(wm[i].high))
+            .sum();
+        let pb_pages = 1u64 << cfgs.first().map_or(9, |c| c.pageblock_order);
+        let disabled = above_high < pb_pages * crate::types::MIGRATE_TYPES as u64;
+        for (i, z) in self.zones().enumerate() {
+            z.apply_watermarks(wm[i], reserve[i], Some(disabled));
+        }
+    }
+
+    /// Hands `start..end` to the zones that span it, then recomputes the node's watermarks.
+    /// The range may cross zone boundaries; parts outside every zone are an error and nothing
+    /// is added then.
+    pub fn add_free_range(&self, start: Pfn, end: Pfn) -> Result<u64, RangeError> {
+        if start >= end {
+            return Err(RangeError::Empty { start, end });
+        }
+        // Validate every piece first so that an error adds nothing.
+        let mut pfn = start;
+        while pfn < end {
+            let z = self.zone_of(pfn).ok_or(RangeError::OutOfZone { pfn })?;
+            let piece_end = Pfn(end.0.min(z.span().1 .0));
+            for p in pfn.0..piece_end.0 {
+                if z.frame_state(Pfn(p)) != Some(crate::FrameState::Absent) {
+                    return Err(RangeError::Overlap { pfn: Pfn(p) });
+                }
+            }
+            pfn = piece_end;
+        }
+        let mut added = 0;
+        let mut pfn = start;
+        while pfn < end {
+            let z = self.zone_of(pfn).ok_or(RangeError::OutOfZone { pfn })?;
+            let piece_end = Pfn(end.0.min(z.span().1 .0));
+            let mut g = z.lock();
+            added += z.add_free_range_locked(&mut g, pfn, piece_end)?;
+            pfn = piece_end;
+        }
+        self.setup_watermarks();
+        Ok(added)
+    }
+
+    /// Allocates with the default request for `mt`.
+    pub fn alloc(&self, order: Order, mt: MigrateType) -> Result<Pfn, AllocError> {
+        self.alloc_with(order, AllocRequest::new(mt))
+    }
+
+    /// Allocates from the highest zone `req` allows, falling back to lower zones.
+    pub fn alloc_with(&self, order: Order, req: AllocRequest) -> Result<Pfn, AllocError> {
+        let mut list: [Option<&Zone>; MAX_NR_ZONES] = [None; MAX_NR_ZONES];
+        let mut n = 0;
+        for z in self
+            .zones()
+            .rev()
+            .filter(|z| z.zone_type() <= req.highest_zone)
+        {
+            list[n] = Some(z);
+            n += 1;
+        }
+        if n == 0 {
+            return Err(AllocError::NoZone);
+        }
+        let zonelist = ZoneList {
+            zones: &list[..n],
+            dma32_present: self
+                .zone(ZoneType::Dma32)
+                .is_some_and(|z| z.managed_pages() > 0),
+        };
+        alloc_walk(&zonelist, order, req)
+    }
+
+    /// Frees a block in whichever zone holds it.
+    pub fn free(&self, pfn: Pfn, order: Order) -> Result<(), FreeError> {
+        self.zone_of(pfn)
+            .ok_or(FreeError::OutOfZone { pfn })?
+            .free(pfn, order)
+    }
+
+    /// Snapshots of every zone, for the `/proc` formatters.
+    pub fn snapshots(&self) -> impl Iterator<Item = FreeAreaSnapshot> + '_ {
+        self.zones().map(move |z| z.snapshot(self.id))
+    }
+
+    /// Checks every zone's invariants.
+    pub fn check(&self) -> Result<(), crate::CheckError> {
+        for z in self.zones() {
+            z.check()?;
+        }
+        Ok(())
+    }
+}
+
+/// The zones one request may use, preferred (highest) first.
+pub(crate) struct ZoneList<'a> {
+    pub(crate) zones: &'a [Option<&'a Zone>],
+    pub(crate) dma32_present: bool,
+}
+
+impl<'a> ZoneList<'a> {
+    fn iter(&self) -> impl Iterator<Item = &'a Zone> + 'a {
+        self.zones.iter().flatten().copied()
+    }
+}
+
+/// A lone zone's allocation: the same walk over a one-zone zonelist.
+pub(crate) fn alloc_in_zonelist(
+    zones: &[Zone],
+    order: Order,
+    req: AllocRequest,
+) -> Result<Pfn, AllocError> {
+    let z = &zones[0];
+    let list = [Some(z)];
+    alloc_walk(
+        &ZoneList {
+            zones: &list,
+            dma32_present: false,
+        },
+        order,
+        req,
+    )
+}
+
+/// `get_page_from_freelist`: each zone in turn; with `ALLOC_NOFRAGMENT`, a second pass
+/// without it.
+fn get_page_from_freelist(
+    list: &ZoneList<'_>,
+    order: u8,
+    mt: MigrateType,
+    mut flags: AllocFlags,
+    hz: usize,
+) -> Option<Pfn> {
+    loop {
+        for z in list.iter() {
+            if let Some(p) = z.try_alloc(order, mt, flags, hz) {
+                return Some(p);
+            }
+        }
+        if flags.intersects(AllocFlags::NOFRAGMENT) {
+            flags = flags.without(AllocFlags::NOFRAGMENT);
+            continue;
+        }
+        return None;
+    }
+}
+
+/// `__alloc_frozen_pages` without reclaim or compaction: the fast path at the low watermark,
+/// then the slow path at min (with the caller's reserves), then for callers that may wait,
+/// giving back HighAtomic reserves (and, with per-CPU lists, draining them) before retrying.
+fn alloc_walk(list: &ZoneList<'_>, order: Order, req: AllocRequest) -> Result<Pfn, AllocError> {
+    let preferred = list.iter().next().ok_or(AllocError::NoZone)?;
+    if order.get() > preferred.config().max_order {
+        return Err(AllocError::OrderTooLarge {
+            order,
+            max: preferred.max_order(),
+        });
+    }
+    if !req.migratetype.is_gfp_type() {
+        return Err(AllocError::InvalidMigrateType(req.migratetype));
+    }
+    let o = order.get();
+    let mt = preferred.effective_migratetype(req.migratetype);
+    let hz = req.highest_zone.index();
+    let oom = AllocError::OutOfMemory {
+        order,
+        migratetype: req.migratetype,
+    };
+
+    // Fast path. alloc_flags_nofragment: avoid fragmenting Normal while DMA32 has memory.
+    let mut fast = req.fast_flags();
+    if preferred.zone_type() == ZoneType::Normal && list.dma32_present {
+        fast = fast.with(AllocFlags::NOFRAGMENT);
+    }
+    if let Some(p) = get_page_from_freelist(list, o, mt, fast, hz) {
+        return Ok(p);
+    }
+
+    // Slow path.
+    let slow = req.slow_flags(o);
+    if let Some(p) = get_page_from_freelist(list, o, mt, slow, hz) {
+        return Ok(p);
+    }
+    if req.no_watermarks {
+        let f = AllocFlags::NO_WATERMARKS.with(AllocFlags::KSWAPD);
+        if let Some(p) = get_page_from_freelist(list, o, mt, f, hz) {
+            return Ok(p);
+        }
+    }
+    if !req.can_reclaim {
+        return Err(oom);
+    }
+    // __alloc_pages_direct_reclaim found nothing to reclaim: unreserve (keeping one block)
+    // and drain, then retry once.
+    for z in list.iter() {
+        if z.unreserve_highatomic(mt, false) {
+            break;
+        }
+    }
+    if let Some(p) = get_page_from_freelist(list, o, mt, slow, hz) {
+        return Ok(p);
+    }
+    // should_reclaim_retry before OOM: exhaust the HighAtomic reserve.
+    loop {
+        let released = list.iter().any(|z| z.unreserve_highatomic(mt, true));
+        if !released {
+            return Err(oom);
+        }
+        if let Some(p) = get_page_from_freelist(list, o, mt, slow, hz) {
+            return Ok(p);
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! Allocation requests: the subset of GFP semantics a page allocator acts on, and their
+//! translation into `ALLOC_*` flags (`prepare_alloc_pages`, `alloc_flags_nofragment`,
+//! `gfp_to_alloc_flags`).
+
+use crate::buddy::AllocFlags;
+use crate::types::{CpuId, MigrateType, ZoneType};
+
+/// What an allocation asks for besides its order.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct AllocRequest {
+    /// The gfp migratetype (Unmovable, Movable or Reclaimable).
+    pub migratetype: MigrateType,
+    /// The highest zone the block may come from (`gfp_zone`); lower zones are tried after it,
+    /// in the kernel's zonelist order.
+    pub highest_zone: ZoneType,
+    /// `__GFP_HIGH`: may dip into half of the min reserve.
+    pub high: bool,
+    /// `__GFP_DIRECT_RECLAIM`: the caller can wait, so on failure the slow path gives back
+    /// HighAtomic reserves and drains the per-CPU lists, then retries. Without it the request
+    /// is atomic (`ALLOC_NON_BLOCK`).
+    pub can_reclaim: bool,
+    /// `__GFP_MEMALLOC` / `PF_MEMALLOC`: ignore watermarks entirely as a last resort.
+    pub no_watermarks: bool,
+    /// The CPU whose per-CPU lists serve the request; `None` means the calling thread's.
+    pub cpu: Option<CpuId>,
+}
+
+impl AllocRequest {
+    /// `GFP_KERNEL`-like: may wait, limited to ZONE_NORMAL (or ZONE_MOVABLE for Movable
+    /// requests, like `GFP_HIGHUSER_MOVABLE`).
+    pub const fn new(migratetype: MigrateType) -> Self {
+        AllocRequest {
+            migratetype,
+            highest_zone: match migratetype {
+                MigrateType::Movable => ZoneType::Movable,
+                _ => ZoneType::Normal,
+            },
+            high: false,
+            can_reclaim: true,
+            no_watermarks: false,
+            cpu: None,
+        }
+    }
+
+    /// `GFP_ATOMIC`-like: cannot wait, may use part of the min reserve and, for order > 0, the
+    /// HighAtomic reserve.
+    pub const fn atomic(migratetype: MigrateType) -> Self {
+        AllocRequest {
+            high: true,
+            can_reclaim: false,
+            ..AllocRequest::new(migratetype)
+        }
+    }
+
+    /// Limits the request to zones up to `zone` (for example `ZoneType::Dma32` for a device
+    /// that addresses 32 bits, `__GFP_DMA32`).
+    pub const fn zone_limit(self, zone: ZoneType) -> Self {
+        AllocRequest {
+            highest_zone: zone,
+            ..self
+        }
+    }
+
+    /// Ignores watermarks when everything else fails (`__GFP_MEMALLOC`).
+    pub const fn no_watermarks(self) -> Self {
+        AllocRequest {
+            no_watermarks: true,
+            ..self
+        }
+    }
+
+    /// Serves the request from `cpu`'s per-CPU lists.
+    pub const fn on_cpu(self, cpu: CpuId) -> Self {
+        AllocRequest {
+            cpu: Some(cpu),
+            ..self
+        }
+    }
+
+    /// Flags of the fast path (`ALLOC_WMARK_LOW`, plus `ALLOC_KSWAPD`).
+    pub(crate) fn fast_flags(&self) -> AllocFlags {
+        AllocFlags::WMARK_LOW.with(AllocFlags::KSWAPD)
+    }
+
+    /// `gfp_to_alloc_flags`: flags of the slow path.
+    pub(crate) fn slow_flags(&self, order: u8) -> AllocFlags {
+        let mut f = AllocFlags::WMARK_MIN.with(AllocFlags::KSWAPD);
+        if self.high {
+            f = f.with(AllocFlags::MIN_RESERVE);
+        }
+        if !self.can_reclaim {
+            f = f.with(AllocFlags::NON_BLOCK);
+            if order > 0 && f.intersects(AllocFlags::MIN_RESERVE) {
+                f = f.with(AllocFlags::HIGHATOMIC);
+            }
+        }
+        f
+    }
+}

@@ -1,0 +1,530 @@
+//! [`Zone`]: one zone's buddy allocator behind its lock, with the public alloc/free API.
+//!
+//! # Locking
+//! `zone->lock` is [`Zone::buddy`]; every buddy operation runs with it held and takes
+//! `&mut BuddyZone` from the guard. The frame table is shared and accessed with relaxed
+//! atomics (see `meta`).
+
+use crate::buddy::Watermarks;
+use crate::buddy::{AllocFlags, BuddyZone, CheckError, CheckFacts, FreePlacement, RmqueueMode};
+use crate::config::ZoneConfig;
+use crate::error::{AllocError, ConfigError, FreeError, RangeError};
+use crate::meta::{FrameMeta, FrameState, FrameTable};
+use crate::request::AllocRequest;
+use crate::stats::{FreeAreaSnapshot, ZoneStats};
+use crate::sync::{Lock, LockGuard};
+use crate::types::{MigrateType, Order, Pfn, ZoneType, MIGRATE_TYPES, ORDER_SLOTS};
+
+/// One memory zone: a span of frames (which may contain holes), its metadata table and its
+/// buddy allocator. `Send + Sync`: every method takes `&self`.
+pub struct Zone {
+    pub(crate) table: FrameTable,
+    pub(crate) buddy: Lock<BuddyZone>,
+    zone_type: ZoneType,
+    cfg: ZoneConfig,
+    span: (u64, u64),
+}
+
+impl core::fmt::Debug for Zone {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Zone")
+            .field("type", &self.zone_type)
+            .field("span", &(Pfn(self.span.0)..Pfn(self.span.1)))
+            .finish_non_exhaustive()
+    }
+}
+
+fn check_span(start: Pfn, end: Pfn, cfg: &ZoneConfig) -> Result<u32, ConfigError> {
+    cfg.validate()?;
+    if start >= end {
+        return Err(ConfigError::BadSpan { start, end });
+    }
+    let n = FrameTable::entries_needed(start, end, cfg.pageblock_order);
+    if n >= u32::MAX as u64 {
+        return Err(ConfigError::BadSpan { start, end });
+    }
+    Ok(n as u32)
+}
+
+impl Zone {
+    /// A zone spanning frames `start..end`, with nothing free yet; its metadata table
+    /// (12 bytes per frame) is allocated on the heap.
+    #[cfg(feature = "std")]
+    pub fn new(
+        zone_type: ZoneType,
+        start: Pfn,
+        end: Pfn,
+        cfg: ZoneConfig,
+    ) -> Result<Zone, ConfigError> {
+        let n = check_span(start, end, &cfg)?;
+        let table = FrameTable::allocate(start, cfg.pageblock_order, n);
+        Ok(Zone::from_parts(zone_type, start, end, cfg, table))
+    }
+
+    /// Like [`Zone::new`] over a caller-provided metadata table, for `no_std` users. The table
+    /// needs [`Zone::table_entries`] entries; it is reset.
+    pub fn with_table(
+        zone_type: ZoneType,
+        start: Pfn,
+        end: Pfn,
+        cfg: ZoneConfig,
+        table: &'static [FrameMeta],
+    ) -> Result<Zone, ConfigError> {
+        let n = check_span(start, end, &cfg)?;
+        if table.len() < n as usize {
+            return Err(ConfigError::TableTooSmall {
+                needed: n as usize,
+                provided: table.len(),
+            });
+        }
+        let table = FrameTable::borrowed(start, cfg.pageblock_order, n, table);
+        Ok(Zone::from_parts(zone_type, start, end, cfg, table))
+    }
+
+    /// Metadata entries a zone spanning `start..end` needs (the span rounded out to
+    /// pageblocks).
+    pub fn table_entries(start: Pfn, end: Pfn, cfg: &ZoneConfig) -> u64 {
+        FrameTable::entries_needed(start, end, cfg.pageblock_order)
+    }
+
+    fn from_parts(
+        zone_type: ZoneType,
+        start: Pfn,
+        end: Pfn,
+        cfg: ZoneConfig,
+        table: FrameTable,
+    ) -> Zone {
+        let buddy = BuddyZone::new(cfg, start.0, end.0);
+        Zone {
+            table,
+            buddy: Lock::new(buddy),
+            zone_type,
+            cfg,
+            span: (start.0, end.0),
+        }
+    }
+
+    /// Takes the zone lock, counting the acquisition.
+    #[inline]
+    pub(crate) fn lock(&self) -> LockGuard<'_, BuddyZone> {
+        let mut g = self.buddy.lock();
+        g.stats.zone_lock_acquisitions += 1;
+        g
+    }
+
+    /// The zone type.
+    pub fn zone_type(&self) -> ZoneType {
+        self.zone_type
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ZoneConfig {
+        &self.cfg
+    }
+
+    /// The span `[start, end)`.
+    pub fn span(&self) -> (Pfn, Pfn) {
+        (Pfn(self.span.0), Pfn(self.span.1))
+    }
+
+    /// Whether `pfn` is inside the span (`zone_spans_pfn`).
+    #[inline]
+    pub fn spans(&self, pfn: Pfn) -> bool {
+        pfn.0 >= self.span.0 && pfn.0 < self.span.1
+    }
+
+    /// The largest order this zone hands out.
+    pub fn max_order(&self) -> Order {
+        Order::from_raw(self.cfg.max_order)
+    }
+
+    /// Bytes of per-frame metadata this zone uses (Linux: 64 per frame in `struct page`).
+    pub fn metadata_bytes(&self) -> usize {
+        self.table.len() as usize * FrameTable::bytes_per_frame()
+    }
+
+    /// Hands `start..end` to the allocator, as boot does (`__free_pages_memory` →
+    /// `__free_pages_core`): the largest aligned blocks in ascending frame order, each placed
+    /// at the tail of its free list (`FPI_TO_TAIL`), bypassing the per-CPU lists. Frames never
+    /// added stay absent (holes, reserved ranges). Returns the pages added.
+    ///
+    /// On error nothing is added.
+    pub fn add_free_range(&self, start: Pfn, end: Pfn) -> Result<u64, RangeError> {
+        let added = {
+            let mut z = self.lock();
+            self.add_free_range_locked(&mut z, start, end)?
+        };
+        self.setup_standalone_watermarks();
+        Ok(added)
+    }
+
+    pub(crate) fn add_free_range_locked(
+        &self,
+        z: &mut BuddyZone,
+        start: Pfn,
+        end: Pfn,
+    ) -> Result<u64, RangeError> {
+        if start >= end {
+            return Err(RangeError::Empty { start, end });
+        }
+        if !self.spans(start) {
+            return Err(RangeError::OutOfZone { pfn: start });
+        }
+        if end.0 > self.span.1 {
+            return Err(RangeError::OutOfZone {
+                pfn: Pfn(self.span.1),
+            });
+        }
+        let t = &self.table;
+        let (first, last) = (
+            t.index_of(start.0).unwrap_or(0),
+            t.index_of(end.0 - 1).unwrap_or(0),
+        );
+        for i in first..=last {
+            if t.state(i) != FrameState::Absent {
+                return Err(RangeError::Overlap {
+                    pfn: Pfn(t.pfn_of(i)),
+                });
+            }
+        }
+        for i in first..=last {
+            t.set_state(i, FrameState::Tail);
+        }
+        let max = z.max_order() as u32;
+        let mut pfn = start.0;
+        while pfn < end.0 {
+            // Free in the largest chunks alignment allows (pfn 0 is max-order aligned).
+            let mut order = if pfn == 0 {
+                max
+            } else {
+                pfn.trailing_zeros().min(max)
+            };
+            while pfn + (1u64 << order) > end.0 {
+                order -= 1;
+            }
+            let idx = t.index_of(pfn).unwrap_or(0);
+            z.managed_pages += 1u64 << order;
+            z.split_large_buddy(t, idx, order as u8, FreePlacement::ToTail);
+            pfn += 1u64 << order;
+        }
+        Ok(end.0 - start.0)
+    }
+
+    /// Recomputes this zone's watermarks as if it were the only zone of its node.
+    pub(crate) fn setup_standalone_watermarks(&self) {
+        let managed = self.lock().managed_pages;
+        let sizes = [crate::buddy::ZoneSize {
+            zone_type: self.zone_type,
+            managed,
+        }];
+        let (wm, reserve) = crate::buddy::setup_node_watermarks(&sizes, &[self.cfg]);
+        self.apply_watermarks(wm[0], reserve[0], None);
+    }
+
+    pub(crate) fn apply_watermarks(
+        &self,
+        wm: Watermarks,
+        reserve: [u64; crate::types::MAX_NR_ZONES],
+        mobility_disabled: Option<bool>,
+    ) {
+        let mut z = self.lock();
+        z.wmark = Watermarks {
+            boost: z.wmark.boost,
+            ..wm
+        };
+        z.lowmem_reserve = reserve;
+        z.mobility_disabled = match self.cfg.mobility_grouping {
+            crate::config::MobilityGrouping::Enabled => false,
+            crate::config::MobilityGrouping::Disabled => true,
+            crate::config::MobilityGrouping::Auto => mobility_disabled.unwrap_or_else(|| {
+                // build_all_zonelists: too few pages above the high mark to group by mobility.
+                z.managed_pages.saturating_sub(wm.high)
+                    < (1u64 << self.cfg.pageblock_order) * MIGRATE_TYPES as u64
+            }),
+        };
+    }
+
+    /// Allocates a block of `order` with the default request for `mt` ([`AllocRequest::new`]).
+    pub fn alloc(&self, order: Order, mt: MigrateType) -> Result<Pfn, AllocError> {
+        self.alloc_with(order, AllocRequest::new(mt))
+    }
+
+    /// Allocates a block of `order` as `req` describes, walking the kernel's fast and slow
+    /// paths over this one zone.
+    pub fn alloc_with(&self, order: Order, req: AllocRequest) -> Result<Pfn, AllocError> {
+        crate::node::alloc_in_zonelist(core::slice::from_ref(self), order, req)
+    }
+
+    /// `gfp_migratetype` after `page_group_by_mobility_disabled`.
+    pub(crate) fn effective_migratetype(&self, mt: MigrateType) -> MigrateType {
+        if self.buddy.lock().mobility_disabled {
+            MigrateType::Unmovable
+        } else {
+            mt
+        }
+    }
+
+    /// One zone of `get_page_from_freelist`: the watermark checks, then `rmqueue`.
+    pub(crate) fn try_alloc(
+        &self,
+        order: u8,
+        mt: MigrateType,
+        flags: AllocFlags,
+        highest_zoneidx: usize,
+    ) -> Option<Pfn> {
+        let t = &self.table;
+        let mut z = self.lock();
+        let mut ok = false;
+        if !z.flags.below_high {
+            let high = z.wmark.mark(2);
+            if z.watermark_fast(order, high, highest_zoneidx, flags) {
+                ok = true;
+            } else {
+                z.flags.below_high = true;
+            }
+        }
+        if !ok {
+            let mark = z.wmark.mark(flags.wmark_index());
+            if !z.watermark_fast(order, mark, highest_zoneidx, flags)
+                && !flags.intersects(AllocFlags::NO_WATERMARKS)
+            {
+                z.stats.alloc_failures += 1;
+                return None;
+            }
+        }
+        let Some(idx) = rmqueue_buddy(&mut z, t, order, mt, flags) else {
+            z.stats.alloc_failures += 1;
+            return None;
+        };
+        t.set_state(idx, FrameState::Allocated(Order::from_raw(order), mt));
+        z.stats.allocs[order as usize] += 1;
+        if flags.intersects(AllocFlags::HIGHATOMIC) {
+            z.reserve_highatomic_pageblock(t, idx, order);
+        }
+        Some(Pfn(t.pfn_of(idx)))
+    }
+
+    /// `unreserve_highatomic_pageblock` on this zone.
+    pub(crate) fn unreserve_highatomic(&self, to_mt: MigrateType, force: bool) -> bool {
+        let mut z = self.lock();
+        z.unreserve_highatomic_pageblock(&self.table, to_mt, force)
+    }
+
+    /// Frees the block of `order` at `pfn` (`__free_pages` → `free_one_page`).
+    ///
+    /// Detects double frees, frees of frames that are not the head of an allocated block,
+    /// wrong orders, misaligned frames and frames outside the zone or in holes; on error the
+    /// zone is unchanged.
+    pub fn free(&self, pfn: Pfn, order: Order) -> Result<(), FreeError> {
+        let idx = self.validate_free(pfn, order)?;
+        let t = &self.table;
+        let mut z = self.lock();
+        self.claim_for_free(idx, pfn, order)?;
+        z.split_large_buddy(t, idx, order.get(), FreePlacement::Normal);
+        z.stats.frees[order.index()] += 1;
+        Ok(())
+    }
+
+    /// The checks that need no lock: order, span, alignment. Returns the frame index.
+    #[inline]
+    pub(crate) fn validate_free(&self, pfn: Pfn, order: Order) -> Result<u32, FreeError> {
+        if order.get() > self.cfg.max_order {
+            return Err(FreeError::OrderTooLarge { pfn, order });
+        }
+        if !self.spans(pfn) {
+            return Err(FreeError::OutOfZone { pfn });
+        }
+        if !pfn.is_aligned(order) {
+            return Err(FreeError::Misaligned { pfn, order });
+        }
+        self.table
+            .index_of(pfn.0)
+            .ok_or(FreeError::OutOfZone { pfn })
+    }
+
+    /// Atomically takes ownership of an allocated head for freeing (state becomes `Tail`), or
+    /// says precisely why the frame cannot be freed.
+    #[inline]
+    pub(crate) fn claim_for_free(&self, idx: u32, pfn: Pfn, order: Order) -> Result<(), FreeError> {
+        let t = &self.table;
+        loop {
+            match t.state(idx) {
+                FrameState::Allocated(o, mt) if o == order => {
+                    match t.claim_allocated(idx, order, mt, FrameState::Tail) {
+                        Ok(()) => return Ok(()),
+                        Err(_) => continue, // raced with another free: classify again
+                    }
+                }
+                FrameState::Allocated(o, _) => {
+                    return Err(FreeError::WrongOrder {
+                        pfn,
+                        given: order,
+                        allocated: o,
+                    })
+                }
+                FrameState::Absent => return Err(FreeError::NotManaged { pfn }),
+                FrameState::Buddy(_) | FrameState::Pcp(_) => {
+                    return Err(FreeError::DoubleFree { pfn })
+                }
+                FrameState::Tail => return Err(self.classify_tail(idx, pfn)),
+            }
+        }
+    }
+
+    /// A tail frame was passed to free: find the block containing it.
+    fn classify_tail(&self, idx: u32, pfn: Pfn) -> FreeError {
+        let t = &self.table;
+        for o in 1..=self.cfg.max_order {
+            let head_pfn = pfn.0 & !((1u64 << o) - 1);
+            let Some(h) = t.index_of(head_pfn) else { break };
+            let _ = idx;
+            match t.state(h) {
+                FrameState::Buddy(bo) | FrameState::Pcp(bo) if bo.get() >= o => {
+                    return FreeError::DoubleFree { pfn }
+                }
+                FrameState::Allocated(ao, _) if ao.get() >= o => {
+                    return FreeError::NotBlockHead {
+                        pfn,
+                        head: Pfn(head_pfn),
+                    }
+                }
+                _ => {}
+            }
+        }
+        // A tail whose block head is being freed right now by another thread.
+        FreeError::DoubleFree { pfn }
+    }
+
+    /// Free pages in the buddy allocator (`NR_FREE_PAGES`; per-CPU lists not included).
+    pub fn free_pages(&self) -> u64 {
+        self.buddy.lock().nr_free_pages
+    }
+
+    /// Pages handed to the allocator (`managed_pages`).
+    pub fn managed_pages(&self) -> u64 {
+        self.buddy.lock().managed_pages
+    }
+
+    /// Current watermarks.
+    pub fn watermarks(&self) -> Watermarks {
+        self.buddy.lock().wmark
+    }
+
+    /// Pages reserved for HighAtomic allocations (`nr_reserved_highatomic`).
+    pub fn reserved_highatomic(&self) -> u64 {
+        self.buddy.lock().nr_reserved_highatomic
+    }
+
+    /// A copy of the zone's counters.
+    pub fn stats(&self) -> ZoneStats {
+        self.buddy.lock().stats
+    }
+
+    /// The migratetype of the pageblock containing `pfn`, if the zone spans it.
+    pub fn pageblock_migratetype(&self, pfn: Pfn) -> Option<MigrateType> {
+        if !self.spans(pfn) {
+            return None;
+        }
+        let idx = self.table.index_of(pfn.0)?;
+        let z = self.buddy.lock();
+        Some(z.block_mt(&self.table, idx))
+    }
+
+    /// What the frame `pfn` currently is, if the zone spans it.
+    pub fn frame_state(&self, pfn: Pfn) -> Option<FrameState> {
+        if !self.spans(pfn) {
+            return None;
+        }
+        Some(self.table.state(self.table.index_of(pfn.0)?))
+    }
+
+    /// Free blocks per order (`free_area[order].nr_free`), the numbers of `/proc/buddyinfo`.
+    pub fn nr_free(&self) -> [u64; ORDER_SLOTS] {
+        let z = self.buddy.lock();
+        let mut out = [0; ORDER_SLOTS];
+        for (o, a) in z.free_area.iter().enumerate() {
+            out[o] = a.nr_free;
+        }
+        out
+    }
+
+    /// The free lists' block heads for one order and migratetype, head to tail. For tests
+    /// and teaching; O(list length).
+    pub fn free_list(&self, order: Order, mt: MigrateType, out: &mut [Pfn]) -> usize {
+        let z = self.buddy.lock();
+        let mut n = 0;
+        if order.get() > self.cfg.max_order {
+            return 0;
+        }
+        for idx in z.free_area[order.index()].lists[mt.index()].iter(&self.table) {
+            if n == out.len() {
+                break;
+            }
+            out[n] = Pfn(self.table.pfn_of(idx));
+            n += 1;
+        }
+        n
+    }
+
+    /// The free-area state for `/proc` text and fragmentation indices, taken under the lock.
+    pub fn snapshot(&self, node: u32) -> FreeAreaSnapshot {
+        let z = self.buddy.lock();
+        let t = &self.table;
+        let mut s = FreeAreaSnapshot {
+            node,
+            zone_name: self.zone_type.name(),
+            max_order: self.cfg.max_order,
+            pageblock_order: self.cfg.pageblock_order,
+            nr_free: [0; ORDER_SLOTS],
+            free_by_type: [[0; ORDER_SLOTS]; MIGRATE_TYPES],
+            pageblocks_by_type: [0; MIGRATE_TYPES],
+        };
+        for o in 0..=self.cfg.max_order as usize {
+            s.nr_free[o] = z.free_area[o].nr_free;
+            for mt in 0..MIGRATE_TYPES {
+                s.free_by_type[mt][o] =
+                    z.free_area[o].lists[mt].iter(t).take(100_000).count() as u64;
+            }
+        }
+        // pagetypeinfo_showblockcount_print: step from zone_start_pfn by pageblock_nr_pages.
+        let step = 1u64 << self.cfg.pageblock_order;
+        let mut pfn = self.span.0;
+        while pfn < self.span.1 {
+            if let Some(i) = t.index_of(pfn) {
+                s.pageblocks_by_type[z.block_mt(t, i).index()] += 1;
+            }
+            pfn += step;
+        }
+        s
+    }
+
+    /// Checks invariants Z1..Z7 (see the `buddy` module). O(frames).
+    pub fn check(&self) -> Result<CheckFacts, CheckError> {
+        let z = self.buddy.lock();
+        z.check(&self.table)
+    }
+}
+
+/// `rmqueue_buddy`: HighAtomic first for `ALLOC_HIGHATOMIC`, then `__rmqueue`, then HighAtomic
+/// for OOM and non-blocking requests.
+pub(crate) fn rmqueue_buddy(
+    z: &mut BuddyZone,
+    t: &FrameTable,
+    order: u8,
+    mt: MigrateType,
+    flags: AllocFlags,
+) -> Option<u32> {
+    if flags.intersects(AllocFlags::HIGHATOMIC) {
+        if let Some(idx) = z.rmqueue_smallest(t, order, MigrateType::HighAtomic) {
+            return Some(idx);
+        }
+    }
+    let mut mode = RmqueueMode::Normal;
+    if let Some(idx) = z.rmqueue(t, order, mt, flags, &mut mode) {
+        return Some(idx);
+    }
+    if flags.intersects(AllocFlags::OOM.with(AllocFlags::NON_BLOCK)) {
+        return z.rmqueue_smallest(t, order, MigrateType::HighAtomic);
+    }
+    None
+}
