@@ -40,6 +40,141 @@ pub enum MobilityGrouping {
     Disabled,
 }
 
+/// Seed 000 (`free_high`): how a PCP that only frees limits the high-order pages it keeps.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum FreeHigh {
+    /// No limit: high-order frees are kept like order-0 ones (the kernel before the seed).
+    Off,
+    /// The seed's original rule: a high-order free (orders 1..=3) that follows another free
+    /// with no allocation in between drains the whole PCP.
+    Original,
+    /// Current mainline: drain hard (up to `batch << SCALE`) once `free_count >= batch +
+    /// high_min / 2` after consecutive high-order frees (`PCPF_PREV_FREE_HIGH_ORDER`), and, on
+    /// CPUs with a large LLC slice (`PCPF_FREE_HIGH_BATCH`), only while `count >= batch`.
+    Current,
+}
+
+/// Seed 002: how a PCP's lists are protected.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum PcpLocking {
+    /// `pcp->lock`, a spinlock every allocation and free takes with a trylock; on failure the
+    /// operation goes straight to the buddy. Upstream since 5.19.
+    Spinlock,
+    /// Before the seed: the lists belong to their CPU (`local_lock_irqsave`). A
+    /// [`CpuHandle`](crate::CpuHandle) holds its CPU's lists for its whole life, so its
+    /// operations take no lock at all; nobody else can touch them, so draining needs the
+    /// owner's help ([`DrainMode::Owner`]).
+    OwnerOnly,
+}
+
+/// Seed 004: how `drain_all` empties other CPUs' lists.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum DrainMode {
+    /// The drainer takes each CPU's PCP lock and drains it itself. Upstream since 5.19.
+    Remote,
+    /// Before the seed: the drainer asks each CPU to drain itself (a per-CPU work item) and
+    /// waits; a CPU whose owner is busy and does not poll keeps the drainer waiting. CPUs with
+    /// no registered [`CpuHandle`](crate::CpuHandle) are idle and drained at once.
+    Owner,
+}
+
+/// Per-CPU page list (PCP) settings. `None` fields are computed as the kernel does
+/// (`zone_batchsize`, `zone_highsize`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct PcpConfig {
+    /// Per-CPU lists on. Off, every order goes to the buddy (the lab's `--no-pcp`).
+    pub enabled: bool,
+    /// Number of CPUs with their own lists.
+    pub cpus: u32,
+    /// Override of `pcp->batch`.
+    pub batch: Option<u32>,
+    /// Override of `pcp->high_min`.
+    pub high_min: Option<u32>,
+    /// Override of `pcp->high_max`.
+    pub high_max: Option<u32>,
+    /// `vm.percpu_pagelist_high_fraction` (0: auto-tune `high` between a low-watermark share
+    /// and managed/8; otherwise at least 8, and `high` is fixed at managed/fraction/cpus).
+    pub high_fraction: u32,
+    /// Seed 001: `CONFIG_PCP_BATCH_SCALE_MAX`, the cap on `alloc_factor` (refills of up to
+    /// `batch << scale`) and on `free_count` (`batch << scale`). Range 0..=6; 0 turns scaling
+    /// off. Upstream default 5.
+    pub batch_scale_max: u8,
+    /// Seed 000.
+    pub free_high: FreeHigh,
+    /// Seed 002.
+    pub locking: PcpLocking,
+    /// Seed 004.
+    pub drain: DrainMode,
+    /// Bytes of last-level cache per CPU (`per_cpu_data_slice_size`); sets
+    /// `PCPF_FREE_HIGH_BATCH` when it holds more than `3 * batch` pages.
+    pub llc_slice_bytes: u64,
+    /// The THP order that has its own PCP lists (`HPAGE_PMD_ORDER`, 9 on x86-64); `None`
+    /// without THP. Ignored when above the zone's `max_order`.
+    pub thp_order: Option<u8>,
+}
+
+impl Default for PcpConfig {
+    fn default() -> Self {
+        PcpConfig {
+            enabled: true,
+            cpus: 1,
+            batch: None,
+            high_min: None,
+            high_max: None,
+            high_fraction: 0,
+            batch_scale_max: 5,
+            free_high: FreeHigh::Current,
+            locking: PcpLocking::Spinlock,
+            drain: DrainMode::Remote,
+            llc_slice_bytes: 2 << 20,
+            thp_order: Some(9),
+        }
+    }
+}
+
+impl PcpConfig {
+    /// The default with `cpus` CPUs.
+    pub fn with_cpus(cpus: u32) -> Self {
+        PcpConfig {
+            cpus,
+            ..PcpConfig::default()
+        }
+    }
+
+    /// Checks the settings against a zone's geometry.
+    pub fn validate(&self, max_order: u8) -> Result<(), ConfigError> {
+        if self.cpus == 0 || self.cpus > 4096 {
+            return Err(ConfigError::BadPcp("cpus must be 1..=4096"));
+        }
+        if self.batch_scale_max > 6 {
+            return Err(ConfigError::BadPcp("batch_scale_max must be 0..=6"));
+        }
+        if self.high_fraction != 0 && self.high_fraction < 8 {
+            return Err(ConfigError::BadPcp("high_fraction must be 0 or >= 8"));
+        }
+        if self.batch == Some(0) {
+            return Err(ConfigError::BadPcp("batch must be >= 1"));
+        }
+        if let (Some(lo), Some(hi)) = (self.high_min, self.high_max) {
+            if lo > hi {
+                return Err(ConfigError::BadPcp("high_min must not exceed high_max"));
+            }
+        }
+        if let Some(t) = self.thp_order {
+            if t <= 3 {
+                return Err(ConfigError::BadPcp("thp_order must be above 3"));
+            }
+        }
+        let _ = max_order; // a THP order above max_order simply has no lists
+        if self.locking == PcpLocking::OwnerOnly && self.drain == DrainMode::Remote {
+            return Err(ConfigError::BadPcp(
+                "owner-only lists cannot be drained remotely (use DrainMode::Owner)",
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Configuration of one zone.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct ZoneConfig {
@@ -63,6 +198,8 @@ pub struct ZoneConfig {
     pub mobility_grouping: MobilityGrouping,
     /// `vm.lowmem_reserve_ratio`, per zone type (DMA 256, DMA32 256, Normal 32, others 0).
     pub lowmem_reserve_ratio: [u32; MAX_NR_ZONES],
+    /// Per-CPU lists.
+    pub pcp: PcpConfig,
 }
 
 impl Default for ZoneConfig {
@@ -79,6 +216,7 @@ impl Default for ZoneConfig {
             watermark_boost_factor: 15000,
             mobility_grouping: MobilityGrouping::Auto,
             lowmem_reserve_ratio: [256, 256, 32, 0, 0, 0],
+            pcp: PcpConfig::default(),
         }
     }
 }
@@ -94,6 +232,25 @@ impl ZoneConfig {
                 high: 0,
             },
             ..ZoneConfig::default()
+        }
+    }
+
+    /// This configuration with per-CPU lists for `cpus` CPUs.
+    pub fn with_cpus(self, cpus: u32) -> Self {
+        ZoneConfig {
+            pcp: PcpConfig { cpus, ..self.pcp },
+            ..self
+        }
+    }
+
+    /// This configuration without per-CPU lists (buddy only).
+    pub fn without_pcp(self) -> Self {
+        ZoneConfig {
+            pcp: PcpConfig {
+                enabled: false,
+                ..self.pcp
+            },
+            ..self
         }
     }
 
@@ -116,7 +273,7 @@ impl ZoneConfig {
                 return Err(ConfigError::BadWatermarks);
             }
         }
-        Ok(())
+        self.pcp.validate(self.max_order)
     }
 
     /// `pageblock_nr_pages`.

@@ -102,6 +102,38 @@ pub enum RangeError {
     },
 }
 
+/// Why a [`CpuHandle`](crate::CpuHandle) could not be created.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum HandleError {
+    /// The zone has fewer CPUs.
+    CpuOutOfRange {
+        /// The CPU asked for.
+        cpu: crate::types::CpuId,
+        /// The zone's CPU count.
+        cpus: u32,
+    },
+    /// Another handle owns this CPU.
+    AlreadyRegistered {
+        /// The CPU asked for.
+        cpu: crate::types::CpuId,
+    },
+}
+
+impl fmt::Display for HandleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            HandleError::CpuOutOfRange { cpu, cpus } => {
+                write!(f, "CPU {} out of range: the zone has {cpus} CPUs", cpu.0)
+            }
+            HandleError::AlreadyRegistered { cpu } => {
+                write!(f, "CPU {} already has a handle", cpu.0)
+            }
+        }
+    }
+}
+
+impl core::error::Error for HandleError {}
+
 /// Why a configuration was rejected.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum ConfigError {

@@ -71,18 +71,23 @@ mod list;
 pub mod memmap;
 mod meta;
 mod node;
+mod pcp;
 mod request;
+mod shared;
 pub mod stats;
 mod sync;
 pub mod types;
 mod zone;
 
 pub use buddy::{AllocFlags, CheckError, CheckFacts, Watermarks};
-pub use config::{MobilityGrouping, WatermarkConfig, ZoneConfig};
-pub use error::{AllocError, ConfigError, FreeError, RangeError};
+pub use config::{
+    DrainMode, FreeHigh, MobilityGrouping, PcpConfig, PcpLocking, WatermarkConfig, ZoneConfig,
+};
+pub use error::{AllocError, ConfigError, FreeError, HandleError, RangeError};
 pub use memmap::{MemoryRegion, RegionKind};
 pub use meta::{FrameMeta, FrameState};
 pub use node::Node;
+pub use pcp::{CpuHandle, PcpInfo, PcpStats};
 pub use request::AllocRequest;
 pub use stats::{FreeAreaSnapshot, ZoneStats};
 pub use types::{CpuId, MigrateType, Order, PageCount, Pfn, ZoneType, MAX_ORDER_LIMIT};

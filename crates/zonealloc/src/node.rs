@@ -4,6 +4,7 @@
 use crate::buddy::{setup_node_watermarks, AllocFlags, ZoneSize};
 use crate::config::ZoneConfig;
 use crate::error::{AllocError, ConfigError, FreeError, RangeError};
+use crate::pcp::PcpAccess;
 use crate::request::AllocRequest;
 use crate::stats::FreeAreaSnapshot;
 use crate::types::{MigrateType, Order, Pfn, ZoneType, MAX_NR_ZONES};
@@ -189,13 +190,11 @@ impl Node {
         if n == 0 {
             return Err(AllocError::NoZone);
         }
-        let zonelist = ZoneList {
-            zones: &list[..n],
-            dma32_present: self
-                .zone(ZoneType::Dma32)
-                .is_some_and(|z| z.managed_pages() > 0),
-        };
-        alloc_walk(&zonelist, order, req)
+        let zonelist = ZoneList { zones: &list[..n] };
+        let cpu = req
+            .cpu
+            .map_or_else(|| crate::sync::current_cpu() as usize, |c| c.0 as usize);
+        alloc_walk(&zonelist, order, req, &mut PcpAccess::Cpu(cpu))
     }
 
     /// Frees a block in whichever zone holds it.
@@ -203,6 +202,22 @@ impl Node {
         self.zone_of(pfn)
             .ok_or(FreeError::OutOfZone { pfn })?
             .free(pfn, order)
+    }
+
+    /// Drains every CPU's lists in every zone.
+    pub fn drain_all(&self) {
+        for z in self.zones() {
+            z.drain_all();
+        }
+    }
+
+    /// The periodic work of every zone (see [`Zone::tick`]).
+    pub fn tick(&self) -> bool {
+        let mut todo = false;
+        for z in self.zones() {
+            todo |= z.tick();
+        }
+        todo
     }
 
     /// Snapshots of every zone, for the `/proc` formatters.
@@ -222,7 +237,6 @@ impl Node {
 /// The zones one request may use, preferred (highest) first.
 pub(crate) struct ZoneList<'a> {
     pub(crate) zones: &'a [Option<&'a Zone>],
-    pub(crate) dma32_present: bool,
 }
 
 impl<'a> ZoneList<'a> {
@@ -232,21 +246,14 @@ impl<'a> ZoneList<'a> {
 }
 
 /// A lone zone's allocation: the same walk over a one-zone zonelist.
-pub(crate) fn alloc_in_zonelist(
-    zones: &[Zone],
+pub(crate) fn alloc_in_zone(
+    zone: &Zone,
     order: Order,
     req: AllocRequest,
+    access: &mut PcpAccess<'_>,
 ) -> Result<Pfn, AllocError> {
-    let z = &zones[0];
-    let list = [Some(z)];
-    alloc_walk(
-        &ZoneList {
-            zones: &list,
-            dma32_present: false,
-        },
-        order,
-        req,
-    )
+    let list = [Some(zone)];
+    alloc_walk(&ZoneList { zones: &list }, order, req, access)
 }
 
 /// `get_page_from_freelist`: each zone in turn; with `ALLOC_NOFRAGMENT`, a second pass
@@ -257,10 +264,11 @@ fn get_page_from_freelist(
     mt: MigrateType,
     mut flags: AllocFlags,
     hz: usize,
+    access: &mut PcpAccess<'_>,
 ) -> Option<Pfn> {
     loop {
         for z in list.iter() {
-            if let Some(p) = z.try_alloc(order, mt, flags, hz) {
+            if let Some(p) = z.try_alloc(order, mt, flags, hz, access) {
                 return Some(p);
             }
         }
@@ -275,7 +283,12 @@ fn get_page_from_freelist(
 /// `__alloc_frozen_pages` without reclaim or compaction: the fast path at the low watermark,
 /// then the slow path at min (with the caller's reserves), then for callers that may wait,
 /// giving back HighAtomic reserves (and, with per-CPU lists, draining them) before retrying.
-fn alloc_walk(list: &ZoneList<'_>, order: Order, req: AllocRequest) -> Result<Pfn, AllocError> {
+fn alloc_walk(
+    list: &ZoneList<'_>,
+    order: Order,
+    req: AllocRequest,
+    access: &mut PcpAccess<'_>,
+) -> Result<Pfn, AllocError> {
     let preferred = list.iter().next().ok_or(AllocError::NoZone)?;
     if order.get() > preferred.config().max_order {
         return Err(AllocError::OrderTooLarge {
@@ -294,46 +307,55 @@ fn alloc_walk(list: &ZoneList<'_>, order: Order, req: AllocRequest) -> Result<Pf
         migratetype: req.migratetype,
     };
 
-    // Fast path. alloc_flags_nofragment: avoid fragmenting Normal while DMA32 has memory.
+    // Fast path. alloc_flags_nofragment: when the preferred zone is Normal, first try without
+    // fragmenting pageblocks (the kernel assumes ZONE_DMA32 exists on a single node).
     let mut fast = req.fast_flags();
-    if preferred.zone_type() == ZoneType::Normal && list.dma32_present {
+    if preferred.zone_type() == ZoneType::Normal {
         fast = fast.with(AllocFlags::NOFRAGMENT);
     }
-    if let Some(p) = get_page_from_freelist(list, o, mt, fast, hz) {
+    if let Some(p) = get_page_from_freelist(list, o, mt, fast, hz, access) {
         return Ok(p);
     }
 
     // Slow path.
     let slow = req.slow_flags(o);
-    if let Some(p) = get_page_from_freelist(list, o, mt, slow, hz) {
+    if let Some(p) = get_page_from_freelist(list, o, mt, slow, hz, access) {
         return Ok(p);
     }
     if req.no_watermarks {
         let f = AllocFlags::NO_WATERMARKS.with(AllocFlags::KSWAPD);
-        if let Some(p) = get_page_from_freelist(list, o, mt, f, hz) {
+        if let Some(p) = get_page_from_freelist(list, o, mt, f, hz, access) {
             return Ok(p);
         }
     }
     if !req.can_reclaim {
+        preferred.count_alloc_failure();
         return Err(oom);
     }
     // __alloc_pages_direct_reclaim found nothing to reclaim: unreserve (keeping one block)
-    // and drain, then retry once.
+    // and drain every CPU's lists (`drain_all_pages(NULL)`), then retry once.
     for z in list.iter() {
         if z.unreserve_highatomic(mt, false) {
             break;
         }
     }
-    if let Some(p) = get_page_from_freelist(list, o, mt, slow, hz) {
+    for z in list.iter() {
+        match access {
+            PcpAccess::Held(c, p) => z.drain_all_with(Some((*c, &mut **p)), false),
+            PcpAccess::Cpu(_) => z.drain_all_with(None, false),
+        }
+    }
+    if let Some(p) = get_page_from_freelist(list, o, mt, slow, hz, access) {
         return Ok(p);
     }
     // should_reclaim_retry before OOM: exhaust the HighAtomic reserve.
     loop {
         let released = list.iter().any(|z| z.unreserve_highatomic(mt, true));
         if !released {
+            preferred.count_alloc_failure();
             return Err(oom);
         }
-        if let Some(p) = get_page_from_freelist(list, o, mt, slow, hz) {
+        if let Some(p) = get_page_from_freelist(list, o, mt, slow, hz, access) {
             return Ok(p);
         }
     }

@@ -11,9 +11,9 @@
 //! orders the accesses. The atomics make the *sharing* of one table between locks sound.
 
 #[cfg(not(loom))]
-pub(crate) use core::sync::atomic::{AtomicU16, AtomicU32, AtomicU8};
+pub(crate) use core::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicU64, AtomicU8};
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicU16, AtomicU32, AtomicU8};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicU64, AtomicU8};
 
 pub(crate) use core::sync::atomic::Ordering;
 
@@ -29,6 +29,145 @@ type RawGuard<'a, T> = std::sync::MutexGuard<'a, T>;
 type RawMutex<T> = spin::Mutex<T>;
 #[cfg(all(not(loom), not(feature = "std")))]
 type RawGuard<'a, T> = spin::MutexGuard<'a, T>;
+
+#[cfg(loom)]
+type RawSpin<T> = loom::sync::Mutex<T>;
+#[cfg(loom)]
+type RawSpinGuard<'a, T> = loom::sync::MutexGuard<'a, T>;
+#[cfg(not(loom))]
+type RawSpin<T> = spin::Mutex<T>;
+#[cfg(not(loom))]
+type RawSpinGuard<'a, T> = spin::MutexGuard<'a, T>;
+
+/// The per-CPU list lock (`pcp->lock`, a `spinlock_t`): `try_lock` is one compare-and-swap and
+/// unlock one release store, the cheapest lock there is when, as here, it is almost never
+/// contended. The hot paths only ever `try_lock`; the blocking `lock` (drains, decay) spins
+/// briefly and then yields the thread, since a user-space holder can be preempted.
+#[derive(Debug, Default)]
+pub(crate) struct SpinLock<T>(RawSpin<T>);
+
+/// Guard of a held [`SpinLock`].
+pub(crate) type SpinGuard<'a, T> = RawSpinGuard<'a, T>;
+
+impl<T> SpinLock<T> {
+    pub(crate) fn new(value: T) -> Self {
+        SpinLock(RawSpin::new(value))
+    }
+
+    /// `spin_trylock`.
+    #[inline]
+    pub(crate) fn try_lock(&self) -> Option<SpinGuard<'_, T>> {
+        #[cfg(loom)]
+        {
+            self.0.try_lock().ok()
+        }
+        #[cfg(not(loom))]
+        {
+            self.0.try_lock()
+        }
+    }
+
+    /// `spin_lock`: waits for the lock.
+    pub(crate) fn lock(&self) -> SpinGuard<'_, T> {
+        #[cfg(loom)]
+        {
+            self.0.lock().unwrap_or_else(|e| e.into_inner())
+        }
+        #[cfg(not(loom))]
+        {
+            let mut spins = 0u32;
+            loop {
+                if let Some(g) = self.0.try_lock() {
+                    return g;
+                }
+                spins = spins.wrapping_add(1);
+                if spins % 64 == 0 {
+                    relax_hard();
+                } else {
+                    core::hint::spin_loop();
+                }
+            }
+        }
+    }
+}
+
+/// Backs off harder than a spin-loop hint: yields the thread under `std` (a holder may have
+/// been preempted), spins under `no_std`.
+#[inline]
+pub(crate) fn relax_hard() {
+    #[cfg(all(not(loom), feature = "std"))]
+    std::thread::yield_now();
+    #[cfg(loom)]
+    loom::thread::yield_now();
+    #[cfg(all(not(loom), not(feature = "std")))]
+    core::hint::spin_loop();
+}
+
+/// The CPU the calling thread runs on (`smp_processor_id`), from `sched_getcpu` under `std` on
+/// Linux, else a per-thread slot handed out round-robin. Callers reduce it modulo their CPU
+/// count. The answer may be stale by the time it is used (the thread can migrate); that is
+/// harmless because the PCP lock, not the CPU id, guards the lists.
+#[cfg(all(feature = "std", not(loom)))]
+pub(crate) fn current_cpu() -> u32 {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: sched_getcpu takes no arguments, touches no caller memory and only returns
+        // an int (-1 on error).
+        #[allow(unsafe_code)]
+        let c = unsafe { libc::sched_getcpu() };
+        if c >= 0 {
+            return c as u32;
+        }
+    }
+    thread_slot()
+}
+
+/// Without `std` (or under loom) there is no way to ask: CPU 0, unless the caller says.
+#[cfg(any(not(feature = "std"), loom))]
+pub(crate) fn current_cpu() -> u32 {
+    0
+}
+
+#[cfg(all(feature = "std", not(loom)))]
+fn thread_slot() -> u32 {
+    use core::sync::atomic::AtomicU32 as StdAtomicU32;
+    static NEXT: StdAtomicU32 = StdAtomicU32::new(0);
+    std::thread_local! {
+        static SLOT: u32 = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+    SLOT.with(|s| *s)
+}
+
+/// Monotonic nanoseconds for the optional zone-lock hold-time histograms (0 without `std`).
+#[inline]
+pub(crate) fn now_ns() -> u64 {
+    #[cfg(all(feature = "std", not(loom)))]
+    {
+        static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+        START
+            .get_or_init(std::time::Instant::now)
+            .elapsed()
+            .as_nanos() as u64
+    }
+    #[cfg(any(not(feature = "std"), loom))]
+    {
+        0
+    }
+}
+
+/// Pads and aligns a value to two cache lines so that neighbouring per-CPU data never share a
+/// line (adjacent-line prefetch pulls pairs of 64-byte lines on x86).
+#[derive(Debug, Default)]
+#[repr(align(128))]
+pub(crate) struct CachePadded<T>(pub(crate) T);
+
+impl<T> core::ops::Deref for CachePadded<T> {
+    type Target = T;
+    #[inline]
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
 
 /// A mutual-exclusion lock with a blocking `lock` and a non-blocking `try_lock`.
 ///
@@ -67,7 +206,6 @@ impl<T> Lock<T> {
 
     /// Takes the lock only if it is free (Linux: `spin_trylock`).
     #[inline]
-    #[allow(dead_code)] // used by the per-CPU lists
     pub(crate) fn try_lock(&self) -> Option<LockGuard<'_, T>> {
         #[cfg(all(not(loom), feature = "std"))]
         {

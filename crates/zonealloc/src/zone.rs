@@ -2,17 +2,23 @@
 //!
 //! # Locking
 //! `zone->lock` is [`Zone::buddy`]; every buddy operation runs with it held and takes
-//! `&mut BuddyZone` from the guard. The frame table is shared and accessed with relaxed
-//! atomics (see `meta`).
+//! `&mut BuddyZone` from the guard, which publishes the lock-free mirror (`shared`) as it
+//! is released. The frame table is shared and accessed with relaxed atomics (see `meta`).
+//! Per-CPU lists have their own locks, always taken before the zone lock (see `pcp`).
+
+use core::ops::{Deref, DerefMut};
 
 use crate::buddy::Watermarks;
 use crate::buddy::{AllocFlags, BuddyZone, CheckError, CheckFacts, FreePlacement, RmqueueMode};
 use crate::config::ZoneConfig;
 use crate::error::{AllocError, ConfigError, FreeError, RangeError};
 use crate::meta::{FrameMeta, FrameState, FrameTable};
+use crate::pcp::{zone_batchsize, zone_highsize, PcpAccess, PcpSet};
 use crate::request::AllocRequest;
+use crate::shared::{ZoneShared, ZONE_BELOW_HIGH};
 use crate::stats::{FreeAreaSnapshot, ZoneStats};
 use crate::sync::{Lock, LockGuard};
+use crate::types::CpuId;
 use crate::types::{MigrateType, Order, Pfn, ZoneType, MIGRATE_TYPES, ORDER_SLOTS};
 
 /// One memory zone: a span of frames (which may contain holes), its metadata table and its
@@ -20,6 +26,8 @@ use crate::types::{MigrateType, Order, Pfn, ZoneType, MIGRATE_TYPES, ORDER_SLOTS
 pub struct Zone {
     pub(crate) table: FrameTable,
     pub(crate) buddy: Lock<BuddyZone>,
+    pub(crate) shared: ZoneShared,
+    pub(crate) pcp: PcpSet,
     zone_type: ZoneType,
     cfg: ZoneConfig,
     span: (u64, u64),
@@ -98,18 +106,24 @@ impl Zone {
         Zone {
             table,
             buddy: Lock::new(buddy),
+            shared: ZoneShared::new(cfg.max_order),
+            pcp: PcpSet::new(cfg.pcp, cfg.max_order),
             zone_type,
             cfg,
             span: (start.0, end.0),
         }
     }
 
-    /// Takes the zone lock, counting the acquisition.
+    /// Takes the zone lock, counting the acquisition. The guard publishes the lock-free
+    /// mirror when dropped.
     #[inline]
-    pub(crate) fn lock(&self) -> LockGuard<'_, BuddyZone> {
+    pub(crate) fn lock(&self) -> ZoneGuard<'_> {
         let mut g = self.buddy.lock();
         g.stats.zone_lock_acquisitions += 1;
-        g
+        ZoneGuard {
+            g,
+            shared: &self.shared,
+        }
     }
 
     /// The zone type.
@@ -233,6 +247,8 @@ impl Zone {
             ..wm
         };
         z.lowmem_reserve = reserve;
+        z.marks_dirty = true;
+        self.pcp_update(z.managed_pages, z.wmark.mark(1));
         z.mobility_disabled = match self.cfg.mobility_grouping {
             crate::config::MobilityGrouping::Enabled => false,
             crate::config::MobilityGrouping::Disabled => true,
@@ -244,6 +260,33 @@ impl Zone {
         };
     }
 
+    /// `zone_pcp_update`: recompute batch and high bounds from managed pages and the low
+    /// watermark (`zone_set_pageset_high_and_batch`), honouring the configured overrides.
+    fn pcp_update(&self, managed: u64, low_wmark: u64) {
+        let c = &self.cfg.pcp;
+        let batch = c
+            .batch
+            .unwrap_or_else(|| zone_batchsize(managed, self.cfg.page_size));
+        let cpus = self.pcp.cpus() as u32;
+        let (mut hmin, mut hmax) = if c.high_fraction != 0 {
+            let h = zone_highsize(managed, low_wmark, batch, cpus, c.high_fraction);
+            (h, h)
+        } else {
+            (
+                zone_highsize(managed, low_wmark, batch, cpus, 0),
+                zone_highsize(managed, low_wmark, batch, cpus, 8),
+            )
+        };
+        if let Some(v) = c.high_min {
+            hmin = v;
+        }
+        if let Some(v) = c.high_max {
+            hmax = v;
+        }
+        self.pcp
+            .set_params(batch, hmin, hmax.max(hmin), self.cfg.page_size);
+    }
+
     /// Allocates a block of `order` with the default request for `mt` ([`AllocRequest::new`]).
     pub fn alloc(&self, order: Order, mt: MigrateType) -> Result<Pfn, AllocError> {
         self.alloc_with(order, AllocRequest::new(mt))
@@ -252,7 +295,10 @@ impl Zone {
     /// Allocates a block of `order` as `req` describes, walking the kernel's fast and slow
     /// paths over this one zone.
     pub fn alloc_with(&self, order: Order, req: AllocRequest) -> Result<Pfn, AllocError> {
-        crate::node::alloc_in_zonelist(core::slice::from_ref(self), order, req)
+        let cpu = req
+            .cpu
+            .map_or_else(|| self.this_cpu(), |c| c.0 as usize % self.pcp.cpus());
+        crate::node::alloc_in_zone(self, order, req, &mut PcpAccess::Cpu(cpu))
     }
 
     /// `gfp_migratetype` after `page_group_by_mobility_disabled`.
@@ -264,38 +310,44 @@ impl Zone {
         }
     }
 
-    /// One zone of `get_page_from_freelist`: the watermark checks, then `rmqueue`.
+    /// One zone of `get_page_from_freelist`: the lock-free watermark checks, then `rmqueue`
+    /// (the CPU's lists for PCP orders, else or on failure the buddy).
     pub(crate) fn try_alloc(
         &self,
         order: u8,
         mt: MigrateType,
         flags: AllocFlags,
         highest_zoneidx: usize,
+        access: &mut PcpAccess<'_>,
     ) -> Option<Pfn> {
-        let t = &self.table;
-        let mut z = self.lock();
+        let sh = &self.shared;
         let mut ok = false;
-        if !z.flags.below_high {
-            let high = z.wmark.mark(2);
-            if z.watermark_fast(order, high, highest_zoneidx, flags) {
+        if !sh.test_flag(ZONE_BELOW_HIGH) {
+            if sh.watermark_fast(order, sh.mark(2), highest_zoneidx, flags) {
                 ok = true;
             } else {
-                z.flags.below_high = true;
+                sh.set_flag(ZONE_BELOW_HIGH);
             }
         }
-        if !ok {
-            let mark = z.wmark.mark(flags.wmark_index());
-            if !z.watermark_fast(order, mark, highest_zoneidx, flags)
-                && !flags.intersects(AllocFlags::NO_WATERMARKS)
-            {
-                z.stats.alloc_failures += 1;
-                return None;
-            }
-        }
-        let Some(idx) = rmqueue_buddy(&mut z, t, order, mt, flags) else {
-            z.stats.alloc_failures += 1;
+        if !ok
+            && !sh.watermark_fast(order, sh.mark(flags.wmark_index()), highest_zoneidx, flags)
+            && !flags.intersects(AllocFlags::NO_WATERMARKS)
+        {
             return None;
-        };
+        }
+        let t = &self.table;
+        if self.pcp.enabled() && self.pcp.policy.allowed_order(order) {
+            if let Some(idx) = self.rmqueue_pcplist(order, mt, flags, access) {
+                if flags.intersects(AllocFlags::HIGHATOMIC) {
+                    self.lock().reserve_highatomic_pageblock(t, idx, order);
+                }
+                return Some(Pfn(t.pfn_of(idx)));
+            }
+        }
+        let mut z = self.lock();
+        let idx = rmqueue_buddy(&mut z, t, order, mt, flags);
+        self.kswapd_check(&mut z, flags);
+        let idx = idx?;
         t.set_state(idx, FrameState::Allocated(Order::from_raw(order), mt));
         z.stats.allocs[order as usize] += 1;
         if flags.intersects(AllocFlags::HIGHATOMIC) {
@@ -304,24 +356,45 @@ impl Zone {
         Some(Pfn(t.pfn_of(idx)))
     }
 
+    /// The exit of `rmqueue`: a fallback that boosted the watermarks wakes kswapd.
+    pub(crate) fn kswapd_check(&self, z: &mut BuddyZone, flags: AllocFlags) {
+        if flags.intersects(AllocFlags::KSWAPD) && z.flags.boosted_watermark {
+            z.flags.boosted_watermark = false;
+            z.stats.kswapd_wakeups += 1;
+        }
+    }
+
+    /// Counts a request that failed with this zone preferred.
+    pub(crate) fn count_alloc_failure(&self) {
+        self.lock().stats.alloc_failures += 1;
+    }
+
     /// `unreserve_highatomic_pageblock` on this zone.
     pub(crate) fn unreserve_highatomic(&self, to_mt: MigrateType, force: bool) -> bool {
         let mut z = self.lock();
         z.unreserve_highatomic_pageblock(&self.table, to_mt, force)
     }
 
-    /// Frees the block of `order` at `pfn` (`__free_pages` → `free_one_page`).
+    /// Frees the block of `order` at `pfn` on the calling thread's CPU (`__free_pages`):
+    /// orders the per-CPU lists take go there, others straight to the buddy.
     ///
-    /// Detects double frees, frees of frames that are not the head of an allocated block,
-    /// wrong orders, misaligned frames and frames outside the zone or in holes; on error the
-    /// zone is unchanged.
+    /// Detects double frees (also of blocks sitting on a per-CPU list), frees of frames that
+    /// are not the head of an allocated block, wrong orders, misaligned frames and frames
+    /// outside the zone or in holes; on error the zone is unchanged.
     pub fn free(&self, pfn: Pfn, order: Order) -> Result<(), FreeError> {
-        let idx = self.validate_free(pfn, order)?;
-        let t = &self.table;
-        let mut z = self.lock();
+        self.free_with(pfn, order, &mut PcpAccess::Cpu(self.this_cpu()))
+    }
+
+    /// Like [`Zone::free`] on CPU `cpu`'s lists.
+    pub fn free_on(&self, cpu: CpuId, pfn: Pfn, order: Order) -> Result<(), FreeError> {
+        let c = cpu.0 as usize % self.pcp.cpus();
+        self.free_with(pfn, order, &mut PcpAccess::Cpu(c))
+    }
+
+    /// `__free_pages_ok`: validated and claimed here, then `free_one_page`.
+    pub(crate) fn free_to_buddy(&self, idx: u32, pfn: Pfn, order: Order) -> Result<(), FreeError> {
         self.claim_for_free(idx, pfn, order)?;
-        z.split_large_buddy(t, idx, order.get(), FreePlacement::Normal);
-        z.stats.frees[order.index()] += 1;
+        self.free_one_page(idx, order.get());
         Ok(())
     }
 
@@ -415,9 +488,16 @@ impl Zone {
         self.buddy.lock().nr_reserved_highatomic
     }
 
-    /// A copy of the zone's counters.
+    /// A copy of the zone's counters; `allocs` and `frees` include those the per-CPU lists
+    /// served.
     pub fn stats(&self) -> ZoneStats {
-        self.buddy.lock().stats
+        let (a, f) = self.pcp_order_counts();
+        let mut s = self.buddy.lock().stats;
+        for o in 0..ORDER_SLOTS {
+            s.allocs[o] += a[o];
+            s.frees[o] += f[o];
+        }
+        s
     }
 
     /// The migratetype of the pageblock containing `pfn`, if the zone spans it.
@@ -498,10 +578,22 @@ impl Zone {
         s
     }
 
-    /// Checks invariants Z1..Z7 (see the `buddy` module). O(frames).
+    /// Checks the invariants: Z1..Z8 of the buddy, P1..P3 of every CPU's lists, and G1,
+    /// global conservation (free + per-CPU + allocated = managed, each frame in exactly one
+    /// place). Locks every per-CPU list, then the zone; O(frames). Under owner-only locking,
+    /// call it when no [`CpuHandle`](crate::CpuHandle) is alive.
     pub fn check(&self) -> Result<CheckFacts, CheckError> {
+        let on_lists = self.check_pcps()?;
         let z = self.buddy.lock();
-        z.check(&self.table)
+        let facts = z.check(&self.table)?;
+        if facts.pcp_pages != on_lists {
+            return Err(crate::buddy::check_fail(
+                "G1",
+                None,
+                "frames marked as on a per-CPU list differ from the pages on the lists",
+            ));
+        }
+        Ok(facts)
     }
 }
 
@@ -527,4 +619,33 @@ pub(crate) fn rmqueue_buddy(
         return z.rmqueue_smallest(t, order, MigrateType::HighAtomic);
     }
     None
+}
+
+/// The zone lock's guard: derefs to the buddy state and publishes the lock-free mirror
+/// (`ZoneShared`) when released.
+pub(crate) struct ZoneGuard<'a> {
+    g: LockGuard<'a, BuddyZone>,
+    shared: &'a ZoneShared,
+}
+
+impl Deref for ZoneGuard<'_> {
+    type Target = BuddyZone;
+    #[inline]
+    fn deref(&self) -> &BuddyZone {
+        &self.g
+    }
+}
+
+impl DerefMut for ZoneGuard<'_> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut BuddyZone {
+        &mut self.g
+    }
+}
+
+impl Drop for ZoneGuard<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.g.publish(self.shared);
+    }
 }

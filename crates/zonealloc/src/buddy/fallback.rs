@@ -82,6 +82,7 @@ impl BuddyZone {
         }
         let max_boost = max_boost.max(pb_pages);
         self.wmark.boost = (self.wmark.boost + pb_pages).min(max_boost);
+        self.marks_dirty = true;
         true
     }
 
@@ -162,6 +163,7 @@ impl BuddyZone {
             self.change_pageblock_range(t, idx, cur_order, start_mt);
             let added = self.expand(t, idx, order, cur_order, start_mt);
             self.account_freepages(added as i64, start_mt);
+            self.stats.claims += 1;
             return Some(idx);
         }
         if self.boost_watermark() && flags.intersects(AllocFlags::KSWAPD) {

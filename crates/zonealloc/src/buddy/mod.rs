@@ -30,6 +30,7 @@ mod fallback;
 mod highatomic;
 mod watermark;
 
+pub(crate) use check::fail as check_fail;
 pub use check::{CheckError, CheckFacts};
 pub(crate) use fallback::RmqueueMode;
 pub use watermark::Watermarks;
@@ -38,7 +39,9 @@ pub(crate) use watermark::{setup_node_watermarks, ZoneSize};
 use crate::config::ZoneConfig;
 use crate::list::FrameList;
 use crate::meta::{FrameState, FrameTable};
-use crate::stats::ZoneStats;
+use crate::shared::{ZoneShared, NONEMPTY_WORDS};
+use crate::stats::{HoldTimes, ZoneStats};
+use crate::sync::Ordering;
 use crate::types::{MigrateType, Order, MAX_NR_ZONES, MIGRATE_TYPES, ORDER_SLOTS};
 
 /// `free_area[order]`: one list per migratetype and the block count over all of them.
@@ -113,13 +116,11 @@ pub(crate) enum FreePlacement {
     ToTail,
 }
 
-/// Zone flags the allocator tests and sets.
+/// Zone flags that only change under the zone lock (the others live in `ZoneShared`).
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct ZoneFlags {
     /// `ZONE_BOOSTED_WATERMARK`.
     pub(crate) boosted_watermark: bool,
-    /// `ZONE_BELOW_HIGH`: free pages fell below the high watermark.
-    pub(crate) below_high: bool,
 }
 
 /// The buddy allocator state of one zone; everything `zone->lock` protects.
@@ -147,6 +148,12 @@ pub(crate) struct BuddyZone {
     /// `page_group_by_mobility_disabled`.
     pub(crate) mobility_disabled: bool,
     pub(crate) stats: ZoneStats,
+    /// Zone-lock hold times of PCP refills and bulk frees (recorded when instrumented).
+    pub(crate) hold: HoldTimes,
+    /// Which free lists are non-empty: byte `order` of the packed words, bit = migratetype.
+    nonempty: [u64; NONEMPTY_WORDS],
+    /// Watermarks or reserves changed since the last publish.
+    pub(crate) marks_dirty: bool,
 }
 
 impl BuddyZone {
@@ -166,6 +173,42 @@ impl BuddyZone {
             flags: ZoneFlags::default(),
             mobility_disabled: false,
             stats: ZoneStats::default(),
+            hold: HoldTimes::default(),
+            nonempty: [0; NONEMPTY_WORDS],
+            marks_dirty: true,
+        }
+    }
+
+    #[inline]
+    fn note_nonempty(&mut self, order: u8, mt: MigrateType, nonempty: bool) {
+        let bit = 1u64 << ((order as usize % 8) * 8 + mt.index());
+        let w = &mut self.nonempty[order as usize / 8];
+        if nonempty {
+            *w |= bit;
+        } else {
+            *w &= !bit;
+        }
+    }
+
+    /// Copies what lock-free readers need into `shared` (called as the zone lock is released).
+    #[inline]
+    pub(crate) fn publish(&mut self, shared: &ZoneShared) {
+        let r = Ordering::Relaxed;
+        shared.nr_free_pages.store(self.nr_free_pages, r);
+        shared.nr_free_highatomic.store(self.nr_free_highatomic, r);
+        for (d, s) in shared.nonempty.iter().zip(self.nonempty) {
+            d.store(s, r);
+        }
+        if self.marks_dirty {
+            self.marks_dirty = false;
+            for i in 0..3 {
+                shared.marks[i].store(self.wmark.mark(i), r);
+            }
+            shared.min_unboosted.store(self.wmark.min, r);
+            shared.boost.store(self.wmark.boost, r);
+            for (d, s) in shared.lowmem_reserve.iter().zip(self.lowmem_reserve) {
+                d.store(s, r);
+            }
         }
     }
 
@@ -239,6 +282,7 @@ impl BuddyZone {
             list.push_head(t, idx);
         }
         area.nr_free += 1;
+        self.note_nonempty(order, mt, true);
         t.set_state(idx, FrameState::Buddy(Order::from_raw(order)));
         if order >= self.cfg.pageblock_order && mt != MigrateType::Isolate {
             self.nr_free_pages_blocks += 1u64 << order;
@@ -257,6 +301,10 @@ impl BuddyZone {
         let area = &mut self.free_area[order as usize];
         area.lists[mt.index()].unlink(t, idx);
         area.nr_free -= 1;
+        let empty = area.lists[mt.index()].is_empty();
+        if empty {
+            self.note_nonempty(order, mt, false);
+        }
         t.set_state(idx, FrameState::Tail);
         if order >= self.cfg.pageblock_order && mt != MigrateType::Isolate {
             self.nr_free_pages_blocks -= 1u64 << order;
@@ -275,6 +323,11 @@ impl BuddyZone {
         let area = &mut self.free_area[order as usize];
         area.lists[old_mt.index()].unlink(t, idx);
         area.lists[new_mt.index()].push_tail(t, idx);
+        let old_empty = area.lists[old_mt.index()].is_empty();
+        self.note_nonempty(order, new_mt, true);
+        if old_empty {
+            self.note_nonempty(order, old_mt, false);
+        }
         let nr = 1i64 << order;
         self.account_freepages(-nr, old_mt);
         self.account_freepages(nr, new_mt);

@@ -1,10 +1,9 @@
 //! Watermarks: how much free memory a zone keeps back, and the check every allocation passes
-//! (`__setup_per_zone_wmarks`, `setup_per_zone_lowmem_reserve`, `__zone_watermark_ok`,
-//! `zone_watermark_fast`).
+//! (`__setup_per_zone_wmarks`, `setup_per_zone_lowmem_reserve`). The check itself
+//! (`__zone_watermark_ok`, `zone_watermark_fast`) reads the lock-free mirror in `shared.rs`.
 
-use super::{AllocFlags, BuddyZone};
 use crate::config::{WatermarkConfig, ZoneConfig};
-use crate::types::{MigrateType, ZoneType, MAX_NR_ZONES, MIGRATE_PCPTYPES};
+use crate::types::{ZoneType, MAX_NR_ZONES};
 
 /// A zone's watermarks in pages (`zone->_watermark[]` and `watermark_boost`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
@@ -148,92 +147,6 @@ pub(crate) fn setup_node_watermarks(
         }
     }
     (out, reserve)
-}
-
-impl BuddyZone {
-    /// `__zone_watermark_unusable_free`.
-    #[inline]
-    fn unusable_free(&self, order: u8, flags: AllocFlags) -> i64 {
-        let mut unusable = (1i64 << order) - 1;
-        if !flags.intersects(AllocFlags::RESERVES) {
-            unusable += self.nr_free_highatomic as i64;
-        }
-        unusable
-    }
-
-    /// `__zone_watermark_ok`.
-    pub(crate) fn watermark_ok_with(
-        &self,
-        order: u8,
-        mark: u64,
-        highest_zoneidx: usize,
-        flags: AllocFlags,
-        free_pages: i64,
-    ) -> bool {
-        let free = free_pages - self.unusable_free(order, flags);
-        let mut min = mark as i64;
-        if flags.intersects(AllocFlags::RESERVES) {
-            if flags.intersects(AllocFlags::MIN_RESERVE) {
-                min -= min / 2;
-                if flags.intersects(AllocFlags::NON_BLOCK) {
-                    min -= min / 4;
-                }
-            }
-            if flags.intersects(AllocFlags::OOM) {
-                min -= min / 2;
-            }
-        }
-        if free <= min + self.lowmem_reserve[highest_zoneidx] as i64 {
-            return false;
-        }
-        if order == 0 {
-            return true;
-        }
-        for o in order..=self.cfg.max_order {
-            let area = &self.free_area[o as usize];
-            if area.nr_free == 0 {
-                continue;
-            }
-            if area.lists[..MIGRATE_PCPTYPES].iter().any(|l| !l.is_empty()) {
-                return true;
-            }
-            if flags.intersects(AllocFlags::HIGHATOMIC.with(AllocFlags::OOM))
-                && !area.lists[MigrateType::HighAtomic.index()].is_empty()
-            {
-                return true;
-            }
-        }
-        false
-    }
-
-    /// `zone_watermark_fast`.
-    pub(crate) fn watermark_fast(
-        &self,
-        order: u8,
-        mark: u64,
-        highest_zoneidx: usize,
-        flags: AllocFlags,
-    ) -> bool {
-        let free = self.nr_free_pages as i64;
-        if order == 0 {
-            let reserved = self.unusable_free(0, flags);
-            let usable = free - free.min(reserved);
-            if usable > (mark + self.lowmem_reserve[highest_zoneidx]) as i64 {
-                return true;
-            }
-        }
-        if self.watermark_ok_with(order, mark, highest_zoneidx, flags, free) {
-            return true;
-        }
-        if order == 0
-            && flags.intersects(AllocFlags::MIN_RESERVE)
-            && self.wmark.boost != 0
-            && flags.wmark_index() == 0
-        {
-            return self.watermark_ok_with(order, self.wmark.min, highest_zoneidx, flags, free);
-        }
-        false
-    }
 }
 
 #[cfg(test)]

@@ -7,9 +7,11 @@
 //! while formatting.
 
 mod frag;
+mod hist;
 mod procfs;
 
 pub use frag::{extfrag_for_order, fragmentation_index, unusable_free_index, ContigPageInfo};
+pub use hist::Histogram;
 pub use procfs::{write_buddyinfo, write_extfrag_index, write_pagetypeinfo, write_unusable_index};
 
 use crate::types::{MIGRATE_TYPES, ORDER_SLOTS};
@@ -21,8 +23,11 @@ pub struct ZoneStats {
     pub allocs: [u64; ORDER_SLOTS],
     /// Frees per order (blocks).
     pub frees: [u64; ORDER_SLOTS],
-    /// Failed allocation attempts in this zone (watermark or empty free lists).
+    /// Requests that failed entirely with this zone as the preferred one.
     pub alloc_failures: u64,
+    /// Times a watermark-boosting fallback would have woken kswapd (`ZONE_BOOSTED_WATERMARK`
+    /// seen with `ALLOC_KSWAPD`). No reclaim is modelled; the boost decays in `tick`.
+    pub kswapd_wakeups: u64,
     /// Blocks split in `expand` (one per halving).
     pub splits: u64,
     /// Buddy merges in `__free_one_page` (one per order climbed).
@@ -37,6 +42,16 @@ pub struct ZoneStats {
     pub tail_placements: u64,
     /// Times the zone lock was taken.
     pub zone_lock_acquisitions: u64,
+}
+
+/// Zone-lock hold times, recorded while instrumentation is switched on
+/// ([`Zone::set_instrumentation`](crate::Zone::set_instrumentation)).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HoldTimes {
+    /// Hold times of PCP refills (`rmqueue_bulk`).
+    pub refill: Histogram,
+    /// Hold times of PCP bulk frees (`free_pcppages_bulk`, one per chunk).
+    pub bulk_free: Histogram,
 }
 
 /// The free-area state of one zone, copied under its lock.

@@ -1,0 +1,519 @@
+//! Per-CPU page lists (PCP): the cache in front of the buddy allocator that lets most
+//! allocations and frees skip the zone lock (`struct per_cpu_pages`).
+//!
+//! Each CPU has lists for orders 0..=3 of the three PCP migratetypes and two THP lists. An
+//! allocation takes the head of its list, refilling it in a batch from the buddy when empty
+//! (`rmqueue_pcplist`, `nr_pcp_alloc`, `rmqueue_bulk`); a free pushes at the head and, once the
+//! list count reaches `high`, drains a batch from the tails back to the buddy
+//! (`free_frozen_page_commit`, `nr_pcp_high`, `nr_pcp_free`, `free_pcppages_bulk`).
+//!
+//! [`PerCpuPages`] is a plain struct with the kernel's fields and its pure policy functions;
+//! `ops.rs` adds the lock choreography on [`Zone`](crate::Zone).
+//!
+//! # Locking
+//! Each PCP has its own [`SpinLock`](crate::sync::SpinLock). Allocation and free only
+//! `try_lock` it and go to the buddy on failure; drains and decay lock it. Lock order: PCP,
+//! then zone, never the reverse (`rmqueue_bulk` and `free_pcppages_bulk` take the zone lock
+//! with the PCP lock held).
+//!
+//! # Invariants (checked by `Zone::check`)
+//! - P1: `count` equals the pages on all lists (a block of order n counts 2^n).
+//! - P2: every list is well formed and every member is a `Pcp` head of the list's order,
+//!   aligned to it.
+//! - P3: `high_min <= high_max`.
+//! - G1 (global conservation): buddy free pages + pages on all PCP lists + allocated pages =
+//!   managed pages; every managed frame is in exactly one of those places.
+
+mod ops;
+mod sizing;
+
+pub use ops::{CpuHandle, PcpInfo};
+pub(crate) use ops::{PcpAccess, PcpSet};
+pub(crate) use sizing::{stat_threshold, zone_batchsize, zone_highsize};
+
+use crate::buddy::{BuddyZone, FreePlacement};
+use crate::config::FreeHigh;
+use crate::list::FrameList;
+use crate::meta::FrameTable;
+use crate::types::{MigrateType, MIGRATE_PCPTYPES, ORDER_SLOTS};
+
+/// `NR_LOWORDER_PCP_LISTS`: three migratetypes times orders 0..=3.
+pub(crate) const NR_LOWORDER_PCP_LISTS: usize = MIGRATE_PCPTYPES * 4;
+/// `NR_PCP_LISTS` with THP (one movable and one unmovable+reclaimable THP list).
+pub(crate) const NR_PCP_LISTS: usize = NR_LOWORDER_PCP_LISTS + 2;
+/// `PCPF_PREV_FREE_HIGH_ORDER`.
+pub(crate) const PCPF_PREV_FREE_HIGH_ORDER: u8 = 1;
+/// `PCPF_FREE_HIGH_BATCH`.
+pub(crate) const PCPF_FREE_HIGH_BATCH: u8 = 2;
+
+/// Counters of one CPU's lists. Pages are base pages; events are counted once each.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct PcpStats {
+    /// Allocations served from a non-empty list.
+    pub alloc_hits: u64,
+    /// Allocations that found their list empty and refilled it (`rmqueue_bulk`).
+    pub alloc_misses: u64,
+    /// Pages brought in by refills.
+    pub refill_pages: u64,
+    /// Frees put on a list.
+    pub frees: u64,
+    /// Pages drained because `count` reached `high` on a free.
+    pub drain_high_pages: u64,
+    /// Pages drained by the `free_high` rule (seed 000).
+    pub drain_free_high_pages: u64,
+    /// Pages drained by `decay_pcp_high` on ticks.
+    pub drain_decay_pages: u64,
+    /// Pages drained by this CPU itself (`drain_local`, or serving an owner-drain request).
+    pub drain_local_pages: u64,
+    /// Pages drained by another thread taking this CPU's lock (`drain_cpu`, `drain_all`).
+    pub drain_remote_pages: u64,
+    /// Allocations and frees that found the lock taken and went to the buddy.
+    pub trylock_failures: u64,
+}
+
+impl PcpStats {
+    pub(crate) fn add(&mut self, o: &PcpStats) {
+        self.alloc_hits += o.alloc_hits;
+        self.alloc_misses += o.alloc_misses;
+        self.refill_pages += o.refill_pages;
+        self.frees += o.frees;
+        self.drain_high_pages += o.drain_high_pages;
+        self.drain_free_high_pages += o.drain_free_high_pages;
+        self.drain_decay_pages += o.drain_decay_pages;
+        self.drain_local_pages += o.drain_local_pages;
+        self.drain_remote_pages += o.drain_remote_pages;
+        self.trylock_failures += o.trylock_failures;
+    }
+}
+
+/// Why pages leave a PCP for the buddy (selects the counter).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum DrainReason {
+    High,
+    FreeHigh,
+    Decay,
+    Local,
+    Remote,
+}
+
+/// The list geometry and policy a zone's PCPs share.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PcpPolicy {
+    /// The THP order with lists, if it is within the zone's max order.
+    pub(crate) thp_order: Option<u8>,
+    /// `CONFIG_PCP_BATCH_SCALE_MAX`.
+    pub(crate) scale: u8,
+    pub(crate) free_high: FreeHigh,
+}
+
+impl PcpPolicy {
+    /// `pcp_allowed_order`.
+    #[inline]
+    pub(crate) fn allowed_order(&self, order: u8) -> bool {
+        order <= 3 || Some(order) == self.thp_order
+    }
+
+    /// `order_to_pindex`. `mt` must be a PCP type.
+    #[inline]
+    pub(crate) fn pindex(&self, mt: MigrateType, order: u8) -> usize {
+        if order > 3 {
+            NR_LOWORDER_PCP_LISTS + (mt == MigrateType::Movable) as usize
+        } else {
+            MIGRATE_PCPTYPES * order as usize + mt.index()
+        }
+    }
+
+    /// `pindex_to_order`.
+    #[inline]
+    pub(crate) fn order_of(&self, pindex: usize) -> u8 {
+        if pindex >= NR_LOWORDER_PCP_LISTS {
+            self.thp_order.unwrap_or(0)
+        } else {
+            (pindex / MIGRATE_PCPTYPES) as u8
+        }
+    }
+}
+
+/// One CPU's lists for one zone (`struct per_cpu_pages`). Counts are in base pages and signed,
+/// as in the kernel, because a drain of high-order blocks may overshoot.
+#[derive(Debug)]
+pub(crate) struct PerCpuPages {
+    /// Pages on all lists.
+    pub(crate) count: i32,
+    /// Current high mark, auto-tuned within `high_min..=high_max`; starts at 0 and is clamped
+    /// lazily.
+    pub(crate) high: i32,
+    pub(crate) high_min: i32,
+    pub(crate) high_max: i32,
+    /// Refill and drain chunk, in pages.
+    pub(crate) batch: i32,
+    /// `PCPF_*`.
+    pub(crate) flags: u8,
+    /// Refill scale exponent, `0..=CONFIG_PCP_BATCH_SCALE_MAX`; grows on refills, halves on
+    /// frees.
+    pub(crate) alloc_factor: u8,
+    /// Pages freed since the last allocation halved it (`short` in the kernel; `i32` here so
+    /// that the lab's large batches cannot overflow it).
+    pub(crate) free_count: i32,
+    pub(crate) lists: [FrameList; NR_PCP_LISTS],
+    pub(crate) stats: PcpStats,
+    /// Allocations served per order (added into the zone's `pgalloc`-style counts).
+    pub(crate) allocs: [u64; ORDER_SLOTS],
+    /// Frees taken per order.
+    pub(crate) frees_by_order: [u64; ORDER_SLOTS],
+    /// Generation of the shared pageset parameters last copied into this PCP.
+    pub(crate) params_gen: u32,
+}
+
+impl PerCpuPages {
+    /// `per_cpu_pages_init`: everything zero, `batch` 1.
+    pub(crate) fn new() -> Self {
+        PerCpuPages {
+            count: 0,
+            high: 0,
+            high_min: 0,
+            high_max: 0,
+            batch: 1,
+            flags: 0,
+            alloc_factor: 0,
+            free_count: 0,
+            lists: [FrameList::new(); NR_PCP_LISTS],
+            stats: PcpStats::default(),
+            allocs: [0; ORDER_SLOTS],
+            frees_by_order: [0; ORDER_SLOTS],
+            params_gen: 0,
+        }
+    }
+
+    #[inline]
+    fn clamp_high(&mut self) -> i32 {
+        self.high = self.high.max(self.high_min).min(self.high_max);
+        self.high
+    }
+
+    /// `nr_pcp_alloc`: how many blocks of `order` a refill fetches. Grows `high` and
+    /// `alloc_factor` as the kernel does.
+    pub(crate) fn nr_pcp_alloc(&mut self, order: u8, below_high: bool, scale: u8) -> i32 {
+        let base = self.batch;
+        let (hmin, hmax) = (self.high_min, self.high_max);
+        let mut high = self.clamp_high();
+        if high < base {
+            return 1; // PCP disabled or boot pageset
+        }
+        let mut batch = if order == 0 {
+            base << self.alloc_factor
+        } else {
+            base
+        };
+        if hmin != hmax && !below_high {
+            high = (high + batch).min(hmax);
+            self.high = high;
+        }
+        if order == 0 {
+            let max_nr_alloc = (high - self.count - base).max(base);
+            if batch <= max_nr_alloc && self.alloc_factor < scale {
+                self.alloc_factor += 1;
+            }
+            batch = batch.min(max_nr_alloc);
+        }
+        if batch > 1 {
+            batch = (batch >> order).max(2);
+        }
+        batch
+    }
+
+    /// The free-side bookkeeping of `free_frozen_page_commit` after the block is on its list:
+    /// `free_high` and `free_count`. Returns `free_high`.
+    pub(crate) fn note_free(&mut self, order: u8, policy: &PcpPolicy) -> bool {
+        let batch = self.batch;
+        let mut free_high = false;
+        if order >= 1 && order <= 3 {
+            free_high = match policy.free_high {
+                FreeHigh::Off => false,
+                FreeHigh::Original => self.free_count > 0,
+                FreeHigh::Current => {
+                    self.free_count >= batch + self.high_min / 2
+                        && self.flags & PCPF_PREV_FREE_HIGH_ORDER != 0
+                        && (self.flags & PCPF_FREE_HIGH_BATCH == 0 || self.count >= batch)
+                }
+            };
+            self.flags |= PCPF_PREV_FREE_HIGH_ORDER;
+        } else {
+            self.flags &= !PCPF_PREV_FREE_HIGH_ORDER;
+        }
+        if self.free_count < (batch << policy.scale) {
+            self.free_count += 1 << order;
+        }
+        free_high
+    }
+
+    /// `nr_pcp_high`: the effective high mark for this free; adapts `self.high`.
+    pub(crate) fn nr_pcp_high(
+        &mut self,
+        free_high: bool,
+        reclaim_active: bool,
+        below_high: bool,
+        policy: &PcpPolicy,
+    ) -> i32 {
+        let batch = self.batch;
+        let (hmin, hmax) = (self.high_min, self.high_max);
+        let high = self.clamp_high();
+        if high == 0 {
+            return 0;
+        }
+        if free_high {
+            if policy.free_high == FreeHigh::Current {
+                self.high = (high - (batch << policy.scale)).max(hmin);
+            }
+            return 0;
+        }
+        if reclaim_active {
+            let fc = self.free_count.max(batch);
+            self.high = (high - fc).max(hmin);
+            return (batch << 2).min(self.high);
+        }
+        if hmin == hmax {
+            return high;
+        }
+        if below_high {
+            let fc = self.free_count.max(batch);
+            self.high = (high - fc).max(hmin);
+            return self.count.max(hmin);
+        } else if self.count >= high {
+            let need = self.free_count + batch;
+            if self.high < need {
+                self.high = need.max(hmin).min(hmax);
+            }
+        }
+        high
+    }
+
+    /// `nr_pcp_free`: pages to drain now.
+    pub(crate) fn nr_pcp_free(&self, high: i32, free_high: bool, policy: &PcpPolicy) -> i32 {
+        let batch = self.batch;
+        if free_high {
+            return match policy.free_high {
+                FreeHigh::Original => self.count,
+                _ => self.count.min(batch << policy.scale),
+            };
+        }
+        if high < batch {
+            return 1;
+        }
+        // Keep at least `batch` pages; free more after a long run of frees.
+        self.free_count.max(batch).min(high - batch)
+    }
+
+    /// `decay_pcp_high`'s adjustment of `high`; returns (more work to do, pages to drain).
+    pub(crate) fn decay_high(&mut self, scale: u8) -> (bool, i32) {
+        let (hmin, batch) = (self.high_min, self.batch);
+        let mut todo = false;
+        if self.high > hmin {
+            self.high = (self.count - (batch << scale))
+                .max(self.high - (self.high >> 3))
+                .max(hmin);
+            if self.high > hmin {
+                todo = true;
+            }
+        }
+        (todo, self.count - self.high)
+    }
+
+    /// `free_pcppages_bulk`: move up to `count` pages from the list tails to the buddy,
+    /// round-robin from `pindex`, each list to empty before the next. Caller holds this PCP's
+    /// lock and passes the zone's locked state. Returns the pages moved.
+    pub(crate) fn free_bulk(
+        &mut self,
+        z: &mut BuddyZone,
+        t: &FrameTable,
+        count: i32,
+        pindex: usize,
+        policy: &PcpPolicy,
+        reason: DrainReason,
+    ) -> i32 {
+        let mut count = count.min(self.count);
+        let mut moved = 0;
+        let mut p = (pindex + NR_PCP_LISTS - 1) % NR_PCP_LISTS;
+        while count > 0 {
+            // Guard against a count that disagrees with the lists (P1 violated): never spin.
+            let mut tries = 0;
+            loop {
+                p = (p + 1) % NR_PCP_LISTS;
+                if !self.lists[p].is_empty() || tries == NR_PCP_LISTS {
+                    break;
+                }
+                tries += 1;
+            }
+            if self.lists[p].is_empty() {
+                break;
+            }
+            let order = policy.order_of(p);
+            let nr = 1i32 << order;
+            loop {
+                let Some(idx) = self.lists[p].last() else {
+                    break;
+                };
+                self.lists[p].unlink(t, idx);
+                let mt = z.block_mt(t, idx);
+                count -= nr;
+                self.count -= nr;
+                moved += nr;
+                z.free_one_page(t, idx, order, mt, FreePlacement::Normal);
+                if count <= 0 || self.lists[p].is_empty() {
+                    break;
+                }
+            }
+        }
+        let m = moved as u64;
+        match reason {
+            DrainReason::High => self.stats.drain_high_pages += m,
+            DrainReason::FreeHigh => self.stats.drain_free_high_pages += m,
+            DrainReason::Decay => self.stats.drain_decay_pages += m,
+            DrainReason::Local => self.stats.drain_local_pages += m,
+            DrainReason::Remote => self.stats.drain_remote_pages += m,
+        }
+        moved
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    extern crate std;
+    use std::{vec, vec::Vec};
+
+    fn pcp(batch: i32, hmin: i32, hmax: i32) -> PerCpuPages {
+        let mut p = PerCpuPages::new();
+        p.batch = batch;
+        p.high_min = hmin;
+        p.high_max = hmax;
+        p
+    }
+
+    const POLICY: PcpPolicy = PcpPolicy {
+        thp_order: Some(9),
+        scale: 5,
+        free_high: FreeHigh::Current,
+    };
+
+    #[test]
+    fn refills_double_up_to_the_scale_cap() {
+        // Spec test vector: high_min 1000, high_max 62500, batch 63; no frees in between.
+        let mut p = pcp(63, 1000, 62500);
+        let mut got = vec![];
+        let mut highs = vec![];
+        for _ in 0..7 {
+            let n = p.nr_pcp_alloc(0, false, 5);
+            got.push(n);
+            highs.push(p.high);
+            // the refill is consumed before the next one
+        }
+        assert_eq!(got, [63, 126, 252, 504, 1008, 2016, 2016]);
+        assert_eq!(&highs[..3], &[1063, 1189, 1441]);
+    }
+
+    #[test]
+    fn scale_zero_keeps_refills_at_batch() {
+        let mut p = pcp(63, 1000, 62500);
+        let got: Vec<i32> = (0..4).map(|_| p.nr_pcp_alloc(0, false, 0)).collect();
+        assert_eq!(got, [63, 63, 63, 63]);
+    }
+
+    #[test]
+    fn high_order_refills_fetch_batch_in_blocks() {
+        let mut p = pcp(63, 1000, 62500);
+        assert_eq!(p.nr_pcp_alloc(3, false, 5), 7); // 63 >> 3
+        assert_eq!(p.nr_pcp_alloc(9, false, 5), 2); // THP: max(63 >> 9, 2)
+    }
+
+    #[test]
+    fn boot_pageset_refills_one_block() {
+        let mut p = PerCpuPages::new(); // high 0, batch 1
+        assert_eq!(p.nr_pcp_alloc(0, false, 5), 1);
+    }
+
+    #[test]
+    fn drain_amount_is_free_count_clamped_to_batch_and_high_minus_batch() {
+        // Spec §6.4: high 1000, count 1000, free_count 300 -> 300.
+        let mut p = pcp(63, 1000, 62500);
+        p.count = 1000;
+        p.free_count = 300;
+        assert_eq!(p.nr_pcp_free(1000, false, &POLICY), 300);
+        p.free_count = 10;
+        assert_eq!(p.nr_pcp_free(1000, false, &POLICY), 63);
+        p.free_count = 1500;
+        assert_eq!(p.nr_pcp_free(1000, false, &POLICY), 937);
+    }
+
+    #[test]
+    fn a_full_list_raises_high_for_the_next_free() {
+        // Spec §6.4: free_count 1500 with count >= high: high becomes 1563 next time.
+        let mut p = pcp(63, 1000, 62500);
+        p.high = 1000;
+        p.count = 1000;
+        p.free_count = 1500;
+        assert_eq!(p.nr_pcp_high(false, false, false, &POLICY), 1000);
+        assert_eq!(p.high, 1563);
+    }
+
+    #[test]
+    fn decay_lowers_high_by_an_eighth() {
+        // Spec: high 1563 -> 1368 with count 600.
+        let mut p = pcp(63, 1000, 62500);
+        p.high = 1563;
+        p.count = 600;
+        let (todo, to_drain) = p.decay_high(5);
+        assert_eq!(p.high, 1368);
+        assert!(todo);
+        assert!(to_drain < 0);
+    }
+
+    #[test]
+    fn free_high_threshold_is_batch_plus_half_high_min() {
+        // Spec: threshold 63 + 1000/2 = 563, after a previous high-order free.
+        let mut p = pcp(63, 1000, 62500);
+        p.count = 100;
+        p.flags = PCPF_PREV_FREE_HIGH_ORDER;
+        p.free_count = 562;
+        assert!(!p.note_free(1, &POLICY));
+        p.free_count = 563;
+        assert!(p.note_free(1, &POLICY));
+        // An order-0 free resets the streak.
+        p.note_free(0, &POLICY);
+        assert_eq!(p.flags & PCPF_PREV_FREE_HIGH_ORDER, 0);
+    }
+
+    #[test]
+    fn free_high_drains_up_to_batch_scaled() {
+        let mut p = pcp(63, 1000, 62500);
+        p.count = 5000;
+        assert_eq!(p.nr_pcp_free(0, true, &POLICY), 2016);
+        let orig = PcpPolicy {
+            free_high: FreeHigh::Original,
+            ..POLICY
+        };
+        assert_eq!(p.nr_pcp_free(0, true, &orig), 5000);
+    }
+
+    #[test]
+    fn free_count_is_capped_at_batch_scaled() {
+        let mut p = pcp(63, 1000, 62500);
+        p.free_count = 2015;
+        p.note_free(3, &POLICY);
+        assert_eq!(p.free_count, 2023); // may overshoot by < 2^order
+        p.note_free(0, &POLICY);
+        assert_eq!(p.free_count, 2023);
+    }
+
+    #[test]
+    fn pindex_layout_matches_the_kernel() {
+        let pol = POLICY;
+        assert_eq!(pol.pindex(MigrateType::Unmovable, 0), 0);
+        assert_eq!(pol.pindex(MigrateType::Reclaimable, 3), 11);
+        assert_eq!(pol.pindex(MigrateType::Movable, 9), 13);
+        assert_eq!(pol.pindex(MigrateType::Unmovable, 9), 12);
+        assert_eq!(pol.order_of(11), 3);
+        assert_eq!(pol.order_of(13), 9);
+        assert!(pol.allowed_order(9) && !pol.allowed_order(4));
+    }
+}

@@ -1,0 +1,181 @@
+//! The part of a zone's state that is read without the zone lock: free-page counts, watermarks,
+//! lowmem reserves, which free lists are non-empty, and the zone flags.
+//!
+//! Linux reads `NR_FREE_PAGES`, the watermarks and `free_area[].nr_free` racily in
+//! `zone_watermark_fast` before it takes any lock, and keeps `ZONE_BELOW_HIGH` as an atomic
+//! bit. zonealloc does the same: the buddy state under the zone lock is authoritative, and each
+//! release of the lock publishes the fields below (a handful of relaxed stores), so the
+//! allocation fast path checks watermarks with plain loads and no lock.
+
+use crate::buddy::AllocFlags;
+use crate::sync::{AtomicU64, AtomicU8, Ordering};
+use crate::types::{MigrateType, MAX_NR_ZONES, MIGRATE_PCPTYPES};
+
+/// Bit of [`ZoneShared::flags`]: `ZONE_BELOW_HIGH`.
+pub(crate) const ZONE_BELOW_HIGH: u8 = 1;
+/// Bit of [`ZoneShared::flags`]: `ZONE_RECLAIM_ACTIVE` (set by the caller; there is no kswapd).
+pub(crate) const ZONE_RECLAIM_ACTIVE: u8 = 2;
+
+/// Non-empty free lists, one byte (a bit per migratetype) per order, packed eight orders to a
+/// word.
+pub(crate) const NONEMPTY_WORDS: usize = 3;
+
+#[derive(Debug)]
+pub(crate) struct ZoneShared {
+    pub(crate) nr_free_pages: AtomicU64,
+    pub(crate) nr_free_highatomic: AtomicU64,
+    /// min, low, high, each including the boost.
+    pub(crate) marks: [AtomicU64; 3],
+    /// `_watermark[WMARK_MIN]` without the boost.
+    pub(crate) min_unboosted: AtomicU64,
+    pub(crate) boost: AtomicU64,
+    pub(crate) lowmem_reserve: [AtomicU64; MAX_NR_ZONES],
+    pub(crate) nonempty: [AtomicU64; NONEMPTY_WORDS],
+    pub(crate) flags: AtomicU8,
+    max_order: u8,
+}
+
+#[inline]
+fn ld(a: &AtomicU64) -> u64 {
+    a.load(Ordering::Relaxed)
+}
+
+impl ZoneShared {
+    pub(crate) fn new(max_order: u8) -> Self {
+        ZoneShared {
+            nr_free_pages: AtomicU64::new(0),
+            nr_free_highatomic: AtomicU64::new(0),
+            marks: [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
+            min_unboosted: AtomicU64::new(0),
+            boost: AtomicU64::new(0),
+            lowmem_reserve: [
+                AtomicU64::new(0),
+                AtomicU64::new(0),
+                AtomicU64::new(0),
+                AtomicU64::new(0),
+                AtomicU64::new(0),
+                AtomicU64::new(0),
+            ],
+            nonempty: [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
+            flags: AtomicU8::new(0),
+            max_order,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn test_flag(&self, bit: u8) -> bool {
+        self.flags.load(Ordering::Relaxed) & bit != 0
+    }
+
+    /// Sets a flag (Linux `set_bit`; the separate test avoids a needless atomic write).
+    #[inline]
+    pub(crate) fn set_flag(&self, bit: u8) {
+        if !self.test_flag(bit) {
+            self.flags.fetch_or(bit, Ordering::Relaxed);
+        }
+    }
+
+    #[inline]
+    pub(crate) fn clear_flag(&self, bit: u8) {
+        if self.test_flag(bit) {
+            self.flags.fetch_and(!bit, Ordering::Relaxed);
+        }
+    }
+
+    /// The boosted mark for index 0 (min), 1 (low) or 2 (high) (`wmark_pages`).
+    #[inline]
+    pub(crate) fn mark(&self, index: usize) -> u64 {
+        ld(&self.marks[index.min(2)])
+    }
+
+    #[inline]
+    fn nonempty_bits(&self, order: u8) -> u8 {
+        let word = ld(&self.nonempty[order as usize / 8]);
+        (word >> ((order as usize % 8) * 8)) as u8
+    }
+
+    /// `__zone_watermark_unusable_free`.
+    #[inline]
+    fn unusable_free(&self, order: u8, flags: AllocFlags) -> i64 {
+        let mut unusable = (1i64 << order) - 1;
+        if !flags.intersects(AllocFlags::RESERVES) {
+            unusable += ld(&self.nr_free_highatomic) as i64;
+        }
+        unusable
+    }
+
+    /// `__zone_watermark_ok`.
+    pub(crate) fn watermark_ok_with(
+        &self,
+        order: u8,
+        mark: u64,
+        highest_zoneidx: usize,
+        flags: AllocFlags,
+        free_pages: i64,
+    ) -> bool {
+        let free = free_pages - self.unusable_free(order, flags);
+        let mut min = mark as i64;
+        if flags.intersects(AllocFlags::RESERVES) {
+            if flags.intersects(AllocFlags::MIN_RESERVE) {
+                min -= min / 2;
+                if flags.intersects(AllocFlags::NON_BLOCK) {
+                    min -= min / 4;
+                }
+            }
+            if flags.intersects(AllocFlags::OOM) {
+                min -= min / 2;
+            }
+        }
+        if free <= min + ld(&self.lowmem_reserve[highest_zoneidx]) as i64 {
+            return false;
+        }
+        if order == 0 {
+            return true;
+        }
+        let pcp_types = (1u8 << MIGRATE_PCPTYPES) - 1;
+        let ha = 1u8 << MigrateType::HighAtomic.index();
+        let use_ha = flags.intersects(AllocFlags::HIGHATOMIC.with(AllocFlags::OOM));
+        for o in order..=self.max_order {
+            let bits = self.nonempty_bits(o);
+            if bits & pcp_types != 0 || (use_ha && bits & ha != 0) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// `zone_watermark_ok`.
+    pub(crate) fn watermark_ok(&self, order: u8, mark: u64, hz: usize, flags: AllocFlags) -> bool {
+        self.watermark_ok_with(order, mark, hz, flags, ld(&self.nr_free_pages) as i64)
+    }
+
+    /// `zone_watermark_fast`.
+    pub(crate) fn watermark_fast(
+        &self,
+        order: u8,
+        mark: u64,
+        highest_zoneidx: usize,
+        flags: AllocFlags,
+    ) -> bool {
+        let free = ld(&self.nr_free_pages) as i64;
+        if order == 0 {
+            let reserved = self.unusable_free(0, flags);
+            let usable = free - free.min(reserved);
+            if usable > (mark + ld(&self.lowmem_reserve[highest_zoneidx])) as i64 {
+                return true;
+            }
+        }
+        if self.watermark_ok_with(order, mark, highest_zoneidx, flags, free) {
+            return true;
+        }
+        if order == 0
+            && flags.intersects(AllocFlags::MIN_RESERVE)
+            && ld(&self.boost) != 0
+            && flags.wmark_index() == 0
+        {
+            let min = ld(&self.min_unboosted);
+            return self.watermark_ok_with(order, min, highest_zoneidx, flags, free);
+        }
+        false
+    }
+}
