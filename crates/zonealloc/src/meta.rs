@@ -24,7 +24,7 @@
 //! The one read-modify-write is the state transition on free ([`FrameTable::claim_allocated`]),
 //! which makes two racing frees of one block detect each other.
 
-use crate::sync::{AtomicU16, AtomicU32, AtomicU8, Ordering};
+use crate::sync::{AtomicU16, AtomicU32, AtomicU8, Ordering, StaticSlice};
 use crate::types::{MigrateType, Order, Pfn};
 
 /// The "no frame" link value.
@@ -136,16 +136,10 @@ impl Default for FrameMeta {
     }
 }
 
-enum Storage {
-    #[cfg(feature = "std")]
-    Owned(std::boxed::Box<[FrameMeta]>),
-    Borrowed(&'static [FrameMeta]),
-}
-
 /// The side table for a zone: one [`FrameMeta`] per frame from `base` (the zone start rounded
 /// down to a pageblock boundary) to the zone end rounded up to one.
 pub(crate) struct FrameTable {
-    storage: Storage,
+    storage: StaticSlice<FrameMeta>,
     base: u64,
     len: u32,
 }
@@ -174,7 +168,7 @@ impl FrameTable {
         let base = start.0 & !((1u64 << pageblock_order) - 1);
         let v: std::vec::Vec<FrameMeta> = (0..len).map(|_| FrameMeta::new()).collect();
         FrameTable {
-            storage: Storage::Owned(v.into_boxed_slice()),
+            storage: StaticSlice::from_box(v.into_boxed_slice()),
             base,
             len,
         }
@@ -193,24 +187,15 @@ impl FrameTable {
             m.reset();
         }
         FrameTable {
-            storage: Storage::Borrowed(table),
+            storage: StaticSlice::borrowed(table),
             base,
             len,
         }
     }
 
     #[inline]
-    fn slice(&self) -> &[FrameMeta] {
-        match &self.storage {
-            #[cfg(feature = "std")]
-            Storage::Owned(b) => b,
-            Storage::Borrowed(s) => s,
-        }
-    }
-
-    #[inline]
     fn at(&self, idx: u32) -> &FrameMeta {
-        &self.slice()[idx as usize]
+        &self.storage.get()[idx as usize]
     }
 
     /// Number of entries.
@@ -249,6 +234,21 @@ impl FrameTable {
     #[inline]
     pub(crate) fn set_state(&self, idx: u32, s: FrameState) {
         self.at(idx).state.store(s.encode(), Ordering::Relaxed);
+    }
+
+    /// The fast path of a free: if the frame is the head of an allocated block of `order`,
+    /// atomically make it `to` and return `true`. Anything else (including losing a race to
+    /// another free) returns `false` and changes nothing; the caller then classifies.
+    #[inline]
+    pub(crate) fn try_claim_allocated(&self, idx: u32, order: Order, to: FrameState) -> bool {
+        let cell = &self.at(idx).state;
+        let cur = cell.load(Ordering::Relaxed);
+        let want = (KIND_ALLOCATED << KIND_SHIFT) | order.get() as u16;
+        if cur & !(0x7 << MT_SHIFT) != want {
+            return false;
+        }
+        cell.compare_exchange(cur, to.encode(), Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
     }
 
     /// Atomically moves an allocated head from `Allocated(order, mt)` to `to`. Fails (returning

@@ -177,18 +177,18 @@ impl Node {
 
     /// Allocates from the highest zone `req` allows, falling back to lower zones.
     pub fn alloc_with(&self, order: Order, req: AllocRequest) -> Result<Pfn, AllocError> {
-        let mut list: [Option<&Zone>; MAX_NR_ZONES] = [None; MAX_NR_ZONES];
-        let mut n = 0;
-        for z in self
+        let mut allowed = self
             .zones()
             .rev()
-            .filter(|z| z.zone_type() <= req.highest_zone)
-        {
-            list[n] = Some(z);
-            n += 1;
-        }
-        if n == 0 {
+            .filter(|z| z.zone_type() <= req.highest_zone);
+        let Some(first) = allowed.next() else {
             return Err(AllocError::NoZone);
+        };
+        let mut list: [&Zone; MAX_NR_ZONES] = [first; MAX_NR_ZONES];
+        let mut n = 1;
+        for z in allowed {
+            list[n] = z;
+            n += 1;
         }
         let zonelist = ZoneList { zones: &list[..n] };
         let cpu = req
@@ -234,30 +234,32 @@ impl Node {
     }
 }
 
-/// The zones one request may use, preferred (highest) first.
+/// The zones one request may use, preferred (highest) first; never empty.
 pub(crate) struct ZoneList<'a> {
-    pub(crate) zones: &'a [Option<&'a Zone>],
+    pub(crate) zones: &'a [&'a Zone],
 }
 
 impl<'a> ZoneList<'a> {
+    #[inline]
     fn iter(&self) -> impl Iterator<Item = &'a Zone> + 'a {
-        self.zones.iter().flatten().copied()
+        self.zones.iter().copied()
     }
 }
 
 /// A lone zone's allocation: the same walk over a one-zone zonelist.
+#[inline]
 pub(crate) fn alloc_in_zone(
     zone: &Zone,
     order: Order,
     req: AllocRequest,
     access: &mut PcpAccess<'_>,
 ) -> Result<Pfn, AllocError> {
-    let list = [Some(zone)];
-    alloc_walk(&ZoneList { zones: &list }, order, req, access)
+    alloc_walk(&ZoneList { zones: &[zone] }, order, req, access)
 }
 
 /// `get_page_from_freelist`: each zone in turn; with `ALLOC_NOFRAGMENT`, a second pass
 /// without it.
+#[inline]
 fn get_page_from_freelist(
     list: &ZoneList<'_>,
     order: u8,
@@ -283,13 +285,14 @@ fn get_page_from_freelist(
 /// `__alloc_frozen_pages` without reclaim or compaction: the fast path at the low watermark,
 /// then the slow path at min (with the caller's reserves), then for callers that may wait,
 /// giving back HighAtomic reserves (and, with per-CPU lists, draining them) before retrying.
+#[inline]
 fn alloc_walk(
     list: &ZoneList<'_>,
     order: Order,
     req: AllocRequest,
     access: &mut PcpAccess<'_>,
 ) -> Result<Pfn, AllocError> {
-    let preferred = list.iter().next().ok_or(AllocError::NoZone)?;
+    let preferred = list.zones[0];
     if order.get() > preferred.config().max_order {
         return Err(AllocError::OrderTooLarge {
             order,

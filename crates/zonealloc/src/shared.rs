@@ -8,7 +8,7 @@
 //! allocation fast path checks watermarks with plain loads and no lock.
 
 use crate::buddy::AllocFlags;
-use crate::sync::{AtomicU64, AtomicU8, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use crate::types::{MigrateType, MAX_NR_ZONES, MIGRATE_PCPTYPES};
 
 /// Bit of [`ZoneShared::flags`]: `ZONE_BELOW_HIGH`.
@@ -32,6 +32,8 @@ pub(crate) struct ZoneShared {
     pub(crate) lowmem_reserve: [AtomicU64; MAX_NR_ZONES],
     pub(crate) nonempty: [AtomicU64; NONEMPTY_WORDS],
     pub(crate) flags: AtomicU8,
+    /// `page_group_by_mobility_disabled` (a copy of the buddy's, read on every allocation).
+    pub(crate) mobility_disabled: AtomicBool,
     max_order: u8,
 }
 
@@ -58,6 +60,7 @@ impl ZoneShared {
             ],
             nonempty: [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
             flags: AtomicU8::new(0),
+            mobility_disabled: AtomicBool::new(false),
             max_order,
         }
     }
@@ -105,6 +108,7 @@ impl ZoneShared {
     }
 
     /// `__zone_watermark_ok`.
+    #[inline]
     pub(crate) fn watermark_ok_with(
         &self,
         order: u8,
@@ -150,6 +154,7 @@ impl ZoneShared {
     }
 
     /// `zone_watermark_fast`.
+    #[inline]
     pub(crate) fn watermark_fast(
         &self,
         order: u8,

@@ -50,6 +50,12 @@ pub(crate) struct SpinLock<T>(RawSpin<T>);
 pub(crate) type SpinGuard<'a, T> = RawSpinGuard<'a, T>;
 
 impl<T> SpinLock<T> {
+    #[cfg(not(loom))]
+    pub(crate) const fn new(value: T) -> Self {
+        SpinLock(RawSpin::new(value))
+    }
+
+    #[cfg(loom)]
     pub(crate) fn new(value: T) -> Self {
         SpinLock(RawSpin::new(value))
     }
@@ -155,20 +161,6 @@ pub(crate) fn now_ns() -> u64 {
     }
 }
 
-/// Pads and aligns a value to two cache lines so that neighbouring per-CPU data never share a
-/// line (adjacent-line prefetch pulls pairs of 64-byte lines on x86).
-#[derive(Debug, Default)]
-#[repr(align(128))]
-pub(crate) struct CachePadded<T>(pub(crate) T);
-
-impl<T> core::ops::Deref for CachePadded<T> {
-    type Target = T;
-    #[inline]
-    fn deref(&self) -> &T {
-        &self.0
-    }
-}
-
 /// A mutual-exclusion lock with a blocking `lock` and a non-blocking `try_lock`.
 ///
 /// Panics inside the allocator are bugs, never caused by caller input; if one happens while a
@@ -223,5 +215,90 @@ impl<T> Lock<T> {
         {
             self.0.try_lock()
         }
+    }
+}
+
+/// A slice that is either borrowed for `'static` (caller-provided storage, `no_std`) or a heap
+/// allocation this value owns. Either way accesses see one plain slice, with no branch on
+/// where the storage came from: the per-frame table is read several times per allocation.
+pub(crate) struct StaticSlice<T: 'static> {
+    slice: &'static [T],
+    /// The slice came from [`StaticSlice::from_box`] and is freed on drop.
+    owned: bool,
+}
+
+impl<T> StaticSlice<T> {
+    /// Takes ownership of a heap slice.
+    #[cfg(feature = "std")]
+    pub(crate) fn from_box(b: std::boxed::Box<[T]>) -> Self {
+        StaticSlice {
+            slice: std::boxed::Box::leak(b),
+            owned: true,
+        }
+    }
+
+    /// Wraps caller-provided storage.
+    pub(crate) fn borrowed(slice: &'static [T]) -> Self {
+        StaticSlice {
+            slice,
+            owned: false,
+        }
+    }
+
+    /// The slice, for as long as `self` lives (never `'static`: the owned case is freed when
+    /// `self` drops).
+    #[inline(always)]
+    pub(crate) fn get(&self) -> &[T] {
+        self.slice
+    }
+}
+
+impl<T> Drop for StaticSlice<T> {
+    fn drop(&mut self) {
+        #[cfg(feature = "std")]
+        if self.owned {
+            let ptr = self.slice as *const [T] as *mut [T];
+            // SAFETY: `owned` is only set by `from_box`, so `slice` is exactly the allocation
+            // `Box::leak` returned. `get` ties every borrow to `&self`, the field is private
+            // and the type is not `Clone`, so no reference into the slice outlives this drop,
+            // and drop runs once: rebuilding and dropping the box frees it exactly once.
+            #[allow(unsafe_code)]
+            drop(unsafe { std::boxed::Box::from_raw(ptr) });
+        }
+        #[cfg(not(feature = "std"))]
+        let _ = self.owned;
+    }
+}
+
+impl<T: core::fmt::Debug> core::fmt::Debug for StaticSlice<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("StaticSlice")
+            .field("len", &self.slice.len())
+            .field("owned", &self.owned)
+            .finish()
+    }
+}
+
+#[cfg(all(test, feature = "std"))]
+mod tests {
+    use super::*;
+    use std::vec::Vec;
+
+    #[test]
+    fn owned_static_slice_is_readable_and_freed_once() {
+        let v: Vec<u64> = (0..1000).collect();
+        let s = StaticSlice::from_box(v.into_boxed_slice());
+        assert_eq!(s.get().len(), 1000);
+        assert_eq!(s.get()[999], 999);
+        drop(s); // Miri reports a leak or a double free here if the SAFETY argument is wrong
+    }
+
+    #[test]
+    fn borrowed_static_slice_is_not_freed() {
+        static DATA: [u8; 4] = [1, 2, 3, 4];
+        let s = StaticSlice::borrowed(&DATA);
+        assert_eq!(s.get(), &[1, 2, 3, 4]);
+        drop(s);
+        assert_eq!(DATA[3], 4);
     }
 }

@@ -17,7 +17,7 @@ use crate::pcp::{zone_batchsize, zone_highsize, PcpAccess, PcpSet};
 use crate::request::AllocRequest;
 use crate::shared::{ZoneShared, ZONE_BELOW_HIGH};
 use crate::stats::{FreeAreaSnapshot, ZoneStats};
-use crate::sync::{Lock, LockGuard};
+use crate::sync::{Lock, LockGuard, Ordering};
 use crate::types::CpuId;
 use crate::types::{MigrateType, Order, Pfn, ZoneType, MIGRATE_TYPES, ORDER_SLOTS};
 
@@ -258,6 +258,9 @@ impl Zone {
                     < (1u64 << self.cfg.pageblock_order) * MIGRATE_TYPES as u64
             }),
         };
+        self.shared
+            .mobility_disabled
+            .store(z.mobility_disabled, Ordering::Relaxed);
     }
 
     /// `zone_pcp_update`: recompute batch and high bounds from managed pages and the low
@@ -294,6 +297,7 @@ impl Zone {
 
     /// Allocates a block of `order` as `req` describes, walking the kernel's fast and slow
     /// paths over this one zone.
+    #[inline]
     pub fn alloc_with(&self, order: Order, req: AllocRequest) -> Result<Pfn, AllocError> {
         let cpu = req
             .cpu
@@ -302,8 +306,9 @@ impl Zone {
     }
 
     /// `gfp_migratetype` after `page_group_by_mobility_disabled`.
+    #[inline]
     pub(crate) fn effective_migratetype(&self, mt: MigrateType) -> MigrateType {
-        if self.buddy.lock().mobility_disabled {
+        if self.shared.mobility_disabled.load(Ordering::Relaxed) {
             MigrateType::Unmovable
         } else {
             mt
@@ -312,6 +317,7 @@ impl Zone {
 
     /// One zone of `get_page_from_freelist`: the lock-free watermark checks, then `rmqueue`
     /// (the CPU's lists for PCP orders, else or on failure the buddy).
+    #[inline]
     pub(crate) fn try_alloc(
         &self,
         order: u8,
@@ -381,6 +387,7 @@ impl Zone {
     /// Detects double frees (also of blocks sitting on a per-CPU list), frees of frames that
     /// are not the head of an allocated block, wrong orders, misaligned frames and frames
     /// outside the zone or in holes; on error the zone is unchanged.
+    #[inline]
     pub fn free(&self, pfn: Pfn, order: Order) -> Result<(), FreeError> {
         self.free_with(pfn, order, &mut PcpAccess::Cpu(self.this_cpu()))
     }
@@ -420,6 +427,9 @@ impl Zone {
     #[inline]
     pub(crate) fn claim_for_free(&self, idx: u32, pfn: Pfn, order: Order) -> Result<(), FreeError> {
         let t = &self.table;
+        if t.try_claim_allocated(idx, order, FrameState::Tail) {
+            return Ok(());
+        }
         loop {
             match t.state(idx) {
                 FrameState::Allocated(o, mt) if o == order => {

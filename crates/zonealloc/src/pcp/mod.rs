@@ -35,7 +35,7 @@ use crate::buddy::{BuddyZone, FreePlacement};
 use crate::config::FreeHigh;
 use crate::list::FrameList;
 use crate::meta::FrameTable;
-use crate::types::{MigrateType, MIGRATE_PCPTYPES, ORDER_SLOTS};
+use crate::types::{MigrateType, MIGRATE_PCPTYPES};
 
 /// `NR_LOWORDER_PCP_LISTS`: three migratetypes times orders 0..=3.
 pub(crate) const NR_LOWORDER_PCP_LISTS: usize = MIGRATE_PCPTYPES * 4;
@@ -72,6 +72,20 @@ pub struct PcpStats {
 }
 
 impl PcpStats {
+    /// All counters zero.
+    pub const ZERO: PcpStats = PcpStats {
+        alloc_hits: 0,
+        alloc_misses: 0,
+        refill_pages: 0,
+        frees: 0,
+        drain_high_pages: 0,
+        drain_free_high_pages: 0,
+        drain_decay_pages: 0,
+        drain_local_pages: 0,
+        drain_remote_pages: 0,
+        trylock_failures: 0,
+    };
+
     pub(crate) fn add(&mut self, o: &PcpStats) {
         self.alloc_hits += o.alloc_hits;
         self.alloc_misses += o.alloc_misses;
@@ -123,6 +137,12 @@ impl PcpPolicy {
         }
     }
 
+    /// Slot of a PCP order in the per-order counters (0..=3, 4 for THP).
+    #[inline]
+    pub(crate) fn order_slot(order: u8) -> usize {
+        (order as usize).min(4)
+    }
+
     /// `pindex_to_order`.
     #[inline]
     pub(crate) fn order_of(&self, pindex: usize) -> u8 {
@@ -157,17 +177,18 @@ pub(crate) struct PerCpuPages {
     pub(crate) free_count: i32,
     pub(crate) lists: [FrameList; NR_PCP_LISTS],
     pub(crate) stats: PcpStats,
-    /// Allocations served per order (added into the zone's `pgalloc`-style counts).
-    pub(crate) allocs: [u64; ORDER_SLOTS],
-    /// Frees taken per order.
-    pub(crate) frees_by_order: [u64; ORDER_SLOTS],
+    /// Allocations served per PCP order slot (orders 0..=3, then the THP order; added into
+    /// the zone's per-order counts).
+    pub(crate) allocs: [u64; 5],
+    /// Frees taken per PCP order slot.
+    pub(crate) frees_by_order: [u64; 5],
     /// Generation of the shared pageset parameters last copied into this PCP.
     pub(crate) params_gen: u32,
 }
 
 impl PerCpuPages {
     /// `per_cpu_pages_init`: everything zero, `batch` 1.
-    pub(crate) fn new() -> Self {
+    pub(crate) const fn new() -> Self {
         PerCpuPages {
             count: 0,
             high: 0,
@@ -178,9 +199,9 @@ impl PerCpuPages {
             alloc_factor: 0,
             free_count: 0,
             lists: [FrameList::new(); NR_PCP_LISTS],
-            stats: PcpStats::default(),
-            allocs: [0; ORDER_SLOTS],
-            frees_by_order: [0; ORDER_SLOTS],
+            stats: PcpStats::ZERO,
+            allocs: [0; 5],
+            frees_by_order: [0; 5],
             params_gen: 0,
         }
     }
@@ -224,6 +245,7 @@ impl PerCpuPages {
 
     /// The free-side bookkeeping of `free_frozen_page_commit` after the block is on its list:
     /// `free_high` and `free_count`. Returns `free_high`.
+    #[inline]
     pub(crate) fn note_free(&mut self, order: u8, policy: &PcpPolicy) -> bool {
         let batch = self.batch;
         let mut free_high = false;
@@ -248,6 +270,7 @@ impl PerCpuPages {
     }
 
     /// `nr_pcp_high`: the effective high mark for this free; adapts `self.high`.
+    #[inline]
     pub(crate) fn nr_pcp_high(
         &mut self,
         free_high: bool,

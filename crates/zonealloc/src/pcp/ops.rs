@@ -25,15 +25,19 @@ use crate::request::AllocRequest;
 use crate::shared::{ZONE_BELOW_HIGH, ZONE_RECLAIM_ACTIVE};
 use crate::stats::HoldTimes;
 use crate::sync::{
-    current_cpu, now_ns, relax_hard, AtomicBool, AtomicU32, AtomicU64, CachePadded, Lock, Ordering,
-    SpinGuard, SpinLock,
+    current_cpu, now_ns, relax_hard, AtomicBool, AtomicU32, AtomicU64, Lock, Ordering, SpinGuard,
+    SpinLock, StaticSlice,
 };
 use crate::types::{CpuId, MigrateType, Order, Pfn, MIGRATE_PCPTYPES, ORDER_SLOTS};
 use crate::zone::Zone;
 
-/// One CPU's lists and the few atomics other threads may read without its lock.
+/// One CPU's lists of one zone and the few atomics other threads read without its lock;
+/// aligned to two cache lines so that CPUs never share a line. Opaque: `no_std` users provide
+/// static storage for these (`[const { PcpSlot::new() }; CPUS]`) to
+/// [`Zone::with_storage`](crate::Zone::with_storage).
 #[derive(Debug)]
-pub(crate) struct PcpSlot {
+#[repr(align(128))]
+pub struct PcpSlot {
     lists: SpinLock<PerCpuPages>,
     /// `pcp->count` as of the last unlock; read racily by `drain_all` (as the kernel reads
     /// `pcp->count` without the lock).
@@ -46,7 +50,20 @@ pub(crate) struct PcpSlot {
 }
 
 impl PcpSlot {
-    fn new() -> Self {
+    /// An empty slot.
+    #[cfg(not(loom))]
+    pub const fn new() -> Self {
+        PcpSlot {
+            lists: SpinLock::new(PerCpuPages::new()),
+            count_hint: AtomicU32::new(0),
+            owned: AtomicBool::new(false),
+            drain_requested: AtomicBool::new(false),
+            trylock_failures: AtomicU64::new(0),
+        }
+    }
+    /// An empty slot.
+    #[cfg(loom)]
+    pub fn new() -> Self {
         PcpSlot {
             lists: SpinLock::new(PerCpuPages::new()),
             count_hint: AtomicU32::new(0),
@@ -70,10 +87,7 @@ struct PagesetParams {
 
 /// All CPUs' lists of one zone.
 pub(crate) struct PcpSet {
-    #[cfg(feature = "std")]
-    slots: std::boxed::Box<[CachePadded<PcpSlot>]>,
-    #[cfg(not(feature = "std"))]
-    slots: [CachePadded<PcpSlot>; 1],
+    slots: StaticSlice<PcpSlot>,
     pub(crate) policy: PcpPolicy,
     pub(crate) cfg: PcpConfig,
     params: PagesetParams,
@@ -86,22 +100,32 @@ pub(crate) struct PcpSet {
 impl fmt::Debug for PcpSet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PcpSet")
-            .field("cpus", &self.slots.len())
+            .field("cpus", &self.cpus())
             .field("cfg", &self.cfg)
             .finish_non_exhaustive()
     }
 }
 
 impl PcpSet {
+    /// Per-CPU lists on the heap, one slot per configured CPU.
+    #[cfg(feature = "std")]
     pub(crate) fn new(cfg: PcpConfig, max_order: u8) -> Self {
-        #[cfg(feature = "std")]
         let slots = (0..cfg.cpus.max(1))
-            .map(|_| CachePadded(PcpSlot::new()))
+            .map(|_| PcpSlot::new())
             .collect::<std::vec::Vec<_>>()
             .into_boxed_slice();
-        // Without std there is no heap for per-CPU storage: one set of lists (CPU 0).
-        #[cfg(not(feature = "std"))]
-        let slots = [CachePadded(PcpSlot::new())];
+        Self::with_slots(cfg, max_order, StaticSlice::from_box(slots))
+    }
+
+    /// Per-CPU lists in caller storage; no slots turns the lists off.
+    pub(crate) fn with_slots(
+        mut cfg: PcpConfig,
+        max_order: u8,
+        slots: StaticSlice<PcpSlot>,
+    ) -> Self {
+        if slots.get().is_empty() {
+            cfg.enabled = false;
+        }
         PcpSet {
             slots,
             policy: PcpPolicy {
@@ -124,12 +148,16 @@ impl PcpSet {
 
     /// Number of CPUs with lists.
     pub(crate) fn cpus(&self) -> usize {
-        self.slots.len()
+        self.slots.get().len()
     }
 
+    /// CPU `cpu`'s slot; ids beyond the CPU count wrap (callers usually reduce them once,
+    /// so the division is off the fast path).
     #[inline]
     fn slot(&self, cpu: usize) -> &PcpSlot {
-        &self.slots[cpu % self.slots.len()]
+        let s = self.slots.get();
+        let n = s.len();
+        &s[if cpu < n { cpu } else { cpu % n }]
     }
 
     #[inline]
@@ -211,7 +239,7 @@ impl Zone {
     /// The CPU an operation without an explicit CPU runs on.
     #[inline]
     pub(crate) fn this_cpu(&self) -> usize {
-        current_cpu() as usize % self.pcp.cpus()
+        current_cpu() as usize % self.pcp.cpus().max(1)
     }
 
     #[inline]
@@ -223,9 +251,8 @@ impl Zone {
     /// Applies pending parameters and serves a pending owner-drain request; for every path
     /// that has just locked (or holds) a PCP.
     #[inline]
-    fn enter(&self, cpu: usize, pcp: &mut PerCpuPages) {
+    fn enter(&self, slot: &PcpSlot, pcp: &mut PerCpuPages) {
         self.pcp.refresh_locked(pcp);
-        let slot = self.pcp.slot(cpu);
         if slot.drain_requested.load(Ordering::Relaxed) {
             self.drain_locked(pcp, DrainReason::Local);
             slot.drain_requested.store(false, Ordering::SeqCst);
@@ -233,14 +260,13 @@ impl Zone {
     }
 
     #[inline]
-    fn leave(&self, cpu: usize, pcp: &PerCpuPages) {
-        self.pcp
-            .slot(cpu)
-            .count_hint
+    fn leave(&self, slot: &PcpSlot, pcp: &PerCpuPages) {
+        slot.count_hint
             .store(pcp.count.max(0) as u32, Ordering::Relaxed);
     }
 
     /// `rmqueue_pcplist`: `None` when the lock was busy or the refill found nothing.
+    #[inline]
     pub(crate) fn rmqueue_pcplist(
         &self,
         order: u8,
@@ -250,10 +276,10 @@ impl Zone {
     ) -> Option<u32> {
         match access {
             PcpAccess::Held(cpu, pcp) => {
-                let cpu = *cpu;
-                self.enter(cpu, pcp);
+                let slot = self.pcp.slot(*cpu);
+                self.enter(slot, pcp);
                 let r = self.rmqueue_pcplist_locked(pcp, order, mt, flags);
-                self.leave(cpu, pcp);
+                self.leave(slot, pcp);
                 r
             }
             PcpAccess::Cpu(cpu) => {
@@ -263,14 +289,15 @@ impl Zone {
                     slot.trylock_failures.fetch_add(1, Ordering::Relaxed);
                     return None;
                 };
-                self.enter(cpu, &mut pcp);
+                self.enter(slot, &mut pcp);
                 let r = self.rmqueue_pcplist_locked(&mut pcp, order, mt, flags);
-                self.leave(cpu, &pcp);
+                self.leave(slot, &pcp);
                 r
             }
         }
     }
 
+    #[inline]
     fn rmqueue_pcplist_locked(
         &self,
         pcp: &mut PerCpuPages,
@@ -296,7 +323,7 @@ impl Zone {
         pcp.lists[pi].unlink(t, idx);
         pcp.count -= 1 << order;
         t.set_state(idx, FrameState::Allocated(Order::from_raw(order), mt));
-        pcp.allocs[order as usize] += 1;
+        pcp.allocs[PcpPolicy::order_slot(order)] += 1;
         Some(idx)
     }
 
@@ -337,6 +364,7 @@ impl Zone {
 
     /// Frees through the CPU's lists when the order allows, else straight to the buddy
     /// (`__free_frozen_pages`).
+    #[inline]
     pub(crate) fn free_with(
         &self,
         pfn: Pfn,
@@ -359,8 +387,8 @@ impl Zone {
         }
         match access {
             PcpAccess::Held(cpu, pcp) => {
-                let cpu = *cpu;
-                self.enter(cpu, pcp);
+                let slot = self.pcp.slot(*cpu);
+                self.enter(slot, pcp);
                 if let Some(work) = self.commit_free(pcp, idx, o, mt) {
                     // The owner holds its lists throughout: no unlock between chunks.
                     let mut rem = work.to_free;
@@ -369,7 +397,7 @@ impl Zone {
                     }
                     self.clear_below_high();
                 }
-                self.leave(cpu, pcp);
+                self.leave(slot, pcp);
             }
             PcpAccess::Cpu(cpu) => {
                 let cpu = *cpu;
@@ -379,9 +407,9 @@ impl Zone {
                     self.free_one_page(idx, o);
                     return Ok(());
                 };
-                self.enter(cpu, &mut pcp);
+                self.enter(slot, &mut pcp);
                 let Some(work) = self.commit_free(&mut pcp, idx, o, mt) else {
-                    self.leave(cpu, &pcp);
+                    self.leave(slot, &pcp);
                     return Ok(());
                 };
                 // Free in batch-sized chunks, unlocking between them to let remote drainers
@@ -396,12 +424,12 @@ impl Zone {
                     if rem <= 0 || p.count <= 0 {
                         break;
                     }
-                    self.leave(cpu, p);
+                    self.leave(slot, p);
                     drop(guard.take()); // unlock, then try to take it back
                     guard = slot.lists.try_lock();
                 }
                 if let Some(p) = guard {
-                    self.leave(cpu, &p);
+                    self.leave(slot, &p);
                 }
                 self.clear_below_high();
             }
@@ -411,6 +439,7 @@ impl Zone {
 
     /// `free_frozen_page_commit` up to the drain decision: the block goes on its list, the
     /// tuning state moves, and the pages to drain (if any) are returned.
+    #[inline]
     fn commit_free(
         &self,
         pcp: &mut PerCpuPages,
@@ -426,7 +455,7 @@ impl Zone {
         t.set_state(idx, FrameState::Pcp(Order::from_raw(order)));
         pcp.count += 1 << order;
         pcp.stats.frees += 1;
-        pcp.frees_by_order[order as usize] += 1;
+        pcp.frees_by_order[PcpPolicy::order_slot(order)] += 1;
         let free_high = pcp.note_free(order, &policy);
         let reclaim = self.shared.test_flag(ZONE_RECLAIM_ACTIVE);
         let below = self.shared.test_flag(ZONE_BELOW_HIGH);
@@ -518,12 +547,12 @@ impl Zone {
                 let before = pcp.count;
                 self.bulk_free(&mut pcp, n, 0, reason);
                 if pcp.count == before {
-                    self.leave(cpu, &pcp);
+                    self.leave(self.pcp.slot(cpu), &pcp);
                     return;
                 }
             }
             let left = pcp.count;
-            self.leave(cpu, &pcp);
+            self.leave(self.pcp.slot(cpu), &pcp);
             if left <= 0 {
                 return;
             }
@@ -590,7 +619,7 @@ impl Zone {
             if let Some((hc, pcp)) = held.as_mut() {
                 if *hc == c {
                     self.drain_locked(pcp, DrainReason::Local);
-                    self.leave(c, pcp);
+                    self.leave(self.pcp.slot(c), pcp);
                     continue;
                 }
             }
@@ -690,9 +719,9 @@ impl Zone {
                 continue; // its owner ticks through its CpuHandle
             }
             let mut pcp = self.pcp.slot(c).lists.lock();
-            self.enter(c, &mut pcp);
+            self.enter(self.pcp.slot(c), &mut pcp);
             todo |= self.decay_locked(&mut pcp);
-            self.leave(c, &pcp);
+            self.leave(self.pcp.slot(c), &pcp);
         }
         todo
     }
@@ -777,9 +806,17 @@ impl Zone {
         let (mut a, mut f) = ([0; ORDER_SLOTS], [0; ORDER_SLOTS]);
         for c in 0..self.pcp.cpus() {
             if let Some(pcp) = self.lock_for_inspection(c) {
-                for o in 0..ORDER_SLOTS {
-                    a[o] += pcp.allocs[o];
-                    f[o] += pcp.frees_by_order[o];
+                for s in 0..5 {
+                    let o = if s < 4 {
+                        s
+                    } else {
+                        match self.pcp.policy.thp_order {
+                            Some(t) => t as usize,
+                            None => continue,
+                        }
+                    };
+                    a[o] += pcp.allocs[s];
+                    f[o] += pcp.frees_by_order[s];
                 }
             }
         }
@@ -881,6 +918,7 @@ impl Zone {
         Ok(CpuHandle {
             zone: self,
             cpu: c,
+            slot,
             held,
         })
     }
@@ -916,6 +954,7 @@ struct DrainWork {
 pub struct CpuHandle<'z> {
     zone: &'z Zone,
     cpu: usize,
+    slot: &'z PcpSlot,
     held: Option<SpinGuard<'z, PerCpuPages>>,
 }
 
@@ -929,6 +968,7 @@ impl fmt::Debug for CpuHandle<'_> {
 }
 
 impl<'z> CpuHandle<'z> {
+    #[inline]
     fn access(&mut self) -> PcpAccess<'_> {
         match self.held.as_mut() {
             Some(g) => PcpAccess::Held(self.cpu, g),
@@ -947,11 +987,13 @@ impl<'z> CpuHandle<'z> {
     }
 
     /// Allocates on this CPU with the default request for `mt`.
+    #[inline]
     pub fn alloc(&mut self, order: Order, mt: MigrateType) -> Result<Pfn, AllocError> {
         self.alloc_with(order, AllocRequest::new(mt))
     }
 
     /// Allocates on this CPU (the request's own `cpu` is ignored).
+    #[inline]
     pub fn alloc_with(&mut self, order: Order, req: AllocRequest) -> Result<Pfn, AllocError> {
         let zone = self.zone;
         let mut access = self.access();
@@ -959,6 +1001,7 @@ impl<'z> CpuHandle<'z> {
     }
 
     /// Frees on this CPU.
+    #[inline]
     pub fn free(&mut self, pfn: Pfn, order: Order) -> Result<(), FreeError> {
         let zone = self.zone;
         let mut access = self.access();
@@ -969,20 +1012,19 @@ impl<'z> CpuHandle<'z> {
     /// this CPU). Operations do this too; a thread that does neither keeps `drain_all` waiting.
     pub fn poll(&mut self) {
         let zone = self.zone;
-        let cpu = self.cpu;
-        let slot = zone.pcp.slot(cpu);
+        let slot = self.slot;
         if !slot.drain_requested.load(Ordering::Relaxed) {
             return;
         }
         match self.held.as_mut() {
             Some(p) => {
-                zone.enter(cpu, p);
-                zone.leave(cpu, p);
+                zone.enter(self.slot, p);
+                zone.leave(self.slot, p);
             }
             None => {
                 let mut p = slot.lists.lock();
-                zone.enter(cpu, &mut p);
-                zone.leave(cpu, &p);
+                zone.enter(self.slot, &mut p);
+                zone.leave(self.slot, &p);
             }
         }
     }
@@ -993,9 +1035,9 @@ impl<'z> CpuHandle<'z> {
         let cpu = self.cpu;
         match self.held.as_mut() {
             Some(p) => {
-                zone.enter(cpu, p);
+                zone.enter(self.slot, p);
                 zone.drain_locked(p, DrainReason::Local);
-                zone.leave(cpu, p);
+                zone.leave(self.slot, p);
             }
             None => zone.drain_pages_zone(cpu, DrainReason::Local),
         }
@@ -1013,19 +1055,18 @@ impl<'z> CpuHandle<'z> {
     /// This CPU's share of the periodic work (`decay_pcp_high`); see [`Zone::tick`].
     pub fn tick(&mut self) -> bool {
         let zone = self.zone;
-        let cpu = self.cpu;
         match self.held.as_mut() {
             Some(p) => {
-                zone.enter(cpu, p);
+                zone.enter(self.slot, p);
                 let todo = zone.decay_locked(p);
-                zone.leave(cpu, p);
+                zone.leave(self.slot, p);
                 todo
             }
             None => {
-                let mut p = zone.pcp.slot(cpu).lists.lock();
-                zone.enter(cpu, &mut p);
+                let mut p = self.slot.lists.lock();
+                zone.enter(self.slot, &mut p);
                 let todo = zone.decay_locked(&mut p);
-                zone.leave(cpu, &p);
+                zone.leave(self.slot, &p);
                 todo
             }
         }
@@ -1034,9 +1075,9 @@ impl<'z> CpuHandle<'z> {
 
 impl Drop for CpuHandle<'_> {
     fn drop(&mut self) {
-        let slot = self.zone.pcp.slot(self.cpu);
+        let slot = self.slot;
         if let Some(p) = self.held.as_mut() {
-            self.zone.leave(self.cpu, p);
+            self.zone.leave(self.slot, p);
         }
         self.held = None;
         slot.owned.store(false, Ordering::SeqCst);
