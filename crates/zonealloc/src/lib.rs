@@ -87,7 +87,7 @@ pub use error::{AllocError, ConfigError, FreeError, HandleError, RangeError};
 pub use memmap::{MemoryRegion, RegionKind};
 pub use meta::{FrameMeta, FrameState};
 pub use node::Node;
-pub use pcp::{CpuHandle, PcpInfo, PcpStats};
+pub use pcp::{CpuHandle, PcpInfo, PcpSlot, PcpStats};
 pub use request::AllocRequest;
 pub use stats::{FreeAreaSnapshot, ZoneStats};
 pub use types::{CpuId, MigrateType, Order, PageCount, Pfn, ZoneType, MAX_ORDER_LIMIT};

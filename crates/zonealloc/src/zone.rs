@@ -13,11 +13,11 @@ use crate::buddy::{AllocFlags, BuddyZone, CheckError, CheckFacts, FreePlacement,
 use crate::config::ZoneConfig;
 use crate::error::{AllocError, ConfigError, FreeError, RangeError};
 use crate::meta::{FrameMeta, FrameState, FrameTable};
-use crate::pcp::{zone_batchsize, zone_highsize, PcpAccess, PcpSet};
+use crate::pcp::{zone_batchsize, zone_highsize, PcpAccess, PcpSet, PcpSlot};
 use crate::request::AllocRequest;
 use crate::shared::{ZoneShared, ZONE_BELOW_HIGH};
 use crate::stats::{FreeAreaSnapshot, ZoneStats};
-use crate::sync::{Lock, LockGuard, Ordering};
+use crate::sync::{Lock, LockGuard, Ordering, StaticSlice};
 use crate::types::CpuId;
 use crate::types::{MigrateType, Order, Pfn, ZoneType, MIGRATE_TYPES, ORDER_SLOTS};
 
@@ -66,11 +66,13 @@ impl Zone {
     ) -> Result<Zone, ConfigError> {
         let n = check_span(start, end, &cfg)?;
         let table = FrameTable::allocate(start, cfg.pageblock_order, n);
-        Ok(Zone::from_parts(zone_type, start, end, cfg, table))
+        let pcp = PcpSet::new(cfg.pcp, cfg.max_order);
+        Ok(Zone::from_parts(zone_type, start, end, cfg, table, pcp))
     }
 
-    /// Like [`Zone::new`] over a caller-provided metadata table, for `no_std` users. The table
-    /// needs [`Zone::table_entries`] entries; it is reset.
+    /// Like [`Zone::new`] over a caller-provided metadata table, with per-CPU lists on the
+    /// heap under `std` and none without it. The table needs [`Zone::table_entries`] entries;
+    /// it is reset.
     pub fn with_table(
         zone_type: ZoneType,
         start: Pfn,
@@ -79,14 +81,56 @@ impl Zone {
         table: &'static [FrameMeta],
     ) -> Result<Zone, ConfigError> {
         let n = check_span(start, end, &cfg)?;
+        let table = Self::borrow_table(start, &cfg, n, table)?;
+        #[cfg(feature = "std")]
+        let pcp = PcpSet::new(cfg.pcp, cfg.max_order);
+        #[cfg(not(feature = "std"))]
+        let pcp = PcpSet::with_slots(cfg.pcp, cfg.max_order, StaticSlice::borrowed(&[]));
+        Ok(Zone::from_parts(zone_type, start, end, cfg, table, pcp))
+    }
+
+    /// Everything in caller storage, for kernels and unikernels without a heap: the metadata
+    /// table ([`Zone::table_entries`] entries) and one [`PcpSlot`] per CPU (the slot count
+    /// overrides `cfg.pcp.cpus`; an empty slice turns the per-CPU lists off):
+    ///
+    /// ```
+    /// use zonealloc::{FrameMeta, PcpSlot, Pfn, Zone, ZoneConfig, ZoneType};
+    /// static TABLE: [FrameMeta; 4096] = [const { FrameMeta::new() }; 4096];
+    /// static PCPS: [PcpSlot; 2] = [const { PcpSlot::new() }; 2];
+    /// let zone = Zone::with_storage(
+    ///     ZoneType::Normal, Pfn(0), Pfn(4096), ZoneConfig::default(), &TABLE, &PCPS,
+    /// ).unwrap();
+    /// zone.add_free_range(Pfn(0), Pfn(4096)).unwrap();
+    /// assert_eq!(zone.cpus(), 2);
+    /// ```
+    pub fn with_storage(
+        zone_type: ZoneType,
+        start: Pfn,
+        end: Pfn,
+        mut cfg: ZoneConfig,
+        table: &'static [FrameMeta],
+        pcps: &'static [PcpSlot],
+    ) -> Result<Zone, ConfigError> {
+        let n = check_span(start, end, &cfg)?;
+        let table = Self::borrow_table(start, &cfg, n, table)?;
+        cfg.pcp.cpus = pcps.len() as u32;
+        let pcp = PcpSet::with_slots(cfg.pcp, cfg.max_order, StaticSlice::borrowed(pcps));
+        Ok(Zone::from_parts(zone_type, start, end, cfg, table, pcp))
+    }
+
+    fn borrow_table(
+        start: Pfn,
+        cfg: &ZoneConfig,
+        n: u32,
+        table: &'static [FrameMeta],
+    ) -> Result<FrameTable, ConfigError> {
         if table.len() < n as usize {
             return Err(ConfigError::TableTooSmall {
                 needed: n as usize,
                 provided: table.len(),
             });
         }
-        let table = FrameTable::borrowed(start, cfg.pageblock_order, n, table);
-        Ok(Zone::from_parts(zone_type, start, end, cfg, table))
+        Ok(FrameTable::borrowed(start, cfg.pageblock_order, n, table))
     }
 
     /// Metadata entries a zone spanning `start..end` needs (the span rounded out to
@@ -101,13 +145,14 @@ impl Zone {
         end: Pfn,
         cfg: ZoneConfig,
         table: FrameTable,
+        pcp: PcpSet,
     ) -> Zone {
         let buddy = BuddyZone::new(cfg, start.0, end.0);
         Zone {
             table,
             buddy: Lock::new(buddy),
             shared: ZoneShared::new(cfg.max_order),
-            pcp: PcpSet::new(cfg.pcp, cfg.max_order),
+            pcp,
             zone_type,
             cfg,
             span: (start.0, end.0),

@@ -45,14 +45,15 @@ fn int_sqrt(x: u64) -> u64 {
     if x < 2 {
         return x;
     }
-    let mut r = (x as f64).sqrt() as u64;
-    while r * r > x {
-        r -= 1;
+    // Newton's method on integers (no float sqrt in core).
+    let mut r = 1u64 << (64 - x.leading_zeros()).div_ceil(2);
+    loop {
+        let next = (r + x / r) / 2;
+        if next >= r {
+            return r;
+        }
+        r = next;
     }
-    while (r + 1) * (r + 1) <= x {
-        r += 1;
-    }
-    r
 }
 
 /// `calculate_min_free_kbytes`: `clamp(int_sqrt(lowmem_kbytes * 16), 128, 262144)`.

@@ -27,7 +27,7 @@
 mod ops;
 mod sizing;
 
-pub use ops::{CpuHandle, PcpInfo};
+pub use ops::{CpuHandle, PcpInfo, PcpSlot};
 pub(crate) use ops::{PcpAccess, PcpSet};
 pub(crate) use sizing::{stat_threshold, zone_batchsize, zone_highsize};
 
@@ -249,7 +249,7 @@ impl PerCpuPages {
     pub(crate) fn note_free(&mut self, order: u8, policy: &PcpPolicy) -> bool {
         let batch = self.batch;
         let mut free_high = false;
-        if order >= 1 && order <= 3 {
+        if (1..=3).contains(&order) {
             free_high = match policy.free_high {
                 FreeHigh::Off => false,
                 FreeHigh::Original => self.free_count > 0,
@@ -372,10 +372,7 @@ impl PerCpuPages {
             }
             let order = policy.order_of(p);
             let nr = 1i32 << order;
-            loop {
-                let Some(idx) = self.lists[p].last() else {
-                    break;
-                };
+            while let Some(idx) = self.lists[p].last() {
                 self.lists[p].unlink(t, idx);
                 let mt = z.block_mt(t, idx);
                 count -= nr;

@@ -74,6 +74,12 @@ impl PcpSlot {
     }
 }
 
+impl Default for PcpSlot {
+    fn default() -> Self {
+        PcpSlot::new()
+    }
+}
+
 /// The pageset parameters every CPU shares (`zone->pageset_*`), applied to each PCP lazily at
 /// its next locked operation (the kernel writes them with `WRITE_ONCE` into every CPU's PCP).
 #[derive(Debug)]

@@ -93,7 +93,14 @@ impl Histogram {
         if self.count == 0 {
             return 0;
         }
-        let rank = ((q.clamp(0.0, 1.0) * self.count as f64).ceil() as u64).max(1);
+        let exact = q.clamp(0.0, 1.0) * self.count as f64;
+        let floor = exact as u64; // no float ceil in core
+        let rank = if (floor as f64) < exact {
+            floor + 1
+        } else {
+            floor
+        }
+        .max(1);
         let mut seen = 0u64;
         for (b, &c) in self.counts.iter().enumerate() {
             seen += c as u64;
