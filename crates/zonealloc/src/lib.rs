@@ -76,6 +76,8 @@ mod request;
 mod shared;
 pub mod stats;
 mod sync;
+#[cfg(all(feature = "std", not(loom)))]
+mod ticker;
 pub mod types;
 mod zone;
 
@@ -90,5 +92,7 @@ pub use node::Node;
 pub use pcp::{CpuHandle, PcpInfo, PcpSlot, PcpStats};
 pub use request::AllocRequest;
 pub use stats::{FreeAreaSnapshot, ZoneStats};
+#[cfg(all(feature = "std", not(loom)))]
+pub use ticker::Ticker;
 pub use types::{CpuId, MigrateType, Order, PageCount, Pfn, ZoneType, MAX_ORDER_LIMIT};
 pub use zone::Zone;

@@ -343,10 +343,7 @@ fn alloc_walk(
         }
     }
     for z in list.iter() {
-        match access {
-            PcpAccess::Held(c, p) => z.drain_all_with(Some((*c, &mut **p)), false),
-            PcpAccess::Cpu(_) => z.drain_all_with(None, false),
-        }
+        z.drain_all_with(access, false);
     }
     if let Some(p) = get_page_from_freelist(list, o, mt, slow, hz, access) {
         return Ok(p);

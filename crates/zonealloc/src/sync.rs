@@ -115,7 +115,7 @@ pub(crate) fn relax_hard() {
 /// harmless because the PCP lock, not the CPU id, guards the lists.
 #[cfg(all(feature = "std", not(loom)))]
 pub(crate) fn current_cpu() -> u32 {
-    #[cfg(target_os = "linux")]
+    #[cfg(all(target_os = "linux", not(miri)))]
     {
         // SAFETY: sched_getcpu takes no arguments, touches no caller memory and only returns
         // an int (-1 on error).
@@ -142,6 +142,23 @@ fn thread_slot() -> u32 {
         static SLOT: u32 = NEXT.fetch_add(1, Ordering::Relaxed);
     }
     SLOT.with(|s| *s)
+}
+
+/// A number unique to the calling thread (from 1), or 0 where threads cannot be told apart
+/// (`no_std`, loom). Lets a drain recognise the CPU its own thread owns.
+#[cfg(all(feature = "std", not(loom)))]
+pub(crate) fn thread_token() -> u64 {
+    static NEXT: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(1);
+    std::thread_local! {
+        static TOKEN: u64 = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+    TOKEN.with(|t| *t)
+}
+
+/// A number unique to the calling thread, or 0 where threads cannot be told apart.
+#[cfg(any(not(feature = "std"), loom))]
+pub(crate) fn thread_token() -> u64 {
+    0
 }
 
 /// Monotonic nanoseconds for the optional zone-lock hold-time histograms (0 without `std`).
@@ -221,18 +238,31 @@ impl<T> Lock<T> {
 /// A slice that is either borrowed for `'static` (caller-provided storage, `no_std`) or a heap
 /// allocation this value owns. Either way accesses see one plain slice, with no branch on
 /// where the storage came from: the per-frame table is read several times per allocation.
+///
+/// Only the raw pointer is stored, never a reference: a reference field would be retagged
+/// (and protected) whenever the value moves, and could then not be invalidated by the free in
+/// `drop`. `get` derives each borrow from the pointer.
 pub(crate) struct StaticSlice<T: 'static> {
-    slice: &'static [T],
-    /// The slice came from [`StaticSlice::from_box`] and is freed on drop.
+    ptr: core::ptr::NonNull<[T]>,
+    /// `ptr` came from `Box::into_raw` and is freed on drop.
     owned: bool,
 }
+
+// SAFETY: a `StaticSlice<T>` only ever hands out `&[T]`, like a `&'static [T]` or a `Box<[T]>`
+// would; the pointer is used to free the allocation once, in `drop`. So it may move to another
+// thread when `T: Send + Sync` (ownership of the box, shared access) ...
+#[allow(unsafe_code)]
+unsafe impl<T: Send + Sync> Send for StaticSlice<T> {}
+// SAFETY: ... and be shared when `T: Sync`: `&StaticSlice<T>` gives only `&[T]`.
+#[allow(unsafe_code)]
+unsafe impl<T: Sync> Sync for StaticSlice<T> {}
 
 impl<T> StaticSlice<T> {
     /// Takes ownership of a heap slice.
     #[cfg(feature = "std")]
     pub(crate) fn from_box(b: std::boxed::Box<[T]>) -> Self {
         StaticSlice {
-            slice: std::boxed::Box::leak(b),
+            ptr: core::ptr::NonNull::from(std::boxed::Box::leak(b)),
             owned: true,
         }
     }
@@ -240,16 +270,22 @@ impl<T> StaticSlice<T> {
     /// Wraps caller-provided storage.
     pub(crate) fn borrowed(slice: &'static [T]) -> Self {
         StaticSlice {
-            slice,
+            ptr: core::ptr::NonNull::from(slice),
             owned: false,
         }
     }
 
-    /// The slice, for as long as `self` lives (never `'static`: the owned case is freed when
-    /// `self` drops).
+    /// The slice, for as long as `self` lives.
     #[inline(always)]
     pub(crate) fn get(&self) -> &[T] {
-        self.slice
+        // SAFETY: `ptr` points to an initialised slice that lives at least as long as `self`:
+        // caller storage is `'static`, and an owned box is freed only in `drop`, which the
+        // borrow of `self` returned here rules out while it lives. Only shared borrows are ever
+        // made from `ptr` (until `drop`), so this one aliases nothing mutable.
+        #[allow(unsafe_code)]
+        unsafe {
+            self.ptr.as_ref()
+        }
     }
 }
 
@@ -257,23 +293,21 @@ impl<T> Drop for StaticSlice<T> {
     fn drop(&mut self) {
         #[cfg(feature = "std")]
         if self.owned {
-            let ptr = self.slice as *const [T] as *mut [T];
-            // SAFETY: `owned` is only set by `from_box`, so `slice` is exactly the allocation
-            // `Box::leak` returned. `get` ties every borrow to `&self`, the field is private
-            // and the type is not `Clone`, so no reference into the slice outlives this drop,
-            // and drop runs once: rebuilding and dropping the box frees it exactly once.
+            self.owned = false;
+            // SAFETY: `owned` means `ptr` is exactly what `Box::leak` returned in `from_box`, and
+            // clearing it first makes this run once. No borrow from `get` is alive (they are tied
+            // to `&self`, excluded by `&mut self`), so rebuilding and dropping the box frees the
+            // allocation exactly once with nothing pointing into it.
             #[allow(unsafe_code)]
-            drop(unsafe { std::boxed::Box::from_raw(ptr) });
+            drop(unsafe { std::boxed::Box::from_raw(self.ptr.as_ptr()) });
         }
-        #[cfg(not(feature = "std"))]
-        let _ = self.owned;
     }
 }
 
 impl<T: core::fmt::Debug> core::fmt::Debug for StaticSlice<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("StaticSlice")
-            .field("len", &self.slice.len())
+            .field("len", &self.get().len())
             .field("owned", &self.owned)
             .finish()
     }

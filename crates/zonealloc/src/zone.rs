@@ -346,8 +346,12 @@ impl Zone {
     pub fn alloc_with(&self, order: Order, req: AllocRequest) -> Result<Pfn, AllocError> {
         let cpu = req
             .cpu
-            .map_or_else(|| self.this_cpu(), |c| c.0 as usize % self.pcp.cpus());
-        crate::node::alloc_in_zone(self, order, req, &mut PcpAccess::Cpu(cpu))
+            .map_or_else(|| self.this_cpu(), |c| self.pcp.cpu_index(c));
+        let mut access = PcpAccess::Cpu(cpu);
+        if let Some(p) = self.pcp_alloc_fast(order.get(), &req, &mut access) {
+            return Ok(p);
+        }
+        crate::node::alloc_in_zone(self, order, req, &mut access)
     }
 
     /// `gfp_migratetype` after `page_group_by_mobility_disabled`.
@@ -434,13 +438,26 @@ impl Zone {
     /// outside the zone or in holes; on error the zone is unchanged.
     #[inline]
     pub fn free(&self, pfn: Pfn, order: Order) -> Result<(), FreeError> {
-        self.free_with(pfn, order, &mut PcpAccess::Cpu(self.this_cpu()))
+        self.free_via(pfn, order, &mut PcpAccess::Cpu(self.this_cpu()))
+    }
+
+    #[inline]
+    fn free_via(
+        &self,
+        pfn: Pfn,
+        order: Order,
+        access: &mut PcpAccess<'_>,
+    ) -> Result<(), FreeError> {
+        match self.pcp_free_fast(pfn, order, access) {
+            Some(r) => r,
+            None => self.free_with(pfn, order, access),
+        }
     }
 
     /// Like [`Zone::free`] on CPU `cpu`'s lists.
     pub fn free_on(&self, cpu: CpuId, pfn: Pfn, order: Order) -> Result<(), FreeError> {
-        let c = cpu.0 as usize % self.pcp.cpus();
-        self.free_with(pfn, order, &mut PcpAccess::Cpu(c))
+        let c = self.pcp.cpu_index(cpu);
+        self.free_via(pfn, order, &mut PcpAccess::Cpu(c))
     }
 
     /// `__free_pages_ok`: validated and claimed here, then `free_one_page`.

@@ -339,3 +339,37 @@ fn pageset_text_matches_the_kernel_format() {
     assert!(s.starts_with(want), "{s:?}");
     assert_eq!(s.matches("\n    cpu: ").count(), 2);
 }
+
+#[test]
+fn zone_and_node_are_send_and_sync() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Zone>();
+    assert_send_sync::<zonealloc::Node>();
+}
+
+#[test]
+fn hold_times_are_recorded_only_while_instrumentation_is_on() {
+    let z = zone_with(1 << 16, spec_pcp(1));
+    let cycle = |z: &Zone| {
+        let pages: Vec<Pfn> = (0..2000)
+            .map(|_| z.alloc_with(o(0), on(0)).unwrap())
+            .collect();
+        for p in pages {
+            z.free_on(CpuId(0), p, o(0)).unwrap();
+        }
+        z.drain_all();
+    };
+    cycle(&z);
+    assert_eq!(z.hold_times().refill.count(), 0);
+    z.set_instrumentation(true);
+    cycle(&z);
+    let h = z.hold_times();
+    let s = z.pcp_stats();
+    assert!(h.refill.count() > 0);
+    assert!(h.bulk_free.count() > 0);
+    assert!(h.refill.max() >= h.refill.quantile(0.99));
+    z.set_instrumentation(false);
+    cycle(&z);
+    assert_eq!(z.hold_times().refill.count(), h.refill.count());
+    assert!(z.pcp_stats().alloc_misses > s.alloc_misses);
+}

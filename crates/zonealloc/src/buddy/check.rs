@@ -1,4 +1,4 @@
-//! `check()`: the zone invariants Z1..Z7 (listed in the module doc of `buddy`), asserted by a
+//! `check()`: the zone invariants Z1..Z8 (listed in the module doc of `buddy`), asserted by a
 //! full walk of the free lists and the frame table. O(frames); for tests and debugging.
 
 use core::fmt;
@@ -39,9 +39,8 @@ pub(crate) fn fail(invariant: &'static str, pfn: Option<u64>, what: &'static str
 }
 
 impl BuddyZone {
-    /// Walks every free list (Z2..Z5, Z7), then the frame table (Z1, Z6). `on_pcp` is the number
-    /// of frames the caller knows to be on per-CPU lists (checked by the caller), so Z1 can
-    /// account for them.
+    /// Walks every free list (Z2..Z5, Z7, Z8), then the frame table (Z1, Z6), and returns what
+    /// it counted (the caller cross-checks the per-CPU share, G1).
     pub(crate) fn check(&self, t: &FrameTable) -> Result<CheckFacts, CheckError> {
         let max = self.cfg.max_order;
         let (mut free_pages, mut free_ha, mut free_blocks_pages) = (0u64, 0u64, 0u64);
@@ -95,6 +94,13 @@ impl BuddyZone {
                 }
                 if list.last().unwrap_or(NIL) != prev {
                     return Err(fail("Z2", None, "list tail does not match the last member"));
+                }
+                if self.nonempty_bit(o, mt) != (n > 0) {
+                    return Err(fail(
+                        "Z8",
+                        None,
+                        "non-empty bit disagrees with its free list",
+                    ));
                 }
                 count += n;
             }

@@ -24,6 +24,7 @@
 //!   have merged them.
 //! - Z7: `NR_FREE_PAGES`, `nr_free_highatomic` and `NR_FREE_PAGES_BLOCKS` equal the sums over
 //!   the free lists.
+//! - Z8: the non-empty-list bits published for lock-free watermark checks match the lists.
 
 mod check;
 mod fallback;
@@ -177,6 +178,12 @@ impl BuddyZone {
             nonempty: [0; NONEMPTY_WORDS],
             marks_dirty: true,
         }
+    }
+
+    /// Whether the published bit for (order, mt) says non-empty (for `check`).
+    pub(crate) fn nonempty_bit(&self, order: u8, mt: MigrateType) -> bool {
+        let bit = 1u64 << ((order as usize % 8) * 8 + mt.index());
+        self.nonempty[order as usize / 8] & bit != 0
     }
 
     #[inline]

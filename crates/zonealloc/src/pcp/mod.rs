@@ -8,7 +8,10 @@
 //! (`free_frozen_page_commit`, `nr_pcp_high`, `nr_pcp_free`, `free_pcppages_bulk`).
 //!
 //! [`PerCpuPages`] is a plain struct with the kernel's fields and its pure policy functions;
-//! `ops.rs` adds the lock choreography on [`Zone`](crate::Zone).
+//! the files beside it add the lock choreography on [`Zone`](crate::Zone): `slot.rs` (where
+//! the lists live), `alloc.rs`, `free.rs`, `drain.rs` (draining, decay and the owner-drain
+//! protocol), `inspect.rs` (snapshots, `/proc/zoneinfo`, invariant checks) and `handle.rs`
+//! ([`CpuHandle`]).
 //!
 //! # Locking
 //! Each PCP has its own [`SpinLock`](crate::sync::SpinLock). Allocation and free only
@@ -24,12 +27,19 @@
 //! - G1 (global conservation): buddy free pages + pages on all PCP lists + allocated pages =
 //!   managed pages; every managed frame is in exactly one of those places.
 
-mod ops;
+mod alloc;
+mod drain;
+mod fast;
+mod free;
+mod handle;
+mod inspect;
 mod sizing;
+mod slot;
 
-pub use ops::{CpuHandle, PcpInfo, PcpSlot};
-pub(crate) use ops::{PcpAccess, PcpSet};
+pub use handle::CpuHandle;
 pub(crate) use sizing::{stat_threshold, zone_batchsize, zone_highsize};
+pub(crate) use slot::{PcpAccess, PcpSet};
+pub use slot::{PcpInfo, PcpSlot};
 
 use crate::buddy::{BuddyZone, FreePlacement};
 use crate::config::FreeHigh;

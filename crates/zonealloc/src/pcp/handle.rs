@@ -1,0 +1,208 @@
+//! [`CpuHandle`]: a thread's claim on one CPU's lists.
+
+use core::fmt;
+
+use super::slot::{PcpAccess, PcpSlot};
+use super::{DrainReason, PerCpuPages};
+use crate::config::PcpLocking;
+use crate::error::{AllocError, FreeError, HandleError};
+use crate::request::AllocRequest;
+use crate::sync::{thread_token, Ordering, SpinGuard};
+use crate::types::{CpuId, MigrateType, Order, Pfn};
+use crate::zone::Zone;
+
+impl Zone {
+    /// Registers the calling thread as the owner of `cpu`'s lists.
+    pub fn cpu_handle(&self, cpu: CpuId) -> Result<CpuHandle<'_>, HandleError> {
+        let n = self.pcp.cpus() as u32;
+        if cpu.0 >= n {
+            return Err(HandleError::CpuOutOfRange { cpu, cpus: n });
+        }
+        let c = cpu.0 as usize;
+        let slot = self.pcp.slot(c);
+        if slot
+            .owned
+            .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+            .is_err()
+        {
+            return Err(HandleError::AlreadyRegistered { cpu });
+        }
+        slot.owner_token.store(thread_token(), Ordering::SeqCst);
+        let held = (self.pcp.cfg.locking == PcpLocking::OwnerOnly && self.pcp.enabled())
+            .then(|| slot.lists.lock());
+        Ok(CpuHandle {
+            zone: self,
+            cpu: c,
+            slot,
+            held,
+        })
+    }
+}
+
+/// A thread's claim on one CPU's lists of a zone: the user-space analogue of running pinned
+/// on that CPU. At most one handle per CPU exists at a time.
+///
+/// Under [`PcpLocking::Spinlock`] a handle only fixes the CPU id (each operation still
+/// try-locks, as the kernel does). Under [`PcpLocking::OwnerOnly`] it holds the CPU's lists for
+/// its whole life, so its operations take no lock, and other threads cannot drain them:
+/// `drain_all` waits until this handle's next operation, [`CpuHandle::poll`] or drop.
+pub struct CpuHandle<'z> {
+    zone: &'z Zone,
+    cpu: usize,
+    slot: &'z PcpSlot,
+    held: Option<SpinGuard<'z, PerCpuPages>>,
+}
+
+impl fmt::Debug for CpuHandle<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CpuHandle")
+            .field("cpu", &self.cpu)
+            .field("owner_only", &self.held.is_some())
+            .finish()
+    }
+}
+
+impl<'z> CpuHandle<'z> {
+    #[inline]
+    fn access(&mut self) -> PcpAccess<'_> {
+        match self.held.as_mut() {
+            Some(g) => PcpAccess::Held(self.cpu, g),
+            None => PcpAccess::Owner(self.cpu),
+        }
+    }
+
+    /// The CPU this handle runs on.
+    pub fn cpu(&self) -> CpuId {
+        CpuId(self.cpu as u32)
+    }
+
+    /// The zone.
+    pub fn zone(&self) -> &'z Zone {
+        self.zone
+    }
+
+    /// Allocates on this CPU with the default request for `mt`.
+    #[inline]
+    pub fn alloc(&mut self, order: Order, mt: MigrateType) -> Result<Pfn, AllocError> {
+        self.alloc_with(order, AllocRequest::new(mt))
+    }
+
+    /// Allocates on this CPU (the request's own `cpu` is ignored). When memory is short, the
+    /// slow path drains every CPU's lists, this one in place.
+    #[inline]
+    pub fn alloc_with(&mut self, order: Order, req: AllocRequest) -> Result<Pfn, AllocError> {
+        let zone = self.zone;
+        let mut access = self.access();
+        if let Some(p) = zone.pcp_alloc_fast(order.get(), &req, &mut access) {
+            return Ok(p);
+        }
+        crate::node::alloc_in_zone(zone, order, req, &mut access)
+    }
+
+    /// Frees on this CPU.
+    #[inline]
+    pub fn free(&mut self, pfn: Pfn, order: Order) -> Result<(), FreeError> {
+        let zone = self.zone;
+        let mut access = self.access();
+        match zone.pcp_free_fast(pfn, order, &mut access) {
+            Some(r) => r,
+            None => zone.free_with(pfn, order, &mut access),
+        }
+    }
+
+    /// Serves a pending owner-drain request, if any (the kernel's drain work item running on
+    /// this CPU). Operations do this too; a thread that does neither keeps `drain_all` waiting.
+    pub fn poll(&mut self) {
+        if !self.slot.drain_requested.load(Ordering::Relaxed) {
+            return;
+        }
+        let zone = self.zone;
+        zone.serve_own(&mut self.access());
+    }
+
+    /// Drains this CPU's lists.
+    pub fn drain_local(&mut self) {
+        let zone = self.zone;
+        let cpu = self.cpu();
+        zone.drain_cpu_for(cpu, &mut self.access());
+    }
+
+    /// Drains CPU `cpu`'s lists, as [`Zone::drain_cpu`] does, but as this CPU's owner: while it
+    /// waits for another owner it keeps serving requests addressed to this CPU, so two owners
+    /// draining each other cannot deadlock.
+    pub fn drain_cpu(&mut self, cpu: CpuId) {
+        let zone = self.zone;
+        zone.drain_cpu_for(cpu, &mut self.access());
+    }
+
+    /// Drains every CPU's lists, this one in place (see [`CpuHandle::drain_cpu`]).
+    pub fn drain_all(&mut self) {
+        let zone = self.zone;
+        zone.drain_all_with(&mut self.access(), true);
+    }
+
+    /// Runs `f` with this CPU idle, as a task that sleeps leaves its CPU free for the kernel's
+    /// drain work: the lists are released (under owner-only locking) and drainers drain them
+    /// themselves until `f` returns. Use it around anything that may block on another thread,
+    /// such as a barrier or a channel, when drains use [`DrainMode::Owner`](crate::DrainMode).
+    pub fn idle<R>(&mut self, f: impl FnOnce() -> R) -> R {
+        let slot = self.slot;
+        let zone = self.zone;
+        if let Some(p) = self.held.as_mut() {
+            zone.leave(slot, p);
+        }
+        self.held = None;
+        slot.idle.store(true, Ordering::SeqCst);
+        if slot.drain_requested.load(Ordering::SeqCst)
+            && zone.drain_pages_zone(self.cpu, DrainReason::Local)
+        {
+            slot.drain_requested.store(false, Ordering::SeqCst);
+        }
+        let r = f();
+        slot.idle.store(false, Ordering::SeqCst);
+        if zone.pcp.cfg.locking == PcpLocking::OwnerOnly && zone.pcp.enabled() {
+            self.held = Some(slot.lists.lock());
+        }
+        r
+    }
+
+    /// This CPU's share of the periodic work (`decay_pcp_high`); see [`Zone::tick`].
+    pub fn tick(&mut self) -> bool {
+        let zone = self.zone;
+        let slot = self.slot;
+        match self.held.as_mut() {
+            Some(p) => {
+                zone.enter(slot, p);
+                let todo = zone.decay_locked(p);
+                zone.leave(slot, p);
+                todo
+            }
+            None => {
+                let mut p = slot.lists.lock();
+                zone.enter(slot, &mut p);
+                let todo = zone.decay_locked(&mut p);
+                zone.leave(slot, &p);
+                todo
+            }
+        }
+    }
+}
+
+impl Drop for CpuHandle<'_> {
+    fn drop(&mut self) {
+        let slot = self.slot;
+        if let Some(p) = self.held.as_mut() {
+            self.zone.leave(slot, p);
+        }
+        self.held = None; // unlocks owner-held lists
+        slot.owner_token.store(0, Ordering::SeqCst);
+        slot.owned.store(false, Ordering::SeqCst);
+        // A drainer that saw us registered may be waiting: serve it now that we are gone
+        // (unless a new owner took the lists meanwhile; the request is then theirs to serve).
+        if slot.drain_requested.load(Ordering::SeqCst)
+            && self.zone.drain_pages_zone(self.cpu, DrainReason::Local)
+        {
+            slot.drain_requested.store(false, Ordering::SeqCst);
+        }
+    }
+}

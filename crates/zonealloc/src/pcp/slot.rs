@@ -1,0 +1,334 @@
+//! Per-CPU slots and the shared pageset parameters: where each CPU's lists live, the atomics
+//! other threads may read without the lists' lock, and how an operation names the CPU it
+//! runs on ([`PcpAccess`]).
+//!
+//! # Locking
+//! Every path that touches a PCP holds its [`SpinLock`]; the zone lock is only ever taken
+//! inside it (PCP, then zone). Allocation and free `try_lock` and fall back to the buddy, so
+//! they never wait for a drainer; drains and decay wait for the PCP lock, except on lists an
+//! owner holds (see `drain.rs`).
+
+use core::fmt;
+
+use super::{DrainReason, PcpPolicy, PcpStats, PerCpuPages, PCPF_FREE_HIGH_BATCH};
+use crate::config::PcpConfig;
+use crate::shared::ZONE_RECLAIM_ACTIVE;
+use crate::stats::HoldTimes;
+use crate::sync::{
+    current_cpu, now_ns, AtomicBool, AtomicU32, AtomicU64, Lock, Ordering, SpinLock, StaticSlice,
+};
+use crate::types::MigrateType;
+use crate::zone::Zone;
+
+/// One CPU's lists of one zone and the few atomics other threads read without its lock;
+/// aligned to two cache lines so that CPUs never share a line. Opaque: `no_std` users provide
+/// static storage for these (`[const { PcpSlot::new() }; CPUS]`) to
+/// [`Zone::with_storage`](crate::Zone::with_storage).
+#[derive(Debug)]
+#[repr(align(128))]
+pub struct PcpSlot {
+    pub(crate) lists: SpinLock<PerCpuPages>,
+    /// `pcp->count` as of the last unlock; read racily by `drain_all` (as the kernel reads
+    /// `pcp->count` without the lock).
+    pub(crate) count_hint: AtomicU32,
+    /// A [`CpuHandle`](crate::CpuHandle) is registered for this CPU.
+    pub(crate) owned: AtomicBool,
+    /// The registering thread's token (`sync::thread_token`; 0 when unknown), so a drain
+    /// started by that thread without its handle still never waits for it.
+    pub(crate) owner_token: AtomicU64,
+    /// The owner is idle ([`CpuHandle::idle`](crate::CpuHandle::idle)): its lists are
+    /// unlocked and drainers drain them themselves.
+    pub(crate) idle: AtomicBool,
+    /// An owner-drain request is pending (the kernel's queued drain work item).
+    pub(crate) drain_requested: AtomicBool,
+    pub(crate) trylock_failures: AtomicU64,
+}
+
+impl PcpSlot {
+    /// An empty slot.
+    #[cfg(not(loom))]
+    pub const fn new() -> Self {
+        PcpSlot {
+            lists: SpinLock::new(PerCpuPages::new()),
+            count_hint: AtomicU32::new(0),
+            owned: AtomicBool::new(false),
+            owner_token: AtomicU64::new(0),
+            idle: AtomicBool::new(false),
+            drain_requested: AtomicBool::new(false),
+            trylock_failures: AtomicU64::new(0),
+        }
+    }
+    /// An empty slot.
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        PcpSlot {
+            lists: SpinLock::new(PerCpuPages::new()),
+            count_hint: AtomicU32::new(0),
+            owned: AtomicBool::new(false),
+            owner_token: AtomicU64::new(0),
+            idle: AtomicBool::new(false),
+            drain_requested: AtomicBool::new(false),
+            trylock_failures: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Default for PcpSlot {
+    fn default() -> Self {
+        PcpSlot::new()
+    }
+}
+
+/// The pageset parameters every CPU shares (`zone->pageset_*`), applied to each PCP lazily at
+/// its next locked operation (the kernel writes them with `WRITE_ONCE` into every CPU's PCP).
+#[derive(Debug)]
+struct PagesetParams {
+    generation: AtomicU32,
+    batch: AtomicU32,
+    high_min: AtomicU32,
+    high_max: AtomicU32,
+    free_high_batch: AtomicBool,
+}
+
+/// All CPUs' lists of one zone.
+pub(crate) struct PcpSet {
+    slots: StaticSlice<PcpSlot>,
+    pub(crate) policy: PcpPolicy,
+    pub(crate) cfg: PcpConfig,
+    params: PagesetParams,
+    /// `pcpu_drain_mutex`.
+    pub(crate) drain_mutex: Lock<()>,
+    /// Zone-lock hold times are recorded while set.
+    pub(crate) instrument: AtomicBool,
+}
+
+impl fmt::Debug for PcpSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PcpSet")
+            .field("cpus", &self.cpus())
+            .field("cfg", &self.cfg)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PcpSet {
+    /// Per-CPU lists on the heap, one slot per configured CPU.
+    #[cfg(feature = "std")]
+    pub(crate) fn new(cfg: PcpConfig, max_order: u8) -> Self {
+        let slots = (0..cfg.cpus.max(1))
+            .map(|_| PcpSlot::new())
+            .collect::<std::vec::Vec<_>>()
+            .into_boxed_slice();
+        Self::with_slots(cfg, max_order, StaticSlice::from_box(slots))
+    }
+
+    /// Per-CPU lists in caller storage; no slots turns the lists off.
+    pub(crate) fn with_slots(
+        mut cfg: PcpConfig,
+        max_order: u8,
+        slots: StaticSlice<PcpSlot>,
+    ) -> Self {
+        if slots.get().is_empty() {
+            cfg.enabled = false;
+        }
+        PcpSet {
+            slots,
+            policy: PcpPolicy {
+                thp_order: cfg.thp_order.filter(|&t| t <= max_order),
+                scale: cfg.batch_scale_max,
+                free_high: cfg.free_high,
+            },
+            cfg,
+            params: PagesetParams {
+                generation: AtomicU32::new(0),
+                batch: AtomicU32::new(1),
+                high_min: AtomicU32::new(0),
+                high_max: AtomicU32::new(0),
+                free_high_batch: AtomicBool::new(false),
+            },
+            drain_mutex: Lock::new(()),
+            instrument: AtomicBool::new(false),
+        }
+    }
+
+    /// A caller's CPU id as a slot index (ids past the CPU count wrap; the division is only
+    /// paid by those).
+    #[inline]
+    pub(crate) fn cpu_index(&self, cpu: crate::types::CpuId) -> usize {
+        let (c, n) = (cpu.0 as usize, self.cpus().max(1));
+        if c < n {
+            c
+        } else {
+            c % n
+        }
+    }
+
+    /// Number of CPUs with lists.
+    pub(crate) fn cpus(&self) -> usize {
+        self.slots.get().len()
+    }
+
+    /// CPU `cpu`'s slot; ids beyond the CPU count wrap (callers usually reduce them once,
+    /// so the division is off the fast path).
+    #[inline]
+    pub(crate) fn slot(&self, cpu: usize) -> &PcpSlot {
+        let s = self.slots.get();
+        let n = s.len();
+        &s[if cpu < n { cpu } else { cpu % n }]
+    }
+
+    #[inline]
+    pub(crate) fn enabled(&self) -> bool {
+        self.cfg.enabled
+    }
+
+    /// `zone_set_pageset_high_and_batch` + `zone_pcp_update_cacheinfo`: publish new pageset
+    /// parameters (`pcp->high` itself is left alone and re-clamped lazily).
+    pub(crate) fn set_params(&self, batch: u32, high_min: u32, high_max: u32, page_size: u64) {
+        let r = Ordering::Relaxed;
+        self.params.batch.store(batch, r);
+        self.params.high_min.store(high_min, r);
+        self.params.high_max.store(high_max, r);
+        let slice_pages = self.cfg.llc_slice_bytes / page_size.max(1);
+        self.params
+            .free_high_batch
+            .store(slice_pages > 3 * batch as u64, r);
+        self.params.generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// Brings a locked PCP's copy of the parameters up to date (one load when unchanged).
+    #[inline]
+    pub(crate) fn refresh(&self, pcp: &mut PerCpuPages, gen: &mut u32) {
+        let g = self.params.generation.load(Ordering::Acquire);
+        if g == *gen {
+            return;
+        }
+        *gen = g;
+        let r = Ordering::Relaxed;
+        pcp.batch = self.params.batch.load(r) as i32;
+        pcp.high_min = self.params.high_min.load(r) as i32;
+        pcp.high_max = self.params.high_max.load(r) as i32;
+        if self.params.free_high_batch.load(r) {
+            pcp.flags |= PCPF_FREE_HIGH_BATCH;
+        } else {
+            pcp.flags &= !PCPF_FREE_HIGH_BATCH;
+        }
+    }
+}
+
+/// How an operation reaches a CPU's lists.
+pub(crate) enum PcpAccess<'a> {
+    /// A thread with no claim on any CPU: try-lock CPU `n`'s lists for each operation (the
+    /// kernel's `pcp_spin_trylock`).
+    Cpu(usize),
+    /// The owner of CPU `n` (a [`CpuHandle`](crate::CpuHandle) over spin-locked lists):
+    /// operations try-lock like `Cpu`, but drains know who is asking, so an owner never waits
+    /// for itself.
+    Owner(usize),
+    /// The owner of CPU `n` holding its lists (a `CpuHandle` under owner-only locking).
+    Held(usize, &'a mut PerCpuPages),
+}
+
+/// A snapshot of one CPU's lists (`/proc/zoneinfo`'s pageset block, plus the tuning state).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct PcpInfo {
+    /// The CPU.
+    pub cpu: u32,
+    /// Pages on the lists.
+    pub count: i32,
+    /// Current high mark.
+    pub high: i32,
+    /// Batch size.
+    pub batch: i32,
+    /// Lower bound of `high`.
+    pub high_min: i32,
+    /// Upper bound of `high`.
+    pub high_max: i32,
+    /// Refill scale exponent.
+    pub alloc_factor: u8,
+    /// Consecutive-free counter.
+    pub free_count: i32,
+    /// `PCPF_*` flags.
+    pub flags: u8,
+    /// Pages per list, by pindex (orders 0..=3 times Unmovable, Movable, Reclaimable; then the
+    /// two THP lists).
+    pub list_pages: [u32; super::NR_PCP_LISTS],
+    /// Counters.
+    pub stats: PcpStats,
+}
+
+impl Zone {
+    /// The CPU an operation without an explicit CPU runs on.
+    #[inline]
+    pub(crate) fn this_cpu(&self) -> usize {
+        current_cpu() as usize % self.pcp.cpus().max(1)
+    }
+
+    #[inline]
+    pub(crate) fn block_mt_racy(&self, idx: u32) -> MigrateType {
+        let pb = self.config().pageblock_order;
+        self.table.block_type(idx & !((1u32 << pb) - 1))
+    }
+
+    /// Applies pending parameters and serves a pending owner-drain request; for every path
+    /// that has just locked (or holds) a PCP.
+    #[inline]
+    pub(crate) fn enter(&self, slot: &PcpSlot, pcp: &mut PerCpuPages) {
+        self.pcp.refresh_locked(pcp);
+        if slot.drain_requested.load(Ordering::Relaxed) {
+            self.drain_locked(pcp, DrainReason::Local);
+            slot.drain_requested.store(false, Ordering::SeqCst);
+        }
+    }
+
+    #[inline]
+    pub(crate) fn leave(&self, slot: &PcpSlot, pcp: &PerCpuPages) {
+        slot.count_hint
+            .store(pcp.count.max(0) as u32, Ordering::Relaxed);
+    }
+
+    #[inline]
+    pub(crate) fn hold_start(&self) -> Option<u64> {
+        self.pcp.instrument.load(Ordering::Relaxed).then(now_ns)
+    }
+
+    /// Switches recording of zone-lock hold times (refill and bulk free) on or off. Off, the
+    /// paths pay one relaxed load per lock hold.
+    pub fn set_instrumentation(&self, on: bool) {
+        self.pcp.instrument.store(on, Ordering::Relaxed);
+    }
+
+    /// Hold times recorded so far.
+    pub fn hold_times(&self) -> HoldTimes {
+        self.buddy.lock().hold.clone()
+    }
+
+    /// Sets or clears `ZONE_RECLAIM_ACTIVE`, which makes frees shrink the PCPs hard (the
+    /// kernel sets it while kswapd reclaims the zone).
+    pub fn set_reclaim_active(&self, on: bool) {
+        if on {
+            self.shared.set_flag(ZONE_RECLAIM_ACTIVE);
+        } else {
+            self.shared.clear_flag(ZONE_RECLAIM_ACTIVE);
+        }
+    }
+
+    /// Number of CPUs with per-CPU lists.
+    pub fn cpus(&self) -> u32 {
+        self.pcp.cpus() as u32
+    }
+}
+
+impl PcpSet {
+    /// Whether a locked PCP already has the current pageset parameters.
+    #[inline(always)]
+    pub(crate) fn params_current(&self, pcp: &PerCpuPages) -> bool {
+        pcp.params_gen == self.params.generation.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn refresh_locked(&self, pcp: &mut PerCpuPages) {
+        let mut gen = pcp.params_gen;
+        self.refresh(pcp, &mut gen);
+        pcp.params_gen = gen;
+    }
+}
