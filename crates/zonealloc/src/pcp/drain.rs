@@ -145,10 +145,10 @@ impl Zone {
         } else {
             DrainReason::Remote
         };
-        if !self.owner_route(slot) || (mine && self.pcp.cfg.locking != PcpLocking::OwnerOnly) {
-            if self.drain_pages_zone(c, reason) {
-                return false;
-            }
+        let may_lock =
+            !self.owner_route(slot) || (mine && self.pcp.cfg.locking != PcpLocking::OwnerOnly);
+        if may_lock && self.drain_pages_zone(c, reason) {
+            return false;
         }
         slot.drain_requested.store(true, Ordering::SeqCst);
         // Never wait for ourselves: our handle serves the request at its next operation.
