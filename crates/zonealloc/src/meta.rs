@@ -231,6 +231,14 @@ impl FrameTable {
         FrameState::decode(self.at(idx).state.load(Ordering::Relaxed))
     }
 
+    /// Whether `idx` is the head of a free buddy block of exactly `order` (`PageBuddy` and
+    /// `buddy_order == order`), comparing the raw state word.
+    #[inline]
+    pub(crate) fn is_buddy(&self, idx: u32, order: u8) -> bool {
+        self.at(idx).state.load(Ordering::Relaxed)
+            == FrameState::Buddy(Order::from_raw(order)).encode()
+    }
+
     #[inline]
     pub(crate) fn set_state(&self, idx: u32, s: FrameState) {
         self.at(idx).state.store(s.encode(), Ordering::Relaxed);

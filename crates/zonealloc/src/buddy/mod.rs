@@ -153,6 +153,8 @@ pub(crate) struct BuddyZone {
     pub(crate) hold: HoldTimes,
     /// Which free lists are non-empty: byte `order` of the packed words, bit = migratetype.
     nonempty: [u64; NONEMPTY_WORDS],
+    /// Words of `nonempty` changed since the last publish.
+    nonempty_dirty: u8,
     /// Watermarks or reserves changed since the last publish.
     pub(crate) marks_dirty: bool,
 }
@@ -176,6 +178,7 @@ impl BuddyZone {
             stats: ZoneStats::default(),
             hold: HoldTimes::default(),
             nonempty: [0; NONEMPTY_WORDS],
+            nonempty_dirty: 0,
             marks_dirty: true,
         }
     }
@@ -189,11 +192,16 @@ impl BuddyZone {
     #[inline]
     fn note_nonempty(&mut self, order: u8, mt: MigrateType, nonempty: bool) {
         let bit = 1u64 << ((order as usize % 8) * 8 + mt.index());
-        let w = &mut self.nonempty[order as usize / 8];
+        let word = order as usize / 8;
+        let w = &mut self.nonempty[word];
+        let old = *w;
         if nonempty {
             *w |= bit;
         } else {
             *w &= !bit;
+        }
+        if *w != old {
+            self.nonempty_dirty |= 1 << word;
         }
     }
 
@@ -203,8 +211,13 @@ impl BuddyZone {
         let r = Ordering::Relaxed;
         shared.nr_free_pages.store(self.nr_free_pages, r);
         shared.nr_free_highatomic.store(self.nr_free_highatomic, r);
-        for (d, s) in shared.nonempty.iter().zip(self.nonempty) {
-            d.store(s, r);
+        if self.nonempty_dirty != 0 {
+            for (w, (d, s)) in shared.nonempty.iter().zip(self.nonempty).enumerate() {
+                if self.nonempty_dirty & (1 << w) != 0 {
+                    d.store(s, r);
+                }
+            }
+            self.nonempty_dirty = 0;
         }
         if self.marks_dirty {
             self.marks_dirty = false;
@@ -411,9 +424,7 @@ impl BuddyZone {
     pub(crate) fn find_buddy(&self, t: &FrameTable, idx: u32, order: u8) -> (Option<u32>, u64) {
         let pfn = t.pfn_of(idx);
         let buddy_pfn = pfn ^ (1u64 << order);
-        let found = t
-            .index_of(buddy_pfn)
-            .filter(|&b| t.state(b) == FrameState::Buddy(Order::from_raw(order)));
+        let found = t.index_of(buddy_pfn).filter(|&b| t.is_buddy(b, order));
         (found, buddy_pfn)
     }
 

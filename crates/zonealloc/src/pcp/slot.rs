@@ -261,7 +261,11 @@ impl Zone {
     /// The CPU an operation without an explicit CPU runs on.
     #[inline]
     pub(crate) fn this_cpu(&self) -> usize {
-        current_cpu() as usize % self.pcp.cpus().max(1)
+        // Without per-CPU lists there is nothing to pick: skip the `sched_getcpu` call.
+        if !self.pcp.enabled() {
+            return 0;
+        }
+        self.pcp.cpu_index(crate::types::CpuId(current_cpu()))
     }
 
     #[inline]
