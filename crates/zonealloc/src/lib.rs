@@ -4,7 +4,7 @@
 //! (free lists per order and migratetype, split and merge of buddies, pageblock migratetypes
 //! with the kernel's fallback rules, watermarks) that hands out *frame numbers*, never touching
 //! the memory it manages. It runs in user space and in kernels: the core is `#![no_std]`, the
-//! `std` feature (default) adds heap-allocated metadata and futex locks.
+//! `std` feature (default) adds heap-allocated metadata and `sched_getcpu`.
 //!
 //! ## How the buddy allocator works
 //! Memory is managed in blocks of `2^order` frames, aligned to their size. Free blocks sit on

@@ -2,9 +2,9 @@
 //!
 //! Three builds share one vocabulary:
 //! - `cfg(loom)`: loom's model-checked atomics and mutex, for the concurrency tests;
-//! - feature `std`: core atomics and `std::sync::Mutex` (a futex lock: cheap uncontended, and it
-//!   sleeps rather than spins when a user-space thread holding it is preempted);
-//! - neither: core atomics and `spin::Mutex`, for kernels and unikernels.
+//! - otherwise: core atomics and `spin::Mutex`, as the kernel's `spinlock_t`: one
+//!   compare-and-swap to lock and a plain release store to unlock. Waiters spin briefly, then
+//!   (under `std`) yield the thread, so a holder preempted by the scheduler is not starved.
 //!
 //! Per-frame metadata uses atomics with `Relaxed` ordering only: each frame's fields are
 //! guarded by whichever lock owns the list the frame is on, and that lock's acquire/release
@@ -18,19 +18,6 @@ pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicU64,
 pub(crate) use core::sync::atomic::Ordering;
 
 #[cfg(loom)]
-type RawMutex<T> = loom::sync::Mutex<T>;
-#[cfg(loom)]
-type RawGuard<'a, T> = loom::sync::MutexGuard<'a, T>;
-#[cfg(all(not(loom), feature = "std"))]
-type RawMutex<T> = std::sync::Mutex<T>;
-#[cfg(all(not(loom), feature = "std"))]
-type RawGuard<'a, T> = std::sync::MutexGuard<'a, T>;
-#[cfg(all(not(loom), not(feature = "std")))]
-type RawMutex<T> = spin::Mutex<T>;
-#[cfg(all(not(loom), not(feature = "std")))]
-type RawGuard<'a, T> = spin::MutexGuard<'a, T>;
-
-#[cfg(loom)]
 type RawSpin<T> = loom::sync::Mutex<T>;
 #[cfg(loom)]
 type RawSpinGuard<'a, T> = loom::sync::MutexGuard<'a, T>;
@@ -39,10 +26,11 @@ type RawSpin<T> = spin::Mutex<T>;
 #[cfg(not(loom))]
 type RawSpinGuard<'a, T> = spin::MutexGuard<'a, T>;
 
-/// The per-CPU list lock (`pcp->lock`, a `spinlock_t`): `try_lock` is one compare-and-swap and
-/// unlock one release store, the cheapest lock there is when, as here, it is almost never
-/// contended. The hot paths only ever `try_lock`; the blocking `lock` (drains, decay) spins
-/// briefly and then yields the thread, since a user-space holder can be preempted.
+/// The kernel's `spinlock_t`, used for `pcp->lock`, `zone->lock` and the drain mutex:
+/// `try_lock` is one compare-and-swap and unlock one release store, the cheapest lock there is
+/// when it is rarely contended. The per-CPU hot paths only ever `try_lock`; the blocking
+/// `lock` (zone lock, drains, decay) spins briefly and then yields the thread, since a
+/// user-space holder can be preempted.
 #[derive(Debug, Default)]
 pub(crate) struct SpinLock<T>(RawSpin<T>);
 
@@ -175,63 +163,6 @@ pub(crate) fn now_ns() -> u64 {
     #[cfg(any(not(feature = "std"), loom))]
     {
         0
-    }
-}
-
-/// A mutual-exclusion lock with a blocking `lock` and a non-blocking `try_lock`.
-///
-/// Panics inside the allocator are bugs, never caused by caller input; if one happens while a
-/// lock is held, the lock is not poisoned for other users (the invariant checker is the tool
-/// to find out whether state survived).
-#[derive(Debug, Default)]
-pub(crate) struct Lock<T>(RawMutex<T>);
-
-/// Guard of a held [`Lock`]; dereferences to the protected value.
-pub(crate) type LockGuard<'a, T> = RawGuard<'a, T>;
-
-impl<T> Lock<T> {
-    pub(crate) fn new(value: T) -> Self {
-        Lock(RawMutex::new(value))
-    }
-
-    /// Takes the lock, waiting if needed (Linux: `spin_lock_irqsave`).
-    #[inline]
-    pub(crate) fn lock(&self) -> LockGuard<'_, T> {
-        #[cfg(all(not(loom), feature = "std"))]
-        {
-            self.0
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-        }
-        #[cfg(loom)]
-        {
-            self.0.lock().unwrap_or_else(|e| e.into_inner())
-        }
-        #[cfg(all(not(loom), not(feature = "std")))]
-        {
-            self.0.lock()
-        }
-    }
-
-    /// Takes the lock only if it is free (Linux: `spin_trylock`).
-    #[inline]
-    pub(crate) fn try_lock(&self) -> Option<LockGuard<'_, T>> {
-        #[cfg(all(not(loom), feature = "std"))]
-        {
-            match self.0.try_lock() {
-                Ok(g) => Some(g),
-                Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
-                Err(std::sync::TryLockError::WouldBlock) => None,
-            }
-        }
-        #[cfg(loom)]
-        {
-            self.0.try_lock().ok()
-        }
-        #[cfg(all(not(loom), not(feature = "std")))]
-        {
-            self.0.try_lock()
-        }
     }
 }
 

@@ -17,7 +17,7 @@ use crate::pcp::{zone_batchsize, zone_highsize, PcpAccess, PcpSet, PcpSlot};
 use crate::request::AllocRequest;
 use crate::shared::{ZoneShared, ZONE_BELOW_HIGH};
 use crate::stats::{FreeAreaSnapshot, ZoneStats};
-use crate::sync::{Lock, LockGuard, Ordering, StaticSlice};
+use crate::sync::{Ordering, SpinGuard, SpinLock, StaticSlice};
 use crate::types::CpuId;
 use crate::types::{MigrateType, Order, Pfn, ZoneType, MIGRATE_TYPES, ORDER_SLOTS};
 
@@ -25,7 +25,7 @@ use crate::types::{MigrateType, Order, Pfn, ZoneType, MIGRATE_TYPES, ORDER_SLOTS
 /// buddy allocator. `Send + Sync`: every method takes `&self`.
 pub struct Zone {
     pub(crate) table: FrameTable,
-    pub(crate) buddy: Lock<BuddyZone>,
+    pub(crate) buddy: SpinLock<BuddyZone>,
     pub(crate) shared: ZoneShared,
     pub(crate) pcp: PcpSet,
     zone_type: ZoneType,
@@ -150,7 +150,7 @@ impl Zone {
         let buddy = BuddyZone::new(cfg, start.0, end.0);
         Zone {
             table,
-            buddy: Lock::new(buddy),
+            buddy: SpinLock::new(buddy),
             shared: ZoneShared::new(cfg.max_order),
             pcp,
             zone_type,
@@ -729,7 +729,7 @@ pub(crate) fn rmqueue_buddy(
 /// The zone lock's guard: derefs to the buddy state and publishes the lock-free mirror
 /// (`ZoneShared`) when released.
 pub(crate) struct ZoneGuard<'a> {
-    g: LockGuard<'a, BuddyZone>,
+    g: SpinGuard<'a, BuddyZone>,
     shared: &'a ZoneShared,
 }
 

@@ -15,7 +15,7 @@ use crate::config::PcpConfig;
 use crate::shared::ZONE_RECLAIM_ACTIVE;
 use crate::stats::HoldTimes;
 use crate::sync::{
-    current_cpu, now_ns, AtomicBool, AtomicU32, AtomicU64, Lock, Ordering, SpinLock, StaticSlice,
+    current_cpu, now_ns, AtomicBool, AtomicU32, AtomicU64, Ordering, SpinLock, StaticSlice,
 };
 use crate::types::MigrateType;
 use crate::zone::Zone;
@@ -97,7 +97,7 @@ pub(crate) struct PcpSet {
     pub(crate) cfg: PcpConfig,
     params: PagesetParams,
     /// `pcpu_drain_mutex`.
-    pub(crate) drain_mutex: Lock<()>,
+    pub(crate) drain_mutex: SpinLock<()>,
     /// Zone-lock hold times are recorded while set.
     pub(crate) instrument: AtomicBool,
 }
@@ -146,7 +146,7 @@ impl PcpSet {
                 high_max: AtomicU32::new(0),
                 free_high_batch: AtomicBool::new(false),
             },
-            drain_mutex: Lock::new(()),
+            drain_mutex: SpinLock::new(()),
             instrument: AtomicBool::new(false),
         }
     }
