@@ -3,10 +3,12 @@
 //!
 //! # The owner-drain protocol
 //! Under [`DrainMode::Owner`] (or whenever lists are owner-held, [`PcpLocking::OwnerOnly`]) a
-//! drainer cannot touch a CPU that has an owner. It sets that CPU's `drain_requested` flag
-//! (the queued work item) and waits until the flag is clear. The owner serves the flag at its
-//! next operation, [`CpuHandle::poll`](crate::CpuHandle::poll), or drop. Three rules keep it
-//! from deadlocking:
+//! drainer cannot touch a CPU that has an owner. It takes a ticket from that CPU (the queued
+//! work item) and waits until the ticket is served. The owner serves at its next operation,
+//! [`CpuHandle::poll`](crate::CpuHandle::poll), or drop: it reads how many tickets exist,
+//! drains, then marks those served, so a request raised while a drain is already running
+//! waits for the next one (the kernel re-queues a work item queued while it runs). Three
+//! rules keep it from deadlocking:
 //! 1. A drainer never waits for itself: it knows who it is ([`PcpAccess`], and under `std` a
 //!    per-thread token stored in the slot it owns), and drains its own CPU in place.
 //! 2. While an owner waits for anything (the drain mutex, another owner), it keeps serving its
@@ -21,10 +23,10 @@
 //! must say so with `CpuHandle::idle`, or poll. An owner that is busy and does neither keeps
 //! drainers waiting, which is exactly the behaviour seed 004 removed.
 //!
-//! `owned` and `drain_requested` are accessed with `SeqCst`: the drainer stores the request
-//! then loads `owned`; the departing owner stores `owned` then loads the request. One of them
-//! always sees the other (the store-load pattern needs sequential consistency), so a request
-//! is never left behind by an owner that leaves.
+//! `owned` and the tickets are accessed with `SeqCst`: the drainer takes its ticket then loads
+//! `owned`; the departing owner stores `owned` then loads the tickets. One of them always sees
+//! the other (the store-load pattern needs sequential consistency), so a request is never left
+//! behind by an owner that leaves.
 
 use super::slot::{PcpAccess, PcpSlot};
 use super::{DrainReason, PerCpuPages};
@@ -103,36 +105,38 @@ impl Zone {
             PcpAccess::Cpu(_) => {}
             PcpAccess::Owner(c) => {
                 let slot = self.pcp.slot(*c);
-                if slot.drain_requested.load(Ordering::SeqCst) {
-                    self.drain_pages_zone(*c, DrainReason::Local);
-                    slot.drain_requested.store(false, Ordering::SeqCst);
+                if slot.drain_pending() {
+                    let want = slot.tickets_to_serve();
+                    if self.drain_pages_zone(*c, DrainReason::Local) {
+                        slot.mark_served(want);
+                    }
                 }
             }
             PcpAccess::Held(c, pcp) => {
                 let slot = self.pcp.slot(*c);
-                if slot.drain_requested.load(Ordering::SeqCst) {
+                if slot.drain_pending() {
+                    let want = slot.tickets_to_serve();
                     self.drain_locked(pcp, DrainReason::Local);
                     self.leave(slot, pcp);
-                    slot.drain_requested.store(false, Ordering::SeqCst);
+                    slot.mark_served(want);
                 }
             }
         }
     }
 
     /// Starts draining CPU `c` on behalf of `me`: in place if `me` owns it, remotely if
-    /// allowed, else by raising its owner's request. Returns whether the caller must wait for
-    /// that request.
-    fn start_drain(&self, c: usize, me: &mut PcpAccess<'_>) -> bool {
+    /// allowed, else by raising its owner's request. Returns the ticket to wait for, if any.
+    fn start_drain(&self, c: usize, me: &mut PcpAccess<'_>) -> Option<u64> {
         let slot = self.pcp.slot(c);
         match me {
             PcpAccess::Held(mc, pcp) if *mc == c => {
                 self.drain_locked(pcp, DrainReason::Local);
                 self.leave(slot, pcp);
-                return false;
+                return None;
             }
             PcpAccess::Owner(mc) if *mc == c => {
                 self.drain_pages_zone(c, DrainReason::Local);
-                return false;
+                return None;
             }
             _ => {}
         }
@@ -148,22 +152,25 @@ impl Zone {
         let may_lock =
             !self.owner_route(slot) || (mine && self.pcp.cfg.locking != PcpLocking::OwnerOnly);
         if may_lock && self.drain_pages_zone(c, reason) {
-            return false;
+            return None;
         }
-        slot.drain_requested.store(true, Ordering::SeqCst);
+        let ticket = slot.request_drain();
         // Never wait for ourselves: our handle serves the request at its next operation.
-        !mine
+        (!mine).then_some(ticket)
     }
 
-    /// Waits until CPU `c`'s request has been served, serving the caller's own meanwhile.
-    /// If the owner has gone, drains the CPU itself.
-    fn wait_owner(&self, c: usize, me: &mut PcpAccess<'_>) {
+    /// Waits until CPU `c` has served `ticket`, serving the caller's own requests meanwhile.
+    /// If the owner has gone (or is idle), drains the CPU itself.
+    fn wait_owner(&self, c: usize, ticket: u64, me: &mut PcpAccess<'_>) {
         let slot = self.pcp.slot(c);
-        while slot.drain_requested.load(Ordering::SeqCst) {
+        while !slot.served(ticket) {
             let away = !slot.owned.load(Ordering::SeqCst) || slot.idle.load(Ordering::SeqCst);
-            if away && self.drain_pages_zone(c, DrainReason::Remote) {
-                slot.drain_requested.store(false, Ordering::SeqCst);
-                return;
+            if away {
+                let want = slot.tickets_to_serve();
+                if self.drain_pages_zone(c, DrainReason::Remote) {
+                    slot.mark_served(want);
+                    return;
+                }
             }
             self.serve_own(me);
             relax_hard();
@@ -202,8 +209,8 @@ impl Zone {
             return;
         }
         let c = cpu.0 as usize % self.pcp.cpus();
-        if self.start_drain(c, me) {
-            self.wait_owner(c, me);
+        if let Some(ticket) = self.start_drain(c, me) {
+            self.wait_owner(c, ticket, me);
         }
     }
 
@@ -239,22 +246,21 @@ impl Zone {
         };
         let n = self.pcp.cpus();
         // Raise every request first so that busy owners drain in parallel, then wait.
-        let mut waiting: u64 = 0; // the first 64 CPUs; later ones are waited for in turn
+        let mut waiting = [0u64; 64]; // tickets of the first 64 CPUs; later ones waited in turn
         for c in 0..n {
             if self.pcp.slot(c).count_hint.load(Ordering::Relaxed) == 0 {
                 continue;
             }
-            if self.start_drain(c, me) {
-                if c < 64 {
-                    waiting |= 1 << c;
-                } else {
-                    self.wait_owner(c, me);
+            if let Some(ticket) = self.start_drain(c, me) {
+                match waiting.get_mut(c) {
+                    Some(w) => *w = ticket,
+                    None => self.wait_owner(c, ticket, me),
                 }
             }
         }
-        for c in 0..n.min(64) {
-            if waiting & (1 << c) != 0 {
-                self.wait_owner(c, me);
+        for (c, &ticket) in waiting.iter().enumerate().take(n) {
+            if ticket != 0 {
+                self.wait_owner(c, ticket, me);
             }
         }
     }

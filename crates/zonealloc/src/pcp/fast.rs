@@ -70,7 +70,7 @@ impl Zone {
         order: u8,
         req: &AllocRequest,
     ) -> Option<Pfn> {
-        if !self.pcp.params_current(pcp) || slot.drain_requested.load(Ordering::Relaxed) {
+        if !self.pcp.params_current(pcp) || slot.drain_pending() {
             return None;
         }
         let mt = req.migratetype;
@@ -121,7 +121,7 @@ impl Zone {
         pfn: Pfn,
         order: Order,
     ) -> Option<Result<(), FreeError>> {
-        if !self.pcp.params_current(pcp) || slot.drain_requested.load(Ordering::Relaxed) {
+        if !self.pcp.params_current(pcp) || slot.drain_pending() {
             return None;
         }
         // nr_pcp_high would return `high` unchanged and the list stays below it: no drain.

@@ -113,7 +113,7 @@ impl<'z> CpuHandle<'z> {
     /// Serves a pending owner-drain request, if any (the kernel's drain work item running on
     /// this CPU). Operations do this too; a thread that does neither keeps `drain_all` waiting.
     pub fn poll(&mut self) {
-        if !self.slot.drain_requested.load(Ordering::Relaxed) {
+        if !self.slot.drain_pending() {
             return;
         }
         let zone = self.zone;
@@ -153,10 +153,11 @@ impl<'z> CpuHandle<'z> {
         }
         self.held = None;
         slot.idle.store(true, Ordering::SeqCst);
-        if slot.drain_requested.load(Ordering::SeqCst)
-            && zone.drain_pages_zone(self.cpu, DrainReason::Local)
-        {
-            slot.drain_requested.store(false, Ordering::SeqCst);
+        if slot.drain_pending() {
+            let want = slot.tickets_to_serve();
+            if zone.drain_pages_zone(self.cpu, DrainReason::Local) {
+                slot.mark_served(want);
+            }
         }
         let r = f();
         slot.idle.store(false, Ordering::SeqCst);
@@ -199,10 +200,11 @@ impl Drop for CpuHandle<'_> {
         slot.owned.store(false, Ordering::SeqCst);
         // A drainer that saw us registered may be waiting: serve it now that we are gone
         // (unless a new owner took the lists meanwhile; the request is then theirs to serve).
-        if slot.drain_requested.load(Ordering::SeqCst)
-            && self.zone.drain_pages_zone(self.cpu, DrainReason::Local)
-        {
-            slot.drain_requested.store(false, Ordering::SeqCst);
+        if slot.drain_pending() {
+            let want = slot.tickets_to_serve();
+            if self.zone.drain_pages_zone(self.cpu, DrainReason::Local) {
+                slot.mark_served(want);
+            }
         }
     }
 }

@@ -40,7 +40,10 @@ pub struct PcpSlot {
     /// unlocked and drainers drain them themselves.
     pub(crate) idle: AtomicBool,
     /// An owner-drain request is pending (the kernel's queued drain work item).
-    pub(crate) drain_requested: AtomicBool,
+    /// Owner-drain tickets handed out (the kernel's queued drain work items, counted).
+    pub(crate) drain_req: AtomicU64,
+    /// Highest ticket served: every request up to it has seen a drain that started after it.
+    pub(crate) drain_done: AtomicU64,
     pub(crate) trylock_failures: AtomicU64,
 }
 
@@ -54,7 +57,8 @@ impl PcpSlot {
             owned: AtomicBool::new(false),
             owner_token: AtomicU64::new(0),
             idle: AtomicBool::new(false),
-            drain_requested: AtomicBool::new(false),
+            drain_req: AtomicU64::new(0),
+            drain_done: AtomicU64::new(0),
             trylock_failures: AtomicU64::new(0),
         }
     }
@@ -67,9 +71,41 @@ impl PcpSlot {
             owned: AtomicBool::new(false),
             owner_token: AtomicU64::new(0),
             idle: AtomicBool::new(false),
-            drain_requested: AtomicBool::new(false),
+            drain_req: AtomicU64::new(0),
+            drain_done: AtomicU64::new(0),
             trylock_failures: AtomicU64::new(0),
         }
+    }
+}
+
+/// The owner-drain tickets (see `drain.rs`). A flag cannot tell a request raised during a
+/// drain from one the drain satisfied; tickets can: a server reads the ticket count before it
+/// drains and marks exactly those served after.
+impl PcpSlot {
+    /// Whether a drain request is waiting (a cheap check for the hot paths).
+    #[inline(always)]
+    pub(crate) fn drain_pending(&self) -> bool {
+        self.drain_req.load(Ordering::Relaxed) != self.drain_done.load(Ordering::Relaxed)
+    }
+
+    /// Raises a request and returns its ticket.
+    pub(crate) fn request_drain(&self) -> u64 {
+        self.drain_req.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
+    /// Read before draining: the tickets the coming drain will serve.
+    pub(crate) fn tickets_to_serve(&self) -> u64 {
+        self.drain_req.load(Ordering::SeqCst)
+    }
+
+    /// After draining: every ticket up to `upto` is served.
+    pub(crate) fn mark_served(&self, upto: u64) {
+        self.drain_done.fetch_max(upto, Ordering::SeqCst);
+    }
+
+    /// Whether ticket `t` has been served.
+    pub(crate) fn served(&self, t: u64) -> bool {
+        self.drain_done.load(Ordering::SeqCst) >= t
     }
 }
 
@@ -279,9 +315,10 @@ impl Zone {
     #[inline]
     pub(crate) fn enter(&self, slot: &PcpSlot, pcp: &mut PerCpuPages) {
         self.pcp.refresh_locked(pcp);
-        if slot.drain_requested.load(Ordering::Relaxed) {
+        if slot.drain_pending() {
+            let want = slot.tickets_to_serve();
             self.drain_locked(pcp, DrainReason::Local);
-            slot.drain_requested.store(false, Ordering::SeqCst);
+            slot.mark_served(want);
         }
     }
 
