@@ -18,9 +18,74 @@ pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicU64,
 pub(crate) use core::sync::atomic::Ordering;
 
 #[cfg(loom)]
-type RawSpin<T> = loom::sync::Mutex<T>;
+type RawSpin<T> = loom_lock::CasMutex<T>;
 #[cfg(loom)]
-type RawSpinGuard<'a, T> = loom::sync::MutexGuard<'a, T>;
+type RawSpinGuard<'a, T> = loom_lock::CasGuard<'a, T>;
+
+/// The lock as loom sees it. `loom::sync::Mutex::try_lock` is not a faithful try-lock: a
+/// thread paused just before its `try_lock` is *blocked* when another thread takes the mutex
+/// (tokio-rs/loom#376), so loom reports correct try-lock loops as livelocks and does not
+/// explore their failure path in those schedules. Here, as in `spin::Mutex`, the lock is a
+/// compare-and-swap on a (loom) atomic; the loom mutex only carries the data, for loom's
+/// access tracking, and is never contended.
+#[cfg(loom)]
+mod loom_lock {
+    use loom::sync::atomic::{AtomicBool, Ordering};
+
+    #[derive(Debug, Default)]
+    pub(crate) struct CasMutex<T> {
+        locked: AtomicBool,
+        data: loom::sync::Mutex<T>,
+    }
+
+    pub(crate) struct CasGuard<'a, T> {
+        data: Option<loom::sync::MutexGuard<'a, T>>,
+        locked: &'a AtomicBool,
+    }
+
+    impl<T> CasMutex<T> {
+        pub(crate) fn new(value: T) -> Self {
+            CasMutex {
+                locked: AtomicBool::new(false),
+                data: loom::sync::Mutex::new(value),
+            }
+        }
+
+        pub(crate) fn try_lock(&self) -> Option<CasGuard<'_, T>> {
+            self.locked
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .ok()?;
+            let data = self
+                .data
+                .try_lock()
+                .expect("only the CAS winner takes the data");
+            Some(CasGuard {
+                data: Some(data),
+                locked: &self.locked,
+            })
+        }
+    }
+
+    impl<T> core::ops::Deref for CasGuard<'_, T> {
+        type Target = T;
+        fn deref(&self) -> &T {
+            self.data.as_ref().expect("held")
+        }
+    }
+
+    impl<T> core::ops::DerefMut for CasGuard<'_, T> {
+        fn deref_mut(&mut self) -> &mut T {
+            self.data.as_mut().expect("held")
+        }
+    }
+
+    impl<T> Drop for CasGuard<'_, T> {
+        fn drop(&mut self) {
+            self.data = None; // release loom's mutex first: the CAS flag is the real lock
+            self.locked.store(false, Ordering::Release);
+        }
+    }
+}
 #[cfg(not(loom))]
 type RawSpin<T> = spin::Mutex<T>;
 #[cfg(not(loom))]
@@ -51,35 +116,22 @@ impl<T> SpinLock<T> {
     /// `spin_trylock`.
     #[inline]
     pub(crate) fn try_lock(&self) -> Option<SpinGuard<'_, T>> {
-        #[cfg(loom)]
-        {
-            self.0.try_lock().ok()
-        }
-        #[cfg(not(loom))]
-        {
-            self.0.try_lock()
-        }
+        self.0.try_lock()
     }
 
     /// `spin_lock`: waits for the lock.
     pub(crate) fn lock(&self) -> SpinGuard<'_, T> {
-        #[cfg(loom)]
-        {
-            self.0.lock().unwrap_or_else(|e| e.into_inner())
-        }
-        #[cfg(not(loom))]
-        {
-            let mut spins = 0u32;
-            loop {
-                if let Some(g) = self.0.try_lock() {
-                    return g;
-                }
-                spins = spins.wrapping_add(1);
-                if spins % 64 == 0 {
-                    relax_hard();
-                } else {
-                    core::hint::spin_loop();
-                }
+        let mut spins = 0u32;
+        loop {
+            if let Some(g) = self.0.try_lock() {
+                return g;
+            }
+            spins = spins.wrapping_add(1);
+            // Under loom every failed attempt yields: loom needs a yield in each spin.
+            if cfg!(loom) || spins % 64 == 0 {
+                relax_hard();
+            } else {
+                core::hint::spin_loop();
             }
         }
     }

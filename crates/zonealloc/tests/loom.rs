@@ -16,22 +16,36 @@
 //! Models:
 //! 1. `local_ops_vs_remote_drain_*`: order-0 allocations and frees on CPU 0 (the trylock path)
 //!    racing `drain_cpu(0)` / `drain_all`; live pages are distinct and `Allocated`; the stats
-//!    account for every operation (`hits + misses + frees + trylock_failures == ops`).
-//! 2. `two_cpus_refill_from_one_zone`: CPUs 0 and 1 refill concurrently (order 0 and order 1);
-//!    all blocks disjoint.
-//! 3. `trylock_failure_*`: an operation that finds its CPU's lock taken goes to the buddy —
+//!    account for every operation (`hits + misses + frees + trylock_failures == ops`). The
+//!    `chunked_free` variant (batch 1) makes a free reach `high` and drain in chunks, unlocking
+//!    and re-trylocking between them, while the drainer competes.
+//! 2. `two_cpus_*`: CPUs 0 and 1 refill concurrently (order 0 and order 1); all blocks
+//!    disjoint; in the second variant the frees are concurrent too.
+//! 3. `trylock_failure_*`: an operation that finds its CPU's lock taken goes to the buddy:
 //!    deterministically under `OwnerOnly` (a handle holds the lists: exactly one failure per
 //!    operation), and racily under `Spinlock` against a drainer.
-//! 4. `owner_drain_*`: the `owned` / `drain_requested` handshake of `DrainMode::Owner`: an owner
-//!    frees to its lists, then polls or drops its handle, while another thread drains; the drain
-//!    must finish and leave the CPU empty.
+//! 4. `owner_drain_*` and `owner_only_*`: the owner-drain handshake (`owned`, the drain request,
+//!    `wait_owner`, `CpuHandle::{poll, drop}`): an owner frees to its lists, then polls or drops
+//!    its handle, while another thread drains; the drain must return (a lost request shows as a
+//!    thread spinning forever: loom's "Model exceeded maximum number of branches") and leave the
+//!    page in the buddy. Also: two owners calling `CpuHandle::drain_all` at once, a handle
+//!    registered while `drain_all` runs, and the owner's published count after a drain.
 //!
-//! The `bug_*` models are `#[ignore]`d: they reproduce liveness bugs of the owner-drain protocol
-//! (loom reports them as a thread spinning forever: "Model exceeded maximum number of
-//! branches"). Run them with `-- --ignored`.
+//! Models that must observe an outcome (a trylock failure, the owner or the drainer doing the
+//! drain) record it across interleavings ([`Seen`]) and assert it occurred, so that a model
+//! cannot pass vacuously.
 //!
-//! Knobs: `LOOM_MAX_PREEMPTIONS` overrides each model's preemption bound; `LOOM_LOG=1` and
-//! `LOOM_LOCATION=1` print the failing interleaving.
+//! Under loom, `sync.rs` builds `SpinLock` as a compare-and-swap flag rather than on
+//! `loom::sync::Mutex`, whose `try_lock` can *block* a thread paused just before it when
+//! another thread takes the mutex (tokio-rs/loom#376): with it, loom reported the allocator's
+//! correct try-lock loops as livelocks and skipped trylock-failure schedules.
+//!
+//! Loom limitation to keep in mind when adding models: two threads spin-waiting (with
+//! `yield_now`) on a third can starve it in loom's schedules, which loom reports as exceeding
+//! its branch limit; keep at most one waiter per owner in a model.
+//!
+//! Knobs: `LOOM_MAX_PREEMPTIONS` overrides each model's preemption bound (`None` in the code is
+//! exhaustive); `LOOM_LOCATION=1` adds source locations to loom's reports.
 #![cfg(loom)]
 
 use loom::sync::atomic::{AtomicBool, Ordering};
@@ -268,14 +282,14 @@ fn local_ops_vs(
 #[test]
 fn local_ops_vs_remote_drain_cpu() {
     static SEEN: Seen = Seen::new();
-    local_ops_vs(&SEEN, |z| z.drain_cpu(CpuId(0)), 2, 2, None);
+    local_ops_vs(&SEEN, |z| z.drain_cpu(CpuId(0)), 2, 2, Some(4));
     SEEN.assert_all(TRYLOCK_FAILED | TRYLOCK_NEVER_FAILED, "drain_cpu");
 }
 
 #[test]
 fn local_ops_vs_remote_drain_all() {
     static SEEN: Seen = Seen::new();
-    local_ops_vs(&SEEN, |z| z.drain_all(), 2, 2, None);
+    local_ops_vs(&SEEN, |z| z.drain_all(), 2, 2, Some(4));
     SEEN.assert_all(TRYLOCK_FAILED | TRYLOCK_NEVER_FAILED, "drain_all");
 }
 
@@ -284,7 +298,7 @@ fn local_ops_vs_remote_drain_all() {
 #[test]
 fn local_ops_vs_remote_drain_chunked_free() {
     static SEEN: Seen = Seen::new();
-    local_ops_vs(&SEEN, |z| z.drain_cpu(CpuId(0)), 4, 1, None);
+    local_ops_vs(&SEEN, |z| z.drain_cpu(CpuId(0)), 4, 1, Some(3));
     SEEN.assert_all(
         TRYLOCK_FAILED | TRYLOCK_NEVER_FAILED | DRAINED_ON_HIGH,
         "chunked free",
@@ -294,9 +308,9 @@ fn local_ops_vs_remote_drain_chunked_free() {
 // ---------------------------------------------------------------------------------------------
 // 2. Two CPUs refilling from one zone.
 
-fn refill_worker(z: &Zone, cpu: u32) -> Vec<(Pfn, u8)> {
+fn refill_worker(z: &Zone, cpu: u32, orders: &[u8]) -> Vec<(Pfn, u8)> {
     let mut got = Vec::new();
-    for order in [0u8, 0, 1] {
+    for &order in orders {
         let p = z
             .alloc_with(o(order), on(cpu))
             .expect("16 frames are plenty");
@@ -309,12 +323,12 @@ fn refill_worker(z: &Zone, cpu: u32) -> Vec<(Pfn, u8)> {
 
 #[test]
 fn two_cpus_refill_from_one_zone() {
-    model(Some(3), || {
+    model(Some(2), || {
         let z = zone(PcpLocking::Spinlock, DrainMode::Remote);
         let hs: Vec<_> = (0..CPUS)
             .map(|c| {
                 let z = z.clone();
-                spawn(move || refill_worker(&z, c))
+                spawn(move || refill_worker(&z, c, &[0, 0, 1]))
             })
             .collect();
         let per_cpu: Vec<Vec<(Pfn, u8)>> = hs.into_iter().map(|h| h.join().unwrap()).collect();
@@ -338,8 +352,8 @@ fn two_cpus_refill_from_one_zone() {
     });
 }
 
-/// The same, with the frees concurrent too (each CPU frees its own blocks, merging in the buddy
-/// as the other CPU's drains and refills run).
+/// The same (one order-0 and one order-1 block per CPU), with the frees concurrent too: each
+/// CPU frees its own blocks, merging in the buddy as the other CPU's refills run.
 #[test]
 fn two_cpus_alloc_and_free_concurrently() {
     model(Some(1), || {
@@ -348,7 +362,7 @@ fn two_cpus_alloc_and_free_concurrently() {
             .map(|c| {
                 let z = z.clone();
                 spawn(move || {
-                    let got = refill_worker(&z, c);
+                    let got = refill_worker(&z, c, &[0, 1]);
                     for &(p, order) in &got {
                         z.free_on(CpuId(c), p, o(order)).unwrap();
                     }
@@ -545,21 +559,42 @@ fn owner_drain_spinlock_racing_free() {
     owner_drain(&SEEN, PcpLocking::Spinlock, Owner::Polls, false, None);
 }
 
-// ---------------------------------------------------------------------------------------------
-// Bugs found by these models (ignored until fixed; see the module documentation).
+/// `OwnerOnly` + `Owner`: two owners call `CpuHandle::drain_all` at once. One takes the drain
+/// mutex and waits for the other's CPU; the other must serve that request while it waits for
+/// the mutex (rule 2 of `drain.rs`), or the two deadlock.
+#[test]
+fn owner_only_two_owners_drain_all_at_once() {
+    model(Some(3), || {
+        let z = zone(PcpLocking::OwnerOnly, DrainMode::Owner);
+        let p = z.alloc_with(o(0), on(0)).unwrap();
+        let q = z.alloc_with(o(0), on(0)).unwrap();
+        z.drain_cpu(CpuId(0));
+        z.free_on(CpuId(0), p, o(0)).unwrap(); // both CPUs hold a page: both get visited
+        z.free_on(CpuId(1), q, o(0)).unwrap();
+        let hs: Vec<_> = (0..CPUS)
+            .map(|c| {
+                let z = z.clone();
+                spawn(move || {
+                    let mut h = z.cpu_handle(CpuId(c)).unwrap();
+                    h.drain_all();
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert_eq!(z.free_pages(), FRAMES, "a page survived both drains");
+        quiesce(&z);
+    });
+}
 
 /// `OwnerOnly` + `Owner`: a handle registered for CPU 1 *while* `drain_all` runs. `drain_all`
-/// reads `owned == false` in `drain_route`, picks `Route::Remote` and blocks in
-/// `drain_pages_zone`'s `lists.lock()`; meanwhile `cpu_handle` sets `owned` and takes that lock
-/// for the handle's whole life. No drain request was raised, so the owner's `poll` has nothing
-/// to serve: `drain_all` waits until the handle is dropped, although its owner keeps polling
-/// (the documented contract is "until this handle's next operation, `poll` or drop").
+/// may read `owned == false` and go for CPU 1's lock just as `cpu_handle` takes it for the
+/// handle's whole life; it must then fall back to asking the owner (`lock_unless_owned`), whose
+/// polls serve it. (With a blocking `lock` there, `drain_all` waited for the handle's drop.)
 ///
-/// Loom reports it as the owner polling forever ("exceeded maximum number of branches") while
-/// the drainer is blocked on CPU 1's lock.
 #[test]
-#[ignore = "bug: a CpuHandle registered during drain_all blocks it until the handle drops"]
-fn bug_owner_only_handle_registered_during_drain_all() {
+fn owner_only_handle_registered_during_drain_all() {
     model(None, || {
         let z = zone(PcpLocking::OwnerOnly, DrainMode::Owner);
         let p = z.alloc_with(o(0), on(0)).unwrap();
@@ -583,14 +618,12 @@ fn bug_owner_only_handle_registered_during_drain_all() {
     });
 }
 
-/// `OwnerOnly` + `Owner`: when `drain_all` returns after the owner served its request, the
-/// owner-held CPU's reported count (`count_hint`, what `pcp_info` and `drain_all`'s empty-CPU
-/// skip read) can still be the pre-drain count: `enter` clears `drain_requested` before the
-/// operation's `leave` publishes the new count. A later `drain_all` then raises a needless
-/// request and waits for the owner's next poll.
+/// `OwnerOnly` + `Owner`: when `drain_all` returns after the owner served its request in
+/// `poll`, the owner-held CPU's reported count (`count_hint`, what `pcp_info` and `drain_all`'s
+/// empty-CPU skip read) is already 0: the count is published before the request is cleared
+/// (else a later `drain_all` would raise a needless request and wait for the next poll).
 #[test]
-#[ignore = "minor: count_hint is published after drain_requested is cleared"]
-fn bug_owner_only_count_hint_stale_after_owner_drain() {
+fn owner_only_count_hint_fresh_after_owner_drain() {
     model(None, || {
         let z = zone(PcpLocking::OwnerOnly, DrainMode::Owner);
         let p = z.alloc_with(o(0), on(0)).unwrap();
