@@ -88,6 +88,18 @@ impl FrameState {
     }
 }
 
+/// The initial value of an entry (one expression for the `const` and the loom constructor).
+macro_rules! empty_meta {
+    () => {
+        FrameMeta {
+            next: AtomicU32::new(NIL),
+            prev: AtomicU32::new(NIL),
+            state: AtomicU16::new(0),
+            block: AtomicU8::new(MigrateType::Movable as u8),
+        }
+    };
+}
+
 /// Metadata of one frame. See the module documentation for the layout.
 #[derive(Debug)]
 pub struct FrameMeta {
@@ -102,23 +114,13 @@ impl FrameMeta {
     /// `no_std`: `static TABLE: [FrameMeta; N] = [const { FrameMeta::new() }; N];`.
     #[cfg(not(loom))]
     pub const fn new() -> FrameMeta {
-        FrameMeta {
-            next: AtomicU32::new(NIL),
-            prev: AtomicU32::new(NIL),
-            state: AtomicU16::new(0),
-            block: AtomicU8::new(MigrateType::Movable as u8),
-        }
+        empty_meta!()
     }
 
-    /// An entry in the initial state (absent, unlinked).
+    /// An entry in the initial state (loom's atomics have no `const` constructors).
     #[cfg(loom)]
     pub fn new() -> FrameMeta {
-        FrameMeta {
-            next: AtomicU32::new(NIL),
-            prev: AtomicU32::new(NIL),
-            state: AtomicU16::new(0),
-            block: AtomicU8::new(MigrateType::Movable as u8),
-        }
+        empty_meta!()
     }
 
     fn reset(&self) {

@@ -757,7 +757,7 @@ impl Drop for ZoneGuard<'_> {
 
 /// Small enough for Miri: exercises the only `unsafe` (the owned and borrowed `StaticSlice`s
 /// behind the frame table and the per-CPU slots) through every path that reads or frees them.
-#[cfg(all(test, feature = "std"))]
+#[cfg(all(test, feature = "std", not(loom)))]
 mod miri_smoke {
     use super::*;
     use crate::{PcpConfig, ZoneType};

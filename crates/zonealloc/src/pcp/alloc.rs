@@ -2,7 +2,7 @@
 //! `rmqueue_bulk` (refill it in a batch under one zone-lock hold, appending at the tail).
 
 use super::slot::PcpAccess;
-use super::{PcpPolicy, PerCpuPages};
+use super::PerCpuPages;
 use crate::buddy::AllocFlags;
 use crate::list::FrameList;
 use crate::meta::FrameState;
@@ -66,12 +66,7 @@ impl Zone {
         } else {
             pcp.stats.alloc_hits += 1;
         }
-        let idx = pcp.lists[pi].first()?;
-        pcp.lists[pi].unlink(t, idx);
-        pcp.count -= 1 << order;
-        t.set_state(idx, FrameState::Allocated(Order::from_raw(order), mt));
-        pcp.allocs[PcpPolicy::order_slot(order)] += 1;
-        Some(idx)
+        pcp.take_head(t, pi, order, mt)
     }
 
     /// `rmqueue_bulk`: up to `count` blocks under one zone-lock hold, appended at the tail

@@ -9,9 +9,8 @@
 //! falls back to the buddy, where the kernel tries once. Only the second failure is counted.
 
 use super::slot::{PcpAccess, PcpSlot};
-use super::{PcpPolicy, PerCpuPages, PCPF_PREV_FREE_HIGH_ORDER};
+use super::PerCpuPages;
 use crate::error::FreeError;
-use crate::meta::FrameState;
 use crate::request::AllocRequest;
 use crate::sync::Ordering;
 use crate::types::{Order, Pfn, MIGRATE_PCPTYPES};
@@ -76,13 +75,9 @@ impl Zone {
         let mt = req.migratetype;
         let pi = self.pcp.policy.pindex(mt, order);
         let t = &self.table;
-        let idx = pcp.lists[pi].first()?;
+        let idx = pcp.take_head(t, pi, order, mt)?;
         pcp.free_count >>= 1;
-        pcp.lists[pi].unlink(t, idx);
-        pcp.count -= 1 << order;
-        t.set_state(idx, FrameState::Allocated(Order::from_raw(order), mt));
         pcp.stats.alloc_hits += 1;
-        pcp.allocs[PcpPolicy::order_slot(order)] += 1;
         slot.count_hint.store(pcp.count as u32, Ordering::Relaxed);
         Some(Pfn(t.pfn_of(idx)))
     }
@@ -140,18 +135,9 @@ impl Zone {
         if let Err(e) = self.claim_for_free(idx, pfn, order) {
             return Some(Err(e));
         }
-        let t = &self.table;
-        pcp.alloc_factor >>= 1;
-        let pi = self.pcp.policy.pindex(mt, 0);
-        pcp.lists[pi].push_head(t, idx);
-        t.set_state(idx, FrameState::Pcp(Order::ZERO));
-        pcp.count += 1;
-        pcp.stats.frees += 1;
-        pcp.frees_by_order[0] += 1;
-        pcp.flags &= !PCPF_PREV_FREE_HIGH_ORDER;
-        if pcp.free_count < (pcp.batch << self.pcp.policy.scale) {
-            pcp.free_count += 1;
-        }
+        let policy = self.pcp.policy;
+        pcp.put_head(&self.table, policy.pindex(mt, 0), idx, 0);
+        pcp.note_free(0, &policy); // order 0: never free_high
         slot.count_hint.store(pcp.count as u32, Ordering::Relaxed);
         Some(Ok(()))
     }

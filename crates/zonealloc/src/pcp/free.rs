@@ -3,10 +3,9 @@
 //! `free_pcppages_bulk`'s zone-lock hold, and `free_one_page` for frees that bypass the lists.
 
 use super::slot::PcpAccess;
-use super::{DrainReason, PcpPolicy, PerCpuPages};
+use super::{DrainReason, PerCpuPages};
 use crate::buddy::{AllocFlags, FreePlacement};
 use crate::error::FreeError;
-use crate::meta::FrameState;
 use crate::shared::{ZONE_BELOW_HIGH, ZONE_RECLAIM_ACTIVE};
 use crate::sync::{now_ns, Ordering};
 use crate::types::{MigrateType, Order, Pfn, MIGRATE_PCPTYPES};
@@ -107,13 +106,8 @@ impl Zone {
     ) -> Option<DrainWork> {
         let policy = self.pcp.policy;
         let t = &self.table;
-        pcp.alloc_factor >>= 1; // a free halves the refill scale
         let pi = policy.pindex(mt, order);
-        pcp.lists[pi].push_head(t, idx);
-        t.set_state(idx, FrameState::Pcp(Order::from_raw(order)));
-        pcp.count += 1 << order;
-        pcp.stats.frees += 1;
-        pcp.frees_by_order[PcpPolicy::order_slot(order)] += 1;
+        pcp.put_head(t, pi, idx, order);
         let free_high = pcp.note_free(order, &policy);
         let reclaim = self.shared.test_flag(ZONE_RECLAIM_ACTIVE);
         let below = self.shared.test_flag(ZONE_BELOW_HIGH);

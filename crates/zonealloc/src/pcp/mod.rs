@@ -44,8 +44,8 @@ pub use slot::{PcpInfo, PcpSlot};
 use crate::buddy::{BuddyZone, FreePlacement};
 use crate::config::FreeHigh;
 use crate::list::FrameList;
-use crate::meta::FrameTable;
-use crate::types::{MigrateType, MIGRATE_PCPTYPES};
+use crate::meta::{FrameState, FrameTable};
+use crate::types::{MigrateType, Order, MIGRATE_PCPTYPES};
 
 /// `NR_LOWORDER_PCP_LISTS`: three migratetypes times orders 0..=3.
 pub(crate) const NR_LOWORDER_PCP_LISTS: usize = MIGRATE_PCPTYPES * 4;
@@ -220,6 +220,35 @@ impl PerCpuPages {
     fn clamp_high(&mut self) -> i32 {
         self.high = self.high.max(self.high_min).min(self.high_max);
         self.high
+    }
+
+    /// Takes the head of list `pi` for an allocation (`__rmqueue_pcplist`'s unlink).
+    #[inline(always)]
+    pub(crate) fn take_head(
+        &mut self,
+        t: &FrameTable,
+        pi: usize,
+        order: u8,
+        mt: MigrateType,
+    ) -> Option<u32> {
+        let idx = self.lists[pi].first()?;
+        self.lists[pi].unlink(t, idx);
+        self.count -= 1 << order;
+        t.set_state(idx, FrameState::Allocated(Order::from_raw(order), mt));
+        self.allocs[PcpPolicy::order_slot(order)] += 1;
+        Some(idx)
+    }
+
+    /// Puts a freed block at the head of list `pi` (the first steps of
+    /// `free_frozen_page_commit`: a free also halves the refill scale).
+    #[inline(always)]
+    pub(crate) fn put_head(&mut self, t: &FrameTable, pi: usize, idx: u32, order: u8) {
+        self.alloc_factor >>= 1;
+        self.lists[pi].push_head(t, idx);
+        t.set_state(idx, FrameState::Pcp(Order::from_raw(order)));
+        self.count += 1 << order;
+        self.stats.frees += 1;
+        self.frees_by_order[PcpPolicy::order_slot(order)] += 1;
     }
 
     /// `nr_pcp_alloc`: how many blocks of `order` a refill fetches. Grows `high` and

@@ -47,34 +47,33 @@ pub struct PcpSlot {
     pub(crate) trylock_failures: AtomicU64,
 }
 
+/// The initial value of a slot (one expression for the `const` and the loom constructor).
+macro_rules! empty_slot {
+    () => {
+        PcpSlot {
+            lists: SpinLock::new(PerCpuPages::new()),
+            count_hint: AtomicU32::new(0),
+            owned: AtomicBool::new(false),
+            owner_token: AtomicU64::new(0),
+            idle: AtomicBool::new(false),
+            drain_req: AtomicU64::new(0),
+            drain_done: AtomicU64::new(0),
+            trylock_failures: AtomicU64::new(0),
+        }
+    };
+}
+
 impl PcpSlot {
     /// An empty slot.
     #[cfg(not(loom))]
     pub const fn new() -> Self {
-        PcpSlot {
-            lists: SpinLock::new(PerCpuPages::new()),
-            count_hint: AtomicU32::new(0),
-            owned: AtomicBool::new(false),
-            owner_token: AtomicU64::new(0),
-            idle: AtomicBool::new(false),
-            drain_req: AtomicU64::new(0),
-            drain_done: AtomicU64::new(0),
-            trylock_failures: AtomicU64::new(0),
-        }
+        empty_slot!()
     }
-    /// An empty slot.
+
+    /// An empty slot (loom's atomics have no `const` constructors).
     #[cfg(loom)]
     pub fn new() -> Self {
-        PcpSlot {
-            lists: SpinLock::new(PerCpuPages::new()),
-            count_hint: AtomicU32::new(0),
-            owned: AtomicBool::new(false),
-            owner_token: AtomicU64::new(0),
-            idle: AtomicBool::new(false),
-            drain_req: AtomicU64::new(0),
-            drain_done: AtomicU64::new(0),
-            trylock_failures: AtomicU64::new(0),
-        }
+        empty_slot!()
     }
 }
 
