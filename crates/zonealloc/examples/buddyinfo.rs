@@ -233,7 +233,11 @@ fn report(out: &mut String) -> Result<bool, Box<dyn std::error::Error>> {
     writeln!(out, "\n== invariants ==")?;
     let check = node.check();
     match &check {
-        Ok(()) => writeln!(out, "  node.check(): ok")?,
+        Ok(f) => writeln!(
+            out,
+            "  node.check(): ok ({} pages free in the buddy, {} on per-CPU lists, {} allocated)",
+            f.free_pages, f.pcp_pages, f.allocated_pages
+        )?,
         Err(e) => writeln!(out, "  node.check(): FAILED: {e}")?,
     }
     Ok(check.is_ok())

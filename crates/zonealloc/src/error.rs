@@ -168,6 +168,8 @@ pub enum ConfigError {
     BadZoneLayout,
     /// A PCP setting is out of range (message names which).
     BadPcp(&'static str),
+    /// A range of a memory map could not be added (overlapping usable regions, say).
+    Range(RangeError),
 }
 
 impl fmt::Display for AllocError {
@@ -266,6 +268,7 @@ impl fmt::Display for ConfigError {
                 "zones must be given in ascending zone order and must not overlap"
             ),
             ConfigError::BadPcp(what) => write!(f, "bad per-CPU list setting: {what}"),
+            ConfigError::Range(e) => write!(f, "memory map: {e}"),
         }
     }
 }

@@ -7,7 +7,7 @@ use crate::error::{AllocError, ConfigError, FreeError, RangeError};
 use crate::pcp::PcpAccess;
 use crate::request::AllocRequest;
 use crate::stats::FreeAreaSnapshot;
-use crate::types::{MigrateType, Order, Pfn, ZoneType, MAX_NR_ZONES};
+use crate::types::{CpuId, MigrateType, Order, Pfn, ZoneType, MAX_NR_ZONES};
 use crate::zone::Zone;
 
 /// Up to one zone of each [`ZoneType`], in ascending type order with disjoint spans.
@@ -85,7 +85,7 @@ impl Node {
         for &(s, e) in &pieces {
             // Pieces are disjoint and inside the zones by construction.
             node.add_free_range(Pfn(s), Pfn(e))
-                .map_err(|_| ConfigError::BadZoneLayout)?;
+                .map_err(ConfigError::Range)?;
         }
         Ok(node)
     }
@@ -204,6 +204,14 @@ impl Node {
             .free(pfn, order)
     }
 
+    /// Frees a block on CPU `cpu`'s lists of whichever zone holds it (the counterpart of
+    /// [`AllocRequest::on_cpu`], for deterministic multi-CPU runs).
+    pub fn free_on(&self, cpu: CpuId, pfn: Pfn, order: Order) -> Result<(), FreeError> {
+        self.zone_of(pfn)
+            .ok_or(FreeError::OutOfZone { pfn })?
+            .free_on(cpu, pfn, order)
+    }
+
     /// Drains every CPU's lists in every zone.
     pub fn drain_all(&self) {
         for z in self.zones() {
@@ -225,12 +233,17 @@ impl Node {
         self.zones().map(move |z| z.snapshot(self.id))
     }
 
-    /// Checks every zone's invariants.
-    pub fn check(&self) -> Result<(), crate::CheckError> {
+    /// Checks every zone's invariants and returns what they counted, summed over the zones.
+    pub fn check(&self) -> Result<crate::CheckFacts, crate::CheckError> {
+        let mut total = crate::CheckFacts::default();
         for z in self.zones() {
-            z.check()?;
+            let f = z.check()?;
+            total.free_pages += f.free_pages;
+            total.allocated_pages += f.allocated_pages;
+            total.allocated_blocks += f.allocated_blocks;
+            total.pcp_pages += f.pcp_pages;
         }
-        Ok(())
+        Ok(total)
     }
 }
 

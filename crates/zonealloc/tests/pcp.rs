@@ -373,3 +373,39 @@ fn hold_times_are_recorded_only_while_instrumentation_is_on() {
     assert_eq!(z.hold_times().refill.count(), h.refill.count());
     assert!(z.pcp_stats().alloc_misses > s.alloc_misses);
 }
+
+#[test]
+fn pcp_pages_counts_what_free_pages_leaves_out() {
+    let z = zone_with(1 << 16, spec_pcp(2));
+    let a = z.alloc_with(o(0), on(0)).unwrap();
+    let b = z.alloc_with(o(2), on(1)).unwrap();
+    z.free_on(CpuId(0), a, o(0)).unwrap();
+    z.free_on(CpuId(1), b, o(2)).unwrap();
+    let on_lists = z.pcp_info(CpuId(0)).count + z.pcp_info(CpuId(1)).count;
+    assert_eq!(z.pcp_pages(), on_lists as u64);
+    assert_eq!(z.free_pages() + z.pcp_pages(), 1 << 16);
+    let facts = z.check().unwrap();
+    assert_eq!(facts.pcp_pages, z.pcp_pages());
+    z.drain_all();
+    assert_eq!(z.pcp_pages(), 0);
+}
+
+#[test]
+fn node_free_on_uses_the_given_cpu_and_check_sums_zones() {
+    let cfg = ZoneConfig {
+        pcp: spec_pcp(2),
+        ..ZoneConfig::without_watermarks()
+    };
+    let dma32 = Zone::new(ZoneType::Dma32, Pfn(0), Pfn(1 << 14), cfg).unwrap();
+    let normal = Zone::new(ZoneType::Normal, Pfn(1 << 14), Pfn(1 << 15), cfg).unwrap();
+    let node = zonealloc::Node::new(0, [dma32, normal]).unwrap();
+    node.add_free_range(Pfn(0), Pfn(1 << 15)).unwrap();
+    let p = node.alloc_with(o(0), on(1)).unwrap();
+    node.free_on(CpuId(1), p, o(0)).unwrap();
+    let z = node.zone_of(p).unwrap();
+    assert_eq!(z.pcp_info(CpuId(1)).count, z.pcp_pages() as i32);
+    assert_eq!(z.pcp_info(CpuId(0)).count, 0);
+    let facts = node.check().unwrap();
+    assert_eq!(facts.allocated_pages, 0);
+    assert_eq!(facts.free_pages + facts.pcp_pages, 1 << 15);
+}

@@ -47,6 +47,15 @@ impl Zone {
         self.lock_unless_owned(c)
     }
 
+    /// Pages sitting on all CPUs' lists, as of their last unlock (read without locking, as the
+    /// kernel reads `pcp->count`). [`Zone::free_pages`] does not include them, exactly as
+    /// `NR_FREE_PAGES` does not: from the buddy's point of view they are allocated.
+    pub fn pcp_pages(&self) -> u64 {
+        (0..self.pcp.cpus())
+            .map(|c| self.pcp.slot(c).count_hint.load(Ordering::Relaxed) as u64)
+            .sum()
+    }
+
     /// Sum of every CPU's PCP counters.
     pub fn pcp_stats(&self) -> PcpStats {
         let mut s = PcpStats::default();
