@@ -4,7 +4,8 @@
 //! any member. The list head lives with whoever owns the list (a buddy free area, a PCP);
 //! the links live in the frames. A frame is on at most one list at a time.
 
-use crate::meta::{FrameTable, NIL};
+use crate::buddy::{check_fail, CheckError};
+use crate::meta::{FrameState, FrameTable, NIL};
 
 /// Head of a frame list: the first and last frame indices, [`NIL`] when empty.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,6 +88,48 @@ impl FrameList {
         }
         t.set_next(idx, NIL);
         t.set_prev(idx, NIL);
+    }
+
+    /// Walks the list for an invariant check: the links must agree both ways and end at the
+    /// recorded tail, there must be no cycle, and every member must be in state `want`; `each`
+    /// checks whatever else the owner of the list requires of a member. Failures carry `id`.
+    /// Returns the number of members.
+    pub(crate) fn check(
+        &self,
+        t: &FrameTable,
+        want: FrameState,
+        id: &'static str,
+        mut each: impl FnMut(u32) -> Result<(), CheckError>,
+    ) -> Result<u64, CheckError> {
+        let mut prev = NIL;
+        let mut n = 0u64;
+        for idx in self.iter(t) {
+            let pfn = Some(t.pfn_of(idx));
+            n += 1;
+            if n > t.len() as u64 {
+                return Err(check_fail(id, pfn, "list has a cycle"));
+            }
+            if t.prev(idx) != prev {
+                return Err(check_fail(id, pfn, "prev link disagrees with next link"));
+            }
+            if t.state(idx) != want {
+                return Err(check_fail(
+                    id,
+                    pfn,
+                    "list member is not a head of the list's kind and order",
+                ));
+            }
+            each(idx)?;
+            prev = idx;
+        }
+        if self.tail != prev {
+            return Err(check_fail(
+                id,
+                None,
+                "list tail does not match the last member",
+            ));
+        }
+        Ok(n)
     }
 
     /// Iterates from head to tail. The list must not change during iteration.

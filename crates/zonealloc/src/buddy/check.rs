@@ -4,7 +4,7 @@
 use core::fmt;
 
 use super::BuddyZone;
-use crate::meta::{FrameState, FrameTable, NIL};
+use crate::meta::{FrameState, FrameTable};
 use crate::types::{MigrateType, Order, Pfn, MIGRATE_TYPES};
 
 /// A violated invariant: its id (`"Z3"`, `"P1"`, `"G1"`...), the frame involved if any, and
@@ -50,25 +50,9 @@ impl BuddyZone {
             let mut count = 0u64;
             for (mti, list) in area.lists.iter().enumerate() {
                 let mt = MigrateType::from_index(mti).unwrap_or(MigrateType::Movable);
-                let mut prev = NIL;
-                let mut n = 0u64;
-                for idx in list.iter(t) {
+                let want = FrameState::Buddy(Order::from_raw(o));
+                let n = list.check(t, want, "Z2", |idx| {
                     let pfn = t.pfn_of(idx);
-                    n += 1;
-                    if n > t.len() as u64 {
-                        return Err(fail("Z2", Some(pfn), "free list has a cycle"));
-                    }
-                    if t.prev(idx) != prev {
-                        return Err(fail("Z2", Some(pfn), "prev link disagrees with next link"));
-                    }
-                    prev = idx;
-                    if t.state(idx) != FrameState::Buddy(Order::from_raw(o)) {
-                        return Err(fail(
-                            "Z2",
-                            Some(pfn),
-                            "list member is not a Buddy head of the list's order",
-                        ));
-                    }
                     if pfn & ((1u64 << o) - 1) != 0 {
                         return Err(fail("Z4", Some(pfn), "free block not aligned to its order"));
                     }
@@ -91,10 +75,8 @@ impl BuddyZone {
                             free_blocks_pages += 1u64 << o;
                         }
                     }
-                }
-                if list.last().unwrap_or(NIL) != prev {
-                    return Err(fail("Z2", None, "list tail does not match the last member"));
-                }
+                    Ok(())
+                })?;
                 if self.nonempty_bit(o, mt) != (n > 0) {
                     return Err(fail(
                         "Z8",

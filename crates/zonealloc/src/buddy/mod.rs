@@ -189,6 +189,12 @@ impl BuddyZone {
         self.nonempty[order as usize / 8] & bit != 0
     }
 
+    /// Sets a non-empty bit without touching the lists: only for tests of `check`.
+    #[cfg(test)]
+    pub(crate) fn note_nonempty_for_test(&mut self, order: u8, mt: MigrateType) {
+        self.note_nonempty(order, mt, true);
+    }
+
     #[inline]
     fn note_nonempty(&mut self, order: u8, mt: MigrateType, nonempty: bool) {
         let bit = 1u64 << ((order as usize % 8) * 8 + mt.index());

@@ -7,7 +7,7 @@ use crate::buddy::AllocFlags;
 use crate::list::FrameList;
 use crate::meta::FrameState;
 use crate::shared::ZONE_BELOW_HIGH;
-use crate::sync::{now_ns, Ordering};
+use crate::sync::now_ns;
 use crate::types::{MigrateType, Order};
 use crate::zone::Zone;
 
@@ -32,10 +32,7 @@ impl Zone {
             PcpAccess::Cpu(cpu) | PcpAccess::Owner(cpu) => {
                 let cpu = *cpu;
                 let slot = self.pcp.slot(cpu);
-                let Some(mut pcp) = slot.lists.try_lock() else {
-                    slot.trylock_failures.fetch_add(1, Ordering::Relaxed);
-                    return None;
-                };
+                let mut pcp = slot.try_lists()?;
                 self.enter(slot, &mut pcp);
                 let r = self.rmqueue_pcplist_locked(&mut pcp, order, mt, flags);
                 self.leave(slot, &pcp);

@@ -7,7 +7,7 @@ use super::{DrainReason, PerCpuPages};
 use crate::buddy::{AllocFlags, FreePlacement};
 use crate::error::FreeError;
 use crate::shared::{ZONE_BELOW_HIGH, ZONE_RECLAIM_ACTIVE};
-use crate::sync::{now_ns, Ordering};
+use crate::sync::now_ns;
 use crate::types::{MigrateType, Order, Pfn, MIGRATE_PCPTYPES};
 use crate::zone::Zone;
 
@@ -59,8 +59,7 @@ impl Zone {
             PcpAccess::Cpu(cpu) | PcpAccess::Owner(cpu) => {
                 let cpu = *cpu;
                 let slot = self.pcp.slot(cpu);
-                let Some(mut pcp) = slot.lists.try_lock() else {
-                    slot.trylock_failures.fetch_add(1, Ordering::Relaxed);
+                let Some(mut pcp) = slot.try_lists() else {
                     self.free_one_page(idx, o);
                     return Ok(());
                 };

@@ -125,30 +125,15 @@ impl Zone {
             let mut pages = 0i64;
             for (p, list) in pcp.lists.iter().enumerate() {
                 let order = self.pcp.policy.order_of(p);
-                let mut prev = crate::meta::NIL;
-                let mut n = 0u64;
-                for idx in list.iter(t) {
+                let want = FrameState::Pcp(Order::from_raw(order));
+                let n = list.check(t, want, "P2", |idx| {
                     let pfn = t.pfn_of(idx);
-                    n += 1;
-                    if n > t.len() as u64 {
-                        return Err(fail("P2", Some(pfn), "PCP list has a cycle"));
-                    }
-                    if t.prev(idx) != prev {
-                        return Err(fail("P2", Some(pfn), "PCP list links disagree"));
-                    }
-                    prev = idx;
-                    if t.state(idx) != FrameState::Pcp(Order::from_raw(order)) {
-                        return Err(fail(
-                            "P2",
-                            Some(pfn),
-                            "PCP list member is not a Pcp head of the list's order",
-                        ));
-                    }
                     if pfn & ((1u64 << order) - 1) != 0 {
                         return Err(fail("P2", Some(pfn), "PCP block not aligned to its order"));
                     }
-                    pages += 1i64 << order;
-                }
+                    Ok(())
+                })?;
+                pages += (n as i64) << order;
             }
             if pages != pcp.count as i64 {
                 return Err(fail(

@@ -15,7 +15,8 @@ use crate::config::PcpConfig;
 use crate::shared::ZONE_RECLAIM_ACTIVE;
 use crate::stats::HoldTimes;
 use crate::sync::{
-    current_cpu, now_ns, AtomicBool, AtomicU32, AtomicU64, Ordering, SpinLock, StaticSlice,
+    current_cpu, now_ns, AtomicBool, AtomicU32, AtomicU64, Ordering, SpinGuard, SpinLock,
+    StaticSlice,
 };
 use crate::types::MigrateType;
 use crate::zone::Zone;
@@ -81,6 +82,17 @@ impl PcpSlot {
 /// drain from one the drain satisfied; tickets can: a server reads the ticket count before it
 /// drains and marks exactly those served after.
 impl PcpSlot {
+    /// `pcp_spin_trylock` for the allocation and free paths: the lists, or `None` when they
+    /// are busy, counted as a trylock failure (the caller then goes to the buddy).
+    #[inline(always)]
+    pub(crate) fn try_lists(&self) -> Option<SpinGuard<'_, PerCpuPages>> {
+        let g = self.lists.try_lock();
+        if g.is_none() {
+            self.trylock_failures.fetch_add(1, Ordering::Relaxed);
+        }
+        g
+    }
+
     /// Whether a drain request is waiting (a cheap check for the hot paths).
     #[inline(always)]
     pub(crate) fn drain_pending(&self) -> bool {
