@@ -1,0 +1,167 @@
+//! `zonealloc buddyinfo|zoneinfo|pagetypeinfo`: the kernel's `/proc` views of a node after a
+//! chosen workload.
+//!
+//! The node is built from a small embedded x86-64-like firmware (e820) memory map with the
+//! usual holes and reservations, as `crates/zonealloc/examples/buddyinfo.rs` does; the
+//! `mixed` workload is a deterministic (seeded LCG) mix of orders, migratetypes and zone
+//! limits, grown to a steady size and then churned, so the free lists show fragmentation.
+
+use std::fmt::Write as _;
+
+use clap::ValueEnum;
+use zonealloc::{
+    stats, AllocRequest, MemoryRegion, MigrateType, Node, Order, Pfn, ZoneConfig, ZoneType,
+};
+
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+
+/// A 2.25 GiB x86-64 machine as its firmware describes it: conventional memory with the
+/// EBDA and BIOS ROM reserved, the kernel image at 16 MiB, ACPI tables below 2 GiB, the PCI
+/// hole, and RAM remapped above 4 GiB. Reserved regions win where they overlap.
+const E820: &[MemoryRegion] = &[
+    MemoryRegion::usable(0, 0x9_fc00),
+    MemoryRegion::reserved(0x9_fc00, 0x400),
+    MemoryRegion::reserved(0xf_0000, 0x1_0000),
+    MemoryRegion::usable(MIB, 2 * GIB - 3 * MIB),
+    MemoryRegion::reserved(16 * MIB, 32 * MIB),
+    MemoryRegion::reserved(2 * GIB - 2 * MIB, 2 * MIB),
+    MemoryRegion::reserved(0xfec0_0000, 20 * MIB),
+    MemoryRegion::usable(4 * GIB, 256 * MIB),
+];
+
+/// Operations of the mixed workload: growth, then churn at a steady allocated size.
+const GROW_STEPS: u32 = 40_000;
+const CHURN_STEPS: u32 = 80_000;
+
+/// Which `/proc` file to print.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum View {
+    /// `/proc/buddyinfo`.
+    Buddyinfo,
+    /// `/proc/zoneinfo` (free pages, watermarks, managed pages and the pagesets block).
+    Zoneinfo,
+    /// `/proc/pagetypeinfo`.
+    Pagetypeinfo,
+}
+
+/// The workload run before printing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Workload {
+    /// A deterministic mix of orders 0..10, migratetypes and zone limits, grown then churned.
+    Mixed,
+    /// Nothing: the node as booted.
+    None,
+}
+
+/// Knuth's MMIX linear congruential generator: deterministic, no dependency.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u32 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) as u32
+    }
+
+    fn percent(&mut self) -> u32 {
+        self.next() % 100
+    }
+}
+
+/// One request of the mix: mostly small Movable blocks, some Unmovable and Reclaimable ones,
+/// a few huge-page-sized blocks, a few DMA32-limited and atomic requests.
+fn draw_request(rng: &mut Lcg) -> Result<(Order, AllocRequest), String> {
+    let order = match rng.next() % 1000 {
+        0..=699 => 0,
+        700..=779 => 1,
+        780..=839 => 2,
+        840..=899 => 3,
+        900..=984 => 4,
+        985..=994 => 9,
+        _ => 10,
+    };
+    let mt = match rng.percent() {
+        0..=69 => MigrateType::Movable,
+        70..=89 => MigrateType::Unmovable,
+        _ => MigrateType::Reclaimable,
+    };
+    let req = match rng.percent() {
+        0..=4 => AllocRequest::new(mt).zone_limit(ZoneType::Dma32),
+        5..=7 => AllocRequest::atomic(mt),
+        _ => AllocRequest::new(mt),
+    };
+    let order = Order::new(order).ok_or_else(|| format!("order {order} is not supported"))?;
+    Ok((order, req))
+}
+
+/// Runs `steps` operations, allocating with probability `alloc_percent`, else freeing a
+/// random live block. Allocation failures are part of the workload and are not errors.
+fn churn(
+    node: &Node,
+    rng: &mut Lcg,
+    live: &mut Vec<(Pfn, Order)>,
+    steps: u32,
+    alloc_percent: u32,
+) -> Result<(), String> {
+    for _ in 0..steps {
+        if live.is_empty() || rng.percent() < alloc_percent {
+            let (order, req) = draw_request(rng)?;
+            if let Ok(pfn) = node.alloc_with(order, req) {
+                live.push((pfn, order));
+            }
+        } else {
+            let i = rng.next() as usize % live.len();
+            let (pfn, order) = live.swap_remove(i);
+            node.free(pfn, order)
+                .map_err(|e| format!("free of {pfn:?} order {order:?} failed: {e:?}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// Builds the node, runs `workload` seeded with `seed`, checks the allocator's invariants and
+/// returns the text of `view`.
+pub fn run(view: View, workload: Workload, seed: u64) -> Result<String, String> {
+    let node = Node::from_memory_map(0, E820, ZoneConfig::default())
+        .map_err(|e| format!("building the node: {e:?}"))?;
+    if workload == Workload::Mixed {
+        let mut rng = Lcg(seed);
+        let mut live = Vec::new();
+        churn(&node, &mut rng, &mut live, GROW_STEPS, 60)?;
+        churn(&node, &mut rng, &mut live, CHURN_STEPS, 50)?;
+    }
+    node.check()
+        .map_err(|e| format!("allocator invariant violated: {e}"))?;
+    let mut out = String::new();
+    let fmt_err = |e: std::fmt::Error| format!("formatting: {e}");
+    let snapshots = node.snapshots().collect::<Vec<_>>();
+    match view {
+        View::Buddyinfo => stats::write_buddyinfo(&mut out, &snapshots).map_err(fmt_err)?,
+        View::Pagetypeinfo => stats::write_pagetypeinfo(&mut out, &snapshots).map_err(fmt_err)?,
+        View::Zoneinfo => write_zoneinfo(&mut out, &node).map_err(fmt_err)?,
+    }
+    Ok(out)
+}
+
+/// The `/proc/zoneinfo` lines zonealloc models (`zoneinfo_show_print`): free pages,
+/// watermarks, span and managed pages, then the pagesets block and the start pfn.
+fn write_zoneinfo(out: &mut String, node: &Node) -> std::fmt::Result {
+    for z in node.zones() {
+        let (start, end) = z.span();
+        let w = z.watermarks();
+        writeln!(out, "Node 0, zone {:>8}", z.zone_type().name())?;
+        writeln!(out, "  pages free     {}", z.free_pages())?;
+        writeln!(out, "        boost    {}", w.boost)?;
+        writeln!(out, "        min      {}", w.min)?;
+        writeln!(out, "        low      {}", w.low)?;
+        writeln!(out, "        high     {}", w.high)?;
+        writeln!(out, "        spanned  {}", end.get() - start.get())?;
+        write!(out, "        managed  {}", z.managed_pages())?;
+        z.write_pagesets(out)?;
+        writeln!(out, "\n  start_pfn:           {}", start.get())?;
+    }
+    Ok(())
+}

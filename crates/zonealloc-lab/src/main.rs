@@ -1,0 +1,311 @@
+//! `zonealloc`: the lab.
+//!
+//! - `zonealloc lab [EXPERIMENT]` runs the registered experiments (all, in order, or the one
+//!   named), each comparing a seed change's policy off (baseline) and on (variants), and writes
+//!   a report folder: `report.md` (compare-kernels style tables), `results.json` (every raw
+//!   sample, the options and the machine) and SVG plots. `--json` prints the results document
+//!   to stdout instead of the human summary.
+//! - `zonealloc buddyinfo|zoneinfo|pagetypeinfo` prints the kernel's `/proc` text for a node
+//!   built from an embedded x86-64-like memory map after a chosen workload.
+//!
+//! Exit codes: 0 success, 1 an experiment or the report failed, 2 a usage error (bad flag,
+//! unknown experiment).
+
+mod experiments;
+mod inspect;
+mod machine;
+mod report;
+
+use std::io::{IsTerminal, Write as _};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use experiments::{Experiment, LabOpts};
+use report::{ExperimentReport, Failure, LabReport};
+
+/// Exit status of usage errors, as clap uses for bad flags.
+const EXIT_USAGE: u8 = 2;
+
+/// The page-frame allocator lab.
+#[derive(Debug, Parser)]
+#[command(name = "zonealloc", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the experiments (all, or the one named) and write a report folder.
+    Lab(LabArgs),
+    /// Print /proc/buddyinfo after a workload.
+    Buddyinfo(InspectArgs),
+    /// Print /proc/zoneinfo (free pages, watermarks, pagesets) after a workload.
+    Zoneinfo(InspectArgs),
+    /// Print /proc/pagetypeinfo after a workload.
+    Pagetypeinfo(InspectArgs),
+}
+
+#[derive(Debug, Args)]
+struct LabArgs {
+    /// The experiment to run (default: all, in order). `zonealloc lab --list` names them.
+    experiment: Option<String>,
+    /// List the registered experiments and exit.
+    #[arg(long)]
+    list: bool,
+    /// The report folder.
+    #[arg(long, default_value = "lab-report")]
+    out: PathBuf,
+    /// Print the results as JSON on stdout (and nothing else there).
+    #[arg(long)]
+    json: bool,
+    /// Tiny sizes (about a second per experiment), for tests and smoke runs.
+    #[arg(long)]
+    quick: bool,
+    /// Seed of every pseudo-random choice.
+    #[arg(long, default_value_t = 0x5eed)]
+    seed: u64,
+    /// Worker threads (default: each experiment's own).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    threads: Option<u64>,
+    /// Repetitions of each measurement (default: each experiment's own).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    iterations: Option<u64>,
+    /// Zone size in pages (default: each experiment's own).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=(1u64 << 40)))]
+    zone_pages: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+struct InspectArgs {
+    /// The workload run before printing.
+    #[arg(long, value_enum, default_value_t = inspect::Workload::Mixed)]
+    workload: inspect::Workload,
+    /// Seed of the workload's pseudo-random choices.
+    #[arg(long, default_value_t = 0x5eed_2024)]
+    seed: u64,
+}
+
+fn main() -> ExitCode {
+    // `zonealloc lab --help` lists the registered experiments, which only exist at run time.
+    let listing = format!("Experiments:\n{}", known_names(&experiments::all()));
+    let matches = Cli::command()
+        .mut_subcommand("lab", |c| c.after_help(listing))
+        .get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    match cli.command {
+        Command::Lab(args) => lab(&args),
+        Command::Buddyinfo(a) => inspect_cmd(inspect::View::Buddyinfo, &a),
+        Command::Zoneinfo(a) => inspect_cmd(inspect::View::Zoneinfo, &a),
+        Command::Pagetypeinfo(a) => inspect_cmd(inspect::View::Pagetypeinfo, &a),
+    }
+}
+
+fn inspect_cmd(view: inspect::View, args: &InspectArgs) -> ExitCode {
+    match inspect::run(view, args.workload, args.seed) {
+        Ok(text) => emit(&text),
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Writes `text` to stdout. A closed pipe (`zonealloc buddyinfo | head -1`) ends quietly
+/// instead of panicking as `print!` would; other write errors are reported.
+fn emit(text: &str) -> ExitCode {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: writing to stdout: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The registered experiments' names, for error messages and `--list`.
+fn known_names(all: &[&'static dyn Experiment]) -> String {
+    if all.is_empty() {
+        return "(none registered)".to_owned();
+    }
+    all.iter()
+        .map(|e| format!("  {:<14} {}", e.name(), e.about()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Picks the experiments to run: all, or the one named.
+fn select(
+    all: &[&'static dyn Experiment],
+    name: Option<&str>,
+) -> Result<Vec<&'static dyn Experiment>, String> {
+    match name {
+        None => Ok(all.to_vec()),
+        Some(name) => match all.iter().find(|e| e.name() == name) {
+            Some(e) => Ok(vec![*e]),
+            None => Err(format!(
+                "unknown experiment '{name}'; known experiments:\n{}",
+                known_names(all)
+            )),
+        },
+    }
+}
+
+fn to_usize(v: Option<u64>, flag: &str) -> Result<Option<usize>, String> {
+    v.map(|v| usize::try_from(v).map_err(|_| format!("--{flag} {v} is too large for this machine")))
+        .transpose()
+}
+
+/// The options every experiment receives, from the flags.
+fn lab_opts(args: &LabArgs) -> Result<LabOpts, String> {
+    Ok(LabOpts {
+        quick: args.quick,
+        seed: args.seed,
+        threads: to_usize(args.threads, "threads")?,
+        iterations: to_usize(args.iterations, "iterations")?,
+        zone_pages: args.zone_pages,
+    })
+}
+
+fn lab(args: &LabArgs) -> ExitCode {
+    let all = experiments::all();
+    if args.list {
+        return emit(&format!("{}\n", known_names(&all)));
+    }
+    let chosen = match select(&all, args.experiment.as_deref()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let opts = match lab_opts(args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+
+    let show_progress = !args.json && std::io::stdout().is_terminal();
+    let mut results = Vec::new();
+    let mut failures = Vec::new();
+    for e in &chosen {
+        let started = std::time::Instant::now();
+        match run_one(*e, &opts, show_progress) {
+            Ok(r) => results.push(ExperimentReport::new(r, started.elapsed().as_secs_f64())),
+            Err(err) => {
+                eprintln!("error: experiment {} failed: {err}", e.name());
+                failures.push(Failure {
+                    experiment: e.name().to_owned(),
+                    error: err,
+                });
+            }
+        }
+    }
+
+    let report = LabReport {
+        tool: format!("{} {}", env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        machine: machine::Machine::detect(),
+        opts,
+        significance_test: report::compare::SIGNIFICANCE_TEST.to_owned(),
+        experiments: results,
+        failures,
+    };
+    let mut ok = report.failures.is_empty();
+    match report::write(&args.out, &report) {
+        Ok(warnings) => {
+            for w in warnings {
+                eprintln!("warning: {w}");
+            }
+        }
+        Err(e) => {
+            eprintln!("error: writing the report: {e}");
+            ok = false;
+        }
+    }
+
+    let mut stdout = std::io::stdout().lock();
+    let printed = if args.json {
+        match serde_json::to_string_pretty(&report) {
+            Ok(s) => writeln!(stdout, "{s}"),
+            Err(e) => {
+                eprintln!("error: serialising the results: {e}");
+                ok = false;
+                Ok(())
+            }
+        }
+    } else {
+        write!(
+            stdout,
+            "{}\nreport: {}\n",
+            report::summary_table(&report),
+            args.out.display()
+        )
+    };
+    // A closed pipe (`zonealloc lab | head`) is not worth a panic; report it and fail.
+    if let Err(e) = printed.and_then(|()| stdout.flush()) {
+        eprintln!("error: writing to stdout: {e}");
+        ok = false;
+    }
+    if args.json {
+        eprintln!("report: {}", args.out.display());
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// Runs one experiment with a progress bar (drawn on stderr when `show` is set).
+fn run_one(
+    e: &dyn Experiment,
+    opts: &LabOpts,
+    show: bool,
+) -> Result<experiments::ExperimentResult, String> {
+    let bar = ProgressBar::with_draw_target(
+        None,
+        if show {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        },
+    );
+    if let Ok(style) = ProgressStyle::with_template(
+        "{prefix:>14} [{elapsed_precise}] {wide_bar} {pos}/{len} {msg}",
+    ) {
+        bar.set_style(style);
+    }
+    bar.set_prefix(e.name());
+    let progress = |done: u64, total: u64| {
+        bar.set_length(total);
+        bar.set_position(done.min(total));
+    };
+    // A panicking experiment is a bug in it, but it must not take the other experiments'
+    // results down with it: it becomes a failure in the report.
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| e.run(opts, &progress)))
+        .map_err(|payload| {
+            let msg = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown payload".to_owned());
+            format!("panicked: {msg}")
+        })
+        .and_then(|r| r.map_err(|err| err.to_string()));
+    match &result {
+        Ok(_) => bar.finish_with_message("done"),
+        Err(_) => bar.abandon_with_message("failed"),
+    }
+    result
+}

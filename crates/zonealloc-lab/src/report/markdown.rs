@@ -1,0 +1,306 @@
+//! `report.md`: the machine, then per experiment a compare-kernels style table (one row per
+//! metric summary, Stddev and CoeffVar rows, a baseline column and one column per variant),
+//! its own tables, the expected shape, its configuration and links to its plots.
+
+use std::fmt::Write as _;
+
+use super::compare::{fmt_pct, fmt_value, MetricComparison, SIGNIFICANCE_TEST};
+use super::{plot_file_name, ExperimentReport, LabReport};
+
+/// Escapes a table cell (pipes and newlines would break the row).
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+fn row(out: &mut String, cells: &[String]) {
+    out.push('|');
+    for c in cells {
+        out.push(' ');
+        out.push_str(&cell(c));
+        out.push_str(" |");
+    }
+    out.push('\n');
+}
+
+fn header(out: &mut String, cells: &[String], first_left: bool) {
+    row(out, cells);
+    out.push('|');
+    for i in 0..cells.len() {
+        out.push_str(if i == 0 && first_left {
+            " :--- |"
+        } else {
+            " ---: |"
+        });
+    }
+    out.push('\n');
+}
+
+/// Renders the whole report. `plot_errors` are `(file stem key, error)` of plots that failed.
+pub fn render(report: &LabReport, plot_errors: &[(String, String)]) -> String {
+    let mut out = String::new();
+    // Writing to a String cannot fail; `let _ =` keeps that explicit.
+    let _ = render_into(&mut out, report, plot_errors);
+    out
+}
+
+fn render_into(
+    out: &mut String,
+    report: &LabReport,
+    plot_errors: &[(String, String)],
+) -> std::fmt::Result {
+    writeln!(out, "# zonealloc lab report\n")?;
+    writeln!(out, "Command: `{}` ({})\n", report.command, report.tool)?;
+    let m = &report.machine;
+    writeln!(out, "## Machine\n")?;
+    writeln!(out, "- CPU: {}", m.cpu_model)?;
+    writeln!(out, "- Logical cores: {}", m.logical_cores)?;
+    writeln!(out, "- Kernel: {}", m.kernel)?;
+    writeln!(out, "- OS/arch: {}\n", m.os_arch)?;
+    let o = &report.opts;
+    writeln!(out, "## Options\n")?;
+    let opt = |v: Option<String>| v.unwrap_or_else(|| "experiment default".to_owned());
+    writeln!(out, "- quick: {}", o.quick)?;
+    writeln!(out, "- seed: {}", o.seed)?;
+    writeln!(out, "- threads: {}", opt(o.threads.map(|v| v.to_string())))?;
+    writeln!(
+        out,
+        "- iterations: {}",
+        opt(o.iterations.map(|v| v.to_string()))
+    )?;
+    writeln!(
+        out,
+        "- zone pages: {}\n",
+        opt(o.zone_pages.map(|v| v.to_string()))
+    )?;
+    writeln!(out, "## How to read the tables\n")?;
+    writeln!(
+        out,
+        "As in mmtests' compare-kernels: Hmean (harmonic mean) for rates, Amean (arithmetic \
+         mean) for latencies and counts; each variant's cell is followed by its % change \
+         against the baseline, signed so that positive is an improvement. `*` marks a \
+         difference that is significant by {SIGNIFICANCE_TEST}. Stddev is the sample standard \
+         deviation, CoeffVar the stddev as a percentage of the mean.\n"
+    )?;
+    if report.experiments.is_empty() && report.failures.is_empty() {
+        writeln!(out, "No experiments were run (none registered).\n")?;
+    }
+    for e in &report.experiments {
+        experiment(out, e, plot_errors)?;
+    }
+    if !report.failures.is_empty() {
+        writeln!(out, "## Failed experiments\n")?;
+        for f in &report.failures {
+            writeln!(out, "- `{}`: {}", f.experiment, f.error)?;
+        }
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+fn experiment(
+    out: &mut String,
+    e: &ExperimentReport,
+    plot_errors: &[(String, String)],
+) -> std::fmt::Result {
+    let r = &e.result;
+    writeln!(out, "## {} (seed {})\n", r.name, r.seed)?;
+    writeln!(out, "{}\n", r.change)?;
+    writeln!(
+        out,
+        "Variants: {} (baseline `{}`); ran in {:.1} s.\n",
+        r.variants
+            .iter()
+            .map(|v| format!("`{v}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        r.baseline,
+        e.wall_s
+    )?;
+    if r.oversubscribed {
+        writeln!(
+            out,
+            "> **Warning: oversubscribed: more threads than cores.** Timings include \
+             scheduler effects.\n"
+        )?;
+    }
+    comparison_table(out, &e.comparisons)?;
+    for t in &r.tables {
+        writeln!(out, "### {}\n", t.title)?;
+        if t.header.is_empty() && t.rows.is_empty() {
+            writeln!(out, "(empty)\n")?;
+            continue;
+        }
+        let width = t
+            .rows
+            .iter()
+            .map(Vec::len)
+            .chain(std::iter::once(t.header.len()))
+            .max()
+            .unwrap_or(0);
+        let pad = |cells: &[String]| -> Vec<String> {
+            let mut v = cells.to_vec();
+            v.resize(width, String::new());
+            v
+        };
+        header(out, &pad(&t.header), true);
+        for r in &t.rows {
+            row(out, &pad(r));
+        }
+        writeln!(out)?;
+    }
+    writeln!(out, "### Expected shape\n")?;
+    writeln!(out, "{}\n", r.expected_shape)?;
+    writeln!(out, "### Configuration\n")?;
+    let config = serde_json::to_string_pretty(&r.config).unwrap_or_else(|e| e.to_string());
+    writeln!(out, "```json\n{config}\n```\n")?;
+    if !r.plots.is_empty() {
+        writeln!(out, "### Plots\n")?;
+        for p in &r.plots {
+            let file = plot_file_name(&r.name, &p.file_stem);
+            let key = file.trim_end_matches(".svg");
+            match plot_errors.iter().find(|(k, _)| k == key) {
+                Some((_, err)) => writeln!(out, "- {} (not rendered: {err})", p.title)?,
+                None => writeln!(out, "- [{}]({file})\n\n  ![{}]({file})", p.title, p.title)?,
+            }
+        }
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+/// The compare-kernels table: per metric a summary row, then Stddev and CoeffVar rows.
+fn comparison_table(out: &mut String, comparisons: &[MetricComparison]) -> std::fmt::Result {
+    let Some(first) = comparisons.first() else {
+        writeln!(out, "(no metrics)\n")?;
+        return Ok(());
+    };
+    let mut head = vec![String::new()];
+    for (i, c) in first.cells.iter().enumerate() {
+        head.push(if i == 0 {
+            format!("{} (baseline)", c.variant)
+        } else {
+            c.variant.clone()
+        });
+    }
+    header(out, &head, true);
+    for m in comparisons {
+        let name = format!("{} ({})", m.metric.name, m.metric.unit);
+        let mut summary = vec![format!("{} {name}", m.summary_kind.label())];
+        let mut sd = vec![format!("Stddev {name}")];
+        let mut cv = vec![format!("CoeffVar {name}")];
+        for (i, c) in m.cells.iter().enumerate() {
+            let mark = if c.significant { " *" } else { "" };
+            summary.push(if i == 0 {
+                format!("{} ({:.2}%)", fmt_value(c.summary), 0.0)
+            } else {
+                format!("{} {}{mark}", fmt_value(c.summary), fmt_pct(c.pct_change))
+            });
+            sd.push(fmt_value(c.stddev));
+            cv.push(match c.coeffvar {
+                Some(v) => format!("{v:.2}%"),
+                None => "n/a".to_owned(),
+            });
+        }
+        row(out, &summary);
+        row(out, &sd);
+        row(out, &cv);
+    }
+    writeln!(out)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiments::{ExperimentResult, MetricDef, MetricKind, Sample, Table};
+    use crate::machine::Machine;
+
+    fn report(oversubscribed: bool) -> LabReport {
+        let samples = [("off", 10.0), ("off", 10.1), ("on", 5.0), ("on", 5.1)]
+            .iter()
+            .map(|&(v, x)| Sample {
+                variant: v.into(),
+                metric: "hold".into(),
+                value: x,
+            })
+            .collect();
+        let result = ExperimentResult {
+            name: "exp".into(),
+            seed: "000_abc".into(),
+            change: "the change".into(),
+            baseline: "off".into(),
+            variants: vec!["off".into(), "on".into()],
+            metrics: vec![MetricDef {
+                name: "hold".into(),
+                unit: "ns".into(),
+                kind: MetricKind::Latency,
+            }],
+            samples,
+            tables: vec![Table {
+                title: "extra | table".into(),
+                header: vec!["a".into(), "b".into()],
+                rows: vec![vec!["1".into()], vec!["2".into(), "3".into(), "4".into()]],
+            }],
+            plots: vec![],
+            expected_shape: "on is faster".into(),
+            config: serde_json::json!({ "zone_pages": 1024 }),
+            oversubscribed,
+        };
+        LabReport {
+            tool: "t".into(),
+            command: "zonealloc lab".into(),
+            machine: Machine {
+                cpu_model: "cpu".into(),
+                logical_cores: 2,
+                kernel: "6.0".into(),
+                os_arch: "linux x86_64".into(),
+            },
+            opts: crate::experiments::LabOpts {
+                quick: true,
+                seed: 1,
+                threads: None,
+                iterations: None,
+                zone_pages: None,
+            },
+            significance_test: SIGNIFICANCE_TEST.into(),
+            experiments: vec![ExperimentReport::new(result, 0.5)],
+            failures: vec![],
+        }
+    }
+
+    #[test]
+    fn compare_table_has_summary_spread_and_marker_rows() {
+        let md = render(&report(false), &[]);
+        assert!(md.contains("|  | off (baseline) | on |"), "{md}");
+        assert!(
+            md.contains("| Amean hold (ns) | 10.05 (0.00%) | 5.05 (+49.75%) * |"),
+            "{md}"
+        );
+        assert!(md.contains("| Stddev hold (ns) |"));
+        assert!(md.contains("| CoeffVar hold (ns) |"));
+        assert!(md.contains("\"zone_pages\": 1024"));
+        assert!(md.contains("on is faster"));
+        assert!(!md.contains("oversubscribed"));
+    }
+
+    #[test]
+    fn ragged_tables_are_padded_and_pipes_escaped() {
+        let md = render(&report(false), &[]);
+        assert!(md.contains("### extra | table"));
+        assert!(md.contains("| 1 |  |  |"), "{md}");
+        assert!(md.contains("| 2 | 3 | 4 |"));
+    }
+
+    #[test]
+    fn oversubscription_is_flagged() {
+        let md = render(&report(true), &[]);
+        assert!(md.contains("oversubscribed: more threads than cores"));
+    }
+
+    #[test]
+    fn summary_table_lists_each_variant_change() {
+        let s = super::super::summary_table(&report(false));
+        assert!(s.contains("exp"));
+        assert!(s.contains("(+49.75%) *"), "{s}");
+    }
+}

@@ -1,0 +1,172 @@
+//! The lab's report folder: `report.md` (compare-kernels style tables, the experiment's own
+//! tables, expected shape, configuration, plot links), `results.json` (every raw sample, the
+//! options, the machine and the comparisons) and one SVG per plot.
+//!
+//! The pieces: [`stats`] (means, spread, Welch's t-test), [`compare`] (per metric and variant
+//! summaries against the baseline), [`markdown`] (the text), [`plot`] (plotters SVG).
+
+pub mod compare;
+pub mod markdown;
+pub mod plot;
+pub mod stats;
+
+use std::fs;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::experiments::{ExperimentResult, LabOpts};
+use crate::machine::Machine;
+use compare::MetricComparison;
+
+/// One experiment's result with its comparisons, as `results.json` stores it.
+#[derive(Clone, Debug, Serialize)]
+pub struct ExperimentReport {
+    /// What the experiment returned (raw samples, tables, plots, config).
+    #[serde(flatten)]
+    pub result: ExperimentResult,
+    /// The compare-kernels comparisons computed from the samples.
+    pub comparisons: Vec<MetricComparison>,
+    /// Wall-clock time the experiment took, seconds.
+    pub wall_s: f64,
+}
+
+impl ExperimentReport {
+    /// Computes the comparisons of `result`, which took `wall_s` seconds to produce.
+    pub fn new(result: ExperimentResult, wall_s: f64) -> Self {
+        let comparisons = compare::compare(&result);
+        Self {
+            result,
+            comparisons,
+            wall_s,
+        }
+    }
+}
+
+/// An experiment that failed, with its error.
+#[derive(Clone, Debug, Serialize)]
+pub struct Failure {
+    /// The experiment's name.
+    pub experiment: String,
+    /// The error it returned.
+    pub error: String,
+}
+
+/// A whole lab run: the `results.json` document (and the `--json` output).
+#[derive(Clone, Debug, Serialize)]
+pub struct LabReport {
+    /// The tool and its version, e.g. `zonealloc-lab 0.1.0`.
+    pub tool: String,
+    /// The command line that produced it.
+    pub command: String,
+    /// The machine it ran on.
+    pub machine: Machine,
+    /// The options every experiment received.
+    pub opts: LabOpts,
+    /// The significance test used in the comparisons.
+    pub significance_test: String,
+    /// Results, in run order.
+    pub experiments: Vec<ExperimentReport>,
+    /// Experiments that returned an error.
+    pub failures: Vec<Failure>,
+}
+
+/// Writes `report.md`, `results.json` and the SVG plots into `dir` (created if missing).
+/// Plot failures are reported in `report.md` and returned as warnings, not errors.
+pub fn write(dir: &Path, report: &LabReport) -> Result<Vec<String>, String> {
+    fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    let mut warnings = Vec::new();
+    let mut plot_errors = Vec::new();
+    for e in &report.experiments {
+        for p in &e.result.plots {
+            let file = dir.join(plot_file_name(&e.result.name, &p.file_stem));
+            if let Err(err) = plot::render(p, &file) {
+                plot_errors.push((file_stem_key(&e.result.name, &p.file_stem), err.clone()));
+                warnings.push(err);
+            }
+        }
+    }
+    let md = markdown::render(report, &plot_errors);
+    write_file(&dir.join("report.md"), md.as_bytes())?;
+    let json = serde_json::to_string_pretty(report)
+        .map_err(|e| format!("serialising results.json: {e}"))?;
+    write_file(&dir.join("results.json"), json.as_bytes())?;
+    Ok(warnings)
+}
+
+/// The SVG file name of an experiment's plot: `<experiment>-<stem>.svg` (just `<stem>.svg`
+/// when the stem already starts with the experiment's name), with characters unsafe in file
+/// names replaced by `_`.
+pub fn plot_file_name(experiment: &str, stem: &str) -> String {
+    format!("{}.svg", file_stem_key(experiment, stem))
+}
+
+fn file_stem_key(experiment: &str, stem: &str) -> String {
+    let key = if stem.starts_with(experiment) {
+        stem.to_owned()
+    } else {
+        format!("{experiment}-{stem}")
+    };
+    key.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    fs::write(path, bytes).map_err(|e| format!("writing {}: {e}", path.display()))
+}
+
+/// The short closing summary for stdout: one row per metric and non-baseline variant.
+pub fn summary_table(report: &LabReport) -> String {
+    let mut rows = vec![[
+        "experiment".to_owned(),
+        "metric".to_owned(),
+        "baseline".to_owned(),
+        "variant".to_owned(),
+        "change".to_owned(),
+    ]];
+    for e in &report.experiments {
+        for m in &e.comparisons {
+            let Some((base, rest)) = m.cells.split_first() else {
+                continue;
+            };
+            for c in rest {
+                rows.push([
+                    e.result.name.clone(),
+                    format!("{} ({})", m.metric.name, m.metric.unit),
+                    format!("{} {}", base.variant, compare::fmt_value(base.summary)),
+                    format!("{} {}", c.variant, compare::fmt_value(c.summary)),
+                    format!(
+                        "{}{}",
+                        compare::fmt_pct(c.pct_change),
+                        if c.significant { " *" } else { "" }
+                    ),
+                ]);
+            }
+        }
+    }
+    if rows.len() == 1 {
+        return "no results\n".to_owned();
+    }
+    let widths: Vec<usize> = (0..5)
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for r in &rows {
+        let line: Vec<String> = r
+            .iter()
+            .zip(&widths)
+            .map(|(cell, &w)| format!("{cell:<w$}"))
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    out.push_str("change: positive = improvement; * = significant (Welch's t-test, 95%)\n");
+    out
+}
