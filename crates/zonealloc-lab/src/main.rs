@@ -77,6 +77,10 @@ struct LabArgs {
     /// Zone size in pages (default: each experiment's own).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=(1u64 << 40)))]
     zone_pages: Option<u64>,
+    /// Run only these variants (comma-separated names as the report prints them); the
+    /// baseline always runs too, since every comparison is against it.
+    #[arg(long, value_delimiter = ',')]
+    variants: Option<Vec<String>>,
 }
 
 #[derive(Debug, Args)]
@@ -172,6 +176,7 @@ fn lab_opts(args: &LabArgs) -> Result<LabOpts, String> {
         threads: to_usize(args.threads, "threads")?,
         iterations: to_usize(args.iterations, "iterations")?,
         zone_pages: args.zone_pages,
+        variants: args.variants.clone(),
     })
 }
 

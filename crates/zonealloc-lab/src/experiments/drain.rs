@@ -261,6 +261,7 @@ impl Experiment for DrainExp {
     fn run(&self, opts: &LabOpts, progress: Progress<'_>) -> Result<ExperimentResult, LabError> {
         let workers = opts.threads_or(2, 1024, "drain")?;
         let iterations = opts.iterations_or(2, 3, "drain")?;
+        let variants = opts.pick(&VARIANTS, |v| v.0, "drain")?;
         let pages = opts.zone_pages.unwrap_or(1 << 16);
         if pages < (workers as u64) * 4096 {
             return Err(LabError(format!(
@@ -302,14 +303,14 @@ impl Experiment for DrainExp {
             },
             lat(M_STALL),
         ];
-        let total = (iterations * VARIANTS.len()) as u64;
+        let total = (iterations * variants.len()) as u64;
         let mut done = 0;
         progress(0, total);
         let mut samples = Vec::new();
-        let mut all: Vec<Vec<u64>> = vec![Vec::new(); VARIANTS.len()];
+        let mut all: Vec<Vec<u64>> = vec![Vec::new(); variants.len()];
         for it in 0..iterations {
             let seed = opts.seed ^ (it as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-            for (vi, (name, mode)) in VARIANTS.iter().enumerate() {
+            for (vi, (name, mode)) in variants.iter().enumerate() {
                 let out = run_once(plan, *mode, seed)?;
                 let d = &out.drains_ns;
                 let avg = if d.is_empty() {
@@ -342,7 +343,7 @@ impl Experiment for DrainExp {
             x_label: "latency (µs)".into(),
             y_label: "fraction of drains".into(),
             kind: PlotKind::Cdf,
-            series: VARIANTS
+            series: variants
                 .iter()
                 .zip(&all)
                 .map(|((name, _), d)| Series {
@@ -355,8 +356,8 @@ impl Experiment for DrainExp {
             name: self.name().into(),
             seed: "004_d6fe163515c3f354".into(),
             change: "mm/page_alloc: remotely drain per-cpu lists".into(),
-            baseline: VARIANTS[0].0.into(),
-            variants: VARIANTS.iter().map(|v| v.0.to_string()).collect(),
+            baseline: variants[0].0.into(),
+            variants: variants.iter().map(|v| v.0.to_string()).collect(),
             metrics,
             samples,
             tables: Vec::new(),

@@ -330,7 +330,7 @@ impl Experiment for FreeHighExp {
         let det_msgs: u64 = if opts.quick { 3_000 } else { 200_000 };
         let thr_msgs: u64 = if opts.quick { 3_000 } else { 2_000_000 };
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let variants = variant_list();
+        let variants = opts.pick(&variant_list(), |v| v.0, "free-high")?;
         let metrics = vec![
             MetricDef {
                 name: M_RATE.into(),

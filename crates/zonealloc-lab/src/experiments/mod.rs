@@ -31,6 +31,8 @@ pub struct LabOpts {
     pub iterations: Option<usize>,
     /// Zone size in pages (None: the experiment's default).
     pub zone_pages: Option<u64>,
+    /// Variants to run besides the baseline (None: all).
+    pub variants: Option<Vec<String>>,
 }
 
 impl LabOpts {
@@ -65,7 +67,37 @@ impl LabOpts {
             threads: None,
             iterations: None,
             zone_pages: None,
+            variants: None,
         }
+    }
+
+    /// The variants to run, in their order: all of `all`, or the baseline (the first) plus
+    /// those named by `--variants`. An unknown name is an error that lists the valid ones.
+    pub fn pick<T: Clone>(
+        &self,
+        all: &[T],
+        name: impl Fn(&T) -> &str,
+        exp: &str,
+    ) -> Result<Vec<T>, LabError> {
+        let Some(wanted) = &self.variants else {
+            return Ok(all.to_vec());
+        };
+        if let Some(bad) = wanted
+            .iter()
+            .find(|w| !all.iter().any(|v| name(v) == w.as_str()))
+        {
+            let valid: Vec<&str> = all.iter().map(&name).collect();
+            return Err(LabError(format!(
+                "{exp}: no variant '{bad}'; its variants are: {}",
+                valid.join(", ")
+            )));
+        }
+        Ok(all
+            .iter()
+            .enumerate()
+            .filter(|(i, v)| *i == 0 || wanted.iter().any(|w| w == name(v)))
+            .map(|(_, v)| v.clone())
+            .collect())
     }
 }
 
@@ -233,4 +265,42 @@ pub trait Experiment: Sync {
     fn about(&self) -> &'static str;
     /// Runs it.
     fn run(&self, opts: &LabOpts, progress: Progress<'_>) -> Result<ExperimentResult, LabError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: [&str; 3] = ["off", "on", "original"];
+
+    #[test]
+    fn pick_keeps_every_variant_by_default_and_the_baseline_always() {
+        let mut o = LabOpts::quick_test(1);
+        assert_eq!(o.pick(&ALL, |v| v, "x").unwrap(), ALL);
+        o.variants = Some(vec!["original".into()]);
+        assert_eq!(o.pick(&ALL, |v| v, "x").unwrap(), ["off", "original"]);
+        o.variants = Some(vec!["off".into()]);
+        assert_eq!(o.pick(&ALL, |v| v, "x").unwrap(), ["off"]);
+    }
+
+    #[test]
+    fn pick_rejects_an_unknown_variant_and_names_the_valid_ones() {
+        let mut o = LabOpts::quick_test(1);
+        o.variants = Some(vec!["on".into(), "nope".into()]);
+        let e = o.pick(&ALL, |v| v, "exp").unwrap_err();
+        assert_eq!(
+            e.0,
+            "exp: no variant 'nope'; its variants are: off, on, original"
+        );
+    }
+
+    #[test]
+    fn zero_iterations_and_threads_out_of_range_are_errors() {
+        let mut o = LabOpts::quick_test(1);
+        o.iterations = Some(0);
+        assert!(o.iterations_or(1, 2, "x").is_err());
+        o.threads = Some(5);
+        assert!(o.threads_or(1, 4, "x").is_err());
+        assert_eq!(o.threads_or(1, 8, "x").unwrap(), 5);
+    }
 }

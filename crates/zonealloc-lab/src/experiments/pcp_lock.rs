@@ -132,6 +132,7 @@ impl Experiment for PcpLockExp {
     fn run(&self, opts: &LabOpts, progress: Progress<'_>) -> Result<ExperimentResult, LabError> {
         let kmax = opts.threads_or(2, 1024, "pcp-lock")?;
         let iterations = opts.iterations_or(2, 5, "pcp-lock")?;
+        let variants = opts.pick(&VARIANTS, |v| v.0, "pcp-lock")?;
         let pages = opts
             .zone_pages
             .unwrap_or(if opts.quick { 1 << 14 } else { 1 << 21 });
@@ -153,14 +154,14 @@ impl Experiment for PcpLockExp {
                 kind: MetricKind::Rate,
             })
             .collect();
-        let total = (iterations * ks.len() * VARIANTS.len()) as u64;
+        let total = (iterations * ks.len() * variants.len()) as u64;
         let mut done = 0;
         progress(0, total);
         let mut samples = Vec::new();
         // Interleave the variants within each iteration so that drift hits both alike.
         for _ in 0..iterations {
             for &k in &ks {
-                for (name, locking, drain) in VARIANTS {
+                for &(name, locking, drain) in &variants {
                     let per_worker = region / k as u64;
                     let rate = run_once(pages, kmax, k, per_worker, locking, drain)?;
                     samples.push(Sample {
@@ -177,8 +178,8 @@ impl Experiment for PcpLockExp {
             name: self.name().into(),
             seed: "002_4dc90ff5f67f3df5".into(),
             change: "mm/page_alloc: protect PCP lists with a spinlock".into(),
-            baseline: VARIANTS[0].0.into(),
-            variants: VARIANTS.iter().map(|v| v.0.to_string()).collect(),
+            baseline: variants[0].0.into(),
+            variants: variants.iter().map(|v| v.0.to_string()).collect(),
             metrics,
             samples,
             tables: Vec::new(),

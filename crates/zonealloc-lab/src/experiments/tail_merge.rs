@@ -42,6 +42,10 @@ const M_SUCCESS: &str = "order-9 success under load";
 const M_REST: &str = "order-9 successes at rest";
 const M_LATENCY: &str = "order-9 attempt latency";
 const M_UNUSABLE: &str = "unusable index order-9";
+/// Orders 0..=10 (the zone's `MAX_PAGE_ORDER` is the default 10).
+const ORDERS: usize = 11;
+/// Orders drawn in the per-order plots (order 0 is always 0; every order is in the table).
+const PLOTTED_ORDERS: [usize; 6] = [1, 3, 5, 7, 9, 10];
 
 /// Sizes of one run.
 #[derive(Clone, Copy, Debug)]
@@ -66,7 +70,8 @@ struct RunOut {
     /// Attempts actually made (and timed).
     timed: u64,
     rest_successes: u64,
-    unusable: Vec<f64>,
+    /// Per tick, the unusable free space index (%) of every order 0..=MAX_ORDER.
+    unusable: Vec<[f64; ORDERS]>,
     tail_placements: u64,
     merges: u64,
     churn_allocs: u64,
@@ -223,8 +228,10 @@ fn run_once(
             zone.free_on(CpuId(0), pfn, probe_order)
                 .map_err(|e| lab_err("free probe", e))?;
         }
-        out.unusable
-            .push(unusable_free_index(&zone.snapshot(0), PROBE_ORDER) as f64 / 10.0);
+        let snap = zone.snapshot(0);
+        out.unusable.push(core::array::from_fn(|o| {
+            unusable_free_index(&snap, o as u8) as f64 / 10.0
+        }));
         on_tick();
     }
 
@@ -308,28 +315,35 @@ impl Experiment for TailMerge {
     fn run(&self, opts: &LabOpts, progress: Progress<'_>) -> Result<ExperimentResult, LabError> {
         let p = params(opts)?;
         let iterations = opts.iterations_or(2, 5, "tail-merge")?;
-        let total = VARIANTS.len() as u64 * iterations as u64 * p.ticks;
+        let variants = opts.pick(&VARIANTS, |v| v.0, "tail-merge")?;
+        let total = variants.len() as u64 * iterations as u64 * p.ticks;
         let mut done = 0u64;
         progress(0, total);
 
         let mut samples = Vec::new();
         let mut series = Vec::new();
         let mut rows = Vec::new();
-        let mut curves = vec![vec![0.0; p.ticks as usize]; VARIANTS.len()];
+        // curves[variant][tick][order]: mean over iterations.
+        let mut curves = vec![vec![[0.0f64; ORDERS]; p.ticks as usize]; variants.len()];
         // Per variant: churn allocations, churn failures, merges, tail placements.
-        let mut totals = [[0u64; 4]; VARIANTS.len()];
+        let mut totals = vec![[0u64; 4]; variants.len()];
         // Iterations outermost, so drifts of the machine (frequency, caches) spread over both
         // variants; each iteration runs both on the same seed.
         for i in 0..iterations {
             let seed = opts.seed.wrapping_add(i as u64);
-            for (k, (variant, on)) in VARIANTS.into_iter().enumerate() {
+            for (k, (variant, on)) in variants.iter().copied().enumerate() {
                 let r = run_once(p, on, seed, &mut || {
                     done += 1;
                     progress(done, total);
                 })?;
                 let success = 100.0 * r.successes as f64 / r.attempts.max(1) as f64;
                 let latency = r.latency_ns_sum as f64 / r.timed.max(1) as f64;
-                let unusable = r.unusable.iter().sum::<f64>() / r.unusable.len().max(1) as f64;
+                let unusable = r
+                    .unusable
+                    .iter()
+                    .map(|u| u[PROBE_ORDER as usize])
+                    .sum::<f64>()
+                    / r.unusable.len().max(1) as f64;
                 for (metric, value) in [
                     (M_SUCCESS, success),
                     (M_REST, r.rest_successes as f64),
@@ -343,7 +357,9 @@ impl Experiment for TailMerge {
                     });
                 }
                 for (c, u) in curves[k].iter_mut().zip(&r.unusable) {
-                    *c += u / iterations as f64;
+                    for (co, uo) in c.iter_mut().zip(u) {
+                        *co += uo / iterations as f64;
+                    }
                 }
                 let t = &mut totals[k];
                 t[0] += r.churn_allocs;
@@ -352,15 +368,41 @@ impl Experiment for TailMerge {
                 t[3] += r.tail_placements;
             }
         }
-        for (k, (variant, _)) in VARIANTS.into_iter().enumerate() {
-            series.push(Series {
-                name: variant.to_string(),
-                points: curves[k]
+        let mut order_plots = Vec::new();
+        let mut order_rows = Vec::new();
+        for (k, (variant, _)) in variants.iter().copied().enumerate() {
+            let curve = |o: usize| -> Vec<(f64, f64)> {
+                curves[k]
                     .iter()
                     .enumerate()
-                    .map(|(t, &u)| (t as f64, u))
+                    .map(|(t, u)| (t as f64, u[o]))
+                    .collect()
+            };
+            series.push(Series {
+                name: variant.to_string(),
+                points: curve(PROBE_ORDER as usize),
+            });
+            order_plots.push(Plot {
+                file_stem: format!("tail-merge-orders-{}", variant.replace(['=', ' '], "-")),
+                title: format!("Unusable free space index per order, {variant}"),
+                x_label: "tick".to_string(),
+                y_label: "unusable index (%)".to_string(),
+                kind: PlotKind::Lines,
+                series: PLOTTED_ORDERS
+                    .iter()
+                    .map(|&o| Series {
+                        name: format!("order {o}"),
+                        points: curve(o),
+                    })
                     .collect(),
             });
+            let ticks = curves[k].len().max(1) as f64;
+            let mut orow = vec![variant.to_string()];
+            orow.extend(
+                (0..ORDERS)
+                    .map(|o| format!("{:.2}", curves[k].iter().map(|u| u[o]).sum::<f64>() / ticks)),
+            );
+            order_rows.push(orow);
             let mut row = vec![variant.to_string()];
             row.extend(totals[k].iter().map(|n| n.to_string()));
             rows.push(row);
@@ -370,8 +412,8 @@ impl Experiment for TailMerge {
             name: self.name().to_string(),
             seed: SEED_NAME.to_string(),
             change: "page allocator: add buddies that are about to merge to the tail of the free lists (buddy_merge_likely)".to_string(),
-            baseline: VARIANTS[0].0.to_string(),
-            variants: VARIANTS.iter().map(|(v, _)| v.to_string()).collect(),
+            baseline: variants[0].0.to_string(),
+            variants: variants.iter().map(|(v, _)| v.to_string()).collect(),
             metrics: vec![
                 MetricDef {
                     name: M_SUCCESS.to_string(),
@@ -410,8 +452,14 @@ impl Experiment for TailMerge {
                     .map(|s| s.to_string())
                     .collect(),
                 rows,
+            }, Table {
+                title: "Mean unusable free space index (%) per order over the run".to_string(),
+                header: std::iter::once("variant".to_string())
+                    .chain((0..ORDERS).map(|o| format!("order {o}")))
+                    .collect(),
+                rows: order_rows,
             }],
-            plots: vec![Plot {
+            plots: std::iter::once(Plot {
                 file_stem: "tail-merge-unusable".to_string(),
                 title: format!(
                     "Unusable free space index, order 9 (mean of {iterations} runs)"
@@ -420,7 +468,9 @@ impl Experiment for TailMerge {
                 y_label: "unusable index (%)".to_string(),
                 kind: PlotKind::Lines,
                 series,
-            }],
+            })
+            .chain(order_plots)
+            .collect(),
             expected_shape: "Tail placement keeps likely-merging buddies free longer, so the unusable free space index for order 9 is lower and more order-9 allocations succeed, under load and at rest (the seed's high-order stress test); the differences may be small.".to_string(),
             config: json!({
                 "zone_pages": p.zone_pages,
@@ -466,9 +516,18 @@ mod tests {
             }
         }
         assert!(r.samples.iter().all(|s| s.value.is_finite()));
-        assert_eq!(r.plots.len(), 1);
+        // The order-9 curve of both variants, then one per-order plot per variant.
+        assert_eq!(r.plots.len(), 3);
         assert_eq!(r.plots[0].series.len(), 2);
-        assert!(r.plots[0].series.iter().all(|s| !s.points.is_empty()));
+        assert_eq!(r.plots[1].series.len(), PLOTTED_ORDERS.len());
+        assert!(r
+            .plots
+            .iter()
+            .all(|p| p.series.iter().all(|s| !s.points.is_empty())));
+        // The per-order means: a row per variant, a column per order.
+        let per_order = &r.tables[1];
+        assert_eq!(per_order.rows.len(), 2);
+        assert_eq!(per_order.header.len(), 1 + ORDERS);
         assert!(!r.oversubscribed);
     }
 
