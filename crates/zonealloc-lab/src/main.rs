@@ -15,6 +15,7 @@ mod experiments;
 mod inspect;
 mod machine;
 mod report;
+mod trace;
 
 use std::io::{IsTerminal, Write as _};
 use std::path::PathBuf;
@@ -47,6 +48,27 @@ enum Command {
     Zoneinfo(InspectArgs),
     /// Print /proc/pagetypeinfo after a workload.
     Pagetypeinfo(InspectArgs),
+    /// Read kernel kmem page-allocator traces (ftrace, perf script, trace-cmd report).
+    #[command(subcommand)]
+    Trace(TraceCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum TraceCommand {
+    /// Summarise what a trace says: events, orders, CPUs, reused frames, refills, drains.
+    Stats(TraceStatsArgs),
+}
+
+#[derive(Debug, Args)]
+struct TraceStatsArgs {
+    /// The trace file (plain text or gzip-compressed).
+    file: PathBuf,
+    /// Fail (exit 1) if any line is malformed.
+    #[arg(long)]
+    strict: bool,
+    /// Print the summary as JSON on stdout.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -108,6 +130,43 @@ fn main() -> ExitCode {
         Command::Buddyinfo(a) => inspect_cmd(inspect::View::Buddyinfo, &a),
         Command::Zoneinfo(a) => inspect_cmd(inspect::View::Zoneinfo, &a),
         Command::Pagetypeinfo(a) => inspect_cmd(inspect::View::Pagetypeinfo, &a),
+        Command::Trace(TraceCommand::Stats(a)) => trace_stats(&a),
+    }
+}
+
+fn trace_stats(args: &TraceStatsArgs) -> ExitCode {
+    let stats = match trace::parse::open(&args.file).and_then(trace::stats::TraceStats::read) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: reading {}: {e}", args.file.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    let p = &stats.parser;
+    if args.strict && p.malformed > 0 {
+        let lines: Vec<String> = p
+            .first_malformed
+            .iter()
+            .map(|m| format!("line {}: {}", m.line, m.reason))
+            .collect();
+        eprintln!(
+            "error: {}: {} malformed line(s) ({})",
+            args.file.display(),
+            p.malformed,
+            lines.join("; ")
+        );
+        return ExitCode::FAILURE;
+    }
+    if args.json {
+        match serde_json::to_string_pretty(&stats.to_json()) {
+            Ok(s) => emit(&format!("{s}\n")),
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        }
+    } else {
+        emit(&stats.render())
     }
 }
 

@@ -1,0 +1,791 @@
+//! A streaming parser for the kernel's `kmem` page-allocator tracepoints as text.
+//!
+//! The events and their `TP_printk` formats (`include/trace/events/kmem.h`):
+//!
+//! ```text
+//! mm_page_free               "page=%p pfn=0x%lx order=%d"
+//! mm_page_free_batched       "page=%p pfn=0x%lx order=0"
+//! mm_page_alloc              "page=%p pfn=0x%lx order=%d migratetype=%d gfp_flags=%s"
+//! mm_page_alloc_zone_locked  "page=%p pfn=0x%lx order=%u migratetype=%d percpu_refill=%d"
+//! mm_page_pcpu_drain         "page=%p pfn=0x%lx order=%d migratetype=%d"
+//! mm_page_alloc_extfrag      "page=%p pfn=0x%lx alloc_order=%d fallback_order=%d
+//!                             pageblock_order=%d alloc_migratetype=%d
+//!                             fallback_migratetype=%d fragmenting=%d change_ownership=%d"
+//! ```
+//!
+//! The line prefixes the tools put in front of them:
+//!
+//! ```text
+//! ftrace (trace, trace_pipe):  comm-pid [cpu] flags ts: mm_page_alloc: k=v ...
+//!                              comm-pid [cpu] ts: mm_page_alloc: k=v ...   (no irqs-off column)
+//! perf script:                 comm pid [cpu] ts: kmem:mm_page_alloc: k=v ...
+//! trace-cmd report:            comm-pid [cpu] ts: mm_page_alloc:    k=v ...
+//! ```
+//!
+//! The scanner works on bytes, allocates nothing per line and never panics: the CPU is the
+//! first `[digits]` token, the timestamp the first `digits.digits:` token after it, the event
+//! name the next token ending in `:` (a `kmem:` prefix is dropped), and the tail is split into
+//! `key=value` tokens (tokens without `=`, such as libtraceevent's `[FAILED TO PARSE]`, are
+//! ignored). `pfn` is hex with `0x` or decimal without (kernels before 5.14 and raw fallbacks);
+//! `page` is opaque (hashed, raw, `(____ptrval____)`, `NULL`, `(null)`, `(nil)` or missing).
+//! Lines of other events are counted and skipped; `#` lines are comments.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader};
+use std::path::Path;
+
+/// How many malformed line numbers a [`Parser`] keeps.
+pub const MALFORMED_KEPT: usize = 5;
+
+/// What the `page=` field said. The frame is always keyed on the pfn; this only tells a NULL
+/// page (a failed allocation) from a present one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PagePtr {
+    /// A pointer of any shape: raw hex, `0x…`, hashed or `(____ptrval____)`.
+    Present,
+    /// `NULL`, `(null)`, `(nil)`, `0x0` or all zeros.
+    Null,
+    /// No `page=` field at all.
+    Missing,
+}
+
+/// One parsed `kmem` event with the prefix fields of its line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event<'a> {
+    /// CPU from the `[NNN]` column, if the line has one.
+    pub cpu: Option<u32>,
+    /// Timestamp in nanoseconds (the printed `seconds.fraction` scaled), if present.
+    pub ts_ns: Option<u64>,
+    /// The `page=` pointer shape.
+    pub page: PagePtr,
+    /// The event and its fields.
+    pub kind: EventKind<'a>,
+}
+
+/// The six page-allocator events and their fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventKind<'a> {
+    /// `mm_page_alloc`: a page handed out (or a failure: pfn 0, NULL page).
+    Alloc {
+        /// Page frame number.
+        pfn: u64,
+        /// Allocation order.
+        order: u8,
+        /// Requested migratetype.
+        migratetype: u8,
+        /// `gfp_flags` as printed (symbolic like `GFP_KERNEL|__GFP_ZERO`, or hex).
+        gfp_flags: &'a str,
+    },
+    /// `mm_page_free`: a free reaching the page allocator.
+    Free {
+        /// Page frame number.
+        pfn: u64,
+        /// Order of the freed block.
+        order: u8,
+    },
+    /// `mm_page_free_batched`: a folio freed by `free_unref_folios` (also logged as
+    /// `mm_page_free` before).
+    FreeBatched {
+        /// Page frame number.
+        pfn: u64,
+    },
+    /// `mm_page_alloc_zone_locked`: a block taken from the buddy under `zone->lock`.
+    ZoneLocked {
+        /// Page frame number.
+        pfn: u64,
+        /// Block order.
+        order: u8,
+        /// Migratetype.
+        migratetype: u8,
+        /// `percpu_refill=1`: the order is PCP-eligible (a refill, typically).
+        percpu_refill: bool,
+    },
+    /// `mm_page_pcpu_drain`: a block moved from a PCP list back to the buddy.
+    PcpuDrain {
+        /// Page frame number.
+        pfn: u64,
+        /// Block order.
+        order: u8,
+        /// Pageblock migratetype at drain time.
+        migratetype: u8,
+    },
+    /// `mm_page_alloc_extfrag`: a fallback to another migratetype's free list.
+    Extfrag {
+        /// Page frame number.
+        pfn: u64,
+        /// Requested order.
+        alloc_order: u8,
+        /// Order of the block fallen back to.
+        fallback_order: u8,
+        /// Requested migratetype.
+        alloc_migratetype: u8,
+        /// Migratetype fallen back to.
+        fallback_migratetype: u8,
+        /// `fragmenting=1` (0 when absent).
+        fragmenting: bool,
+        /// `change_ownership=1` (0 when absent).
+        change_ownership: bool,
+    },
+}
+
+impl EventKind<'_> {
+    /// The tracepoint name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            EventKind::Alloc { .. } => "mm_page_alloc",
+            EventKind::Free { .. } => "mm_page_free",
+            EventKind::FreeBatched { .. } => "mm_page_free_batched",
+            EventKind::ZoneLocked { .. } => "mm_page_alloc_zone_locked",
+            EventKind::PcpuDrain { .. } => "mm_page_pcpu_drain",
+            EventKind::Extfrag { .. } => "mm_page_alloc_extfrag",
+        }
+    }
+
+    /// The event's page frame number.
+    pub fn pfn(&self) -> u64 {
+        match *self {
+            EventKind::Alloc { pfn, .. }
+            | EventKind::Free { pfn, .. }
+            | EventKind::FreeBatched { pfn }
+            | EventKind::ZoneLocked { pfn, .. }
+            | EventKind::PcpuDrain { pfn, .. }
+            | EventKind::Extfrag { pfn, .. } => pfn,
+        }
+    }
+}
+
+impl Event<'_> {
+    /// A failed allocation: `mm_page_alloc` with pfn 0 or a NULL page.
+    pub fn is_failed_alloc(&self) -> bool {
+        matches!(self.kind, EventKind::Alloc { pfn, .. } if pfn == 0 || self.page == PagePtr::Null)
+    }
+}
+
+/// A malformed line: its 1-based number and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Malformed {
+    /// 1-based line number.
+    pub line: u64,
+    /// What was wrong.
+    pub reason: &'static str,
+}
+
+/// Line-by-line parser state: counts of what was not an event and the first malformed lines.
+#[derive(Debug, Default, Clone)]
+pub struct Parser {
+    /// Lines seen.
+    pub lines: u64,
+    /// `kmem` page events parsed.
+    pub events: u64,
+    /// `#` comment lines and blank lines.
+    pub comments: u64,
+    /// Lines of other events (skipped).
+    pub other: u64,
+    /// Malformed or truncated lines.
+    pub malformed: u64,
+    /// The first [`MALFORMED_KEPT`] malformed lines.
+    pub first_malformed: Vec<Malformed>,
+}
+
+impl Parser {
+    /// A fresh parser.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Parses one line (with or without its newline), counting it.
+    pub fn feed<'l>(&mut self, line: &'l [u8]) -> Option<Event<'l>> {
+        self.lines += 1;
+        match parse_line(line) {
+            Ok(ev) => {
+                self.events += 1;
+                Some(ev)
+            }
+            Err(LineKind::Comment) => {
+                self.comments += 1;
+                None
+            }
+            Err(LineKind::Other) => {
+                self.other += 1;
+                None
+            }
+            Err(LineKind::Malformed(reason)) => {
+                self.malformed += 1;
+                if self.first_malformed.len() < MALFORMED_KEPT {
+                    self.first_malformed.push(Malformed {
+                        line: self.lines,
+                        reason,
+                    });
+                }
+                None
+            }
+        }
+    }
+
+    /// Feeds every line of `reader` to the parser, calling `f` for each event.
+    pub fn read_all<R: BufRead, F: FnMut(&Event<'_>)>(
+        &mut self,
+        mut reader: R,
+        mut f: F,
+    ) -> io::Result<()> {
+        let mut buf = Vec::with_capacity(256);
+        loop {
+            buf.clear();
+            if reader.read_until(b'\n', &mut buf)? == 0 {
+                return Ok(());
+            }
+            if let Some(ev) = self.feed(&buf) {
+                f(&ev);
+            }
+        }
+    }
+}
+
+/// Why a line gave no event.
+enum LineKind {
+    Comment,
+    Other,
+    Malformed(&'static str),
+}
+
+/// Opens a trace file, decompressing gzip transparently (detected by its magic bytes).
+pub fn open(path: &Path) -> io::Result<Box<dyn BufRead>> {
+    let mut reader = BufReader::with_capacity(1 << 16, File::open(path)?);
+    let gzip = reader.fill_buf()?.starts_with(&[0x1f, 0x8b]);
+    Ok(if gzip {
+        Box::new(BufReader::with_capacity(
+            1 << 16,
+            flate2::bufread::MultiGzDecoder::new(reader),
+        ))
+    } else {
+        Box::new(reader) as Box<dyn BufRead>
+    })
+}
+
+fn trim_end(mut s: &[u8]) -> &[u8] {
+    while let [rest @ .., last] = s {
+        if last.is_ascii_whitespace() {
+            s = rest;
+        } else {
+            break;
+        }
+    }
+    s
+}
+
+/// Splits `s` into ASCII-whitespace-separated tokens.
+fn tokens(s: &[u8]) -> impl Iterator<Item = &[u8]> {
+    s.split(|b| b.is_ascii_whitespace())
+        .filter(|t| !t.is_empty())
+}
+
+fn parse_dec(s: &[u8]) -> Option<u64> {
+    if s.is_empty() || s.len() > 19 {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &b in s {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        v = v * 10 + u64::from(b - b'0');
+    }
+    Some(v)
+}
+
+fn parse_hex(s: &[u8]) -> Option<u64> {
+    if s.is_empty() || s.len() > 16 {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &b in s {
+        let d = match b {
+            b'0'..=b'9' => b - b'0',
+            b'a'..=b'f' => b - b'a' + 10,
+            b'A'..=b'F' => b - b'A' + 10,
+            _ => return None,
+        };
+        v = (v << 4) | u64::from(d);
+    }
+    Some(v)
+}
+
+/// `pfn`: hex with `0x`, decimal without.
+fn parse_pfn(s: &[u8]) -> Option<u64> {
+    match s.strip_prefix(b"0x").or_else(|| s.strip_prefix(b"0X")) {
+        Some(h) => parse_hex(h),
+        None => parse_dec(s),
+    }
+}
+
+fn parse_small(s: &[u8]) -> Option<u8> {
+    parse_dec(s).and_then(|v| u8::try_from(v).ok())
+}
+
+fn parse_flag(s: &[u8]) -> Option<bool> {
+    match s {
+        b"0" => Some(false),
+        b"1" => Some(true),
+        _ => None,
+    }
+}
+
+/// `[NNN]` -> NNN.
+fn cpu_token(t: &[u8]) -> Option<u32> {
+    let inner = t.strip_prefix(b"[")?.strip_suffix(b"]")?;
+    parse_dec(inner).and_then(|v| u32::try_from(v).ok())
+}
+
+/// `SSS.FFFFFF:` -> nanoseconds.
+fn ts_token(t: &[u8]) -> Option<u64> {
+    let t = t.strip_suffix(b":")?;
+    let dot = t.iter().position(|&b| b == b'.')?;
+    let secs = parse_dec(&t[..dot])?;
+    let frac = &t[dot + 1..];
+    if frac.len() > 9 {
+        return None;
+    }
+    let mut ns = parse_dec(frac)?;
+    for _ in frac.len()..9 {
+        ns *= 10;
+    }
+    secs.checked_mul(1_000_000_000)?.checked_add(ns)
+}
+
+#[derive(Clone, Copy)]
+enum Name {
+    Alloc,
+    Free,
+    FreeBatched,
+    ZoneLocked,
+    PcpuDrain,
+    Extfrag,
+}
+
+fn event_name(t: &[u8]) -> Option<Name> {
+    let t = t.strip_prefix(b"kmem:").unwrap_or(t);
+    Some(match t {
+        b"mm_page_alloc" => Name::Alloc,
+        b"mm_page_free" => Name::Free,
+        b"mm_page_free_batched" => Name::FreeBatched,
+        b"mm_page_alloc_zone_locked" => Name::ZoneLocked,
+        b"mm_page_pcpu_drain" => Name::PcpuDrain,
+        b"mm_page_alloc_extfrag" => Name::Extfrag,
+        _ => return None,
+    })
+}
+
+/// The `key=value` fields of an event's tail, each kept as raw bytes.
+#[derive(Default)]
+struct Fields<'a> {
+    page: Option<&'a [u8]>,
+    pfn: Option<&'a [u8]>,
+    order: Option<&'a [u8]>,
+    migratetype: Option<&'a [u8]>,
+    gfp_flags: Option<&'a [u8]>,
+    percpu_refill: Option<&'a [u8]>,
+    alloc_order: Option<&'a [u8]>,
+    fallback_order: Option<&'a [u8]>,
+    alloc_migratetype: Option<&'a [u8]>,
+    fallback_migratetype: Option<&'a [u8]>,
+    fragmenting: Option<&'a [u8]>,
+    change_ownership: Option<&'a [u8]>,
+}
+
+fn page_ptr(v: Option<&[u8]>) -> PagePtr {
+    match v {
+        None => PagePtr::Missing,
+        Some(b"NULL" | b"(null)" | b"(nil)" | b"0x0" | b"0") => PagePtr::Null,
+        Some(p) if p.iter().all(|&b| b == b'0') => PagePtr::Null,
+        Some(_) => PagePtr::Present,
+    }
+}
+
+/// Parses one line into an event, or says why it is none.
+fn parse_line(line: &[u8]) -> Result<Event<'_>, LineKind> {
+    let line = trim_end(line);
+    let start = line.iter().position(|b| !b.is_ascii_whitespace());
+    let Some(start) = start else {
+        return Err(LineKind::Comment);
+    };
+    if line[start] == b'#' {
+        return Err(LineKind::Comment);
+    }
+    let mut cpu = None;
+    let mut ts_ns = None;
+    let mut name_tok = None;
+    let mut rest_at = 0;
+    // Walk the prefix tokens by offset, so the tail can be sliced off the line afterwards.
+    let mut i = start;
+    while i < line.len() {
+        while i < line.len() && line[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        let s = i;
+        while i < line.len() && !line[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        let tok = &line[s..i];
+        if tok.is_empty() {
+            break;
+        }
+        if ts_ns.is_none() {
+            if cpu.is_none() {
+                if let Some(c) = cpu_token(tok) {
+                    cpu = Some(c);
+                    continue;
+                }
+            }
+            if let Some(t) = ts_token(tok) {
+                ts_ns = Some(t);
+            }
+            continue;
+        }
+        // After the timestamp: an optional perf period, then the event name.
+        if tok.iter().all(u8::is_ascii_digit) {
+            continue;
+        }
+        match tok.strip_suffix(b":") {
+            Some(n) => {
+                name_tok = Some(n);
+                rest_at = i;
+            }
+            None => return Err(LineKind::Malformed("no event name after the timestamp")),
+        }
+        break;
+    }
+    let Some(name_tok) = name_tok else {
+        return Err(if ts_ns.is_some() {
+            LineKind::Malformed("truncated after the timestamp")
+        } else {
+            LineKind::Malformed("no timestamp")
+        });
+    };
+    let Some(name) = event_name(name_tok) else {
+        return Err(LineKind::Other);
+    };
+    let tail = &line[rest_at..];
+    let mut f = Fields::default();
+    for tok in tokens(tail) {
+        let Some(eq) = tok.iter().position(|&b| b == b'=') else {
+            continue;
+        };
+        let (k, v) = (&tok[..eq], &tok[eq + 1..]);
+        let slot = match k {
+            b"page" => &mut f.page,
+            b"pfn" => &mut f.pfn,
+            b"order" => &mut f.order,
+            b"migratetype" => &mut f.migratetype,
+            b"gfp_flags" => &mut f.gfp_flags,
+            b"percpu_refill" => &mut f.percpu_refill,
+            b"alloc_order" => &mut f.alloc_order,
+            b"fallback_order" => &mut f.fallback_order,
+            b"alloc_migratetype" => &mut f.alloc_migratetype,
+            b"fallback_migratetype" => &mut f.fallback_migratetype,
+            b"fragmenting" => &mut f.fragmenting,
+            b"change_ownership" => &mut f.change_ownership,
+            _ => continue,
+        };
+        *slot = Some(v);
+    }
+    let bad = |what| LineKind::Malformed(what);
+    let pfn = f.pfn.and_then(parse_pfn).ok_or(bad("bad or missing pfn"))?;
+    let order = || {
+        f.order
+            .and_then(parse_small)
+            .ok_or(bad("bad or missing order"))
+    };
+    let mt = || {
+        f.migratetype
+            .and_then(parse_small)
+            .ok_or(bad("bad or missing migratetype"))
+    };
+    let kind = match name {
+        Name::Alloc => {
+            let gfp = f
+                .gfp_flags
+                .and_then(|g| std::str::from_utf8(g).ok())
+                .filter(|g| !g.is_empty())
+                .ok_or(bad("bad or missing gfp_flags"))?;
+            EventKind::Alloc {
+                pfn,
+                order: order()?,
+                migratetype: mt()?,
+                gfp_flags: gfp,
+            }
+        }
+        Name::Free => EventKind::Free {
+            pfn,
+            order: order()?,
+        },
+        Name::FreeBatched => EventKind::FreeBatched { pfn },
+        Name::ZoneLocked => EventKind::ZoneLocked {
+            pfn,
+            order: order()?,
+            migratetype: mt()?,
+            percpu_refill: f
+                .percpu_refill
+                .and_then(parse_flag)
+                .ok_or(bad("bad or missing percpu_refill"))?,
+        },
+        Name::PcpuDrain => EventKind::PcpuDrain {
+            pfn,
+            order: order()?,
+            migratetype: mt()?,
+        },
+        Name::Extfrag => {
+            let need = |v: Option<&[u8]>| v.and_then(parse_small).ok_or(bad("bad extfrag field"));
+            let opt_flag = |v: Option<&[u8]>| match v {
+                None => Ok(false),
+                Some(v) => parse_flag(v).ok_or(bad("bad extfrag flag")),
+            };
+            EventKind::Extfrag {
+                pfn,
+                alloc_order: need(f.alloc_order)?,
+                fallback_order: need(f.fallback_order)?,
+                alloc_migratetype: need(f.alloc_migratetype)?,
+                fallback_migratetype: need(f.fallback_migratetype)?,
+                fragmenting: opt_flag(f.fragmenting)?,
+                change_ownership: opt_flag(f.change_ownership)?,
+            }
+        }
+    };
+    Ok(Event {
+        cpu,
+        ts_ns,
+        page: page_ptr(f.page),
+        kind,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const SAMPLE: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/linux-6.1-ftrace-sample.txt"
+    );
+
+    fn one(line: &str) -> Event<'_> {
+        let mut p = Parser::new();
+        let ev = p.feed(line.as_bytes());
+        assert_eq!(p.malformed, 0, "{line}: {:?}", p.first_malformed);
+        ev.unwrap_or_else(|| panic!("no event in {line}"))
+    }
+
+    #[test]
+    fn ftrace_with_irqs_off_columns() {
+        let ev = one("            init-1       [003] .....     3.812917: mm_page_alloc: page=(____ptrval____) pfn=0x2e64 order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE|__GFP_COMP|__GFP_ZERO\n");
+        assert_eq!(ev.cpu, Some(3));
+        assert_eq!(ev.ts_ns, Some(3_812_917_000));
+        assert_eq!(ev.page, PagePtr::Present);
+        assert_eq!(
+            ev.kind,
+            EventKind::Alloc {
+                pfn: 0x2e64,
+                order: 0,
+                migratetype: 1,
+                gfp_flags: "GFP_HIGHUSER_MOVABLE|__GFP_COMP|__GFP_ZERO"
+            }
+        );
+    }
+
+    #[test]
+    fn ftrace_without_irqs_off_columns() {
+        let ev = one("          <idle>-0     [001]   120.000001: mm_page_free: page=ffffea0004a3c000 pfn=0x128f00 order=2");
+        assert_eq!(ev.cpu, Some(1));
+        assert_eq!(ev.ts_ns, Some(120_000_001_000));
+        assert_eq!(
+            ev.kind,
+            EventKind::Free {
+                pfn: 0x128f00,
+                order: 2
+            }
+        );
+    }
+
+    #[test]
+    fn perf_script_with_kmem_prefix() {
+        let ev = one("              dd  4242 [002]  5123.456789: kmem:mm_page_alloc_zone_locked: page=0xffffea0000b98000 pfn=0x2e600 order=0 migratetype=1 percpu_refill=1");
+        assert_eq!(ev.cpu, Some(2));
+        assert_eq!(
+            ev.kind,
+            EventKind::ZoneLocked {
+                pfn: 0x2e600,
+                order: 0,
+                migratetype: 1,
+                percpu_refill: true
+            }
+        );
+        // perf with a sample period column before the event name.
+        let ev = one("dd 4242 [002] 5123.456789:          1 kmem:mm_page_free_batched: page=0xffffea0000b98000 pfn=0x2e600 order=0");
+        assert_eq!(ev.kind, EventKind::FreeBatched { pfn: 0x2e600 });
+    }
+
+    #[test]
+    fn trace_cmd_report() {
+        let ev = one("     kworker/0:1-45    [000]   812.345678: mm_page_pcpu_drain:   page=0xffffea0000123400 pfn=0x48d0 order=3 migratetype=0");
+        assert_eq!(ev.cpu, Some(0));
+        assert_eq!(
+            ev.kind,
+            EventKind::PcpuDrain {
+                pfn: 0x48d0,
+                order: 3,
+                migratetype: 0
+            }
+        );
+    }
+
+    #[test]
+    fn decimal_pfn_and_hashed_page() {
+        let ev = one("           bash-812   [000] d..2  42.123456: mm_page_free: page=00000000c3a5f1e2 pfn=1212416 order=0");
+        assert_eq!(
+            ev.kind,
+            EventKind::Free {
+                pfn: 1_212_416,
+                order: 0
+            }
+        );
+        assert_eq!(ev.page, PagePtr::Present);
+    }
+
+    #[test]
+    fn null_page_failed_alloc_and_hex_gfp() {
+        let ev = one("  stress-ng-900 [005] ..... 77.000100: mm_page_alloc: page=NULL pfn=0x0 order=9 migratetype=1 gfp_flags=0x140cca");
+        assert!(ev.is_failed_alloc());
+        assert_eq!(ev.page, PagePtr::Null);
+        assert!(matches!(
+            ev.kind,
+            EventKind::Alloc {
+                order: 9,
+                gfp_flags: "0x140cca",
+                ..
+            }
+        ));
+        let ev = one("x-1 [000] 1.0: mm_page_alloc: page=(null) pfn=0x0 order=0 migratetype=0 gfp_flags=none");
+        assert!(ev.is_failed_alloc());
+    }
+
+    #[test]
+    fn missing_page_and_extfrag() {
+        let ev = one("kswapd0-60 [001] .... 9.5: mm_page_alloc_extfrag: pfn=0x3fe00 alloc_order=0 fallback_order=9 pageblock_order=9 alloc_migratetype=0 fallback_migratetype=1 fragmenting=0 change_ownership=1");
+        assert_eq!(ev.page, PagePtr::Missing);
+        assert_eq!(
+            ev.kind,
+            EventKind::Extfrag {
+                pfn: 0x3fe00,
+                alloc_order: 0,
+                fallback_order: 9,
+                alloc_migratetype: 0,
+                fallback_migratetype: 1,
+                fragmenting: false,
+                change_ownership: true
+            }
+        );
+    }
+
+    #[test]
+    fn comments_other_events_and_malformed_lines() {
+        let text =
+            "# tracer: nop\n\n  init-1 [003] ..... 3.8: tracing_mark_write: mm_page_alloc: pfn=1\n\
+                    init-1 [003] ..... 3.8: mm_page_alloc: page=(____ptrval____) pfn=0x2e64 ord\n\
+                    garbage\n\
+                    init-1 [003] ..... 3.8: mm_page_free: page=x pfn=0xzz order=0\n";
+        let mut p = Parser::new();
+        let mut n = 0;
+        p.read_all(text.as_bytes(), |_| n += 1).unwrap();
+        assert_eq!(
+            (n, p.lines, p.comments, p.other, p.malformed),
+            (0, 6, 2, 1, 3)
+        );
+        let lines: Vec<u64> = p.first_malformed.iter().map(|m| m.line).collect();
+        assert_eq!(lines, [4, 5, 6]);
+    }
+
+    /// Counted independently with
+    /// `grep -c ' mm_page_alloc: '` (1312), `' mm_page_free: '` (364),
+    /// `' mm_page_free_batched: '` (294), `' mm_page_alloc_zone_locked: '` (1015),
+    /// `' mm_page_pcpu_drain: '` (0), `' mm_page_alloc_extfrag: '` (0),
+    /// `' tracing_mark_write: '` (3) and `-c '^#'` (12): 3000 lines in all.
+    #[test]
+    fn real_ftrace_sample_counts() {
+        let mut p = Parser::new();
+        let mut counts = std::collections::BTreeMap::new();
+        p.read_all(open(Path::new(SAMPLE)).unwrap(), |ev| {
+            *counts.entry(ev.kind.name()).or_insert(0u64) += 1;
+        })
+        .unwrap();
+        assert_eq!(p.malformed, 0, "{:?}", p.first_malformed);
+        assert_eq!(
+            (p.lines, p.events, p.other, p.comments),
+            (3000, 2985, 3, 12)
+        );
+        let want: std::collections::BTreeMap<_, _> = [
+            ("mm_page_alloc", 1312),
+            ("mm_page_free", 364),
+            ("mm_page_free_batched", 294),
+            ("mm_page_alloc_zone_locked", 1015),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(counts, want);
+    }
+
+    #[test]
+    fn gzip_is_read_transparently() {
+        use std::io::Write as _;
+        let raw = std::fs::read(SAMPLE).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.gz");
+        let mut gz = flate2::write::GzEncoder::new(
+            std::fs::File::create(&path).unwrap(),
+            flate2::Compression::fast(),
+        );
+        gz.write_all(&raw).unwrap();
+        gz.finish().unwrap();
+        let mut p = Parser::new();
+        p.read_all(open(&path).unwrap(), |_| ()).unwrap();
+        assert_eq!((p.lines, p.events, p.malformed), (3000, 2985, 0));
+    }
+
+    /// Throughput: `cargo test --release -p zonealloc-lab -- --ignored parse_throughput --nocapture`.
+    #[test]
+    #[ignore = "a benchmark, not a test"]
+    fn parse_throughput() {
+        let raw = std::fs::read(SAMPLE).unwrap();
+        let rounds = 1000;
+        let started = std::time::Instant::now();
+        let mut events = 0u64;
+        let mut p = Parser::new();
+        for _ in 0..rounds {
+            p.read_all(&raw[..], |_| events += 1).unwrap();
+        }
+        let secs = started.elapsed().as_secs_f64();
+        println!(
+            "{} lines, {events} events in {secs:.3} s: {:.2} M lines/s",
+            p.lines,
+            p.lines as f64 / secs / 1e6
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let mut p = Parser::new();
+            p.read_all(&bytes[..], |_| ()).unwrap();
+            prop_assert_eq!(p.lines, p.events + p.comments + p.other + p.malformed);
+        }
+
+        #[test]
+        fn mangled_event_lines_never_panic(cut in 0usize..200, junk in "[ -~]{0,40}") {
+            let line = "  init-1 [003] ..... 3.812917: mm_page_alloc_extfrag: page=(null) pfn=0x2e64 alloc_order=0 fallback_order=9 pageblock_order=9 alloc_migratetype=0 fallback_migratetype=1 fragmenting=0 change_ownership=1";
+            let cut = cut.min(line.len());
+            let mangled = format!("{}{junk}", &line[..cut]);
+            let mut p = Parser::new();
+            let _ = p.feed(mangled.as_bytes());
+            prop_assert_eq!(p.lines, 1);
+        }
+    }
+}

@@ -1,0 +1,364 @@
+//! `zonealloc trace stats`: what a trace itself says, before any replay.
+//!
+//! Event counts per type, allocation orders and migratetypes, events per CPU, the most reused
+//! frames (successful `mm_page_alloc` per pfn), frees on a CPU other than the allocating one,
+//! PCP refills (`mm_page_alloc_zone_locked` with `percpu_refill=1`) and drains
+//! (`mm_page_pcpu_drain`) per CPU, external-fragmentation fallbacks, and malformed lines.
+//!
+//! A folio freed through `free_unref_folios` is logged as `mm_page_free` and then as
+//! `mm_page_free_batched`; the pair is counted as one free. A batched free whose
+//! `mm_page_free` came before the trace began counts as a free of its own.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt::Write as _;
+use std::io::{self, BufRead};
+
+use super::parse::{Event, EventKind, Parser};
+
+/// How many of the most reused frames and most common gfp flags are listed.
+pub const TOP: usize = 5;
+
+/// Per-CPU counts.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct CpuCounts {
+    /// Page events logged on this CPU.
+    pub events: u64,
+    /// `mm_page_alloc_zone_locked` with `percpu_refill=1`.
+    pub refills: u64,
+    /// `mm_page_pcpu_drain` blocks.
+    pub drains: u64,
+}
+
+/// The summary of one trace.
+#[derive(Debug, Default)]
+pub struct TraceStats {
+    /// Line accounting and the first malformed lines.
+    pub parser: Parser,
+    /// Events per tracepoint name.
+    pub per_type: BTreeMap<&'static str, u64>,
+    /// Successful allocations per order.
+    pub orders: BTreeMap<u8, u64>,
+    /// Successful allocations per requested migratetype.
+    pub migratetypes: BTreeMap<u8, u64>,
+    /// Counts per CPU (events without a CPU column are not here).
+    pub cpus: BTreeMap<u32, CpuCounts>,
+    /// Allocations per `gfp_flags` string.
+    pub gfp: HashMap<String, u64>,
+    /// Successful allocations per pfn.
+    pub alloc_per_pfn: HashMap<u64, u64>,
+    /// Failed allocations (pfn 0 or NULL page).
+    pub failed_allocs: u64,
+    /// Frees, a free logged as both `mm_page_free` and `mm_page_free_batched` counted once.
+    pub frees: u64,
+    /// `mm_page_free_batched` events that repeated an `mm_page_free`.
+    pub batched_duplicates: u64,
+    /// Frees of frames allocated in the trace on another CPU.
+    pub cross_cpu_frees: u64,
+    /// Frees of frames not seen allocated in the trace (allocated before it began, or in bulk).
+    pub frees_unseen: u64,
+    /// `mm_page_alloc_extfrag` events with `fragmenting=1`.
+    pub extfrag_fragmenting: u64,
+    /// `mm_page_alloc_extfrag` events with `change_ownership=1`.
+    pub extfrag_change_ownership: u64,
+    /// Extfrag fallbacks per (alloc order, fallback order, alloc mt, fallback mt).
+    pub extfrag_fallbacks: BTreeMap<(u8, u8, u8, u8), u64>,
+    /// First and last timestamps (ns).
+    pub span_ns: Option<(u64, u64)>,
+    /// CPU of the last allocation of each live traced frame.
+    live: HashMap<u64, Option<u32>>,
+    /// Frames freed by `mm_page_free` whose `mm_page_free_batched` has not been seen yet.
+    pending_batched: HashSet<u64>,
+}
+
+impl TraceStats {
+    /// Reads a whole trace.
+    pub fn read<R: BufRead>(reader: R) -> io::Result<Self> {
+        let mut stats = Self::default();
+        let mut parser = Parser::new();
+        parser.read_all(reader, |ev| stats.add(ev))?;
+        stats.parser = parser;
+        Ok(stats)
+    }
+
+    /// Accounts one event.
+    pub fn add(&mut self, ev: &Event<'_>) {
+        *self.per_type.entry(ev.kind.name()).or_default() += 1;
+        if let Some(ts) = ev.ts_ns {
+            self.span_ns = Some(match self.span_ns {
+                None => (ts, ts),
+                Some((a, b)) => (a.min(ts), b.max(ts)),
+            });
+        }
+        let cpu = ev.cpu.map(|c| {
+            let k = self.cpus.entry(c).or_default();
+            k.events += 1;
+            k
+        });
+        let pfn = ev.kind.pfn();
+        match ev.kind {
+            EventKind::Alloc {
+                order,
+                migratetype,
+                gfp_flags,
+                ..
+            } => {
+                match self.gfp.get_mut(gfp_flags) {
+                    Some(n) => *n += 1,
+                    None => {
+                        self.gfp.insert(gfp_flags.to_owned(), 1);
+                    }
+                }
+                if ev.is_failed_alloc() {
+                    self.failed_allocs += 1;
+                } else {
+                    *self.orders.entry(order).or_default() += 1;
+                    *self.migratetypes.entry(migratetype).or_default() += 1;
+                    *self.alloc_per_pfn.entry(pfn).or_default() += 1;
+                    self.live.insert(pfn, ev.cpu);
+                    self.pending_batched.remove(&pfn);
+                }
+            }
+            EventKind::Free { .. } => {
+                self.frees += 1;
+                self.pending_batched.insert(pfn);
+                self.account_free(pfn, ev.cpu);
+            }
+            EventKind::FreeBatched { .. } => {
+                if self.pending_batched.remove(&pfn) {
+                    self.batched_duplicates += 1;
+                } else {
+                    self.frees += 1;
+                    self.account_free(pfn, ev.cpu);
+                }
+            }
+            EventKind::ZoneLocked { percpu_refill, .. } => {
+                if let (Some(c), true) = (cpu, percpu_refill) {
+                    c.refills += 1;
+                }
+            }
+            EventKind::PcpuDrain { .. } => {
+                if let Some(c) = cpu {
+                    c.drains += 1;
+                }
+            }
+            EventKind::Extfrag {
+                alloc_order,
+                fallback_order,
+                alloc_migratetype,
+                fallback_migratetype,
+                fragmenting,
+                change_ownership,
+                ..
+            } => {
+                self.extfrag_fragmenting += u64::from(fragmenting);
+                self.extfrag_change_ownership += u64::from(change_ownership);
+                *self
+                    .extfrag_fallbacks
+                    .entry((
+                        alloc_order,
+                        fallback_order,
+                        alloc_migratetype,
+                        fallback_migratetype,
+                    ))
+                    .or_default() += 1;
+            }
+        }
+    }
+
+    fn account_free(&mut self, pfn: u64, cpu: Option<u32>) {
+        match self.live.remove(&pfn) {
+            Some(alloc_cpu) => {
+                if alloc_cpu.is_some() && cpu.is_some() && alloc_cpu != cpu {
+                    self.cross_cpu_frees += 1;
+                }
+            }
+            None => self.frees_unseen += 1,
+        }
+    }
+
+    /// The `n` most allocated frames, most first (ties by pfn).
+    pub fn most_reused(&self, n: usize) -> Vec<(u64, u64)> {
+        let mut v: Vec<(u64, u64)> = self.alloc_per_pfn.iter().map(|(&p, &c)| (p, c)).collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        v.truncate(n);
+        v
+    }
+
+    /// The report as a JSON document (the same numbers as [`TraceStats::render`]).
+    pub fn to_json(&self) -> serde_json::Value {
+        let p = &self.parser;
+        let map = |m: &BTreeMap<u8, u64>| -> serde_json::Map<String, serde_json::Value> {
+            m.iter()
+                .map(|(k, v)| (k.to_string(), (*v).into()))
+                .collect()
+        };
+        serde_json::json!({
+            "lines": p.lines,
+            "page_events": p.events,
+            "other_events": p.other,
+            "comments": p.comments,
+            "malformed": p.malformed,
+            "first_malformed": p.first_malformed.iter()
+                .map(|m| serde_json::json!({"line": m.line, "reason": m.reason}))
+                .collect::<Vec<_>>(),
+            "span_ns": self.span_ns.map(|(a, b)| [a, b]),
+            "events_per_type": self.per_type,
+            "failed_allocs": self.failed_allocs,
+            "frees": self.frees,
+            "batched_duplicates": self.batched_duplicates,
+            "cross_cpu_frees": self.cross_cpu_frees,
+            "frees_unseen": self.frees_unseen,
+            "orders": map(&self.orders),
+            "migratetypes": map(&self.migratetypes),
+            "gfp_flags": self.gfp,
+            "cpus": self.cpus.iter()
+                .map(|(c, k)| serde_json::json!({
+                    "cpu": c, "events": k.events, "refills": k.refills, "drains": k.drains
+                }))
+                .collect::<Vec<_>>(),
+            "most_reused": self.most_reused(TOP).iter()
+                .map(|(pfn, n)| serde_json::json!({"pfn": pfn, "allocs": n}))
+                .collect::<Vec<_>>(),
+            "extfrag_fragmenting": self.extfrag_fragmenting,
+            "extfrag_change_ownership": self.extfrag_change_ownership,
+            "extfrag_fallbacks": self.extfrag_fallbacks.iter()
+                .map(|((ao, fo, am, fm), n)| serde_json::json!({
+                    "alloc_order": ao, "fallback_order": fo,
+                    "alloc_migratetype": am, "fallback_migratetype": fm, "count": n
+                }))
+                .collect::<Vec<_>>(),
+        })
+    }
+
+    /// The report as a text table.
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        let p = &self.parser;
+        let _ = writeln!(s, "lines            {:>10}", p.lines);
+        let _ = writeln!(s, "page events      {:>10}", p.events);
+        let _ = writeln!(s, "other events     {:>10}", p.other);
+        let _ = writeln!(s, "comments/blank   {:>10}", p.comments);
+        let _ = writeln!(s, "malformed        {:>10}", p.malformed);
+        for m in &p.first_malformed {
+            let _ = writeln!(s, "  line {}: {}", m.line, m.reason);
+        }
+        if let Some((a, b)) = self.span_ns {
+            let _ = writeln!(
+                s,
+                "time span        {:>10.6} s ({:.6} .. {:.6})",
+                (b - a) as f64 / 1e9,
+                a as f64 / 1e9,
+                b as f64 / 1e9
+            );
+        }
+        let _ = writeln!(s, "\nevents per type");
+        for (name, n) in &self.per_type {
+            let _ = writeln!(s, "  {name:<27}{n:>10}");
+        }
+        let _ = writeln!(s, "\nallocations");
+        let _ = writeln!(s, "  failed                     {:>10}", self.failed_allocs);
+        let _ = writeln!(s, "  frees (counted once)       {:>10}", self.frees);
+        let _ = writeln!(
+            s,
+            "  batched duplicates         {:>10}",
+            self.batched_duplicates
+        );
+        let _ = writeln!(
+            s,
+            "  frees on another CPU       {:>10}",
+            self.cross_cpu_frees
+        );
+        let _ = writeln!(s, "  frees of unseen frames     {:>10}", self.frees_unseen);
+        let _ = writeln!(s, "\norder  allocs");
+        for (o, n) in &self.orders {
+            let _ = writeln!(s, "  {o:>4}{n:>10}");
+        }
+        let _ = writeln!(s, "\nmigratetype  allocs");
+        for (m, n) in &self.migratetypes {
+            let _ = writeln!(s, "  {m:>10}{n:>10}");
+        }
+        let mut gfp: Vec<(&String, &u64)> = self.gfp.iter().collect();
+        gfp.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let _ = writeln!(s, "\ngfp_flags (top {TOP})");
+        for (g, n) in gfp.into_iter().take(TOP) {
+            let _ = writeln!(s, "  {n:>10}  {g}");
+        }
+        let _ = writeln!(s, "\ncpu      events   refills    drains");
+        for (c, k) in &self.cpus {
+            let _ = writeln!(
+                s,
+                "  {c:>3}{:>10}{:>10}{:>10}",
+                k.events, k.refills, k.drains
+            );
+        }
+        let _ = writeln!(
+            s,
+            "\nmost reused frames (top {TOP})\n         pfn    allocs"
+        );
+        for (pfn, n) in self.most_reused(TOP) {
+            let _ = writeln!(s, "  {:>#10x}{n:>10}", pfn);
+        }
+        if !self.extfrag_fallbacks.is_empty() {
+            let _ = writeln!(
+                s,
+                "\nextfrag fallbacks: fragmenting {}, change_ownership {}",
+                self.extfrag_fragmenting, self.extfrag_change_ownership
+            );
+            let _ = writeln!(
+                s,
+                "  alloc_order fallback_order alloc_mt fallback_mt     count"
+            );
+            for ((ao, fo, am, fm), n) in &self.extfrag_fallbacks {
+                let _ = writeln!(s, "  {ao:>11} {fo:>14} {am:>8} {fm:>11}{n:>10}");
+            }
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/linux-6.1-ftrace-sample.txt"
+    );
+
+    /// Checked independently: `grep ' mm_page_alloc: ' | grep -o 'pfn=0x[0-9a-f]*' | sort |
+    /// uniq -c | sort -k1,1nr -k2` and `grep percpu_refill=1 | grep -o '\[00[0-9]\]' | uniq -c`.
+    #[test]
+    fn sample_stats() {
+        let s = TraceStats::read(super::super::parse::open(std::path::Path::new(SAMPLE)).unwrap())
+            .unwrap();
+        assert_eq!(
+            s.most_reused(TOP),
+            [
+                (0x2df6, 8),
+                (0x2e3b, 8),
+                (0x2e67, 8),
+                (0x2e41, 7),
+                (0x2e50, 7)
+            ]
+        );
+        let refills: Vec<(u32, u64)> = s.cpus.iter().map(|(&c, k)| (c, k.refills)).collect();
+        assert_eq!(refills, [(1, 7), (2, 882), (3, 126)]);
+        // Every mm_page_free_batched repeats an mm_page_free: 364 frees, not 658.
+        assert_eq!((s.frees, s.batched_duplicates), (364, 294));
+        assert_eq!(s.failed_allocs, 0);
+        assert!(s.cpus.values().all(|k| k.drains == 0));
+    }
+
+    #[test]
+    fn batched_free_counted_once_and_cross_cpu() {
+        let text = "a-1 [000] 1.0: mm_page_alloc: page=p pfn=0x10 order=0 migratetype=1 gfp_flags=GFP_USER\n\
+                    b-2 [001] 1.1: mm_page_free: page=p pfn=0x10 order=0\n\
+                    b-2 [001] 1.2: mm_page_free_batched: page=p pfn=0x10 order=0\n\
+                    b-2 [001] 1.3: mm_page_free_batched: page=p pfn=0x20 order=0\n\
+                    b-2 [001] 1.4: mm_page_pcpu_drain: page=p pfn=0x20 order=0 migratetype=1\n";
+        let s = TraceStats::read(text.as_bytes()).unwrap();
+        assert_eq!((s.frees, s.batched_duplicates), (2, 1));
+        assert_eq!((s.cross_cpu_frees, s.frees_unseen), (1, 1));
+        assert_eq!(s.cpus[&1].drains, 1);
+    }
+}
