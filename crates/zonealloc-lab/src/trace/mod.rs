@@ -1,5 +1,6 @@
 //! Kernel `kmem` page-allocator traces: a streaming text parser ([`parse`]) and the
-//! `zonealloc trace stats` summary ([`stats`]).
+//! `zonealloc trace stats` summary ([`stats`]), reading gzip and zstd ([`zstd`]) input.
 
 pub mod parse;
 pub mod stats;
+pub mod zstd;

@@ -248,14 +248,19 @@ enum LineKind {
     Malformed(&'static str),
 }
 
-/// Opens a trace file, decompressing gzip transparently (detected by its magic bytes).
+/// Opens a trace file, decompressing gzip or zstd transparently (detected by magic bytes).
 pub fn open(path: &Path) -> io::Result<Box<dyn BufRead>> {
     let mut reader = BufReader::with_capacity(1 << 16, File::open(path)?);
-    let gzip = reader.fill_buf()?.starts_with(&[0x1f, 0x8b]);
-    Ok(if gzip {
+    let head = reader.fill_buf()?;
+    Ok(if head.starts_with(&[0x1f, 0x8b]) {
         Box::new(BufReader::with_capacity(
             1 << 16,
             flate2::bufread::MultiGzDecoder::new(reader),
+        ))
+    } else if super::zstd::is_zstd(head) {
+        Box::new(BufReader::with_capacity(
+            1 << 16,
+            super::zstd::MultiFrame::new(reader),
         ))
     } else {
         Box::new(reader) as Box<dyn BufRead>
@@ -745,6 +750,22 @@ mod tests {
         );
         gz.write_all(&raw).unwrap();
         gz.finish().unwrap();
+        let mut p = Parser::new();
+        p.read_all(open(&path).unwrap(), |_| ()).unwrap();
+        assert_eq!((p.lines, p.events, p.malformed), (3000, 2985, 0));
+    }
+
+    #[test]
+    fn zstd_is_read_transparently() {
+        let raw = std::fs::read(SAMPLE).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.zst");
+        // Two frames, as `zstd -c a b` writes them.
+        let (a, b) = raw.split_at(raw.len() / 2);
+        let level = ruzstd::encoding::CompressionLevel::Fastest;
+        let mut file = ruzstd::encoding::compress_to_vec(a, level);
+        file.extend(ruzstd::encoding::compress_to_vec(b, level));
+        std::fs::write(&path, file).unwrap();
         let mut p = Parser::new();
         p.read_all(open(&path).unwrap(), |_| ()).unwrap();
         assert_eq!((p.lines, p.events, p.malformed), (3000, 2985, 0));
