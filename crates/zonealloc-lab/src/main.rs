@@ -61,8 +61,12 @@ enum TraceCommand {
 
 #[derive(Debug, Args)]
 struct TraceStatsArgs {
-    /// The trace file (plain text or gzip-compressed).
+    /// The trace file (plain text, gzip or zstd).
     file: PathBuf,
+    /// The trace's migratetype numbering: `legacy` for kernels before 4.4 (Movable and
+    /// Reclaimable swapped). Inferred from the allocations' gfp_flags when not given.
+    #[arg(long, value_enum, value_name = "NUMBERING")]
+    migratetypes: Option<trace::migratetype::Numbering>,
     /// Fail (exit 1) if any line is malformed.
     #[arg(long)]
     strict: bool,
@@ -135,13 +139,14 @@ fn main() -> ExitCode {
 }
 
 fn trace_stats(args: &TraceStatsArgs) -> ExitCode {
-    let stats = match trace::parse::open(&args.file).and_then(trace::stats::TraceStats::read) {
+    let mut stats = match trace::parse::open(&args.file).and_then(trace::stats::TraceStats::read) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: reading {}: {e}", args.file.display());
             return ExitCode::FAILURE;
         }
     };
+    stats.given_numbering = args.migratetypes;
     let p = &stats.parser;
     if args.strict && p.malformed > 0 {
         let lines: Vec<String> = p

@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::io::{self, BufRead};
 
+use super::migratetype::{Evidence, Numbering};
 use super::parse::{Event, EventKind, Parser};
 
 /// How many of the most reused frames and most common gfp flags are listed.
@@ -38,8 +39,12 @@ pub struct TraceStats {
     pub per_type: BTreeMap<&'static str, u64>,
     /// Successful allocations per order.
     pub orders: BTreeMap<u8, u64>,
-    /// Successful allocations per requested migratetype.
+    /// Successful allocations per requested migratetype, as printed (see [`Self::numbering`]).
     pub migratetypes: BTreeMap<u8, u64>,
+    /// What the allocations' `gfp_flags` say about the migratetype numbering.
+    pub evidence: Evidence,
+    /// The numbering given by the user; `None` infers it from [`Self::evidence`].
+    pub given_numbering: Option<Numbering>,
     /// Counts per CPU (events without a CPU column are not here).
     pub cpus: BTreeMap<u32, CpuCounts>,
     /// Allocations per `gfp_flags` string.
@@ -80,6 +85,11 @@ impl TraceStats {
         Ok(stats)
     }
 
+    /// The migratetype numbering: the given one, or the one the trace's allocations support.
+    pub fn numbering(&self) -> Numbering {
+        self.given_numbering.unwrap_or(self.evidence.verdict())
+    }
+
     /// Accounts one event.
     pub fn add(&mut self, ev: &Event<'_>) {
         *self.per_type.entry(ev.kind.name()).or_default() += 1;
@@ -102,6 +112,7 @@ impl TraceStats {
                 gfp_flags,
                 ..
             } => {
+                self.evidence.add(gfp_flags, migratetype);
                 match self.gfp.get_mut(gfp_flags) {
                     Some(n) => *n += 1,
                     None => {
@@ -210,6 +221,17 @@ impl TraceStats {
             "frees_unseen": self.frees_unseen,
             "orders": map(&self.orders),
             "migratetypes": map(&self.migratetypes),
+            "migratetype_names": self.migratetypes.keys()
+                .map(|&m| (m.to_string(), self.numbering().name(m)))
+                .collect::<BTreeMap<_, _>>(),
+            "migratetype_numbering": match self.numbering() {
+                Numbering::Current => "current",
+                Numbering::Legacy => "legacy",
+            },
+            "migratetype_numbering_given": self.given_numbering.is_some(),
+            "migratetype_evidence": {
+                "current": self.evidence.current, "legacy": self.evidence.legacy
+            },
             "gfp_flags": self.gfp,
             "cpus": self.cpus.iter()
                 .map(|(c, k)| serde_json::json!({
@@ -273,9 +295,19 @@ impl TraceStats {
         for (o, n) in &self.orders {
             let _ = writeln!(s, "  {o:>4}{n:>10}");
         }
-        let _ = writeln!(s, "\nmigratetype  allocs");
-        for (m, n) in &self.migratetypes {
-            let _ = writeln!(s, "  {m:>10}{n:>10}");
+        let numbering = self.numbering();
+        let how = if self.given_numbering.is_some() {
+            "given".to_owned()
+        } else {
+            format!(
+                "inferred: {} allocations agree with current, {} with legacy",
+                self.evidence.current, self.evidence.legacy
+            )
+        };
+        let _ = writeln!(s, "\nmigratetype numbering: {numbering} ({how})");
+        let _ = writeln!(s, "migratetype  name              allocs");
+        for (&m, n) in &self.migratetypes {
+            let _ = writeln!(s, "  {m:>10}  {:<14}{n:>10}", numbering.name(m));
         }
         let mut gfp: Vec<(&String, &u64)> = self.gfp.iter().collect();
         gfp.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
