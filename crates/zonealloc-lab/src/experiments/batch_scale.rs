@@ -235,8 +235,8 @@ impl Experiment for BatchScale {
 
     fn run(&self, opts: &LabOpts, progress: Progress<'_>) -> Result<ExperimentResult, LabError> {
         let p = params(opts)?;
-        let iterations = opts.iterations_or(1, 5, "batch-scale")?;
-        let specs = opts.pick(&specs(), |s| s.name.as_str(), "batch-scale")?;
+        let iterations = opts.iterations_or(1, 5, self.name())?;
+        let specs = opts.pick(&specs(), |s| s.name.as_str(), self.name())?;
         let total = (specs.len() * iterations) as u64;
         progress(0, total);
         let mut samples = Vec::new();

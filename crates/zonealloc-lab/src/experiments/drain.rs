@@ -259,9 +259,9 @@ impl Experiment for DrainExp {
     }
 
     fn run(&self, opts: &LabOpts, progress: Progress<'_>) -> Result<ExperimentResult, LabError> {
-        let workers = opts.threads_or(2, 1024, "drain")?;
-        let iterations = opts.iterations_or(2, 3, "drain")?;
-        let variants = opts.pick(&VARIANTS, |v| v.0, "drain")?;
+        let workers = opts.threads_or(2, 1024, self.name())?;
+        let iterations = opts.iterations_or(2, 3, self.name())?;
+        let variants = opts.pick(&VARIANTS, |v| v.0, self.name())?;
         let pages = opts.zone_pages.unwrap_or(1 << 16);
         if pages < (workers as u64) * 4096 {
             return Err(LabError(format!(

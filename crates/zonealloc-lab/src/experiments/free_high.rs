@@ -318,7 +318,7 @@ impl Experiment for FreeHighExp {
     }
 
     fn run(&self, opts: &LabOpts, progress: Progress<'_>) -> Result<ExperimentResult, LabError> {
-        let iterations = opts.iterations_or(2, 5, "free-high")?;
+        let iterations = opts.iterations_or(2, 5, self.name())?;
         let pages = opts
             .zone_pages
             .unwrap_or(if opts.quick { 1 << 14 } else { 1 << 20 });
@@ -330,7 +330,7 @@ impl Experiment for FreeHighExp {
         let det_msgs: u64 = if opts.quick { 3_000 } else { 200_000 };
         let thr_msgs: u64 = if opts.quick { 3_000 } else { 2_000_000 };
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let variants = opts.pick(&variant_list(), |v| v.0, "free-high")?;
+        let variants = opts.pick(&variant_list(), |v| v.0, self.name())?;
         let metrics = vec![
             MetricDef {
                 name: M_RATE.into(),

@@ -130,9 +130,9 @@ impl Experiment for PcpLockExp {
     }
 
     fn run(&self, opts: &LabOpts, progress: Progress<'_>) -> Result<ExperimentResult, LabError> {
-        let kmax = opts.threads_or(2, 1024, "pcp-lock")?;
-        let iterations = opts.iterations_or(2, 5, "pcp-lock")?;
-        let variants = opts.pick(&VARIANTS, |v| v.0, "pcp-lock")?;
+        let kmax = opts.threads_or(2, 1024, self.name())?;
+        let iterations = opts.iterations_or(2, 5, self.name())?;
+        let variants = opts.pick(&VARIANTS, |v| v.0, self.name())?;
         let pages = opts
             .zone_pages
             .unwrap_or(if opts.quick { 1 << 14 } else { 1 << 21 });

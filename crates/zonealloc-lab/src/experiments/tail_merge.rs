@@ -314,8 +314,8 @@ impl Experiment for TailMerge {
 
     fn run(&self, opts: &LabOpts, progress: Progress<'_>) -> Result<ExperimentResult, LabError> {
         let p = params(opts)?;
-        let iterations = opts.iterations_or(2, 5, "tail-merge")?;
-        let variants = opts.pick(&VARIANTS, |v| v.0, "tail-merge")?;
+        let iterations = opts.iterations_or(2, 5, self.name())?;
+        let variants = opts.pick(&VARIANTS, |v| v.0, self.name())?;
         let total = variants.len() as u64 * iterations as u64 * p.ticks;
         let mut done = 0u64;
         progress(0, total);
