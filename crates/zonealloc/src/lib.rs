@@ -78,6 +78,7 @@ pub mod stats;
 mod sync;
 #[cfg(all(feature = "std", not(loom)))]
 mod ticker;
+pub mod tracepoint;
 pub mod types;
 mod zone;
 
@@ -94,5 +95,6 @@ pub use request::AllocRequest;
 pub use stats::{FreeAreaSnapshot, ZoneStats};
 #[cfg(all(feature = "std", not(loom)))]
 pub use ticker::Ticker;
+pub use tracepoint::ZoneEvent;
 pub use types::{CpuId, MigrateType, Order, PageCount, Pfn, ZoneType, MAX_ORDER_LIMIT};
 pub use zone::Zone;

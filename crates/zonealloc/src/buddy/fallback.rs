@@ -6,7 +6,8 @@
 
 use super::{AllocFlags, BuddyZone};
 use crate::meta::{FrameState, FrameTable};
-use crate::types::MigrateType;
+use crate::tracepoint::ZoneEvent;
+use crate::types::{MigrateType, Order, Pfn};
 
 /// `fallbacks[]`: the order in which other types' lists are raided.
 const FALLBACKS: [[MigrateType; 2]; 3] = [
@@ -186,6 +187,28 @@ impl BuddyZone {
         None
     }
 
+    /// `trace_mm_page_alloc_extfrag`; `change_ownership` reads the pageblock type after the
+    /// claim or steal, as the tracepoint's `TP_fast_assign` does.
+    fn log_extfrag(
+        &mut self,
+        t: &FrameTable,
+        idx: u32,
+        order: u8,
+        fallback_order: u8,
+        start_mt: MigrateType,
+        fallback_mt: MigrateType,
+    ) {
+        let change_ownership = self.block_mt(t, idx) == start_mt;
+        self.events.log(|| ZoneEvent::AllocExtfrag {
+            pfn: Pfn(t.pfn_of(idx)),
+            alloc_order: Order::from_raw(order),
+            fallback_order: Order::from_raw(fallback_order),
+            alloc_migratetype: start_mt,
+            fallback_migratetype: fallback_mt,
+            change_ownership,
+        });
+    }
+
     /// `__rmqueue_claim`: largest block first (roughly the emptiest pageblock).
     fn rmqueue_claim(
         &mut self,
@@ -214,6 +237,7 @@ impl BuddyZone {
             };
             if let Some(idx) = self.try_to_claim_block(t, head, o, order, start_mt, f, flags) {
                 self.stats.fallbacks += 1;
+                self.log_extfrag(t, idx, order, o, start_mt, f);
                 return Some(idx);
             }
         }
@@ -231,6 +255,7 @@ impl BuddyZone {
             self.page_del_and_expand(t, idx, order, o, f);
             self.stats.fallbacks += 1;
             self.stats.steals += 1;
+            self.log_extfrag(t, idx, order, o, start_mt, f);
             return Some(idx);
         }
         None

@@ -43,7 +43,8 @@ use crate::meta::{FrameState, FrameTable};
 use crate::shared::{ZoneShared, NONEMPTY_WORDS};
 use crate::stats::{HoldTimes, ZoneStats};
 use crate::sync::Ordering;
-use crate::types::{MigrateType, Order, MAX_NR_ZONES, MIGRATE_TYPES, ORDER_SLOTS};
+use crate::tracepoint::{EventLog, ZoneEvent};
+use crate::types::{MigrateType, Order, Pfn, MAX_NR_ZONES, MIGRATE_TYPES, ORDER_SLOTS};
 
 /// `free_area[order]`: one list per migratetype and the block count over all of them.
 #[derive(Clone, Copy, Debug, Default)]
@@ -151,6 +152,8 @@ pub(crate) struct BuddyZone {
     pub(crate) stats: ZoneStats,
     /// Zone-lock hold times of PCP refills and bulk frees (recorded when instrumented).
     pub(crate) hold: HoldTimes,
+    /// The buddy-side tracepoints, while recording is on.
+    pub(crate) events: EventLog,
     /// Which free lists are non-empty: byte `order` of the packed words, bit = migratetype.
     nonempty: [u64; NONEMPTY_WORDS],
     /// Words of `nonempty` changed since the last publish.
@@ -177,6 +180,7 @@ impl BuddyZone {
             mobility_disabled: false,
             stats: ZoneStats::default(),
             hold: HoldTimes::default(),
+            events: EventLog::default(),
             nonempty: [0; NONEMPTY_WORDS],
             nonempty_dirty: 0,
             marks_dirty: true,
@@ -241,6 +245,13 @@ impl BuddyZone {
     #[inline]
     pub(crate) fn max_order(&self) -> u8 {
         self.cfg.max_order
+    }
+
+    /// `pcp_allowed_order`: orders up to `PAGE_ALLOC_COSTLY_ORDER` and the THP order (for the
+    /// `percpu_refill` field of `mm_page_alloc_zone_locked`, whether or not PCPs are enabled).
+    #[inline]
+    pub(crate) fn pcp_allowed_order(&self, order: u8) -> bool {
+        order <= 3 || Some(order) == self.cfg.pcp.thp_order
     }
 
     /// Index of the first frame of the pageblock containing `idx` (the table base is
@@ -417,6 +428,13 @@ impl BuddyZone {
         for cur in order..=self.cfg.max_order {
             if let Some(idx) = self.free_area[cur as usize].lists[mt.index()].first() {
                 self.page_del_and_expand(t, idx, order, cur, mt);
+                let percpu_refill = self.pcp_allowed_order(order) && mt.is_gfp_type();
+                self.events.log(|| ZoneEvent::AllocZoneLocked {
+                    pfn: Pfn(t.pfn_of(idx)),
+                    order: Order::from_raw(order),
+                    migratetype: mt,
+                    percpu_refill,
+                });
                 return Some(idx);
             }
         }

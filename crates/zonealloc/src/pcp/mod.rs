@@ -45,7 +45,8 @@ use crate::buddy::{BuddyZone, FreePlacement};
 use crate::config::FreeHigh;
 use crate::list::FrameList;
 use crate::meta::{FrameState, FrameTable};
-use crate::types::{MigrateType, Order, MIGRATE_PCPTYPES};
+use crate::tracepoint::ZoneEvent;
+use crate::types::{MigrateType, Order, Pfn, MIGRATE_PCPTYPES};
 
 /// `NR_LOWORDER_PCP_LISTS`: three migratetypes times orders 0..=3.
 pub(crate) const NR_LOWORDER_PCP_LISTS: usize = MIGRATE_PCPTYPES * 4;
@@ -414,6 +415,11 @@ impl PerCpuPages {
             while let Some(idx) = self.lists[p].last() {
                 self.lists[p].unlink(t, idx);
                 let mt = z.block_mt(t, idx);
+                z.events.log(|| ZoneEvent::PcpuDrain {
+                    pfn: Pfn(t.pfn_of(idx)),
+                    order: Order::from_raw(order),
+                    migratetype: mt,
+                });
                 count -= nr;
                 self.count -= nr;
                 moved += nr;
