@@ -57,6 +57,90 @@ enum Command {
 enum TraceCommand {
     /// Summarise what a trace says: events, orders, CPUs, reused frames, refills, drains.
     Stats(TraceStatsArgs),
+    /// Replay a trace against one or more policy variants and write a report folder.
+    Replay(TraceReplayArgs),
+    /// Write a synthetic trace of one of the lab's workloads.
+    Gen(TraceGenArgs),
+}
+
+#[derive(Debug, Args)]
+struct TraceReplayArgs {
+    /// The trace file (plain text, gzip or zstd).
+    file: PathBuf,
+    /// A policy set: `upstream`, or comma-separated knob=value items on top of it
+    /// (tail_merge=on|off, batch_scale_max=0..=6, free_high=off|original|current, pcp=on|off,
+    /// batch=N, high_min=N, high_max=N, high_fraction=N, mobility=on|off). Repeat the flag to
+    /// compare several in one run; the first is the baseline.
+    #[arg(long = "variant", value_name = "SPEC", default_value = "upstream")]
+    variants: Vec<String>,
+    /// Zone size in pages (default: the trace's pfn span, aligned to MAX_PAGE_ORDER blocks).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..(1u64 << 32)))]
+    zone_pages: Option<u64>,
+    /// First pfn of the zone (default: the trace's lowest pfn, aligned down).
+    #[arg(long, value_parser = parse_pfn_arg)]
+    zone_start: Option<u64>,
+    /// CPUs (default: the highest CPU in the trace plus one); trace CPU c replays on c % N.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    cpus: Option<u32>,
+    /// Switch the per-CPU lists off in every variant (buddy only).
+    #[arg(long)]
+    no_pcp: bool,
+    /// The trace's migratetype numbering (inferred from gfp_flags when not given).
+    #[arg(long, value_enum, value_name = "NUMBERING")]
+    migratetypes: Option<trace::migratetype::Numbering>,
+    /// Fragmentation samples taken over the trace.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    samples: u64,
+    /// Write the replayed run's own events in ftrace format to FILE (with several variants,
+    /// FILE.<variant>.<ext> each).
+    #[arg(long, value_name = "FILE")]
+    emit: Option<PathBuf>,
+    /// The report folder.
+    #[arg(long, default_value = "replay-report")]
+    out: PathBuf,
+    /// Print the results as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Fail (exit 1) before replaying if any line is malformed.
+    #[arg(long)]
+    strict: bool,
+}
+
+#[derive(Debug, Args)]
+struct TraceGenArgs {
+    /// The workload.
+    #[arg(long, value_enum, default_value_t = trace::gen::GenWorkload::Mixed)]
+    workload: trace::gen::GenWorkload,
+    /// Where to write the trace (`-`: stdout; a name ending in .gz is gzip-compressed).
+    #[arg(short, long, default_value = "-")]
+    output: PathBuf,
+    /// Operations (allocations plus frees), roughly.
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    ops: u64,
+    /// CPUs.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    cpus: u32,
+    /// Zone size in pages.
+    #[arg(long, default_value_t = 1 << 16, value_parser = clap::value_parser!(u64).range(1..(1u64 << 32)))]
+    zone_pages: u64,
+    /// First pfn of the zone.
+    #[arg(long, default_value = "0", value_parser = parse_pfn_arg)]
+    zone_start: u64,
+    /// The policy set of the recorded zone (as for `trace replay --variant`).
+    #[arg(long, default_value = "upstream")]
+    variant: String,
+    /// Seed of the workload's choices.
+    #[arg(long, default_value_t = 0x5eed)]
+    seed: u64,
+}
+
+/// A pfn flag: decimal, or hex with `0x`.
+fn parse_pfn_arg(s: &str) -> Result<u64, String> {
+    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(h, 16),
+        None => s.parse(),
+    };
+    r.map_err(|_| format!("'{s}' is not a frame number (decimal, or hex with 0x)"))
 }
 
 #[derive(Debug, Args)]
@@ -135,7 +219,228 @@ fn main() -> ExitCode {
         Command::Zoneinfo(a) => inspect_cmd(inspect::View::Zoneinfo, &a),
         Command::Pagetypeinfo(a) => inspect_cmd(inspect::View::Pagetypeinfo, &a),
         Command::Trace(TraceCommand::Stats(a)) => trace_stats(&a),
+        Command::Trace(TraceCommand::Replay(a)) => trace_replay(&a),
+        Command::Trace(TraceCommand::Gen(a)) => trace_gen(&a),
     }
+}
+
+fn trace_replay(args: &TraceReplayArgs) -> ExitCode {
+    use trace::replay_report as rr;
+    let mut variants = Vec::new();
+    for spec in &args.variants {
+        match trace::variant::Variant::parse(spec) {
+            Ok(v)
+                if variants
+                    .iter()
+                    .any(|w: &trace::variant::Variant| w.name == v.name) =>
+            {
+                eprintln!("error: --variant '{}' given twice", v.name);
+                return ExitCode::from(EXIT_USAGE);
+            }
+            Ok(v) => variants.push(v),
+            Err(e) => {
+                eprintln!("error: --variant: {e}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        }
+    }
+    let opts = rr::ReplayOptions {
+        variants,
+        zone_start: args.zone_start,
+        zone_pages: args.zone_pages,
+        cpus: args.cpus,
+        no_pcp: args.no_pcp,
+        numbering: args.migratetypes,
+        samples: args.samples,
+        emit: args.emit.clone(),
+    };
+    let bar = progress_bar(!args.json && std::io::stderr().is_terminal(), "replay");
+    let progress = |done: u64, total: u64| {
+        bar.set_length(total);
+        bar.set_position(done.min(total));
+    };
+    let started = std::time::Instant::now();
+    let run = match rr::run(&args.file, &opts, &progress) {
+        Ok(r) => r,
+        Err(e) => {
+            bar.abandon();
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    bar.finish_and_clear();
+    let p = &run.stats.parser;
+    if p.malformed > 0 {
+        let lines: Vec<String> = p
+            .first_malformed
+            .iter()
+            .map(|m| format!("line {}: {}", m.line, m.reason))
+            .collect();
+        eprintln!(
+            "{}: {}: {} malformed line(s) ({})",
+            if args.strict { "error" } else { "warning" },
+            args.file.display(),
+            p.malformed,
+            lines.join("; ")
+        );
+        if args.strict {
+            return ExitCode::FAILURE;
+        }
+    }
+    let result = rr::to_result(&run, &args.file, &opts);
+    let summary = rr::summary(&result, &run);
+    let report = LabReport {
+        tool: format!("{} {}", env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        machine: machine::Machine::detect(),
+        opts: LabOpts {
+            quick: false,
+            seed: 0,
+            threads: Some(1),
+            iterations: Some(1),
+            zone_pages: Some(run.geo.zone_pages),
+            variants: Some(args.variants.clone()),
+        },
+        significance_test: report::compare::SIGNIFICANCE_TEST.to_owned(),
+        experiments: vec![ExperimentReport::new(
+            result,
+            started.elapsed().as_secs_f64(),
+        )],
+        failures: Vec::new(),
+    };
+    let mut ok = true;
+    match report::write(&args.out, &report) {
+        Ok(warnings) => warnings.iter().for_each(|w| eprintln!("warning: {w}")),
+        Err(e) => {
+            eprintln!("error: writing the report: {e}");
+            ok = false;
+        }
+    }
+    for e in &run.emitted {
+        eprintln!("emitted: {}", e.display());
+    }
+    let text = if args.json {
+        match serde_json::to_string_pretty(&report) {
+            Ok(s) => format!("{s}\n"),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        format!("{summary}report: {}\n", args.out.display())
+    };
+    let code = emit(&text);
+    if ok {
+        code
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn trace_gen(args: &TraceGenArgs) -> ExitCode {
+    let variant = match trace::variant::Variant::parse(&args.variant) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("error: --variant: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let cfg = variant.cfg.with_cpus(args.cpus);
+    let (start, end) = (
+        args.zone_start,
+        args.zone_start.saturating_add(args.zone_pages),
+    );
+    let zone = match zonealloc::Zone::new(
+        zonealloc::ZoneType::Normal,
+        zonealloc::Pfn(start),
+        zonealloc::Pfn(end),
+        cfg,
+    )
+    .and_then(|z| {
+        z.add_free_range(zonealloc::Pfn(start), zonealloc::Pfn(end))
+            .map(|_| z)
+            .map_err(zonealloc::ConfigError::Range)
+    }) {
+        Ok(z) => z,
+        Err(e) => {
+            eprintln!("error: the zone: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let to_stdout = args.output.as_os_str() == "-";
+    let out: Box<dyn std::io::Write> = if to_stdout {
+        Box::new(std::io::BufWriter::new(std::io::stdout().lock()))
+    } else {
+        match std::fs::File::create(&args.output) {
+            Ok(f) => {
+                let f = std::io::BufWriter::with_capacity(1 << 16, f);
+                if args.output.extension().is_some_and(|e| e == "gz") {
+                    Box::new(flate2::write::GzEncoder::new(
+                        f,
+                        flate2::Compression::default(),
+                    ))
+                } else {
+                    Box::new(f)
+                }
+            }
+            Err(e) => {
+                eprintln!("error: {}: {e}", args.output.display());
+                return ExitCode::FAILURE;
+            }
+        }
+    };
+    let params = trace::gen::GenParams {
+        ops: args.ops,
+        cpus: args.cpus,
+        seed: args.seed,
+    };
+    let result = trace::record::Recorder::new(&zone, out, 1_000)
+        .map_err(trace::record::RecordError::Io)
+        .and_then(|mut rec| {
+            trace::gen::run(args.workload, &zone, &mut rec, params)?;
+            let n = rec.events();
+            rec.finish()?.flush()?;
+            Ok(n)
+        });
+    match result {
+        Ok(n) => {
+            if let Err(e) = zone.check() {
+                eprintln!("error: allocator invariant violated: {e}");
+                return ExitCode::FAILURE;
+            }
+            if !to_stdout {
+                eprintln!("wrote {n} events to {}", args.output.display());
+            }
+            ExitCode::SUCCESS
+        }
+        Err(trace::record::RecordError::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A progress bar on stderr (hidden unless `show`).
+fn progress_bar(show: bool, prefix: &'static str) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(
+        None,
+        if show {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        },
+    );
+    if let Ok(style) = ProgressStyle::with_template(
+        "{prefix:>14} [{elapsed_precise}] {wide_bar} {pos}/{len} {msg}",
+    ) {
+        bar.set_style(style);
+    }
+    bar.set_prefix(prefix);
+    bar
 }
 
 fn trace_stats(args: &TraceStatsArgs) -> ExitCode {

@@ -14,7 +14,8 @@
 use std::fmt;
 
 /// Which `enum migratetype` numbering a trace uses.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Numbering {
     /// Linux 4.4 and later: 0 Unmovable, 1 Movable, 2 Reclaimable, 3 HighAtomic.
     #[default]

@@ -155,9 +155,11 @@ impl EventKind<'_> {
 }
 
 impl Event<'_> {
-    /// A failed allocation: `mm_page_alloc` with pfn 0 or a NULL page.
+    /// A failed allocation: `mm_page_alloc` with a NULL page, or pfn 0 and no page field. A
+    /// present page at pfn 0 is a real frame (zones of our own traces may start there).
     pub fn is_failed_alloc(&self) -> bool {
-        matches!(self.kind, EventKind::Alloc { pfn, .. } if pfn == 0 || self.page == PagePtr::Null)
+        matches!(self.kind, EventKind::Alloc { pfn, .. }
+            if self.page == PagePtr::Null || (pfn == 0 && self.page == PagePtr::Missing))
     }
 }
 
@@ -789,6 +791,93 @@ mod tests {
             p.lines,
             p.lines as f64 / secs / 1e6
         );
+    }
+
+    /// One event in the hand-written canonical form of the golden `.expected` files.
+    fn canonical(ev: &Event<'_>) -> String {
+        let ts = ev.ts_ns.map_or("-".to_owned(), |t| {
+            format!("{}.{:09}", t / 1_000_000_000, t % 1_000_000_000)
+        });
+        let cpu = ev.cpu.map_or("-".to_owned(), |c| c.to_string());
+        let page = match ev.page {
+            PagePtr::Present => "present",
+            PagePtr::Null => "null",
+            PagePtr::Missing => "missing",
+        };
+        let fields = match ev.kind {
+            EventKind::Alloc {
+                pfn,
+                order,
+                migratetype,
+                gfp_flags,
+            } => format!(
+                "pfn={pfn:#x} order={order} migratetype={migratetype} gfp_flags={gfp_flags}{}",
+                if ev.is_failed_alloc() { " failed" } else { "" }
+            ),
+            EventKind::Free { pfn, order } => format!("pfn={pfn:#x} order={order}"),
+            EventKind::FreeBatched { pfn } => format!("pfn={pfn:#x}"),
+            EventKind::ZoneLocked {
+                pfn,
+                order,
+                migratetype,
+                percpu_refill,
+            } => format!(
+                "pfn={pfn:#x} order={order} migratetype={migratetype} percpu_refill={}",
+                u8::from(percpu_refill)
+            ),
+            EventKind::PcpuDrain {
+                pfn,
+                order,
+                migratetype,
+            } => format!("pfn={pfn:#x} order={order} migratetype={migratetype}"),
+            EventKind::Extfrag {
+                pfn,
+                alloc_order,
+                fallback_order,
+                alloc_migratetype,
+                fallback_migratetype,
+                fragmenting,
+                change_ownership,
+            } => format!(
+                "pfn={pfn:#x} alloc_order={alloc_order} fallback_order={fallback_order} \
+                 alloc_migratetype={alloc_migratetype} fallback_migratetype={fallback_migratetype} \
+                 fragmenting={} change_ownership={}",
+                u8::from(fragmenting),
+                u8::from(change_ownership)
+            ),
+        };
+        format!("cpu={cpu} ts={ts} page={page} {} {fields}", ev.kind.name())
+    }
+
+    /// Golden files, one per tool and kernel era (`tests/data/golden/*.txt`), each with the
+    /// events worked out by hand from the format strings in `*.expected`.
+    #[test]
+    fn golden_files_of_each_tool_and_kernel_era() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/golden");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "txt") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let mut p = Parser::new();
+            let mut got = String::new();
+            for line in text.lines() {
+                if let Some(ev) = p.feed(line.as_bytes()) {
+                    got.push_str(&canonical(&ev));
+                    got.push('\n');
+                }
+            }
+            got.push_str(&format!(
+                "# lines={} events={} comments={} other={} malformed={}\n",
+                p.lines, p.events, p.comments, p.other, p.malformed
+            ));
+            let want = std::fs::read_to_string(path.with_extension("expected")).unwrap();
+            assert_eq!(got, want, "{}", path.display());
+            seen += 1;
+        }
+        assert_eq!(seen, 5, "golden files in {}", dir.display());
     }
 
     proptest! {

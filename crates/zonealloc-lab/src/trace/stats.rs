@@ -69,6 +69,8 @@ pub struct TraceStats {
     pub extfrag_fallbacks: BTreeMap<(u8, u8, u8, u8), u64>,
     /// First and last timestamps (ns).
     pub span_ns: Option<(u64, u64)>,
+    /// The frames allocations and frees touched: lowest pfn and one past the highest block.
+    pub pfn_span: Option<(u64, u64)>,
     /// CPU of the last allocation of each live traced frame.
     live: HashMap<u64, Option<u32>>,
     /// Frames freed by `mm_page_free` whose `mm_page_free_batched` has not been seen yet.
@@ -105,6 +107,19 @@ impl TraceStats {
             k
         });
         let pfn = ev.kind.pfn();
+        let block = match ev.kind {
+            EventKind::Alloc { order, .. } if !ev.is_failed_alloc() => Some(order),
+            EventKind::Free { order, .. } => Some(order),
+            EventKind::FreeBatched { .. } => Some(0),
+            _ => None,
+        };
+        if let Some(order) = block {
+            let end = pfn.saturating_add(1u64 << order.min(63));
+            self.pfn_span = Some(match self.pfn_span {
+                None => (pfn, end),
+                Some((a, b)) => (a.min(pfn), b.max(end)),
+            });
+        }
         match ev.kind {
             EventKind::Alloc {
                 order,

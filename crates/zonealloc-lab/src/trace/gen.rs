@@ -1,0 +1,210 @@
+//! `zonealloc trace gen`: synthetic kernel traces of the lab's workloads, for users with no
+//! kernel trace at hand. Each workload drives a zone through a [`Recorder`] with explicit CPU
+//! ids and a seeded generator, so a given command always writes the same trace; the trace
+//! holds the zone's own refills, drains and fallbacks, so replaying it with the same zone
+//! (same `--zone-start`, `--zone-pages`, `--cpus` and variant) hands out the same frames.
+//!
+//! - `cross-cpu` (seed 000's netperf shape): CPU pairs; the even CPU of each pair allocates
+//!   bursts of order-3 Unmovable blocks (network buffers), the odd one frees them.
+//! - `page-fault` (seed 001's page_fault1 shape): every CPU in turn faults in a run of order-0
+//!   Movable pages, then unmaps (frees) them all.
+//! - `high-order` (seed 003's shape): mixed orders and migratetypes with heavy-tailed
+//!   lifetimes hold 70-90% of the zone, and every so often a burst of order-9 requests.
+//! - `mixed` (the `buddyinfo` workload's mix): orders 0-10, all three migratetypes, some
+//!   atomic, grown to a steady size and churned.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::io::Write;
+
+use clap::ValueEnum;
+use zonealloc::{AllocRequest, MigrateType, Order, Pfn, Zone};
+
+use super::record::{RecordError, Recorder};
+use crate::experiments::SplitMix;
+
+/// The workload a synthetic trace records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum GenWorkload {
+    /// Seed 000: allocations on one CPU freed on another (order-3 bursts).
+    CrossCpu,
+    /// Seed 001: every CPU faults in a run of order-0 pages, then frees them.
+    PageFault,
+    /// Seed 003: mixed-order churn at 70-90% occupancy with order-9 bursts.
+    HighOrder,
+    /// The buddyinfo mix: orders 0-10, three migratetypes, some atomic.
+    Mixed,
+}
+
+/// How large and long a generated trace is.
+#[derive(Clone, Copy, Debug)]
+pub struct GenParams {
+    /// Operations (allocations plus frees), roughly.
+    pub ops: u64,
+    /// CPUs.
+    pub cpus: u32,
+    /// Seed of every choice.
+    pub seed: u64,
+}
+
+fn o(n: u8) -> Result<Order, RecordError> {
+    Order::new(n).ok_or(RecordError::Io(std::io::Error::other(format!(
+        "order {n} out of range"
+    ))))
+}
+
+/// Runs `w` on `zone` through `rec`. Allocation failures are part of a workload; only a
+/// refused free or a write error stops it.
+pub fn run<W: Write>(
+    w: GenWorkload,
+    zone: &Zone,
+    rec: &mut Recorder<'_, W>,
+    p: GenParams,
+) -> Result<(), RecordError> {
+    let mut rng = SplitMix(p.seed);
+    let cpus = p.cpus.max(1);
+    let managed = zone.managed_pages();
+    let mut ops = 0u64;
+    match w {
+        GenWorkload::CrossCpu => {
+            let pairs = (cpus / 2).max(1);
+            let burst = 64;
+            let mut round = 0u32;
+            while ops < p.ops {
+                let pair = round % pairs;
+                let (prod, cons) = (2 * pair % cpus, (2 * pair + 1) % cpus);
+                let mut held = Vec::with_capacity(burst);
+                for _ in 0..burst {
+                    let order = if rng.below(4) == 0 { 0 } else { 3 };
+                    let ord = o(order)?;
+                    if let Ok(pfn) =
+                        rec.alloc(prod, ord, AllocRequest::new(MigrateType::Unmovable))?
+                    {
+                        held.push((pfn, ord));
+                    }
+                    ops += 1;
+                }
+                for (pfn, ord) in held {
+                    rec.free(cons, pfn, ord)?;
+                    ops += 1;
+                }
+                round += 1;
+            }
+        }
+        GenWorkload::PageFault => {
+            let run_pages = (managed / 4 / u64::from(cpus)).clamp(1, 4096);
+            let mut cpu = 0;
+            while ops < p.ops {
+                let mut held = Vec::with_capacity(run_pages as usize);
+                for _ in 0..run_pages {
+                    if let Ok(pfn) =
+                        rec.alloc(cpu, o(0)?, AllocRequest::new(MigrateType::Movable))?
+                    {
+                        held.push(pfn);
+                    }
+                    ops += 1;
+                }
+                for pfn in held {
+                    rec.free(cpu, pfn, o(0)?)?;
+                    ops += 1;
+                }
+                cpu = (cpu + 1) % cpus;
+            }
+        }
+        GenWorkload::HighOrder => {
+            // Live blocks by the op at which they die; allocations aim at an occupancy that
+            // swings between 70% and 90%, and above it the block due first is freed.
+            let mut live: BinaryHeap<Reverse<(u64, u64, u8, u32)>> = BinaryHeap::new();
+            let mut used = 0u64;
+            while ops < p.ops {
+                let phase = (ops % 20_000) as f64 / 20_000.0;
+                let target = managed as f64 * (0.8 + 0.1 * (phase * std::f64::consts::TAU).sin());
+                let cpu = rng.below(u64::from(cpus)) as u32;
+                if (used as f64) < target {
+                    let order = match rng.below(100) {
+                        0..=59 => 0,
+                        60..=79 => 1,
+                        80..=89 => 2,
+                        90..=97 => 3,
+                        _ => 4,
+                    };
+                    let mt = match rng.below(10) {
+                        0..=6 => MigrateType::Movable,
+                        7..=8 => MigrateType::Unmovable,
+                        _ => MigrateType::Reclaimable,
+                    };
+                    // Pareto-like lifetimes: most short, some very long.
+                    let life = (50.0 / rng.unit().powf(1.0 / 0.7)) as u64;
+                    if let Ok(pfn) = rec.alloc(cpu, o(order)?, AllocRequest::new(mt))? {
+                        live.push(Reverse((ops.saturating_add(life), pfn.0, order, cpu)));
+                        used += 1 << order;
+                    }
+                } else if let Some(Reverse((_, pfn, order, _))) = live.pop() {
+                    rec.free(cpu, Pfn(pfn), o(order)?)?;
+                    used -= 1 << order;
+                }
+                ops += 1;
+                if ops % 2_000 == 0 {
+                    // A burst of THP faults, held until it ends.
+                    let mut thp = Vec::new();
+                    for _ in 0..8 {
+                        match rec.alloc(cpu, o(9)?, AllocRequest::new(MigrateType::Movable))? {
+                            Ok(pfn) => thp.push(pfn),
+                            Err(_) => break,
+                        }
+                        ops += 1;
+                    }
+                    for pfn in thp {
+                        rec.free(cpu, pfn, o(9)?)?;
+                        ops += 1;
+                    }
+                }
+            }
+            // At rest: everything freed, as the lab's tail-merge experiment ends. (Not drained:
+            // a drain is not an event a trace can replay, only the pcpu_drain it causes.)
+            for Reverse((_, pfn, order, cpu)) in live {
+                rec.free(cpu, Pfn(pfn), o(order)?)?;
+            }
+        }
+        GenWorkload::Mixed => {
+            let mut live: VecDeque<(Pfn, Order, u32)> = VecDeque::new();
+            while ops < p.ops {
+                let cpu = rng.below(u64::from(cpus)) as u32;
+                let grow = ops < p.ops / 3;
+                if live.is_empty() || rng.below(100) < if grow { 60 } else { 50 } {
+                    let order = match rng.below(1000) {
+                        0..=699 => 0,
+                        700..=779 => 1,
+                        780..=839 => 2,
+                        840..=899 => 3,
+                        900..=984 => 4,
+                        985..=994 => 9,
+                        _ => 10,
+                    };
+                    let mt = match rng.below(100) {
+                        0..=69 => MigrateType::Movable,
+                        70..=89 => MigrateType::Unmovable,
+                        _ => MigrateType::Reclaimable,
+                    };
+                    let req = if rng.below(100) < 3 {
+                        AllocRequest::atomic(mt)
+                    } else {
+                        AllocRequest::new(mt)
+                    };
+                    if order <= zone.max_order().get() {
+                        if let Ok(pfn) = rec.alloc(cpu, o(order)?, req)? {
+                            live.push_back((pfn, o(order)?, cpu));
+                        }
+                    }
+                } else {
+                    let i = rng.below(live.len() as u64) as usize;
+                    if let Some((pfn, ord, _)) = live.swap_remove_back(i) {
+                        rec.free(cpu, pfn, ord)?;
+                    }
+                }
+                ops += 1;
+            }
+        }
+    }
+    Ok(())
+}
