@@ -225,20 +225,59 @@ impl Parser {
     }
 
     /// Feeds every line of `reader` to the parser, calling `f` for each event.
+    ///
+    /// Lines are parsed where they lie in the reader's buffer (found with SIMD `memchr`);
+    /// only a line split across two buffer fills is copied.
     pub fn read_all<R: BufRead, F: FnMut(&Event<'_>)>(
         &mut self,
         mut reader: R,
         mut f: F,
     ) -> io::Result<()> {
-        let mut buf = Vec::with_capacity(256);
+        let mut carry: Vec<u8> = Vec::new();
         loop {
-            buf.clear();
-            if reader.read_until(b'\n', &mut buf)? == 0 {
+            let buf = match reader.fill_buf() {
+                Ok(b) => b,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if buf.is_empty() {
+                if !carry.is_empty() {
+                    if let Some(ev) = self.feed(&carry) {
+                        f(&ev);
+                    }
+                }
                 return Ok(());
             }
-            if let Some(ev) = self.feed(&buf) {
-                f(&ev);
+            let len = buf.len();
+            let mut at = 0;
+            if !carry.is_empty() {
+                // Finish the line the previous fill ended in.
+                match memchr::memchr(b'\n', buf) {
+                    Some(nl) => {
+                        carry.extend_from_slice(&buf[..nl]);
+                        if let Some(ev) = self.feed(&carry) {
+                            f(&ev);
+                        }
+                        carry.clear();
+                        at = nl + 1;
+                    }
+                    None => {
+                        carry.extend_from_slice(buf);
+                        reader.consume(len);
+                        continue;
+                    }
+                }
             }
+            let base = at;
+            for nl in memchr::memchr_iter(b'\n', &buf[base..]) {
+                let end = base + nl;
+                if let Some(ev) = self.feed(&buf[at..end]) {
+                    f(&ev);
+                }
+                at = end + 1;
+            }
+            carry.extend_from_slice(&buf[at..]);
+            reader.consume(len);
         }
     }
 }
@@ -269,21 +308,77 @@ pub fn open(path: &Path) -> io::Result<Box<dyn BufRead>> {
     })
 }
 
+/// Separator bytes: space, tab, CR, LF and the other control characters. (A byte test this
+/// cheap matters: the scanner looks at every byte of multi-gigabyte files.)
+#[inline(always)]
+fn is_sep(b: u8) -> bool {
+    b <= b' '
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// The index of the first separator in `s` (or of the first `=` too, with `or_eq`), or
+/// `s.len()`: eight bytes per step (SWAR). In each mask the lowest set bit marks the first
+/// matching byte exactly; false positives from borrows only appear above a true match.
+#[inline]
+fn find_sep(s: &[u8], or_eq: bool) -> usize {
+    let mut i = 0;
+    while let Some(chunk) = s.get(i..i + 8) {
+        let x = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+        // Bytes below 0x21 (bytes from 0x80 up never match).
+        let mut m = x.wrapping_sub(ONES * 0x21) & !x & HIGHS;
+        if or_eq {
+            let y = x ^ (ONES * u64::from(b'='));
+            m |= y.wrapping_sub(ONES) & !y & HIGHS;
+        }
+        if m != 0 {
+            return i + (m.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < s.len() && !(is_sep(s[i]) || (or_eq && s[i] == b'=')) {
+        i += 1;
+    }
+    i
+}
+
+/// The index of the first byte of `s` that is not a separator, or `s.len()` (SWAR, as
+/// [`find_sep`]; the padding of ftrace's columns makes separator runs long).
+#[inline]
+fn skip_sep(s: &[u8]) -> usize {
+    // Most runs are one space: test two bytes before going wide.
+    match s {
+        [] => return 0,
+        [a, ..] if !is_sep(*a) => return 0,
+        [_, b, ..] if !is_sep(*b) => return 1,
+        _ => {}
+    }
+    let mut i = 0;
+    while let Some(chunk) = s.get(i..i + 8) {
+        let x = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+        // Bytes above 0x20 (carries from bytes >= 0xa1 only reach bytes above a match).
+        let m = (x.wrapping_add(ONES * (127 - 0x20)) | x) & HIGHS;
+        if m != 0 {
+            return i + (m.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < s.len() && is_sep(s[i]) {
+        i += 1;
+    }
+    i
+}
+
 fn trim_end(mut s: &[u8]) -> &[u8] {
     while let [rest @ .., last] = s {
-        if last.is_ascii_whitespace() {
+        if is_sep(*last) {
             s = rest;
         } else {
             break;
         }
     }
     s
-}
-
-/// Splits `s` into ASCII-whitespace-separated tokens.
-fn tokens(s: &[u8]) -> impl Iterator<Item = &[u8]> {
-    s.split(|b| b.is_ascii_whitespace())
-        .filter(|t| !t.is_empty())
 }
 
 fn parse_dec(s: &[u8]) -> Option<u64> {
@@ -399,6 +494,29 @@ struct Fields<'a> {
     change_ownership: Option<&'a [u8]>,
 }
 
+impl<'a> Fields<'a> {
+    /// The field a key names; `None` for keys of no interest. Dispatches on length and the
+    /// first byte before comparing, so most keys cost one or two compares.
+    #[inline]
+    fn slot(&mut self, key: &[u8]) -> Option<&mut Option<&'a [u8]>> {
+        Some(match (key.len(), key.first().copied().unwrap_or(0)) {
+            (3, b'p') if key == b"pfn" => &mut self.pfn,
+            (4, b'p') if key == b"page" => &mut self.page,
+            (5, b'o') if key == b"order" => &mut self.order,
+            (9, b'g') if key == b"gfp_flags" => &mut self.gfp_flags,
+            (11, b'm') if key == b"migratetype" => &mut self.migratetype,
+            (11, b'a') if key == b"alloc_order" => &mut self.alloc_order,
+            (11, b'f') if key == b"fragmenting" => &mut self.fragmenting,
+            (13, b'p') if key == b"percpu_refill" => &mut self.percpu_refill,
+            (14, b'f') if key == b"fallback_order" => &mut self.fallback_order,
+            (16, b'c') if key == b"change_ownership" => &mut self.change_ownership,
+            (17, b'a') if key == b"alloc_migratetype" => &mut self.alloc_migratetype,
+            (20, b'f') if key == b"fallback_migratetype" => &mut self.fallback_migratetype,
+            _ => return None,
+        })
+    }
+}
+
 fn page_ptr(v: Option<&[u8]>) -> PagePtr {
     match v {
         None => PagePtr::Missing,
@@ -411,10 +529,10 @@ fn page_ptr(v: Option<&[u8]>) -> PagePtr {
 /// Parses one line into an event, or says why it is none.
 fn parse_line(line: &[u8]) -> Result<Event<'_>, LineKind> {
     let line = trim_end(line);
-    let start = line.iter().position(|b| !b.is_ascii_whitespace());
-    let Some(start) = start else {
+    let start = skip_sep(line);
+    if start == line.len() {
         return Err(LineKind::Comment);
-    };
+    }
     if line[start] == b'#' {
         return Err(LineKind::Comment);
     }
@@ -424,18 +542,14 @@ fn parse_line(line: &[u8]) -> Result<Event<'_>, LineKind> {
     let mut rest_at = 0;
     // Walk the prefix tokens by offset, so the tail can be sliced off the line afterwards.
     let mut i = start;
-    while i < line.len() {
-        while i < line.len() && line[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        let s = i;
-        while i < line.len() && !line[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        let tok = &line[s..i];
-        if tok.is_empty() {
+    loop {
+        i += skip_sep(&line[i..]);
+        if i == line.len() {
             break;
         }
+        let s = i;
+        i += find_sep(&line[s..], false);
+        let tok = &line[s..i];
         if ts_ns.is_none() {
             if cpu.is_none() {
                 if let Some(c) = cpu_token(tok) {
@@ -471,29 +585,26 @@ fn parse_line(line: &[u8]) -> Result<Event<'_>, LineKind> {
     let Some(name) = event_name(name_tok) else {
         return Err(LineKind::Other);
     };
-    let tail = &line[rest_at..];
     let mut f = Fields::default();
-    for tok in tokens(tail) {
-        let Some(eq) = tok.iter().position(|&b| b == b'=') else {
-            continue;
-        };
-        let (k, v) = (&tok[..eq], &tok[eq + 1..]);
-        let slot = match k {
-            b"page" => &mut f.page,
-            b"pfn" => &mut f.pfn,
-            b"order" => &mut f.order,
-            b"migratetype" => &mut f.migratetype,
-            b"gfp_flags" => &mut f.gfp_flags,
-            b"percpu_refill" => &mut f.percpu_refill,
-            b"alloc_order" => &mut f.alloc_order,
-            b"fallback_order" => &mut f.fallback_order,
-            b"alloc_migratetype" => &mut f.alloc_migratetype,
-            b"fallback_migratetype" => &mut f.fallback_migratetype,
-            b"fragmenting" => &mut f.fragmenting,
-            b"change_ownership" => &mut f.change_ownership,
-            _ => continue,
-        };
-        *slot = Some(v);
+    // One pass over the tail: `key=value` tokens; tokens without `=` are skipped. Slice
+    // iterators, not indices, so the byte loops carry no bounds checks.
+    let n = line.len();
+    let mut i = rest_at;
+    loop {
+        i += skip_sep(&line[i..]);
+        if i == n {
+            break;
+        }
+        let ks = i;
+        i += find_sep(&line[ks..], true);
+        if i < n && line[i] == b'=' {
+            let key = &line[ks..i];
+            let vs = i + 1;
+            i = vs + find_sep(&line[vs..], false);
+            if let Some(slot) = f.slot(key) {
+                *slot = Some(&line[vs..i]);
+            }
+        }
     }
     let bad = |what| LineKind::Malformed(what);
     let pfn = f.pfn.and_then(parse_pfn).ok_or(bad("bad or missing pfn"))?;
@@ -881,6 +992,21 @@ mod tests {
     }
 
     proptest! {
+        /// The eight-bytes-at-a-time scans agree with the byte-at-a-time definitions on
+        /// every input, separators, `=` and bytes from 0x80 up included.
+        #[test]
+        fn swar_scans_match_the_byte_loops(
+            bytes in proptest::collection::vec(
+                prop_oneof![Just(b' '), Just(b'='), Just(b'\t'), Just(0u8), Just(0x21u8), Just(0x7f), Just(0x80), Just(0xa1), Just(0xff), any::<u8>()],
+                0..40,
+            ),
+        ) {
+            let naive_sep = |eq: bool| bytes.iter().position(|&b| is_sep(b) || (eq && b == b'=')).unwrap_or(bytes.len());
+            prop_assert_eq!(find_sep(&bytes, false), naive_sep(false));
+            prop_assert_eq!(find_sep(&bytes, true), naive_sep(true));
+            prop_assert_eq!(skip_sep(&bytes), bytes.iter().position(|&b| !is_sep(b)).unwrap_or(bytes.len()));
+        }
+
         #[test]
         fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
             let mut p = Parser::new();

@@ -29,7 +29,7 @@
 //! the trace's and, with `--emit`, written with the replay's `mm_page_alloc`/`mm_page_free`
 //! in ftrace format ([`super::emit`]).
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::io::{self, Write};
 
 use serde::Serialize;
@@ -208,10 +208,10 @@ impl Replayer {
             variant,
             zone,
             geo,
-            live: HashMap::new(),
-            failed: HashSet::new(),
-            pending_batched: HashSet::new(),
-            allocated_once: HashMap::new(),
+            live: HashMap::default(),
+            failed: HashSet::default(),
+            pending_batched: HashSet::default(),
+            allocated_once: HashMap::default(),
             counts: ReplayCounts::default(),
             refills: vec![0; geo.cpus as usize],
             drains: vec![0; geo.cpus as usize],
