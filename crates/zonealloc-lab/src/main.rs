@@ -191,6 +191,11 @@ struct LabArgs {
     /// baseline always runs too, since every comparison is against it.
     #[arg(long, value_delimiter = ',')]
     variants: Option<Vec<String>>,
+    /// Also write the deterministic experiments' runs (free-high's interleaved mode and
+    /// tail-merge; the first iteration of each variant) as kernel traces into DIR, readable
+    /// by `zonealloc trace stats|replay` and the usual trace tools.
+    #[arg(long, value_name = "DIR")]
+    record_traces: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -300,6 +305,7 @@ fn trace_replay(args: &TraceReplayArgs) -> ExitCode {
             iterations: Some(1),
             zone_pages: Some(run.geo.zone_pages),
             variants: Some(args.variants.clone()),
+            record_traces: None,
         },
         significance_test: report::compare::SIGNIFICANCE_TEST.to_owned(),
         experiments: vec![ExperimentReport::new(
@@ -395,33 +401,34 @@ fn trace_gen(args: &TraceGenArgs) -> ExitCode {
         cpus: args.cpus,
         seed: args.seed,
     };
-    let result = trace::record::Recorder::new(&zone, out, 1_000)
-        .map_err(trace::record::RecordError::Io)
-        .and_then(|mut rec| {
-            trace::gen::run(args.workload, &zone, &mut rec, params)?;
-            let n = rec.events();
-            rec.finish()?.flush()?;
-            Ok(n)
-        });
-    match result {
-        Ok(n) => {
-            if let Err(e) = zone.check() {
-                eprintln!("error: allocator invariant violated: {e}");
-                return ExitCode::FAILURE;
-            }
-            if !to_stdout {
-                eprintln!("wrote {n} events to {}", args.output.display());
-            }
-            ExitCode::SUCCESS
-        }
-        Err(trace::record::RecordError::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {
-            ExitCode::SUCCESS
-        }
+    let mut rec = match trace::record::Recorder::new(&zone, out, 1_000) {
+        Ok(r) => r,
         Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
+            eprintln!("error: writing the trace: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Err(e) = trace::gen::run(args.workload, &zone, &mut rec, params) {
+        eprintln!("error: {e}");
+        return ExitCode::FAILURE;
+    }
+    let n = rec.events();
+    match rec.finish().and_then(|mut w| w.flush()) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: writing the trace: {e}");
+            return ExitCode::FAILURE;
         }
     }
+    if let Err(e) = zone.check() {
+        eprintln!("error: allocator invariant violated: {e}");
+        return ExitCode::FAILURE;
+    }
+    if !to_stdout {
+        eprintln!("wrote {n} events to {}", args.output.display());
+    }
+    ExitCode::SUCCESS
 }
 
 /// A progress bar on stderr (hidden unless `show`).
@@ -546,6 +553,7 @@ fn lab_opts(args: &LabArgs) -> Result<LabOpts, String> {
         iterations: to_usize(args.iterations, "iterations")?,
         zone_pages: args.zone_pages,
         variants: args.variants.clone(),
+        record_traces: args.record_traces.clone(),
     })
 }
 
@@ -568,6 +576,12 @@ fn lab(args: &LabArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
+    if let Some(dir) = &opts.record_traces {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            eprintln!("error: --record-traces {}: {e}", dir.display());
+            return ExitCode::FAILURE;
+        }
+    }
 
     let show_progress = !args.json && std::io::stdout().is_terminal();
     let mut results = Vec::new();

@@ -282,3 +282,40 @@ fn bad_replay_input_is_a_clear_error() {
     let lax = zonealloc(&["trace", "replay", s(&bad), "--out", s(&out)]);
     ok(&lax);
 }
+
+#[test]
+fn lab_experiments_record_traces_that_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let traces = dir.path().join("traces");
+    let report = dir.path().join("report");
+    ok(&zonealloc(&[
+        "lab",
+        "free-high",
+        "--quick",
+        "--iterations",
+        "1",
+        "--record-traces",
+        s(&traces),
+        "--out",
+        s(&report),
+    ]));
+    let mut files: Vec<_> = std::fs::read_dir(&traces)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 3, "{files:?}");
+    for f in &files {
+        let st = json(&zonealloc(&["trace", "stats", s(f), "--json", "--strict"]));
+        let frees = st["frees"].as_u64().unwrap();
+        assert!(frees > 0, "{}", f.display());
+        // The experiment allocates on CPU 0 and frees on CPU 1: every free crosses CPUs.
+        assert_eq!(
+            st["cross_cpu_frees"].as_u64().unwrap(),
+            frees,
+            "{}",
+            f.display()
+        );
+        assert_eq!(st["frees_unseen"], 0);
+    }
+}

@@ -52,6 +52,7 @@
 //! | [`ZoneStats`] | `/proc/vmstat` counters |
 //! | [`stats::write_buddyinfo`] | `/proc/buddyinfo` |
 //! | [`stats::unusable_free_index`] | `extfrag/unusable_index` |
+//! | [`ZoneEvent`] ([`Zone::record_events`]) | `mm_page_alloc_zone_locked`, `mm_page_pcpu_drain`, `mm_page_alloc_extfrag` tracepoints |
 //!
 //! ## Errors
 //! Every operation that takes caller input validates it and returns a typed error that names

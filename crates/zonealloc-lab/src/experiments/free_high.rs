@@ -24,6 +24,8 @@ use zonealloc::{
     AllocRequest, CpuId, FreeHigh, MigrateType, Order, Pfn, Zone, ZoneConfig, ZoneType,
 };
 
+use crate::trace::record::TracedZone;
+
 use super::{
     Experiment, ExperimentResult, LabError, LabOpts, MetricDef, MetricKind, Plot, PlotKind,
     Progress, Sample, Series, SplitMix, Table,
@@ -170,9 +172,16 @@ fn finish_zone(zone: &Zone) -> Result<(), LabError> {
 
 /// The deterministic mode: producer (CPU 0) and consumer (CPU 1) steps interleaved in one
 /// thread in bursts drawn from the seed.
-fn run_det(pages: u64, fh: FreeHigh, messages: u64, seed: u64) -> Result<DetRun, LabError> {
-    let zone = make_zone(pages, fh)?;
-    let lock0 = zone.stats().zone_lock_acquisitions;
+fn run_det(
+    pages: u64,
+    fh: FreeHigh,
+    messages: u64,
+    seed: u64,
+    record: Option<&std::path::Path>,
+) -> Result<DetRun, LabError> {
+    let plain = make_zone(pages, fh)?;
+    let zone = TracedZone::new(&plain, record).map_err(err("--record-traces"))?;
+    let lock0 = plain.stats().zone_lock_acquisitions;
     let mut carver = Carver::new(seed);
     let mut pattern = SplitMix(seed ^ 0x5eed_f00d);
     let mut queue: VecDeque<Msg> = VecDeque::with_capacity(QUEUE);
@@ -221,8 +230,10 @@ fn run_det(pages: u64, fh: FreeHigh, messages: u64, seed: u64) -> Result<DetRun,
         }
     }
     let blocks = carver.blocks;
-    let lock = zone.stats().zone_lock_acquisitions - lock0;
-    finish_zone(&zone)?;
+    let lock = plain.stats().zone_lock_acquisitions - lock0;
+    zone.drain_all();
+    zone.finish().map_err(err("--record-traces"))?;
+    finish_zone(&plain)?;
     let mut top: Vec<(u64, u64)> = counts.iter().map(|(&p, &c)| (p, c)).collect();
     top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let distinct = top.len() as u64;
@@ -374,7 +385,8 @@ impl Experiment for FreeHighExp {
         for it in 0..iterations {
             let seed = opts.seed ^ (it as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
             for (vi, (vname, fh)) in variants.iter().enumerate() {
-                let det = run_det(pages, *fh, det_msgs, seed)?;
+                let trace = opts.trace_path(self.name(), vname, it);
+                let det = run_det(pages, *fh, det_msgs, seed, trace.as_deref())?;
                 let rate = run_threads(pages, *fh, thr_msgs, seed)?;
                 let top5 = det.top.iter().take(5).map(|t| t.1 as f64).sum::<f64>()
                     / det.top.len().clamp(1, 5) as f64;
@@ -514,8 +526,8 @@ mod tests {
 
     #[test]
     fn deterministic_mode_repeats_exactly() {
-        let a = run_det(1 << 14, FreeHigh::Current, 2_000, 7).unwrap();
-        let b = run_det(1 << 14, FreeHigh::Current, 2_000, 7).unwrap();
+        let a = run_det(1 << 14, FreeHigh::Current, 2_000, 7, None).unwrap();
+        let b = run_det(1 << 14, FreeHigh::Current, 2_000, 7, None).unwrap();
         assert_eq!(a, b);
         let r1 = FreeHighExp
             .run(&LabOpts::quick_test(3), &|_, _| {})

@@ -33,6 +33,9 @@ pub struct LabOpts {
     pub zone_pages: Option<u64>,
     /// Variants to run besides the baseline (None: all).
     pub variants: Option<Vec<String>>,
+    /// Write the first iteration of each variant of the deterministic experiments as a
+    /// kernel trace into this folder (`<experiment>-<variant>.txt`).
+    pub record_traces: Option<std::path::PathBuf>,
 }
 
 impl LabOpts {
@@ -68,7 +71,30 @@ impl LabOpts {
             iterations: None,
             zone_pages: None,
             variants: None,
+            record_traces: None,
         }
+    }
+
+    /// Where iteration `iteration` of `variant` of experiment `exp` records its trace: only
+    /// the first iteration, only with `--record-traces`.
+    pub fn trace_path(
+        &self,
+        exp: &str,
+        variant: &str,
+        iteration: usize,
+    ) -> Option<std::path::PathBuf> {
+        let dir = self.record_traces.as_ref().filter(|_| iteration == 0)?;
+        let slug: String = variant
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        Some(dir.join(format!("{exp}-{slug}.txt")))
     }
 
     /// The variants to run, in their order: all of `all`, or the baseline (the first) plus

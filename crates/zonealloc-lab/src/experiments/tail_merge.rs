@@ -17,6 +17,7 @@
 //! short-lived blocks are freed, the per-CPU lists drained, and order-9 blocks are allocated
 //! until one fails ("passes under load and at rest").
 
+use std::path::Path;
 use std::time::Instant;
 
 use serde_json::json;
@@ -24,6 +25,8 @@ use zonealloc::stats::unusable_free_index;
 use zonealloc::{
     AllocRequest, CpuId, MigrateType, Order, PcpConfig, Pfn, Zone, ZoneConfig, ZoneType,
 };
+
+use crate::trace::record::TracedZone;
 
 use super::{
     Experiment, ExperimentResult, LabError, LabOpts, MetricDef, MetricKind, Plot, PlotKind,
@@ -129,7 +132,7 @@ fn nowait(mt: MigrateType) -> AllocRequest {
     }
 }
 
-fn free_block(zone: &Zone, cpu: u32, b: &Block) -> Result<(), LabError> {
+fn free_block(zone: &TracedZone<'_>, cpu: u32, b: &Block) -> Result<(), LabError> {
     zone.free_on(CpuId(cpu), b.pfn, b.order)
         .map_err(|e| lab_err("free", e))
 }
@@ -140,6 +143,7 @@ fn run_once(
     p: Params,
     tail_merge: bool,
     seed: u64,
+    record: Option<&Path>,
     on_tick: &mut dyn FnMut(),
 ) -> Result<RunOut, LabError> {
     let cfg = ZoneConfig {
@@ -153,10 +157,12 @@ fn run_once(
         },
         ..ZoneConfig::without_watermarks()
     };
-    let zone = Zone::new(ZoneType::Normal, Pfn(0), Pfn(p.zone_pages), cfg)
+    let plain = Zone::new(ZoneType::Normal, Pfn(0), Pfn(p.zone_pages), cfg)
         .map_err(|e| lab_err("zone", e))?;
-    zone.add_free_range(Pfn(0), Pfn(p.zone_pages))
+    plain
+        .add_free_range(Pfn(0), Pfn(p.zone_pages))
         .map_err(|e| lab_err("add_free_range", e))?;
+    let zone = TracedZone::new(&plain, record).map_err(|e| lab_err("--record-traces", e))?;
     let probe_order = Order::new(PROBE_ORDER).ok_or_else(|| lab_err("order", "9"))?;
 
     let mut rng = SplitMix(seed ^ 0x7A11_3E26_0003);
@@ -228,7 +234,7 @@ fn run_once(
             zone.free_on(CpuId(0), pfn, probe_order)
                 .map_err(|e| lab_err("free probe", e))?;
         }
-        let snap = zone.snapshot(0);
+        let snap = plain.snapshot(0);
         out.unusable.push(core::array::from_fn(|o| {
             unusable_free_index(&snap, o as u8) as f64 / 10.0
         }));
@@ -260,16 +266,18 @@ fn run_once(
         free_block(&zone, 0, b)?;
     }
     zone.drain_all();
-    let stats = zone.stats();
+    zone.finish().map_err(|e| lab_err("--record-traces", e))?;
+    let stats = plain.stats();
     out.tail_placements = stats.tail_placements;
     out.merges = stats.merges;
-    zone.check()
+    plain
+        .check()
         .map_err(|e| LabError(format!("tail-merge: zone check failed: {e:?}")))?;
-    if zone.free_pages() != zone.managed_pages() {
+    if plain.free_pages() != plain.managed_pages() {
         return Err(LabError(format!(
             "tail-merge: {} of {} pages free after freeing everything",
-            zone.free_pages(),
-            zone.managed_pages()
+            plain.free_pages(),
+            plain.managed_pages()
         )));
     }
     Ok(out)
@@ -332,7 +340,8 @@ impl Experiment for TailMerge {
         for i in 0..iterations {
             let seed = opts.seed.wrapping_add(i as u64);
             for (k, (variant, on)) in variants.iter().copied().enumerate() {
-                let r = run_once(p, on, seed, &mut || {
+                let trace = opts.trace_path(self.name(), variant, i);
+                let r = run_once(p, on, seed, trace.as_deref(), &mut || {
                     done += 1;
                     progress(done, total);
                 })?;

@@ -20,7 +20,7 @@ use std::io::Write;
 use clap::ValueEnum;
 use zonealloc::{AllocRequest, MigrateType, Order, Pfn, Zone};
 
-use super::record::{RecordError, Recorder};
+use super::record::Recorder;
 use crate::experiments::SplitMix;
 
 /// The workload a synthetic trace records.
@@ -47,20 +47,19 @@ pub struct GenParams {
     pub seed: u64,
 }
 
-fn o(n: u8) -> Result<Order, RecordError> {
-    Order::new(n).ok_or(RecordError::Io(std::io::Error::other(format!(
-        "order {n} out of range"
-    ))))
+fn o(n: u8) -> Result<Order, String> {
+    Order::new(n).ok_or_else(|| format!("order {n} out of range"))
 }
 
-/// Runs `w` on `zone` through `rec`. Allocation failures are part of a workload; only a
-/// refused free or a write error stops it.
+/// Runs `w` on `zone` through `rec`. Allocation failures are part of a workload; a refused
+/// free (a bug) stops it with an error, a failed write stops it early (see
+/// [`Recorder::finish`]).
 pub fn run<W: Write>(
     w: GenWorkload,
     zone: &Zone,
     rec: &mut Recorder<'_, W>,
     p: GenParams,
-) -> Result<(), RecordError> {
+) -> Result<(), String> {
     let mut rng = SplitMix(p.seed);
     let cpus = p.cpus.max(1);
     let managed = zone.managed_pages();
@@ -70,22 +69,21 @@ pub fn run<W: Write>(
             let pairs = (cpus / 2).max(1);
             let burst = 64;
             let mut round = 0u32;
-            while ops < p.ops {
+            while ops < p.ops && !rec.failed() {
                 let pair = round % pairs;
                 let (prod, cons) = (2 * pair % cpus, (2 * pair + 1) % cpus);
                 let mut held = Vec::with_capacity(burst);
                 for _ in 0..burst {
                     let order = if rng.below(4) == 0 { 0 } else { 3 };
                     let ord = o(order)?;
-                    if let Ok(pfn) =
-                        rec.alloc(prod, ord, AllocRequest::new(MigrateType::Unmovable))?
+                    if let Ok(pfn) = rec.alloc(prod, ord, AllocRequest::new(MigrateType::Unmovable))
                     {
                         held.push((pfn, ord));
                     }
                     ops += 1;
                 }
                 for (pfn, ord) in held {
-                    rec.free(cons, pfn, ord)?;
+                    rec.free(cons, pfn, ord).map_err(|e| e.to_string())?;
                     ops += 1;
                 }
                 round += 1;
@@ -94,18 +92,17 @@ pub fn run<W: Write>(
         GenWorkload::PageFault => {
             let run_pages = (managed / 4 / u64::from(cpus)).clamp(1, 4096);
             let mut cpu = 0;
-            while ops < p.ops {
+            while ops < p.ops && !rec.failed() {
                 let mut held = Vec::with_capacity(run_pages as usize);
                 for _ in 0..run_pages {
-                    if let Ok(pfn) =
-                        rec.alloc(cpu, o(0)?, AllocRequest::new(MigrateType::Movable))?
+                    if let Ok(pfn) = rec.alloc(cpu, o(0)?, AllocRequest::new(MigrateType::Movable))
                     {
                         held.push(pfn);
                     }
                     ops += 1;
                 }
                 for pfn in held {
-                    rec.free(cpu, pfn, o(0)?)?;
+                    rec.free(cpu, pfn, o(0)?).map_err(|e| e.to_string())?;
                     ops += 1;
                 }
                 cpu = (cpu + 1) % cpus;
@@ -116,7 +113,7 @@ pub fn run<W: Write>(
             // swings between 70% and 90%, and above it the block due first is freed.
             let mut live: BinaryHeap<Reverse<(u64, u64, u8, u32)>> = BinaryHeap::new();
             let mut used = 0u64;
-            while ops < p.ops {
+            while ops < p.ops && !rec.failed() {
                 let phase = (ops % 20_000) as f64 / 20_000.0;
                 let target = managed as f64 * (0.8 + 0.1 * (phase * std::f64::consts::TAU).sin());
                 let cpu = rng.below(u64::from(cpus)) as u32;
@@ -135,12 +132,13 @@ pub fn run<W: Write>(
                     };
                     // Pareto-like lifetimes: most short, some very long.
                     let life = (50.0 / rng.unit().powf(1.0 / 0.7)) as u64;
-                    if let Ok(pfn) = rec.alloc(cpu, o(order)?, AllocRequest::new(mt))? {
+                    if let Ok(pfn) = rec.alloc(cpu, o(order)?, AllocRequest::new(mt)) {
                         live.push(Reverse((ops.saturating_add(life), pfn.0, order, cpu)));
                         used += 1 << order;
                     }
                 } else if let Some(Reverse((_, pfn, order, _))) = live.pop() {
-                    rec.free(cpu, Pfn(pfn), o(order)?)?;
+                    rec.free(cpu, Pfn(pfn), o(order)?)
+                        .map_err(|e| e.to_string())?;
                     used -= 1 << order;
                 }
                 ops += 1;
@@ -148,14 +146,14 @@ pub fn run<W: Write>(
                     // A burst of THP faults, held until it ends.
                     let mut thp = Vec::new();
                     for _ in 0..8 {
-                        match rec.alloc(cpu, o(9)?, AllocRequest::new(MigrateType::Movable))? {
+                        match rec.alloc(cpu, o(9)?, AllocRequest::new(MigrateType::Movable)) {
                             Ok(pfn) => thp.push(pfn),
                             Err(_) => break,
                         }
                         ops += 1;
                     }
                     for pfn in thp {
-                        rec.free(cpu, pfn, o(9)?)?;
+                        rec.free(cpu, pfn, o(9)?).map_err(|e| e.to_string())?;
                         ops += 1;
                     }
                 }
@@ -163,12 +161,13 @@ pub fn run<W: Write>(
             // At rest: everything freed, as the lab's tail-merge experiment ends. (Not drained:
             // a drain is not an event a trace can replay, only the pcpu_drain it causes.)
             for Reverse((_, pfn, order, cpu)) in live {
-                rec.free(cpu, Pfn(pfn), o(order)?)?;
+                rec.free(cpu, Pfn(pfn), o(order)?)
+                    .map_err(|e| e.to_string())?;
             }
         }
         GenWorkload::Mixed => {
             let mut live: VecDeque<(Pfn, Order, u32)> = VecDeque::new();
-            while ops < p.ops {
+            while ops < p.ops && !rec.failed() {
                 let cpu = rng.below(u64::from(cpus)) as u32;
                 let grow = ops < p.ops / 3;
                 if live.is_empty() || rng.below(100) < if grow { 60 } else { 50 } {
@@ -192,14 +191,14 @@ pub fn run<W: Write>(
                         AllocRequest::new(mt)
                     };
                     if order <= zone.max_order().get() {
-                        if let Ok(pfn) = rec.alloc(cpu, o(order)?, req)? {
+                        if let Ok(pfn) = rec.alloc(cpu, o(order)?, req) {
                             live.push_back((pfn, o(order)?, cpu));
                         }
                     }
                 } else {
                     let i = rng.below(live.len() as u64) as usize;
                     if let Some((pfn, ord, _)) = live.swap_remove_back(i) {
-                        rec.free(cpu, pfn, ord)?;
+                        rec.free(cpu, pfn, ord).map_err(|e| e.to_string())?;
                     }
                 }
                 ops += 1;
