@@ -10,6 +10,12 @@
 //! mirror calls the caller makes ([`Zone::alloc_with`], [`Zone::free`]), so the caller logs
 //! them itself; this keeps the per-CPU fast path free of any tracing test.
 //!
+//! [`Zone`]: crate::Zone
+//! [`Zone::record_events`]: crate::Zone::record_events
+//! [`Zone::take_events`]: crate::Zone::take_events
+//! [`Zone::alloc_with`]: crate::Zone::alloc_with
+//! [`Zone::free`]: crate::Zone::free
+//!
 //! Which CPU an event belongs to is the CPU the caller ran the operation on: a drain of
 //! another CPU's lists is logged, as in the kernel, by the CPU doing the draining.
 //!
