@@ -477,3 +477,48 @@ fn allocator_refuses_layouts_above_the_largest_block() {
     assert_eq!(a.order_for(page_aligned), Some(order(2)));
     a.check().unwrap();
 }
+
+#[test]
+fn memory_map_holes_and_reserved_ranges_are_never_handed_out() {
+    use zonealloc::MemoryRegion;
+    const MIB: u64 = 1 << 20;
+    let map = [
+        MemoryRegion::usable(0, 3 * MIB),
+        MemoryRegion::reserved(MIB, 512 << 10),
+        // 3..4 MiB is a hole.
+        MemoryRegion::usable(4 * MIB, 2 * MIB),
+    ];
+    let a = PageArena::with_memory_map(small(0, 1), &map).unwrap();
+    let ps = a.page_size() as u64;
+    assert_eq!(a.pages(), 6 * MIB / ps);
+    let usable = (3 * MIB - 512 * 1024 + 2 * MIB) / ps;
+    assert_eq!(a.zone().managed_pages(), usable);
+    let mut live = Vec::new();
+    while let Ok(b) = a.alloc(order(0), MigrateType::Movable) {
+        let off = b.as_ptr() as u64 - a.base().as_ptr() as u64;
+        let reserved = (MIB..MIB + (512 << 10)).contains(&off);
+        let hole = (3 * MIB..4 * MIB).contains(&off);
+        assert!(!reserved && !hole, "page at offset {off:#x} is not usable");
+        live.push(b);
+    }
+    assert_eq!(live.len() as u64, usable);
+    let hole = a.base().as_ptr().wrapping_add(3 * MIB as usize);
+    let pfn = a.pfn_of(hole).unwrap();
+    // SAFETY: refused (asserted): the page is in a hole.
+    let got = unsafe { a.free_raw(hole, order(0)) };
+    assert_eq!(
+        got,
+        Err(ArenaFreeError::Free(FreeError::NotManaged { pfn }))
+    );
+    drop(live);
+    a.check().unwrap();
+
+    let overlapping = [
+        MemoryRegion::usable(0, MIB),
+        MemoryRegion::usable(MIB / 2, MIB),
+    ];
+    assert!(matches!(
+        PageArena::with_memory_map(small(0, 1), &overlapping).unwrap_err(),
+        ArenaError::Config(ConfigError::Range(_))
+    ));
+}

@@ -38,7 +38,8 @@
 //! # Invariants
 //! - A1: the region is `pages * page_size` bytes at `base`, aligned to
 //!   `page_size << max_order`; frame `pfn` is at `pfn * page_size`.
-//! - A2: the zone spans exactly the region's frames, all managed (no holes).
+//! - A2: the zone spans exactly the region's frames, all managed, or with
+//!   [`PageArena::with_memory_map`] exactly the map's usable frames (the rest are holes).
 //! - A3: memory of a block is touched by the arena only while the block is allocated to the
 //!   caller of the operation in progress (poisoning on free happens after the zone confirmed
 //!   the block is allocated with that order and before it is returned to the zone).
@@ -207,6 +208,8 @@ pub struct PageArena {
     base_pfn: u64,
     /// `log2(page_size)`.
     page_shift: u32,
+    /// Pages handed to the zone: all of them, or the usable frames of a memory map.
+    managed_pages: u64,
     zero_on_alloc: bool,
     poison: Option<Poison>,
     huge_pages: HugePages,
@@ -215,7 +218,44 @@ pub struct PageArena {
 impl PageArena {
     /// Maps the region and builds the zone over it, every page free.
     pub fn new(cfg: ArenaConfig) -> Result<PageArena, ArenaError> {
+        Self::build(cfg, None)
+    }
+
+    /// Like [`PageArena::new`], with the pages laid out by a firmware-style memory map whose
+    /// addresses are offsets from the region's start (the arena's "physical" addresses): only
+    /// the usable frames, minus the reserved ranges, are handed to the zone; the rest are holes
+    /// the zone never hands out (`free` of one is [`FreeError::NotManaged`]). The region is
+    /// at least `cfg.pages` pages and covers every usable region.
+    ///
+    /// ```
+    /// use zonealloc::arena::{ArenaConfig, PageArena};
+    /// use zonealloc::MemoryRegion;
+    ///
+    /// let map = [
+    ///     MemoryRegion::usable(0, 8 << 20),
+    ///     MemoryRegion::reserved(1 << 20, 1 << 20), // a "kernel image"
+    /// ];
+    /// let arena = PageArena::with_memory_map(ArenaConfig::with_pages(0), &map).unwrap();
+    /// assert_eq!(arena.pages(), 2048);
+    /// assert_eq!(arena.zone().managed_pages(), 2048 - 256);
+    /// ```
+    pub fn with_memory_map(
+        cfg: ArenaConfig,
+        map: &[crate::memmap::MemoryRegion],
+    ) -> Result<PageArena, ArenaError> {
+        Self::build(cfg, Some(map))
+    }
+
+    fn build(
+        mut cfg: ArenaConfig,
+        map: Option<&[crate::memmap::MemoryRegion]>,
+    ) -> Result<PageArena, ArenaError> {
         cfg.zone.validate()?;
+        if let Some(map) = map {
+            let mut last = 0u64;
+            crate::memmap::usable_frames(map, cfg.zone.page_size, |_, end| last = last.max(end.0));
+            cfg.pages = cfg.pages.max(last);
+        }
         let system = region::system_page_size() as u64;
         let page_size = cfg.zone.page_size;
         if page_size < system {
@@ -248,9 +288,25 @@ impl PageArena {
         let start = Pfn(base_pfn);
         let end = Pfn(base_pfn + pages);
         let zone = Zone::new(ZoneType::Normal, start, end, cfg.zone)?;
-        zone.add_free_range(start, end)
-            .map_err(|e| ArenaError::Config(crate::ConfigError::Range(e)))?;
+        let range_err = |e| ArenaError::Config(crate::ConfigError::Range(e));
+        let mut managed = 0;
+        match map {
+            None => managed = zone.add_free_range(start, end).map_err(range_err)?,
+            Some(map) => {
+                let mut result = Ok(());
+                crate::memmap::usable_frames(map, cfg.zone.page_size, |s, e| {
+                    if result.is_ok() {
+                        match zone.add_free_range(start.add(s.0), start.add(e.0)) {
+                            Ok(n) => managed += n,
+                            Err(err) => result = Err(range_err(err)),
+                        }
+                    }
+                });
+                result?;
+            }
+        }
         Ok(PageArena {
+            managed_pages: managed,
             zone,
             poison: cfg.poison_on_free.then(|| Poison::new(pages as usize)),
             region,
@@ -343,14 +399,14 @@ impl PageArena {
     }
 
     /// Checks the zone's invariants (Z1..Z8, P1..P3, G1) and that it manages exactly the
-    /// arena's pages (A2).
+    /// arena's pages, or a memory map's usable ones (A2).
     pub fn check(&self) -> Result<CheckFacts, CheckError> {
         let facts = self.zone.check()?;
-        if self.zone.managed_pages() != self.pages() {
+        if self.zone.managed_pages() != self.managed_pages {
             return Err(crate::buddy::check_fail(
                 "A2",
                 None,
-                "the zone does not manage exactly the arena's pages",
+                "the zone does not manage exactly the arena's usable pages",
             ));
         }
         Ok(facts)
