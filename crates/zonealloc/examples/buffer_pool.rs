@@ -4,7 +4,8 @@
 //! take the frees on the freeing CPU and the buddy allocator rebalances through refills and
 //! drains, as the kernel's do for network buffers.
 //!
-//! Run: `cargo run --release -p zonealloc --features arena --example buffer_pool`.
+//! Run: `cargo run --release -p zonealloc --features arena --example buffer_pool` (add
+//! `-- --quick` for a twentieth of the packets, as CI does in a debug build).
 
 use std::process::ExitCode;
 use std::sync::mpsc;
@@ -16,6 +17,7 @@ use zonealloc::{MigrateType, Order};
 const RX_THREADS: usize = 2;
 const WORKERS: usize = 2;
 const PACKETS_PER_RX: u64 = 200_000;
+const QUICK_PACKETS_PER_RX: u64 = 10_000;
 
 /// A packet: sequence number, length, then a payload derived from both, in one buffer.
 fn fill(b: &mut PageBlock<'_>, seq: u64) {
@@ -48,6 +50,11 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let packets = if std::env::args().any(|a| a == "--quick") {
+        QUICK_PACKETS_PER_RX
+    } else {
+        PACKETS_PER_RX
+    };
     let start = Instant::now();
     let (mut bad, mut dropped_full, mut checked) = (0u64, 0u64, 0u64);
     std::thread::scope(|s| {
@@ -76,7 +83,7 @@ fn main() -> ExitCode {
             let arena = &arena;
             rx_threads.push(s.spawn(move || {
                 let mut no_buffer = 0u64;
-                for seq in 0..PACKETS_PER_RX {
+                for seq in 0..packets {
                     // Most packets fit a page; jumbo frames take an order-1 block.
                     let order = Order::new(u8::from(seq % 8 == 0)).expect("order 0 or 1");
                     match arena.alloc(order, MigrateType::Unmovable) {

@@ -24,6 +24,20 @@
 //! - the [`allocator_api2::alloc::Allocator`] implementation: `allocator_api2` collections
 //!   (`Vec::new_in(&arena)`) in arena pages, one block per allocation.
 //!
+//! ```
+//! use zonealloc::arena::{ArenaConfig, PageArena};
+//! use zonealloc::{MigrateType, Order};
+//!
+//! let arena = PageArena::new(ArenaConfig::with_pages(4096).poisoned_on_free()).unwrap();
+//! let mut block = arena.alloc(Order::new(2).unwrap(), MigrateType::Movable).unwrap();
+//! block.as_mut_slice().fill(7); // 16 KiB, aligned to 16 KiB; freed (and poisoned) on drop
+//! let mut v = allocator_api2::vec::Vec::new_in(&arena); // collections in arena pages
+//! v.push(1u64);
+//! # drop(v);
+//! # drop(block);
+//! # arena.check().unwrap();
+//! ```
+//!
 //! Options ([`ArenaConfig`]): transparent huge pages (`madvise(MADV_HUGEPAGE)`), explicit
 //! huge pages (`MAP_HUGETLB`, from the pool `vm.nr_hugepages` reserves), `MAP_POPULATE`,
 //! zeroing on allocation (`init_on_alloc`), and page poisoning with a write-after-free check
