@@ -522,3 +522,47 @@ fn memory_map_holes_and_reserved_ranges_are_never_handed_out() {
         ArenaError::Config(ConfigError::Range(_))
     ));
 }
+
+#[test]
+fn arena_error_messages_name_their_cause() {
+    let no_huge = ArenaError::NoHugePages {
+        bytes: 6 << 20,
+        huge_page_bytes: 2 << 20,
+        nr_hugepages: Some(0),
+        errno: libc_enomem(),
+    };
+    let msg = no_huge.to_string();
+    assert!(msg.contains("sysctl -w vm.nr_hugepages=3"), "{msg}");
+    assert!(msg.contains("vm.nr_hugepages is 0"), "{msg}");
+    let unreadable = ArenaError::NoHugePages {
+        bytes: 6 << 20,
+        huge_page_bytes: 2 << 20,
+        nr_hugepages: None,
+        errno: libc_enomem(),
+    };
+    assert!(unreadable.to_string().contains("unreadable"));
+    let map = ArenaError::Map {
+        bytes: 4096,
+        errno: libc_enomem(),
+    };
+    assert!(map.to_string().contains("4096 bytes"), "{map}");
+    let madvise = ArenaError::Madvise {
+        advice: "MADV_HUGEPAGE",
+        errno: 22,
+    };
+    assert!(madvise.to_string().contains("MADV_HUGEPAGE"), "{madvise}");
+    let free = ArenaFreeError::Misaligned {
+        addr: 0x1001,
+        page_size: 4096,
+    };
+    assert!(free.to_string().contains("0x1001"), "{free}");
+    let inner = ArenaFreeError::from(FreeError::DoubleFree {
+        pfn: zonealloc::Pfn(7),
+    });
+    assert_eq!(inner.to_string(), "double free of frame 0x7");
+}
+
+/// `ENOMEM` on Linux.
+fn libc_enomem() -> i32 {
+    12
+}

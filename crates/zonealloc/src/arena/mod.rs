@@ -104,8 +104,8 @@ pub enum Backing {
     /// `populate` apply to).
     #[default]
     Mmap,
-    /// The global allocator (`alloc_zeroed` with the region's alignment). For tools that
-    /// cannot model `mmap` with partial `munmap` (Miri), and for small arenas in tests.
+    /// The global allocator (`alloc_zeroed` with the region's alignment): for small arenas in
+    /// tests, and for platforms or checkers without `mmap`.
     Heap,
 }
 

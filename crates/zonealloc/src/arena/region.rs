@@ -1,6 +1,6 @@
 //! The memory under an arena: one region, aligned to the arena's largest block, from an
 //! anonymous private `mmap` (optionally `MAP_HUGETLB`, `MAP_POPULATE`, or `madvise`d with
-//! `MADV_HUGEPAGE`) or, where `mmap` cannot be used (Miri), from the global allocator.
+//! `MADV_HUGEPAGE`) or, for [`Backing::Heap`], from the global allocator.
 //!
 //! Alignment comes from over-mapping: map `len + align - granule` bytes, keep the aligned
 //! `len` bytes inside and `munmap` the head and tail around them (the way
@@ -27,8 +27,9 @@ pub(crate) struct Region {
 
 #[derive(Debug)]
 enum Owner {
-    /// The mapping `base..base + len` (head and tail were unmapped at creation).
-    Mmap,
+    /// The mapping to unmap on drop: `base..base + len` once the head and tail were trimmed
+    /// at creation, or (under Miri, whose `munmap` takes only whole mappings) all of it.
+    Mmap { start: NonNull<u8>, len: usize },
     /// `std::alloc::alloc_zeroed` with this layout, starting at `base`.
     Heap(Layout),
 }
@@ -128,7 +129,8 @@ impl Region {
             // Without MAP_NORESERVE the kernel reserves the huge pages now and fails the
             // mmap with ENOMEM if the pool is short; with it, the first touch would SIGBUS.
             flags |= libc::MAP_HUGETLB;
-        } else {
+        } else if !cfg!(miri) {
+            // (Miri accepts only MAP_PRIVATE | MAP_ANONYMOUS.)
             flags |= libc::MAP_NORESERVE;
         }
         if populate {
@@ -161,29 +163,45 @@ impl Region {
                 errno: e,
             });
         }
-        let start = p as usize;
-        let aligned = (start + align - 1) & !(align - 1);
-        let head = aligned - start;
+        // Pointer arithmetic, not integer casts, so that the pointers keep the mapping's
+        // provenance (strict provenance, which Miri checks).
+        let start = p.cast::<u8>();
+        let head = (start as usize).wrapping_neg() & (align - 1);
         let tail = map_len - head - len;
+        let aligned = start.wrapping_add(head);
         // The trims cannot fail on ranges inside our own mapping, both multiples of the
-        // granule; should one fail, the bytes stay mapped and are merely wasted.
-        if head > 0 {
+        // granule; should one fail, the bytes stay mapped and are merely wasted. Miri cannot
+        // unmap part of a mapping, so there the padding stays mapped until drop.
+        let trim = !cfg!(miri);
+        let owned = if trim {
+            (aligned, len)
+        } else {
+            (start, map_len)
+        };
+        if trim && head > 0 {
             // SAFETY: `start..aligned` is the head of the mapping just created, used by no one.
             unsafe { libc::munmap(p, head) };
         }
-        if tail > 0 {
+        if trim && tail > 0 {
             // SAFETY: `aligned + len..start + map_len` is the tail of the same fresh mapping.
-            unsafe { libc::munmap((aligned + len) as *mut libc::c_void, tail) };
+            unsafe { libc::munmap(aligned.wrapping_add(len).cast(), tail) };
         }
-        // `aligned` lies inside a successful mapping, so it is not null.
-        let base = NonNull::new(aligned as *mut u8).ok_or(ArenaError::Map {
-            bytes: map_len as u64,
-            errno: libc::EFAULT,
-        })?;
+        // `aligned` and `start` lie inside a successful mapping, so they are not null.
+        let not_null = |q: *mut u8| {
+            NonNull::new(q).ok_or(ArenaError::Map {
+                bytes: map_len as u64,
+                errno: libc::EFAULT,
+            })
+        };
+        let base = not_null(aligned)?;
+        let owned = (not_null(owned.0)?, owned.1);
         let region = Region {
             base,
             len,
-            owner: Owner::Mmap,
+            owner: Owner::Mmap {
+                start: owned.0,
+                len: owned.1,
+            },
         };
         if matches!(huge, HugePages::Transparent) {
             // SAFETY: the range is exactly our mapping; MADV_HUGEPAGE only changes how the
@@ -218,11 +236,12 @@ impl Region {
 impl Drop for Region {
     fn drop(&mut self) {
         match self.owner {
-            Owner::Mmap => {
-                // SAFETY: `base..base + len` is the mapping this region owns; the arena that
-                // owns the region is being dropped, so no `PageBlock` (which borrows it) is
-                // alive. Raw blocks still outstanding dangle, as documented on `PageArena`.
-                unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
+            Owner::Mmap { start, len } => {
+                // SAFETY: `start..start + len` is the mapping this region owns (it contains
+                // `base..base + len`); the arena that owns the region is being dropped, so no
+                // `PageBlock` (which borrows it) is alive. Raw blocks still outstanding
+                // dangle, as documented on `PageArena`.
+                unsafe { libc::munmap(start.as_ptr().cast(), len) };
             }
             Owner::Heap(layout) => {
                 // SAFETY: `base` came from `alloc_zeroed(layout)` and is freed once, here.
