@@ -82,6 +82,19 @@ static void test_zone_config_errors(void) {
     EXPECT(za_zone_create(&bad, &z), ZA_ERR_INVALID_ARGUMENT);
     CHECK(z == NULL); /* untouched on error */
     EXPECT(za_zone_destroy(NULL), ZA_ERR_NULL);
+
+    /* cpus = 0: buddy only, no per-CPU lists. */
+    za_zone_config buddy_only = c;
+    buddy_only.cpus = 0;
+    buddy_only.flags = ZA_ZONE_WATERMARKS;
+    EXPECT(za_zone_create(&buddy_only, &z), ZA_OK);
+    uint64_t pfn = 0;
+    EXPECT(za_zone_alloc(z, 0, 2, &pfn), ZA_OK);
+    EXPECT(za_zone_free(z, pfn, 0), ZA_OK);
+    za_stats st = zone_stats(z);
+    CHECK(st.pcp_pages == 0 && st.free_pages == st.managed_pages);
+    EXPECT(za_zone_check(z), ZA_OK);
+    EXPECT(za_zone_destroy(z), ZA_OK);
 }
 
 static void test_zone(void) {
