@@ -53,18 +53,29 @@
 //! | [`stats::write_buddyinfo`] | `/proc/buddyinfo` |
 //! | [`stats::unusable_free_index`] | `extfrag/unusable_index` |
 //! | [`ZoneEvent`] ([`Zone::record_events`]) | `mm_page_alloc_zone_locked`, `mm_page_pcpu_drain`, `mm_page_alloc_extfrag` tracepoints |
+//! | `arena::PageArena::ptr_of` / `pfn_of` (feature `arena`) | `page_address` / `virt_to_pfn` |
+//! | `arena::PAGE_POISON`, `PoisonReport` | `PAGE_POISON`, `check_poison_mem` |
+//!
+//! ## Real memory
+//! With the `arena` feature (which needs `std`), [`arena::PageArena`] maps a region and serves
+//! its pages from a zone over it: owning [`arena::PageBlock`] handles, raw pointers, and an
+//! `allocator_api2` allocator, with huge pages, zeroing and page poisoning as options.
 //!
 //! ## Errors
 //! Every operation that takes caller input validates it and returns a typed error that names
 //! the offending frame; on error the allocator is unchanged and [`Zone::check`] still passes.
 
 #![no_std]
+// `sync` and `arena` are the only modules allowed `unsafe`.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 #[cfg(feature = "std")]
 extern crate std;
 
+#[cfg(all(feature = "arena", not(loom)))]
+#[allow(unsafe_code)]
+pub mod arena;
 mod buddy;
 pub mod config;
 pub mod error;

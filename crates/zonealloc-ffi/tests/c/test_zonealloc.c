@@ -1,0 +1,359 @@
+/* The C test program of libzonealloc: every bad input returns its error code and leaves the
+ * zone or arena intact (za_*_check passes, the counters do not move); the good paths work;
+ * threads free each other's arena blocks. Exit status: the number of failed checks.
+ * Built and run by crates/zonealloc-ffi/tests/c.rs (`cargo test --workspace`), also under
+ * AddressSanitizer when the compiler supports it. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "zonealloc.h"
+
+static int failures;
+static int checks;
+
+#define CHECK(cond)                                                                  \
+    do {                                                                             \
+        checks++;                                                                    \
+        if (!(cond)) {                                                               \
+            failures++;                                                              \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+        }                                                                            \
+    } while (0)
+
+#define EXPECT(call, want)                                                          \
+    do {                                                                            \
+        za_status got_ = (call);                                                    \
+        checks++;                                                                   \
+        if (got_ != (want)) {                                                       \
+            failures++;                                                             \
+            fprintf(stderr, "%s:%d: %s returned %d (%s), expected %s\n", __FILE__, \
+                    __LINE__, #call, (int)got_, za_strerror((int32_t)got_), #want); \
+        }                                                                           \
+    } while (0)
+
+static za_stats zone_stats(const za_zone *z) {
+    za_stats s;
+    memset(&s, 0, sizeof s);
+    EXPECT(za_zone_stats(z, &s), ZA_OK);
+    return s;
+}
+
+static za_stats arena_stats(const za_arena *a) {
+    za_stats s;
+    memset(&s, 0, sizeof s);
+    EXPECT(za_arena_stats(a, &s), ZA_OK);
+    return s;
+}
+
+static void test_strerror(void) {
+    for (int32_t c = ZA_OK; c <= ZA_ERR_PANIC; c++) {
+        const char *m = za_strerror(c);
+        CHECK(m != NULL && strlen(m) > 0 && strcmp(m, "unknown status") != 0);
+    }
+    CHECK(strcmp(za_strerror(-1), "unknown status") == 0);
+    CHECK(strcmp(za_strerror(ZA_ERR_PANIC + 1), "unknown status") == 0);
+    CHECK(strstr(za_strerror(ZA_ERR_NO_HUGE_PAGES), "vm.nr_hugepages") != NULL);
+}
+
+static void test_zone_config_errors(void) {
+    za_zone_config c;
+    za_zone *z = NULL;
+    EXPECT(za_zone_config_default(NULL), ZA_ERR_NULL);
+    EXPECT(za_zone_config_default(&c), ZA_OK);
+    EXPECT(za_zone_create(NULL, &z), ZA_ERR_NULL);
+    EXPECT(za_zone_create(&c, NULL), ZA_ERR_NULL);
+
+    za_zone_config bad = c;
+    bad.pageblock_order = bad.max_order + 1;
+    EXPECT(za_zone_create(&bad, &z), ZA_ERR_CONFIG);
+    bad = c;
+    bad.max_order = 300;
+    EXPECT(za_zone_create(&bad, &z), ZA_ERR_CONFIG);
+    bad = c;
+    bad.end_pfn = bad.start_pfn;
+    EXPECT(za_zone_create(&bad, &z), ZA_ERR_CONFIG);
+    bad = c;
+    bad.page_size = 3000;
+    EXPECT(za_zone_create(&bad, &z), ZA_ERR_CONFIG);
+    bad = c;
+    bad.flags = 0x80;
+    EXPECT(za_zone_create(&bad, &z), ZA_ERR_INVALID_ARGUMENT);
+    CHECK(z == NULL); /* untouched on error */
+    EXPECT(za_zone_destroy(NULL), ZA_ERR_NULL);
+
+    /* cpus = 0: buddy only, no per-CPU lists. */
+    za_zone_config buddy_only = c;
+    buddy_only.cpus = 0;
+    buddy_only.flags = ZA_ZONE_WATERMARKS;
+    EXPECT(za_zone_create(&buddy_only, &z), ZA_OK);
+    uint64_t pfn = 0;
+    EXPECT(za_zone_alloc(z, 0, 2, &pfn), ZA_OK);
+    EXPECT(za_zone_free(z, pfn, 0), ZA_OK);
+    za_stats st = zone_stats(z);
+    CHECK(st.pcp_pages == 0 && st.free_pages == st.managed_pages);
+    EXPECT(za_zone_check(z), ZA_OK);
+    EXPECT(za_zone_destroy(z), ZA_OK);
+}
+
+static void test_zone(void) {
+    za_zone_config c;
+    za_zone *z = NULL;
+    EXPECT(za_zone_config_default(&c), ZA_OK);
+    c.start_pfn = 0x1000;
+    c.end_pfn = 0x1000 + 4096;
+    c.cpus = 2;
+    EXPECT(za_zone_create(&c, &z), ZA_OK);
+    CHECK(z != NULL);
+    if (!z) return;
+
+    uint64_t pfn = 0, small = 0;
+    EXPECT(za_zone_alloc(z, 3, 1, &pfn), ZA_OK);
+    CHECK(pfn % 8 == 0 && pfn >= c.start_pfn && pfn < c.end_pfn);
+    EXPECT(za_zone_alloc(z, 0, 0, &small), ZA_OK);
+    EXPECT(za_zone_check(z), ZA_OK);
+
+    za_stats before = zone_stats(z);
+    CHECK(before.managed_pages == 4096);
+    /* Every bad call: an error code, nothing changed. */
+    EXPECT(za_zone_alloc(NULL, 0, 1, &pfn), ZA_ERR_NULL);
+    EXPECT(za_zone_alloc(z, 0, 1, NULL), ZA_ERR_NULL);
+    EXPECT(za_zone_alloc(z, 11, 1, &pfn), ZA_ERR_ORDER_TOO_LARGE);
+    EXPECT(za_zone_alloc(z, 300, 1, &pfn), ZA_ERR_ORDER_TOO_LARGE);
+    EXPECT(za_zone_alloc(z, 0, 7, &pfn), ZA_ERR_INVALID_MIGRATETYPE);
+    EXPECT(za_zone_alloc(z, 0, 3, &pfn), ZA_ERR_INVALID_MIGRATETYPE); /* HighAtomic */
+    EXPECT(za_zone_free(z, pfn + 1, 0), ZA_ERR_NOT_BLOCK_HEAD);
+    EXPECT(za_zone_free(z, pfn, 2), ZA_ERR_WRONG_ORDER);
+    EXPECT(za_zone_free(z, pfn + 2, 1), ZA_ERR_NOT_BLOCK_HEAD);
+    EXPECT(za_zone_free(z, pfn + 1, 1), ZA_ERR_BLOCK_MISALIGNED);
+    EXPECT(za_zone_free(z, pfn, 99), ZA_ERR_ORDER_TOO_LARGE);
+    EXPECT(za_zone_free(z, c.end_pfn + 8, 3), ZA_ERR_OUT_OF_ZONE);
+    EXPECT(za_zone_free(z, 0, 0), ZA_ERR_OUT_OF_ZONE);
+    EXPECT(za_zone_free(NULL, pfn, 3), ZA_ERR_NULL);
+    EXPECT(za_zone_free((za_zone *)((char *)z + 1), pfn, 3), ZA_ERR_MISALIGNED);
+    {
+        /* A foreign pointer: readable memory that is not a zone. */
+        uint64_t not_a_zone[16];
+        memset(not_a_zone, 0, sizeof not_a_zone);
+        EXPECT(za_zone_free((za_zone *)not_a_zone, pfn, 3), ZA_ERR_BAD_HANDLE);
+        EXPECT(za_zone_destroy((za_zone *)not_a_zone), ZA_ERR_BAD_HANDLE);
+    }
+    EXPECT(za_zone_check(z), ZA_OK);
+    za_stats after = zone_stats(z);
+    CHECK(memcmp(&before, &after, sizeof before) == 0);
+
+    EXPECT(za_zone_free(z, pfn, 3), ZA_OK);
+    EXPECT(za_zone_free(z, pfn, 3), ZA_ERR_DOUBLE_FREE);
+    EXPECT(za_zone_free(z, small, 0), ZA_OK);
+    EXPECT(za_zone_free(z, small, 0), ZA_ERR_DOUBLE_FREE);
+
+    /* Exhaust the zone: out of memory is an error code, not a crash. */
+    uint64_t blocks[4];
+    for (int i = 0; i < 4; i++) EXPECT(za_zone_alloc(z, 10, 1, &blocks[i]), ZA_OK);
+    EXPECT(za_zone_alloc(z, 0, 1, &pfn), ZA_ERR_OUT_OF_MEMORY);
+    for (int i = 0; i < 4; i++) EXPECT(za_zone_free(z, blocks[i], 10), ZA_OK);
+
+    uint32_t pending = 7;
+    EXPECT(za_zone_tick(z, &pending), ZA_OK);
+    CHECK(pending == 0 || pending == 1);
+    EXPECT(za_zone_tick(z, NULL), ZA_OK);
+    EXPECT(za_zone_drain(z), ZA_OK);
+    EXPECT(za_zone_drain(NULL), ZA_ERR_NULL);
+    za_stats end = zone_stats(z);
+    CHECK(end.free_pages == 4096 && end.pcp_pages == 0);
+    EXPECT(za_zone_stats(z, NULL), ZA_ERR_NULL);
+
+    /* Text into caller buffers. */
+    size_t needed = 0;
+    EXPECT(za_zone_buddyinfo(z, NULL, 0, &needed), ZA_ERR_BUFFER_TOO_SMALL);
+    CHECK(needed > 1);
+    char tiny[4] = {'x', 'x', 'x', 'x'};
+    EXPECT(za_zone_buddyinfo(z, tiny, sizeof tiny, &needed), ZA_ERR_BUFFER_TOO_SMALL);
+    CHECK(tiny[0] == 'x'); /* nothing written */
+    EXPECT(za_zone_buddyinfo(z, NULL, 16, &needed), ZA_ERR_NULL);
+    char buf[4096];
+    EXPECT(za_zone_buddyinfo(z, buf, sizeof buf, &needed), ZA_OK);
+    CHECK(strlen(buf) + 1 == needed);
+    CHECK(strncmp(buf, "Node 0, zone", 12) == 0);
+    EXPECT(za_zone_buddyinfo(z, buf, sizeof buf, NULL), ZA_OK);
+    EXPECT(za_zone_zoneinfo(z, buf, sizeof buf, &needed), ZA_OK);
+    CHECK(strstr(buf, "pages free") != NULL && strstr(buf, "pagesets") != NULL);
+
+    EXPECT(za_zone_check(z), ZA_OK);
+    EXPECT(za_zone_destroy(z), ZA_OK);
+}
+
+struct owned {
+    za_arena *arena;
+    void *ptr[64];
+    uint32_t order[64];
+    int n;
+    int bad_frees;
+};
+
+static void *alloc_owned(void *p) {
+    struct owned *o = p;
+    for (int i = 0; i < 64; i++) {
+        uint32_t order = (uint32_t)(i % 3);
+        void *b = NULL;
+        if (za_arena_alloc(o->arena, order, 1, &b) == ZA_OK) {
+            memset(b, 0x40 + (i & 15), (size_t)4096 << order);
+            o->ptr[o->n] = b;
+            o->order[o->n] = order;
+            o->n++;
+        }
+    }
+    return NULL;
+}
+
+static void *free_owned(void *p) {
+    struct owned *o = p;
+    for (int i = 0; i < o->n; i++) {
+        if (za_arena_free(o->arena, o->ptr[i], o->order[i]) != ZA_OK) o->bad_frees++;
+    }
+    return NULL;
+}
+
+static void test_arena_threads(za_arena *a) {
+    struct owned o[2];
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) {
+        memset(&o[i], 0, sizeof o[i]);
+        o[i].arena = a;
+        CHECK(pthread_create(&t[i], NULL, alloc_owned, &o[i]) == 0);
+    }
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    CHECK(o[0].n == 64 && o[1].n == 64);
+    /* No two owners: thread 0's blocks still hold thread 0's fill. */
+    for (int i = 0; i < o[0].n; i++) {
+        const unsigned char *b = o[0].ptr[i];
+        size_t len = (size_t)4096 << o[0].order[i];
+        int ok = 1;
+        for (size_t k = 0; k < len; k++) ok &= b[k] == (unsigned char)(0x40 + (i & 15));
+        CHECK(ok);
+    }
+    /* Each thread frees the other's blocks. */
+    struct owned swapped[2] = {o[1], o[0]};
+    for (int i = 0; i < 2; i++) CHECK(pthread_create(&t[i], NULL, free_owned, &swapped[i]) == 0);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    CHECK(swapped[0].bad_frees == 0 && swapped[1].bad_frees == 0);
+    EXPECT(za_arena_check(a), ZA_OK);
+}
+
+static void test_arena(void) {
+    za_arena_config c;
+    za_arena *a = NULL;
+    EXPECT(za_arena_config_default(NULL), ZA_ERR_NULL);
+    EXPECT(za_arena_config_default(&c), ZA_OK);
+    za_arena_config bad = c;
+    bad.flags = 0x100;
+    EXPECT(za_arena_create(&bad, &a), ZA_ERR_INVALID_ARGUMENT);
+    bad = c;
+    bad.flags = ZA_ARENA_THP | ZA_ARENA_HUGETLB;
+    EXPECT(za_arena_create(&bad, &a), ZA_ERR_INVALID_ARGUMENT);
+    bad = c;
+    bad.pages = 0;
+    EXPECT(za_arena_create(&bad, &a), ZA_ERR_CONFIG);
+    bad = c;
+    bad.page_size = 1024;
+    EXPECT(za_arena_create(&bad, &a), ZA_ERR_CONFIG);
+    EXPECT(za_arena_create(NULL, &a), ZA_ERR_NULL);
+    CHECK(a == NULL);
+    bad = c;
+    bad.flags = ZA_ARENA_HUGETLB;
+    {
+        za_status s = za_arena_create(&bad, &a);
+        CHECK(s == ZA_OK || s == ZA_ERR_NO_HUGE_PAGES);
+        if (s == ZA_OK) EXPECT(za_arena_destroy(a), ZA_OK);
+        a = NULL;
+    }
+
+    c.flags = ZA_ARENA_POISON;
+    c.cpus = 1; /* one CPU: a freed page is the next one handed out */
+    EXPECT(za_arena_create(&c, &a), ZA_OK);
+    CHECK(a != NULL);
+    if (!a) return;
+
+    void *p = NULL;
+    EXPECT(za_arena_alloc(a, 2, 1, &p), ZA_OK);
+    CHECK(p != NULL && (uintptr_t)p % (4 * 4096) == 0);
+    memset(p, 0x33, 4 * 4096);
+    EXPECT(za_arena_alloc(a, 0, 1, NULL), ZA_ERR_NULL);
+    EXPECT(za_arena_alloc(NULL, 0, 1, &p), ZA_ERR_NULL);
+    {
+        void *q = NULL;
+        EXPECT(za_arena_alloc(a, 11, 1, &q), ZA_ERR_ORDER_TOO_LARGE);
+        EXPECT(za_arena_alloc(a, 0, 9, &q), ZA_ERR_INVALID_MIGRATETYPE);
+        CHECK(q == NULL);
+    }
+
+    za_stats before = arena_stats(a);
+    int on_stack = 0;
+    EXPECT(za_arena_free(a, NULL, 0), ZA_ERR_NULL);
+    EXPECT(za_arena_free(a, &on_stack, 0), ZA_ERR_FOREIGN_POINTER);
+    EXPECT(za_arena_free(a, (char *)p + 1, 2), ZA_ERR_MISALIGNED);
+    EXPECT(za_arena_free(a, (char *)p + 4096, 0), ZA_ERR_NOT_BLOCK_HEAD);
+    EXPECT(za_arena_free(a, p, 1), ZA_ERR_WRONG_ORDER);
+    EXPECT(za_arena_free(a, p, 77), ZA_ERR_ORDER_TOO_LARGE);
+    EXPECT(za_arena_free(a, (char *)p + 4 * 4096, 0), ZA_ERR_DOUBLE_FREE);
+    EXPECT(za_arena_free((za_arena *)((char *)a + 4), p, 2), ZA_ERR_MISALIGNED);
+    EXPECT(za_arena_free(NULL, p, 2), ZA_ERR_NULL);
+    {
+        /* Handles of the wrong type are refused by their tag. */
+        za_zone_config zc;
+        za_zone *z = NULL;
+        EXPECT(za_zone_config_default(&zc), ZA_OK);
+        EXPECT(za_zone_create(&zc, &z), ZA_OK);
+        EXPECT(za_arena_free((za_arena *)z, p, 2), ZA_ERR_BAD_HANDLE);
+        EXPECT(za_zone_drain((za_zone *)a), ZA_ERR_BAD_HANDLE);
+        EXPECT(za_zone_destroy(z), ZA_OK);
+    }
+    EXPECT(za_arena_check(a), ZA_OK);
+    za_stats after = arena_stats(a);
+    CHECK(memcmp(&before, &after, sizeof before) == 0);
+    /* A refused free wrote nothing: the block still holds its fill, not poison. */
+    CHECK(((unsigned char *)p)[0] == 0x33 && ((unsigned char *)p)[4 * 4096 - 1] == 0x33);
+
+    EXPECT(za_arena_free(a, p, 2), ZA_OK);
+    EXPECT(za_arena_free(a, p, 2), ZA_ERR_DOUBLE_FREE);
+
+    /* Write after free, reported when the page is allocated again. */
+    void *r = NULL;
+    EXPECT(za_arena_alloc(a, 0, 1, &r), ZA_OK);
+    EXPECT(za_arena_free(a, r, 0), ZA_OK);
+    CHECK(((unsigned char *)r)[0] == 0xaa); /* poisoned */
+    ((unsigned char *)r)[10] = 1;           /* the bug */
+    void *again = NULL;
+    EXPECT(za_arena_alloc(a, 0, 1, &again), ZA_OK);
+    CHECK(again == r);
+    CHECK(arena_stats(a).poison_reports == 1);
+    EXPECT(za_arena_free(a, again, 0), ZA_OK);
+
+    char buf[8192];
+    size_t needed = 0;
+    EXPECT(za_arena_buddyinfo(a, buf, sizeof buf, &needed), ZA_OK);
+    CHECK(strncmp(buf, "Node 0, zone", 12) == 0);
+    EXPECT(za_arena_zoneinfo(a, buf, 8, &needed), ZA_ERR_BUFFER_TOO_SMALL);
+    EXPECT(za_arena_zoneinfo(a, buf, sizeof buf, &needed), ZA_OK);
+    CHECK(strstr(buf, "managed") != NULL);
+    EXPECT(za_arena_tick(a, NULL), ZA_OK);
+
+    test_arena_threads(a);
+
+    EXPECT(za_arena_drain(a), ZA_OK);
+    za_stats end = arena_stats(a);
+    CHECK(end.free_pages == end.managed_pages);
+    EXPECT(za_arena_check(a), ZA_OK);
+    EXPECT(za_arena_destroy(a), ZA_OK);
+    EXPECT(za_arena_destroy(NULL), ZA_ERR_NULL);
+}
+
+int main(void) {
+    test_strerror();
+    test_zone_config_errors();
+    test_zone();
+    test_arena();
+    printf("%d passed, %d failed\n", checks - failures, failures);
+    return failures;
+}
