@@ -1,7 +1,7 @@
 //! Opaque handles with a type tag, and their checks: NULL, alignment, then the tag.
 //!
-//! A handle is a `Box` whose first use of memory is a tag naming its type; `*_destroy`
-//! clears the tag before freeing. Checking the tag catches a handle of the wrong type and a
+//! A handle is a `Box` of a `repr(C)` struct whose first field is a tag naming its type;
+//! `*_destroy` overwrites the tag before freeing. Checking the tag catches a handle of the wrong type and a
 //! handle destroyed while its memory is still mapped. It cannot make a wild pointer safe to
 //! read: a pointer to memory that is not mapped at all still faults, as in any C library.
 

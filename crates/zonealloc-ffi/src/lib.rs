@@ -85,3 +85,6 @@ fn stats_of(zone: &Zone) -> za_stats {
         poison_reports: 0,
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -158,6 +158,44 @@ fn c_test_program_passes_every_case() {
     });
 }
 
+/// The example again, linked against the shared library (`libzonealloc_ffi.so`, the
+/// cdylib) instead of the static one: the same symbols are exported.
+#[test]
+fn c_example_runs_against_the_shared_library() {
+    let cc = compiler();
+    if !have_compiler(&cc) {
+        eprintln!("\n*** SKIPPED: no C compiler ({cc} --version failed) ***\n");
+        return;
+    }
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let deps = static_lib().parent().expect("deps dir").to_path_buf();
+    let shared = deps.join("libzonealloc_ffi.so");
+    assert!(
+        shared.exists(),
+        "{} not found: cargo builds it with the zonealloc-ffi library (crate-type cdylib)",
+        shared.display()
+    );
+    let exe = out_dir().join("example-shared");
+    let out = Command::new(&cc)
+        .args(["-std=c11", "-Wall", "-Wextra", "-Werror"])
+        .arg("-I")
+        .arg(crate_dir.join("include"))
+        .arg(crate_dir.join("examples/c/example.c"))
+        .arg(&shared)
+        .arg(format!("-Wl,-rpath,{}", deps.display()))
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .expect("run the C compiler");
+    assert!(
+        out.status.success(),
+        "linking against the shared library failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = run(&exe);
+    assert!(stdout.contains("double free"), "{stdout}");
+}
+
 #[test]
 fn c_example_runs() {
     build_and_run("examples/c/example.c", |out| {

@@ -44,6 +44,14 @@ fn arena_raw(c: &Ctx, i: u64) {
     }
 }
 
+/// The zone under the arena alone: frame numbers, no memory touched. Tells the zone's share
+/// of the arena's time apart from the memory's.
+fn zone_only(c: &Ctx, _: u64) {
+    let z = c.arena.zone();
+    let pfn = z.alloc(Order::ZERO, MigrateType::Movable).expect("frame");
+    z.free(black_box(pfn), Order::ZERO).expect("free");
+}
+
 fn posix_memalign(_: &Ctx, i: u64) {
     let mut p: *mut libc::c_void = std::ptr::null_mut();
     // SAFETY: `p` is a valid out-pointer; 4096 is a power of two multiple of the pointer size.
@@ -97,9 +105,10 @@ fn main() {
     let ctx = Ctx {
         arena: PageArena::new(ArenaConfig::with_pages(1 << 14)).expect("arena"),
     };
-    let cases: [(&str, Pair); 4] = [
+    let cases: [(&str, Pair); 5] = [
         ("PageArena::alloc + drop (PageBlock)", arena_block),
         ("PageArena::alloc_raw + free_raw", arena_raw),
+        ("Zone::alloc + free under it (no memory)", zone_only),
         ("posix_memalign(4096) + free", posix_memalign),
         ("mmap + munmap, one page", mmap_page),
     ];
