@@ -153,8 +153,12 @@ impl From<ArenaFreeError> for za_status {
 }
 
 impl From<ConfigError> for za_status {
-    fn from(_: ConfigError) -> Self {
-        ZA_ERR_CONFIG
+    fn from(e: ConfigError) -> Self {
+        match e {
+            // The config was valid; the heap could not hold its metadata table.
+            ConfigError::TableAllocation { .. } => ZA_ERR_OUT_OF_MEMORY,
+            _ => ZA_ERR_CONFIG,
+        }
     }
 }
 

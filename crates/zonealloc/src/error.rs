@@ -168,6 +168,11 @@ pub enum ConfigError {
     BadZoneLayout,
     /// A PCP setting is out of range (message names which).
     BadPcp(&'static str),
+    /// The heap could not hold the zone's metadata table.
+    TableAllocation {
+        /// Bytes the table needed.
+        bytes: u64,
+    },
     /// A range of a memory map could not be added (overlapping usable regions, say).
     Range(RangeError),
 }
@@ -263,6 +268,10 @@ impl fmt::Display for ConfigError {
                 write!(f, "metadata table has {provided} entries, {needed} needed")
             }
             ConfigError::BadWatermarks => write!(f, "watermarks must satisfy min <= low <= high"),
+            ConfigError::TableAllocation { bytes } => write!(
+                f,
+                "the zone's metadata table ({bytes} bytes) could not be allocated"
+            ),
             ConfigError::BadZoneLayout => write!(
                 f,
                 "zones must be given in ascending zone order and must not overlap"

@@ -172,7 +172,7 @@ mod tests {
 
     #[test]
     fn push_pop_and_unlink_keep_list_well_formed() {
-        let t = FrameTable::allocate(Pfn(0), 0, 8);
+        let t = FrameTable::allocate(Pfn(0), 0, 8).unwrap();
         let mut l = FrameList::new();
         l.push_head(&t, 1);
         l.push_tail(&t, 2);

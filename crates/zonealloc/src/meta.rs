@@ -166,14 +166,18 @@ impl FrameTable {
 
     /// A table allocated on the heap.
     #[cfg(feature = "std")]
-    pub(crate) fn allocate(start: Pfn, pageblock_order: u8, len: u32) -> FrameTable {
+    /// `None` when the heap cannot hold the table: a span the caller sized from untrusted
+    /// input (a C config, a trace) gets an error, not an abort.
+    pub(crate) fn allocate(start: Pfn, pageblock_order: u8, len: u32) -> Option<FrameTable> {
         let base = start.0 & !((1u64 << pageblock_order) - 1);
-        let v: std::vec::Vec<FrameMeta> = (0..len).map(|_| FrameMeta::new()).collect();
-        FrameTable {
+        let mut v: std::vec::Vec<FrameMeta> = std::vec::Vec::new();
+        v.try_reserve_exact(len as usize).ok()?;
+        v.extend((0..len).map(|_| FrameMeta::new()));
+        Some(FrameTable {
             storage: StaticSlice::from_box(v.into_boxed_slice()),
             base,
             len,
-        }
+        })
     }
 
     /// A table over caller-provided storage, reset to the initial state.

@@ -65,7 +65,11 @@ impl Zone {
         cfg: ZoneConfig,
     ) -> Result<Zone, ConfigError> {
         let n = check_span(start, end, &cfg)?;
-        let table = FrameTable::allocate(start, cfg.pageblock_order, n);
+        let table = FrameTable::allocate(start, cfg.pageblock_order, n).ok_or(
+            ConfigError::TableAllocation {
+                bytes: u64::from(n) * core::mem::size_of::<FrameMeta>() as u64,
+            },
+        )?;
         let pcp = PcpSet::new(cfg.pcp, cfg.max_order);
         Ok(Zone::from_parts(zone_type, start, end, cfg, table, pcp))
     }
