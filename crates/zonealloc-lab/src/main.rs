@@ -13,7 +13,6 @@
 
 mod experiments;
 mod inspect;
-mod machine;
 mod report;
 mod trace;
 
@@ -25,6 +24,7 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use experiments::{Experiment, LabOpts};
+use zonealloc_lab::machine;
 use report::{ExperimentReport, Failure, LabReport};
 
 /// Exit status of usage errors, as clap uses for bad flags.
