@@ -137,8 +137,12 @@ pub fn run(
 fn run_cell(peer: Peer, wl: Workload, threads: usize, plan: &Plan) -> Outcome {
     let r = std::panic::catch_unwind(|| runner::measure_peer(peer, wl, threads, plan));
     match r {
-        Ok(Ok(reps)) => match runner::summarize(&reps) {
-            Some(summary) => Outcome::Measured { summary, reps },
+        Ok(Ok((reps, counters))) => match runner::summarize(&reps) {
+            Some(summary) => Outcome::Measured {
+                summary,
+                reps,
+                counters,
+            },
             None => Outcome::Failed("no op completed".into()),
         },
         Ok(Err(e)) => Outcome::Failed(e),

@@ -49,6 +49,32 @@ pub trait PageSource: Sync {
     /// After a run, with every worker dropped: `Ok` if everything allocated was freed (and the
     /// allocator's own invariants hold), as far as the allocator can tell.
     fn verify_empty(&self) -> Result<(), String>;
+
+    /// The allocator's own counters after a run, where it keeps any worth showing.
+    fn counters(&self) -> Option<Counters> {
+        None
+    }
+}
+
+/// zonealloc's per-CPU list counters over a whole cell (warm-up included), to explain a row.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Counters {
+    /// Allocations served from a per-CPU list, percent of allocations on a PCP order.
+    pub pcp_hit_pct: f64,
+    /// Allocations that found their list empty and refilled it from the buddy.
+    pub refills: u64,
+    /// Pages moved from the buddy to the lists by refills.
+    pub refill_pages: u64,
+    /// Pages drained back because a list reached `high`.
+    pub drain_high_pages: u64,
+    /// Pages drained by the `free_high` rule (seed 000).
+    pub drain_free_high_pages: u64,
+    /// Operations that found a list's lock taken and went to the buddy instead.
+    pub trylock_failures: u64,
+    /// CPU 0's `high` at the end, pages.
+    pub high_pages: i32,
+    /// CPU 0's `batch`, pages.
+    pub batch_pages: i32,
 }
 
 /// One thread's allocation interface.
@@ -135,8 +161,9 @@ impl Peer {
     pub fn about(self) -> &'static str {
         match self {
             Peer::Zonealloc => {
-                "zonealloc `Zone` with per-CPU lists (default `PcpConfig`, one CPU per thread, \
-                 zero watermarks), each thread through its own `CpuHandle`; frame numbers"
+                "zonealloc `Zone`, `ZoneConfig::default()` (per-CPU lists for one CPU per \
+                 thread, watermarks from `min_free_kbytes`), each thread through its own \
+                 `CpuHandle`; frame numbers"
             }
             Peer::ZoneallocBuddy => {
                 "the same zone without per-CPU lists (`without_pcp`): `Zone::alloc`/`free`, \
@@ -183,10 +210,11 @@ fn order(o: u8) -> Order {
 }
 
 /// A zone over `pool_pages` frames starting at frame `pool_pages` (aligned to the pool, so
-/// a frame allocator sees the same blocks), zero watermarks, per-CPU lists for `cpus` CPUs
-/// or none.
+/// a frame allocator sees the same blocks) in the default configuration, which is what a
+/// caller gets: watermarks from `min_free_kbytes` (they size the per-CPU lists' `high`),
+/// per-CPU lists for `cpus` CPUs, or none.
 fn new_zone(pool_pages: u64, cpus: u32, pcp: bool) -> Result<Zone, String> {
-    let mut cfg = ZoneConfig::without_watermarks().with_cpus(cpus.max(1));
+    let mut cfg = ZoneConfig::default().with_cpus(cpus.max(1));
     if !pcp {
         cfg = cfg.without_pcp();
     }
@@ -222,6 +250,11 @@ impl ZoneallocPcp {
         let cpus = u32::try_from(cpus).map_err(|_| format!("{cpus} CPUs"))?;
         new_zone(pool_pages, cpus, true).map(Self)
     }
+
+    /// The zone, for its counters.
+    pub fn zone(&self) -> &Zone {
+        &self.0
+    }
 }
 
 /// A thread's [`CpuHandle`] on a [`ZoneallocPcp`].
@@ -255,6 +288,26 @@ impl PageSource for ZoneallocPcp {
 
     fn verify_empty(&self) -> Result<(), String> {
         verify_zone(&self.0)
+    }
+
+    fn counters(&self) -> Option<Counters> {
+        let s = self.0.pcp_stats();
+        let info = self.0.pcp_info(CpuId(0));
+        let allocs = s.alloc_hits + s.alloc_misses;
+        Some(Counters {
+            pcp_hit_pct: if allocs == 0 {
+                0.0
+            } else {
+                s.alloc_hits as f64 * 100.0 / allocs as f64
+            },
+            refills: s.alloc_misses,
+            refill_pages: s.refill_pages,
+            drain_high_pages: s.drain_high_pages,
+            drain_free_high_pages: s.drain_free_high_pages,
+            trylock_failures: s.trylock_failures,
+            high_pages: info.high,
+            batch_pages: info.batch,
+        })
     }
 }
 

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::peers::{Hands, Peer, PAGE_BYTES};
+use super::peers::{Counters, Hands, Peer, PAGE_BYTES};
 use super::runner::{OpsPlan, Summary};
 use super::workloads::{Rep, Workload, MIXED_OCCUPANCY_PCT};
 use super::BenchOpts;
@@ -26,6 +26,8 @@ pub enum Outcome {
         summary: Summary,
         /// Every timed repetition.
         reps: Vec<Rep>,
+        /// The allocator's own counters over the cell (zonealloc's per-CPU lists).
+        counters: Option<Counters>,
     },
     /// Not run, and why (e.g. producer-consumer on one thread).
     Skipped(String),
@@ -206,7 +208,14 @@ impl BenchReport {
                 ));
             }
             let (ops_s, ns, pages) = match &c.outcome {
-                Outcome::Measured { summary: s, .. } => {
+                Outcome::Measured {
+                    summary: s,
+                    counters,
+                    ..
+                } => {
+                    if let Some(k) = counters {
+                        notes.push(format!("PCP hits {:.0}%", k.pcp_hit_pct));
+                    }
                     if s.spread_pct > 20.0 {
                         notes.push(format!("spread {:.0}%", s.spread_pct));
                     }
@@ -298,6 +307,7 @@ mod tests {
                 failures: 0,
             },
             reps: vec![],
+            counters: None,
         }
     }
 

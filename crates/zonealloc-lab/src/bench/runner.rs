@@ -15,7 +15,7 @@ use serde::Serialize;
 #[cfg(feature = "mimalloc")]
 use super::peers::Mimalloc;
 use super::peers::{
-    BsaFrame, BsaHeap, GlobalLock, Mmap, PageSource, Peer, PosixMemalign, ZoneallocBuddy,
+    BsaFrame, BsaHeap, Counters, GlobalLock, Mmap, PageSource, Peer, PosixMemalign, ZoneallocBuddy,
     ZoneallocPcp,
 };
 use super::workloads::{Rep, Workload};
@@ -46,13 +46,16 @@ pub struct Plan {
 /// Most ops per thread the calibration asks for.
 const MAX_OPS: u64 = 1 << 32;
 
-/// Measures `wl` on `src` with `threads` threads: the repetitions' results.
+/// What a cell measured: every repetition, and the allocator's counters if it has any.
+pub type Measured = (Vec<Rep>, Option<Counters>);
+
+/// Measures `wl` on `src` with `threads` threads.
 pub fn measure<S: PageSource>(
     src: &S,
     wl: Workload,
     threads: usize,
     plan: &Plan,
-) -> Result<Vec<Rep>, String> {
+) -> Result<Measured, String> {
     let run = |ops: u64, rep: u64| {
         wl.run(
             src,
@@ -84,7 +87,7 @@ pub fn measure<S: PageSource>(
         .map(|r| run(ops, r))
         .collect::<Result<Vec<_>, _>>()?;
     src.verify_empty()?;
-    Ok(reps)
+    Ok((reps, src.counters()))
 }
 
 /// [`measure`] on a fresh allocator of kind `peer`.
@@ -93,7 +96,7 @@ pub fn measure_peer(
     wl: Workload,
     threads: usize,
     plan: &Plan,
-) -> Result<Vec<Rep>, String> {
+) -> Result<Measured, String> {
     let pool = plan.pool_pages;
     match peer {
         Peer::Zonealloc => measure(&ZoneallocPcp::new(pool, threads)?, wl, threads, plan),
@@ -191,8 +194,10 @@ mod tests {
             pool_pages: 4096,
             seed: 1,
         };
-        let reps = measure_peer(Peer::ZoneallocBuddy, Workload::Burst64, 1, &plan).unwrap();
+        let (reps, counters) =
+            measure_peer(Peer::ZoneallocBuddy, Workload::Burst64, 1, &plan).unwrap();
         assert_eq!(reps.len(), 3);
+        assert!(counters.is_none());
         assert!(reps.iter().all(|r| r.ops == 64));
     }
 
@@ -204,7 +209,9 @@ mod tests {
             pool_pages: 4096,
             seed: 1,
         };
-        let reps = measure_peer(Peer::Zonealloc, Workload::Pair0, 1, &plan).unwrap();
+        let (reps, counters) = measure_peer(Peer::Zonealloc, Workload::Pair0, 1, &plan).unwrap();
         assert!(reps[0].ops > 16, "{reps:?}");
+        let c = counters.expect("zonealloc has PCP counters");
+        assert!(c.pcp_hit_pct > 99.0, "{c:?}");
     }
 }
