@@ -1,6 +1,6 @@
 //! The lab's library half: what the `zonealloc` binary and the lab's criterion benches share.
 //!
-//! - [`bench`]: `zonealloc bench`, zonealloc against other allocators on the same workloads;
+//! - [`bench`](mod@bench): `zonealloc bench`, zonealloc against other allocators on the same workloads;
 //!   `benches/peers.rs` runs those workloads under criterion;
 //! - [`machine`]: the machine a run was taken on, named in every report;
 //! - [`rng`]: the one deterministic generator of experiments and workloads.
