@@ -104,6 +104,7 @@ fn quick_run_measures_every_peer_on_every_workload_and_conserves() {
         assert_eq!(reps.len(), 1, "{what}");
         assert!(reps[0]["ops"].as_u64().unwrap() >= 128, "{what}");
         assert!(m["summary"]["ns_per_op"].as_f64().unwrap() > 0.0, "{what}");
+        assert!(m["summary"]["cpu_ns_per_op"].as_f64().is_some(), "{what}");
         assert!(c["ratio"].as_f64().unwrap() > 0.0, "{what}");
         if c["peer"] == "zonealloc" {
             assert_eq!(c["ratio"].as_f64(), Some(1.0));
@@ -134,7 +135,9 @@ fn zonealloc_always_runs_and_the_table_names_the_machine() {
     let out = stdout(&o);
     assert!(out.contains("- Machine: "), "{out}");
     assert!(
-        out.contains("| workload | threads | peer | ops/s | ns/op | pages/s | ratio | note |"),
+        out.contains(
+            "| workload | threads | peer | ops/s | ns/op | CPU ns/op | pages/s | ratio | note |"
+        ),
         "{out}"
     );
     let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("| pair0 |")).collect();

@@ -189,15 +189,17 @@ impl BenchReport {
         writeln!(
             out,
             "- An op is one allocation and its free. ops/s counts all threads; ns/op is \
-             1e9 / (ops/s); ratio = {RATIO_DEFINITION}.\n"
+             1e9 / (ops/s), wall clock; CPU ns/op is the threads' CPU time per op, summed \
+             over threads (it leaves out waiting for a core, and sleeping); ratio = \
+             {RATIO_DEFINITION}.\n"
         )?;
         writeln!(
             out,
-            "| workload | threads | peer | ops/s | ns/op | pages/s | ratio | note |"
+            "| workload | threads | peer | ops/s | ns/op | CPU ns/op | pages/s | ratio | note |"
         )?;
         writeln!(
             out,
-            "| :--- | ---: | :--- | ---: | ---: | ---: | ---: | :--- |"
+            "| :--- | ---: | :--- | ---: | ---: | ---: | ---: | ---: | :--- |"
         )?;
         for c in &self.cells {
             let mut notes = Vec::new();
@@ -207,7 +209,7 @@ impl BenchReport {
                     c.threads, m.logical_cores
                 ));
             }
-            let (ops_s, ns, pages) = match &c.outcome {
+            let (ops_s, ns, cpu, pages) = match &c.outcome {
                 Outcome::Measured {
                     summary: s,
                     counters,
@@ -222,21 +224,26 @@ impl BenchReport {
                     if s.failures > 0 {
                         notes.push(format!("{} failed allocations", s.failures));
                     }
-                    (si(s.ops_per_s), fmt_ns(s.ns_per_op), si(s.pages_per_s))
+                    (
+                        si(s.ops_per_s),
+                        fmt_ns(s.ns_per_op),
+                        fmt_ns(s.cpu_ns_per_op),
+                        si(s.pages_per_s),
+                    )
                 }
                 Outcome::Skipped(why) => {
                     notes.push(format!("skipped: {why}"));
-                    ("-".into(), "-".into(), "-".into())
+                    ("-".into(), "-".into(), "-".into(), "-".into())
                 }
                 Outcome::Failed(why) => {
                     notes.push(format!("FAILED: {why}"));
-                    ("-".into(), "-".into(), "-".into())
+                    ("-".into(), "-".into(), "-".into(), "-".into())
                 }
             };
             let ratio = c.ratio.map_or_else(|| "-".into(), fmt_ratio);
             writeln!(
                 out,
-                "| {} | {} | {} | {ops_s} | {ns} | {pages} | {ratio} | {} |",
+                "| {} | {} | {} | {ops_s} | {ns} | {cpu} | {pages} | {ratio} | {} |",
                 c.workload.name(),
                 c.threads,
                 c.peer.name(),
@@ -303,6 +310,7 @@ mod tests {
                 ops_per_s: 1e9 / ns,
                 ns_per_op: ns,
                 pages_per_s: 1e9 / ns,
+                cpu_ns_per_op: ns / 2.0,
                 spread_pct: 1.0,
                 failures: 0,
             },
@@ -369,10 +377,10 @@ mod tests {
     fn table_rows_show_rates_ratios_and_flags() {
         let md = report().render();
         assert!(
-            md.contains("| pair0 | 1 | mmap | 667 k | 1500 | 667 k | 75.0 |  |"),
+            md.contains("| pair0 | 1 | mmap | 667 k | 1500 | 750 | 667 k | 75.0 |  |"),
             "{md}"
         );
-        assert!(md.contains("| pair0 | 1 | zonealloc | 50.0 M | 20.0 | 50.0 M | 1.00 |"));
+        assert!(md.contains("| pair0 | 1 | zonealloc | 50.0 M | 20.0 | 10.0 | 50.0 M | 1.00 |"));
         assert!(md.contains("oversubscribed: 4 threads > 2 cores"), "{md}");
         assert!(md.contains("FAILED: a \\| b"), "{md}");
         assert!(md.contains("Machine: cpu, 2 logical cores"));

@@ -122,38 +122,53 @@ pub struct Summary {
     pub ns_per_op: f64,
     /// Pages allocated per second at the median (ops/s times the mean pages per op).
     pub pages_per_s: f64,
+    /// Median over repetitions of the threads' CPU time per op, ns (summed over threads, so
+    /// for N busy threads about N times `ns_per_op`; without time spent waiting for a core).
+    pub cpu_ns_per_op: f64,
     /// (fastest - slowest) / median ops/s, percent.
     pub spread_pct: f64,
     /// Failed allocations over all repetitions.
     pub failures: u64,
 }
 
+/// The median of sorted values (`v` not empty).
+fn median(v: &[f64]) -> f64 {
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
 /// The median of `reps`, `None` when there are none or none did any op.
 pub fn summarize(reps: &[Rep]) -> Option<Summary> {
-    let mut rates: Vec<(f64, f64)> = reps
-        .iter()
-        .filter(|r| r.ops > 0 && r.wall_ns > 0)
-        .map(|r| {
-            let secs = r.wall_ns as f64 / 1e9;
-            (r.ops as f64 / secs, r.pages as f64 / r.ops as f64)
-        })
-        .collect();
-    if rates.is_empty() {
+    let done: Vec<&Rep> = reps.iter().filter(|r| r.ops > 0 && r.wall_ns > 0).collect();
+    if done.is_empty() {
         return None;
     }
-    rates.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let n = rates.len();
-    let median = if n % 2 == 1 {
-        rates[n / 2].0
-    } else {
-        (rates[n / 2 - 1].0 + rates[n / 2].0) / 2.0
-    };
-    let pages_per_op = rates.iter().map(|r| r.1).sum::<f64>() / n as f64;
+    let mut rates: Vec<f64> = done
+        .iter()
+        .map(|r| r.ops as f64 / (r.wall_ns as f64 / 1e9))
+        .collect();
+    rates.sort_by(f64::total_cmp);
+    let mut cpu: Vec<f64> = done
+        .iter()
+        .map(|r| r.cpu_ns as f64 / r.ops as f64)
+        .collect();
+    cpu.sort_by(f64::total_cmp);
+    let pages_per_op = done
+        .iter()
+        .map(|r| r.pages as f64 / r.ops as f64)
+        .sum::<f64>()
+        / done.len() as f64;
+    let ops_per_s = median(&rates);
     Some(Summary {
-        ops_per_s: median,
-        ns_per_op: 1e9 / median,
-        pages_per_s: median * pages_per_op,
-        spread_pct: (rates[n - 1].0 - rates[0].0) / median * 100.0,
+        ops_per_s,
+        ns_per_op: 1e9 / ops_per_s,
+        pages_per_s: ops_per_s * pages_per_op,
+        cpu_ns_per_op: median(&cpu),
+        spread_pct: (rates[rates.len() - 1] - rates[0]) / ops_per_s * 100.0,
         failures: reps.iter().map(|r| r.failures).sum(),
     })
 }
@@ -169,6 +184,7 @@ mod tests {
             pages: ops * 2,
             failures: 1,
             wall_ns,
+            cpu_ns: wall_ns / 2,
         }
     }
 
@@ -178,6 +194,7 @@ mod tests {
         assert!((s.ops_per_s - 5e7).abs() < 1.0, "{s:?}");
         assert!((s.ns_per_op - 20.0).abs() < 1e-9);
         assert!((s.pages_per_s - 1e8).abs() < 1.0);
+        assert!((s.cpu_ns_per_op - 10.0).abs() < 1e-9);
         assert!((s.spread_pct - 150.0).abs() < 1e-9);
         assert_eq!(s.failures, 3);
         let even = summarize(&[rep(100, 1000), rep(100, 2000)]).unwrap();

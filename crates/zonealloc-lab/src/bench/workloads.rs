@@ -1,6 +1,11 @@
 //! The workloads of `zonealloc bench`: what each thread does, between a start barrier and
 //! its stop watch.
 //!
+//! Each thread reads two clocks at its start and its stop: the wall clock, and its own CPU
+//! time (`CLOCK_THREAD_CPUTIME_ID`, user and system), which leaves out the time the thread
+//! waited for a core, so it stays meaningful on a machine shared with other work (and leaves
+//! out time asleep on a lock or a channel too: compare the two).
+//!
 //! An *op* is one allocation together with its free, whoever frees it and whenever: a pair
 //! is one op, a burst of 64 allocations and 64 frees is 64 ops, and in `mixed` an op is one
 //! allocation plus the free that makes room for it. Only what happens between a thread's
@@ -148,6 +153,40 @@ pub struct Rep {
     pub failures: u64,
     /// From the first thread's start to the last thread's stop, ns.
     pub wall_ns: u64,
+    /// CPU time of all threads between their start and stop, ns.
+    pub cpu_ns: u64,
+}
+
+/// A thread's two clocks at one moment.
+#[derive(Clone, Copy, Debug)]
+struct Stamp {
+    wall: Instant,
+    cpu_ns: u64,
+}
+
+impl Stamp {
+    fn now() -> Self {
+        Stamp {
+            wall: Instant::now(),
+            cpu_ns: thread_cpu_ns(),
+        }
+    }
+}
+
+/// The calling thread's CPU time, ns (0 where the clock cannot be read).
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer for the duration of the call.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    (ts.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec as u64)
 }
 
 /// A worker with the counts the runner checks: live blocks must be back to zero (summed over
@@ -203,6 +242,7 @@ impl<W: PageWorker> Counted<W> {
 struct ThreadOut {
     start: Instant,
     stop: Instant,
+    cpu_ns: u64,
     ops: u64,
     pages: u64,
     failures: u64,
@@ -210,10 +250,11 @@ struct ThreadOut {
 }
 
 impl ThreadOut {
-    fn new<W>(c: &Counted<W>, start: Instant, stop: Instant) -> Self {
+    fn new<W>(c: &Counted<W>, start: Stamp, stop: Stamp) -> Self {
         ThreadOut {
-            start,
-            stop,
+            start: start.wall,
+            stop: stop.wall,
+            cpu_ns: stop.cpu_ns.saturating_sub(start.cpu_ns),
             ops: c.ops,
             pages: c.pages,
             failures: c.failures,
@@ -262,19 +303,20 @@ fn combine(outs: &[ThreadOut]) -> Result<Rep, String> {
         pages: outs.iter().map(|o| o.pages).sum(),
         failures: outs.iter().map(|o| o.failures).sum(),
         wall_ns: u64::try_from(stop.duration_since(start).as_nanos()).unwrap_or(u64::MAX),
+        cpu_ns: outs.iter().map(|o| o.cpu_ns).sum(),
     })
 }
 
 fn pairs<W: PageWorker>(w: W, barrier: &Barrier, order: u8, ops: u64) -> ThreadOut {
     let mut w = Counted::new(w);
     barrier.wait();
-    let start = Instant::now();
+    let start = Stamp::now();
     for _ in 0..ops {
         if let Some(t) = w.alloc(order) {
             w.free(t, order);
         }
     }
-    let stop = Instant::now();
+    let stop = Stamp::now();
     ThreadOut::new(&w, start, stop)
 }
 
@@ -282,7 +324,7 @@ fn bursts<W: PageWorker>(w: W, barrier: &Barrier, ops: u64) -> ThreadOut {
     let mut w = Counted::new(w);
     let mut held = [0 as Token; BURST];
     barrier.wait();
-    let start = Instant::now();
+    let start = Stamp::now();
     for _ in 0..ops / BURST as u64 {
         let mut n = 0;
         for _ in 0..BURST {
@@ -295,7 +337,7 @@ fn bursts<W: PageWorker>(w: W, barrier: &Barrier, ops: u64) -> ThreadOut {
             w.free(t, 0);
         }
     }
-    let stop = Instant::now();
+    let stop = Stamp::now();
     ThreadOut::new(&w, start, stop)
 }
 
@@ -322,7 +364,7 @@ fn producer_consumer<S: PageSource>(src: &S, threads: usize, ops: u64) -> Result
             handles.push(s.spawn(move || {
                 let mut w = Counted::new(src.worker(2 * p));
                 barrier.wait();
-                let start = Instant::now();
+                let start = Stamp::now();
                 for _ in 0..ops / BURST as u64 {
                     let Ok(mut batch) = empty_rx.recv() else {
                         break;
@@ -337,12 +379,12 @@ fn producer_consumer<S: PageSource>(src: &S, threads: usize, ops: u64) -> Result
                     }
                 }
                 drop(full_tx);
-                ThreadOut::new(&w, start, Instant::now())
+                ThreadOut::new(&w, start, Stamp::now())
             }));
             handles.push(s.spawn(move || {
                 let mut w = Counted::new(src.worker(2 * p + 1));
                 barrier.wait();
-                let start = Instant::now();
+                let start = Stamp::now();
                 while let Ok(mut batch) = full_rx.recv() {
                     for t in batch.drain(..) {
                         w.free(t, 0);
@@ -350,7 +392,7 @@ fn producer_consumer<S: PageSource>(src: &S, threads: usize, ops: u64) -> Result
                     // The producer may be done and gone; then the batch is simply dropped.
                     let _ = empty_tx.send(batch);
                 }
-                ThreadOut::new(&w, start, Instant::now())
+                ThreadOut::new(&w, start, Stamp::now())
             }));
         }
         handles
@@ -420,7 +462,7 @@ fn mixed<W: PageWorker>(
     }
     w.reset_counts();
     barrier.wait();
-    let start = Instant::now();
+    let start = Stamp::now();
     for _ in 0..ops {
         let o = mixed_order(&mut rng);
         while live.pages + (1 << o) > target_pages && live.free_random(&mut w, &mut rng) {}
@@ -436,7 +478,7 @@ fn mixed<W: PageWorker>(
             }
         }
     }
-    let stop = Instant::now();
+    let stop = Stamp::now();
     let mut out = ThreadOut::new(&w, start, stop);
     for (t, o) in live.blocks.drain(..) {
         w.free(t, o);
