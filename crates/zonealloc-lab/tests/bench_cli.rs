@@ -136,14 +136,14 @@ fn zonealloc_always_runs_and_the_table_names_the_machine() {
     assert!(out.contains("- Machine: "), "{out}");
     assert!(
         out.contains(
-            "| workload | threads | peer | ops/s | ns/op | CPU ns/op | pages/s | ratio | note |"
+            "| workload | threads | peer | ops/s | ns/op | CPU ns/op | pages/s | ratio | CPU ratio | note |"
         ),
         "{out}"
     );
     let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("| pair0 |")).collect();
     assert_eq!(rows.len(), 2, "{out}");
     assert!(rows[0].starts_with("| pair0 | 1 | zonealloc | "), "{out}");
-    assert!(rows[0].contains("| 1.00 |"), "{out}");
+    assert!(rows[0].contains("| 1.00 | 1.00 |"), "{out}");
     assert!(rows[1].starts_with("| pair0 | 1 | mmap | "), "{out}");
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(doc["cells"].as_array().unwrap().len(), 2);

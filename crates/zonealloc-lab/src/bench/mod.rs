@@ -127,6 +127,7 @@ pub fn run(
             oversubscribed: threads > cores,
             outcome,
             ratio: None,
+            cpu_ratio: None,
         });
     }
     progress(todo.len(), todo.len(), "done");

@@ -50,6 +50,8 @@ pub struct Cell {
     pub outcome: Outcome,
     /// This peer's ns/op divided by zonealloc's in the same workload and thread count.
     pub ratio: Option<f64>,
+    /// The same with CPU ns/op.
+    pub cpu_ratio: Option<f64>,
 }
 
 impl Cell {
@@ -95,8 +97,8 @@ pub struct BenchReport {
 }
 
 /// The ratio's meaning, in the JSON and under the table.
-pub const RATIO_DEFINITION: &str =
-    "peer ns/op / zonealloc ns/op, same workload and threads: above 1 zonealloc is faster";
+pub const RATIO_DEFINITION: &str = "peer ns/op / zonealloc ns/op, same workload and threads: \
+     above 1 zonealloc is faster (CPU ratio: the same with CPU ns/op)";
 
 impl BenchReport {
     /// Fills in the ratios of `cells` and wraps them.
@@ -107,19 +109,21 @@ impl BenchReport {
         mut cells: Vec<Cell>,
         skipped: Vec<String>,
     ) -> Self {
-        let base: Vec<(Workload, usize, f64)> = cells
+        let base: Vec<(Workload, usize, Summary)> = cells
             .iter()
             .filter(|c| c.peer == Peer::Zonealloc)
-            .filter_map(|c| c.summary().map(|s| (c.workload, c.threads, s.ns_per_op)))
+            .filter_map(|c| c.summary().map(|s| (c.workload, c.threads, *s)))
             .collect();
+        let div = |a: f64, b: f64| (b > 0.0).then(|| a / b);
         for c in &mut cells {
             let zone = base
                 .iter()
-                .find(|(w, t, _)| *w == c.workload && *t == c.threads);
-            c.ratio = match (c.summary(), zone) {
-                (Some(s), Some(&(_, _, z))) if z > 0.0 => Some(s.ns_per_op / z),
-                _ => None,
-            };
+                .find(|(w, t, _)| *w == c.workload && *t == c.threads)
+                .map(|b| b.2);
+            if let (Some(&s), Some(z)) = (c.summary(), zone) {
+                c.ratio = div(s.ns_per_op, z.ns_per_op);
+                c.cpu_ratio = div(s.cpu_ns_per_op, z.cpu_ns_per_op);
+            }
         }
         let peers = opts
             .peers
@@ -195,11 +199,11 @@ impl BenchReport {
         )?;
         writeln!(
             out,
-            "| workload | threads | peer | ops/s | ns/op | CPU ns/op | pages/s | ratio | note |"
+            "| workload | threads | peer | ops/s | ns/op | CPU ns/op | pages/s | ratio | CPU ratio | note |"
         )?;
         writeln!(
             out,
-            "| :--- | ---: | :--- | ---: | ---: | ---: | ---: | ---: | :--- |"
+            "| :--- | ---: | :--- | ---: | ---: | ---: | ---: | ---: | ---: | :--- |"
         )?;
         for c in &self.cells {
             let mut notes = Vec::new();
@@ -241,9 +245,10 @@ impl BenchReport {
                 }
             };
             let ratio = c.ratio.map_or_else(|| "-".into(), fmt_ratio);
+            let cpu_ratio = c.cpu_ratio.map_or_else(|| "-".into(), fmt_ratio);
             writeln!(
                 out,
-                "| {} | {} | {} | {ops_s} | {ns} | {cpu} | {pages} | {ratio} | {} |",
+                "| {} | {} | {} | {ops_s} | {ns} | {cpu} | {pages} | {ratio} | {cpu_ratio} | {} |",
                 c.workload.name(),
                 c.threads,
                 c.peer.name(),
@@ -327,6 +332,7 @@ mod tests {
             oversubscribed: threads > 2,
             outcome,
             ratio: None,
+            cpu_ratio: None,
         };
         let opts = BenchOpts {
             workloads: vec![Workload::Pair0, Workload::Local],
@@ -377,10 +383,12 @@ mod tests {
     fn table_rows_show_rates_ratios_and_flags() {
         let md = report().render();
         assert!(
-            md.contains("| pair0 | 1 | mmap | 667 k | 1500 | 750 | 667 k | 75.0 |  |"),
+            md.contains("| pair0 | 1 | mmap | 667 k | 1500 | 750 | 667 k | 75.0 | 75.0 |  |"),
             "{md}"
         );
-        assert!(md.contains("| pair0 | 1 | zonealloc | 50.0 M | 20.0 | 10.0 | 50.0 M | 1.00 |"));
+        assert!(
+            md.contains("| pair0 | 1 | zonealloc | 50.0 M | 20.0 | 10.0 | 50.0 M | 1.00 | 1.00 |")
+        );
         assert!(md.contains("oversubscribed: 4 threads > 2 cores"), "{md}");
         assert!(md.contains("FAILED: a \\| b"), "{md}");
         assert!(md.contains("Machine: cpu, 2 logical cores"));
