@@ -134,6 +134,7 @@ fn zonealloc_always_runs_and_the_table_names_the_machine() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(out.contains("- Machine: "), "{out}");
+    assert!(out.contains("- Load average (1 min): "), "{out}");
     assert!(
         out.contains(
             "| workload | threads | peer | ops/s | ns/op | CPU ns/op | pages/s | ratio | CPU ratio | note |"

@@ -107,6 +107,7 @@ pub fn run(
     progress: &dyn Fn(usize, usize, &str),
 ) -> BenchReport {
     let (todo, skipped) = cells(opts);
+    let load_before = load_average();
     let cores = machine.logical_cores;
     let mut done = Vec::with_capacity(todo.len());
     for (i, &(wl, threads, peer)) in todo.iter().enumerate() {
@@ -131,7 +132,19 @@ pub fn run(
         });
     }
     progress(todo.len(), todo.len(), "done");
-    BenchReport::new(command, machine, opts.clone(), done, skipped)
+    let mut report = BenchReport::new(command, machine, opts.clone(), done, skipped);
+    report.load_average = [load_before, load_average()];
+    report
+}
+
+/// The 1-minute load average (`/proc/loadavg`), to say how busy a shared machine was.
+fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// One cell, a panic becoming its failure.

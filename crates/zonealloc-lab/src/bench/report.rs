@@ -94,6 +94,8 @@ pub struct BenchReport {
     pub cells: Vec<Cell>,
     /// Workloads left out at some thread count, and why.
     pub skipped: Vec<String>,
+    /// The machine's 1-minute load average before and after the run, where readable.
+    pub load_average: [Option<f64>; 2],
 }
 
 /// The ratio's meaning, in the JSON and under the table.
@@ -143,6 +145,7 @@ impl BenchReport {
             peers,
             cells,
             skipped,
+            load_average: [None, None],
         }
     }
 
@@ -171,6 +174,14 @@ impl BenchReport {
             "- Machine: {}, {} logical cores, kernel {}, {}",
             m.cpu_model, m.logical_cores, m.kernel, m.os_arch
         )?;
+        if let [Some(before), Some(after)] = self.load_average {
+            writeln!(
+                out,
+                "- Load average (1 min): {before:.2} before the run, {after:.2} after, on {} \
+                 cores",
+                m.logical_cores
+            )?;
+        }
         let ops = match o.plan.ops {
             OpsPlan::Fixed(n) => format!("{n} ops per thread"),
             OpsPlan::DurationMs(ms) => format!("about {ms} ms"),
