@@ -251,6 +251,12 @@ impl ZoneallocPcp {
         new_zone(pool_pages, cpus, true).map(Self)
     }
 
+    /// A zone built elsewhere (another configuration, to see what a knob does); it must
+    /// have per-CPU lists for as many CPUs as the run has threads.
+    pub fn from_zone(zone: Zone) -> Self {
+        Self(zone)
+    }
+
     /// The zone, for its counters.
     pub fn zone(&self) -> &Zone {
         &self.0
