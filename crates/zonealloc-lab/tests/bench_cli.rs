@@ -141,8 +141,20 @@ fn zonealloc_always_runs_and_the_table_names_the_machine() {
         ),
         "{out}"
     );
-    let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("| pair0 |")).collect();
+    let (table, matrix) = out
+        .split_once("Ratios to zonealloc")
+        .expect("a ratio matrix");
+    let rows: Vec<&str> = table
+        .lines()
+        .filter(|l| l.starts_with("| pair0 |"))
+        .collect();
     assert_eq!(rows.len(), 2, "{out}");
+    assert!(matrix.contains("| workload | threads | zonealloc ns/op (CPU) | mmap |"));
+    let ratios: Vec<&str> = matrix
+        .lines()
+        .filter(|l| l.starts_with("| pair0 | 1 | "))
+        .collect();
+    assert_eq!(ratios.len(), 1, "{out}");
     assert!(rows[0].starts_with("| pair0 | 1 | zonealloc | "), "{out}");
     assert!(rows[0].contains("| 1.00 | 1.00 |"), "{out}");
     assert!(rows[1].starts_with("| pair0 | 1 | mmap | "), "{out}");

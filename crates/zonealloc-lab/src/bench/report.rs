@@ -266,12 +266,80 @@ impl BenchReport {
                 notes.join("; ").replace('|', "\\|")
             )?;
         }
+        self.ratio_matrix(out)?;
         if !self.skipped.is_empty() {
             writeln!(out, "\nNot run: {}.", self.skipped.join("; "))?;
         }
         writeln!(out, "\nPeers:\n")?;
         for p in &self.peers {
             writeln!(out, "- `{}`: {}", p.name, p.about)?;
+        }
+        Ok(())
+    }
+}
+
+impl BenchReport {
+    /// The ratios alone, one row per workload and thread count, one column per peer: the
+    /// table to quote.
+    fn ratio_matrix(&self, out: &mut String) -> std::fmt::Result {
+        let peers: Vec<Peer> = self
+            .opts
+            .peers
+            .iter()
+            .copied()
+            .filter(|p| *p != Peer::Zonealloc)
+            .collect();
+        let mut rows: Vec<(Workload, usize, bool)> = Vec::new();
+        for c in &self.cells {
+            if !rows.iter().any(|r| r.0 == c.workload && r.1 == c.threads) {
+                rows.push((c.workload, c.threads, c.oversubscribed));
+            }
+        }
+        if peers.is_empty() || rows.is_empty() {
+            return Ok(());
+        }
+        writeln!(
+            out,
+            "\nRatios to zonealloc: peer ns/op / zonealloc ns/op (wall clock), CPU ns/op ratio \
+             in brackets; above 1 zonealloc is faster. `*`: more threads than cores.\n"
+        )?;
+        let mut head = String::from("| workload | threads | zonealloc ns/op (CPU) |");
+        let mut rule = String::from("| :--- | ---: | ---: |");
+        for p in &peers {
+            head.push_str(&format!(" {} |", p.name()));
+            rule.push_str(" ---: |");
+        }
+        writeln!(out, "{head}\n{rule}")?;
+        for &(wl, threads, over) in &rows {
+            let cell = |p: Peer| {
+                self.cells
+                    .iter()
+                    .find(|c| c.workload == wl && c.threads == threads && c.peer == p)
+            };
+            let base = cell(Peer::Zonealloc).and_then(Cell::summary).map_or_else(
+                || "-".to_owned(),
+                |s| format!("{} ({})", fmt_ns(s.ns_per_op), fmt_ns(s.cpu_ns_per_op)),
+            );
+            let mut line = format!(
+                "| {} | {threads}{} | {base} |",
+                wl.name(),
+                if over { "*" } else { "" }
+            );
+            for &p in &peers {
+                let text = match cell(p) {
+                    Some(Cell {
+                        ratio: Some(r),
+                        cpu_ratio,
+                        ..
+                    }) => match cpu_ratio {
+                        Some(c) => format!("{} ({})", fmt_ratio(*r), fmt_ratio(*c)),
+                        None => fmt_ratio(*r),
+                    },
+                    _ => "-".to_owned(),
+                };
+                line.push_str(&format!(" {text} |"));
+            }
+            writeln!(out, "{line}")?;
         }
         Ok(())
     }
@@ -406,6 +474,15 @@ mod tests {
         assert!(md.contains("256 MiB"));
         assert!(md.contains("- `mmap`: "));
         assert!(md.contains("Not run: producer-consumer at 1 thread(s): why."));
+        assert!(
+            md.contains("| workload | threads | zonealloc ns/op (CPU) | mmap |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| pair0 | 1 | 20.0 (10.0) | 75.0 (75.0) |"),
+            "{md}"
+        );
+        assert!(md.contains("| local | 4* | 10.0 (5.00) | - |"), "{md}");
     }
 
     #[test]
