@@ -3,7 +3,8 @@
 //! (`zonealloc_lab::bench::workloads`), timed by criterion instead of the lab's runner.
 //!
 //! One group per workload, one case per peer; a criterion iteration is one op (an
-//! allocation and its free). Single-thread workloads run on one thread, the multi-threaded
+//! allocation and its free). A multi-threaded sample runs at least [`MIN_THREADED_OPS`] ops
+//! per thread, so that the threads' staggered start does not weigh on it. Single-thread workloads run on one thread, the multi-threaded
 //! ones (`local`, `producer-consumer`, `mixed`) on [`THREADS`]. Each case gets a fresh
 //! allocator managing [`POOL_PAGES`] frames; at the end of each case the allocator must have
 //! everything back.
@@ -28,16 +29,26 @@ use zonealloc_lab::bench::workloads::Workload;
 const POOL_PAGES: u64 = 1 << 16;
 /// Threads of the multi-threaded workloads.
 const THREADS: usize = 2;
+/// Fewest ops a multi-threaded sample runs (the time of `iters` ops is then scaled from it):
+/// the threads leave the start barrier some microseconds apart, which must not be a large
+/// part of the sample.
+const MIN_THREADED_OPS: u64 = 10_000;
 
 /// One case: `wl` on `src`, criterion choosing the op count.
 fn case<S: PageSource>(g: &mut BenchmarkGroup<'_, WallTime>, peer: Peer, wl: Workload, src: S) {
     let threads = wl.threads_used(THREADS).expect("THREADS >= 2");
     g.bench_function(peer.name(), |b| {
         b.iter_custom(|iters| {
+            let ops = if wl.multi_threaded() {
+                iters.max(MIN_THREADED_OPS)
+            } else {
+                iters
+            };
             let rep = wl
-                .run(&src, threads, iters, POOL_PAGES, iters)
+                .run(&src, threads, ops, POOL_PAGES, iters)
                 .unwrap_or_else(|e| panic!("{} on {}: {e}", wl.name(), peer.name()));
-            // Bursts round the op count up: report the time of `iters` ops.
+            // Bursts round the op count up, threaded samples run at least
+            // MIN_THREADED_OPS: report the time of `iters` ops.
             let per_op = rep.wall_ns as f64 / rep.ops.max(1) as f64;
             Duration::from_nanos((per_op * iters as f64) as u64)
         })
