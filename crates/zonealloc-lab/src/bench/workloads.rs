@@ -1,5 +1,5 @@
-//! The workloads of `zonealloc bench`: what each thread does, between a start barrier and
-//! its stop watch.
+//! The workloads of `zonealloc bench`: what each thread does, between a start gate (a
+//! barrier) and its stop watch.
 //!
 //! Each thread reads two clocks at its start and its stop: the wall clock, and its own CPU
 //! time (`CLOCK_THREAD_CPUTIME_ID`, user and system), which leaves out the time the thread
@@ -9,12 +9,12 @@
 //! An *op* is one allocation together with its free, whoever frees it and whenever: a pair
 //! is one op, a burst of 64 allocations and 64 frees is 64 ops, and in `mixed` an op is one
 //! allocation plus the free that makes room for it. Only what happens between a thread's
-//! start barrier and its stop watch is timed: filling `mixed` to its occupancy and freeing
+//! start gate and its stop watch is timed: filling `mixed` to its occupancy and freeing
 //! everything at the end are not.
 
 use std::hint::black_box;
 use std::sync::mpsc;
-use std::sync::Barrier;
+use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::Instant;
 
 use clap::ValueEnum;
@@ -123,17 +123,17 @@ impl Workload {
         let g = self.ops_granule();
         let ops = ops_per_thread.max(1).div_ceil(g) * g;
         match self {
-            Workload::Pair0 => on_threads(1, |i, b| pairs(src.worker(i), b, 0, ops)),
-            Workload::Pair3 => on_threads(1, |i, b| pairs(src.worker(i), b, 3, ops)),
-            Workload::Pair9 => on_threads(1, |i, b| pairs(src.worker(i), b, 9, ops)),
-            Workload::Burst64 => on_threads(1, |i, b| bursts(src.worker(i), b, ops)),
-            Workload::Local => on_threads(threads, |i, b| bursts(src.worker(i), b, ops)),
+            Workload::Pair0 => on_threads(1, |i, g| pairs(src.worker(i), g, 0, ops)),
+            Workload::Pair3 => on_threads(1, |i, g| pairs(src.worker(i), g, 3, ops)),
+            Workload::Pair9 => on_threads(1, |i, g| pairs(src.worker(i), g, 9, ops)),
+            Workload::Burst64 => on_threads(1, |i, g| bursts(src.worker(i), g, ops)),
+            Workload::Local => on_threads(threads, |i, g| bursts(src.worker(i), g, ops)),
             Workload::ProducerConsumer => producer_consumer(src, threads, ops),
             Workload::Mixed => {
                 let target = pool_pages * MIXED_OCCUPANCY_PCT / 100 / threads as u64;
-                on_threads(threads, |i, b| {
+                on_threads(threads, |i, g| {
                     let rng = SplitMix(seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-                    mixed(src.worker(i), b, ops, target, rng)
+                    mixed(src.worker(i), g, ops, target, rng)
                 })
             }
         }
@@ -263,25 +263,101 @@ impl ThreadOut {
     }
 }
 
-/// Runs `body(thread, start_barrier)` on `threads` scoped threads and sums what they report.
+/// The start line of a run's threads: `std::sync::Barrier`, except that a thread that panics
+/// before it (its worker could not be made, say) breaks it, and the threads waiting there
+/// panic too instead of waiting for ever.
+pub(crate) struct StartGate {
+    /// Threads arrived, and whether one failed.
+    state: Mutex<(usize, bool)>,
+    opened: Condvar,
+    threads: usize,
+}
+
+/// The panic payload of a thread released from a broken [`StartGate`].
+struct GateBroken;
+
+impl StartGate {
+    fn new(threads: usize) -> Self {
+        StartGate {
+            state: Mutex::new((0, false)),
+            opened: Condvar::new(),
+            threads,
+        }
+    }
+
+    /// Waits until every thread has arrived; panics if one failed instead.
+    fn wait(&self) {
+        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        s.0 += 1;
+        if s.0 == self.threads {
+            self.opened.notify_all();
+        }
+        while s.0 < self.threads && !s.1 {
+            s = self.opened.wait(s).unwrap_or_else(PoisonError::into_inner);
+        }
+        if s.1 {
+            drop(s);
+            std::panic::panic_any(GateBroken);
+        }
+    }
+
+    fn fail(&self) {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner).1 = true;
+        self.opened.notify_all();
+    }
+}
+
+/// Breaks the gate if its thread unwinds.
+struct BreakOnPanic<'a>(&'a StartGate);
+
+impl Drop for BreakOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.fail();
+        }
+    }
+}
+
+/// Joins `handles`; if any thread panicked, resumes the first panic that is not a thread
+/// released from a broken gate (the cause rather than its echoes).
+fn join_all<T>(handles: Vec<std::thread::ScopedJoinHandle<'_, T>>) -> Vec<T> {
+    let mut outs = Vec::with_capacity(handles.len());
+    let mut panic: Option<Box<dyn std::any::Any + Send>> = None;
+    for h in handles {
+        match h.join() {
+            Ok(o) => outs.push(o),
+            Err(p) => {
+                if panic.as_ref().map_or(true, |q| q.is::<GateBroken>()) {
+                    panic = Some(p);
+                }
+            }
+        }
+    }
+    if let Some(p) = panic {
+        std::panic::resume_unwind(p);
+    }
+    outs
+}
+
+/// Runs `body(thread, start_gate)` on `threads` scoped threads and sums what they report.
 /// Each body makes its worker on its own thread (a zonealloc `CpuHandle` belongs to one),
-/// sets up, waits on the barrier, and times itself.
+/// sets up, waits at the gate, and times itself.
 fn on_threads<F>(threads: usize, body: F) -> Result<Rep, String>
 where
-    F: Fn(usize, &Barrier) -> ThreadOut + Sync,
+    F: Fn(usize, &StartGate) -> ThreadOut + Sync,
 {
-    let barrier = Barrier::new(threads);
+    let gate = StartGate::new(threads);
     let outs: Vec<ThreadOut> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|i| {
-                let (body, barrier) = (&body, &barrier);
-                s.spawn(move || body(i, barrier))
+                let (body, gate) = (&body, &gate);
+                s.spawn(move || {
+                    let _guard = BreakOnPanic(gate);
+                    body(i, gate)
+                })
             })
             .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
+        join_all(handles)
     });
     combine(&outs)
 }
@@ -307,9 +383,9 @@ fn combine(outs: &[ThreadOut]) -> Result<Rep, String> {
     })
 }
 
-fn pairs<W: PageWorker>(w: W, barrier: &Barrier, order: u8, ops: u64) -> ThreadOut {
+fn pairs<W: PageWorker>(w: W, gate: &StartGate, order: u8, ops: u64) -> ThreadOut {
     let mut w = Counted::new(w);
-    barrier.wait();
+    gate.wait();
     let start = Stamp::now();
     for _ in 0..ops {
         if let Some(t) = w.alloc(order) {
@@ -320,10 +396,10 @@ fn pairs<W: PageWorker>(w: W, barrier: &Barrier, order: u8, ops: u64) -> ThreadO
     ThreadOut::new(&w, start, stop)
 }
 
-fn bursts<W: PageWorker>(w: W, barrier: &Barrier, ops: u64) -> ThreadOut {
+fn bursts<W: PageWorker>(w: W, gate: &StartGate, ops: u64) -> ThreadOut {
     let mut w = Counted::new(w);
     let mut held = [0 as Token; BURST];
-    barrier.wait();
+    gate.wait();
     let start = Stamp::now();
     for _ in 0..ops / BURST as u64 {
         let mut n = 0;
@@ -349,7 +425,7 @@ fn producer_consumer<S: PageSource>(src: &S, threads: usize, ops: u64) -> Result
     if pairs == 0 {
         return Err("producer-consumer needs at least 2 threads".into());
     }
-    let barrier = Barrier::new(2 * pairs);
+    let gate = StartGate::new(2 * pairs);
     let outs: Vec<ThreadOut> = std::thread::scope(|s| {
         let mut handles = Vec::new();
         for p in 0..pairs {
@@ -360,10 +436,11 @@ fn producer_consumer<S: PageSource>(src: &S, threads: usize, ops: u64) -> Result
                     .send(Vec::with_capacity(BURST))
                     .expect("the receiver is alive");
             }
-            let barrier = &barrier;
+            let gate = &gate;
             handles.push(s.spawn(move || {
+                let _guard = BreakOnPanic(gate);
                 let mut w = Counted::new(src.worker(2 * p));
-                barrier.wait();
+                gate.wait();
                 let start = Stamp::now();
                 for _ in 0..ops / BURST as u64 {
                     let Ok(mut batch) = empty_rx.recv() else {
@@ -382,8 +459,9 @@ fn producer_consumer<S: PageSource>(src: &S, threads: usize, ops: u64) -> Result
                 ThreadOut::new(&w, start, Stamp::now())
             }));
             handles.push(s.spawn(move || {
+                let _guard = BreakOnPanic(gate);
                 let mut w = Counted::new(src.worker(2 * p + 1));
-                barrier.wait();
+                gate.wait();
                 let start = Stamp::now();
                 while let Ok(mut batch) = full_rx.recv() {
                     for t in batch.drain(..) {
@@ -395,10 +473,7 @@ fn producer_consumer<S: PageSource>(src: &S, threads: usize, ops: u64) -> Result
                 ThreadOut::new(&w, start, Stamp::now())
             }));
         }
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
+        join_all(handles)
     });
     combine(&outs)
 }
@@ -435,7 +510,7 @@ impl Live {
 
 fn mixed<W: PageWorker>(
     w: W,
-    barrier: &Barrier,
+    gate: &StartGate,
     ops: u64,
     target_pages: u64,
     mut rng: SplitMix,
@@ -461,7 +536,7 @@ fn mixed<W: PageWorker>(
         }
     }
     w.reset_counts();
-    barrier.wait();
+    gate.wait();
     let start = Stamp::now();
     for _ in 0..ops {
         let o = mixed_order(&mut rng);
@@ -489,7 +564,7 @@ fn mixed<W: PageWorker>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::peers::ZoneallocPcp;
+    use super::super::peers::{PosixMemalign, ZoneallocPcp};
     use super::*;
 
     #[test]
@@ -502,6 +577,36 @@ mod tests {
             assert!(rep.ops >= 100, "{wl:?}: {rep:?}");
             assert_eq!(rep.failures, 0, "{wl:?}");
             src.verify_empty().unwrap();
+        }
+    }
+
+    /// A source whose thread 1 cannot get a worker.
+    struct NoSecondWorker(PosixMemalign);
+
+    impl PageSource for NoSecondWorker {
+        type Worker<'a> = PosixMemalign;
+
+        fn worker(&self, thread: usize) -> PosixMemalign {
+            assert!(thread != 1, "no worker for thread {thread}");
+            PosixMemalign
+        }
+
+        fn verify_empty(&self) -> Result<(), String> {
+            self.0.verify_empty()
+        }
+    }
+
+    #[test]
+    fn a_thread_failing_before_the_start_fails_the_run_instead_of_hanging_it() {
+        for wl in [Workload::Local, Workload::ProducerConsumer, Workload::Mixed] {
+            let r =
+                std::panic::catch_unwind(|| wl.run(&NoSecondWorker(PosixMemalign), 2, 64, 4096, 1));
+            let payload = r.expect_err("the run fails");
+            let msg = payload
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .unwrap_or("");
+            assert!(msg.contains("no worker for thread 1"), "{wl:?}: {msg:?}");
         }
     }
 
