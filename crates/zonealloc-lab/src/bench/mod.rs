@@ -9,6 +9,7 @@
 //! - [`workloads`]: what each thread does: pairs, bursts, threads working locally, a
 //!   producer and a consumer, random orders and lifetimes at 80% occupancy;
 //! - [`runner`]: warm-up and calibration, repetitions, the median, the conservation check;
+//!   `threads` starts a repetition's threads together and times and counts each;
 //! - [`report`]: the table (markdown), its legend and the JSON document.
 //!
 //! A run is a list of *cells*, one per workload, thread count and peer, in that order.
@@ -21,6 +22,7 @@
 pub mod peers;
 pub mod report;
 pub mod runner;
+mod threads;
 pub mod workloads;
 
 use serde::Serialize;
