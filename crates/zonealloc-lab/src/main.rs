@@ -8,12 +8,14 @@
 //! - `zonealloc buddyinfo|zoneinfo|pagetypeinfo` prints the kernel's `/proc` text for a node
 //!   built from an embedded x86-64-like memory map after a chosen workload.
 //!
-//! Exit codes: 0 success, 1 an experiment or the report failed, 2 a usage error (bad flag,
-//! unknown experiment).
+//! - `zonealloc bench` runs the same workloads on zonealloc and on other allocators and prints
+//!   a table of ops/s and ns/op with each one's ratio to zonealloc (and JSON with `--json`).
+//!
+//! Exit codes: 0 success, 1 an experiment, a bench cell or the report failed, 2 a usage
+//! error (bad flag, unknown experiment).
 
 mod experiments;
 mod inspect;
-mod machine;
 mod report;
 mod trace;
 
@@ -26,6 +28,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use experiments::{Experiment, LabOpts};
 use report::{ExperimentReport, Failure, LabReport};
+use zonealloc_lab::bench::{self, peers::Peer, runner, workloads::Workload, BenchOpts};
+use zonealloc_lab::machine;
 
 /// Exit status of usage errors, as clap uses for bad flags.
 const EXIT_USAGE: u8 = 2;
@@ -48,6 +52,9 @@ enum Command {
     Zoneinfo(InspectArgs),
     /// Print /proc/pagetypeinfo after a workload.
     Pagetypeinfo(InspectArgs),
+    /// Time the same workloads on zonealloc and on other allocators; print a table of ops/s,
+    /// ns/op and each peer's ratio to zonealloc.
+    Bench(BenchArgs),
     /// Read kernel kmem page-allocator traces (ftrace, perf script, trace-cmd report).
     #[command(subcommand)]
     Trace(TraceCommand),
@@ -199,6 +206,65 @@ struct LabArgs {
 }
 
 #[derive(Debug, Args)]
+struct BenchArgs {
+    /// Workloads to run (repeat the flag or separate with commas; default: all).
+    #[arg(
+        long = "workload",
+        value_enum,
+        value_delimiter = ',',
+        value_name = "WORKLOAD"
+    )]
+    workloads: Vec<Workload>,
+    /// Allocators to compare (default: all in this build). zonealloc always runs: every
+    /// ratio is against it.
+    #[arg(long = "peer", value_enum, value_delimiter = ',', value_name = "PEER")]
+    peers: Vec<Peer>,
+    /// Thread counts for the multi-threaded workloads, e.g. `1,2,4` (default: 1, the
+    /// machine's cores and twice that; rows with more threads than cores are flagged).
+    #[arg(long, value_delimiter = ',', value_name = "N,...",
+          value_parser = clap::value_parser!(u64).range(1..=1024))]
+    threads: Vec<u64>,
+    /// Length of each timed repetition in milliseconds, ops sized by the warm-up (default
+    /// 100; with --quick, a fixed 128 ops instead).
+    #[arg(long, value_name = "MS", conflicts_with = "ops",
+          value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    duration_ms: Option<u64>,
+    /// Ops per thread in each timed repetition, instead of a duration.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=(1u64 << 32)))]
+    ops: Option<u64>,
+    /// Timed repetitions per row; the table shows their median (default 5; 1 with --quick).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1000))]
+    repetitions: Option<u64>,
+    /// Pages each frame allocator manages, a power of two from 1024 to 2^20 (default 65536,
+    /// 256 MiB; 4096 with --quick). `mixed` keeps 80% of it allocated, also on the memory
+    /// allocators, where `mmap` really faults that much in.
+    #[arg(long, value_name = "PAGES", value_parser = parse_pool_pages)]
+    pool_pages: Option<u64>,
+    /// Write the JSON document (every repetition, the machine, the options): to FILE, or
+    /// without FILE to stdout instead of the table.
+    #[arg(long, value_name = "FILE", num_args = 0..=1)]
+    json: Option<Option<PathBuf>>,
+    /// Tiny sizes (about a second for everything), for tests and smoke runs; not for quoting.
+    #[arg(long)]
+    quick: bool,
+    /// Seed of the workloads' random choices.
+    #[arg(long, default_value_t = 0x5eed)]
+    seed: u64,
+}
+
+/// `--pool-pages`: a power of two in `1024..=2^20`.
+fn parse_pool_pages(s: &str) -> Result<u64, String> {
+    let n: u64 = s.parse().map_err(|e| format!("{e}"))?;
+    if !(1024..=1 << 20).contains(&n) || !n.is_power_of_two() {
+        return Err(format!(
+            "{n} is not a power of two from 1024 to 1048576 (the frame allocators need whole \
+             max-order blocks)"
+        ));
+    }
+    Ok(n)
+}
+
+#[derive(Debug, Args)]
 struct InspectArgs {
     /// The workload run before printing.
     #[arg(long, value_enum, default_value_t = inspect::Workload::Mixed)]
@@ -226,6 +292,125 @@ fn main() -> ExitCode {
         Command::Trace(TraceCommand::Stats(a)) => trace_stats(&a),
         Command::Trace(TraceCommand::Replay(a)) => trace_replay(&a),
         Command::Trace(TraceCommand::Gen(a)) => trace_gen(&a),
+        Command::Bench(a) => bench_cmd(&a),
+    }
+}
+
+/// The bench's options from its flags.
+fn bench_opts(args: &BenchArgs, cores: usize) -> Result<BenchOpts, String> {
+    let usize_of = |v: u64, flag: &str| {
+        usize::try_from(v).map_err(|_| format!("--{flag} {v} is too large for this machine"))
+    };
+    let threads = if args.threads.is_empty() {
+        BenchOpts::default_threads(cores)
+    } else {
+        args.threads
+            .iter()
+            .map(|&t| usize_of(t, "threads"))
+            .collect::<Result<_, _>>()?
+    };
+    let ops = match (args.ops, args.duration_ms, args.quick) {
+        (Some(n), _, _) => runner::OpsPlan::Fixed(n),
+        (None, Some(ms), _) => runner::OpsPlan::DurationMs(ms),
+        (None, None, true) => runner::OpsPlan::Fixed(128),
+        (None, None, false) => runner::OpsPlan::DurationMs(100),
+    };
+    let repetitions = usize_of(
+        args.repetitions.unwrap_or(if args.quick { 1 } else { 5 }),
+        "repetitions",
+    )?;
+    let mut opts = BenchOpts {
+        workloads: if args.workloads.is_empty() {
+            Workload::ALL.to_vec()
+        } else {
+            args.workloads.clone()
+        },
+        peers: if args.peers.is_empty() {
+            Peer::ALL.into_iter().filter(|p| p.available()).collect()
+        } else {
+            args.peers.clone()
+        },
+        threads,
+        plan: runner::Plan {
+            ops,
+            repetitions,
+            pool_pages: args
+                .pool_pages
+                .unwrap_or(if args.quick { 4096 } else { 65536 }),
+            seed: args.seed,
+        },
+        quick: args.quick,
+    };
+    opts.normalize();
+    Ok(opts)
+}
+
+fn bench_cmd(args: &BenchArgs) -> ExitCode {
+    let machine = machine::Machine::detect();
+    let opts = match bench_opts(args, machine.logical_cores) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let bar = ProgressBar::with_draw_target(
+        None,
+        if std::io::stderr().is_terminal() {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        },
+    );
+    if let Ok(style) =
+        ProgressStyle::with_template("bench [{elapsed_precise}] {wide_bar} {pos}/{len} {msg}")
+    {
+        bar.set_style(style);
+    }
+    let progress = |done: usize, total: usize, what: &str| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+        bar.set_message(what.to_owned());
+    };
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let report = bench::run(&opts, machine, command, &progress);
+    bar.finish_and_clear();
+
+    let mut ok = true;
+    for c in report.failures() {
+        if let bench::report::Outcome::Failed(why) = &c.outcome {
+            eprintln!(
+                "error: {} on {} with {} threads failed: {why}",
+                c.workload.name(),
+                c.peer.name(),
+                c.threads
+            );
+        }
+        ok = false;
+    }
+    let json = match serde_json::to_string_pretty(&report) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: serialising the results: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let printed = match &args.json {
+        Some(None) => emit(&format!("{json}\n")),
+        Some(Some(path)) => match std::fs::write(path, format!("{json}\n")) {
+            Ok(()) => emit(&report.render()),
+            Err(e) => {
+                eprintln!("error: writing {}: {e}", path.display());
+                ok = false;
+                emit(&report.render())
+            }
+        },
+        None => emit(&report.render()),
+    };
+    if ok && printed == ExitCode::SUCCESS {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }
 

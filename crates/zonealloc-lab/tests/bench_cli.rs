@@ -1,0 +1,183 @@
+//! `zonealloc bench` end to end: usage errors, and quick runs whose table and JSON are checked
+//! for structure and conservation (never for timings). Every peer runs every workload; a
+//! cell whose allocator does not get every block back fails, and so does the command.
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn zonealloc(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_zonealloc"))
+        .args(args)
+        .output()
+        .expect("the zonealloc binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn assert_usage_error(args: &[&str], mention: &str) {
+    let o = zonealloc(args);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("error"), "{args:?}: {err}");
+    assert!(err.contains(mention), "{args:?}: {mention} not in {err}");
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+    assert!(stdout(&o).is_empty(), "{args:?}");
+}
+
+#[test]
+fn bad_bench_flags_are_usage_errors_that_say_what_is_wrong() {
+    assert_usage_error(&["bench", "--workload", "nope"], "pair0");
+    assert_usage_error(&["bench", "--peer", "jemalloc"], "mimalloc");
+    assert_usage_error(&["bench", "--threads", "0"], "--threads");
+    assert_usage_error(&["bench", "--threads", "1,x"], "--threads");
+    assert_usage_error(&["bench", "--repetitions", "0"], "--repetitions");
+    assert_usage_error(&["bench", "--pool-pages", "1000"], "power of two");
+    assert_usage_error(&["bench", "--pool-pages", "512"], "power of two");
+    assert_usage_error(
+        &["bench", "--ops", "5", "--duration-ms", "5"],
+        "cannot be used",
+    );
+    assert_usage_error(&["bench", "--json", "a", "b"], "unexpected argument");
+}
+
+#[test]
+fn help_lists_workloads_and_peers() {
+    let o = zonealloc(&["bench", "--help"]);
+    assert!(o.status.success());
+    let out = stdout(&o);
+    for name in [
+        "pair0",
+        "burst64",
+        "pair3",
+        "pair9",
+        "local",
+        "producer-consumer",
+        "mixed",
+        "zonealloc-buddy",
+        "global-lock",
+        "bsa-frame",
+        "bsa-heap",
+        "posix-memalign",
+        "mimalloc",
+        "mmap",
+    ] {
+        assert!(out.contains(name), "{name} missing from --help:\n{out}");
+    }
+}
+
+/// Every peer x every workload at 1 and 2 threads: each cell is measured (none failed, so
+/// each allocator got all its blocks back), the ratios are against zonealloc.
+#[test]
+fn quick_run_measures_every_peer_on_every_workload_and_conserves() {
+    let o = zonealloc(&["bench", "--quick", "--threads", "1,2", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc: Value = serde_json::from_str(&stdout(&o)).expect("stdout is the JSON document");
+    assert!(doc["machine"]["logical_cores"].as_u64().unwrap() >= 1);
+    assert!(doc["ratio_definition"]
+        .as_str()
+        .unwrap()
+        .contains("zonealloc"));
+    let cells = doc["cells"].as_array().unwrap();
+    let peers: Vec<&str> = doc["peers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(peers[0], "zonealloc");
+    assert!(peers.len() >= 7, "{peers:?}");
+    // 4 single-thread workloads once, local and mixed at 1 and 2 threads, producer-consumer
+    // at 2 only.
+    assert_eq!(cells.len(), peers.len() * (4 + 2 + 2 + 1));
+    for c in cells {
+        let what = format!("{} {} {}", c["workload"], c["peer"], c["threads"]);
+        let m = &c["outcome"]["measured"];
+        assert!(m.is_object(), "{what}: {}", c["outcome"]);
+        let reps = m["reps"].as_array().unwrap();
+        assert_eq!(reps.len(), 1, "{what}");
+        assert!(reps[0]["ops"].as_u64().unwrap() >= 128, "{what}");
+        assert!(m["summary"]["ns_per_op"].as_f64().unwrap() > 0.0, "{what}");
+        assert!(m["summary"]["cpu_ns_per_op"].as_f64().is_some(), "{what}");
+        assert!(c["ratio"].as_f64().unwrap() > 0.0, "{what}");
+        if c["peer"] == "zonealloc" {
+            assert_eq!(c["ratio"].as_f64(), Some(1.0));
+            assert!(m["counters"]["pcp_hit_pct"].as_f64().is_some(), "{what}");
+        }
+    }
+    assert!(doc["skipped"][0]
+        .as_str()
+        .unwrap()
+        .starts_with("producer-consumer at 1 thread(s)"));
+}
+
+#[test]
+fn zonealloc_always_runs_and_the_table_names_the_machine() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("bench.json");
+    let o = zonealloc(&[
+        "bench",
+        "--quick",
+        "--workload",
+        "pair0",
+        "--peer",
+        "mmap",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("- Machine: "), "{out}");
+    assert!(out.contains("- Load average (1 min): "), "{out}");
+    assert!(
+        out.contains(
+            "| workload | threads | peer | ops/s | ns/op | CPU ns/op | pages/s | ratio | CPU ratio | note |"
+        ),
+        "{out}"
+    );
+    let (table, matrix) = out
+        .split_once("Ratios to zonealloc")
+        .expect("a ratio matrix");
+    let rows: Vec<&str> = table
+        .lines()
+        .filter(|l| l.starts_with("| pair0 |"))
+        .collect();
+    assert_eq!(rows.len(), 2, "{out}");
+    assert!(matrix.contains("| workload | threads | zonealloc ns/op (CPU) | mmap |"));
+    let ratios: Vec<&str> = matrix
+        .lines()
+        .filter(|l| l.starts_with("| pair0 | 1 | "))
+        .collect();
+    assert_eq!(ratios.len(), 1, "{out}");
+    assert!(rows[0].starts_with("| pair0 | 1 | zonealloc | "), "{out}");
+    assert!(rows[0].contains("| 1.00 | 1.00 |"), "{out}");
+    assert!(rows[1].starts_with("| pair0 | 1 | mmap | "), "{out}");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(doc["cells"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn more_threads_than_cores_are_flagged() {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let n = (cores + 1).to_string();
+    let o = zonealloc(&[
+        "bench",
+        "--quick",
+        "--workload",
+        "local",
+        "--peer",
+        "zonealloc-buddy",
+        "--threads",
+        &n,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let flag = format!("oversubscribed: {n} threads > {cores} cores");
+    assert_eq!(out.matches(&flag).count(), 2, "{out}");
+}
