@@ -5,7 +5,7 @@
 //! the links live in the frames. A frame is on at most one list at a time.
 
 use crate::buddy::{check_fail, CheckError};
-use crate::meta::{FrameState, FrameTable, NIL};
+use crate::meta::{FrameMeta, FrameState, FrameTable, NIL};
 
 /// Head of a frame list: the first and last frame indices, [`NIL`] when empty.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,15 +45,49 @@ impl FrameList {
         (self.tail != NIL).then_some(self.tail)
     }
 
+    /// Unlinks and returns the first frame (`list_first_entry` + `list_del`). The frame's own
+    /// links are left as they were: a frame on no list has no meaningful links, and the next
+    /// push overwrites both.
+    #[inline(always)]
+    pub(crate) fn pop_head(&mut self, t: &FrameTable) -> Option<u32> {
+        self.pop_head_in(t.entries())
+    }
+
+    /// [`FrameList::pop_head`] over the table's entries.
+    #[inline(always)]
+    pub(crate) fn pop_head_in(&mut self, m: &[FrameMeta]) -> Option<u32> {
+        let idx = self.first()?;
+        let next = m[idx as usize].next();
+        self.head = next;
+        if next == NIL {
+            self.tail = NIL;
+        } else {
+            m[next as usize].set_prev(NIL);
+        }
+        Some(idx)
+    }
+
     /// `list_add`: push at the head.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn push_head(&mut self, t: &FrameTable, idx: u32) {
-        t.set_prev(idx, NIL);
-        t.set_next(idx, self.head);
+        self.push_head_in(t.entries(), idx);
+    }
+
+    /// [`FrameList::push_head`] over the table's entries.
+    #[inline(always)]
+    pub(crate) fn push_head_in(&mut self, m: &[FrameMeta], idx: u32) {
+        self.push_head_entry(m, idx, &m[idx as usize]);
+    }
+
+    /// [`FrameList::push_head_in`] for a caller that already holds `e`, the entry `m[idx]`.
+    #[inline(always)]
+    pub(crate) fn push_head_entry(&mut self, m: &[FrameMeta], idx: u32, e: &FrameMeta) {
+        e.set_prev(NIL);
+        e.set_next(self.head);
         if self.head == NIL {
             self.tail = idx;
         } else {
-            t.set_prev(self.head, idx);
+            m[self.head as usize].set_prev(idx);
         }
         self.head = idx;
     }

@@ -58,7 +58,7 @@ const KIND_ALLOCATED: u16 = 3;
 const KIND_PCP: u16 = 4;
 
 impl FrameState {
-    #[inline]
+    #[inline(always)]
     pub(crate) const fn encode(self) -> u16 {
         match self {
             FrameState::Absent => KIND_ABSENT << KIND_SHIFT,
@@ -123,6 +123,53 @@ impl FrameMeta {
         empty_meta!()
     }
 
+    #[inline(always)]
+    pub(crate) fn next(&self) -> u32 {
+        self.next.load(Ordering::Relaxed)
+    }
+
+    #[inline(always)]
+    pub(crate) fn set_next(&self, v: u32) {
+        self.next.store(v, Ordering::Relaxed);
+    }
+
+    #[inline(always)]
+    pub(crate) fn set_prev(&self, v: u32) {
+        self.prev.store(v, Ordering::Relaxed);
+    }
+
+    #[inline(always)]
+    pub(crate) fn set_state(&self, s: FrameState) {
+        self.state.store(s.encode(), Ordering::Relaxed);
+    }
+
+    /// The pageblock migratetype stored here, if it is a PCP type (`get_pfnblock_migratetype`
+    /// for the fast free path, which leaves the other types to the full path).
+    #[inline(always)]
+    pub(crate) fn block_pcp_type(&self) -> Option<MigrateType> {
+        match self.block.load(Ordering::Relaxed) {
+            0 => Some(MigrateType::Unmovable),
+            1 => Some(MigrateType::Movable),
+            2 => Some(MigrateType::Reclaimable),
+            _ => None,
+        }
+    }
+
+    /// If this is the head of an allocated block of `order`, atomically make it `to` and
+    /// return `true`. Anything else (including losing a race to another free) returns `false`
+    /// and changes nothing; the caller then classifies.
+    #[inline(always)]
+    pub(crate) fn try_claim_allocated(&self, order: Order, to: FrameState) -> bool {
+        let cur = self.state.load(Ordering::Relaxed);
+        let want = (KIND_ALLOCATED << KIND_SHIFT) | order.get() as u16;
+        if cur & !(0x7 << MT_SHIFT) != want {
+            return false;
+        }
+        self.state
+            .compare_exchange(cur, to.encode(), Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    }
+
     fn reset(&self) {
         self.next.store(NIL, Ordering::Relaxed);
         self.prev.store(NIL, Ordering::Relaxed);
@@ -144,6 +191,8 @@ pub(crate) struct FrameTable {
     storage: StaticSlice<FrameMeta>,
     base: u64,
     len: u32,
+    /// Clears the low bits of an index to its pageblock's first frame.
+    block_mask: u32,
 }
 
 impl core::fmt::Debug for FrameTable {
@@ -173,6 +222,7 @@ impl FrameTable {
             storage: StaticSlice::from_box(v.into_boxed_slice()),
             base,
             len,
+            block_mask: !((1u32 << pageblock_order) - 1),
         }
     }
 
@@ -192,10 +242,30 @@ impl FrameTable {
             storage: StaticSlice::borrowed(table),
             base,
             len,
+            block_mask: !((1u32 << pageblock_order) - 1),
         }
     }
 
-    #[inline]
+    /// The entries, for paths that index them several times: a local slice keeps its bounds
+    /// in a register, where each `at` reloads them after every atomic store.
+    #[inline(always)]
+    pub(crate) fn entries(&self) -> &[FrameMeta] {
+        self.storage.get()
+    }
+
+    /// The table's first frame.
+    #[inline(always)]
+    pub(crate) fn base(&self) -> u64 {
+        self.base
+    }
+
+    /// Index of the first frame of the pageblock containing `idx`.
+    #[inline(always)]
+    pub(crate) fn block_head(&self, idx: u32) -> u32 {
+        idx & self.block_mask
+    }
+
+    #[inline(always)]
     fn at(&self, idx: u32) -> &FrameMeta {
         &self.storage.get()[idx as usize]
     }
@@ -212,7 +282,7 @@ impl FrameTable {
     }
 
     /// Index of `pfn`, if the table covers it.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn index_of(&self, pfn: u64) -> Option<u32> {
         let off = pfn.wrapping_sub(self.base);
         if off < self.len as u64 {
@@ -223,7 +293,7 @@ impl FrameTable {
     }
 
     /// Frame number of index `idx`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn pfn_of(&self, idx: u32) -> u64 {
         self.base + idx as u64
     }
@@ -241,7 +311,7 @@ impl FrameTable {
             == FrameState::Buddy(Order::from_raw(order)).encode()
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn set_state(&self, idx: u32, s: FrameState) {
         self.at(idx).state.store(s.encode(), Ordering::Relaxed);
     }
@@ -249,16 +319,9 @@ impl FrameTable {
     /// The fast path of a free: if the frame is the head of an allocated block of `order`,
     /// atomically make it `to` and return `true`. Anything else (including losing a race to
     /// another free) returns `false` and changes nothing; the caller then classifies.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn try_claim_allocated(&self, idx: u32, order: Order, to: FrameState) -> bool {
-        let cell = &self.at(idx).state;
-        let cur = cell.load(Ordering::Relaxed);
-        let want = (KIND_ALLOCATED << KIND_SHIFT) | order.get() as u16;
-        if cur & !(0x7 << MT_SHIFT) != want {
-            return false;
-        }
-        cell.compare_exchange(cur, to.encode(), Ordering::Relaxed, Ordering::Relaxed)
-            .is_ok()
+        self.at(idx).try_claim_allocated(order, to)
     }
 
     /// Atomically moves an allocated head from `Allocated(order, mt)` to `to`. Fails (returning
@@ -284,29 +347,29 @@ impl FrameTable {
             .map_err(FrameState::decode)
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn next(&self, idx: u32) -> u32 {
         self.at(idx).next.load(Ordering::Relaxed)
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn prev(&self, idx: u32) -> u32 {
         self.at(idx).prev.load(Ordering::Relaxed)
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn set_next(&self, idx: u32, v: u32) {
         self.at(idx).next.store(v, Ordering::Relaxed);
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn set_prev(&self, idx: u32, v: u32) {
         self.at(idx).prev.store(v, Ordering::Relaxed);
     }
 
     /// The migratetype stored for the pageblock whose first frame is `idx` (raw 3-bit type plus
     /// the isolate bit, as `get_pfnblock_migratetype` returns it).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn block_type(&self, block_head_idx: u32) -> MigrateType {
         let raw = self.at(block_head_idx).block.load(Ordering::Relaxed);
         MigrateType::from_index(raw as usize).unwrap_or(MigrateType::Movable)

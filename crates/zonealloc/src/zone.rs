@@ -15,7 +15,7 @@ use crate::error::{AllocError, ConfigError, FreeError, RangeError};
 use crate::meta::{FrameMeta, FrameState, FrameTable};
 use crate::pcp::{zone_batchsize, zone_highsize, PcpAccess, PcpSet, PcpSlot};
 use crate::request::AllocRequest;
-use crate::shared::{ZoneShared, ZONE_BELOW_HIGH};
+use crate::shared::{ZoneShared, MOBILITY_DISABLED, ZONE_BELOW_HIGH};
 use crate::stats::{FreeAreaSnapshot, ZoneStats};
 use crate::sync::{Ordering, SpinGuard, SpinLock, StaticSlice};
 use crate::types::CpuId;
@@ -303,9 +303,11 @@ impl Zone {
                     < (1u64 << self.cfg.pageblock_order) * MIGRATE_TYPES as u64
             }),
         };
-        self.shared
-            .mobility_disabled
-            .store(z.mobility_disabled, Ordering::Relaxed);
+        if z.mobility_disabled {
+            self.shared.set_flag(MOBILITY_DISABLED);
+        } else {
+            self.shared.clear_flag(MOBILITY_DISABLED);
+        }
     }
 
     /// `zone_pcp_update`: recompute batch and high bounds from managed pages and the low
@@ -347,10 +349,13 @@ impl Zone {
         let cpu = req
             .cpu
             .map_or_else(|| self.this_cpu(), |c| self.pcp.cpu_index(c));
-        let mut access = PcpAccess::Cpu(cpu);
-        if let Some(p) = self.pcp_alloc_fast(order.get(), &req, &mut access) {
-            return Ok(p);
+        if self.pcp.enabled() {
+            let (mt, hz) = (req.migratetype, req.highest_zone);
+            if let Some(p) = self.pcp_alloc_fast(order.get(), mt, hz, self.pcp.slot(cpu), None) {
+                return Ok(p);
+            }
         }
+        let mut access = PcpAccess::Cpu(cpu);
         if let Some(p) = self.buddy_alloc_fast(order.get(), &req) {
             return Ok(p);
         }
@@ -360,7 +365,7 @@ impl Zone {
     /// `gfp_migratetype` after `page_group_by_mobility_disabled`.
     #[inline]
     pub(crate) fn effective_migratetype(&self, mt: MigrateType) -> MigrateType {
-        if self.shared.mobility_disabled.load(Ordering::Relaxed) {
+        if self.shared.mobility_disabled() {
             MigrateType::Unmovable
         } else {
             mt
@@ -426,8 +431,7 @@ impl Zone {
         if (self.pcp.enabled() && self.pcp.policy.allowed_order(order))
             || order > self.cfg.max_order
             || !mt.is_gfp_type()
-            || sh.flags.load(Ordering::Relaxed) != 0
-            || sh.mobility_disabled.load(Ordering::Relaxed)
+            || sh.flags.load(Ordering::Relaxed) != 0 // zone flags or mobility disabled
         {
             return None;
         }
@@ -471,26 +475,22 @@ impl Zone {
     /// outside the zone or in holes; on error the zone is unchanged.
     #[inline]
     pub fn free(&self, pfn: Pfn, order: Order) -> Result<(), FreeError> {
-        self.free_via(pfn, order, &mut PcpAccess::Cpu(self.this_cpu()))
+        self.free_via(pfn, order, self.this_cpu())
     }
 
+    /// Frees on CPU slot `cpu` (already reduced to the CPU count).
     #[inline]
-    fn free_via(
-        &self,
-        pfn: Pfn,
-        order: Order,
-        access: &mut PcpAccess<'_>,
-    ) -> Result<(), FreeError> {
-        match self.pcp_free_fast(pfn, order, access) {
-            Some(r) => r,
-            None => self.free_with(pfn, order, access),
+    fn free_via(&self, pfn: Pfn, order: Order, cpu: usize) -> Result<(), FreeError> {
+        if self.pcp.enabled() && self.pcp_free_fast(pfn, order, self.pcp.slot(cpu), None) {
+            return Ok(());
         }
+        self.free_with(pfn, order, &mut PcpAccess::Cpu(cpu))
     }
 
     /// Like [`Zone::free`] on CPU `cpu`'s lists.
+    #[inline]
     pub fn free_on(&self, cpu: CpuId, pfn: Pfn, order: Order) -> Result<(), FreeError> {
-        let c = self.pcp.cpu_index(cpu);
-        self.free_via(pfn, order, &mut PcpAccess::Cpu(c))
+        self.free_via(pfn, order, self.pcp.cpu_index(cpu))
     }
 
     /// `__free_pages_ok`: validated and claimed here, then `free_one_page`.

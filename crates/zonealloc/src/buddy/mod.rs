@@ -217,6 +217,10 @@ impl BuddyZone {
         let r = Ordering::Relaxed;
         shared.nr_free_pages.store(self.nr_free_pages, r);
         shared.nr_free_highatomic.store(self.nr_free_highatomic, r);
+        let free = self.nr_free_pages as i64;
+        let usable = free - free.min(self.nr_free_highatomic as i64);
+        let headroom = usable - self.wmark.mark(2) as i64;
+        shared.order0_high_headroom.store(headroom as u64, r);
         if self.nonempty_dirty != 0 {
             for (w, (d, s)) in shared.nonempty.iter().zip(self.nonempty).enumerate() {
                 if self.nonempty_dirty & (1 << w) != 0 {

@@ -231,8 +231,7 @@ impl PerCpuPages {
         order: u8,
         mt: MigrateType,
     ) -> Option<u32> {
-        let idx = self.lists[pi].first()?;
-        self.lists[pi].unlink(t, idx);
+        let idx = self.lists[pi].pop_head(t)?;
         self.count -= 1 << order;
         t.set_state(idx, FrameState::Allocated(Order::from_raw(order), mt));
         self.allocs[PcpPolicy::order_slot(order)] += 1;
