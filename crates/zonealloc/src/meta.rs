@@ -9,7 +9,7 @@
 //! | `next`  | 4     | `page->buddy_list.next` / `page->pcp_list.next` (as a frame index) |
 //! | `prev`  | 4     | `.prev` |
 //! | `state` | 2     | `PageBuddy` + `page_private` (order), plus allocation state |
-//! | `block` | 1     | the pageblock bitmap entry (meaningful on a pageblock's first frame) |
+//! | `block` | 1     | the pageblock bitmap entry, repeated in every frame of the pageblock |
 //! | pad     | 1     | |
 //!
 //! Free lists link frames by index (`u32`, relative to the table's base frame), never by
@@ -259,12 +259,6 @@ impl FrameTable {
         self.base
     }
 
-    /// Index of the first frame of the pageblock containing `idx`.
-    #[inline(always)]
-    pub(crate) fn block_head(&self, idx: u32) -> u32 {
-        idx & self.block_mask
-    }
-
     #[inline(always)]
     fn at(&self, idx: u32) -> &FrameMeta {
         &self.storage.get()[idx as usize]
@@ -367,19 +361,26 @@ impl FrameTable {
         self.at(idx).prev.store(v, Ordering::Relaxed);
     }
 
-    /// The migratetype stored for the pageblock whose first frame is `idx` (raw 3-bit type plus
-    /// the isolate bit, as `get_pfnblock_migratetype` returns it).
+    /// The migratetype stored for the pageblock of frame `block_head_idx` (any of its frames
+    /// will do: each carries it), as `get_pfnblock_migratetype` returns it.
     #[inline(always)]
     pub(crate) fn block_type(&self, block_head_idx: u32) -> MigrateType {
         let raw = self.at(block_head_idx).block.load(Ordering::Relaxed);
         MigrateType::from_index(raw as usize).unwrap_or(MigrateType::Movable)
     }
 
-    #[inline]
-    pub(crate) fn set_block_type(&self, block_head_idx: u32, mt: MigrateType) {
-        self.at(block_head_idx)
-            .block
-            .store(mt as u8, Ordering::Relaxed);
+    /// Sets the migratetype of the pageblock containing `idx` (`set_pageblock_migratetype`) in
+    /// the `block` byte of every frame of the pageblock, so that a free reads its pageblock's
+    /// type from the frame's own entry, one cache line fewer than the pageblock head's. A
+    /// pageblock changes type rarely, and the callers (claiming a block, reserving or releasing
+    /// a HighAtomic block) walk its frames anyway.
+    pub(crate) fn set_block_type(&self, idx: u32, mt: MigrateType) {
+        let start = (idx & self.block_mask) as usize;
+        let n = (!self.block_mask) as usize + 1;
+        // The table covers whole pageblocks, so the range is inside it.
+        for m in &self.storage.get()[start..start + n] {
+            m.block.store(mt as u8, Ordering::Relaxed);
+        }
     }
 }
 

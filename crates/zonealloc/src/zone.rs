@@ -683,7 +683,7 @@ impl Zone {
         s
     }
 
-    /// Checks the invariants: Z1..Z8 of the buddy, P1..P3 of every CPU's lists, and G1,
+    /// Checks the invariants: Z1..Z9 of the buddy, P1..P3 of every CPU's lists, and G1,
     /// global conservation (free + per-CPU + allocated = managed, each frame in exactly one
     /// place). Locks every per-CPU list, then the zone; O(frames). Under owner-only locking,
     /// call it when no [`CpuHandle`](crate::CpuHandle) is alive.

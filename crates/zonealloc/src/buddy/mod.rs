@@ -25,6 +25,8 @@
 //! - Z7: `NR_FREE_PAGES`, `nr_free_highatomic` and `NR_FREE_PAGES_BLOCKS` equal the sums over
 //!   the free lists.
 //! - Z8: the non-empty-list bits published for lock-free watermark checks match the lists.
+//! - Z9: every frame of a pageblock carries the pageblock's migratetype (the free fast path
+//!   reads it from the frame's own entry).
 
 mod check;
 mod fallback;

@@ -73,8 +73,8 @@ impl Zone {
         order: u8,
         mt: MigrateType,
     ) -> Option<Pfn> {
-        if !self.pcp.params_current(pcp) || slot.drain_pending() {
-            return None;
+        if !slot.quiet(pcp) {
+            return None; // new parameters or a drain request: `enter` first
         }
         let t = &self.table;
         let m = t.entries();
@@ -115,8 +115,9 @@ impl Zone {
         }
         let idx = off as u32;
         let e = &m[off as usize];
-        // The pageblock type, read before the lock as `__free_frozen_pages` reads it.
-        let Some(mt) = m[t.block_head(idx) as usize].block_pcp_type() else {
+        // The pageblock type (every frame carries it), read before the lock as
+        // `__free_frozen_pages` reads it.
+        let Some(mt) = e.block_pcp_type() else {
             return false; // HighAtomic rides the Movable list, Isolate skips the lists
         };
         match held {
@@ -139,8 +140,8 @@ impl Zone {
         e: &FrameMeta,
         mt: MigrateType,
     ) -> bool {
-        if !self.pcp.params_current(pcp) || slot.drain_pending() {
-            return false;
+        if !slot.quiet(pcp) {
+            return false; // new parameters or a drain request: `enter` first
         }
         // nr_pcp_high would return `high` unchanged and the list stays below it: no drain.
         let high = pcp.high;

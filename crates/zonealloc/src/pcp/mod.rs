@@ -194,6 +194,8 @@ pub(crate) struct PerCpuPages {
     pub(crate) frees_by_order: [u64; 5],
     /// Generation of the shared pageset parameters last copied into this PCP.
     pub(crate) params_gen: u32,
+    /// The slot's `attention` as of the last `Zone::enter` (see `PcpSlot::quiet`).
+    pub(crate) attention_seen: u32,
 }
 
 impl PerCpuPages {
@@ -213,6 +215,7 @@ impl PerCpuPages {
             allocs: [0; 5],
             frees_by_order: [0; 5],
             params_gen: 0,
+            attention_seen: 0,
         }
     }
 
