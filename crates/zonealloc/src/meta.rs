@@ -65,7 +65,7 @@ impl FrameState {
             FrameState::Tail => KIND_TAIL << KIND_SHIFT,
             FrameState::Buddy(o) => (KIND_BUDDY << KIND_SHIFT) | o.get() as u16,
             FrameState::Allocated(o, mt) => {
-                (KIND_ALLOCATED << KIND_SHIFT) | o.get() as u16 | ((mt as u16) << MT_SHIFT)
+                ((mt as u16) << MT_SHIFT) + ((KIND_ALLOCATED << KIND_SHIFT) | o.get() as u16)
             }
             FrameState::Pcp(o) => (KIND_PCP << KIND_SHIFT) | o.get() as u16,
         }

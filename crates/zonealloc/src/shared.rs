@@ -19,8 +19,13 @@ pub(crate) const ZONE_RECLAIM_ACTIVE: u8 = 2;
 /// kept beside the zone flags so that the allocation fast path tests one byte for every reason
 /// to leave it.
 pub(crate) const MOBILITY_DISABLED: u8 = 4;
-/// The bits of [`ZoneShared::flags`] that are kernel zone flags (what a free looks at).
+/// Bit of [`ZoneShared::flags`]: the zone has no per-CPU lists (fixed at construction), so
+/// that the PCP hit paths need no separate test.
+pub(crate) const PCP_OFF: u8 = 8;
+/// The bits of [`ZoneShared::flags`] that are kernel zone flags.
 pub(crate) const ZONE_FLAGS: u8 = ZONE_BELOW_HIGH | ZONE_RECLAIM_ACTIVE;
+/// The bits of [`ZoneShared::flags`] that send an order-0 free past the PCP hit path.
+pub(crate) const PCP_FREE_OFF: u8 = ZONE_FLAGS | PCP_OFF;
 
 /// Non-empty free lists, one byte (a bit per migratetype) per order, packed eight orders to a
 /// word.
@@ -42,7 +47,8 @@ pub(crate) struct ZoneShared {
     /// `i64` in two's complement. An order-0 request passes that test when this exceeds its
     /// `lowmem_reserve`.
     pub(crate) order0_high_headroom: AtomicU64,
-    /// [`ZONE_BELOW_HIGH`], [`ZONE_RECLAIM_ACTIVE`] and [`MOBILITY_DISABLED`].
+    /// [`ZONE_BELOW_HIGH`], [`ZONE_RECLAIM_ACTIVE`], [`MOBILITY_DISABLED`] and [`PCP_OFF`]:
+    /// zero exactly when the PCP allocation hit path may run.
     pub(crate) flags: AtomicU8,
     max_order: u8,
 }
@@ -53,7 +59,7 @@ fn ld(a: &AtomicU64) -> u64 {
 }
 
 impl ZoneShared {
-    pub(crate) fn new(max_order: u8) -> Self {
+    pub(crate) fn new(max_order: u8, pcp_enabled: bool) -> Self {
         ZoneShared {
             nr_free_pages: AtomicU64::new(0),
             nr_free_highatomic: AtomicU64::new(0),
@@ -70,7 +76,7 @@ impl ZoneShared {
             ],
             nonempty: [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
             order0_high_headroom: AtomicU64::new(0),
-            flags: AtomicU8::new(0),
+            flags: AtomicU8::new(if pcp_enabled { 0 } else { PCP_OFF }),
             max_order,
         }
     }

@@ -15,7 +15,7 @@ use crate::error::{AllocError, ConfigError, FreeError, RangeError};
 use crate::meta::{FrameMeta, FrameState, FrameTable};
 use crate::pcp::{zone_batchsize, zone_highsize, PcpAccess, PcpSet, PcpSlot};
 use crate::request::AllocRequest;
-use crate::shared::{ZoneShared, MOBILITY_DISABLED, ZONE_BELOW_HIGH};
+use crate::shared::{ZoneShared, MOBILITY_DISABLED, ZONE_BELOW_HIGH, ZONE_FLAGS};
 use crate::stats::{FreeAreaSnapshot, ZoneStats};
 use crate::sync::{Ordering, SpinGuard, SpinLock, StaticSlice};
 use crate::types::CpuId;
@@ -151,7 +151,7 @@ impl Zone {
         Zone {
             table,
             buddy: SpinLock::new(buddy),
-            shared: ZoneShared::new(cfg.max_order),
+            shared: ZoneShared::new(cfg.max_order, pcp.enabled()),
             pcp,
             zone_type,
             cfg,
@@ -338,13 +338,14 @@ impl Zone {
     }
 
     /// Allocates a block of `order` with the default request for `mt` ([`AllocRequest::new`]).
+    #[inline]
     pub fn alloc(&self, order: Order, mt: MigrateType) -> Result<Pfn, AllocError> {
         self.alloc_with(order, AllocRequest::new(mt))
     }
 
     /// Allocates a block of `order` as `req` describes, walking the kernel's fast and slow
     /// paths over this one zone.
-    #[inline]
+    #[inline(always)]
     pub fn alloc_with(&self, order: Order, req: AllocRequest) -> Result<Pfn, AllocError> {
         let cpu = req
             .cpu
@@ -355,11 +356,17 @@ impl Zone {
                 return Ok(p);
             }
         }
-        let mut access = PcpAccess::Cpu(cpu);
+        self.alloc_full(order, req, cpu)
+    }
+
+    /// Everything but a PCP hit, out of line so that the hit path inlined into callers stays
+    /// small.
+    #[inline(never)]
+    fn alloc_full(&self, order: Order, req: AllocRequest, cpu: usize) -> Result<Pfn, AllocError> {
         if let Some(p) = self.buddy_alloc_fast(order.get(), &req) {
             return Ok(p);
         }
-        crate::node::alloc_in_zone(self, order, req, &mut access)
+        crate::node::alloc_in_zone(self, order, req, &mut PcpAccess::Cpu(cpu))
     }
 
     /// `gfp_migratetype` after `page_group_by_mobility_disabled`.
@@ -431,7 +438,7 @@ impl Zone {
         if (self.pcp.enabled() && self.pcp.policy.allowed_order(order))
             || order > self.cfg.max_order
             || !mt.is_gfp_type()
-            || sh.flags.load(Ordering::Relaxed) != 0 // zone flags or mobility disabled
+            || sh.flags.load(Ordering::Relaxed) & (ZONE_FLAGS | MOBILITY_DISABLED) != 0
         {
             return None;
         }
@@ -479,7 +486,7 @@ impl Zone {
     }
 
     /// Frees on CPU slot `cpu` (already reduced to the CPU count).
-    #[inline]
+    #[inline(always)]
     fn free_via(&self, pfn: Pfn, order: Order, cpu: usize) -> Result<(), FreeError> {
         if self.pcp.enabled() && self.pcp_free_fast(pfn, order, self.pcp.slot(cpu), None) {
             return Ok(());

@@ -23,14 +23,14 @@ use super::slot::PcpSlot;
 use super::{PerCpuPages, PCPF_PREV_FREE_HIGH_ORDER};
 use crate::meta::{FrameMeta, FrameState};
 use crate::request::FAST_ALLOC_FLAGS;
-use crate::shared::ZONE_FLAGS;
+use crate::shared::PCP_FREE_OFF;
 use crate::sync::Ordering;
 use crate::types::{MigrateType, Order, Pfn, ZoneType, MIGRATE_PCPTYPES};
 use crate::zone::Zone;
 
 impl Zone {
     /// A PCP-hit allocation from `slot` (locked here, or already held by its owner), or `None`
-    /// to take the full path. The caller has checked that the zone has per-CPU lists.
+    /// to take the full path.
     #[inline(always)]
     pub(crate) fn pcp_alloc_fast(
         &self,
@@ -41,7 +41,8 @@ impl Zone {
         held: Option<&mut PerCpuPages>,
     ) -> Option<Pfn> {
         let sh = &self.shared;
-        // Zone flags, or mobility grouping off (which rewrites the migratetype): full path.
+        // Zone flags, mobility grouping off (which rewrites the migratetype) or no per-CPU
+        // lists: full path.
         if order > 3 || !mt.is_gfp_type() || sh.flags.load(Ordering::Relaxed) != 0 {
             return None;
         }
@@ -92,7 +93,7 @@ impl Zone {
 
     /// An order-0 free onto `slot`'s lists that cannot drain. Returns `false`, having changed
     /// nothing, when the full path must take it (including every kind of bad input, which the
-    /// full path reports). The caller has checked that the zone has per-CPU lists.
+    /// full path reports).
     #[inline(always)]
     pub(crate) fn pcp_free_fast(
         &self,
@@ -101,7 +102,7 @@ impl Zone {
         slot: &PcpSlot,
         held: Option<&mut PerCpuPages>,
     ) -> bool {
-        if order.get() != 0 || self.shared.flags.load(Ordering::Relaxed) & ZONE_FLAGS != 0 {
+        if order.get() != 0 || self.shared.flags.load(Ordering::Relaxed) & PCP_FREE_OFF != 0 {
             return false;
         }
         // validate_free for order 0 (any frame is aligned), reduced to "the table covers the
@@ -162,7 +163,7 @@ impl Zone {
         pcp.frees_by_order[0] += 1;
         // note_free for order 0: never free_high, and it ends a run of high-order frees.
         pcp.flags &= !PCPF_PREV_FREE_HIGH_ORDER;
-        if pcp.free_count < (pcp.batch << self.pcp.policy.scale) {
+        if pcp.free_count < pcp.free_count_max {
             pcp.free_count += 1;
         }
         slot.count_hint.store(pcp.count as u32, Ordering::Relaxed);

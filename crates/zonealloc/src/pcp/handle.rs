@@ -92,12 +92,10 @@ impl<'z> CpuHandle<'z> {
     #[inline]
     pub fn alloc_with(&mut self, order: Order, req: AllocRequest) -> Result<Pfn, AllocError> {
         let zone = self.zone;
-        if zone.pcp.enabled() {
-            let held = self.held.as_deref_mut();
-            let (mt, hz) = (req.migratetype, req.highest_zone);
-            if let Some(p) = zone.pcp_alloc_fast(order.get(), mt, hz, self.slot, held) {
-                return Ok(p);
-            }
+        let held = self.held.as_deref_mut();
+        let (mt, hz) = (req.migratetype, req.highest_zone);
+        if let Some(p) = zone.pcp_alloc_fast(order.get(), mt, hz, self.slot, held) {
+            return Ok(p);
         }
         crate::node::alloc_in_zone(zone, order, req, &mut self.access())
     }
@@ -106,8 +104,7 @@ impl<'z> CpuHandle<'z> {
     #[inline]
     pub fn free(&mut self, pfn: Pfn, order: Order) -> Result<(), FreeError> {
         let zone = self.zone;
-        if zone.pcp.enabled() && zone.pcp_free_fast(pfn, order, self.slot, self.held.as_deref_mut())
-        {
+        if zone.pcp_free_fast(pfn, order, self.slot, self.held.as_deref_mut()) {
             return Ok(());
         }
         zone.free_with(pfn, order, &mut self.access())

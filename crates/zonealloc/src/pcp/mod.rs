@@ -194,8 +194,12 @@ pub(crate) struct PerCpuPages {
     pub(crate) frees_by_order: [u64; 5],
     /// Generation of the shared pageset parameters last copied into this PCP.
     pub(crate) params_gen: u32,
-    /// The slot's `attention` as of the last `Zone::enter` (see `PcpSlot::quiet`).
+    /// The slot's `attention` as of the last `Zone::enter` (see `PcpSlot::quiet`). Starts at
+    /// a value `attention` does not have, so that a PCP's first operation takes the full path.
     pub(crate) attention_seen: u32,
+    /// `batch << CONFIG_PCP_BATCH_SCALE_MAX`, where `free_count` stops growing; set with
+    /// `batch` by `PcpSet::refresh_locked` (for the order-0 free hit path).
+    pub(crate) free_count_max: i32,
 }
 
 impl PerCpuPages {
@@ -215,7 +219,8 @@ impl PerCpuPages {
             allocs: [0; 5],
             frees_by_order: [0; 5],
             params_gen: 0,
-            attention_seen: 0,
+            attention_seen: u32::MAX,
+            free_count_max: 0,
         }
     }
 

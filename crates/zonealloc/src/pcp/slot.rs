@@ -399,5 +399,6 @@ impl PcpSet {
         let mut gen = pcp.params_gen;
         self.refresh(pcp, &mut gen);
         pcp.params_gen = gen;
+        pcp.free_count_max = pcp.batch << self.policy.scale;
     }
 }
