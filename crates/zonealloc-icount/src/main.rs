@@ -9,7 +9,12 @@
 //!   `free`);
 //! - `zone_on_cpu`: `Zone::alloc_with(.., AllocRequest::new(mt).on_cpu(cpu))` /
 //!   `Zone::free_on(cpu, ..)`;
-//! - `zone`: `Zone::alloc` / `Zone::free`, which ask `sched_getcpu` for the CPU.
+//! - `zone`: `Zone::alloc` / `Zone::free`, which ask `sched_getcpu` for the CPU (under
+//!   valgrind, glibc cannot register `rseq` and `sched_getcpu` takes its slow path, so this
+//!   case counts about 30 instructions per call that a native run does not execute; it is also
+//!   subject to the thread migrating between CPUs, and is therefore reported, not budgeted);
+//! - `buddy`: `Zone::alloc` / `Zone::free` on the same zone without per-CPU lists
+//!   (`ZoneConfig::without_pcp`): every pair splits a max-order block and merges it back.
 //!
 //! The zone is the one `benches/pcp.rs` measures: 2^18 frames, two CPUs' lists, zero
 //! watermarks, Movable requests on CPU 0.
@@ -26,7 +31,10 @@ const MT: MigrateType = MigrateType::Movable;
 const WARMUP: u64 = 1000;
 
 fn zone() -> Zone {
-    let cfg = ZoneConfig::without_watermarks().with_cpus(2);
+    zone_with(ZoneConfig::without_watermarks().with_cpus(2))
+}
+
+fn zone_with(cfg: ZoneConfig) -> Zone {
     let zone = Zone::new(ZoneType::Normal, Pfn(0), Pfn(ZONE_FRAMES), cfg).expect("zone config");
     zone.add_free_range(Pfn(0), Pfn(ZONE_FRAMES))
         .expect("add frames");
@@ -86,6 +94,12 @@ fn main() -> ExitCode {
             zone_pairs(&zone, WARMUP);
             zone_pairs(&zone, black_box(pairs));
         }
+        "buddy" => {
+            let buddy = zone_with(ZoneConfig::without_watermarks().with_cpus(2).without_pcp());
+            zone_pairs(&buddy, WARMUP);
+            zone_pairs(&buddy, black_box(pairs));
+            return ExitCode::SUCCESS;
+        }
         _ => return usage(),
     }
     // Every pair must have been a PCP hit, or the count measures something else.
@@ -98,6 +112,6 @@ fn main() -> ExitCode {
 }
 
 fn usage() -> ExitCode {
-    eprintln!("usage: zonealloc-icount handle|zone_on_cpu|zone PAIRS");
+    eprintln!("usage: zonealloc-icount handle|zone_on_cpu|zone|buddy PAIRS");
     ExitCode::from(2)
 }

@@ -156,7 +156,7 @@ impl Zone {
             return false;
         }
         pcp.alloc_factor >>= 1; // a free halves the refill scale
-        // order_to_pindex(mt, 0) is `mt`.
+                                // order_to_pindex(mt, 0) is `mt`.
         pcp.lists[mt.index()].push_head_entry(m, idx, e);
         pcp.count += 1;
         pcp.stats.frees += 1;
