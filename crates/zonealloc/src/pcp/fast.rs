@@ -82,12 +82,13 @@ impl Zone {
         // order_to_pindex for a low order; `order <= 3` and `mt` is a PCP type.
         let pi = MIGRATE_PCPTYPES * order as usize + mt.index();
         let idx = pcp.lists.get_mut(pi)?.pop_head_in(m)?;
-        pcp.count -= 1 << order;
+        let count = pcp.count - (1 << order);
+        pcp.count = count;
         m[idx as usize].set_state(FrameState::Allocated(Order::from_raw(order), mt));
         pcp.free_count >>= 1; // an allocation halves the free streak
         pcp.stats.alloc_hits += 1;
         pcp.allocs[order as usize] += 1;
-        slot.count_hint.store(pcp.count as u32, Ordering::Relaxed);
+        slot.count_hint.store(count as u32, Ordering::Relaxed);
         Some(Pfn(t.base() + idx as u64))
     }
 
@@ -145,8 +146,8 @@ impl Zone {
             return false; // new parameters or a drain request: `enter` first
         }
         // nr_pcp_high would return `high` unchanged and the list stays below it: no drain.
-        let high = pcp.high;
-        if high < pcp.high_min || high > pcp.high_max || pcp.count + 1 >= high {
+        let (high, count) = (pcp.high, pcp.count + 1);
+        if high < pcp.high_min || high > pcp.high_max || count >= high {
             return false;
         }
         // The double-free check: `Allocated(0, _)` → `Pcp(0)` in one compare-and-swap, so
@@ -155,10 +156,10 @@ impl Zone {
         if !e.try_claim_allocated(Order::ZERO, FrameState::Pcp(Order::ZERO)) {
             return false;
         }
-        pcp.alloc_factor >>= 1; // a free halves the refill scale
-                                // order_to_pindex(mt, 0) is `mt`.
+        // A free halves the refill scale; order_to_pindex(mt, 0) is `mt`.
+        pcp.alloc_factor >>= 1;
         pcp.lists[mt.index()].push_head_entry(m, idx, e);
-        pcp.count += 1;
+        pcp.count = count;
         pcp.stats.frees += 1;
         pcp.frees_by_order[0] += 1;
         // note_free for order 0: never free_high, and it ends a run of high-order frees.
@@ -166,7 +167,7 @@ impl Zone {
         if pcp.free_count < pcp.free_count_max {
             pcp.free_count += 1;
         }
-        slot.count_hint.store(pcp.count as u32, Ordering::Relaxed);
+        slot.count_hint.store(count as u32, Ordering::Relaxed);
         true
     }
 }
