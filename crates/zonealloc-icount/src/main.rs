@@ -5,8 +5,8 @@
 //! out. `tests/budget.rs` does exactly that against `budget.toml`.
 //!
 //! Cases:
-//! - `handle`: a [`CpuHandle`] under the default spin-locked lists (`CpuHandle::alloc` /
-//!   `free`);
+//! - `handle`: a [`CpuHandle`](zonealloc::CpuHandle) under the default spin-locked lists
+//!   (`CpuHandle::alloc` / `free`);
 //! - `zone_on_cpu`: `Zone::alloc_with(.., AllocRequest::new(mt).on_cpu(cpu))` /
 //!   `Zone::free_on(cpu, ..)`;
 //! - `zone`: `Zone::alloc` / `Zone::free`, which ask `sched_getcpu` for the CPU (under
