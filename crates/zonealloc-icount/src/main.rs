@@ -14,7 +14,12 @@
 //!   case counts about 30 instructions per call that a native run does not execute; it is also
 //!   subject to the thread migrating between CPUs, and is therefore reported, not budgeted);
 //! - `buddy`: `Zone::alloc` / `Zone::free` on the same zone without per-CPU lists
-//!   (`ZoneConfig::without_pcp`): every pair splits a max-order block and merges it back.
+//!   (`ZoneConfig::without_pcp`): every pair splits a max-order block and merges it back;
+//! - `buddy_handle`: the same through a `CpuHandle` (the `buddy_only` case of
+//!   `benches/pcp.rs`), which takes the full allocation walk.
+//!
+//! The `buddy` cases are not budgeted; they show what the PCP hit path saves, and that
+//! tightening it did not slow the buddy.
 //!
 //! The zone is the one `benches/pcp.rs` measures: 2^18 frames, two CPUs' lists, zero
 //! watermarks, Movable requests on CPU 0.
@@ -94,6 +99,13 @@ fn main() -> ExitCode {
             zone_pairs(&zone, WARMUP);
             zone_pairs(&zone, black_box(pairs));
         }
+        "buddy_handle" => {
+            let buddy = zone_with(ZoneConfig::without_watermarks().with_cpus(2).without_pcp());
+            let mut h = buddy.cpu_handle(CPU).expect("cpu handle");
+            handle_pairs(&mut h, WARMUP);
+            handle_pairs(&mut h, black_box(pairs));
+            return ExitCode::SUCCESS;
+        }
         "buddy" => {
             let buddy = zone_with(ZoneConfig::without_watermarks().with_cpus(2).without_pcp());
             zone_pairs(&buddy, WARMUP);
@@ -112,6 +124,6 @@ fn main() -> ExitCode {
 }
 
 fn usage() -> ExitCode {
-    eprintln!("usage: zonealloc-icount handle|zone_on_cpu|zone|buddy PAIRS");
+    eprintln!("usage: zonealloc-icount handle|zone_on_cpu|zone|buddy|buddy_handle PAIRS");
     ExitCode::from(2)
 }

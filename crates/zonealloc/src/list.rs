@@ -54,7 +54,7 @@ impl FrameList {
     /// Unlinks and returns the first frame (`list_first_entry` + `list_del`). The frame's own
     /// links are left as they were: a frame on no list has no meaningful links, and the next
     /// push overwrites them. The new head's `prev` is not written (see the module doc).
-    #[inline(always)]
+    #[inline]
     pub(crate) fn pop_head(&mut self, t: &FrameTable) -> Option<u32> {
         self.pop_head_in(t.entries())
     }
@@ -72,7 +72,7 @@ impl FrameList {
     }
 
     /// `list_add`: push at the head.
-    #[inline(always)]
+    #[inline]
     pub(crate) fn push_head(&mut self, t: &FrameTable, idx: u32) {
         self.push_head_in(t.entries(), idx);
     }

@@ -259,7 +259,7 @@ impl FrameTable {
         self.base
     }
 
-    #[inline(always)]
+    #[inline]
     fn at(&self, idx: u32) -> &FrameMeta {
         &self.storage.get()[idx as usize]
     }
@@ -276,7 +276,7 @@ impl FrameTable {
     }
 
     /// Index of `pfn`, if the table covers it.
-    #[inline(always)]
+    #[inline]
     pub(crate) fn index_of(&self, pfn: u64) -> Option<u32> {
         let off = pfn.wrapping_sub(self.base);
         if off < self.len as u64 {
@@ -287,7 +287,7 @@ impl FrameTable {
     }
 
     /// Frame number of index `idx`.
-    #[inline(always)]
+    #[inline]
     pub(crate) fn pfn_of(&self, idx: u32) -> u64 {
         self.base + idx as u64
     }
@@ -305,7 +305,7 @@ impl FrameTable {
             == FrameState::Buddy(Order::from_raw(order)).encode()
     }
 
-    #[inline(always)]
+    #[inline]
     pub(crate) fn set_state(&self, idx: u32, s: FrameState) {
         self.at(idx).state.store(s.encode(), Ordering::Relaxed);
     }
@@ -313,7 +313,7 @@ impl FrameTable {
     /// The fast path of a free: if the frame is the head of an allocated block of `order`,
     /// atomically make it `to` and return `true`. Anything else (including losing a race to
     /// another free) returns `false` and changes nothing; the caller then classifies.
-    #[inline(always)]
+    #[inline]
     pub(crate) fn try_claim_allocated(&self, idx: u32, order: Order, to: FrameState) -> bool {
         self.at(idx).try_claim_allocated(order, to)
     }
@@ -341,29 +341,29 @@ impl FrameTable {
             .map_err(FrameState::decode)
     }
 
-    #[inline(always)]
+    #[inline]
     pub(crate) fn next(&self, idx: u32) -> u32 {
         self.at(idx).next.load(Ordering::Relaxed)
     }
 
-    #[inline(always)]
+    #[inline]
     pub(crate) fn prev(&self, idx: u32) -> u32 {
         self.at(idx).prev.load(Ordering::Relaxed)
     }
 
-    #[inline(always)]
+    #[inline]
     pub(crate) fn set_next(&self, idx: u32, v: u32) {
         self.at(idx).next.store(v, Ordering::Relaxed);
     }
 
-    #[inline(always)]
+    #[inline]
     pub(crate) fn set_prev(&self, idx: u32, v: u32) {
         self.at(idx).prev.store(v, Ordering::Relaxed);
     }
 
     /// The migratetype stored for the pageblock of frame `block_head_idx` (any of its frames
     /// will do: each carries it), as `get_pfnblock_migratetype` returns it.
-    #[inline(always)]
+    #[inline]
     pub(crate) fn block_type(&self, block_head_idx: u32) -> MigrateType {
         let raw = self.at(block_head_idx).block.load(Ordering::Relaxed);
         MigrateType::from_index(raw as usize).unwrap_or(MigrateType::Movable)

@@ -297,7 +297,7 @@ impl BuddyZone {
     }
 
     /// `__add_to_free_list` plus `set_buddy_order`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn add_to_free_list(
         &mut self,
         t: &FrameTable,
