@@ -350,9 +350,11 @@ impl Zone {
         let cpu = req
             .cpu
             .map_or_else(|| self.this_cpu(), |c| self.pcp.cpu_index(c));
-        if self.pcp.enabled() {
+        // A zone without per-CPU lists has `PCP_OFF` in its flag byte: the hit path steps
+        // aside without a test of its own here.
+        if let Some(slot) = self.pcp.slot_at(cpu) {
             let (mt, hz) = (req.migratetype, req.highest_zone);
-            if let Some(p) = self.pcp_alloc_fast(order.get(), mt, hz, self.pcp.slot(cpu), None) {
+            if let Some(p) = self.pcp_alloc_fast(order.get(), mt, hz, slot, None) {
                 return Ok(p);
             }
         }
@@ -488,8 +490,10 @@ impl Zone {
     /// Frees on CPU slot `cpu` (already reduced to the CPU count).
     #[inline(always)]
     fn free_via(&self, pfn: Pfn, order: Order, cpu: usize) -> Result<(), FreeError> {
-        if self.pcp.enabled() && self.pcp_free_fast(pfn, order, self.pcp.slot(cpu), None) {
-            return Ok(());
+        if let Some(slot) = self.pcp.slot_at(cpu) {
+            if self.pcp_free_fast(pfn, order, slot, None) {
+                return Ok(());
+            }
         }
         self.free_with(pfn, order, &mut PcpAccess::Cpu(cpu))
     }

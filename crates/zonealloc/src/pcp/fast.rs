@@ -56,12 +56,27 @@ impl Zone {
         // mark (its order-0 shortcut; the full check for higher orders).
         let hz = highest_zone.index();
         if order == 0 {
+            // Order 0 gets its own copy of the pop, with the order a constant.
             if !sh.order0_above_high(hz) {
                 return None;
             }
-        } else if !sh.watermark_fast(order, sh.mark(2), hz, FAST_ALLOC_FLAGS) {
+            return self.pcp_pop_at(slot, held, 0, mt);
+        }
+        if !sh.watermark_fast(order, sh.mark(2), hz, FAST_ALLOC_FLAGS) {
             return None;
         }
+        self.pcp_pop_at(slot, held, order, mt)
+    }
+
+    /// Locks `slot`'s lists (unless its owner holds them) and pops.
+    #[inline(always)]
+    fn pcp_pop_at(
+        &self,
+        slot: &PcpSlot,
+        held: Option<&mut PerCpuPages>,
+        order: u8,
+        mt: MigrateType,
+    ) -> Option<Pfn> {
         match held {
             Some(pcp) => self.pcp_pop(slot, pcp, order, mt),
             None => {
@@ -166,9 +181,8 @@ impl Zone {
         pcp.alloc_factor >>= 1;
         pcp.lists[mt.index()].push_head_entry(m, idx, e);
         pcp.count = count;
-        pcp.stats.frees += 1;
-        pcp.frees_by_order[0] += 1;
-        // note_free for order 0: never free_high, and it ends a run of high-order frees.
+        pcp.frees_by_order[0] += 1; // `PcpStats::frees` is their sum
+                                    // note_free for order 0: never free_high, and it ends a run of high-order frees.
         pcp.flags &= !PCPF_PREV_FREE_HIGH_ORDER;
         if pcp.free_count < pcp.free_count_max {
             pcp.free_count += 1;

@@ -190,7 +190,8 @@ pub(crate) struct PerCpuPages {
     /// Allocations served per PCP order slot (orders 0..=3, then the THP order; added into
     /// the zone's per-order counts).
     pub(crate) allocs: [u64; 5],
-    /// Frees taken per PCP order slot.
+    /// Frees taken per PCP order slot (their sum is `PcpStats::frees`, which a snapshot fills
+    /// in, so that a free counts once).
     pub(crate) frees_by_order: [u64; 5],
     /// Generation of the shared pageset parameters last copied into this PCP.
     pub(crate) params_gen: u32,
@@ -254,7 +255,6 @@ impl PerCpuPages {
         self.lists[pi].push_head(t, idx);
         t.set_state(idx, FrameState::Pcp(Order::from_raw(order)));
         self.count += 1 << order;
-        self.stats.frees += 1;
         self.frees_by_order[PcpPolicy::order_slot(order)] += 1;
     }
 

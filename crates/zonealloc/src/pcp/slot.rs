@@ -240,6 +240,13 @@ impl PcpSet {
         &s[if cpu < n { cpu } else { cpu % n }]
     }
 
+    /// Slot `cpu` of a CPU id already reduced by [`PcpSet::cpu_index`]; `None` only when
+    /// there are no slots at all (caller storage without any).
+    #[inline(always)]
+    pub(crate) fn slot_at(&self, cpu: usize) -> Option<&PcpSlot> {
+        self.slots.get().get(cpu)
+    }
+
     #[inline]
     pub(crate) fn enabled(&self) -> bool {
         self.cfg.enabled
