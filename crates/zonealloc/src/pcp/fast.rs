@@ -15,7 +15,7 @@
 //! failure is counted.
 //!
 //! # Cost
-//! About 60 instructions for an allocation and 70 for a free, 133 for a pair through a
+//! About 50 instructions for an allocation and 70 for a free, 119 for a pair through a
 //! [`CpuHandle`](crate::CpuHandle) (`crates/zonealloc-icount` checks the pair against a
 //! budget on every `cargo test`). Each pays the lock (a compare-and-swap and a release store),
 //! one byte of zone flags and one `attention` word instead of the several reads the full path
