@@ -3,9 +3,15 @@
 //! Linux's `struct list_head` with O(1) push at either end, pop at either end and unlink of
 //! any member. The list head lives with whoever owns the list (a buddy free area, a PCP);
 //! the links live in the frames. A frame is on at most one list at a time.
+//!
+//! One departure from `list_head`: the first member's `prev` link is unspecified (the list
+//! knows its head, so nothing reads it). Taking the head therefore writes only the list, not
+//! the entry of the frame behind it: an allocation from a per-CPU list touches one frame's
+//! entry instead of two. Every other `prev` link, and every `next` link (the last one `NIL`),
+//! is kept exact.
 
 use crate::buddy::{check_fail, CheckError};
-use crate::meta::{FrameState, FrameTable, NIL};
+use crate::meta::{FrameMeta, FrameState, FrameTable, NIL};
 
 /// Head of a frame list: the first and last frame indices, [`NIL`] when empty.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,15 +51,46 @@ impl FrameList {
         (self.tail != NIL).then_some(self.tail)
     }
 
+    /// Unlinks and returns the first frame (`list_first_entry` + `list_del`). The frame's own
+    /// links are left as they were: a frame on no list has no meaningful links, and the next
+    /// push overwrites them. The new head's `prev` is not written (see the module doc).
+    #[inline]
+    pub(crate) fn pop_head(&mut self, t: &FrameTable) -> Option<u32> {
+        self.pop_head_in(t.entries())
+    }
+
+    /// [`FrameList::pop_head`] over the table's entries.
+    #[inline(always)]
+    pub(crate) fn pop_head_in(&mut self, m: &[FrameMeta]) -> Option<u32> {
+        let idx = self.first()?;
+        let next = m[idx as usize].next();
+        self.head = next;
+        if next == NIL {
+            self.tail = NIL;
+        }
+        Some(idx)
+    }
+
     /// `list_add`: push at the head.
     #[inline]
     pub(crate) fn push_head(&mut self, t: &FrameTable, idx: u32) {
-        t.set_prev(idx, NIL);
-        t.set_next(idx, self.head);
+        self.push_head_in(t.entries(), idx);
+    }
+
+    /// [`FrameList::push_head`] over the table's entries.
+    #[inline(always)]
+    pub(crate) fn push_head_in(&mut self, m: &[FrameMeta], idx: u32) {
+        self.push_head_entry(m, idx, &m[idx as usize]);
+    }
+
+    /// [`FrameList::push_head_in`] for a caller that already holds `e`, the entry `m[idx]`.
+    #[inline(always)]
+    pub(crate) fn push_head_entry(&mut self, m: &[FrameMeta], idx: u32, e: &FrameMeta) {
+        e.set_next(self.head); // `prev` of the head is unspecified
         if self.head == NIL {
             self.tail = idx;
         } else {
-            t.set_prev(self.head, idx);
+            m[self.head as usize].set_prev(idx);
         }
         self.head = idx;
     }
@@ -74,23 +111,28 @@ impl FrameList {
     /// `list_del`: unlink a member.
     #[inline]
     pub(crate) fn unlink(&mut self, t: &FrameTable, idx: u32) {
-        let prev = t.prev(idx);
         let next = t.next(idx);
-        if prev == NIL {
+        if self.head == idx {
+            // The new head's `prev` is unspecified: nothing to write there.
             self.head = next;
+            if next == NIL {
+                self.tail = NIL;
+            }
         } else {
+            let prev = t.prev(idx);
             t.set_next(prev, next);
-        }
-        if next == NIL {
-            self.tail = prev;
-        } else {
-            t.set_prev(next, prev);
+            if next == NIL {
+                self.tail = prev;
+            } else {
+                t.set_prev(next, prev);
+            }
         }
         t.set_next(idx, NIL);
         t.set_prev(idx, NIL);
     }
 
-    /// Walks the list for an invariant check: the links must agree both ways and end at the
+    /// Walks the list for an invariant check: the links must agree both ways (the head's `prev`
+    /// aside, which is unspecified) and end at the
     /// recorded tail, there must be no cycle, and every member must be in state `want`; `each`
     /// checks whatever else the owner of the list requires of a member. Failures carry `id`.
     /// Returns the number of members.
@@ -109,7 +151,7 @@ impl FrameList {
             if n > t.len() as u64 {
                 return Err(check_fail(id, pfn, "list has a cycle"));
             }
-            if t.prev(idx) != prev {
+            if prev != NIL && t.prev(idx) != prev {
                 return Err(check_fail(id, pfn, "prev link disagrees with next link"));
             }
             if t.state(idx) != want {

@@ -9,7 +9,7 @@
 //! | `next`  | 4     | `page->buddy_list.next` / `page->pcp_list.next` (as a frame index) |
 //! | `prev`  | 4     | `.prev` |
 //! | `state` | 2     | `PageBuddy` + `page_private` (order), plus allocation state |
-//! | `block` | 1     | the pageblock bitmap entry (meaningful on a pageblock's first frame) |
+//! | `block` | 1     | the pageblock bitmap entry, repeated in every frame of the pageblock |
 //! | pad     | 1     | |
 //!
 //! Free lists link frames by index (`u32`, relative to the table's base frame), never by
@@ -58,14 +58,14 @@ const KIND_ALLOCATED: u16 = 3;
 const KIND_PCP: u16 = 4;
 
 impl FrameState {
-    #[inline]
+    #[inline(always)]
     pub(crate) const fn encode(self) -> u16 {
         match self {
             FrameState::Absent => KIND_ABSENT << KIND_SHIFT,
             FrameState::Tail => KIND_TAIL << KIND_SHIFT,
             FrameState::Buddy(o) => (KIND_BUDDY << KIND_SHIFT) | o.get() as u16,
             FrameState::Allocated(o, mt) => {
-                (KIND_ALLOCATED << KIND_SHIFT) | o.get() as u16 | ((mt as u16) << MT_SHIFT)
+                ((mt as u16) << MT_SHIFT) + ((KIND_ALLOCATED << KIND_SHIFT) | o.get() as u16)
             }
             FrameState::Pcp(o) => (KIND_PCP << KIND_SHIFT) | o.get() as u16,
         }
@@ -123,6 +123,53 @@ impl FrameMeta {
         empty_meta!()
     }
 
+    #[inline(always)]
+    pub(crate) fn next(&self) -> u32 {
+        self.next.load(Ordering::Relaxed)
+    }
+
+    #[inline(always)]
+    pub(crate) fn set_next(&self, v: u32) {
+        self.next.store(v, Ordering::Relaxed);
+    }
+
+    #[inline(always)]
+    pub(crate) fn set_prev(&self, v: u32) {
+        self.prev.store(v, Ordering::Relaxed);
+    }
+
+    #[inline(always)]
+    pub(crate) fn set_state(&self, s: FrameState) {
+        self.state.store(s.encode(), Ordering::Relaxed);
+    }
+
+    /// The pageblock migratetype stored here, if it is a PCP type (`get_pfnblock_migratetype`
+    /// for the fast free path, which leaves the other types to the full path).
+    #[inline(always)]
+    pub(crate) fn block_pcp_type(&self) -> Option<MigrateType> {
+        match self.block.load(Ordering::Relaxed) {
+            0 => Some(MigrateType::Unmovable),
+            1 => Some(MigrateType::Movable),
+            2 => Some(MigrateType::Reclaimable),
+            _ => None,
+        }
+    }
+
+    /// If this is the head of an allocated block of `order`, atomically make it `to` and
+    /// return `true`. Anything else (including losing a race to another free) returns `false`
+    /// and changes nothing; the caller then classifies.
+    #[inline(always)]
+    pub(crate) fn try_claim_allocated(&self, order: Order, to: FrameState) -> bool {
+        let cur = self.state.load(Ordering::Relaxed);
+        let want = (KIND_ALLOCATED << KIND_SHIFT) | order.get() as u16;
+        if cur & !(0x7 << MT_SHIFT) != want {
+            return false;
+        }
+        self.state
+            .compare_exchange(cur, to.encode(), Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    }
+
     fn reset(&self) {
         self.next.store(NIL, Ordering::Relaxed);
         self.prev.store(NIL, Ordering::Relaxed);
@@ -144,6 +191,8 @@ pub(crate) struct FrameTable {
     storage: StaticSlice<FrameMeta>,
     base: u64,
     len: u32,
+    /// Clears the low bits of an index to its pageblock's first frame.
+    block_mask: u32,
 }
 
 impl core::fmt::Debug for FrameTable {
@@ -177,6 +226,7 @@ impl FrameTable {
             storage: StaticSlice::from_box(v.into_boxed_slice()),
             base,
             len,
+            block_mask: !((1u32 << pageblock_order) - 1),
         })
     }
 
@@ -196,7 +246,21 @@ impl FrameTable {
             storage: StaticSlice::borrowed(table),
             base,
             len,
+            block_mask: !((1u32 << pageblock_order) - 1),
         }
+    }
+
+    /// The entries, for paths that index them several times: a local slice keeps its bounds
+    /// in a register, where each `at` reloads them after every atomic store.
+    #[inline(always)]
+    pub(crate) fn entries(&self) -> &[FrameMeta] {
+        self.storage.get()
+    }
+
+    /// The table's first frame.
+    #[inline(always)]
+    pub(crate) fn base(&self) -> u64 {
+        self.base
     }
 
     #[inline]
@@ -255,14 +319,7 @@ impl FrameTable {
     /// another free) returns `false` and changes nothing; the caller then classifies.
     #[inline]
     pub(crate) fn try_claim_allocated(&self, idx: u32, order: Order, to: FrameState) -> bool {
-        let cell = &self.at(idx).state;
-        let cur = cell.load(Ordering::Relaxed);
-        let want = (KIND_ALLOCATED << KIND_SHIFT) | order.get() as u16;
-        if cur & !(0x7 << MT_SHIFT) != want {
-            return false;
-        }
-        cell.compare_exchange(cur, to.encode(), Ordering::Relaxed, Ordering::Relaxed)
-            .is_ok()
+        self.at(idx).try_claim_allocated(order, to)
     }
 
     /// Atomically moves an allocated head from `Allocated(order, mt)` to `to`. Fails (returning
@@ -308,19 +365,26 @@ impl FrameTable {
         self.at(idx).prev.store(v, Ordering::Relaxed);
     }
 
-    /// The migratetype stored for the pageblock whose first frame is `idx` (raw 3-bit type plus
-    /// the isolate bit, as `get_pfnblock_migratetype` returns it).
+    /// The migratetype stored for the pageblock of frame `block_head_idx` (any of its frames
+    /// will do: each carries it), as `get_pfnblock_migratetype` returns it.
     #[inline]
     pub(crate) fn block_type(&self, block_head_idx: u32) -> MigrateType {
         let raw = self.at(block_head_idx).block.load(Ordering::Relaxed);
         MigrateType::from_index(raw as usize).unwrap_or(MigrateType::Movable)
     }
 
-    #[inline]
-    pub(crate) fn set_block_type(&self, block_head_idx: u32, mt: MigrateType) {
-        self.at(block_head_idx)
-            .block
-            .store(mt as u8, Ordering::Relaxed);
+    /// Sets the migratetype of the pageblock containing `idx` (`set_pageblock_migratetype`) in
+    /// the `block` byte of every frame of the pageblock, so that a free reads its pageblock's
+    /// type from the frame's own entry, one cache line fewer than the pageblock head's. A
+    /// pageblock changes type rarely, and the callers (claiming a block, reserving or releasing
+    /// a HighAtomic block) walk its frames anyway.
+    pub(crate) fn set_block_type(&self, idx: u32, mt: MigrateType) {
+        let start = (idx & self.block_mask) as usize;
+        let n = (!self.block_mask) as usize + 1;
+        // The table covers whole pageblocks, so the range is inside it.
+        for m in &self.storage.get()[start..start + n] {
+            m.block.store(mt as u8, Ordering::Relaxed);
+        }
     }
 }
 

@@ -5,6 +5,9 @@
 use crate::buddy::AllocFlags;
 use crate::types::{CpuId, MigrateType, ZoneType};
 
+/// Flags of every request's fast path (`ALLOC_WMARK_LOW`, plus `ALLOC_KSWAPD`).
+pub(crate) const FAST_ALLOC_FLAGS: AllocFlags = AllocFlags::WMARK_LOW.with(AllocFlags::KSWAPD);
+
 /// What an allocation asks for besides its order.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct AllocRequest {
@@ -79,7 +82,7 @@ impl AllocRequest {
 
     /// Flags of the fast path (`ALLOC_WMARK_LOW`, plus `ALLOC_KSWAPD`).
     pub(crate) fn fast_flags(&self) -> AllocFlags {
-        AllocFlags::WMARK_LOW.with(AllocFlags::KSWAPD)
+        FAST_ALLOC_FLAGS
     }
 
     /// `gfp_to_alloc_flags`: flags of the slow path.

@@ -8,13 +8,24 @@
 //! allocation fast path checks watermarks with plain loads and no lock.
 
 use crate::buddy::AllocFlags;
-use crate::sync::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use crate::sync::{AtomicU64, AtomicU8, Ordering};
 use crate::types::{MigrateType, MAX_NR_ZONES, MIGRATE_PCPTYPES};
 
 /// Bit of [`ZoneShared::flags`]: `ZONE_BELOW_HIGH`.
 pub(crate) const ZONE_BELOW_HIGH: u8 = 1;
 /// Bit of [`ZoneShared::flags`]: `ZONE_RECLAIM_ACTIVE` (set by the caller; there is no kswapd).
 pub(crate) const ZONE_RECLAIM_ACTIVE: u8 = 2;
+/// Bit of [`ZoneShared::flags`]: `page_group_by_mobility_disabled`. A global in the kernel,
+/// kept beside the zone flags so that the allocation fast path tests one byte for every reason
+/// to leave it.
+pub(crate) const MOBILITY_DISABLED: u8 = 4;
+/// Bit of [`ZoneShared::flags`]: the zone has no per-CPU lists (fixed at construction), so
+/// that the PCP hit paths need no separate test.
+pub(crate) const PCP_OFF: u8 = 8;
+/// The bits of [`ZoneShared::flags`] that are kernel zone flags.
+pub(crate) const ZONE_FLAGS: u8 = ZONE_BELOW_HIGH | ZONE_RECLAIM_ACTIVE;
+/// The bits of [`ZoneShared::flags`] that send an order-0 free past the PCP hit path.
+pub(crate) const PCP_FREE_OFF: u8 = ZONE_FLAGS | PCP_OFF;
 
 /// Non-empty free lists, one byte (a bit per migratetype) per order, packed eight orders to a
 /// word.
@@ -31,9 +42,14 @@ pub(crate) struct ZoneShared {
     pub(crate) boost: AtomicU64,
     pub(crate) lowmem_reserve: [AtomicU64; MAX_NR_ZONES],
     pub(crate) nonempty: [AtomicU64; NONEMPTY_WORDS],
+    /// The order-0 test of `zone_watermark_fast` at the high mark, precomputed at each publish:
+    /// free pages less the HighAtomic reserve (at least 0), less the boosted high mark, as an
+    /// `i64` in two's complement. An order-0 request passes that test when this exceeds its
+    /// `lowmem_reserve`.
+    pub(crate) order0_high_headroom: AtomicU64,
+    /// [`ZONE_BELOW_HIGH`], [`ZONE_RECLAIM_ACTIVE`], [`MOBILITY_DISABLED`] and [`PCP_OFF`]:
+    /// zero exactly when the PCP allocation hit path may run.
     pub(crate) flags: AtomicU8,
-    /// `page_group_by_mobility_disabled` (a copy of the buddy's, read on every allocation).
-    pub(crate) mobility_disabled: AtomicBool,
     max_order: u8,
 }
 
@@ -43,7 +59,7 @@ fn ld(a: &AtomicU64) -> u64 {
 }
 
 impl ZoneShared {
-    pub(crate) fn new(max_order: u8) -> Self {
+    pub(crate) fn new(max_order: u8, pcp_enabled: bool) -> Self {
         ZoneShared {
             nr_free_pages: AtomicU64::new(0),
             nr_free_highatomic: AtomicU64::new(0),
@@ -59,8 +75,8 @@ impl ZoneShared {
                 AtomicU64::new(0),
             ],
             nonempty: [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
-            flags: AtomicU8::new(0),
-            mobility_disabled: AtomicBool::new(false),
+            order0_high_headroom: AtomicU64::new(0),
+            flags: AtomicU8::new(if pcp_enabled { 0 } else { PCP_OFF }),
             max_order,
         }
     }
@@ -68,6 +84,20 @@ impl ZoneShared {
     #[inline]
     pub(crate) fn test_flag(&self, bit: u8) -> bool {
         self.flags.load(Ordering::Relaxed) & bit != 0
+    }
+
+    /// `page_group_by_mobility_disabled`.
+    #[inline]
+    pub(crate) fn mobility_disabled(&self) -> bool {
+        self.test_flag(MOBILITY_DISABLED)
+    }
+
+    /// Whether an order-0 request limited to zone `highest_zoneidx` passes
+    /// `zone_watermark_fast` at the high mark by its order-0 shortcut (what
+    /// `get_page_from_freelist` checks first while `ZONE_BELOW_HIGH` is clear).
+    #[inline(always)]
+    pub(crate) fn order0_above_high(&self, highest_zoneidx: usize) -> bool {
+        ld(&self.order0_high_headroom) as i64 > ld(&self.lowmem_reserve[highest_zoneidx]) as i64
     }
 
     /// Sets a flag (Linux `set_bit`; the separate test avoids a needless atomic write).

@@ -154,6 +154,7 @@ pub(crate) fn relax_hard() {
 /// count. The answer may be stale by the time it is used (the thread can migrate); that is
 /// harmless because the PCP lock, not the CPU id, guards the lists.
 #[cfg(all(feature = "std", not(loom)))]
+#[inline]
 pub(crate) fn current_cpu() -> u32 {
     #[cfg(all(target_os = "linux", not(miri)))]
     {

@@ -15,7 +15,7 @@ use crate::error::{AllocError, ConfigError, FreeError, RangeError};
 use crate::meta::{FrameMeta, FrameState, FrameTable};
 use crate::pcp::{zone_batchsize, zone_highsize, PcpAccess, PcpSet, PcpSlot};
 use crate::request::AllocRequest;
-use crate::shared::{ZoneShared, ZONE_BELOW_HIGH};
+use crate::shared::{ZoneShared, MOBILITY_DISABLED, ZONE_BELOW_HIGH, ZONE_FLAGS};
 use crate::stats::{FreeAreaSnapshot, ZoneStats};
 use crate::sync::{Ordering, SpinGuard, SpinLock, StaticSlice};
 use crate::types::CpuId;
@@ -155,7 +155,7 @@ impl Zone {
         Zone {
             table,
             buddy: SpinLock::new(buddy),
-            shared: ZoneShared::new(cfg.max_order),
+            shared: ZoneShared::new(cfg.max_order, pcp.enabled()),
             pcp,
             zone_type,
             cfg,
@@ -307,9 +307,11 @@ impl Zone {
                     < (1u64 << self.cfg.pageblock_order) * MIGRATE_TYPES as u64
             }),
         };
-        self.shared
-            .mobility_disabled
-            .store(z.mobility_disabled, Ordering::Relaxed);
+        if z.mobility_disabled {
+            self.shared.set_flag(MOBILITY_DISABLED);
+        } else {
+            self.shared.clear_flag(MOBILITY_DISABLED);
+        }
     }
 
     /// `zone_pcp_update`: recompute batch and high bounds from managed pages and the low
@@ -340,31 +342,43 @@ impl Zone {
     }
 
     /// Allocates a block of `order` with the default request for `mt` ([`AllocRequest::new`]).
+    #[inline]
     pub fn alloc(&self, order: Order, mt: MigrateType) -> Result<Pfn, AllocError> {
         self.alloc_with(order, AllocRequest::new(mt))
     }
 
     /// Allocates a block of `order` as `req` describes, walking the kernel's fast and slow
     /// paths over this one zone.
-    #[inline]
+    #[inline(always)]
     pub fn alloc_with(&self, order: Order, req: AllocRequest) -> Result<Pfn, AllocError> {
         let cpu = req
             .cpu
             .map_or_else(|| self.this_cpu(), |c| self.pcp.cpu_index(c));
-        let mut access = PcpAccess::Cpu(cpu);
-        if let Some(p) = self.pcp_alloc_fast(order.get(), &req, &mut access) {
-            return Ok(p);
+        // A zone without per-CPU lists has `PCP_OFF` in its flag byte: the hit path steps
+        // aside without a test of its own here.
+        if let Some(slot) = self.pcp.slot_at(cpu) {
+            let (mt, hz) = (req.migratetype, req.highest_zone);
+            if let Some(p) = self.pcp_alloc_fast(order.get(), mt, hz, slot, None) {
+                return Ok(p);
+            }
         }
+        self.alloc_full(order, req, cpu)
+    }
+
+    /// Everything but a PCP hit, out of line so that the hit path inlined into callers stays
+    /// small.
+    #[inline(never)]
+    fn alloc_full(&self, order: Order, req: AllocRequest, cpu: usize) -> Result<Pfn, AllocError> {
         if let Some(p) = self.buddy_alloc_fast(order.get(), &req) {
             return Ok(p);
         }
-        crate::node::alloc_in_zone(self, order, req, &mut access)
+        crate::node::alloc_in_zone(self, order, req, &mut PcpAccess::Cpu(cpu))
     }
 
     /// `gfp_migratetype` after `page_group_by_mobility_disabled`.
     #[inline]
     pub(crate) fn effective_migratetype(&self, mt: MigrateType) -> MigrateType {
-        if self.shared.mobility_disabled.load(Ordering::Relaxed) {
+        if self.shared.mobility_disabled() {
             MigrateType::Unmovable
         } else {
             mt
@@ -430,8 +444,7 @@ impl Zone {
         if (self.pcp.enabled() && self.pcp.policy.allowed_order(order))
             || order > self.cfg.max_order
             || !mt.is_gfp_type()
-            || sh.flags.load(Ordering::Relaxed) != 0
-            || sh.mobility_disabled.load(Ordering::Relaxed)
+            || sh.flags.load(Ordering::Relaxed) & (ZONE_FLAGS | MOBILITY_DISABLED) != 0
         {
             return None;
         }
@@ -475,26 +488,24 @@ impl Zone {
     /// outside the zone or in holes; on error the zone is unchanged.
     #[inline]
     pub fn free(&self, pfn: Pfn, order: Order) -> Result<(), FreeError> {
-        self.free_via(pfn, order, &mut PcpAccess::Cpu(self.this_cpu()))
+        self.free_via(pfn, order, self.this_cpu())
     }
 
-    #[inline]
-    fn free_via(
-        &self,
-        pfn: Pfn,
-        order: Order,
-        access: &mut PcpAccess<'_>,
-    ) -> Result<(), FreeError> {
-        match self.pcp_free_fast(pfn, order, access) {
-            Some(r) => r,
-            None => self.free_with(pfn, order, access),
+    /// Frees on CPU slot `cpu` (already reduced to the CPU count).
+    #[inline(always)]
+    fn free_via(&self, pfn: Pfn, order: Order, cpu: usize) -> Result<(), FreeError> {
+        if let Some(slot) = self.pcp.slot_at(cpu) {
+            if self.pcp_free_fast(pfn, order, slot, None) {
+                return Ok(());
+            }
         }
+        self.free_with(pfn, order, &mut PcpAccess::Cpu(cpu))
     }
 
     /// Like [`Zone::free`] on CPU `cpu`'s lists.
+    #[inline]
     pub fn free_on(&self, cpu: CpuId, pfn: Pfn, order: Order) -> Result<(), FreeError> {
-        let c = self.pcp.cpu_index(cpu);
-        self.free_via(pfn, order, &mut PcpAccess::Cpu(c))
+        self.free_via(pfn, order, self.pcp.cpu_index(cpu))
     }
 
     /// `__free_pages_ok`: validated and claimed here, then `free_one_page`.
@@ -687,7 +698,7 @@ impl Zone {
         s
     }
 
-    /// Checks the invariants: Z1..Z8 of the buddy, P1..P3 of every CPU's lists, and G1,
+    /// Checks the invariants: Z1..Z9 of the buddy, P1..P3 of every CPU's lists, and G1,
     /// global conservation (free + per-CPU + allocated = managed, each frame in exactly one
     /// place). Locks every per-CPU list, then the zone; O(frames). Under owner-only locking,
     /// call it when no [`CpuHandle`](crate::CpuHandle) is alive.

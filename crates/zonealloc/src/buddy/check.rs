@@ -1,4 +1,4 @@
-//! `check()`: the zone invariants Z1..Z8 (listed in the module doc of `buddy`), asserted by a
+//! `check()`: the zone invariants Z1..Z9 (listed in the module doc of `buddy`), asserted by a
 //! full walk of the free lists and the frame table. O(frames); for tests and debugging.
 
 use core::fmt;
@@ -39,7 +39,7 @@ pub(crate) fn fail(invariant: &'static str, pfn: Option<u64>, what: &'static str
 }
 
 impl BuddyZone {
-    /// Walks every free list (Z2..Z5, Z7, Z8), then the frame table (Z1, Z6), and returns what
+    /// Walks every free list (Z2..Z5, Z7, Z8), then the frame table (Z1, Z6, Z9), and returns what
     /// it counted (the caller cross-checks the per-CPU share, G1).
     pub(crate) fn check(&self, t: &FrameTable) -> Result<CheckFacts, CheckError> {
         let max = self.cfg.max_order;
@@ -175,6 +175,17 @@ impl BuddyZone {
                 None,
                 "free + allocated + per-CPU pages differ from managed pages",
             ));
+        }
+        // Z9: the pageblock type is repeated in every frame of the pageblock.
+        let block_mask = !((1u32 << self.cfg.pageblock_order) - 1);
+        for idx in 0..t.len() {
+            if t.block_type(idx) != t.block_type(idx & block_mask) {
+                return Err(fail(
+                    "Z9",
+                    Some(t.pfn_of(idx)),
+                    "frame's copy of its pageblock's migratetype differs from the pageblock's",
+                ));
+            }
         }
         Ok(facts)
     }

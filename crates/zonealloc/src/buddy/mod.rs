@@ -25,6 +25,8 @@
 //! - Z7: `NR_FREE_PAGES`, `nr_free_highatomic` and `NR_FREE_PAGES_BLOCKS` equal the sums over
 //!   the free lists.
 //! - Z8: the non-empty-list bits published for lock-free watermark checks match the lists.
+//! - Z9: every frame of a pageblock carries the pageblock's migratetype (the free fast path
+//!   reads it from the frame's own entry).
 
 mod check;
 mod fallback;
@@ -221,6 +223,10 @@ impl BuddyZone {
         let r = Ordering::Relaxed;
         shared.nr_free_pages.store(self.nr_free_pages, r);
         shared.nr_free_highatomic.store(self.nr_free_highatomic, r);
+        let free = self.nr_free_pages as i64;
+        let usable = free - free.min(self.nr_free_highatomic as i64);
+        let headroom = usable - self.wmark.mark(2) as i64;
+        shared.order0_high_headroom.store(headroom as u64, r);
         if self.nonempty_dirty != 0 {
             for (w, (d, s)) in shared.nonempty.iter().zip(self.nonempty).enumerate() {
                 if self.nonempty_dirty & (1 << w) != 0 {
@@ -302,7 +308,7 @@ impl BuddyZone {
     }
 
     /// `__add_to_free_list` plus `set_buddy_order`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn add_to_free_list(
         &mut self,
         t: &FrameTable,

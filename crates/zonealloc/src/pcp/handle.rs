@@ -92,22 +92,22 @@ impl<'z> CpuHandle<'z> {
     #[inline]
     pub fn alloc_with(&mut self, order: Order, req: AllocRequest) -> Result<Pfn, AllocError> {
         let zone = self.zone;
-        let mut access = self.access();
-        if let Some(p) = zone.pcp_alloc_fast(order.get(), &req, &mut access) {
+        let held = self.held.as_deref_mut();
+        let (mt, hz) = (req.migratetype, req.highest_zone);
+        if let Some(p) = zone.pcp_alloc_fast(order.get(), mt, hz, self.slot, held) {
             return Ok(p);
         }
-        crate::node::alloc_in_zone(zone, order, req, &mut access)
+        crate::node::alloc_in_zone(zone, order, req, &mut self.access())
     }
 
     /// Frees on this CPU.
     #[inline]
     pub fn free(&mut self, pfn: Pfn, order: Order) -> Result<(), FreeError> {
         let zone = self.zone;
-        let mut access = self.access();
-        match zone.pcp_free_fast(pfn, order, &mut access) {
-            Some(r) => r,
-            None => zone.free_with(pfn, order, &mut access),
+        if zone.pcp_free_fast(pfn, order, self.slot, self.held.as_deref_mut()) {
+            return Ok(());
         }
+        zone.free_with(pfn, order, &mut self.access())
     }
 
     /// Serves a pending owner-drain request, if any (the kernel's drain work item running on

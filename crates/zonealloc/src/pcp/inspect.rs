@@ -38,6 +38,7 @@ impl Zone {
             info.list_pages[p] = (l.iter(&self.table).count() as u32) << order;
         }
         info.stats = pcp.stats;
+        info.stats.frees = pcp.frees_by_order.iter().sum();
         info.stats.trylock_failures = slot.trylock_failures.load(Ordering::Relaxed);
         info
     }

@@ -191,10 +191,17 @@ pub(crate) struct PerCpuPages {
     /// Allocations served per PCP order slot (orders 0..=3, then the THP order; added into
     /// the zone's per-order counts).
     pub(crate) allocs: [u64; 5],
-    /// Frees taken per PCP order slot.
+    /// Frees taken per PCP order slot (their sum is `PcpStats::frees`, which a snapshot fills
+    /// in, so that a free counts once).
     pub(crate) frees_by_order: [u64; 5],
     /// Generation of the shared pageset parameters last copied into this PCP.
     pub(crate) params_gen: u32,
+    /// The slot's `attention` as of the last `Zone::enter` (see `PcpSlot::quiet`). Starts at
+    /// a value `attention` does not have, so that a PCP's first operation takes the full path.
+    pub(crate) attention_seen: u32,
+    /// `batch << CONFIG_PCP_BATCH_SCALE_MAX`, where `free_count` stops growing; set with
+    /// `batch` by `PcpSet::refresh_locked` (for the order-0 free hit path).
+    pub(crate) free_count_max: i32,
 }
 
 impl PerCpuPages {
@@ -214,6 +221,8 @@ impl PerCpuPages {
             allocs: [0; 5],
             frees_by_order: [0; 5],
             params_gen: 0,
+            attention_seen: u32::MAX,
+            free_count_max: 0,
         }
     }
 
@@ -232,8 +241,7 @@ impl PerCpuPages {
         order: u8,
         mt: MigrateType,
     ) -> Option<u32> {
-        let idx = self.lists[pi].first()?;
-        self.lists[pi].unlink(t, idx);
+        let idx = self.lists[pi].pop_head(t)?;
         self.count -= 1 << order;
         t.set_state(idx, FrameState::Allocated(Order::from_raw(order), mt));
         self.allocs[PcpPolicy::order_slot(order)] += 1;
@@ -248,7 +256,6 @@ impl PerCpuPages {
         self.lists[pi].push_head(t, idx);
         t.set_state(idx, FrameState::Pcp(Order::from_raw(order)));
         self.count += 1 << order;
-        self.stats.frees += 1;
         self.frees_by_order[PcpPolicy::order_slot(order)] += 1;
     }
 

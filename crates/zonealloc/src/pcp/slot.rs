@@ -40,7 +40,12 @@ pub struct PcpSlot {
     /// The owner is idle ([`CpuHandle::idle`](crate::CpuHandle::idle)): its lists are
     /// unlocked and drainers drain them themselves.
     pub(crate) idle: AtomicBool,
-    /// An owner-drain request is pending (the kernel's queued drain work item).
+    /// Bumped by everything the PCP hit paths must not skip: new pageset parameters
+    /// (`PcpSet::set_params`) and owner-drain requests (`request_drain`). A hit path goes on
+    /// only while it equals the value `Zone::enter` last saw (`PerCpuPages::attention_seen`),
+    /// so it tests one word instead of the parameter generation and both drain tickets.
+    /// (Equal after a wrap only if exactly 2^32 bumps fall between two operations.)
+    pub(crate) attention: AtomicU32,
     /// Owner-drain tickets handed out (the kernel's queued drain work items, counted).
     pub(crate) drain_req: AtomicU64,
     /// Highest ticket served: every request up to it has seen a drain that started after it.
@@ -57,6 +62,7 @@ macro_rules! empty_slot {
             owned: AtomicBool::new(false),
             owner_token: AtomicU64::new(0),
             idle: AtomicBool::new(false),
+            attention: AtomicU32::new(0),
             drain_req: AtomicU64::new(0),
             drain_done: AtomicU64::new(0),
             trylock_failures: AtomicU64::new(0),
@@ -101,7 +107,17 @@ impl PcpSlot {
 
     /// Raises a request and returns its ticket.
     pub(crate) fn request_drain(&self) -> u64 {
-        self.drain_req.fetch_add(1, Ordering::SeqCst) + 1
+        let t = self.drain_req.fetch_add(1, Ordering::SeqCst) + 1;
+        self.attention.fetch_add(1, Ordering::SeqCst);
+        t
+    }
+
+    /// Whether nothing has asked for attention since the lists' last `Zone::enter`: no new
+    /// parameters, no new drain request. The hit paths' one test; anything else goes the full
+    /// way, whose `enter` deals with it.
+    #[inline(always)]
+    pub(crate) fn quiet(&self, pcp: &PerCpuPages) -> bool {
+        self.attention.load(Ordering::Relaxed) == pcp.attention_seen
     }
 
     /// Read before draining: the tickets the coming drain will serve.
@@ -224,6 +240,13 @@ impl PcpSet {
         &s[if cpu < n { cpu } else { cpu % n }]
     }
 
+    /// Slot `cpu` of a CPU id already reduced by [`PcpSet::cpu_index`]; `None` only when
+    /// there are no slots at all (caller storage without any).
+    #[inline(always)]
+    pub(crate) fn slot_at(&self, cpu: usize) -> Option<&PcpSlot> {
+        self.slots.get().get(cpu)
+    }
+
     #[inline]
     pub(crate) fn enabled(&self) -> bool {
         self.cfg.enabled
@@ -241,6 +264,9 @@ impl PcpSet {
             .free_high_batch
             .store(slice_pages > 3 * batch as u64, r);
         self.params.generation.fetch_add(1, Ordering::Release);
+        for slot in self.slots.get() {
+            slot.attention.fetch_add(1, Ordering::Release);
+        }
     }
 
     /// Brings a locked PCP's copy of the parameters up to date (one load when unchanged).
@@ -325,12 +351,16 @@ impl Zone {
     /// that has just locked (or holds) a PCP.
     #[inline]
     pub(crate) fn enter(&self, slot: &PcpSlot, pcp: &mut PerCpuPages) {
+        // Read before looking at what it announces: a bump after this read stays unseen, so
+        // the next hit path comes back here.
+        let seen = slot.attention.load(Ordering::SeqCst);
         self.pcp.refresh_locked(pcp);
         if slot.drain_pending() {
             let want = slot.tickets_to_serve();
             self.drain_locked(pcp, DrainReason::Local);
             slot.mark_served(want);
         }
+        pcp.attention_seen = seen;
     }
 
     #[inline]
@@ -372,15 +402,10 @@ impl Zone {
 }
 
 impl PcpSet {
-    /// Whether a locked PCP already has the current pageset parameters.
-    #[inline(always)]
-    pub(crate) fn params_current(&self, pcp: &PerCpuPages) -> bool {
-        pcp.params_gen == self.params.generation.load(Ordering::Acquire)
-    }
-
     pub(crate) fn refresh_locked(&self, pcp: &mut PerCpuPages) {
         let mut gen = pcp.params_gen;
         self.refresh(pcp, &mut gen);
         pcp.params_gen = gen;
+        pcp.free_count_max = pcp.batch << self.policy.scale;
     }
 }
