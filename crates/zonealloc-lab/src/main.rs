@@ -846,20 +846,7 @@ fn run_one(
     opts: &LabOpts,
     show: bool,
 ) -> Result<experiments::ExperimentResult, String> {
-    let bar = ProgressBar::with_draw_target(
-        None,
-        if show {
-            ProgressDrawTarget::stderr()
-        } else {
-            ProgressDrawTarget::hidden()
-        },
-    );
-    if let Ok(style) = ProgressStyle::with_template(
-        "{prefix:>14} [{elapsed_precise}] {wide_bar} {pos}/{len} {msg}",
-    ) {
-        bar.set_style(style);
-    }
-    bar.set_prefix(e.name());
+    let bar = progress_bar(show, e.name());
     let progress = |done: u64, total: u64| {
         bar.set_length(total);
         bar.set_position(done.min(total));

@@ -84,17 +84,7 @@ impl LabOpts {
         iteration: usize,
     ) -> Option<std::path::PathBuf> {
         let dir = self.record_traces.as_ref().filter(|_| iteration == 0)?;
-        let slug: String = variant
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        Some(dir.join(format!("{exp}-{slug}.txt")))
+        Some(dir.join(format!("{exp}-{}.txt", file_slug(variant))))
     }
 
     /// The variants to run, in their order: all of `all`, or the baseline (the first) plus
@@ -128,6 +118,20 @@ impl LabOpts {
 }
 
 pub use zonealloc_lab::rng::SplitMix;
+
+/// `name` with every character but ASCII letters, digits and `-` replaced by `_`, for file
+/// names made of variant names (`free_high=off,tail_merge=off`).
+pub fn file_slug(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
 
 /// What a metric measures, which decides how samples are summarised (mmtests'
 /// compare-kernels: harmonic mean for rates, arithmetic mean for latencies and counts).

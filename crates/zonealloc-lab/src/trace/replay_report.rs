@@ -63,16 +63,7 @@ pub fn emit_path(path: &Path, name: &str, n: usize) -> PathBuf {
     if n == 1 {
         return path.to_owned();
     }
-    let slug: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let slug = crate::experiments::file_slug(name);
     let stem = path
         .file_stem()
         .map_or_else(Default::default, |s| s.to_string_lossy());
