@@ -443,6 +443,7 @@ fn trace_replay(args: &TraceReplayArgs) -> ExitCode {
         numbering: args.migratetypes,
         samples: args.samples,
         emit: args.emit.clone(),
+        strict: args.strict,
     };
     let bar = progress_bar(!args.json && std::io::stderr().is_terminal(), "replay");
     let progress = |done: u64, total: u64| {
@@ -461,21 +462,11 @@ fn trace_replay(args: &TraceReplayArgs) -> ExitCode {
     bar.finish_and_clear();
     let p = &run.stats.parser;
     if p.malformed > 0 {
-        let lines: Vec<String> = p
-            .first_malformed
-            .iter()
-            .map(|m| format!("line {}: {}", m.line, m.reason))
-            .collect();
         eprintln!(
-            "{}: {}: {} malformed line(s) ({})",
-            if args.strict { "error" } else { "warning" },
+            "warning: {}: {}",
             args.file.display(),
-            p.malformed,
-            lines.join("; ")
+            p.malformed_summary()
         );
-        if args.strict {
-            return ExitCode::FAILURE;
-        }
     }
     let result = rr::to_result(&run, &args.file, &opts);
     let summary = rr::summary(&result, &run);
@@ -646,17 +637,7 @@ fn trace_stats(args: &TraceStatsArgs) -> ExitCode {
     stats.given_numbering = args.migratetypes;
     let p = &stats.parser;
     if args.strict && p.malformed > 0 {
-        let lines: Vec<String> = p
-            .first_malformed
-            .iter()
-            .map(|m| format!("line {}: {}", m.line, m.reason))
-            .collect();
-        eprintln!(
-            "error: {}: {} malformed line(s) ({})",
-            args.file.display(),
-            p.malformed,
-            lines.join("; ")
-        );
+        eprintln!("error: {}: {}", args.file.display(), p.malformed_summary());
         return ExitCode::FAILURE;
     }
     if args.json {

@@ -122,6 +122,45 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), String> {
     fs::write(path, bytes).map_err(|e| format!("writing {}: {e}", path.display()))
 }
 
+/// Rows of cells as text columns two spaces apart, each as wide as its widest cell. Columns
+/// from `right_from` on are right-aligned (numbers); with `rule`, a line of dashes goes under
+/// the first row (the header).
+pub fn text_table<R: AsRef<[String]>>(rows: &[R], right_from: usize, rule: bool) -> String {
+    let cols = rows.iter().map(|r| r.as_ref().len()).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..cols)
+        .map(|i| {
+            rows.iter()
+                .map(|r| r.as_ref().get(i).map_or(0, |c| c.chars().count()))
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for (k, r) in rows.iter().enumerate() {
+        let cells: Vec<String> = r
+            .as_ref()
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(i, (c, &w))| {
+                if i >= right_from {
+                    format!("{c:>w$}")
+                } else {
+                    format!("{c:<w$}")
+                }
+            })
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+        if rule && k == 0 {
+            let dashes: Vec<String> = widths.iter().map(|&w| "-".repeat(w)).collect();
+            out.push_str(&dashes.join("  "));
+            out.push('\n');
+        }
+    }
+    out
+}
+
 /// The short closing summary for stdout: one row per metric and non-baseline variant.
 pub fn summary_table(report: &LabReport) -> String {
     let mut rows = vec![[
@@ -154,19 +193,7 @@ pub fn summary_table(report: &LabReport) -> String {
     if rows.len() == 1 {
         return "no results\n".to_owned();
     }
-    let widths: Vec<usize> = (0..5)
-        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
-        .collect();
-    let mut out = String::new();
-    for r in &rows {
-        let line: Vec<String> = r
-            .iter()
-            .zip(&widths)
-            .map(|(cell, &w)| format!("{cell:<w$}"))
-            .collect();
-        out.push_str(line.join("  ").trim_end());
-        out.push('\n');
-    }
+    let mut out = text_table(&rows, usize::MAX, false);
     out.push_str("change: positive = improvement; * = significant (Welch's t-test, 95%)\n");
     out
 }

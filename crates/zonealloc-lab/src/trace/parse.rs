@@ -224,6 +224,20 @@ impl Parser {
         }
     }
 
+    /// `N malformed line(s) (line L: reason; ...)` with the first few kept, for messages.
+    pub fn malformed_summary(&self) -> String {
+        let lines: Vec<String> = self
+            .first_malformed
+            .iter()
+            .map(|m| format!("line {}: {}", m.line, m.reason))
+            .collect();
+        format!(
+            "{} malformed line(s) ({})",
+            self.malformed,
+            lines.join("; ")
+        )
+    }
+
     /// Feeds every line of `reader` to the parser, calling `f` for each event.
     ///
     /// Lines are parsed where they lie in the reader's buffer (found with SIMD `memchr`);

@@ -109,11 +109,7 @@ impl<'z, W: Write> Recorder<'z, W> {
         self.now_ns += self.step_ns;
         self.zone.free_on(CpuId(cpu), pfn, order)?;
         // `mm_page_free` comes first in the kernel (`__free_pages_prepare`), then the drains
-        // the free caused.
-        let drains = {
-            self.zone.take_events(&mut self.buf);
-            std::mem::take(&mut self.buf)
-        };
+        // the free caused, which the zone holds until `flush_zone` takes them.
         self.write(&Event {
             cpu: Some(cpu),
             ts_ns: Some(self.now_ns),
@@ -123,17 +119,7 @@ impl<'z, W: Write> Recorder<'z, W> {
                 order: order.get(),
             },
         });
-        let pb = self.zone.config().pageblock_order;
-        for z in &drains {
-            self.write(&Event {
-                cpu: Some(cpu),
-                ts_ns: Some(self.now_ns),
-                page: PagePtr::Present,
-                kind: zone_event(z, pb),
-            });
-        }
-        self.buf = drains;
-        self.buf.clear();
+        self.flush_zone(cpu);
         Ok(())
     }
 

@@ -37,6 +37,8 @@ pub struct ReplayOptions {
     pub samples: u64,
     /// Write each variant's run in ftrace format here.
     pub emit: Option<PathBuf>,
+    /// Refuse to replay a trace with malformed lines.
+    pub strict: bool,
 }
 
 /// A finished replay.
@@ -86,6 +88,13 @@ pub fn run(
         .and_then(TraceStats::read)
         .map_err(read_err)?;
     stats.given_numbering = opts.numbering;
+    if opts.strict && stats.parser.malformed > 0 {
+        return Err(format!(
+            "{}: {}",
+            path.display(),
+            stats.parser.malformed_summary()
+        ));
+    }
     let scan_s = t0.elapsed().as_secs_f64();
     let max_order = opts
         .variants
@@ -474,45 +483,12 @@ pub fn summary(result: &ExperimentResult, run: &ReplayRun) -> String {
                 .samples
                 .iter()
                 .find(|s| &s.variant == v && s.metric == m.name)
-                .map_or(f64::NAN, |s| s.value);
-            row.push(if value.fract() == 0.0 {
-                format!("{value:.0}")
-            } else {
-                format!("{value:.2}")
-            });
+                .map(|s| s.value);
+            row.push(crate::report::compare::fmt_value(value));
         }
         rows.push(row);
     }
-    let widths: Vec<usize> = (0..rows[0].len())
-        .map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0))
-        .collect();
-    let mut out = String::new();
-    for (k, r) in rows.iter().enumerate() {
-        let cells: Vec<String> = r
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(i, (c, w))| {
-                if i == 0 {
-                    format!("{c:<w$}")
-                } else {
-                    format!("{c:>w$}")
-                }
-            })
-            .collect();
-        out.push_str(cells.join("  ").trim_end());
-        out.push('\n');
-        if k == 0 {
-            out.push_str(
-                &widths
-                    .iter()
-                    .map(|w| "-".repeat(*w))
-                    .collect::<Vec<_>>()
-                    .join("  "),
-            );
-            out.push('\n');
-        }
-    }
+    let mut out = crate::report::text_table(&rows, 1, true);
     let p = &run.parser;
     out.push_str(&format!(
         "\nzone: {} pages from pfn {:#x}, {} CPUs, migratetypes {:?}\n\

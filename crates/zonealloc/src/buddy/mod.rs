@@ -42,6 +42,7 @@ pub(crate) use watermark::{setup_node_watermarks, ZoneSize};
 use crate::config::ZoneConfig;
 use crate::list::FrameList;
 use crate::meta::{FrameState, FrameTable};
+use crate::pcp::pcp_allowed_order;
 use crate::shared::{ZoneShared, NONEMPTY_WORDS};
 use crate::stats::{HoldTimes, ZoneStats};
 use crate::sync::Ordering;
@@ -253,13 +254,6 @@ impl BuddyZone {
         self.cfg.max_order
     }
 
-    /// `pcp_allowed_order`: orders up to `PAGE_ALLOC_COSTLY_ORDER` and the THP order (for the
-    /// `percpu_refill` field of `mm_page_alloc_zone_locked`, whether or not PCPs are enabled).
-    #[inline]
-    pub(crate) fn pcp_allowed_order(&self, order: u8) -> bool {
-        order <= 3 || Some(order) == self.cfg.pcp.thp_order
-    }
-
     /// Index of the first frame of the pageblock containing `idx` (the table base is
     /// pageblock-aligned, so index arithmetic equals pfn arithmetic).
     #[inline]
@@ -434,7 +428,8 @@ impl BuddyZone {
         for cur in order..=self.cfg.max_order {
             if let Some(idx) = self.free_area[cur as usize].lists[mt.index()].first() {
                 self.page_del_and_expand(t, idx, order, cur, mt);
-                let percpu_refill = self.pcp_allowed_order(order) && mt.is_gfp_type();
+                let percpu_refill =
+                    pcp_allowed_order(order, self.cfg.pcp.thp_order) && mt.is_gfp_type();
                 self.events.log(|| ZoneEvent::AllocZoneLocked {
                     pfn: Pfn(t.pfn_of(idx)),
                     order: Order::from_raw(order),

@@ -121,6 +121,14 @@ pub(crate) enum DrainReason {
     Remote,
 }
 
+/// `pcp_allowed_order`: the orders the per-CPU lists take, up to `PAGE_ALLOC_COSTLY_ORDER`
+/// and the THP order. The one statement of the rule: the lists use it through
+/// [`PcpPolicy::allowed_order`], the buddy for the `percpu_refill` field of its tracepoint.
+#[inline]
+pub(crate) fn pcp_allowed_order(order: u8, thp_order: Option<u8>) -> bool {
+    order <= 3 || Some(order) == thp_order
+}
+
 /// The list geometry and policy a zone's PCPs share.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct PcpPolicy {
@@ -132,10 +140,10 @@ pub(crate) struct PcpPolicy {
 }
 
 impl PcpPolicy {
-    /// `pcp_allowed_order`.
+    /// `pcp_allowed_order` for this zone's geometry.
     #[inline]
     pub(crate) fn allowed_order(&self, order: u8) -> bool {
-        order <= 3 || Some(order) == self.thp_order
+        pcp_allowed_order(order, self.thp_order)
     }
 
     /// `order_to_pindex`. `mt` must be a PCP type.
