@@ -5,7 +5,10 @@ compare them with the captured snapshots (docs/kernel-versions.md, section 5).
 Usage: python3 docs/kernel-versions/check_boot_zones.py [/work/shared/kernel]
 Prints one line per checked value (computed vs observed) and exits 1 on any mismatch.
 
-Inputs, all from the capture folder of one boot (boot_snapshots/m<MiB>_c<CPUs>/):
+Checks every boot_snapshots/m<MiB>_c<CPUs>/ folder and the traced boot of each kernel folder
+(<kernel>/snap/boot with <kernel>/info).
+
+Inputs, all from the capture folder of one boot:
   snap/<s>/zoneinfo   present, final managed, observed values; the kernel family
                       (6.1-style `high:` only vs 6.7+ `high_min:`/`high_max:`/`promo`)
   info/sysctl_vm      min_free_kbytes (already raised by khugepaged), watermark_scale_factor,
@@ -176,10 +179,12 @@ class Checker:
 
 
 def check_boot(root, kdir, bdir, ck):
-    base = os.path.join(root, kdir, "boot_snapshots", bdir)
+    """bdir None: the traced boot of the kernel folder itself (snap/boot only, no hfN)."""
+    base = os.path.join(root, kdir, "boot_snapshots", bdir) if bdir else os.path.join(root, kdir)
     info = os.path.join(base, "info")
     snaps = {s: parse_zoneinfo(os.path.join(base, "snap", s, "zoneinfo"))
-             for s in ("boot", "hf8", "hf32", "hf0")}
+             for s in ("boot", "hf8", "hf32", "hf0")
+             if os.path.exists(os.path.join(base, "snap", s, "zoneinfo"))}
     fam = kernel_family(snaps["boot"])
     ncpu = int(open(os.path.join(info, "ncpu")).read().split()[0])
     sc = read_sysctl(info)
@@ -189,7 +194,7 @@ def check_boot(root, kdir, bdir, ck):
     final = {z: snaps["boot"].get(z, {}).get("managed", 0) for z in ZONES}
     late = late_frees(info)
     early = {z: final[z] - late[z] for z in ZONES}
-    print(f"== {kdir}/{bdir}: family {fam}, ncpu {ncpu}, min_free_kbytes {mfk}, "
+    print(f"== {kdir}/{bdir or 'traced boot'}: family {fam}, ncpu {ncpu}, min_free_kbytes {mfk}, "
           f"late frees {dict((z, p) for z, p in late.items() if p)}")
 
     # set_recommended_min_free_kbytes() (mm/khugepaged.c): 2 + MIGRATE_PCPTYPES^2 pageblocks
@@ -213,6 +218,8 @@ def check_boot(root, kdir, bdir, ck):
         ck.eq(f"{z} protection", prot[z], obs[z]["protection"])
 
     for snap, frac in (("boot", None), ("hf8", 8), ("hf32", 32), ("hf0", 0)):
+        if snap not in snaps:
+            continue
         # boot: zone_pcp_update() from setup_per_zone_wmarks() with the early managed;
         # hfN: percpu_pagelist_high_fraction_sysctl_handler() -> zone_pcp_update() with the
         # final managed (and the boot-time low watermark, never recomputed).
@@ -247,6 +254,8 @@ def main():
         bs = os.path.join(root, kdir, "boot_snapshots")
         if not os.path.isdir(bs):
             continue
+        if os.path.exists(os.path.join(root, kdir, "snap", "boot", "zoneinfo")):
+            check_boot(root, kdir, None, ck)
         for bdir in sorted(os.listdir(bs)):
             check_boot(root, kdir, bdir, ck)
     print(f"{ck.n - ck.bad}/{ck.n} values match")
