@@ -14,11 +14,6 @@
 //! Exit codes: 0 success, 1 an experiment, a bench cell or the report failed, 2 a usage
 //! error (bad flag, unknown experiment).
 
-mod experiments;
-mod inspect;
-mod report;
-mod trace;
-
 use std::io::{IsTerminal, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -26,10 +21,10 @@ use std::process::ExitCode;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use experiments::{Experiment, LabOpts};
-use report::{ExperimentReport, Failure, LabReport};
 use zonealloc_lab::bench::{self, peers::Peer, runner, workloads::Workload, BenchOpts};
-use zonealloc_lab::machine;
+use zonealloc_lab::experiments::{self, Experiment, LabOpts};
+use zonealloc_lab::report::{self, ExperimentReport, Failure, LabReport};
+use zonealloc_lab::{inspect, machine, trace};
 
 /// Exit status of usage errors, as clap uses for bad flags.
 const EXIT_USAGE: u8 = 2;

@@ -117,7 +117,7 @@ impl LabOpts {
     }
 }
 
-pub use zonealloc_lab::rng::SplitMix;
+pub use crate::rng::SplitMix;
 
 /// `name` with every character but ASCII letters, digits and `-` replaced by `_`, for file
 /// names made of variant names (`free_high=off,tail_merge=off`).
