@@ -212,8 +212,8 @@ fn comparison_table(out: &mut String, comparisons: &[MetricComparison]) -> std::
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiments::{ExperimentResult, MetricDef, MetricKind, Sample, Table};
     use crate::machine::Machine;
+    use crate::report::{ExperimentResult, MetricDef, MetricKind, Sample, Table};
 
     fn report(oversubscribed: bool) -> LabReport {
         let samples = [("off", 10.0), ("off", 10.1), ("on", 5.0), ("on", 5.1)]
@@ -255,7 +255,7 @@ mod tests {
                 kernel: "6.0".into(),
                 os_arch: "linux x86_64".into(),
             },
-            opts: crate::experiments::LabOpts::quick_test(1),
+            opts: crate::report::LabOpts::quick_test(1),
             significance_test: SIGNIFICANCE_TEST.into(),
             experiments: vec![ExperimentReport::new(result, 0.5)],
             failures: vec![],

@@ -2,20 +2,27 @@
 //! tables, expected shape, configuration, plot links), `results.json` (every raw sample, the
 //! options, the machine and the comparisons) and one SVG per plot.
 //!
-//! The pieces: [`stats`] (means, spread, Welch's t-test), [`compare`] (per metric and variant
-//! summaries against the baseline), [`markdown`] (the text), [`plot`] (plotters SVG).
+//! The pieces: the result model every producer fills ([`ExperimentResult`], [`Sample`],
+//! [`Plot`], [`LabOpts`]), [`stats`] (means, spread, Welch's t-test), [`compare`] (per metric
+//! and variant summaries against the baseline), [`markdown`] (the text), [`plot`] (plotters
+//! SVG). `experiments`, `trace` and `bench` depend on this module, never on each other.
 
 pub mod compare;
 pub mod markdown;
 pub mod plot;
+mod result;
 pub mod stats;
+
+pub use result::{
+    file_slug, ExperimentResult, LabOpts, MetricDef, MetricKind, Plot, PlotKind, Sample, Series,
+    Table,
+};
 
 use std::fs;
 use std::path::Path;
 
 use serde::Serialize;
 
-use crate::experiments::{ExperimentResult, LabOpts};
 use crate::machine::Machine;
 use compare::MetricComparison;
 

@@ -21,7 +21,7 @@ use clap::ValueEnum;
 use zonealloc::{AllocRequest, MigrateType, Order, Pfn, Zone};
 
 use super::record::Recorder;
-use crate::experiments::SplitMix;
+use crate::rng::SplitMix;
 
 /// The workload a synthetic trace records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
