@@ -29,6 +29,7 @@ use super::{
     Experiment, ExperimentResult, LabError, LabOpts, MetricDef, MetricKind, Plot, PlotKind,
     Progress, Sample, Series,
 };
+use crate::rng::SplitMix;
 
 /// The `drain` experiment (seed 004).
 pub struct DrainExp;
@@ -50,14 +51,6 @@ const M_STALL: &str = "longest stall";
 
 fn err<E: std::fmt::Debug>(what: &'static str) -> impl FnOnce(E) -> LabError {
     move |e| LabError(format!("drain: {what}: {e:?}"))
-}
-
-/// splitmix64, for the busy-loop lengths.
-fn mix(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// Sizes of one run.
@@ -87,10 +80,10 @@ fn never_yields(w: usize, workers: usize) -> bool {
 /// Spins for `d` doing work that does not touch the allocator.
 fn busy(d: Duration) {
     let end = Instant::now() + d;
-    let mut x = 1u64;
+    let mut x = SplitMix::new(1);
     while Instant::now() < end {
         for _ in 0..64 {
-            x = std::hint::black_box(mix(x));
+            std::hint::black_box(x.next_u64());
         }
     }
 }
@@ -114,16 +107,15 @@ fn worker(
     };
     h.idle(|| barrier.wait());
     let stubborn = never_yields(w, plan.workers);
-    let mut rng = seed ^ ((w as u64) << 32);
+    let mut rng = SplitMix::new(seed ^ ((w as u64) << 32));
     let mut pfns: Vec<Pfn> = Vec::with_capacity(BURST);
     let mut ops = 0u64;
     let mut stall = 0u64;
     let mut failure = None;
     while !stop.load(Ordering::Relaxed) {
         if stubborn {
-            rng = mix(rng);
             let (lo, hi) = plan.busy_us;
-            busy(Duration::from_micros(lo + rng % (hi - lo + 1)));
+            busy(Duration::from_micros(lo + rng.below(hi - lo + 1)));
         } else {
             h.poll();
         }

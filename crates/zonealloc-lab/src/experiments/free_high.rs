@@ -67,7 +67,7 @@ struct Carver {
 impl Carver {
     fn new(seed: u64) -> Self {
         Carver {
-            rng: SplitMix(seed),
+            rng: SplitMix::new(seed),
             cur: None,
             pending: None,
             blocks: 0,
@@ -183,7 +183,7 @@ fn run_det(
     let zone = TracedZone::new(&plain, record).map_err(err("--record-traces"))?;
     let lock0 = plain.stats().zone_lock_acquisitions;
     let mut carver = Carver::new(seed);
-    let mut pattern = SplitMix(seed ^ 0x5eed_f00d);
+    let mut pattern = SplitMix::new(seed ^ 0x5eed_f00d);
     let mut queue: VecDeque<Msg> = VecDeque::with_capacity(QUEUE);
     let mut counts: HashMap<u64, u64> = HashMap::new();
     let mut freed_at: HashMap<u64, u64> = HashMap::new();
