@@ -29,6 +29,7 @@ use super::{
     Experiment, ExperimentResult, LabError, LabOpts, MetricDef, MetricKind, Plot, PlotKind,
     Progress, Sample, Series,
 };
+use crate::report::stats::{cdf_points, nearest_rank};
 use crate::rng::SplitMix;
 
 /// The `drain` experiment (seed 004).
@@ -218,27 +219,12 @@ fn run_once(plan: Plan, mode: DrainMode, seed: u64) -> Result<RunOut, LabError> 
     })
 }
 
-/// The `q` quantile of `v` (nearest rank).
-fn quantile(v: &[u64], q: f64) -> u64 {
-    if v.is_empty() {
-        return 0;
-    }
-    let mut s = v.to_vec();
-    s.sort_unstable();
-    let i = ((q * s.len() as f64).ceil() as usize).clamp(1, s.len()) - 1;
-    s[i]
-}
-
 /// Evenly spaced order statistics of `v`, at most `n`, as CDF points (µs).
 fn thin_us(v: &[u64], n: usize) -> Vec<(f64, f64)> {
-    let mut s = v.to_vec();
-    s.sort_unstable();
-    let pick: Vec<u64> = if s.len() <= n {
-        s
-    } else {
-        (0..n).map(|i| s[i * (s.len() - 1) / (n - 1)]).collect()
-    };
-    pick.into_iter().map(|x| (x as f64 / 1000.0, 0.0)).collect()
+    cdf_points(v, n)
+        .into_iter()
+        .map(|x| (x as f64 / 1000.0, 0.0))
+        .collect()
 }
 
 impl Experiment for DrainExp {
@@ -312,8 +298,8 @@ impl Experiment for DrainExp {
                 };
                 for (m, v) in [
                     (M_AVG, avg),
-                    (M_P50, quantile(d, 0.5) as f64),
-                    (M_P99, quantile(d, 0.99) as f64),
+                    (M_P50, nearest_rank(d, 0.5) as f64),
+                    (M_P99, nearest_rank(d, 0.99) as f64),
                     (M_MAX, d.iter().copied().max().unwrap_or(0) as f64),
                     (M_OPS, out.ops as f64 / out.secs.max(1e-9)),
                     (M_STALL, out.stall_ns as f64),
@@ -429,13 +415,5 @@ mod tests {
             ..LabOpts::quick_test(1)
         })
         .is_err());
-    }
-
-    #[test]
-    fn quantile_is_nearest_rank() {
-        let v: Vec<u64> = (1..=100).collect();
-        assert_eq!(quantile(&v, 0.99), 99);
-        assert_eq!(quantile(&v, 1.0), 100);
-        assert_eq!(quantile(&[], 0.5), 0);
     }
 }

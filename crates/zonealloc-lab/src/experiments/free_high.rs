@@ -30,6 +30,7 @@ use super::{
     Experiment, ExperimentResult, LabError, LabOpts, MetricDef, MetricKind, Plot, PlotKind,
     Progress, Sample, Series, SplitMix, Table,
 };
+use crate::report::stats::cdf_points;
 
 /// The `free-high` experiment (seed 000).
 pub struct FreeHighExp;
@@ -309,13 +310,9 @@ fn variant_list() -> Vec<(&'static str, FreeHigh)> {
 
 /// Evenly spaced quantiles of `v` (sorted copy), at most `n` points, for CDF plots.
 fn thin(v: &[u64], n: usize) -> Vec<(f64, f64)> {
-    let mut s = v.to_vec();
-    s.sort_unstable();
-    if s.len() <= n {
-        return s.into_iter().map(|x| (x as f64, 0.0)).collect();
-    }
-    (0..n)
-        .map(|i| (s[i * (s.len() - 1) / (n - 1)] as f64, 0.0))
+    cdf_points(v, n)
+        .into_iter()
+        .map(|x| (x as f64, 0.0))
         .collect()
 }
 

@@ -143,6 +143,41 @@ pub fn student_t_two_sided_p(t: f64, df: f64) -> f64 {
     }
 }
 
+/// The `q` quantile of `v` by nearest rank (the smallest value with at least `q` of the
+/// values at or below it); `0` for an empty slice. The lab's one quantile helper.
+pub fn nearest_rank(v: &[u64], q: f64) -> u64 {
+    if v.is_empty() {
+        return 0;
+    }
+    let mut s = v.to_vec();
+    s.sort_unstable();
+    let i = ((q * s.len() as f64).ceil() as usize).clamp(1, s.len()) - 1;
+    s[i]
+}
+
+/// The median of values sorted ascending (the mean of the two middle ones for an even
+/// count); `v` must not be empty.
+pub fn median_sorted(v: &[f64]) -> f64 {
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// At most `n` evenly spaced order statistics of `v` (all of it, sorted, when it has no more
+/// than `n` values; else ranks `i * (len - 1) / (n - 1)`, first and last included): the
+/// points of a CDF plot.
+pub fn cdf_points(v: &[u64], n: usize) -> Vec<u64> {
+    let mut s = v.to_vec();
+    s.sort_unstable();
+    if s.len() <= n {
+        return s;
+    }
+    (0..n).map(|i| s[i * (s.len() - 1) / (n - 1)]).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,9 +244,8 @@ mod tests {
     fn incomplete_beta_matches_closed_forms() {
         // statrs takes (a, b, x) and refuses x outside [0, 1] instead of returning NaN.
         use statrs::function::beta::checked_beta_reg;
-        let regularized_incomplete_beta = |x: f64, a: f64, b: f64| {
-            checked_beta_reg(a, b, x).unwrap_or(f64::NAN)
-        };
+        let regularized_incomplete_beta =
+            |x: f64, a: f64, b: f64| checked_beta_reg(a, b, x).unwrap_or(f64::NAN);
         // I_x(1, 1) = x; I_x(a, 1) = x^a; I_x(1, b) = 1 - (1 - x)^b.
         assert!(close(
             regularized_incomplete_beta(0.3, 1.0, 1.0),
@@ -283,5 +317,26 @@ mod tests {
         // the t density numerically (Simpson, 200k steps) gives 0.10448.
         assert!(close(w.p, 0.10448, 1e-4), "p = {}", w.p);
         assert!(!significant_95(&a, &b));
+    }
+
+    #[test]
+    fn quantile_is_nearest_rank() {
+        let v: Vec<u64> = (1..=100).collect();
+        assert_eq!(nearest_rank(&v, 0.99), 99);
+        assert_eq!(nearest_rank(&v, 1.0), 100);
+        assert_eq!(nearest_rank(&[], 0.5), 0);
+    }
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median_sorted(&[1.0, 2.0, 9.0]), 2.0);
+        assert_eq!(median_sorted(&[1.0, 2.0, 4.0, 9.0]), 3.0);
+    }
+
+    #[test]
+    fn cdf_points_keep_the_ends_and_thin_evenly() {
+        assert_eq!(cdf_points(&[3, 1, 2], 5), [1, 2, 3]);
+        let v: Vec<u64> = (0..=100).rev().collect();
+        assert_eq!(cdf_points(&v, 5), [0, 25, 50, 75, 100]);
     }
 }
