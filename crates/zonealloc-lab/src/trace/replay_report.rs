@@ -488,7 +488,7 @@ pub fn summary(result: &ExperimentResult, run: &ReplayRun) -> String {
         }
         rows.push(row);
     }
-    let mut out = crate::report::text_table(&rows, 1, true);
+    let mut out = crate::report::table::plain(&rows, 1, true);
     let p = &run.parser;
     out.push_str(&format!(
         "\nzone: {} pages from pfn {:#x}, {} CPUs, migratetypes {:?}\n\
