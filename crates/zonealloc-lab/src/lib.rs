@@ -12,8 +12,11 @@
 //! - [`machine`]: the machine a run was taken on, named in every report;
 //! - [`rng`]: the one deterministic generator of experiments and workloads.
 //!
-//! Dependencies point one way: `experiments`, `trace` and `bench` use `report` (the result
-//! model and its renderers), never each other's internals through `experiments`.
+//! Dependencies point one way: `experiments`, `trace` and `bench` produce results and use
+//! `report` (the result model, statistics, tables) and `rng`; `trace` and `bench` never use
+//! `experiments` (which uses [`trace::record`] to write its runs as kernel traces).
+//! Judging a run against the seeds' published figures is report work (beside
+//! [`report::compare`]); a new subcommand is a file in the binary's `commands/`.
 
 pub mod bench;
 pub mod experiments;
