@@ -13,6 +13,8 @@ use zonealloc::{
     stats, AllocRequest, MemoryRegion, MigrateType, Node, Order, Pfn, ZoneConfig, ZoneType,
 };
 
+use crate::rng::Mmix;
+
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
 
@@ -54,27 +56,10 @@ pub enum Workload {
     None,
 }
 
-/// Knuth's MMIX linear congruential generator: deterministic, no dependency.
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self) -> u32 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (self.0 >> 33) as u32
-    }
-
-    fn percent(&mut self) -> u32 {
-        self.next() % 100
-    }
-}
-
 /// One request of the mix: mostly small Movable blocks, some Unmovable and Reclaimable ones,
 /// a few huge-page-sized blocks, a few DMA32-limited and atomic requests.
-fn draw_request(rng: &mut Lcg) -> Result<(Order, AllocRequest), String> {
-    let order = match rng.next() % 1000 {
+fn draw_request(rng: &mut Mmix) -> Result<(Order, AllocRequest), String> {
+    let order = match rng.next_u32() % 1000 {
         0..=699 => 0,
         700..=779 => 1,
         780..=839 => 2,
@@ -101,7 +86,7 @@ fn draw_request(rng: &mut Lcg) -> Result<(Order, AllocRequest), String> {
 /// random live block. Allocation failures are part of the workload and are not errors.
 fn churn(
     node: &Node,
-    rng: &mut Lcg,
+    rng: &mut Mmix,
     live: &mut Vec<(Pfn, Order)>,
     steps: u32,
     alloc_percent: u32,
@@ -113,7 +98,7 @@ fn churn(
                 live.push((pfn, order));
             }
         } else {
-            let i = rng.next() as usize % live.len();
+            let i = rng.next_u32() as usize % live.len();
             let (pfn, order) = live.swap_remove(i);
             node.free(pfn, order)
                 .map_err(|e| format!("free of {pfn:?} order {order:?} failed: {e:?}"))?;
@@ -128,7 +113,7 @@ pub fn run(view: View, workload: Workload, seed: u64) -> Result<String, String> 
     let node = Node::from_memory_map(0, E820, ZoneConfig::default())
         .map_err(|e| format!("building the node: {e:?}"))?;
     if workload == Workload::Mixed {
-        let mut rng = Lcg(seed);
+        let mut rng = Mmix::new(seed);
         let mut live = Vec::new();
         churn(&node, &mut rng, &mut live, GROW_STEPS, 60)?;
         churn(&node, &mut rng, &mut live, CHURN_STEPS, 50)?;

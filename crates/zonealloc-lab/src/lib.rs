@@ -1,12 +1,27 @@
-//! The lab's library half: what the `zonealloc` binary and the lab's criterion benches share.
+//! The lab's library: everything the `zonealloc` binary does, reusable by tests, benches and
+//! other commands. The binary (`src/main.rs`, `src/cli.rs`, `src/commands/`) is argument
+//! parsing and dispatch only.
 //!
-//! - [`bench`](mod@bench): `zonealloc bench`, zonealloc against other allocators on the same workloads;
-//!   `benches/peers.rs` runs those workloads under criterion;
+//! - [`experiments`]: the five seed experiments behind one interface, and their registry;
+//! - [`report`]: the result model every producer fills ([`report::ExperimentResult`]),
+//!   statistics, comparisons, tables, markdown, plots and the report folder;
+//! - [`trace`]: kernel `kmem` traces: parse, stats, replay, record, emit, generate;
+//! - [`bench`](mod@bench): `zonealloc bench`, zonealloc against other allocators on the same
+//!   workloads; `benches/peers.rs` runs those workloads under criterion;
+//! - [`inspect`]: the `/proc` views (`buddyinfo`, `zoneinfo`, `pagetypeinfo`) after a workload;
 //! - [`machine`]: the machine a run was taken on, named in every report;
 //! - [`rng`]: the one deterministic generator of experiments and workloads.
 //!
-//! The lab's experiments, reports and trace tools live in the binary (`src/main.rs`).
+//! Dependencies point one way: `experiments`, `trace` and `bench` produce results and use
+//! `report` (the result model, statistics, tables) and `rng`; `trace` and `bench` never use
+//! `experiments` (which uses [`trace::record`] to write its runs as kernel traces).
+//! Judging a run against the seeds' published figures is report work (beside
+//! [`report::compare`]); a new subcommand is a file in the binary's `commands/`.
 
 pub mod bench;
+pub mod experiments;
+pub mod inspect;
 pub mod machine;
+pub mod report;
 pub mod rng;
+pub mod trace;

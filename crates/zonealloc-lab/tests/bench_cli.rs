@@ -2,34 +2,11 @@
 //! for structure and conservation (never for timings). Every peer runs every workload; a
 //! cell whose allocator does not get every block back fails, and so does the command.
 
-use std::process::{Command, Output};
+mod common;
 
 use serde_json::Value;
 
-fn zonealloc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_zonealloc"))
-        .args(args)
-        .output()
-        .expect("the zonealloc binary runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn assert_usage_error(args: &[&str], mention: &str) {
-    let o = zonealloc(args);
-    assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
-    let err = stderr(&o);
-    assert!(err.contains("error"), "{args:?}: {err}");
-    assert!(err.contains(mention), "{args:?}: {mention} not in {err}");
-    assert!(!err.contains("panicked"), "{args:?}: {err}");
-    assert!(stdout(&o).is_empty(), "{args:?}");
-}
+use common::{assert_usage_error, stderr, stdout, zonealloc};
 
 #[test]
 fn bad_bench_flags_are_usage_errors_that_say_what_is_wrong() {

@@ -1,27 +1,9 @@
 //! The `zonealloc` binary end to end: usage errors, the `/proc` views, and a quick lab run
 //! whose report folder and JSON are checked for structure (never for timings).
 
-use std::process::{Command, Output};
+mod common;
 
-fn zonealloc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_zonealloc"))
-        .args(args)
-        .output()
-        .expect("the zonealloc binary runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn assert_no_panic(o: &Output) {
-    let err = stderr(o);
-    assert!(!err.contains("panicked"), "panic: {err}");
-}
+use common::{assert_no_panic, stderr, stdout, zonealloc};
 
 #[test]
 fn bad_flag_exits_non_zero_with_a_message() {

@@ -1,34 +1,9 @@
 //! `zonealloc trace replay` and `zonealloc trace gen` end to end: the real Linux 6.1 sample,
 //! emitted traces read back, synthetic traces replayed, and bad input.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
-const SAMPLE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/data/linux-6.1-ftrace-sample.txt"
-);
-
-fn zonealloc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_zonealloc"))
-        .args(args)
-        .output()
-        .expect("the zonealloc binary runs")
-}
-
-fn ok(o: &Output) -> String {
-    assert!(
-        o.status.success(),
-        "exit {:?}\nstderr: {}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn json(o: &Output) -> serde_json::Value {
-    serde_json::from_str(&ok(o)).expect("valid JSON")
-}
+use common::{json, ok, s, zonealloc, SAMPLE};
 
 /// The replay's per-variant counts from its `--json` document.
 fn counts(v: &serde_json::Value) -> Vec<serde_json::Value> {
@@ -36,10 +11,6 @@ fn counts(v: &serde_json::Value) -> Vec<serde_json::Value> {
         .as_array()
         .expect("counts")
         .clone()
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
 }
 
 #[test]

@@ -1,18 +1,8 @@
 //! `zonealloc trace stats` end to end on the real ftrace sample and on a malformed file.
 
-use std::process::{Command, Output};
+mod common;
 
-const SAMPLE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/data/linux-6.1-ftrace-sample.txt"
-);
-
-fn zonealloc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_zonealloc"))
-        .args(args)
-        .output()
-        .expect("the zonealloc binary runs")
-}
+use common::{zonealloc, SAMPLE};
 
 #[test]
 fn trace_stats_on_the_sample() {

@@ -15,6 +15,7 @@ use super::runner::{OpsPlan, Summary};
 use super::workloads::{Rep, Workload, MIXED_OCCUPANCY_PCT};
 use super::BenchOpts;
 use crate::machine::Machine;
+use crate::report::table::{self, Align};
 
 /// How a cell ended.
 #[derive(Clone, Debug, Serialize)]
@@ -208,14 +209,23 @@ impl BenchReport {
              over threads (it leaves out waiting for a core, and sleeping); ratio = \
              {RATIO_DEFINITION}.\n"
         )?;
-        writeln!(
-            out,
-            "| workload | threads | peer | ops/s | ns/op | CPU ns/op | pages/s | ratio | CPU ratio | note |"
-        )?;
-        writeln!(
-            out,
-            "| :--- | ---: | :--- | ---: | ---: | ---: | ---: | ---: | ---: | :--- |"
-        )?;
+        let header: Vec<String> = [
+            "workload",
+            "threads",
+            "peer",
+            "ops/s",
+            "ns/op",
+            "CPU ns/op",
+            "pages/s",
+            "ratio",
+            "CPU ratio",
+            "note",
+        ]
+        .map(String::from)
+        .to_vec();
+        let (l, r) = (Align::Left, Align::Right);
+        let align = [l, r, l, r, r, r, r, r, r, l];
+        let mut rows = Vec::new();
         for c in &self.cells {
             let mut notes = Vec::new();
             if c.oversubscribed {
@@ -257,15 +267,20 @@ impl BenchReport {
             };
             let ratio = c.ratio.map_or_else(|| "-".into(), fmt_ratio);
             let cpu_ratio = c.cpu_ratio.map_or_else(|| "-".into(), fmt_ratio);
-            writeln!(
-                out,
-                "| {} | {} | {} | {ops_s} | {ns} | {cpu} | {pages} | {ratio} | {cpu_ratio} | {} |",
-                c.workload.name(),
-                c.threads,
-                c.peer.name(),
-                notes.join("; ").replace('|', "\\|")
-            )?;
+            rows.push(vec![
+                c.workload.name().to_owned(),
+                c.threads.to_string(),
+                c.peer.name().to_owned(),
+                ops_s,
+                ns,
+                cpu,
+                pages,
+                ratio,
+                cpu_ratio,
+                notes.join("; "),
+            ]);
         }
+        out.push_str(&table::markdown(&header, &align, &rows));
         self.ratio_matrix(out)?;
         if !self.skipped.is_empty() {
             writeln!(out, "\nNot run: {}.", self.skipped.join("; "))?;
@@ -303,13 +318,11 @@ impl BenchReport {
             "\nRatios to zonealloc: peer ns/op / zonealloc ns/op (wall clock), CPU ns/op ratio \
              in brackets; above 1 zonealloc is faster. `*`: more threads than cores.\n"
         )?;
-        let mut head = String::from("| workload | threads | zonealloc ns/op (CPU) |");
-        let mut rule = String::from("| :--- | ---: | ---: |");
-        for p in &peers {
-            head.push_str(&format!(" {} |", p.name()));
-            rule.push_str(" ---: |");
-        }
-        writeln!(out, "{head}\n{rule}")?;
+        let mut head: Vec<String> = ["workload", "threads", "zonealloc ns/op (CPU)"]
+            .map(String::from)
+            .to_vec();
+        head.extend(peers.iter().map(|p| p.name().to_owned()));
+        let mut lines = Vec::new();
         for &(wl, threads, over) in &rows {
             let cell = |p: Peer| {
                 self.cells
@@ -320,11 +333,11 @@ impl BenchReport {
                 || "-".to_owned(),
                 |s| format!("{} ({})", fmt_ns(s.ns_per_op), fmt_ns(s.cpu_ns_per_op)),
             );
-            let mut line = format!(
-                "| {} | {threads}{} | {base} |",
-                wl.name(),
-                if over { "*" } else { "" }
-            );
+            let mut line = vec![
+                wl.name().to_owned(),
+                format!("{threads}{}", if over { "*" } else { "" }),
+                base,
+            ];
             for &p in &peers {
                 let text = match cell(p) {
                     Some(Cell {
@@ -337,10 +350,12 @@ impl BenchReport {
                     },
                     _ => "-".to_owned(),
                 };
-                line.push_str(&format!(" {text} |"));
+                line.push(text);
             }
-            writeln!(out, "{line}")?;
+            lines.push(line);
         }
+        // Everything right-aligned but the workload.
+        out.push_str(&table::markdown(&head, &[Align::Left], &lines));
         Ok(())
     }
 }

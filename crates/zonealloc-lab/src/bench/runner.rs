@@ -19,6 +19,7 @@ use super::peers::{
     ZoneallocPcp,
 };
 use super::workloads::{Rep, Workload};
+use crate::report::stats::median_sorted;
 
 /// How many ops each thread does per repetition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -131,16 +132,6 @@ pub struct Summary {
     pub failures: u64,
 }
 
-/// The median of sorted values (`v` not empty).
-fn median(v: &[f64]) -> f64 {
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
 /// The median of `reps`, `None` when there are none or none did any op.
 pub fn summarize(reps: &[Rep]) -> Option<Summary> {
     let done: Vec<&Rep> = reps.iter().filter(|r| r.ops > 0 && r.wall_ns > 0).collect();
@@ -162,12 +153,12 @@ pub fn summarize(reps: &[Rep]) -> Option<Summary> {
         .map(|r| r.pages as f64 / r.ops as f64)
         .sum::<f64>()
         / done.len() as f64;
-    let ops_per_s = median(&rates);
+    let ops_per_s = median_sorted(&rates);
     Some(Summary {
         ops_per_s,
         ns_per_op: 1e9 / ops_per_s,
         pages_per_s: ops_per_s * pages_per_op,
-        cpu_ns_per_op: median(&cpu),
+        cpu_ns_per_op: median_sorted(&cpu),
         spread_pct: (rates[rates.len() - 1] - rates[0]) / ops_per_s * 100.0,
         failures: reps.iter().map(|r| r.failures).sum(),
     })

@@ -129,7 +129,7 @@ impl Workload {
             Workload::Mixed => {
                 let target = pool_pages * MIXED_OCCUPANCY_PCT / 100 / threads as u64;
                 on_threads(threads, |i, g| {
-                    let rng = SplitMix(seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+                    let rng = SplitMix::new(seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
                     mixed(src.worker(i), g, ops, target, rng)
                 })
             }
@@ -373,7 +373,7 @@ mod tests {
 
     #[test]
     fn mixed_orders_follow_their_weights() {
-        let mut rng = SplitMix(1);
+        let mut rng = SplitMix::new(1);
         let mut counts = [0u32; 10];
         for _ in 0..100_000 {
             counts[mixed_order(&mut rng) as usize] += 1;

@@ -29,6 +29,8 @@ use super::{
     Experiment, ExperimentResult, LabError, LabOpts, MetricDef, MetricKind, Plot, PlotKind,
     Progress, Sample, Series,
 };
+use crate::report::stats::{cdf_points, nearest_rank};
+use crate::rng::SplitMix;
 
 /// The `drain` experiment (seed 004).
 pub struct DrainExp;
@@ -50,14 +52,6 @@ const M_STALL: &str = "longest stall";
 
 fn err<E: std::fmt::Debug>(what: &'static str) -> impl FnOnce(E) -> LabError {
     move |e| LabError(format!("drain: {what}: {e:?}"))
-}
-
-/// splitmix64, for the busy-loop lengths.
-fn mix(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// Sizes of one run.
@@ -87,10 +81,10 @@ fn never_yields(w: usize, workers: usize) -> bool {
 /// Spins for `d` doing work that does not touch the allocator.
 fn busy(d: Duration) {
     let end = Instant::now() + d;
-    let mut x = 1u64;
+    let mut x = SplitMix::new(1);
     while Instant::now() < end {
         for _ in 0..64 {
-            x = std::hint::black_box(mix(x));
+            std::hint::black_box(x.next_u64());
         }
     }
 }
@@ -114,16 +108,15 @@ fn worker(
     };
     h.idle(|| barrier.wait());
     let stubborn = never_yields(w, plan.workers);
-    let mut rng = seed ^ ((w as u64) << 32);
+    let mut rng = SplitMix::new(seed ^ ((w as u64) << 32));
     let mut pfns: Vec<Pfn> = Vec::with_capacity(BURST);
     let mut ops = 0u64;
     let mut stall = 0u64;
     let mut failure = None;
     while !stop.load(Ordering::Relaxed) {
         if stubborn {
-            rng = mix(rng);
             let (lo, hi) = plan.busy_us;
-            busy(Duration::from_micros(lo + rng % (hi - lo + 1)));
+            busy(Duration::from_micros(lo + rng.below(hi - lo + 1)));
         } else {
             h.poll();
         }
@@ -226,27 +219,12 @@ fn run_once(plan: Plan, mode: DrainMode, seed: u64) -> Result<RunOut, LabError> 
     })
 }
 
-/// The `q` quantile of `v` (nearest rank).
-fn quantile(v: &[u64], q: f64) -> u64 {
-    if v.is_empty() {
-        return 0;
-    }
-    let mut s = v.to_vec();
-    s.sort_unstable();
-    let i = ((q * s.len() as f64).ceil() as usize).clamp(1, s.len()) - 1;
-    s[i]
-}
-
 /// Evenly spaced order statistics of `v`, at most `n`, as CDF points (µs).
 fn thin_us(v: &[u64], n: usize) -> Vec<(f64, f64)> {
-    let mut s = v.to_vec();
-    s.sort_unstable();
-    let pick: Vec<u64> = if s.len() <= n {
-        s
-    } else {
-        (0..n).map(|i| s[i * (s.len() - 1) / (n - 1)]).collect()
-    };
-    pick.into_iter().map(|x| (x as f64 / 1000.0, 0.0)).collect()
+    cdf_points(v, n)
+        .into_iter()
+        .map(|x| (x as f64 / 1000.0, 0.0))
+        .collect()
 }
 
 impl Experiment for DrainExp {
@@ -320,8 +298,8 @@ impl Experiment for DrainExp {
                 };
                 for (m, v) in [
                     (M_AVG, avg),
-                    (M_P50, quantile(d, 0.5) as f64),
-                    (M_P99, quantile(d, 0.99) as f64),
+                    (M_P50, nearest_rank(d, 0.5) as f64),
+                    (M_P99, nearest_rank(d, 0.99) as f64),
                     (M_MAX, d.iter().copied().max().unwrap_or(0) as f64),
                     (M_OPS, out.ops as f64 / out.secs.max(1e-9)),
                     (M_STALL, out.stall_ns as f64),
@@ -437,13 +415,5 @@ mod tests {
             ..LabOpts::quick_test(1)
         })
         .is_err());
-    }
-
-    #[test]
-    fn quantile_is_nearest_rank() {
-        let v: Vec<u64> = (1..=100).collect();
-        assert_eq!(quantile(&v, 0.99), 99);
-        assert_eq!(quantile(&v, 1.0), 100);
-        assert_eq!(quantile(&[], 0.5), 0);
     }
 }

@@ -30,6 +30,7 @@ use super::{
     Experiment, ExperimentResult, LabError, LabOpts, MetricDef, MetricKind, Plot, PlotKind,
     Progress, Sample, Series, SplitMix, Table,
 };
+use crate::report::stats::cdf_points;
 
 /// The `free-high` experiment (seed 000).
 pub struct FreeHighExp;
@@ -67,7 +68,7 @@ struct Carver {
 impl Carver {
     fn new(seed: u64) -> Self {
         Carver {
-            rng: SplitMix(seed),
+            rng: SplitMix::new(seed),
             cur: None,
             pending: None,
             blocks: 0,
@@ -183,7 +184,7 @@ fn run_det(
     let zone = TracedZone::new(&plain, record).map_err(err("--record-traces"))?;
     let lock0 = plain.stats().zone_lock_acquisitions;
     let mut carver = Carver::new(seed);
-    let mut pattern = SplitMix(seed ^ 0x5eed_f00d);
+    let mut pattern = SplitMix::new(seed ^ 0x5eed_f00d);
     let mut queue: VecDeque<Msg> = VecDeque::with_capacity(QUEUE);
     let mut counts: HashMap<u64, u64> = HashMap::new();
     let mut freed_at: HashMap<u64, u64> = HashMap::new();
@@ -309,13 +310,9 @@ fn variant_list() -> Vec<(&'static str, FreeHigh)> {
 
 /// Evenly spaced quantiles of `v` (sorted copy), at most `n` points, for CDF plots.
 fn thin(v: &[u64], n: usize) -> Vec<(f64, f64)> {
-    let mut s = v.to_vec();
-    s.sort_unstable();
-    if s.len() <= n {
-        return s.into_iter().map(|x| (x as f64, 0.0)).collect();
-    }
-    (0..n)
-        .map(|i| (s[i * (s.len() - 1) / (n - 1)] as f64, 0.0))
+    cdf_points(v, n)
+        .into_iter()
+        .map(|x| (x as f64, 0.0))
         .collect()
 }
 

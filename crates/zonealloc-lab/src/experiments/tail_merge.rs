@@ -165,7 +165,7 @@ fn run_once(
     let zone = TracedZone::new(&plain, record).map_err(|e| lab_err("--record-traces", e))?;
     let probe_order = Order::new(PROBE_ORDER).ok_or_else(|| lab_err("order", "9"))?;
 
-    let mut rng = SplitMix(seed ^ 0x7A11_3E26_0003);
+    let mut rng = SplitMix::new(seed ^ 0x7A11_3E26_0003);
     // deaths[t]: blocks that die at tick t; deaths[ticks]: alive at the end of the churn.
     let mut deaths: Vec<Vec<Block>> = (0..=p.ticks).map(|_| Vec::new()).collect();
     let mut occupied: u64 = 0;

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::stats::{self, Direction};
-use crate::experiments::{ExperimentResult, MetricDef, MetricKind};
+use super::{ExperimentResult, MetricDef, MetricKind};
 
 /// The significance test, as the report names it.
 pub const SIGNIFICANCE_TEST: &str =
@@ -174,7 +174,7 @@ pub fn fmt_pct(p: Option<f64>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiments::Sample;
+    use crate::report::Sample;
 
     fn result(samples: &[(&str, f64)], kind: MetricKind) -> ExperimentResult {
         ExperimentResult {

@@ -5,35 +5,8 @@
 use std::fmt::Write as _;
 
 use super::compare::{fmt_pct, fmt_value, MetricComparison, SIGNIFICANCE_TEST};
+use super::table::{self, Align};
 use super::{plot_file_name, ExperimentReport, LabReport};
-
-/// Escapes a table cell (pipes and newlines would break the row).
-fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
-}
-
-fn row(out: &mut String, cells: &[String]) {
-    out.push('|');
-    for c in cells {
-        out.push(' ');
-        out.push_str(&cell(c));
-        out.push_str(" |");
-    }
-    out.push('\n');
-}
-
-fn header(out: &mut String, cells: &[String], first_left: bool) {
-    row(out, cells);
-    out.push('|');
-    for i in 0..cells.len() {
-        out.push_str(if i == 0 && first_left {
-            " :--- |"
-        } else {
-            " ---: |"
-        });
-    }
-    out.push('\n');
-}
 
 /// Renders the whole report. `plot_errors` are `(file stem key, error)` of plots that failed.
 pub fn render(report: &LabReport, plot_errors: &[(String, String)]) -> String {
@@ -142,10 +115,8 @@ fn experiment(
             v.resize(width, String::new());
             v
         };
-        header(out, &pad(&t.header), true);
-        for r in &t.rows {
-            row(out, &pad(r));
-        }
+        let rows: Vec<Vec<String>> = t.rows.iter().map(|r| pad(r)).collect();
+        out.push_str(&table::markdown(&pad(&t.header), &[Align::Left], &rows));
         writeln!(out)?;
     }
     writeln!(out, "### Expected shape\n")?;
@@ -182,7 +153,7 @@ fn comparison_table(out: &mut String, comparisons: &[MetricComparison]) -> std::
             c.variant.clone()
         });
     }
-    header(out, &head, true);
+    let mut rows = Vec::new();
     for m in comparisons {
         let name = format!("{} ({})", m.metric.name, m.metric.unit);
         let mut summary = vec![format!("{} {name}", m.summary_kind.label())];
@@ -201,10 +172,9 @@ fn comparison_table(out: &mut String, comparisons: &[MetricComparison]) -> std::
                 None => "n/a".to_owned(),
             });
         }
-        row(out, &summary);
-        row(out, &sd);
-        row(out, &cv);
+        rows.extend([summary, sd, cv]);
     }
+    out.push_str(&table::markdown(&head, &[Align::Left], &rows));
     writeln!(out)?;
     Ok(())
 }
@@ -212,8 +182,8 @@ fn comparison_table(out: &mut String, comparisons: &[MetricComparison]) -> std::
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiments::{ExperimentResult, MetricDef, MetricKind, Sample, Table};
     use crate::machine::Machine;
+    use crate::report::{ExperimentResult, MetricDef, MetricKind, Sample, Table};
 
     fn report(oversubscribed: bool) -> LabReport {
         let samples = [("off", 10.0), ("off", 10.1), ("on", 5.0), ("on", 5.1)]
@@ -255,7 +225,7 @@ mod tests {
                 kernel: "6.0".into(),
                 os_arch: "linux x86_64".into(),
             },
-            opts: crate::experiments::LabOpts::quick_test(1),
+            opts: crate::report::LabOpts::quick_test(1),
             significance_test: SIGNIFICANCE_TEST.into(),
             experiments: vec![ExperimentReport::new(result, 0.5)],
             failures: vec![],

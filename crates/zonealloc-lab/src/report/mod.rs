@@ -2,20 +2,29 @@
 //! tables, expected shape, configuration, plot links), `results.json` (every raw sample, the
 //! options, the machine and the comparisons) and one SVG per plot.
 //!
-//! The pieces: [`stats`] (means, spread, Welch's t-test), [`compare`] (per metric and variant
-//! summaries against the baseline), [`markdown`] (the text), [`plot`] (plotters SVG).
+//! The pieces: the result model every producer fills ([`ExperimentResult`], [`Sample`],
+//! [`Plot`], [`LabOpts`]), [`stats`] (means, spread, Welch's t-test), [`compare`] (per metric
+//! and variant summaries against the baseline), [`markdown`] (the text), [`table`] (plain and
+//! markdown tables), [`plot`] (plotters SVG). `experiments`, `trace` and `bench` depend on this
+//! module, never on each other.
 
 pub mod compare;
 pub mod markdown;
 pub mod plot;
+mod result;
 pub mod stats;
+pub mod table;
+
+pub use result::{
+    file_slug, ExperimentResult, LabOpts, MetricDef, MetricKind, Plot, PlotKind, Sample, Series,
+    Table,
+};
 
 use std::fs;
 use std::path::Path;
 
 use serde::Serialize;
 
-use crate::experiments::{ExperimentResult, LabOpts};
 use crate::machine::Machine;
 use compare::MetricComparison;
 
@@ -122,45 +131,6 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), String> {
     fs::write(path, bytes).map_err(|e| format!("writing {}: {e}", path.display()))
 }
 
-/// Rows of cells as text columns two spaces apart, each as wide as its widest cell. Columns
-/// from `right_from` on are right-aligned (numbers); with `rule`, a line of dashes goes under
-/// the first row (the header).
-pub fn text_table<R: AsRef<[String]>>(rows: &[R], right_from: usize, rule: bool) -> String {
-    let cols = rows.iter().map(|r| r.as_ref().len()).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..cols)
-        .map(|i| {
-            rows.iter()
-                .map(|r| r.as_ref().get(i).map_or(0, |c| c.chars().count()))
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    for (k, r) in rows.iter().enumerate() {
-        let cells: Vec<String> = r
-            .as_ref()
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(i, (c, &w))| {
-                if i >= right_from {
-                    format!("{c:>w$}")
-                } else {
-                    format!("{c:<w$}")
-                }
-            })
-            .collect();
-        out.push_str(cells.join("  ").trim_end());
-        out.push('\n');
-        if rule && k == 0 {
-            let dashes: Vec<String> = widths.iter().map(|&w| "-".repeat(w)).collect();
-            out.push_str(&dashes.join("  "));
-            out.push('\n');
-        }
-    }
-    out
-}
-
 /// The short closing summary for stdout: one row per metric and non-baseline variant.
 pub fn summary_table(report: &LabReport) -> String {
     let mut rows = vec![[
@@ -193,7 +163,7 @@ pub fn summary_table(report: &LabReport) -> String {
     if rows.len() == 1 {
         return "no results\n".to_owned();
     }
-    let mut out = text_table(&rows, usize::MAX, false);
+    let mut out = table::plain(&rows, usize::MAX, false);
     out.push_str("change: positive = improvement; * = significant (Welch's t-test, 95%)\n");
     out
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use crate::experiments::{Plot, PlotKind, Series};
+use super::{Plot, PlotKind, Series};
 
 /// Image size in pixels.
 const SIZE: (u32, u32) = (900, 560);

@@ -4,10 +4,11 @@
 //! spread is the sample standard deviation (n - 1) and the coefficient of variation
 //! (stddev / mean, in percent). Significance is Welch's unequal-variance t-test: the t
 //! statistic, the Welch–Satterthwaite degrees of freedom, and the two-sided p-value of
-//! Student's t distribution through the regularized incomplete beta function
-//! `p = I_{df / (df + t^2)}(df / 2, 1 / 2)`.
+//! Student's t distribution (`statrs`), `p = I_{df / (df + t^2)}(df / 2, 1 / 2)`.
 //!
 //! Everything here is total: empty or degenerate input gives `None` or NaN, never a panic.
+
+use statrs::distribution::{ContinuousCDF as _, StudentsT};
 
 /// The arithmetic mean, or `None` for an empty slice.
 pub fn mean(xs: &[f64]) -> Option<f64> {
@@ -128,7 +129,7 @@ pub fn significant_95(a: &[f64], b: &[f64]) -> bool {
 }
 
 /// The two-sided p-value of Student's t distribution with `df` degrees of freedom:
-/// `P(|T| >= |t|) = I_{df / (df + t^2)}(df / 2, 1 / 2)`.
+/// `P(|T| >= |t|) = 2 * sf(|t|) = I_{df / (df + t^2)}(df / 2, 1 / 2)`, from `statrs`.
 pub fn student_t_two_sided_p(t: f64, df: f64) -> f64 {
     if t.is_nan() || df.is_nan() || df <= 0.0 {
         return f64::NAN;
@@ -136,100 +137,45 @@ pub fn student_t_two_sided_p(t: f64, df: f64) -> f64 {
     if t.is_infinite() {
         return 0.0;
     }
-    let x = df / (df + t * t);
-    regularized_incomplete_beta(x, df / 2.0, 0.5).clamp(0.0, 1.0)
+    match StudentsT::new(0.0, 1.0, df) {
+        Ok(dist) => (2.0 * dist.sf(t.abs())).clamp(0.0, 1.0),
+        Err(_) => f64::NAN,
+    }
 }
 
-/// `ln Γ(x)` for `x > 0` (Lanczos approximation, g = 7, nine coefficients; relative error
-/// around 1e-15).
-pub fn ln_gamma(x: f64) -> f64 {
-    const G: f64 = 7.0;
-    const C: [f64; 9] = [
-        0.999_999_999_999_809_9,
-        676.520_368_121_885_1,
-        -1_259.139_216_722_402_8,
-        771.323_428_777_653_1,
-        -176.615_029_162_140_6,
-        12.507_343_278_686_905,
-        -0.138_571_095_265_720_12,
-        9.984_369_578_019_572e-6,
-        1.505_632_735_149_311_6e-7,
-    ];
-    if x < 0.5 {
-        // Reflection: Γ(x) Γ(1 - x) = π / sin(πx).
-        let pi = std::f64::consts::PI;
-        return (pi / (pi * x).sin()).ln() - ln_gamma(1.0 - x);
+/// The `q` quantile of `v` by nearest rank (the smallest value with at least `q` of the
+/// values at or below it); `0` for an empty slice. The lab's one quantile helper.
+pub fn nearest_rank(v: &[u64], q: f64) -> u64 {
+    if v.is_empty() {
+        return 0;
     }
-    let x = x - 1.0;
-    let mut a = C[0];
-    let t = x + G + 0.5;
-    for (i, c) in C.iter().enumerate().skip(1) {
-        a += c / (x + i as f64);
-    }
-    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + a.ln()
+    let mut s = v.to_vec();
+    s.sort_unstable();
+    let i = ((q * s.len() as f64).ceil() as usize).clamp(1, s.len()) - 1;
+    s[i]
 }
 
-/// The regularized incomplete beta function `I_x(a, b)` for `a, b > 0`, `0 <= x <= 1`, by its
-/// continued fraction (modified Lentz), using the symmetry `I_x(a, b) = 1 - I_{1-x}(b, a)` where
-/// the fraction converges slowly. NaN outside the domain.
-pub fn regularized_incomplete_beta(x: f64, a: f64, b: f64) -> f64 {
-    if x.is_nan() || !(0.0..=1.0).contains(&x) || a <= 0.0 || b <= 0.0 {
-        return f64::NAN;
-    }
-    if x == 0.0 || x == 1.0 {
-        return x;
-    }
-    let ln_front = ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln();
-    if x < (a + 1.0) / (a + b + 2.0) {
-        ln_front.exp() * beta_continued_fraction(x, a, b) / a
+/// The median of values sorted ascending (the mean of the two middle ones for an even
+/// count); `v` must not be empty.
+pub fn median_sorted(v: &[f64]) -> f64 {
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
     } else {
-        1.0 - ln_front.exp() * beta_continued_fraction(1.0 - x, b, a) / b
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
 }
 
-/// The continued fraction of the incomplete beta function (Numerical Recipes' `betacf`).
-fn beta_continued_fraction(x: f64, a: f64, b: f64) -> f64 {
-    const TINY: f64 = 1e-300;
-    const EPS: f64 = 1e-15;
-    let (qab, qap, qam) = (a + b, a + 1.0, a - 1.0);
-    let mut c = 1.0;
-    let mut d = 1.0 - qab * x / qap;
-    if d.abs() < TINY {
-        d = TINY;
+/// At most `n` evenly spaced order statistics of `v` (all of it, sorted, when it has no more
+/// than `n` values; else ranks `i * (len - 1) / (n - 1)`, first and last included): the
+/// points of a CDF plot.
+pub fn cdf_points(v: &[u64], n: usize) -> Vec<u64> {
+    let mut s = v.to_vec();
+    s.sort_unstable();
+    if s.len() <= n {
+        return s;
     }
-    d = 1.0 / d;
-    let mut h = d;
-    for m in 1..=300 {
-        let m = f64::from(m);
-        let m2 = 2.0 * m;
-        let aa = m * (b - m) * x / ((qam + m2) * (a + m2));
-        d = 1.0 + aa * d;
-        if d.abs() < TINY {
-            d = TINY;
-        }
-        c = 1.0 + aa / c;
-        if c.abs() < TINY {
-            c = TINY;
-        }
-        d = 1.0 / d;
-        h *= d * c;
-        let aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
-        d = 1.0 + aa * d;
-        if d.abs() < TINY {
-            d = TINY;
-        }
-        c = 1.0 + aa / c;
-        if c.abs() < TINY {
-            c = TINY;
-        }
-        d = 1.0 / d;
-        let del = d * c;
-        h *= del;
-        if (del - 1.0).abs() < EPS {
-            break;
-        }
-    }
-    h
+    (0..n).map(|i| s[i * (s.len() - 1) / (n - 1)]).collect()
 }
 
 #[cfg(test)]
@@ -284,6 +230,7 @@ mod tests {
 
     #[test]
     fn ln_gamma_matches_factorials_and_sqrt_pi() {
+        use statrs::function::gamma::ln_gamma;
         assert!(close(ln_gamma(1.0), 0.0, 1e-13));
         assert!(close(ln_gamma(5.0), 24.0f64.ln(), 1e-12));
         assert!(close(
@@ -295,6 +242,10 @@ mod tests {
 
     #[test]
     fn incomplete_beta_matches_closed_forms() {
+        // statrs takes (a, b, x) and refuses x outside [0, 1] instead of returning NaN.
+        use statrs::function::beta::checked_beta_reg;
+        let regularized_incomplete_beta =
+            |x: f64, a: f64, b: f64| checked_beta_reg(a, b, x).unwrap_or(f64::NAN);
         // I_x(1, 1) = x; I_x(a, 1) = x^a; I_x(1, b) = 1 - (1 - x)^b.
         assert!(close(
             regularized_incomplete_beta(0.3, 1.0, 1.0),
@@ -366,5 +317,26 @@ mod tests {
         // the t density numerically (Simpson, 200k steps) gives 0.10448.
         assert!(close(w.p, 0.10448, 1e-4), "p = {}", w.p);
         assert!(!significant_95(&a, &b));
+    }
+
+    #[test]
+    fn quantile_is_nearest_rank() {
+        let v: Vec<u64> = (1..=100).collect();
+        assert_eq!(nearest_rank(&v, 0.99), 99);
+        assert_eq!(nearest_rank(&v, 1.0), 100);
+        assert_eq!(nearest_rank(&[], 0.5), 0);
+    }
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median_sorted(&[1.0, 2.0, 9.0]), 2.0);
+        assert_eq!(median_sorted(&[1.0, 2.0, 4.0, 9.0]), 3.0);
+    }
+
+    #[test]
+    fn cdf_points_keep_the_ends_and_thin_evenly() {
+        assert_eq!(cdf_points(&[3, 1, 2], 5), [1, 2, 3]);
+        let v: Vec<u64> = (0..=100).rev().collect();
+        assert_eq!(cdf_points(&v, 5), [0, 25, 50, 75, 100]);
     }
 }

@@ -21,7 +21,7 @@ use clap::ValueEnum;
 use zonealloc::{AllocRequest, MigrateType, Order, Pfn, Zone};
 
 use super::record::Recorder;
-use crate::experiments::SplitMix;
+use crate::rng::SplitMix;
 
 /// The workload a synthetic trace records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -60,7 +60,7 @@ pub fn run<W: Write>(
     rec: &mut Recorder<'_, W>,
     p: GenParams,
 ) -> Result<(), String> {
-    let mut rng = SplitMix(p.seed);
+    let mut rng = SplitMix::new(p.seed);
     let cpus = p.cpus.max(1);
     let managed = zone.managed_pages();
     let mut ops = 0u64;

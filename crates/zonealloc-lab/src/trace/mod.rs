@@ -1,6 +1,16 @@
-//! Kernel `kmem` page-allocator traces: a streaming text parser ([`parse`]) and the
-//! `zonealloc trace stats` summary ([`stats`]), reading gzip and zstd ([`zstd`]) input, with either
-//! migratetype numbering ([`migratetype`]).
+//! Kernel `kmem` page-allocator traces.
+//!
+//! - Reading: [`parse`] (the streaming text parser: ftrace, perf script, trace-cmd report),
+//!   over gzip and zstd input ([`zstd`]), with either migratetype numbering ([`migratetype`]);
+//!   [`stats`] is `zonealloc trace stats`.
+//! - Replaying: [`variant`] (the policy sets), [`replay`] (one pass of a trace through a
+//!   zone per variant, on a [`replay::Geometry`]), [`replay_report`] (the options, the
+//!   geometry chosen from the trace or the flags, and the result handed to
+//!   [`crate::report`]). Another way to set a replay's zone up (from a `/proc` snapshot, a
+//!   kernel-version preset) is a new module here that yields a [`replay::Geometry`] and
+//!   zone configuration for [`replay_report::ReplayOptions`].
+//! - Writing: [`record`] (a zone's own events as ftrace text), [`emit`] (the line format),
+//!   [`gen`] (synthetic traces of the lab's workloads).
 
 pub mod emit;
 pub mod gen;

@@ -14,7 +14,7 @@ use super::parse::{self, Parser};
 use super::replay::{Geometry, Replayer, FRAG_ORDERS};
 use super::stats::TraceStats;
 use super::variant::Variant;
-use crate::experiments::{
+use crate::report::{
     ExperimentResult, MetricDef, MetricKind, Plot, PlotKind, Sample, Series, Table,
 };
 
@@ -65,7 +65,7 @@ pub fn emit_path(path: &Path, name: &str, n: usize) -> PathBuf {
     if n == 1 {
         return path.to_owned();
     }
-    let slug = crate::experiments::file_slug(name);
+    let slug = crate::report::file_slug(name);
     let stem = path
         .file_stem()
         .map_or_else(Default::default, |s| s.to_string_lossy());
@@ -488,7 +488,7 @@ pub fn summary(result: &ExperimentResult, run: &ReplayRun) -> String {
         }
         rows.push(row);
     }
-    let mut out = crate::report::text_table(&rows, 1, true);
+    let mut out = crate::report::table::plain(&rows, 1, true);
     let p = &run.parser;
     out.push_str(&format!(
         "\nzone: {} pages from pfn {:#x}, {} CPUs, migratetypes {:?}\n\

@@ -1,0 +1,275 @@
+//! The command line: every flag of `zonealloc`, as clap definitions. No work happens here;
+//! [`commands`](crate::commands) runs what was parsed.
+
+use std::path::PathBuf;
+
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+
+use zonealloc_lab::bench::{peers::Peer, workloads::Workload};
+use zonealloc_lab::experiments::{self, Experiment};
+use zonealloc_lab::{inspect, trace};
+
+/// Parses the process's arguments (exiting with clap's message and status 2 on a bad flag).
+///
+/// `zonealloc lab --help` lists the registered experiments, which only exist at run time.
+pub fn parse() -> Cli {
+    let listing = format!("Experiments:\n{}", known_names(&experiments::all()));
+    let matches = Cli::command()
+        .mut_subcommand("lab", |c| c.after_help(listing))
+        .get_matches();
+    match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    }
+}
+
+/// The registered experiments' names, for error messages and `--list`.
+pub fn known_names(all: &[&'static dyn Experiment]) -> String {
+    if all.is_empty() {
+        return "(none registered)".to_owned();
+    }
+    all.iter()
+        .map(|e| format!("  {:<14} {}", e.name(), e.about()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The page-frame allocator lab.
+#[derive(Debug, Parser)]
+#[command(name = "zonealloc", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the experiments (all, or the one named) and write a report folder.
+    Lab(LabArgs),
+    /// Print /proc/buddyinfo after a workload.
+    Buddyinfo(InspectArgs),
+    /// Print /proc/zoneinfo (free pages, watermarks, pagesets) after a workload.
+    Zoneinfo(InspectArgs),
+    /// Print /proc/pagetypeinfo after a workload.
+    Pagetypeinfo(InspectArgs),
+    /// Time the same workloads on zonealloc and on other allocators; print a table of ops/s,
+    /// ns/op and each peer's ratio to zonealloc.
+    Bench(BenchArgs),
+    /// Read kernel kmem page-allocator traces (ftrace, perf script, trace-cmd report).
+    #[command(subcommand)]
+    Trace(TraceCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TraceCommand {
+    /// Summarise what a trace says: events, orders, CPUs, reused frames, refills, drains.
+    Stats(TraceStatsArgs),
+    /// Replay a trace against one or more policy variants and write a report folder.
+    Replay(TraceReplayArgs),
+    /// Write a synthetic trace of one of the lab's workloads.
+    Gen(TraceGenArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TraceReplayArgs {
+    /// The trace file (plain text, gzip or zstd).
+    pub file: PathBuf,
+    /// A policy set: `upstream`, or comma-separated knob=value items on top of it
+    /// (tail_merge=on|off, batch_scale_max=0..=6, free_high=off|original|current, pcp=on|off,
+    /// batch=N, high_min=N, high_max=N, high_fraction=N, mobility=on|off). Repeat the flag to
+    /// compare several in one run; the first is the baseline.
+    #[arg(long = "variant", value_name = "SPEC", default_value = "upstream")]
+    pub variants: Vec<String>,
+    /// Zone size in pages (default: the trace's pfn span, aligned to MAX_PAGE_ORDER blocks).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..(1u64 << 32)))]
+    pub zone_pages: Option<u64>,
+    /// First pfn of the zone (default: the trace's lowest pfn, aligned down).
+    #[arg(long, value_parser = parse_pfn_arg)]
+    pub zone_start: Option<u64>,
+    /// CPUs (default: the highest CPU in the trace plus one); trace CPU c replays on c % N.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub cpus: Option<u32>,
+    /// Switch the per-CPU lists off in every variant (buddy only).
+    #[arg(long)]
+    pub no_pcp: bool,
+    /// The trace's migratetype numbering (inferred from gfp_flags when not given).
+    #[arg(long, value_enum, value_name = "NUMBERING")]
+    pub migratetypes: Option<trace::migratetype::Numbering>,
+    /// Fragmentation samples taken over the trace.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub samples: u64,
+    /// Write the replayed run's own events in ftrace format to FILE (with several variants,
+    /// FILE.<variant>.<ext> each).
+    #[arg(long, value_name = "FILE")]
+    pub emit: Option<PathBuf>,
+    /// The report folder.
+    #[arg(long, default_value = "replay-report")]
+    pub out: PathBuf,
+    /// Print the results as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Fail (exit 1) before replaying if any line is malformed.
+    #[arg(long)]
+    pub strict: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TraceGenArgs {
+    /// The workload.
+    #[arg(long, value_enum, default_value_t = trace::gen::GenWorkload::Mixed)]
+    pub workload: trace::gen::GenWorkload,
+    /// Where to write the trace (`-`: stdout; a name ending in .gz is gzip-compressed).
+    #[arg(short, long, default_value = "-")]
+    pub output: PathBuf,
+    /// Operations (allocations plus frees), roughly.
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    pub ops: u64,
+    /// CPUs.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub cpus: u32,
+    /// Zone size in pages.
+    #[arg(long, default_value_t = 1 << 16, value_parser = clap::value_parser!(u64).range(1..(1u64 << 32)))]
+    pub zone_pages: u64,
+    /// First pfn of the zone.
+    #[arg(long, default_value = "0", value_parser = parse_pfn_arg)]
+    pub zone_start: u64,
+    /// The policy set of the recorded zone (as for `trace replay --variant`).
+    #[arg(long, default_value = "upstream")]
+    pub variant: String,
+    /// Seed of the workload's choices.
+    #[arg(long, default_value_t = 0x5eed)]
+    pub seed: u64,
+}
+
+/// A pfn flag: decimal, or hex with `0x`.
+fn parse_pfn_arg(s: &str) -> Result<u64, String> {
+    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(h, 16),
+        None => s.parse(),
+    };
+    r.map_err(|_| format!("'{s}' is not a frame number (decimal, or hex with 0x)"))
+}
+
+#[derive(Debug, Args)]
+pub struct TraceStatsArgs {
+    /// The trace file (plain text, gzip or zstd).
+    pub file: PathBuf,
+    /// The trace's migratetype numbering: `legacy` for kernels before 4.4 (Movable and
+    /// Reclaimable swapped). Inferred from the allocations' gfp_flags when not given.
+    #[arg(long, value_enum, value_name = "NUMBERING")]
+    pub migratetypes: Option<trace::migratetype::Numbering>,
+    /// Fail (exit 1) if any line is malformed.
+    #[arg(long)]
+    pub strict: bool,
+    /// Print the summary as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LabArgs {
+    /// The experiment to run (default: all, in order). `zonealloc lab --list` names them.
+    pub experiment: Option<String>,
+    /// List the registered experiments and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// The report folder.
+    #[arg(long, default_value = "lab-report")]
+    pub out: PathBuf,
+    /// Print the results as JSON on stdout (and nothing else there).
+    #[arg(long)]
+    pub json: bool,
+    /// Tiny sizes (about a second per experiment), for tests and smoke runs.
+    #[arg(long)]
+    pub quick: bool,
+    /// Seed of every pseudo-random choice.
+    #[arg(long, default_value_t = 0x5eed)]
+    pub seed: u64,
+    /// Worker threads (default: each experiment's own).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub threads: Option<u64>,
+    /// Repetitions of each measurement (default: each experiment's own).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub iterations: Option<u64>,
+    /// Zone size in pages (default: each experiment's own).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=(1u64 << 40)))]
+    pub zone_pages: Option<u64>,
+    /// Run only these variants (comma-separated names as the report prints them); the
+    /// baseline always runs too, since every comparison is against it.
+    #[arg(long, value_delimiter = ',')]
+    pub variants: Option<Vec<String>>,
+    /// Also write the deterministic experiments' runs (free-high's interleaved mode and
+    /// tail-merge; the first iteration of each variant) as kernel traces into DIR, readable
+    /// by `zonealloc trace stats|replay` and the usual trace tools.
+    #[arg(long, value_name = "DIR")]
+    pub record_traces: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Workloads to run (repeat the flag or separate with commas; default: all).
+    #[arg(
+        long = "workload",
+        value_enum,
+        value_delimiter = ',',
+        value_name = "WORKLOAD"
+    )]
+    pub workloads: Vec<Workload>,
+    /// Allocators to compare (default: all in this build). zonealloc always runs: every
+    /// ratio is against it.
+    #[arg(long = "peer", value_enum, value_delimiter = ',', value_name = "PEER")]
+    pub peers: Vec<Peer>,
+    /// Thread counts for the multi-threaded workloads, e.g. `1,2,4` (default: 1, the
+    /// machine's cores and twice that; rows with more threads than cores are flagged).
+    #[arg(long, value_delimiter = ',', value_name = "N,...",
+          value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub threads: Vec<u64>,
+    /// Length of each timed repetition in milliseconds, ops sized by the warm-up (default
+    /// 100; with --quick, a fixed 128 ops instead).
+    #[arg(long, value_name = "MS", conflicts_with = "ops",
+          value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    pub duration_ms: Option<u64>,
+    /// Ops per thread in each timed repetition, instead of a duration.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=(1u64 << 32)))]
+    pub ops: Option<u64>,
+    /// Timed repetitions per row; the table shows their median (default 5; 1 with --quick).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub repetitions: Option<u64>,
+    /// Pages each frame allocator manages, a power of two from 1024 to 2^20 (default 65536,
+    /// 256 MiB; 4096 with --quick). `mixed` keeps 80% of it allocated, also on the memory
+    /// allocators, where `mmap` really faults that much in.
+    #[arg(long, value_name = "PAGES", value_parser = parse_pool_pages)]
+    pub pool_pages: Option<u64>,
+    /// Write the JSON document (every repetition, the machine, the options): to FILE, or
+    /// without FILE to stdout instead of the table.
+    #[arg(long, value_name = "FILE", num_args = 0..=1)]
+    pub json: Option<Option<PathBuf>>,
+    /// Tiny sizes (about a second for everything), for tests and smoke runs; not for quoting.
+    #[arg(long)]
+    pub quick: bool,
+    /// Seed of the workloads' random choices.
+    #[arg(long, default_value_t = 0x5eed)]
+    pub seed: u64,
+}
+
+/// `--pool-pages`: a power of two in `1024..=2^20`.
+fn parse_pool_pages(s: &str) -> Result<u64, String> {
+    let n: u64 = s.parse().map_err(|e| format!("{e}"))?;
+    if !(1024..=1 << 20).contains(&n) || !n.is_power_of_two() {
+        return Err(format!(
+            "{n} is not a power of two from 1024 to 1048576 (the frame allocators need whole \
+             max-order blocks)"
+        ));
+    }
+    Ok(n)
+}
+
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// The workload run before printing.
+    #[arg(long, value_enum, default_value_t = inspect::Workload::Mixed)]
+    pub workload: inspect::Workload,
+    /// Seed of the workload's pseudo-random choices.
+    #[arg(long, default_value_t = 0x5eed_2024)]
+    pub seed: u64,
+}

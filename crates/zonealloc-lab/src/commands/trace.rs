@@ -1,0 +1,188 @@
+//! `zonealloc trace stats|replay|gen`: kernel `kmem` page-allocator traces.
+//!
+//! The work lives in [`zonealloc_lab::trace`]; a new way to set a replay up (another source
+//! of the zone's geometry, a kernel-version preset) is a flag in [`crate::cli`] and a field
+//! of [`rr::ReplayOptions`], resolved here.
+
+use std::io::{IsTerminal, Write as _};
+
+use zonealloc_lab::machine;
+use zonealloc_lab::report::{self, ExperimentReport, LabOpts, LabReport};
+use zonealloc_lab::trace::{self, replay_report as rr, variant::Variant};
+
+use super::{command_line, emit, progress_bar, Exit};
+use crate::cli::{TraceGenArgs, TraceReplayArgs, TraceStatsArgs};
+
+/// `trace replay`: replays a trace under each `--variant`, writes the report folder and
+/// prints the summary (or JSON).
+pub fn replay(args: &TraceReplayArgs) -> Result<(), Exit> {
+    let mut variants: Vec<Variant> = Vec::new();
+    for spec in &args.variants {
+        let v = Variant::parse(spec).map_err(|e| Exit::Usage(format!("--variant: {e}")))?;
+        if variants.iter().any(|w| w.name == v.name) {
+            return Err(Exit::Usage(format!("--variant '{}' given twice", v.name)));
+        }
+        variants.push(v);
+    }
+    let opts = rr::ReplayOptions {
+        variants,
+        zone_start: args.zone_start,
+        zone_pages: args.zone_pages,
+        cpus: args.cpus,
+        no_pcp: args.no_pcp,
+        numbering: args.migratetypes,
+        samples: args.samples,
+        emit: args.emit.clone(),
+        strict: args.strict,
+    };
+    let bar = progress_bar(!args.json && std::io::stderr().is_terminal(), "replay");
+    let progress = |done: u64, total: u64| {
+        bar.set_length(total);
+        bar.set_position(done.min(total));
+    };
+    let started = std::time::Instant::now();
+    let run = match rr::run(&args.file, &opts, &progress) {
+        Ok(r) => r,
+        Err(e) => {
+            bar.abandon();
+            return Err(Exit::Failure(e.to_string()));
+        }
+    };
+    bar.finish_and_clear();
+    let p = &run.stats.parser;
+    if p.malformed > 0 {
+        eprintln!(
+            "warning: {}: {}",
+            args.file.display(),
+            p.malformed_summary()
+        );
+    }
+    let result = rr::to_result(&run, &args.file, &opts);
+    let summary = rr::summary(&result, &run);
+    let report = LabReport {
+        tool: format!("{} {}", env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
+        command: command_line(),
+        machine: machine::Machine::detect(),
+        opts: LabOpts {
+            quick: false,
+            seed: 0,
+            threads: Some(1),
+            iterations: Some(1),
+            zone_pages: Some(run.geo.zone_pages),
+            variants: Some(args.variants.clone()),
+            record_traces: None,
+        },
+        significance_test: report::compare::SIGNIFICANCE_TEST.to_owned(),
+        experiments: vec![ExperimentReport::new(
+            result,
+            started.elapsed().as_secs_f64(),
+        )],
+        failures: Vec::new(),
+    };
+    let mut ok = true;
+    match report::write(&args.out, &report) {
+        Ok(warnings) => warnings.iter().for_each(|w| eprintln!("warning: {w}")),
+        Err(e) => {
+            eprintln!("error: writing the report: {e}");
+            ok = false;
+        }
+    }
+    for e in &run.emitted {
+        eprintln!("emitted: {}", e.display());
+    }
+    let text = if args.json {
+        let s = serde_json::to_string_pretty(&report).map_err(|e| Exit::Failure(e.to_string()))?;
+        format!("{s}\n")
+    } else {
+        format!("{summary}report: {}\n", args.out.display())
+    };
+    emit(&text)?;
+    if ok {
+        Ok(())
+    } else {
+        Err(Exit::Reported)
+    }
+}
+
+/// `trace gen`: records one of the lab's workloads on a fresh zone as an ftrace text trace.
+pub fn gen(args: &TraceGenArgs) -> Result<(), Exit> {
+    let variant =
+        Variant::parse(&args.variant).map_err(|e| Exit::Usage(format!("--variant: {e}")))?;
+    let cfg = variant.cfg.with_cpus(args.cpus);
+    let (start, end) = (
+        args.zone_start,
+        args.zone_start.saturating_add(args.zone_pages),
+    );
+    let zone = zonealloc::Zone::new(
+        zonealloc::ZoneType::Normal,
+        zonealloc::Pfn(start),
+        zonealloc::Pfn(end),
+        cfg,
+    )
+    .and_then(|z| {
+        z.add_free_range(zonealloc::Pfn(start), zonealloc::Pfn(end))
+            .map(|_| z)
+            .map_err(zonealloc::ConfigError::Range)
+    })
+    .map_err(|e| Exit::Usage(format!("the zone: {e}")))?;
+    let to_stdout = args.output.as_os_str() == "-";
+    let out: Box<dyn std::io::Write> = if to_stdout {
+        Box::new(std::io::BufWriter::new(std::io::stdout().lock()))
+    } else {
+        let f = std::fs::File::create(&args.output)
+            .map_err(|e| Exit::Failure(format!("{}: {e}", args.output.display())))?;
+        let f = std::io::BufWriter::with_capacity(1 << 16, f);
+        if args.output.extension().is_some_and(|e| e == "gz") {
+            Box::new(flate2::write::GzEncoder::new(
+                f,
+                flate2::Compression::default(),
+            ))
+        } else {
+            Box::new(f)
+        }
+    };
+    let params = trace::gen::GenParams {
+        ops: args.ops,
+        cpus: args.cpus,
+        seed: args.seed,
+    };
+    let mut rec = trace::record::Recorder::new(&zone, out, 1_000)
+        .map_err(|e| Exit::Failure(format!("writing the trace: {e}")))?;
+    trace::gen::run(args.workload, &zone, &mut rec, params)
+        .map_err(|e| Exit::Failure(e.to_string()))?;
+    let n = rec.events();
+    match rec.finish().and_then(|mut w| w.flush()) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+        Err(e) => return Err(Exit::Failure(format!("writing the trace: {e}"))),
+    }
+    zone.check()
+        .map_err(|e| Exit::Failure(format!("allocator invariant violated: {e}")))?;
+    if !to_stdout {
+        eprintln!("wrote {n} events to {}", args.output.display());
+    }
+    Ok(())
+}
+
+/// `trace stats`: what a trace says, as text or JSON.
+pub fn stats(args: &TraceStatsArgs) -> Result<(), Exit> {
+    let mut stats = trace::parse::open(&args.file)
+        .and_then(trace::stats::TraceStats::read)
+        .map_err(|e| Exit::Failure(format!("reading {}: {e}", args.file.display())))?;
+    stats.given_numbering = args.migratetypes;
+    let p = &stats.parser;
+    if args.strict && p.malformed > 0 {
+        return Err(Exit::Failure(format!(
+            "{}: {}",
+            args.file.display(),
+            p.malformed_summary()
+        )));
+    }
+    if args.json {
+        let s = serde_json::to_string_pretty(&stats.to_json())
+            .map_err(|e| Exit::Failure(e.to_string()))?;
+        emit(&format!("{s}\n"))
+    } else {
+        emit(&stats.render())
+    }
+}

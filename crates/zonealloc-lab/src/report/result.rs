@@ -1,0 +1,175 @@
+//! The result model: what an experiment, a trace replay or any other producer hands to the
+//! report (samples per variant and metric, extra tables, plots, configuration), and the
+//! options a lab run was given.
+//!
+//! It lives in `report` so that every producer (`experiments`, `trace`, `bench`) depends on
+//! the report and none on another producer. Producers fill these types; [`compare`](super::compare)
+//! summarises the samples, [`markdown`](super::markdown) and [`plot`](super::plot) render them.
+
+use serde::Serialize;
+
+/// How an experiment is sized and seeded (the `zonealloc lab` flags).
+#[derive(Clone, Debug, Serialize)]
+pub struct LabOpts {
+    /// Tiny sizes for tests: every experiment must finish in about a second.
+    pub quick: bool,
+    /// Seed of every pseudo-random choice (experiments are deterministic given it, except
+    /// for timings and real-thread interleavings).
+    pub seed: u64,
+    /// Worker threads (None: the experiment's default).
+    pub threads: Option<usize>,
+    /// Repetitions of each measurement (None: the experiment's default).
+    pub iterations: Option<usize>,
+    /// Zone size in pages (None: the experiment's default).
+    pub zone_pages: Option<u64>,
+    /// Variants to run besides the baseline (None: all).
+    pub variants: Option<Vec<String>>,
+    /// Write the first iteration of each variant of the deterministic experiments as a
+    /// kernel trace into this folder (`<experiment>-<variant>.txt`).
+    pub record_traces: Option<std::path::PathBuf>,
+}
+
+impl LabOpts {
+    /// Options for tests: tiny sizes, the given seed, every default.
+    #[cfg(test)]
+    pub fn quick_test(seed: u64) -> LabOpts {
+        LabOpts {
+            quick: true,
+            seed,
+            threads: None,
+            iterations: None,
+            zone_pages: None,
+            variants: None,
+            record_traces: None,
+        }
+    }
+}
+
+/// `name` with every character but ASCII letters, digits and `-` replaced by `_`, for file
+/// names made of variant names (`free_high=off,tail_merge=off`).
+pub fn file_slug(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// What a metric measures, which decides how samples are summarised (mmtests'
+/// compare-kernels: harmonic mean for rates, arithmetic mean for latencies and counts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum MetricKind {
+    /// Higher is better; summarised by the harmonic mean.
+    Rate,
+    /// Lower is better; summarised by the mean.
+    Latency,
+    /// A count or index; summarised by the mean; `higher_is_better` says which way is good.
+    Count {
+        /// Whether a larger value is an improvement.
+        higher_is_better: bool,
+    },
+}
+
+/// One metric of an experiment.
+#[derive(Clone, Debug, Serialize)]
+pub struct MetricDef {
+    /// Name, e.g. `pages/s` or `refill hold p99`.
+    pub name: String,
+    /// Unit for the tables, e.g. `ns`, `msg/s`, `%`.
+    pub unit: String,
+    /// How samples are summarised and compared.
+    pub kind: MetricKind,
+}
+
+/// One measured value: `variant` x `metric` x repetition.
+#[derive(Clone, Debug, Serialize)]
+pub struct Sample {
+    /// The variant (policy set) it belongs to, e.g. `free_high=off`.
+    pub variant: String,
+    /// The metric's name (as in [`MetricDef::name`]).
+    pub metric: String,
+    /// The value.
+    pub value: f64,
+}
+
+/// A free-form table (e.g. the five most reused frames of seed 000).
+#[derive(Clone, Debug, Serialize)]
+pub struct Table {
+    /// Caption.
+    pub title: String,
+    /// Column headers.
+    pub header: Vec<String>,
+    /// Rows of cells.
+    pub rows: Vec<Vec<String>>,
+}
+
+/// How a plot draws its series.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum PlotKind {
+    /// Lines through (x, y) points.
+    Lines,
+    /// Bars: x is the bar's index, y its height.
+    Bars,
+    /// A cumulative distribution: the points are raw values (x) and y is ignored.
+    Cdf,
+}
+
+/// One named series of a plot.
+#[derive(Clone, Debug, Serialize)]
+pub struct Series {
+    /// Legend label.
+    pub name: String,
+    /// Points.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A plot the report renders to `<file_stem>.svg`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Plot {
+    /// File name without extension.
+    pub file_stem: String,
+    /// Title.
+    pub title: String,
+    /// X axis label.
+    pub x_label: String,
+    /// Y axis label.
+    pub y_label: String,
+    /// How to draw it.
+    pub kind: PlotKind,
+    /// The data.
+    pub series: Vec<Series>,
+}
+
+/// Everything one experiment produced.
+#[derive(Clone, Debug, Serialize)]
+pub struct ExperimentResult {
+    /// The experiment's CLI name, e.g. `tail-merge`.
+    pub name: String,
+    /// The seed file it reproduces, e.g. `003_6156cd1fe50dd7c6`.
+    pub seed: String,
+    /// One line: the upstream change.
+    pub change: String,
+    /// The variant all others are compared with (the seed's policy off).
+    pub baseline: String,
+    /// All variants, baseline first.
+    pub variants: Vec<String>,
+    /// Metrics, in table order.
+    pub metrics: Vec<MetricDef>,
+    /// Raw samples.
+    pub samples: Vec<Sample>,
+    /// Extra tables.
+    pub tables: Vec<Table>,
+    /// Plots.
+    pub plots: Vec<Plot>,
+    /// The shape the seed's measurements show, in one or two sentences, for the reader to
+    /// compare with the tables (the report does not judge it).
+    pub expected_shape: String,
+    /// The configuration used (sizes, threads, knobs).
+    pub config: serde_json::Value,
+    /// More worker threads than cores were used (the report flags it).
+    pub oversubscribed: bool,
+}

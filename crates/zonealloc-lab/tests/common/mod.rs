@@ -1,0 +1,69 @@
+//! Helpers shared by the CLI tests: run the `zonealloc` binary, read its output, and the
+//! usual checks on it. Each test file uses a subset, hence the `dead_code` allowance.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// The real Linux 6.1 ftrace sample (see `tests/data/linux-6.1-ftrace-sample.README.md`).
+pub const SAMPLE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/data/linux-6.1-ftrace-sample.txt"
+);
+
+/// Runs the binary with `args` and collects its output.
+pub fn zonealloc(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_zonealloc"))
+        .args(args)
+        .output()
+        .expect("the zonealloc binary runs")
+}
+
+/// Its stdout, lossily decoded.
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Its stderr, lossily decoded.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Asserts that nothing panicked.
+pub fn assert_no_panic(o: &Output) {
+    let err = stderr(o);
+    assert!(!err.contains("panicked"), "panic: {err}");
+}
+
+/// Asserts that `args` is a usage error (exit 2, nothing on stdout) whose message mentions
+/// `mention`.
+pub fn assert_usage_error(args: &[&str], mention: &str) {
+    let o = zonealloc(args);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("error"), "{args:?}: {err}");
+    assert!(err.contains(mention), "{args:?}: {mention} not in {err}");
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+    assert!(stdout(&o).is_empty(), "{args:?}");
+}
+
+/// Asserts success and returns stdout.
+pub fn ok(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "exit {:?}\nstderr: {}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Asserts success and parses stdout as JSON.
+pub fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_str(&ok(o)).expect("valid JSON")
+}
+
+/// A path as a command-line argument.
+pub fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
