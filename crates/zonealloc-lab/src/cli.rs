@@ -72,21 +72,34 @@ pub enum TraceCommand {
 
 #[derive(Debug, Args)]
 pub struct TraceReplayArgs {
-    /// The trace file (plain text, gzip or zstd).
+    /// The trace: a file (plain text, gzip or zstd), a FIFO or `<(xz -dc …)`, or `-` for
+    /// standard input. It is read once, as a stream.
     pub file: PathBuf,
-    /// A policy set: `upstream`, or comma-separated knob=value items on top of it
-    /// (tail_merge=on|off, batch_scale_max=0..=6, free_high=off|original|current, pcp=on|off,
-    /// batch=N, high_min=N, high_max=N, high_fraction=N, mobility=on|off). Repeat the flag to
+    /// A policy set: `upstream` (the --kernel preset), or comma-separated knob=value items on
+    /// top of it, every zone configuration field by its name (tail_merge, batch_scale_max,
+    /// free_high, llc_slice_bytes, batch, high_min, high_max, high_fraction, pcp, thp_order,
+    /// mobility_grouping, min_free_kbytes, watermarks=MIN:LOW:HIGH, ...). Repeat the flag to
     /// compare several in one run; the first is the baseline.
     #[arg(long = "variant", value_name = "SPEC", default_value = "upstream")]
     pub variants: Vec<String>,
-    /// Zone size in pages (default: the trace's pfn span, aligned to MAX_PAGE_ORDER blocks).
+    /// Which kernel's PCP rules to replay: 5.15, 6.1, 6.12, 7.2 or mainline (any version
+    /// names its family, e.g. 6.1.192). Default: mainline.
+    #[arg(long, value_name = "VERSION")]
+    pub kernel: Option<String>,
+    /// Zone size in pages (default: 4194304 from --zone-start, its memory onlined as the
+    /// trace touches it; given, the whole zone is free from the start).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..(1u64 << 32)))]
     pub zone_pages: Option<u64>,
-    /// First pfn of the zone (default: the trace's lowest pfn, aligned down).
+    /// First pfn of the zone (default 0).
     #[arg(long, value_parser = parse_pfn_arg)]
     pub zone_start: Option<u64>,
-    /// CPUs (default: the highest CPU in the trace plus one); trace CPU c replays on c % N.
+    /// Which frames of the zone are free at the start: `all`, or `touched` (each
+    /// MAX_PAGE_ORDER block comes online when the trace first touches it). Default: all with
+    /// --zone-pages, else touched.
+    #[arg(long, value_enum, value_name = "MEMORY")]
+    pub online: Option<trace::replay::Online>,
+    /// CPUs (default: the trace header's `#P:N`, else the highest CPU among its first events
+    /// plus one); trace CPU c replays on c % N.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub cpus: Option<u32>,
     /// Switch the per-CPU lists off in every variant (buddy only).
@@ -108,7 +121,7 @@ pub struct TraceReplayArgs {
     /// Print the results as JSON on stdout.
     #[arg(long)]
     pub json: bool,
-    /// Fail (exit 1) before replaying if any line is malformed.
+    /// Fail (exit 1) if any line is malformed.
     #[arg(long)]
     pub strict: bool,
 }

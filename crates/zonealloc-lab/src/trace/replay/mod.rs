@@ -29,6 +29,10 @@
 //! the trace's and, with `--emit`, written with the replay's `mm_page_alloc`/`mm_page_free`
 //! in ftrace format ([`super::emit`]).
 
+pub mod input;
+pub mod kernel;
+pub mod preset;
+
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::io::{self, Write};
 
@@ -40,63 +44,149 @@ use super::emit::{zone_event, TraceWriter};
 use super::migratetype::Numbering;
 use super::parse::{Event, EventKind, PagePtr};
 use super::variant::Variant;
+use kernel::{Grid, Inferred};
 
 /// The orders whose unusable free space index is sampled over time.
 pub const FRAG_ORDERS: [u8; 3] = [3, 9, 10];
 
-/// Where and how large the replay's zones are.
+/// The span of the default zone, in pages, when neither `--proc` nor `--zone-pages` gives
+/// one: 2^22 (16 GiB of 4 KiB pages; its frame table takes 48 MiB).
+pub const DEFAULT_ZONE_PAGES: u64 = 1 << 22;
+
+/// Which frames of a zone's span are memory the allocator manages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Online {
+    /// The whole span is free from the start.
+    All,
+    /// Memory comes online as the trace first touches it: before an allocation or free of a
+    /// frame whose `MAX_PAGE_ORDER` block is not yet online, that block is handed to the
+    /// allocator (`add_free_range`, which recomputes watermarks and per-CPU sizes as
+    /// `online_pages` does on memory hotplug). The zone then holds the memory the trace
+    /// showed, without a first pass over the trace to find it.
+    Touched,
+}
+
+/// One replay zone: its type and span.
 #[derive(Clone, Copy, Debug, Serialize)]
+pub struct ZoneSpan {
+    /// The zone type (DMA, DMA32, Normal, ...).
+    #[serde(serialize_with = "zone_type_name")]
+    pub zone_type: ZoneType,
+    /// First frame.
+    pub start: u64,
+    /// Frames spanned.
+    pub pages: u64,
+}
+
+fn zone_type_name<S: serde::Serializer>(t: &ZoneType, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&format!("{t:?}"))
+}
+
+impl ZoneSpan {
+    /// One past the last frame.
+    pub fn end(&self) -> u64 {
+        self.start + self.pages
+    }
+}
+
+/// Where and how large the replay's zones are.
+#[derive(Clone, Debug, Serialize)]
 pub struct Geometry {
-    /// First frame of the zone.
-    pub zone_start: u64,
-    /// Frames in the zone.
-    pub zone_pages: u64,
+    /// The zones, lowest first; a traced frame belongs to the zone that spans it (the
+    /// kernel's zone choice, read from the pfn it handed out).
+    pub zones: Vec<ZoneSpan>,
+    /// Which frames are free at the start.
+    pub online: Online,
     /// CPUs with per-CPU lists.
     pub cpus: u32,
+    /// Where the CPU count came from.
+    pub cpus_from: &'static str,
     /// How the trace numbers migratetypes.
     pub numbering: Numbering,
 }
 
 impl Geometry {
-    /// The zone from the flags, else from the frames the trace touched (`pfn_span`, end
-    /// exclusive) aligned out to `2^max_order` frames; the CPUs from the flag, else the
-    /// highest CPU in the trace plus one.
-    pub fn choose(
-        pfn_span: Option<(u64, u64)>,
-        max_cpu: Option<u32>,
+    /// One zone from the flags: `zone_start` (default 0) and `zone_pages` (default
+    /// [`DEFAULT_ZONE_PAGES`]); without `zone_pages` its memory comes online as the trace
+    /// touches it, with it the whole span is free (unless `online` says otherwise). The CPUs
+    /// from the flag, else the trace's header, else the highest CPU of its first events
+    /// plus one.
+    pub fn from_flags(
         zone_start: Option<u64>,
         zone_pages: Option<u64>,
+        online: Option<Online>,
         cpus: Option<u32>,
-        max_order: u8,
+        sniff: &input::Sniff,
         numbering: Numbering,
     ) -> Result<Geometry, String> {
-        let block = 1u64 << max_order;
-        let (lo, hi) = pfn_span.unwrap_or((0, block));
-        let start = zone_start.unwrap_or(lo & !(block - 1));
-        let pages = match zone_pages {
-            Some(p) => p,
-            None => hi
-                .max(start + 1)
-                .div_ceil(block)
-                .saturating_mul(block)
-                .saturating_sub(start),
-        };
-        if pages == 0 || pages >= u64::from(u32::MAX) {
+        let start = zone_start.unwrap_or(0);
+        let pages = zone_pages.unwrap_or(DEFAULT_ZONE_PAGES);
+        if pages == 0 || pages >= u64::from(u32::MAX) || start.checked_add(pages).is_none() {
             return Err(format!(
                 "a zone of {pages} pages cannot be replayed (1 ..= {} pages); pass --zone-pages",
                 u32::MAX - 1
             ));
         }
-        let cpus = cpus.unwrap_or_else(|| max_cpu.map_or(1, |c| c.saturating_add(1)));
+        let online = online.unwrap_or(if zone_pages.is_some() {
+            Online::All
+        } else {
+            Online::Touched
+        });
+        let (cpus, cpus_from) = pick_cpus(cpus, sniff);
         if cpus == 0 || cpus > 4096 {
             return Err(format!("--cpus must be 1..=4096, not {cpus}"));
         }
         Ok(Geometry {
-            zone_start: start,
-            zone_pages: pages,
+            zones: vec![ZoneSpan {
+                zone_type: ZoneType::Normal,
+                start,
+                pages,
+            }],
+            online,
             cpus,
+            cpus_from,
             numbering,
         })
+    }
+
+    /// The zone spanning `pfn`.
+    #[inline]
+    pub fn zone_of(&self, pfn: u64) -> Option<usize> {
+        if let [z] = self.zones.as_slice() {
+            return (pfn >= z.start && pfn < z.end()).then_some(0);
+        }
+        self.zones
+            .iter()
+            .position(|z| pfn >= z.start && pfn < z.end())
+    }
+
+    /// The error for a traced frame outside every zone.
+    pub fn outside(&self, pfn: u64) -> String {
+        let spans: Vec<String> = self
+            .zones
+            .iter()
+            .map(|z| format!("{:?} {:#x}..{:#x}", z.zone_type, z.start, z.end()))
+            .collect();
+        format!(
+            "the trace touches pfn {pfn:#x}, outside the replay's zone ({}); pass --zone-start \
+             and --zone-pages to span it (the default span is {DEFAULT_ZONE_PAGES} pages from \
+             pfn 0), or --proc with the traced machine's /proc snapshot",
+            spans.join(", ")
+        )
+    }
+}
+
+/// The CPU count: the flag, the trace's header, or the highest CPU seen at its start plus one.
+pub fn pick_cpus(cpus: Option<u32>, sniff: &input::Sniff) -> (u32, &'static str) {
+    match (cpus, sniff.header_cpus, sniff.max_cpu) {
+        (Some(c), _, _) => (c, "--cpus"),
+        (None, Some(c), _) => (c, "the trace's header (#P:)"),
+        (None, None, Some(c)) => (
+            c.saturating_add(1),
+            "the highest CPU in the trace's first events",
+        ),
+        (None, None, None) => (1, "default"),
     }
 }
 
@@ -133,6 +223,10 @@ pub struct ReplayCounts {
     pub batched_duplicates: u64,
     /// Our `mm_page_alloc_extfrag` events.
     pub extfrag: u64,
+    /// Drains of a CPU's lists inferred from unexplained drain runs ([`kernel`]).
+    pub inferred_drains: u64,
+    /// `MAX_PAGE_ORDER` blocks brought online as the trace touched them ([`Online::Touched`]).
+    pub onlined_blocks: u64,
 }
 
 /// One sample of the fragmentation indices.
@@ -153,17 +247,22 @@ pub struct FragSample {
 struct Live {
     ours: u64,
     order: u8,
+    /// Our zone it came from.
+    zone: u8,
     /// Pages of it the trace has freed so far (by partial frees).
     freed: u64,
 }
 
-/// One variant's zone and what its replay has seen.
+/// One variant's zones and what its replay has seen.
 pub struct Replayer {
     /// The variant.
     pub variant: Variant,
-    /// The zone.
-    pub zone: Zone,
+    /// The zones, as [`Geometry::zones`].
+    pub zones: Vec<Zone>,
     geo: Geometry,
+    /// Per zone, one bit per `MAX_PAGE_ORDER` block: online yet ([`Online::Touched`]).
+    online: Vec<Vec<u64>>,
+    block_shift: u32,
     live: HashMap<u64, Live>,
     /// Traced frames whose allocation failed here and are still live in the trace.
     failed: HashSet<u64>,
@@ -171,10 +270,8 @@ pub struct Replayer {
     allocated_once: HashMap<u64, u32>,
     /// The counts.
     pub counts: ReplayCounts,
-    /// Our refills (`mm_page_alloc_zone_locked` with `percpu_refill=1`) per CPU.
-    pub refills: Vec<u64>,
-    /// Our `mm_page_pcpu_drain` blocks per CPU.
-    pub drains: Vec<u64>,
+    /// Our refills, drains, direct allocations and fallbacks per zone and CPU.
+    pub ours: Grid,
     /// Fragmentation over time.
     pub frag: Vec<FragSample>,
     events: Vec<ZoneEvent>,
@@ -182,20 +279,30 @@ pub struct Replayer {
 }
 
 impl Replayer {
-    /// A fresh, all-free zone for `variant` shaped by `geo`; `emit` receives the replay's
-    /// events in ftrace format.
+    /// Fresh zones for `variant` shaped by `geo` (all free, or empty to be onlined as the
+    /// trace touches them); `emit` receives the replay's events in ftrace format.
     pub fn new(
         variant: Variant,
-        geo: Geometry,
+        geo: &Geometry,
         emit: Option<Box<dyn Write>>,
     ) -> Result<Replayer, String> {
         let cfg = variant.cfg.with_cpus(geo.cpus);
-        let (start, end) = (geo.zone_start, geo.zone_start + geo.zone_pages);
-        let zone = Zone::new(ZoneType::Normal, Pfn(start), Pfn(end), cfg)
-            .map_err(|e| format!("variant '{}': {e}", variant.name))?;
-        zone.add_free_range(Pfn(start), Pfn(end))
-            .map_err(|e| format!("variant '{}': {e}", variant.name))?;
-        zone.record_events(true);
+        let err = |e: &dyn std::fmt::Display| format!("variant '{}': {e}", variant.name);
+        let mut zones = Vec::with_capacity(geo.zones.len());
+        let mut online = Vec::with_capacity(geo.zones.len());
+        let block_shift = u32::from(cfg.max_order);
+        for span in &geo.zones {
+            let (start, end) = (span.start, span.end());
+            let zone = Zone::new(span.zone_type, Pfn(start), Pfn(end), cfg).map_err(|e| err(&e))?;
+            if geo.online == Online::All {
+                zone.add_free_range(Pfn(start), Pfn(end))
+                    .map_err(|e| err(&e))?;
+            }
+            zone.record_events(true);
+            zones.push(zone);
+            let blocks = (end - (start >> block_shift << block_shift)).div_ceil(1 << block_shift);
+            online.push(vec![0u64; blocks.div_ceil(64) as usize]);
+        }
         let emit = match emit {
             Some(w) => {
                 let mut w = TraceWriter::new(w, "zonealloc", cfg.pageblock_order);
@@ -206,28 +313,56 @@ impl Replayer {
         };
         Ok(Replayer {
             variant,
-            zone,
-            geo,
+            zones,
+            geo: geo.clone(),
+            online,
+            block_shift,
             live: HashMap::default(),
             failed: HashSet::default(),
             pending_batched: HashSet::default(),
             allocated_once: HashMap::default(),
             counts: ReplayCounts::default(),
-            refills: vec![0; geo.cpus as usize],
-            drains: vec![0; geo.cpus as usize],
+            ours: Grid::new(geo.zones.len(), geo.cpus),
             frag: Vec::new(),
             events: Vec::new(),
             emit,
         })
     }
 
+    /// The replay's CPU for a trace event (trace CPU `c` is `c % cpus`).
+    #[inline]
     fn cpu_of(&self, ev: &Event<'_>) -> u32 {
         ev.cpu.unwrap_or(0) % self.geo.cpus
     }
 
-    /// Replays one trace event (buddy-side events of the trace are only counted by the
-    /// caller; ours come from the zone).
-    pub fn feed(&mut self, ev: &Event<'_>) -> io::Result<()> {
+    /// The zone of traced frame `pfn`, bringing its block online first when memory comes
+    /// online as the trace touches it.
+    #[inline]
+    fn zone_for(&mut self, pfn: u64) -> io::Result<usize> {
+        let Some(z) = self.geo.zone_of(pfn) else {
+            return Err(io::Error::other(self.geo.outside(pfn)));
+        };
+        if self.geo.online == Online::Touched {
+            let span = self.geo.zones[z];
+            let base = span.start >> self.block_shift << self.block_shift;
+            let b = (pfn - base) >> self.block_shift;
+            let (w, bit) = ((b / 64) as usize, 1u64 << (b % 64));
+            if self.online[z][w] & bit == 0 {
+                self.online[z][w] |= bit;
+                let lo = (base + (b << self.block_shift)).max(span.start);
+                let hi = (base + ((b + 1) << self.block_shift)).min(span.end());
+                self.zones[z]
+                    .add_free_range(Pfn(lo), Pfn(hi))
+                    .map_err(|e| io::Error::other(format!("onlining {lo:#x}..{hi:#x}: {e}")))?;
+                self.counts.onlined_blocks += 1;
+            }
+        }
+        Ok(z)
+    }
+
+    /// Replays one trace event (buddy-side events of the trace are counted by the caller;
+    /// ours come from the zones), and what the caller inferred from it.
+    pub fn feed(&mut self, ev: &Event<'_>, inferred: Inferred) -> io::Result<()> {
         let cpu = self.cpu_of(ev);
         match ev.kind {
             EventKind::Alloc {
@@ -237,31 +372,36 @@ impl Replayer {
                 gfp_flags,
             } => {
                 let failed_in_trace = ev.is_failed_alloc();
-                if failed_in_trace {
+                let z = if failed_in_trace {
                     self.counts.kernel_failures += 1;
-                } else if let Some(old) = self.live.remove(&pfn) {
-                    self.counts.implicit_frees += 1;
-                    self.free_ours(ev, cpu, old.ours, old.order)?;
+                    // A failure names no zone: try the preferred (highest) one.
+                    self.zones.len() - 1
                 } else {
-                    self.failed.remove(&pfn);
-                }
+                    let z = self.zone_for(pfn)?;
+                    if let Some(old) = self.live.remove(&pfn) {
+                        self.counts.implicit_frees += 1;
+                        self.free_ours(ev, cpu, old)?;
+                    } else {
+                        self.failed.remove(&pfn);
+                    }
+                    z
+                };
                 let mt = MigrateType::from_index(usize::from(
                     self.geo.numbering.to_current(migratetype),
                 ))
                 .filter(|m| m.is_gfp_type());
                 let (Some(mt), Some(ord)) = (
                     mt,
-                    Order::new(order).filter(|o| o.get() <= self.zone.max_order().get()),
+                    Order::new(order).filter(|o| o.get() <= self.zones[z].max_order().get()),
                 ) else {
                     self.counts.skipped_allocs += 1;
                     return Ok(());
                 };
                 let req = request(mt, gfp_flags).on_cpu(CpuId(cpu));
-                let got = self.zone.alloc_with(ord, req);
-                self.flush_zone_events(ev, cpu)?;
+                let got = self.zones[z].alloc_with(ord, req);
+                self.flush_zone_events(ev, z, cpu)?;
                 self.emit_event(
                     ev,
-                    cpu,
                     match got {
                         Ok(p) => (PagePtr::Present, p.0),
                         Err(_) => (PagePtr::Null, 0),
@@ -273,10 +413,16 @@ impl Replayer {
                         gfp_flags,
                     },
                 )?;
+                let live = |p: Pfn| Live {
+                    ours: p.0,
+                    order,
+                    zone: z as u8,
+                    freed: 0,
+                };
                 match got {
                     Ok(p) if failed_in_trace => {
                         self.counts.kernel_failures_satisfied += 1;
-                        self.free_ours(ev, cpu, p.0, order)?;
+                        self.free_ours(ev, cpu, live(p))?;
                     }
                     Ok(p) => {
                         self.counts.allocs += 1;
@@ -284,14 +430,7 @@ impl Replayer {
                         let n = self.allocated_once.entry(p.0).or_default();
                         self.counts.reused += u64::from(*n > 0);
                         *n += 1;
-                        self.live.insert(
-                            pfn,
-                            Live {
-                                ours: p.0,
-                                order,
-                                freed: 0,
-                            },
-                        );
+                        self.live.insert(pfn, live(p));
                         self.pending_batched.remove(&pfn);
                     }
                     Err(_) if failed_in_trace => {}
@@ -302,6 +441,7 @@ impl Replayer {
                 }
             }
             EventKind::Free { pfn, order } => {
+                self.zone_for(pfn)?;
                 self.pending_batched.insert(pfn);
                 self.free_traced(ev, cpu, pfn, order)?;
             }
@@ -309,12 +449,21 @@ impl Replayer {
                 if self.pending_batched.remove(&pfn) {
                     self.counts.batched_duplicates += 1;
                 } else {
+                    self.zone_for(pfn)?;
                     self.free_traced(ev, cpu, pfn, 0)?;
                 }
             }
-            EventKind::ZoneLocked { .. }
-            | EventKind::PcpuDrain { .. }
-            | EventKind::Extfrag { .. } => {}
+            EventKind::PcpuDrain { pfn, .. } => {
+                if let Inferred::Drain { owner } = inferred {
+                    // An unexplained drain run ([`kernel`]): drain the owner's lists of the
+                    // page's zone, counted on the CPU the kernel drained from.
+                    let z = self.geo.zone_of(pfn).unwrap_or(0);
+                    self.counts.inferred_drains += 1;
+                    self.zones[z].drain_cpu(CpuId(owner % self.geo.cpus));
+                    self.flush_zone_events(ev, z, cpu)?;
+                }
+            }
+            EventKind::ZoneLocked { .. } | EventKind::Extfrag { .. } => {}
         }
         Ok(())
     }
@@ -326,12 +475,12 @@ impl Replayer {
             if order >= l.order && l.freed == 0 {
                 self.counts.order_mismatches += u64::from(order > l.order);
                 self.live.remove(&pfn);
-                return self.free_ours(ev, cpu, l.ours, l.order);
+                return self.free_ours(ev, cpu, l);
             }
             return self.partial(ev, cpu, pfn, pages);
         }
         // A page inside a live traced block: the head is `pfn` aligned down to the block.
-        for k in 1..=self.zone.max_order().get() {
+        for k in 1..=self.zones[0].max_order().get() {
             let head = pfn & !((1u64 << k) - 1);
             if let Some(l) = self.live.get(&head) {
                 if l.order >= k && pfn.saturating_add(pages) <= head + (1u64 << l.order) {
@@ -356,48 +505,58 @@ impl Replayer {
         if l.freed >= 1u64 << l.order {
             let l = *l;
             self.live.remove(&head);
-            self.free_ours(ev, cpu, l.ours, l.order)?;
+            self.free_ours(ev, cpu, l)?;
         }
         Ok(())
     }
 
-    fn free_ours(&mut self, ev: &Event<'_>, cpu: u32, ours: u64, order: u8) -> io::Result<()> {
-        self.emit_event(ev, cpu, (PagePtr::Present, ours), |pfn| EventKind::Free {
+    fn free_ours(&mut self, ev: &Event<'_>, cpu: u32, l: Live) -> io::Result<()> {
+        let (ours, order) = (l.ours, l.order);
+        self.emit_event(ev, (PagePtr::Present, ours), |pfn| EventKind::Free {
             pfn,
             order,
         })?;
         let ord = Order::new(order)
             .ok_or_else(|| io::Error::other(format!("order {order} out of range")))?;
-        if let Err(e) = self.zone.free_on(CpuId(cpu), Pfn(ours), ord) {
+        let z = usize::from(l.zone);
+        if let Err(e) = self.zones[z].free_on(CpuId(cpu), Pfn(ours), ord) {
             return Err(io::Error::other(format!(
                 "variant '{}': freeing our own block {ours:#x} order {order} failed: {e}",
                 self.variant.name
             )));
         }
         self.counts.frees += 1;
-        self.flush_zone_events(ev, cpu)
+        self.flush_zone_events(ev, z, cpu)
     }
 
-    /// Counts (and emits) the zone's own events since the last call.
-    fn flush_zone_events(&mut self, ev: &Event<'_>, cpu: u32) -> io::Result<()> {
-        self.zone.take_events(&mut self.events);
-        let pb = self.zone.config().pageblock_order;
-        for z in std::mem::take(&mut self.events) {
-            match z {
+    /// Counts (and emits) zone `z`'s own events since the last call, on `cpu`.
+    fn flush_zone_events(&mut self, ev: &Event<'_>, z: usize, cpu: u32) -> io::Result<()> {
+        self.zones[z].take_events(&mut self.events);
+        if self.events.is_empty() {
+            return Ok(());
+        }
+        let pb = self.zones[z].config().pageblock_order;
+        for e in std::mem::take(&mut self.events) {
+            let t = self.ours.at(z, cpu);
+            match e {
                 ZoneEvent::AllocZoneLocked {
-                    percpu_refill: true,
+                    order,
+                    percpu_refill,
                     ..
-                } => self.refills[cpu as usize] += 1,
-                ZoneEvent::PcpuDrain { .. } => self.drains[cpu as usize] += 1,
-                ZoneEvent::AllocExtfrag { .. } => self.counts.extfrag += 1,
-                ZoneEvent::AllocZoneLocked { .. } => {}
+                } => t.zone_locked(order.get(), percpu_refill),
+                ZoneEvent::PcpuDrain { order, .. } => t.drain(order.get()),
+                ZoneEvent::AllocExtfrag { .. } => {
+                    t.extfrag += 1;
+                    self.counts.extfrag += 1;
+                }
             }
             if let Some(w) = self.emit.as_mut() {
+                // Our events carry the kernel's CPU number, unfolded.
                 w.write(&Event {
-                    cpu: Some(cpu),
+                    cpu: Some(ev.cpu.unwrap_or(cpu)),
                     ts_ns: ev.ts_ns,
                     page: PagePtr::Present,
-                    kind: zone_event(&z, pb),
+                    kind: zone_event(&e, pb),
                 })?;
             }
         }
@@ -407,13 +566,12 @@ impl Replayer {
     fn emit_event<'g>(
         &mut self,
         ev: &Event<'_>,
-        cpu: u32,
         (page, pfn): (PagePtr, u64),
         kind: impl FnOnce(u64) -> EventKind<'g>,
     ) -> io::Result<()> {
         if let Some(w) = self.emit.as_mut() {
             w.write(&Event {
-                cpu: Some(cpu),
+                cpu: Some(ev.cpu.unwrap_or(0)),
                 ts_ns: ev.ts_ns,
                 page,
                 kind: kind(pfn),
@@ -422,9 +580,23 @@ impl Replayer {
         Ok(())
     }
 
-    /// Samples the fragmentation indices after `event` trace events.
+    /// Samples the fragmentation indices (of the highest zone) after `event` trace events.
     pub fn sample(&mut self, event: u64, ts_ns: Option<u64>) {
-        let s = self.zone.snapshot(0);
+        let Some(zone) = self.zones.last() else {
+            return;
+        };
+        // Only the per-order free counts matter to both indices; `Zone::snapshot` would also
+        // walk every free list and pageblock.
+        let cfg = zone.config();
+        let s = zonealloc::FreeAreaSnapshot {
+            node: 0,
+            zone_name: zone.zone_type().name(),
+            max_order: cfg.max_order,
+            pageblock_order: cfg.pageblock_order,
+            nr_free: zone.nr_free(),
+            free_by_type: Default::default(),
+            pageblocks_by_type: Default::default(),
+        };
         self.frag.push(FragSample {
             event,
             t_s: ts_ns.map(|t| t as f64 / 1e9),
@@ -506,33 +678,98 @@ mod tests {
     }
 
     #[test]
-    fn the_zone_is_the_traces_span_aligned_to_max_order_blocks() {
-        let g = Geometry::choose(
-            Some((0x25bc, 0x13629)),
-            Some(3),
+    fn the_zone_comes_from_the_flags_or_spans_the_default_and_fills_as_touched() {
+        let sniff = input::Sniff {
+            header_cpus: None,
+            max_cpu: Some(3),
+            ..input::Sniff::default()
+        };
+        let g = Geometry::from_flags(None, None, None, None, &sniff, Numbering::Current).unwrap();
+        assert_eq!(
+            (g.zones[0].start, g.zones[0].pages, g.cpus, g.online),
+            (0, DEFAULT_ZONE_PAGES, 4, Online::Touched)
+        );
+        let head = input::Sniff {
+            header_cpus: Some(8),
+            ..sniff
+        };
+        let g = Geometry::from_flags(
+            Some(0x2400),
+            Some(4096),
             None,
             None,
-            None,
-            10,
+            &head,
             Numbering::Current,
         )
         .unwrap();
         assert_eq!(
-            (g.zone_start, g.zone_pages, g.cpus),
-            (0x2400, 0x13800 - 0x2400, 4)
+            (g.zones[0].start, g.zones[0].pages, g.cpus, g.online),
+            (0x2400, 4096, 8, Online::All)
         );
-        let g = Geometry::choose(
-            Some((5, 9)),
+        assert_eq!(g.zone_of(0x2400), Some(0));
+        assert_eq!(g.zone_of(0x2400 + 4096), None);
+        assert!(g.outside(0x9999).contains("--zone-pages"));
+        let g = Geometry::from_flags(None, None, None, Some(2), &head, Numbering::Current).unwrap();
+        assert_eq!(g.cpus, 2);
+        assert!(
+            Geometry::from_flags(None, Some(0), None, None, &sniff, Numbering::Current).is_err()
+        );
+        assert!(
+            Geometry::from_flags(None, None, None, Some(0), &sniff, Numbering::Current).is_err()
+        );
+    }
+
+    #[test]
+    fn touched_memory_comes_online_block_by_block() {
+        let sniff = input::Sniff::default();
+        let g = Geometry::from_flags(
             None,
-            Some(0),
-            Some(4096),
-            Some(2),
-            10,
+            Some(1 << 14),
+            Some(Online::Touched),
+            Some(1),
+            &sniff,
             Numbering::Current,
         )
         .unwrap();
-        assert_eq!((g.zone_start, g.zone_pages, g.cpus), (0, 4096, 2));
-        assert!(Geometry::choose(None, None, None, Some(0), None, 10, Numbering::Current).is_err());
-        assert!(Geometry::choose(None, None, None, None, Some(0), 10, Numbering::Current).is_err());
+        let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &g, None).unwrap();
+        assert_eq!(r.zones[0].managed_pages(), 0);
+        let alloc = Event {
+            cpu: Some(0),
+            ts_ns: None,
+            page: PagePtr::Present,
+            kind: EventKind::Alloc {
+                pfn: 0x1234,
+                order: 0,
+                migratetype: 1,
+                gfp_flags: "GFP_HIGHUSER_MOVABLE",
+            },
+        };
+        r.feed(&alloc, Inferred::None).unwrap();
+        assert_eq!(r.zones[0].managed_pages(), 1024);
+        assert_eq!(r.counts.allocs, 1);
+        let free = Event {
+            kind: EventKind::Free {
+                pfn: 0x3000,
+                order: 0,
+            },
+            ..alloc.clone()
+        };
+        r.feed(&free, Inferred::None).unwrap();
+        assert_eq!(
+            (r.zones[0].managed_pages(), r.counts.onlined_blocks),
+            (2048, 2)
+        );
+        let outside = Event {
+            kind: EventKind::Free {
+                pfn: 1 << 14,
+                order: 0,
+            },
+            ..alloc
+        };
+        assert!(r
+            .feed(&outside, Inferred::None)
+            .unwrap_err()
+            .to_string()
+            .contains("--zone-start"));
     }
 }

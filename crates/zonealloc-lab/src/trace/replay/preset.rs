@@ -1,0 +1,166 @@
+//! `--kernel VERSION`: which kernel's PCP rules a replay runs (docs/kernel-versions.md §0).
+//!
+//! A version names a family: `5.15` (5.x), `6.1` (6.0 to 6.6: one fixed `high`, refills of
+//! `batch`, drains scaled by `free_factor`, the 5.18 `free_high`), `6.12` (6.7 to 6.14:
+//! `high_min`/`high_max` auto-tuning, decay) and `7.2` = `mainline` (6.15 on: the
+//! `batch + high_min / 2` free_high threshold). With `--proc` and no `--kernel`, the family
+//! is inferred from the zoneinfo format (§6.1).
+//!
+//! What a preset sets today is what [`ZoneConfig`] can express; the rest waits for the core's
+//! presets and is listed by [`Kernel::unmodelled`] so the report can say so:
+//! - 5.15 and 6.1: a fixed `high` (`high_min = high_max`, set from zoneinfo's `high` when
+//!   `--proc` gives it: `pageset_update` stores one `high`); no refill scaling
+//!   (`__rmqueue_pcplist` takes `batch`: `batch_scale_max = 0`, which also stops the drain
+//!   scaling that `nr_pcp_free`'s `free_factor` does in 6.1); 6.1's `free_high` drains the
+//!   whole list like [`FreeHigh::Original`] (5.15: none, [`FreeHigh::Off`]).
+//! - 6.12, 7.2, mainline: the defaults (mainline rules).
+
+use zonealloc::{FreeHigh, ZoneConfig};
+
+/// A kernel family with its own PCP rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum Kernel {
+    /// 5.x (checked against Android's 5.15).
+    V5_15,
+    /// 6.0 to 6.6 (checked against Debian's 6.1.192).
+    V6_1,
+    /// 6.7 to 6.14 (checked against Debian's 6.12.117).
+    V6_12,
+    /// 6.15 and later (checked against Debian's 7.2.13 and mainline).
+    V7_2,
+}
+
+impl Kernel {
+    /// Parses `5.15`, `6.1`, `6.1.192-2`, `v6.12`, `7.2.13+deb14-amd64` or `mainline`.
+    pub fn parse(s: &str) -> Result<Kernel, String> {
+        let t = s.trim().trim_start_matches('v');
+        if t == "mainline" || t == "latest" {
+            return Ok(Kernel::V7_2);
+        }
+        let mut it = t.split(|c: char| !c.is_ascii_digit());
+        let num = |p: Option<&str>| p.and_then(|x| x.parse::<u32>().ok());
+        let (Some(major), Some(minor)) = (num(it.next()), num(it.next())) else {
+            return Err(format!(
+                "--kernel {s}: expected a version like 6.1, 6.12.5 or 7.2, or mainline"
+            ));
+        };
+        Ok(match (major, minor) {
+            (0..=4, _) => {
+                return Err(format!(
+                    "--kernel {s}: kernels before 5.x are not modelled (5.15 is the oldest preset)"
+                ))
+            }
+            (5, _) => Kernel::V5_15,
+            (6, 0..=6) => Kernel::V6_1,
+            (6, 7..=14) => Kernel::V6_12,
+            _ => Kernel::V7_2,
+        })
+    }
+
+    /// The family's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::V5_15 => "5.15",
+            Kernel::V6_1 => "6.1",
+            Kernel::V6_12 => "6.12",
+            Kernel::V7_2 => "7.2 (mainline)",
+        }
+    }
+
+    /// Whether `high` is one fixed value (no auto-tuning): `pageset_update` before 6.7.
+    pub fn fixed_high(self) -> bool {
+        matches!(self, Kernel::V5_15 | Kernel::V6_1)
+    }
+
+    /// Sets what the configuration can express of this family's rules.
+    pub fn apply(self, cfg: &mut ZoneConfig) {
+        match self {
+            Kernel::V5_15 | Kernel::V6_1 => {
+                // __rmqueue_pcplist (5.15, 6.1): refill `batch` pages, no alloc_factor.
+                cfg.pcp.batch_scale_max = 0;
+                // free_unref_page_commit (6.1): `free_high = pcp->free_factor && order &&
+                // order <= PAGE_ALLOC_COSTLY_ORDER` drains the whole list; 5.15 has none.
+                cfg.pcp.free_high = if self == Kernel::V6_1 {
+                    FreeHigh::Original
+                } else {
+                    FreeHigh::Off
+                };
+            }
+            Kernel::V6_12 | Kernel::V7_2 => {}
+        }
+    }
+
+    /// The family's rules the configuration cannot express yet (for the report).
+    pub fn unmodelled(self) -> &'static [&'static str] {
+        match self {
+            Kernel::V5_15 | Kernel::V6_1 => &[
+                "drains scaled by free_factor (nr_pcp_free) independently of refills",
+                "free_high triggered by free_factor != 0 (ours: free_count > 0)",
+                "legacy fallback (__rmqueue_fallback / steal_suitable_fallback)",
+                "migratetype cached at free for free_pcppages_bulk",
+                "a fixed high without --proc (ours auto-tunes between high_min and high_max)",
+            ],
+            Kernel::V6_12 => &["free_high threshold batch (ours: batch + high_min / 2)"],
+            Kernel::V7_2 => &[],
+        }
+    }
+}
+
+/// Infers the family from a zoneinfo text (docs/kernel-versions.md §6.1): `high_min:` lines
+/// mean 7.2, a `promo` watermark 6.12, neither the 6.1 family.
+pub fn infer_from_zoneinfo(text: &str) -> Kernel {
+    let mut promo = false;
+    for line in text.lines() {
+        let l = line.trim_start();
+        if l.starts_with("high_min:") || l.starts_with("high_max:") {
+            return Kernel::V7_2;
+        }
+        promo |= l.starts_with("promo ");
+    }
+    if promo {
+        Kernel::V6_12
+    } else {
+        Kernel::V6_1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_map_to_families() {
+        for (s, k) in [
+            ("5.15", Kernel::V5_15),
+            ("6.1", Kernel::V6_1),
+            ("6.1.192-2", Kernel::V6_1),
+            ("v6.6", Kernel::V6_1),
+            ("6.12", Kernel::V6_12),
+            ("7.2.13+deb14-amd64", Kernel::V7_2),
+            ("mainline", Kernel::V7_2),
+        ] {
+            assert_eq!(Kernel::parse(s), Ok(k), "{s}");
+        }
+        assert!(Kernel::parse("4.19").unwrap_err().contains("5.15"));
+        assert!(Kernel::parse("six")
+            .unwrap_err()
+            .contains("expected a version"));
+        let mut c = ZoneConfig::default();
+        Kernel::V6_1.apply(&mut c);
+        assert_eq!(
+            (c.pcp.batch_scale_max, c.pcp.free_high),
+            (0, FreeHigh::Original)
+        );
+    }
+
+    #[test]
+    fn the_zoneinfo_format_names_the_family() {
+        let v61 = "  pages free     3840\n        min      39\n        high     57\n    \
+                   pagesets\n    cpu: 0\n              count: 0\n              high:  0\n";
+        assert_eq!(infer_from_zoneinfo(v61), Kernel::V6_1);
+        let v612 = "        high     57\n        promo    60\n";
+        assert_eq!(infer_from_zoneinfo(v612), Kernel::V6_12);
+        let v72 = "        promo    60\n              high_min: 0\n";
+        assert_eq!(infer_from_zoneinfo(v72), Kernel::V7_2);
+    }
+}
