@@ -16,7 +16,7 @@ pub const PAGE_SIZE: u64 = 4096;
 pub struct Layout {
     /// Frames the zone spans.
     pub span: (Pfn, Pfn),
-    /// Where the metadata table sits, and its entries.
+    /// Where the metadata table sits (page-rounded bytes).
     pub table: Range,
     /// Entries of the table.
     pub table_entries: u64,
