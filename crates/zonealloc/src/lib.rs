@@ -77,6 +77,7 @@ extern crate std;
 #[allow(unsafe_code)]
 pub mod arena;
 mod buddy;
+mod check;
 pub mod config;
 pub mod error;
 mod list;
@@ -94,7 +95,8 @@ pub mod tracepoint;
 pub mod types;
 mod zone;
 
-pub use buddy::{AllocFlags, CheckError, CheckFacts, Watermarks};
+pub use buddy::{CheckFacts, Watermarks};
+pub use check::CheckError;
 pub use config::{
     DrainMode, FreeHigh, MobilityGrouping, PcpConfig, PcpLocking, WatermarkConfig, ZoneConfig,
 };
@@ -102,11 +104,11 @@ pub use error::{AllocError, ConfigError, FreeError, HandleError, RangeError};
 pub use memmap::{MemoryRegion, RegionKind};
 pub use meta::{FrameMeta, FrameState};
 pub use node::Node;
-pub use pcp::{CpuHandle, PcpInfo, PcpSlot, PcpStats};
-pub use request::AllocRequest;
+pub use pcp::{PcpInfo, PcpSlot, PcpStats};
+pub use request::{AllocFlags, AllocRequest};
 pub use stats::{FreeAreaSnapshot, ZoneStats};
 #[cfg(all(feature = "std", not(loom)))]
 pub use ticker::Ticker;
 pub use tracepoint::ZoneEvent;
 pub use types::{CpuId, MigrateType, Order, PageCount, Pfn, ZoneType, MAX_ORDER_LIMIT};
-pub use zone::Zone;
+pub use zone::{CpuHandle, Zone};

@@ -7,7 +7,7 @@
 //! release of the lock publishes the fields below (a handful of relaxed stores), so the
 //! allocation fast path checks watermarks with plain loads and no lock.
 
-use crate::buddy::AllocFlags;
+use crate::request::AllocFlags;
 use crate::sync::{AtomicU64, AtomicU8, Ordering};
 use crate::types::{MigrateType, MAX_NR_ZONES, MIGRATE_PCPTYPES};
 

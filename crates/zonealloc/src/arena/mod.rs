@@ -417,7 +417,7 @@ impl PageArena {
     pub fn check(&self) -> Result<CheckFacts, CheckError> {
         let facts = self.zone.check()?;
         if self.zone.managed_pages() != self.managed_pages {
-            return Err(crate::buddy::check_fail(
+            return Err(crate::check::check_fail(
                 "A2",
                 None,
                 "the zone does not manage exactly the arena's usable pages",

@@ -1,42 +1,10 @@
 //! `check()`: the zone invariants Z1..Z9 (listed in the module doc of `buddy`), asserted by a
 //! full walk of the free lists and the frame table. O(frames); for tests and debugging.
 
-use core::fmt;
-
 use super::BuddyZone;
+use crate::check::{check_fail as fail, CheckError};
 use crate::meta::{FrameState, FrameTable};
-use crate::types::{MigrateType, Order, Pfn, MIGRATE_TYPES};
-
-/// A violated invariant: its id (`"Z3"`, `"P1"`, `"G1"`...), the frame involved if any, and
-/// what was found.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub struct CheckError {
-    /// Invariant id, as numbered in the module documentation.
-    pub invariant: &'static str,
-    /// The frame where the violation was found, if it concerns one.
-    pub pfn: Option<Pfn>,
-    /// What was wrong.
-    pub what: &'static str,
-}
-
-impl fmt::Display for CheckError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.pfn {
-            Some(p) => write!(f, "{}: {} (frame {})", self.invariant, self.what, p),
-            None => write!(f, "{}: {}", self.invariant, self.what),
-        }
-    }
-}
-
-impl core::error::Error for CheckError {}
-
-pub(crate) fn fail(invariant: &'static str, pfn: Option<u64>, what: &'static str) -> CheckError {
-    CheckError {
-        invariant,
-        pfn: pfn.map(Pfn),
-        what,
-    }
-}
+use crate::types::{MigrateType, Order, MIGRATE_TYPES};
 
 impl BuddyZone {
     /// Walks every free list (Z2..Z5, Z7, Z8), then the frame table (Z1, Z6, Z9), and returns what

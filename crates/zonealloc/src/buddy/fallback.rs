@@ -4,8 +4,9 @@
 //! Mirrors the current mainline split of the older `__rmqueue_fallback` (≤ 6.14), including the
 //! remembered `rmqueue_mode` that lets `rmqueue_bulk` skip searches that already failed.
 
-use super::{AllocFlags, BuddyZone};
+use super::BuddyZone;
 use crate::meta::{FrameState, FrameTable};
+use crate::request::AllocFlags;
 use crate::tracepoint::ZoneEvent;
 use crate::types::{MigrateType, Order, Pfn};
 

@@ -27,16 +27,9 @@
 //! - G1 (global conservation): buddy free pages + pages on all PCP lists + allocated pages =
 //!   managed pages; every managed frame is in exactly one of those places.
 
-mod alloc;
-mod drain;
-mod fast;
-mod free;
-mod handle;
-mod inspect;
 mod sizing;
 mod slot;
 
-pub use handle::CpuHandle;
 pub(crate) use sizing::{stat_threshold, zone_batchsize, zone_highsize};
 pub(crate) use slot::{PcpAccess, PcpSet};
 pub use slot::{PcpInfo, PcpSlot};
@@ -46,7 +39,7 @@ use crate::config::FreeHigh;
 use crate::list::FrameList;
 use crate::meta::{FrameState, FrameTable};
 use crate::tracepoint::ZoneEvent;
-use crate::types::{MigrateType, Order, Pfn, MIGRATE_PCPTYPES};
+use crate::types::{pcp_allowed_order, MigrateType, Order, Pfn, MIGRATE_PCPTYPES};
 
 /// `NR_LOWORDER_PCP_LISTS`: three migratetypes times orders 0..=3.
 pub(crate) const NR_LOWORDER_PCP_LISTS: usize = MIGRATE_PCPTYPES * 4;
@@ -119,14 +112,6 @@ pub(crate) enum DrainReason {
     Decay,
     Local,
     Remote,
-}
-
-/// `pcp_allowed_order`: the orders the per-CPU lists take, up to `PAGE_ALLOC_COSTLY_ORDER`
-/// and the THP order. The one statement of the rule: the lists use it through
-/// [`PcpPolicy::allowed_order`], the buddy for the `percpu_refill` field of its tracepoint.
-#[inline]
-pub(crate) fn pcp_allowed_order(order: u8, thp_order: Option<u8>) -> bool {
-    order <= 3 || Some(order) == thp_order
 }
 
 /// The list geometry and policy a zone's PCPs share.

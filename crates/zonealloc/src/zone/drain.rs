@@ -28,12 +28,11 @@
 //! the other (the store-load pattern needs sequential consistency), so a request is never left
 //! behind by an owner that leaves.
 
-use super::slot::{PcpAccess, PcpSlot};
-use super::{DrainReason, PerCpuPages};
+use super::Zone;
 use crate::config::{DrainMode, PcpLocking};
+use crate::pcp::{DrainReason, PcpAccess, PcpSlot, PerCpuPages};
 use crate::sync::{relax_hard, thread_token, Ordering, SpinGuard};
 use crate::types::CpuId;
-use crate::zone::Zone;
 
 impl Zone {
     /// Locks CPU `c`'s lists, or `None` once an owner holds them for good (owner-only

@@ -1,14 +1,15 @@
 //! Looking at the lists: per-CPU snapshots and counters, the `/proc/zoneinfo` pageset
 //! block, and the P1..P3 invariant checks.
 
-use core::fmt;
-
-use super::slot::PcpInfo;
-use super::{PcpStats, PerCpuPages};
+use super::Zone;
+use crate::buddy::{CheckFacts, Watermarks};
+use crate::check::CheckError;
 use crate::meta::FrameState;
+use crate::pcp::{PcpInfo, PcpStats, PerCpuPages};
+use crate::stats::{FreeAreaSnapshot, ZoneStats};
 use crate::sync::{Ordering, SpinGuard};
-use crate::types::{CpuId, Order, ORDER_SLOTS};
-use crate::zone::Zone;
+use crate::types::{CpuId, MigrateType, Order, Pfn, MIGRATE_TYPES, ORDER_SLOTS};
+use core::fmt;
 
 impl Zone {
     /// One CPU's lists. Waits for its lock; an owner-held CPU is reported from its last
@@ -92,7 +93,7 @@ impl Zone {
     /// kernel's format (`zoneinfo_show_print`).
     pub fn write_pagesets<W: fmt::Write>(&self, w: &mut W) -> fmt::Result {
         let managed = self.managed_pages();
-        let threshold = super::stat_threshold(managed, self.cpus(), self.config().page_size);
+        let threshold = crate::pcp::stat_threshold(managed, self.cpus(), self.config().page_size);
         w.write_str("\n  pagesets")?;
         for c in 0..self.pcp.cpus() {
             let i = self.pcp_info(CpuId(c as u32));
@@ -109,7 +110,7 @@ impl Zone {
     /// Checks P1..P3 for every CPU and returns the pages on all PCP lists. Locks every PCP
     /// (PCP before zone, as everywhere).
     pub(crate) fn check_pcps(&self) -> Result<u64, crate::CheckError> {
-        use crate::buddy::check_fail as fail;
+        use crate::check::check_fail as fail;
         let t = &self.table;
         let mut total = 0u64;
         for c in 0..self.pcp.cpus() {
@@ -146,5 +147,149 @@ impl Zone {
             total += pages as u64;
         }
         Ok(total)
+    }
+}
+
+impl Zone {
+    /// Free pages in the buddy allocator (`NR_FREE_PAGES`; per-CPU lists not included).
+    pub fn free_pages(&self) -> u64 {
+        self.buddy.lock().nr_free_pages
+    }
+
+    /// Pages handed to the allocator (`managed_pages`).
+    pub fn managed_pages(&self) -> u64 {
+        self.buddy.lock().managed_pages
+    }
+
+    /// Current watermarks.
+    pub fn watermarks(&self) -> Watermarks {
+        self.buddy.lock().wmark
+    }
+
+    /// Pages reserved for HighAtomic allocations (`nr_reserved_highatomic`).
+    pub fn reserved_highatomic(&self) -> u64 {
+        self.buddy.lock().nr_reserved_highatomic
+    }
+
+    /// A copy of the zone's counters; `allocs` and `frees` include those the per-CPU lists
+    /// served.
+    pub fn stats(&self) -> ZoneStats {
+        let (a, f) = self.pcp_order_counts();
+        let mut s = self.buddy.lock().stats;
+        for o in 0..ORDER_SLOTS {
+            s.allocs[o] += a[o];
+            s.frees[o] += f[o];
+        }
+        s
+    }
+
+    /// The migratetype of the pageblock containing `pfn`, if the zone spans it.
+    pub fn pageblock_migratetype(&self, pfn: Pfn) -> Option<MigrateType> {
+        if !self.spans(pfn) {
+            return None;
+        }
+        let idx = self.table.index_of(pfn.0)?;
+        let z = self.buddy.lock();
+        Some(z.block_mt(&self.table, idx))
+    }
+
+    /// What the frame `pfn` currently is, if the zone spans it.
+    pub fn frame_state(&self, pfn: Pfn) -> Option<FrameState> {
+        if !self.spans(pfn) {
+            return None;
+        }
+        Some(self.table.state(self.table.index_of(pfn.0)?))
+    }
+
+    /// Free blocks per order (`free_area[order].nr_free`), the numbers of `/proc/buddyinfo`.
+    pub fn nr_free(&self) -> [u64; ORDER_SLOTS] {
+        let z = self.buddy.lock();
+        let mut out = [0; ORDER_SLOTS];
+        for (o, a) in z.free_area.iter().enumerate() {
+            out[o] = a.nr_free;
+        }
+        out
+    }
+
+    /// The free lists' block heads for one order and migratetype, head to tail. For tests
+    /// and teaching; O(list length).
+    pub fn free_list(&self, order: Order, mt: MigrateType, out: &mut [Pfn]) -> usize {
+        let z = self.buddy.lock();
+        let mut n = 0;
+        if order.get() > self.cfg.max_order {
+            return 0;
+        }
+        for idx in z.free_area[order.index()].lists[mt.index()].iter(&self.table) {
+            if n == out.len() {
+                break;
+            }
+            out[n] = Pfn(self.table.pfn_of(idx));
+            n += 1;
+        }
+        n
+    }
+
+    /// The free-area state for `/proc` text and fragmentation indices, taken under the lock.
+    pub fn snapshot(&self, node: u32) -> FreeAreaSnapshot {
+        let z = self.buddy.lock();
+        let t = &self.table;
+        let mut s = FreeAreaSnapshot {
+            node,
+            zone_name: self.zone_type.name(),
+            max_order: self.cfg.max_order,
+            pageblock_order: self.cfg.pageblock_order,
+            nr_free: [0; ORDER_SLOTS],
+            free_by_type: [[0; ORDER_SLOTS]; MIGRATE_TYPES],
+            pageblocks_by_type: [0; MIGRATE_TYPES],
+        };
+        for o in 0..=self.cfg.max_order as usize {
+            s.nr_free[o] = z.free_area[o].nr_free;
+            for mt in 0..MIGRATE_TYPES {
+                s.free_by_type[mt][o] =
+                    z.free_area[o].lists[mt].iter(t).take(100_000).count() as u64;
+            }
+        }
+        // pagetypeinfo_showblockcount_print: step from zone_start_pfn by pageblock_nr_pages.
+        let step = 1u64 << self.cfg.pageblock_order;
+        let mut pfn = self.span.0;
+        while pfn < self.span.1 {
+            if let Some(i) = t.index_of(pfn) {
+                s.pageblocks_by_type[z.block_mt(t, i).index()] += 1;
+            }
+            pfn += step;
+        }
+        s
+    }
+
+    /// Checks the invariants: Z1..Z9 of the buddy, P1..P3 of every CPU's lists, and G1,
+    /// global conservation (free + per-CPU + allocated = managed, each frame in exactly one
+    /// place). Locks every per-CPU list, then the zone; O(frames). Under owner-only locking,
+    /// call it when no [`CpuHandle`](crate::CpuHandle) is alive.
+    pub fn check(&self) -> Result<CheckFacts, CheckError> {
+        let on_lists = self.check_pcps()?;
+        let z = self.buddy.lock();
+        let facts = z.check(&self.table)?;
+        if facts.pcp_pages != on_lists {
+            return Err(crate::check::check_fail(
+                "G1",
+                None,
+                "frames marked as on a per-CPU list differ from the pages on the lists",
+            ));
+        }
+        Ok(facts)
+    }
+}
+
+#[cfg(feature = "std")]
+impl Zone {
+    /// Switches recording of the buddy-side tracepoints on or off ([`ZoneEvent`](crate::ZoneEvent)). Switching
+    /// it off drops the events not yet taken.
+    pub fn record_events(&self, on: bool) {
+        self.lock().events.set_recording(on);
+    }
+
+    /// Moves the events recorded so far, oldest first, to the end of `out`.
+    pub fn take_events(&self, out: &mut std::vec::Vec<crate::tracepoint::ZoneEvent>) {
+        self.lock().events.take_into(out);
     }
 }

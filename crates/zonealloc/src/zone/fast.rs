@@ -25,14 +25,13 @@
 //! same (the entry carries its pageblock's type) plus the entry of the list's previous head,
 //! whose `prev` link it sets.
 
-use super::slot::PcpSlot;
-use super::{PerCpuPages, PCPF_PREV_FREE_HIGH_ORDER};
+use super::Zone;
 use crate::meta::{FrameMeta, FrameState};
+use crate::pcp::{PcpSlot, PerCpuPages, PCPF_PREV_FREE_HIGH_ORDER};
 use crate::request::FAST_ALLOC_FLAGS;
 use crate::shared::PCP_FREE_OFF;
 use crate::sync::Ordering;
 use crate::types::{MigrateType, Order, Pfn, ZoneType, MIGRATE_PCPTYPES};
-use crate::zone::Zone;
 
 impl Zone {
     /// A PCP-hit allocation from `slot` (locked here, or already held by its owner), or `None`

@@ -1,15 +1,13 @@
 //! [`CpuHandle`]: a thread's claim on one CPU's lists.
 
-use core::fmt;
-
-use super::slot::{PcpAccess, PcpSlot};
-use super::{DrainReason, PerCpuPages};
+use super::Zone;
 use crate::config::PcpLocking;
 use crate::error::{AllocError, FreeError, HandleError};
+use crate::pcp::{DrainReason, PcpAccess, PcpSlot, PerCpuPages};
 use crate::request::AllocRequest;
 use crate::sync::{thread_token, Ordering, SpinGuard};
 use crate::types::{CpuId, MigrateType, Order, Pfn};
-use crate::zone::Zone;
+use core::fmt;
 
 impl Zone {
     /// Registers the calling thread as the owner of `cpu`'s lists.
@@ -97,7 +95,7 @@ impl<'z> CpuHandle<'z> {
         if let Some(p) = zone.pcp_alloc_fast(order.get(), mt, hz, self.slot, held) {
             return Ok(p);
         }
-        crate::node::alloc_in_zone(zone, order, req, &mut self.access())
+        super::walk::alloc_in_zone(zone, order, req, &mut self.access())
     }
 
     /// Frees on this CPU.

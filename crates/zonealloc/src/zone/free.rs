@@ -2,14 +2,15 @@
 //! tails when the list is full, in `batch`-sized chunks with the lock dropped between them),
 //! `free_pcppages_bulk`'s zone-lock hold, and `free_one_page` for frees that bypass the lists.
 
-use super::slot::PcpAccess;
-use super::{DrainReason, PerCpuPages};
-use crate::buddy::{AllocFlags, FreePlacement};
+use super::Zone;
+use crate::buddy::FreePlacement;
 use crate::error::FreeError;
+use crate::meta::FrameState;
+use crate::pcp::{DrainReason, PcpAccess, PerCpuPages};
+use crate::request::AllocFlags;
 use crate::shared::{ZONE_BELOW_HIGH, ZONE_RECLAIM_ACTIVE};
 use crate::sync::now_ns;
-use crate::types::{MigrateType, Order, Pfn, MIGRATE_PCPTYPES};
-use crate::zone::Zone;
+use crate::types::{CpuId, MigrateType, Order, Pfn, MIGRATE_PCPTYPES};
 
 /// Pages a free decided to drain, and from which list to start.
 struct DrainWork {
@@ -178,5 +179,115 @@ impl Zone {
         let mut z = self.lock();
         z.split_large_buddy(&self.table, idx, order, FreePlacement::Normal);
         z.stats.frees[order as usize] += 1;
+    }
+}
+
+impl Zone {
+    /// Frees the block of `order` at `pfn` on the calling thread's CPU (`__free_pages`):
+    /// orders the per-CPU lists take go there, others straight to the buddy.
+    ///
+    /// Detects double frees (also of blocks sitting on a per-CPU list), frees of frames that
+    /// are not the head of an allocated block, wrong orders, misaligned frames and frames
+    /// outside the zone or in holes; on error the zone is unchanged.
+    #[inline]
+    pub fn free(&self, pfn: Pfn, order: Order) -> Result<(), FreeError> {
+        self.free_via(pfn, order, self.this_cpu())
+    }
+
+    /// Frees on CPU slot `cpu` (already reduced to the CPU count).
+    #[inline(always)]
+    fn free_via(&self, pfn: Pfn, order: Order, cpu: usize) -> Result<(), FreeError> {
+        if let Some(slot) = self.pcp.slot_at(cpu) {
+            if self.pcp_free_fast(pfn, order, slot, None) {
+                return Ok(());
+            }
+        }
+        self.free_with(pfn, order, &mut PcpAccess::Cpu(cpu))
+    }
+
+    /// Like [`Zone::free`] on CPU `cpu`'s lists.
+    #[inline]
+    pub fn free_on(&self, cpu: CpuId, pfn: Pfn, order: Order) -> Result<(), FreeError> {
+        self.free_via(pfn, order, self.pcp.cpu_index(cpu))
+    }
+
+    /// `__free_pages_ok`: validated and claimed here, then `free_one_page`.
+    pub(crate) fn free_to_buddy(&self, idx: u32, pfn: Pfn, order: Order) -> Result<(), FreeError> {
+        self.claim_for_free(idx, pfn, order)?;
+        self.free_one_page(idx, order.get());
+        Ok(())
+    }
+
+    /// The checks that need no lock: order, span, alignment. Returns the frame index.
+    #[inline]
+    pub(crate) fn validate_free(&self, pfn: Pfn, order: Order) -> Result<u32, FreeError> {
+        if order.get() > self.cfg.max_order {
+            return Err(FreeError::OrderTooLarge { pfn, order });
+        }
+        if !self.spans(pfn) {
+            return Err(FreeError::OutOfZone { pfn });
+        }
+        if !pfn.is_aligned(order) {
+            return Err(FreeError::Misaligned { pfn, order });
+        }
+        self.table
+            .index_of(pfn.0)
+            .ok_or(FreeError::OutOfZone { pfn })
+    }
+
+    /// Atomically takes ownership of an allocated head for freeing (state becomes `Tail`), or
+    /// says precisely why the frame cannot be freed.
+    #[inline]
+    pub(crate) fn claim_for_free(&self, idx: u32, pfn: Pfn, order: Order) -> Result<(), FreeError> {
+        let t = &self.table;
+        if t.try_claim_allocated(idx, order, FrameState::Tail) {
+            return Ok(());
+        }
+        loop {
+            match t.state(idx) {
+                FrameState::Allocated(o, mt) if o == order => {
+                    match t.claim_allocated(idx, order, mt, FrameState::Tail) {
+                        Ok(()) => return Ok(()),
+                        Err(_) => continue, // raced with another free: classify again
+                    }
+                }
+                FrameState::Allocated(o, _) => {
+                    return Err(FreeError::WrongOrder {
+                        pfn,
+                        given: order,
+                        allocated: o,
+                    })
+                }
+                FrameState::Absent => return Err(FreeError::NotManaged { pfn }),
+                FrameState::Buddy(_) | FrameState::Pcp(_) => {
+                    return Err(FreeError::DoubleFree { pfn })
+                }
+                FrameState::Tail => return Err(self.classify_tail(idx, pfn)),
+            }
+        }
+    }
+
+    /// A tail frame was passed to free: find the block containing it.
+    fn classify_tail(&self, idx: u32, pfn: Pfn) -> FreeError {
+        let t = &self.table;
+        for o in 1..=self.cfg.max_order {
+            let head_pfn = pfn.0 & !((1u64 << o) - 1);
+            let Some(h) = t.index_of(head_pfn) else { break };
+            let _ = idx;
+            match t.state(h) {
+                FrameState::Buddy(bo) | FrameState::Pcp(bo) if bo.get() >= o => {
+                    return FreeError::DoubleFree { pfn }
+                }
+                FrameState::Allocated(ao, _) if ao.get() >= o => {
+                    return FreeError::NotBlockHead {
+                        pfn,
+                        head: Pfn(head_pfn),
+                    }
+                }
+                _ => {}
+            }
+        }
+        // A tail whose block head is being freed right now by another thread.
+        FreeError::DoubleFree { pfn }
     }
 }

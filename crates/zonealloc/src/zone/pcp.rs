@@ -1,0 +1,80 @@
+//! The zone's side of its per-CPU lists: which CPU an operation runs on, what every path does
+//! on entering and leaving a CPU's lists, and the instrumentation switches.
+
+use super::Zone;
+use crate::pcp::{DrainReason, PcpSlot, PerCpuPages};
+use crate::shared::ZONE_RECLAIM_ACTIVE;
+use crate::stats::HoldTimes;
+use crate::sync::{current_cpu, now_ns, Ordering};
+use crate::types::MigrateType;
+
+impl Zone {
+    /// The CPU an operation without an explicit CPU runs on.
+    #[inline]
+    pub(crate) fn this_cpu(&self) -> usize {
+        // Without per-CPU lists there is nothing to pick: skip the `sched_getcpu` call.
+        if !self.pcp.enabled() {
+            return 0;
+        }
+        self.pcp.cpu_index(crate::types::CpuId(current_cpu()))
+    }
+
+    #[inline]
+    pub(crate) fn block_mt_racy(&self, idx: u32) -> MigrateType {
+        let pb = self.config().pageblock_order;
+        self.table.block_type(idx & !((1u32 << pb) - 1))
+    }
+
+    /// Applies pending parameters and serves a pending owner-drain request; for every path
+    /// that has just locked (or holds) a PCP.
+    #[inline]
+    pub(crate) fn enter(&self, slot: &PcpSlot, pcp: &mut PerCpuPages) {
+        // Read before looking at what it announces: a bump after this read stays unseen, so
+        // the next hit path comes back here.
+        let seen = slot.attention.load(Ordering::SeqCst);
+        self.pcp.refresh_locked(pcp);
+        if slot.drain_pending() {
+            let want = slot.tickets_to_serve();
+            self.drain_locked(pcp, DrainReason::Local);
+            slot.mark_served(want);
+        }
+        pcp.attention_seen = seen;
+    }
+
+    #[inline]
+    pub(crate) fn leave(&self, slot: &PcpSlot, pcp: &PerCpuPages) {
+        slot.count_hint
+            .store(pcp.count.max(0) as u32, Ordering::Relaxed);
+    }
+
+    #[inline]
+    pub(crate) fn hold_start(&self) -> Option<u64> {
+        self.pcp.instrument.load(Ordering::Relaxed).then(now_ns)
+    }
+
+    /// Switches recording of zone-lock hold times (refill and bulk free) on or off. Off, the
+    /// paths pay one relaxed load per lock hold.
+    pub fn set_instrumentation(&self, on: bool) {
+        self.pcp.instrument.store(on, Ordering::Relaxed);
+    }
+
+    /// Hold times recorded so far.
+    pub fn hold_times(&self) -> HoldTimes {
+        self.buddy.lock().hold.clone()
+    }
+
+    /// Sets or clears `ZONE_RECLAIM_ACTIVE`, which makes frees shrink the PCPs hard (the
+    /// kernel sets it while kswapd reclaims the zone).
+    pub fn set_reclaim_active(&self, on: bool) {
+        if on {
+            self.shared.set_flag(ZONE_RECLAIM_ACTIVE);
+        } else {
+            self.shared.clear_flag(ZONE_RECLAIM_ACTIVE);
+        }
+    }
+
+    /// Number of CPUs with per-CPU lists.
+    pub fn cpus(&self) -> u32 {
+        self.pcp.cpus() as u32
+    }
+}
