@@ -24,20 +24,13 @@ impl Zone {
     ) -> Option<u32> {
         match access {
             PcpAccess::Held(cpu, pcp) => {
-                let slot = self.pcp.slot(*cpu);
-                self.enter(slot, pcp);
-                let r = self.rmqueue_pcplist_locked(pcp, order, mt, flags);
-                self.leave(slot, pcp);
-                r
+                let mut pcp = self.pcp_enter(self.pcp.slot(*cpu), &mut **pcp);
+                self.rmqueue_pcplist_locked(&mut pcp, order, mt, flags)
             }
             PcpAccess::Cpu(cpu) | PcpAccess::Owner(cpu) => {
-                let cpu = *cpu;
-                let slot = self.pcp.slot(cpu);
-                let mut pcp = slot.try_lists()?;
-                self.enter(slot, &mut pcp);
-                let r = self.rmqueue_pcplist_locked(&mut pcp, order, mt, flags);
-                self.leave(slot, &pcp);
-                r
+                let slot = self.pcp.slot(*cpu);
+                let mut pcp = self.pcp_enter(slot, slot.try_lists()?);
+                self.rmqueue_pcplist_locked(&mut pcp, order, mt, flags)
             }
         }
     }

@@ -2,6 +2,7 @@
 //! tails when the list is full, in `batch`-sized chunks with the lock dropped between them),
 //! `free_pcppages_bulk`'s zone-lock hold, and `free_one_page` for frees that bypass the lists.
 
+use super::pcp::PcpGuard;
 use super::Zone;
 use crate::buddy::FreePlacement;
 use crate::error::FreeError;
@@ -45,28 +46,24 @@ impl Zone {
         }
         match access {
             PcpAccess::Held(cpu, pcp) => {
-                let slot = self.pcp.slot(*cpu);
-                self.enter(slot, pcp);
-                if let Some(work) = self.commit_free(pcp, idx, o, mt) {
+                let mut pcp = self.pcp_enter(self.pcp.slot(*cpu), &mut **pcp);
+                if let Some(work) = self.commit_free(&mut pcp, idx, o, mt) {
                     // The owner holds its lists throughout: no unlock between chunks.
                     let mut rem = work.to_free;
                     while rem > 0 && pcp.count > 0 {
-                        rem = self.drain_chunk(pcp, rem, work.pindex, work.reason);
+                        rem = self.drain_chunk(&mut pcp, rem, work.pindex, work.reason);
                     }
                     self.clear_below_high();
                 }
-                self.leave(slot, pcp);
             }
             PcpAccess::Cpu(cpu) | PcpAccess::Owner(cpu) => {
-                let cpu = *cpu;
-                let slot = self.pcp.slot(cpu);
-                let Some(mut pcp) = slot.try_lists() else {
+                let slot = self.pcp.slot(*cpu);
+                let Some(pcp) = slot.try_lists() else {
                     self.free_one_page(idx, o);
                     return Ok(());
                 };
-                self.enter(slot, &mut pcp);
+                let mut pcp = self.pcp_enter(slot, pcp);
                 let Some(work) = self.commit_free(&mut pcp, idx, o, mt) else {
-                    self.leave(slot, &pcp);
                     return Ok(());
                 };
                 // Free in batch-sized chunks, unlocking between them to let remote drainers
@@ -81,13 +78,10 @@ impl Zone {
                     if rem <= 0 || p.count <= 0 {
                         break;
                     }
-                    self.leave(slot, p);
-                    drop(guard.take()); // unlock, then try to take it back
-                    guard = slot.lists.try_lock();
+                    drop(guard.take()); // leave and unlock, then try to take it back
+                    guard = slot.lists.try_lock().map(|p| PcpGuard::resume(slot, p));
                 }
-                if let Some(p) = guard {
-                    self.leave(slot, &p);
-                }
+                drop(guard);
                 self.clear_below_high();
             }
         }
