@@ -4,58 +4,61 @@
 
 use crate::types::{CpuId, MigrateType, ZoneType};
 
-/// Allocation flags (`ALLOC_*` in `mm/internal.h`), with the kernel's values.
+/// Allocation flags (`ALLOC_*` in `mm/internal.h`), with the kernel's values. The set
+/// operations (`intersects`, `contains`, `union`, ...) come from [`bitflags`]; the kernel's
+/// watermark index shares the low bits with the flags, as `ALLOC_WMARK_MASK` does.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub struct AllocFlags(pub u32);
 
-impl AllocFlags {
-    /// Check against the min watermark.
-    pub const WMARK_MIN: AllocFlags = AllocFlags(0x00);
-    /// Check against the low watermark.
-    pub const WMARK_LOW: AllocFlags = AllocFlags(0x01);
-    /// Check against the high watermark.
-    pub const WMARK_HIGH: AllocFlags = AllocFlags(0x02);
-    /// Ignore watermarks entirely.
-    pub const NO_WATERMARKS: AllocFlags = AllocFlags(0x04);
-    /// Mask of the watermark index.
-    pub const WMARK_MASK: AllocFlags = AllocFlags(0x03);
-    /// The OOM victim may dip further into reserves.
-    pub const OOM: AllocFlags = AllocFlags(0x08);
-    /// The caller cannot sleep (GFP_ATOMIC-like): may use part of the min reserve.
-    pub const NON_BLOCK: AllocFlags = AllocFlags(0x10);
-    /// `__GFP_HIGH`: may use half of the min reserve.
-    pub const MIN_RESERVE: AllocFlags = AllocFlags(0x20);
-    /// Do not fall back into other pageblocks below pageblock order.
-    pub const NOFRAGMENT: AllocFlags = AllocFlags(0x100);
-    /// May use (and create) the HighAtomic reserve.
-    pub const HIGHATOMIC: AllocFlags = AllocFlags(0x200);
-    /// Wake kswapd (here: allows watermark boosting to flag the zone).
-    pub const KSWAPD: AllocFlags = AllocFlags(0x800);
-    /// `ALLOC_RESERVES`.
-    pub const RESERVES: AllocFlags = AllocFlags(0x10 | 0x20 | 0x200 | 0x08);
-
-    /// Whether any flag of `other` is set.
-    #[inline]
-    pub const fn intersects(self, other: AllocFlags) -> bool {
-        self.0 & other.0 != 0
+bitflags::bitflags! {
+    impl AllocFlags: u32 {
+        /// Check against the min watermark.
+        const WMARK_MIN = 0x00;
+        /// Check against the low watermark.
+        const WMARK_LOW = 0x01;
+        /// Check against the high watermark.
+        const WMARK_HIGH = 0x02;
+        /// Ignore watermarks entirely.
+        const NO_WATERMARKS = 0x04;
+        /// Mask of the watermark index.
+        const WMARK_MASK = 0x03;
+        /// The OOM victim may dip further into reserves.
+        const OOM = 0x08;
+        /// The caller cannot sleep (GFP_ATOMIC-like): may use part of the min reserve.
+        const NON_BLOCK = 0x10;
+        /// `__GFP_HIGH`: may use half of the min reserve.
+        const MIN_RESERVE = 0x20;
+        /// Do not fall back into other pageblocks below pageblock order.
+        const NOFRAGMENT = 0x100;
+        /// May use (and create) the HighAtomic reserve.
+        const HIGHATOMIC = 0x200;
+        /// Wake kswapd (here: allows watermark boosting to flag the zone).
+        const KSWAPD = 0x800;
+        /// `ALLOC_RESERVES`.
+        const RESERVES = Self::NON_BLOCK.bits()
+            | Self::MIN_RESERVE.bits()
+            | Self::HIGHATOMIC.bits()
+            | Self::OOM.bits();
     }
+}
 
-    /// Union.
+impl AllocFlags {
+    /// Union (`const`, for the flag sets of the request paths).
     #[inline]
     pub const fn with(self, other: AllocFlags) -> AllocFlags {
-        AllocFlags(self.0 | other.0)
+        self.union(other)
     }
 
     /// Without the flags of `other`.
     #[inline]
     pub const fn without(self, other: AllocFlags) -> AllocFlags {
-        AllocFlags(self.0 & !other.0)
+        self.difference(other)
     }
 
     /// The watermark index (0 min, 1 low, 2 high).
     #[inline]
     pub const fn wmark_index(self) -> usize {
-        (self.0 & 0x03) as usize
+        (self.0 & AllocFlags::WMARK_MASK.0) as usize
     }
 }
 

@@ -45,10 +45,16 @@ use crate::types::{pcp_allowed_order, MigrateType, Order, Pfn, MIGRATE_PCPTYPES}
 pub(crate) const NR_LOWORDER_PCP_LISTS: usize = MIGRATE_PCPTYPES * 4;
 /// `NR_PCP_LISTS` with THP (one movable and one unmovable+reclaimable THP list).
 pub(crate) const NR_PCP_LISTS: usize = NR_LOWORDER_PCP_LISTS + 2;
-/// `PCPF_PREV_FREE_HIGH_ORDER`.
-pub(crate) const PCPF_PREV_FREE_HIGH_ORDER: u8 = 1;
-/// `PCPF_FREE_HIGH_BATCH`.
-pub(crate) const PCPF_FREE_HIGH_BATCH: u8 = 2;
+bitflags::bitflags! {
+    /// `per_cpu_pages.flags`: the `PCPF_*` bits.
+    #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+    pub(crate) struct PcpFlags: u8 {
+        /// `PCPF_PREV_FREE_HIGH_ORDER`: the previous free was of a high order.
+        const PREV_FREE_HIGH_ORDER = 1;
+        /// `PCPF_FREE_HIGH_BATCH`: `free_high` keeps at least `batch` pages.
+        const FREE_HIGH_BATCH = 2;
+    }
+}
 
 /// Counters of one CPU's lists. Pages are base pages; events are counted once each.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
@@ -172,7 +178,7 @@ pub(crate) struct PerCpuPages {
     /// Refill and drain chunk, in pages.
     pub(crate) batch: i32,
     /// `PCPF_*`.
-    pub(crate) flags: u8,
+    pub(crate) flags: PcpFlags,
     /// Refill scale exponent, `0..=CONFIG_PCP_BATCH_SCALE_MAX`; grows on refills, halves on
     /// frees.
     pub(crate) alloc_factor: u8,
@@ -206,7 +212,7 @@ impl PerCpuPages {
             high_min: 0,
             high_max: 0,
             batch: 1,
-            flags: 0,
+            flags: PcpFlags::empty(),
             alloc_factor: 0,
             free_count: 0,
             lists: [FrameList::new(); NR_PCP_LISTS],
@@ -295,13 +301,13 @@ impl PerCpuPages {
                 FreeHigh::Original => self.free_count > 0,
                 FreeHigh::Current => {
                     self.free_count >= batch + self.high_min / 2
-                        && self.flags & PCPF_PREV_FREE_HIGH_ORDER != 0
-                        && (self.flags & PCPF_FREE_HIGH_BATCH == 0 || self.count >= batch)
+                        && self.flags.contains(PcpFlags::PREV_FREE_HIGH_ORDER)
+                        && (!self.flags.contains(PcpFlags::FREE_HIGH_BATCH) || self.count >= batch)
                 }
             };
-            self.flags |= PCPF_PREV_FREE_HIGH_ORDER;
+            self.flags.insert(PcpFlags::PREV_FREE_HIGH_ORDER);
         } else {
-            self.flags &= !PCPF_PREV_FREE_HIGH_ORDER;
+            self.flags.remove(PcpFlags::PREV_FREE_HIGH_ORDER);
         }
         if self.free_count < (batch << policy.scale) {
             self.free_count += 1 << order;
@@ -538,14 +544,14 @@ mod tests {
         // Spec: threshold 63 + 1000/2 = 563, after a previous high-order free.
         let mut p = pcp(63, 1000, 62500);
         p.count = 100;
-        p.flags = PCPF_PREV_FREE_HIGH_ORDER;
+        p.flags = PcpFlags::PREV_FREE_HIGH_ORDER;
         p.free_count = 562;
         assert!(!p.note_free(1, &POLICY));
         p.free_count = 563;
         assert!(p.note_free(1, &POLICY));
         // An order-0 free resets the streak.
         p.note_free(0, &POLICY);
-        assert_eq!(p.flags & PCPF_PREV_FREE_HIGH_ORDER, 0);
+        assert_eq!(p.flags & PcpFlags::PREV_FREE_HIGH_ORDER, PcpFlags::empty());
     }
 
     #[test]

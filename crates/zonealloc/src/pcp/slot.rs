@@ -10,7 +10,7 @@
 
 use core::fmt;
 
-use super::{PcpPolicy, PcpStats, PerCpuPages, PCPF_FREE_HIGH_BATCH};
+use super::{PcpFlags, PcpPolicy, PcpStats, PerCpuPages};
 use crate::config::PcpConfig;
 use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering, SpinGuard, SpinLock, StaticSlice};
 
@@ -274,11 +274,10 @@ impl PcpSet {
         pcp.batch = self.params.batch.load(r) as i32;
         pcp.high_min = self.params.high_min.load(r) as i32;
         pcp.high_max = self.params.high_max.load(r) as i32;
-        if self.params.free_high_batch.load(r) {
-            pcp.flags |= PCPF_FREE_HIGH_BATCH;
-        } else {
-            pcp.flags &= !PCPF_FREE_HIGH_BATCH;
-        }
+        pcp.flags.set(
+            PcpFlags::FREE_HIGH_BATCH,
+            self.params.free_high_batch.load(r),
+        );
     }
 }
 

@@ -8,7 +8,7 @@ use crate::list::FrameList;
 use crate::meta::{FrameState, FrameTable};
 use crate::pcp::{PcpAccess, PerCpuPages};
 use crate::request::{AllocFlags, AllocRequest};
-use crate::shared::{MOBILITY_DISABLED, ZONE_BELOW_HIGH, ZONE_FLAGS};
+use crate::shared::ZoneBits;
 use crate::sync::{now_ns, Ordering};
 use crate::types::{MigrateType, Order, Pfn};
 
@@ -48,7 +48,7 @@ impl Zone {
         pcp.free_count >>= 1; // an allocation halves the free streak
         let pi = policy.pindex(mt, order);
         if pcp.lists[pi].is_empty() {
-            let below_high = self.shared.test_flag(ZONE_BELOW_HIGH);
+            let below_high = self.shared.test_flag(ZoneBits::ZONE_BELOW_HIGH);
             let n = pcp.nr_pcp_alloc(order, below_high, policy.scale);
             let got = self.rmqueue_bulk(order, n, &mut pcp.lists[pi], mt, flags);
             pcp.count += got << order;
@@ -149,11 +149,11 @@ impl Zone {
     ) -> Option<Pfn> {
         let sh = &self.shared;
         let mut ok = false;
-        if !sh.test_flag(ZONE_BELOW_HIGH) {
+        if !sh.test_flag(ZoneBits::ZONE_BELOW_HIGH) {
             if sh.watermark_fast(order, sh.mark(2), highest_zoneidx, flags) {
                 ok = true;
             } else {
-                sh.set_flag(ZONE_BELOW_HIGH);
+                sh.set_flag(ZoneBits::ZONE_BELOW_HIGH);
             }
         }
         if !ok
@@ -195,7 +195,11 @@ impl Zone {
         if (self.pcp.enabled() && self.pcp.policy.allowed_order(order))
             || order > self.cfg.max_order
             || !mt.is_gfp_type()
-            || sh.flags.load(Ordering::Relaxed) & (ZONE_FLAGS | MOBILITY_DISABLED) != 0
+            || sh.flags.load(Ordering::Relaxed)
+                & ZoneBits::ZONE_FLAGS
+                    .union(ZoneBits::MOBILITY_DISABLED)
+                    .bits()
+                != 0
         {
             return None;
         }

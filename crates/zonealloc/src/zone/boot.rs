@@ -8,7 +8,7 @@ use crate::config::ZoneConfig;
 use crate::error::{ConfigError, RangeError};
 use crate::meta::{FrameMeta, FrameState, FrameTable};
 use crate::pcp::{zone_batchsize, zone_highsize, PcpSet, PcpSlot};
-use crate::shared::{ZoneShared, MOBILITY_DISABLED};
+use crate::shared::{ZoneBits, ZoneShared};
 use crate::sync::{SpinLock, StaticSlice};
 use crate::types::{Pfn, ZoneType, MIGRATE_TYPES};
 
@@ -237,9 +237,9 @@ impl Zone {
             }),
         };
         if z.mobility_disabled {
-            self.shared.set_flag(MOBILITY_DISABLED);
+            self.shared.set_flag(ZoneBits::MOBILITY_DISABLED);
         } else {
-            self.shared.clear_flag(MOBILITY_DISABLED);
+            self.shared.clear_flag(ZoneBits::MOBILITY_DISABLED);
         }
     }
 

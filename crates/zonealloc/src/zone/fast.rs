@@ -27,9 +27,9 @@
 
 use super::Zone;
 use crate::meta::{FrameMeta, FrameState};
-use crate::pcp::{PcpSlot, PerCpuPages, PCPF_PREV_FREE_HIGH_ORDER};
+use crate::pcp::{PcpFlags, PcpSlot, PerCpuPages};
 use crate::request::FAST_ALLOC_FLAGS;
-use crate::shared::PCP_FREE_OFF;
+use crate::shared::ZoneBits;
 use crate::sync::Ordering;
 use crate::types::{MigrateType, Order, Pfn, ZoneType, MIGRATE_PCPTYPES};
 
@@ -123,7 +123,9 @@ impl Zone {
         slot: &PcpSlot,
         held: Option<&mut PerCpuPages>,
     ) -> bool {
-        if order.get() != 0 || self.shared.flags.load(Ordering::Relaxed) & PCP_FREE_OFF != 0 {
+        if order.get() != 0
+            || self.shared.flags.load(Ordering::Relaxed) & ZoneBits::PCP_FREE_OFF.bits() != 0
+        {
             return false;
         }
         // validate_free for order 0 (any frame is aligned), reduced to "the table covers the
@@ -182,7 +184,7 @@ impl Zone {
         pcp.count = count;
         pcp.frees_by_order[0] += 1; // `PcpStats::frees` is their sum
                                     // note_free for order 0: never free_high, and it ends a run of high-order frees.
-        pcp.flags &= !PCPF_PREV_FREE_HIGH_ORDER;
+        pcp.flags.remove(PcpFlags::PREV_FREE_HIGH_ORDER);
         if pcp.free_count < pcp.free_count_max {
             pcp.free_count += 1;
         }

@@ -9,7 +9,7 @@ use crate::error::FreeError;
 use crate::meta::FrameState;
 use crate::pcp::{DrainReason, PcpAccess, PerCpuPages};
 use crate::request::AllocFlags;
-use crate::shared::{ZONE_BELOW_HIGH, ZONE_RECLAIM_ACTIVE};
+use crate::shared::ZoneBits;
 use crate::sync::now_ns;
 use crate::types::{CpuId, MigrateType, Order, Pfn, MIGRATE_PCPTYPES};
 
@@ -103,8 +103,8 @@ impl Zone {
         let pi = policy.pindex(mt, order);
         pcp.put_head(t, pi, idx, order);
         let free_high = pcp.note_free(order, &policy);
-        let reclaim = self.shared.test_flag(ZONE_RECLAIM_ACTIVE);
-        let below = self.shared.test_flag(ZONE_BELOW_HIGH);
+        let reclaim = self.shared.test_flag(ZoneBits::ZONE_RECLAIM_ACTIVE);
+        let below = self.shared.test_flag(ZoneBits::ZONE_BELOW_HIGH);
         let high = pcp.nr_pcp_high(free_high, reclaim, below, &policy);
         if pcp.count < high {
             return None;
@@ -155,7 +155,7 @@ impl Zone {
     /// `free_frozen_page_commit`).
     fn clear_below_high(&self) {
         let sh = &self.shared;
-        if sh.test_flag(ZONE_BELOW_HIGH)
+        if sh.test_flag(ZoneBits::ZONE_BELOW_HIGH)
             && sh.watermark_ok(
                 0,
                 sh.mark(2),
@@ -163,7 +163,7 @@ impl Zone {
                 AllocFlags(0),
             )
         {
-            sh.clear_flag(ZONE_BELOW_HIGH);
+            sh.clear_flag(ZoneBits::ZONE_BELOW_HIGH);
         }
     }
 

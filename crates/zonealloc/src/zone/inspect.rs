@@ -33,7 +33,7 @@ impl Zone {
         info.high_max = pcp.high_max;
         info.alloc_factor = pcp.alloc_factor;
         info.free_count = pcp.free_count;
-        info.flags = pcp.flags;
+        info.flags = pcp.flags.bits();
         for (p, l) in pcp.lists.iter().enumerate() {
             let order = self.pcp.policy.order_of(p);
             info.list_pages[p] = (l.iter(&self.table).count() as u32) << order;

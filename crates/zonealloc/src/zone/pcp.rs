@@ -9,7 +9,7 @@ use core::ops::{Deref, DerefMut};
 
 use super::Zone;
 use crate::pcp::{DrainReason, PcpSlot, PerCpuPages};
-use crate::shared::ZONE_RECLAIM_ACTIVE;
+use crate::shared::ZoneBits;
 use crate::stats::HoldTimes;
 use crate::sync::{current_cpu, now_ns, Ordering};
 use crate::types::MigrateType;
@@ -79,9 +79,9 @@ impl Zone {
     /// kernel sets it while kswapd reclaims the zone).
     pub fn set_reclaim_active(&self, on: bool) {
         if on {
-            self.shared.set_flag(ZONE_RECLAIM_ACTIVE);
+            self.shared.set_flag(ZoneBits::ZONE_RECLAIM_ACTIVE);
         } else {
-            self.shared.clear_flag(ZONE_RECLAIM_ACTIVE);
+            self.shared.clear_flag(ZoneBits::ZONE_RECLAIM_ACTIVE);
         }
     }
 
