@@ -57,8 +57,8 @@
 //! | `arena::PAGE_POISON`, `PoisonReport` | `PAGE_POISON`, `check_poison_mem` |
 //!
 //! ## Real memory
-//! With the `arena` feature (which needs `std`), [`arena::PageArena`] maps a region and serves
-//! its pages from a zone over it: owning [`arena::PageBlock`] handles, raw pointers, and an
+//! With the `arena` feature (which needs `std`), `arena::PageArena` maps a region and serves
+//! its pages from a zone over it: owning `arena::PageBlock` handles, raw pointers, and an
 //! `allocator_api2` allocator, with huge pages, zeroing and page poisoning as options.
 //!
 //! ## Errors
@@ -79,6 +79,10 @@ pub mod arena;
 mod buddy;
 mod check;
 pub mod config;
+// Doc-only: `docs/DESIGN.md`, the walk through one allocation and one free, as rustdoc (through
+// the `DESIGN.md` link beside Cargo.toml, so that a packaged crate carries it).
+#[doc = include_str!("../DESIGN.md")]
+pub mod design {}
 pub mod error;
 mod list;
 pub mod memmap;

@@ -73,7 +73,8 @@ pub use block::PageBlock;
 pub use error::{ArenaError, ArenaFreeError};
 pub use poison::{PoisonReport, PAGE_POISON};
 
-use crate::buddy::{CheckError, CheckFacts};
+use crate::buddy::CheckFacts;
+use crate::check::CheckError;
 use crate::config::ZoneConfig;
 use crate::error::{AllocError, FreeError};
 use crate::meta::FrameState;
