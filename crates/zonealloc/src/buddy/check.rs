@@ -4,7 +4,7 @@
 use super::BuddyZone;
 use crate::check::{check_fail as fail, CheckError};
 use crate::meta::{FrameState, FrameTable};
-use crate::types::{MigrateType, Order, MIGRATE_TYPES};
+use crate::types::{MigrateType, Order};
 
 impl BuddyZone {
     /// Walks every free list (Z2..Z5, Z7, Z8), then the frame table (Z1, Z6, Z9), and returns what
@@ -84,7 +84,6 @@ impl BuddyZone {
                 "NR_FREE_PAGES_BLOCKS differs from the free lists",
             ));
         }
-        let _ = MIGRATE_TYPES;
 
         // Z1 and Z6: walk the table block by block. Every managed frame must be covered by
         // exactly one head, tails only inside a head's block.

@@ -41,8 +41,12 @@ use crate::meta::{FrameState, FrameTable};
 use crate::tracepoint::ZoneEvent;
 use crate::types::{pcp_allowed_order, MigrateType, Order, Pfn, MIGRATE_PCPTYPES};
 
-/// `NR_LOWORDER_PCP_LISTS`: three migratetypes times orders 0..=3.
-pub(crate) const NR_LOWORDER_PCP_LISTS: usize = MIGRATE_PCPTYPES * 4;
+/// `NR_LOWORDER_PCP_LISTS`: three migratetypes times orders 0..=3 (`PAGE_ALLOC_COSTLY_ORDER`).
+pub(crate) const NR_LOWORDER_PCP_LISTS: usize = MIGRATE_PCPTYPES * (Order::COSTLY.index() + 1);
+/// The per-order counters of a CPU's lists: one slot per low order, then the THP order's.
+pub(crate) const PCP_ORDER_SLOTS: usize = Order::COSTLY.index() + 2;
+/// The counter slot of the THP order.
+pub(crate) const THP_ORDER_SLOT: usize = PCP_ORDER_SLOTS - 1;
 /// `NR_PCP_LISTS` with THP (one movable and one unmovable+reclaimable THP list).
 pub(crate) const NR_PCP_LISTS: usize = NR_LOWORDER_PCP_LISTS + 2;
 bitflags::bitflags! {
@@ -140,7 +144,7 @@ impl PcpPolicy {
     /// `order_to_pindex`. `mt` must be a PCP type.
     #[inline]
     pub(crate) fn pindex(&self, mt: MigrateType, order: u8) -> usize {
-        if order > 3 {
+        if order > Order::COSTLY.get() {
             NR_LOWORDER_PCP_LISTS + (mt == MigrateType::Movable) as usize
         } else {
             MIGRATE_PCPTYPES * order as usize + mt.index()
@@ -150,7 +154,7 @@ impl PcpPolicy {
     /// Slot of a PCP order in the per-order counters (0..=3, 4 for THP).
     #[inline]
     pub(crate) fn order_slot(order: u8) -> usize {
-        (order as usize).min(4)
+        (order as usize).min(THP_ORDER_SLOT)
     }
 
     /// `pindex_to_order`.
@@ -189,10 +193,10 @@ pub(crate) struct PerCpuPages {
     pub(crate) stats: PcpStats,
     /// Allocations served per PCP order slot (orders 0..=3, then the THP order; added into
     /// the zone's per-order counts).
-    pub(crate) allocs: [u64; 5],
+    pub(crate) allocs: [u64; PCP_ORDER_SLOTS],
     /// Frees taken per PCP order slot (their sum is `PcpStats::frees`, which a snapshot fills
     /// in, so that a free counts once).
-    pub(crate) frees_by_order: [u64; 5],
+    pub(crate) frees_by_order: [u64; PCP_ORDER_SLOTS],
     /// Generation of the shared pageset parameters last copied into this PCP.
     pub(crate) params_gen: u32,
     /// The slot's `attention` as of the last `Zone::enter` (see `PcpSlot::quiet`). Starts at
@@ -217,8 +221,8 @@ impl PerCpuPages {
             free_count: 0,
             lists: [FrameList::new(); NR_PCP_LISTS],
             stats: PcpStats::ZERO,
-            allocs: [0; 5],
-            frees_by_order: [0; 5],
+            allocs: [0; PCP_ORDER_SLOTS],
+            frees_by_order: [0; PCP_ORDER_SLOTS],
             params_gen: 0,
             attention_seen: u32::MAX,
             free_count_max: 0,

@@ -48,7 +48,8 @@ impl Zone {
         let sh = &self.shared;
         // Zone flags, mobility grouping off (which rewrites the migratetype) or no per-CPU
         // lists: full path.
-        if order > 3 || !mt.is_gfp_type() || sh.flags.load(Ordering::Relaxed) != 0 {
+        if order > Order::COSTLY.get() || !mt.is_gfp_type() || sh.flags.load(Ordering::Relaxed) != 0
+        {
             return None;
         }
         // get_page_from_freelist with ZONE_BELOW_HIGH clear: zone_watermark_fast at the high
@@ -99,7 +100,7 @@ impl Zone {
         }
         let t = &self.table;
         let m = t.entries();
-        // order_to_pindex for a low order; `order <= 3` and `mt` is a PCP type.
+        // order_to_pindex for a low order; `order <= Order::COSTLY` and `mt` is a PCP type.
         let pi = MIGRATE_PCPTYPES * order as usize + mt.index();
         let idx = pcp.lists.get_mut(pi)?.pop_head_in(m)?;
         let count = pcp.count - (1 << order);

@@ -256,18 +256,17 @@ impl Zone {
                 FrameState::Buddy(_) | FrameState::Pcp(_) => {
                     return Err(FreeError::DoubleFree { pfn })
                 }
-                FrameState::Tail => return Err(self.classify_tail(idx, pfn)),
+                FrameState::Tail => return Err(self.classify_tail(pfn)),
             }
         }
     }
 
     /// A tail frame was passed to free: find the block containing it.
-    fn classify_tail(&self, idx: u32, pfn: Pfn) -> FreeError {
+    fn classify_tail(&self, pfn: Pfn) -> FreeError {
         let t = &self.table;
         for o in 1..=self.cfg.max_order {
             let head_pfn = pfn.0 & !((1u64 << o) - 1);
             let Some(h) = t.index_of(head_pfn) else { break };
-            let _ = idx;
             match t.state(h) {
                 FrameState::Buddy(bo) | FrameState::Pcp(bo) if bo.get() >= o => {
                     return FreeError::DoubleFree { pfn }

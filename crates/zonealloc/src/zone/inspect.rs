@@ -5,7 +5,7 @@ use super::Zone;
 use crate::buddy::{CheckFacts, Watermarks};
 use crate::check::CheckError;
 use crate::meta::FrameState;
-use crate::pcp::{PcpInfo, PcpStats, PerCpuPages};
+use crate::pcp::{PcpInfo, PcpStats, PerCpuPages, PCP_ORDER_SLOTS, THP_ORDER_SLOT};
 use crate::stats::{FreeAreaSnapshot, ZoneStats};
 use crate::sync::{Ordering, SpinGuard};
 use crate::types::{CpuId, MigrateType, Order, Pfn, MIGRATE_TYPES, ORDER_SLOTS};
@@ -72,8 +72,8 @@ impl Zone {
         let (mut a, mut f) = ([0; ORDER_SLOTS], [0; ORDER_SLOTS]);
         for c in 0..self.pcp.cpus() {
             if let Some(pcp) = self.lock_for_inspection(c) {
-                for s in 0..5 {
-                    let o = if s < 4 {
+                for s in 0..PCP_ORDER_SLOTS {
+                    let o = if s < THP_ORDER_SLOT {
                         s
                     } else {
                         match self.pcp.policy.thp_order {
