@@ -32,12 +32,12 @@ impl core::error::Error for CheckError {}
 /// A [`CheckError`] for invariant `invariant`, at frame `pfn` if the violation concerns one.
 pub(crate) fn check_fail(
     invariant: &'static str,
-    pfn: Option<u64>,
+    pfn: Option<Pfn>,
     what: &'static str,
 ) -> CheckError {
     CheckError {
         invariant,
-        pfn: pfn.map(Pfn),
+        pfn,
         what,
     }
 }

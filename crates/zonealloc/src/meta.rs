@@ -281,8 +281,8 @@ impl FrameTable {
 
     /// Index of `pfn`, if the table covers it.
     #[inline]
-    pub(crate) fn index_of(&self, pfn: u64) -> Option<u32> {
-        let off = pfn.wrapping_sub(self.base);
+    pub(crate) fn index_of(&self, pfn: Pfn) -> Option<u32> {
+        let off = pfn.0.wrapping_sub(self.base);
         if off < self.len as u64 {
             Some(off as u32)
         } else {
@@ -292,8 +292,8 @@ impl FrameTable {
 
     /// Frame number of index `idx`.
     #[inline]
-    pub(crate) fn pfn_of(&self, idx: u32) -> u64 {
-        self.base + idx as u64
+    pub(crate) fn pfn_of(&self, idx: u32) -> Pfn {
+        Pfn(self.base + idx as u64)
     }
 
     #[inline]

@@ -21,10 +21,10 @@ impl BuddyZone {
                 let want = FrameState::Buddy(Order::from_raw(o));
                 let n = list.check(t, want, "Z2", |idx| {
                     let pfn = t.pfn_of(idx);
-                    if pfn & ((1u64 << o) - 1) != 0 {
+                    if pfn.0 & ((1u64 << o) - 1) != 0 {
                         return Err(fail("Z4", Some(pfn), "free block not aligned to its order"));
                     }
-                    if pfn < self.span_start || pfn + (1u64 << o) > self.span_end {
+                    if pfn.0 < self.span_start || pfn.0 + (1u64 << o) > self.span_end {
                         return Err(fail("Z4", Some(pfn), "free block outside the zone span"));
                     }
                     if self.block_mt(t, idx) != mt {
@@ -168,7 +168,7 @@ impl BuddyZone {
         if end > t.len() as u64 {
             return Err(fail("Z4", Some(t.pfn_of(head)), "block runs past the zone"));
         }
-        if t.pfn_of(head) & (o.pages() - 1) != 0 {
+        if t.pfn_of(head).0 & (o.pages() - 1) != 0 {
             return Err(fail(
                 "Z4",
                 Some(t.pfn_of(head)),

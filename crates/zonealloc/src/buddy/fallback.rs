@@ -8,7 +8,7 @@ use super::BuddyZone;
 use crate::meta::{FrameState, FrameTable};
 use crate::request::AllocFlags;
 use crate::tracepoint::ZoneEvent;
-use crate::types::{MigrateType, Order, Pfn};
+use crate::types::{MigrateType, Order};
 
 /// `fallbacks[]`: the order in which other types' lists are raided.
 const FALLBACKS: [[MigrateType; 2]; 3] = [
@@ -93,7 +93,7 @@ impl BuddyZone {
     fn prep_move_freepages_block(&self, t: &FrameTable, idx: u32) -> Option<(u32, u64, u64)> {
         let start = self.block_start(idx);
         let pages = 1u32 << self.cfg.pageblock_order;
-        let start_pfn = t.pfn_of(start);
+        let start_pfn = t.pfn_of(start).0;
         let end_pfn = start_pfn + pages as u64;
         if start_pfn < self.span_start || end_pfn > self.span_end {
             return None;
@@ -201,7 +201,7 @@ impl BuddyZone {
     ) {
         let change_ownership = self.block_mt(t, idx) == start_mt;
         self.events.log(|| ZoneEvent::AllocExtfrag {
-            pfn: Pfn(t.pfn_of(idx)),
+            pfn: t.pfn_of(idx),
             alloc_order: Order::from_raw(order),
             fallback_order: Order::from_raw(fallback_order),
             alloc_migratetype: start_mt,

@@ -25,7 +25,7 @@ impl BuddyZone {
         }
         if order < pb {
             let start = self.block_start(idx);
-            let start_pfn = t.pfn_of(start);
+            let start_pfn = t.pfn_of(start).0;
             if start_pfn < self.span_start || start_pfn + pb_pages > self.span_end {
                 return;
             }
@@ -62,7 +62,7 @@ impl BuddyZone {
             self.nr_reserved_highatomic -= size;
             let moved = if order < pb {
                 let start = self.block_start(idx);
-                let start_pfn = t.pfn_of(start);
+                let start_pfn = t.pfn_of(start).0;
                 if start_pfn < self.span_start || start_pfn + pb_pages > self.span_end {
                     continue;
                 }

@@ -376,7 +376,7 @@ impl BuddyZone {
                 let percpu_refill =
                     pcp_allowed_order(order, self.cfg.pcp.thp_order) && mt.is_gfp_type();
                 self.events.log(|| ZoneEvent::AllocZoneLocked {
-                    pfn: Pfn(t.pfn_of(idx)),
+                    pfn: t.pfn_of(idx),
                     order: Order::from_raw(order),
                     migratetype: mt,
                     percpu_refill,
@@ -392,9 +392,9 @@ impl BuddyZone {
     /// outside the table, hence `i64`).
     #[inline]
     pub(crate) fn find_buddy(&self, t: &FrameTable, idx: u32, order: u8) -> (Option<u32>, u64) {
-        let pfn = t.pfn_of(idx);
+        let pfn = t.pfn_of(idx).0;
         let buddy_pfn = pfn ^ (1u64 << order);
-        let found = t.index_of(buddy_pfn).filter(|&b| t.is_buddy(b, order));
+        let found = t.index_of(Pfn(buddy_pfn)).filter(|&b| t.is_buddy(b, order));
         (found, buddy_pfn)
     }
 
@@ -406,7 +406,7 @@ impl BuddyZone {
             return false;
         }
         let higher_pfn = buddy_pfn & pfn;
-        match t.index_of(higher_pfn) {
+        match t.index_of(Pfn(higher_pfn)) {
             Some(hi) => self.find_buddy(t, hi, order + 1).0.is_some(),
             None => false,
         }
@@ -423,7 +423,7 @@ impl BuddyZone {
         placement: FreePlacement,
     ) {
         self.account_freepages(1i64 << order, mt);
-        let mut pfn = t.pfn_of(idx);
+        let mut pfn = t.pfn_of(idx).0;
         let mut buddy_pfn = 0u64;
         let pb = self.cfg.pageblock_order;
         while order < self.cfg.max_order {
@@ -446,7 +446,7 @@ impl BuddyZone {
             let combined = buddy_pfn & pfn;
             // The higher half stops being a head.
             t.set_state(idx, FrameState::Tail);
-            idx = t.index_of(combined).unwrap_or(idx);
+            idx = t.index_of(Pfn(combined)).unwrap_or(idx);
             pfn = combined;
             order += 1;
             self.stats.merges += 1;

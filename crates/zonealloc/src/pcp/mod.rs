@@ -39,7 +39,7 @@ use crate::config::FreeHigh;
 use crate::list::FrameList;
 use crate::meta::{FrameState, FrameTable};
 use crate::tracepoint::ZoneEvent;
-use crate::types::{pcp_allowed_order, MigrateType, Order, Pfn, MIGRATE_PCPTYPES};
+use crate::types::{pcp_allowed_order, MigrateType, Order, MIGRATE_PCPTYPES};
 
 /// `NR_LOWORDER_PCP_LISTS`: three migratetypes times orders 0..=3 (`PAGE_ALLOC_COSTLY_ORDER`).
 pub(crate) const NR_LOWORDER_PCP_LISTS: usize = MIGRATE_PCPTYPES * (Order::COSTLY.index() + 1);
@@ -426,7 +426,7 @@ impl PerCpuPages {
                 self.lists[p].unlink(t, idx);
                 let mt = z.block_mt(t, idx);
                 z.events.log(|| ZoneEvent::PcpuDrain {
-                    pfn: Pfn(t.pfn_of(idx)),
+                    pfn: t.pfn_of(idx),
                     order: Order::from_raw(order),
                     migratetype: mt,
                 });

@@ -168,7 +168,7 @@ impl Zone {
                 if flags.intersects(AllocFlags::HIGHATOMIC) {
                     self.lock().reserve_highatomic_pageblock(t, idx, order);
                 }
-                return Some(Pfn(t.pfn_of(idx)));
+                return Some(t.pfn_of(idx));
             }
         }
         let mut z = self.lock();
@@ -180,7 +180,7 @@ impl Zone {
         if flags.intersects(AllocFlags::HIGHATOMIC) {
             z.reserve_highatomic_pageblock(t, idx, order);
         }
-        Some(Pfn(t.pfn_of(idx)))
+        Some(t.pfn_of(idx))
     }
 
     /// The buddy allocation in its most common case, in one function: an order the per-CPU
@@ -213,7 +213,7 @@ impl Zone {
         self.kswapd_check(&mut z, flags);
         t.set_state(idx, FrameState::Allocated(Order::from_raw(order), mt));
         z.stats.allocs[order as usize] += 1;
-        Some(Pfn(t.pfn_of(idx)))
+        Some(t.pfn_of(idx))
     }
 
     /// The exit of `rmqueue`: a fallback that boosted the watermarks wakes kswapd.

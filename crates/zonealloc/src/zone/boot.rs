@@ -169,14 +169,12 @@ impl Zone {
         }
         let t = &self.table;
         let (first, last) = (
-            t.index_of(start.0).unwrap_or(0),
-            t.index_of(end.0 - 1).unwrap_or(0),
+            t.index_of(start).unwrap_or(0),
+            t.index_of(Pfn(end.0 - 1)).unwrap_or(0),
         );
         for i in first..=last {
             if t.state(i) != FrameState::Absent {
-                return Err(RangeError::Overlap {
-                    pfn: Pfn(t.pfn_of(i)),
-                });
+                return Err(RangeError::Overlap { pfn: t.pfn_of(i) });
             }
         }
         for i in first..=last {
@@ -194,7 +192,7 @@ impl Zone {
             while pfn + (1u64 << order) > end.0 {
                 order -= 1;
             }
-            let idx = t.index_of(pfn).unwrap_or(0);
+            let idx = t.index_of(Pfn(pfn)).unwrap_or(0);
             z.managed_pages += 1u64 << order;
             z.split_large_buddy(t, idx, order as u8, FreePlacement::ToTail);
             pfn += 1u64 << order;

@@ -224,9 +224,7 @@ impl Zone {
         if !pfn.is_aligned(order) {
             return Err(FreeError::Misaligned { pfn, order });
         }
-        self.table
-            .index_of(pfn.0)
-            .ok_or(FreeError::OutOfZone { pfn })
+        self.table.index_of(pfn).ok_or(FreeError::OutOfZone { pfn })
     }
 
     /// Atomically takes ownership of an allocated head for freeing (state becomes `Tail`), or
@@ -266,7 +264,9 @@ impl Zone {
         let t = &self.table;
         for o in 1..=self.cfg.max_order {
             let head_pfn = pfn.0 & !((1u64 << o) - 1);
-            let Some(h) = t.index_of(head_pfn) else { break };
+            let Some(h) = t.index_of(Pfn(head_pfn)) else {
+                break;
+            };
             match t.state(h) {
                 FrameState::Buddy(bo) | FrameState::Pcp(bo) if bo.get() >= o => {
                     return FreeError::DoubleFree { pfn }

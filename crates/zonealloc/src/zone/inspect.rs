@@ -130,7 +130,7 @@ impl Zone {
                 let want = FrameState::Pcp(Order::from_raw(order));
                 let n = list.check(t, want, "P2", |idx| {
                     let pfn = t.pfn_of(idx);
-                    if pfn & ((1u64 << order) - 1) != 0 {
+                    if pfn.0 & ((1u64 << order) - 1) != 0 {
                         return Err(fail("P2", Some(pfn), "PCP block not aligned to its order"));
                     }
                     Ok(())
@@ -188,7 +188,7 @@ impl Zone {
         if !self.spans(pfn) {
             return None;
         }
-        let idx = self.table.index_of(pfn.0)?;
+        let idx = self.table.index_of(pfn)?;
         let z = self.buddy.lock();
         Some(z.block_mt(&self.table, idx))
     }
@@ -198,7 +198,7 @@ impl Zone {
         if !self.spans(pfn) {
             return None;
         }
-        Some(self.table.state(self.table.index_of(pfn.0)?))
+        Some(self.table.state(self.table.index_of(pfn)?))
     }
 
     /// Free blocks per order (`free_area[order].nr_free`), the numbers of `/proc/buddyinfo`.
@@ -223,7 +223,7 @@ impl Zone {
             if n == out.len() {
                 break;
             }
-            out[n] = Pfn(self.table.pfn_of(idx));
+            out[n] = self.table.pfn_of(idx);
             n += 1;
         }
         n
@@ -253,7 +253,7 @@ impl Zone {
         let step = 1u64 << self.cfg.pageblock_order;
         let mut pfn = self.span.0;
         while pfn < self.span.1 {
-            if let Some(i) = t.index_of(pfn) {
+            if let Some(i) = t.index_of(Pfn(pfn)) {
                 s.pageblocks_by_type[z.block_mt(t, i).index()] += 1;
             }
             pfn += step;
