@@ -8,10 +8,11 @@
 //! (`free_frozen_page_commit`, `nr_pcp_high`, `nr_pcp_free`, `free_pcppages_bulk`).
 //!
 //! [`PerCpuPages`] is a plain struct with the kernel's fields and its pure policy functions;
-//! the files beside it add the lock choreography on [`Zone`](crate::Zone): `slot.rs` (where
-//! the lists live), `alloc.rs`, `free.rs`, `drain.rs` (draining, decay and the owner-drain
-//! protocol), `inspect.rs` (snapshots, `/proc/zoneinfo`, invariant checks) and `handle.rs`
-//! ([`CpuHandle`]).
+//! `slot.rs` is where the lists live (per-CPU slots, the shared pageset parameters) and
+//! `sizing.rs` the kernel's rules for `batch` and `high`. This module takes no lock and knows
+//! no zone: the lock choreography on [`Zone`](crate::Zone) (refill, free, drain, decay, the
+//! hit paths and [`CpuHandle`](crate::CpuHandle)) lives in `zone/`, one layer up. Policy
+//! variants (kernel-version presets, say) belong here, as pure functions of `PerCpuPages`.
 //!
 //! # Locking
 //! Each PCP has its own [`SpinLock`](crate::sync::SpinLock). Allocation and free only
@@ -199,7 +200,7 @@ pub(crate) struct PerCpuPages {
     pub(crate) frees_by_order: [u64; PCP_ORDER_SLOTS],
     /// Generation of the shared pageset parameters last copied into this PCP.
     pub(crate) params_gen: u32,
-    /// The slot's `attention` as of the last `Zone::enter` (see `PcpSlot::quiet`). Starts at
+    /// The slot's `attention` as of the last `Zone::pcp_enter` (see `PcpSlot::quiet`). Starts at
     /// a value `attention` does not have, so that a PCP's first operation takes the full path.
     pub(crate) attention_seen: u32,
     /// `batch << CONFIG_PCP_BATCH_SCALE_MAX`, where `free_count` stops growing; set with

@@ -6,7 +6,7 @@
 //! Every path that touches a PCP holds its [`SpinLock`]; the zone lock is only ever taken
 //! inside it (PCP, then zone). Allocation and free `try_lock` and fall back to the buddy, so
 //! they never wait for a drainer; drains and decay wait for the PCP lock, except on lists an
-//! owner holds (see `drain.rs`).
+//! owner holds (see `zone/drain.rs`).
 
 use core::fmt;
 
@@ -35,7 +35,7 @@ pub struct PcpSlot {
     pub(crate) idle: AtomicBool,
     /// Bumped by everything the PCP hit paths must not skip: new pageset parameters
     /// (`PcpSet::set_params`) and owner-drain requests (`request_drain`). A hit path goes on
-    /// only while it equals the value `Zone::enter` last saw (`PerCpuPages::attention_seen`),
+    /// only while it equals the value `Zone::pcp_enter` last saw (`PerCpuPages::attention_seen`),
     /// so it tests one word instead of the parameter generation and both drain tickets.
     /// (Equal after a wrap only if exactly 2^32 bumps fall between two operations.)
     pub(crate) attention: AtomicU32,
@@ -77,7 +77,7 @@ impl PcpSlot {
     }
 }
 
-/// The owner-drain tickets (see `drain.rs`). A flag cannot tell a request raised during a
+/// The owner-drain tickets (see `zone/drain.rs`). A flag cannot tell a request raised during a
 /// drain from one the drain satisfied; tickets can: a server reads the ticket count before it
 /// drains and marks exactly those served after.
 impl PcpSlot {
@@ -105,9 +105,9 @@ impl PcpSlot {
         t
     }
 
-    /// Whether nothing has asked for attention since the lists' last `Zone::enter`: no new
+    /// Whether nothing has asked for attention since the lists' last `Zone::pcp_enter`: no new
     /// parameters, no new drain request. The hit paths' one test; anything else goes the full
-    /// way, whose `enter` deals with it.
+    /// way, whose `Zone::pcp_enter` deals with it.
     #[inline(always)]
     pub(crate) fn quiet(&self, pcp: &PerCpuPages) -> bool {
         self.attention.load(Ordering::Relaxed) == pcp.attention_seen

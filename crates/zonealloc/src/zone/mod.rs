@@ -1,20 +1,51 @@
-//! [`Zone`]: one zone's buddy allocator behind its lock, with the public alloc/free API.
+//! [`Zone`]: one zone's buddy allocator behind its lock, its per-CPU lists in front of it, and
+//! the public alloc/free API. Every `impl Zone` lives in this folder, so the lock choreography
+//! reads in one place; the layers below it (`buddy`, `pcp`) take no lock and know no zone.
 //!
 //! # Locking
-//! `zone->lock` is [`Zone::buddy`]; every buddy operation runs with it held and takes
-//! `&mut BuddyZone` from the guard, which publishes the lock-free mirror (`shared`) as it
-//! is released. The frame table is shared and accessed with relaxed atomics (see `meta`).
-//! Per-CPU lists have their own locks, always taken before the zone lock (see `pcp`).
+//! Lock order: `PcpSet::drain_mutex`, then a CPU's PCP lock, then the zone lock; never the
+//! reverse.
+//! - `zone->lock` is [`Zone::buddy`], taken through [`Zone::lock`]: the [`ZoneGuard`] derefs to
+//!   `&mut BuddyZone` (so "caller holds `zone->lock`" is a type) and publishes the lock-free
+//!   mirror (`shared`) as it is released.
+//! - A CPU's lists are entered through a [`PcpGuard`](pcp::PcpGuard) (`Zone::pcp_enter`):
+//!   it applies pending parameters and serves a pending owner drain on the way in, and on the
+//!   way out publishes the count hint before the lock is released. The hit paths (`fast.rs`)
+//!   run only when there is nothing to apply or serve, and publish the hint themselves.
+//! - The frame table is shared and accessed with relaxed atomics (see `meta`).
+//!
+//! # Files, in the order of one allocation's walk
+//! - `boot.rs`: construction, memory handed over at boot, watermark and pageset sizing.
+//! - `walk.rs`: the allocation walk over a zonelist (`__alloc_frozen_pages`), shared with
+//!   [`Node`](crate::Node).
+//! - `fast.rs`: the PCP hit paths (order-0..=3 allocation, order-0 free); fused hit paths
+//!   for more orders go here.
+//! - `alloc.rs`: `try_alloc`, the PCP refill (`rmqueue_pcplist`, `rmqueue_bulk`) and the
+//!   buddy fallback (`rmqueue_buddy`).
+//! - `free.rs`: free validation, the PCP free and its drain, frees that bypass the lists.
+//! - `drain.rs`: draining, decay and the owner-drain protocol.
+//! - `pcp.rs`: [`PcpGuard`](pcp::PcpGuard), the calling CPU, instrumentation switches.
+//! - `handle.rs`: [`CpuHandle`], a thread's claim on one CPU's lists.
+//! - `inspect.rs`: snapshots, counters, `/proc` text, tracepoint switches, `check`.
+
+// In the order of the walk above (each group on its own so that rustfmt keeps the order).
+mod boot;
+
+mod walk;
+
+mod fast;
 
 mod alloc;
-mod boot;
-mod drain;
-mod fast;
+
 mod free;
-mod handle;
-mod inspect;
+
+mod drain;
+
 mod pcp;
-mod walk;
+
+mod handle;
+
+mod inspect;
 
 pub use handle::CpuHandle;
 pub(crate) use walk::{alloc_walk, ZoneList};
