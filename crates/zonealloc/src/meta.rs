@@ -304,9 +304,8 @@ impl FrameTable {
     /// Whether `idx` is the head of a free buddy block of exactly `order` (`PageBuddy` and
     /// `buddy_order == order`), comparing the raw state word.
     #[inline]
-    pub(crate) fn is_buddy(&self, idx: u32, order: u8) -> bool {
-        self.at(idx).state.load(Ordering::Relaxed)
-            == FrameState::Buddy(Order::from_raw(order)).encode()
+    pub(crate) fn is_buddy(&self, idx: u32, order: Order) -> bool {
+        self.at(idx).state.load(Ordering::Relaxed) == FrameState::Buddy(order).encode()
     }
 
     #[inline]

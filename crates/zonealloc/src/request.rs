@@ -2,7 +2,7 @@
 //! translation into `ALLOC_*` flags (`prepare_alloc_pages`, `alloc_flags_nofragment`,
 //! `gfp_to_alloc_flags`).
 
-use crate::types::{CpuId, MigrateType, ZoneType};
+use crate::types::{CpuId, MigrateType, Order, ZoneType};
 
 /// Allocation flags (`ALLOC_*` in `mm/internal.h`), with the kernel's values. The set
 /// operations (`intersects`, `contains`, `union`, ...) come from [`bitflags`]; the kernel's
@@ -143,7 +143,8 @@ impl AllocRequest {
     }
 
     /// `gfp_to_alloc_flags`: flags of the slow path.
-    pub(crate) fn slow_flags(&self, order: u8) -> AllocFlags {
+    pub(crate) fn slow_flags(&self, order: Order) -> AllocFlags {
+        let order = order.get();
         let mut f = AllocFlags::WMARK_MIN.with(AllocFlags::KSWAPD);
         if self.high {
             f = f.with(AllocFlags::MIN_RESERVE);

@@ -9,7 +9,7 @@
 
 use crate::request::AllocFlags;
 use crate::sync::{AtomicU64, AtomicU8, Ordering};
-use crate::types::{MigrateType, MAX_NR_ZONES, MIGRATE_PCPTYPES};
+use crate::types::{MigrateType, Order, MAX_NR_ZONES, MIGRATE_PCPTYPES};
 
 bitflags::bitflags! {
     /// The bits of [`ZoneShared::flags`]: the kernel's zone flags that change without the zone
@@ -151,12 +151,13 @@ impl ZoneShared {
     #[inline]
     pub(crate) fn watermark_ok_with(
         &self,
-        order: u8,
+        order: Order,
         mark: u64,
         highest_zoneidx: usize,
         flags: AllocFlags,
         free_pages: i64,
     ) -> bool {
+        let order = order.get();
         let free = free_pages - self.unusable_free(order, flags);
         let mut min = mark as i64;
         if flags.intersects(AllocFlags::RESERVES) {
@@ -189,7 +190,13 @@ impl ZoneShared {
     }
 
     /// `zone_watermark_ok`.
-    pub(crate) fn watermark_ok(&self, order: u8, mark: u64, hz: usize, flags: AllocFlags) -> bool {
+    pub(crate) fn watermark_ok(
+        &self,
+        order: Order,
+        mark: u64,
+        hz: usize,
+        flags: AllocFlags,
+    ) -> bool {
         self.watermark_ok_with(order, mark, hz, flags, ld(&self.nr_free_pages) as i64)
     }
 
@@ -197,13 +204,13 @@ impl ZoneShared {
     #[inline]
     pub(crate) fn watermark_fast(
         &self,
-        order: u8,
+        order: Order,
         mark: u64,
         highest_zoneidx: usize,
         flags: AllocFlags,
     ) -> bool {
         let free = ld(&self.nr_free_pages) as i64;
-        if order == 0 {
+        if order == Order::ZERO {
             let reserved = self.unusable_free(0, flags);
             let usable = free - free.min(reserved);
             if usable > (mark + ld(&self.lowmem_reserve[highest_zoneidx])) as i64 {
@@ -213,7 +220,7 @@ impl ZoneShared {
         if self.watermark_ok_with(order, mark, highest_zoneidx, flags, free) {
             return true;
         }
-        if order == 0
+        if order == Order::ZERO
             && flags.intersects(AllocFlags::MIN_RESERVE)
             && ld(&self.boost) != 0
             && flags.wmark_index() == 0

@@ -267,11 +267,12 @@ impl BuddyZone {
     pub(crate) fn rmqueue(
         &mut self,
         t: &FrameTable,
-        order: u8,
+        order: Order,
         mt: MigrateType,
         flags: AllocFlags,
         mode: &mut RmqueueMode,
     ) -> Option<u32> {
+        let order = order.get();
         if *mode == RmqueueMode::Normal {
             if let Some(idx) = self.rmqueue_smallest(t, order, mt) {
                 return Some(idx);

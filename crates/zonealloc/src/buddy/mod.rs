@@ -394,7 +394,9 @@ impl BuddyZone {
     pub(crate) fn find_buddy(&self, t: &FrameTable, idx: u32, order: u8) -> (Option<u32>, u64) {
         let pfn = t.pfn_of(idx).0;
         let buddy_pfn = pfn ^ (1u64 << order);
-        let found = t.index_of(Pfn(buddy_pfn)).filter(|&b| t.is_buddy(b, order));
+        let found = t
+            .index_of(Pfn(buddy_pfn))
+            .filter(|&b| t.is_buddy(b, Order::from_raw(order)));
         (found, buddy_pfn)
     }
 
@@ -418,10 +420,11 @@ impl BuddyZone {
         &mut self,
         t: &FrameTable,
         mut idx: u32,
-        mut order: u8,
+        order: Order,
         mt: MigrateType,
         placement: FreePlacement,
     ) {
+        let mut order = order.get();
         self.account_freepages(1i64 << order, mt);
         let mut pfn = t.pfn_of(idx).0;
         let mut buddy_pfn = 0u64;
@@ -477,7 +480,7 @@ impl BuddyZone {
         let mut i = idx;
         while i < end {
             let mt = self.block_mt(t, i);
-            self.free_one_page(t, i, o, mt, placement);
+            self.free_one_page(t, i, Order::from_raw(o), mt, placement);
             i += 1u32 << o;
         }
     }

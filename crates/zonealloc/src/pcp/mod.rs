@@ -434,7 +434,7 @@ impl PerCpuPages {
                 count -= nr;
                 self.count -= nr;
                 moved += nr;
-                z.free_one_page(t, idx, order, mt, FreePlacement::Normal);
+                z.free_one_page(t, idx, Order::from_raw(order), mt, FreePlacement::Normal);
                 if count <= 0 || self.lists[p].is_empty() {
                     break;
                 }

@@ -76,7 +76,7 @@ impl Zone {
         let mut mode = crate::buddy::RmqueueMode::Normal;
         let mut got = 0;
         while got < count {
-            let Some(idx) = z.rmqueue(t, order, mt, flags, &mut mode) else {
+            let Some(idx) = z.rmqueue(t, Order::from_raw(order), mt, flags, &mut mode) else {
                 break;
             };
             t.set_state(idx, FrameState::Pcp(Order::from_raw(order)));
@@ -150,14 +150,19 @@ impl Zone {
         let sh = &self.shared;
         let mut ok = false;
         if !sh.test_flag(ZoneBits::ZONE_BELOW_HIGH) {
-            if sh.watermark_fast(order, sh.mark(2), highest_zoneidx, flags) {
+            if sh.watermark_fast(Order::from_raw(order), sh.mark(2), highest_zoneidx, flags) {
                 ok = true;
             } else {
                 sh.set_flag(ZoneBits::ZONE_BELOW_HIGH);
             }
         }
         if !ok
-            && !sh.watermark_fast(order, sh.mark(flags.wmark_index()), highest_zoneidx, flags)
+            && !sh.watermark_fast(
+                Order::from_raw(order),
+                sh.mark(flags.wmark_index()),
+                highest_zoneidx,
+                flags,
+            )
             && !flags.intersects(AllocFlags::NO_WATERMARKS)
         {
             return None;
@@ -166,7 +171,8 @@ impl Zone {
         if self.pcp.enabled() && self.pcp.policy.allowed_order(order) {
             if let Some(idx) = self.rmqueue_pcplist(order, mt, flags, access) {
                 if flags.intersects(AllocFlags::HIGHATOMIC) {
-                    self.lock().reserve_highatomic_pageblock(t, idx, order);
+                    self.lock()
+                        .reserve_highatomic_pageblock(t, idx, Order::from_raw(order));
                 }
                 return Some(t.pfn_of(idx));
             }
@@ -178,7 +184,7 @@ impl Zone {
         t.set_state(idx, FrameState::Allocated(Order::from_raw(order), mt));
         z.stats.allocs[order as usize] += 1;
         if flags.intersects(AllocFlags::HIGHATOMIC) {
-            z.reserve_highatomic_pageblock(t, idx, order);
+            z.reserve_highatomic_pageblock(t, idx, Order::from_raw(order));
         }
         Some(t.pfn_of(idx))
     }
@@ -204,7 +210,12 @@ impl Zone {
             return None;
         }
         let flags = req.fast_flags();
-        if !sh.watermark_fast(order, sh.mark(2), req.highest_zone.index(), flags) {
+        if !sh.watermark_fast(
+            Order::from_raw(order),
+            sh.mark(2),
+            req.highest_zone.index(),
+            flags,
+        ) {
             return None;
         }
         let t = &self.table;
@@ -251,7 +262,7 @@ pub(crate) fn rmqueue_buddy(
         }
     }
     let mut mode = RmqueueMode::Normal;
-    if let Some(idx) = z.rmqueue(t, order, mt, flags, &mut mode) {
+    if let Some(idx) = z.rmqueue(t, Order::from_raw(order), mt, flags, &mut mode) {
         return Some(idx);
     }
     if flags.intersects(AllocFlags::OOM.with(AllocFlags::NON_BLOCK)) {

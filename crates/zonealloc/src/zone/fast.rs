@@ -62,7 +62,7 @@ impl Zone {
             }
             return self.pcp_pop_at(slot, held, 0, mt);
         }
-        if !sh.watermark_fast(order, sh.mark(2), hz, FAST_ALLOC_FLAGS) {
+        if !sh.watermark_fast(Order::from_raw(order), sh.mark(2), hz, FAST_ALLOC_FLAGS) {
             return None;
         }
         self.pcp_pop_at(slot, held, order, mt)

@@ -157,7 +157,7 @@ impl Zone {
         let sh = &self.shared;
         if sh.test_flag(ZoneBits::ZONE_BELOW_HIGH)
             && sh.watermark_ok(
-                0,
+                Order::ZERO,
                 sh.mark(2),
                 crate::types::ZoneType::Movable.index(),
                 AllocFlags(0),

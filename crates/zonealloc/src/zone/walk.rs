@@ -95,7 +95,7 @@ pub(crate) fn alloc_walk(
     }
 
     // Slow path.
-    let slow = req.slow_flags(o);
+    let slow = req.slow_flags(order);
     if let Some(p) = get_page_from_freelist(list, o, mt, slow, hz, access) {
         return Ok(p);
     }
