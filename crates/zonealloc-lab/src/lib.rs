@@ -9,4 +9,5 @@
 
 pub mod bench;
 pub mod machine;
+pub mod procfs;
 pub mod rng;
