@@ -358,3 +358,84 @@ fn every_shared_capture_reads_and_is_consistent() {
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn texts() -> Vec<[String; 3]> {
+        ["linux-6.1-p1-before", "linux-7.2-p1-before"]
+            .iter()
+            .map(|d| {
+                ["zoneinfo", "pagetypeinfo", "buddyinfo"]
+                    .map(|f| std::fs::read_to_string(data(d).join(f)).unwrap())
+            })
+            .collect()
+    }
+
+    /// One damage to a text: cut it, drop a line, or overwrite a byte with a character the
+    /// formats use.
+    fn damage(text: &str, kind: u8, at: usize, ch: char) -> String {
+        let at = at % (text.len() + 1);
+        match kind % 3 {
+            0 => text[..text.floor_char_boundary_compat(at)].to_owned(),
+            1 => {
+                let mut lines: Vec<&str> = text.lines().collect();
+                if !lines.is_empty() {
+                    let i = at % lines.len();
+                    lines.remove(i);
+                }
+                lines.join("\n")
+            }
+            _ => {
+                let i = text.floor_char_boundary_compat(at);
+                let mut s = text[..i].to_owned();
+                s.push(ch);
+                s.push_str(text[i..].get(1..).unwrap_or(""));
+                s
+            }
+        }
+    }
+
+    trait Boundary {
+        fn floor_char_boundary_compat(&self, i: usize) -> usize;
+    }
+
+    impl Boundary for str {
+        fn floor_char_boundary_compat(&self, mut i: usize) -> usize {
+            i = i.min(self.len());
+            while !self.is_char_boundary(i) {
+                i -= 1;
+            }
+            i
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Damaged snapshots are rejected with an error or read, never a panic, and an error
+        /// points into the damaged file.
+        #[test]
+        fn damaged_snapshots_never_panic(
+            which in 0usize..2,
+            file in 0usize..3,
+            kind in any::<u8>(),
+            at in any::<usize>(),
+            ch in prop::sample::select(vec!['0', '9', ' ', '\n', ':', ',', '>', 'x', '(']),
+        ) {
+            let mut t = texts().swap_remove(which);
+            t[file] = damage(&t[file], kind, at, ch);
+            if let Err(e) = ProcSnapshot::parse(&t[0], Some(&t[1]), Some(&t[2])) {
+                let i = match e.file {
+                    ProcFile::Zoneinfo => 0,
+                    ProcFile::Pagetypeinfo => 1,
+                    ProcFile::Buddyinfo => 2,
+                };
+                let lines = t[i].lines().count();
+                prop_assert!(e.line <= lines + 1, "{e}");
+                let _ = e.to_string();
+            }
+        }
+    }
+}

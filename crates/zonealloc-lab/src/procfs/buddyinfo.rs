@@ -2,6 +2,7 @@
 //! `Node %d, zone %8s ` and `free_area[order].nr_free` for every order, read under the zone
 //! lock in one pass.
 
+use zonealloc::types::ORDER_SLOTS;
 use zonealloc::ZoneType;
 
 use super::error::{end_line, number, ErrorKind, ProcError, ProcFile};
@@ -44,6 +45,16 @@ pub fn parse_buddyinfo(text: &str) -> Result<Vec<BuddyZone>, ProcError> {
                     expected: "free block counts after the zone name",
                     found: t.trim().to_owned(),
                 },
+            ));
+        }
+        if nr_free.len() > ORDER_SLOTS {
+            return Err(ProcError::inconsistent(
+                FILE,
+                line,
+                format!(
+                    "{} orders; at most {ORDER_SLOTS} are supported",
+                    nr_free.len()
+                ),
             ));
         }
         if let Some(first) = zones.first() {

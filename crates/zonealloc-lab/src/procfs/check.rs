@@ -58,10 +58,14 @@ pub(super) fn check_zone(
         let mut moved = 0u64;
         let mut first_bad = None;
         for (order, &nr_free) in buddy.iter().enumerate() {
-            let sum: u64 = area.free.iter().map(|c| c[order].blocks).sum();
+            let sum = area
+                .free
+                .iter()
+                .map(|c| c[order].blocks)
+                .fold(0, u64::saturating_add);
             let capped = area.free.iter().any(|c| c[order].capped);
             if nr_free != sum && !(capped && nr_free > sum) {
-                moved += nr_free.abs_diff(sum) << order;
+                moved = moved.saturating_add(nr_free.abs_diff(sum).saturating_mul(1 << order));
                 first_bad.get_or_insert((order, nr_free, sum));
             }
         }
@@ -123,7 +127,7 @@ pub(super) fn check_zone(
         };
         skew((ProcFile::Zoneinfo, other), beyond);
         // C5: free plus PCP pages fit in the managed pages.
-        if buddy_pages + z.pcp_pages() > z.managed_pages {
+        if buddy_pages.saturating_add(z.pcp_pages()) > z.managed_pages {
             return Err(ProcError::inconsistent(
                 ProcFile::Zoneinfo,
                 z.lines.pages_free,
@@ -140,7 +144,7 @@ pub(super) fn check_zone(
     if let (Some(area), Some(order)) = (&z.free_area, pageblock_order) {
         let per_block = 1u64 << order;
         let walked = z.spanned_pages.div_ceil(per_block);
-        let counted: u64 = area.pageblocks.iter().sum();
+        let counted = area.pageblocks.iter().copied().fold(0, u64::saturating_add);
         if counted > walked {
             return Err(ProcError::inconsistent(
                 ProcFile::Pagetypeinfo,

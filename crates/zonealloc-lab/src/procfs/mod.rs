@@ -41,9 +41,11 @@
 //!
 //! The three files are read one after the other, so on a live machine they describe slightly
 //! different moments, and pages move between the buddy and the PCP lists in between. Of the
-//! 36 captures in `shared/kernel` (6.1 and 7.2, QEMU, 2 to 4 CPUs), 30 agree exactly (up to
-//! drift), 6 do not: `pages free` above buddyinfo's pages by 63 and 124 (one and two PCP
-//! batches of 63), and buddyinfo against pagetypeinfo by 2 and 8 pages. [`Tolerance::Live`]
+//! 36 captures in `shared/kernel` (6.1 and 7.2, QEMU, 2 to 4 CPUs), 30 agree up to vmstat
+//! drift and 6 do not: in four, `pages free` is above buddyinfo's pages by 63 (three captures
+//! with 2 CPUs, drift bound 32) or 124 (4 CPUs, drift bound 120), one PCP batch of 63 moved
+//! between the reads; in two, buddyinfo and pagetypeinfo differ by 2 and by 64 pages (the
+//! latter over orders 1, 2, 3 and 5). [`Tolerance::Live`]
 //! (the default) therefore accepts up to one PCP batch per CPU of moved pages per zone and
 //! records what it accepted in [`ProcSnapshot::skews`]; [`Tolerance::Exact`] accepts only what
 //! the formats allow.
@@ -196,7 +198,11 @@ impl ZoneSnapshot {
         Some(
             (0..orders)
                 .map(|o| {
-                    let sum = area.free.iter().map(|counts| counts[o].blocks).sum();
+                    let sum = area
+                        .free
+                        .iter()
+                        .map(|counts| counts[o].blocks)
+                        .fold(0, u64::saturating_add);
                     let capped = area.free.iter().any(|counts| counts[o].capped);
                     match &self.buddy_free {
                         Some(b) if capped => b[o].max(sum),
@@ -214,14 +220,17 @@ impl ZoneSnapshot {
             blocks
                 .iter()
                 .enumerate()
-                .map(|(order, &n)| n << order)
-                .sum(),
+                .map(|(order, &n)| n.saturating_mul(1 << order))
+                .fold(0, u64::saturating_add),
         )
     }
 
     /// Pages on all CPUs' PCP lists.
     pub fn pcp_pages(&self) -> u64 {
-        self.pagesets.iter().map(|p| u64::from(p.count)).sum()
+        self.pagesets
+            .iter()
+            .map(|p| u64::from(p.count))
+            .sum::<u64>()
     }
 
     /// Pages in use: managed pages neither on a buddy free list nor on a PCP list.

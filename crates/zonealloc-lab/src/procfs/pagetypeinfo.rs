@@ -15,7 +15,8 @@
 //! `pagetypeinfo_showfree_print` stops counting a free list at 100,000 entries and prints
 //! `>100000`; such a count is kept with `capped` set. Only populated zones are printed.
 
-use zonealloc::ZoneType;
+use zonealloc::types::ORDER_SLOTS;
+use zonealloc::{ZoneType, MAX_ORDER_LIMIT};
 
 use super::error::{end_line, number, ErrorKind, ProcError, ProcFile};
 use super::names::{zone_label, zone_prefix, MigrateTypeName};
@@ -144,11 +145,11 @@ pub fn parse_pagetypeinfo(text: &str) -> Result<Pagetypeinfo, ProcError> {
     loop {
         let (line, t) = lines.next("`Page block order: N`")?;
         let order: u8 = prefixed(line, t, "Page block order:", "`Page block order: N`")?;
-        if order > 20 {
+        if order > MAX_ORDER_LIMIT {
             return Err(ProcError::inconsistent(
                 FILE,
                 line,
-                format!("page block order {order} is implausible"),
+                format!("page block order {order} is above the largest order, {MAX_ORDER_LIMIT}"),
             ));
         }
         let (line, t) = lines.next("`Pages per block: N`")?;
@@ -206,6 +207,13 @@ fn parse_node_block(lines: &mut Lines<'_>, pageblock_order: u8) -> Result<Pagety
     }
     if n_orders == 0 {
         return Err(unexpected(line, "order columns", t));
+    }
+    if n_orders > ORDER_SLOTS {
+        return Err(ProcError::inconsistent(
+            FILE,
+            line,
+            format!("{n_orders} orders; at most {ORDER_SLOTS} are supported"),
+        ));
     }
 
     let mut zones: Vec<PagetypeZone> = Vec::new();
