@@ -83,9 +83,28 @@ pub struct TraceReplayArgs {
     #[arg(long = "variant", value_name = "SPEC", default_value = "upstream")]
     pub variants: Vec<String>,
     /// Which kernel's PCP rules to replay: 5.15, 6.1, 6.12, 7.2 or mainline (any version
-    /// names its family, e.g. 6.1.192). Default: mainline.
+    /// names its family, e.g. 6.1.192). Default: inferred from --proc's zoneinfo, else
+    /// mainline.
     #[arg(long, value_name = "VERSION")]
     pub kernel: Option<String>,
+    /// Set the zones up as the traced kernel had them, from a folder with its /proc
+    /// zoneinfo and pagetypeinfo and/or buddyinfo (as `cat /proc/X > DIR/X` writes them):
+    /// one zone per populated kernel zone, its watermarks, PCP sizes and counts, pageblocks
+    /// and pages in use.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["zone_start", "zone_pages", "online"])]
+    pub proc: Option<PathBuf>,
+    /// Compare the replay's end state with this /proc snapshot (buddyinfo per order,
+    /// pagetypeinfo per migratetype, PCP pages).
+    #[arg(long, value_name = "DIR", requires = "proc")]
+    pub proc_after: Option<PathBuf>,
+    /// Replay from the line after the first one containing TEXT (found in the trace's first
+    /// 4 MiB; default with --proc: KT_SNAPSHOT_BEFORE_END, where the trace has it).
+    #[arg(long, value_name = "TEXT")]
+    pub from_marker: Option<String>,
+    /// Stop before the first line containing TEXT (default with --proc:
+    /// KT_SNAPSHOT_AFTER_BEGIN).
+    #[arg(long, value_name = "TEXT")]
+    pub to_marker: Option<String>,
     /// Zone size in pages (default: 4194304 from --zone-start, its memory onlined as the
     /// trace touches it; given, the whole zone is free from the start).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..(1u64 << 32)))]

@@ -41,6 +41,12 @@ pub fn replay(args: &TraceReplayArgs) -> Result<(), Exit> {
         samples: args.samples,
         emit: args.emit.clone(),
         strict: args.strict,
+        proc: args.proc.clone(),
+        proc_after: args.proc_after.clone(),
+        window: trace::replay::input::Window {
+            from: args.from_marker.clone(),
+            to: args.to_marker.clone(),
+        },
     };
     let bar = progress_bar(!args.json && std::io::stderr().is_terminal(), "replay");
     let progress = |done: u64| bar.set_position(done);

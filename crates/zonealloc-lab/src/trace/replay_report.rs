@@ -13,8 +13,9 @@ use super::migratetype::Numbering;
 use super::parse::Parser;
 use super::replay::kernel::{self, KernelSide, KINDS};
 use super::replay::preset::Kernel;
-use super::replay::{input, Geometry, Online, Replayer, FRAG_ORDERS};
+use super::replay::{input, proc_setup, Geometry, Online, Replayer, FRAG_ORDERS};
 use super::variant::Variant;
+use crate::procfs::ProcSnapshot;
 use crate::report::{
     ExperimentResult, MetricDef, MetricKind, Plot, PlotKind, Sample, Series, Table,
 };
@@ -46,6 +47,13 @@ pub struct ReplayOptions {
     pub emit: Option<PathBuf>,
     /// Fail if any line is malformed.
     pub strict: bool,
+    /// Set the zones up from this `/proc` snapshot folder.
+    pub proc: Option<PathBuf>,
+    /// Compare the end state with this `/proc` snapshot folder.
+    pub proc_after: Option<PathBuf>,
+    /// The part of the trace to replay (with `--proc` and no markers given: between
+    /// `KT_SNAPSHOT_BEFORE_END` and `KT_SNAPSHOT_AFTER_BEGIN`, where the trace has them).
+    pub window: input::Window,
 }
 
 /// A finished replay.
@@ -64,6 +72,10 @@ pub struct ReplayRun {
     pub replay_s: f64,
     /// The files written by `--emit`.
     pub emitted: Vec<PathBuf>,
+    /// The window replayed, and whether its start marker was found.
+    pub window: (input::Window, Option<bool>),
+    /// Per variant, per zone: the end state against `--proc-after`.
+    pub end_states: Vec<Vec<proc_setup::EndState>>,
 }
 
 /// Where variant `i` of `n` writes its trace: `path` itself for one variant, else
@@ -93,19 +105,39 @@ const FIRST_SAMPLE_INTERVAL: u64 = 1;
 /// reporting the events done so far.
 pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<ReplayRun, String> {
     let read_err = |e: io::Error| format!("reading {}: {e}", path.display());
-    let input = input::open(path).map_err(read_err)?;
+    let snap = match &opts.proc {
+        Some(dir) => Some(ProcSnapshot::read_dir(dir).map_err(|e| format!("--proc: {e}"))?),
+        None => None,
+    };
+    let after = match &opts.proc_after {
+        Some(dir) => Some(ProcSnapshot::read_dir(dir).map_err(|e| format!("--proc-after: {e}"))?),
+        None => None,
+    };
+    let mut window = opts.window.clone();
+    if snap.is_some() && window.from.is_none() && window.to.is_none() {
+        window.from = Some("KT_SNAPSHOT_BEFORE_END".to_owned());
+        window.to = Some("KT_SNAPSHOT_AFTER_BEGIN".to_owned());
+    }
+    let (input, found) = input::open_window(path, &window).map_err(read_err)?;
     let numbering = opts
         .numbering
         .unwrap_or_else(|| input.sniff.evidence.verdict());
-    let geo = Geometry::from_flags(
-        opts.zone_start,
-        opts.zone_pages,
-        opts.online,
-        opts.cpus,
-        &input.sniff,
-        numbering,
-    )?;
-    let preset = (opts.kernel.unwrap_or(Kernel::V7_2), opts.kernel.is_some());
+    let geo = match &snap {
+        Some(s) => proc_setup::geometry(s, opts.cpus, numbering)?,
+        None => Geometry::from_flags(
+            opts.zone_start,
+            opts.zone_pages,
+            opts.online,
+            opts.cpus,
+            &input.sniff,
+            numbering,
+        )?,
+    };
+    let preset = match (opts.kernel, &snap) {
+        (Some(k), _) => (k, true),
+        (None, Some(s)) => (proc_setup::kernel_of(s), false),
+        (None, None) => (Kernel::V7_2, false),
+    };
     let mut base = zonealloc::ZoneConfig::default();
     preset.0.apply(&mut base);
     let n = opts.variants.len();
@@ -116,6 +148,19 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
         if opts.no_pcp {
             v.cfg.pcp.enabled = false;
         }
+        // Per zone: the snapshot's sizes on the preset, then the variant's knobs.
+        let mut cfgs = Vec::with_capacity(geo.zones.len());
+        for z in &geo.zones {
+            let zbase = match snap.as_ref().and_then(|s| s.zone(0, z.zone_type)) {
+                Some(kz) => proc_setup::zone_config(&base, kz, preset.0),
+                None => base,
+            };
+            let mut c = Variant::parse_on(spec, &zbase)?.cfg;
+            if opts.no_pcp {
+                c.pcp.enabled = false;
+            }
+            cfgs.push(c);
+        }
         let out: Option<Box<dyn Write>> = match &opts.emit {
             Some(p) => {
                 let p = emit_path(p, &v.name, n);
@@ -125,7 +170,7 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
             }
             None => None,
         };
-        replayers.push(Replayer::new(v, &geo, out)?);
+        replayers.push(Replayer::with_zones(v, &geo, out, &cfgs, snap.as_ref())?);
     }
     let mut kernel = KernelSide::new(geo.zones.len(), geo.cpus);
 
@@ -193,6 +238,22 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
         }
     }
     progress(done);
+    let end_states = match &after {
+        Some(a) => replayers
+            .iter()
+            .map(|r| {
+                geo.zones
+                    .iter()
+                    .zip(&r.zones)
+                    .filter_map(|(span, zone)| {
+                        a.zone(0, span.zone_type)
+                            .map(|kz| proc_setup::end_state(zone, a, kz))
+                    })
+                    .collect()
+            })
+            .collect(),
+        None => Vec::new(),
+    };
     Ok(ReplayRun {
         kernel,
         preset,
@@ -201,6 +262,8 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
         parser,
         replay_s: t1.elapsed().as_secs_f64(),
         emitted,
+        window: (window, found),
+        end_states,
     })
 }
 
@@ -286,6 +349,9 @@ pub fn to_result(run: &ReplayRun, file: &Path, opts: &ReplayOptions) -> Experime
             misses += pcp.alloc_misses;
             locks += z.stats().zone_lock_acquisitions;
         }
+        // The /proc set-up's own allocations are not the trace's.
+        let (sh, sm, sl) = r.setup_counts;
+        let (hits, misses, locks) = (hits - sh, misses - sm, locks - sl);
         let unusable9: Vec<f64> = r
             .frag
             .iter()
@@ -334,6 +400,14 @@ pub fn to_result(run: &ReplayRun, file: &Path, opts: &ReplayOptions) -> Experime
         per_cpu_table(run, &names),
     ];
     tables.extend(run.replayers.iter().map(|r| beside_table(run, r)));
+    if let Some(r) = run.replayers.first() {
+        if !r.setup.is_empty() {
+            tables.push(setup_table(r));
+        }
+    }
+    for (r, ends) in run.replayers.iter().zip(&run.end_states) {
+        tables.push(end_state_table(&r.variant.name, ends));
+    }
     tables.push(reuse_table(run, &names));
 
     let x_label = if run.kernel.span_ns.is_some() {
@@ -410,6 +484,18 @@ pub fn to_result(run: &ReplayRun, file: &Path, opts: &ReplayOptions) -> Experime
             "replay_lines_per_s": p.lines as f64 / run.replay_s.max(1e-9),
             "replay_events_per_s": p.events as f64 / run.replay_s.max(1e-9),
             "emitted": run.emitted.iter().map(|e| e.display().to_string()).collect::<Vec<_>>(),
+            "proc": opts.proc.as_ref().map(|p| p.display().to_string()),
+            "proc_after": opts.proc_after.as_ref().map(|p| p.display().to_string()),
+            "window": {
+                "from": run.window.0.from,
+                "to": run.window.0.to,
+                "from_found": run.window.1,
+            },
+            "setup": run.replayers.first().map(|r| &r.setup),
+            "end_state": run.replayers.iter().zip(&run.end_states).map(|(r, e)| json!({
+                "variant": r.variant.name,
+                "zones": e,
+            })).collect::<Vec<_>>(),
             "kernel_side": {
                 "per_zone_cpu": k.grid,
                 "events_per_cpu": k.events_per_cpu,
@@ -651,6 +737,108 @@ fn per_cpu_table(run: &ReplayRun, names: &[String]) -> Table {
     }
 }
 
+const TYPE_NAMES: [&str; 3] = ["Unmovable", "Movable", "Reclaimable"];
+
+/// What the `/proc` set-up reached against the snapshot (the first variant's zones; every
+/// variant is set up the same way).
+fn setup_table(r: &Replayer) -> Table {
+    let mut rows = Vec::new();
+    for f in &r.setup {
+        let mut row = |what: &str, k: u64, o: u64| {
+            rows.push(vec![
+                f.zone.clone(),
+                what.to_owned(),
+                k.to_string(),
+                o.to_string(),
+            ])
+        };
+        row("managed pages", f.managed, f.managed);
+        row("pages in use", f.used.0, f.used.1);
+        row("buddy free pages", f.free.0, f.free.1);
+        row("PCP pages", f.pcp.0, f.pcp.1);
+        for (t, name) in TYPE_NAMES.iter().enumerate() {
+            row(
+                &format!("{name} pageblocks"),
+                f.pageblocks.0[t],
+                f.pageblocks.1[t],
+            );
+        }
+    }
+    Table {
+        title: "The --proc set-up: the kernel's state at the snapshot and ours at the start"
+            .to_owned(),
+        header: vec![
+            "zone".to_owned(),
+            "what".to_owned(),
+            "kernel".to_owned(),
+            "ours".to_owned(),
+        ],
+        rows,
+    }
+}
+
+/// The end state against `--proc-after`, per zone: buddyinfo per order, pagetypeinfo per
+/// migratetype, PCP pages.
+fn end_state_table(name: &str, ends: &[proc_setup::EndState]) -> Table {
+    let mut rows = Vec::new();
+    for e in ends {
+        for (o, (k, ours)) in e
+            .kernel_free_blocks
+            .iter()
+            .zip(&e.ours_free_blocks)
+            .enumerate()
+        {
+            rows.push(vec![
+                e.zone.clone(),
+                format!("free blocks, order {o}"),
+                k.to_string(),
+                format!("{ours} ({})", diff_pct(*ours, *k)),
+            ]);
+        }
+        for (t, tn) in TYPE_NAMES.iter().enumerate() {
+            let (k, o) = (e.free_pages_by_type.0[t], e.free_pages_by_type.1[t]);
+            rows.push(vec![
+                e.zone.clone(),
+                format!("{tn} free pages"),
+                k.to_string(),
+                format!("{o} ({})", diff_pct(o, k)),
+            ]);
+            let (k, o) = (e.pageblocks.0[t], e.pageblocks.1[t]);
+            rows.push(vec![
+                e.zone.clone(),
+                format!("{tn} pageblocks"),
+                k.to_string(),
+                format!("{o} ({})", diff_pct(o, k)),
+            ]);
+        }
+        rows.push(vec![
+            e.zone.clone(),
+            "PCP pages".to_owned(),
+            e.pcp.0.to_string(),
+            format!("{} ({})", e.pcp.1, diff_pct(e.pcp.1, e.pcp.0)),
+        ]);
+        rows.push(vec![
+            e.zone.clone(),
+            "free blocks off the kernel (sum over orders)".to_owned(),
+            "-".to_owned(),
+            e.free_blocks_off_pct
+                .map_or_else(|| "-".to_owned(), |v| format!("{v:.1}%")),
+        ]);
+    }
+    Table {
+        title: format!(
+            "Variant {name}: the end state against --proc-after (buddyinfo, pagetypeinfo, PCP)"
+        ),
+        header: vec![
+            "zone".to_owned(),
+            "what".to_owned(),
+            "kernel".to_owned(),
+            "ours (diff)".to_owned(),
+        ],
+        rows,
+    }
+}
+
 fn reuse_table(run: &ReplayRun, names: &[String]) -> Table {
     const N: usize = 5;
     let mut header = vec!["rank".to_owned(), "kernel: pfn (allocs)".to_owned()];
@@ -713,6 +901,28 @@ pub fn summary(result: &ExperimentResult, run: &ReplayRun) -> String {
         })
         .collect();
     let (kernel, given) = run.preset;
+    if let (Some(from), found) = (&run.window.0.from, run.window.1) {
+        out.push_str(&format!(
+            "\nwindow: after '{from}'{} to '{}'\n",
+            if found == Some(true) {
+                ""
+            } else {
+                " (not found in the trace's first 4 MiB: from the start)"
+            },
+            run.window.0.to.as_deref().unwrap_or("the end"),
+        ));
+    }
+    for (r, ends) in run.replayers.iter().zip(&run.end_states) {
+        for e in ends {
+            if let Some(v) = e.free_blocks_off_pct {
+                out.push_str(&format!(
+                    "end state ({}), {}: free blocks per order {v:.1}% off the kernel's, PCP \
+                     pages {} vs {}\n",
+                    r.variant.name, e.zone, e.pcp.1, e.pcp.0
+                ));
+            }
+        }
+    }
     out.push_str(&format!(
         "\nkernel rules: {}{}; zones: {} (memory: {:?}), {} CPUs (from {}), migratetypes {:?}\n\
          kernel: {} refill and {} drain events, {} drain runs without a free before them \

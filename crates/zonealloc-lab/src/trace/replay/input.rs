@@ -39,9 +39,28 @@ pub struct Input {
     pub sniff: Sniff,
 }
 
+/// The part of a trace to replay: from the line after the first one containing `from` (when
+/// it appears in the first [`PREFIX_BYTES`]) to the line before the first one containing
+/// `to`. `scripts/capture-kmem` and the traces of `shared/kernel` mark the `/proc` snapshots
+/// with `KT_SNAPSHOT_BEFORE_END` and `KT_SNAPSHOT_AFTER_BEGIN`: replaying between them starts
+/// from the `before` snapshot's state and ends at the `after` one's.
+#[derive(Clone, Debug, Default)]
+pub struct Window {
+    /// Text of the marker line the replay starts after.
+    pub from: Option<String>,
+    /// Text of the marker line the replay stops before.
+    pub to: Option<String>,
+}
+
 /// Opens `path` (`-`: standard input), decompressing as [`parse::open`] does, and sniffs
 /// its prefix.
 pub fn open(path: &Path) -> io::Result<Input> {
+    open_window(path, &Window::default()).map(|(i, _)| i)
+}
+
+/// [`open`], keeping only `window` of the trace; also says whether the `from` marker was
+/// found (`None` without one).
+pub fn open_window(path: &Path, window: &Window) -> io::Result<(Input, Option<bool>)> {
     let mut src: Box<dyn BufRead> = if path.as_os_str() == "-" {
         Box::new(BufReader::with_capacity(1 << 16, io::stdin()))
     } else {
@@ -52,13 +71,82 @@ pub fn open(path: &Path) -> io::Result<Input> {
         .take(PREFIX_BYTES as u64)
         .read_to_end(&mut prefix)?;
     let sniff = sniff(&prefix);
-    Ok(Input {
-        reader: Box::new(BufReader::with_capacity(
+    let mut found = None;
+    if let Some(from) = &window.from {
+        let at = memchr::memmem::find(&prefix, from.as_bytes());
+        found = Some(at.is_some());
+        if let Some(at) = at {
+            // Keep the header (the comment lines) and everything after the marker's line.
+            let header = prefix
+                .split_inclusive(|&b| b == b'\n')
+                .take_while(|l| l.starts_with(b"#"))
+                .map(<[u8]>::len)
+                .sum::<usize>()
+                .min(at);
+            let end = memchr::memchr(b'\n', &prefix[at..]).map_or(prefix.len(), |nl| at + nl + 1);
+            prefix.drain(header..end);
+        }
+    }
+    let stream = Cursor::new(prefix).chain(src);
+    let reader: Box<dyn BufRead> = match &window.to {
+        Some(to) => Box::new(BufReader::with_capacity(
             1 << 16,
-            Cursor::new(prefix).chain(src),
+            UntilMarker::new(stream, to.as_bytes()),
         )),
-        sniff,
-    })
+        None => Box::new(BufReader::with_capacity(1 << 16, stream)),
+    };
+    Ok((Input { reader, sniff }, found))
+}
+
+/// A stream that ends where `marker` first appears: the bytes before it (or, for a marker
+/// split across two reads, before its second part), then a newline
+/// (the marker's line, cut, is an `other` line to the parser: `tracing_mark_write` is no
+/// page-allocator event).
+struct UntilMarker<R> {
+    inner: R,
+    marker: Vec<u8>,
+    /// The last `marker.len() - 1` bytes handed out, for a marker split across reads.
+    tail: Vec<u8>,
+    done: bool,
+}
+
+impl<R: Read> UntilMarker<R> {
+    fn new(inner: R, marker: &[u8]) -> Self {
+        UntilMarker {
+            inner,
+            marker: marker.to_vec(),
+            tail: Vec::new(),
+            done: marker.is_empty(),
+        }
+    }
+}
+
+impl<R: Read> Read for UntilMarker<R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if self.done || out.is_empty() {
+            return Ok(0);
+        }
+        let n = self.inner.read(out)?;
+        let m = self.marker.len();
+        // A marker that began in the bytes already handed out.
+        let mut seam = self.tail.clone();
+        seam.extend_from_slice(&out[..n.min(m - 1)]);
+        let cut = match memchr::memmem::find(&seam, &self.marker) {
+            Some(_) => Some(0),
+            None => memchr::memmem::find(&out[..n], &self.marker),
+        };
+        if let Some(cut) = cut {
+            self.done = true;
+            out[cut] = b'\n';
+            return Ok(cut + 1);
+        }
+        let mut tail = std::mem::take(&mut self.tail);
+        tail.extend_from_slice(&out[..n]);
+        let keep = tail.len().saturating_sub(m - 1);
+        tail.drain(..keep);
+        self.tail = tail;
+        Ok(n)
+    }
 }
 
 /// Looks at the complete lines of `prefix`.
@@ -134,5 +222,43 @@ mod tests {
         let mut back = String::new();
         open(&p).unwrap().reader.read_to_string(&mut back).unwrap();
         assert_eq!(back, text);
+    }
+
+    #[test]
+    fn a_window_keeps_the_header_and_the_lines_between_the_markers() {
+        let text = "# tracer: nop\n# entries-in-buffer/entries-written: 3/3   #P:2\n\
+            a-1 [000] 1.0: mm_page_free: page=p pfn=0x1 order=0\n\
+            a-1 [000] 1.1: tracing_mark_write: KT_SNAPSHOT_BEFORE_END p1\n\
+            a-1 [001] 1.2: mm_page_free: page=p pfn=0x2 order=0\n\
+            a-1 [000] 1.3: tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN p1\n\
+            a-1 [000] 1.4: mm_page_free: page=p pfn=0x3 order=0\n";
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.txt");
+        std::fs::write(&p, text).unwrap();
+        let w = Window {
+            from: Some("KT_SNAPSHOT_BEFORE_END".into()),
+            to: Some("KT_SNAPSHOT_AFTER_BEGIN".into()),
+        };
+        let (mut input, found) = open_window(&p, &w).unwrap();
+        let mut back = String::new();
+        input.reader.read_to_string(&mut back).unwrap();
+        assert_eq!(found, Some(true));
+        assert!(back.starts_with("# tracer: nop\n# entries"), "{back}");
+        assert!(
+            back.contains("pfn=0x2") && !back.contains("pfn=0x1 ") && !back.contains("pfn=0x3")
+        );
+        // A marker split across reads is found too.
+        let mut u = UntilMarker::new(io::Cursor::new(b"abcMARKERdef".to_vec()), b"MARKER");
+        let mut got = Vec::new();
+        let mut buf = [0u8; 5];
+        loop {
+            let n = u.read(&mut buf).unwrap();
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+        }
+        // (The marker's first bytes were handed out before it was seen: its line is cut.)
+        assert_eq!(got, b"abcMA\n");
     }
 }

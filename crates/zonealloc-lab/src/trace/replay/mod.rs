@@ -32,6 +32,7 @@
 pub mod input;
 pub mod kernel;
 pub mod preset;
+pub mod proc_setup;
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::io::{self, Write};
@@ -65,6 +66,10 @@ pub enum Online {
     /// `online_pages` does on memory hotplug). The zone then holds the memory the trace
     /// showed, without a first pass over the trace to find it.
     Touched,
+    /// Set up from a `/proc` snapshot ([`proc_setup`]): the kernel's managed pages, pages in
+    /// use, pageblocks and per-CPU lists.
+    #[value(skip)]
+    Snapshot,
 }
 
 /// One replay zone: its type and span.
@@ -209,8 +214,12 @@ pub struct ReplayCounts {
     pub reused: u64,
     /// Frees replayed.
     pub frees: u64,
-    /// Frees of frames not allocated in the trace (skipped).
+    /// Frees of frames not allocated in the trace (skipped, unless `--proc` gave the pages
+    /// in use: then counted in `frees_from_snapshot` too).
     pub frees_before_trace: u64,
+    /// Frees of pages allocated before the trace, replayed as frees of pages in use at the
+    /// `/proc` snapshot.
+    pub frees_from_snapshot: u64,
     /// Frees of frames whose allocation failed here (skipped).
     pub frees_of_failed: u64,
     /// Frees covering part of a traced block (`split_page`).
@@ -272,6 +281,12 @@ pub struct Replayer {
     pub counts: ReplayCounts,
     /// Our refills, drains, direct allocations and fallbacks per zone and CPU.
     pub ours: Grid,
+    /// Per zone, the pages in use at the `/proc` snapshot ([`proc_setup::Pool`]).
+    pools: Vec<proc_setup::Pool>,
+    /// What the `/proc` set-up reached, per zone.
+    pub setup: Vec<proc_setup::SetupFacts>,
+    /// PCP hits, PCP misses and zone-lock acquisitions of the set-up, not the replay's.
+    pub setup_counts: (u64, u64, u64),
     /// Fragmentation over time.
     pub frag: Vec<FragSample>,
     events: Vec<ZoneEvent>,
@@ -286,17 +301,51 @@ impl Replayer {
         geo: &Geometry,
         emit: Option<Box<dyn Write>>,
     ) -> Result<Replayer, String> {
+        let cfgs = vec![variant.cfg; geo.zones.len()];
+        Self::with_zones(variant, geo, emit, &cfgs, None)
+    }
+
+    /// Zones with one configuration each (`cfgs`, as `geo.zones`), set up from `snap` when
+    /// given ([`proc_setup::populate`]).
+    pub fn with_zones(
+        variant: Variant,
+        geo: &Geometry,
+        emit: Option<Box<dyn Write>>,
+        cfgs: &[zonealloc::ZoneConfig],
+        snap: Option<&crate::procfs::ProcSnapshot>,
+    ) -> Result<Replayer, String> {
         let cfg = variant.cfg.with_cpus(geo.cpus);
         let err = |e: &dyn std::fmt::Display| format!("variant '{}': {e}", variant.name);
         let mut zones = Vec::with_capacity(geo.zones.len());
         let mut online = Vec::with_capacity(geo.zones.len());
+        let mut pools = Vec::new();
+        let mut setup = Vec::new();
+        let mut setup_counts = (0, 0, 0);
         let block_shift = u32::from(cfg.max_order);
-        for span in &geo.zones {
+        for (i, span) in geo.zones.iter().enumerate() {
             let (start, end) = (span.start, span.end());
-            let zone = Zone::new(span.zone_type, Pfn(start), Pfn(end), cfg).map_err(|e| err(&e))?;
-            if geo.online == Online::All {
-                zone.add_free_range(Pfn(start), Pfn(end))
-                    .map_err(|e| err(&e))?;
+            let zcfg = cfgs.get(i).copied().unwrap_or(cfg).with_cpus(geo.cpus);
+            let zone =
+                Zone::new(span.zone_type, Pfn(start), Pfn(end), zcfg).map_err(|e| err(&e))?;
+            match (geo.online, snap) {
+                (Online::All, _) => {
+                    zone.add_free_range(Pfn(start), Pfn(end))
+                        .map_err(|e| err(&e))?;
+                }
+                (Online::Snapshot, Some(snap)) => {
+                    let kz = snap.zone(0, span.zone_type).ok_or_else(|| {
+                        err(&format!("no {:?} zone in the snapshot", span.zone_type))
+                    })?;
+                    let (pool, facts) =
+                        proc_setup::populate(&zone, snap, kz).map_err(|e| err(&e))?;
+                    pools.push(pool);
+                    setup.push(facts);
+                    let p = zone.pcp_stats();
+                    setup_counts.0 += p.alloc_hits;
+                    setup_counts.1 += p.alloc_misses;
+                    setup_counts.2 += zone.stats().zone_lock_acquisitions;
+                }
+                _ => {}
             }
             zone.record_events(true);
             zones.push(zone);
@@ -323,6 +372,9 @@ impl Replayer {
             allocated_once: HashMap::default(),
             counts: ReplayCounts::default(),
             ours: Grid::new(geo.zones.len(), geo.cpus),
+            pools,
+            setup,
+            setup_counts,
             frag: Vec::new(),
             events: Vec::new(),
             emit,
@@ -490,9 +542,32 @@ impl Replayer {
         }
         if self.failed.remove(&pfn) {
             self.counts.frees_of_failed += 1;
-        } else {
-            self.counts.frees_before_trace += 1;
+            return Ok(());
         }
+        self.counts.frees_before_trace += 1;
+        // With a /proc snapshot, a page in use before the trace is one of the pool's.
+        let Some(z) = self.geo.zone_of(pfn) else {
+            return Ok(());
+        };
+        let Some(pool) = self.pools.get_mut(z) else {
+            return Ok(());
+        };
+        let pages = pool.take(pages);
+        if !pages.is_empty() {
+            self.counts.frees_from_snapshot += 1;
+        }
+        // `frees` counts traced frees replayed; these are counted above.
+        let frees = self.counts.frees;
+        for ours in pages {
+            let l = Live {
+                ours,
+                order: 0,
+                zone: z as u8,
+                freed: 0,
+            };
+            self.free_ours(ev, cpu, l)?;
+        }
+        self.counts.frees = frees;
         Ok(())
     }
 
