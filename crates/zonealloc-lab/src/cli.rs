@@ -124,6 +124,10 @@ pub struct TraceReplayArgs {
     /// Switch the per-CPU lists off in every variant (buddy only).
     #[arg(long)]
     pub no_pcp: bool,
+    /// Do not run the vmstat worker's decay of per-CPU `high` once a second of trace time
+    /// (it runs by default for kernels from 6.7 on, which have it).
+    #[arg(long)]
+    pub no_decay: bool,
     /// The trace's migratetype numbering (inferred from gfp_flags when not given).
     #[arg(long, value_enum, value_name = "NUMBERING")]
     pub migratetypes: Option<trace::migratetype::Numbering>,

@@ -41,6 +41,7 @@ pub fn replay(args: &TraceReplayArgs) -> Result<(), Exit> {
         samples: args.samples,
         emit: args.emit.clone(),
         strict: args.strict,
+        no_decay: args.no_decay,
         proc: args.proc.clone(),
         proc_after: args.proc_after.clone(),
         window: trace::replay::input::Window {

@@ -47,6 +47,8 @@ pub struct ReplayOptions {
     pub emit: Option<PathBuf>,
     /// Fail if any line is malformed.
     pub strict: bool,
+    /// No once-a-second `decay_pcp_high` even where the kernel family has it.
+    pub no_decay: bool,
     /// Set the zones up from this `/proc` snapshot folder.
     pub proc: Option<PathBuf>,
     /// Compare the end state with this `/proc` snapshot folder.
@@ -170,7 +172,9 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
             }
             None => None,
         };
-        replayers.push(Replayer::with_zones(v, &geo, out, &cfgs, snap.as_ref())?);
+        let mut r = Replayer::with_zones(v, &geo, out, &cfgs, snap.as_ref())?;
+        r.decay = preset.0.decays() && !opts.no_decay;
+        replayers.push(r);
     }
     let mut kernel = KernelSide::new(geo.zones.len(), geo.cpus);
 
@@ -475,6 +479,7 @@ pub fn to_result(run: &ReplayRun, file: &Path, opts: &ReplayOptions) -> Experime
             "cpus": run.geo.cpus,
             "cpus_from": run.geo.cpus_from,
             "pcp": !opts.no_pcp,
+            "decay_every_second": run.replayers.first().is_some_and(|r| r.decay),
             "migratetype_numbering": run.geo.numbering,
             "migratetype_numbering_given": opts.numbering.is_some(),
             "lines": p.lines,
@@ -817,6 +822,14 @@ fn end_state_table(name: &str, ends: &[proc_setup::EndState]) -> Table {
             e.pcp.0.to_string(),
             format!("{} ({})", e.pcp.1, diff_pct(e.pcp.1, e.pcp.0)),
         ]);
+        for (cpu, ((kc, kh), (oc, oh))) in e.pagesets.iter().enumerate() {
+            rows.push(vec![
+                e.zone.clone(),
+                format!("CPU {cpu} PCP count / high"),
+                format!("{kc} / {kh}"),
+                format!("{oc} / {oh}"),
+            ]);
+        }
         rows.push(vec![
             e.zone.clone(),
             "free blocks off the kernel (sum over orders)".to_owned(),

@@ -287,6 +287,9 @@ pub struct Replayer {
     pub setup: Vec<proc_setup::SetupFacts>,
     /// PCP hits, PCP misses and zone-lock acquisitions of the set-up, not the replay's.
     pub setup_counts: (u64, u64, u64),
+    /// Run the vmstat worker's `decay_pcp_high` on every CPU once a second of trace time.
+    pub decay: bool,
+    next_tick_ns: Option<u64>,
     /// Fragmentation over time.
     pub frag: Vec<FragSample>,
     events: Vec<ZoneEvent>,
@@ -324,7 +327,16 @@ impl Replayer {
         let block_shift = u32::from(cfg.max_order);
         for (i, span) in geo.zones.iter().enumerate() {
             let (start, end) = (span.start, span.end());
-            let zcfg = cfgs.get(i).copied().unwrap_or(cfg).with_cpus(geo.cpus);
+            let extra = if snap.is_some() {
+                proc_setup::SETUP_CPUS
+            } else {
+                0
+            };
+            let zcfg = cfgs
+                .get(i)
+                .copied()
+                .unwrap_or(cfg)
+                .with_cpus(geo.cpus + extra);
             let zone =
                 Zone::new(span.zone_type, Pfn(start), Pfn(end), zcfg).map_err(|e| err(&e))?;
             match (geo.online, snap) {
@@ -375,6 +387,8 @@ impl Replayer {
             pools,
             setup,
             setup_counts,
+            decay: false,
+            next_tick_ns: None,
             frag: Vec::new(),
             events: Vec::new(),
             emit,
@@ -415,6 +429,11 @@ impl Replayer {
     /// Replays one trace event (buddy-side events of the trace are counted by the caller;
     /// ours come from the zones), and what the caller inferred from it.
     pub fn feed(&mut self, ev: &Event<'_>, inferred: Inferred) -> io::Result<()> {
+        if self.decay {
+            if let Some(ts) = ev.ts_ns {
+                self.tick_until(ev, ts)?;
+            }
+        }
         let cpu = self.cpu_of(ev);
         match ev.kind {
             EventKind::Alloc {
@@ -516,6 +535,28 @@ impl Replayer {
                 }
             }
             EventKind::ZoneLocked { .. } | EventKind::Extfrag { .. } => {}
+        }
+        Ok(())
+    }
+
+    /// `vmstat_update` → `refresh_cpu_vm_stats` → `decay_pcp_high` (6.7 and later), which the
+    /// kernel runs on each CPU about once a second (`sysctl_stat_interval` = HZ): at each whole
+    /// second of trace time up to `ts`, every CPU's lists decay, and their drains count on
+    /// that CPU.
+    fn tick_until(&mut self, ev: &Event<'_>, ts: u64) -> io::Result<()> {
+        const SECOND: u64 = 1_000_000_000;
+        let next = *self.next_tick_ns.get_or_insert(ts + SECOND);
+        if ts < next {
+            return Ok(());
+        }
+        self.next_tick_ns = Some(next + (ts - next) / SECOND * SECOND + SECOND);
+        for z in 0..self.zones.len() {
+            for cpu in 0..self.geo.cpus {
+                if let Ok(mut h) = self.zones[z].cpu_handle(CpuId(cpu)) {
+                    h.tick();
+                }
+                self.flush_zone_events(ev, z, cpu)?;
+            }
         }
         Ok(())
     }

@@ -11,8 +11,9 @@
 //! - 5.15 and 6.1: a fixed `high` (`high_min = high_max`, set from zoneinfo's `high` when
 //!   `--proc` gives it: `pageset_update` stores one `high`); no refill scaling
 //!   (`__rmqueue_pcplist` takes `batch`: `batch_scale_max = 0`, which also stops the drain
-//!   scaling that `nr_pcp_free`'s `free_factor` does in 6.1); 6.1's `free_high` drains the
-//!   whole list like [`FreeHigh::Original`] (5.15: none, [`FreeHigh::Off`]).
+//!   scaling that `nr_pcp_free`'s `free_factor` does in 6.1); `free_high` off: 5.15 has none,
+//!   and 6.1's (`free_factor != 0`) fires so rarely that off is closer than
+//!   [`FreeHigh::Original`], which fires on any free streak.
 //! - 6.12, 7.2, mainline: the defaults (mainline rules).
 
 use zonealloc::{FreeHigh, ZoneConfig};
@@ -72,6 +73,11 @@ impl Kernel {
         matches!(self, Kernel::V5_15 | Kernel::V6_1)
     }
 
+    /// Whether per-CPU `high` decays once a second (`decay_pcp_high`, 6.7 on).
+    pub fn decays(self) -> bool {
+        !self.fixed_high()
+    }
+
     /// Sets what the configuration can express of this family's rules.
     pub fn apply(self, cfg: &mut ZoneConfig) {
         match self {
@@ -79,12 +85,11 @@ impl Kernel {
                 // __rmqueue_pcplist (5.15, 6.1): refill `batch` pages, no alloc_factor.
                 cfg.pcp.batch_scale_max = 0;
                 // free_unref_page_commit (6.1): `free_high = pcp->free_factor && order &&
-                // order <= PAGE_ALLOC_COSTLY_ORDER` drains the whole list; 5.15 has none.
-                cfg.pcp.free_high = if self == Kernel::V6_1 {
-                    FreeHigh::Original
-                } else {
-                    FreeHigh::Off
-                };
+                // order <= PAGE_ALLOC_COSTLY_ORDER`; 5.15 has none. `FreeHigh::Original`
+                // fires on `free_count > 0`, some 340 times as often as 6.1's rule on the 6.1
+                // traces (docs/kernel-versions.md §3.2: 1031 against 3), so until the core has
+                // 6.1's predicate, off is the closer rule.
+                cfg.pcp.free_high = FreeHigh::Off;
             }
             Kernel::V6_12 | Kernel::V7_2 => {}
         }
@@ -95,7 +100,7 @@ impl Kernel {
         match self {
             Kernel::V5_15 | Kernel::V6_1 => &[
                 "drains scaled by free_factor (nr_pcp_free) independently of refills",
-                "free_high triggered by free_factor != 0 (ours: free_count > 0)",
+                "free_high triggered by free_factor != 0 (replayed with free_high off)",
                 "legacy fallback (__rmqueue_fallback / steal_suitable_fallback)",
                 "migratetype cached at free for free_pcppages_bulk",
                 "a fixed high without --proc (ours auto-tunes between high_min and high_max)",

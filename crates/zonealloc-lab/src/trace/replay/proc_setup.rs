@@ -33,6 +33,11 @@ use super::{Geometry, Online, ZoneSpan};
 use crate::procfs::{MigrateTypeName, ProcSnapshot, ZoneSnapshot};
 use crate::trace::migratetype::Numbering;
 
+/// Extra CPUs a `--proc` zone has: the set-up allocates on its own CPU, so that no traced
+/// CPU's auto-tuned `high` grows from it; its lists are empty when the replay starts and no
+/// traced event runs on it.
+pub const SETUP_CPUS: u32 = 1;
+
 /// The zones of `snap` (node 0), and its CPUs unless `cpus` is given.
 pub fn geometry(
     snap: &ProcSnapshot,
@@ -193,8 +198,9 @@ fn kernel_types(snap: &ProcSnapshot, z: &ZoneSnapshot) -> ([u64; 3], [u64; 3]) {
     (blocks, free)
 }
 
-/// Brings a fresh `zone` (spanning the kernel zone `z`) to the snapshot's state; returns the
-/// pool of pages in use and what was reached. Call before recording events.
+/// Brings a fresh `zone` (spanning the kernel zone `z`, with one CPU more than the trace's:
+/// the set-up CPU, see [`SETUP_CPUS`]) to the snapshot's state; returns the pool of pages in
+/// use and what was reached. Call before recording events.
 pub fn populate(
     zone: &Zone,
     snap: &ProcSnapshot,
@@ -237,6 +243,10 @@ pub fn populate(
         zone.free(p, claim).map_err(|e| err(&e.to_string()))?;
     }
 
+    // Everything below is allocated on the set-up CPU, one past the trace's: allocations
+    // there grow that CPU's `high` (refills in `nr_pcp_alloc`), not a traced CPU's.
+    let setup_cpu = zone.cpus() - 1;
+
     // Pages in use, by migratetype: what each type's pageblocks hold beyond their free pages.
     let used = z.used_pages().unwrap_or(0);
     let per_page = 1u64 << pb_order;
@@ -253,27 +263,26 @@ pub fn populate(
     let mut pool = Pool::default();
     for (t, &mt) in TYPES.iter().enumerate() {
         for _ in 0..want[t] {
-            match grab(mt, 0, 0) {
+            match grab(mt, 0, setup_cpu) {
                 Some(p) => pool.pages.push(p.0),
                 None => return Err(err("the pages in use do not fit in the managed pages")),
             }
         }
-        // What the refills left on CPU 0's lists goes back to the buddy.
-        zone.drain_cpu(CpuId(0));
+        // What the refills left on the set-up CPU's lists goes back to the buddy.
+        zone.drain_cpu(CpuId(setup_cpu));
     }
 
-    // Each CPU's lists: count pages allocated there, then freed back onto them.
-    let cpus = zone.cpus();
+    // Each CPU's lists: count pages allocated on the set-up CPU, freed onto them.
     for ps in &z.pagesets {
-        let cpu = ps.cpu % cpus;
+        let cpu = ps.cpu % setup_cpu.max(1);
         let mut pages = Vec::with_capacity(ps.count as usize);
         for _ in 0..ps.count {
-            match grab(MigrateType::Movable, 0, cpu) {
+            match grab(MigrateType::Movable, 0, setup_cpu) {
                 Some(p) => pages.push(p),
                 None => break,
             }
         }
-        zone.drain_cpu(CpuId(cpu));
+        zone.drain_cpu(CpuId(setup_cpu));
         for p in pages {
             zone.free_on(CpuId(cpu), p, Order::ZERO)
                 .map_err(|e| err(&e.to_string()))?;
@@ -313,6 +322,8 @@ pub struct EndState {
     pub pageblocks: ([u64; 3], [u64; 3]),
     /// PCP pages: the kernel's, ours.
     pub pcp: (u64, u64),
+    /// Per CPU: `(count, high)` the kernel's, ours.
+    pub pagesets: Vec<((u32, u32), (i32, i32))>,
     /// Sum over orders of |ours - kernel| free blocks over the kernel's free blocks, in %.
     pub free_blocks_off_pct: Option<f64>,
 }
@@ -353,6 +364,14 @@ pub fn end_state(zone: &Zone, snap: &ProcSnapshot, z: &ZoneSnapshot) -> EndState
         free_pages_by_type: (kfree, ofree),
         pageblocks: (kblocks, oblocks),
         pcp: (z.pcp_pages(), zone.pcp_pages()),
+        pagesets: z
+            .pagesets
+            .iter()
+            .map(|ps| {
+                let ours = zone.pcp_info(CpuId(ps.cpu));
+                ((ps.count, ps.high), (ours.count, ours.high))
+            })
+            .collect(),
         free_blocks_off_pct: (ktotal > 0).then(|| 100.0 * diff as f64 / ktotal as f64),
     }
 }
