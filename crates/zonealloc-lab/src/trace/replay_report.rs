@@ -509,6 +509,7 @@ pub fn to_result(run: &ReplayRun, file: &Path, opts: &ReplayOptions) -> Experime
                 "unexplained_drain_blocks": k.unexplained_blocks,
                 "inferred_drains": k.inferred_drains,
                 "remote_drained_blocks": k.remote_drained_blocks,
+                "untraced_allocs": k.untraced_allocs,
             },
             "counts": run.replayers.iter().map(|r| json!({
                 "variant": r.variant.name,
@@ -645,7 +646,7 @@ type CountOf = fn(&super::replay::ReplayCounts) -> u64;
 fn accounting_table(run: &ReplayRun, names: &[String]) -> Table {
     let mut header = vec!["what".to_owned()];
     header.extend(names.iter().cloned());
-    let rows: [(&str, CountOf); 17] = [
+    let rows: [(&str, CountOf); 19] = [
         ("allocations replayed", |c| c.allocs),
         ("allocation failures (kernel succeeded)", |c| {
             c.alloc_failures
@@ -679,6 +680,13 @@ fn accounting_table(run: &ReplayRun, names: &[String]) -> Table {
         }),
         ("drains inferred from unexplained drain runs", |c| {
             c.inferred_drains
+        }),
+        (
+            "untraced allocations inferred (frees of refilled pages)",
+            |c| c.untraced_allocs,
+        ),
+        ("frees of pages in use at the /proc snapshot", |c| {
+            c.frees_from_snapshot
         }),
         (
             "MAX_PAGE_ORDER blocks onlined as the trace touched them",

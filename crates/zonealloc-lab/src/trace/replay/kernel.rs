@@ -9,12 +9,21 @@
 //! which the replay's own frees reproduce. Any other run has a cause the trace does not show:
 //! `drain_all_pages` / `drain_local_pages` (reclaim, compaction, hotplug, `lru_add_drain_all`),
 //! the vmstat worker's `decay_pcp_high` (6.12 and later), or a remote-node drain. Such a run
-//! is replayed as a drain of the lists it emptied: each drained page's owner is the CPU that
-//! last freed it in the trace (a remote drain runs on the draining CPU, so the event's own CPU
-//! is not always the owner), and each owner's lists in the page's zone are drained once per
-//! run (`drain_pages_zone`). The kernel's decay drains only down to its decayed `high`; the
+//! is replayed as a drain of the lists it emptied: each drained page's owner is the CPU whose
+//! lists it was last put on in the trace (by a free, or by a refill, `mm_page_alloc_zone_locked`
+//! with `percpu_refill=1`), and each owner's lists in the page's zone are drained once per run
+//! (`drain_pages_zone`). A drained block owned by another CPU than the one the event ran on
+//! marks a remote drain even right after a free: the free path (`free_pcppages_bulk` from
+//! the commit) drains only its own CPU's lists, while `drain_all_pages` runs
+//! `drain_pages_zone(cpu, zone)` for every CPU from the caller's. The kernel's decay drains only down to its decayed `high`; the
 //! replay drains the whole list, which is what the 6.1 kernels do (they have no decay, so
 //! their unexplained drains are `drain_all_pages`).
+//!
+//! A free of an order-0 page that a refill put on some CPU's lists and no `mm_page_alloc`
+//! handed out since was allocated untraced: `alloc_pages_bulk` takes pages off the lists
+//! without the tracepoint (vmalloc'd kernel stacks at fork, `vm_area_alloc_pages`). The
+//! replay allocates a page on the refilling CPU just before replaying the free, so its lists
+//! lose the page as the kernel's did, only later.
 
 use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
@@ -137,6 +146,16 @@ pub enum Inferred {
         /// The CPU whose lists are drained (folded onto the replay's CPUs).
         owner: u32,
     },
+    /// The freed page was refilled onto CPU `cpu`'s lists of `migratetype` and never
+    /// allocated in the trace: something allocated it without `mm_page_alloc`
+    /// (`alloc_pages_bulk`, which takes pages off the lists untraced: vmalloc'd kernel stacks
+    /// at fork, for one). Replay that allocation, late, before the free.
+    UntracedAlloc {
+        /// The CPU that refilled it.
+        cpu: u32,
+        /// The list's migratetype.
+        migratetype: u8,
+    },
 }
 
 /// The previous event on a CPU, as far as drain causes go.
@@ -170,6 +189,10 @@ pub struct KernelSide {
     prev: Vec<Prev>,
     run_owners: Vec<Vec<u32>>,
     last_free_cpu: HashMap<u64, u32>,
+    /// Order-0 pages refilled onto a CPU's lists and not allocated (by the trace) since.
+    refilled: HashMap<u64, (u32, u8)>,
+    /// Frees of pages that only an untraced allocation can have taken off the lists.
+    pub untraced_allocs: u64,
     cpus: u32,
 }
 
@@ -189,6 +212,8 @@ impl KernelSide {
             prev: vec![Prev::Other; cpus as usize],
             run_owners: vec![Vec::new(); cpus as usize],
             last_free_cpu: HashMap::default(),
+            refilled: HashMap::default(),
+            untraced_allocs: 0,
             cpus,
         }
     }
@@ -221,19 +246,35 @@ impl KernelSide {
                 if !ev.is_failed_alloc() {
                     *self.alloc_per_pfn.entry(pfn).or_default() += 1;
                     self.last_free_cpu.remove(&pfn);
+                    self.refilled.remove(&pfn);
                 }
                 Prev::Other
             }
             EventKind::Free { pfn, .. } | EventKind::FreeBatched { pfn } => {
                 self.last_free_cpu.insert(pfn, cpu);
+                if let Some((by, migratetype)) = self.refilled.remove(&pfn) {
+                    self.untraced_allocs += 1;
+                    inferred = Inferred::UntracedAlloc {
+                        cpu: by,
+                        migratetype,
+                    };
+                }
                 Prev::Free
             }
             EventKind::ZoneLocked {
+                pfn,
                 order,
+                migratetype,
                 percpu_refill,
-                ..
             } => {
                 self.grid.at(zone, cpu).zone_locked(order, percpu_refill);
+                if percpu_refill {
+                    // The block goes onto this CPU's lists (unless the allocation takes it).
+                    self.last_free_cpu.insert(pfn, cpu);
+                    if order == 0 {
+                        self.refilled.insert(pfn, (cpu, migratetype));
+                    }
+                }
                 Prev::Other
             }
             EventKind::Extfrag { .. } => {
@@ -242,19 +283,25 @@ impl KernelSide {
             }
             EventKind::PcpuDrain { pfn, order, .. } => {
                 self.grid.at(zone, cpu).drain(order);
+                let new_run = !matches!(prev, Prev::Drain { .. });
+                if new_run {
+                    self.run_owners[c].clear();
+                }
                 let explained = match prev {
                     Prev::Drain { explained } => explained,
                     Prev::Free => true,
-                    Prev::Other => {
-                        self.unexplained_runs += 1;
-                        self.run_owners[c].clear();
-                        false
-                    }
+                    Prev::Other => false,
                 };
-                if !explained {
+                if new_run && !explained {
+                    self.unexplained_runs += 1;
+                }
+                // The free path drains only its own CPU's lists: a block another CPU put on
+                // its lists was drained by `drain_all_pages` from here.
+                let owner = self.last_free_cpu.get(&pfn).copied().unwrap_or(cpu);
+                let remote = owner != cpu;
+                self.remote_drained_blocks += u64::from(remote);
+                if !explained || remote {
                     self.unexplained_blocks += 1;
-                    let owner = self.last_free_cpu.get(&pfn).copied().unwrap_or(cpu);
-                    self.remote_drained_blocks += u64::from(owner != cpu);
                     if !self.run_owners[c].contains(&owner) {
                         self.run_owners[c].push(owner);
                         self.inferred_drains += 1;
@@ -348,6 +395,42 @@ mod tests {
         assert_eq!(k.remote_drained_blocks, 1);
         let t = k.grid.get(0, 0);
         assert_eq!((t.drains, t.drain_pages), (5, 5));
+    }
+
+    #[test]
+    fn a_drain_of_another_cpus_page_is_a_remote_drain_even_after_a_free() {
+        let mut k = KernelSide::new(1, 2);
+        // CPU 1 refills a block onto its lists; CPU 0 frees, then drains CPU 1's block.
+        k.add(
+            &ev(
+                1,
+                EventKind::ZoneLocked {
+                    pfn: 0x40,
+                    order: 0,
+                    migratetype: 1,
+                    percpu_refill: true,
+                },
+            ),
+            0,
+        );
+        k.add(
+            &ev(
+                0,
+                EventKind::Free {
+                    pfn: 0x20,
+                    order: 0,
+                },
+            ),
+            0,
+        );
+        let drain = EventKind::PcpuDrain {
+            pfn: 0x40,
+            order: 0,
+            migratetype: 1,
+        };
+        assert_eq!(k.add(&ev(0, drain), 0), Inferred::Drain { owner: 1 });
+        assert_eq!((k.unexplained_runs, k.remote_drained_blocks), (0, 1));
+        assert_eq!(k.grid.get(0, 1).refills, 1);
     }
 
     #[test]

@@ -234,6 +234,9 @@ pub struct ReplayCounts {
     pub extfrag: u64,
     /// Drains of a CPU's lists inferred from unexplained drain runs ([`kernel`]).
     pub inferred_drains: u64,
+    /// Allocations the trace does not show, inferred from frees of refilled pages
+    /// ([`kernel::Inferred::UntracedAlloc`]).
+    pub untraced_allocs: u64,
     /// `MAX_PAGE_ORDER` blocks brought online as the trace touched them ([`Online::Touched`]).
     pub onlined_blocks: u64,
 }
@@ -514,6 +517,7 @@ impl Replayer {
             EventKind::Free { pfn, order } => {
                 self.zone_for(pfn)?;
                 self.pending_batched.insert(pfn);
+                self.untraced_alloc(ev, pfn, inferred)?;
                 self.free_traced(ev, cpu, pfn, order)?;
             }
             EventKind::FreeBatched { pfn } => {
@@ -521,6 +525,7 @@ impl Replayer {
                     self.counts.batched_duplicates += 1;
                 } else {
                     self.zone_for(pfn)?;
+                    self.untraced_alloc(ev, pfn, inferred)?;
                     self.free_traced(ev, cpu, pfn, 0)?;
                 }
             }
@@ -557,6 +562,40 @@ impl Replayer {
                 }
                 self.flush_zone_events(ev, z, cpu)?;
             }
+        }
+        Ok(())
+    }
+
+    /// Replays the untraced allocation of `pfn` that [`Inferred::UntracedAlloc`] infers, on
+    /// the CPU that refilled it, so that the free that follows frees our page.
+    fn untraced_alloc(&mut self, ev: &Event<'_>, pfn: u64, inferred: Inferred) -> io::Result<()> {
+        let Inferred::UntracedAlloc { cpu, migratetype } = inferred else {
+            return Ok(());
+        };
+        if self.live.contains_key(&pfn) {
+            return Ok(());
+        }
+        let Some(z) = self.geo.zone_of(pfn) else {
+            return Ok(());
+        };
+        let mt = MigrateType::from_index(usize::from(self.geo.numbering.to_current(migratetype)))
+            .filter(|m| m.is_gfp_type())
+            .unwrap_or(MigrateType::Unmovable);
+        let cpu = cpu % self.geo.cpus;
+        let req = AllocRequest::new(mt).on_cpu(CpuId(cpu));
+        let got = self.zones[z].alloc_with(Order::ZERO, req);
+        self.flush_zone_events(ev, z, cpu)?;
+        if let Ok(p) = got {
+            self.counts.untraced_allocs += 1;
+            self.live.insert(
+                pfn,
+                Live {
+                    ours: p.0,
+                    order: 0,
+                    zone: z as u8,
+                    freed: 0,
+                },
+            );
         }
         Ok(())
     }
