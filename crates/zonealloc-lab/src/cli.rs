@@ -124,6 +124,12 @@ pub struct TraceReplayArgs {
     /// Switch the per-CPU lists off in every variant (buddy only).
     #[arg(long)]
     pub no_pcp: bool,
+    /// Replay what a kernel trace shows without a cause: drain runs no free explains
+    /// (drain_all_pages, decay) as drains of the lists they emptied, and frees of pages a
+    /// refill put on a CPU's lists but no mm_page_alloc handed out as untraced
+    /// (alloc_pages_bulk) allocations on that CPU. Default: on with --proc.
+    #[arg(long, value_enum, value_name = "ON|OFF")]
+    pub infer: Option<OnOff>,
     /// Do not run the vmstat worker's decay of per-CPU `high` once a second of trace time
     /// (it runs by default for kernels from 6.7 on, which have it).
     #[arg(long)]
@@ -175,6 +181,15 @@ pub struct TraceGenArgs {
     /// Seed of the workload's choices.
     #[arg(long, default_value_t = 0x5eed)]
     pub seed: u64,
+}
+
+/// A switch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnOff {
+    /// On.
+    On,
+    /// Off.
+    Off,
 }
 
 /// A pfn flag: decimal, or hex with `0x`.

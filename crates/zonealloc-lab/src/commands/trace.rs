@@ -42,6 +42,7 @@ pub fn replay(args: &TraceReplayArgs) -> Result<(), Exit> {
         emit: args.emit.clone(),
         strict: args.strict,
         no_decay: args.no_decay,
+        infer: args.infer.map(|o| o == crate::cli::OnOff::On),
         proc: args.proc.clone(),
         proc_after: args.proc_after.clone(),
         window: trace::replay::input::Window {

@@ -47,6 +47,9 @@ pub struct ReplayOptions {
     pub emit: Option<PathBuf>,
     /// Fail if any line is malformed.
     pub strict: bool,
+    /// Replay what the trace shows without a cause ([`kernel`]): drains and untraced
+    /// allocations (default: with `--proc`).
+    pub infer: Option<bool>,
     /// No once-a-second `decay_pcp_high` even where the kernel family has it.
     pub no_decay: bool,
     /// Set the zones up from this `/proc` snapshot folder.
@@ -78,6 +81,8 @@ pub struct ReplayRun {
     pub window: (input::Window, Option<bool>),
     /// Per variant, per zone: the end state against `--proc-after`.
     pub end_states: Vec<Vec<proc_setup::EndState>>,
+    /// Whether causes were inferred ([`kernel`]).
+    pub infer: bool,
 }
 
 /// Where variant `i` of `n` writes its trace: `path` itself for one variant, else
@@ -177,6 +182,9 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
         replayers.push(r);
     }
     let mut kernel = KernelSide::new(geo.zones.len(), geo.cpus);
+    // The inferences read a kernel's trace, where untraced work leaves its marks; a trace we
+    // wrote ourselves is a closed world (its slow-path drains are our own).
+    let infer = opts.infer.unwrap_or(snap.is_some());
 
     let t1 = Instant::now();
     let mut parser = Parser::new();
@@ -191,7 +199,10 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
                 return;
             }
             let zone = geo.zone_of(ev.kind.pfn()).unwrap_or(0);
-            let inferred = kernel.add(ev, zone);
+            let mut inferred = kernel.add(ev, zone);
+            if !infer {
+                inferred = kernel::Inferred::None;
+            }
             for r in replayers.iter_mut() {
                 if let Err(e) = r.feed(ev, inferred) {
                     failure = Some(e);
@@ -268,6 +279,7 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
         emitted,
         window: (window, found),
         end_states,
+        infer,
     })
 }
 
@@ -480,6 +492,7 @@ pub fn to_result(run: &ReplayRun, file: &Path, opts: &ReplayOptions) -> Experime
             "cpus_from": run.geo.cpus_from,
             "pcp": !opts.no_pcp,
             "decay_every_second": run.replayers.first().is_some_and(|r| r.decay),
+            "inferences": run.infer,
             "migratetype_numbering": run.geo.numbering,
             "migratetype_numbering_given": opts.numbering.is_some(),
             "lines": p.lines,

@@ -517,16 +517,14 @@ impl Replayer {
             EventKind::Free { pfn, order } => {
                 self.zone_for(pfn)?;
                 self.pending_batched.insert(pfn);
-                self.untraced_alloc(ev, pfn, inferred)?;
-                self.free_traced(ev, cpu, pfn, order)?;
+                self.free_traced(ev, cpu, pfn, order, inferred)?;
             }
             EventKind::FreeBatched { pfn } => {
                 if self.pending_batched.remove(&pfn) {
                     self.counts.batched_duplicates += 1;
                 } else {
                     self.zone_for(pfn)?;
-                    self.untraced_alloc(ev, pfn, inferred)?;
-                    self.free_traced(ev, cpu, pfn, 0)?;
+                    self.free_traced(ev, cpu, pfn, 0, inferred)?;
                 }
             }
             EventKind::PcpuDrain { pfn, .. } => {
@@ -566,17 +564,16 @@ impl Replayer {
         Ok(())
     }
 
-    /// Replays the untraced allocation of `pfn` that [`Inferred::UntracedAlloc`] infers, on
-    /// the CPU that refilled it, so that the free that follows frees our page.
-    fn untraced_alloc(&mut self, ev: &Event<'_>, pfn: u64, inferred: Inferred) -> io::Result<()> {
+    /// The untraced allocation [`Inferred::UntracedAlloc`] infers, on the CPU that refilled
+    /// the page: our page for the free that follows.
+    fn untraced_alloc(
+        &mut self,
+        ev: &Event<'_>,
+        z: usize,
+        inferred: Inferred,
+    ) -> io::Result<Option<Live>> {
         let Inferred::UntracedAlloc { cpu, migratetype } = inferred else {
-            return Ok(());
-        };
-        if self.live.contains_key(&pfn) {
-            return Ok(());
-        }
-        let Some(z) = self.geo.zone_of(pfn) else {
-            return Ok(());
+            return Ok(None);
         };
         let mt = MigrateType::from_index(usize::from(self.geo.numbering.to_current(migratetype)))
             .filter(|m| m.is_gfp_type())
@@ -586,22 +583,35 @@ impl Replayer {
         let got = self.zones[z].alloc_with(Order::ZERO, req);
         self.flush_zone_events(ev, z, cpu)?;
         if let Ok(p) = got {
-            self.counts.untraced_allocs += 1;
-            self.live.insert(
+            // Ours is a traced allocation: `--emit` writes it, on the refilling CPU.
+            let on = Event {
+                cpu: Some(cpu),
+                ..ev.clone()
+            };
+            self.emit_event(&on, (PagePtr::Present, p.0), |pfn| EventKind::Alloc {
                 pfn,
-                Live {
-                    ours: p.0,
-                    order: 0,
-                    zone: z as u8,
-                    freed: 0,
-                },
-            );
+                order: 0,
+                migratetype: mt.index() as u8,
+                gfp_flags: "GFP_KERNEL",
+            })?;
         }
-        Ok(())
+        Ok(got.ok().map(|p| Live {
+            ours: p.0,
+            order: 0,
+            zone: z as u8,
+            freed: 0,
+        }))
     }
 
     /// A traced free of `order` pages at traced frame `pfn`.
-    fn free_traced(&mut self, ev: &Event<'_>, cpu: u32, pfn: u64, order: u8) -> io::Result<()> {
+    fn free_traced(
+        &mut self,
+        ev: &Event<'_>,
+        cpu: u32,
+        pfn: u64,
+        order: u8,
+        inferred: Inferred,
+    ) -> io::Result<()> {
         let pages = 1u64 << order.min(63);
         if let Some(l) = self.live.get(&pfn).copied() {
             if order >= l.order && l.freed == 0 {
@@ -625,10 +635,21 @@ impl Replayer {
             return Ok(());
         }
         self.counts.frees_before_trace += 1;
-        // With a /proc snapshot, a page in use before the trace is one of the pool's.
         let Some(z) = self.geo.zone_of(pfn) else {
             return Ok(());
         };
+        // `frees` counts traced frees of traced allocations; these are counted above.
+        let frees = self.counts.frees;
+        // A page some untraced allocation took off a CPU's lists ([`kernel`]).
+        if order == 0 {
+            if let Some(l) = self.untraced_alloc(ev, z, inferred)? {
+                self.counts.untraced_allocs += 1;
+                self.free_ours(ev, cpu, l)?;
+                self.counts.frees = frees;
+                return Ok(());
+            }
+        }
+        // With a /proc snapshot, a page in use before the trace is one of the pool's.
         let Some(pool) = self.pools.get_mut(z) else {
             return Ok(());
         };
@@ -636,8 +657,6 @@ impl Replayer {
         if !pages.is_empty() {
             self.counts.frees_from_snapshot += 1;
         }
-        // `frees` counts traced frees replayed; these are counted above.
-        let frees = self.counts.frees;
         for ours in pages {
             let l = Live {
                 ours,
