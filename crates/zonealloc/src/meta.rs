@@ -443,6 +443,8 @@ mod tests {
             (near(1000), Pfn(top)),
             (near(1 << 12), near(1 << 11)), // a 2^10 block at the top, below the last pageblock
             (near(1 << 20), near(1 << 19)),
+            // The last order-10 block, half of it: `pfn + (1 << 10)` in `add_free_range` wrapped.
+            (near(1023), near(511)),
         ] {
             let e = ConfigError::SpanOverflow { start, end };
             assert_eq!(FrameTable::geometry(start, end, 9), Err(e));
