@@ -109,7 +109,7 @@ impl Experiment for TailMerge {
         // Per variant: churn allocations, churn failures, merges, tail placements.
         let mut totals = vec![[0u64; 4]; variants.len()];
         // Per seed: (seed, per variant (unusable mean, success %, rest successes)).
-        let mut paired: Vec<(u64, Vec<(f64, f64, u64)>)> = Vec::new();
+        let mut paired: Vec<PairedSeed> = Vec::new();
         // Iterations outermost, so drifts of the machine (frequency, caches) spread over both
         // variants; each iteration runs both on the same seed.
         for i in 0..iterations {
@@ -314,9 +314,13 @@ impl Experiment for TailMerge {
     }
 }
 
+/// One seed's runs: the seed, and per variant (order-9 unusable index mean, success %, passes
+/// at rest).
+type PairedSeed = (u64, Vec<(f64, f64, u64)>);
+
 /// Per seed: each variant's order-9 unusable index, success rate and passes at rest, and the
 /// differences on − off; a last row counts the seeds where tail placement was better.
-fn paired_table(paired: &[(u64, Vec<(f64, f64, u64)>)]) -> Table {
+fn paired_table(paired: &[PairedSeed]) -> Table {
     let mut rows: Vec<Vec<String>> = Vec::new();
     let (mut better, mut worse, mut sum) = (0, 0, 0.0);
     for (seed, v) in paired {
