@@ -1,7 +1,7 @@
 //! Where a drain's wall time went, from the drainer thread's own scheduler accounting: time
 //! on a CPU (`CLOCK_THREAD_CPUTIME_ID`), time runnable but waiting for a CPU (the second field
-//! of `/proc/thread-self/schedstat`, `run_delay`: the machine's doing, not ours), and the rest,
-//! time blocked (asleep on a lock or a futex: waiting for another thread of ours).
+//! of `/proc/thread-self/schedstat`, `run_delay`: preempted, or yielded), and the rest, time
+//! asleep (blocked on a lock or a futex).
 
 /// The calling thread's CPU time and run-queue wait, in nanoseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -42,7 +42,7 @@ pub(super) struct Split {
     pub(super) cpu: u64,
     /// Runnable, waiting for a CPU (preempted, or yielded to another thread).
     pub(super) runqueue: u64,
-    /// Neither: asleep, blocked on another thread (a lock, an owner's handshake).
+    /// Neither: asleep, blocked on another thread (a lock).
     pub(super) blocked: u64,
 }
 

@@ -195,8 +195,8 @@ impl Experiment for FreeHighExp {
         // The arena of the real-memory run: 128 MiB populated (32 MiB with --quick), more
         // than a last-level cache, so that a cold block costs misses.
         let arena_pages = pages.min(if opts.quick { 1 << 13 } else { 1 << 15 });
-        let det_msgs: u64 = if opts.quick { 3_000 } else { 200_000 };
-        let thr_msgs: u64 = if opts.quick { 3_000 } else { 150_000 };
+        let det_msgs: u64 = if opts.quick { 3_000 } else { 100_000 };
+        let thr_msgs: u64 = if opts.quick { 3_000 } else { 80_000 };
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let variants = opts.pick(&variant_list(), |v| v.0, self.name())?;
         let metrics = vec![
