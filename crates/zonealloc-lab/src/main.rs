@@ -25,6 +25,10 @@ mod commands;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // `zonealloc lab pcp-lock` runs this binary under callgrind as the PCP hit-path loop.
+    if let Some(code) = zonealloc_lab::experiments::pcp_lock::icount::icount_child() {
+        return code;
+    }
     match commands::run(cli::parse().command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(exit) => exit.code(),
