@@ -27,6 +27,11 @@ pub struct LabOpts {
     /// Write the first iteration of each variant of the deterministic experiments as a
     /// kernel trace into this folder (`<experiment>-<variant>.txt`).
     pub record_traces: Option<std::path::PathBuf>,
+    /// Check the arguments only: every experiment checks its sizes and stops at
+    /// [`pick`](crate::experiments) with a "validated" error, before any work. The CLI runs this
+    /// pass first, so that a bad argument fails the command before anything is written.
+    #[serde(skip)]
+    pub validate_only: bool,
 }
 
 impl LabOpts {
@@ -41,6 +46,7 @@ impl LabOpts {
             zone_pages: None,
             variants: None,
             record_traces: None,
+            validate_only: false,
         }
     }
 }
