@@ -271,13 +271,17 @@ pub fn fmt_ratio(base: f64, value: f64) -> Option<String> {
     })
 }
 
+/// Where a change reads better as a ratio than as a percentage: beyond a factor of two.
+pub fn reads_as_ratio(r: f64) -> bool {
+    r.is_finite() && !(0.5..=2.0).contains(&r.abs())
+}
+
 /// A change against the baseline as a reader takes it in: compare-kernels' signed % (positive
-/// = improvement) while the values are within a factor of two, else the plain ratio of the
-/// values (`×30.6`), which a percentage like `-2960%` hides.
+/// = improvement) while the values are within a factor of two of each other, else the plain ratio
+/// of the values (`×30.6`), which a percentage like `-2960%` hides.
 pub fn fmt_change(base: Option<f64>, value: Option<f64>, pct: Option<f64>) -> String {
     if let (Some(b), Some(v)) = (base, value) {
-        let r = v / b;
-        if r.is_finite() && !(0.5..=2.0).contains(&r.abs()) {
+        if reads_as_ratio(v / b) {
             if let Some(s) = fmt_ratio(b, v) {
                 return format!("({s})");
             }
@@ -385,6 +389,10 @@ mod tests {
         assert_eq!(fmt_ratio(0.0, 1.0), None);
         assert_eq!(fmt_change(Some(1.5), Some(45.9), Some(-2960.0)), "(×30.6)");
         assert_eq!(fmt_change(Some(100.0), Some(101.0), Some(1.0)), "(+1.00%)");
+        assert_eq!(
+            fmt_change(Some(100.0), Some(204.0), Some(-104.0)),
+            "(×2.04)"
+        );
         assert_eq!(fmt_change(None, None, None), "(n/a)");
     }
 

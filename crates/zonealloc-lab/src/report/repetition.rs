@@ -68,6 +68,9 @@ impl Repetition {
                 self.rounds,
                 self.policy.ci_target * 100.0
             ),
+            Stop::TimeCap if self.policy.time_cap_s == 0.0 => {
+                format!("one round (time cap 0 s){widest}")
+            }
             Stop::TimeCap => format!(
                 "time cap ({:.0} s) reached after {} round(s) before ±{:.0}%{widest}",
                 self.policy.time_cap_s,

@@ -107,7 +107,7 @@ fn change(first: Option<f64>, v: Option<f64>) -> String {
     match (first, v) {
         (Some(a), Some(b)) if a != 0.0 => {
             let r = b / a;
-            if (0.5..=2.0).contains(&r) {
+            if !super::compare::reads_as_ratio(r) {
                 format!("{:+.2}%", (r - 1.0) * 100.0)
             } else {
                 fmt_ratio(a, b).unwrap_or_else(|| "n/a".into())

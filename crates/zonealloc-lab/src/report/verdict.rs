@@ -390,7 +390,11 @@ fn direction(
             Evidence::default(),
         );
     };
-    let ratio_text = fmt_ratio(a, b).unwrap_or_else(|| "ratio n/a".into());
+    let ratio_text = if a != 0.0 && !compare::reads_as_ratio(b / a) {
+        format!("{:+.2}%", (b / a - 1.0) * 100.0)
+    } else {
+        fmt_ratio(a, b).unwrap_or_else(|| "ratio n/a".into())
+    };
     let (xa, xb) = (d.values(from), d.values(to));
     let mut ev = Evidence::default();
     let sign = match expect {
