@@ -11,12 +11,9 @@ use common::{assert_no_panic, ok, s, stderr, stdout, zonealloc, zonealloc_in};
 /// The smallest lab run: one experiment, tiny sizes.
 const QUICK: &[&str] = &["lab", "free-high", "--quick", "--iterations", "2"];
 
-fn with(extra: &[&str]) -> Vec<&'static str> {
-    let mut v: Vec<&'static str> = QUICK.to_vec();
-    for e in extra {
-        v.push(Box::leak(e.to_string().into_boxed_str()));
-    }
-    v
+/// The quick run with `extra` flags.
+fn with<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    QUICK.iter().chain(extra).copied().collect()
 }
 
 fn entries(dir: &Path) -> Vec<String> {

@@ -1,11 +1,14 @@
-//! The lab's report folder: `report.md` (compare-kernels style tables, the experiment's own
-//! tables, expected shape, configuration, plot links), `results.json` (every raw sample, the
-//! options, the machine and the comparisons) and one SVG per plot.
+//! The lab's report folder: `report.md` (the seeds' verdicts, then compare-kernels style
+//! tables, the experiment's own tables, expected shape, configuration, plot links),
+//! `results.json` (the verdicts, every raw sample, the options, the machine, the run's commit,
+//! compiler, date and load, and the comparisons) and one SVG per plot.
 //!
 //! The pieces: the result model every producer fills ([`ExperimentResult`], [`Sample`],
-//! [`Plot`], [`LabOpts`]), [`stats`] (means, spread, Welch's t-test), [`compare`] (per metric
-//! and variant summaries against the baseline), [`markdown`] (the text), [`table`] (plain and
-//! markdown tables), [`plot`] (plotters SVG). `experiments`, `trace` and `bench` depend on this
+//! [`Plot`], [`LabOpts`]), [`stats`] (means, spread, Welch's and the paired t-test, confidence
+//! intervals), [`compare`] (per metric and variant summaries against the baseline, tested as
+//! the design says), [`verdict`] (the seeds' claims judged on a run), [`repetition`] (what
+//! the repetition driver did), [`runs`] (earlier runs side by side, `lab compare`),
+//! [`markdown`] (the text), [`table`] (plain and markdown tables), [`plot`] (plotters SVG). `experiments`, `trace` and `bench` depend on this
 //! module, never on each other.
 
 pub mod compare;
