@@ -16,8 +16,9 @@
 //! - *Grows* over a sweep: the same, between the sweep's ends, and the summaries must rise at
 //!   every step for `reproduced`.
 //! - *Within* ±`tol` (relative): `reproduced` when the 95% confidence interval of the paired
-//!   relative difference lies inside the band (an exact difference: when it does), `partly`
-//!   when only the mean does, `not reproduced` when the mean lies outside.
+//!   relative difference lies inside the band (an exact difference: when it does), `not
+//!   reproduced` when it lies wholly outside, `partly` when it straddles the band's edge (too
+//!   noisy to tell).
 //! - *Largest under* a limit over a sweep: the sweep's largest step whose summary stays under
 //!   the limit, against the seed's; equal: `reproduced`, one step off: `partly`.
 //! - A metric, variant or experiment missing from the run: `not measurable here`, with the
@@ -560,34 +561,61 @@ fn within(c: &Claim, d: &Data<'_>, against: &str, variant: &str, tol: f64) -> Ou
     } else {
         format!("{} → {}", d.fmt(a), d.fmt(b))
     };
+    let band = format!("±{:.0}%", tol * 100.0);
     let (verdict, reason) = if !point.is_finite() {
         (
             Verdict::NotMeasurable,
             format!("{against} is zero: nothing to compare against"),
         )
-    } else if point.abs() > tol {
-        (
-            Verdict::NotReproduced,
-            format!(
-                "differs by {:+.1}%, outside ±{:.0}%",
-                point * 100.0,
-                tol * 100.0
-            ),
-        )
-    } else if exact || hw.is_some_and(|h| mean_rel.abs() + h <= tol) {
-        (Verdict::Reproduced, String::new())
+    } else if exact || hw.is_none() {
+        // One value per side, or the same difference in every pair: it is what it is.
+        if point.abs() <= tol {
+            if exact {
+                (Verdict::Reproduced, String::new())
+            } else {
+                (
+                    Verdict::Partly,
+                    "one repetition: no confidence interval".to_owned(),
+                )
+            }
+        } else {
+            (
+                Verdict::NotReproduced,
+                format!("differs by {:+.1}%, outside {band}", point * 100.0),
+            )
+        }
     } else {
-        (
-            Verdict::Partly,
-            match hw {
-                Some(h) => format!(
-                    "inside ±{:.0}% but too noisy to resolve it (95% CI ±{:.1}%)",
-                    tol * 100.0,
+        let h = hw.unwrap_or(f64::INFINITY);
+        if point.abs() + h <= tol {
+            (Verdict::Reproduced, String::new())
+        } else if point.abs() - h > tol {
+            (
+                Verdict::NotReproduced,
+                format!(
+                    "differs by {:+.1}% ± {:.1}%: outside {band} even at the interval's edge",
+                    point * 100.0,
                     h * 100.0
                 ),
-                None => "one repetition: no confidence interval".to_owned(),
-            },
-        )
+            )
+        } else if point.abs() <= tol {
+            (
+                Verdict::Partly,
+                format!(
+                    "inside {band} but too noisy to resolve it (95% CI ±{:.1}%)",
+                    h * 100.0
+                ),
+            )
+        } else {
+            (
+                Verdict::Partly,
+                format!(
+                    "{:+.1}% is outside {band}, but the 95% CI (±{:.1}%) reaches into it: too \
+                     noisy to tell",
+                    point * 100.0,
+                    h * 100.0
+                ),
+            )
+        }
     };
     (figure, verdict, reason, ev)
 }
@@ -853,6 +881,19 @@ mod tests {
         );
         let j = judge(&c, &loose);
         assert_eq!(j.verdict, Verdict::Partly, "{j:?}");
+        // +5%, -1%, +8%: the mean (+4%) is outside ±2%, the interval reaches back into it.
+        let straddles = report(
+            "m",
+            rate,
+            "/s",
+            &[
+                ("off", &[100.0, 200.0, 300.0]),
+                ("on", &[105.0, 198.0, 324.0]),
+            ],
+        );
+        let j = judge(&c, &straddles);
+        assert_eq!(j.verdict, Verdict::Partly, "{j:?}");
+        assert!(j.reason.contains("too noisy to tell"), "{}", j.reason);
         let off = report(
             "m",
             rate,
