@@ -256,7 +256,8 @@ pub fn fmt_pct(p: Option<f64>) -> String {
     }
 }
 
-/// The ratio `value / base` as `×30.6` (`×0.042` below 0.1), or `None` where it is undefined.
+/// The ratio `value / base` as `×30.6`, `×0.52`, or below a tenth as a divisor (`÷29.4`,
+/// `÷20833`), or `None` where it is undefined.
 pub fn fmt_ratio(base: f64, value: f64) -> Option<String> {
     if base == 0.0 || !base.is_finite() || !value.is_finite() {
         return None;
@@ -266,8 +267,13 @@ pub fn fmt_ratio(base: f64, value: f64) -> Option<String> {
         format!("×{r:.1}")
     } else if r.abs() >= 0.1 {
         format!("×{r:.2}")
+    } else if r == 0.0 {
+        "×0".to_owned()
+    } else if r.abs() > 0.01 {
+        // Below a tenth, the divisor reads better than the digits: ÷29.4, not ×0.034.
+        format!("÷{:.1}", 1.0 / r)
     } else {
-        format!("×{r:.3}")
+        format!("÷{:.0}", 1.0 / r)
     })
 }
 
@@ -387,6 +393,8 @@ mod tests {
         assert_eq!(fmt_ratio(1.5, 45.9).as_deref(), Some("×30.6"));
         assert_eq!(fmt_ratio(2.0, 1.0).as_deref(), Some("×0.50"));
         assert_eq!(fmt_ratio(0.0, 1.0), None);
+        assert_eq!(fmt_ratio(31.68, 1.06).as_deref(), Some("÷29.9"));
+        assert_eq!(fmt_ratio(78_010.0, 1.63).as_deref(), Some("÷47859"));
         assert_eq!(fmt_change(Some(1.5), Some(45.9), Some(-2960.0)), "(×30.6)");
         assert_eq!(fmt_change(Some(100.0), Some(101.0), Some(1.0)), "(+1.00%)");
         assert_eq!(
