@@ -217,6 +217,43 @@ mod tests {
     }
 
     #[test]
+    fn khugepaged_raises_min_free_kbytes_to_11_pageblocks_per_zone() {
+        // set_recommended_min_free_kbytes: DMA + DMA32 of the 6.1 2048 MiB boot (early
+        // managed): 2 zones * 11 pageblocks = 11264 pages = 45056 KiB; min = 11264 * E / L.
+        let zones = [
+            ZoneSize {
+                zone_type: ZoneType::Dma,
+                managed: 3840,
+            },
+            ZoneSize {
+                zone_type: ZoneType::Dma32,
+                managed: 499_571 - 2433,
+            },
+        ];
+        let thp = ZoneConfig {
+            thp_min_free_kbytes: true,
+            ..ZoneConfig::default()
+        };
+        let (wm, _) = setup_node_watermarks(&zones, &[thp; 2]);
+        assert_eq!((wm[0].min, wm[1].min), (86, 11177)); // snap/boot/zoneinfo
+                                                         // THP off: the sqrt rule alone (int_sqrt(16 * 4 * 500978) = 5662 KiB).
+        let (wm, _) = setup_node_watermarks(&zones, &[ZoneConfig::default(); 2]);
+        assert_eq!(wm[1].min, 5662 / 4 * 497_138 / 500_978);
+        // The 5% cap of nr_free_buffer_pages(): a 40000-page zone gets less than 11
+        // pageblocks.
+        let small = [ZoneSize {
+            zone_type: ZoneType::Normal,
+            managed: 40_000,
+        }];
+        let (wm, _) = setup_node_watermarks(&small, &[thp]);
+        let sqrt_high = {
+            let (w, _) = setup_node_watermarks(&small, &[ZoneConfig::default()]);
+            w[0].high
+        };
+        assert_eq!(wm[0].min, (40_000 - sqrt_high) / 20);
+    }
+
+    #[test]
     fn min_free_kbytes_is_clamped() {
         assert_eq!(default_min_free_kbytes(0), 128);
         assert_eq!(default_min_free_kbytes(1 << 40), 262_144);
