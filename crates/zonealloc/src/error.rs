@@ -184,6 +184,9 @@ pub enum ConfigError {
     },
     /// A range of a memory map could not be added (overlapping usable regions, say).
     Range(RangeError),
+    /// Not a kernel version [`KernelVersion`](crate::config::KernelVersion) knows (`6.1`,
+    /// `6.12`, `7.2`, `mainline`).
+    UnknownKernel,
 }
 
 impl fmt::Display for AllocError {
@@ -285,6 +288,9 @@ impl fmt::Display for ConfigError {
                 f,
                 "the zone's metadata table ({bytes} bytes) could not be allocated"
             ),
+            ConfigError::UnknownKernel => {
+                f.write_str("unknown kernel version (known: 6.1, 6.12, 7.2, mainline)")
+            }
             ConfigError::BadZoneLayout => write!(
                 f,
                 "zones must be given in ascending zone order and must not overlap"
