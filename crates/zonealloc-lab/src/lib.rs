@@ -17,8 +17,9 @@
 //! Dependencies point one way: `experiments`, `trace` and `bench` produce results and use
 //! `report` (the result model, statistics, tables) and `rng`; `trace` and `bench` never use
 //! `experiments` (which uses [`trace::record`] to write its runs as kernel traces).
-//! Judging a run against the seeds' published figures is report work (beside
-//! [`report::compare`]); a new subcommand is a file in the binary's `commands/`.
+//! Judging a run against the seeds' published figures is report work ([`report::verdict`]),
+//! over the claims that [`experiments::seeds`] holds as data; a new subcommand is a file in
+//! the binary's `commands/`.
 
 pub mod bench;
 pub mod experiments;

@@ -55,6 +55,8 @@ impl Setup {
             Setup::Pcp(FreeHigh::Current) => "free_high=Current",
             Setup::Pcp(FreeHigh::Original) => "free_high=Original",
             Setup::Pcp(FreeHigh::Off) => "free_high=Off",
+            Setup::Pcp(FreeHigh::Batch) => "free_high=Batch",
+            Setup::Pcp(FreeHigh::FreeFactor) => "free_high=FreeFactor",
             Setup::BuddyOnly => "buddy only",
         }
     }

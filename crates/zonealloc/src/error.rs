@@ -155,6 +155,15 @@ pub enum ConfigError {
         /// End of the span (exclusive).
         end: Pfn,
     },
+    /// The span ends so close to 2^64 that a block of the largest order containing its last
+    /// frame would pass 2^64: frame arithmetic (`pfn + (1 << order)`, the table's rounding)
+    /// would wrap.
+    SpanOverflow {
+        /// Start of the span.
+        start: Pfn,
+        /// End of the span (exclusive).
+        end: Pfn,
+    },
     /// The caller-provided metadata table is too small for the span.
     TableTooSmall {
         /// Entries needed.
@@ -175,6 +184,9 @@ pub enum ConfigError {
     },
     /// A range of a memory map could not be added (overlapping usable regions, say).
     Range(RangeError),
+    /// Not a kernel version [`KernelVersion`](crate::config::KernelVersion) knows (`6.1`,
+    /// `6.12`, `7.2`, `mainline`).
+    UnknownKernel,
 }
 
 impl fmt::Display for AllocError {
@@ -264,6 +276,10 @@ impl fmt::Display for ConfigError {
                 f,
                 "zone span {start}..{end} is empty or exceeds 2^32 frames"
             ),
+            ConfigError::SpanOverflow { start, end } => write!(
+                f,
+                "zone span {start}..{end} ends too close to 2^64: its largest blocks would wrap"
+            ),
             ConfigError::TableTooSmall { needed, provided } => {
                 write!(f, "metadata table has {provided} entries, {needed} needed")
             }
@@ -272,6 +288,9 @@ impl fmt::Display for ConfigError {
                 f,
                 "the zone's metadata table ({bytes} bytes) could not be allocated"
             ),
+            ConfigError::UnknownKernel => {
+                f.write_str("unknown kernel version (known: 6.1, 6.12, 7.2, mainline)")
+            }
             ConfigError::BadZoneLayout => write!(
                 f,
                 "zones must be given in ascending zone order and must not overlap"

@@ -102,7 +102,8 @@ mod zone;
 pub use buddy::{CheckFacts, Watermarks};
 pub use check::CheckError;
 pub use config::{
-    DrainMode, FreeHigh, MobilityGrouping, PcpConfig, PcpLocking, WatermarkConfig, ZoneConfig,
+    DrainMode, FreeHigh, FreeScaling, HighMode, HighatomicCap, HighatomicUnusable, KernelVersion,
+    MobilityGrouping, PcpConfig, PcpLocking, WatermarkConfig, ZoneConfig,
 };
 pub use error::{AllocError, ConfigError, FreeError, HandleError, RangeError};
 pub use memmap::{MemoryRegion, RegionKind};

@@ -40,6 +40,8 @@ pub(crate) const NONEMPTY_WORDS: usize = 3;
 #[derive(Debug)]
 pub(crate) struct ZoneShared {
     pub(crate) nr_free_pages: AtomicU64,
+    /// The HighAtomic pages a watermark check holds back: `nr_free_highatomic`, or
+    /// `nr_reserved_highatomic` under `HighatomicUnusable::Reserved` (6.1).
     pub(crate) nr_free_highatomic: AtomicU64,
     /// min, low, high, each including the boost.
     pub(crate) marks: [AtomicU64; 3],

@@ -48,8 +48,13 @@ impl Zone {
         pcp.free_count >>= 1; // an allocation halves the free streak
         let pi = policy.pindex(mt, order);
         if pcp.lists[pi].is_empty() {
+            // 7.2 __rmqueue_pcplist: "if (alloc_flags & ALLOC_HIGHATOMIC) return NULL;" (the
+            // caller then tries the buddy).
+            if policy.highatomic_no_refill && flags.intersects(AllocFlags::HIGHATOMIC) {
+                return None;
+            }
             let below_high = self.shared.test_flag(ZoneBits::ZONE_BELOW_HIGH);
-            let n = pcp.nr_pcp_alloc(order, below_high, policy.scale);
+            let n = pcp.refill_size(order, below_high, &policy);
             let got = self.rmqueue_bulk(order, n, &mut pcp.lists[pi], mt, flags);
             pcp.count += got << order;
             pcp.stats.alloc_misses += 1;

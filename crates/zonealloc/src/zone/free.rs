@@ -129,7 +129,12 @@ impl Zone {
         pindex: usize,
         reason: DrainReason,
     ) -> i32 {
-        let chunk = to_free.min(pcp.batch.max(1));
+        // 7.2 frees in `batch` chunks; 6.1 and 6.12 in one `free_pcppages_bulk` call.
+        let chunk = if self.pcp.policy.drain_in_batches {
+            to_free.min(pcp.batch.max(1))
+        } else {
+            to_free
+        };
         self.bulk_free(pcp, chunk, pindex, reason);
         to_free - chunk
     }

@@ -195,3 +195,36 @@ mod check_catches_corruption {
         assert_eq!(id(&z), "P2");
     }
 }
+
+/// `__zone_watermark_unusable_free`: 6.1 holds back the whole HighAtomic reserve
+/// (`nr_reserved_highatomic`), 6.12+ only its free pages.
+#[cfg(all(feature = "std", not(loom)))]
+#[test]
+fn highatomic_unusable_follows_the_version() {
+    use crate::config::{KernelVersion, ZoneConfig};
+    use crate::request::AllocFlags;
+    use crate::ZoneType;
+    for (v, ok) in [(KernelVersion::V6_1, false), (KernelVersion::V7_2, true)] {
+        let mut cfg = ZoneConfig::for_kernel(v);
+        cfg.watermarks = ZoneConfig::without_watermarks().watermarks;
+        let z = Zone::new(ZoneType::Normal, Pfn(0), Pfn(1 << 14), cfg).unwrap();
+        z.add_free_range(Pfn(0), Pfn(1 << 14)).unwrap();
+        let free = z.free_pages();
+        {
+            // A reserve of one pageblock with none of it free (all allocated).
+            let mut b = z.lock();
+            b.nr_reserved_highatomic = 512;
+        }
+        let hz = ZoneType::Normal.index();
+        let mark = free - 300;
+        assert_eq!(
+            z.shared.watermark_ok(Order::ZERO, mark, hz, AllocFlags(0)),
+            ok,
+            "{v}"
+        );
+        // Requests entitled to the reserves ignore it in both.
+        assert!(z
+            .shared
+            .watermark_ok(Order::ZERO, mark, hz, AllocFlags::HIGHATOMIC));
+    }
+}
