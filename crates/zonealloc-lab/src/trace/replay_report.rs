@@ -178,7 +178,7 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
             None => None,
         };
         let mut r = Replayer::with_zones(v, &geo, out, &cfgs, snap.as_ref())?;
-        r.decay = preset.0.decays() && !opts.no_decay;
+        r.decay = cfgs.first().is_some_and(|c| c.pcp.decay && c.pcp.enabled) && !opts.no_decay;
         replayers.push(r);
     }
     let mut kernel = KernelSide::new(geo.zones.len(), geo.cpus);

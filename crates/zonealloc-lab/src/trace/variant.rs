@@ -6,7 +6,11 @@
 //! ```text
 //! tail_merge=on|off                      seed 003
 //! batch_scale_max=0..=6                  seed 001 (0: off)
-//! free_high=off|original|current         seed 000
+//! free_high=off|original|current|batch|free_factor   seed 000 (batch: 6.12, free_factor: 6.1)
+//! high_mode=fixed|autotune alloc_scaling=on|off free_scaling=free_count|free_factor
+//! decay=on|off drain_in_batches=on|off highatomic_no_refill=on|off   (kernel-version rules)
+//! highatomic_cap=aligned|plus_pageblock highatomic_unusable=free|reserved
+//! movable_like_highmem=on|off thp_min_free_kbytes=on|off lowmem_reserve_follows_managed=on|off
 //! llc_slice_bytes=N                      sets PCPF_FREE_HIGH_BATCH when > 3 * batch pages
 //! locking=spinlock|owner-only            seed 002
 //! drain=remote|owner                     seed 004
@@ -22,7 +26,10 @@
 //! lowmem_reserve_ratio=A:B:C:D:E:F       per zone type, DMA first
 //! ```
 
-use zonealloc::{DrainMode, FreeHigh, MobilityGrouping, PcpLocking, WatermarkConfig, ZoneConfig};
+use zonealloc::{
+    DrainMode, FreeHigh, FreeScaling, HighMode, HighatomicCap, HighatomicUnusable,
+    MobilityGrouping, PcpLocking, WatermarkConfig, ZoneConfig,
+};
 
 /// One policy set: its name (the spec as given) and the configuration it makes.
 #[derive(Clone, Debug)]
@@ -35,7 +42,11 @@ pub struct Variant {
 
 /// The knobs a spec may set, for error messages.
 pub const KNOBS: &str = "tail_merge=on|off, batch_scale_max=0..=6, \
-free_high=off|original|current, llc_slice_bytes=N, locking=spinlock|owner-only, \
+free_high=off|original|current|batch|free_factor, high_mode=fixed|autotune, \
+alloc_scaling=on|off, free_scaling=free_count|free_factor, decay=on|off, \
+drain_in_batches=on|off, highatomic_no_refill=on|off, highatomic_cap=aligned|plus_pageblock, \
+highatomic_unusable=free|reserved, movable_like_highmem=on|off, thp_min_free_kbytes=on|off, \
+lowmem_reserve_follows_managed=on|off, llc_slice_bytes=N, locking=spinlock|owner-only, \
 drain=remote|owner, pcp=on|off, batch=N, high_min=N, high_max=N, high_fraction=N, \
 thp_order=N|none, mobility_grouping=auto|on|off, max_order=N, pageblock_order=N, page_size=N, \
 min_free_kbytes=N|auto, watermarks=auto|MIN:LOW:HIGH, watermark_scale_factor=N, \
@@ -77,9 +88,50 @@ fn set(cfg: &mut ZoneConfig, k: &str, v: &str, spec: &str) -> Result<(), String>
                 "off" => FreeHigh::Off,
                 "original" => FreeHigh::Original,
                 "current" | "on" => FreeHigh::Current,
-                _ => return Err(format!("{k}={v}: expected off, original or current")),
+                "batch" => FreeHigh::Batch,
+                "free_factor" => FreeHigh::FreeFactor,
+                _ => {
+                    return Err(format!(
+                        "{k}={v}: expected off, original, current, batch or free_factor"
+                    ))
+                }
             }
         }
+        "high_mode" => {
+            cfg.pcp.high_mode = match v {
+                "fixed" => HighMode::Fixed,
+                "autotune" | "auto_tune" => HighMode::AutoTune,
+                _ => return Err(format!("{k}={v}: expected fixed or autotune")),
+            }
+        }
+        "alloc_scaling" => cfg.pcp.alloc_scaling = on_off(k, v)?,
+        "free_scaling" => {
+            cfg.pcp.free_scaling = match v {
+                "free_count" => FreeScaling::FreeCount,
+                "free_factor" => FreeScaling::FreeFactor,
+                _ => return Err(format!("{k}={v}: expected free_count or free_factor")),
+            }
+        }
+        "decay" => cfg.pcp.decay = on_off(k, v)?,
+        "drain_in_batches" => cfg.pcp.drain_in_batches = on_off(k, v)?,
+        "highatomic_no_refill" => cfg.pcp.highatomic_no_refill = on_off(k, v)?,
+        "highatomic_cap" => {
+            cfg.highatomic_cap = match v {
+                "aligned" => HighatomicCap::Aligned,
+                "plus_pageblock" => HighatomicCap::PlusPageblock,
+                _ => return Err(format!("{k}={v}: expected aligned or plus_pageblock")),
+            }
+        }
+        "highatomic_unusable" => {
+            cfg.highatomic_unusable = match v {
+                "free" => HighatomicUnusable::Free,
+                "reserved" => HighatomicUnusable::Reserved,
+                _ => return Err(format!("{k}={v}: expected free or reserved")),
+            }
+        }
+        "movable_like_highmem" => cfg.movable_like_highmem = on_off(k, v)?,
+        "thp_min_free_kbytes" => cfg.thp_min_free_kbytes = on_off(k, v)?,
+        "lowmem_reserve_follows_managed" => cfg.lowmem_reserve_follows_managed = on_off(k, v)?,
         "llc_slice_bytes" => cfg.pcp.llc_slice_bytes = number(k, v)?,
         "locking" => {
             cfg.pcp.locking = match v {
@@ -229,7 +281,7 @@ mod tests {
             ("tail_merge=maybe", "expected on or off"),
             ("batch=-3", "non-negative integer"),
             ("batch_scale_max=9", "batch_scale_max must be 0..=6"),
-            ("free_high=sometimes", "off, original or current"),
+            ("free_high=sometimes", "off, original, current"),
         ] {
             let e = Variant::parse(spec).unwrap_err();
             assert!(e.contains(needle), "{spec}: {e}");
@@ -264,6 +316,17 @@ mod tests {
             (20, 0)
         );
         assert_eq!(c.pcp.high_fraction, 8);
+        let k = Variant::parse(
+            "high_mode=fixed,alloc_scaling=off,free_scaling=free_factor,free_high=free_factor,\
+             decay=off,drain_in_batches=off,highatomic_no_refill=off,highatomic_cap=plus_pageblock,\
+             highatomic_unusable=reserved,movable_like_highmem=off,thp_min_free_kbytes=on,\
+             lowmem_reserve_follows_managed=off",
+        )
+        .unwrap()
+        .cfg;
+        let mut six_one = ZoneConfig::default();
+        zonealloc::KernelVersion::V6_1.apply(&mut six_one);
+        assert_eq!(k, six_one, "6.1's rules, knob by knob");
         let m = Variant::parse("min_free_kbytes=45056").unwrap();
         assert_eq!(
             m.cfg.watermarks,

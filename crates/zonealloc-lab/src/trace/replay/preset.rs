@@ -6,17 +6,13 @@
 //! `batch + high_min / 2` free_high threshold). With `--proc` and no `--kernel`, the family
 //! is inferred from the zoneinfo format (§6.1).
 //!
-//! What a preset sets today is what [`ZoneConfig`] can express; the rest waits for the core's
-//! presets and is listed by [`Kernel::unmodelled`] so the report can say so:
-//! - 5.15 and 6.1: a fixed `high` (`high_min = high_max`, set from zoneinfo's `high` when
-//!   `--proc` gives it: `pageset_update` stores one `high`); no refill scaling
-//!   (`__rmqueue_pcplist` takes `batch`: `batch_scale_max = 0`, which also stops the drain
-//!   scaling that `nr_pcp_free`'s `free_factor` does in 6.1); `free_high` off: 5.15 has none,
-//!   and 6.1's (`free_factor != 0`) fires so rarely that off is closer than
-//!   [`FreeHigh::Original`], which fires on any free streak.
-//! - 6.12, 7.2, mainline: the defaults (mainline rules).
+//! A family applies the core's preset ([`KernelVersion::apply`]): 6.1's one fixed `high`,
+//! refills of `batch`, `free_factor` drain scaling, its `free_high` and no decay; 6.12's
+//! `free_high` threshold; 7.2's chunked drains and highatomic refill refusal; each rule a
+//! field `--variant` can set back. 5.15 runs 6.1's rules without `free_high` (the core has
+//! no 5.15 preset). What the core does not model yet is listed by [`Kernel::unmodelled`].
 
-use zonealloc::{FreeHigh, ZoneConfig};
+use zonealloc::{FreeHigh, KernelVersion, ZoneConfig};
 
 /// A kernel family with its own PCP rules.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -73,40 +69,40 @@ impl Kernel {
         matches!(self, Kernel::V5_15 | Kernel::V6_1)
     }
 
-    /// Whether per-CPU `high` decays once a second (`decay_pcp_high`, 6.7 on).
-    pub fn decays(self) -> bool {
-        !self.fixed_high()
-    }
-
-    /// Sets what the configuration can express of this family's rules.
-    pub fn apply(self, cfg: &mut ZoneConfig) {
+    /// The core's preset this family follows ([`KernelVersion`]; 5.15 follows 6.1's with
+    /// `free_high` off, the core offering no 5.15 preset).
+    pub fn version(self) -> KernelVersion {
         match self {
-            Kernel::V5_15 | Kernel::V6_1 => {
-                // __rmqueue_pcplist (5.15, 6.1): refill `batch` pages, no alloc_factor.
-                cfg.pcp.batch_scale_max = 0;
-                // free_unref_page_commit (6.1): `free_high = pcp->free_factor && order &&
-                // order <= PAGE_ALLOC_COSTLY_ORDER`; 5.15 has none. `FreeHigh::Original`
-                // fires on `free_count > 0`, some 340 times as often as 6.1's rule on the 6.1
-                // traces (docs/kernel-versions.md §3.2: 1031 against 3), so until the core has
-                // 6.1's predicate, off is the closer rule.
-                cfg.pcp.free_high = FreeHigh::Off;
-            }
-            Kernel::V6_12 | Kernel::V7_2 => {}
+            Kernel::V5_15 | Kernel::V6_1 => KernelVersion::V6_1,
+            Kernel::V6_12 => KernelVersion::V6_12,
+            Kernel::V7_2 => KernelVersion::V7_2,
         }
     }
 
-    /// The family's rules the configuration cannot express yet (for the report).
+    /// Sets the family's rules ([`KernelVersion::apply`]: fixed or auto-tuned `high`, refill
+    /// and drain scaling, `free_high`, decay, highatomic and watermark rules).
+    pub fn apply(self, cfg: &mut ZoneConfig) {
+        self.version().apply(cfg);
+        if self == Kernel::V5_15 {
+            // 5.15's free_unref_page_commit has no free_high.
+            cfg.pcp.free_high = FreeHigh::Off;
+        }
+    }
+
+    /// The family's rules the core does not model yet (for the report), from
+    /// docs/kernel-versions.md §0.
     pub fn unmodelled(self) -> &'static [&'static str] {
         match self {
-            Kernel::V5_15 | Kernel::V6_1 => &[
-                "drains scaled by free_factor (nr_pcp_free) independently of refills",
-                "free_high triggered by free_factor != 0 (replayed with free_high off)",
+            Kernel::V5_15 => &[
+                "5.15 is run with 6.1's rules (its sources were not verified), free_high off",
                 "legacy fallback (__rmqueue_fallback / steal_suitable_fallback)",
                 "migratetype cached at free for free_pcppages_bulk",
-                "a fixed high without --proc (ours auto-tunes between high_min and high_max)",
             ],
-            Kernel::V6_12 => &["free_high threshold batch (ours: batch + high_min / 2)"],
-            Kernel::V7_2 => &[],
+            Kernel::V6_1 => &[
+                "legacy fallback (__rmqueue_fallback / steal_suitable_fallback)",
+                "migratetype cached at free for free_pcppages_bulk",
+            ],
+            Kernel::V6_12 | Kernel::V7_2 => &[],
         }
     }
 }
