@@ -83,6 +83,8 @@ pub struct ReplayRun {
     pub end_states: Vec<Vec<proc_setup::EndState>>,
     /// Whether causes were inferred ([`kernel`]).
     pub infer: bool,
+    /// Whether the zones come from `--proc`.
+    pub setup_from_proc: bool,
 }
 
 /// Where variant `i` of `n` writes its trace: `path` itself for one variant, else
@@ -145,8 +147,13 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
         (None, Some(s)) => (proc_setup::kernel_of(s), false),
         (None, None) => (Kernel::V7_2, false),
     };
+    // Without --kernel or --proc, the defaults (the mainline rules, and the zone a `trace gen`
+    // or `lab` run records, so our own traces replay to themselves); the 7.2 preset also sets
+    // the Debian kernels' boot-time choices (THP's min_free_kbytes).
     let mut base = zonealloc::ZoneConfig::default();
-    preset.0.apply(&mut base);
+    if opts.kernel.is_some() || snap.is_some() {
+        preset.0.apply(&mut base);
+    }
     let n = opts.variants.len();
     let mut emitted = Vec::new();
     let mut replayers = Vec::with_capacity(n);
@@ -280,6 +287,7 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
         window: (window, found),
         end_states,
         infer,
+        setup_from_proc: snap.is_some(),
     })
 }
 
@@ -483,7 +491,11 @@ pub fn to_result(run: &ReplayRun, file: &Path, opts: &ReplayOptions) -> Experime
             .to_owned(),
         config: json!({
             "file": file.display().to_string(),
-            "kernel": run.preset.0.name(),
+            "kernel": if run.preset.1 || opts.proc.is_some() {
+                run.preset.0.name()
+            } else {
+                "mainline (the ZoneConfig defaults)"
+            },
             "kernel_given": run.preset.1,
             "kernel_rules_not_modelled": run.preset.0.unmodelled(),
             "zones": run.geo.zones,
@@ -935,6 +947,11 @@ pub fn summary(result: &ExperimentResult, run: &ReplayRun) -> String {
         })
         .collect();
     let (kernel, given) = run.preset;
+    let kernel = if given || run.setup_from_proc {
+        kernel.name()
+    } else {
+        "mainline (the ZoneConfig defaults)"
+    };
     if let (Some(from), found) = (&run.window.0.from, run.window.1) {
         out.push_str(&format!(
             "\nwindow: after '{from}'{} to '{}'\n",
@@ -963,9 +980,11 @@ pub fn summary(result: &ExperimentResult, run: &ReplayRun) -> String {
          (replayed as {} drains)\n\
          replayed {} events ({} lines, {} malformed) under {} variant(s) in one pass of \
          {:.3} s: {:.2} M lines/s, {:.2} M events/s\n",
-        kernel.name(),
+        kernel,
         if given {
             ""
+        } else if run.setup_from_proc {
+            " (from --proc's zoneinfo)"
         } else {
             " (default; --kernel to choose)"
         },

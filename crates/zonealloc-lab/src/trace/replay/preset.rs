@@ -148,10 +148,11 @@ mod tests {
             .contains("expected a version"));
         let mut c = ZoneConfig::default();
         Kernel::V6_1.apply(&mut c);
-        assert_eq!(
-            (c.pcp.batch_scale_max, c.pcp.free_high),
-            (0, FreeHigh::Original)
-        );
+        assert_eq!(c.pcp.free_high, FreeHigh::FreeFactor);
+        assert!(!c.pcp.decay && !c.pcp.alloc_scaling);
+        let mut c = ZoneConfig::default();
+        Kernel::V5_15.apply(&mut c);
+        assert_eq!(c.pcp.free_high, FreeHigh::Off);
     }
 
     #[test]
