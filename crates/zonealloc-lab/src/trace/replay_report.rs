@@ -85,6 +85,29 @@ pub struct ReplayRun {
     pub infer: bool,
     /// Whether the zones come from `--proc`.
     pub setup_from_proc: bool,
+    /// The kernel's unusable free space index of the highest zone (thousandths, per
+    /// [`FRAG_ORDERS`]) at `--proc` (the trace's start) and `--proc-after` (its end).
+    pub kernel_frag: (Option<[u32; 3]>, Option<[u32; 3]>),
+}
+
+/// The unusable free space index of a snapshot's zone, per [`FRAG_ORDERS`].
+fn kernel_unusable(snap: &ProcSnapshot, zone: zonealloc::ZoneType) -> Option<[u32; 3]> {
+    let z = snap.zone(0, zone)?;
+    let blocks = z.free_blocks()?;
+    let mut nr_free = [0u64; zonealloc::MAX_ORDER_LIMIT as usize + 1];
+    for (o, n) in blocks.iter().enumerate().take(nr_free.len()) {
+        nr_free[o] = *n;
+    }
+    let s = zonealloc::FreeAreaSnapshot {
+        node: 0,
+        zone_name: zone.name(),
+        max_order: (blocks.len().max(1) - 1) as u8,
+        pageblock_order: snap.pageblock_order.unwrap_or(9),
+        nr_free,
+        free_by_type: Default::default(),
+        pageblocks_by_type: Default::default(),
+    };
+    Some(FRAG_ORDERS.map(|o| zonealloc::stats::unusable_free_index(&s, o.min(s.max_order))))
 }
 
 /// Where variant `i` of `n` writes its trace: `path` itself for one variant, else
@@ -276,6 +299,13 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
             .collect(),
         None => Vec::new(),
     };
+    let kernel_frag = match geo.zones.last() {
+        Some(z) => (
+            snap.as_ref().and_then(|s| kernel_unusable(s, z.zone_type)),
+            after.as_ref().and_then(|s| kernel_unusable(s, z.zone_type)),
+        ),
+        None => (None, None),
+    };
     Ok(ReplayRun {
         kernel,
         preset,
@@ -288,6 +318,7 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
         end_states,
         infer,
         setup_from_proc: snap.is_some(),
+        kernel_frag,
     })
 }
 
@@ -467,6 +498,23 @@ pub fn to_result(run: &ReplayRun, file: &Path, opts: &ReplayOptions) -> Experime
                 .collect(),
         })
         .collect();
+    // The kernel's index where the snapshots give it: at the trace's start and end.
+    let (x0, x1) = match run.kernel.span_ns {
+        Some((a, b)) => (a as f64 / 1e9, b as f64 / 1e9),
+        None => (0.0, run.parser.events as f64),
+    };
+    for (i, plot) in plots.iter_mut().enumerate() {
+        let points: Vec<(f64, f64)> = [(x0, run.kernel_frag.0), (x1, run.kernel_frag.1)]
+            .into_iter()
+            .filter_map(|(x, v)| v.map(|v| (x, f64::from(v[i]) / 10.0)))
+            .collect();
+        if !points.is_empty() {
+            plot.series.push(Series {
+                name: "kernel (/proc snapshots, reference)".to_owned(),
+                points,
+            });
+        }
+    }
     plots.extend(per_cpu_plots(run));
 
     let p = &run.parser;
