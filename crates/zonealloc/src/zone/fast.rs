@@ -433,9 +433,9 @@ mod tests {
     fn zone_entry_points_match_the_full_paths_at_every_pcp_order() {
         for cfg in [small_lists(), ZoneConfig::without_watermarks().with_cpus(2)] {
             for seed in [1, 0x9e37_79b9_7f4a_7c15] {
-                let z = zone(cfg.clone());
+                let z = zone(cfg);
                 run_both(
-                    cfg.clone(),
+                    cfg,
                     seed,
                     3000,
                     |z, o, req| z.alloc_with(o, req.on_cpu(CpuId(0))),
@@ -449,7 +449,7 @@ mod tests {
     #[test]
     fn handle_matches_the_full_paths_at_every_pcp_order() {
         let cfg = small_lists();
-        let z = zone(cfg.clone());
+        let z = zone(cfg);
         let h = core::cell::RefCell::new(z.cpu_handle(CpuId(0)).unwrap());
         run_both(
             cfg,
