@@ -32,6 +32,7 @@ fn help_lists_workloads_and_peers() {
     for name in [
         "pair0",
         "burst64",
+        "pair1",
         "pair3",
         "pair9",
         "local",
