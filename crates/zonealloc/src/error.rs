@@ -305,3 +305,9 @@ impl core::error::Error for AllocError {}
 impl core::error::Error for FreeError {}
 impl core::error::Error for RangeError {}
 impl core::error::Error for ConfigError {}
+
+// An allocation's result fits in two registers (rustc returns such values in them), so that
+// the out-of-line slow path of the entry points does not return through memory. (A free's
+// result does not: `NotBlockHead` carries two frames. Its hit path, inlined, builds `Ok(())`
+// in place; only a slow free returns through memory.)
+const _: () = assert!(core::mem::size_of::<Result<crate::types::Pfn, AllocError>>() <= 16);

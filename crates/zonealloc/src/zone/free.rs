@@ -188,7 +188,9 @@ impl Zone {
     /// Detects double frees (also of blocks sitting on a per-CPU list), frees of frames that
     /// are not the head of an allocated block, wrong orders, misaligned frames and frames
     /// outside the zone or in holes; on error the zone is unchanged.
-    #[inline]
+    ///
+    /// The PCP hit path is inlined into every caller; everything else is one out-of-line call.
+    #[inline(always)]
     pub fn free(&self, pfn: Pfn, order: Order) -> Result<(), FreeError> {
         self.free_via(pfn, order, self.this_cpu())
     }
@@ -201,11 +203,21 @@ impl Zone {
                 return Ok(());
             }
         }
+        self.free_slow(pfn, order, cpu)
+    }
+
+    /// Everything but a PCP hit, out of line so that the hit path inlined into callers stays
+    /// small.
+    #[cold]
+    #[inline(never)]
+    fn free_slow(&self, pfn: Pfn, order: Order, cpu: usize) -> Result<(), FreeError> {
         self.free_with(pfn, order, &mut PcpAccess::Cpu(cpu))
     }
 
     /// Like [`Zone::free`] on CPU `cpu`'s lists.
-    #[inline]
+    ///
+    /// The PCP hit path is inlined into every caller; everything else is one out-of-line call.
+    #[inline(always)]
     pub fn free_on(&self, cpu: CpuId, pfn: Pfn, order: Order) -> Result<(), FreeError> {
         self.free_via(pfn, order, self.pcp.cpu_index(cpu))
     }
