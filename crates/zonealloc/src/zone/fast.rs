@@ -431,7 +431,17 @@ mod tests {
 
     #[test]
     fn zone_entry_points_match_the_full_paths_at_every_pcp_order() {
-        for cfg in [small_lists(), ZoneConfig::without_watermarks().with_cpus(2)] {
+        // Every kernel preset too: their free, drain and `high` rules must leave the hit
+        // paths exact (or make them step aside).
+        let mut cfgs = std::vec![small_lists(), ZoneConfig::without_watermarks().with_cpus(2)];
+        for v in crate::config::KernelVersion::ALL {
+            for base in [small_lists(), ZoneConfig::without_watermarks().with_cpus(2)] {
+                let mut cfg = base;
+                v.apply(&mut cfg);
+                cfgs.push(cfg);
+            }
+        }
+        for cfg in cfgs {
             for seed in [1, 0x9e37_79b9_7f4a_7c15] {
                 let z = zone(cfg);
                 run_both(
