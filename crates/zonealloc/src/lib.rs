@@ -98,8 +98,3 @@ pub use ticker::Ticker;
 pub use tracepoint::ZoneEvent;
 pub use types::{CpuId, MigrateType, Order, PageCount, Pfn, ZoneType, MAX_ORDER_LIMIT};
 pub use zone::{CpuHandle, Zone};
-
-// The README's snippets run as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
-struct ReadmeDoctests;
