@@ -29,7 +29,7 @@
 //! use zonealloc::{MigrateType, Order};
 //!
 //! let arena = PageArena::new(ArenaConfig::with_pages(4096).poisoned_on_free()).unwrap();
-//! let mut block = arena.alloc(Order::new(2).unwrap(), MigrateType::Movable).unwrap();
+//! let mut block = arena.alloc(Order::of::<2>(), MigrateType::Movable).unwrap();
 //! block.as_mut_slice().fill(7); // 16 KiB, aligned to 16 KiB; freed (and poisoned) on drop
 //! let mut v = allocator_api2::vec::Vec::new_in(&arena); // collections in arena pages
 //! v.push(1u64);
@@ -216,7 +216,7 @@ impl ArenaConfig {
 /// use zonealloc::{MigrateType, Order};
 ///
 /// let arena = PageArena::new(ArenaConfig::with_pages(1024)).unwrap();
-/// let mut block = arena.alloc(Order::new(2).unwrap(), MigrateType::Movable).unwrap();
+/// let mut block = arena.alloc(Order::of::<2>(), MigrateType::Movable).unwrap();
 /// block.as_mut_slice().fill(7);
 /// assert_eq!(block.len(), 4 * arena.page_size());
 /// assert_eq!(block.as_ptr() as usize % block.len(), 0); // aligned to its size

@@ -319,7 +319,7 @@ mod tests {
                 batch: Some(4),
                 high_min: Some(16),
                 high_max: Some(1200),
-                ..PcpConfig::with_cpus(2)
+                ..PcpConfig::new().with_cpus(2)
             },
             ..ZoneConfig::without_watermarks()
         }
