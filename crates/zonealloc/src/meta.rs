@@ -12,6 +12,15 @@
 //! | `block` | 1     | the pageblock bitmap entry, repeated in every frame of the pageblock |
 //! | pad     | 1     | |
 //!
+//! # The all-zero entry
+//! An entry of all zero bytes is the initial state ([`FrameMeta::new`]): absent
+//! (`state` 0), unlinked (the links of a frame on no list mean nothing and the next push
+//! overwrites them), in a `MIGRATE_MOVABLE` pageblock (`block` stores the migratetype with
+//! `Unmovable` and `Movable` swapped, so that 0 is `Movable`, the type `memmap_init` gives
+//! every pageblock). So a static table goes to `.bss`, not into the image, and a table in
+//! uninitialised memory is initialised with one `memset`
+//! ([`Zone::from_uninit`](crate::Zone::from_uninit)).
+//!
 //! Free lists link frames by index (`u32`, relative to the table's base frame), never by
 //! pointer, so the buddy and per-CPU code need no `unsafe`.
 //!
@@ -88,16 +97,28 @@ impl FrameState {
     }
 }
 
-/// The initial value of an entry (one expression for the `const` and the loom constructor).
+/// The initial value of an entry, all zero bytes (one expression for the `const` and the loom
+/// constructor).
 macro_rules! empty_meta {
     () => {
         FrameMeta {
-            next: AtomicU32::new(NIL),
-            prev: AtomicU32::new(NIL),
-            state: AtomicU16::new(0),
-            block: AtomicU8::new(MigrateType::Movable as u8),
+            next: AtomicU32::new(0),
+            prev: AtomicU32::new(0),
+            state: AtomicU16::new(FrameState::Absent.encode()),
+            block: AtomicU8::new(block_code(MigrateType::Movable as u8)),
         }
     };
+}
+
+/// The `block` byte of a migratetype index, and back (an involution): `Unmovable` and
+/// `Movable` swap places so that the zero byte is `Movable`; the PCP types stay `0..=2`.
+#[inline(always)]
+const fn block_code(raw: u8) -> u8 {
+    if raw < 2 {
+        raw ^ 1
+    } else {
+        raw
+    }
 }
 
 /// Metadata of one frame. See the module documentation for the layout.
@@ -110,8 +131,9 @@ pub struct FrameMeta {
 }
 
 impl FrameMeta {
-    /// An entry in the initial state (absent, unlinked), for building a static table under
-    /// `no_std`: `static TABLE: [FrameMeta; N] = [const { FrameMeta::new() }; N];`.
+    /// An entry in the initial state (absent, unlinked, in a movable pageblock), for building a
+    /// static table under `no_std`: `static TABLE: [FrameMeta; N] = [const { FrameMeta::new()
+    /// }; N];`. It is all zero bytes, so such a table goes to `.bss`.
     #[cfg(not(loom))]
     pub const fn new() -> FrameMeta {
         empty_meta!()
@@ -147,9 +169,10 @@ impl FrameMeta {
     /// for the fast free path, which leaves the other types to the full path).
     #[inline(always)]
     pub(crate) fn block_pcp_type(&self) -> Option<MigrateType> {
+        // The `block_code` of each PCP type.
         match self.block.load(Ordering::Relaxed) {
-            0 => Some(MigrateType::Unmovable),
-            1 => Some(MigrateType::Movable),
+            0 => Some(MigrateType::Movable),
+            1 => Some(MigrateType::Unmovable),
             2 => Some(MigrateType::Reclaimable),
             _ => None,
         }
@@ -171,11 +194,12 @@ impl FrameMeta {
     }
 
     fn reset(&self) {
-        self.next.store(NIL, Ordering::Relaxed);
-        self.prev.store(NIL, Ordering::Relaxed);
-        self.state.store(0, Ordering::Relaxed);
+        self.next.store(0, Ordering::Relaxed);
+        self.prev.store(0, Ordering::Relaxed);
+        self.state
+            .store(FrameState::Absent.encode(), Ordering::Relaxed);
         self.block
-            .store(MigrateType::Movable as u8, Ordering::Relaxed);
+            .store(block_code(MigrateType::Movable as u8), Ordering::Relaxed);
     }
 }
 
@@ -369,7 +393,7 @@ impl FrameTable {
     #[inline]
     pub(crate) fn block_type(&self, block_head_idx: u32) -> MigrateType {
         let raw = self.at(block_head_idx).block.load(Ordering::Relaxed);
-        MigrateType::from_index(raw as usize).unwrap_or(MigrateType::Movable)
+        MigrateType::from_index(block_code(raw) as usize).unwrap_or(MigrateType::Movable)
     }
 
     /// Sets the migratetype of the pageblock containing `idx` (`set_pageblock_migratetype`) in
@@ -382,7 +406,7 @@ impl FrameTable {
         let n = (!self.block_mask) as usize + 1;
         // The table covers whole pageblocks, so the range is inside it.
         for m in &self.storage.get()[start..start + n] {
-            m.block.store(mt as u8, Ordering::Relaxed);
+            m.block.store(block_code(mt as u8), Ordering::Relaxed);
         }
     }
 }
@@ -411,6 +435,38 @@ mod tests {
     fn metadata_is_at_most_sixteen_bytes_per_frame() {
         assert!(FrameTable::bytes_per_frame() <= 16);
         assert_eq!(FrameTable::bytes_per_frame(), 12);
+    }
+
+    #[test]
+    fn block_code_is_an_involution_with_movable_at_zero() {
+        assert_eq!(block_code(MigrateType::Movable as u8), 0);
+        for mt in MigrateType::ALL {
+            assert_eq!(block_code(block_code(mt as u8)), mt as u8);
+        }
+        for mt in [
+            MigrateType::Unmovable,
+            MigrateType::Movable,
+            MigrateType::Reclaimable,
+        ] {
+            let e = FrameMeta::new();
+            e.block.store(block_code(mt as u8), Ordering::Relaxed);
+            assert_eq!(e.block_pcp_type(), Some(mt));
+        }
+    }
+
+    #[cfg(not(loom))]
+    #[test]
+    fn the_initial_entry_is_all_zero_bytes() {
+        static ONE: [FrameMeta; 1] = [FrameMeta::new()];
+        let e = &ONE[0];
+        assert_eq!(e.next.load(Ordering::Relaxed), 0);
+        assert_eq!(e.prev.load(Ordering::Relaxed), 0);
+        assert_eq!(e.state.load(Ordering::Relaxed), 0);
+        assert_eq!(e.block.load(Ordering::Relaxed), 0);
+        // ... and reads as absent, in a movable pageblock.
+        let t = FrameTable::borrowed(Pfn(0), 0, 1, &ONE);
+        assert_eq!(t.state(0), FrameState::Absent);
+        assert_eq!(t.block_type(0), MigrateType::Movable);
     }
 
     #[test]
