@@ -89,6 +89,7 @@ pub mod memmap;
 mod meta;
 mod node;
 mod pcp;
+pub mod platform;
 mod request;
 mod shared;
 pub mod stats;
@@ -109,6 +110,7 @@ pub use memmap::{MemoryRegion, RegionKind};
 pub use meta::{FrameMeta, FrameState};
 pub use node::Node;
 pub use pcp::{PcpInfo, PcpSlot, PcpStats};
+pub use platform::{DefaultPlatform, Platform};
 pub use request::{AllocFlags, AllocRequest};
 pub use stats::{FreeAreaSnapshot, ZoneStats};
 #[cfg(all(feature = "std", not(loom)))]

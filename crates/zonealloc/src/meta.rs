@@ -33,7 +33,7 @@
 //! The one read-modify-write is the state transition on free ([`FrameTable::claim_allocated`]),
 //! which makes two racing frees of one block detect each other.
 
-use crate::sync::{AtomicU16, AtomicU32, AtomicU8, Ordering, StaticSlice};
+use crate::sync::{init_slice, AtomicU16, AtomicU32, AtomicU8, Ordering, StaticSlice};
 use crate::types::{MigrateType, Order, Pfn};
 
 /// The "no frame" link value.
@@ -266,6 +266,24 @@ impl FrameTable {
         for m in table {
             m.reset();
         }
+        FrameTable {
+            storage: StaticSlice::borrowed(table),
+            base,
+            len,
+            block_mask: !((1u32 << pageblock_order) - 1),
+        }
+    }
+
+    /// A table over uninitialised caller memory (boot memory, or a `StaticStorage`), which it
+    /// initialises: the table owns it from now on (`&'static mut`), so no other zone can.
+    pub(crate) fn from_uninit(
+        start: Pfn,
+        pageblock_order: u8,
+        len: u32,
+        table: &'static mut [core::mem::MaybeUninit<FrameMeta>],
+    ) -> FrameTable {
+        let base = start.0 & !((1u64 << pageblock_order) - 1);
+        let table: &'static [FrameMeta] = init_slice(&mut table[..len as usize], FrameMeta::new);
         FrameTable {
             storage: StaticSlice::borrowed(table),
             base,

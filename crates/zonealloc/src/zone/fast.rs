@@ -28,12 +28,13 @@
 use super::Zone;
 use crate::meta::{FrameMeta, FrameState};
 use crate::pcp::{PcpFlags, PcpSlot, PerCpuPages};
+use crate::platform::Platform;
 use crate::request::FAST_ALLOC_FLAGS;
 use crate::shared::ZoneBits;
 use crate::sync::Ordering;
 use crate::types::{MigrateType, Order, Pfn, ZoneType, MIGRATE_PCPTYPES};
 
-impl Zone {
+impl<P: Platform> Zone<P> {
     /// A PCP-hit allocation from `slot` (locked here, or already held by its owner), or `None`
     /// to take the full path.
     #[inline(always)]
