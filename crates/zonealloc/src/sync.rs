@@ -324,8 +324,7 @@ pub(crate) fn now_ns() -> u64 {
 
 /// Initialises every element of `slice` with `init()` and returns it as initialised: the one
 /// step of taking uninitialised boot memory (`&'static mut [MaybeUninit<T>]`) that needs
-/// `unsafe`. Where `init()` is all zero bytes (`FrameMeta::new()`), the loop compiles to a
-/// `memset`.
+/// `unsafe`.
 pub(crate) fn init_slice<T>(
     slice: &'static mut [core::mem::MaybeUninit<T>],
     init: impl Fn() -> T,

@@ -113,8 +113,7 @@ impl<P: Platform> Zone<P> {
     /// [`Zone::table_entries`] entries (from a
     /// [`StaticStorage`](crate::platform::StaticStorage), or boot memory), and `pcps`, one
     /// [`PcpSlot`] per CPU (the slot count overrides `cfg.pcp.cpus`; an empty slice turns the
-    /// per-CPU lists off). Both are initialised here (the table with `memset`: its initial
-    /// entry is all zero bytes), and borrowed `&'static mut`, so no other zone can use them.
+    /// per-CPU lists off). Both are initialised here (one pass over the table), and borrowed `&'static mut`, so no other zone can use them.
     /// Nothing is free yet: hand memory over with [`Zone::add_free_range`].
     ///
     /// ```
