@@ -69,9 +69,9 @@
 //!   interrupted code may hold. Frees ([`Zone::free`](crate::Zone::free),
 //!   [`Zone::free_on`](crate::Zone::free_on)) never wait for a PCP lock.
 //! - Never call from an interrupt handler what waits for a PCP lock: `drain_all`,
-//!   `drain_local`, `drain_cpu`, `decay`, `pcp_info` and the other inspections that lock the
-//!   lists, `CpuHandle::new` and any `CpuHandle` method (a handle is a thread's claim on its
-//!   CPU's lists).
+//!   `drain_local`, `drain_cpu`, `tick`, `check`, `pcp_info`, `pcp_pages`, `pcp_stats`,
+//!   `write_pagesets`, `cpu_handle` and any `CpuHandle` method (a handle is a thread's claim
+//!   on its CPU's lists).
 //! - [`Platform::current_cpu`] and [`Platform::now_ns`] must themselves be callable wherever
 //!   the zone is used, interrupt handlers included.
 //!

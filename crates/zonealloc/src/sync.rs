@@ -272,8 +272,9 @@ pub(crate) fn current_cpu() -> u32 {
     thread_slot()
 }
 
-/// Without `std` (or under loom) there is no way to ask: CPU 0, unless the caller says.
-#[cfg(any(not(feature = "std"), loom))]
+/// Under loom there is no way to ask: CPU 0, unless the caller says. (Without `std` the
+/// platform answers: `platform::SingleCpu` or the embedder's.)
+#[cfg(all(feature = "std", loom))]
 pub(crate) fn current_cpu() -> u32 {
     0
 }
@@ -305,7 +306,8 @@ pub(crate) fn thread_token() -> u64 {
     0
 }
 
-/// Monotonic nanoseconds for the optional zone-lock hold-time histograms (0 without `std`).
+/// Monotonic nanoseconds for the optional zone-lock hold-time histograms (0 under loom).
+#[cfg(feature = "std")]
 #[inline]
 pub(crate) fn now_ns() -> u64 {
     #[cfg(all(feature = "std", not(loom)))]
@@ -316,7 +318,7 @@ pub(crate) fn now_ns() -> u64 {
             .elapsed()
             .as_nanos() as u64
     }
-    #[cfg(any(not(feature = "std"), loom))]
+    #[cfg(loom)]
     {
         0
     }
