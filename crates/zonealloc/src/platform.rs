@@ -15,8 +15,9 @@
 //!
 //! The zone takes the platform as a type parameter, `Zone<P: Platform = DefaultPlatform>`
 //! (and [`Node<P>`](crate::Node), [`CpuHandle<'_, P>`](crate::CpuHandle)), so the calls are
-//! static and inlined: the default platform's hit path is the one it was before the layer
-//! existed (same instruction count, `crates/zonealloc-icount`).
+//! static and inlined: the default platform's hit path costs no more than before the layer
+//! existed (117 and 122 instructions per hit pair through a `CpuHandle` and through
+//! `Zone::alloc_with(.on_cpu)`, from 119 and 122; `crates/zonealloc-icount`).
 //!
 //! # The default platforms
 //! - [`StdPlatform`] (feature `std`, the default): the CPU from `sched_getcpu` (a per-thread
