@@ -16,6 +16,47 @@
 //! free or compatible, or else steals a single block (`__rmqueue_claim`, `__rmqueue_steal`).
 //! Watermarks keep a reserve that only privileged requests may touch.
 //!
+//! ## In a kernel (`no_std`, several CPUs)
+//! Name a [`Platform`] (the calling CPU, the zone lock, optionally a clock; see
+//! [`platform`] for the interrupt rule), give the zone its storage, hand it memory:
+//! ```
+//! use zonealloc::platform::{Platform, RawSpinLock, StaticStorage};
+//! use zonealloc::{FrameMeta, MigrateType, Order, PcpSlot, Pfn, Zone, ZoneConfig, ZoneType};
+//! # std::thread_local! { static CPU: std::cell::Cell<u32> = const { std::cell::Cell::new(0) }; }
+//! # fn this_cpu() -> u32 { CPU.with(|c| c.get()) } // a kernel reads a per-CPU register
+//!
+//! struct Kernel;
+//! impl Platform for Kernel {
+//!     type RawMutex = RawSpinLock; // an IRQ-saving lock if interrupt handlers allocate
+//!     fn current_cpu() -> u32 { this_cpu() }
+//! }
+//!
+//! const FRAMES: u64 = 1 << 18; // 1 GiB of 4 KiB frames
+//! static TABLE: StaticStorage<FrameMeta, { FRAMES as usize }> = StaticStorage::new(); // .bss
+//! static PCPS: StaticStorage<PcpSlot, 4> = StaticStorage::new();
+//! static ZONE: std::sync::OnceLock<Zone<Kernel>> = std::sync::OnceLock::new(); // spin::Once
+//!
+//! let zone = ZONE.get_or_init(|| {
+//!     let (table, pcps) = (TABLE.take().unwrap(), PCPS.take().unwrap());
+//!     let cfg = ZoneConfig::default();
+//!     let zone = Zone::from_uninit(ZoneType::Normal, Pfn(0), Pfn(FRAMES), cfg, table, pcps);
+//!     let zone = zone.unwrap();
+//!     zone.add_free_range(Pfn(0), Pfn(FRAMES)).unwrap(); // RAM from the firmware map
+//!     zone
+//! });
+//! # let cpus: Vec<_> = (0..4u32).map(|c| std::thread::spawn(move || {
+//! #     CPU.with(|x| x.set(c));
+//! // On every CPU:
+//! let pfn = zone.alloc(Order::ZERO, MigrateType::Movable).unwrap();
+//! zone.free(pfn, Order::ZERO).unwrap();
+//! # })).collect();
+//! # for t in cpus { t.join().unwrap(); }
+//! # for c in 0..4 { assert!(zone.pcp_info(zonealloc::CpuId(c)).count > 0); } // 4 lists used
+//! # zone.check().unwrap();
+//! ```
+//! (`kernel/` in the repository is a riscv64 kernel that does this under QEMU, with the
+//! table carved out of RAM: [`Zone::from_uninit_carved`].)
+//!
 //! ## Glossary: zonealloc names and the Linux symbols they mirror
 //! | zonealloc | Linux |
 //! |---|---|
@@ -71,6 +112,7 @@ pub mod memmap;
 mod meta;
 mod node;
 mod pcp;
+pub mod platform;
 mod request;
 mod shared;
 pub mod stats;
@@ -92,6 +134,7 @@ pub use memmap::{MemoryRegion, RegionKind};
 pub use meta::{FrameMeta, FrameState};
 pub use node::Node;
 pub use pcp::{PcpInfo, PcpSlot, PcpStats};
+pub use platform::{DefaultPlatform, Platform};
 pub use request::{AllocFlags, AllocRequest};
 pub use stats::{FreeAreaSnapshot, ZoneStats};
 #[cfg(all(feature = "std", not(loom)))]

@@ -7,12 +7,13 @@ use crate::error::AllocError;
 use crate::list::FrameList;
 use crate::meta::{FrameState, FrameTable};
 use crate::pcp::{PcpAccess, PerCpuPages};
+use crate::platform::Platform;
 use crate::request::{AllocFlags, AllocRequest};
 use crate::shared::ZoneBits;
-use crate::sync::{now_ns, Ordering};
+use crate::sync::Ordering;
 use crate::types::{CpuId, MigrateType, Order, Pfn, ZoneType};
 
-impl Zone {
+impl<P: Platform> Zone<P> {
     /// `rmqueue_pcplist`: `None` when the lock was busy or the refill found nothing.
     #[inline]
     pub(crate) fn rmqueue_pcplist(
@@ -90,13 +91,13 @@ impl Zone {
         }
         self.kswapd_check(&mut z, flags);
         if let Some(t0) = t0 {
-            z.hold.refill.record(now_ns().saturating_sub(t0));
+            z.hold.refill.record(P::now_ns().saturating_sub(t0));
         }
         got
     }
 }
 
-impl Zone {
+impl<P: Platform> Zone<P> {
     /// Allocates a block of `order` with the default request for `mt` ([`AllocRequest::new`]).
     ///
     /// The PCP hit path is inlined into every caller; everything else is one out-of-line call.

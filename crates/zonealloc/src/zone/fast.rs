@@ -28,11 +28,12 @@
 use super::Zone;
 use crate::meta::{FrameMeta, FrameState};
 use crate::pcp::{PcpFlags, PcpSlot, PerCpuPages, NR_LOWORDER_PCP_LISTS, THP_ORDER_SLOT};
+use crate::platform::Platform;
 use crate::shared::ZoneBits;
 use crate::sync::Ordering;
 use crate::types::{MigrateType, Order, Pfn, ZoneType, MIGRATE_PCPTYPES};
 
-impl Zone {
+impl<P: Platform> Zone<P> {
     /// The list index (`order_to_pindex`) and the per-order counter slot of a PCP `order`, or
     /// `None` for an order the per-CPU lists do not hold (`pcp_allowed_order`). `mt` must be
     /// a PCP type.

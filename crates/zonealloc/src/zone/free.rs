@@ -8,9 +8,9 @@ use crate::buddy::FreePlacement;
 use crate::error::FreeError;
 use crate::meta::FrameState;
 use crate::pcp::{DrainReason, PcpAccess, PerCpuPages};
+use crate::platform::Platform;
 use crate::request::AllocFlags;
 use crate::shared::ZoneBits;
-use crate::sync::now_ns;
 use crate::types::{CpuId, MigrateType, Order, Pfn, MIGRATE_PCPTYPES};
 
 /// Pages a free decided to drain, and from which list to start.
@@ -20,7 +20,7 @@ struct DrainWork {
     reason: DrainReason,
 }
 
-impl Zone {
+impl<P: Platform> Zone<P> {
     /// Frees through the CPU's lists when the order allows, else straight to the buddy
     /// (`__free_frozen_pages`).
     #[inline]
@@ -152,7 +152,7 @@ impl Zone {
         let t0 = self.hold_start();
         pcp.free_bulk(&mut z, &self.table, count, pindex, &policy, reason);
         if let Some(t0) = t0 {
-            z.hold.bulk_free.record(now_ns().saturating_sub(t0));
+            z.hold.bulk_free.record(P::now_ns().saturating_sub(t0));
         }
     }
 
@@ -181,7 +181,7 @@ impl Zone {
     }
 }
 
-impl Zone {
+impl<P: Platform> Zone<P> {
     /// Frees the block of `order` at `pfn` on the calling thread's CPU (`__free_pages`):
     /// orders the per-CPU lists take go there, others straight to the buddy.
     ///

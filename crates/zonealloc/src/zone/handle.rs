@@ -5,14 +5,15 @@ use super::Zone;
 use crate::config::PcpLocking;
 use crate::error::{AllocError, FreeError, HandleError};
 use crate::pcp::{DrainReason, PcpAccess, PcpSlot, PerCpuPages};
+use crate::platform::{DefaultPlatform, Platform};
 use crate::request::AllocRequest;
 use crate::sync::{thread_token, Ordering, SpinGuard};
 use crate::types::{CpuId, MigrateType, Order, Pfn, ZoneType};
 use core::fmt;
 
-impl Zone {
+impl<P: Platform> Zone<P> {
     /// Registers the calling thread as the owner of `cpu`'s lists.
-    pub fn cpu_handle(&self, cpu: CpuId) -> Result<CpuHandle<'_>, HandleError> {
+    pub fn cpu_handle(&self, cpu: CpuId) -> Result<CpuHandle<'_, P>, HandleError> {
         let n = self.pcp.cpus() as u32;
         if cpu.0 >= n {
             return Err(HandleError::CpuOutOfRange { cpu, cpus: n });
@@ -45,14 +46,14 @@ impl Zone {
 /// try-locks, as the kernel does). Under [`PcpLocking::OwnerOnly`] it holds the CPU's lists for
 /// its whole life, so its operations take no lock, and other threads cannot drain them:
 /// `drain_all` waits until this handle's next operation, [`CpuHandle::poll`] or drop.
-pub struct CpuHandle<'z> {
-    zone: &'z Zone,
+pub struct CpuHandle<'z, P: Platform = DefaultPlatform> {
+    zone: &'z Zone<P>,
     cpu: usize,
     slot: &'z PcpSlot,
     held: Option<SpinGuard<'z, PerCpuPages>>,
 }
 
-impl fmt::Debug for CpuHandle<'_> {
+impl<P: Platform> fmt::Debug for CpuHandle<'_, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CpuHandle")
             .field("cpu", &self.cpu)
@@ -61,7 +62,7 @@ impl fmt::Debug for CpuHandle<'_> {
     }
 }
 
-impl<'z> CpuHandle<'z> {
+impl<'z, P: Platform> CpuHandle<'z, P> {
     /// Leaves and unlocks owner-held lists, if this handle holds them.
     fn release_held(&mut self) {
         if let Some(p) = self.held.take() {
@@ -83,7 +84,7 @@ impl<'z> CpuHandle<'z> {
     }
 
     /// The zone.
-    pub fn zone(&self) -> &'z Zone {
+    pub fn zone(&self) -> &'z Zone<P> {
         self.zone
     }
 
@@ -210,7 +211,7 @@ impl<'z> CpuHandle<'z> {
     }
 }
 
-impl Drop for CpuHandle<'_> {
+impl<P: Platform> Drop for CpuHandle<'_, P> {
     fn drop(&mut self) {
         let slot = self.slot;
         self.release_held();
