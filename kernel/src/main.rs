@@ -3,7 +3,8 @@
 //! It boots on QEMU's virt machine under OpenSBI, reads the memory map and the harts from the
 //! device tree, builds one zone over all RAM with its metadata table carved out of that RAM,
 //! starts the other harts, and has every hart allocate, write, check and free pages
-//! concurrently on its own per-CPU lists, named by its real CPU id. Then the boot hart drains
+//! concurrently on its own per-CPU lists: zonealloc asks the platform (`platform::Hart`, the
+//! CPU index in `tp`) which CPU calls. Then the boot hart drains
 //! every per-CPU list, runs `Zone::check`, prints `/proc/buddyinfo` and the per-CPU counters on
 //! the serial port and ends QEMU with status 0, or non-zero on any failure (a panic included).
 //!
@@ -15,24 +16,27 @@
 mod boot;
 mod fdt;
 mod memory;
+mod platform;
 mod sbi;
 mod serial;
 mod workload;
 
 use core::sync::atomic::{AtomicUsize, Ordering};
 
+use zonealloc::platform::StaticStorage;
 use zonealloc::{stats, CpuId, PcpSlot, Zone, ZoneConfig};
 
 use crate::fdt::Range;
+use crate::platform::Hart;
 use crate::workload::CpuCounters;
 
 /// Most CPUs the kernel runs on (stacks and per-CPU slots are static).
 pub const MAX_CPUS: usize = fdt::MAX_HARTS;
 
-/// The per-CPU list slots, one per CPU that runs.
-static PCPS: [PcpSlot; MAX_CPUS] = [const { PcpSlot::new() }; MAX_CPUS];
-/// The zone, set once by the boot hart before it starts the others.
-static ZONE: spin::Once<Zone> = spin::Once::new();
+/// The per-CPU list slots (in `.bss`), handed to the zone once.
+static PCPS: StaticStorage<PcpSlot, MAX_CPUS> = StaticStorage::new();
+/// The zone, on this kernel's platform, set once by the boot hart before it starts the others.
+static ZONE: spin::Once<Zone<Hart>> = spin::Once::new();
 /// Per-CPU results of the workload.
 static COUNTERS: [CpuCounters; MAX_CPUS] = [const { CpuCounters::new() }; MAX_CPUS];
 /// CPUs that will run, set before the others start.
@@ -51,7 +55,7 @@ fn wait_for(counter: &AtomicUsize, n: usize) {
 }
 
 /// Every CPU's part: wait for all, run the workload, report done.
-fn run_workload(zone: &Zone, cpu: usize) {
+fn run_workload(zone: &Zone<Hart>, cpu: usize) {
     let n = CPUS.load(Ordering::Acquire);
     ARRIVED.fetch_add(1, Ordering::AcqRel);
     wait_for(&ARRIVED, n);
@@ -79,7 +83,7 @@ extern "C" fn boot_main(hartid: usize, dtb: usize, cpu: usize) -> ! {
 
 /// A secondary hart, from `sbi_hart_start` (its CPU index is the `opaque` argument).
 extern "C" fn secondary_main(_hartid: usize, _zero: usize, cpu: usize) -> ! {
-    debug_assert_eq!(cpu, sbi::cpu_index());
+    assert_eq!(cpu, sbi::cpu_index(), "tp holds the CPU index");
     let zone = ZONE
         .get()
         .expect("the boot hart sets the zone before starting others");
@@ -135,9 +139,11 @@ fn boot(hartid: usize, dtb: usize, cpu: usize) -> Result<(), &'static str> {
         println!("reserved: {:#x}..{:#x}", r.start, r.end);
     }
 
-    let (zone, layout) = memory::build_zone(&mut info, ZoneConfig::default(), &PCPS[..n])?;
+    platform::set_timebase(info.timebase_hz);
+    let pcps = PCPS.take().ok_or("per-CPU slots taken twice")?;
+    let (zone, layout) = memory::build_zone(&info, ZoneConfig::default(), &mut pcps[..n])?;
     println!(
-        "zone: pfn {:#x}..{:#x}, metadata table at {:#x}..{:#x} ({} entries, {} KiB, reserved)",
+        "zone: pfn {:#x}..{:#x}, metadata table at {:#x}..{:#x} ({} entries, {} KiB, carved from RAM, reserved by the zone)",
         layout.span.0 .0,
         layout.span.1 .0,
         layout.table.start,
@@ -172,7 +178,7 @@ fn boot(hartid: usize, dtb: usize, cpu: usize) -> Result<(), &'static str> {
     report(zone, n, info.timebase_hz)
 }
 
-fn report(zone: &Zone, n: usize, timebase_hz: u64) -> Result<(), &'static str> {
+fn report(zone: &Zone<Hart>, n: usize, timebase_hz: u64) -> Result<(), &'static str> {
     let (mut allocs, mut frees) = (0, 0);
     for (c, k) in COUNTERS[..n].iter().enumerate() {
         let get = |a: &core::sync::atomic::AtomicU64| a.load(Ordering::Acquire);

@@ -1,13 +1,16 @@
 //! From the device tree's memory map to a zone: the span, the metadata table carved out of
-//! RAM, and the free ranges (RAM less everything reserved, the table included).
+//! RAM (which the zone reserves), and the free ranges (RAM less everything reserved).
 //!
 //! This is what Linux's early boot does with memblock: `memblock_alloc` places `struct page`
 //! arrays (the memmap) in RAM found in the firmware map, and `memblock_free_all` then hands
 //! every page that memblock did not reserve to the buddy allocator.
 
+use core::mem::MaybeUninit;
+
 use zonealloc::{FrameMeta, PcpSlot, Pfn, Zone, ZoneConfig, ZoneType};
 
 use crate::fdt::{MachineInfo, Range};
+use crate::platform::Hart;
 
 /// Bytes per frame: paging is off, physical address = pfn * PAGE_SIZE.
 pub const PAGE_SIZE: u64 = 4096;
@@ -76,13 +79,15 @@ fn for_each_free(
 }
 
 /// Builds the zone over all RAM: places the metadata table in the first free piece of RAM
-/// large enough (`memblock_alloc`), reserves it, and frees the rest into the zone
-/// (`memblock_free_all`).
+/// large enough (`memblock_alloc`) and hands the zone that uninitialised memory with the
+/// frames it occupies, which the zone then keeps out of its free lists; then every piece of
+/// RAM the firmware map leaves free goes to the zone (`memblock_free_all`), the table's
+/// frames included: the zone skips them.
 pub fn build_zone(
-    info: &mut MachineInfo,
+    info: &MachineInfo,
     cfg: ZoneConfig,
-    pcps: &'static [PcpSlot],
-) -> Result<(Zone, Layout), &'static str> {
+    pcps: &'static mut [MaybeUninit<PcpSlot>],
+) -> Result<(Zone<Hart>, Layout), &'static str> {
     let ram = &info.ram[..info.ram_len];
     let lo = ram.iter().map(|r| r.start).min().ok_or("no RAM")?;
     let hi = ram.iter().map(|r| r.end).max().ok_or("no RAM")?;
@@ -101,24 +106,28 @@ pub fn build_zone(
         Ok(())
     })?;
     let table = table.ok_or("no free RAM for the metadata table")?;
-    info.reserve(table)?;
+    // SAFETY: `table` lies in RAM that no reserved range covers (so neither the kernel image,
+    // the firmware nor the device tree), is page aligned (more than FrameMeta's alignment)
+    // and `bytes` covers `entries` entries. The zone takes it for the life of the machine and
+    // keeps its frames out of the free lists, so nothing else ever uses this memory.
+    let meta: &'static mut [MaybeUninit<FrameMeta>] = unsafe {
+        core::slice::from_raw_parts_mut(
+            table.start as *mut MaybeUninit<FrameMeta>,
+            entries as usize,
+        )
+    };
+    let table_frames = (Pfn(table.start / PAGE_SIZE), Pfn(table.end / PAGE_SIZE));
 
-    let meta = table.start as *mut FrameMeta;
-    for i in 0..entries as usize {
-        // SAFETY: `table` lies in RAM that no reserved range covers (so neither the kernel
-        // image, the firmware nor the device tree), it is page aligned (more than FrameMeta's
-        // alignment) and `bytes` covers `entries` entries. Nothing else uses it: it is now
-        // reserved, so it is never given to the zone as free.
-        unsafe { meta.add(i).write(FrameMeta::new()) };
-    }
-    // SAFETY: the `entries` entries were just initialised; the memory stays reserved for the
-    // life of the machine and is only ever accessed through this shared slice (FrameMeta's
-    // fields are atomics).
-    let slice: &'static [FrameMeta] =
-        unsafe { core::slice::from_raw_parts(meta, entries as usize) };
-
-    let zone = Zone::with_storage(ZoneType::Normal, span.0, span.1, cfg, slice, pcps)
-        .map_err(|_| "Zone::with_storage refused the layout")?;
+    let zone = Zone::<Hart>::from_uninit_carved(
+        ZoneType::Normal,
+        span.0,
+        span.1,
+        cfg,
+        meta,
+        Some(table_frames),
+        pcps,
+    )
+    .map_err(|_| "Zone::from_uninit_carved refused the layout")?;
     let (mut free_pages, mut free_ranges) = (0, 0);
     for_each_free(info, |r| {
         free_pages += zone

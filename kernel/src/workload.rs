@@ -10,7 +10,9 @@
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use zonealloc::{AllocRequest, CpuId, MigrateType, Order, Pfn, Zone};
+use zonealloc::{MigrateType, Order, Pfn, Zone};
+
+use crate::platform::Hart;
 
 use crate::memory::PAGE_SIZE;
 
@@ -154,7 +156,7 @@ fn pick_order(r: u64) -> Order {
 
 /// The loop of one hart, on CPU `cpu` of `cpus` of `zone`. `all_posted` returns once every
 /// CPU has stopped handing blocks over, so that the last mailbox sweep finds everything.
-pub fn run(zone: &Zone, cpu: u32, cpus: usize, out: &CpuCounters, all_posted: impl Fn()) {
+pub fn run(zone: &Zone<Hart>, cpu: u32, cpus: usize, out: &CpuCounters, all_posted: impl Fn()) {
     let mut rng =
         Rng(0x9e37_79b9_7f4a_7c15 ^ (u64::from(cpu) + 1).wrapping_mul(0xd1b5_4a32_d192_ed03));
     let mut held: [Option<(Pfn, Order)>; SLOTS] = [None; SLOTS];
@@ -164,7 +166,7 @@ pub fn run(zone: &Zone, cpu: u32, cpus: usize, out: &CpuCounters, all_posted: im
     // Checks the pattern `owner` wrote, then frees on this CPU's lists.
     let give_back = |pfn: Pfn, order: Order, owner: u32| {
         verify(owner, pfn, order);
-        if let Err(e) = zone.free_on(CpuId(cpu), pfn, order) {
+        if let Err(e) = zone.free(pfn, order) {
             panic!("cpu {cpu}: free of {pfn:?} order {order}: {e}");
         }
     };
@@ -194,7 +196,7 @@ pub fn run(zone: &Zone, cpu: u32, cpus: usize, out: &CpuCounters, all_posted: im
                 } else {
                     MigrateType::Unmovable
                 };
-                match zone.alloc_with(order, AllocRequest::new(mt).on_cpu(CpuId(cpu))) {
+                match zone.alloc(order, mt) {
                     Ok(pfn) => {
                         fill(cpu, pfn, order);
                         held[slot] = Some((pfn, order));

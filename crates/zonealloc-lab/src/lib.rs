@@ -29,3 +29,9 @@ pub mod procfs;
 pub mod report;
 pub mod rng;
 pub mod trace;
+
+// The repository README's snippets run as doctests here, not in the core: the core's package
+// holds only its own files (its README is its crate docs), and this crate is never published.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;

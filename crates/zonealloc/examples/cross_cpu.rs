@@ -64,14 +64,12 @@ impl Setup {
     fn config(self) -> ZoneConfig {
         let base = ZoneConfig::without_watermarks();
         match self {
-            Setup::Pcp(free_high) => ZoneConfig {
-                pcp: PcpConfig {
-                    free_high,
-                    locking: PcpLocking::Spinlock,
-                    ..PcpConfig::with_cpus(2)
-                },
-                ..base
-            },
+            Setup::Pcp(free_high) => base.with_pcp(
+                PcpConfig::new()
+                    .with_cpus(2)
+                    .with_free_high(free_high)
+                    .with_locking(PcpLocking::Spinlock),
+            ),
             Setup::BuddyOnly => base.with_cpus(2).without_pcp(),
         }
     }

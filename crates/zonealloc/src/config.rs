@@ -9,6 +9,7 @@ use crate::types::{Order, MAX_NR_ZONES, MAX_ORDER_LIMIT};
 
 /// How a zone's min/low/high watermarks are set.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
 pub enum WatermarkConfig {
     /// Computed as `__setup_per_zone_wmarks` does, from `min_free_kbytes`; `None` derives
     /// `min_free_kbytes` from managed memory (`calculate_min_free_kbytes`:
@@ -26,6 +27,25 @@ pub enum WatermarkConfig {
         /// `WMARK_HIGH`.
         high: u64,
     },
+}
+
+impl WatermarkConfig {
+    /// `Auto` with `min_free_kbytes` derived from managed memory, as the kernel boots.
+    pub const AUTO: WatermarkConfig = WatermarkConfig::Auto {
+        min_free_kbytes: None,
+    };
+
+    /// Fixed watermarks in pages (`min <= low <= high`, checked by [`ZoneConfig::validate`]).
+    pub const fn fixed(min: u64, low: u64, high: u64) -> Self {
+        WatermarkConfig::Fixed { min, low, high }
+    }
+
+    /// `Auto` with the `vm.min_free_kbytes` sysctl set to `kbytes`.
+    pub const fn min_free_kbytes(kbytes: u64) -> Self {
+        WatermarkConfig::Auto {
+            min_free_kbytes: Some(kbytes),
+        }
+    }
 }
 
 /// Whether allocations are grouped by mobility (`page_group_by_mobility_disabled`).
@@ -135,7 +155,11 @@ pub enum DrainMode {
 
 /// Per-CPU page list (PCP) settings. `None` fields are computed as the kernel does
 /// (`zone_batchsize`, `zone_highsize`).
+///
+/// `#[non_exhaustive]`: start from [`PcpConfig::new`] (or `default()`) and change fields with
+/// the `with_*` methods, which are `const`, so a configuration can be a `const` item.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
 pub struct PcpConfig {
     /// Per-CPU lists on. Off, every order goes to the buddy (the lab's `--no-pcp`).
     pub enabled: bool,
@@ -189,6 +213,13 @@ pub struct PcpConfig {
 
 impl Default for PcpConfig {
     fn default() -> Self {
+        PcpConfig::new()
+    }
+}
+
+impl PcpConfig {
+    /// The mainline kernel's settings for one CPU (the same as `default()`, usable in `const`).
+    pub const fn new() -> Self {
         PcpConfig {
             enabled: true,
             cpus: 1,
@@ -210,15 +241,113 @@ impl Default for PcpConfig {
             thp_order: Some(9),
         }
     }
-}
 
-impl PcpConfig {
-    /// The default with `cpus` CPUs.
-    pub fn with_cpus(cpus: u32) -> Self {
-        PcpConfig {
-            cpus,
-            ..PcpConfig::default()
-        }
+    /// With per-CPU lists on or off ([`PcpConfig::enabled`]).
+    pub const fn with_enabled(mut self, enabled: bool) -> Self {
+        self.enabled = enabled;
+        self
+    }
+
+    /// With `cpus` CPUs ([`PcpConfig::cpus`]).
+    pub const fn with_cpus(mut self, cpus: u32) -> Self {
+        self.cpus = cpus;
+        self
+    }
+
+    /// With `pcp->batch` overridden, or computed when `None` ([`PcpConfig::batch`]).
+    pub const fn with_batch(mut self, batch: Option<u32>) -> Self {
+        self.batch = batch;
+        self
+    }
+
+    /// With `pcp->high_min` overridden, or computed when `None` ([`PcpConfig::high_min`]).
+    pub const fn with_high_min(mut self, high_min: Option<u32>) -> Self {
+        self.high_min = high_min;
+        self
+    }
+
+    /// With `pcp->high_max` overridden, or computed when `None` ([`PcpConfig::high_max`]).
+    pub const fn with_high_max(mut self, high_max: Option<u32>) -> Self {
+        self.high_max = high_max;
+        self
+    }
+
+    /// With `vm.percpu_pagelist_high_fraction` ([`PcpConfig::high_fraction`]).
+    pub const fn with_high_fraction(mut self, high_fraction: u32) -> Self {
+        self.high_fraction = high_fraction;
+        self
+    }
+
+    /// With `CONFIG_PCP_BATCH_SCALE_MAX` ([`PcpConfig::batch_scale_max`], seed 001).
+    pub const fn with_batch_scale_max(mut self, batch_scale_max: u8) -> Self {
+        self.batch_scale_max = batch_scale_max;
+        self
+    }
+
+    /// With the `free_high` rule ([`PcpConfig::free_high`], seed 000).
+    pub const fn with_free_high(mut self, free_high: FreeHigh) -> Self {
+        self.free_high = free_high;
+        self
+    }
+
+    /// With the list locking ([`PcpConfig::locking`], seed 002).
+    pub const fn with_locking(mut self, locking: PcpLocking) -> Self {
+        self.locking = locking;
+        self
+    }
+
+    /// With the drain mode ([`PcpConfig::drain`], seed 004).
+    pub const fn with_drain(mut self, drain: DrainMode) -> Self {
+        self.drain = drain;
+        self
+    }
+
+    /// With the last-level cache per CPU ([`PcpConfig::llc_slice_bytes`]).
+    pub const fn with_llc_slice_bytes(mut self, llc_slice_bytes: u64) -> Self {
+        self.llc_slice_bytes = llc_slice_bytes;
+        self
+    }
+
+    /// With the THP order's own lists, or none ([`PcpConfig::thp_order`]).
+    pub const fn with_thp_order(mut self, thp_order: Option<u8>) -> Self {
+        self.thp_order = thp_order;
+        self
+    }
+
+    /// With `high_mode` set ([`PcpConfig::high_mode`]).
+    pub const fn with_high_mode(mut self, high_mode: HighMode) -> Self {
+        self.high_mode = high_mode;
+        self
+    }
+
+    /// With `alloc_scaling` set ([`PcpConfig::alloc_scaling`]).
+    pub const fn with_alloc_scaling(mut self, alloc_scaling: bool) -> Self {
+        self.alloc_scaling = alloc_scaling;
+        self
+    }
+
+    /// With `free_scaling` set ([`PcpConfig::free_scaling`]).
+    pub const fn with_free_scaling(mut self, free_scaling: FreeScaling) -> Self {
+        self.free_scaling = free_scaling;
+        self
+    }
+
+    /// With `decay` set ([`PcpConfig::decay`]).
+    pub const fn with_decay(mut self, decay: bool) -> Self {
+        self.decay = decay;
+        self
+    }
+
+    /// With `drain_in_batches` set ([`PcpConfig::drain_in_batches`]).
+    pub const fn with_drain_in_batches(mut self, drain_in_batches: bool) -> Self {
+        self.drain_in_batches = drain_in_batches;
+        self
+    }
+
+    /// With `highatomic_no_refill` set ([`PcpConfig::highatomic_no_refill`]).
+    pub const fn with_highatomic_no_refill(mut self, highatomic_no_refill: bool) -> Self {
+        self.highatomic_no_refill = highatomic_no_refill;
+        self
     }
 
     /// Checks the settings against a zone's geometry. `_max_order` is not needed today: a THP
@@ -256,7 +385,22 @@ impl PcpConfig {
 }
 
 /// Configuration of one zone.
+///
+/// `#[non_exhaustive]`: start from [`ZoneConfig::new`] (or `default()`,
+/// [`ZoneConfig::without_watermarks`]) and change fields with the `with_*` methods, which are
+/// `const`:
+///
+/// ```
+/// use zonealloc::{PcpConfig, WatermarkConfig, ZoneConfig};
+/// const SMALL: ZoneConfig = ZoneConfig::new()
+///     .with_max_order(5)
+///     .with_pageblock_order(3)
+///     .with_watermarks(WatermarkConfig::fixed(0, 0, 0))
+///     .with_pcp(PcpConfig::new().with_cpus(2).with_batch(Some(4)));
+/// SMALL.validate().unwrap();
+/// ```
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
 pub struct ZoneConfig {
     /// `MAX_PAGE_ORDER`: the largest block order (default 10: 4 MiB blocks of 4 KiB pages).
     pub max_order: u8,
@@ -304,6 +448,13 @@ pub struct ZoneConfig {
 
 impl Default for ZoneConfig {
     fn default() -> Self {
+        ZoneConfig::new()
+    }
+}
+
+impl ZoneConfig {
+    /// The mainline kernel's configuration (the same as `default()`, usable in `const`).
+    pub const fn new() -> Self {
         ZoneConfig {
             max_order: 10,
             pageblock_order: 9,
@@ -321,42 +472,122 @@ impl Default for ZoneConfig {
             movable_like_highmem: true,
             thp_min_free_kbytes: false,
             lowmem_reserve_follows_managed: true,
-            pcp: PcpConfig::default(),
+            pcp: PcpConfig::new(),
         }
     }
-}
 
-impl ZoneConfig {
     /// A configuration with zero watermarks, for tests and users who manage memory that has
     /// no reclaim behind it (device memory, buffer pools): every free frame is usable.
-    pub fn without_watermarks() -> Self {
-        ZoneConfig {
-            watermarks: WatermarkConfig::Fixed {
-                min: 0,
-                low: 0,
-                high: 0,
-            },
-            ..ZoneConfig::default()
-        }
+    pub const fn without_watermarks() -> Self {
+        ZoneConfig::new().with_watermarks(WatermarkConfig::fixed(0, 0, 0))
     }
 
     /// This configuration with per-CPU lists for `cpus` CPUs.
-    pub fn with_cpus(self, cpus: u32) -> Self {
-        ZoneConfig {
-            pcp: PcpConfig { cpus, ..self.pcp },
-            ..self
-        }
+    pub const fn with_cpus(mut self, cpus: u32) -> Self {
+        self.pcp.cpus = cpus;
+        self
     }
 
     /// This configuration without per-CPU lists (buddy only).
-    pub fn without_pcp(self) -> Self {
-        ZoneConfig {
-            pcp: PcpConfig {
-                enabled: false,
-                ..self.pcp
-            },
-            ..self
-        }
+    pub const fn without_pcp(mut self) -> Self {
+        self.pcp.enabled = false;
+        self
+    }
+
+    /// With `MAX_PAGE_ORDER` ([`ZoneConfig::max_order`]).
+    pub const fn with_max_order(mut self, max_order: u8) -> Self {
+        self.max_order = max_order;
+        self
+    }
+
+    /// With `pageblock_order` ([`ZoneConfig::pageblock_order`]).
+    pub const fn with_pageblock_order(mut self, pageblock_order: u8) -> Self {
+        self.pageblock_order = pageblock_order;
+        self
+    }
+
+    /// With the page size in bytes ([`ZoneConfig::page_size`]).
+    pub const fn with_page_size(mut self, page_size: u64) -> Self {
+        self.page_size = page_size;
+        self
+    }
+
+    /// With `buddy_merge_likely` on or off ([`ZoneConfig::tail_merge`], seed 003).
+    pub const fn with_tail_merge(mut self, tail_merge: bool) -> Self {
+        self.tail_merge = tail_merge;
+        self
+    }
+
+    /// With the watermark policy ([`ZoneConfig::watermarks`]).
+    pub const fn with_watermarks(mut self, watermarks: WatermarkConfig) -> Self {
+        self.watermarks = watermarks;
+        self
+    }
+
+    /// With `vm.watermark_scale_factor` ([`ZoneConfig::watermark_scale_factor`]).
+    pub const fn with_watermark_scale_factor(mut self, factor: u32) -> Self {
+        self.watermark_scale_factor = factor;
+        self
+    }
+
+    /// With `vm.watermark_boost_factor` ([`ZoneConfig::watermark_boost_factor`]).
+    pub const fn with_watermark_boost_factor(mut self, factor: u32) -> Self {
+        self.watermark_boost_factor = factor;
+        self
+    }
+
+    /// With the mobility grouping policy ([`ZoneConfig::mobility_grouping`]).
+    pub const fn with_mobility_grouping(mut self, grouping: MobilityGrouping) -> Self {
+        self.mobility_grouping = grouping;
+        self
+    }
+
+    /// With `vm.lowmem_reserve_ratio` ([`ZoneConfig::lowmem_reserve_ratio`]).
+    pub const fn with_lowmem_reserve_ratio(mut self, ratio: [u32; MAX_NR_ZONES]) -> Self {
+        self.lowmem_reserve_ratio = ratio;
+        self
+    }
+
+    /// With these per-CPU list settings ([`ZoneConfig::pcp`]).
+    pub const fn with_pcp(mut self, pcp: PcpConfig) -> Self {
+        self.pcp = pcp;
+        self
+    }
+
+    /// With `highatomic_cap` set ([`ZoneConfig::highatomic_cap`]).
+    pub const fn with_highatomic_cap(mut self, highatomic_cap: HighatomicCap) -> Self {
+        self.highatomic_cap = highatomic_cap;
+        self
+    }
+
+    /// With `highatomic_unusable` set ([`ZoneConfig::highatomic_unusable`]).
+    pub const fn with_highatomic_unusable(
+        mut self,
+        highatomic_unusable: HighatomicUnusable,
+    ) -> Self {
+        self.highatomic_unusable = highatomic_unusable;
+        self
+    }
+
+    /// With `movable_like_highmem` set ([`ZoneConfig::movable_like_highmem`]).
+    pub const fn with_movable_like_highmem(mut self, movable_like_highmem: bool) -> Self {
+        self.movable_like_highmem = movable_like_highmem;
+        self
+    }
+
+    /// With `thp_min_free_kbytes` set ([`ZoneConfig::thp_min_free_kbytes`]).
+    pub const fn with_thp_min_free_kbytes(mut self, thp_min_free_kbytes: bool) -> Self {
+        self.thp_min_free_kbytes = thp_min_free_kbytes;
+        self
+    }
+
+    /// With `lowmem_reserve_follows_managed` set ([`ZoneConfig::lowmem_reserve_follows_managed`]).
+    pub const fn with_lowmem_reserve_follows_managed(
+        mut self,
+        lowmem_reserve_follows_managed: bool,
+    ) -> Self {
+        self.lowmem_reserve_follows_managed = lowmem_reserve_follows_managed;
+        self
     }
 
     /// Checks the configuration.

@@ -7,6 +7,7 @@ use crate::types::{MigrateType, Order, Pfn};
 
 /// Why an allocation failed.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
 pub enum AllocError {
     /// No zone allowed by the request had a free block of this order above its watermark.
     OutOfMemory {
@@ -30,6 +31,7 @@ pub enum AllocError {
 
 /// Why a free was refused. The frame and the allocator are left untouched.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
 pub enum FreeError {
     /// The frame is already free: in the buddy allocator or on a per-CPU list.
     DoubleFree {
@@ -82,6 +84,7 @@ pub enum FreeError {
 
 /// Why a range could not be handed to (or described to) a zone.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
 pub enum RangeError {
     /// `start >= end`.
     Empty {
@@ -104,6 +107,7 @@ pub enum RangeError {
 
 /// Why a [`CpuHandle`](crate::CpuHandle) could not be created.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
 pub enum HandleError {
     /// The zone has fewer CPUs.
     CpuOutOfRange {
@@ -136,6 +140,7 @@ impl core::error::Error for HandleError {}
 
 /// Why a configuration was rejected.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// `max_order` exceeds [`crate::MAX_ORDER_LIMIT`].
     MaxOrderTooLarge(u8),
@@ -305,3 +310,9 @@ impl core::error::Error for AllocError {}
 impl core::error::Error for FreeError {}
 impl core::error::Error for RangeError {}
 impl core::error::Error for ConfigError {}
+
+// An allocation's result fits in two registers (rustc returns such values in them), so that
+// the out-of-line slow path of the entry points does not return through memory. (A free's
+// result does not: `NotBlockHead` carries two frames. Its hit path, inlined, builds `Ok(())`
+// in place; only a slow free returns through memory.)
+const _: () = assert!(core::mem::size_of::<Result<crate::types::Pfn, AllocError>>() <= 16);

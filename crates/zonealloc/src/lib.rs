@@ -1,10 +1,5 @@
-//! # zonealloc
-//!
-//! A page-frame allocator that follows Linux's `mm/page_alloc.c`: a zoned **buddy allocator**
-//! (free lists per order and migratetype, split and merge of buddies, pageblock migratetypes
-//! with the kernel's fallback rules, watermarks) that hands out *frame numbers*, never touching
-//! the memory it manages. It runs in user space and in kernels: the core is `#![no_std]`, the
-//! `std` feature (default) adds heap-allocated metadata and `sched_getcpu`.
+// The crate README (its examples run as doctests) opens the crate docs; the essay follows.
+#![doc = include_str!("../README.md")]
 //!
 //! ## How the buddy allocator works
 //! Memory is managed in blocks of `2^order` frames, aligned to their size. Free blocks sit on
@@ -21,18 +16,46 @@
 //! free or compatible, or else steals a single block (`__rmqueue_claim`, `__rmqueue_steal`).
 //! Watermarks keep a reserve that only privileged requests may touch.
 //!
-//! ## Quick example
+//! ## In a kernel (`no_std`, several CPUs)
+//! Name a [`Platform`] (the calling CPU, the zone lock, optionally a clock; see
+//! [`platform`] for the interrupt rule), give the zone its storage, hand it memory:
 //! ```
-//! use zonealloc::{Zone, ZoneConfig, ZoneType, Pfn, Order, MigrateType};
+//! use zonealloc::platform::{Platform, RawSpinLock, StaticStorage};
+//! use zonealloc::{FrameMeta, MigrateType, Order, PcpSlot, Pfn, Zone, ZoneConfig, ZoneType};
+//! # std::thread_local! { static CPU: std::cell::Cell<u32> = const { std::cell::Cell::new(0) }; }
+//! # fn this_cpu() -> u32 { CPU.with(|c| c.get()) } // a kernel reads a per-CPU register
 //!
-//! let zone = Zone::new(ZoneType::Normal, Pfn(0), Pfn(1 << 16), ZoneConfig::default()).unwrap();
-//! zone.add_free_range(Pfn(0), Pfn(1 << 16)).unwrap();
-//! let pfn = zone.alloc(Order::new(3).unwrap(), MigrateType::Movable).unwrap();
-//! assert!(pfn.is_aligned(Order::new(3).unwrap()));
-//! zone.free(pfn, Order::new(3).unwrap()).unwrap();
-//! assert!(zone.free(pfn, Order::new(3).unwrap()).is_err()); // double free, caught
-//! zone.check().unwrap();
+//! struct Kernel;
+//! impl Platform for Kernel {
+//!     type RawMutex = RawSpinLock; // an IRQ-saving lock if interrupt handlers allocate
+//!     fn current_cpu() -> u32 { this_cpu() }
+//! }
+//!
+//! const FRAMES: u64 = 1 << 18; // 1 GiB of 4 KiB frames
+//! static TABLE: StaticStorage<FrameMeta, { FRAMES as usize }> = StaticStorage::new(); // .bss
+//! static PCPS: StaticStorage<PcpSlot, 4> = StaticStorage::new();
+//! static ZONE: std::sync::OnceLock<Zone<Kernel>> = std::sync::OnceLock::new(); // spin::Once
+//!
+//! let zone = ZONE.get_or_init(|| {
+//!     let (table, pcps) = (TABLE.take().unwrap(), PCPS.take().unwrap());
+//!     let cfg = ZoneConfig::default();
+//!     let zone = Zone::from_uninit(ZoneType::Normal, Pfn(0), Pfn(FRAMES), cfg, table, pcps);
+//!     let zone = zone.unwrap();
+//!     zone.add_free_range(Pfn(0), Pfn(FRAMES)).unwrap(); // RAM from the firmware map
+//!     zone
+//! });
+//! # let cpus: Vec<_> = (0..4u32).map(|c| std::thread::spawn(move || {
+//! #     CPU.with(|x| x.set(c));
+//! // On every CPU:
+//! let pfn = zone.alloc(Order::ZERO, MigrateType::Movable).unwrap();
+//! zone.free(pfn, Order::ZERO).unwrap();
+//! # })).collect();
+//! # for t in cpus { t.join().unwrap(); }
+//! # for c in 0..4 { assert!(zone.pcp_info(zonealloc::CpuId(c)).count > 0); } // 4 lists used
+//! # zone.check().unwrap();
 //! ```
+//! (`kernel/` in the repository is a riscv64 kernel that does this under QEMU, with the
+//! table carved out of RAM: [`Zone::from_uninit_carved`].)
 //!
 //! ## Glossary: zonealloc names and the Linux symbols they mirror
 //! | zonealloc | Linux |
@@ -89,6 +112,7 @@ pub mod memmap;
 mod meta;
 mod node;
 mod pcp;
+pub mod platform;
 mod request;
 mod shared;
 pub mod stats;
@@ -110,6 +134,7 @@ pub use memmap::{MemoryRegion, RegionKind};
 pub use meta::{FrameMeta, FrameState};
 pub use node::Node;
 pub use pcp::{PcpInfo, PcpSlot, PcpStats};
+pub use platform::{DefaultPlatform, Platform};
 pub use request::{AllocFlags, AllocRequest};
 pub use stats::{FreeAreaSnapshot, ZoneStats};
 #[cfg(all(feature = "std", not(loom)))]
@@ -117,8 +142,3 @@ pub use ticker::Ticker;
 pub use tracepoint::ZoneEvent;
 pub use types::{CpuId, MigrateType, Order, PageCount, Pfn, ZoneType, MAX_ORDER_LIMIT};
 pub use zone::{CpuHandle, Zone};
-
-// The README's snippets run as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
-struct ReadmeDoctests;

@@ -5,48 +5,31 @@ use crate::buddy::{setup_node_watermarks, setup_per_zone_lowmem_reserve, ZoneSiz
 use crate::config::ZoneConfig;
 use crate::error::{AllocError, ConfigError, FreeError, RangeError};
 use crate::pcp::PcpAccess;
+use crate::platform::{DefaultPlatform, Platform};
 use crate::request::AllocRequest;
 use crate::stats::FreeAreaSnapshot;
 use crate::types::{CpuId, MigrateType, Order, Pfn, ZoneType, MAX_NR_ZONES};
 use crate::zone::{alloc_walk, Zone, ZoneList};
 
-/// Up to one zone of each [`ZoneType`], in ascending type order with disjoint spans.
-#[derive(Debug)]
-pub struct Node {
+/// Up to one zone of each [`ZoneType`], in ascending type order with disjoint spans, on the
+/// [`Platform`] `P` (see [`Zone`]).
+pub struct Node<P: Platform = DefaultPlatform> {
     id: u32,
-    zones: [Option<Zone>; MAX_NR_ZONES],
+    zones: [Option<Zone<P>>; MAX_NR_ZONES],
     count: usize,
 }
 
-impl Node {
-    /// A node of the given zones, which must be in ascending zone-type order with disjoint,
-    /// ascending spans. Watermarks are computed across them, as `__setup_per_zone_wmarks`
-    /// does for a node.
-    pub fn new(id: u32, zones: impl IntoIterator<Item = Zone>) -> Result<Node, ConfigError> {
-        let mut node = Node {
-            id,
-            zones: Default::default(),
-            count: 0,
-        };
-        let mut last: Option<(ZoneType, Pfn)> = None;
-        for z in zones {
-            if let Some((t, end)) = last {
-                if z.zone_type() <= t || z.span().0 < end {
-                    return Err(ConfigError::BadZoneLayout);
-                }
-            }
-            last = Some((z.zone_type(), z.span().1));
-            let slot = node.count;
-            if slot >= MAX_NR_ZONES {
-                return Err(ConfigError::BadZoneLayout);
-            }
-            node.zones[slot] = Some(z);
-            node.count += 1;
-        }
-        node.setup_watermarks();
-        Ok(node)
+impl<P: Platform> core::fmt::Debug for Node<P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Node")
+            .field("id", &self.id)
+            .field("zones", &self.zones)
+            .field("count", &self.count)
+            .finish()
     }
+}
 
+impl Node {
     /// A node built from a firmware memory map the way x86-64 lays out zones: DMA below
     /// 16 MiB, DMA32 below 4 GiB, Normal above. Each zone spans the node's span (its first
     /// to its last usable frame) clipped to the zone's bounds, as
@@ -137,6 +120,36 @@ impl Node {
         }
         Ok(node)
     }
+}
+
+impl<P: Platform> Node<P> {
+    /// A node of the given zones, which must be in ascending zone-type order with disjoint,
+    /// ascending spans. Watermarks are computed across them, as `__setup_per_zone_wmarks`
+    /// does for a node.
+    pub fn new(id: u32, zones: impl IntoIterator<Item = Zone<P>>) -> Result<Self, ConfigError> {
+        let mut node = Node {
+            id,
+            zones: Default::default(),
+            count: 0,
+        };
+        let mut last: Option<(ZoneType, Pfn)> = None;
+        for z in zones {
+            if let Some((t, end)) = last {
+                if z.zone_type() <= t || z.span().0 < end {
+                    return Err(ConfigError::BadZoneLayout);
+                }
+            }
+            last = Some((z.zone_type(), z.span().1));
+            let slot = node.count;
+            if slot >= MAX_NR_ZONES {
+                return Err(ConfigError::BadZoneLayout);
+            }
+            node.zones[slot] = Some(z);
+            node.count += 1;
+        }
+        node.setup_watermarks();
+        Ok(node)
+    }
 
     /// The node id.
     pub fn id(&self) -> u32 {
@@ -144,17 +157,17 @@ impl Node {
     }
 
     /// The zones, lowest type first.
-    pub fn zones(&self) -> impl DoubleEndedIterator<Item = &Zone> + Clone {
+    pub fn zones(&self) -> impl DoubleEndedIterator<Item = &Zone<P>> + Clone {
         self.zones[..self.count].iter().flatten()
     }
 
     /// The zone of a type, if the node has one.
-    pub fn zone(&self, t: ZoneType) -> Option<&Zone> {
+    pub fn zone(&self, t: ZoneType) -> Option<&Zone<P>> {
         self.zones().find(|z| z.zone_type() == t)
     }
 
     /// The zone whose span contains `pfn`.
-    pub fn zone_of(&self, pfn: Pfn) -> Option<&Zone> {
+    pub fn zone_of(&self, pfn: Pfn) -> Option<&Zone<P>> {
         self.zones().find(|z| z.spans(pfn))
     }
 
@@ -282,7 +295,7 @@ impl Node {
         let Some(first) = allowed.next() else {
             return Err(AllocError::NoZone);
         };
-        let mut list: [&Zone; MAX_NR_ZONES] = [first; MAX_NR_ZONES];
+        let mut list: [&Zone<P>; MAX_NR_ZONES] = [first; MAX_NR_ZONES];
         let mut n = 1;
         for z in allowed {
             list[n] = z;
@@ -291,7 +304,7 @@ impl Node {
         let zonelist = ZoneList { zones: &list[..n] };
         let cpu = req
             .cpu
-            .map_or_else(|| crate::sync::current_cpu() as usize, |c| c.0 as usize);
+            .map_or_else(|| P::current_cpu() as usize, |c| c.0 as usize);
         alloc_walk(&zonelist, order, req, &mut PcpAccess::Cpu(cpu))
     }
 

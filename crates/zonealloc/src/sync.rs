@@ -2,14 +2,13 @@
 //!
 //! Three builds share one vocabulary:
 //! - `cfg(loom)`: loom's model-checked atomics and mutex, for the concurrency tests;
-//! - otherwise: core atomics and `spin::Mutex`, as the kernel's `spinlock_t`: one
-//!   compare-and-swap to lock and a plain release store to unlock. Waiters spin briefly, then
-//!   (under `std`) yield the thread, so a holder preempted by the scheduler is not starved.
+//! - otherwise: core atomics and `lock_api` locks: [`RawSpinLock`] (the kernel's
+//!   `spinlock_t`: one compare-and-swap to lock and a plain release store to unlock; waiters
+//!   spin briefly, then under `std` yield the thread, so a holder preempted by the scheduler
+//!   is not starved) for the PCP locks, and the platform's raw mutex for the zone lock.
 //!
-//! This is also where the platform comes in: the calling CPU's id (`current_cpu`), the lock
-//! type and the clock (`now_ns`) are named here and nowhere else, so a platform layer that
-//! lets the embedder supply them replaces this module's `std`/`spin` choice without touching
-//! the layers above (see "Layering" in `docs/DESIGN.md`).
+//! The `std` answers to "which CPU" (`current_cpu`) and "what time" (`now_ns`) live here; the
+//! [`platform`](crate::platform) layer hands them, or the embedder's own, to the zone.
 //!
 //! Per-frame metadata uses atomics with `Relaxed` ordering only: each frame's fields are
 //! guarded by whichever lock owns the list the frame is on, and that lock's acquire/release
@@ -22,41 +21,41 @@ pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicU64,
 
 pub(crate) use core::sync::atomic::Ordering;
 
-#[cfg(loom)]
-type RawSpin<T> = loom_lock::CasMutex<T>;
-#[cfg(loom)]
-type RawSpinGuard<'a, T> = loom_lock::CasGuard<'a, T>;
-
 /// The lock as loom sees it. `loom::sync::Mutex::try_lock` is not a faithful try-lock: a
 /// thread paused just before its `try_lock` is *blocked* when another thread takes the mutex
 /// (tokio-rs/loom#376), so loom reports correct try-lock loops as livelocks and does not
-/// explore their failure path in those schedules. Here, as in `spin::Mutex`, the lock is a
+/// explore their failure path in those schedules. Here, as in [`RawSpinLock`], the lock is a
 /// compare-and-swap on a (loom) atomic; the loom mutex only carries the data, for loom's
-/// access tracking, and is never contended.
+/// access tracking, and is never contended. The raw mutex type `R` of the platform is not
+/// used: loom models this lock in its place.
 #[cfg(loom)]
 mod loom_lock {
+    use core::marker::PhantomData;
     use loom::sync::atomic::{AtomicBool, Ordering};
 
-    #[derive(Debug, Default)]
-    pub(crate) struct CasMutex<T> {
+    #[derive(Debug)]
+    pub(crate) struct CasMutex<R, T> {
         locked: AtomicBool,
         data: loom::sync::Mutex<T>,
+        raw: PhantomData<fn() -> R>,
     }
 
-    pub(crate) struct CasGuard<'a, T> {
+    pub(crate) struct CasGuard<'a, R, T> {
         data: Option<loom::sync::MutexGuard<'a, T>>,
         locked: &'a AtomicBool,
+        raw: PhantomData<fn() -> R>,
     }
 
-    impl<T> CasMutex<T> {
+    impl<R, T> CasMutex<R, T> {
         pub(crate) fn new(value: T) -> Self {
             CasMutex {
                 locked: AtomicBool::new(false),
                 data: loom::sync::Mutex::new(value),
+                raw: PhantomData,
             }
         }
 
-        pub(crate) fn try_lock(&self) -> Option<CasGuard<'_, T>> {
+        pub(crate) fn try_lock(&self) -> Option<CasGuard<'_, R, T>> {
             self.locked
                 .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
                 .ok()?;
@@ -67,78 +66,177 @@ mod loom_lock {
             Some(CasGuard {
                 data: Some(data),
                 locked: &self.locked,
+                raw: PhantomData,
             })
         }
     }
 
-    impl<T> core::ops::Deref for CasGuard<'_, T> {
+    impl<R, T> core::ops::Deref for CasGuard<'_, R, T> {
         type Target = T;
         fn deref(&self) -> &T {
             self.data.as_ref().expect("held")
         }
     }
 
-    impl<T> core::ops::DerefMut for CasGuard<'_, T> {
+    impl<R, T> core::ops::DerefMut for CasGuard<'_, R, T> {
         fn deref_mut(&mut self) -> &mut T {
             self.data.as_mut().expect("held")
         }
     }
 
-    impl<T> Drop for CasGuard<'_, T> {
+    impl<R, T> Drop for CasGuard<'_, R, T> {
         fn drop(&mut self) {
             self.data = None; // release loom's mutex first: the CAS flag is the real lock
             self.locked.store(false, Ordering::Release);
         }
     }
 }
-#[cfg(not(loom))]
-type RawSpin<T> = spin::Mutex<T>;
-#[cfg(not(loom))]
-type RawSpinGuard<'a, T> = spin::MutexGuard<'a, T>;
 
-/// The kernel's `spinlock_t`, used for `pcp->lock`, `zone->lock` and the drain mutex:
-/// `try_lock` is one compare-and-swap and unlock one release store, the cheapest lock there is
-/// when it is rarely contended. The per-CPU hot paths only ever `try_lock`; the blocking
-/// `lock` (zone lock, drains, decay) spins briefly and then yields the thread, since a
-/// user-space holder can be preempted.
-#[derive(Debug, Default)]
-pub(crate) struct SpinLock<T>(RawSpin<T>);
+/// The kernel's `spinlock_t`, and the raw lock of the default platforms: `try_lock` is one
+/// compare-and-swap (`Acquire`) and unlock one `Release` store, the cheapest lock there is when
+/// it is rarely contended. The blocking `lock` spins, and under `std` yields the thread every
+/// 64 failed attempts, since a user-space holder can be preempted. It does not touch
+/// interrupts: a kernel whose interrupt handlers allocate gives the zone lock an IRQ-saving
+/// lock of its own through [`Platform::RawMutex`](crate::platform::Platform::RawMutex) (see
+/// the interrupt rule in [`platform`](crate::platform)).
+#[derive(Debug)]
+pub struct RawSpinLock {
+    locked: core::sync::atomic::AtomicBool,
+}
 
-/// Guard of a held [`SpinLock`].
-pub(crate) type SpinGuard<'a, T> = RawSpinGuard<'a, T>;
-
-impl<T> SpinLock<T> {
-    #[cfg(not(loom))]
-    pub(crate) const fn new(value: T) -> Self {
-        SpinLock(RawSpin::new(value))
+impl RawSpinLock {
+    /// An unlocked lock.
+    pub const fn new() -> RawSpinLock {
+        RawSpinLock {
+            locked: core::sync::atomic::AtomicBool::new(false),
+        }
     }
+}
 
-    #[cfg(loom)]
-    pub(crate) fn new(value: T) -> Self {
-        SpinLock(RawSpin::new(value))
+impl Default for RawSpinLock {
+    fn default() -> Self {
+        RawSpinLock::new()
     }
+}
 
-    /// `spin_trylock`.
-    #[inline]
-    pub(crate) fn try_lock(&self) -> Option<SpinGuard<'_, T>> {
-        self.0.try_lock()
-    }
+// SAFETY: a lock is held from a successful compare-and-swap of `locked` from false to true
+// until `unlock` stores false, so at most one holder at a time; the `Acquire` of the
+// successful swap pairs with the `Release` store of the previous holder's unlock, so the
+// holder sees every write of the previous holder. `unlock` is called only by the holder
+// (`lock_api`'s contract).
+#[allow(unsafe_code)]
+unsafe impl lock_api::RawMutex for RawSpinLock {
+    #[allow(clippy::declare_interior_mutable_const)] // `lock_api`'s initialiser: copied, not shared
+    const INIT: RawSpinLock = RawSpinLock::new();
+    type GuardMarker = lock_api::GuardSend;
 
-    /// `spin_lock`: waits for the lock.
-    pub(crate) fn lock(&self) -> SpinGuard<'_, T> {
+    fn lock(&self) {
         let mut spins = 0u32;
-        loop {
-            if let Some(g) = self.0.try_lock() {
-                return g;
-            }
+        while !self.try_lock() {
             spins = spins.wrapping_add(1);
-            // Under loom every failed attempt yields: loom needs a yield in each spin.
-            if cfg!(loom) || spins % 64 == 0 {
+            if spins % 64 == 0 {
                 relax_hard();
             } else {
                 core::hint::spin_loop();
             }
         }
+    }
+
+    #[inline(always)]
+    fn try_lock(&self) -> bool {
+        self.locked
+            .compare_exchange(
+                false,
+                true,
+                core::sync::atomic::Ordering::Acquire,
+                core::sync::atomic::Ordering::Relaxed,
+            )
+            .is_ok()
+    }
+
+    #[inline(always)]
+    unsafe fn unlock(&self) {
+        self.locked
+            .store(false, core::sync::atomic::Ordering::Release);
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        self.locked.load(core::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+#[cfg(not(loom))]
+type RawLock<R, T> = lock_api::Mutex<R, T>;
+#[cfg(loom)]
+type RawLock<R, T> = loom_lock::CasMutex<R, T>;
+
+/// A lock over `T` with the raw lock `R`: the platform's for `zone->lock`
+/// ([`Platform::RawMutex`](crate::platform::Platform::RawMutex)), [`RawSpinLock`] for the PCP
+/// locks and the drain mutex ([`SpinLock`]). Under loom, loom's model of a compare-and-swap
+/// lock whatever `R` is.
+pub(crate) struct Lock<R, T>(RawLock<R, T>);
+
+/// Guard of a held [`Lock`].
+#[cfg(not(loom))]
+pub(crate) type LockGuard<'a, R, T> = lock_api::MutexGuard<'a, R, T>;
+/// Guard of a held [`Lock`].
+#[cfg(loom)]
+pub(crate) type LockGuard<'a, R, T> = loom_lock::CasGuard<'a, R, T>;
+
+/// The kernel's `spinlock_t` ([`RawSpinLock`]), used for `pcp->lock` and the drain mutex.
+/// The per-CPU hot paths only ever `try_lock` it (`pcp_spin_trylock`).
+pub(crate) type SpinLock<T> = Lock<RawSpinLock, T>;
+
+/// Guard of a held [`SpinLock`].
+pub(crate) type SpinGuard<'a, T> = LockGuard<'a, RawSpinLock, T>;
+
+impl<R: lock_api::RawMutex, T> Lock<R, T> {
+    #[cfg(not(loom))]
+    pub(crate) const fn new(value: T) -> Self {
+        Lock(RawLock::new(value))
+    }
+
+    #[cfg(loom)]
+    pub(crate) fn new(value: T) -> Self {
+        Lock(RawLock::new(value))
+    }
+
+    /// `spin_trylock`.
+    #[inline]
+    pub(crate) fn try_lock(&self) -> Option<LockGuard<'_, R, T>> {
+        self.0.try_lock()
+    }
+
+    /// `spin_lock`: waits for the lock.
+    #[cfg(not(loom))]
+    #[inline]
+    pub(crate) fn lock(&self) -> LockGuard<'_, R, T> {
+        self.0.lock()
+    }
+
+    /// `spin_lock`: waits for the lock; every failed attempt yields (loom needs a yield in
+    /// each spin).
+    #[cfg(loom)]
+    pub(crate) fn lock(&self) -> LockGuard<'_, R, T> {
+        loop {
+            if let Some(g) = self.0.try_lock() {
+                return g;
+            }
+            relax_hard();
+        }
+    }
+}
+
+impl<R: lock_api::RawMutex, T: Default> Default for Lock<R, T> {
+    fn default() -> Self {
+        Lock::new(T::default())
+    }
+}
+
+impl<R, T> core::fmt::Debug for Lock<R, T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("Lock { .. }")
     }
 }
 
@@ -174,8 +272,9 @@ pub(crate) fn current_cpu() -> u32 {
     thread_slot()
 }
 
-/// Without `std` (or under loom) there is no way to ask: CPU 0, unless the caller says.
-#[cfg(any(not(feature = "std"), loom))]
+/// Under loom there is no way to ask: CPU 0, unless the caller says. (Without `std` the
+/// platform answers: `platform::SingleCpu` or the embedder's.)
+#[cfg(all(feature = "std", loom))]
 pub(crate) fn current_cpu() -> u32 {
     0
 }
@@ -207,7 +306,8 @@ pub(crate) fn thread_token() -> u64 {
     0
 }
 
-/// Monotonic nanoseconds for the optional zone-lock hold-time histograms (0 without `std`).
+/// Monotonic nanoseconds for the optional zone-lock hold-time histograms (0 under loom).
+#[cfg(feature = "std")]
 #[inline]
 pub(crate) fn now_ns() -> u64 {
     #[cfg(all(feature = "std", not(loom)))]
@@ -218,9 +318,96 @@ pub(crate) fn now_ns() -> u64 {
             .elapsed()
             .as_nanos() as u64
     }
-    #[cfg(any(not(feature = "std"), loom))]
+    #[cfg(loom)]
     {
         0
+    }
+}
+
+/// Initialises every element of `slice` with `init()` and returns it as initialised: the one
+/// step of taking uninitialised boot memory (`&'static mut [MaybeUninit<T>]`) that needs
+/// `unsafe`.
+pub(crate) fn init_slice<T>(
+    slice: &'static mut [core::mem::MaybeUninit<T>],
+    init: impl Fn() -> T,
+) -> &'static mut [T] {
+    for e in slice.iter_mut() {
+        e.write(init());
+    }
+    let len = slice.len();
+    let ptr = slice.as_mut_ptr().cast::<T>();
+    // SAFETY: every element was written just above, `MaybeUninit<T>` has the layout of `T`,
+    // and the exclusive `'static` borrow of the memory moves from `slice` (consumed) to the
+    // result, so nothing else can reach it.
+    #[allow(unsafe_code)]
+    unsafe {
+        core::slice::from_raw_parts_mut(ptr, len)
+    }
+}
+
+/// `N` uninitialised `T`s in a `static` (so in `.bss`), handed out once as the
+/// `&'static mut [MaybeUninit<T>]` that [`Zone::from_uninit`](crate::Zone::from_uninit)
+/// takes: a `no_std` embedder gets its boot storage without `static mut` or `unsafe`.
+///
+/// ```
+/// use zonealloc::platform::StaticStorage;
+/// use zonealloc::FrameMeta;
+/// static TABLE: StaticStorage<FrameMeta, 4096> = StaticStorage::new();
+/// let table = TABLE.take().unwrap();
+/// assert_eq!(table.len(), 4096);
+/// assert!(TABLE.take().is_none()); // handed out once
+/// ```
+pub struct StaticStorage<T, const N: usize> {
+    taken: core::sync::atomic::AtomicBool,
+    cells: core::cell::UnsafeCell<[core::mem::MaybeUninit<T>; N]>,
+}
+
+// SAFETY: the cells are reachable only through `take`, which hands out the one `&mut` at most
+// once (the swap of `taken`), to whichever thread wins; sending that borrow to another thread
+// is sending the `T`s, hence `T: Send`.
+#[allow(unsafe_code)]
+unsafe impl<T: Send, const N: usize> Sync for StaticStorage<T, N> {}
+
+impl<T, const N: usize> StaticStorage<T, N> {
+    /// Storage not handed out yet; all zero bytes but the uninitialised cells, so a
+    /// `static` of it goes to `.bss`.
+    pub const fn new() -> Self {
+        StaticStorage {
+            taken: core::sync::atomic::AtomicBool::new(false),
+            // SAFETY (no unsafe needed): an array of `MaybeUninit` is valid uninitialised.
+            cells: core::cell::UnsafeCell::new([const { core::mem::MaybeUninit::uninit() }; N]),
+        }
+    }
+
+    /// The storage, the first time; `None` ever after.
+    #[allow(clippy::mut_from_ref)] // handed out once: the swap of `taken` makes it unique
+    pub fn take(&'static self) -> Option<&'static mut [core::mem::MaybeUninit<T>]> {
+        if self.taken.swap(true, core::sync::atomic::Ordering::AcqRel) {
+            return None;
+        }
+        // SAFETY: the swap above returned `false` to exactly one caller, ever, so this is
+        // the only reference to the cells that will ever exist; they live for `'static`.
+        #[allow(unsafe_code)]
+        let cells = unsafe { &mut *self.cells.get() };
+        Some(&mut cells[..])
+    }
+}
+
+impl<T, const N: usize> Default for StaticStorage<T, N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T, const N: usize> core::fmt::Debug for StaticStorage<T, N> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("StaticStorage")
+            .field("len", &N)
+            .field(
+                "taken",
+                &self.taken.load(core::sync::atomic::Ordering::Relaxed),
+            )
+            .finish()
     }
 }
 
@@ -314,6 +501,24 @@ mod tests {
         assert_eq!(s.get().len(), 1000);
         assert_eq!(s.get()[999], 999);
         drop(s); // Miri reports a leak or a double free here if the SAFETY argument is wrong
+    }
+
+    #[test]
+    fn init_slice_initialises_every_element() {
+        static RAW: StaticStorage<u32, 8> = StaticStorage::new();
+        let s = init_slice(RAW.take().expect("first take"), || 7);
+        assert_eq!(s, &[7; 8]);
+    }
+
+    #[test]
+    fn static_storage_is_handed_out_once() {
+        static S: StaticStorage<u64, 16> = StaticStorage::new();
+        let a = S.take().expect("first take");
+        assert_eq!(a.len(), 16);
+        let a = init_slice(a, || 3);
+        a[15] = 4;
+        assert!(S.take().is_none());
+        assert_eq!(a.iter().sum::<u64>(), 3 * 15 + 4);
     }
 
     #[test]

@@ -18,7 +18,7 @@ const LAYERS: &[&[&str]] = &[
         "stats",
         "tracepoint",
     ],
-    &["sync"],
+    &["sync", "platform"],
     &["meta", "list", "check"],
     &["buddy", "shared"],
     &["pcp"],

@@ -5,8 +5,7 @@
 //! keep each preset's rules.
 
 use zonealloc::{
-    AllocRequest, CpuId, KernelVersion, MigrateType, Order, PcpConfig, Pfn, Zone, ZoneConfig,
-    ZoneType,
+    AllocRequest, CpuId, KernelVersion, MigrateType, Order, Pfn, Zone, ZoneConfig, ZoneType,
 };
 
 const M: MigrateType = MigrateType::Movable;
@@ -16,13 +15,12 @@ const FRAMES: u64 = 1 << 16;
 fn zone(version: KernelVersion) -> Zone {
     let mut cfg = ZoneConfig::without_watermarks();
     version.apply(&mut cfg);
-    cfg.pcp = PcpConfig {
-        cpus: 1,
-        batch: Some(63),
-        high_min: Some(3492),
-        high_max: Some(3492),
-        ..cfg.pcp
-    };
+    cfg.pcp = cfg
+        .pcp
+        .with_cpus(1)
+        .with_batch(Some(63))
+        .with_high_min(Some(3492))
+        .with_high_max(Some(3492));
     let z = Zone::new(ZoneType::Normal, Pfn(0), Pfn(FRAMES), cfg).unwrap();
     z.add_free_range(Pfn(0), Pfn(FRAMES)).unwrap();
     z
@@ -107,13 +105,12 @@ fn v7_2_refills_double_and_6_12_too() {
     for v in [KernelVersion::V7_2, KernelVersion::V6_12] {
         let mut cfg = ZoneConfig::without_watermarks();
         v.apply(&mut cfg);
-        cfg.pcp = PcpConfig {
-            cpus: 1,
-            batch: Some(63),
-            high_min: Some(1000),
-            high_max: Some(62_500),
-            ..cfg.pcp
-        };
+        cfg.pcp = cfg
+            .pcp
+            .with_cpus(1)
+            .with_batch(Some(63))
+            .with_high_min(Some(1000))
+            .with_high_max(Some(62_500));
         let z = Zone::new(ZoneType::Normal, Pfn(0), Pfn(FRAMES), cfg).unwrap();
         z.add_free_range(Pfn(0), Pfn(FRAMES)).unwrap();
         let (_, refills) = alloc_n(&z, 5000);
@@ -128,14 +125,13 @@ fn decay_knob_off_keeps_the_lists() {
     for decay in [true, false] {
         let mut cfg = ZoneConfig::for_kernel(KernelVersion::V7_2);
         cfg.watermarks = ZoneConfig::without_watermarks().watermarks;
-        cfg.pcp = PcpConfig {
-            cpus: 1,
-            batch: Some(63),
-            high_min: Some(1000),
-            high_max: Some(62_500),
-            decay,
-            ..cfg.pcp
-        };
+        cfg.pcp = cfg
+            .pcp
+            .with_cpus(1)
+            .with_batch(Some(63))
+            .with_high_min(Some(1000))
+            .with_high_max(Some(62_500))
+            .with_decay(decay);
         let z = Zone::new(ZoneType::Normal, Pfn(0), Pfn(FRAMES), cfg).unwrap();
         z.add_free_range(Pfn(0), Pfn(FRAMES)).unwrap();
         let (pages, _) = alloc_n(&z, 6000);
@@ -163,11 +159,7 @@ fn atomic_zone(version: KernelVersion) -> Zone {
         low: 70_000,
         high: 70_000,
     };
-    cfg.pcp = PcpConfig {
-        cpus: 1,
-        batch: Some(63),
-        ..cfg.pcp
-    };
+    cfg.pcp = cfg.pcp.with_cpus(1).with_batch(Some(63));
     let z = Zone::new(ZoneType::Normal, Pfn(0), Pfn(FRAMES), cfg).unwrap();
     z.add_free_range(Pfn(0), Pfn(FRAMES)).unwrap();
     z

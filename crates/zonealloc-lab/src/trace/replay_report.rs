@@ -241,7 +241,7 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
             }
             done += 1;
             last_ts = ev.ts_ns.or(last_ts);
-            if done % interval == 0 {
+            if done.is_multiple_of(interval) {
                 // Samples at multiples of `interval`; at 2 * samples, keep the even ones and
                 // double the interval.
                 let thin = replayers
@@ -257,7 +257,7 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
                     interval *= 2;
                 }
             }
-            if done % 65_536 == 0 {
+            if done.is_multiple_of(65_536) {
                 progress(done);
             }
         })
@@ -273,7 +273,7 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
         ));
     }
     for r in replayers.iter_mut() {
-        if done % interval != 0 || done == 0 {
+        if !done.is_multiple_of(interval) || done == 0 {
             r.sample(done, last_ts);
         }
         r.finish().map_err(|e| format!("--emit: {e}"))?;

@@ -16,8 +16,9 @@ use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering, SpinGuard, SpinLoc
 
 /// One CPU's lists of one zone and the few atomics other threads read without its lock;
 /// aligned to two cache lines so that CPUs never share a line. Opaque: `no_std` users provide
-/// static storage for these (`[const { PcpSlot::new() }; CPUS]`) to
-/// [`Zone::with_storage`](crate::Zone::with_storage).
+/// storage for these to [`Zone::from_uninit`](crate::Zone::from_uninit) (uninitialised, a
+/// `StaticStorage<PcpSlot, CPUS>`) or [`Zone::with_storage`](crate::Zone::with_storage)
+/// (`[const { PcpSlot::new() }; CPUS]`).
 #[derive(Debug)]
 #[repr(align(128))]
 pub struct PcpSlot {

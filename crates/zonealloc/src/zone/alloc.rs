@@ -7,12 +7,13 @@ use crate::error::AllocError;
 use crate::list::FrameList;
 use crate::meta::{FrameState, FrameTable};
 use crate::pcp::{PcpAccess, PerCpuPages};
+use crate::platform::Platform;
 use crate::request::{AllocFlags, AllocRequest};
 use crate::shared::ZoneBits;
-use crate::sync::{now_ns, Ordering};
-use crate::types::{MigrateType, Order, Pfn};
+use crate::sync::Ordering;
+use crate::types::{CpuId, MigrateType, Order, Pfn, ZoneType};
 
-impl Zone {
+impl<P: Platform> Zone<P> {
     /// `rmqueue_pcplist`: `None` when the lock was busy or the refill found nothing.
     #[inline]
     pub(crate) fn rmqueue_pcplist(
@@ -90,21 +91,25 @@ impl Zone {
         }
         self.kswapd_check(&mut z, flags);
         if let Some(t0) = t0 {
-            z.hold.refill.record(now_ns().saturating_sub(t0));
+            z.hold.refill.record(P::now_ns().saturating_sub(t0));
         }
         got
     }
 }
 
-impl Zone {
+impl<P: Platform> Zone<P> {
     /// Allocates a block of `order` with the default request for `mt` ([`AllocRequest::new`]).
-    #[inline]
+    ///
+    /// The PCP hit path is inlined into every caller; everything else is one out-of-line call.
+    #[inline(always)]
     pub fn alloc(&self, order: Order, mt: MigrateType) -> Result<Pfn, AllocError> {
         self.alloc_with(order, AllocRequest::new(mt))
     }
 
     /// Allocates a block of `order` as `req` describes, walking the kernel's fast and slow
     /// paths over this one zone.
+    ///
+    /// The PCP hit path is inlined into every caller; everything else is one out-of-line call.
     #[inline(always)]
     pub fn alloc_with(&self, order: Order, req: AllocRequest) -> Result<Pfn, AllocError> {
         let cpu = req
@@ -112,19 +117,28 @@ impl Zone {
             .map_or_else(|| self.this_cpu(), |c| self.pcp.cpu_index(c));
         // A zone without per-CPU lists has `PCP_OFF` in its flag byte: the hit path steps
         // aside without a test of its own here.
+        let (mt, hz) = (req.migratetype, req.highest_zone);
         if let Some(slot) = self.pcp.slot_at(cpu) {
-            let (mt, hz) = (req.migratetype, req.highest_zone);
             if let Some(p) = self.pcp_alloc_fast(order.get(), mt, hz, slot, None) {
                 return Ok(p);
             }
         }
-        self.alloc_full(order, req, cpu)
+        self.alloc_full(order, mt, hz, req.gfp_bits(), cpu)
     }
 
     /// Everything but a PCP hit, out of line so that the hit path inlined into callers stays
-    /// small.
+    /// small. The request comes as scalars (its CPU is `cpu`).
+    #[cold]
     #[inline(never)]
-    fn alloc_full(&self, order: Order, req: AllocRequest, cpu: usize) -> Result<Pfn, AllocError> {
+    fn alloc_full(
+        &self,
+        order: Order,
+        mt: MigrateType,
+        hz: ZoneType,
+        gfp_bits: u8,
+        cpu: usize,
+    ) -> Result<Pfn, AllocError> {
+        let req = AllocRequest::from_parts(mt, hz, gfp_bits, Some(CpuId(cpu as u32)));
         if let Some(p) = self.buddy_alloc_fast(order.get(), &req) {
             return Ok(p);
         }

@@ -8,9 +8,11 @@ use crate::config::ZoneConfig;
 use crate::error::{ConfigError, RangeError};
 use crate::meta::{FrameMeta, FrameState, FrameTable};
 use crate::pcp::{zone_batchsize, zone_highsize, PcpSet, PcpSlot};
+use crate::platform::Platform;
 use crate::shared::{ZoneBits, ZoneShared};
-use crate::sync::{SpinLock, StaticSlice};
+use crate::sync::{init_slice, Lock, StaticSlice};
 use crate::types::{Pfn, ZoneType, MIGRATE_TYPES};
+use core::mem::MaybeUninit;
 
 fn check_span(start: Pfn, end: Pfn, cfg: &ZoneConfig) -> Result<u32, ConfigError> {
     cfg.validate()?;
@@ -65,7 +67,13 @@ impl Zone {
 
     /// Everything in caller storage, for kernels and unikernels without a heap: the metadata
     /// table ([`Zone::table_entries`] entries) and one [`PcpSlot`] per CPU (the slot count
-    /// overrides `cfg.pcp.cpus`; an empty slice turns the per-CPU lists off):
+    /// overrides `cfg.pcp.cpus`; an empty slice turns the per-CPU lists off).
+    ///
+    /// Superseded by [`Zone::from_uninit`], which takes the storage by `&'static mut` (so two
+    /// zones can never share one table), needs no initialised table (boot memory, `.bss`),
+    /// can reserve a table carved out of the zone's own frames, and takes any
+    /// [`Platform`]. Kept for existing callers: a shared table here is reset by each zone
+    /// built over it, which corrupts the first.
     ///
     /// ```
     /// use zonealloc::{FrameMeta, PcpSlot, Pfn, Zone, ZoneConfig, ZoneType};
@@ -92,6 +100,82 @@ impl Zone {
         Ok(Zone::from_parts(zone_type, start, end, cfg, table, pcp))
     }
 
+    /// Metadata entries a zone spanning `start..end` needs (the span rounded out to
+    /// pageblocks).
+    pub fn table_entries(start: Pfn, end: Pfn, cfg: &ZoneConfig) -> u64 {
+        FrameTable::entries_needed(start, end, cfg.pageblock_order)
+    }
+}
+
+impl<P: Platform> Zone<P> {
+    /// A zone on the platform `P` over storage the caller hands over for good, for kernels
+    /// and unikernels without a heap: `table`, uninitialised memory of at least
+    /// [`Zone::table_entries`] entries (from a
+    /// [`StaticStorage`](crate::platform::StaticStorage), or boot memory), and `pcps`, one
+    /// [`PcpSlot`] per CPU (the slot count overrides `cfg.pcp.cpus`; an empty slice turns the
+    /// per-CPU lists off). Both are initialised here (one pass over the table), and borrowed `&'static mut`, so no other zone can use them.
+    /// Nothing is free yet: hand memory over with [`Zone::add_free_range`].
+    ///
+    /// ```
+    /// use zonealloc::platform::{SingleCpu, StaticStorage};
+    /// use zonealloc::{FrameMeta, PcpSlot, Pfn, Zone, ZoneConfig, ZoneType};
+    /// static TABLE: StaticStorage<FrameMeta, 4096> = StaticStorage::new();
+    /// static PCPS: StaticStorage<PcpSlot, 2> = StaticStorage::new();
+    /// let zone = Zone::<SingleCpu>::from_uninit(
+    ///     ZoneType::Normal, Pfn(0), Pfn(4096), ZoneConfig::default(),
+    ///     TABLE.take().unwrap(), PCPS.take().unwrap(),
+    /// ).unwrap();
+    /// zone.add_free_range(Pfn(0), Pfn(4096)).unwrap();
+    /// assert_eq!(zone.cpus(), 2);
+    /// ```
+    pub fn from_uninit(
+        zone_type: ZoneType,
+        start: Pfn,
+        end: Pfn,
+        cfg: ZoneConfig,
+        table: &'static mut [MaybeUninit<FrameMeta>],
+        pcps: &'static mut [MaybeUninit<PcpSlot>],
+    ) -> Result<Self, ConfigError> {
+        Self::from_uninit_carved(zone_type, start, end, cfg, table, None, pcps)
+    }
+
+    /// [`Zone::from_uninit`] with the table carved out of the zone's own frames, as the
+    /// kernel places its `memmap` (`memblock_alloc`): `table_frames` are the frames that
+    /// hold the table (and whatever else the caller put there, its per-CPU slots for
+    /// example), and the zone treats them as reserved: [`Zone::add_free_range`] (and
+    /// `Node::add_free_range`) skip them, so the caller may hand over whole RAM ranges,
+    /// table included (`memblock_free_all` after `memblock_reserve`). An empty or
+    /// out-of-zone `table_frames` is refused (`BadSpan`).
+    pub fn from_uninit_carved(
+        zone_type: ZoneType,
+        start: Pfn,
+        end: Pfn,
+        mut cfg: ZoneConfig,
+        table: &'static mut [MaybeUninit<FrameMeta>],
+        table_frames: Option<(Pfn, Pfn)>,
+        pcps: &'static mut [MaybeUninit<PcpSlot>],
+    ) -> Result<Self, ConfigError> {
+        let n = check_span(start, end, &cfg)?;
+        if table.len() < n as usize {
+            return Err(ConfigError::TableTooSmall {
+                needed: n as usize,
+                provided: table.len(),
+            });
+        }
+        let reserved = match table_frames {
+            None => (0, 0),
+            Some((s, e)) if s < e && s >= start && e <= end => (s.0, e.0),
+            Some((s, e)) => return Err(ConfigError::BadSpan { start: s, end: e }),
+        };
+        let table = FrameTable::from_uninit(start, cfg.pageblock_order, n, table);
+        cfg.pcp.cpus = pcps.len() as u32;
+        let pcps: &'static [PcpSlot] = init_slice(pcps, PcpSlot::new);
+        let pcp = PcpSet::with_slots(cfg.pcp, cfg.max_order, StaticSlice::borrowed(pcps));
+        let mut zone = Zone::from_parts(zone_type, start, end, cfg, table, pcp);
+        zone.reserved = reserved;
+        Ok(zone)
+    }
+
     fn borrow_table(
         start: Pfn,
         cfg: &ZoneConfig,
@@ -107,12 +191,6 @@ impl Zone {
         Ok(FrameTable::borrowed(start, cfg.pageblock_order, n, table))
     }
 
-    /// Metadata entries a zone spanning `start..end` needs (the span rounded out to
-    /// pageblocks).
-    pub fn table_entries(start: Pfn, end: Pfn, cfg: &ZoneConfig) -> u64 {
-        FrameTable::entries_needed(start, end, cfg.pageblock_order)
-    }
-
     fn from_parts(
         zone_type: ZoneType,
         start: Pfn,
@@ -120,21 +198,23 @@ impl Zone {
         cfg: ZoneConfig,
         table: FrameTable,
         pcp: PcpSet,
-    ) -> Zone {
+    ) -> Self {
         let buddy = BuddyZone::new(cfg, start.0, end.0);
         Zone {
             table,
-            buddy: SpinLock::new(buddy),
+            buddy: Lock::new(buddy),
             shared: ZoneShared::new(cfg.max_order, pcp.enabled()),
             pcp,
             zone_type,
             cfg,
             span: (start.0, end.0),
+            reserved: (0, 0),
+            platform: core::marker::PhantomData,
         }
     }
 }
 
-impl Zone {
+impl<P: Platform> Zone<P> {
     /// Hands `start..end` to the allocator, as boot does (`__free_pages_memory` →
     /// `__free_pages_core`): the largest aligned blocks in ascending frame order, each placed
     /// at the tail of its free list (`FPI_TO_TAIL`), bypassing the per-CPU lists. Frames never
@@ -158,6 +238,9 @@ impl Zone {
     ) -> Result<u64, RangeError> {
         if start >= end {
             return Err(RangeError::Empty { start, end });
+        }
+        if start.0 < self.reserved.1 && self.reserved.0 < end.0 {
+            return self.add_free_range_around_reserved(z, start, end);
         }
         if !self.spans(start) {
             return Err(RangeError::OutOfZone { pfn: start });
@@ -234,6 +317,38 @@ impl Zone {
         let mut z = self.lock();
         z.lowmem_reserve = reserve;
         z.marks_dirty = true;
+    }
+
+    /// [`Zone::add_free_range_locked`] of a range that overlaps the reserved frames (the
+    /// table of [`Zone::from_uninit_carved`]): the parts below and above them, all or
+    /// nothing.
+    fn add_free_range_around_reserved(
+        &self,
+        z: &mut BuddyZone,
+        start: Pfn,
+        end: Pfn,
+    ) -> Result<u64, RangeError> {
+        let (rs, re) = self.reserved;
+        let parts = [(start.0, rs.min(end.0)), (re.max(start.0), end.0)];
+        let parts = parts.iter().filter(|(s, e)| s < e);
+        for &(s, e) in parts.clone() {
+            // The checks `add_free_range_locked` makes, first, so that a refused part adds
+            // nothing of the other.
+            if s < self.span.0 || e > self.span.1 {
+                return Err(RangeError::OutOfZone { pfn: Pfn(s) });
+            }
+            for pfn in s..e {
+                let i = self.table.index_of(Pfn(pfn)).unwrap_or(0);
+                if self.table.state(i) != FrameState::Absent {
+                    return Err(RangeError::Overlap { pfn: Pfn(pfn) });
+                }
+            }
+        }
+        let mut added = 0;
+        for &(s, e) in parts {
+            added += self.add_free_range_locked(z, Pfn(s), Pfn(e))?;
+        }
+        Ok(added)
     }
 
     /// Recomputes this zone's watermarks as if it were the only zone of its node.

@@ -32,10 +32,11 @@ use super::pcp::PcpGuard;
 use super::Zone;
 use crate::config::{DrainMode, PcpLocking};
 use crate::pcp::{DrainReason, PcpAccess, PcpSlot, PerCpuPages};
+use crate::platform::Platform;
 use crate::sync::{relax_hard, thread_token, Ordering, SpinGuard};
 use crate::types::CpuId;
 
-impl Zone {
+impl<P: Platform> Zone<P> {
     /// Locks CPU `c`'s lists, or `None` once an owner holds them for good (owner-only
     /// locking). Spin-locked lists are only ever held briefly, so they are simply waited for.
     pub(crate) fn lock_unless_owned(&self, c: usize) -> Option<SpinGuard<'_, PerCpuPages>> {

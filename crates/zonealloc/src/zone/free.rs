@@ -8,9 +8,9 @@ use crate::buddy::FreePlacement;
 use crate::error::FreeError;
 use crate::meta::FrameState;
 use crate::pcp::{DrainReason, PcpAccess, PerCpuPages};
+use crate::platform::Platform;
 use crate::request::AllocFlags;
 use crate::shared::ZoneBits;
-use crate::sync::now_ns;
 use crate::types::{CpuId, MigrateType, Order, Pfn, MIGRATE_PCPTYPES};
 
 /// Pages a free decided to drain, and from which list to start.
@@ -20,7 +20,7 @@ struct DrainWork {
     reason: DrainReason,
 }
 
-impl Zone {
+impl<P: Platform> Zone<P> {
     /// Frees through the CPU's lists when the order allows, else straight to the buddy
     /// (`__free_frozen_pages`).
     #[inline]
@@ -152,7 +152,7 @@ impl Zone {
         let t0 = self.hold_start();
         pcp.free_bulk(&mut z, &self.table, count, pindex, &policy, reason);
         if let Some(t0) = t0 {
-            z.hold.bulk_free.record(now_ns().saturating_sub(t0));
+            z.hold.bulk_free.record(P::now_ns().saturating_sub(t0));
         }
     }
 
@@ -181,14 +181,16 @@ impl Zone {
     }
 }
 
-impl Zone {
+impl<P: Platform> Zone<P> {
     /// Frees the block of `order` at `pfn` on the calling thread's CPU (`__free_pages`):
     /// orders the per-CPU lists take go there, others straight to the buddy.
     ///
     /// Detects double frees (also of blocks sitting on a per-CPU list), frees of frames that
     /// are not the head of an allocated block, wrong orders, misaligned frames and frames
     /// outside the zone or in holes; on error the zone is unchanged.
-    #[inline]
+    ///
+    /// The PCP hit path is inlined into every caller; everything else is one out-of-line call.
+    #[inline(always)]
     pub fn free(&self, pfn: Pfn, order: Order) -> Result<(), FreeError> {
         self.free_via(pfn, order, self.this_cpu())
     }
@@ -201,11 +203,21 @@ impl Zone {
                 return Ok(());
             }
         }
+        self.free_slow(pfn, order, cpu)
+    }
+
+    /// Everything but a PCP hit, out of line so that the hit path inlined into callers stays
+    /// small.
+    #[cold]
+    #[inline(never)]
+    fn free_slow(&self, pfn: Pfn, order: Order, cpu: usize) -> Result<(), FreeError> {
         self.free_with(pfn, order, &mut PcpAccess::Cpu(cpu))
     }
 
     /// Like [`Zone::free`] on CPU `cpu`'s lists.
-    #[inline]
+    ///
+    /// The PCP hit path is inlined into every caller; everything else is one out-of-line call.
+    #[inline(always)]
     pub fn free_on(&self, cpu: CpuId, pfn: Pfn, order: Order) -> Result<(), FreeError> {
         self.free_via(pfn, order, self.pcp.cpu_index(cpu))
     }

@@ -5,14 +5,15 @@ use super::Zone;
 use crate::config::PcpLocking;
 use crate::error::{AllocError, FreeError, HandleError};
 use crate::pcp::{DrainReason, PcpAccess, PcpSlot, PerCpuPages};
+use crate::platform::{DefaultPlatform, Platform};
 use crate::request::AllocRequest;
 use crate::sync::{thread_token, Ordering, SpinGuard};
-use crate::types::{CpuId, MigrateType, Order, Pfn};
+use crate::types::{CpuId, MigrateType, Order, Pfn, ZoneType};
 use core::fmt;
 
-impl Zone {
+impl<P: Platform> Zone<P> {
     /// Registers the calling thread as the owner of `cpu`'s lists.
-    pub fn cpu_handle(&self, cpu: CpuId) -> Result<CpuHandle<'_>, HandleError> {
+    pub fn cpu_handle(&self, cpu: CpuId) -> Result<CpuHandle<'_, P>, HandleError> {
         let n = self.pcp.cpus() as u32;
         if cpu.0 >= n {
             return Err(HandleError::CpuOutOfRange { cpu, cpus: n });
@@ -45,14 +46,14 @@ impl Zone {
 /// try-locks, as the kernel does). Under [`PcpLocking::OwnerOnly`] it holds the CPU's lists for
 /// its whole life, so its operations take no lock, and other threads cannot drain them:
 /// `drain_all` waits until this handle's next operation, [`CpuHandle::poll`] or drop.
-pub struct CpuHandle<'z> {
-    zone: &'z Zone,
+pub struct CpuHandle<'z, P: Platform = DefaultPlatform> {
+    zone: &'z Zone<P>,
     cpu: usize,
     slot: &'z PcpSlot,
     held: Option<SpinGuard<'z, PerCpuPages>>,
 }
 
-impl fmt::Debug for CpuHandle<'_> {
+impl<P: Platform> fmt::Debug for CpuHandle<'_, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CpuHandle")
             .field("cpu", &self.cpu)
@@ -61,7 +62,7 @@ impl fmt::Debug for CpuHandle<'_> {
     }
 }
 
-impl<'z> CpuHandle<'z> {
+impl<'z, P: Platform> CpuHandle<'z, P> {
     /// Leaves and unlocks owner-held lists, if this handle holds them.
     fn release_held(&mut self) {
         if let Some(p) = self.held.take() {
@@ -83,19 +84,23 @@ impl<'z> CpuHandle<'z> {
     }
 
     /// The zone.
-    pub fn zone(&self) -> &'z Zone {
+    pub fn zone(&self) -> &'z Zone<P> {
         self.zone
     }
 
     /// Allocates on this CPU with the default request for `mt`.
-    #[inline]
+    ///
+    /// The PCP hit path is inlined into the caller (see [`CpuHandle::alloc_with`]).
+    #[inline(always)]
     pub fn alloc(&mut self, order: Order, mt: MigrateType) -> Result<Pfn, AllocError> {
         self.alloc_with(order, AllocRequest::new(mt))
     }
 
     /// Allocates on this CPU (the request's own `cpu` is ignored). When memory is short, the
     /// slow path drains every CPU's lists, this one in place.
-    #[inline]
+    ///
+    /// The PCP hit path is inlined into every caller; everything else is one out-of-line call.
+    #[inline(always)]
     pub fn alloc_with(&mut self, order: Order, req: AllocRequest) -> Result<Pfn, AllocError> {
         let zone = self.zone;
         let held = self.held.as_deref_mut();
@@ -103,16 +108,41 @@ impl<'z> CpuHandle<'z> {
         if let Some(p) = zone.pcp_alloc_fast(order.get(), mt, hz, self.slot, held) {
             return Ok(p);
         }
+        self.alloc_slow(order, mt, hz, req.gfp_bits())
+    }
+
+    /// Everything but a PCP hit: the full allocation walk. The request comes as scalars.
+    #[cold]
+    #[inline(never)]
+    fn alloc_slow(
+        &mut self,
+        order: Order,
+        mt: MigrateType,
+        hz: ZoneType,
+        gfp_bits: u8,
+    ) -> Result<Pfn, AllocError> {
+        let zone = self.zone;
+        let req = AllocRequest::from_parts(mt, hz, gfp_bits, None);
         super::walk::alloc_in_zone(zone, order, req, &mut self.access())
     }
 
     /// Frees on this CPU.
-    #[inline]
+    ///
+    /// The PCP hit path is inlined into every caller; everything else is one out-of-line call.
+    #[inline(always)]
     pub fn free(&mut self, pfn: Pfn, order: Order) -> Result<(), FreeError> {
         let zone = self.zone;
         if zone.pcp_free_fast(pfn, order, self.slot, self.held.as_deref_mut()) {
             return Ok(());
         }
+        self.free_slow(pfn, order)
+    }
+
+    /// Everything but a PCP hit: the full free.
+    #[cold]
+    #[inline(never)]
+    fn free_slow(&mut self, pfn: Pfn, order: Order) -> Result<(), FreeError> {
+        let zone = self.zone;
         zone.free_with(pfn, order, &mut self.access())
     }
 
@@ -181,7 +211,7 @@ impl<'z> CpuHandle<'z> {
     }
 }
 
-impl Drop for CpuHandle<'_> {
+impl<P: Platform> Drop for CpuHandle<'_, P> {
     fn drop(&mut self) {
         let slot = self.slot;
         self.release_held();

@@ -6,12 +6,13 @@ use crate::buddy::{CheckFacts, Watermarks};
 use crate::check::CheckError;
 use crate::meta::FrameState;
 use crate::pcp::{PcpInfo, PcpStats, PerCpuPages, PCP_ORDER_SLOTS, THP_ORDER_SLOT};
+use crate::platform::Platform;
 use crate::stats::{FreeAreaSnapshot, ZoneStats};
 use crate::sync::{Ordering, SpinGuard};
 use crate::types::{CpuId, MigrateType, Order, Pfn, MIGRATE_TYPES, ORDER_SLOTS};
 use core::fmt;
 
-impl Zone {
+impl<P: Platform> Zone<P> {
     /// One CPU's lists. Waits for its lock; an owner-held CPU is reported from its last
     /// unlock count only.
     pub fn pcp_info(&self, cpu: CpuId) -> PcpInfo {
@@ -150,7 +151,7 @@ impl Zone {
     }
 }
 
-impl Zone {
+impl<P: Platform> Zone<P> {
     /// Free pages in the buddy allocator (`NR_FREE_PAGES`; per-CPU lists not included).
     pub fn free_pages(&self) -> u64 {
         self.buddy.lock().nr_free_pages
@@ -318,7 +319,7 @@ impl Zone {
 }
 
 #[cfg(feature = "std")]
-impl Zone {
+impl<P: Platform> Zone<P> {
     /// Switches recording of the buddy-side tracepoints on or off ([`ZoneEvent`](crate::ZoneEvent)). Switching
     /// it off drops the events not yet taken.
     pub fn record_events(&self, on: bool) {

@@ -56,23 +56,30 @@ use crate::buddy::BuddyZone;
 use crate::config::ZoneConfig;
 use crate::meta::FrameTable;
 use crate::pcp::PcpSet;
+use crate::platform::{DefaultPlatform, Platform};
 use crate::shared::ZoneShared;
-use crate::sync::{SpinGuard, SpinLock};
+use crate::sync::{Lock, LockGuard};
 use crate::types::{Order, Pfn, ZoneType};
 
 /// One memory zone: a span of frames (which may contain holes), its metadata table and its
 /// buddy allocator. `Send + Sync`: every method takes `&self`.
-pub struct Zone {
+///
+/// `P` is the [`Platform`]: the calling CPU's id, the zone lock's type and the clock
+/// ([`crate::platform`]); a plain `Zone` is `Zone<DefaultPlatform>`.
+pub struct Zone<P: Platform = DefaultPlatform> {
     pub(crate) table: FrameTable,
-    pub(crate) buddy: SpinLock<BuddyZone>,
+    pub(crate) buddy: Lock<P::RawMutex, BuddyZone>,
     pub(crate) shared: ZoneShared,
     pub(crate) pcp: PcpSet,
     zone_type: ZoneType,
     cfg: ZoneConfig,
     span: (u64, u64),
+    /// Frames `add_free_range` skips: the table of `from_uninit_carved` (empty: `(0, 0)`).
+    reserved: (u64, u64),
+    platform: core::marker::PhantomData<fn() -> P>,
 }
 
-impl core::fmt::Debug for Zone {
+impl<P: Platform> core::fmt::Debug for Zone<P> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Zone")
             .field("type", &self.zone_type)
@@ -81,11 +88,11 @@ impl core::fmt::Debug for Zone {
     }
 }
 
-impl Zone {
+impl<P: Platform> Zone<P> {
     /// Takes the zone lock, counting the acquisition. The guard publishes the lock-free
     /// mirror when dropped.
     #[inline]
-    pub(crate) fn lock(&self) -> ZoneGuard<'_> {
+    pub(crate) fn lock(&self) -> ZoneGuard<'_, P::RawMutex> {
         let mut g = self.buddy.lock();
         g.stats.zone_lock_acquisitions += 1;
         ZoneGuard {
@@ -128,12 +135,12 @@ impl Zone {
 
 /// The zone lock's guard: derefs to the buddy state and publishes the lock-free mirror
 /// (`ZoneShared`) when released.
-pub(crate) struct ZoneGuard<'a> {
-    g: SpinGuard<'a, BuddyZone>,
+pub(crate) struct ZoneGuard<'a, R: lock_api::RawMutex> {
+    g: LockGuard<'a, R, BuddyZone>,
     shared: &'a ZoneShared,
 }
 
-impl Deref for ZoneGuard<'_> {
+impl<R: lock_api::RawMutex> Deref for ZoneGuard<'_, R> {
     type Target = BuddyZone;
     #[inline]
     fn deref(&self) -> &BuddyZone {
@@ -141,14 +148,14 @@ impl Deref for ZoneGuard<'_> {
     }
 }
 
-impl DerefMut for ZoneGuard<'_> {
+impl<R: lock_api::RawMutex> DerefMut for ZoneGuard<'_, R> {
     #[inline]
     fn deref_mut(&mut self) -> &mut BuddyZone {
         &mut self.g
     }
 }
 
-impl Drop for ZoneGuard<'_> {
+impl<R: lock_api::RawMutex> Drop for ZoneGuard<'_, R> {
     #[inline]
     fn drop(&mut self) {
         self.g.publish(self.shared);

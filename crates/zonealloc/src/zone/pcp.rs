@@ -9,12 +9,13 @@ use core::ops::{Deref, DerefMut};
 
 use super::Zone;
 use crate::pcp::{DrainReason, PcpSlot, PerCpuPages};
+use crate::platform::Platform;
 use crate::shared::ZoneBits;
 use crate::stats::HoldTimes;
-use crate::sync::{current_cpu, now_ns, Ordering};
+use crate::sync::Ordering;
 use crate::types::MigrateType;
 
-impl Zone {
+impl<P: Platform> Zone<P> {
     /// The CPU an operation without an explicit CPU runs on.
     #[inline]
     pub(crate) fn this_cpu(&self) -> usize {
@@ -22,7 +23,7 @@ impl Zone {
         if !self.pcp.enabled() {
             return 0;
         }
-        self.pcp.cpu_index(crate::types::CpuId(current_cpu()))
+        self.pcp.cpu_index(crate::types::CpuId(P::current_cpu()))
     }
 
     #[inline]
@@ -61,7 +62,7 @@ impl Zone {
 
     #[inline]
     pub(crate) fn hold_start(&self) -> Option<u64> {
-        self.pcp.instrument.load(Ordering::Relaxed).then(now_ns)
+        self.pcp.instrument.load(Ordering::Relaxed).then(P::now_ns)
     }
 
     /// Switches recording of zone-lock hold times (refill and bulk free) on or off. Off, the

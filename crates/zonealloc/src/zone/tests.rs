@@ -39,13 +39,11 @@ mod miri_smoke {
             let req = AllocRequest::new(MigrateType::Movable).on_cpu(CpuId(i % 2));
             live.push(z.alloc_with(o0, req).unwrap());
         }
-        let big = z
-            .alloc(Order::new(3).unwrap(), MigrateType::Unmovable)
-            .unwrap();
+        let big = z.alloc(Order::of::<3>(), MigrateType::Unmovable).unwrap();
         for (i, p) in live.into_iter().enumerate() {
             z.free_on(CpuId(i as u32 % 2), p, o0).unwrap();
         }
-        z.free(big, Order::new(3).unwrap()).unwrap();
+        z.free(big, Order::of::<3>()).unwrap();
         z.drain_all();
         z.check().unwrap();
     }
@@ -116,7 +114,7 @@ mod check_catches_corruption {
         // Some pages on the CPU's list, some blocks allocated, free blocks of several orders.
         let req = AllocRequest::new(MigrateType::Movable).on_cpu(CpuId(0));
         let a = z.alloc_with(Order::ZERO, req).unwrap();
-        z.alloc_with(Order::new(3).unwrap(), req).unwrap();
+        z.alloc_with(Order::of::<3>(), req).unwrap();
         z.free_on(CpuId(0), a, Order::ZERO).unwrap();
         z.check().unwrap();
         z

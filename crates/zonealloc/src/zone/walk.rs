@@ -5,25 +5,26 @@
 use super::Zone;
 use crate::error::AllocError;
 use crate::pcp::PcpAccess;
+use crate::platform::Platform;
 use crate::request::{AllocFlags, AllocRequest};
 use crate::types::{MigrateType, Order, Pfn, ZoneType};
 
 /// The zones one request may use, preferred (highest) first; never empty.
-pub(crate) struct ZoneList<'a> {
-    pub(crate) zones: &'a [&'a Zone],
+pub(crate) struct ZoneList<'a, P: Platform> {
+    pub(crate) zones: &'a [&'a Zone<P>],
 }
 
-impl<'a> ZoneList<'a> {
+impl<'a, P: Platform> ZoneList<'a, P> {
     #[inline]
-    fn iter(&self) -> impl Iterator<Item = &'a Zone> + 'a {
+    fn iter(&self) -> impl Iterator<Item = &'a Zone<P>> + 'a {
         self.zones.iter().copied()
     }
 }
 
 /// A lone zone's allocation: the same walk over a one-zone zonelist.
 #[inline]
-pub(crate) fn alloc_in_zone(
-    zone: &Zone,
+pub(crate) fn alloc_in_zone<P: Platform>(
+    zone: &Zone<P>,
     order: Order,
     req: AllocRequest,
     access: &mut PcpAccess<'_>,
@@ -34,8 +35,8 @@ pub(crate) fn alloc_in_zone(
 /// `get_page_from_freelist`: each zone in turn; with `ALLOC_NOFRAGMENT`, a second pass
 /// without it.
 #[inline]
-fn get_page_from_freelist(
-    list: &ZoneList<'_>,
+fn get_page_from_freelist<P: Platform>(
+    list: &ZoneList<'_, P>,
     order: u8,
     mt: MigrateType,
     mut flags: AllocFlags,
@@ -60,8 +61,8 @@ fn get_page_from_freelist(
 /// then the slow path at min (with the caller's reserves), then for callers that may wait,
 /// giving back HighAtomic reserves (and, with per-CPU lists, draining them) before retrying.
 #[inline]
-pub(crate) fn alloc_walk(
-    list: &ZoneList<'_>,
+pub(crate) fn alloc_walk<P: Platform>(
+    list: &ZoneList<'_, P>,
     order: Order,
     req: AllocRequest,
     access: &mut PcpAccess<'_>,

@@ -67,25 +67,21 @@ fn specs() -> Vec<Spec> {
         .map(|&b| Spec {
             name: format!("batch={b}"),
             batch: Some(b),
-            pcp: PcpConfig {
-                batch: Some(b),
-                high_min: Some(2 * b),
-                high_max: Some(2 * b),
-                batch_scale_max: 0,
-                thp_order: None,
-                ..PcpConfig::default()
-            },
+            pcp: PcpConfig::new()
+                .with_batch(Some(b))
+                .with_high_min(Some(2 * b))
+                .with_high_max(Some(2 * b))
+                .with_batch_scale_max(0)
+                .with_thp_order(None),
         })
         .collect();
     for scale in 0u8..=5 {
         v.push(Spec {
             name: format!("default scale={scale}"),
             batch: None,
-            pcp: PcpConfig {
-                batch_scale_max: scale,
-                thp_order: None,
-                ..PcpConfig::default()
-            },
+            pcp: PcpConfig::new()
+                .with_batch_scale_max(scale)
+                .with_thp_order(None),
         });
     }
     v
@@ -156,13 +152,7 @@ struct Params {
 }
 
 fn run_once(p: Params, pcp: PcpConfig) -> Result<RunOut, LabError> {
-    let cfg = ZoneConfig {
-        pcp: PcpConfig {
-            cpus: p.threads as u32,
-            ..pcp
-        },
-        ..ZoneConfig::without_watermarks()
-    };
+    let cfg = ZoneConfig::without_watermarks().with_pcp(pcp.with_cpus(p.threads as u32));
     let zone = Zone::new(ZoneType::Normal, Pfn(0), Pfn(p.zone_pages), cfg)
         .map_err(|e| lab_err("zone", e))?;
     zone.add_free_range(Pfn(0), Pfn(p.zone_pages))

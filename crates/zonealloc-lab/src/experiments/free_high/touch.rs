@@ -65,10 +65,13 @@ pub(super) fn run_touch(
     let (p, c) = std::thread::scope(|s| {
         let arena = &arena;
         let prod = s.spawn(move || -> Result<(), LabError> {
-            let mut h = arena
-                .zone()
-                .cpu_handle(CpuId(0))
-                .map_err(err("cpu_handle 0"))?;
+            // The producer allocates from CPU slot 0's lists, the consumer frees onto slot 1's.
+            let alloc = |o| -> Result<Pfn, LabError> {
+                let ptr = arena
+                    .alloc_raw_on(CpuId(0), o, MigrateType::Unmovable)
+                    .map_err(err("alloc"))?;
+                arena.pfn_of(ptr.as_ptr()).map_err(err("pfn_of"))
+            };
             let mut carver = Carver::new(seed);
             let mut fill = 0u8;
             let mut send = |m: Msg| -> Result<(), LabError> {
@@ -78,8 +81,7 @@ pub(super) fn run_touch(
                     .map_err(|_| LabError("free-high: consumer gone".into()))
             };
             for _ in 0..messages {
-                let m =
-                    carver.step(|o| h.alloc(o, MigrateType::Unmovable).map_err(err("alloc")))?;
+                let m = carver.step(alloc)?;
                 if let Some(m) = m {
                     send(m)?;
                 }
@@ -90,15 +92,17 @@ pub(super) fn run_touch(
             Ok(())
         });
         let cons = s.spawn(move || -> Result<Instant, LabError> {
-            let mut h = arena
-                .zone()
-                .cpu_handle(CpuId(1))
-                .map_err(err("cpu_handle 1"))?;
             let mut sum = 0u64;
             while let Ok(m) = rx.recv() {
                 sum = sum.wrapping_add(read(arena, &m)?);
                 for (pfn, o) in m.free {
-                    h.free(pfn, o).map_err(err("free"))?;
+                    let ptr = arena.ptr_of(pfn).ok_or_else(|| {
+                        LabError(format!("free-high: pfn {:#x} outside the arena", pfn.0))
+                    })?;
+                    // SAFETY: the producer allocated this block with `alloc_raw_on` and handed
+                    // it over in the message; this thread owns it now and has read it for the
+                    // last time.
+                    unsafe { arena.free_raw_on(CpuId(1), ptr.as_ptr(), o) }.map_err(err("free"))?;
                 }
             }
             std::hint::black_box(sum);

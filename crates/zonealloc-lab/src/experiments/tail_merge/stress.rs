@@ -109,17 +109,11 @@ pub(super) fn run_once(
     record: Option<&Path>,
     on_tick: &mut dyn FnMut(),
 ) -> Result<RunOut, LabError> {
-    let cfg = ZoneConfig {
-        tail_merge,
-        pcp: PcpConfig {
-            cpus: p.cpus,
-            // Order 9 must go to the buddy: with THP lists the probe's free would park the
-            // block on a per-CPU list and the next probe would simply take it back.
-            thp_order: None,
-            ..PcpConfig::default()
-        },
-        ..ZoneConfig::without_watermarks()
-    };
+    // Order 9 must go to the buddy: with THP lists the probe's free would park the block on
+    // a per-CPU list and the next probe would simply take it back.
+    let cfg = ZoneConfig::without_watermarks()
+        .with_tail_merge(tail_merge)
+        .with_pcp(PcpConfig::new().with_cpus(p.cpus).with_thp_order(None));
     let plain = Zone::new(ZoneType::Normal, Pfn(0), Pfn(p.zone_pages), cfg)
         .map_err(|e| lab_err("zone", e))?;
     plain
