@@ -72,26 +72,68 @@ pub enum TraceCommand {
 
 #[derive(Debug, Args)]
 pub struct TraceReplayArgs {
-    /// The trace file (plain text, gzip or zstd).
+    /// The trace: a file (plain text, gzip or zstd), a FIFO or `<(xz -dc …)`, or `-` for
+    /// standard input. It is read once, as a stream.
     pub file: PathBuf,
-    /// A policy set: `upstream`, or comma-separated knob=value items on top of it
-    /// (tail_merge=on|off, batch_scale_max=0..=6, free_high=off|original|current, pcp=on|off,
-    /// batch=N, high_min=N, high_max=N, high_fraction=N, mobility=on|off). Repeat the flag to
+    /// A policy set: `upstream` (the --kernel preset), or comma-separated knob=value items on
+    /// top of it, every zone configuration field by its name (tail_merge, batch_scale_max,
+    /// free_high, llc_slice_bytes, batch, high_min, high_max, high_fraction, pcp, thp_order,
+    /// mobility_grouping, min_free_kbytes, watermarks=MIN:LOW:HIGH, ...). Repeat the flag to
     /// compare several in one run; the first is the baseline.
     #[arg(long = "variant", value_name = "SPEC", default_value = "upstream")]
     pub variants: Vec<String>,
-    /// Zone size in pages (default: the trace's pfn span, aligned to MAX_PAGE_ORDER blocks).
+    /// Which kernel's PCP rules to replay: 5.15, 6.1, 6.12, 7.2 or mainline (any version
+    /// names its family, e.g. 6.1.192). Default: inferred from --proc's zoneinfo, else
+    /// mainline.
+    #[arg(long, value_name = "VERSION")]
+    pub kernel: Option<String>,
+    /// Set the zones up as the traced kernel had them, from a folder with its /proc
+    /// zoneinfo and pagetypeinfo and/or buddyinfo (as `cat /proc/X > DIR/X` writes them):
+    /// one zone per populated kernel zone, its watermarks, PCP sizes and counts, pageblocks
+    /// and pages in use.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["zone_start", "zone_pages", "online"])]
+    pub proc: Option<PathBuf>,
+    /// Compare the replay's end state with this /proc snapshot (buddyinfo per order,
+    /// pagetypeinfo per migratetype, PCP pages).
+    #[arg(long, value_name = "DIR", requires = "proc")]
+    pub proc_after: Option<PathBuf>,
+    /// Replay from the line after the first one containing TEXT (found in the trace's first
+    /// 4 MiB; default with --proc: KT_SNAPSHOT_BEFORE_END, where the trace has it).
+    #[arg(long, value_name = "TEXT")]
+    pub from_marker: Option<String>,
+    /// Stop before the first line containing TEXT (default with --proc:
+    /// KT_SNAPSHOT_AFTER_BEGIN).
+    #[arg(long, value_name = "TEXT")]
+    pub to_marker: Option<String>,
+    /// Zone size in pages (default: 4194304 from --zone-start, its memory onlined as the
+    /// trace touches it; given, the whole zone is free from the start).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..(1u64 << 32)))]
     pub zone_pages: Option<u64>,
-    /// First pfn of the zone (default: the trace's lowest pfn, aligned down).
+    /// First pfn of the zone (default 0).
     #[arg(long, value_parser = parse_pfn_arg)]
     pub zone_start: Option<u64>,
-    /// CPUs (default: the highest CPU in the trace plus one); trace CPU c replays on c % N.
+    /// Which frames of the zone are free at the start: `all`, or `touched` (each
+    /// MAX_PAGE_ORDER block comes online when the trace first touches it). Default: all with
+    /// --zone-pages, else touched.
+    #[arg(long, value_enum, value_name = "MEMORY")]
+    pub online: Option<trace::replay::Online>,
+    /// CPUs (default: the trace header's `#P:N`, else the highest CPU among its first events
+    /// plus one); trace CPU c replays on c % N.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub cpus: Option<u32>,
     /// Switch the per-CPU lists off in every variant (buddy only).
     #[arg(long)]
     pub no_pcp: bool,
+    /// Replay what a kernel trace shows without a cause: drain runs no free explains
+    /// (drain_all_pages, decay) as drains of the lists they emptied, and frees of pages a
+    /// refill put on a CPU's lists but no mm_page_alloc handed out as untraced
+    /// (alloc_pages_bulk) allocations on that CPU. Default: on with --proc.
+    #[arg(long, value_enum, value_name = "ON|OFF")]
+    pub infer: Option<OnOff>,
+    /// Do not run the vmstat worker's decay of per-CPU `high` once a second of trace time
+    /// (it runs by default for kernels from 6.7 on, which have it).
+    #[arg(long)]
+    pub no_decay: bool,
     /// The trace's migratetype numbering (inferred from gfp_flags when not given).
     #[arg(long, value_enum, value_name = "NUMBERING")]
     pub migratetypes: Option<trace::migratetype::Numbering>,
@@ -108,7 +150,7 @@ pub struct TraceReplayArgs {
     /// Print the results as JSON on stdout.
     #[arg(long)]
     pub json: bool,
-    /// Fail (exit 1) before replaying if any line is malformed.
+    /// Fail (exit 1) if any line is malformed.
     #[arg(long)]
     pub strict: bool,
 }
@@ -139,6 +181,15 @@ pub struct TraceGenArgs {
     /// Seed of the workload's choices.
     #[arg(long, default_value_t = 0x5eed)]
     pub seed: u64,
+}
+
+/// A switch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnOff {
+    /// On.
+    On,
+    /// Off.
+    Off,
 }
 
 /// A pfn flag: decimal, or hex with `0x`.

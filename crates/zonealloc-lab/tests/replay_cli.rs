@@ -291,3 +291,140 @@ fn lab_experiments_record_traces_that_read_back() {
         assert_eq!(st["frees_unseen"], 0);
     }
 }
+
+/// A real `/proc` snapshot of the 6.1 kernel (the p1 phase's `before`).
+const PROC_61: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/data/proc/linux-6.1-p1-before"
+);
+
+#[test]
+fn proc_sets_the_zones_up_as_the_kernel_had_them_and_compares_the_end_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    let v = json(&zonealloc(&[
+        "trace",
+        "replay",
+        SAMPLE,
+        "--proc",
+        PROC_61,
+        "--proc-after",
+        PROC_61,
+        "--variant",
+        "upstream",
+        "--variant",
+        "batch_scale_max=5",
+        "--out",
+        s(&out),
+        "--json",
+    ]));
+    let cfg = &v["experiments"][0]["config"];
+    // The zoneinfo format names the kernel; its two populated zones are the replay's.
+    assert_eq!(cfg["kernel"], "6.1");
+    assert_eq!(cfg["kernel_given"], false);
+    let zones: Vec<&str> = cfg["zones"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|z| z["zone_type"].as_str().unwrap())
+        .collect();
+    assert_eq!(zones, ["Dma", "Dma32"]);
+    assert_eq!(cfg["cpus"], 4);
+    // The set-up reaches the snapshot's managed, in-use, free and PCP pages.
+    let dma32 = &cfg["setup"][1];
+    assert_eq!(dma32["managed"], 499_571);
+    for what in ["used", "free", "pcp"] {
+        assert_eq!(dma32[what][0], dma32[what][1], "{what}: {dma32}");
+    }
+    // Frees of pages allocated before the trace are replayed, not skipped.
+    for c in counts(&v) {
+        let k = &c["counts"];
+        let before = k["frees_before_trace"].as_u64().unwrap();
+        assert!(before > 0);
+        assert!(
+            k["frees_from_snapshot"].as_u64().unwrap() + k["untraced_allocs"].as_u64().unwrap()
+                >= before,
+            "{k}"
+        );
+        assert!(c["fidelity_pct"]["refill events"].as_f64().is_some());
+    }
+    // The end state stands beside the after snapshot, per zone.
+    assert_eq!(cfg["end_state"][0]["zones"].as_array().unwrap().len(), 2);
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("The --proc set-up"), "{md}");
+    assert!(md.contains("end state against --proc-after"), "{md}");
+    assert!(md.contains("The kernel beside us"), "{md}");
+    // Bad snapshots are the procfs module's errors, naming the file.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let bad = zonealloc(&[
+        "trace",
+        "replay",
+        SAMPLE,
+        "--proc",
+        s(&empty),
+        "--out",
+        s(&out),
+    ]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("zoneinfo"));
+}
+
+#[test]
+fn a_pipe_replays_like_the_file_and_a_zone_too_small_names_the_flag() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let run_stdin = |args: &[&str]| {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_zonealloc"))
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let text = std::fs::read(SAMPLE).unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let writer = std::thread::spawn(move || {
+            let _ = stdin.write_all(&text);
+        });
+        let o = child.wait_with_output().unwrap();
+        writer.join().unwrap();
+        o
+    };
+    let a = dir.path().join("a");
+    let b = dir.path().join("b");
+    let from_file = json(&zonealloc(&[
+        "trace",
+        "replay",
+        SAMPLE,
+        "--out",
+        s(&a),
+        "--json",
+    ]));
+    let from_pipe = json(&run_stdin(&[
+        "trace",
+        "replay",
+        "-",
+        "--out",
+        s(&b),
+        "--json",
+    ]));
+    assert_eq!(counts(&from_file), counts(&from_pipe));
+    // The zone is not sized from a first pass: a span below the trace's frames is an error
+    // that names the flags.
+    let small = zonealloc(&[
+        "trace",
+        "replay",
+        SAMPLE,
+        "--zone-pages",
+        "1024",
+        "--out",
+        s(&a),
+    ]);
+    assert_eq!(small.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&small.stderr);
+    assert!(
+        err.contains("--zone-pages") && err.contains("--proc"),
+        "{err}"
+    );
+}

@@ -16,30 +16,42 @@ use crate::cli::{TraceGenArgs, TraceReplayArgs, TraceStatsArgs};
 /// `trace replay`: replays a trace under each `--variant`, writes the report folder and
 /// prints the summary (or JSON).
 pub fn replay(args: &TraceReplayArgs) -> Result<(), Exit> {
-    let mut variants: Vec<Variant> = Vec::new();
+    let kernel = match &args.kernel {
+        Some(k) => Some(trace::replay::preset::Kernel::parse(k).map_err(Exit::Usage)?),
+        None => None,
+    };
+    // Check the specs before reading anything (they are parsed again on the preset).
+    let mut names: Vec<String> = Vec::new();
     for spec in &args.variants {
         let v = Variant::parse(spec).map_err(|e| Exit::Usage(format!("--variant: {e}")))?;
-        if variants.iter().any(|w| w.name == v.name) {
+        if names.contains(&v.name) {
             return Err(Exit::Usage(format!("--variant '{}' given twice", v.name)));
         }
-        variants.push(v);
+        names.push(v.name);
     }
     let opts = rr::ReplayOptions {
-        variants,
+        variants: names,
+        kernel,
         zone_start: args.zone_start,
         zone_pages: args.zone_pages,
+        online: args.online,
         cpus: args.cpus,
         no_pcp: args.no_pcp,
         numbering: args.migratetypes,
         samples: args.samples,
         emit: args.emit.clone(),
         strict: args.strict,
+        no_decay: args.no_decay,
+        infer: args.infer.map(|o| o == crate::cli::OnOff::On),
+        proc: args.proc.clone(),
+        proc_after: args.proc_after.clone(),
+        window: trace::replay::input::Window {
+            from: args.from_marker.clone(),
+            to: args.to_marker.clone(),
+        },
     };
     let bar = progress_bar(!args.json && std::io::stderr().is_terminal(), "replay");
-    let progress = |done: u64, total: u64| {
-        bar.set_length(total);
-        bar.set_position(done.min(total));
-    };
+    let progress = |done: u64| bar.set_position(done);
     let started = std::time::Instant::now();
     let run = match rr::run(&args.file, &opts, &progress) {
         Ok(r) => r,
@@ -49,7 +61,7 @@ pub fn replay(args: &TraceReplayArgs) -> Result<(), Exit> {
         }
     };
     bar.finish_and_clear();
-    let p = &run.stats.parser;
+    let p = &run.parser;
     if p.malformed > 0 {
         eprintln!(
             "warning: {}: {}",
@@ -74,7 +86,7 @@ pub fn replay(args: &TraceReplayArgs) -> Result<(), Exit> {
             seed: 0,
             threads: Some(1),
             iterations: Some(1),
-            zone_pages: Some(run.geo.zone_pages),
+            zone_pages: Some(run.geo.zones.iter().map(|z| z.pages).sum()),
             variants: Some(args.variants.clone()),
             record_traces: None,
             validate_only: false,

@@ -1,18 +1,35 @@
-//! `--variant` policy sets for `zonealloc trace replay`: `upstream` (the kernel's defaults) or
-//! comma-separated `knob=value` settings on top of them, one knob per seed change plus the
-//! per-CPU list sizes.
+//! `--variant` policy sets for `zonealloc trace replay`: `upstream` (the kernel's defaults, or
+//! the `--kernel`/`--proc` set-up the replay starts from) or comma-separated `knob=value`
+//! settings on top of it. Every [`ZoneConfig`] field is a knob under its field's name
+//! (`pcp.` may prefix the per-CPU ones); the short names of the seed changes stay.
 //!
 //! ```text
-//! tail_merge=on|off                seed 003
-//! batch_scale_max=0..=6            seed 001 (0: off)
-//! free_high=off|original|current   seed 000
-//! pcp=on|off                       per-CPU lists at all
-//! batch=N high_min=N high_max=N    fixed PCP sizes instead of zone_batchsize/zone_highsize
-//! high_fraction=0|N>=8             percpu_pagelist_high_fraction
-//! mobility=on|off                  grouping pages by mobility
+//! tail_merge=on|off                      seed 003
+//! batch_scale_max=0..=6                  seed 001 (0: off)
+//! free_high=off|original|current|batch|free_factor   seed 000 (batch: 6.12, free_factor: 6.1)
+//! high_mode=fixed|autotune alloc_scaling=on|off free_scaling=free_count|free_factor
+//! decay=on|off drain_in_batches=on|off highatomic_no_refill=on|off   (kernel-version rules)
+//! highatomic_cap=aligned|plus_pageblock highatomic_unusable=free|reserved
+//! movable_like_highmem=on|off thp_min_free_kbytes=on|off lowmem_reserve_follows_managed=on|off
+//! llc_slice_bytes=N                      sets PCPF_FREE_HIGH_BATCH when > 3 * batch pages
+//! locking=spinlock|owner-only            seed 002
+//! drain=remote|owner                     seed 004
+//! pcp=on|off (enabled=on|off)            per-CPU lists at all
+//! batch=N high_min=N high_max=N          fixed PCP sizes instead of zone_batchsize/zone_highsize
+//! high_fraction=0|N>=8                   percpu_pagelist_high_fraction
+//! thp_order=N|none                       the THP order with its own PCP lists
+//! mobility_grouping=auto|on|off          grouping pages by mobility (also mobility=)
+//! max_order=N pageblock_order=N page_size=N
+//! min_free_kbytes=N|auto                 watermarks computed from it (watermarks=auto too)
+//! watermarks=MIN:LOW:HIGH                fixed watermarks in pages
+//! watermark_scale_factor=N watermark_boost_factor=N
+//! lowmem_reserve_ratio=A:B:C:D:E:F       per zone type, DMA first
 //! ```
 
-use zonealloc::{FreeHigh, MobilityGrouping, ZoneConfig};
+use zonealloc::{
+    DrainMode, FreeHigh, FreeScaling, HighMode, HighatomicCap, HighatomicUnusable,
+    MobilityGrouping, PcpLocking, WatermarkConfig, ZoneConfig,
+};
 
 /// One policy set: its name (the spec as given) and the configuration it makes.
 #[derive(Clone, Debug)]
@@ -24,9 +41,16 @@ pub struct Variant {
 }
 
 /// The knobs a spec may set, for error messages.
-pub const KNOBS: &str =
-    "tail_merge=on|off, batch_scale_max=0..=6, free_high=off|original|current, \
-pcp=on|off, batch=N, high_min=N, high_max=N, high_fraction=N, mobility=on|off";
+pub const KNOBS: &str = "tail_merge=on|off, batch_scale_max=0..=6, \
+free_high=off|original|current|batch|free_factor, high_mode=fixed|autotune, \
+alloc_scaling=on|off, free_scaling=free_count|free_factor, decay=on|off, \
+drain_in_batches=on|off, highatomic_no_refill=on|off, highatomic_cap=aligned|plus_pageblock, \
+highatomic_unusable=free|reserved, movable_like_highmem=on|off, thp_min_free_kbytes=on|off, \
+lowmem_reserve_follows_managed=on|off, llc_slice_bytes=N, locking=spinlock|owner-only, \
+drain=remote|owner, pcp=on|off, batch=N, high_min=N, high_max=N, high_fraction=N, \
+thp_order=N|none, mobility_grouping=auto|on|off, max_order=N, pageblock_order=N, page_size=N, \
+min_free_kbytes=N|auto, watermarks=auto|MIN:LOW:HIGH, watermark_scale_factor=N, \
+watermark_boost_factor=N, lowmem_reserve_ratio=A:B:C:D:E:F";
 
 fn on_off(knob: &str, v: &str) -> Result<bool, String> {
     match v {
@@ -41,16 +65,167 @@ fn number<T: std::str::FromStr>(knob: &str, v: &str) -> Result<T, String> {
         .map_err(|_| format!("{knob}={v}: expected a non-negative integer"))
 }
 
+fn numbers<const N: usize>(knob: &str, v: &str) -> Result<[u64; N], String> {
+    let parts: Vec<&str> = v.split(':').collect();
+    if parts.len() != N {
+        return Err(format!("{knob}={v}: expected {N} numbers separated by ':'"));
+    }
+    let mut out = [0u64; N];
+    for (o, p) in out.iter_mut().zip(parts) {
+        *o = number(knob, p)?;
+    }
+    Ok(out)
+}
+
+/// Sets one knob of `cfg`.
+fn set(cfg: &mut ZoneConfig, k: &str, v: &str, spec: &str) -> Result<(), String> {
+    let k = k.strip_prefix("pcp.").unwrap_or(k);
+    match k {
+        "tail_merge" => cfg.tail_merge = on_off(k, v)?,
+        "batch_scale_max" => cfg.pcp.batch_scale_max = number(k, v)?,
+        "free_high" => {
+            cfg.pcp.free_high = match v {
+                "off" => FreeHigh::Off,
+                "original" => FreeHigh::Original,
+                "current" | "on" => FreeHigh::Current,
+                "batch" => FreeHigh::Batch,
+                "free_factor" => FreeHigh::FreeFactor,
+                _ => {
+                    return Err(format!(
+                        "{k}={v}: expected off, original, current, batch or free_factor"
+                    ))
+                }
+            }
+        }
+        "high_mode" => {
+            cfg.pcp.high_mode = match v {
+                "fixed" => HighMode::Fixed,
+                "autotune" | "auto_tune" => HighMode::AutoTune,
+                _ => return Err(format!("{k}={v}: expected fixed or autotune")),
+            }
+        }
+        "alloc_scaling" => cfg.pcp.alloc_scaling = on_off(k, v)?,
+        "free_scaling" => {
+            cfg.pcp.free_scaling = match v {
+                "free_count" => FreeScaling::FreeCount,
+                "free_factor" => FreeScaling::FreeFactor,
+                _ => return Err(format!("{k}={v}: expected free_count or free_factor")),
+            }
+        }
+        "decay" => cfg.pcp.decay = on_off(k, v)?,
+        "drain_in_batches" => cfg.pcp.drain_in_batches = on_off(k, v)?,
+        "highatomic_no_refill" => cfg.pcp.highatomic_no_refill = on_off(k, v)?,
+        "highatomic_cap" => {
+            cfg.highatomic_cap = match v {
+                "aligned" => HighatomicCap::Aligned,
+                "plus_pageblock" => HighatomicCap::PlusPageblock,
+                _ => return Err(format!("{k}={v}: expected aligned or plus_pageblock")),
+            }
+        }
+        "highatomic_unusable" => {
+            cfg.highatomic_unusable = match v {
+                "free" => HighatomicUnusable::Free,
+                "reserved" => HighatomicUnusable::Reserved,
+                _ => return Err(format!("{k}={v}: expected free or reserved")),
+            }
+        }
+        "movable_like_highmem" => cfg.movable_like_highmem = on_off(k, v)?,
+        "thp_min_free_kbytes" => cfg.thp_min_free_kbytes = on_off(k, v)?,
+        "lowmem_reserve_follows_managed" => cfg.lowmem_reserve_follows_managed = on_off(k, v)?,
+        "llc_slice_bytes" => cfg.pcp.llc_slice_bytes = number(k, v)?,
+        "locking" => {
+            cfg.pcp.locking = match v {
+                "spinlock" => PcpLocking::Spinlock,
+                "owner-only" | "owner_only" => PcpLocking::OwnerOnly,
+                _ => return Err(format!("{k}={v}: expected spinlock or owner-only")),
+            }
+        }
+        "drain" => {
+            cfg.pcp.drain = match v {
+                "remote" => DrainMode::Remote,
+                "owner" => DrainMode::Owner,
+                _ => return Err(format!("{k}={v}: expected remote or owner")),
+            }
+        }
+        "pcp" | "enabled" => cfg.pcp.enabled = on_off(k, v)?,
+        "cpus" => {
+            return Err(format!(
+                "{k}={v}: the CPU count is the replay's (--cpus, --proc or the trace), not a \
+                 variant's"
+            ))
+        }
+        "batch" => cfg.pcp.batch = Some(number(k, v)?),
+        "high_min" => cfg.pcp.high_min = Some(number(k, v)?),
+        "high_max" => cfg.pcp.high_max = Some(number(k, v)?),
+        "high_fraction" => cfg.pcp.high_fraction = number(k, v)?,
+        "thp_order" => {
+            cfg.pcp.thp_order = match v {
+                "none" | "off" => None,
+                _ => Some(number(k, v)?),
+            }
+        }
+        "mobility" | "mobility_grouping" => {
+            cfg.mobility_grouping = match v {
+                "auto" => MobilityGrouping::Auto,
+                _ if on_off(k, v)? => MobilityGrouping::Enabled,
+                _ => MobilityGrouping::Disabled,
+            }
+        }
+        "max_order" => cfg.max_order = number(k, v)?,
+        "pageblock_order" => cfg.pageblock_order = number(k, v)?,
+        "page_size" => cfg.page_size = number(k, v)?,
+        "min_free_kbytes" => {
+            cfg.watermarks = WatermarkConfig::Auto {
+                min_free_kbytes: if v == "auto" {
+                    None
+                } else {
+                    Some(number(k, v)?)
+                },
+            }
+        }
+        "watermarks" => {
+            cfg.watermarks = if v == "auto" {
+                WatermarkConfig::Auto {
+                    min_free_kbytes: None,
+                }
+            } else {
+                let [min, low, high] = numbers::<3>(k, v)?;
+                WatermarkConfig::Fixed { min, low, high }
+            }
+        }
+        "watermark_scale_factor" => cfg.watermark_scale_factor = number(k, v)?,
+        "watermark_boost_factor" => cfg.watermark_boost_factor = number(k, v)?,
+        "lowmem_reserve_ratio" => {
+            let r = numbers::<6>(k, v)?;
+            for (o, x) in cfg.lowmem_reserve_ratio.iter_mut().zip(r) {
+                *o = u32::try_from(x).map_err(|_| format!("{k}={v}: {x} is too large"))?;
+            }
+        }
+        _ => {
+            return Err(format!(
+                "unknown knob '{k}' in variant '{spec}' (knobs: {KNOBS})"
+            ))
+        }
+    }
+    Ok(())
+}
+
 impl Variant {
-    /// Parses a spec; `upstream` (alone or as an item) stands for the defaults.
+    /// Parses a spec on top of the defaults; `upstream` (alone or as an item) stands for them.
     pub fn parse(spec: &str) -> Result<Variant, String> {
+        Self::parse_on(spec, &ZoneConfig::default())
+    }
+
+    /// Parses a spec on top of `base` (a `--kernel` preset, a `--proc` set-up); `upstream`
+    /// stands for `base` itself.
+    pub fn parse_on(spec: &str, base: &ZoneConfig) -> Result<Variant, String> {
         let spec = spec.trim();
         if spec.is_empty() {
             return Err(format!(
                 "empty variant; use upstream or knob=value items ({KNOBS})"
             ));
         }
-        let mut cfg = ZoneConfig::default();
+        let mut cfg = *base;
         for item in spec.split(',').map(str::trim) {
             if item == "upstream" {
                 continue;
@@ -60,35 +235,7 @@ impl Variant {
                     "variant item '{item}' is not knob=value (knobs: {KNOBS})"
                 ));
             };
-            match k {
-                "tail_merge" => cfg.tail_merge = on_off(k, v)?,
-                "batch_scale_max" => cfg.pcp.batch_scale_max = number(k, v)?,
-                "free_high" => {
-                    cfg.pcp.free_high = match v {
-                        "off" => FreeHigh::Off,
-                        "original" => FreeHigh::Original,
-                        "current" | "on" => FreeHigh::Current,
-                        _ => return Err(format!("{k}={v}: expected off, original or current")),
-                    }
-                }
-                "pcp" => cfg.pcp.enabled = on_off(k, v)?,
-                "batch" => cfg.pcp.batch = Some(number(k, v)?),
-                "high_min" => cfg.pcp.high_min = Some(number(k, v)?),
-                "high_max" => cfg.pcp.high_max = Some(number(k, v)?),
-                "high_fraction" => cfg.pcp.high_fraction = number(k, v)?,
-                "mobility" => {
-                    cfg.mobility_grouping = if on_off(k, v)? {
-                        MobilityGrouping::Enabled
-                    } else {
-                        MobilityGrouping::Disabled
-                    }
-                }
-                _ => {
-                    return Err(format!(
-                        "unknown knob '{k}' in variant '{spec}' (knobs: {KNOBS})"
-                    ))
-                }
-            }
+            set(&mut cfg, k.trim(), v.trim(), spec)?;
         }
         cfg.validate()
             .map_err(|e| format!("variant '{spec}': {e}"))?;
@@ -134,7 +281,68 @@ mod tests {
             ("tail_merge=maybe", "expected on or off"),
             ("batch=-3", "non-negative integer"),
             ("batch_scale_max=9", "batch_scale_max must be 0..=6"),
-            ("free_high=sometimes", "off, original or current"),
+            ("free_high=sometimes", "off, original, current"),
+        ] {
+            let e = Variant::parse(spec).unwrap_err();
+            assert!(e.contains(needle), "{spec}: {e}");
+        }
+    }
+
+    #[test]
+    fn every_config_field_is_a_knob_by_its_name() {
+        let v = Variant::parse(
+            "pcp.llc_slice_bytes=0,locking=owner-only,drain=owner,thp_order=none,\
+             mobility_grouping=auto,max_order=10,pageblock_order=9,page_size=4096,\
+             watermarks=10:20:30,watermark_scale_factor=20,watermark_boost_factor=0,\
+             lowmem_reserve_ratio=256:256:32:0:0:0,pcp.enabled=on,high_fraction=8",
+        )
+        .unwrap();
+        let c = v.cfg;
+        assert_eq!(c.pcp.llc_slice_bytes, 0);
+        assert_eq!(
+            (c.pcp.locking, c.pcp.drain, c.pcp.thp_order),
+            (PcpLocking::OwnerOnly, DrainMode::Owner, None)
+        );
+        assert_eq!(
+            c.watermarks,
+            WatermarkConfig::Fixed {
+                min: 10,
+                low: 20,
+                high: 30
+            }
+        );
+        assert_eq!(
+            (c.watermark_scale_factor, c.watermark_boost_factor),
+            (20, 0)
+        );
+        assert_eq!(c.pcp.high_fraction, 8);
+        let k = Variant::parse(
+            "high_mode=fixed,alloc_scaling=off,free_scaling=free_factor,free_high=free_factor,\
+             decay=off,drain_in_batches=off,highatomic_no_refill=off,highatomic_cap=plus_pageblock,\
+             highatomic_unusable=reserved,movable_like_highmem=off,thp_min_free_kbytes=on,\
+             lowmem_reserve_follows_managed=off",
+        )
+        .unwrap()
+        .cfg;
+        let mut six_one = ZoneConfig::default();
+        zonealloc::KernelVersion::V6_1.apply(&mut six_one);
+        assert_eq!(k, six_one, "6.1's rules, knob by knob");
+        let m = Variant::parse("min_free_kbytes=45056").unwrap();
+        assert_eq!(
+            m.cfg.watermarks,
+            WatermarkConfig::Auto {
+                min_free_kbytes: Some(45056)
+            }
+        );
+        // On top of a base: upstream is the base, knobs change only themselves.
+        let mut base = ZoneConfig::default();
+        base.pcp.batch_scale_max = 0;
+        let b = Variant::parse_on("upstream,tail_merge=off", &base).unwrap();
+        assert_eq!((b.cfg.pcp.batch_scale_max, b.cfg.tail_merge), (0, false));
+        for (spec, needle) in [
+            ("cpus=4", "--cpus"),
+            ("watermarks=1:2", "3 numbers"),
+            ("locking=maybe", "owner-only"),
         ] {
             let e = Variant::parse(spec).unwrap_err();
             assert!(e.contains(needle), "{spec}: {e}");

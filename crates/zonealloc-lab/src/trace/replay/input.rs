@@ -1,0 +1,264 @@
+//! The replay's input, read once: a file, a FIFO, `<(xz -dc …)` or `-` (stdin).
+//!
+//! A replay has to decide two things before its first event: how many CPUs the zones have
+//! and which migratetype numbering the trace uses. Neither needs the whole trace. The first
+//! [`PREFIX_BYTES`] of the (decompressed) input are read into memory and looked at
+//! ([`Sniff`]): ftrace's header names the CPU count (`#P:4`), and the allocations there
+//! carry the gfp-versus-migratetype evidence of [`Evidence`]. The replay then reads the
+//! prefix again from memory, chained to the rest of the stream, so nothing is read twice
+//! from the source and a pipe works as well as a file.
+
+use std::io::{self, BufRead, BufReader, Cursor, Read};
+use std::path::Path;
+
+use crate::trace::migratetype::Evidence;
+use crate::trace::parse::{self, EventKind, Parser};
+
+/// How much of the input is looked at before the replay starts (4 MiB: some 30 000 lines
+/// of ftrace text, far more allocations than the numbering evidence needs).
+pub const PREFIX_BYTES: usize = 4 << 20;
+
+/// What the start of a trace says.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Sniff {
+    /// The CPU count of ftrace's header (`# entries-in-buffer/entries-written: … #P:N`).
+    pub header_cpus: Option<u32>,
+    /// The highest CPU of an event in the prefix.
+    pub max_cpu: Option<u32>,
+    /// Migratetype-numbering evidence from the prefix's allocations.
+    pub evidence: Evidence,
+    /// Bytes looked at.
+    pub bytes: usize,
+}
+
+/// An opened input: the stream (prefix first) and what its prefix says.
+pub struct Input {
+    /// The whole input, from its first byte.
+    pub reader: Box<dyn BufRead>,
+    /// What the prefix says.
+    pub sniff: Sniff,
+}
+
+/// The part of a trace to replay: from the line after the first one containing `from` (when
+/// it appears in the first [`PREFIX_BYTES`]) to the line before the first one containing
+/// `to`. `scripts/capture-kmem` and the traces of `shared/kernel` mark the `/proc` snapshots
+/// with `KT_SNAPSHOT_BEFORE_END` and `KT_SNAPSHOT_AFTER_BEGIN`: replaying between them starts
+/// from the `before` snapshot's state and ends at the `after` one's.
+#[derive(Clone, Debug, Default)]
+pub struct Window {
+    /// Text of the marker line the replay starts after.
+    pub from: Option<String>,
+    /// Text of the marker line the replay stops before.
+    pub to: Option<String>,
+}
+
+/// Opens `path` (`-`: standard input), decompressing as [`parse::open`] does, and sniffs
+/// its prefix.
+pub fn open(path: &Path) -> io::Result<Input> {
+    open_window(path, &Window::default()).map(|(i, _)| i)
+}
+
+/// [`open`], keeping only `window` of the trace; also says whether the `from` marker was
+/// found (`None` without one).
+pub fn open_window(path: &Path, window: &Window) -> io::Result<(Input, Option<bool>)> {
+    let mut src: Box<dyn BufRead> = if path.as_os_str() == "-" {
+        Box::new(BufReader::with_capacity(1 << 16, io::stdin()))
+    } else {
+        parse::open(path)?
+    };
+    let mut prefix = Vec::with_capacity(PREFIX_BYTES.min(1 << 20));
+    (&mut src)
+        .take(PREFIX_BYTES as u64)
+        .read_to_end(&mut prefix)?;
+    let sniff = sniff(&prefix);
+    let mut found = None;
+    if let Some(from) = &window.from {
+        let at = memchr::memmem::find(&prefix, from.as_bytes());
+        found = Some(at.is_some());
+        if let Some(at) = at {
+            // Keep the header (the comment lines) and everything after the marker's line.
+            let header = prefix
+                .split_inclusive(|&b| b == b'\n')
+                .take_while(|l| l.starts_with(b"#"))
+                .map(<[u8]>::len)
+                .sum::<usize>()
+                .min(at);
+            let end = memchr::memchr(b'\n', &prefix[at..]).map_or(prefix.len(), |nl| at + nl + 1);
+            prefix.drain(header..end);
+        }
+    }
+    let stream = Cursor::new(prefix).chain(src);
+    let reader: Box<dyn BufRead> = match &window.to {
+        Some(to) => Box::new(BufReader::with_capacity(
+            1 << 16,
+            UntilMarker::new(stream, to.as_bytes()),
+        )),
+        None => Box::new(BufReader::with_capacity(1 << 16, stream)),
+    };
+    Ok((Input { reader, sniff }, found))
+}
+
+/// A stream that ends where `marker` first appears: the bytes before it (or, for a marker
+/// split across two reads, before its second part), then a newline
+/// (the marker's line, cut, is an `other` line to the parser: `tracing_mark_write` is no
+/// page-allocator event).
+struct UntilMarker<R> {
+    inner: R,
+    marker: Vec<u8>,
+    /// The last `marker.len() - 1` bytes handed out, for a marker split across reads.
+    tail: Vec<u8>,
+    done: bool,
+}
+
+impl<R: Read> UntilMarker<R> {
+    fn new(inner: R, marker: &[u8]) -> Self {
+        UntilMarker {
+            inner,
+            marker: marker.to_vec(),
+            tail: Vec::new(),
+            done: marker.is_empty(),
+        }
+    }
+}
+
+impl<R: Read> Read for UntilMarker<R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if self.done || out.is_empty() {
+            return Ok(0);
+        }
+        let n = self.inner.read(out)?;
+        let m = self.marker.len();
+        // A marker that began in the bytes already handed out.
+        let mut seam = self.tail.clone();
+        seam.extend_from_slice(&out[..n.min(m - 1)]);
+        let cut = match memchr::memmem::find(&seam, &self.marker) {
+            Some(_) => Some(0),
+            None => memchr::memmem::find(&out[..n], &self.marker),
+        };
+        if let Some(cut) = cut {
+            self.done = true;
+            out[cut] = b'\n';
+            return Ok(cut + 1);
+        }
+        let mut tail = std::mem::take(&mut self.tail);
+        tail.extend_from_slice(&out[..n]);
+        let keep = tail.len().saturating_sub(m - 1);
+        tail.drain(..keep);
+        self.tail = tail;
+        Ok(n)
+    }
+}
+
+/// Looks at the complete lines of `prefix`.
+pub fn sniff(prefix: &[u8]) -> Sniff {
+    let whole = match memchr::memrchr(b'\n', prefix) {
+        Some(nl) => &prefix[..=nl],
+        None => &[][..],
+    };
+    let mut s = Sniff {
+        bytes: whole.len(),
+        ..Sniff::default()
+    };
+    for line in whole
+        .split(|&b| b == b'\n')
+        .take_while(|l| l.starts_with(b"#"))
+    {
+        if let Some(at) = memchr::memmem::find(line, b"#P:") {
+            let digits: Vec<u8> = line[at + 3..]
+                .iter()
+                .copied()
+                .take_while(u8::is_ascii_digit)
+                .collect();
+            s.header_cpus = std::str::from_utf8(&digits)
+                .ok()
+                .and_then(|d| d.parse().ok())
+                .filter(|&n| n > 0);
+        }
+    }
+    let mut parser = Parser::new();
+    let (mut max_cpu, mut evidence) = (None::<u32>, Evidence::default());
+    // Reading from memory cannot fail.
+    let _ = parser.read_all(whole, |ev| {
+        if let Some(c) = ev.cpu {
+            max_cpu = Some(max_cpu.map_or(c, |m| m.max(c)));
+        }
+        if let EventKind::Alloc {
+            gfp_flags,
+            migratetype,
+            ..
+        } = ev.kind
+        {
+            evidence.add(gfp_flags, migratetype);
+        }
+    });
+    s.max_cpu = max_cpu;
+    s.evidence = evidence;
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_prefix_names_cpus_and_numbering_and_the_stream_starts_at_byte_zero() {
+        let text = "# tracer: nop\n\
+            # entries-in-buffer/entries-written: 3/3   #P:8\n\
+            a-1 [002] 1.0: mm_page_alloc: page=p pfn=0x10 order=0 migratetype=1 \
+            gfp_flags=GFP_HIGHUSER_MOVABLE\n\
+            a-1 [005] 1.1: mm_page_free: page=p pfn=0x10 order=0\n\
+            a-1 [001] 1.2: mm_page_free: page=p pfn=0x1";
+        let s = sniff(text.as_bytes());
+        assert_eq!(s.header_cpus, Some(8));
+        assert_eq!(
+            s.max_cpu,
+            Some(5),
+            "the unterminated last line is not looked at"
+        );
+        assert_eq!(s.evidence.current, 1);
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.txt");
+        std::fs::write(&p, text).unwrap();
+        let mut back = String::new();
+        open(&p).unwrap().reader.read_to_string(&mut back).unwrap();
+        assert_eq!(back, text);
+    }
+
+    #[test]
+    fn a_window_keeps_the_header_and_the_lines_between_the_markers() {
+        let text = "# tracer: nop\n# entries-in-buffer/entries-written: 3/3   #P:2\n\
+            a-1 [000] 1.0: mm_page_free: page=p pfn=0x1 order=0\n\
+            a-1 [000] 1.1: tracing_mark_write: KT_SNAPSHOT_BEFORE_END p1\n\
+            a-1 [001] 1.2: mm_page_free: page=p pfn=0x2 order=0\n\
+            a-1 [000] 1.3: tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN p1\n\
+            a-1 [000] 1.4: mm_page_free: page=p pfn=0x3 order=0\n";
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.txt");
+        std::fs::write(&p, text).unwrap();
+        let w = Window {
+            from: Some("KT_SNAPSHOT_BEFORE_END".into()),
+            to: Some("KT_SNAPSHOT_AFTER_BEGIN".into()),
+        };
+        let (mut input, found) = open_window(&p, &w).unwrap();
+        let mut back = String::new();
+        input.reader.read_to_string(&mut back).unwrap();
+        assert_eq!(found, Some(true));
+        assert!(back.starts_with("# tracer: nop\n# entries"), "{back}");
+        assert!(
+            back.contains("pfn=0x2") && !back.contains("pfn=0x1 ") && !back.contains("pfn=0x3")
+        );
+        // A marker split across reads is found too.
+        let mut u = UntilMarker::new(io::Cursor::new(b"abcMARKERdef".to_vec()), b"MARKER");
+        let mut got = Vec::new();
+        let mut buf = [0u8; 5];
+        loop {
+            let n = u.read(&mut buf).unwrap();
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+        }
+        // (The marker's first bytes were handed out before it was seen: its line is cut.)
+        assert_eq!(got, b"abcMA\n");
+    }
+}

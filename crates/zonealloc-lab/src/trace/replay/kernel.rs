@@ -1,0 +1,449 @@
+//! The kernel beside us: what the trace says the kernel's zones did (refills, drains, direct
+//! buddy allocations, fallbacks), counted per zone and CPU in the replay's own pass, and the
+//! causes the replay infers for events the trace shows without one.
+//!
+//! # Inferred causes
+//! A run of `mm_page_pcpu_drain` on a CPU is *explained* when the event before it on that
+//! CPU was a free (`mm_page_free` or `mm_page_free_batched`): `free_pcppages_bulk` then ran
+//! from the free path (`free_unref_page_commit` in 6.1, `free_frozen_page_commit` in 7.2),
+//! which the replay's own frees reproduce. Any other run has a cause the trace does not show:
+//! `drain_all_pages` / `drain_local_pages` (reclaim, compaction, hotplug, `lru_add_drain_all`),
+//! the vmstat worker's `decay_pcp_high` (6.12 and later), or a remote-node drain. Such a run
+//! is replayed as a drain of the lists it emptied: each drained page's owner is the CPU whose
+//! lists it was last put on in the trace (by a free, or by a refill, `mm_page_alloc_zone_locked`
+//! with `percpu_refill=1`), and each owner's lists in the page's zone are drained once per run
+//! (`drain_pages_zone`). A drained block owned by another CPU than the one the event ran on
+//! marks a remote drain even right after a free: the free path (`free_pcppages_bulk` from
+//! the commit) drains only its own CPU's lists, while `drain_all_pages` runs
+//! `drain_pages_zone(cpu, zone)` for every CPU from the caller's. The kernel's decay drains only down to its decayed `high`; the
+//! replay drains the whole list, which is what the 6.1 kernels do (they have no decay, so
+//! their unexplained drains are `drain_all_pages`).
+//!
+//! A free of an order-0 page that a refill put on some CPU's lists and no `mm_page_alloc`
+//! handed out since was allocated untraced: `alloc_pages_bulk` takes pages off the lists
+//! without the tracepoint (vmalloc'd kernel stacks at fork, `vm_area_alloc_pages`). The
+//! replay allocates a page on the refilling CPU just before replaying the free, so its lists
+//! lose the page as the kernel's did, only later.
+
+use rustc_hash::FxHashMap as HashMap;
+use serde::Serialize;
+
+use crate::trace::parse::{Event, EventKind};
+
+/// Refill, drain, direct-allocation and fallback counts of one zone on one CPU.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Tally {
+    /// `mm_page_alloc_zone_locked` with `percpu_refill=1`: blocks taken for a PCP refill.
+    pub refills: u64,
+    /// Pages of those blocks.
+    pub refill_pages: u64,
+    /// `mm_page_pcpu_drain`: blocks given back from a PCP list.
+    pub drains: u64,
+    /// Pages of those blocks.
+    pub drain_pages: u64,
+    /// `mm_page_alloc_zone_locked` with `percpu_refill=0`: direct buddy allocations.
+    pub direct: u64,
+    /// Pages of those blocks.
+    pub direct_pages: u64,
+    /// `mm_page_alloc_extfrag`: fallbacks to another migratetype.
+    pub extfrag: u64,
+}
+
+/// Reads one count off a [`Tally`].
+pub type Count = fn(&Tally) -> u64;
+
+/// The event kinds a fidelity figure is given for: name and how to read it off a [`Tally`].
+pub const KINDS: [(&str, Count); 7] = [
+    ("refill events", |t| t.refills),
+    ("refill pages", |t| t.refill_pages),
+    ("drain events", |t| t.drains),
+    ("drain pages", |t| t.drain_pages),
+    ("direct buddy allocations", |t| t.direct),
+    ("direct buddy pages", |t| t.direct_pages),
+    ("extfrag events", |t| t.extfrag),
+];
+
+impl Tally {
+    /// Counts one buddy-side event of `order`.
+    #[inline]
+    pub fn zone_locked(&mut self, order: u8, percpu_refill: bool) {
+        let pages = 1u64 << order.min(63);
+        if percpu_refill {
+            self.refills += 1;
+            self.refill_pages += pages;
+        } else {
+            self.direct += 1;
+            self.direct_pages += pages;
+        }
+    }
+
+    /// Counts one drained block of `order`.
+    #[inline]
+    pub fn drain(&mut self, order: u8) {
+        self.drains += 1;
+        self.drain_pages += 1u64 << order.min(63);
+    }
+}
+
+/// A [`Tally`] per zone and CPU.
+#[derive(Clone, Debug, Serialize)]
+pub struct Grid {
+    /// Zones.
+    pub zones: usize,
+    /// CPUs.
+    pub cpus: u32,
+    /// `zones * cpus` cells, zone-major.
+    pub cells: Vec<Tally>,
+}
+
+impl Grid {
+    /// All zero.
+    pub fn new(zones: usize, cpus: u32) -> Grid {
+        Grid {
+            zones,
+            cpus,
+            cells: vec![Tally::default(); zones * cpus as usize],
+        }
+    }
+
+    /// The cell of zone `z` on CPU `cpu`.
+    #[inline]
+    pub fn at(&mut self, z: usize, cpu: u32) -> &mut Tally {
+        &mut self.cells[z * self.cpus as usize + cpu as usize]
+    }
+
+    /// The cell of zone `z` on CPU `cpu`.
+    pub fn get(&self, z: usize, cpu: u32) -> &Tally {
+        &self.cells[z * self.cpus as usize + cpu as usize]
+    }
+
+    /// One kind summed over every cell.
+    pub fn total(&self, f: fn(&Tally) -> u64) -> u64 {
+        self.cells.iter().map(f).sum()
+    }
+}
+
+/// The headline fidelity figure of one event kind: `sum over cells |ours - kernel|` over the
+/// kernel's total, in percent (`None` when the kernel has none of the kind).
+pub fn fidelity(ours: &Grid, kernel: &Grid, f: fn(&Tally) -> u64) -> Option<f64> {
+    let total = kernel.total(f);
+    let diff: u64 = ours
+        .cells
+        .iter()
+        .zip(&kernel.cells)
+        .map(|(o, k)| f(o).abs_diff(f(k)))
+        .sum();
+    (total > 0).then(|| 100.0 * diff as f64 / total as f64)
+}
+
+/// What the replay should do, beyond replaying the event itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Inferred {
+    /// Nothing.
+    None,
+    /// Drain CPU `owner`'s lists of the page's zone (an unexplained drain run).
+    Drain {
+        /// The CPU whose lists are drained (folded onto the replay's CPUs).
+        owner: u32,
+    },
+    /// The freed page was refilled onto CPU `cpu`'s lists of `migratetype` and never
+    /// allocated in the trace: something allocated it without `mm_page_alloc`
+    /// (`alloc_pages_bulk`, which takes pages off the lists untraced: vmalloc'd kernel stacks
+    /// at fork, for one). Replay that allocation, late, before the free.
+    UntracedAlloc {
+        /// The CPU that refilled it.
+        cpu: u32,
+        /// The list's migratetype.
+        migratetype: u8,
+    },
+}
+
+/// The previous event on a CPU, as far as drain causes go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Prev {
+    Free,
+    Drain { explained: bool },
+    Other,
+}
+
+/// The kernel's side of the trace, gathered in the replay's pass.
+pub struct KernelSide {
+    /// Per zone and (folded) CPU.
+    pub grid: Grid,
+    /// Events per trace CPU, unfolded.
+    pub events_per_cpu: Vec<u64>,
+    /// Events on CPUs at or above the replay's CPU count (folded modulo it).
+    pub folded_events: u64,
+    /// Allocations per traced frame (the seed 000 table's kernel column).
+    pub alloc_per_pfn: HashMap<u64, u64>,
+    /// First and last timestamp.
+    pub span_ns: Option<(u64, u64)>,
+    /// Drain runs with no free before them (replayed as drains).
+    pub unexplained_runs: u64,
+    /// Blocks in those runs.
+    pub unexplained_blocks: u64,
+    /// Drains of some CPU's lists the replay was asked for.
+    pub inferred_drains: u64,
+    /// Drained blocks whose owner was another CPU than the draining one.
+    pub remote_drained_blocks: u64,
+    prev: Vec<Prev>,
+    run_owners: Vec<Vec<u32>>,
+    last_free_cpu: HashMap<u64, u32>,
+    /// Order-0 pages refilled onto a CPU's lists and not allocated (by the trace) since.
+    refilled: HashMap<u64, (u32, u8)>,
+    /// Frees of pages that only an untraced allocation can have taken off the lists.
+    pub untraced_allocs: u64,
+    cpus: u32,
+}
+
+impl KernelSide {
+    /// Nothing seen yet, for `zones` zones and `cpus` CPUs.
+    pub fn new(zones: usize, cpus: u32) -> KernelSide {
+        KernelSide {
+            grid: Grid::new(zones, cpus),
+            events_per_cpu: Vec::new(),
+            folded_events: 0,
+            alloc_per_pfn: HashMap::default(),
+            span_ns: None,
+            unexplained_runs: 0,
+            unexplained_blocks: 0,
+            inferred_drains: 0,
+            remote_drained_blocks: 0,
+            prev: vec![Prev::Other; cpus as usize],
+            run_owners: vec![Vec::new(); cpus as usize],
+            last_free_cpu: HashMap::default(),
+            refilled: HashMap::default(),
+            untraced_allocs: 0,
+            cpus,
+        }
+    }
+
+    /// Accounts one event, whose page lies in zone `zone`, and says what the replay should
+    /// infer from it.
+    pub fn add(&mut self, ev: &Event<'_>, zone: usize) -> Inferred {
+        if let Some(ts) = ev.ts_ns {
+            self.span_ns = Some(match self.span_ns {
+                None => (ts, ts),
+                Some((a, b)) => (a.min(ts), b.max(ts)),
+            });
+        }
+        let raw = ev.cpu.unwrap_or(0);
+        if let Some(n) = self.events_per_cpu.get_mut(raw as usize) {
+            *n += 1;
+        } else if raw < 1 << 16 {
+            self.events_per_cpu.resize(raw as usize + 1, 0);
+            self.events_per_cpu[raw as usize] = 1;
+        }
+        if raw >= self.cpus {
+            self.folded_events += 1;
+        }
+        let cpu = raw % self.cpus;
+        let c = cpu as usize;
+        let mut inferred = Inferred::None;
+        let prev = self.prev[c];
+        self.prev[c] = match ev.kind {
+            EventKind::Alloc { pfn, .. } => {
+                if !ev.is_failed_alloc() {
+                    *self.alloc_per_pfn.entry(pfn).or_default() += 1;
+                    self.last_free_cpu.remove(&pfn);
+                    self.refilled.remove(&pfn);
+                }
+                Prev::Other
+            }
+            EventKind::Free { pfn, .. } | EventKind::FreeBatched { pfn } => {
+                self.last_free_cpu.insert(pfn, cpu);
+                if let Some((by, migratetype)) = self.refilled.remove(&pfn) {
+                    self.untraced_allocs += 1;
+                    inferred = Inferred::UntracedAlloc {
+                        cpu: by,
+                        migratetype,
+                    };
+                }
+                Prev::Free
+            }
+            EventKind::ZoneLocked {
+                pfn,
+                order,
+                migratetype,
+                percpu_refill,
+            } => {
+                self.grid.at(zone, cpu).zone_locked(order, percpu_refill);
+                if percpu_refill {
+                    // The block goes onto this CPU's lists (unless the allocation takes it).
+                    self.last_free_cpu.insert(pfn, cpu);
+                    if order == 0 {
+                        self.refilled.insert(pfn, (cpu, migratetype));
+                    }
+                }
+                Prev::Other
+            }
+            EventKind::Extfrag { .. } => {
+                self.grid.at(zone, cpu).extfrag += 1;
+                Prev::Other
+            }
+            EventKind::PcpuDrain { pfn, order, .. } => {
+                self.grid.at(zone, cpu).drain(order);
+                let new_run = !matches!(prev, Prev::Drain { .. });
+                if new_run {
+                    self.run_owners[c].clear();
+                }
+                let explained = match prev {
+                    Prev::Drain { explained } => explained,
+                    Prev::Free => true,
+                    Prev::Other => false,
+                };
+                if new_run && !explained {
+                    self.unexplained_runs += 1;
+                }
+                // The free path drains only its own CPU's lists: a block another CPU put on
+                // its lists was drained by `drain_all_pages` from here.
+                let owner = self.last_free_cpu.get(&pfn).copied().unwrap_or(cpu);
+                let remote = owner != cpu;
+                self.remote_drained_blocks += u64::from(remote);
+                if !explained || remote {
+                    self.unexplained_blocks += 1;
+                    if !self.run_owners[c].contains(&owner) {
+                        self.run_owners[c].push(owner);
+                        self.inferred_drains += 1;
+                        inferred = Inferred::Drain { owner };
+                    }
+                }
+                Prev::Drain { explained }
+            }
+        };
+        inferred
+    }
+
+    /// The `n` most allocated frames, most first (ties by pfn).
+    pub fn most_reused(&self, n: usize) -> Vec<(u64, u64)> {
+        let mut v: Vec<(u64, u64)> = self.alloc_per_pfn.iter().map(|(&p, &c)| (p, c)).collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        v.truncate(n);
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::parse::PagePtr;
+
+    fn ev(cpu: u32, kind: EventKind<'static>) -> Event<'static> {
+        Event {
+            cpu: Some(cpu),
+            ts_ns: None,
+            page: PagePtr::Present,
+            kind,
+        }
+    }
+
+    #[test]
+    fn a_drain_after_a_free_is_explained_and_one_after_an_allocation_is_not() {
+        let mut k = KernelSide::new(1, 2);
+        let drain = |pfn| EventKind::PcpuDrain {
+            pfn,
+            order: 0,
+            migratetype: 1,
+        };
+        // CPU 1 frees 0x10; CPU 0 frees 0x20 and its drain follows: explained.
+        assert_eq!(
+            k.add(
+                &ev(
+                    1,
+                    EventKind::Free {
+                        pfn: 0x10,
+                        order: 0
+                    }
+                ),
+                0
+            ),
+            Inferred::None
+        );
+        k.add(
+            &ev(
+                0,
+                EventKind::Free {
+                    pfn: 0x20,
+                    order: 0,
+                },
+            ),
+            0,
+        );
+        assert_eq!(k.add(&ev(0, drain(0x20)), 0), Inferred::None);
+        assert_eq!(k.add(&ev(0, drain(0x21)), 0), Inferred::None);
+        // An allocation, then a drain run on CPU 0 that takes CPU 1's page and its own:
+        // unexplained, one drain per owner.
+        k.add(
+            &ev(
+                0,
+                EventKind::Alloc {
+                    pfn: 0x30,
+                    order: 0,
+                    migratetype: 0,
+                    gfp_flags: "GFP_KERNEL",
+                },
+            ),
+            0,
+        );
+        assert_eq!(k.add(&ev(0, drain(0x10)), 0), Inferred::Drain { owner: 1 });
+        assert_eq!(k.add(&ev(0, drain(0x11)), 0), Inferred::Drain { owner: 0 });
+        assert_eq!(k.add(&ev(0, drain(0x12)), 0), Inferred::None);
+        assert_eq!(
+            (k.unexplained_runs, k.unexplained_blocks, k.inferred_drains),
+            (1, 3, 2)
+        );
+        assert_eq!(k.remote_drained_blocks, 1);
+        let t = k.grid.get(0, 0);
+        assert_eq!((t.drains, t.drain_pages), (5, 5));
+    }
+
+    #[test]
+    fn a_drain_of_another_cpus_page_is_a_remote_drain_even_after_a_free() {
+        let mut k = KernelSide::new(1, 2);
+        // CPU 1 refills a block onto its lists; CPU 0 frees, then drains CPU 1's block.
+        k.add(
+            &ev(
+                1,
+                EventKind::ZoneLocked {
+                    pfn: 0x40,
+                    order: 0,
+                    migratetype: 1,
+                    percpu_refill: true,
+                },
+            ),
+            0,
+        );
+        k.add(
+            &ev(
+                0,
+                EventKind::Free {
+                    pfn: 0x20,
+                    order: 0,
+                },
+            ),
+            0,
+        );
+        let drain = EventKind::PcpuDrain {
+            pfn: 0x40,
+            order: 0,
+            migratetype: 1,
+        };
+        assert_eq!(k.add(&ev(0, drain), 0), Inferred::Drain { owner: 1 });
+        assert_eq!((k.unexplained_runs, k.remote_drained_blocks), (0, 1));
+        assert_eq!(k.grid.get(0, 1).refills, 1);
+    }
+
+    #[test]
+    fn fidelity_sums_absolute_differences_over_cells() {
+        let mut a = Grid::new(1, 2);
+        let mut b = Grid::new(1, 2);
+        a.at(0, 0).refills = 90;
+        a.at(0, 1).refills = 20;
+        b.at(0, 0).refills = 100;
+        b.at(0, 1).refills = 10;
+        // |90 - 100| + |20 - 10| over 110.
+        let f = fidelity(&a, &b, |t| t.refills).unwrap();
+        assert!((f - 100.0 * 20.0 / 110.0).abs() < 1e-9);
+        assert_eq!(fidelity(&a, &b, |t| t.drains), None);
+    }
+}

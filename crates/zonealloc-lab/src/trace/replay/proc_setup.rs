@@ -1,0 +1,377 @@
+//! `--proc DIR`: replay zones set up as the kernel's were, from its `/proc` snapshot
+//! ([`crate::procfs`]), and `--proc-after DIR`: the end state against the kernel's.
+//!
+//! One replay zone per populated kernel zone, with its type, start pfn and span; a traced
+//! frame belongs to the kernel zone that spans it, so the kernel's zone choice (a fallback
+//! into DMA, a `GFP_DMA32` request) is read off the pfn it handed out. Per zone:
+//! - watermarks fixed at zoneinfo's `min`/`low`/`high` less the printed `boost`
+//!   (`wmark_pages` adds the boost);
+//! - `batch` from the pagesets; `high_min = high_max = high` on kernels with one fixed
+//!   `high` (before 6.7, `pageset_update`), zoneinfo's `high_min`/`high_max` after;
+//! - `managed` pages handed to the allocator from the zone's start; the rest of the span
+//!   (holes and reserved pages: `spanned - managed`) stays absent;
+//! - pageblocks: as many Unmovable and Reclaimable pageblocks as pagetypeinfo counts, claimed
+//!   the way the kernel claims them (an allocation of `pageblock_order - 1` that falls back
+//!   takes the whole pageblock, `try_to_claim_block`), the rest Movable as at boot;
+//! - the pages in use (`managed - buddy free - PCP`): order-0 pages allocated per
+//!   migratetype so that each type's pageblocks keep about the free pages pagetypeinfo shows
+//!   in them; they form the zone's *pool*, from which a traced free of a page allocated
+//!   before the trace frees a block of its order (as order-0 frees: the kernel's block was
+//!   allocated before we could see its order);
+//! - each CPU's PCP `count`: pages allocated on that CPU and freed back onto its lists.
+//!
+//! What is not reproduced, and said in the report: where the free blocks lie and so their
+//! exact split by order (it follows from the order in which the pool is allocated, not from
+//! the kernel's history), the kernel's current auto-tuned `high` of each CPU (ours starts at
+//! the zone's `high_min` rule), and lowmem protection (a request lands in the zone the trace
+//! names, so `lowmem_reserve` never applies; it is kept in the report).
+
+use zonealloc::{AllocRequest, CpuId, MigrateType, Order, Pfn, WatermarkConfig, Zone, ZoneConfig};
+
+use super::preset::Kernel;
+use super::{Geometry, Online, ZoneSpan};
+use crate::procfs::{MigrateTypeName, ProcSnapshot, ZoneSnapshot};
+use crate::trace::migratetype::Numbering;
+
+/// Extra CPUs a `--proc` zone has: the set-up allocates on its own CPU, so that no traced
+/// CPU's auto-tuned `high` grows from it; its lists are empty when the replay starts and no
+/// traced event runs on it.
+pub const SETUP_CPUS: u32 = 1;
+
+/// The zones of `snap` (node 0), and its CPUs unless `cpus` is given.
+pub fn geometry(
+    snap: &ProcSnapshot,
+    cpus: Option<u32>,
+    numbering: Numbering,
+) -> Result<Geometry, String> {
+    let zones: Vec<ZoneSpan> = snap
+        .zones
+        .iter()
+        .filter(|z| z.node == 0)
+        .map(|z| ZoneSpan {
+            zone_type: z.zone,
+            start: z.start_pfn,
+            pages: z.spanned_pages,
+        })
+        .collect();
+    if zones.is_empty() {
+        return Err("--proc: zoneinfo has no populated zone on node 0".to_owned());
+    }
+    if snap.zones.iter().any(|z| z.node != 0) {
+        return Err("--proc: zones on more than one NUMA node are not replayed yet".to_owned());
+    }
+    let (cpus, cpus_from) = match cpus {
+        Some(c) => (c, "--cpus"),
+        None => (
+            snap.cpus.iter().max().map_or(1, |c| c + 1),
+            "the /proc snapshot's pagesets",
+        ),
+    };
+    Ok(Geometry {
+        zones,
+        online: Online::Snapshot,
+        cpus,
+        cpus_from,
+        numbering,
+    })
+}
+
+/// The kernel family a snapshot's zoneinfo format names (docs/kernel-versions.md §6.1).
+pub fn kernel_of(snap: &ProcSnapshot) -> Kernel {
+    if snap.features.high_min_max {
+        Kernel::V7_2
+    } else if snap.features.promo {
+        Kernel::V6_12
+    } else {
+        Kernel::V6_1
+    }
+}
+
+/// `base` with zone `z`'s watermarks and PCP sizes.
+pub fn zone_config(base: &ZoneConfig, z: &ZoneSnapshot, kernel: Kernel) -> ZoneConfig {
+    let mut cfg = *base;
+    let w = &z.watermarks;
+    let boost = w.boost.unwrap_or(0);
+    cfg.watermarks = WatermarkConfig::Fixed {
+        min: w.min.saturating_sub(boost),
+        low: w.low.saturating_sub(boost),
+        high: w.high.saturating_sub(boost),
+    };
+    if let Some(ps) = z.pagesets.first() {
+        cfg.pcp.batch = Some(ps.batch.max(1));
+        match (ps.high_min, ps.high_max) {
+            (Some(lo), Some(hi)) if !kernel.fixed_high() => {
+                cfg.pcp.high_min = Some(lo);
+                cfg.pcp.high_max = Some(hi.max(lo));
+            }
+            _ => {
+                // pageset_update (before 6.7): one high for every CPU of the zone.
+                let high = z.pagesets.iter().map(|p| p.high).max().unwrap_or(ps.high);
+                cfg.pcp.high_min = Some(high);
+                cfg.pcp.high_max = Some(high);
+            }
+        }
+    }
+    cfg
+}
+
+/// A zone's pages in use at the snapshot, handed out to frees of pages allocated before the
+/// trace.
+#[derive(Debug, Default)]
+pub struct Pool {
+    pages: Vec<u64>,
+}
+
+impl Pool {
+    /// Takes `n` pages (fewer if the pool runs dry), the most recently allocated first.
+    pub fn take(&mut self, n: u64) -> Vec<u64> {
+        let keep = self.pages.len().saturating_sub(n as usize);
+        self.pages.split_off(keep)
+    }
+
+    /// Pages left.
+    pub fn len(&self) -> usize {
+        self.pages.len()
+    }
+
+    /// Whether it is empty.
+    pub fn is_empty(&self) -> bool {
+        self.pages.is_empty()
+    }
+}
+
+/// What [`populate`] reached, against the snapshot, for the report.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct SetupFacts {
+    /// The zone.
+    pub zone: String,
+    /// Managed pages (ours = the kernel's).
+    pub managed: u64,
+    /// Pages in use: the kernel's, ours.
+    pub used: (u64, u64),
+    /// Buddy free pages: the kernel's, ours.
+    pub free: (u64, u64),
+    /// PCP pages: the kernel's, ours.
+    pub pcp: (u64, u64),
+    /// Pageblocks per migratetype (Unmovable, Movable, Reclaimable): the kernel's, ours.
+    pub pageblocks: ([u64; 3], [u64; 3]),
+}
+
+const TYPES: [MigrateType; 3] = [
+    MigrateType::Unmovable,
+    MigrateType::Movable,
+    MigrateType::Reclaimable,
+];
+
+fn blocks_of(zone: &Zone, start: u64, end: u64, mt: MigrateType) -> u64 {
+    let step = 1u64 << zone.config().pageblock_order;
+    let mut pfn = start & !(step - 1);
+    let mut n = 0;
+    while pfn < end {
+        n += u64::from(zone.pageblock_migratetype(Pfn(pfn.max(start))) == Some(mt));
+        pfn += step;
+    }
+    n
+}
+
+/// Per migratetype of [`TYPES`]: pageblocks and free pages pagetypeinfo shows.
+fn kernel_types(snap: &ProcSnapshot, z: &ZoneSnapshot) -> ([u64; 3], [u64; 3]) {
+    let (mut blocks, mut free) = ([0u64; 3], [0u64; 3]);
+    if let Some(area) = &z.free_area {
+        for (i, name) in snap.migratetypes.iter().enumerate() {
+            let MigrateTypeName::Known(mt) = name else {
+                continue;
+            };
+            let Some(t) = TYPES.iter().position(|x| x == mt) else {
+                continue;
+            };
+            blocks[t] += area.pageblocks.get(i).copied().unwrap_or(0);
+            if let Some(counts) = area.free.get(i) {
+                free[t] += counts
+                    .iter()
+                    .enumerate()
+                    .map(|(o, c)| c.blocks << o)
+                    .sum::<u64>();
+            }
+        }
+    }
+    (blocks, free)
+}
+
+/// Brings a fresh `zone` (spanning the kernel zone `z`, with one CPU more than the trace's:
+/// the set-up CPU, see [`SETUP_CPUS`]) to the snapshot's state; returns the pool of pages in
+/// use and what was reached. Call before recording events.
+pub fn populate(
+    zone: &Zone,
+    snap: &ProcSnapshot,
+    z: &ZoneSnapshot,
+) -> Result<(Pool, SetupFacts), String> {
+    let label = z.label();
+    let err = |what: &str| format!("--proc: setting up {label}: {what}");
+    let start = z.start_pfn;
+    let end = start + z.managed_pages.min(z.spanned_pages);
+    if z.managed_pages == 0 {
+        return Ok((Pool::default(), SetupFacts::default()));
+    }
+    zone.add_free_range(Pfn(start), Pfn(end))
+        .map_err(|e| err(&e.to_string()))?;
+    let pb_order = zone.config().pageblock_order;
+    let (kblocks, kfree) = kernel_types(snap, z);
+    let grab = |mt: MigrateType, order: u8, cpu: u32| {
+        let req = AllocRequest::new(mt).no_watermarks().on_cpu(CpuId(cpu));
+        let req = AllocRequest { high: true, ..req };
+        zone.alloc_with(Order::new(order)?, req).ok()
+    };
+
+    // Pageblocks: claim Unmovable and Reclaimable ones by falling back at pageblock_order - 1
+    // (no per-CPU list takes that order).
+    let claim_order = pb_order.saturating_sub(1).max(4);
+    let mut claimed = Vec::new();
+    for (t, &mt) in TYPES.iter().enumerate() {
+        if mt == MigrateType::Movable {
+            continue;
+        }
+        while blocks_of(zone, start, end, mt) < kblocks[t] {
+            match grab(mt, claim_order, 0) {
+                Some(p) => claimed.push(p),
+                None => break,
+            }
+        }
+    }
+    let claim = Order::new(claim_order).ok_or_else(|| err("pageblock order out of range"))?;
+    for p in claimed {
+        zone.free(p, claim).map_err(|e| err(&e.to_string()))?;
+    }
+
+    // Everything below is allocated on the set-up CPU, one past the trace's: allocations
+    // there grow that CPU's `high` (refills in `nr_pcp_alloc`), not a traced CPU's.
+    let setup_cpu = zone.cpus() - 1;
+
+    // Pages in use, by migratetype: what each type's pageblocks hold beyond their free pages.
+    let used = z.used_pages().unwrap_or(0);
+    let per_page = 1u64 << pb_order;
+    let mut want = [0u64; 3];
+    for t in [0, 2] {
+        want[t] = (blocks_of(zone, start, end, TYPES[t]) * per_page).saturating_sub(kfree[t]);
+    }
+    let others = want[0] + want[2];
+    if others > used {
+        let scale = |w: u64| w * used / others.max(1);
+        want = [scale(want[0]), 0, scale(want[2])];
+    }
+    want[1] = used.saturating_sub(want[0] + want[2]);
+    let mut pool = Pool::default();
+    for (t, &mt) in TYPES.iter().enumerate() {
+        for _ in 0..want[t] {
+            match grab(mt, 0, setup_cpu) {
+                Some(p) => pool.pages.push(p.0),
+                None => return Err(err("the pages in use do not fit in the managed pages")),
+            }
+        }
+        // What the refills left on the set-up CPU's lists goes back to the buddy.
+        zone.drain_cpu(CpuId(setup_cpu));
+    }
+
+    // Each CPU's lists: count pages allocated on the set-up CPU, freed onto them.
+    for ps in &z.pagesets {
+        let cpu = ps.cpu % setup_cpu.max(1);
+        let mut pages = Vec::with_capacity(ps.count as usize);
+        for _ in 0..ps.count {
+            match grab(MigrateType::Movable, 0, setup_cpu) {
+                Some(p) => pages.push(p),
+                None => break,
+            }
+        }
+        zone.drain_cpu(CpuId(setup_cpu));
+        for p in pages {
+            zone.free_on(CpuId(cpu), p, Order::ZERO)
+                .map_err(|e| err(&e.to_string()))?;
+        }
+    }
+
+    let facts = SetupFacts {
+        zone: label,
+        managed: zone.managed_pages(),
+        used: (used, pool.len() as u64),
+        free: (
+            z.buddy_free_pages().unwrap_or(z.free_pages),
+            zone.free_pages(),
+        ),
+        pcp: (z.pcp_pages(), zone.pcp_pages()),
+        pageblocks: (
+            kblocks,
+            TYPES.map(|mt| blocks_of(zone, start, start + z.spanned_pages, mt)),
+        ),
+    };
+    Ok((pool, facts))
+}
+
+/// The end state against `--proc-after`: per zone, free blocks per order (buddyinfo) and,
+/// per migratetype, free pages and pageblocks (pagetypeinfo), the kernel's and ours.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct EndState {
+    /// The zone.
+    pub zone: String,
+    /// Free blocks per order: the kernel's.
+    pub kernel_free_blocks: Vec<u64>,
+    /// Free blocks per order: ours.
+    pub ours_free_blocks: Vec<u64>,
+    /// Free pages per migratetype (Unmovable, Movable, Reclaimable): the kernel's, ours.
+    pub free_pages_by_type: ([u64; 3], [u64; 3]),
+    /// Pageblocks per migratetype: the kernel's, ours.
+    pub pageblocks: ([u64; 3], [u64; 3]),
+    /// PCP pages: the kernel's, ours.
+    pub pcp: (u64, u64),
+    /// Per CPU: `(count, high)` the kernel's, ours.
+    pub pagesets: Vec<((u32, u32), (i32, i32))>,
+    /// Sum over orders of |ours - kernel| free blocks over the kernel's free blocks, in %.
+    pub free_blocks_off_pct: Option<f64>,
+}
+
+/// Compares `zone` (the replay's zone for kernel zone `z` of the after-snapshot).
+pub fn end_state(zone: &Zone, snap: &ProcSnapshot, z: &ZoneSnapshot) -> EndState {
+    let kernel_free_blocks = z.free_blocks().unwrap_or_default();
+    let ours = zone.snapshot(0);
+    let orders = kernel_free_blocks
+        .len()
+        .max(usize::from(ours.max_order) + 1);
+    let ours_free_blocks: Vec<u64> = (0..orders)
+        .map(|o| ours.nr_free.get(o).copied().unwrap_or(0))
+        .collect();
+    let (kblocks, kfree) = kernel_types(snap, z);
+    let ofree = TYPES.map(|mt| {
+        ours.free_by_type[mt.index()]
+            .iter()
+            .enumerate()
+            .map(|(o, n)| n << o)
+            .sum::<u64>()
+    });
+    let oblocks = TYPES.map(|mt| ours.pageblocks_by_type[mt.index()]);
+    let ktotal: u64 = kernel_free_blocks.iter().sum();
+    let diff: u64 = (0..orders)
+        .map(|o| {
+            kernel_free_blocks
+                .get(o)
+                .copied()
+                .unwrap_or(0)
+                .abs_diff(ours_free_blocks[o])
+        })
+        .sum();
+    EndState {
+        zone: z.label(),
+        kernel_free_blocks,
+        ours_free_blocks,
+        free_pages_by_type: (kfree, ofree),
+        pageblocks: (kblocks, oblocks),
+        pcp: (z.pcp_pages(), zone.pcp_pages()),
+        pagesets: z
+            .pagesets
+            .iter()
+            .map(|ps| {
+                let ours = zone.pcp_info(CpuId(ps.cpu));
+                ((ps.count, ps.high), (ours.count, ours.high))
+            })
+            .collect(),
+        free_blocks_off_pct: (ktotal > 0).then(|| 100.0 * diff as f64 / ktotal as f64),
+    }
+}
