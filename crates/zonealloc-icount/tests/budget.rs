@@ -28,32 +28,26 @@ fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// `(case, budget)` pairs from the `[pair]` table of `budget.toml` (a `key = integer` subset
-/// of TOML, so that the check needs no parser crate).
+/// `(case, budget)` pairs from the `[pair]` table of `budget.toml`.
 fn budgets() -> Vec<(String, f64)> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("budget.toml");
     let text = std::fs::read_to_string(&path).expect("read budget.toml");
-    let mut section = String::new();
-    let mut out = Vec::new();
-    for (n, raw) in text.lines().enumerate() {
-        let line = raw.split('#').next().unwrap_or("").trim();
-        if line.is_empty() {
-            continue;
-        }
-        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-            section = name.trim().to_string();
-            continue;
-        }
-        let (key, value) = line
-            .split_once('=')
-            .unwrap_or_else(|| panic!("budget.toml:{}: expected `case = instructions`", n + 1));
-        if section == "pair" {
-            let v: u64 = value.trim().parse().unwrap_or_else(|_| {
-                panic!("budget.toml:{}: budget is not an integer: {raw}", n + 1)
-            });
-            out.push((key.trim().to_string(), v as f64));
-        }
-    }
+    let doc: toml::Table = text
+        .parse()
+        .unwrap_or_else(|e| panic!("budget.toml is not valid TOML: {e}"));
+    let pair = doc
+        .get("pair")
+        .and_then(toml::Value::as_table)
+        .expect("budget.toml has no [pair] table");
+    let out: Vec<(String, f64)> = pair
+        .iter()
+        .map(|(case, v)| {
+            let budget = v
+                .as_integer()
+                .unwrap_or_else(|| panic!("budget.toml: budget of `{case}` is not an integer"));
+            (case.clone(), budget as f64)
+        })
+        .collect();
     assert!(!out.is_empty(), "budget.toml has no [pair] budgets");
     out
 }

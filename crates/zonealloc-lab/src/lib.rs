@@ -10,6 +10,8 @@
 //!   workloads; `benches/peers.rs` runs those workloads under criterion;
 //! - [`inspect`]: the `/proc` views (`buddyinfo`, `zoneinfo`, `pagetypeinfo`) after a workload;
 //! - [`machine`]: the machine a run was taken on, named in every report;
+//! - [`procfs`]: the kernel's `/proc/zoneinfo`, `pagetypeinfo` and `buddyinfo` read back, for
+//!   replays set up as the kernel was;
 //! - [`rng`]: the one deterministic generator of experiments and workloads.
 //!
 //! Dependencies point one way: `experiments`, `trace` and `bench` produce results and use
@@ -22,6 +24,7 @@ pub mod bench;
 pub mod experiments;
 pub mod inspect;
 pub mod machine;
+pub mod procfs;
 pub mod report;
 pub mod rng;
 pub mod trace;

@@ -5,7 +5,7 @@
 //! off.
 
 use crate::error::ConfigError;
-use crate::types::{MAX_NR_ZONES, MAX_ORDER_LIMIT};
+use crate::types::{Order, MAX_NR_ZONES, MAX_ORDER_LIMIT};
 
 /// How a zone's min/low/high watermarks are set.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -141,8 +141,9 @@ impl PcpConfig {
         }
     }
 
-    /// Checks the settings against a zone's geometry.
-    pub fn validate(&self, max_order: u8) -> Result<(), ConfigError> {
+    /// Checks the settings against a zone's geometry. `_max_order` is not needed today: a THP
+    /// order above it simply has no lists.
+    pub fn validate(&self, _max_order: u8) -> Result<(), ConfigError> {
         if self.cpus == 0 || self.cpus > 4096 {
             return Err(ConfigError::BadPcp("cpus must be 1..=4096"));
         }
@@ -161,11 +162,10 @@ impl PcpConfig {
             }
         }
         if let Some(t) = self.thp_order {
-            if t <= 3 {
+            if t <= Order::COSTLY.get() {
                 return Err(ConfigError::BadPcp("thp_order must be above 3"));
             }
         }
-        let _ = max_order; // a THP order above max_order simply has no lists
         if self.locking == PcpLocking::OwnerOnly && self.drain == DrainMode::Remote {
             return Err(ConfigError::BadPcp(
                 "owner-only lists cannot be drained remotely (use DrainMode::Owner)",

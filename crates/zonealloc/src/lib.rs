@@ -57,8 +57,8 @@
 //! | `arena::PAGE_POISON`, `PoisonReport` | `PAGE_POISON`, `check_poison_mem` |
 //!
 //! ## Real memory
-//! With the `arena` feature (which needs `std`), [`arena::PageArena`] maps a region and serves
-//! its pages from a zone over it: owning [`arena::PageBlock`] handles, raw pointers, and an
+//! With the `arena` feature (which needs `std`), `arena::PageArena` maps a region and serves
+//! its pages from a zone over it: owning `arena::PageBlock` handles, raw pointers, and an
 //! `allocator_api2` allocator, with huge pages, zeroing and page poisoning as options.
 //!
 //! ## Errors
@@ -77,7 +77,12 @@ extern crate std;
 #[allow(unsafe_code)]
 pub mod arena;
 mod buddy;
+mod check;
 pub mod config;
+// Doc-only: `docs/DESIGN.md`, the walk through one allocation and one free, as rustdoc (through
+// the `DESIGN.md` link beside Cargo.toml, so that a packaged crate carries it).
+#[doc = include_str!("../DESIGN.md")]
+pub mod design {}
 pub mod error;
 mod list;
 pub mod memmap;
@@ -94,7 +99,8 @@ pub mod tracepoint;
 pub mod types;
 mod zone;
 
-pub use buddy::{AllocFlags, CheckError, CheckFacts, Watermarks};
+pub use buddy::{CheckFacts, Watermarks};
+pub use check::CheckError;
 pub use config::{
     DrainMode, FreeHigh, MobilityGrouping, PcpConfig, PcpLocking, WatermarkConfig, ZoneConfig,
 };
@@ -102,14 +108,14 @@ pub use error::{AllocError, ConfigError, FreeError, HandleError, RangeError};
 pub use memmap::{MemoryRegion, RegionKind};
 pub use meta::{FrameMeta, FrameState};
 pub use node::Node;
-pub use pcp::{CpuHandle, PcpInfo, PcpSlot, PcpStats};
-pub use request::AllocRequest;
+pub use pcp::{PcpInfo, PcpSlot, PcpStats};
+pub use request::{AllocFlags, AllocRequest};
 pub use stats::{FreeAreaSnapshot, ZoneStats};
 #[cfg(all(feature = "std", not(loom)))]
 pub use ticker::Ticker;
 pub use tracepoint::ZoneEvent;
 pub use types::{CpuId, MigrateType, Order, PageCount, Pfn, ZoneType, MAX_ORDER_LIMIT};
-pub use zone::Zone;
+pub use zone::{CpuHandle, Zone};
 
 // The README's snippets run as doctests.
 #[cfg(doctest)]

@@ -10,7 +10,7 @@
 //! entry instead of two. Every other `prev` link, and every `next` link (the last one `NIL`),
 //! is kept exact.
 
-use crate::buddy::{check_fail, CheckError};
+use crate::check::{check_fail, CheckError};
 use crate::meta::{FrameMeta, FrameState, FrameTable, NIL};
 
 /// Head of a frame list: the first and last frame indices, [`NIL`] when empty.

@@ -281,8 +281,8 @@ impl FrameTable {
 
     /// Index of `pfn`, if the table covers it.
     #[inline]
-    pub(crate) fn index_of(&self, pfn: u64) -> Option<u32> {
-        let off = pfn.wrapping_sub(self.base);
+    pub(crate) fn index_of(&self, pfn: Pfn) -> Option<u32> {
+        let off = pfn.0.wrapping_sub(self.base);
         if off < self.len as u64 {
             Some(off as u32)
         } else {
@@ -292,8 +292,8 @@ impl FrameTable {
 
     /// Frame number of index `idx`.
     #[inline]
-    pub(crate) fn pfn_of(&self, idx: u32) -> u64 {
-        self.base + idx as u64
+    pub(crate) fn pfn_of(&self, idx: u32) -> Pfn {
+        Pfn(self.base + idx as u64)
     }
 
     #[inline]
@@ -304,9 +304,8 @@ impl FrameTable {
     /// Whether `idx` is the head of a free buddy block of exactly `order` (`PageBuddy` and
     /// `buddy_order == order`), comparing the raw state word.
     #[inline]
-    pub(crate) fn is_buddy(&self, idx: u32, order: u8) -> bool {
-        self.at(idx).state.load(Ordering::Relaxed)
-            == FrameState::Buddy(Order::from_raw(order)).encode()
+    pub(crate) fn is_buddy(&self, idx: u32, order: Order) -> bool {
+        self.at(idx).state.load(Ordering::Relaxed) == FrameState::Buddy(order).encode()
     }
 
     #[inline]

@@ -2,8 +2,65 @@
 //! translation into `ALLOC_*` flags (`prepare_alloc_pages`, `alloc_flags_nofragment`,
 //! `gfp_to_alloc_flags`).
 
-use crate::buddy::AllocFlags;
-use crate::types::{CpuId, MigrateType, ZoneType};
+use crate::types::{CpuId, MigrateType, Order, ZoneType};
+
+/// Allocation flags (`ALLOC_*` in `mm/internal.h`), with the kernel's values. The set
+/// operations (`intersects`, `contains`, `union`, ...) come from [`bitflags`]; the kernel's
+/// watermark index shares the low bits with the flags, as `ALLOC_WMARK_MASK` does.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct AllocFlags(pub u32);
+
+bitflags::bitflags! {
+    impl AllocFlags: u32 {
+        /// Check against the min watermark.
+        const WMARK_MIN = 0x00;
+        /// Check against the low watermark.
+        const WMARK_LOW = 0x01;
+        /// Check against the high watermark.
+        const WMARK_HIGH = 0x02;
+        /// Ignore watermarks entirely.
+        const NO_WATERMARKS = 0x04;
+        /// Mask of the watermark index.
+        const WMARK_MASK = 0x03;
+        /// The OOM victim may dip further into reserves.
+        const OOM = 0x08;
+        /// The caller cannot sleep (GFP_ATOMIC-like): may use part of the min reserve.
+        const NON_BLOCK = 0x10;
+        /// `__GFP_HIGH`: may use half of the min reserve.
+        const MIN_RESERVE = 0x20;
+        /// Do not fall back into other pageblocks below pageblock order.
+        const NOFRAGMENT = 0x100;
+        /// May use (and create) the HighAtomic reserve.
+        const HIGHATOMIC = 0x200;
+        /// Wake kswapd (here: allows watermark boosting to flag the zone).
+        const KSWAPD = 0x800;
+        /// `ALLOC_RESERVES`.
+        const RESERVES = Self::NON_BLOCK.bits()
+            | Self::MIN_RESERVE.bits()
+            | Self::HIGHATOMIC.bits()
+            | Self::OOM.bits();
+    }
+}
+
+impl AllocFlags {
+    /// Union (`const`, for the flag sets of the request paths).
+    #[inline]
+    pub const fn with(self, other: AllocFlags) -> AllocFlags {
+        self.union(other)
+    }
+
+    /// Without the flags of `other`.
+    #[inline]
+    pub const fn without(self, other: AllocFlags) -> AllocFlags {
+        self.difference(other)
+    }
+
+    /// The watermark index (0 min, 1 low, 2 high).
+    #[inline]
+    pub const fn wmark_index(self) -> usize {
+        (self.0 & AllocFlags::WMARK_MASK.0) as usize
+    }
+}
 
 /// Flags of every request's fast path (`ALLOC_WMARK_LOW`, plus `ALLOC_KSWAPD`).
 pub(crate) const FAST_ALLOC_FLAGS: AllocFlags = AllocFlags::WMARK_LOW.with(AllocFlags::KSWAPD);
@@ -86,7 +143,8 @@ impl AllocRequest {
     }
 
     /// `gfp_to_alloc_flags`: flags of the slow path.
-    pub(crate) fn slow_flags(&self, order: u8) -> AllocFlags {
+    pub(crate) fn slow_flags(&self, order: Order) -> AllocFlags {
+        let order = order.get();
         let mut f = AllocFlags::WMARK_MIN.with(AllocFlags::KSWAPD);
         if self.high {
             f = f.with(AllocFlags::MIN_RESERVE);

@@ -7,25 +7,31 @@
 //! release of the lock publishes the fields below (a handful of relaxed stores), so the
 //! allocation fast path checks watermarks with plain loads and no lock.
 
-use crate::buddy::AllocFlags;
+use crate::request::AllocFlags;
 use crate::sync::{AtomicU64, AtomicU8, Ordering};
-use crate::types::{MigrateType, MAX_NR_ZONES, MIGRATE_PCPTYPES};
+use crate::types::{MigrateType, Order, MAX_NR_ZONES, MIGRATE_PCPTYPES};
 
-/// Bit of [`ZoneShared::flags`]: `ZONE_BELOW_HIGH`.
-pub(crate) const ZONE_BELOW_HIGH: u8 = 1;
-/// Bit of [`ZoneShared::flags`]: `ZONE_RECLAIM_ACTIVE` (set by the caller; there is no kswapd).
-pub(crate) const ZONE_RECLAIM_ACTIVE: u8 = 2;
-/// Bit of [`ZoneShared::flags`]: `page_group_by_mobility_disabled`. A global in the kernel,
-/// kept beside the zone flags so that the allocation fast path tests one byte for every reason
-/// to leave it.
-pub(crate) const MOBILITY_DISABLED: u8 = 4;
-/// Bit of [`ZoneShared::flags`]: the zone has no per-CPU lists (fixed at construction), so
-/// that the PCP hit paths need no separate test.
-pub(crate) const PCP_OFF: u8 = 8;
-/// The bits of [`ZoneShared::flags`] that are kernel zone flags.
-pub(crate) const ZONE_FLAGS: u8 = ZONE_BELOW_HIGH | ZONE_RECLAIM_ACTIVE;
-/// The bits of [`ZoneShared::flags`] that send an order-0 free past the PCP hit path.
-pub(crate) const PCP_FREE_OFF: u8 = ZONE_FLAGS | PCP_OFF;
+bitflags::bitflags! {
+    /// The bits of [`ZoneShared::flags`]: the kernel's zone flags that change without the zone
+    /// lock, and the other reasons to leave the PCP hit paths, so that those test one byte.
+    #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+    pub(crate) struct ZoneBits: u8 {
+        /// `ZONE_BELOW_HIGH`.
+        const ZONE_BELOW_HIGH = 1;
+        /// `ZONE_RECLAIM_ACTIVE` (set by the caller; there is no kswapd).
+        const ZONE_RECLAIM_ACTIVE = 2;
+        /// `page_group_by_mobility_disabled`. A global in the kernel, kept beside the zone
+        /// flags so that the allocation fast path tests one byte for every reason to leave it.
+        const MOBILITY_DISABLED = 4;
+        /// The zone has no per-CPU lists (fixed at construction), so that the PCP hit paths
+        /// need no separate test.
+        const PCP_OFF = 8;
+        /// The bits that are kernel zone flags.
+        const ZONE_FLAGS = Self::ZONE_BELOW_HIGH.bits() | Self::ZONE_RECLAIM_ACTIVE.bits();
+        /// The bits that send an order-0 free past the PCP hit path.
+        const PCP_FREE_OFF = Self::ZONE_FLAGS.bits() | Self::PCP_OFF.bits();
+    }
+}
 
 /// Non-empty free lists, one byte (a bit per migratetype) per order, packed eight orders to a
 /// word.
@@ -47,7 +53,7 @@ pub(crate) struct ZoneShared {
     /// `i64` in two's complement. An order-0 request passes that test when this exceeds its
     /// `lowmem_reserve`.
     pub(crate) order0_high_headroom: AtomicU64,
-    /// [`ZONE_BELOW_HIGH`], [`ZONE_RECLAIM_ACTIVE`], [`MOBILITY_DISABLED`] and [`PCP_OFF`]:
+    /// [`ZoneBits`]:
     /// zero exactly when the PCP allocation hit path may run.
     pub(crate) flags: AtomicU8,
     max_order: u8,
@@ -76,20 +82,24 @@ impl ZoneShared {
             ],
             nonempty: [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
             order0_high_headroom: AtomicU64::new(0),
-            flags: AtomicU8::new(if pcp_enabled { 0 } else { PCP_OFF }),
+            flags: AtomicU8::new(if pcp_enabled {
+                0
+            } else {
+                ZoneBits::PCP_OFF.bits()
+            }),
             max_order,
         }
     }
 
     #[inline]
-    pub(crate) fn test_flag(&self, bit: u8) -> bool {
-        self.flags.load(Ordering::Relaxed) & bit != 0
+    pub(crate) fn test_flag(&self, bit: ZoneBits) -> bool {
+        self.flags.load(Ordering::Relaxed) & bit.bits() != 0
     }
 
     /// `page_group_by_mobility_disabled`.
     #[inline]
     pub(crate) fn mobility_disabled(&self) -> bool {
-        self.test_flag(MOBILITY_DISABLED)
+        self.test_flag(ZoneBits::MOBILITY_DISABLED)
     }
 
     /// Whether an order-0 request limited to zone `highest_zoneidx` passes
@@ -102,16 +112,16 @@ impl ZoneShared {
 
     /// Sets a flag (Linux `set_bit`; the separate test avoids a needless atomic write).
     #[inline]
-    pub(crate) fn set_flag(&self, bit: u8) {
+    pub(crate) fn set_flag(&self, bit: ZoneBits) {
         if !self.test_flag(bit) {
-            self.flags.fetch_or(bit, Ordering::Relaxed);
+            self.flags.fetch_or(bit.bits(), Ordering::Relaxed);
         }
     }
 
     #[inline]
-    pub(crate) fn clear_flag(&self, bit: u8) {
+    pub(crate) fn clear_flag(&self, bit: ZoneBits) {
         if self.test_flag(bit) {
-            self.flags.fetch_and(!bit, Ordering::Relaxed);
+            self.flags.fetch_and(!bit.bits(), Ordering::Relaxed);
         }
     }
 
@@ -141,12 +151,13 @@ impl ZoneShared {
     #[inline]
     pub(crate) fn watermark_ok_with(
         &self,
-        order: u8,
+        order: Order,
         mark: u64,
         highest_zoneidx: usize,
         flags: AllocFlags,
         free_pages: i64,
     ) -> bool {
+        let order = order.get();
         let free = free_pages - self.unusable_free(order, flags);
         let mut min = mark as i64;
         if flags.intersects(AllocFlags::RESERVES) {
@@ -179,7 +190,13 @@ impl ZoneShared {
     }
 
     /// `zone_watermark_ok`.
-    pub(crate) fn watermark_ok(&self, order: u8, mark: u64, hz: usize, flags: AllocFlags) -> bool {
+    pub(crate) fn watermark_ok(
+        &self,
+        order: Order,
+        mark: u64,
+        hz: usize,
+        flags: AllocFlags,
+    ) -> bool {
         self.watermark_ok_with(order, mark, hz, flags, ld(&self.nr_free_pages) as i64)
     }
 
@@ -187,13 +204,13 @@ impl ZoneShared {
     #[inline]
     pub(crate) fn watermark_fast(
         &self,
-        order: u8,
+        order: Order,
         mark: u64,
         highest_zoneidx: usize,
         flags: AllocFlags,
     ) -> bool {
         let free = ld(&self.nr_free_pages) as i64;
-        if order == 0 {
+        if order == Order::ZERO {
             let reserved = self.unusable_free(0, flags);
             let usable = free - free.min(reserved);
             if usable > (mark + ld(&self.lowmem_reserve[highest_zoneidx])) as i64 {
@@ -203,7 +220,7 @@ impl ZoneShared {
         if self.watermark_ok_with(order, mark, highest_zoneidx, flags, free) {
             return true;
         }
-        if order == 0
+        if order == Order::ZERO
             && flags.intersects(AllocFlags::MIN_RESERVE)
             && ld(&self.boost) != 0
             && flags.wmark_index() == 0

@@ -6,6 +6,11 @@
 //!   compare-and-swap to lock and a plain release store to unlock. Waiters spin briefly, then
 //!   (under `std`) yield the thread, so a holder preempted by the scheduler is not starved.
 //!
+//! This is also where the platform comes in: the calling CPU's id (`current_cpu`), the lock
+//! type and the clock (`now_ns`) are named here and nowhere else, so a platform layer that
+//! lets the embedder supply them replaces this module's `std`/`spin` choice without touching
+//! the layers above (see "Layering" in `docs/DESIGN.md`).
+//!
 //! Per-frame metadata uses atomics with `Relaxed` ordering only: each frame's fields are
 //! guarded by whichever lock owns the list the frame is on, and that lock's acquire/release
 //! orders the accesses. The atomics make the *sharing* of one table between locks sound.

@@ -97,32 +97,28 @@ pub(crate) struct EventLog {
 impl EventLog {
     /// Logs the event `f` builds, if recording is on (built only then).
     #[inline]
+    // Without `std` nothing is ever recorded, so the builder goes unused.
+    #[cfg_attr(not(feature = "std"), expect(unused_variables))]
     pub(crate) fn log(&mut self, f: impl FnOnce() -> ZoneEvent) {
         #[cfg(feature = "std")]
         if let Some(v) = self.events.as_mut() {
             v.push(f());
         }
-        #[cfg(not(feature = "std"))]
-        let _ = f;
     }
-}
 
-#[cfg(feature = "std")]
-impl crate::Zone {
-    /// Switches recording of the buddy-side tracepoints on or off ([`ZoneEvent`]). Switching
-    /// it off drops the events not yet taken.
-    pub fn record_events(&self, on: bool) {
-        let mut z = self.lock();
-        let kept = z.events.events.take();
+    /// Switches recording on or off; off drops the events not yet taken.
+    #[cfg(feature = "std")]
+    pub(crate) fn set_recording(&mut self, on: bool) {
+        let kept = self.events.take();
         if on {
-            z.events.events = Some(kept.unwrap_or_default());
+            self.events = Some(kept.unwrap_or_default());
         }
     }
 
     /// Moves the events recorded so far, oldest first, to the end of `out`.
-    pub fn take_events(&self, out: &mut std::vec::Vec<ZoneEvent>) {
-        let mut z = self.lock();
-        if let Some(v) = z.events.events.as_mut() {
+    #[cfg(feature = "std")]
+    pub(crate) fn take_into(&mut self, out: &mut std::vec::Vec<ZoneEvent>) {
+        if let Some(v) = self.events.as_mut() {
             out.append(v);
         }
     }

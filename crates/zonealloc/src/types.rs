@@ -258,6 +258,14 @@ impl fmt::Display for ZoneType {
     }
 }
 
+/// `pcp_allowed_order`: the orders the per-CPU lists take, up to `PAGE_ALLOC_COSTLY_ORDER`
+/// and the THP order. The one statement of the rule: the lists use it through
+/// `PcpPolicy::allowed_order`, the buddy for the `percpu_refill` field of its tracepoint.
+#[inline]
+pub(crate) fn pcp_allowed_order(order: u8, thp_order: Option<u8>) -> bool {
+    order <= Order::COSTLY.get() || Some(order) == thp_order
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -73,7 +73,8 @@ pub use block::PageBlock;
 pub use error::{ArenaError, ArenaFreeError};
 pub use poison::{PoisonReport, PAGE_POISON};
 
-use crate::buddy::{CheckError, CheckFacts};
+use crate::buddy::CheckFacts;
+use crate::check::CheckError;
 use crate::config::ZoneConfig;
 use crate::error::{AllocError, FreeError};
 use crate::meta::FrameState;
@@ -417,7 +418,7 @@ impl PageArena {
     pub fn check(&self) -> Result<CheckFacts, CheckError> {
         let facts = self.zone.check()?;
         if self.zone.managed_pages() != self.managed_pages {
-            return Err(crate::buddy::check_fail(
+            return Err(crate::check::check_fail(
                 "A2",
                 None,
                 "the zone does not manage exactly the arena's usable pages",

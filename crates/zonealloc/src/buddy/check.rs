@@ -1,42 +1,10 @@
 //! `check()`: the zone invariants Z1..Z9 (listed in the module doc of `buddy`), asserted by a
 //! full walk of the free lists and the frame table. O(frames); for tests and debugging.
 
-use core::fmt;
-
 use super::BuddyZone;
+use crate::check::{check_fail as fail, CheckError};
 use crate::meta::{FrameState, FrameTable};
-use crate::types::{MigrateType, Order, Pfn, MIGRATE_TYPES};
-
-/// A violated invariant: its id (`"Z3"`, `"P1"`, `"G1"`...), the frame involved if any, and
-/// what was found.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub struct CheckError {
-    /// Invariant id, as numbered in the module documentation.
-    pub invariant: &'static str,
-    /// The frame where the violation was found, if it concerns one.
-    pub pfn: Option<Pfn>,
-    /// What was wrong.
-    pub what: &'static str,
-}
-
-impl fmt::Display for CheckError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.pfn {
-            Some(p) => write!(f, "{}: {} (frame {})", self.invariant, self.what, p),
-            None => write!(f, "{}: {}", self.invariant, self.what),
-        }
-    }
-}
-
-impl core::error::Error for CheckError {}
-
-pub(crate) fn fail(invariant: &'static str, pfn: Option<u64>, what: &'static str) -> CheckError {
-    CheckError {
-        invariant,
-        pfn: pfn.map(Pfn),
-        what,
-    }
-}
+use crate::types::{MigrateType, Order};
 
 impl BuddyZone {
     /// Walks every free list (Z2..Z5, Z7, Z8), then the frame table (Z1, Z6, Z9), and returns what
@@ -53,10 +21,10 @@ impl BuddyZone {
                 let want = FrameState::Buddy(Order::from_raw(o));
                 let n = list.check(t, want, "Z2", |idx| {
                     let pfn = t.pfn_of(idx);
-                    if pfn & ((1u64 << o) - 1) != 0 {
+                    if pfn.0 & ((1u64 << o) - 1) != 0 {
                         return Err(fail("Z4", Some(pfn), "free block not aligned to its order"));
                     }
-                    if pfn < self.span_start || pfn + (1u64 << o) > self.span_end {
+                    if pfn.0 < self.span_start || pfn.0 + (1u64 << o) > self.span_end {
                         return Err(fail("Z4", Some(pfn), "free block outside the zone span"));
                     }
                     if self.block_mt(t, idx) != mt {
@@ -116,7 +84,6 @@ impl BuddyZone {
                 "NR_FREE_PAGES_BLOCKS differs from the free lists",
             ));
         }
-        let _ = MIGRATE_TYPES;
 
         // Z1 and Z6: walk the table block by block. Every managed frame must be covered by
         // exactly one head, tails only inside a head's block.
@@ -201,7 +168,7 @@ impl BuddyZone {
         if end > t.len() as u64 {
             return Err(fail("Z4", Some(t.pfn_of(head)), "block runs past the zone"));
         }
-        if t.pfn_of(head) & (o.pages() - 1) != 0 {
+        if t.pfn_of(head).0 & (o.pages() - 1) != 0 {
             return Err(fail(
                 "Z4",
                 Some(t.pfn_of(head)),

@@ -4,10 +4,11 @@
 //! Mirrors the current mainline split of the older `__rmqueue_fallback` (≤ 6.14), including the
 //! remembered `rmqueue_mode` that lets `rmqueue_bulk` skip searches that already failed.
 
-use super::{AllocFlags, BuddyZone};
+use super::BuddyZone;
 use crate::meta::{FrameState, FrameTable};
+use crate::request::AllocFlags;
 use crate::tracepoint::ZoneEvent;
-use crate::types::{MigrateType, Order, Pfn};
+use crate::types::{MigrateType, Order};
 
 /// `fallbacks[]`: the order in which other types' lists are raided.
 const FALLBACKS: [[MigrateType; 2]; 3] = [
@@ -92,7 +93,7 @@ impl BuddyZone {
     fn prep_move_freepages_block(&self, t: &FrameTable, idx: u32) -> Option<(u32, u64, u64)> {
         let start = self.block_start(idx);
         let pages = 1u32 << self.cfg.pageblock_order;
-        let start_pfn = t.pfn_of(start);
+        let start_pfn = t.pfn_of(start).0;
         let end_pfn = start_pfn + pages as u64;
         if start_pfn < self.span_start || end_pfn > self.span_end {
             return None;
@@ -200,7 +201,7 @@ impl BuddyZone {
     ) {
         let change_ownership = self.block_mt(t, idx) == start_mt;
         self.events.log(|| ZoneEvent::AllocExtfrag {
-            pfn: Pfn(t.pfn_of(idx)),
+            pfn: t.pfn_of(idx),
             alloc_order: Order::from_raw(order),
             fallback_order: Order::from_raw(fallback_order),
             alloc_migratetype: start_mt,
@@ -266,11 +267,12 @@ impl BuddyZone {
     pub(crate) fn rmqueue(
         &mut self,
         t: &FrameTable,
-        order: u8,
+        order: Order,
         mt: MigrateType,
         flags: AllocFlags,
         mode: &mut RmqueueMode,
     ) -> Option<u32> {
+        let order = order.get();
         if *mode == RmqueueMode::Normal {
             if let Some(idx) = self.rmqueue_smallest(t, order, mt) {
                 return Some(idx);

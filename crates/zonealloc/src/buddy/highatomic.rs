@@ -3,12 +3,13 @@
 
 use super::BuddyZone;
 use crate::meta::FrameTable;
-use crate::types::MigrateType;
+use crate::types::{MigrateType, Order};
 
 impl BuddyZone {
     /// `reserve_highatomic_pageblock`: after a successful `ALLOC_HIGHATOMIC` allocation of the
     /// block at `idx`, convert its pageblock to HighAtomic, up to about 1% of the zone.
-    pub(crate) fn reserve_highatomic_pageblock(&mut self, t: &FrameTable, idx: u32, order: u8) {
+    pub(crate) fn reserve_highatomic_pageblock(&mut self, t: &FrameTable, idx: u32, order: Order) {
+        let order = order.get();
         let pb = self.cfg.pageblock_order;
         let pb_pages = 1u64 << pb;
         if self.managed_pages / 100 < pb_pages {
@@ -25,7 +26,7 @@ impl BuddyZone {
         }
         if order < pb {
             let start = self.block_start(idx);
-            let start_pfn = t.pfn_of(start);
+            let start_pfn = t.pfn_of(start).0;
             if start_pfn < self.span_start || start_pfn + pb_pages > self.span_end {
                 return;
             }
@@ -62,7 +63,7 @@ impl BuddyZone {
             self.nr_reserved_highatomic -= size;
             let moved = if order < pb {
                 let start = self.block_start(idx);
-                let start_pfn = t.pfn_of(start);
+                let start_pfn = t.pfn_of(start).0;
                 if start_pfn < self.span_start || start_pfn + pb_pages > self.span_end {
                     continue;
                 }

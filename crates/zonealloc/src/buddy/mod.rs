@@ -33,8 +33,7 @@ mod fallback;
 mod highatomic;
 mod watermark;
 
-pub(crate) use check::fail as check_fail;
-pub use check::{CheckError, CheckFacts};
+pub use check::CheckFacts;
 pub(crate) use fallback::RmqueueMode;
 pub use watermark::Watermarks;
 pub(crate) use watermark::{setup_node_watermarks, ZoneSize};
@@ -42,12 +41,13 @@ pub(crate) use watermark::{setup_node_watermarks, ZoneSize};
 use crate::config::ZoneConfig;
 use crate::list::FrameList;
 use crate::meta::{FrameState, FrameTable};
-use crate::pcp::pcp_allowed_order;
 use crate::shared::{ZoneShared, NONEMPTY_WORDS};
 use crate::stats::{HoldTimes, ZoneStats};
 use crate::sync::Ordering;
 use crate::tracepoint::{EventLog, ZoneEvent};
-use crate::types::{MigrateType, Order, Pfn, MAX_NR_ZONES, MIGRATE_TYPES, ORDER_SLOTS};
+use crate::types::{
+    pcp_allowed_order, MigrateType, Order, Pfn, MAX_NR_ZONES, MIGRATE_TYPES, ORDER_SLOTS,
+};
 
 /// `free_area[order]`: one list per migratetype and the block count over all of them.
 #[derive(Clone, Copy, Debug, Default)]
@@ -55,61 +55,6 @@ pub(crate) struct FreeArea {
     pub(crate) lists: [FrameList; MIGRATE_TYPES],
     /// Blocks on all lists of this order (Linux counts Isolate blocks too).
     pub(crate) nr_free: u64,
-}
-
-/// Allocation flags (`ALLOC_*` in `mm/internal.h`), with the kernel's values.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
-pub struct AllocFlags(pub u32);
-
-impl AllocFlags {
-    /// Check against the min watermark.
-    pub const WMARK_MIN: AllocFlags = AllocFlags(0x00);
-    /// Check against the low watermark.
-    pub const WMARK_LOW: AllocFlags = AllocFlags(0x01);
-    /// Check against the high watermark.
-    pub const WMARK_HIGH: AllocFlags = AllocFlags(0x02);
-    /// Ignore watermarks entirely.
-    pub const NO_WATERMARKS: AllocFlags = AllocFlags(0x04);
-    /// Mask of the watermark index.
-    pub const WMARK_MASK: AllocFlags = AllocFlags(0x03);
-    /// The OOM victim may dip further into reserves.
-    pub const OOM: AllocFlags = AllocFlags(0x08);
-    /// The caller cannot sleep (GFP_ATOMIC-like): may use part of the min reserve.
-    pub const NON_BLOCK: AllocFlags = AllocFlags(0x10);
-    /// `__GFP_HIGH`: may use half of the min reserve.
-    pub const MIN_RESERVE: AllocFlags = AllocFlags(0x20);
-    /// Do not fall back into other pageblocks below pageblock order.
-    pub const NOFRAGMENT: AllocFlags = AllocFlags(0x100);
-    /// May use (and create) the HighAtomic reserve.
-    pub const HIGHATOMIC: AllocFlags = AllocFlags(0x200);
-    /// Wake kswapd (here: allows watermark boosting to flag the zone).
-    pub const KSWAPD: AllocFlags = AllocFlags(0x800);
-    /// `ALLOC_RESERVES`.
-    pub const RESERVES: AllocFlags = AllocFlags(0x10 | 0x20 | 0x200 | 0x08);
-
-    /// Whether any flag of `other` is set.
-    #[inline]
-    pub const fn intersects(self, other: AllocFlags) -> bool {
-        self.0 & other.0 != 0
-    }
-
-    /// Union.
-    #[inline]
-    pub const fn with(self, other: AllocFlags) -> AllocFlags {
-        AllocFlags(self.0 | other.0)
-    }
-
-    /// Without the flags of `other`.
-    #[inline]
-    pub const fn without(self, other: AllocFlags) -> AllocFlags {
-        AllocFlags(self.0 & !other.0)
-    }
-
-    /// The watermark index (0 min, 1 low, 2 high).
-    #[inline]
-    pub const fn wmark_index(self) -> usize {
-        (self.0 & 0x03) as usize
-    }
 }
 
 /// `fpi_t` flags of the free path that the buddy honours.
@@ -431,7 +376,7 @@ impl BuddyZone {
                 let percpu_refill =
                     pcp_allowed_order(order, self.cfg.pcp.thp_order) && mt.is_gfp_type();
                 self.events.log(|| ZoneEvent::AllocZoneLocked {
-                    pfn: Pfn(t.pfn_of(idx)),
+                    pfn: t.pfn_of(idx),
                     order: Order::from_raw(order),
                     migratetype: mt,
                     percpu_refill,
@@ -447,9 +392,11 @@ impl BuddyZone {
     /// outside the table, hence `i64`).
     #[inline]
     pub(crate) fn find_buddy(&self, t: &FrameTable, idx: u32, order: u8) -> (Option<u32>, u64) {
-        let pfn = t.pfn_of(idx);
+        let pfn = t.pfn_of(idx).0;
         let buddy_pfn = pfn ^ (1u64 << order);
-        let found = t.index_of(buddy_pfn).filter(|&b| t.is_buddy(b, order));
+        let found = t
+            .index_of(Pfn(buddy_pfn))
+            .filter(|&b| t.is_buddy(b, Order::from_raw(order)));
         (found, buddy_pfn)
     }
 
@@ -461,7 +408,7 @@ impl BuddyZone {
             return false;
         }
         let higher_pfn = buddy_pfn & pfn;
-        match t.index_of(higher_pfn) {
+        match t.index_of(Pfn(higher_pfn)) {
             Some(hi) => self.find_buddy(t, hi, order + 1).0.is_some(),
             None => false,
         }
@@ -473,12 +420,13 @@ impl BuddyZone {
         &mut self,
         t: &FrameTable,
         mut idx: u32,
-        mut order: u8,
+        order: Order,
         mt: MigrateType,
         placement: FreePlacement,
     ) {
+        let mut order = order.get();
         self.account_freepages(1i64 << order, mt);
-        let mut pfn = t.pfn_of(idx);
+        let mut pfn = t.pfn_of(idx).0;
         let mut buddy_pfn = 0u64;
         let pb = self.cfg.pageblock_order;
         while order < self.cfg.max_order {
@@ -501,7 +449,7 @@ impl BuddyZone {
             let combined = buddy_pfn & pfn;
             // The higher half stops being a head.
             t.set_state(idx, FrameState::Tail);
-            idx = t.index_of(combined).unwrap_or(idx);
+            idx = t.index_of(Pfn(combined)).unwrap_or(idx);
             pfn = combined;
             order += 1;
             self.stats.merges += 1;
@@ -532,7 +480,7 @@ impl BuddyZone {
         let mut i = idx;
         while i < end {
             let mt = self.block_mt(t, i);
-            self.free_one_page(t, i, o, mt, placement);
+            self.free_one_page(t, i, Order::from_raw(o), mt, placement);
             i += 1u32 << o;
         }
     }

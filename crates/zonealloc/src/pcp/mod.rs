@@ -8,10 +8,11 @@
 //! (`free_frozen_page_commit`, `nr_pcp_high`, `nr_pcp_free`, `free_pcppages_bulk`).
 //!
 //! [`PerCpuPages`] is a plain struct with the kernel's fields and its pure policy functions;
-//! the files beside it add the lock choreography on [`Zone`](crate::Zone): `slot.rs` (where
-//! the lists live), `alloc.rs`, `free.rs`, `drain.rs` (draining, decay and the owner-drain
-//! protocol), `inspect.rs` (snapshots, `/proc/zoneinfo`, invariant checks) and `handle.rs`
-//! ([`CpuHandle`]).
+//! `slot.rs` is where the lists live (per-CPU slots, the shared pageset parameters) and
+//! `sizing.rs` the kernel's rules for `batch` and `high`. This module takes no lock and knows
+//! no zone: the lock choreography on [`Zone`](crate::Zone) (refill, free, drain, decay, the
+//! hit paths and [`CpuHandle`](crate::CpuHandle)) lives in `zone/`, one layer up. Policy
+//! variants (kernel-version presets, say) belong here, as pure functions of `PerCpuPages`.
 //!
 //! # Locking
 //! Each PCP has its own [`SpinLock`](crate::sync::SpinLock). Allocation and free only
@@ -27,16 +28,9 @@
 //! - G1 (global conservation): buddy free pages + pages on all PCP lists + allocated pages =
 //!   managed pages; every managed frame is in exactly one of those places.
 
-mod alloc;
-mod drain;
-mod fast;
-mod free;
-mod handle;
-mod inspect;
 mod sizing;
 mod slot;
 
-pub use handle::CpuHandle;
 pub(crate) use sizing::{stat_threshold, zone_batchsize, zone_highsize};
 pub(crate) use slot::{PcpAccess, PcpSet};
 pub use slot::{PcpInfo, PcpSlot};
@@ -46,16 +40,26 @@ use crate::config::FreeHigh;
 use crate::list::FrameList;
 use crate::meta::{FrameState, FrameTable};
 use crate::tracepoint::ZoneEvent;
-use crate::types::{MigrateType, Order, Pfn, MIGRATE_PCPTYPES};
+use crate::types::{pcp_allowed_order, MigrateType, Order, MIGRATE_PCPTYPES};
 
-/// `NR_LOWORDER_PCP_LISTS`: three migratetypes times orders 0..=3.
-pub(crate) const NR_LOWORDER_PCP_LISTS: usize = MIGRATE_PCPTYPES * 4;
+/// `NR_LOWORDER_PCP_LISTS`: three migratetypes times orders 0..=3 (`PAGE_ALLOC_COSTLY_ORDER`).
+pub(crate) const NR_LOWORDER_PCP_LISTS: usize = MIGRATE_PCPTYPES * (Order::COSTLY.index() + 1);
+/// The per-order counters of a CPU's lists: one slot per low order, then the THP order's.
+pub(crate) const PCP_ORDER_SLOTS: usize = Order::COSTLY.index() + 2;
+/// The counter slot of the THP order.
+pub(crate) const THP_ORDER_SLOT: usize = PCP_ORDER_SLOTS - 1;
 /// `NR_PCP_LISTS` with THP (one movable and one unmovable+reclaimable THP list).
 pub(crate) const NR_PCP_LISTS: usize = NR_LOWORDER_PCP_LISTS + 2;
-/// `PCPF_PREV_FREE_HIGH_ORDER`.
-pub(crate) const PCPF_PREV_FREE_HIGH_ORDER: u8 = 1;
-/// `PCPF_FREE_HIGH_BATCH`.
-pub(crate) const PCPF_FREE_HIGH_BATCH: u8 = 2;
+bitflags::bitflags! {
+    /// `per_cpu_pages.flags`: the `PCPF_*` bits.
+    #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+    pub(crate) struct PcpFlags: u8 {
+        /// `PCPF_PREV_FREE_HIGH_ORDER`: the previous free was of a high order.
+        const PREV_FREE_HIGH_ORDER = 1;
+        /// `PCPF_FREE_HIGH_BATCH`: `free_high` keeps at least `batch` pages.
+        const FREE_HIGH_BATCH = 2;
+    }
+}
 
 /// Counters of one CPU's lists. Pages are base pages; events are counted once each.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
@@ -121,14 +125,6 @@ pub(crate) enum DrainReason {
     Remote,
 }
 
-/// `pcp_allowed_order`: the orders the per-CPU lists take, up to `PAGE_ALLOC_COSTLY_ORDER`
-/// and the THP order. The one statement of the rule: the lists use it through
-/// [`PcpPolicy::allowed_order`], the buddy for the `percpu_refill` field of its tracepoint.
-#[inline]
-pub(crate) fn pcp_allowed_order(order: u8, thp_order: Option<u8>) -> bool {
-    order <= 3 || Some(order) == thp_order
-}
-
 /// The list geometry and policy a zone's PCPs share.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct PcpPolicy {
@@ -149,7 +145,7 @@ impl PcpPolicy {
     /// `order_to_pindex`. `mt` must be a PCP type.
     #[inline]
     pub(crate) fn pindex(&self, mt: MigrateType, order: u8) -> usize {
-        if order > 3 {
+        if order > Order::COSTLY.get() {
             NR_LOWORDER_PCP_LISTS + (mt == MigrateType::Movable) as usize
         } else {
             MIGRATE_PCPTYPES * order as usize + mt.index()
@@ -159,7 +155,7 @@ impl PcpPolicy {
     /// Slot of a PCP order in the per-order counters (0..=3, 4 for THP).
     #[inline]
     pub(crate) fn order_slot(order: u8) -> usize {
-        (order as usize).min(4)
+        (order as usize).min(THP_ORDER_SLOT)
     }
 
     /// `pindex_to_order`.
@@ -187,7 +183,7 @@ pub(crate) struct PerCpuPages {
     /// Refill and drain chunk, in pages.
     pub(crate) batch: i32,
     /// `PCPF_*`.
-    pub(crate) flags: u8,
+    pub(crate) flags: PcpFlags,
     /// Refill scale exponent, `0..=CONFIG_PCP_BATCH_SCALE_MAX`; grows on refills, halves on
     /// frees.
     pub(crate) alloc_factor: u8,
@@ -198,13 +194,13 @@ pub(crate) struct PerCpuPages {
     pub(crate) stats: PcpStats,
     /// Allocations served per PCP order slot (orders 0..=3, then the THP order; added into
     /// the zone's per-order counts).
-    pub(crate) allocs: [u64; 5],
+    pub(crate) allocs: [u64; PCP_ORDER_SLOTS],
     /// Frees taken per PCP order slot (their sum is `PcpStats::frees`, which a snapshot fills
     /// in, so that a free counts once).
-    pub(crate) frees_by_order: [u64; 5],
+    pub(crate) frees_by_order: [u64; PCP_ORDER_SLOTS],
     /// Generation of the shared pageset parameters last copied into this PCP.
     pub(crate) params_gen: u32,
-    /// The slot's `attention` as of the last `Zone::enter` (see `PcpSlot::quiet`). Starts at
+    /// The slot's `attention` as of the last `Zone::pcp_enter` (see `PcpSlot::quiet`). Starts at
     /// a value `attention` does not have, so that a PCP's first operation takes the full path.
     pub(crate) attention_seen: u32,
     /// `batch << CONFIG_PCP_BATCH_SCALE_MAX`, where `free_count` stops growing; set with
@@ -221,13 +217,13 @@ impl PerCpuPages {
             high_min: 0,
             high_max: 0,
             batch: 1,
-            flags: 0,
+            flags: PcpFlags::empty(),
             alloc_factor: 0,
             free_count: 0,
             lists: [FrameList::new(); NR_PCP_LISTS],
             stats: PcpStats::ZERO,
-            allocs: [0; 5],
-            frees_by_order: [0; 5],
+            allocs: [0; PCP_ORDER_SLOTS],
+            frees_by_order: [0; PCP_ORDER_SLOTS],
             params_gen: 0,
             attention_seen: u32::MAX,
             free_count_max: 0,
@@ -310,13 +306,13 @@ impl PerCpuPages {
                 FreeHigh::Original => self.free_count > 0,
                 FreeHigh::Current => {
                     self.free_count >= batch + self.high_min / 2
-                        && self.flags & PCPF_PREV_FREE_HIGH_ORDER != 0
-                        && (self.flags & PCPF_FREE_HIGH_BATCH == 0 || self.count >= batch)
+                        && self.flags.contains(PcpFlags::PREV_FREE_HIGH_ORDER)
+                        && (!self.flags.contains(PcpFlags::FREE_HIGH_BATCH) || self.count >= batch)
                 }
             };
-            self.flags |= PCPF_PREV_FREE_HIGH_ORDER;
+            self.flags.insert(PcpFlags::PREV_FREE_HIGH_ORDER);
         } else {
-            self.flags &= !PCPF_PREV_FREE_HIGH_ORDER;
+            self.flags.remove(PcpFlags::PREV_FREE_HIGH_ORDER);
         }
         if self.free_count < (batch << policy.scale) {
             self.free_count += 1 << order;
@@ -431,14 +427,14 @@ impl PerCpuPages {
                 self.lists[p].unlink(t, idx);
                 let mt = z.block_mt(t, idx);
                 z.events.log(|| ZoneEvent::PcpuDrain {
-                    pfn: Pfn(t.pfn_of(idx)),
+                    pfn: t.pfn_of(idx),
                     order: Order::from_raw(order),
                     migratetype: mt,
                 });
                 count -= nr;
                 self.count -= nr;
                 moved += nr;
-                z.free_one_page(t, idx, order, mt, FreePlacement::Normal);
+                z.free_one_page(t, idx, Order::from_raw(order), mt, FreePlacement::Normal);
                 if count <= 0 || self.lists[p].is_empty() {
                     break;
                 }
@@ -553,14 +549,14 @@ mod tests {
         // Spec: threshold 63 + 1000/2 = 563, after a previous high-order free.
         let mut p = pcp(63, 1000, 62500);
         p.count = 100;
-        p.flags = PCPF_PREV_FREE_HIGH_ORDER;
+        p.flags = PcpFlags::PREV_FREE_HIGH_ORDER;
         p.free_count = 562;
         assert!(!p.note_free(1, &POLICY));
         p.free_count = 563;
         assert!(p.note_free(1, &POLICY));
         // An order-0 free resets the streak.
         p.note_free(0, &POLICY);
-        assert_eq!(p.flags & PCPF_PREV_FREE_HIGH_ORDER, 0);
+        assert_eq!(p.flags & PcpFlags::PREV_FREE_HIGH_ORDER, PcpFlags::empty());
     }
 
     #[test]

@@ -6,20 +6,13 @@
 //! Every path that touches a PCP holds its [`SpinLock`]; the zone lock is only ever taken
 //! inside it (PCP, then zone). Allocation and free `try_lock` and fall back to the buddy, so
 //! they never wait for a drainer; drains and decay wait for the PCP lock, except on lists an
-//! owner holds (see `drain.rs`).
+//! owner holds (see `zone/drain.rs`).
 
 use core::fmt;
 
-use super::{DrainReason, PcpPolicy, PcpStats, PerCpuPages, PCPF_FREE_HIGH_BATCH};
+use super::{PcpFlags, PcpPolicy, PcpStats, PerCpuPages};
 use crate::config::PcpConfig;
-use crate::shared::ZONE_RECLAIM_ACTIVE;
-use crate::stats::HoldTimes;
-use crate::sync::{
-    current_cpu, now_ns, AtomicBool, AtomicU32, AtomicU64, Ordering, SpinGuard, SpinLock,
-    StaticSlice,
-};
-use crate::types::MigrateType;
-use crate::zone::Zone;
+use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering, SpinGuard, SpinLock, StaticSlice};
 
 /// One CPU's lists of one zone and the few atomics other threads read without its lock;
 /// aligned to two cache lines so that CPUs never share a line. Opaque: `no_std` users provide
@@ -42,7 +35,7 @@ pub struct PcpSlot {
     pub(crate) idle: AtomicBool,
     /// Bumped by everything the PCP hit paths must not skip: new pageset parameters
     /// (`PcpSet::set_params`) and owner-drain requests (`request_drain`). A hit path goes on
-    /// only while it equals the value `Zone::enter` last saw (`PerCpuPages::attention_seen`),
+    /// only while it equals the value `Zone::pcp_enter` last saw (`PerCpuPages::attention_seen`),
     /// so it tests one word instead of the parameter generation and both drain tickets.
     /// (Equal after a wrap only if exactly 2^32 bumps fall between two operations.)
     pub(crate) attention: AtomicU32,
@@ -84,7 +77,7 @@ impl PcpSlot {
     }
 }
 
-/// The owner-drain tickets (see `drain.rs`). A flag cannot tell a request raised during a
+/// The owner-drain tickets (see `zone/drain.rs`). A flag cannot tell a request raised during a
 /// drain from one the drain satisfied; tickets can: a server reads the ticket count before it
 /// drains and marks exactly those served after.
 impl PcpSlot {
@@ -112,9 +105,9 @@ impl PcpSlot {
         t
     }
 
-    /// Whether nothing has asked for attention since the lists' last `Zone::enter`: no new
+    /// Whether nothing has asked for attention since the lists' last `Zone::pcp_enter`: no new
     /// parameters, no new drain request. The hit paths' one test; anything else goes the full
-    /// way, whose `enter` deals with it.
+    /// way, whose `Zone::pcp_enter` deals with it.
     #[inline(always)]
     pub(crate) fn quiet(&self, pcp: &PerCpuPages) -> bool {
         self.attention.load(Ordering::Relaxed) == pcp.attention_seen
@@ -281,11 +274,10 @@ impl PcpSet {
         pcp.batch = self.params.batch.load(r) as i32;
         pcp.high_min = self.params.high_min.load(r) as i32;
         pcp.high_max = self.params.high_max.load(r) as i32;
-        if self.params.free_high_batch.load(r) {
-            pcp.flags |= PCPF_FREE_HIGH_BATCH;
-        } else {
-            pcp.flags &= !PCPF_FREE_HIGH_BATCH;
-        }
+        pcp.flags.set(
+            PcpFlags::FREE_HIGH_BATCH,
+            self.params.free_high_batch.load(r),
+        );
     }
 }
 
@@ -328,77 +320,6 @@ pub struct PcpInfo {
     pub list_pages: [u32; super::NR_PCP_LISTS],
     /// Counters.
     pub stats: PcpStats,
-}
-
-impl Zone {
-    /// The CPU an operation without an explicit CPU runs on.
-    #[inline]
-    pub(crate) fn this_cpu(&self) -> usize {
-        // Without per-CPU lists there is nothing to pick: skip the `sched_getcpu` call.
-        if !self.pcp.enabled() {
-            return 0;
-        }
-        self.pcp.cpu_index(crate::types::CpuId(current_cpu()))
-    }
-
-    #[inline]
-    pub(crate) fn block_mt_racy(&self, idx: u32) -> MigrateType {
-        let pb = self.config().pageblock_order;
-        self.table.block_type(idx & !((1u32 << pb) - 1))
-    }
-
-    /// Applies pending parameters and serves a pending owner-drain request; for every path
-    /// that has just locked (or holds) a PCP.
-    #[inline]
-    pub(crate) fn enter(&self, slot: &PcpSlot, pcp: &mut PerCpuPages) {
-        // Read before looking at what it announces: a bump after this read stays unseen, so
-        // the next hit path comes back here.
-        let seen = slot.attention.load(Ordering::SeqCst);
-        self.pcp.refresh_locked(pcp);
-        if slot.drain_pending() {
-            let want = slot.tickets_to_serve();
-            self.drain_locked(pcp, DrainReason::Local);
-            slot.mark_served(want);
-        }
-        pcp.attention_seen = seen;
-    }
-
-    #[inline]
-    pub(crate) fn leave(&self, slot: &PcpSlot, pcp: &PerCpuPages) {
-        slot.count_hint
-            .store(pcp.count.max(0) as u32, Ordering::Relaxed);
-    }
-
-    #[inline]
-    pub(crate) fn hold_start(&self) -> Option<u64> {
-        self.pcp.instrument.load(Ordering::Relaxed).then(now_ns)
-    }
-
-    /// Switches recording of zone-lock hold times (refill and bulk free) on or off. Off, the
-    /// paths pay one relaxed load per lock hold.
-    pub fn set_instrumentation(&self, on: bool) {
-        self.pcp.instrument.store(on, Ordering::Relaxed);
-    }
-
-    /// Hold times recorded so far.
-    pub fn hold_times(&self) -> HoldTimes {
-        self.buddy.lock().hold.clone()
-    }
-
-    /// Sets or clears `ZONE_RECLAIM_ACTIVE`, which makes frees shrink the PCPs hard (the
-    /// kernel sets it while kswapd reclaims the zone).
-    pub fn set_reclaim_active(&self, on: bool) {
-        if on {
-            self.shared.set_flag(ZONE_RECLAIM_ACTIVE);
-        } else {
-            self.shared.clear_flag(ZONE_RECLAIM_ACTIVE);
-        }
-    }
-
-    /// Number of CPUs with per-CPU lists.
-    pub fn cpus(&self) -> u32 {
-        self.pcp.cpus() as u32
-    }
 }
 
 impl PcpSet {

@@ -25,14 +25,13 @@
 //! same (the entry carries its pageblock's type) plus the entry of the list's previous head,
 //! whose `prev` link it sets.
 
-use super::slot::PcpSlot;
-use super::{PerCpuPages, PCPF_PREV_FREE_HIGH_ORDER};
+use super::Zone;
 use crate::meta::{FrameMeta, FrameState};
+use crate::pcp::{PcpFlags, PcpSlot, PerCpuPages};
 use crate::request::FAST_ALLOC_FLAGS;
-use crate::shared::PCP_FREE_OFF;
+use crate::shared::ZoneBits;
 use crate::sync::Ordering;
 use crate::types::{MigrateType, Order, Pfn, ZoneType, MIGRATE_PCPTYPES};
-use crate::zone::Zone;
 
 impl Zone {
     /// A PCP-hit allocation from `slot` (locked here, or already held by its owner), or `None`
@@ -49,7 +48,8 @@ impl Zone {
         let sh = &self.shared;
         // Zone flags, mobility grouping off (which rewrites the migratetype) or no per-CPU
         // lists: full path.
-        if order > 3 || !mt.is_gfp_type() || sh.flags.load(Ordering::Relaxed) != 0 {
+        if order > Order::COSTLY.get() || !mt.is_gfp_type() || sh.flags.load(Ordering::Relaxed) != 0
+        {
             return None;
         }
         // get_page_from_freelist with ZONE_BELOW_HIGH clear: zone_watermark_fast at the high
@@ -62,7 +62,7 @@ impl Zone {
             }
             return self.pcp_pop_at(slot, held, 0, mt);
         }
-        if !sh.watermark_fast(order, sh.mark(2), hz, FAST_ALLOC_FLAGS) {
+        if !sh.watermark_fast(Order::from_raw(order), sh.mark(2), hz, FAST_ALLOC_FLAGS) {
             return None;
         }
         self.pcp_pop_at(slot, held, order, mt)
@@ -100,7 +100,7 @@ impl Zone {
         }
         let t = &self.table;
         let m = t.entries();
-        // order_to_pindex for a low order; `order <= 3` and `mt` is a PCP type.
+        // order_to_pindex for a low order; `order <= Order::COSTLY` and `mt` is a PCP type.
         let pi = MIGRATE_PCPTYPES * order as usize + mt.index();
         let idx = pcp.lists.get_mut(pi)?.pop_head_in(m)?;
         let count = pcp.count - (1 << order);
@@ -124,7 +124,9 @@ impl Zone {
         slot: &PcpSlot,
         held: Option<&mut PerCpuPages>,
     ) -> bool {
-        if order.get() != 0 || self.shared.flags.load(Ordering::Relaxed) & PCP_FREE_OFF != 0 {
+        if order.get() != 0
+            || self.shared.flags.load(Ordering::Relaxed) & ZoneBits::PCP_FREE_OFF.bits() != 0
+        {
             return false;
         }
         // validate_free for order 0 (any frame is aligned), reduced to "the table covers the
@@ -183,7 +185,7 @@ impl Zone {
         pcp.count = count;
         pcp.frees_by_order[0] += 1; // `PcpStats::frees` is their sum
                                     // note_free for order 0: never free_high, and it ends a run of high-order frees.
-        pcp.flags &= !PCPF_PREV_FREE_HIGH_ORDER;
+        pcp.flags.remove(PcpFlags::PREV_FREE_HIGH_ORDER);
         if pcp.free_count < pcp.free_count_max {
             pcp.free_count += 1;
         }

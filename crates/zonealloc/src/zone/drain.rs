@@ -28,12 +28,12 @@
 //! the other (the store-load pattern needs sequential consistency), so a request is never left
 //! behind by an owner that leaves.
 
-use super::slot::{PcpAccess, PcpSlot};
-use super::{DrainReason, PerCpuPages};
+use super::pcp::PcpGuard;
+use super::Zone;
 use crate::config::{DrainMode, PcpLocking};
+use crate::pcp::{DrainReason, PcpAccess, PcpSlot, PerCpuPages};
 use crate::sync::{relax_hard, thread_token, Ordering, SpinGuard};
 use crate::types::CpuId;
-use crate::zone::Zone;
 
 impl Zone {
     /// Locks CPU `c`'s lists, or `None` once an owner holds them for good (owner-only
@@ -72,9 +72,10 @@ impl Zone {
     pub(crate) fn drain_pages_zone(&self, c: usize, reason: DrainReason) -> bool {
         let slot = self.pcp.slot(c);
         loop {
-            let Some(mut pcp) = self.lock_unless_owned(c) else {
+            let Some(pcp) = self.lock_unless_owned(c) else {
                 return false;
             };
+            let mut pcp = PcpGuard::resume(slot, pcp);
             self.pcp.refresh_locked(&mut pcp);
             let n = pcp.count.min(pcp.batch.max(1) << self.pcp.policy.scale);
             let before = pcp.count;
@@ -82,7 +83,6 @@ impl Zone {
                 self.bulk_free(&mut pcp, n, 0, reason);
             }
             let left = pcp.count;
-            self.leave(slot, &pcp);
             drop(pcp);
             if left <= 0 || left == before {
                 return true;
@@ -116,8 +116,7 @@ impl Zone {
                 let slot = self.pcp.slot(*c);
                 if slot.drain_pending() {
                     let want = slot.tickets_to_serve();
-                    self.drain_locked(pcp, DrainReason::Local);
-                    self.leave(slot, pcp);
+                    self.drain_locked(&mut PcpGuard::resume(slot, &mut **pcp), DrainReason::Local);
                     slot.mark_served(want);
                 }
             }
@@ -130,8 +129,7 @@ impl Zone {
         let slot = self.pcp.slot(c);
         match me {
             PcpAccess::Held(mc, pcp) if *mc == c => {
-                self.drain_locked(pcp, DrainReason::Local);
-                self.leave(slot, pcp);
+                self.drain_locked(&mut PcpGuard::resume(slot, &mut **pcp), DrainReason::Local);
                 return None;
             }
             PcpAccess::Owner(mc) if *mc == c => {
@@ -300,13 +298,11 @@ impl Zone {
         let mut todo = false;
         for c in 0..self.pcp.cpus() {
             // Owner-held lists decay through their owner's `CpuHandle::tick`.
-            let Some(mut pcp) = self.lock_unless_owned(c) else {
+            let Some(pcp) = self.lock_unless_owned(c) else {
                 continue;
             };
-            let slot = self.pcp.slot(c);
-            self.enter(slot, &mut pcp);
+            let mut pcp = self.pcp_enter(self.pcp.slot(c), pcp);
             todo |= self.decay_locked(&mut pcp);
-            self.leave(slot, &pcp);
         }
         todo
     }

@@ -1,15 +1,14 @@
 //! [`CpuHandle`]: a thread's claim on one CPU's lists.
 
-use core::fmt;
-
-use super::slot::{PcpAccess, PcpSlot};
-use super::{DrainReason, PerCpuPages};
+use super::pcp::PcpGuard;
+use super::Zone;
 use crate::config::PcpLocking;
 use crate::error::{AllocError, FreeError, HandleError};
+use crate::pcp::{DrainReason, PcpAccess, PcpSlot, PerCpuPages};
 use crate::request::AllocRequest;
 use crate::sync::{thread_token, Ordering, SpinGuard};
 use crate::types::{CpuId, MigrateType, Order, Pfn};
-use crate::zone::Zone;
+use core::fmt;
 
 impl Zone {
     /// Registers the calling thread as the owner of `cpu`'s lists.
@@ -63,6 +62,13 @@ impl fmt::Debug for CpuHandle<'_> {
 }
 
 impl<'z> CpuHandle<'z> {
+    /// Leaves and unlocks owner-held lists, if this handle holds them.
+    fn release_held(&mut self) {
+        if let Some(p) = self.held.take() {
+            drop(PcpGuard::resume(self.slot, p));
+        }
+    }
+
     #[inline]
     fn access(&mut self) -> PcpAccess<'_> {
         match self.held.as_mut() {
@@ -97,7 +103,7 @@ impl<'z> CpuHandle<'z> {
         if let Some(p) = zone.pcp_alloc_fast(order.get(), mt, hz, self.slot, held) {
             return Ok(p);
         }
-        crate::node::alloc_in_zone(zone, order, req, &mut self.access())
+        super::walk::alloc_in_zone(zone, order, req, &mut self.access())
     }
 
     /// Frees on this CPU.
@@ -148,10 +154,7 @@ impl<'z> CpuHandle<'z> {
     pub fn idle<R>(&mut self, f: impl FnOnce() -> R) -> R {
         let slot = self.slot;
         let zone = self.zone;
-        if let Some(p) = self.held.as_mut() {
-            zone.leave(slot, p);
-        }
-        self.held = None;
+        self.release_held();
         slot.idle.store(true, Ordering::SeqCst);
         if slot.drain_pending() {
             let want = slot.tickets_to_serve();
@@ -172,19 +175,8 @@ impl<'z> CpuHandle<'z> {
         let zone = self.zone;
         let slot = self.slot;
         match self.held.as_mut() {
-            Some(p) => {
-                zone.enter(slot, p);
-                let todo = zone.decay_locked(p);
-                zone.leave(slot, p);
-                todo
-            }
-            None => {
-                let mut p = slot.lists.lock();
-                zone.enter(slot, &mut p);
-                let todo = zone.decay_locked(&mut p);
-                zone.leave(slot, &p);
-                todo
-            }
+            Some(p) => zone.decay_locked(&mut zone.pcp_enter(slot, &mut **p)),
+            None => zone.decay_locked(&mut zone.pcp_enter(slot, slot.lists.lock())),
         }
     }
 }
@@ -192,10 +184,7 @@ impl<'z> CpuHandle<'z> {
 impl Drop for CpuHandle<'_> {
     fn drop(&mut self) {
         let slot = self.slot;
-        if let Some(p) = self.held.as_mut() {
-            self.zone.leave(slot, p);
-        }
-        self.held = None; // unlocks owner-held lists
+        self.release_held();
         slot.owner_token.store(0, Ordering::SeqCst);
         slot.owned.store(false, Ordering::SeqCst);
         // A drainer that saw us registered may be waiting: serve it now that we are gone

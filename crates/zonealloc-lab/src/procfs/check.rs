@@ -1,0 +1,161 @@
+//! The cross-file checks C2..C5 of the module docs, and how much live skew they accept.
+
+use zonealloc::ZoneType;
+
+use super::error::{ProcError, ProcFile};
+use super::ZoneSnapshot;
+
+/// How far the free counts of the three files may disagree (checks C2 and C3).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Tolerance {
+    /// Only what the formats allow: capped pagetypeinfo counts and the vmstat drift.
+    Exact,
+    /// Also the pages that moved between the reads of the files on a live machine, at most
+    /// one PCP batch per CPU (`rmqueue_bulk` or `free_pcppages_bulk` moving `batch` pages
+    /// between the buddy and a PCP list) per zone. Real captures need it: a boot snapshot of
+    /// 7.2 shows `pages free` 124 pages above buddyinfo's, with 4 CPUs of batch 63.
+    #[default]
+    Live,
+}
+
+/// A disagreement between two files that the [`Tolerance`] accepted, kept so that a replay
+/// can report it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Skew {
+    /// The zone.
+    pub node: u32,
+    /// The zone.
+    pub zone: ZoneType,
+    /// The two files compared.
+    pub files: (ProcFile, ProcFile),
+    /// Pages by which they differ beyond what the formats allow.
+    pub pages: u64,
+}
+
+/// C2..C5 for one zone; records the skew C2 and C3 accepted.
+pub(super) fn check_zone(
+    z: &ZoneSnapshot,
+    pageblock_order: Option<u8>,
+    tolerance: Tolerance,
+    skews: &mut Vec<Skew>,
+) -> Result<(), ProcError> {
+    let allowance = match tolerance {
+        Tolerance::Exact => 0,
+        Tolerance::Live => z.pagesets.iter().map(|p| u64::from(p.batch)).sum(),
+    };
+    let mut skew = |files, pages: u64| {
+        if pages > 0 {
+            skews.push(Skew {
+                node: z.node,
+                zone: z.zone,
+                files,
+                pages,
+            });
+        }
+    };
+    // C2: buddyinfo against pagetypeinfo, order by order, in pages.
+    if let (Some(buddy), Some(area)) = (&z.buddy_free, &z.free_area) {
+        let mut moved = 0u64;
+        let mut first_bad = None;
+        for (order, &nr_free) in buddy.iter().enumerate() {
+            let sum = area
+                .free
+                .iter()
+                .map(|c| c[order].blocks)
+                .fold(0, u64::saturating_add);
+            let capped = area.free.iter().any(|c| c[order].capped);
+            if nr_free != sum && !(capped && nr_free > sum) {
+                moved = moved.saturating_add(nr_free.abs_diff(sum).saturating_mul(1 << order));
+                first_bad.get_or_insert((order, nr_free, sum));
+            }
+        }
+        if let Some((order, nr_free, sum)) = first_bad {
+            if moved > allowance {
+                return Err(ProcError::inconsistent(
+                    ProcFile::Buddyinfo,
+                    z.lines.buddyinfo,
+                    format!(
+                        "{} order {order}: {nr_free} free blocks, but pagetypeinfo's \
+                         migratetypes (line {}) sum to {sum}; {moved} pages differ over all \
+                         orders, {allowance} allowed",
+                        z.label(),
+                        z.lines.pagetype_free
+                    ),
+                ));
+            }
+            skew((ProcFile::Pagetypeinfo, ProcFile::Buddyinfo), moved);
+        }
+    }
+    // C3: the buddy's pages against `nr_free_pages`, within the vmstat drift.
+    if let Some(buddy_pages) = z.buddy_free_pages() {
+        let threshold = z
+            .pagesets
+            .iter()
+            .filter_map(|p| p.stat_threshold)
+            .max()
+            .unwrap_or(0);
+        let drift = u64::from(threshold) * z.pagesets.len() as u64;
+        // A capped pagetypeinfo count without buddyinfo makes the sum a lower bound.
+        let lower_bound = z.buddy_free.is_none()
+            && z.free_area
+                .as_ref()
+                .is_some_and(|a| a.free.iter().flatten().any(|c| c.capped));
+        let beyond = if buddy_pages > z.free_pages {
+            buddy_pages - z.free_pages
+        } else if lower_bound {
+            0
+        } else {
+            z.free_pages - buddy_pages
+        }
+        .saturating_sub(drift);
+        if beyond > allowance {
+            return Err(ProcError::inconsistent(
+                ProcFile::Zoneinfo,
+                z.lines.pages_free,
+                format!(
+                    "{}: {} free pages, but the free lists hold {buddy_pages} \
+                     (vmstat drift {drift} and {allowance} moved pages allowed)",
+                    z.label(),
+                    z.free_pages
+                ),
+            ));
+        }
+        let other = if z.buddy_free.is_some() {
+            ProcFile::Buddyinfo
+        } else {
+            ProcFile::Pagetypeinfo
+        };
+        skew((ProcFile::Zoneinfo, other), beyond);
+        // C5: free plus PCP pages fit in the managed pages.
+        if buddy_pages.saturating_add(z.pcp_pages()) > z.managed_pages {
+            return Err(ProcError::inconsistent(
+                ProcFile::Zoneinfo,
+                z.lines.pages_free,
+                format!(
+                    "{}: {buddy_pages} free and {} PCP pages exceed {} managed",
+                    z.label(),
+                    z.pcp_pages(),
+                    z.managed_pages
+                ),
+            ));
+        }
+    }
+    // C4: pageblocks fit in the span.
+    if let (Some(area), Some(order)) = (&z.free_area, pageblock_order) {
+        let per_block = 1u64 << order;
+        let walked = z.spanned_pages.div_ceil(per_block);
+        let counted = area.pageblocks.iter().copied().fold(0, u64::saturating_add);
+        if counted > walked {
+            return Err(ProcError::inconsistent(
+                ProcFile::Pagetypeinfo,
+                z.lines.pagetype_blocks,
+                format!(
+                    "{}: {counted} pageblocks, but {} spanned pages hold at most {walked}",
+                    z.label(),
+                    z.spanned_pages
+                ),
+            ));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,270 @@
+//! Construction and boot: a zone over its frame table, memory handed to it
+//! (`memblock_free_all` → `__free_pages_core`), and the watermark and pageset sizing that
+//! follow every change of managed memory (`setup_per_zone_wmarks`, `zone_pcp_update`).
+
+use super::Zone;
+use crate::buddy::{BuddyZone, FreePlacement, Watermarks};
+use crate::config::ZoneConfig;
+use crate::error::{ConfigError, RangeError};
+use crate::meta::{FrameMeta, FrameState, FrameTable};
+use crate::pcp::{zone_batchsize, zone_highsize, PcpSet, PcpSlot};
+use crate::shared::{ZoneBits, ZoneShared};
+use crate::sync::{SpinLock, StaticSlice};
+use crate::types::{Pfn, ZoneType, MIGRATE_TYPES};
+
+fn check_span(start: Pfn, end: Pfn, cfg: &ZoneConfig) -> Result<u32, ConfigError> {
+    cfg.validate()?;
+    if start >= end {
+        return Err(ConfigError::BadSpan { start, end });
+    }
+    let n = FrameTable::entries_needed(start, end, cfg.pageblock_order);
+    if n >= u32::MAX as u64 {
+        return Err(ConfigError::BadSpan { start, end });
+    }
+    Ok(n as u32)
+}
+
+impl Zone {
+    /// A zone spanning frames `start..end`, with nothing free yet; its metadata table
+    /// (12 bytes per frame) is allocated on the heap.
+    #[cfg(feature = "std")]
+    pub fn new(
+        zone_type: ZoneType,
+        start: Pfn,
+        end: Pfn,
+        cfg: ZoneConfig,
+    ) -> Result<Zone, ConfigError> {
+        let n = check_span(start, end, &cfg)?;
+        let table = FrameTable::allocate(start, cfg.pageblock_order, n).ok_or(
+            ConfigError::TableAllocation {
+                bytes: u64::from(n) * core::mem::size_of::<FrameMeta>() as u64,
+            },
+        )?;
+        let pcp = PcpSet::new(cfg.pcp, cfg.max_order);
+        Ok(Zone::from_parts(zone_type, start, end, cfg, table, pcp))
+    }
+
+    /// Like [`Zone::new`] over a caller-provided metadata table, with per-CPU lists on the
+    /// heap under `std` and none without it. The table needs [`Zone::table_entries`] entries;
+    /// it is reset.
+    pub fn with_table(
+        zone_type: ZoneType,
+        start: Pfn,
+        end: Pfn,
+        cfg: ZoneConfig,
+        table: &'static [FrameMeta],
+    ) -> Result<Zone, ConfigError> {
+        let n = check_span(start, end, &cfg)?;
+        let table = Self::borrow_table(start, &cfg, n, table)?;
+        #[cfg(feature = "std")]
+        let pcp = PcpSet::new(cfg.pcp, cfg.max_order);
+        #[cfg(not(feature = "std"))]
+        let pcp = PcpSet::with_slots(cfg.pcp, cfg.max_order, StaticSlice::borrowed(&[]));
+        Ok(Zone::from_parts(zone_type, start, end, cfg, table, pcp))
+    }
+
+    /// Everything in caller storage, for kernels and unikernels without a heap: the metadata
+    /// table ([`Zone::table_entries`] entries) and one [`PcpSlot`] per CPU (the slot count
+    /// overrides `cfg.pcp.cpus`; an empty slice turns the per-CPU lists off):
+    ///
+    /// ```
+    /// use zonealloc::{FrameMeta, PcpSlot, Pfn, Zone, ZoneConfig, ZoneType};
+    /// static TABLE: [FrameMeta; 4096] = [const { FrameMeta::new() }; 4096];
+    /// static PCPS: [PcpSlot; 2] = [const { PcpSlot::new() }; 2];
+    /// let zone = Zone::with_storage(
+    ///     ZoneType::Normal, Pfn(0), Pfn(4096), ZoneConfig::default(), &TABLE, &PCPS,
+    /// ).unwrap();
+    /// zone.add_free_range(Pfn(0), Pfn(4096)).unwrap();
+    /// assert_eq!(zone.cpus(), 2);
+    /// ```
+    pub fn with_storage(
+        zone_type: ZoneType,
+        start: Pfn,
+        end: Pfn,
+        mut cfg: ZoneConfig,
+        table: &'static [FrameMeta],
+        pcps: &'static [PcpSlot],
+    ) -> Result<Zone, ConfigError> {
+        let n = check_span(start, end, &cfg)?;
+        let table = Self::borrow_table(start, &cfg, n, table)?;
+        cfg.pcp.cpus = pcps.len() as u32;
+        let pcp = PcpSet::with_slots(cfg.pcp, cfg.max_order, StaticSlice::borrowed(pcps));
+        Ok(Zone::from_parts(zone_type, start, end, cfg, table, pcp))
+    }
+
+    fn borrow_table(
+        start: Pfn,
+        cfg: &ZoneConfig,
+        n: u32,
+        table: &'static [FrameMeta],
+    ) -> Result<FrameTable, ConfigError> {
+        if table.len() < n as usize {
+            return Err(ConfigError::TableTooSmall {
+                needed: n as usize,
+                provided: table.len(),
+            });
+        }
+        Ok(FrameTable::borrowed(start, cfg.pageblock_order, n, table))
+    }
+
+    /// Metadata entries a zone spanning `start..end` needs (the span rounded out to
+    /// pageblocks).
+    pub fn table_entries(start: Pfn, end: Pfn, cfg: &ZoneConfig) -> u64 {
+        FrameTable::entries_needed(start, end, cfg.pageblock_order)
+    }
+
+    fn from_parts(
+        zone_type: ZoneType,
+        start: Pfn,
+        end: Pfn,
+        cfg: ZoneConfig,
+        table: FrameTable,
+        pcp: PcpSet,
+    ) -> Zone {
+        let buddy = BuddyZone::new(cfg, start.0, end.0);
+        Zone {
+            table,
+            buddy: SpinLock::new(buddy),
+            shared: ZoneShared::new(cfg.max_order, pcp.enabled()),
+            pcp,
+            zone_type,
+            cfg,
+            span: (start.0, end.0),
+        }
+    }
+}
+
+impl Zone {
+    /// Hands `start..end` to the allocator, as boot does (`__free_pages_memory` →
+    /// `__free_pages_core`): the largest aligned blocks in ascending frame order, each placed
+    /// at the tail of its free list (`FPI_TO_TAIL`), bypassing the per-CPU lists. Frames never
+    /// added stay absent (holes, reserved ranges). Returns the pages added.
+    ///
+    /// On error nothing is added.
+    pub fn add_free_range(&self, start: Pfn, end: Pfn) -> Result<u64, RangeError> {
+        let added = {
+            let mut z = self.lock();
+            self.add_free_range_locked(&mut z, start, end)?
+        };
+        self.setup_standalone_watermarks();
+        Ok(added)
+    }
+
+    pub(crate) fn add_free_range_locked(
+        &self,
+        z: &mut BuddyZone,
+        start: Pfn,
+        end: Pfn,
+    ) -> Result<u64, RangeError> {
+        if start >= end {
+            return Err(RangeError::Empty { start, end });
+        }
+        if !self.spans(start) {
+            return Err(RangeError::OutOfZone { pfn: start });
+        }
+        if end.0 > self.span.1 {
+            return Err(RangeError::OutOfZone {
+                pfn: Pfn(self.span.1),
+            });
+        }
+        let t = &self.table;
+        let (first, last) = (
+            t.index_of(start).unwrap_or(0),
+            t.index_of(Pfn(end.0 - 1)).unwrap_or(0),
+        );
+        for i in first..=last {
+            if t.state(i) != FrameState::Absent {
+                return Err(RangeError::Overlap { pfn: t.pfn_of(i) });
+            }
+        }
+        for i in first..=last {
+            t.set_state(i, FrameState::Tail);
+        }
+        let max = z.max_order() as u32;
+        let mut pfn = start.0;
+        while pfn < end.0 {
+            // Free in the largest chunks alignment allows (pfn 0 is max-order aligned).
+            let mut order = if pfn == 0 {
+                max
+            } else {
+                pfn.trailing_zeros().min(max)
+            };
+            while pfn + (1u64 << order) > end.0 {
+                order -= 1;
+            }
+            let idx = t.index_of(Pfn(pfn)).unwrap_or(0);
+            z.managed_pages += 1u64 << order;
+            z.split_large_buddy(t, idx, order as u8, FreePlacement::ToTail);
+            pfn += 1u64 << order;
+        }
+        Ok(end.0 - start.0)
+    }
+
+    /// Recomputes this zone's watermarks as if it were the only zone of its node.
+    pub(crate) fn setup_standalone_watermarks(&self) {
+        let managed = self.lock().managed_pages;
+        let sizes = [crate::buddy::ZoneSize {
+            zone_type: self.zone_type,
+            managed,
+        }];
+        let (wm, reserve) = crate::buddy::setup_node_watermarks(&sizes, &[self.cfg]);
+        self.apply_watermarks(wm[0], reserve[0], None);
+    }
+
+    pub(crate) fn apply_watermarks(
+        &self,
+        wm: Watermarks,
+        reserve: [u64; crate::types::MAX_NR_ZONES],
+        mobility_disabled: Option<bool>,
+    ) {
+        let mut z = self.lock();
+        z.wmark = Watermarks {
+            boost: z.wmark.boost,
+            ..wm
+        };
+        z.lowmem_reserve = reserve;
+        z.marks_dirty = true;
+        self.pcp_update(z.managed_pages, z.wmark.mark(1));
+        z.mobility_disabled = match self.cfg.mobility_grouping {
+            crate::config::MobilityGrouping::Enabled => false,
+            crate::config::MobilityGrouping::Disabled => true,
+            crate::config::MobilityGrouping::Auto => mobility_disabled.unwrap_or_else(|| {
+                // build_all_zonelists: too few pages above the high mark to group by mobility.
+                z.managed_pages.saturating_sub(wm.high)
+                    < (1u64 << self.cfg.pageblock_order) * MIGRATE_TYPES as u64
+            }),
+        };
+        if z.mobility_disabled {
+            self.shared.set_flag(ZoneBits::MOBILITY_DISABLED);
+        } else {
+            self.shared.clear_flag(ZoneBits::MOBILITY_DISABLED);
+        }
+    }
+
+    /// `zone_pcp_update`: recompute batch and high bounds from managed pages and the low
+    /// watermark (`zone_set_pageset_high_and_batch`), honouring the configured overrides.
+    fn pcp_update(&self, managed: u64, low_wmark: u64) {
+        let c = &self.cfg.pcp;
+        let batch = c
+            .batch
+            .unwrap_or_else(|| zone_batchsize(managed, self.cfg.page_size));
+        let cpus = self.pcp.cpus() as u32;
+        let (mut hmin, mut hmax) = if c.high_fraction != 0 {
+            let h = zone_highsize(managed, low_wmark, batch, cpus, c.high_fraction);
+            (h, h)
+        } else {
+            (
+                zone_highsize(managed, low_wmark, batch, cpus, 0),
+                zone_highsize(managed, low_wmark, batch, cpus, 8),
+            )
+        };
+        if let Some(v) = c.high_min {
+            hmin = v;
+        }
+        if let Some(v) = c.high_max {
+            hmax = v;
+        }
+        self.pcp
+            .set_params(batch, hmin, hmax.max(hmin), self.cfg.page_size);
+    }
+}

@@ -1,0 +1,286 @@
+//! The free side: `free_frozen_page_commit` (push at the head, tune `high`, drain from the
+//! tails when the list is full, in `batch`-sized chunks with the lock dropped between them),
+//! `free_pcppages_bulk`'s zone-lock hold, and `free_one_page` for frees that bypass the lists.
+
+use super::pcp::PcpGuard;
+use super::Zone;
+use crate::buddy::FreePlacement;
+use crate::error::FreeError;
+use crate::meta::FrameState;
+use crate::pcp::{DrainReason, PcpAccess, PerCpuPages};
+use crate::request::AllocFlags;
+use crate::shared::ZoneBits;
+use crate::sync::now_ns;
+use crate::types::{CpuId, MigrateType, Order, Pfn, MIGRATE_PCPTYPES};
+
+/// Pages a free decided to drain, and from which list to start.
+struct DrainWork {
+    to_free: i32,
+    pindex: usize,
+    reason: DrainReason,
+}
+
+impl Zone {
+    /// Frees through the CPU's lists when the order allows, else straight to the buddy
+    /// (`__free_frozen_pages`).
+    #[inline]
+    pub(crate) fn free_with(
+        &self,
+        pfn: Pfn,
+        order: Order,
+        access: &mut PcpAccess<'_>,
+    ) -> Result<(), FreeError> {
+        let idx = self.validate_free(pfn, order)?;
+        let o = order.get();
+        if !self.pcp.enabled() || !self.pcp.policy.allowed_order(o) {
+            return self.free_to_buddy(idx, pfn, order);
+        }
+        self.claim_for_free(idx, pfn, order)?;
+        let mut mt = self.block_mt_racy(idx);
+        if mt.index() >= MIGRATE_PCPTYPES {
+            if mt == MigrateType::Isolate {
+                self.free_one_page(idx, o);
+                return Ok(());
+            }
+            mt = MigrateType::Movable; // HighAtomic pages ride the Movable list
+        }
+        match access {
+            PcpAccess::Held(cpu, pcp) => {
+                let mut pcp = self.pcp_enter(self.pcp.slot(*cpu), &mut **pcp);
+                if let Some(work) = self.commit_free(&mut pcp, idx, o, mt) {
+                    // The owner holds its lists throughout: no unlock between chunks.
+                    let mut rem = work.to_free;
+                    while rem > 0 && pcp.count > 0 {
+                        rem = self.drain_chunk(&mut pcp, rem, work.pindex, work.reason);
+                    }
+                    self.clear_below_high();
+                }
+            }
+            PcpAccess::Cpu(cpu) | PcpAccess::Owner(cpu) => {
+                let slot = self.pcp.slot(*cpu);
+                let Some(pcp) = slot.try_lists() else {
+                    self.free_one_page(idx, o);
+                    return Ok(());
+                };
+                let mut pcp = self.pcp_enter(slot, pcp);
+                let Some(work) = self.commit_free(&mut pcp, idx, o, mt) else {
+                    return Ok(());
+                };
+                // Free in batch-sized chunks, unlocking between them to let remote drainers
+                // in; give up if the lock is taken meanwhile.
+                let mut guard = Some(pcp);
+                let mut rem = work.to_free;
+                while let Some(p) = guard.as_mut() {
+                    if rem <= 0 || p.count <= 0 {
+                        break;
+                    }
+                    rem = self.drain_chunk(p, rem, work.pindex, work.reason);
+                    if rem <= 0 || p.count <= 0 {
+                        break;
+                    }
+                    drop(guard.take()); // leave and unlock, then try to take it back
+                    guard = slot.lists.try_lock().map(|p| PcpGuard::resume(slot, p));
+                }
+                drop(guard);
+                self.clear_below_high();
+            }
+        }
+        Ok(())
+    }
+
+    /// `free_frozen_page_commit` up to the drain decision: the block goes on its list, the
+    /// tuning state moves, and the pages to drain (if any) are returned.
+    #[inline]
+    fn commit_free(
+        &self,
+        pcp: &mut PerCpuPages,
+        idx: u32,
+        order: u8,
+        mt: MigrateType,
+    ) -> Option<DrainWork> {
+        let policy = self.pcp.policy;
+        let t = &self.table;
+        let pi = policy.pindex(mt, order);
+        pcp.put_head(t, pi, idx, order);
+        let free_high = pcp.note_free(order, &policy);
+        let reclaim = self.shared.test_flag(ZoneBits::ZONE_RECLAIM_ACTIVE);
+        let below = self.shared.test_flag(ZoneBits::ZONE_BELOW_HIGH);
+        let high = pcp.nr_pcp_high(free_high, reclaim, below, &policy);
+        if pcp.count < high {
+            return None;
+        }
+        Some(DrainWork {
+            to_free: pcp.nr_pcp_free(high, free_high, &policy),
+            pindex: pi,
+            reason: if free_high {
+                DrainReason::FreeHigh
+            } else {
+                DrainReason::High
+            },
+        })
+    }
+
+    /// One `batch`-sized `free_pcppages_bulk` under its own zone-lock hold; returns what is
+    /// left of `to_free`.
+    fn drain_chunk(
+        &self,
+        pcp: &mut PerCpuPages,
+        to_free: i32,
+        pindex: usize,
+        reason: DrainReason,
+    ) -> i32 {
+        let chunk = to_free.min(pcp.batch.max(1));
+        self.bulk_free(pcp, chunk, pindex, reason);
+        to_free - chunk
+    }
+
+    /// `free_pcppages_bulk` with the zone lock taken here.
+    pub(crate) fn bulk_free(
+        &self,
+        pcp: &mut PerCpuPages,
+        count: i32,
+        pindex: usize,
+        reason: DrainReason,
+    ) {
+        let policy = self.pcp.policy;
+        let mut z = self.lock();
+        let t0 = self.hold_start();
+        pcp.free_bulk(&mut z, &self.table, count, pindex, &policy, reason);
+        if let Some(t0) = t0 {
+            z.hold.bulk_free.record(now_ns().saturating_sub(t0));
+        }
+    }
+
+    /// Clears `ZONE_BELOW_HIGH` once free memory is back above the high mark (the tail of
+    /// `free_frozen_page_commit`).
+    fn clear_below_high(&self) {
+        let sh = &self.shared;
+        if sh.test_flag(ZoneBits::ZONE_BELOW_HIGH)
+            && sh.watermark_ok(
+                Order::ZERO,
+                sh.mark(2),
+                crate::types::ZoneType::Movable.index(),
+                AllocFlags(0),
+            )
+        {
+            sh.clear_flag(ZoneBits::ZONE_BELOW_HIGH);
+        }
+    }
+
+    /// `free_one_page`: straight to the buddy, for orders the PCP does not take and for frees
+    /// whose trylock failed. The block is already claimed.
+    pub(crate) fn free_one_page(&self, idx: u32, order: u8) {
+        let mut z = self.lock();
+        z.split_large_buddy(&self.table, idx, order, FreePlacement::Normal);
+        z.stats.frees[order as usize] += 1;
+    }
+}
+
+impl Zone {
+    /// Frees the block of `order` at `pfn` on the calling thread's CPU (`__free_pages`):
+    /// orders the per-CPU lists take go there, others straight to the buddy.
+    ///
+    /// Detects double frees (also of blocks sitting on a per-CPU list), frees of frames that
+    /// are not the head of an allocated block, wrong orders, misaligned frames and frames
+    /// outside the zone or in holes; on error the zone is unchanged.
+    #[inline]
+    pub fn free(&self, pfn: Pfn, order: Order) -> Result<(), FreeError> {
+        self.free_via(pfn, order, self.this_cpu())
+    }
+
+    /// Frees on CPU slot `cpu` (already reduced to the CPU count).
+    #[inline(always)]
+    fn free_via(&self, pfn: Pfn, order: Order, cpu: usize) -> Result<(), FreeError> {
+        if let Some(slot) = self.pcp.slot_at(cpu) {
+            if self.pcp_free_fast(pfn, order, slot, None) {
+                return Ok(());
+            }
+        }
+        self.free_with(pfn, order, &mut PcpAccess::Cpu(cpu))
+    }
+
+    /// Like [`Zone::free`] on CPU `cpu`'s lists.
+    #[inline]
+    pub fn free_on(&self, cpu: CpuId, pfn: Pfn, order: Order) -> Result<(), FreeError> {
+        self.free_via(pfn, order, self.pcp.cpu_index(cpu))
+    }
+
+    /// `__free_pages_ok`: validated and claimed here, then `free_one_page`.
+    pub(crate) fn free_to_buddy(&self, idx: u32, pfn: Pfn, order: Order) -> Result<(), FreeError> {
+        self.claim_for_free(idx, pfn, order)?;
+        self.free_one_page(idx, order.get());
+        Ok(())
+    }
+
+    /// The checks that need no lock: order, span, alignment. Returns the frame index.
+    #[inline]
+    pub(crate) fn validate_free(&self, pfn: Pfn, order: Order) -> Result<u32, FreeError> {
+        if order.get() > self.cfg.max_order {
+            return Err(FreeError::OrderTooLarge { pfn, order });
+        }
+        if !self.spans(pfn) {
+            return Err(FreeError::OutOfZone { pfn });
+        }
+        if !pfn.is_aligned(order) {
+            return Err(FreeError::Misaligned { pfn, order });
+        }
+        self.table.index_of(pfn).ok_or(FreeError::OutOfZone { pfn })
+    }
+
+    /// Atomically takes ownership of an allocated head for freeing (state becomes `Tail`), or
+    /// says precisely why the frame cannot be freed.
+    #[inline]
+    pub(crate) fn claim_for_free(&self, idx: u32, pfn: Pfn, order: Order) -> Result<(), FreeError> {
+        let t = &self.table;
+        if t.try_claim_allocated(idx, order, FrameState::Tail) {
+            return Ok(());
+        }
+        loop {
+            match t.state(idx) {
+                FrameState::Allocated(o, mt) if o == order => {
+                    match t.claim_allocated(idx, order, mt, FrameState::Tail) {
+                        Ok(()) => return Ok(()),
+                        Err(_) => continue, // raced with another free: classify again
+                    }
+                }
+                FrameState::Allocated(o, _) => {
+                    return Err(FreeError::WrongOrder {
+                        pfn,
+                        given: order,
+                        allocated: o,
+                    })
+                }
+                FrameState::Absent => return Err(FreeError::NotManaged { pfn }),
+                FrameState::Buddy(_) | FrameState::Pcp(_) => {
+                    return Err(FreeError::DoubleFree { pfn })
+                }
+                FrameState::Tail => return Err(self.classify_tail(pfn)),
+            }
+        }
+    }
+
+    /// A tail frame was passed to free: find the block containing it.
+    fn classify_tail(&self, pfn: Pfn) -> FreeError {
+        let t = &self.table;
+        for o in 1..=self.cfg.max_order {
+            let head_pfn = pfn.0 & !((1u64 << o) - 1);
+            let Some(h) = t.index_of(Pfn(head_pfn)) else {
+                break;
+            };
+            match t.state(h) {
+                FrameState::Buddy(bo) | FrameState::Pcp(bo) if bo.get() >= o => {
+                    return FreeError::DoubleFree { pfn }
+                }
+                FrameState::Allocated(ao, _) if ao.get() >= o => {
+                    return FreeError::NotBlockHead {
+                        pfn,
+                        head: Pfn(head_pfn),
+                    }
+                }
+                _ => {}
+            }
+        }
+        // A tail whose block head is being freed right now by another thread.
+        FreeError::DoubleFree { pfn }
+    }
+}

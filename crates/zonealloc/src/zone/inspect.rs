@@ -1,0 +1,295 @@
+//! Looking at the lists: per-CPU snapshots and counters, the `/proc/zoneinfo` pageset
+//! block, and the P1..P3 invariant checks.
+
+use super::Zone;
+use crate::buddy::{CheckFacts, Watermarks};
+use crate::check::CheckError;
+use crate::meta::FrameState;
+use crate::pcp::{PcpInfo, PcpStats, PerCpuPages, PCP_ORDER_SLOTS, THP_ORDER_SLOT};
+use crate::stats::{FreeAreaSnapshot, ZoneStats};
+use crate::sync::{Ordering, SpinGuard};
+use crate::types::{CpuId, MigrateType, Order, Pfn, MIGRATE_TYPES, ORDER_SLOTS};
+use core::fmt;
+
+impl Zone {
+    /// One CPU's lists. Waits for its lock; an owner-held CPU is reported from its last
+    /// unlock count only.
+    pub fn pcp_info(&self, cpu: CpuId) -> PcpInfo {
+        let c = cpu.0 as usize % self.pcp.cpus();
+        let slot = self.pcp.slot(c);
+        let mut info = PcpInfo {
+            cpu: c as u32,
+            ..PcpInfo::default()
+        };
+        let Some(mut pcp) = self.lock_for_inspection(c) else {
+            info.count = slot.count_hint.load(Ordering::Relaxed) as i32;
+            return info;
+        };
+        self.pcp.refresh_locked(&mut pcp);
+        info.count = pcp.count;
+        info.high = pcp.high;
+        info.batch = pcp.batch;
+        info.high_min = pcp.high_min;
+        info.high_max = pcp.high_max;
+        info.alloc_factor = pcp.alloc_factor;
+        info.free_count = pcp.free_count;
+        info.flags = pcp.flags.bits();
+        for (p, l) in pcp.lists.iter().enumerate() {
+            let order = self.pcp.policy.order_of(p);
+            info.list_pages[p] = (l.iter(&self.table).count() as u32) << order;
+        }
+        info.stats = pcp.stats;
+        info.stats.frees = pcp.frees_by_order.iter().sum();
+        info.stats.trylock_failures = slot.trylock_failures.load(Ordering::Relaxed);
+        info
+    }
+
+    /// Locks a CPU's lists for inspection, unless an owner holds them.
+    fn lock_for_inspection(&self, c: usize) -> Option<SpinGuard<'_, PerCpuPages>> {
+        self.lock_unless_owned(c)
+    }
+
+    /// Pages sitting on all CPUs' lists, as of their last unlock (read without locking, as the
+    /// kernel reads `pcp->count`). [`Zone::free_pages`] does not include them, exactly as
+    /// `NR_FREE_PAGES` does not: from the buddy's point of view they are allocated.
+    pub fn pcp_pages(&self) -> u64 {
+        (0..self.pcp.cpus())
+            .map(|c| self.pcp.slot(c).count_hint.load(Ordering::Relaxed) as u64)
+            .sum()
+    }
+
+    /// Sum of every CPU's PCP counters.
+    pub fn pcp_stats(&self) -> PcpStats {
+        let mut s = PcpStats::default();
+        for c in 0..self.pcp.cpus() {
+            s.add(&self.pcp_info(CpuId(c as u32)).stats);
+        }
+        s
+    }
+
+    /// Per-order allocation and free counts served by the PCPs (added into [`Zone::stats`]).
+    pub(crate) fn pcp_order_counts(&self) -> ([u64; ORDER_SLOTS], [u64; ORDER_SLOTS]) {
+        let (mut a, mut f) = ([0; ORDER_SLOTS], [0; ORDER_SLOTS]);
+        for c in 0..self.pcp.cpus() {
+            if let Some(pcp) = self.lock_for_inspection(c) {
+                for s in 0..PCP_ORDER_SLOTS {
+                    let o = if s < THP_ORDER_SLOT {
+                        s
+                    } else {
+                        match self.pcp.policy.thp_order {
+                            Some(t) => t as usize,
+                            None => continue,
+                        }
+                    };
+                    a[o] += pcp.allocs[s];
+                    f[o] += pcp.frees_by_order[s];
+                }
+            }
+        }
+        (a, f)
+    }
+
+    /// Writes the `pagesets` block of `/proc/zoneinfo` for this zone, byte for byte in the
+    /// kernel's format (`zoneinfo_show_print`).
+    pub fn write_pagesets<W: fmt::Write>(&self, w: &mut W) -> fmt::Result {
+        let managed = self.managed_pages();
+        let threshold = crate::pcp::stat_threshold(managed, self.cpus(), self.config().page_size);
+        w.write_str("\n  pagesets")?;
+        for c in 0..self.pcp.cpus() {
+            let i = self.pcp_info(CpuId(c as u32));
+            write!(
+                w,
+                "\n    cpu: {}\n              count:    {}\n              high:     {}\n              batch:    {}\n              high_min: {}\n              high_max: {}",
+                c, i.count, i.high, i.batch, i.high_min, i.high_max
+            )?;
+            write!(w, "\n  vm stats threshold: {threshold}")?;
+        }
+        Ok(())
+    }
+
+    /// Checks P1..P3 for every CPU and returns the pages on all PCP lists. Locks every PCP
+    /// (PCP before zone, as everywhere).
+    pub(crate) fn check_pcps(&self) -> Result<u64, crate::CheckError> {
+        use crate::check::check_fail as fail;
+        let t = &self.table;
+        let mut total = 0u64;
+        for c in 0..self.pcp.cpus() {
+            let Some(pcp) = self.lock_for_inspection(c) else {
+                return Err(fail(
+                    "P0",
+                    None,
+                    "lists held by their owner: check at quiescence",
+                ));
+            };
+            if pcp.high_min > pcp.high_max {
+                return Err(fail("P3", None, "high_min exceeds high_max"));
+            }
+            let mut pages = 0i64;
+            for (p, list) in pcp.lists.iter().enumerate() {
+                let order = self.pcp.policy.order_of(p);
+                let want = FrameState::Pcp(Order::from_raw(order));
+                let n = list.check(t, want, "P2", |idx| {
+                    let pfn = t.pfn_of(idx);
+                    if pfn.0 & ((1u64 << order) - 1) != 0 {
+                        return Err(fail("P2", Some(pfn), "PCP block not aligned to its order"));
+                    }
+                    Ok(())
+                })?;
+                pages += (n as i64) << order;
+            }
+            if pages != pcp.count as i64 {
+                return Err(fail(
+                    "P1",
+                    None,
+                    "pcp count differs from the pages on its lists",
+                ));
+            }
+            total += pages as u64;
+        }
+        Ok(total)
+    }
+}
+
+impl Zone {
+    /// Free pages in the buddy allocator (`NR_FREE_PAGES`; per-CPU lists not included).
+    pub fn free_pages(&self) -> u64 {
+        self.buddy.lock().nr_free_pages
+    }
+
+    /// Pages handed to the allocator (`managed_pages`).
+    pub fn managed_pages(&self) -> u64 {
+        self.buddy.lock().managed_pages
+    }
+
+    /// Current watermarks.
+    pub fn watermarks(&self) -> Watermarks {
+        self.buddy.lock().wmark
+    }
+
+    /// Pages reserved for HighAtomic allocations (`nr_reserved_highatomic`).
+    pub fn reserved_highatomic(&self) -> u64 {
+        self.buddy.lock().nr_reserved_highatomic
+    }
+
+    /// A copy of the zone's counters; `allocs` and `frees` include those the per-CPU lists
+    /// served.
+    pub fn stats(&self) -> ZoneStats {
+        let (a, f) = self.pcp_order_counts();
+        let mut s = self.buddy.lock().stats;
+        for o in 0..ORDER_SLOTS {
+            s.allocs[o] += a[o];
+            s.frees[o] += f[o];
+        }
+        s
+    }
+
+    /// The migratetype of the pageblock containing `pfn`, if the zone spans it.
+    pub fn pageblock_migratetype(&self, pfn: Pfn) -> Option<MigrateType> {
+        if !self.spans(pfn) {
+            return None;
+        }
+        let idx = self.table.index_of(pfn)?;
+        let z = self.buddy.lock();
+        Some(z.block_mt(&self.table, idx))
+    }
+
+    /// What the frame `pfn` currently is, if the zone spans it.
+    pub fn frame_state(&self, pfn: Pfn) -> Option<FrameState> {
+        if !self.spans(pfn) {
+            return None;
+        }
+        Some(self.table.state(self.table.index_of(pfn)?))
+    }
+
+    /// Free blocks per order (`free_area[order].nr_free`), the numbers of `/proc/buddyinfo`.
+    pub fn nr_free(&self) -> [u64; ORDER_SLOTS] {
+        let z = self.buddy.lock();
+        let mut out = [0; ORDER_SLOTS];
+        for (o, a) in z.free_area.iter().enumerate() {
+            out[o] = a.nr_free;
+        }
+        out
+    }
+
+    /// The free lists' block heads for one order and migratetype, head to tail. For tests
+    /// and teaching; O(list length).
+    pub fn free_list(&self, order: Order, mt: MigrateType, out: &mut [Pfn]) -> usize {
+        let z = self.buddy.lock();
+        let mut n = 0;
+        if order.get() > self.cfg.max_order {
+            return 0;
+        }
+        for idx in z.free_area[order.index()].lists[mt.index()].iter(&self.table) {
+            if n == out.len() {
+                break;
+            }
+            out[n] = self.table.pfn_of(idx);
+            n += 1;
+        }
+        n
+    }
+
+    /// The free-area state for `/proc` text and fragmentation indices, taken under the lock.
+    pub fn snapshot(&self, node: u32) -> FreeAreaSnapshot {
+        let z = self.buddy.lock();
+        let t = &self.table;
+        let mut s = FreeAreaSnapshot {
+            node,
+            zone_name: self.zone_type.name(),
+            max_order: self.cfg.max_order,
+            pageblock_order: self.cfg.pageblock_order,
+            nr_free: [0; ORDER_SLOTS],
+            free_by_type: [[0; ORDER_SLOTS]; MIGRATE_TYPES],
+            pageblocks_by_type: [0; MIGRATE_TYPES],
+        };
+        for o in 0..=self.cfg.max_order as usize {
+            s.nr_free[o] = z.free_area[o].nr_free;
+            for mt in 0..MIGRATE_TYPES {
+                s.free_by_type[mt][o] =
+                    z.free_area[o].lists[mt].iter(t).take(100_000).count() as u64;
+            }
+        }
+        // pagetypeinfo_showblockcount_print: step from zone_start_pfn by pageblock_nr_pages.
+        let step = 1u64 << self.cfg.pageblock_order;
+        let mut pfn = self.span.0;
+        while pfn < self.span.1 {
+            if let Some(i) = t.index_of(Pfn(pfn)) {
+                s.pageblocks_by_type[z.block_mt(t, i).index()] += 1;
+            }
+            pfn += step;
+        }
+        s
+    }
+
+    /// Checks the invariants: Z1..Z9 of the buddy, P1..P3 of every CPU's lists, and G1,
+    /// global conservation (free + per-CPU + allocated = managed, each frame in exactly one
+    /// place). Locks every per-CPU list, then the zone; O(frames). Under owner-only locking,
+    /// call it when no [`CpuHandle`](crate::CpuHandle) is alive.
+    pub fn check(&self) -> Result<CheckFacts, CheckError> {
+        let on_lists = self.check_pcps()?;
+        let z = self.buddy.lock();
+        let facts = z.check(&self.table)?;
+        if facts.pcp_pages != on_lists {
+            return Err(crate::check::check_fail(
+                "G1",
+                None,
+                "frames marked as on a per-CPU list differ from the pages on the lists",
+            ));
+        }
+        Ok(facts)
+    }
+}
+
+#[cfg(feature = "std")]
+impl Zone {
+    /// Switches recording of the buddy-side tracepoints on or off ([`ZoneEvent`](crate::ZoneEvent)). Switching
+    /// it off drops the events not yet taken.
+    pub fn record_events(&self, on: bool) {
+        self.lock().events.set_recording(on);
+    }
+
+    /// Moves the events recorded so far, oldest first, to the end of `out`.
+    pub fn take_events(&self, out: &mut std::vec::Vec<crate::tracepoint::ZoneEvent>) {
+        self.lock().events.take_into(out);
+    }
+}

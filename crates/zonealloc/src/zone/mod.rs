@@ -1,0 +1,159 @@
+//! [`Zone`]: one zone's buddy allocator behind its lock, its per-CPU lists in front of it, and
+//! the public alloc/free API. Every `impl Zone` lives in this folder, so the lock choreography
+//! reads in one place; the layers below it (`buddy`, `pcp`) take no lock and know no zone.
+//!
+//! # Locking
+//! Lock order: `PcpSet::drain_mutex`, then a CPU's PCP lock, then the zone lock; never the
+//! reverse.
+//! - `zone->lock` is [`Zone::buddy`], taken through [`Zone::lock`]: the [`ZoneGuard`] derefs to
+//!   `&mut BuddyZone` (so "caller holds `zone->lock`" is a type) and publishes the lock-free
+//!   mirror (`shared`) as it is released.
+//! - A CPU's lists are entered through a [`PcpGuard`](pcp::PcpGuard) (`Zone::pcp_enter`):
+//!   it applies pending parameters and serves a pending owner drain on the way in, and on the
+//!   way out publishes the count hint before the lock is released. The hit paths (`fast.rs`)
+//!   run only when there is nothing to apply or serve, and publish the hint themselves.
+//! - The frame table is shared and accessed with relaxed atomics (see `meta`).
+//!
+//! # Files, in the order of one allocation's walk
+//! - `boot.rs`: construction, memory handed over at boot, watermark and pageset sizing.
+//! - `walk.rs`: the allocation walk over a zonelist (`__alloc_frozen_pages`), shared with
+//!   [`Node`](crate::Node).
+//! - `fast.rs`: the PCP hit paths (order-0..=3 allocation, order-0 free); fused hit paths
+//!   for more orders go here.
+//! - `alloc.rs`: `try_alloc`, the PCP refill (`rmqueue_pcplist`, `rmqueue_bulk`) and the
+//!   buddy fallback (`rmqueue_buddy`).
+//! - `free.rs`: free validation, the PCP free and its drain, frees that bypass the lists.
+//! - `drain.rs`: draining, decay and the owner-drain protocol.
+//! - `pcp.rs`: [`PcpGuard`](pcp::PcpGuard), the calling CPU, instrumentation switches.
+//! - `handle.rs`: [`CpuHandle`], a thread's claim on one CPU's lists.
+//! - `inspect.rs`: snapshots, counters, `/proc` text, tracepoint switches, `check`.
+
+// In the order of the walk above (each group on its own so that rustfmt keeps the order).
+mod boot;
+
+mod walk;
+
+mod fast;
+
+mod alloc;
+
+mod free;
+
+mod drain;
+
+mod pcp;
+
+mod handle;
+
+mod inspect;
+
+pub use handle::CpuHandle;
+pub(crate) use walk::{alloc_walk, ZoneList};
+
+use core::ops::{Deref, DerefMut};
+
+use crate::buddy::BuddyZone;
+use crate::config::ZoneConfig;
+use crate::meta::FrameTable;
+use crate::pcp::PcpSet;
+use crate::shared::ZoneShared;
+use crate::sync::{SpinGuard, SpinLock};
+use crate::types::{Order, Pfn, ZoneType};
+
+/// One memory zone: a span of frames (which may contain holes), its metadata table and its
+/// buddy allocator. `Send + Sync`: every method takes `&self`.
+pub struct Zone {
+    pub(crate) table: FrameTable,
+    pub(crate) buddy: SpinLock<BuddyZone>,
+    pub(crate) shared: ZoneShared,
+    pub(crate) pcp: PcpSet,
+    zone_type: ZoneType,
+    cfg: ZoneConfig,
+    span: (u64, u64),
+}
+
+impl core::fmt::Debug for Zone {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Zone")
+            .field("type", &self.zone_type)
+            .field("span", &(Pfn(self.span.0)..Pfn(self.span.1)))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Zone {
+    /// Takes the zone lock, counting the acquisition. The guard publishes the lock-free
+    /// mirror when dropped.
+    #[inline]
+    pub(crate) fn lock(&self) -> ZoneGuard<'_> {
+        let mut g = self.buddy.lock();
+        g.stats.zone_lock_acquisitions += 1;
+        ZoneGuard {
+            g,
+            shared: &self.shared,
+        }
+    }
+
+    /// The zone type.
+    pub fn zone_type(&self) -> ZoneType {
+        self.zone_type
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ZoneConfig {
+        &self.cfg
+    }
+
+    /// The span `[start, end)`.
+    pub fn span(&self) -> (Pfn, Pfn) {
+        (Pfn(self.span.0), Pfn(self.span.1))
+    }
+
+    /// Whether `pfn` is inside the span (`zone_spans_pfn`).
+    #[inline]
+    pub fn spans(&self, pfn: Pfn) -> bool {
+        pfn.0 >= self.span.0 && pfn.0 < self.span.1
+    }
+
+    /// The largest order this zone hands out.
+    pub fn max_order(&self) -> Order {
+        Order::from_raw(self.cfg.max_order)
+    }
+
+    /// Bytes of per-frame metadata this zone uses (Linux: 64 per frame in `struct page`).
+    pub fn metadata_bytes(&self) -> usize {
+        self.table.len() as usize * FrameTable::bytes_per_frame()
+    }
+}
+
+/// The zone lock's guard: derefs to the buddy state and publishes the lock-free mirror
+/// (`ZoneShared`) when released.
+pub(crate) struct ZoneGuard<'a> {
+    g: SpinGuard<'a, BuddyZone>,
+    shared: &'a ZoneShared,
+}
+
+impl Deref for ZoneGuard<'_> {
+    type Target = BuddyZone;
+    #[inline]
+    fn deref(&self) -> &BuddyZone {
+        &self.g
+    }
+}
+
+impl DerefMut for ZoneGuard<'_> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut BuddyZone {
+        &mut self.g
+    }
+}
+
+impl Drop for ZoneGuard<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.g.publish(self.shared);
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,136 @@
+//! The allocation walk shared by a node and a lone zone: `__alloc_frozen_pages` →
+//! `get_page_from_freelist` over a zonelist, then `__alloc_pages_slowpath` without reclaim or
+//! compaction (reserves, HighAtomic unreserve, PCP drain, retry).
+
+use super::Zone;
+use crate::error::AllocError;
+use crate::pcp::PcpAccess;
+use crate::request::{AllocFlags, AllocRequest};
+use crate::types::{MigrateType, Order, Pfn, ZoneType};
+
+/// The zones one request may use, preferred (highest) first; never empty.
+pub(crate) struct ZoneList<'a> {
+    pub(crate) zones: &'a [&'a Zone],
+}
+
+impl<'a> ZoneList<'a> {
+    #[inline]
+    fn iter(&self) -> impl Iterator<Item = &'a Zone> + 'a {
+        self.zones.iter().copied()
+    }
+}
+
+/// A lone zone's allocation: the same walk over a one-zone zonelist.
+#[inline]
+pub(crate) fn alloc_in_zone(
+    zone: &Zone,
+    order: Order,
+    req: AllocRequest,
+    access: &mut PcpAccess<'_>,
+) -> Result<Pfn, AllocError> {
+    alloc_walk(&ZoneList { zones: &[zone] }, order, req, access)
+}
+
+/// `get_page_from_freelist`: each zone in turn; with `ALLOC_NOFRAGMENT`, a second pass
+/// without it.
+#[inline]
+fn get_page_from_freelist(
+    list: &ZoneList<'_>,
+    order: u8,
+    mt: MigrateType,
+    mut flags: AllocFlags,
+    hz: usize,
+    access: &mut PcpAccess<'_>,
+) -> Option<Pfn> {
+    loop {
+        for z in list.iter() {
+            if let Some(p) = z.try_alloc(order, mt, flags, hz, access) {
+                return Some(p);
+            }
+        }
+        if flags.intersects(AllocFlags::NOFRAGMENT) {
+            flags = flags.without(AllocFlags::NOFRAGMENT);
+            continue;
+        }
+        return None;
+    }
+}
+
+/// `__alloc_frozen_pages` without reclaim or compaction: the fast path at the low watermark,
+/// then the slow path at min (with the caller's reserves), then for callers that may wait,
+/// giving back HighAtomic reserves (and, with per-CPU lists, draining them) before retrying.
+#[inline]
+pub(crate) fn alloc_walk(
+    list: &ZoneList<'_>,
+    order: Order,
+    req: AllocRequest,
+    access: &mut PcpAccess<'_>,
+) -> Result<Pfn, AllocError> {
+    let preferred = list.zones[0];
+    if order.get() > preferred.config().max_order {
+        return Err(AllocError::OrderTooLarge {
+            order,
+            max: preferred.max_order(),
+        });
+    }
+    if !req.migratetype.is_gfp_type() {
+        return Err(AllocError::InvalidMigrateType(req.migratetype));
+    }
+    let o = order.get();
+    let mt = preferred.effective_migratetype(req.migratetype);
+    let hz = req.highest_zone.index();
+    let oom = AllocError::OutOfMemory {
+        order,
+        migratetype: req.migratetype,
+    };
+
+    // Fast path. alloc_flags_nofragment: when the preferred zone is Normal, first try without
+    // fragmenting pageblocks (the kernel assumes ZONE_DMA32 exists on a single node).
+    let mut fast = req.fast_flags();
+    if preferred.zone_type() == ZoneType::Normal {
+        fast = fast.with(AllocFlags::NOFRAGMENT);
+    }
+    if let Some(p) = get_page_from_freelist(list, o, mt, fast, hz, access) {
+        return Ok(p);
+    }
+
+    // Slow path.
+    let slow = req.slow_flags(order);
+    if let Some(p) = get_page_from_freelist(list, o, mt, slow, hz, access) {
+        return Ok(p);
+    }
+    if req.no_watermarks {
+        let f = AllocFlags::NO_WATERMARKS.with(AllocFlags::KSWAPD);
+        if let Some(p) = get_page_from_freelist(list, o, mt, f, hz, access) {
+            return Ok(p);
+        }
+    }
+    if !req.can_reclaim {
+        preferred.count_alloc_failure();
+        return Err(oom);
+    }
+    // __alloc_pages_direct_reclaim found nothing to reclaim: unreserve (keeping one block)
+    // and drain every CPU's lists (`drain_all_pages(NULL)`), then retry once.
+    for z in list.iter() {
+        if z.unreserve_highatomic(mt, false) {
+            break;
+        }
+    }
+    for z in list.iter() {
+        z.drain_all_with(access, false);
+    }
+    if let Some(p) = get_page_from_freelist(list, o, mt, slow, hz, access) {
+        return Ok(p);
+    }
+    // should_reclaim_retry before OOM: exhaust the HighAtomic reserve.
+    loop {
+        let released = list.iter().any(|z| z.unreserve_highatomic(mt, true));
+        if !released {
+            preferred.count_alloc_failure();
+            return Err(oom);
+        }
+        if let Some(p) = get_page_from_freelist(list, o, mt, slow, hz, access) {
+            return Ok(p);
+        }
+    }
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Builds the bare-metal kernel and boots it under QEMU: the riscv64 virt machine with OpenSBI
+# (`-bios default`), 4 harts and 256 MiB by default, TCG (no KVM needed). The kernel's serial
+# output goes to stdout; the exit status is the kernel's (0 = pass, 1 = panic, 2 = a failed
+# check, 3 = an unexpected trap, 124 = timed out).
+#
+#   kernel/run.sh                      # 4 CPUs, 256 MiB
+#   KERNEL_CPUS=2 KERNEL_MEM=128M kernel/run.sh
+#
+# Needs: qemu-system-riscv64 (Debian/Ubuntu: qemu-system-misc) and
+# `rustup target add riscv64gc-unknown-none-elf`.
+set -euo pipefail
+
+cd "$(dirname "$0")"
+
+cpus="${KERNEL_CPUS:-4}"
+mem="${KERNEL_MEM:-256M}"
+limit_s="${KERNEL_TIMEOUT_S:-120}"
+
+# The kernel is its own workspace with its own target directory; flags meant for a host
+# build (RUSTFLAGS from the environment) do not apply to it.
+unset RUSTFLAGS CARGO_ENCODED_RUSTFLAGS
+export CARGO_TARGET_DIR="$PWD/target"
+
+if ! command -v qemu-system-riscv64 >/dev/null 2>&1; then
+    echo "run.sh: qemu-system-riscv64 not found (apt-get install qemu-system-misc)" >&2
+    exit 127
+fi
+"${CARGO:-cargo}" build --release --quiet
+
+exec timeout --foreground "$limit_s" qemu-system-riscv64 \
+    -machine virt -smp "$cpus" -m "$mem" \
+    -bios default -nographic -no-reboot \
+    -kernel target/riscv64gc-unknown-none-elf/release/zonealloc-kernel
