@@ -167,6 +167,7 @@ impl Node {
             pfn = piece_end;
         }
         self.setup_watermarks();
+        self.debug_check("Node::add_free_range");
         Ok(added)
     }
 
@@ -194,7 +195,16 @@ impl Node {
         let cpu = req
             .cpu
             .map_or_else(|| crate::sync::current_cpu() as usize, |c| c.0 as usize);
-        alloc_walk(&zonelist, order, req, &mut PcpAccess::Cpu(cpu))
+        let got = alloc_walk(&zonelist, order, req, &mut PcpAccess::Cpu(cpu));
+        self.debug_check("Node::alloc");
+        got
+    }
+
+    /// [`Zone::debug_check`] on every zone.
+    fn debug_check(&self, op: &'static str) {
+        for z in self.zones() {
+            z.debug_check(op);
+        }
     }
 
     /// Frees a block in whichever zone holds it.

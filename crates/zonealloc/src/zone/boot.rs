@@ -46,7 +46,9 @@ impl Zone {
 
     /// Like [`Zone::new`] over a caller-provided metadata table, with per-CPU lists on the
     /// heap under `std` and none without it. The table needs [`Zone::table_entries`] entries;
-    /// it is reset.
+    /// it is reset. It serves one zone at a time: while a zone uses an entry, another zone
+    /// over it is [`ConfigError::TableInUse`] (the entries are free again once the first zone
+    /// is dropped).
     pub fn with_table(
         zone_type: ZoneType,
         start: Pfn,
@@ -65,7 +67,8 @@ impl Zone {
 
     /// Everything in caller storage, for kernels and unikernels without a heap: the metadata
     /// table ([`Zone::table_entries`] entries) and one [`PcpSlot`] per CPU (the slot count
-    /// overrides `cfg.pcp.cpus`; an empty slice turns the per-CPU lists off):
+    /// overrides `cfg.pcp.cpus`; an empty slice turns the per-CPU lists off). Both serve one
+    /// zone at a time ([`ConfigError::TableInUse`], as for [`Zone::with_table`]):
     ///
     /// ```
     /// use zonealloc::{FrameMeta, PcpSlot, Pfn, Zone, ZoneConfig, ZoneType};
@@ -104,7 +107,8 @@ impl Zone {
                 provided: table.len(),
             });
         }
-        Ok(FrameTable::borrowed(start, cfg.pageblock_order, n, table))
+        FrameTable::borrowed(start, cfg.pageblock_order, n, table)
+            .map_err(|entry| ConfigError::TableInUse { entry })
     }
 
     /// Metadata entries a zone spanning `start..end` needs (the span rounded out to
@@ -147,6 +151,7 @@ impl Zone {
             self.add_free_range_locked(&mut z, start, end)?
         };
         self.setup_standalone_watermarks();
+        self.debug_check("add_free_range");
         Ok(added)
     }
 
@@ -189,7 +194,9 @@ impl Zone {
             } else {
                 pfn.trailing_zeros().min(max)
             };
-            while pfn + (1u64 << order) > end.0 {
+            // `end - pfn`, not `pfn + (1 << order)`: a zone may end at the top of the pfn
+            // space, where the sum would wrap.
+            while end.0 - pfn < (1u64 << order) {
                 order -= 1;
             }
             let idx = t.index_of(Pfn(pfn)).unwrap_or(0);

@@ -191,12 +191,12 @@ impl Zone {
     /// Frees on CPU slot `cpu` (already reduced to the CPU count).
     #[inline(always)]
     fn free_via(&self, pfn: Pfn, order: Order, cpu: usize) -> Result<(), FreeError> {
-        if let Some(slot) = self.pcp.slot_at(cpu) {
-            if self.pcp_free_fast(pfn, order, slot, None) {
-                return Ok(());
-            }
-        }
-        self.free_with(pfn, order, &mut PcpAccess::Cpu(cpu))
+        let done = match self.pcp.slot_at(cpu) {
+            Some(slot) if self.pcp_free_fast(pfn, order, slot, None) => Ok(()),
+            _ => self.free_with(pfn, order, &mut PcpAccess::Cpu(cpu)),
+        };
+        self.debug_check("free");
+        done
     }
 
     /// Like [`Zone::free`] on CPU `cpu`'s lists.

@@ -1,0 +1,180 @@
+//! What a caller can do wrong through the safe API, and the typed error (never a hang, a wrap
+//! or a second owner of a frame) each gets: a zone at the top of the pfn space, two zones
+//! over one metadata table, and an owner-only `CpuHandle` leaked with `mem::forget` while
+//! other threads drain and allocate (issue 13).
+
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use zonealloc::{
+    AllocError, AllocRequest, ConfigError, CpuId, DrainError, DrainMode, FrameMeta, MigrateType,
+    Order, PcpConfig, PcpLocking, Pfn, Zone, ZoneConfig, ZoneType,
+};
+
+const M: MigrateType = MigrateType::Movable;
+
+fn o(n: u8) -> Order {
+    Order::new(n).unwrap()
+}
+
+/// Runs `f` on a thread and returns its result, or fails the test if it has not returned
+/// within `limit` (instead of hanging the test run).
+fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(limit)
+        .unwrap_or_else(|_| panic!("did not return within {limit:?}: it hangs"))
+}
+
+#[test]
+fn a_zone_at_the_top_of_the_pfn_space_adds_its_frames_without_wrapping() {
+    // Pageblocks of one frame, so that the table needs no rounding past the span; the last
+    // order-10 block ends exactly at 2^64 - 1024 + 1024 = 2^64: `pfn + (1 << order)` wraps.
+    let cfg = ZoneConfig {
+        pageblock_order: 0,
+        ..ZoneConfig::without_watermarks().without_pcp()
+    };
+    let (start, end) = (Pfn(u64::MAX - 2047), Pfn(u64::MAX));
+    let z = Zone::new(ZoneType::Normal, start, end, cfg).unwrap();
+    assert_eq!(z.add_free_range(start, end), Ok(2047));
+    z.check().unwrap();
+    assert_eq!(z.free_pages(), 2047);
+    // Every frame comes out once, all inside the span.
+    let mut seen = std::collections::BTreeSet::new();
+    while let Ok(p) = z.alloc(o(0), M) {
+        assert!(z.spans(p), "{p:?}");
+        assert!(seen.insert(p.0), "{p:?} twice");
+    }
+    assert_eq!(seen.len(), 2047);
+    let snap = z.snapshot(0);
+    assert_eq!(snap.pageblocks_by_type.iter().sum::<u64>(), 2047);
+}
+
+#[test]
+fn two_zones_over_one_table_are_refused_until_the_first_is_dropped() {
+    let cfg = ZoneConfig::without_watermarks().without_pcp();
+    let n = Zone::table_entries(Pfn(0), Pfn(1024), &cfg) as usize;
+    let table: &'static [FrameMeta] =
+        Box::leak((0..n + 512).map(|_| FrameMeta::new()).collect::<Box<[_]>>());
+    let a = Zone::with_table(ZoneType::Normal, Pfn(0), Pfn(1024), cfg, table).unwrap();
+    a.add_free_range(Pfn(0), Pfn(1024)).unwrap();
+    let p = a.alloc(o(0), M).unwrap();
+    assert_eq!(p, Pfn(0));
+    // The same table, and a slice of it that overlaps: both would hand out frames a holds.
+    assert_eq!(
+        Zone::with_table(ZoneType::Normal, Pfn(0), Pfn(1024), cfg, table).unwrap_err(),
+        ConfigError::TableInUse { entry: 0 }
+    );
+    assert_eq!(
+        Zone::with_table(ZoneType::Normal, Pfn(0), Pfn(512), cfg, &table[512..]).unwrap_err(),
+        ConfigError::TableInUse { entry: 0 }
+    );
+    // The refused zones changed nothing: a still owns pfn 0, and its frames.
+    a.check().unwrap();
+    assert_eq!(a.free_pages(), 1023);
+    // A disjoint part of the table is free to use.
+    let b = Zone::with_table(ZoneType::Normal, Pfn(0), Pfn(512), cfg, &table[n..]).unwrap();
+    drop(b);
+    a.free(p, o(0)).unwrap();
+    drop(a);
+    // Once a is gone, its table serves a new zone.
+    let c = Zone::with_table(ZoneType::Normal, Pfn(0), Pfn(1024), cfg, table).unwrap();
+    c.add_free_range(Pfn(0), Pfn(1024)).unwrap();
+    assert_eq!(c.alloc(o(0), M), Ok(Pfn(0)));
+}
+
+/// A zone whose CPU 1 lists are held by an owner-only handle that is leaked with pages on
+/// them: 64 frames, 2 CPUs, owner drains.
+fn zone_with_a_leaked_owner() -> &'static Zone {
+    let cfg = ZoneConfig {
+        pcp: PcpConfig {
+            cpus: 2,
+            batch: Some(4),
+            high_min: Some(16),
+            high_max: Some(16),
+            locking: PcpLocking::OwnerOnly,
+            drain: DrainMode::Owner,
+            ..PcpConfig::default()
+        },
+        ..ZoneConfig::without_watermarks()
+    };
+    let z: &'static Zone = Box::leak(Box::new(
+        Zone::new(ZoneType::Normal, Pfn(0), Pfn(64), cfg).unwrap(),
+    ));
+    z.add_free_range(Pfn(0), Pfn(64)).unwrap();
+    let mut h = z.cpu_handle(CpuId(1)).unwrap();
+    let p = h.alloc(o(0), M).unwrap();
+    h.free(p, o(0)).unwrap();
+    assert!(z.pcp_pages() > 0, "pages on CPU 1's lists");
+    std::mem::forget(h);
+    z
+}
+
+#[test]
+fn drain_all_timeout_names_the_cpu_whose_owner_never_answers() {
+    let z = zone_with_a_leaked_owner();
+    let started = Instant::now();
+    let got = within(Duration::from_secs(20), move || {
+        z.drain_all_timeout(Duration::from_millis(100))
+    });
+    assert_eq!(
+        got,
+        Err(DrainError::NoAnswer {
+            cpu: CpuId(1),
+            cpus: 1
+        })
+    );
+    assert!(started.elapsed() >= Duration::from_millis(100));
+    // The caller's own clock: give up after a number of polls. (From another thread: the
+    // thread that registered the handle never waits for it, its handle serving at its next
+    // operation.)
+    let got = within(Duration::from_secs(20), move || {
+        let mut polls = 0;
+        z.drain_all_until(|| {
+            polls += 1;
+            polls > 1000
+        })
+    });
+    assert_eq!(
+        got,
+        Err(DrainError::NoAnswer {
+            cpu: CpuId(1),
+            cpus: 1
+        })
+    );
+    assert!(DrainError::NoAnswer {
+        cpu: CpuId(1),
+        cpus: 1
+    }
+    .to_string()
+    .contains("CPU 1"));
+}
+
+#[test]
+fn an_allocation_short_of_memory_does_not_wait_forever_for_a_leaked_owner() {
+    let z = zone_with_a_leaked_owner();
+    let on_lists = z.pcp_pages();
+    // Take everything the buddy has from CPU 0: the last pages sit on CPU 1's held lists, so
+    // the slow path drains, and CPU 1's owner never answers.
+    let got = within(Duration::from_secs(30), move || {
+        let mut n = 0u64;
+        loop {
+            match z.alloc_with(o(0), AllocRequest::new(M).on_cpu(CpuId(0))) {
+                Ok(_) => n += 1,
+                Err(e) => return (n, e),
+            }
+        }
+    });
+    assert_eq!(
+        got,
+        (
+            64 - on_lists,
+            AllocError::OutOfMemory {
+                order: o(0),
+                migratetype: M
+            }
+        )
+    );
+}
