@@ -186,6 +186,12 @@ pub enum ConfigError {
         /// The first entry found in use.
         entry: usize,
     },
+    /// A caller-provided per-CPU slot is in use by another zone (or its lists are held by a
+    /// leaked owner-only handle of a dropped one).
+    PcpSlotInUse {
+        /// The first slot found in use.
+        slot: usize,
+    },
     /// Watermarks must satisfy min <= low <= high.
     BadWatermarks,
     /// Zones of a node must not overlap and must be given in ascending zone-type order.
@@ -309,6 +315,10 @@ impl fmt::Display for ConfigError {
             ConfigError::TableInUse { entry } => write!(
                 f,
                 "metadata table entry {entry} belongs to another live zone (a table serves one zone at a time)"
+            ),
+            ConfigError::PcpSlotInUse { slot } => write!(
+                f,
+                "per-CPU slot {slot} belongs to another live zone (slots serve one zone at a time)"
             ),
             ConfigError::BadWatermarks => write!(f, "watermarks must satisfy min <= low <= high"),
             ConfigError::TableAllocation { bytes } => write!(

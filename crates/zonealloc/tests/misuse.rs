@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use zonealloc::{
     AllocError, AllocRequest, ConfigError, CpuId, DrainError, DrainMode, FrameMeta, MigrateType,
-    Order, PcpConfig, PcpLocking, Pfn, Zone, ZoneConfig, ZoneType,
+    Order, PcpConfig, PcpLocking, PcpSlot, Pfn, Zone, ZoneConfig, ZoneType,
 };
 
 const M: MigrateType = MigrateType::Movable;
@@ -85,6 +85,42 @@ fn two_zones_over_one_table_are_refused_until_the_first_is_dropped() {
     assert_eq!(c.alloc(o(0), M), Ok(Pfn(0)));
 }
 
+#[test]
+fn two_zones_over_one_static_storage_are_refused_and_a_new_one_starts_clean() {
+    static TABLE: [FrameMeta; 1024] = [const { FrameMeta::new() }; 1024];
+    static PCPS: [PcpSlot; 2] = [const { PcpSlot::new() }; 2];
+    static OTHER_TABLE: [FrameMeta; 1024] = [const { FrameMeta::new() }; 1024];
+    let cfg = ZoneConfig::without_watermarks();
+    let build = |t: &'static [FrameMeta]| {
+        Zone::with_storage(ZoneType::Normal, Pfn(0), Pfn(1024), cfg, t, &PCPS)
+    };
+    let a = build(&TABLE).unwrap();
+    a.add_free_range(Pfn(0), Pfn(1024)).unwrap();
+    // Pages left on CPU 0's list when a is dropped.
+    let p = a
+        .alloc_with(o(0), AllocRequest::new(M).on_cpu(CpuId(0)))
+        .unwrap();
+    a.free_on(CpuId(0), p, o(0)).unwrap();
+    assert!(a.pcp_pages() > 0);
+    assert_eq!(
+        build(&TABLE).unwrap_err(),
+        ConfigError::TableInUse { entry: 0 }
+    );
+    assert_eq!(
+        build(&OTHER_TABLE).unwrap_err(),
+        ConfigError::PcpSlotInUse { slot: 0 }
+    );
+    // The refusal over the other table gave that table back.
+    drop(a);
+    let b = build(&OTHER_TABLE).unwrap();
+    // b's lists start empty: none of a's frames are on them.
+    assert_eq!(b.pcp_pages(), 0);
+    b.add_free_range(Pfn(0), Pfn(1024)).unwrap();
+    b.check().unwrap();
+    drop(b);
+    assert!(build(&TABLE).is_ok());
+}
+
 /// A zone whose CPU 1 lists are held by an owner-only handle that is leaked with pages on
 /// them: 64 frames, 2 CPUs, owner drains.
 fn zone_with_a_leaked_owner() -> &'static Zone {
@@ -134,7 +170,7 @@ fn drain_all_timeout_names_the_cpu_whose_owner_never_answers() {
         let mut polls = 0;
         z.drain_all_until(|| {
             polls += 1;
-            polls > 1000
+            polls > 100
         })
     });
     assert_eq!(

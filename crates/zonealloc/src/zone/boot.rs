@@ -68,7 +68,8 @@ impl Zone {
     /// Everything in caller storage, for kernels and unikernels without a heap: the metadata
     /// table ([`Zone::table_entries`] entries) and one [`PcpSlot`] per CPU (the slot count
     /// overrides `cfg.pcp.cpus`; an empty slice turns the per-CPU lists off). Both serve one
-    /// zone at a time ([`ConfigError::TableInUse`], as for [`Zone::with_table`]):
+    /// zone at a time ([`ConfigError::TableInUse`], [`ConfigError::PcpSlotInUse`]; free again
+    /// once that zone is dropped):
     ///
     /// ```
     /// use zonealloc::{FrameMeta, PcpSlot, Pfn, Zone, ZoneConfig, ZoneType};
@@ -90,6 +91,8 @@ impl Zone {
     ) -> Result<Zone, ConfigError> {
         let n = check_span(start, end, &cfg)?;
         let table = Self::borrow_table(start, &cfg, n, table)?;
+        // On error `table` is dropped here, which gives its entries back.
+        PcpSet::claim(pcps).map_err(|slot| ConfigError::PcpSlotInUse { slot })?;
         cfg.pcp.cpus = pcps.len() as u32;
         let pcp = PcpSet::with_slots(cfg.pcp, cfg.max_order, StaticSlice::borrowed(pcps));
         Ok(Zone::from_parts(zone_type, start, end, cfg, table, pcp))
