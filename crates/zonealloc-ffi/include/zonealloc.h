@@ -81,7 +81,10 @@ typedef enum za_status {
   // An invariant check failed (a bug in libzonealloc, or memory corruption).
   ZA_ERR_CHECK_FAILED = 20,
   // libzonealloc panicked; the call was abandoned (a bug in libzonealloc).
+  // `za_last_panic_message` gives the message.
   ZA_ERR_PANIC = 21,
+  // The zone's span ends so close to 2^64 that its largest blocks would pass 2^64.
+  ZA_ERR_SPAN_OVERFLOW = 22,
 } za_status;
 
 // How to build an arena. Start from `za_arena_config_default`.
@@ -225,6 +228,16 @@ enum za_status za_arena_zoneinfo(const za_arena *arena, char *buf, size_t len, s
 // A static, NUL-terminated English description of a status code (the integer value of a
 // `za_status`); "unknown status" for any other value. Never NULL.
 const char *za_strerror(int32_t status);
+
+// Copies the message of the last panic libzonealloc caught on the calling thread (the call
+// returned `ZA_ERR_PANIC`) into `buf`, NUL-terminated, as `za_zone_buddyinfo` copies text:
+// `ZA_ERR_BUFFER_TOO_SMALL` (nothing written) when `len` is too small, with the size needed
+// stored in `*needed` if `needed` is not NULL. The message is empty when no call panicked
+// on this thread. libzonealloc never prints a panic itself.
+//
+// # Safety
+// `buf` is NULL or writable for `len` bytes; `needed` is NULL or writable.
+enum za_status za_last_panic_message(char *buf, size_t len, size_t *needed);
 
 // Fills `out` with the defaults: frames 0..65536 (256 MiB of 4 KiB pages), order 10,
 // pageblock order 9, one CPU, no watermarks.

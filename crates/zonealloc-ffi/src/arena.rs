@@ -240,7 +240,7 @@ pub unsafe extern "C" fn za_arena_tick(arena: *const za_arena, pending: *mut u32
         // SAFETY: forwarded contract.
         let a = unsafe { handle::live(arena)? };
         // SAFETY: forwarded contract.
-        unsafe { text::tick(a.arena.zone(), pending) }
+        unsafe { text::tick(&a.arena.zone(), pending) }
     })
 }
 
@@ -253,7 +253,7 @@ pub unsafe extern "C" fn za_arena_stats(arena: *const za_arena, out: *mut za_sta
     guard(|| {
         // SAFETY: forwarded contract.
         let a = unsafe { handle::live(arena)? };
-        let mut s = stats_of(a.arena.zone());
+        let mut s = stats_of(&a.arena.zone());
         s.poison_reports = a.arena.poison_reports_total();
         // SAFETY: forwarded contract.
         unsafe { text::write_out(out, s) }
@@ -287,7 +287,7 @@ pub unsafe extern "C" fn za_arena_buddyinfo(
     guard(|| {
         // SAFETY: forwarded contract.
         let a = unsafe { handle::live(arena)? };
-        let s = text::buddyinfo(a.arena.zone());
+        let s = text::buddyinfo(&a.arena.zone());
         // SAFETY: forwarded contract.
         unsafe { text::copy_out(&s, buf, len, needed) }
     })
@@ -307,7 +307,7 @@ pub unsafe extern "C" fn za_arena_zoneinfo(
     guard(|| {
         // SAFETY: forwarded contract.
         let a = unsafe { handle::live(arena)? };
-        let s = text::zoneinfo(a.arena.zone());
+        let s = text::zoneinfo(&a.arena.zone());
         // SAFETY: forwarded contract.
         unsafe { text::copy_out(&s, buf, len, needed) }
     })

@@ -17,13 +17,16 @@
 //!
 //! # Error handling
 //! Every function returns a [`za_status`]; `za_strerror` names it. Nothing panics across the
-//! boundary: each body runs under `catch_unwind` and a panic becomes `ZA_ERR_PANIC`. Bad input
-//! gets an error code and changes nothing: NULL pointers (`ZA_ERR_NULL`), handles that are
-//! misaligned (`ZA_ERR_MISALIGNED`) or not a live handle of the right type
-//! (`ZA_ERR_BAD_HANDLE`, from a tag in the handle: a best-effort check, since reading a
-//! pointer that points nowhere cannot be made safe), arena pointers outside the arena
-//! (`ZA_ERR_FOREIGN_POINTER`) or not at a page start (`ZA_ERR_MISALIGNED`), and every typed
-//! error of the allocator (double free, tail page, wrong order, ...).
+//! boundary: each body runs under `catch_unwind` and a panic becomes `ZA_ERR_PANIC`, prints
+//! nothing (the host's stderr is the host's), and leaves its message for
+//! `za_last_panic_message` on the calling thread; panics of the host's own Rust code still go
+//! to the host's panic hook. Bad input gets an error code and changes nothing: NULL pointers
+//! (`ZA_ERR_NULL`), handles that are misaligned (`ZA_ERR_MISALIGNED`) or not a live handle of
+//! the right type (`ZA_ERR_BAD_HANDLE`, from a tag in the handle: a best-effort check, since
+//! reading a pointer that points nowhere cannot be made safe), arena pointers outside the
+//! arena (`ZA_ERR_FOREIGN_POINTER`) or not at a page start (`ZA_ERR_MISALIGNED`), spans that
+//! end too close to 2^64 (`ZA_ERR_SPAN_OVERFLOW`), and every typed error of the allocator
+//! (double free, tail page, wrong order, ...).
 //!
 //! # Threads
 //! Handles may be used from any number of threads at once, except `*_destroy`, which must be
@@ -42,7 +45,8 @@ pub use status::*;
 pub use zone::*;
 
 use zonealloc::stats::ZoneStats;
-use zonealloc::Zone;
+
+use text::Inspect;
 
 /// Counters of a zone or an arena, filled by `za_zone_stats` / `za_arena_stats`.
 #[repr(C)]
@@ -70,7 +74,7 @@ pub struct za_stats {
     pub poison_reports: u64,
 }
 
-fn stats_of(zone: &Zone) -> za_stats {
+fn stats_of(zone: &impl Inspect) -> za_stats {
     let s: ZoneStats = zone.stats();
     za_stats {
         managed_pages: zone.managed_pages(),

@@ -130,3 +130,20 @@ fn arena_pointers_are_checked_before_anything_is_freed() {
         assert_eq!(za_arena_destroy(a), ZA_OK);
     }
 }
+
+/// Issue 13, item 2: a span ending near 2^64 wrapped the core's frame arithmetic
+/// (`ZA_ERR_PANIC` in a debug build, a hang in a release one); now a typed code.
+#[test]
+fn spans_ending_near_2_pow_64_are_a_config_error() {
+    for (start, end) in [(0, u64::MAX), (u64::MAX - 4096, u64::MAX - 2048)] {
+        let c = za_zone_config {
+            start_pfn: start,
+            end_pfn: end,
+            ..zone_cfg()
+        };
+        let mut z: *mut za_zone = ptr::null_mut();
+        // SAFETY: valid pointers to a config and an out-pointer.
+        assert_eq!(unsafe { za_zone_create(&c, &mut z) }, ZA_ERR_SPAN_OVERFLOW);
+        assert!(z.is_null());
+    }
+}

@@ -4,12 +4,69 @@
 use core::ffi::c_char;
 use std::fmt::Write as _;
 
-use zonealloc::{stats, Zone};
+use zonealloc::arena::ArenaZone;
+use zonealloc::stats::ZoneStats;
+use zonealloc::Watermarks;
+use zonealloc::{stats, FreeAreaSnapshot, Pfn, Zone, ZoneType};
 
 use crate::status::za_status::{self, *};
 
+/// What the C API reads of a zone: a `za_zone`'s [`Zone`], or a `za_arena`'s read-only
+/// [`ArenaZone`] (which offers no free, so the arena's blocks keep one owner).
+pub(crate) trait Inspect {
+    fn zone_type(&self) -> ZoneType;
+    fn span(&self) -> (Pfn, Pfn);
+    fn watermarks(&self) -> Watermarks;
+    fn free_pages(&self) -> u64;
+    fn managed_pages(&self) -> u64;
+    fn pcp_pages(&self) -> u64;
+    fn stats(&self) -> ZoneStats;
+    fn snapshot(&self, node: u32) -> FreeAreaSnapshot;
+    fn write_pagesets(&self, w: &mut String) -> std::fmt::Result;
+    fn tick(&self) -> bool;
+}
+
+macro_rules! inspect {
+    ($t:ty) => {
+        impl Inspect for $t {
+            fn zone_type(&self) -> ZoneType {
+                <$t>::zone_type(self)
+            }
+            fn span(&self) -> (Pfn, Pfn) {
+                <$t>::span(self)
+            }
+            fn watermarks(&self) -> Watermarks {
+                <$t>::watermarks(self)
+            }
+            fn free_pages(&self) -> u64 {
+                <$t>::free_pages(self)
+            }
+            fn managed_pages(&self) -> u64 {
+                <$t>::managed_pages(self)
+            }
+            fn pcp_pages(&self) -> u64 {
+                <$t>::pcp_pages(self)
+            }
+            fn stats(&self) -> ZoneStats {
+                <$t>::stats(self)
+            }
+            fn snapshot(&self, node: u32) -> FreeAreaSnapshot {
+                <$t>::snapshot(self, node)
+            }
+            fn write_pagesets(&self, w: &mut String) -> std::fmt::Result {
+                <$t>::write_pagesets(self, w)
+            }
+            fn tick(&self) -> bool {
+                <$t>::tick(self)
+            }
+        }
+    };
+}
+inspect!(Zone);
+inspect!(ArenaZone<'_>);
+
 /// The zone's `/proc/buddyinfo` line.
-pub(crate) fn buddyinfo(zone: &Zone) -> String {
+pub(crate) fn buddyinfo(zone: &impl Inspect) -> String {
     let mut s = String::new();
     // Writing to a `String` cannot fail.
     let _ = stats::write_buddyinfo(&mut s, &[zone.snapshot(0)]);
@@ -18,7 +75,7 @@ pub(crate) fn buddyinfo(zone: &Zone) -> String {
 
 /// The `/proc/zoneinfo` lines zonealloc models (`zoneinfo_show_print`), as the lab prints
 /// them: free pages, watermarks, span, managed pages, the pagesets block and the start pfn.
-pub(crate) fn zoneinfo(z: &Zone) -> String {
+pub(crate) fn zoneinfo(z: &impl Inspect) -> String {
     let mut out = String::new();
     let (start, end) = z.span();
     let w = z.watermarks();
@@ -95,7 +152,7 @@ pub(crate) unsafe fn write_out<T>(out: *mut T, value: T) -> Result<(), za_status
 ///
 /// # Safety
 /// `pending` is NULL or writable.
-pub(crate) unsafe fn tick(zone: &Zone, pending: *mut u32) -> Result<(), za_status> {
+pub(crate) unsafe fn tick(zone: &impl Inspect, pending: *mut u32) -> Result<(), za_status> {
     if !pending.is_null() && !pending.is_aligned() {
         return Err(ZA_ERR_MISALIGNED);
     }

@@ -2,7 +2,7 @@
 //! free, allocated from and freed to by pfn.
 
 use zonealloc::config::WatermarkConfig;
-use zonealloc::{Pfn, Zone, ZoneConfig, ZoneType};
+use zonealloc::{ConfigError, Order, Pfn, Zone, ZoneConfig, ZoneType};
 
 use crate::handle::{self, Handle};
 use crate::status::za_status::{self, *};
@@ -137,7 +137,13 @@ pub unsafe extern "C" fn za_zone_create(
         // pattern is a valid `za_zone_config` (integers only).
         let c = unsafe { config.read() };
         let cfg = zone_config(&c)?;
-        let zone = Zone::new(ZoneType::Normal, Pfn(c.start_pfn), Pfn(c.end_pfn), cfg)?;
+        let (start, end) = (Pfn(c.start_pfn), Pfn(c.end_pfn));
+        // The core refuses these spans too (`FrameTable::geometry`); named here so that C
+        // gets its own code whichever `ConfigError` the core reports.
+        if start < end && end.checked_align_up(Order::LIMIT).is_none() {
+            return Err(ConfigError::SpanOverflow { start, end }.into());
+        }
+        let zone = Zone::new(ZoneType::Normal, start, end, cfg)?;
         zone.add_free_range(Pfn(c.start_pfn), Pfn(c.end_pfn))
             .map_err(|_| ZA_ERR_CONFIG)?;
         let h = handle::into_handle(za_zone {

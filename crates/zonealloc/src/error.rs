@@ -173,6 +173,15 @@ pub enum ConfigError {
         /// End of the span (exclusive).
         end: Pfn,
     },
+    /// The span ends so close to 2^64 that a block of the largest order containing its last
+    /// frame would pass 2^64: frame arithmetic (`pfn + (1 << order)`, the table's rounding)
+    /// would wrap.
+    SpanOverflow {
+        /// Start of the span.
+        start: Pfn,
+        /// End of the span (exclusive).
+        end: Pfn,
+    },
     /// The caller-provided metadata table is too small for the span.
     TableTooSmall {
         /// Entries needed.
@@ -308,6 +317,10 @@ impl fmt::Display for ConfigError {
             ConfigError::BadSpan { start, end } => write!(
                 f,
                 "zone span {start}..{end} is empty or exceeds 2^32 frames"
+            ),
+            ConfigError::SpanOverflow { start, end } => write!(
+                f,
+                "zone span {start}..{end} ends too close to 2^64: its largest blocks would wrap"
             ),
             ConfigError::TableTooSmall { needed, provided } => {
                 write!(f, "metadata table has {provided} entries, {needed} needed")

@@ -30,6 +30,7 @@
 //! The one read-modify-write is the state transition on free ([`FrameTable::claim_allocated`]),
 //! which makes two racing frees of one block detect each other.
 
+use crate::error::ConfigError;
 use crate::sync::{AtomicU16, AtomicU32, AtomicU8, Ordering, StaticSlice};
 use crate::types::{MigrateType, Order, Pfn};
 
@@ -231,12 +232,27 @@ impl core::fmt::Debug for FrameTable {
 }
 
 impl FrameTable {
-    /// Entries needed to cover `start..end` with pageblocks of `pageblock_order`.
+    /// Entries needed to cover `start..end` (`start < end`) with pageblocks of
+    /// `pageblock_order`, or [`ConfigError::SpanOverflow`] when the span ends so close to 2^64
+    /// that a block of the largest order any zone may have ([`crate::MAX_ORDER_LIMIT`])
+    /// containing its last frame would pass 2^64. Refusing those spans here keeps every later
+    /// frame sum of the zone (`pfn + (1 << order)` for `order <= max_order`, the table's top)
+    /// below 2^64; it costs the last 2^20 frames of the 64-bit frame space, which no machine
+    /// has.
+    pub(crate) fn geometry(start: Pfn, end: Pfn, pageblock_order: u8) -> Result<u64, ConfigError> {
+        let overflow = ConfigError::SpanOverflow { start, end };
+        end.checked_align_up(Order::LIMIT).ok_or(overflow)?;
+        let pb = Order::new(pageblock_order).ok_or(overflow)?;
+        // Cannot fail: a pageblock is at most a largest block, and that one fits.
+        let top = end.checked_align_up(pb).ok_or(overflow)?;
+        let base = start.0 & !((1u64 << pageblock_order) - 1);
+        Ok(top.0.saturating_sub(base))
+    }
+
+    /// Entries needed to cover `start..end` with pageblocks of `pageblock_order`; `u64::MAX`
+    /// (more than any table can hold) when [`FrameTable::geometry`] refuses the span.
     pub(crate) fn entries_needed(start: Pfn, end: Pfn, pageblock_order: u8) -> u64 {
-        let mask = (1u64 << pageblock_order) - 1;
-        let base = start.0 & !mask;
-        let top = (end.0 + mask) & !mask;
-        top - base
+        Self::geometry(start, end, pageblock_order).unwrap_or(u64::MAX)
     }
 
     /// A table allocated on the heap.
@@ -447,6 +463,41 @@ mod tests {
     fn metadata_is_at_most_sixteen_bytes_per_frame() {
         assert!(FrameTable::bytes_per_frame() <= 16);
         assert_eq!(FrameTable::bytes_per_frame(), 12);
+    }
+
+    /// Issue 13, item 2: `end + mask` wrapped near 2^64 (a panic in debug, an empty table and
+    /// `Ok` in release).
+    #[cfg(feature = "std")]
+    #[test]
+    fn spans_whose_blocks_would_pass_2_pow_64_are_refused() {
+        use crate::{ConfigError, Zone, ZoneConfig, ZoneType};
+        let top = u64::MAX;
+        let near = |k: u64| Pfn(top - k);
+        for (start, end) in [
+            (Pfn(0), Pfn(top)),
+            (near(1000), Pfn(top)),
+            (near(1 << 12), near(1 << 11)), // a 2^10 block at the top, below the last pageblock
+            (near(1 << 20), near(1 << 19)),
+            // The last order-10 block, half of it: `pfn + (1 << 10)` in `add_free_range` wrapped.
+            (near(1023), near(511)),
+        ] {
+            let e = ConfigError::SpanOverflow { start, end };
+            assert_eq!(FrameTable::geometry(start, end, 9), Err(e));
+            assert_eq!(FrameTable::entries_needed(start, end, 9), u64::MAX);
+            let z = Zone::new(ZoneType::Normal, start, end, ZoneConfig::default());
+            assert_eq!(z.err(), Some(e), "{start}..{end}");
+            assert_eq!(
+                Zone::table_entries(start, end, &ZoneConfig::default()),
+                u64::MAX
+            );
+        }
+        // The highest span that fits: its last largest block ends exactly at 2^64 - 2^20.
+        let end = Pfn(top - (1 << 20) + 1);
+        let start = Pfn(end.0 - 1024);
+        assert_eq!(FrameTable::geometry(start, end, 9), Ok(1024));
+        let z = Zone::new(ZoneType::Normal, start, end, ZoneConfig::default()).unwrap();
+        assert_eq!(z.add_free_range(start, end), Ok(1024));
+        z.check().unwrap();
     }
 
     #[test]

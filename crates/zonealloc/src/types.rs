@@ -30,6 +30,16 @@ impl Pfn {
     pub const fn add(self, n: u64) -> Pfn {
         Pfn(self.0 + n)
     }
+
+    /// This frame rounded up to a block of `order`, or `None` when that block boundary would
+    /// pass 2^64 (Linux: `ALIGN(pfn, 1 << order)`, checked).
+    #[inline]
+    pub const fn checked_align_up(self, order: Order) -> Option<Pfn> {
+        match self.0.checked_next_multiple_of(1u64 << order.0) {
+            Some(p) => Some(Pfn(p)),
+            None => None,
+        }
+    }
 }
 
 impl fmt::Debug for Pfn {
@@ -70,6 +80,8 @@ impl Order {
     pub const ZERO: Order = Order(0);
     /// `PAGE_ALLOC_COSTLY_ORDER` (3): the largest order kept on the low-order PCP lists.
     pub const COSTLY: Order = Order(3);
+    /// [`MAX_ORDER_LIMIT`]: the largest order any zone may be configured with.
+    pub const LIMIT: Order = Order(MAX_ORDER_LIMIT);
 
     /// An order, or `None` if it exceeds [`MAX_ORDER_LIMIT`].
     #[inline]

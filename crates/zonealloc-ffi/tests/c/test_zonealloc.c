@@ -48,12 +48,12 @@ static za_stats arena_stats(const za_arena *a) {
 }
 
 static void test_strerror(void) {
-    for (int32_t c = ZA_OK; c <= ZA_ERR_PANIC; c++) {
+    for (int32_t c = ZA_OK; c <= ZA_ERR_SPAN_OVERFLOW; c++) {
         const char *m = za_strerror(c);
         CHECK(m != NULL && strlen(m) > 0 && strcmp(m, "unknown status") != 0);
     }
     CHECK(strcmp(za_strerror(-1), "unknown status") == 0);
-    CHECK(strcmp(za_strerror(ZA_ERR_PANIC + 1), "unknown status") == 0);
+    CHECK(strcmp(za_strerror(ZA_ERR_SPAN_OVERFLOW + 1), "unknown status") == 0);
     CHECK(strstr(za_strerror(ZA_ERR_NO_HUGE_PAGES), "vm.nr_hugepages") != NULL);
 }
 
@@ -74,6 +74,14 @@ static void test_zone_config_errors(void) {
     bad = c;
     bad.end_pfn = bad.start_pfn;
     EXPECT(za_zone_create(&bad, &z), ZA_ERR_CONFIG);
+    /* Issue 13: spans ending near 2^64 wrapped (ZA_ERR_PANIC in debug, a hang in release). */
+    bad = c;
+    bad.start_pfn = 0;
+    bad.end_pfn = UINT64_MAX;
+    EXPECT(za_zone_create(&bad, &z), ZA_ERR_SPAN_OVERFLOW);
+    bad.start_pfn = UINT64_MAX - 4096;
+    bad.end_pfn = UINT64_MAX - 2048;
+    EXPECT(za_zone_create(&bad, &z), ZA_ERR_SPAN_OVERFLOW);
     bad = c;
     bad.page_size = 3000;
     EXPECT(za_zone_create(&bad, &z), ZA_ERR_CONFIG);
@@ -349,8 +357,22 @@ static void test_arena(void) {
     EXPECT(za_arena_destroy(NULL), ZA_ERR_NULL);
 }
 
+/* Issue 13: libzonealloc prints no panic and keeps the message; no call has panicked here, so
+ * the message is empty, copied with the buffer protocol of the text functions. */
+static void test_last_panic_message(void) {
+    size_t needed = 0;
+    EXPECT(za_last_panic_message(NULL, 0, &needed), ZA_ERR_BUFFER_TOO_SMALL);
+    CHECK(needed == 1);
+    char buf[8] = "xxxxxxx";
+    EXPECT(za_last_panic_message(NULL, 8, NULL), ZA_ERR_NULL);
+    EXPECT(za_last_panic_message(buf, sizeof buf, &needed), ZA_OK);
+    CHECK(buf[0] == '\0' && needed == 1);
+    CHECK(strstr(za_strerror(ZA_ERR_PANIC), "za_last_panic_message") != NULL);
+}
+
 int main(void) {
     test_strerror();
+    test_last_panic_message();
     test_zone_config_errors();
     test_zone();
     test_arena();

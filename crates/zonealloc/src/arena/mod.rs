@@ -58,12 +58,17 @@
 //!   caller of the operation in progress (poisoning on free happens after the zone confirmed
 //!   the block is allocated with that order and before it is returned to the zone).
 //! - A4: [`PageArena::check`] is the zone's `check` (Z1..Z8, P1..P3, G1) plus A2.
+//! - A5: an allocated block has one owner: a [`PageBlock`], an `allocator_api2` allocation
+//!   or the caller of [`PageArena::alloc_raw`]. Safe code frees only through those owners:
+//!   [`PageArena::zone`] is an [`ArenaZone`], which cannot allocate, free or make per-CPU
+//!   handles.
 
 mod allocator;
 mod block;
 mod error;
 mod poison;
 mod region;
+mod view;
 
 use core::fmt;
 use core::ptr::NonNull;
@@ -72,6 +77,7 @@ use std::vec::Vec;
 pub use block::PageBlock;
 pub use error::{ArenaError, ArenaFreeError};
 pub use poison::{PoisonReport, PAGE_POISON};
+pub use view::ArenaZone;
 
 use crate::buddy::CheckFacts;
 use crate::check::CheckError;
@@ -407,10 +413,11 @@ impl PageArena {
         a >= base && a - base < self.region.len()
     }
 
-    /// The zone serving the pages: statistics, `/proc` text, drains, ticks, per-CPU handles.
-    /// Allocate and free through the arena, not the zone, so that the options apply.
-    pub fn zone(&self) -> &Zone {
-        &self.zone
+    /// The zone serving the pages, as a read-only [`ArenaZone`]: statistics, `/proc` text,
+    /// the check, drains and ticks. Pages are allocated and freed through the arena only, so
+    /// that no safe program can free a block a [`PageBlock`] owns (see [`ArenaZone`]).
+    pub fn zone(&self) -> ArenaZone<'_> {
+        ArenaZone::new(&self.zone)
     }
 
     /// Checks the zone's invariants (Z1..Z8, P1..P3, G1) and that it manages exactly the

@@ -115,3 +115,35 @@ fn mmap_backed_region_is_aligned_served_and_unmapped() {
     a.check().unwrap();
     drop(a); // Miri reports a leak or a bad munmap here if the region's ownership is wrong
 }
+
+/// The issue-13 two-owner program, with everything the read-only zone view still allows
+/// (drains, ticks, the check) between the allocations: a live block's pages are never handed
+/// out again, so its bytes survive every other allocation of the arena. The direct misuse
+/// (`arena.zone().free(..)`, a per-CPU handle's `free`) no longer compiles: see the
+/// `compile_fail` examples in `arena/view.rs`.
+#[test]
+fn the_zone_view_cannot_give_a_live_block_a_second_owner() {
+    let a = tiny(ArenaConfig::with_pages(16));
+    let mut held = a.alloc(o(0), MigrateType::Movable).unwrap();
+    held.as_mut_slice().fill(0xa5);
+    let view = a.zone();
+    view.drain_all();
+    for _ in 0..16 {
+        view.tick();
+    }
+    view.check().unwrap();
+    let mut others = Vec::new();
+    while let Ok(mut b) = a.alloc(o(0), MigrateType::Movable) {
+        assert_ne!(b.pfn(), held.pfn(), "a live block was handed out twice");
+        b.as_mut_slice().fill(0x11);
+        others.push(b);
+        view.drain_all();
+    }
+    assert_eq!(others.len() as u64, a.pages() - 1);
+    assert!(held.as_slice().iter().all(|&x| x == 0xa5));
+    drop(others);
+    drop(held);
+    view.drain_all();
+    a.check().unwrap();
+    assert_eq!(view.free_pages(), a.pages());
+}

@@ -17,7 +17,7 @@ fn check_span(start: Pfn, end: Pfn, cfg: &ZoneConfig) -> Result<u32, ConfigError
     if start >= end {
         return Err(ConfigError::BadSpan { start, end });
     }
-    let n = FrameTable::entries_needed(start, end, cfg.pageblock_order);
+    let n = FrameTable::geometry(start, end, cfg.pageblock_order)?;
     if n >= u32::MAX as u64 {
         return Err(ConfigError::BadSpan { start, end });
     }
