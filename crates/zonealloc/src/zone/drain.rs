@@ -52,6 +52,7 @@ use crate::types::CpuId;
 /// How long the allocation slow path waits for owners to drain their lists under `std` (1 s),
 /// before it goes on without them; an owner that let it down is not waited for again until it
 /// has served that request (see the module documentation).
+#[cfg_attr(any(not(feature = "std"), loom), allow(dead_code))] // no clock there
 pub(crate) const SLOW_PATH_DRAIN_WAIT_NS: u64 = 1_000_000_000;
 
 /// When a drain stops waiting for owners: never, or when the caller's test says so.
@@ -63,6 +64,7 @@ pub(crate) enum GiveUp<'a> {
     /// Reclaim's drain: as `When`, and an owner still sitting on an earlier request (which
     /// an earlier drain gave up on) is not waited for again, so that a leaked owner costs
     /// one wait, not one per allocation.
+    #[cfg_attr(any(not(feature = "std"), loom), allow(dead_code))] // no clock there
     Reclaim(&'a mut dyn FnMut() -> bool),
 }
 
