@@ -4,7 +4,6 @@
 use core::ffi::{c_char, c_void};
 
 use zonealloc::arena::{ArenaConfig, HugePages, PageArena};
-use zonealloc::ZoneConfig;
 
 use crate::handle::{self, Handle};
 use crate::status::za_status::{self, *};
@@ -94,12 +93,11 @@ fn arena_config(c: &za_arena_config) -> Result<ArenaConfig, za_status> {
     }
     let small = |v: u32| u8::try_from(v).map_err(|_| ZA_ERR_CONFIG);
     let base = ArenaConfig::with_pages(c.pages);
-    let zone = ZoneConfig {
-        max_order: small(c.max_order)?,
-        pageblock_order: small(c.pageblock_order)?,
-        page_size: c.page_size,
-        ..base.zone
-    };
+    let zone = base
+        .zone
+        .with_max_order(small(c.max_order)?)
+        .with_pageblock_order(small(c.pageblock_order)?)
+        .with_page_size(c.page_size);
     let zone = if c.cpus == 0 {
         zone.without_pcp()
     } else {

@@ -198,6 +198,9 @@ impl From<AllocError> for za_status {
             AllocError::OutOfMemory { .. } | AllocError::NoZone => ZA_ERR_OUT_OF_MEMORY,
             AllocError::OrderTooLarge { .. } => ZA_ERR_ORDER_TOO_LARGE,
             AllocError::InvalidMigrateType(_) => ZA_ERR_INVALID_MIGRATETYPE,
+            // `AllocError` is `#[non_exhaustive]`: a variant added later is still a failed
+            // allocation.
+            _ => ZA_ERR_OUT_OF_MEMORY,
         }
     }
 }
@@ -212,6 +215,8 @@ impl From<FreeError> for za_status {
             FreeError::NotManaged { .. } => ZA_ERR_NOT_MANAGED,
             FreeError::Misaligned { .. } => ZA_ERR_BLOCK_MISALIGNED,
             FreeError::OrderTooLarge { .. } => ZA_ERR_ORDER_TOO_LARGE,
+            // `#[non_exhaustive]`: a refusal added later is a bad argument.
+            _ => ZA_ERR_INVALID_ARGUMENT,
         }
     }
 }
@@ -223,6 +228,8 @@ impl From<ArenaFreeError> for za_status {
             ArenaFreeError::Foreign { .. } => ZA_ERR_FOREIGN_POINTER,
             ArenaFreeError::Misaligned { .. } => ZA_ERR_MISALIGNED,
             ArenaFreeError::Free(f) => f.into(),
+            // `#[non_exhaustive]`: a refusal added later is a bad argument.
+            _ => ZA_ERR_INVALID_ARGUMENT,
         }
     }
 }
@@ -248,6 +255,8 @@ impl From<ArenaError> for za_status {
             ArenaError::Map { .. } => ZA_ERR_MAP_FAILED,
             ArenaError::NoHugePages { .. } => ZA_ERR_NO_HUGE_PAGES,
             ArenaError::Madvise { .. } => ZA_ERR_MADVISE,
+            // `#[non_exhaustive]`: a reason added later is a rejected configuration.
+            _ => ZA_ERR_CONFIG,
         }
     }
 }

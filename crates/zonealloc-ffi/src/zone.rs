@@ -91,21 +91,14 @@ fn zone_config(c: &za_zone_config) -> Result<ZoneConfig, za_status> {
     }
     let small = |v: u32| u8::try_from(v).map_err(|_| ZA_ERR_CONFIG);
     let base = if c.flags & ZA_ZONE_WATERMARKS != 0 {
-        ZoneConfig {
-            watermarks: WatermarkConfig::Auto {
-                min_free_kbytes: None,
-            },
-            ..ZoneConfig::default()
-        }
+        ZoneConfig::new().with_watermarks(WatermarkConfig::AUTO)
     } else {
         ZoneConfig::without_watermarks()
     };
-    let cfg = ZoneConfig {
-        max_order: small(c.max_order)?,
-        pageblock_order: small(c.pageblock_order)?,
-        page_size: c.page_size,
-        ..base
-    };
+    let cfg = base
+        .with_max_order(small(c.max_order)?)
+        .with_pageblock_order(small(c.pageblock_order)?)
+        .with_page_size(c.page_size);
     let cfg = if c.cpus == 0 {
         cfg.without_pcp()
     } else {

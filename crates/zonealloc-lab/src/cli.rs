@@ -167,15 +167,33 @@ pub struct TraceStatsArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct LabArgs {
+    /// `zonealloc lab compare RUN...`: compare earlier runs.
+    #[command(subcommand)]
+    pub action: Option<LabAction>,
     /// The experiment to run (default: all, in order). `zonealloc lab --list` names them.
     pub experiment: Option<String>,
     /// List the registered experiments and exit.
     #[arg(long)]
     pub list: bool,
-    /// The report folder.
-    #[arg(long, default_value = "lab-report")]
-    pub out: PathBuf,
+    /// The report folder. Default: a new folder per run under `lab-report/`, named by the
+    /// run's UTC start (`lab-report/latest` points at the newest). A folder given here must
+    /// be absent or empty, unless --force.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Write into a non-empty --out folder (its previous report.md, results.json and plots
+    /// are removed first).
+    #[arg(long, requires = "out")]
+    pub force: bool,
+    /// Repeat timing experiments until the 95% confidence interval of every timing figure a
+    /// seed claim reads is within this fraction of its mean (0.05: ±5%)...
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.05, value_parser = parse_fraction)]
+    pub ci_target: f64,
+    /// ... or until this many seconds per experiment have gone (default 20; 0 with --quick:
+    /// one round).
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    pub time_cap: Option<u64>,
     /// Print the results as JSON on stdout (and nothing else there).
     #[arg(long)]
     pub json: bool,
@@ -203,6 +221,31 @@ pub struct LabArgs {
     /// by `zonealloc trace stats|replay` and the usual trace tools.
     #[arg(long, value_name = "DIR")]
     pub record_traces: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LabAction {
+    /// Compare runs: per metric and variant, each run's figure and its change against the
+    /// first run's; then each seed claim's verdict per run.
+    Compare(LabCompareArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LabCompareArgs {
+    /// Run folders (or their results.json); a runs folder such as `lab-report` means its
+    /// `latest` run.
+    #[arg(required = true, num_args = 1.., value_name = "RUN")]
+    pub runs: Vec<PathBuf>,
+}
+
+/// `--ci-target`: a fraction in (0, 1].
+fn parse_fraction(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|e| format!("{e}"))?;
+    if v > 0.0 && v <= 1.0 {
+        Ok(v)
+    } else {
+        Err(format!("{v} is not a fraction in (0, 1] (0.05 means ±5%)"))
+    }
 }
 
 #[derive(Debug, Args)]

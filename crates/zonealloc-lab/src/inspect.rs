@@ -131,22 +131,47 @@ pub fn run(view: View, workload: Workload, seed: u64) -> Result<String, String> 
     Ok(out)
 }
 
-/// The `/proc/zoneinfo` lines zonealloc models (`zoneinfo_show_print`): free pages,
-/// watermarks, span and managed pages, then the pagesets block and the start pfn.
-fn write_zoneinfo(out: &mut String, node: &Node) -> std::fmt::Result {
-    for z in node.zones() {
+/// The `/proc/zoneinfo` block of each zone of `node`, in the kernel's layout
+/// (`zoneinfo_show_print`): free pages, watermarks as the kernel prints them (boost
+/// included: `min_wmark_pages` adds `watermark_boost`), span, present and managed pages,
+/// `protection:`, the pagesets block and the start pfn. Fields zonealloc does not model are
+/// printed as the kernel prints them for a zone without them (`cma 0`,
+/// `node_unreclaimable: 0`), so `zonealloc_lab::procfs` reads the text back.
+pub fn write_zoneinfo(out: &mut String, node: &Node) -> std::fmt::Result {
+    // The kernel prints every zone type the node has a slot for, an empty one in short form
+    // (x86-64: no HighMem).
+    for t in ZoneType::ALL
+        .into_iter()
+        .filter(|&t| t != ZoneType::HighMem)
+    {
+        let Some(z) = node.zones().find(|z| z.zone_type() == t) else {
+            writeln!(out, "Node 0, zone {:>8}", t.name())?;
+            writeln!(out, "  pages free     0")?;
+            for field in ["boost", "min", "low", "high", "promo", "spanned", "present"] {
+                writeln!(out, "        {field:<8} 0")?;
+            }
+            writeln!(out, "        managed  0\n        cma      0")?;
+            writeln!(out, "        protection: (0, 0, 0, 0, 0)")?;
+            continue;
+        };
         let (start, end) = z.span();
         let w = z.watermarks();
         writeln!(out, "Node 0, zone {:>8}", z.zone_type().name())?;
         writeln!(out, "  pages free     {}", z.free_pages())?;
         writeln!(out, "        boost    {}", w.boost)?;
-        writeln!(out, "        min      {}", w.min)?;
-        writeln!(out, "        low      {}", w.low)?;
-        writeln!(out, "        high     {}", w.high)?;
+        writeln!(out, "        min      {}", w.min + w.boost)?;
+        writeln!(out, "        low      {}", w.low + w.boost)?;
+        writeln!(out, "        high     {}", w.high + w.boost)?;
+        writeln!(out, "        promo    {}", w.promo + w.boost)?;
         writeln!(out, "        spanned  {}", end.get() - start.get())?;
-        write!(out, "        managed  {}", z.managed_pages())?;
+        writeln!(out, "        present  {}", z.present_pages())?;
+        writeln!(out, "        managed  {}", z.managed_pages())?;
+        write!(out, "        cma      0")?;
+        z.write_protection(out)?;
+        write!(out, "\n      nr_free_pages {}", z.free_pages())?;
         z.write_pagesets(out)?;
-        writeln!(out, "\n  start_pfn:           {}", start.get())?;
+        writeln!(out, "\n  node_unreclaimable:  0")?;
+        writeln!(out, "  start_pfn:           {}", start.get())?;
     }
     Ok(())
 }

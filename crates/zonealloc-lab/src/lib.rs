@@ -17,8 +17,9 @@
 //! Dependencies point one way: `experiments`, `trace` and `bench` produce results and use
 //! `report` (the result model, statistics, tables) and `rng`; `trace` and `bench` never use
 //! `experiments` (which uses [`trace::record`] to write its runs as kernel traces).
-//! Judging a run against the seeds' published figures is report work (beside
-//! [`report::compare`]); a new subcommand is a file in the binary's `commands/`.
+//! Judging a run against the seeds' published figures is report work ([`report::verdict`]),
+//! over the claims that [`experiments::seeds`] holds as data; a new subcommand is a file in
+//! the binary's `commands/`.
 
 pub mod bench;
 pub mod experiments;
@@ -28,3 +29,9 @@ pub mod procfs;
 pub mod report;
 pub mod rng;
 pub mod trace;
+
+// The repository README's snippets run as doctests here, not in the core: the core's package
+// holds only its own files (its README is its crate docs), and this crate is never published.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;

@@ -1,10 +1,12 @@
 //! `zonealloc`: the lab.
 //!
 //! - `zonealloc lab [EXPERIMENT]` runs the registered experiments (all, in order, or the one
-//!   named), each comparing a seed change's policy off (baseline) and on (variants), and writes
-//!   a report folder: `report.md` (compare-kernels style tables), `results.json` (every raw
-//!   sample, the options and the machine) and SVG plots. `--json` prints the results document
-//!   to stdout instead of the human summary.
+//!   named), each comparing a seed change's policy off (baseline) and on (variants), judges
+//!   the seeds' published claims on the run, and writes a new report folder per run (under
+//!   `lab-report/`, or `--out`): `report.md` (the verdicts, then compare-kernels style
+//!   tables), `results.json` (verdicts, every raw sample, the options, the machine, commit,
+//!   compiler, date and load) and SVG plots. `--json` prints the results document to stdout
+//!   instead of the human summary. `zonealloc lab compare RUN...` puts runs side by side.
 //! - `zonealloc buddyinfo|zoneinfo|pagetypeinfo` prints the kernel's `/proc` text for a node
 //!   built from an embedded x86-64-like memory map after a chosen workload.
 //!
@@ -25,6 +27,10 @@ mod commands;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // `zonealloc lab pcp-lock` runs this binary under callgrind as the PCP hit-path loop.
+    if let Some(code) = zonealloc_lab::experiments::pcp_lock::icount::icount_child() {
+        return code;
+    }
     match commands::run(cli::parse().command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(exit) => exit.code(),

@@ -32,6 +32,7 @@ fn help_lists_workloads_and_peers() {
     for name in [
         "pair0",
         "burst64",
+        "pair1",
         "pair3",
         "pair9",
         "local",
@@ -70,9 +71,9 @@ fn quick_run_measures_every_peer_on_every_workload_and_conserves() {
         .collect();
     assert_eq!(peers[0], "zonealloc");
     assert!(peers.len() >= 7, "{peers:?}");
-    // 4 single-thread workloads once, local and mixed at 1 and 2 threads, producer-consumer
+    // 5 single-thread workloads once, local and mixed at 1 and 2 threads, producer-consumer
     // at 2 only.
-    assert_eq!(cells.len(), peers.len() * (4 + 2 + 2 + 1));
+    assert_eq!(cells.len(), peers.len() * (5 + 2 + 2 + 1));
     for c in cells {
         let what = format!("{} {} {}", c["workload"], c["peer"], c["threads"]);
         let m = &c["outcome"]["measured"];

@@ -1,7 +1,6 @@
 //! The `/proc` snapshot reader on real kernels' files (`tests/data/proc/`), on files written
 //! by zonealloc's own `/proc` writers, and through `read_dir`'s file handling.
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use zonealloc::{stats, CpuId, MemoryRegion, MigrateType, Node, Order, ZoneConfig, ZoneType};
@@ -216,41 +215,6 @@ fn the_real_snapshots_agree_exactly_up_to_vmstat_drift() {
     }
 }
 
-/// The kernel's zoneinfo block for a zonealloc zone (`zoneinfo_show_print`), with the fields
-/// zonealloc does not model printed as the kernel would for a zone without them: present =
-/// managed, no lowmem protection.
-fn write_zoneinfo(out: &mut String, node: &Node) {
-    let n = node.zones().count();
-    for z in node.zones() {
-        let (start, end) = z.span();
-        let w = z.watermarks();
-        write!(out, "Node 0, zone {:>8}", z.zone_type().name()).unwrap();
-        write!(
-            out,
-            "\n  pages free     {}\n        boost    {}\n        min      {}\n        low      {}\n        high     {}\n        promo    {}\n        spanned  {}\n        present  {}\n        managed  {}\n        cma      0",
-            z.free_pages(),
-            w.boost,
-            w.min + w.boost,
-            w.low + w.boost,
-            w.high + w.boost,
-            w.promo + w.boost,
-            end.get() - start.get(),
-            z.managed_pages(),
-            z.managed_pages(),
-        )
-        .unwrap();
-        write!(out, "\n        protection: (0{})", ", 0".repeat(n - 1)).unwrap();
-        write!(out, "\n      nr_free_pages {}", z.free_pages()).unwrap();
-        z.write_pagesets(out).unwrap();
-        write!(
-            out,
-            "\n  node_unreclaimable:  0\n  start_pfn:           {}\n",
-            start.get()
-        )
-        .unwrap();
-    }
-}
-
 #[test]
 fn zonealloc_proc_text_reads_back_as_the_zones_state() {
     const MIB: u64 = 1 << 20;
@@ -277,7 +241,7 @@ fn zonealloc_proc_text_reads_back_as_the_zones_state() {
     let snapshots: Vec<_> = node.snapshots().collect();
     let (mut zoneinfo, mut buddyinfo, mut pagetypeinfo) =
         (String::new(), String::new(), String::new());
-    write_zoneinfo(&mut zoneinfo, &node);
+    zonealloc_lab::inspect::write_zoneinfo(&mut zoneinfo, &node).unwrap();
     stats::write_buddyinfo(&mut buddyinfo, &snapshots).unwrap();
     stats::write_pagetypeinfo(&mut pagetypeinfo, &snapshots).unwrap();
 

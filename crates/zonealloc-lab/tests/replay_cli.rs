@@ -275,7 +275,8 @@ fn lab_experiments_record_traces_that_read_back() {
         .map(|e| e.unwrap().path())
         .collect();
     files.sort();
-    assert_eq!(files.len(), 3, "{files:?}");
+    // One per variant: free_high=off, revert-highpcp, free_high=on, free_high=original.
+    assert_eq!(files.len(), 4, "{files:?}");
     for f in &files {
         let st = json(&zonealloc(&["trace", "stats", s(f), "--json", "--strict"]));
         let frees = st["frees"].as_u64().unwrap();

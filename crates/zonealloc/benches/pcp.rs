@@ -69,14 +69,12 @@ fn wmark_cfg() -> ZoneConfig {
 
 /// Owner-only lists, drained by their owner.
 fn owner_only_cfg() -> ZoneConfig {
-    ZoneConfig {
-        pcp: PcpConfig {
-            locking: PcpLocking::OwnerOnly,
-            drain: DrainMode::Owner,
-            ..PcpConfig::with_cpus(CPUS)
-        },
-        ..ZoneConfig::without_watermarks()
-    }
+    ZoneConfig::without_watermarks().with_pcp(
+        PcpConfig::new()
+            .with_cpus(CPUS)
+            .with_locking(PcpLocking::OwnerOnly)
+            .with_drain(DrainMode::Owner),
+    )
 }
 
 /// Buddy only: no per-CPU lists.

@@ -55,6 +55,8 @@ impl Setup {
             Setup::Pcp(FreeHigh::Current) => "free_high=Current",
             Setup::Pcp(FreeHigh::Original) => "free_high=Original",
             Setup::Pcp(FreeHigh::Off) => "free_high=Off",
+            Setup::Pcp(FreeHigh::Batch) => "free_high=Batch",
+            Setup::Pcp(FreeHigh::FreeFactor) => "free_high=FreeFactor",
             Setup::BuddyOnly => "buddy only",
         }
     }
@@ -62,14 +64,12 @@ impl Setup {
     fn config(self) -> ZoneConfig {
         let base = ZoneConfig::without_watermarks();
         match self {
-            Setup::Pcp(free_high) => ZoneConfig {
-                pcp: PcpConfig {
-                    free_high,
-                    locking: PcpLocking::Spinlock,
-                    ..PcpConfig::with_cpus(2)
-                },
-                ..base
-            },
+            Setup::Pcp(free_high) => base.with_pcp(
+                PcpConfig::new()
+                    .with_cpus(2)
+                    .with_free_high(free_high)
+                    .with_locking(PcpLocking::Spinlock),
+            ),
             Setup::BuddyOnly => base.with_cpus(2).without_pcp(),
         }
     }

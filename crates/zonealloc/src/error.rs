@@ -7,6 +7,7 @@ use crate::types::{CpuId, MigrateType, Order, Pfn};
 
 /// Why an allocation failed.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
 pub enum AllocError {
     /// No zone allowed by the request had a free block of this order above its watermark.
     OutOfMemory {
@@ -48,6 +49,7 @@ pub enum DrainError {
 
 /// Why a free was refused. The frame and the allocator are left untouched.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
 pub enum FreeError {
     /// The frame is already free: in the buddy allocator or on a per-CPU list.
     DoubleFree {
@@ -100,6 +102,7 @@ pub enum FreeError {
 
 /// Why a range could not be handed to (or described to) a zone.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
 pub enum RangeError {
     /// `start >= end`.
     Empty {
@@ -122,6 +125,7 @@ pub enum RangeError {
 
 /// Why a [`CpuHandle`](crate::CpuHandle) could not be created.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
 pub enum HandleError {
     /// The zone has fewer CPUs.
     CpuOutOfRange {
@@ -154,6 +158,7 @@ impl core::error::Error for HandleError {}
 
 /// Why a configuration was rejected.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// `max_order` exceeds [`crate::MAX_ORDER_LIMIT`].
     MaxOrderTooLarge(u8),
@@ -214,6 +219,9 @@ pub enum ConfigError {
     },
     /// A range of a memory map could not be added (overlapping usable regions, say).
     Range(RangeError),
+    /// Not a kernel version [`KernelVersion`](crate::config::KernelVersion) knows (`6.1`,
+    /// `6.12`, `7.2`, `mainline`).
+    UnknownKernel,
 }
 
 impl fmt::Display for DrainError {
@@ -338,6 +346,9 @@ impl fmt::Display for ConfigError {
                 f,
                 "the zone's metadata table ({bytes} bytes) could not be allocated"
             ),
+            ConfigError::UnknownKernel => {
+                f.write_str("unknown kernel version (known: 6.1, 6.12, 7.2, mainline)")
+            }
             ConfigError::BadZoneLayout => write!(
                 f,
                 "zones must be given in ascending zone order and must not overlap"
@@ -352,3 +363,9 @@ impl core::error::Error for AllocError {}
 impl core::error::Error for FreeError {}
 impl core::error::Error for RangeError {}
 impl core::error::Error for ConfigError {}
+
+// An allocation's result fits in two registers (rustc returns such values in them), so that
+// the out-of-line slow path of the entry points does not return through memory. (A free's
+// result does not: `NotBlockHead` carries two frames. Its hit path, inlined, builds `Ok(())`
+// in place; only a slow free returns through memory.)
+const _: () = assert!(core::mem::size_of::<Result<crate::types::Pfn, AllocError>>() <= 16);

@@ -1,10 +1,5 @@
-//! # zonealloc
-//!
-//! A page-frame allocator that follows Linux's `mm/page_alloc.c`: a zoned **buddy allocator**
-//! (free lists per order and migratetype, split and merge of buddies, pageblock migratetypes
-//! with the kernel's fallback rules, watermarks) that hands out *frame numbers*, never touching
-//! the memory it manages. It runs in user space and in kernels: the core is `#![no_std]`, the
-//! `std` feature (default) adds heap-allocated metadata and `sched_getcpu`.
+// The crate README (its examples run as doctests) opens the crate docs; the essay follows.
+#![doc = include_str!("../README.md")]
 //!
 //! ## How the buddy allocator works
 //! Memory is managed in blocks of `2^order` frames, aligned to their size. Free blocks sit on
@@ -20,19 +15,6 @@
 //! lists are empty, the allocator claims a whole pageblock of another type if enough of it is
 //! free or compatible, or else steals a single block (`__rmqueue_claim`, `__rmqueue_steal`).
 //! Watermarks keep a reserve that only privileged requests may touch.
-//!
-//! ## Quick example
-//! ```
-//! use zonealloc::{Zone, ZoneConfig, ZoneType, Pfn, Order, MigrateType};
-//!
-//! let zone = Zone::new(ZoneType::Normal, Pfn(0), Pfn(1 << 16), ZoneConfig::default()).unwrap();
-//! zone.add_free_range(Pfn(0), Pfn(1 << 16)).unwrap();
-//! let pfn = zone.alloc(Order::new(3).unwrap(), MigrateType::Movable).unwrap();
-//! assert!(pfn.is_aligned(Order::new(3).unwrap()));
-//! zone.free(pfn, Order::new(3).unwrap()).unwrap();
-//! assert!(zone.free(pfn, Order::new(3).unwrap()).is_err()); // double free, caught
-//! zone.check().unwrap();
-//! ```
 //!
 //! ## Glossary: zonealloc names and the Linux symbols they mirror
 //! | zonealloc | Linux |
@@ -102,7 +84,8 @@ mod zone;
 pub use buddy::{CheckFacts, Watermarks};
 pub use check::CheckError;
 pub use config::{
-    DrainMode, FreeHigh, MobilityGrouping, PcpConfig, PcpLocking, WatermarkConfig, ZoneConfig,
+    DrainMode, FreeHigh, FreeScaling, HighMode, HighatomicCap, HighatomicUnusable, KernelVersion,
+    MobilityGrouping, PcpConfig, PcpLocking, WatermarkConfig, ZoneConfig,
 };
 pub use error::{AllocError, ConfigError, DrainError, FreeError, HandleError, RangeError};
 pub use memmap::{MemoryRegion, RegionKind};
@@ -116,8 +99,3 @@ pub use ticker::Ticker;
 pub use tracepoint::ZoneEvent;
 pub use types::{CpuId, MigrateType, Order, PageCount, Pfn, ZoneType, MAX_ORDER_LIMIT};
 pub use zone::{CpuHandle, Zone};
-
-// The README's snippets run as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
-struct ReadmeDoctests;

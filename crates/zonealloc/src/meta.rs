@@ -445,14 +445,14 @@ mod tests {
 
     #[test]
     fn state_encoding_round_trips() {
-        let o = Order::new(7).unwrap();
+        let o = Order::of::<7>();
         for s in [
             FrameState::Absent,
             FrameState::Tail,
             FrameState::Buddy(o),
             FrameState::Pcp(o),
             FrameState::Allocated(o, MigrateType::Reclaimable),
-            FrameState::Allocated(Order::new(20).unwrap(), MigrateType::Movable),
+            FrameState::Allocated(Order::of::<20>(), MigrateType::Movable),
         ] {
             assert_eq!(FrameState::decode(s.encode()), s);
         }

@@ -1,7 +1,7 @@
 //! [`Node`]: the zones of one NUMA node, tried in zonelist order, and the allocation walk
 //! shared by a node and a lone zone (`get_page_from_freelist`, `__alloc_pages_slowpath`).
 
-use crate::buddy::{setup_node_watermarks, ZoneSize};
+use crate::buddy::{setup_node_watermarks, setup_per_zone_lowmem_reserve, ZoneSize};
 use crate::config::ZoneConfig;
 use crate::error::{AllocError, ConfigError, FreeError, RangeError};
 use crate::pcp::PcpAccess;
@@ -48,13 +48,32 @@ impl Node {
     }
 
     /// A node built from a firmware memory map the way x86-64 lays out zones: DMA below
-    /// 16 MiB, DMA32 below 4 GiB, Normal above. Each zone spans from its first to its last
-    /// usable frame; holes and reserved regions inside stay absent. Metadata tables are
-    /// allocated on the heap.
+    /// 16 MiB, DMA32 below 4 GiB, Normal above. Each zone spans the node's span (its first
+    /// to its last usable frame) clipped to the zone's bounds, as
+    /// `zone_spanned_pages_in_node` does; holes and reserved regions inside stay absent.
+    /// Metadata tables are allocated on the heap.
     #[cfg(feature = "std")]
     pub fn from_memory_map(
         id: u32,
         regions: &[crate::memmap::MemoryRegion],
+        cfg: ZoneConfig,
+    ) -> Result<Node, ConfigError> {
+        Node::boot(id, regions, &[], cfg)
+    }
+
+    /// A node booted the way the kernel boots one: the zones of [`Node::from_memory_map`]
+    /// get their usable frames except the `late` ranges; the watermarks and PCP sizes are
+    /// computed from that (`init_per_zone_wmark_min`, then `set_recommended_min_free_kbytes`
+    /// when `cfg.thp_min_free_kbytes` is on); then the `late` ranges, the init memory the
+    /// kernel frees after its initcalls (initrd, `free_initmem`, `mark_rodata_ro`), are added
+    /// by [`Node::free_reserved_area`], which leaves the watermarks and PCP sizes as they
+    /// were. Each zone's present pages are the RAM the map gives it (reserved cuts
+    /// included). The `late` ranges must lie in usable, unreserved memory.
+    #[cfg(feature = "std")]
+    pub fn boot(
+        id: u32,
+        regions: &[crate::memmap::MemoryRegion],
+        late: &[(Pfn, Pfn)],
         cfg: ZoneConfig,
     ) -> Result<Node, ConfigError> {
         cfg.validate()?;
@@ -66,26 +85,55 @@ impl Node {
         ];
         let mut pieces = std::vec::Vec::new();
         crate::memmap::usable_frames(regions, ps, |s, e| pieces.push((s.0, e.0)));
+        // The RAM of the map, in whole frames (reserved cuts not applied: reserved RAM is
+        // present, as memblock.memory is in the kernel).
+        let ram = || {
+            regions
+                .iter()
+                .filter(|r| r.kind == crate::memmap::RegionKind::Usable)
+                .map(|r| (r.start.div_ceil(ps), r.start.saturating_add(r.len) / ps))
+                .filter(|&(s, e)| s < e)
+        };
+        // zone_spanned_pages_in_node: the node's span clipped to the zone's bounds.
+        let node_start = ram().map(|(s, _)| s).min().unwrap_or(0);
+        let node_end = ram().map(|(_, e)| e).max().unwrap_or(0);
         let mut zones = std::vec::Vec::new();
         for &(t, lo, hi) in &bounds {
-            let clipped = pieces
-                .iter()
-                .map(|&(s, e)| (s.max(lo), e.min(hi)))
-                .filter(|&(s, e)| s < e);
-            let (mut zs, mut ze) = (u64::MAX, 0u64);
-            for (s, e) in clipped {
-                zs = zs.min(s);
-                ze = ze.max(e);
-            }
-            if zs < ze {
-                zones.push(Zone::new(t, Pfn(zs), Pfn(ze), cfg)?);
+            let present: u64 = ram()
+                .map(|(s, e)| e.min(hi).saturating_sub(s.max(lo)))
+                .sum();
+            let (zs, ze) = (node_start.max(lo), node_end.min(hi));
+            // Only populated zones (present pages) are built.
+            if present > 0 && zs < ze {
+                let z = Zone::new(t, Pfn(zs), Pfn(ze), cfg)?;
+                z.set_present_pages(present);
+                zones.push(z);
             }
         }
         let node = Node::new(id, zones)?;
+        // Early memory: the usable pieces less the late ranges (memblock_free_all).
         for &(s, e) in &pieces {
-            // Pieces are disjoint and inside the zones by construction.
-            node.add_free_range(Pfn(s), Pfn(e))
-                .map_err(ConfigError::Range)?;
+            let mut cur = s;
+            while cur < e {
+                let cut = late
+                    .iter()
+                    .filter(|&&(ls, le)| le.0 > cur && ls.0 < e)
+                    .min_by_key(|&&(ls, _)| ls.0);
+                let (next, resume) = match cut {
+                    Some(&(ls, le)) => (ls.0.max(cur), le.0.max(cur)),
+                    None => (e, e),
+                };
+                if next > cur {
+                    // Pieces are disjoint and inside the zones by construction.
+                    node.add_early_range(Pfn(cur), Pfn(next))
+                        .map_err(ConfigError::Range)?;
+                }
+                cur = resume;
+            }
+        }
+        node.setup_watermarks();
+        for &(s, e) in late {
+            node.free_reserved_area(s, e).map_err(ConfigError::Range)?;
         }
         Ok(node)
     }
@@ -110,8 +158,8 @@ impl Node {
         self.zones().find(|z| z.spans(pfn))
     }
 
-    /// `setup_per_zone_wmarks` over the node, then `page_group_by_mobility_disabled`.
-    pub fn setup_watermarks(&self) {
+    /// The managed pages and configuration of each zone, as the node-wide setups see them.
+    fn sizes(&self) -> ([ZoneSize; MAX_NR_ZONES], [ZoneConfig; MAX_NR_ZONES], usize) {
         let mut sizes = [ZoneSize {
             zone_type: ZoneType::Normal,
             managed: 0,
@@ -126,6 +174,50 @@ impl Node {
             cfgs[n] = *z.config();
             n += 1;
         }
+        (sizes, cfgs, n)
+    }
+
+    /// `setup_per_zone_lowmem_reserve` alone, from the managed pages of now. 7.2 runs it on
+    /// every `adjust_managed_page_count`; 6.1 also runs it whenever
+    /// `/proc/sys/vm/lowmem_reserve_ratio` is read (its handler does not check `write`).
+    pub fn setup_lowmem_reserve(&self) {
+        let (sizes, cfgs, n) = self.sizes();
+        let reserve = setup_per_zone_lowmem_reserve(&sizes[..n], &cfgs[..n]);
+        for (i, z) in self.zones().enumerate() {
+            z.apply_lowmem_reserve(reserve[i]);
+        }
+    }
+
+    /// `free_reserved_area`: hands `start..end` (reserved until now) to the zones that span
+    /// it, as the kernel frees its init memory after boot (`free_reserved_page` →
+    /// `adjust_managed_page_count`). The watermarks and PCP sizes are not recomputed, in any
+    /// version; the lowmem reserve is when the first zone's `lowmem_reserve_follows_managed`
+    /// is on (7.2). Returns the pages added; on error nothing is added.
+    pub fn free_reserved_area(&self, start: Pfn, end: Pfn) -> Result<u64, RangeError> {
+        let added = self.add_early_range(start, end)?;
+        if self
+            .zones()
+            .next()
+            .is_some_and(|z| z.config().lowmem_reserve_follows_managed)
+        {
+            self.setup_lowmem_reserve();
+        }
+        Ok(added)
+    }
+
+    /// Writes `vm.percpu_pagelist_high_fraction` (0, or at least 8) for every zone: their
+    /// `batch` and `high` bounds are recomputed from the managed pages and low watermarks of
+    /// now (`percpu_pagelist_high_fraction_sysctl_handler`).
+    pub fn set_high_fraction(&self, fraction: u32) -> Result<(), ConfigError> {
+        for z in self.zones() {
+            z.set_high_fraction(fraction)?;
+        }
+        Ok(())
+    }
+
+    /// `setup_per_zone_wmarks` over the node, then `page_group_by_mobility_disabled`.
+    pub fn setup_watermarks(&self) {
+        let (sizes, cfgs, n) = self.sizes();
         let (wm, reserve) = setup_node_watermarks(&sizes[..n], &cfgs[..n]);
         // build_all_zonelists: vm_total_pages = pages above the high marks of all zones.
         let above_high: u64 = (0..n)
@@ -142,6 +234,14 @@ impl Node {
     /// The range may cross zone boundaries; parts outside every zone are an error and nothing
     /// is added then.
     pub fn add_free_range(&self, start: Pfn, end: Pfn) -> Result<u64, RangeError> {
+        let added = self.add_early_range(start, end)?;
+        self.setup_watermarks();
+        self.debug_check("Node::add_free_range");
+        Ok(added)
+    }
+
+    /// Hands `start..end` to the zones that span it and recomputes nothing.
+    fn add_early_range(&self, start: Pfn, end: Pfn) -> Result<u64, RangeError> {
         if start >= end {
             return Err(RangeError::Empty { start, end });
         }
@@ -166,8 +266,6 @@ impl Node {
             added += z.add_free_range_locked(&mut g, pfn, piece_end)?;
             pfn = piece_end;
         }
-        self.setup_watermarks();
-        self.debug_check("Node::add_free_range");
         Ok(added)
     }
 

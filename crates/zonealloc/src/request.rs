@@ -137,6 +137,31 @@ impl AllocRequest {
         }
     }
 
+    /// The three gfp bits of the request in a byte, so that the out-of-line slow paths of the
+    /// entry points take the request as scalars (in registers) rather than through memory.
+    #[inline(always)]
+    pub(crate) const fn gfp_bits(&self) -> u8 {
+        self.high as u8 | (self.can_reclaim as u8) << 1 | (self.no_watermarks as u8) << 2
+    }
+
+    /// The request that [`AllocRequest::gfp_bits`] and its other fields describe.
+    #[inline(always)]
+    pub(crate) const fn from_parts(
+        migratetype: MigrateType,
+        highest_zone: ZoneType,
+        gfp_bits: u8,
+        cpu: Option<CpuId>,
+    ) -> Self {
+        AllocRequest {
+            migratetype,
+            highest_zone,
+            high: gfp_bits & 1 != 0,
+            can_reclaim: gfp_bits & 2 != 0,
+            no_watermarks: gfp_bits & 4 != 0,
+            cpu,
+        }
+    }
+
     /// Flags of the fast path (`ALLOC_WMARK_LOW`, plus `ALLOC_KSWAPD`).
     pub(crate) fn fast_flags(&self) -> AllocFlags {
         FAST_ALLOC_FLAGS

@@ -40,6 +40,8 @@ pub(crate) const NONEMPTY_WORDS: usize = 3;
 #[derive(Debug)]
 pub(crate) struct ZoneShared {
     pub(crate) nr_free_pages: AtomicU64,
+    /// The HighAtomic pages a watermark check holds back: `nr_free_highatomic`, or
+    /// `nr_reserved_highatomic` under `HighatomicUnusable::Reserved` (6.1).
     pub(crate) nr_free_highatomic: AtomicU64,
     /// min, low, high, each including the boost.
     pub(crate) marks: [AtomicU64; 3],
@@ -108,6 +110,30 @@ impl ZoneShared {
     #[inline(always)]
     pub(crate) fn order0_above_high(&self, highest_zoneidx: usize) -> bool {
         ld(&self.order0_high_headroom) as i64 > ld(&self.lowmem_reserve[highest_zoneidx]) as i64
+    }
+
+    /// `zone_watermark_fast` at the high mark for an order above 0 with the fast path's flags
+    /// (no reserves): `__zone_watermark_ok`'s page test from the order-0 headroom (equal to
+    /// it whenever free pages exceed the HighAtomic reserve, and failing otherwise, as the
+    /// exact test then does), then its search for a free block of `order` or above on a PCP
+    /// type's lists.
+    #[inline(always)]
+    pub(crate) fn above_high_fast(&self, order: u8, highest_zoneidx: usize) -> bool {
+        let headroom = ld(&self.order0_high_headroom) as i64 - ((1i64 << order) - 1);
+        if headroom <= ld(&self.lowmem_reserve[highest_zoneidx]) as i64 {
+            return false;
+        }
+        // The word holding `order`'s byte answers for `order` and the orders above it there
+        // (the bytes of orders above `max_order` stay zero); the rest only when it says no.
+        let pcp_types = (1u8 << MIGRATE_PCPTYPES) - 1;
+        let word_types = u64::from_ne_bytes([pcp_types; 8]);
+        let (w, shift) = (order as usize / 8, (order as usize % 8) * 8);
+        if let Some(word) = self.nonempty.get(w) {
+            if ld(word) & (word_types << shift) != 0 {
+                return true;
+            }
+        }
+        ((order | 7) + 1..=self.max_order).any(|o| self.nonempty_bits(o) & pcp_types != 0)
     }
 
     /// Sets a flag (Linux `set_bit`; the separate test avoids a needless atomic write).

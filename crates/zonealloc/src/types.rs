@@ -93,6 +93,25 @@ impl Order {
         }
     }
 
+    /// The order `N`, checked at compile time: `Order::of::<3>()` is order 3, and
+    /// `Order::of::<21>()` does not build (it exceeds [`MAX_ORDER_LIMIT`]). For an order known
+    /// only at run time use [`Order::new`].
+    ///
+    /// ```
+    /// use zonealloc::Order;
+    /// const EIGHT_FRAMES: Order = Order::of::<3>();
+    /// assert_eq!(EIGHT_FRAMES.pages(), 8);
+    /// ```
+    ///
+    /// ```compile_fail
+    /// let _ = zonealloc::Order::of::<21>();
+    /// ```
+    #[inline]
+    pub const fn of<const N: u8>() -> Order {
+        const { assert!(N <= MAX_ORDER_LIMIT, "order exceeds MAX_ORDER_LIMIT") };
+        Order(N)
+    }
+
     /// The order as an integer.
     #[inline]
     pub const fn get(self) -> u8 {
@@ -302,8 +321,8 @@ mod tests {
 
     #[test]
     fn pfn_alignment() {
-        assert!(Pfn(512).is_aligned(Order::new(9).unwrap()));
-        assert!(!Pfn(513).is_aligned(Order::new(1).unwrap()));
+        assert!(Pfn(512).is_aligned(Order::of::<9>()));
+        assert!(!Pfn(513).is_aligned(Order::of::<1>()));
         assert!(Pfn(513).is_aligned(Order::ZERO));
     }
 }

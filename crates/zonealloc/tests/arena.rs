@@ -16,11 +16,12 @@ fn order(o: u8) -> Order {
 
 /// A small arena: max order 5 (32-page blocks), 4 pageblock order, `cpus` CPUs.
 fn small(pages: u64, cpus: u32) -> ArenaConfig {
-    ArenaConfig::with_pages(pages).zone(ZoneConfig {
-        max_order: 5,
-        pageblock_order: 4,
-        ..ZoneConfig::without_watermarks().with_cpus(cpus)
-    })
+    ArenaConfig::with_pages(pages).zone(
+        ZoneConfig::without_watermarks()
+            .with_cpus(cpus)
+            .with_max_order(5)
+            .with_pageblock_order(4),
+    )
 }
 
 /// Writes the block's pfn into the first and last 8 bytes of each of its pages.
@@ -368,18 +369,12 @@ fn into_raw_hands_a_block_to_the_raw_api() {
 fn creation_errors_are_typed() {
     assert_eq!(PageArena::new(small(0, 1)).unwrap_err(), ArenaError::Empty);
     let sys = small(64, 1);
-    let tiny_pages = sys.zone(ZoneConfig {
-        page_size: 512,
-        ..sys.zone
-    });
+    let tiny_pages = sys.zone(sys.zone.with_page_size(512));
     assert!(matches!(
         PageArena::new(tiny_pages).unwrap_err(),
         ArenaError::PageSizeBelowSystem { page_size: 512, .. }
     ));
-    let bad = sys.zone(ZoneConfig {
-        pageblock_order: 7,
-        ..sys.zone
-    });
+    let bad = sys.zone(sys.zone.with_pageblock_order(7));
     assert_eq!(
         PageArena::new(bad).unwrap_err(),
         ArenaError::Config(ConfigError::PageblockOrderTooLarge {

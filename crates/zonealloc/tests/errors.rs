@@ -22,10 +22,9 @@ fn o(n: u8) -> Order {
 /// A Normal zone spanning `start..end` with zero watermarks and mobility grouping on, nothing
 /// added yet.
 fn empty_zone(start: u64, end: u64) -> Zone {
-    let cfg = ZoneConfig {
-        mobility_grouping: MobilityGrouping::Enabled,
-        ..ZoneConfig::without_watermarks().without_pcp()
-    };
+    let cfg = ZoneConfig::without_watermarks()
+        .without_pcp()
+        .with_mobility_grouping(MobilityGrouping::Enabled);
     Zone::new(ZoneType::Normal, Pfn(start), Pfn(end), cfg).unwrap()
 }
 
@@ -140,10 +139,9 @@ fn double_free_after_merge_via_a_tail_frame_is_rejected_and_changes_nothing() {
 fn double_free_of_a_block_on_a_per_cpu_list_is_rejected_and_changes_nothing() {
     // The one test here with per-CPU lists on (one CPU): a freed order-0 and order-3 block sit
     // on CPU 0's lists, not in the buddy, and freeing them again is still a double free.
-    let cfg = ZoneConfig {
-        mobility_grouping: MobilityGrouping::Enabled,
-        ..ZoneConfig::without_watermarks().with_cpus(1)
-    };
+    let cfg = ZoneConfig::without_watermarks()
+        .with_cpus(1)
+        .with_mobility_grouping(MobilityGrouping::Enabled);
     let z = Zone::new(ZoneType::Normal, Pfn(0), Pfn(1 << 16), cfg).unwrap();
     z.add_free_range(Pfn(0), Pfn(1 << 16)).unwrap();
     let cpu = CpuId(0);
@@ -322,11 +320,10 @@ fn free_with_an_order_above_max_order_is_order_too_large() {
 
 #[test]
 fn alloc_with_an_order_above_max_order_is_order_too_large() {
-    let cfg = ZoneConfig {
-        max_order: 6,
-        pageblock_order: 4,
-        ..ZoneConfig::without_watermarks().without_pcp()
-    };
+    let cfg = ZoneConfig::without_watermarks()
+        .without_pcp()
+        .with_max_order(6)
+        .with_pageblock_order(4);
     let z = Zone::new(ZoneType::Normal, Pfn(0), Pfn(256), cfg).unwrap();
     z.add_free_range(Pfn(0), Pfn(256)).unwrap();
     let before = counts(&z);
@@ -602,47 +599,24 @@ fn invalid_geometry_and_watermarks_are_rejected_by_zone_new() {
     let base = ZoneConfig::without_watermarks().without_pcp();
     let cases = [
         (
-            ZoneConfig {
-                max_order: 21,
-                pageblock_order: 9,
-                ..base
-            },
+            base.with_max_order(21).with_pageblock_order(9),
             ConfigError::MaxOrderTooLarge(21),
         ),
         (
-            ZoneConfig {
-                max_order: 5,
-                pageblock_order: 6,
-                ..base
-            },
+            base.with_max_order(5).with_pageblock_order(6),
             ConfigError::PageblockOrderTooLarge {
                 pageblock_order: 6,
                 max_order: 5,
             },
         ),
+        (base.with_page_size(256), ConfigError::BadPageSize(256)),
+        (base.with_page_size(6000), ConfigError::BadPageSize(6000)),
         (
-            ZoneConfig {
-                page_size: 256,
-                ..base
-            },
-            ConfigError::BadPageSize(256),
-        ),
-        (
-            ZoneConfig {
-                page_size: 6000,
-                ..base
-            },
-            ConfigError::BadPageSize(6000),
-        ),
-        (
-            ZoneConfig {
-                watermarks: WatermarkConfig::Fixed {
-                    min: 10,
-                    low: 20,
-                    high: 15,
-                },
-                ..base
-            },
+            base.with_watermarks(WatermarkConfig::Fixed {
+                min: 10,
+                low: 20,
+                high: 15,
+            }),
             ConfigError::BadWatermarks,
         ),
     ];
@@ -782,14 +756,13 @@ fn watermarks_of_a_4096_page_zone_follow_the_spec_formula() {
     z2.add_free_range(Pfn(2048), Pfn(4096)).unwrap();
     assert_eq!(z2.watermarks(), WM_4096);
     // Fixed marks are taken as given, promo = high + (high - low).
-    let fixed = ZoneConfig {
-        watermarks: WatermarkConfig::Fixed {
+    let fixed = ZoneConfig::default()
+        .without_pcp()
+        .with_watermarks(WatermarkConfig::Fixed {
             min: 10,
             low: 20,
             high: 40,
-        },
-        ..ZoneConfig::default().without_pcp()
-    };
+        });
     let z3 = Zone::new(ZoneType::Normal, Pfn(0), Pfn(4096), fixed).unwrap();
     z3.add_free_range(Pfn(0), Pfn(4096)).unwrap();
     assert_eq!(

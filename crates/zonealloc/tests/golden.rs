@@ -25,10 +25,7 @@ fn zone(frames: u64, cfg: ZoneConfig) -> Zone {
 /// A zone too small for the kernel to group by mobility (fewer than
 /// `pageblock_nr_pages * MIGRATE_TYPES` pages above high) unless grouping is forced on.
 fn grouped() -> ZoneConfig {
-    ZoneConfig {
-        mobility_grouping: MobilityGrouping::Enabled,
-        ..ZoneConfig::without_watermarks()
-    }
+    ZoneConfig::without_watermarks().with_mobility_grouping(MobilityGrouping::Enabled)
 }
 
 fn list(z: &Zone, order: u8, mt: MigrateType) -> Vec<u64> {
@@ -90,10 +87,7 @@ fn expand_puts_each_upper_half_on_its_order_list() {
 fn tail_merge_setup(tail_merge: bool) -> Zone {
     let z = zone(
         4096,
-        ZoneConfig {
-            tail_merge,
-            ..ZoneConfig::without_watermarks()
-        },
+        ZoneConfig::without_watermarks().with_tail_merge(tail_merge),
     );
     for p in 0..8 {
         assert_eq!(z.alloc(o(0), M).unwrap(), Pfn(p));
@@ -183,14 +177,11 @@ fn high_order_atomic_allocation_reserves_a_highatomic_pageblock() {
     // order > 0) succeeds by
     // claiming the first order-10 block, then reserve_highatomic_pageblock converts pageblock 0
     // (cap ALIGN(65536/100, 512) = 1024 pages).
-    let cfg = ZoneConfig {
-        watermarks: WatermarkConfig::Fixed {
-            min: 66_000,
-            low: 70_000,
-            high: 70_000,
-        },
-        ..ZoneConfig::default()
-    };
+    let cfg = ZoneConfig::new().with_watermarks(WatermarkConfig::Fixed {
+        min: 66_000,
+        low: 70_000,
+        high: 70_000,
+    });
     let z = zone(65_536, cfg);
     // A normal request fails: below the low and min marks.
     assert!(z.alloc(o(1), U).is_err());

@@ -69,21 +69,19 @@ fn on(cpu: u32) -> AllocRequest {
 }
 
 fn config(locking: PcpLocking, drain: DrainMode, batch: u32) -> ZoneConfig {
-    ZoneConfig {
-        max_order: 2,
-        pageblock_order: 1,
-        pcp: PcpConfig {
-            cpus: CPUS,
-            batch: Some(batch),
-            high_min: Some(4),
-            high_max: Some(4),
-            thp_order: None,
-            locking,
-            drain,
-            ..PcpConfig::default()
-        },
-        ..ZoneConfig::without_watermarks()
-    }
+    ZoneConfig::without_watermarks()
+        .with_max_order(2)
+        .with_pageblock_order(1)
+        .with_pcp(
+            PcpConfig::new()
+                .with_cpus(CPUS)
+                .with_batch(Some(batch))
+                .with_high_min(Some(4))
+                .with_high_max(Some(4))
+                .with_thp_order(None)
+                .with_locking(locking)
+                .with_drain(drain),
+        )
 }
 
 fn zone_with(locking: PcpLocking, drain: DrainMode, batch: u32) -> Arc<Zone> {

@@ -34,10 +34,9 @@ fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'st
 fn a_zone_at_the_top_of_the_pfn_space_is_refused_or_adds_its_frames_without_wrapping() {
     // Pageblocks of one frame, so that the table needs no rounding past the span; the last
     // order-10 block would end exactly at 2^64, where `pfn + (1 << order)` wraps.
-    let cfg = ZoneConfig {
-        pageblock_order: 0,
-        ..ZoneConfig::without_watermarks().without_pcp()
-    };
+    let cfg = ZoneConfig::without_watermarks()
+        .without_pcp()
+        .with_pageblock_order(0);
     let (start, end) = (Pfn(u64::MAX - 2047), Pfn(u64::MAX));
     assert_eq!(
         Zone::new(ZoneType::Normal, start, end, cfg).unwrap_err(),
@@ -130,18 +129,15 @@ fn two_zones_over_one_static_storage_are_refused_and_a_new_one_starts_clean() {
 /// A zone whose CPU 1 lists are held by an owner-only handle that is leaked with pages on
 /// them: 64 frames, 2 CPUs, owner drains.
 fn zone_with_a_leaked_owner() -> &'static Zone {
-    let cfg = ZoneConfig {
-        pcp: PcpConfig {
-            cpus: 2,
-            batch: Some(4),
-            high_min: Some(16),
-            high_max: Some(16),
-            locking: PcpLocking::OwnerOnly,
-            drain: DrainMode::Owner,
-            ..PcpConfig::default()
-        },
-        ..ZoneConfig::without_watermarks()
-    };
+    let cfg = ZoneConfig::without_watermarks().with_pcp(
+        PcpConfig::new()
+            .with_cpus(2)
+            .with_batch(Some(4))
+            .with_high_min(Some(16))
+            .with_high_max(Some(16))
+            .with_locking(PcpLocking::OwnerOnly)
+            .with_drain(DrainMode::Owner),
+    );
     let z: &'static Zone = Box::leak(Box::new(
         Zone::new(ZoneType::Normal, Pfn(0), Pfn(64), cfg).unwrap(),
     ));

@@ -41,13 +41,11 @@ fn o(n: u8) -> Order {
 
 /// Zero watermarks, the given geometry and mobility grouping.
 fn config(max_order: u8, pageblock_order: u8, grouping: MobilityGrouping) -> ZoneConfig {
-    ZoneConfig {
-        max_order,
-        pageblock_order,
-        mobility_grouping: grouping,
-        ..ZoneConfig::without_watermarks()
-    }
-    .without_pcp()
+    ZoneConfig::without_watermarks()
+        .with_max_order(max_order)
+        .with_pageblock_order(pageblock_order)
+        .with_mobility_grouping(grouping)
+        .without_pcp()
 }
 
 /// Whether the kernel stops grouping by mobility: `MobilityGrouping::Auto` disables it when

@@ -14,20 +14,15 @@ fn o(n: u8) -> Order {
 
 /// The spec's worked example: batch 63, high_min 1000, high_max 62500.
 fn spec_pcp(cpus: u32) -> PcpConfig {
-    PcpConfig {
-        cpus,
-        batch: Some(63),
-        high_min: Some(1000),
-        high_max: Some(62_500),
-        ..PcpConfig::default()
-    }
+    PcpConfig::new()
+        .with_cpus(cpus)
+        .with_batch(Some(63))
+        .with_high_min(Some(1000))
+        .with_high_max(Some(62_500))
 }
 
 fn zone_with(frames: u64, pcp: PcpConfig) -> Zone {
-    let cfg = ZoneConfig {
-        pcp,
-        ..ZoneConfig::without_watermarks()
-    };
+    let cfg = ZoneConfig::without_watermarks().with_pcp(pcp);
     let z = Zone::new(ZoneType::Normal, Pfn(0), Pfn(frames), cfg).unwrap();
     z.add_free_range(Pfn(0), Pfn(frames)).unwrap();
     z
@@ -104,12 +99,10 @@ fn frees_past_high_drain_from_the_list_tails() {
     // batch 63, high fixed at 252 (high_min == high_max: no tuning). Allocate 600 pages, free
     // them all on CPU 0: whenever count reaches 252, free_count (capped at 63 << 5) clamped to
     // [63, 252 - 63] pages drain.
-    let pcp = PcpConfig {
-        batch: Some(63),
-        high_min: Some(252),
-        high_max: Some(252),
-        ..PcpConfig::default()
-    };
+    let pcp = PcpConfig::new()
+        .with_batch(Some(63))
+        .with_high_min(Some(252))
+        .with_high_max(Some(252));
     let z = zone_with(1 << 16, pcp);
     let pages: Vec<Pfn> = (0..600)
         .map(|_| z.alloc_with(o(0), on(0)).unwrap())
@@ -127,10 +120,7 @@ fn frees_past_high_drain_from_the_list_tails() {
 fn free_high_limits_high_order_pages_kept_by_a_freeing_cpu() {
     // CPU 0 allocates order-3 blocks, CPU 1 frees them (the netperf pattern of seed 000).
     let run = |policy: FreeHigh| {
-        let pcp = PcpConfig {
-            free_high: policy,
-            ..spec_pcp(2)
-        };
+        let pcp = spec_pcp(2).with_free_high(policy);
         let z = zone_with(1 << 18, pcp);
         let blocks: Vec<Pfn> = (0..400)
             .map(|_| z.alloc_with(o(3), on(0)).unwrap())
@@ -264,11 +254,9 @@ fn tick_decays_high_by_an_eighth_and_drains_the_excess() {
 fn a_busy_lock_sends_allocation_and_free_to_the_buddy() {
     // An owner-only handle holds CPU 0's lists; a request for CPU 0 from elsewhere fails the
     // trylock and is served by the buddy, as a kernel allocation interrupted by a drainer is.
-    let pcp = PcpConfig {
-        locking: PcpLocking::OwnerOnly,
-        drain: DrainMode::Owner,
-        ..spec_pcp(2)
-    };
+    let pcp = spec_pcp(2)
+        .with_locking(PcpLocking::OwnerOnly)
+        .with_drain(DrainMode::Owner);
     let z = zone_with(1 << 16, pcp);
     let h = z.cpu_handle(CpuId(0)).unwrap();
     let p = z.alloc_with(o(0), on(0)).unwrap();
@@ -290,11 +278,7 @@ fn owner_drain_waits_for_the_owner_and_remote_drain_does_not() {
         (PcpLocking::Spinlock, DrainMode::Owner),
         (PcpLocking::Spinlock, DrainMode::Remote),
     ] {
-        let pcp = PcpConfig {
-            locking,
-            drain,
-            ..spec_pcp(2)
-        };
+        let pcp = spec_pcp(2).with_locking(locking).with_drain(drain);
         let z = zone_with(1 << 16, pcp);
         let polled = AtomicBool::new(false);
         let drained = AtomicBool::new(false);
@@ -392,10 +376,7 @@ fn pcp_pages_counts_what_free_pages_leaves_out() {
 
 #[test]
 fn node_free_on_uses_the_given_cpu_and_check_sums_zones() {
-    let cfg = ZoneConfig {
-        pcp: spec_pcp(2),
-        ..ZoneConfig::without_watermarks()
-    };
+    let cfg = ZoneConfig::without_watermarks().with_pcp(spec_pcp(2));
     let dma32 = Zone::new(ZoneType::Dma32, Pfn(0), Pfn(1 << 14), cfg).unwrap();
     let normal = Zone::new(ZoneType::Normal, Pfn(1 << 14), Pfn(1 << 15), cfg).unwrap();
     let node = zonealloc::Node::new(0, [dma32, normal]).unwrap();

@@ -10,16 +10,13 @@ fn o(n: u8) -> Order {
 }
 
 fn zone(frames: u64, cpus: u32) -> Zone {
-    let cfg = ZoneConfig {
-        pcp: PcpConfig {
-            cpus,
-            batch: Some(63),
-            high_min: Some(1000),
-            high_max: Some(62_500),
-            ..PcpConfig::default()
-        },
-        ..ZoneConfig::without_watermarks()
-    };
+    let cfg = ZoneConfig::without_watermarks().with_pcp(
+        PcpConfig::new()
+            .with_cpus(cpus)
+            .with_batch(Some(63))
+            .with_high_min(Some(1000))
+            .with_high_max(Some(62_500)),
+    );
     let z = Zone::new(ZoneType::Normal, Pfn(0), Pfn(frames), cfg).unwrap();
     z.add_free_range(Pfn(0), Pfn(frames)).unwrap();
     z

@@ -156,11 +156,9 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
     let len =
         (u.int_in_range(1..=8u64)? << max_order) + u.int_in_range(0..=(1 << max_order) - 1)?;
     let end = start + len;
-    let mut cfg = ZoneConfig {
-        max_order,
-        pageblock_order,
-        ..ZoneConfig::without_watermarks()
-    };
+    let mut cfg = ZoneConfig::without_watermarks()
+        .with_max_order(max_order)
+        .with_pageblock_order(pageblock_order);
     cfg = if cpus == 0 {
         cfg.without_pcp()
     } else {

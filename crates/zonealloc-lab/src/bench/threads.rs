@@ -205,7 +205,7 @@ pub(super) fn join_all<T>(handles: Vec<std::thread::ScopedJoinHandle<'_, T>>) ->
         match h.join() {
             Ok(o) => outs.push(o),
             Err(p) => {
-                if panic.as_ref().map_or(true, |q| q.is::<GateBroken>()) {
+                if panic.as_ref().is_none_or(|q| q.is::<GateBroken>()) {
                     panic = Some(p);
                 }
             }

@@ -38,6 +38,8 @@ pub enum Workload {
     Pair0,
     /// One thread: 64 order-0 allocations, then their 64 frees (in allocation order).
     Burst64,
+    /// One thread: order-1 (8 KiB) alloc+free pairs.
+    Pair1,
     /// One thread: order-3 (32 KiB) alloc+free pairs.
     Pair3,
     /// One thread: order-9 (2 MiB, a THP) alloc+free pairs.
@@ -55,9 +57,10 @@ pub enum Workload {
 
 impl Workload {
     /// Every workload, in table order.
-    pub const ALL: [Workload; 7] = [
+    pub const ALL: [Workload; 8] = [
         Workload::Pair0,
         Workload::Burst64,
+        Workload::Pair1,
         Workload::Pair3,
         Workload::Pair9,
         Workload::Local,
@@ -70,6 +73,7 @@ impl Workload {
         match self {
             Workload::Pair0 => "pair0",
             Workload::Burst64 => "burst64",
+            Workload::Pair1 => "pair1",
             Workload::Pair3 => "pair3",
             Workload::Pair9 => "pair9",
             Workload::Local => "local",
@@ -121,6 +125,7 @@ impl Workload {
         let ops = ops_per_thread.max(1).div_ceil(g) * g;
         match self {
             Workload::Pair0 => on_threads(1, |i, g| pairs(src.worker(i), g, 0, ops)),
+            Workload::Pair1 => on_threads(1, |i, g| pairs(src.worker(i), g, 1, ops)),
             Workload::Pair3 => on_threads(1, |i, g| pairs(src.worker(i), g, 3, ops)),
             Workload::Pair9 => on_threads(1, |i, g| pairs(src.worker(i), g, 9, ops)),
             Workload::Burst64 => on_threads(1, |i, g| bursts(src.worker(i), g, ops)),

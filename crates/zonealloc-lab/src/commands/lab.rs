@@ -1,16 +1,23 @@
-//! `zonealloc lab [EXPERIMENT]`: runs the registered experiments and writes the report folder.
+//! `zonealloc lab [EXPERIMENT]`: checks every argument, runs the registered experiments (each
+//! under the repetition driver), judges the seeds' claims on the run and writes a new report
+//! folder; `zonealloc lab compare RUN...` compares earlier runs.
 //!
-//! A new lab verb (judging a run against the seeds' published figures, say) is a variant of
-//! [`crate::cli::Command`] with its own function here, over [`zonealloc_lab::report`].
+//! A run never destroys an earlier one: by default each run gets its own folder under
+//! `lab-report/` (and `lab-report/latest` points at it); an explicit `--out` must be empty or
+//! absent unless `--force`. A usage error (an unknown experiment or variant) writes nothing.
 
 use std::io::{IsTerminal, Write as _};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
-use zonealloc_lab::experiments::{self, Experiment, ExperimentResult, LabOpts};
+use zonealloc_lab::experiments::repeat::{self, RepeatPolicy, Repetition};
+use zonealloc_lab::experiments::{self, seeds, Experiment, ExperimentResult, LabOpts};
 use zonealloc_lab::machine;
-use zonealloc_lab::report::{self, ExperimentReport, Failure, LabReport};
+use zonealloc_lab::report::compare::{self, Design};
+use zonealloc_lab::report::{self, runs, verdict, ExperimentReport, Failure, LabReport};
 
 use super::{command_line, emit, progress_bar, Exit};
-use crate::cli::{known_names, LabArgs};
+use crate::cli::{known_names, LabAction, LabArgs, LabCompareArgs};
 
 /// Picks the experiments to run: all, or the one named.
 fn select(
@@ -44,30 +51,179 @@ fn lab_opts(args: &LabArgs) -> Result<LabOpts, String> {
         zone_pages: args.zone_pages,
         variants: args.variants.clone(),
         record_traces: args.record_traces.clone(),
+        validate_only: false,
     })
 }
 
-/// Runs the chosen experiments, writes the report and prints the summary (or JSON). A failed
-/// experiment is reported and fails the command, after the others' results are written.
+/// Where a run writes: the folder, and the runs folder whose `latest` link to update.
+struct OutDir {
+    dir: PathBuf,
+    runs_root: Option<PathBuf>,
+}
+
+/// Default runs folder.
+const RUNS_ROOT: &str = "lab-report";
+
+/// The report folder of this run; refuses a non-empty `--out` without `--force`. Creates
+/// nothing.
+fn out_dir(args: &LabArgs, date_utc: &str) -> Result<OutDir, String> {
+    match &args.out {
+        Some(dir) => {
+            let non_empty = std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some());
+            if non_empty && !args.force {
+                return Err(format!(
+                    "--out {}: the folder is not empty; refusing to overwrite an earlier run \
+                     (give another folder, leave --out out for a new folder under {RUNS_ROOT}/, \
+                     or add --force)",
+                    dir.display()
+                ));
+            }
+            if dir.exists() && !dir.is_dir() {
+                return Err(format!("--out {}: not a folder", dir.display()));
+            }
+            Ok(OutDir {
+                dir: dir.clone(),
+                runs_root: None,
+            })
+        }
+        None => {
+            let root = PathBuf::from(RUNS_ROOT);
+            // `2026-11-23T13:20:00Z` -> `2026-11-23T13-20-00Z` (no colons in file names).
+            let stamp = date_utc.replace(':', "-");
+            let mut dir = root.join(&stamp);
+            let mut k = 2;
+            while dir.exists() {
+                dir = root.join(format!("{stamp}-{k}"));
+                k += 1;
+            }
+            Ok(OutDir {
+                dir,
+                runs_root: Some(root),
+            })
+        }
+    }
+}
+
+/// Removes what an earlier report wrote into `dir` (for `--force`).
+fn clear_report(dir: &Path) -> Result<(), String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name == "report.md" || name == "results.json" || name.ends_with(".svg") {
+            std::fs::remove_file(e.path())
+                .map_err(|err| format!("--force: removing {}: {err}", e.path().display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Points `<root>/latest` at `dir` (a symlink; `latest.txt` with the folder's name where
+/// links are not available).
+fn update_latest(root: &Path, dir: &Path) -> Result<(), String> {
+    let name = dir
+        .file_name()
+        .ok_or_else(|| format!("{}: no folder name", dir.display()))?;
+    let link = root.join("latest");
+    #[cfg(unix)]
+    {
+        if link.symlink_metadata().is_ok() {
+            std::fs::remove_file(&link).map_err(|e| format!("{}: {e}", link.display()))?;
+        }
+        if std::os::unix::fs::symlink(name, &link).is_ok() {
+            return Ok(());
+        }
+    }
+    std::fs::write(
+        root.join("latest.txt"),
+        format!("{}\n", name.to_string_lossy()),
+    )
+    .map_err(|e| format!("{}: {e}", root.join("latest.txt").display()))
+}
+
+/// The validate-only pass: every chosen experiment checks its arguments and stops at `pick`.
+/// A `--variants` name an experiment does not know is a usage error; other argument errors
+/// (sizes) are left to the run, which reports them per experiment.
+fn validate(chosen: &[&'static dyn Experiment], opts: &LabOpts) -> Result<(), String> {
+    let mut v = opts.clone();
+    v.validate_only = true;
+    for e in chosen {
+        let Err(err) = e.run(&v, &|_, _| {}) else {
+            continue;
+        };
+        if err.is_validated() {
+            continue;
+        }
+        // Is it the names? Without --variants the same checks pass.
+        let mut plain = v.clone();
+        plain.variants = None;
+        if opts.variants.is_some()
+            && e.run(&plain, &|_, _| {})
+                .err()
+                .is_some_and(|e| e.is_validated())
+        {
+            return Err(err.to_string());
+        }
+    }
+    Ok(())
+}
+
+/// Runs the chosen experiments, writes the report and prints the summary (or JSON). Every
+/// argument is checked before anything is created; a failed experiment is reported and fails
+/// the command, after the others' results are written.
 pub fn lab(args: &LabArgs) -> Result<(), Exit> {
+    if let Some(LabAction::Compare(c)) = &args.action {
+        return compare_runs(c);
+    }
     let all = experiments::all();
     if args.list {
         return emit(&format!("{}\n", known_names(&all)));
     }
     let chosen = select(&all, args.experiment.as_deref()).map_err(Exit::Usage)?;
     let opts = lab_opts(args).map_err(Exit::Usage)?;
+    validate(&chosen, &opts).map_err(Exit::Usage)?;
+    let mut run = machine::RunInfo::start();
+    let out = out_dir(args, &run.date_utc).map_err(Exit::Usage)?;
     if let Some(dir) = &opts.record_traces {
         std::fs::create_dir_all(dir)
             .map_err(|e| Exit::Failure(format!("--record-traces {}: {e}", dir.display())))?;
     }
+    if args.force {
+        clear_report(&out.dir).map_err(Exit::Failure)?;
+    }
 
-    let show_progress = !args.json && std::io::stdout().is_terminal();
+    let claims = seeds::claims();
+    let policy = RepeatPolicy {
+        ci_target: args.ci_target,
+        time_cap_s: args
+            .time_cap
+            .map_or(if opts.quick { 0.0 } else { 20.0 }, |s| s as f64),
+        max_rounds: 20,
+    };
+    let bars = std::io::stderr().is_terminal();
     let mut results = Vec::new();
     let mut failures = Vec::new();
     for e in &chosen {
         let started = std::time::Instant::now();
-        match run_one(*e, &opts, show_progress) {
-            Ok(r) => results.push(ExperimentReport::new(r, started.elapsed().as_secs_f64())),
+        match run_one(*e, &opts, &claims, policy, bars) {
+            Ok((r, rep)) => {
+                let mut report = ExperimentReport::with_design(
+                    r,
+                    started.elapsed().as_secs_f64(),
+                    Design::PairedByRepetition,
+                );
+                if !bars {
+                    eprintln!(
+                        "lab: {} done in {:.1} s; {}",
+                        e.name(),
+                        report.wall_s,
+                        rep.describe()
+                    );
+                }
+                report.repetition = Some(rep);
+                results.push(report);
+            }
             Err(err) => {
                 eprintln!("error: experiment {} failed: {err}", e.name());
                 failures.push(Failure {
@@ -77,21 +233,34 @@ pub fn lab(args: &LabArgs) -> Result<(), Exit> {
             }
         }
     }
+    run.finish();
+    if let Some(w) = &run.busy_warning {
+        eprintln!("warning: {w}");
+    }
+    let failed: Vec<String> = failures.iter().map(|f| f.experiment.clone()).collect();
+    let verdicts = verdict::judge_all(&claims, &results, &failed);
 
     let report = LabReport {
         tool: format!("{} {}", env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
         command: command_line(),
         machine: machine::Machine::detect(),
+        run,
+        verdicts,
         opts,
-        significance_test: report::compare::SIGNIFICANCE_TEST.to_owned(),
+        significance_test: compare::PAIRED_TEST.to_owned(),
         experiments: results,
         failures,
     };
     let mut ok = report.failures.is_empty();
-    match report::write(&args.out, &report) {
+    match report::write(&out.dir, &report) {
         Ok(warnings) => {
             for w in warnings {
                 eprintln!("warning: {w}");
+            }
+            if let Some(root) = &out.runs_root {
+                if let Err(e) = update_latest(root, &out.dir) {
+                    eprintln!("warning: updating {}/latest: {e}", root.display());
+                }
             }
         }
         Err(e) => {
@@ -115,7 +284,7 @@ pub fn lab(args: &LabArgs) -> Result<(), Exit> {
             stdout,
             "{}\nreport: {}\n",
             report::summary_table(&report),
-            args.out.display()
+            out.dir.display()
         )
     };
     // A closed pipe (`zonealloc lab | head`) is not worth a panic; report it and fail.
@@ -124,7 +293,7 @@ pub fn lab(args: &LabArgs) -> Result<(), Exit> {
         ok = false;
     }
     if args.json {
-        eprintln!("report: {}", args.out.display());
+        eprintln!("report: {}", out.dir.display());
     }
     if ok {
         Ok(())
@@ -133,25 +302,84 @@ pub fn lab(args: &LabArgs) -> Result<(), Exit> {
     }
 }
 
-/// Runs one experiment with a progress bar (drawn on stderr when `show` is set).
-fn run_one(e: &dyn Experiment, opts: &LabOpts, show: bool) -> Result<ExperimentResult, String> {
-    let bar = progress_bar(show, e.name());
-    let progress = |done: u64, total: u64| {
-        bar.set_length(total);
-        bar.set_position(done.min(total));
+/// `zonealloc lab compare RUN...`.
+fn compare_runs(args: &LabCompareArgs) -> Result<(), Exit> {
+    let runs = runs::load_all(&args.runs).map_err(Exit::Failure)?;
+    emit(&runs::compare_table(&runs))
+}
+
+/// Progress without a terminal: a line on stderr at every tenth of the way, so logs show
+/// that the run is alive.
+struct Lines {
+    name: &'static str,
+    next_tenth: Mutex<u64>,
+}
+
+impl Lines {
+    fn step(&self, done: u64, total: u64) {
+        if total == 0 {
+            return;
+        }
+        let tenth = done.min(total) * 10 / total;
+        let Ok(mut next) = self.next_tenth.lock() else {
+            return;
+        };
+        if tenth >= *next {
+            eprintln!("lab: {} {done}/{total} ({}%)", self.name, tenth * 10);
+            *next = tenth + 1;
+        }
+    }
+}
+
+/// Runs one experiment under the repetition driver, with a progress bar on a terminal and
+/// progress lines otherwise.
+fn run_one(
+    e: &dyn Experiment,
+    opts: &LabOpts,
+    claims: &[verdict::Claim],
+    policy: RepeatPolicy,
+    bars: bool,
+) -> Result<(ExperimentResult, Repetition), String> {
+    let bar = progress_bar(bars, e.name());
+    let lines = Lines {
+        name: e.name(),
+        next_tenth: Mutex::new(0),
     };
+    let progress = |done: u64, total: u64| {
+        if bars {
+            bar.set_length(total);
+            bar.set_position(done.min(total));
+        } else {
+            lines.step(done, total);
+        }
+    };
+    let on_round = |_round: usize, line: &str| {
+        if bars {
+            bar.set_message(line.to_owned());
+        } else {
+            if let Ok(mut next) = lines.next_tenth.lock() {
+                *next = 0;
+            }
+            eprintln!("lab: {} {line}", e.name());
+        }
+    };
+    if !bars {
+        eprintln!("lab: {} started", e.name());
+    }
     // A panicking experiment is a bug in it, but it must not take the other experiments'
     // results down with it: it becomes a failure in the report.
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| e.run(opts, &progress)))
-        .map_err(|payload| {
-            let msg = payload
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown payload".to_owned());
-            format!("panicked: {msg}")
-        })
-        .and_then(|r| r.map_err(|err| err.to_string()));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        repeat::run_repeated(e, opts, claims, policy, &progress, &on_round)
+    }))
+    .map_err(|payload| {
+        let msg = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown payload".to_owned());
+        format!("panicked: {msg}")
+    })
+    .and_then(|r| r.map_err(|err| err.to_string()));
     match &result {
         Ok(_) => bar.finish_with_message("done"),
         Err(_) => bar.abandon_with_message("failed"),

@@ -63,6 +63,12 @@ pub fn replay(args: &TraceReplayArgs) -> Result<(), Exit> {
         tool: format!("{} {}", env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
         command: command_line(),
         machine: machine::Machine::detect(),
+        run: {
+            let mut run = machine::RunInfo::start();
+            run.finish();
+            run
+        },
+        verdicts: Vec::new(),
         opts: LabOpts {
             quick: false,
             seed: 0,
@@ -71,6 +77,7 @@ pub fn replay(args: &TraceReplayArgs) -> Result<(), Exit> {
             zone_pages: Some(run.geo.zone_pages),
             variants: Some(args.variants.clone()),
             record_traces: None,
+            validate_only: false,
         },
         significance_test: report::compare::SIGNIFICANCE_TEST.to_owned(),
         experiments: vec![ExperimentReport::new(

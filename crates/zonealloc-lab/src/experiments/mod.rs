@@ -10,6 +10,8 @@ pub mod batch_scale;
 pub mod drain;
 pub mod free_high;
 pub mod pcp_lock;
+pub mod repeat;
+pub mod seeds;
 pub mod tail_merge;
 
 mod registry;
@@ -60,6 +62,9 @@ impl LabOpts {
 
     /// The variants to run, in their order: all of `all`, or the baseline (the first) plus
     /// those named by `--variants`. An unknown name is an error that lists the valid ones.
+    ///
+    /// Every experiment calls this after checking its other arguments and before any work;
+    /// with [`LabOpts::validate_only`] it ends the run there ([`LabError::validated`]).
     pub fn pick<T: Clone>(
         &self,
         all: &[T],
@@ -67,6 +72,9 @@ impl LabOpts {
         exp: &str,
     ) -> Result<Vec<T>, LabError> {
         let Some(wanted) = &self.variants else {
+            if self.validate_only {
+                return Err(LabError::validated());
+            }
             return Ok(all.to_vec());
         };
         if let Some(bad) = wanted
@@ -78,6 +86,9 @@ impl LabOpts {
                 "{exp}: no variant '{bad}'; its variants are: {}",
                 valid.join(", ")
             )));
+        }
+        if self.validate_only {
+            return Err(LabError::validated());
         }
         Ok(all
             .iter()
@@ -95,6 +106,22 @@ pub type Progress<'a> = &'a (dyn Fn(u64, u64) + Sync);
 #[derive(Debug)]
 pub struct LabError(pub String);
 
+/// The message of [`LabError::validated`].
+const VALIDATED: &str = "arguments valid (validate-only pass)";
+
+impl LabError {
+    /// What [`LabOpts::pick`] returns in a validate-only pass once every argument checked out:
+    /// not a failure, the end of the pass.
+    pub fn validated() -> Self {
+        LabError(VALIDATED.to_owned())
+    }
+
+    /// Whether this is [`LabError::validated`].
+    pub fn is_validated(&self) -> bool {
+        self.0 == VALIDATED
+    }
+}
+
 impl std::fmt::Display for LabError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
@@ -104,6 +131,9 @@ impl std::fmt::Display for LabError {
 impl std::error::Error for LabError {}
 
 /// One experiment.
+///
+/// `run` checks its arguments first and calls [`LabOpts::pick`] before any work (the CLI's
+/// validate-only pass relies on it).
 pub trait Experiment: Sync {
     /// CLI name, e.g. `tail-merge`.
     fn name(&self) -> &'static str;
@@ -138,6 +168,26 @@ mod tests {
             e.0,
             "exp: no variant 'nope'; its variants are: off, on, original"
         );
+    }
+
+    #[test]
+    fn validate_only_stops_at_pick_after_checking_the_names() {
+        let mut o = LabOpts::quick_test(1);
+        o.validate_only = true;
+        assert!(o.pick(&ALL, |v| v, "x").unwrap_err().is_validated());
+        o.variants = Some(vec!["nope".into()]);
+        assert!(!o.pick(&ALL, |v| v, "x").unwrap_err().is_validated());
+        for e in all() {
+            let err = e.run(&o, &|_, _| {}).unwrap_err();
+            assert!(!err.is_validated(), "{}", e.name());
+            o.variants = None;
+            assert!(
+                e.run(&o, &|_, _| {}).unwrap_err().is_validated(),
+                "{}",
+                e.name()
+            );
+            o.variants = Some(vec!["nope".into()]);
+        }
     }
 
     #[test]

@@ -436,7 +436,7 @@ fn finish_zone(z: ZoneBuilder, end: usize, parsed: &mut Parsed) -> Result<(), Pr
     };
     // `wmark_pages`: each mark is `_watermark[i] + watermark_boost`, and
     // `__setup_per_zone_wmarks` makes min <= low <= high <= promo.
-    if !(min <= low && low <= high && watermarks.promo.map_or(true, |p| high <= p)) {
+    if !(min <= low && low <= high && watermarks.promo.is_none_or(|p| high <= p)) {
         return Err(ProcError::inconsistent(
             FILE,
             z.line_of("min"),

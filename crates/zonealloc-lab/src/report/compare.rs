@@ -1,6 +1,12 @@
 //! compare-kernels style comparisons: per metric and variant, the summary (harmonic mean for
-//! rates, mean for latencies and counts), the spread, the % change against the baseline and
-//! whether Welch's t-test calls the difference significant at 95%.
+//! rates, mean for latencies and counts), the spread, the change against the baseline and
+//! whether it is significant at 95%.
+//!
+//! The test follows the design ([`Design`]): where sample `k` of every variant comes from
+//! repetition `k` (the same random seed, run back to back), the variants are compared by
+//! Student's paired t-test on the differences; otherwise by Welch's unpaired test. A
+//! difference with no variance at all (deterministic runs) is reported as *exact*: it is a
+//! fact of those seeds, not a test, and never gets the significance mark by construction.
 
 use serde::Serialize;
 
@@ -10,6 +16,45 @@ use super::{ExperimentResult, MetricDef, MetricKind};
 /// The significance test, as the report names it.
 pub const SIGNIFICANCE_TEST: &str =
     "Welch's two-sample t-test (unequal variances), two-sided, significant at 95% (p < 0.05)";
+
+/// The significance test of a paired design, as the report names it.
+pub const PAIRED_TEST: &str = "Student's paired t-test on the per-repetition differences \
+     (repetition k of every variant ran on the same seed), two-sided, significant at 95% \
+     (p < 0.05); differences without variance are reported as exact, without a test";
+
+/// How the samples of the variants relate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Design {
+    /// Sample `k` of every variant is repetition `k` (same seed): paired t-test.
+    PairedByRepetition,
+    /// Independent samples: Welch's test.
+    Independent,
+}
+
+impl Design {
+    /// The test's description for the report.
+    pub fn test_name(self) -> &'static str {
+        match self {
+            Design::PairedByRepetition => PAIRED_TEST,
+            Design::Independent => SIGNIFICANCE_TEST,
+        }
+    }
+}
+
+/// Which test decided a cell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TestUsed {
+    /// The baseline itself, or too few samples for any test.
+    None,
+    /// The difference has no variance: exact, no test.
+    Exact,
+    /// Student's paired t-test.
+    Paired,
+    /// Welch's unpaired t-test.
+    Welch,
+}
 
 /// Which summary a metric uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -50,6 +95,8 @@ pub struct Cell {
     pub p_value: Option<f64>,
     /// `p_value < 0.05`.
     pub significant: bool,
+    /// How the difference against the baseline was judged.
+    pub test: TestUsed,
 }
 
 /// One metric compared across all variants.
@@ -92,19 +139,56 @@ pub fn variant_order(r: &ExperimentResult) -> Vec<String> {
     out
 }
 
-/// Compares every metric of `r` across its variants.
+/// Compares every metric of `r` across its variants with Welch's test (independent samples).
 pub fn compare(r: &ExperimentResult) -> Vec<MetricComparison> {
+    compare_with(r, Design::Independent)
+}
+
+/// The finite samples of `metric` for `variant`, in the order the producer recorded them
+/// (repetition order).
+pub fn values(r: &ExperimentResult, metric: &str, variant: &str) -> Vec<f64> {
+    r.samples
+        .iter()
+        .filter(|s| s.metric == metric && s.variant == variant && s.value.is_finite())
+        .map(|s| s.value)
+        .collect()
+}
+
+/// The summary of `xs` for a metric of `kind`: the harmonic mean of rates (the mean where it
+/// is undefined), the mean otherwise.
+pub fn summarise(kind: MetricKind, xs: &[f64]) -> Option<f64> {
+    match kind {
+        MetricKind::Rate => stats::hmean(xs).or_else(|| stats::mean(xs)),
+        _ => stats::mean(xs),
+    }
+}
+
+/// The test of `xs` against the baseline `base` under `design`: `(test, p)`.
+fn judge(base: &[f64], xs: &[f64], design: Design) -> (TestUsed, Option<f64>) {
+    if design == Design::PairedByRepetition && base.len() == xs.len() {
+        return match stats::paired(base, xs) {
+            Some(stats::Paired::Exact { .. }) => (TestUsed::Exact, None),
+            Some(stats::Paired::Test { p, .. }) => (TestUsed::Paired, Some(p)),
+            Some(stats::Paired::Single { .. }) | None => (TestUsed::None, None),
+        };
+    }
+    let constant = |v: &[f64]| v.len() >= 2 && v.iter().all(|&x| x == v[0]);
+    if constant(base) && constant(xs) {
+        return (TestUsed::Exact, None);
+    }
+    match stats::welch(base, xs) {
+        Some(w) => (TestUsed::Welch, Some(w.p)),
+        None => (TestUsed::None, None),
+    }
+}
+
+/// Compares every metric of `r` across its variants, testing as `design` says.
+pub fn compare_with(r: &ExperimentResult, design: Design) -> Vec<MetricComparison> {
     let variants = variant_order(r);
     r.metrics
         .iter()
         .map(|m| {
-            let values = |v: &str| -> Vec<f64> {
-                r.samples
-                    .iter()
-                    .filter(|s| s.metric == m.name && s.variant == v && s.value.is_finite())
-                    .map(|s| s.value)
-                    .collect()
-            };
+            let values = |v: &str| values(r, &m.name, v);
             let base = values(&r.baseline);
             let summary_kind = match m.kind {
                 MetricKind::Rate if stats::hmean(&base).is_some() || base.is_empty() => {
@@ -123,10 +207,10 @@ pub fn compare(r: &ExperimentResult) -> Vec<MetricComparison> {
                     let xs = values(v);
                     let summary = summarise(&xs);
                     let is_base = *v == r.baseline;
-                    let p_value = if is_base {
-                        None
+                    let (test, p_value) = if is_base {
+                        (TestUsed::None, None)
                     } else {
-                        stats::welch(&base, &xs).map(|w| w.p)
+                        judge(&base, &xs, design)
                     };
                     Cell {
                         variant: v.clone(),
@@ -139,7 +223,8 @@ pub fn compare(r: &ExperimentResult) -> Vec<MetricComparison> {
                             _ => None,
                         },
                         p_value,
-                        significant: !is_base && stats::significant_95(&base, &xs),
+                        significant: p_value.is_some_and(|p| p < 0.05),
+                        test,
                     }
                 })
                 .collect();
@@ -169,6 +254,46 @@ pub fn fmt_pct(p: Option<f64>) -> String {
         Some(p) => format!("({p:+.2}%)"),
         None => "(n/a)".to_owned(),
     }
+}
+
+/// The ratio `value / base` as `×30.6`, `×0.52`, or below a tenth as a divisor (`÷29.4`,
+/// `÷20833`), or `None` where it is undefined.
+pub fn fmt_ratio(base: f64, value: f64) -> Option<String> {
+    if base == 0.0 || !base.is_finite() || !value.is_finite() {
+        return None;
+    }
+    let r = value / base;
+    Some(if r.abs() >= 10.0 {
+        format!("×{r:.1}")
+    } else if r.abs() >= 0.1 {
+        format!("×{r:.2}")
+    } else if r == 0.0 {
+        "×0".to_owned()
+    } else if r.abs() > 0.01 {
+        // Below a tenth, the divisor reads better than the digits: ÷29.4, not ×0.034.
+        format!("÷{:.1}", 1.0 / r)
+    } else {
+        format!("÷{:.0}", 1.0 / r)
+    })
+}
+
+/// Where a change reads better as a ratio than as a percentage: beyond a factor of two.
+pub fn reads_as_ratio(r: f64) -> bool {
+    r.is_finite() && !(0.5..=2.0).contains(&r.abs())
+}
+
+/// A change against the baseline as a reader takes it in: compare-kernels' signed % (positive
+/// = improvement) while the values are within a factor of two of each other, else the plain ratio
+/// of the values (`×30.6`), which a percentage like `-2960%` hides.
+pub fn fmt_change(base: Option<f64>, value: Option<f64>, pct: Option<f64>) -> String {
+    if let (Some(b), Some(v)) = (base, value) {
+        if reads_as_ratio(v / b) {
+            if let Some(s) = fmt_ratio(b, v) {
+                return format!("({s})");
+            }
+        }
+    }
+    fmt_pct(pct)
 }
 
 #[cfg(test)]
@@ -227,6 +352,56 @@ mod tests {
         assert!(c.cells[1].pct_change.unwrap() > 49.0);
         assert!(c.cells[1].significant);
         assert!(!c.cells[0].significant);
+    }
+
+    #[test]
+    fn paired_design_finds_what_welch_misses_and_exact_is_never_starred() {
+        // Repetition k of both variants shares a seed: on is lower by 1 in every pair but
+        // one, while the seeds themselves spread widely.
+        let off = [10.0, 20.0, 30.0, 40.0, 50.0];
+        let on = [9.0, 19.0, 29.5, 39.0, 49.0];
+        let mut samples: Vec<(&str, f64)> = off.iter().map(|&x| ("off", x)).collect();
+        samples.extend(on.iter().map(|&x| ("on", x)));
+        let r = result(&samples, MetricKind::Latency);
+        let welch = &compare(&r)[0].cells[1];
+        assert_eq!(welch.test, TestUsed::Welch);
+        assert!(!welch.significant);
+        let paired = &compare_with(&r, Design::PairedByRepetition)[0].cells[1];
+        assert_eq!(paired.test, TestUsed::Paired);
+        assert!(paired.significant, "p = {:?}", paired.p_value);
+        // Every pair differs by exactly 2: exact, no p-value, no star.
+        let r = result(
+            &[("off", 1.0), ("off", 5.0), ("on", 3.0), ("on", 7.0)],
+            MetricKind::Latency,
+        );
+        let c = &compare_with(&r, Design::PairedByRepetition)[0].cells[1];
+        assert_eq!(c.test, TestUsed::Exact);
+        assert!(!c.significant);
+        assert_eq!(c.p_value, None);
+        // Zero variance on both sides is exact under Welch's design too.
+        let r = result(
+            &[("off", 1.0), ("off", 1.0), ("on", 2.0), ("on", 2.0)],
+            MetricKind::Latency,
+        );
+        let c = &compare(&r)[0].cells[1];
+        assert_eq!(c.test, TestUsed::Exact);
+        assert!(!c.significant);
+    }
+
+    #[test]
+    fn large_changes_read_as_ratios() {
+        assert_eq!(fmt_ratio(1.5, 45.9).as_deref(), Some("×30.6"));
+        assert_eq!(fmt_ratio(2.0, 1.0).as_deref(), Some("×0.50"));
+        assert_eq!(fmt_ratio(0.0, 1.0), None);
+        assert_eq!(fmt_ratio(31.68, 1.06).as_deref(), Some("÷29.9"));
+        assert_eq!(fmt_ratio(78_010.0, 1.63).as_deref(), Some("÷47859"));
+        assert_eq!(fmt_change(Some(1.5), Some(45.9), Some(-2960.0)), "(×30.6)");
+        assert_eq!(fmt_change(Some(100.0), Some(101.0), Some(1.0)), "(+1.00%)");
+        assert_eq!(
+            fmt_change(Some(100.0), Some(204.0), Some(-104.0)),
+            "(×2.04)"
+        );
+        assert_eq!(fmt_change(None, None, None), "(n/a)");
     }
 
     #[test]

@@ -1,11 +1,14 @@
-//! `report.md`: the machine, then per experiment a compare-kernels style table (one row per
+//! `report.md`: the seeds' verdicts first (one table: seed | claim | seed's figure | lab's
+//! figure | criterion | verdict), the run (commit, compiler, date, load) and the machine, then
+//! per experiment a compare-kernels style table (one row per
 //! metric summary, Stddev and CoeffVar rows, a baseline column and one column per variant),
 //! its own tables, the expected shape, its configuration and links to its plots.
 
 use std::fmt::Write as _;
 
-use super::compare::{fmt_pct, fmt_value, MetricComparison, SIGNIFICANCE_TEST};
+use super::compare::{fmt_change, fmt_value, MetricComparison, TestUsed};
 use super::table::{self, Align};
+use super::verdict::Judgement;
 use super::{plot_file_name, ExperimentReport, LabReport};
 
 /// Renders the whole report. `plot_errors` are `(file stem key, error)` of plots that failed.
@@ -22,7 +25,31 @@ fn render_into(
     plot_errors: &[(String, String)],
 ) -> std::fmt::Result {
     writeln!(out, "# zonealloc lab report\n")?;
+    if !report.verdicts.is_empty() {
+        verdicts(out, &report.verdicts)?;
+    }
     writeln!(out, "Command: `{}` ({})\n", report.command, report.tool)?;
+    let r = &report.run;
+    writeln!(out, "## Run\n")?;
+    writeln!(out, "- Date (UTC): {}", r.date_utc)?;
+    writeln!(out, "- Commit: {}", r.commit)?;
+    writeln!(out, "- Compiler: {}", r.rustc)?;
+    let load = |l: Option<[f64; 3]>| {
+        l.map_or("unknown".to_owned(), |l| {
+            format!("{:.2} {:.2} {:.2}", l[0], l[1], l[2])
+        })
+    };
+    writeln!(
+        out,
+        "- Load average (1/5/15 min): {} before, {} after, on {} cores",
+        load(r.load_before),
+        load(r.load_after),
+        r.cores
+    )?;
+    if let Some(w) = &r.busy_warning {
+        writeln!(out, "\n> **Warning: {w}.**")?;
+    }
+    writeln!(out)?;
     let m = &report.machine;
     writeln!(out, "## Machine\n")?;
     writeln!(out, "- CPU: {}", m.cpu_model)?;
@@ -50,9 +77,15 @@ fn render_into(
         out,
         "As in mmtests' compare-kernels: Hmean (harmonic mean) for rates, Amean (arithmetic \
          mean) for latencies and counts; each variant's cell is followed by its % change \
-         against the baseline, signed so that positive is an improvement. `*` marks a \
-         difference that is significant by {SIGNIFICANCE_TEST}. Stddev is the sample standard \
-         deviation, CoeffVar the stddev as a percentage of the mean.\n"
+         against the baseline, signed so that positive is an improvement, or by the ratio of \
+         its value to the baseline's (`×30.6`) where they differ by more than a factor of two. \
+         `*` marks a difference that is significant at 95% by the experiment's test, named \
+         under its heading: where the design is paired, {}; otherwise Welch's unpaired \
+         t-test. `exact` marks a difference that is the same in every \
+         repetition (deterministic for the seeds), which is a fact of those seeds rather than a \
+         test. Stddev is the sample standard deviation, CoeffVar the stddev as a percentage of \
+         the mean.\n",
+        report.significance_test
     )?;
     if report.experiments.is_empty() && report.failures.is_empty() {
         writeln!(out, "No experiments were run (none registered).\n")?;
@@ -89,6 +122,10 @@ fn experiment(
         r.baseline,
         e.wall_s
     )?;
+    writeln!(out, "Test: {}.\n", e.design.test_name())?;
+    if let Some(rep) = &e.repetition {
+        writeln!(out, "Repetition: {}.\n", rep.describe())?;
+    }
     if r.oversubscribed {
         writeln!(
             out,
@@ -139,6 +176,47 @@ fn experiment(
     Ok(())
 }
 
+/// The opening table: every claim judged, grouped by seed.
+fn verdicts(out: &mut String, verdicts: &[Judgement]) -> std::fmt::Result {
+    writeln!(out, "## Seeds against this run\n")?;
+    writeln!(
+        out,
+        "Each seed's published figure beside the lab's, judged by the criterion from this \
+         run's numbers (see `report::verdict` for the rules).\n"
+    )?;
+    let head: Vec<String> = [
+        "seed",
+        "claim",
+        "seed's figure",
+        "lab's figure",
+        "criterion",
+        "verdict",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    let rows: Vec<Vec<String>> = verdicts
+        .iter()
+        .map(|j| {
+            let c = &j.claim;
+            vec![
+                format!("{} `{}`", c.seed, c.experiment),
+                c.claim.to_owned(),
+                format!("{} ({}: {})", c.seed_figure, c.seed_file, c.source),
+                j.lab_figure.clone(),
+                format!("{} on `{}`", j.criterion_text, c.criterion.metric()),
+                if j.reason.is_empty() {
+                    format!("**{}**", j.verdict.label())
+                } else {
+                    format!("**{}**: {}", j.verdict.label(), j.reason)
+                },
+            ]
+        })
+        .collect();
+    out.push_str(&table::markdown(&head, &[Align::Left; 6], &rows));
+    writeln!(out)
+}
+
 /// The compare-kernels table: per metric a summary row, then Stddev and CoeffVar rows.
 fn comparison_table(out: &mut String, comparisons: &[MetricComparison]) -> std::fmt::Result {
     let Some(first) = comparisons.first() else {
@@ -159,12 +237,21 @@ fn comparison_table(out: &mut String, comparisons: &[MetricComparison]) -> std::
         let mut summary = vec![format!("{} {name}", m.summary_kind.label())];
         let mut sd = vec![format!("Stddev {name}")];
         let mut cv = vec![format!("CoeffVar {name}")];
+        let base = m.cells.first().and_then(|c| c.summary);
         for (i, c) in m.cells.iter().enumerate() {
-            let mark = if c.significant { " *" } else { "" };
+            let mark = match c.test {
+                TestUsed::Exact => " exact",
+                _ if c.significant => " *",
+                _ => "",
+            };
             summary.push(if i == 0 {
                 format!("{} ({:.2}%)", fmt_value(c.summary), 0.0)
             } else {
-                format!("{} {}{mark}", fmt_value(c.summary), fmt_pct(c.pct_change))
+                format!(
+                    "{} {}{mark}",
+                    fmt_value(c.summary),
+                    fmt_change(base, c.summary, c.pct_change)
+                )
             });
             sd.push(fmt_value(c.stddev));
             cv.push(match c.coeffvar {
@@ -225,8 +312,10 @@ mod tests {
                 kernel: "6.0".into(),
                 os_arch: "linux x86_64".into(),
             },
+            run: crate::machine::RunInfo::start(),
+            verdicts: Vec::new(),
             opts: crate::report::LabOpts::quick_test(1),
-            significance_test: SIGNIFICANCE_TEST.into(),
+            significance_test: crate::report::compare::SIGNIFICANCE_TEST.into(),
             experiments: vec![ExperimentReport::new(result, 0.5)],
             failures: vec![],
         }

@@ -1,19 +1,25 @@
-//! The lab's report folder: `report.md` (compare-kernels style tables, the experiment's own
-//! tables, expected shape, configuration, plot links), `results.json` (every raw sample, the
-//! options, the machine and the comparisons) and one SVG per plot.
+//! The lab's report folder: `report.md` (the seeds' verdicts, then compare-kernels style
+//! tables, the experiment's own tables, expected shape, configuration, plot links),
+//! `results.json` (the verdicts, every raw sample, the options, the machine, the run's commit,
+//! compiler, date and load, and the comparisons) and one SVG per plot.
 //!
 //! The pieces: the result model every producer fills ([`ExperimentResult`], [`Sample`],
-//! [`Plot`], [`LabOpts`]), [`stats`] (means, spread, Welch's t-test), [`compare`] (per metric
-//! and variant summaries against the baseline), [`markdown`] (the text), [`table`] (plain and
-//! markdown tables), [`plot`] (plotters SVG). `experiments`, `trace` and `bench` depend on this
+//! [`Plot`], [`LabOpts`]), [`stats`] (means, spread, Welch's and the paired t-test, confidence
+//! intervals), [`compare`] (per metric and variant summaries against the baseline, tested as
+//! the design says), [`verdict`] (the seeds' claims judged on a run), [`repetition`] (what
+//! the repetition driver did), [`runs`] (earlier runs side by side, `lab compare`),
+//! [`markdown`] (the text), [`table`] (plain and markdown tables), [`plot`] (plotters SVG). `experiments`, `trace` and `bench` depend on this
 //! module, never on each other.
 
 pub mod compare;
 pub mod markdown;
 pub mod plot;
+pub mod repetition;
 mod result;
+pub mod runs;
 pub mod stats;
 pub mod table;
+pub mod verdict;
 
 pub use result::{
     file_slug, ExperimentResult, LabOpts, MetricDef, MetricKind, Plot, PlotKind, Sample, Series,
@@ -25,8 +31,10 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::machine::Machine;
-use compare::MetricComparison;
+use crate::machine::{Machine, RunInfo};
+use compare::{Design, MetricComparison};
+use repetition::Repetition;
+use verdict::{Judgement, Verdict};
 
 /// One experiment's result with its comparisons, as `results.json` stores it.
 #[derive(Clone, Debug, Serialize)]
@@ -38,16 +46,28 @@ pub struct ExperimentReport {
     pub comparisons: Vec<MetricComparison>,
     /// Wall-clock time the experiment took, seconds.
     pub wall_s: f64,
+    /// How the variants' samples relate (which test the comparisons used).
+    pub design: Design,
+    /// What the repetition driver did (None where it did not run, e.g. trace replay).
+    pub repetition: Option<Repetition>,
 }
 
 impl ExperimentReport {
-    /// Computes the comparisons of `result`, which took `wall_s` seconds to produce.
+    /// Computes the comparisons of `result` (independent samples: Welch's test), which took
+    /// `wall_s` seconds to produce.
     pub fn new(result: ExperimentResult, wall_s: f64) -> Self {
-        let comparisons = compare::compare(&result);
+        Self::with_design(result, wall_s, Design::Independent)
+    }
+
+    /// Computes the comparisons of `result` under `design`.
+    pub fn with_design(result: ExperimentResult, wall_s: f64, design: Design) -> Self {
+        let comparisons = compare::compare_with(&result, design);
         Self {
             result,
             comparisons,
             wall_s,
+            design,
+            repetition: None,
         }
     }
 }
@@ -70,6 +90,10 @@ pub struct LabReport {
     pub command: String,
     /// The machine it ran on.
     pub machine: Machine,
+    /// The commit, compiler, date and load of the run.
+    pub run: RunInfo,
+    /// The seeds' claims judged on this run, by seed (empty for trace replays).
+    pub verdicts: Vec<Judgement>,
     /// The options every experiment received.
     pub opts: LabOpts,
     /// The significance test used in the comparisons.
@@ -131,8 +155,50 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), String> {
     fs::write(path, bytes).map_err(|e| format!("writing {}: {e}", path.display()))
 }
 
-/// The short closing summary for stdout: one row per metric and non-baseline variant.
+/// The seeds' verdicts for the terminal, grouped by seed, the verdict first on each claim's
+/// line, then the seed's figure, the lab's and the criterion beneath it.
+pub fn verdict_summary(verdicts: &[Judgement]) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    if verdicts.is_empty() {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "Seeds against this run (verdicts computed from its numbers):"
+    );
+    let mut seed = "";
+    for j in verdicts {
+        let c = &j.claim;
+        if c.seed != seed {
+            seed = c.seed;
+            let _ = writeln!(out, "\n{} {} ({})", c.seed, c.experiment, c.seed_file);
+        }
+        let _ = writeln!(out, "  {:<19} {}", j.verdict.label(), c.claim);
+        let _ = writeln!(out, "  {:<19} seed: {}", "", c.seed_figure);
+        let _ = writeln!(out, "  {:<19} lab:  {}", "", j.lab_figure);
+        let _ = writeln!(out, "  {:<19} by:   {}", "", j.criterion_text);
+        if !j.reason.is_empty() {
+            let _ = writeln!(out, "  {:<19} why:  {}", "", j.reason);
+        }
+    }
+    let count = |v: Verdict| verdicts.iter().filter(|j| j.verdict == v).count();
+    let _ = writeln!(
+        out,
+        "\n{} reproduced, {} partly, {} not reproduced, {} not measurable here\n",
+        count(Verdict::Reproduced),
+        count(Verdict::Partly),
+        count(Verdict::NotReproduced),
+        count(Verdict::NotMeasurable)
+    );
+    out
+}
+
+/// The short closing summary for stdout: the verdicts first (grouped by seed), then per
+/// experiment one row per metric and non-baseline variant, changes past a factor of two as
+/// ratios.
 pub fn summary_table(report: &LabReport) -> String {
+    let mut out = verdict_summary(&report.verdicts);
     let mut rows = vec![[
         "experiment".to_owned(),
         "metric".to_owned(),
@@ -140,7 +206,10 @@ pub fn summary_table(report: &LabReport) -> String {
         "variant".to_owned(),
         "change".to_owned(),
     ]];
-    for e in &report.experiments {
+    let mut experiments: Vec<&ExperimentReport> = report.experiments.iter().collect();
+    // Grouped by seed, as the verdicts are.
+    experiments.sort_by(|a, b| a.result.seed.cmp(&b.result.seed));
+    for e in experiments {
         for m in &e.comparisons {
             let Some((base, rest)) = m.cells.split_first() else {
                 continue;
@@ -153,17 +222,34 @@ pub fn summary_table(report: &LabReport) -> String {
                     format!("{} {}", c.variant, compare::fmt_value(c.summary)),
                     format!(
                         "{}{}",
-                        compare::fmt_pct(c.pct_change),
-                        if c.significant { " *" } else { "" }
+                        compare::fmt_change(base.summary, c.summary, c.pct_change),
+                        match c.test {
+                            compare::TestUsed::Exact => " exact",
+                            _ if c.significant => " *",
+                            _ => "",
+                        }
                     ),
                 ]);
             }
         }
     }
     if rows.len() == 1 {
-        return "no results\n".to_owned();
+        out.push_str("no results\n");
+        return out;
     }
-    let mut out = table::plain(&rows, usize::MAX, false);
-    out.push_str("change: positive = improvement; * = significant (Welch's t-test, 95%)\n");
+    out.push_str(&table::plain(&rows, usize::MAX, false));
+    out.push_str(
+        "change: % signed so that positive = improvement, ×N = the variant's value over the \
+         baseline's; * = significant at 95% (paired t-test over repetitions on the same seeds; \
+         Welch's test where unpaired); exact = the same difference in every repetition\n",
+    );
+    for e in &report.experiments {
+        if let Some(r) = &e.repetition {
+            out.push_str(&format!("{}: {}\n", e.result.name, r.describe()));
+        }
+    }
+    if let Some(w) = &report.run.busy_warning {
+        out.push_str(&format!("warning: {w}\n"));
+    }
     out
 }

@@ -3,6 +3,11 @@
 //!
 //! Non-finite points are dropped and empty or single-valued axes get a padded range, so any
 //! data an experiment hands over renders without panicking.
+//!
+//! Readability: an axis whose data are all positive and span more than a factor of
+//! [`LOG_SPAN`] (latency distributions, hold time against a doubling batch) is drawn on a
+//! logarithmic scale, labelled at whole decades; the legend sits in its own strip right of the
+//! chart, so it never covers data.
 
 use std::path::Path;
 
@@ -11,7 +16,33 @@ use plotters::prelude::*;
 use super::{Plot, PlotKind, Series};
 
 /// Image size in pixels.
-const SIZE: (u32, u32) = (900, 560);
+const SIZE: (u32, u32) = (1000, 560);
+/// Width of the legend strip right of the chart.
+const LEGEND_W: u32 = 210;
+/// An axis spanning more than this factor (all values positive) is logarithmic.
+pub const LOG_SPAN: f64 = 16.0;
+
+/// Whether values (finite ones) call for a logarithmic axis.
+pub fn wants_log(values: impl Iterator<Item = f64>) -> bool {
+    let (mut lo, mut hi, mut any) = (f64::INFINITY, f64::NEG_INFINITY, false);
+    for v in values.filter(|v| v.is_finite()) {
+        if v <= 0.0 {
+            return false;
+        }
+        lo = lo.min(v);
+        hi = hi.max(v);
+        any = true;
+    }
+    any && hi / lo > LOG_SPAN
+}
+
+/// A tick label on a log10 axis: the value `10^v` at whole decades, nothing between them.
+fn log_tick(v: &f64) -> String {
+    if (v - v.round()).abs() > 1e-6 {
+        return String::new();
+    }
+    tick(&10f64.powf(v.round()))
+}
 
 /// The empirical CDF of raw values: sorted values, each with the fraction of values `<=` it.
 pub fn empirical_cdf(values: &[f64]) -> Vec<(f64, f64)> {
@@ -88,6 +119,27 @@ fn render_inner(plot: &Plot, path: &Path) -> Result<(), Box<dyn std::error::Erro
             },
         })
         .collect();
+    // Log axes: the data move to log10 space and the ticks are labelled back.
+    let log_x = plot.kind != PlotKind::Bars
+        && wants_log(series.iter().flat_map(|s| s.points.iter().map(|p| p.0)));
+    let log_y = plot.kind == PlotKind::Lines
+        && wants_log(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
+    let series: Vec<Series> = series
+        .into_iter()
+        .map(|s| Series {
+            name: s.name,
+            points: s
+                .points
+                .into_iter()
+                .map(|(x, y)| {
+                    (
+                        if log_x { x.log10() } else { x },
+                        if log_y { y.log10() } else { y },
+                    )
+                })
+                .collect(),
+        })
+        .collect();
     let all = || series.iter().flat_map(|s| s.points.iter().copied());
     let x_range = match plot.kind {
         PlotKind::Bars => padded_range(all().map(|p| p.0 - 0.5).chain(all().map(|p| p.0 + 0.5))),
@@ -119,39 +171,54 @@ fn render_inner(plot: &Plot, path: &Path) -> Result<(), Box<dyn std::error::Erro
 
     let root = SVGBackend::new(path, SIZE).into_drawing_area();
     root.fill(&WHITE)?;
-    let mut chart = ChartBuilder::on(&root)
+    let (chart_area, legend_area) = root.split_horizontally(SIZE.0 - LEGEND_W);
+    let mut chart = ChartBuilder::on(&chart_area)
         .caption(&plot.title, ("sans-serif", 22))
         .margin(12)
         .x_label_area_size(44)
         .y_label_area_size(70)
         .build_cartesian_2d(x_range, y_range)?;
     let y_label = match plot.kind {
-        PlotKind::Cdf => "fraction of samples <= x",
-        _ => plot.y_label.as_str(),
+        PlotKind::Cdf => "fraction of samples <= x".to_owned(),
+        _ => plot.y_label.clone(),
     };
+    let scale = |label: &str, log: bool| {
+        if log {
+            format!("{label} (log scale)")
+        } else {
+            label.to_owned()
+        }
+    };
+    let x_fmt: &dyn Fn(&f64) -> String = if log_x { &log_tick } else { &tick };
+    let y_fmt: &dyn Fn(&f64) -> String = if log_y { &log_tick } else { &tick };
     chart
         .configure_mesh()
-        .x_desc(plot.x_label.as_str())
-        .y_desc(y_label)
-        .x_label_formatter(&tick)
-        .y_label_formatter(&tick)
+        .x_desc(scale(&plot.x_label, log_x))
+        .y_desc(scale(&y_label, log_y))
+        .x_label_formatter(x_fmt)
+        .y_label_formatter(y_fmt)
         .draw()?;
 
     let groups = series.len().max(1) as f64;
     for (i, s) in series.iter().enumerate() {
         let color = Palette99::pick(i).to_rgba();
-        let legend = move |(x, y): (i32, i32)| {
-            PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(3))
-        };
+        // The legend strip: a swatch and the name, one row per series.
+        let row = 40 + 24 * i as i32;
+        legend_area.draw(&PathElement::new(
+            vec![(8, row), (30, row)],
+            color.stroke_width(4),
+        ))?;
+        legend_area.draw(&Text::new(
+            s.name.clone(),
+            (36, row - 7),
+            ("sans-serif", 14),
+        ))?;
         match plot.kind {
             PlotKind::Lines => {
-                chart
-                    .draw_series(LineSeries::new(
-                        s.points.iter().copied(),
-                        color.stroke_width(2),
-                    ))?
-                    .label(s.name.as_str())
-                    .legend(legend);
+                chart.draw_series(LineSeries::new(
+                    s.points.iter().copied(),
+                    color.stroke_width(2),
+                ))?;
                 chart.draw_series(s.points.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
             }
             PlotKind::Cdf => {
@@ -163,29 +230,16 @@ fn render_inner(plot: &Plot, path: &Path) -> Result<(), Box<dyn std::error::Erro
                     steps.push((x, y));
                     prev = y;
                 }
-                chart
-                    .draw_series(LineSeries::new(steps, color.stroke_width(2)))?
-                    .label(s.name.as_str())
-                    .legend(legend);
+                chart.draw_series(LineSeries::new(steps, color.stroke_width(2)))?;
             }
             PlotKind::Bars => {
                 let width = 0.8 / groups;
                 let offset = -0.4 + i as f64 * width;
-                chart
-                    .draw_series(s.points.iter().map(|&(x, y)| {
-                        Rectangle::new([(x + offset, 0.0), (x + offset + width, y)], color.filled())
-                    }))?
-                    .label(s.name.as_str())
-                    .legend(legend);
+                chart.draw_series(s.points.iter().map(|&(x, y)| {
+                    Rectangle::new([(x + offset, 0.0), (x + offset + width, y)], color.filled())
+                }))?;
             }
         }
-    }
-    if !series.is_empty() {
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()?;
     }
     root.present()?;
     Ok(())
@@ -201,6 +255,37 @@ mod tests {
         assert_eq!(tick(&0.25), "0.25");
         assert_eq!(tick(&2.5e7), "2.5e7");
         assert_eq!(tick(&0.0), "0");
+    }
+
+    #[test]
+    fn log_axes_for_wide_positive_ranges_only() {
+        assert!(wants_log([1500.0, 45_000.0].into_iter()));
+        assert!(!wants_log([10.0, 100.0].into_iter()));
+        assert!(!wants_log([0.0, 45_000.0].into_iter()));
+        assert!(!wants_log(std::iter::empty()));
+        assert_eq!(log_tick(&3.0), "1000");
+        assert_eq!(log_tick(&3.5), "");
+    }
+
+    #[test]
+    fn legend_stands_beside_the_chart_and_latency_cdfs_are_logarithmic() {
+        let dir = tempfile::tempdir().unwrap();
+        let plot = Plot {
+            file_stem: "p".into(),
+            title: "t".into(),
+            x_label: "latency (µs)".into(),
+            y_label: "y".into(),
+            kind: PlotKind::Cdf,
+            series: vec![Series {
+                name: "remote drain".into(),
+                points: vec![(2.0, 0.0), (30.0, 0.0), (40_000.0, 0.0)],
+            }],
+        };
+        let path = dir.path().join("p.svg");
+        render(&plot, &path).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        assert!(svg.contains("latency (µs) (log scale)"), "{svg}");
+        assert!(svg.contains("remote drain"));
     }
 
     #[test]

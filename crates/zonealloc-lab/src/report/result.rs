@@ -27,6 +27,11 @@ pub struct LabOpts {
     /// Write the first iteration of each variant of the deterministic experiments as a
     /// kernel trace into this folder (`<experiment>-<variant>.txt`).
     pub record_traces: Option<std::path::PathBuf>,
+    /// Check the arguments only: every experiment checks its sizes and stops at
+    /// [`pick`](crate::experiments) with a "validated" error, before any work. The CLI runs this
+    /// pass first, so that a bad argument fails the command before anything is written.
+    #[serde(skip)]
+    pub validate_only: bool,
 }
 
 impl LabOpts {
@@ -41,6 +46,7 @@ impl LabOpts {
             zone_pages: None,
             variants: None,
             record_traces: None,
+            validate_only: false,
         }
     }
 }
@@ -85,7 +91,9 @@ pub struct MetricDef {
     pub kind: MetricKind,
 }
 
-/// One measured value: `variant` x `metric` x repetition.
+/// One measured value: `variant` x `metric` x repetition. A producer records the samples of
+/// each (variant, metric) in repetition order, so that the `k`-th sample of every variant is
+/// repetition `k` (the same seed): the pairing the paired tests use.
 #[derive(Clone, Debug, Serialize)]
 pub struct Sample {
     /// The variant (policy set) it belongs to, e.g. `free_high=off`.
@@ -166,7 +174,8 @@ pub struct ExperimentResult {
     /// Plots.
     pub plots: Vec<Plot>,
     /// The shape the seed's measurements show, in one or two sentences, for the reader to
-    /// compare with the tables (the report does not judge it).
+    /// compare with the tables (the verdicts on the seed's own figures come from
+    /// `experiments::seeds` and [`verdict`](super::verdict)).
     pub expected_shape: String,
     /// The configuration used (sizes, threads, knobs).
     pub config: serde_json::Value,

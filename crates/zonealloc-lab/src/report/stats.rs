@@ -6,6 +6,12 @@
 //! statistic, the Welch–Satterthwaite degrees of freedom, and the two-sided p-value of
 //! Student's t distribution (`statrs`), `p = I_{df / (df + t^2)}(df / 2, 1 / 2)`.
 //!
+//! Where the design is paired (the same random seed, or the same repetition slot, under both
+//! variants), [`paired`] tests the per-pair differences instead (Student's paired t-test); a
+//! set of differences with no variance at all is reported as [`Paired::Exact`], never as a
+//! test that is significant by construction. [`ci95_half_width`] gives the 95% confidence
+//! interval of a mean, which the lab's repetition driver compares with a target width.
+//!
 //! Everything here is total: empty or degenerate input gives `None` or NaN, never a panic.
 
 use statrs::distribution::{ContinuousCDF as _, StudentsT};
@@ -126,6 +132,110 @@ pub fn welch(a: &[f64], b: &[f64]) -> Option<Welch> {
 /// Whether Welch's test finds `a` and `b` different at the 95% level (`p < 0.05`).
 pub fn significant_95(a: &[f64], b: &[f64]) -> bool {
     welch(a, b).is_some_and(|w| w.p < 0.05)
+}
+
+/// The outcome of comparing paired samples `a[i]` and `b[i]` by their differences
+/// `d[i] = b[i] - a[i]`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Paired {
+    /// Every difference is the same value (deterministic runs): no test is needed or made.
+    Exact {
+        /// Number of pairs.
+        n: usize,
+        /// The one difference `b - a`.
+        diff: f64,
+    },
+    /// Student's paired t-test on the differences (at least two pairs, some variance).
+    Test {
+        /// Number of pairs.
+        n: usize,
+        /// Mean difference `b - a`.
+        mean_diff: f64,
+        /// The t statistic `mean(d) / (sd(d) / sqrt(n))`.
+        t: f64,
+        /// Degrees of freedom, `n - 1`.
+        df: f64,
+        /// Two-sided p-value.
+        p: f64,
+    },
+    /// A single pair with a non-zero difference: nothing to test against.
+    Single {
+        /// The difference `b - a`.
+        diff: f64,
+    },
+}
+
+impl Paired {
+    /// The two-sided p-value, where a test was made.
+    pub fn p(&self) -> Option<f64> {
+        match self {
+            Paired::Test { p, .. } => Some(*p),
+            _ => None,
+        }
+    }
+
+    /// The mean difference `b - a`.
+    pub fn mean_diff(&self) -> f64 {
+        match *self {
+            Paired::Exact { diff, .. } | Paired::Single { diff } => diff,
+            Paired::Test { mean_diff, .. } => mean_diff,
+        }
+    }
+
+    /// Significant at 95%: only a test can be (an exact difference is reported as exact).
+    pub fn significant_95(&self) -> bool {
+        self.p().is_some_and(|p| p < 0.05)
+    }
+}
+
+/// Compares paired samples (pair `i` is `a[i]`, `b[i]`); `None` without pairs, with unequal
+/// lengths or with a non-finite value.
+pub fn paired(a: &[f64], b: &[f64]) -> Option<Paired> {
+    if a.is_empty() || a.len() != b.len() {
+        return None;
+    }
+    let d: Vec<f64> = a.iter().zip(b).map(|(x, y)| y - x).collect();
+    if d.iter().any(|x| !x.is_finite()) {
+        return None;
+    }
+    let n = d.len();
+    if d.iter().all(|&x| x == d[0]) {
+        return Some(if n == 1 && d[0] != 0.0 {
+            Paired::Single { diff: d[0] }
+        } else {
+            Paired::Exact { n, diff: d[0] }
+        });
+    }
+    let m = mean(&d)?;
+    let sd = stddev(&d)?;
+    let df = (n - 1) as f64;
+    let t = m / (sd / (n as f64).sqrt());
+    Some(Paired::Test {
+        n,
+        mean_diff: m,
+        t,
+        df,
+        p: student_t_two_sided_p(t, df),
+    })
+}
+
+/// The two-sided 97.5% quantile of Student's t with `df` degrees of freedom (the factor of a
+/// 95% confidence interval), or NaN for `df <= 0`.
+pub fn t_crit_95(df: f64) -> f64 {
+    if df.is_nan() || df <= 0.0 {
+        return f64::NAN;
+    }
+    StudentsT::new(0.0, 1.0, df).map_or(f64::NAN, |d| d.inverse_cdf(0.975))
+}
+
+/// The half-width of the 95% confidence interval of the mean of `xs`
+/// (`t_{0.975, n-1} * sd / sqrt(n)`), or `None` with fewer than two values.
+pub fn ci95_half_width(xs: &[f64]) -> Option<f64> {
+    if xs.len() < 2 {
+        return None;
+    }
+    let sd = stddev(xs)?;
+    Some(t_crit_95((xs.len() - 1) as f64) * sd / (xs.len() as f64).sqrt())
 }
 
 /// The two-sided p-value of Student's t distribution with `df` degrees of freedom:
@@ -317,6 +427,56 @@ mod tests {
         // the t density numerically (Simpson, 200k steps) gives 0.10448.
         assert!(close(w.p, 0.10448, 1e-4), "p = {}", w.p);
         assert!(!significant_95(&a, &b));
+    }
+
+    #[test]
+    fn paired_t_matches_a_hand_computed_case() {
+        // d = [1, 2, 2, 0, 2]: mean 1.4, sd sqrt(0.8), se 0.4, t = 3.5, df 4; integrating the
+        // t density numerically (Simpson) gives p = 0.024896.
+        let a = [1.0, 2.0, 3.0, 4.0, 5.0];
+        let b = [2.0, 4.0, 5.0, 4.0, 7.0];
+        let Some(Paired::Test {
+            n,
+            mean_diff,
+            t,
+            df,
+            p,
+        }) = paired(&a, &b)
+        else {
+            panic!("expected a test");
+        };
+        assert_eq!(n, 5);
+        assert!(close(mean_diff, 1.4, 1e-12));
+        assert!(close(t, 3.5, 1e-9));
+        assert_eq!(df, 4.0);
+        assert!(close(p, 0.024896, 1e-5), "p = {p}");
+        // Welch on the same numbers ignores the pairing and finds nothing.
+        assert!(!significant_95(&a, &b));
+    }
+
+    #[test]
+    fn paired_constant_differences_are_exact_not_significant() {
+        let e = paired(&[1.0, 5.0, 9.0], &[3.0, 7.0, 11.0]).unwrap();
+        assert_eq!(e, Paired::Exact { n: 3, diff: 2.0 });
+        assert!(!e.significant_95());
+        assert_eq!(e.p(), None);
+        assert_eq!(
+            paired(&[4.0], &[4.0]),
+            Some(Paired::Exact { n: 1, diff: 0.0 })
+        );
+        assert_eq!(paired(&[4.0], &[6.0]), Some(Paired::Single { diff: 2.0 }));
+        assert_eq!(paired(&[1.0, 2.0], &[1.0]), None);
+        assert_eq!(paired(&[], &[]), None);
+    }
+
+    #[test]
+    fn ci_half_width_uses_the_t_quantile() {
+        // t_{0.975, 4} = 2.776445; sd of 1..=5 is sqrt(2.5).
+        assert!(close(t_crit_95(4.0), 2.776445, 1e-5));
+        let xs = [1.0, 2.0, 3.0, 4.0, 5.0];
+        let hw = ci95_half_width(&xs).unwrap();
+        assert!(close(hw, 2.776445 * 2.5f64.sqrt() / 5f64.sqrt(), 1e-5));
+        assert_eq!(ci95_half_width(&[1.0]), None);
     }
 
     #[test]

@@ -262,7 +262,7 @@ pub fn run<W: Write>(
                     used -= 1 << order;
                 }
                 ops += 1;
-                if ops % 2_000 == 0 {
+                if ops.is_multiple_of(2_000) {
                     // A burst of THP faults, held until it ends.
                     let mut thp = Vec::new();
                     for _ in 0..8 {

@@ -151,12 +151,12 @@ pub fn run(
             }
             done += 1;
             last_ts = ev.ts_ns.or(last_ts);
-            if done % interval == 0 {
+            if done.is_multiple_of(interval) {
                 for r in replayers.iter_mut() {
                     r.sample(done, last_ts);
                 }
             }
-            if done % 65_536 == 0 {
+            if done.is_multiple_of(65_536) {
                 progress(done, total);
             }
         })
@@ -165,7 +165,7 @@ pub fn run(
         return Err(e.to_string());
     }
     for r in replayers.iter_mut() {
-        if done % interval != 0 || done == 0 {
+        if !done.is_multiple_of(interval) || done == 0 {
             r.sample(done, last_ts);
         }
         r.finish().map_err(|e| format!("--emit: {e}"))?;

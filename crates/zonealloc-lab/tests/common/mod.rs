@@ -89,3 +89,12 @@ pub fn json(o: &Output) -> serde_json::Value {
 pub fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
+
+/// Runs the binary with `args` in the folder `dir` (for the default `lab-report/` runs folder).
+pub fn zonealloc_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_zonealloc"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("the zonealloc binary runs")
+}

@@ -16,6 +16,7 @@ use core::ptr::NonNull;
 use allocator_api2::alloc::{AllocError, Allocator};
 
 use super::PageArena;
+use crate::request::AllocRequest;
 use crate::types::{MigrateType, Order};
 
 impl PageArena {
@@ -57,7 +58,7 @@ unsafe impl Allocator for PageArena {
         }
         let order = self.order_for(layout).ok_or(AllocError)?;
         let p = self
-            .alloc_ptr(order, MigrateType::Unmovable, false)
+            .alloc_ptr(order, AllocRequest::new(MigrateType::Unmovable), false)
             .map_err(|_| AllocError)?;
         Ok(NonNull::slice_from_raw_parts(p, self.block_bytes(order)))
     }
@@ -68,7 +69,7 @@ unsafe impl Allocator for PageArena {
         }
         let order = self.order_for(layout).ok_or(AllocError)?;
         let p = self
-            .alloc_ptr(order, MigrateType::Unmovable, true)
+            .alloc_ptr(order, AllocRequest::new(MigrateType::Unmovable), true)
             .map_err(|_| AllocError)?;
         Ok(NonNull::slice_from_raw_parts(p, self.block_bytes(order)))
     }
@@ -79,7 +80,7 @@ unsafe impl Allocator for PageArena {
         };
         // The caller guarantees `ptr` came from `allocate` with a layout of this order, so
         // the free succeeds; a broken caller gets its block left allocated, not corrupted.
-        let r = self.free_owned(ptr, order);
+        let r = self.free_owned(ptr, order, None);
         debug_assert!(r.is_ok(), "deallocate of a block not allocated here: {r:?}");
     }
 }

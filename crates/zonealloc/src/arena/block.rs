@@ -98,7 +98,7 @@ impl Drop for PageBlock<'_> {
     fn drop(&mut self) {
         // A handle always holds the head of an allocated block of its order, so the free
         // cannot fail; were it to, the block would stay allocated (leaked), never corrupted.
-        let r = self.arena.free_owned(self.ptr, self.order);
+        let r = self.arena.free_owned(self.ptr, self.order, None);
         debug_assert!(r.is_ok(), "PageBlock free failed: {r:?}");
     }
 }

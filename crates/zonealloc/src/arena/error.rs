@@ -7,6 +7,7 @@ use crate::error::{ConfigError, FreeError};
 
 /// Why a [`PageArena`](super::PageArena) could not be created.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
 pub enum ArenaError {
     /// The zone configuration was rejected.
     Config(ConfigError),
@@ -126,6 +127,7 @@ impl From<ConfigError> for ArenaError {
 /// Why [`PageArena::free_raw`](super::PageArena::free_raw) refused a pointer. The arena and
 /// the memory are left untouched.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
 pub enum ArenaFreeError {
     /// The pointer is null.
     Null,

@@ -29,7 +29,7 @@
 //! use zonealloc::{MigrateType, Order};
 //!
 //! let arena = PageArena::new(ArenaConfig::with_pages(4096).poisoned_on_free()).unwrap();
-//! let mut block = arena.alloc(Order::new(2).unwrap(), MigrateType::Movable).unwrap();
+//! let mut block = arena.alloc(Order::of::<2>(), MigrateType::Movable).unwrap();
 //! block.as_mut_slice().fill(7); // 16 KiB, aligned to 16 KiB; freed (and poisoned) on drop
 //! let mut v = allocator_api2::vec::Vec::new_in(&arena); // collections in arena pages
 //! v.push(1u64);
@@ -84,7 +84,8 @@ use crate::check::CheckError;
 use crate::config::ZoneConfig;
 use crate::error::{AllocError, FreeError};
 use crate::meta::FrameState;
-use crate::types::{MigrateType, Order, Pfn, ZoneType};
+use crate::request::AllocRequest;
+use crate::types::{CpuId, MigrateType, Order, Pfn, ZoneType};
 use crate::zone::Zone;
 use poison::Poison;
 use region::Region;
@@ -215,7 +216,7 @@ impl ArenaConfig {
 /// use zonealloc::{MigrateType, Order};
 ///
 /// let arena = PageArena::new(ArenaConfig::with_pages(1024)).unwrap();
-/// let mut block = arena.alloc(Order::new(2).unwrap(), MigrateType::Movable).unwrap();
+/// let mut block = arena.alloc(Order::of::<2>(), MigrateType::Movable).unwrap();
 /// block.as_mut_slice().fill(7);
 /// assert_eq!(block.len(), 4 * arena.page_size());
 /// assert_eq!(block.as_ptr() as usize % block.len(), 0); // aligned to its size
@@ -340,7 +341,7 @@ impl PageArena {
 
     /// Allocates a block of `2^order` pages, owned by the returned handle.
     pub fn alloc(&self, order: Order, mt: MigrateType) -> Result<PageBlock<'_>, AllocError> {
-        let ptr = self.alloc_ptr(order, mt, false)?;
+        let ptr = self.alloc_ptr(order, AllocRequest::new(mt), false)?;
         Ok(PageBlock {
             arena: self,
             ptr,
@@ -350,7 +351,7 @@ impl PageArena {
 
     /// Like [`PageArena::alloc`], with the block zeroed (`__GFP_ZERO`).
     pub fn alloc_zeroed(&self, order: Order, mt: MigrateType) -> Result<PageBlock<'_>, AllocError> {
-        let ptr = self.alloc_ptr(order, mt, true)?;
+        let ptr = self.alloc_ptr(order, AllocRequest::new(mt), true)?;
         Ok(PageBlock {
             arena: self,
             ptr,
@@ -361,7 +362,20 @@ impl PageArena {
     /// Allocates a block of `2^order` pages and returns its address, aligned to the block's
     /// size. Free it with [`PageArena::free_raw`] and the same order.
     pub fn alloc_raw(&self, order: Order, mt: MigrateType) -> Result<NonNull<u8>, AllocError> {
-        self.alloc_ptr(order, mt, false)
+        self.alloc_ptr(order, AllocRequest::new(mt), false)
+    }
+
+    /// Like [`PageArena::alloc_raw`], from the per-CPU lists of `cpu` rather than the
+    /// caller's CPU (as [`AllocRequest::on_cpu`] does for a zone): for programs that pin
+    /// threads to CPU slots themselves. Free it with [`PageArena::free_raw`] or
+    /// [`PageArena::free_raw_on`].
+    pub fn alloc_raw_on(
+        &self,
+        cpu: CpuId,
+        order: Order,
+        mt: MigrateType,
+    ) -> Result<NonNull<u8>, AllocError> {
+        self.alloc_ptr(order, AllocRequest::new(mt).on_cpu(cpu), false)
     }
 
     /// Frees a block allocated with [`PageArena::alloc_raw`] (or given up by
@@ -378,7 +392,25 @@ impl PageArena {
         self.pfn_of(ptr)?;
         // `pfn_of` rejected null.
         let ptr = NonNull::new(ptr).ok_or(ArenaFreeError::Null)?;
-        Ok(self.free_owned(ptr, order)?)
+        Ok(self.free_owned(ptr, order, None)?)
+    }
+
+    /// Like [`PageArena::free_raw`], onto the per-CPU lists of `cpu` rather than the
+    /// caller's CPU (as [`Zone::free_on`] does for a zone).
+    ///
+    /// # Safety
+    /// As for [`PageArena::free_raw`]: the caller owns the block at `ptr` and does not use its
+    /// memory after this call.
+    pub unsafe fn free_raw_on(
+        &self,
+        cpu: CpuId,
+        ptr: *mut u8,
+        order: Order,
+    ) -> Result<(), ArenaFreeError> {
+        self.pfn_of(ptr)?;
+        // `pfn_of` rejected null.
+        let ptr = NonNull::new(ptr).ok_or(ArenaFreeError::Null)?;
+        Ok(self.free_owned(ptr, order, Some(cpu))?)
     }
 
     /// The frame number of the page at `ptr` (`virt_to_pfn`), if `ptr` is a page start inside
@@ -509,10 +541,10 @@ impl PageArena {
     fn alloc_ptr(
         &self,
         order: Order,
-        mt: MigrateType,
+        req: AllocRequest,
         zero: bool,
     ) -> Result<NonNull<u8>, AllocError> {
-        let pfn = self.zone.alloc(order, mt)?;
+        let pfn = self.zone.alloc_with(order, req)?;
         let ptr = self.ptr_in_arena(pfn);
         let len = self.block_bytes(order);
         if let Some(p) = &self.poison {
@@ -529,7 +561,12 @@ impl PageArena {
 
     /// Frees the block at `ptr`, a page start inside the arena that the caller owns, or says
     /// why not (writing nothing, A3).
-    pub(crate) fn free_owned(&self, ptr: NonNull<u8>, order: Order) -> Result<(), FreeError> {
+    pub(crate) fn free_owned(
+        &self,
+        ptr: NonNull<u8>,
+        order: Order,
+        cpu: Option<CpuId>,
+    ) -> Result<(), FreeError> {
         let pfn = self.pfn_of_in_arena(ptr);
         if let Some(p) = &self.poison {
             // Poison only a block the zone confirms is allocated with this order; otherwise
@@ -545,7 +582,10 @@ impl PageArena {
                 }
             }
         }
-        self.zone.free(pfn, order)
+        match cpu {
+            Some(cpu) => self.zone.free_on(cpu, pfn, order),
+            None => self.zone.free(pfn, order),
+        }
     }
 }
 

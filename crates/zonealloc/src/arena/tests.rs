@@ -147,3 +147,24 @@ fn the_zone_view_cannot_give_a_live_block_a_second_owner() {
     a.check().unwrap();
     assert_eq!(view.free_pages(), a.pages());
 }
+
+#[test]
+fn raw_blocks_can_come_from_one_cpu_and_go_back_to_another() {
+    let a = tiny(ArenaConfig::with_pages(16));
+    let p = a
+        .alloc_raw_on(CpuId(0), o(0), MigrateType::Movable)
+        .unwrap();
+    // CPU 0 refilled its list and took one page off it; CPU 1's list is untouched.
+    let (c0, c1) = (a.zone().pcp_info(CpuId(0)), a.zone().pcp_info(CpuId(1)));
+    assert!(c0.count > 0, "{c0:?}");
+    assert_eq!(c1.count, 0);
+    // A pointer that is not a block head is refused on the per-CPU path too, changing nothing.
+    // SAFETY: the call is refused before it could free anything.
+    let bad = unsafe { a.free_raw_on(CpuId(1), p.as_ptr().wrapping_add(1), o(0)) };
+    assert!(bad.is_err());
+    // SAFETY: `p` came from `alloc_raw_on` and is not used after this call.
+    unsafe { a.free_raw_on(CpuId(1), p.as_ptr(), o(0)) }.unwrap();
+    assert_eq!(a.zone().pcp_info(CpuId(1)).count, 1);
+    assert_eq!(a.zone().pcp_info(CpuId(0)).count, c0.count);
+    a.check().unwrap();
+}

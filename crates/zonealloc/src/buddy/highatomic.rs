@@ -2,6 +2,7 @@
 //! (`reserve_highatomic_pageblock`, `unreserve_highatomic_pageblock`).
 
 use super::BuddyZone;
+use crate::config::HighatomicCap;
 use crate::meta::FrameTable;
 use crate::types::{MigrateType, Order};
 
@@ -12,11 +13,17 @@ impl BuddyZone {
         let order = order.get();
         let pb = self.cfg.pageblock_order;
         let pb_pages = 1u64 << pb;
-        if self.managed_pages / 100 < pb_pages {
-            return;
-        }
-        // ALIGN(managed / 100, pageblock_nr_pages)
-        let max_managed = (self.managed_pages / 100).div_ceil(pb_pages) * pb_pages;
+        let max_managed = match self.cfg.highatomic_cap {
+            HighatomicCap::Aligned => {
+                if self.managed_pages / 100 < pb_pages {
+                    return;
+                }
+                // ALIGN(managed / 100, pageblock_nr_pages)
+                (self.managed_pages / 100).div_ceil(pb_pages) * pb_pages
+            }
+            // 6.1: `max_managed = (zone_managed_pages(zone) / 100) + pageblock_nr_pages;`
+            HighatomicCap::PlusPageblock => self.managed_pages / 100 + pb_pages,
+        };
         if self.nr_reserved_highatomic >= max_managed {
             return;
         }

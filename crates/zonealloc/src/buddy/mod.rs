@@ -36,7 +36,7 @@ mod watermark;
 pub use check::CheckFacts;
 pub(crate) use fallback::RmqueueMode;
 pub use watermark::Watermarks;
-pub(crate) use watermark::{setup_node_watermarks, ZoneSize};
+pub(crate) use watermark::{setup_node_watermarks, setup_per_zone_lowmem_reserve, ZoneSize};
 
 use crate::config::ZoneConfig;
 use crate::list::FrameList;
@@ -91,6 +91,11 @@ pub(crate) struct BuddyZone {
     pub(crate) nr_reserved_highatomic: u64,
     /// `managed_pages`: frames handed to the allocator.
     pub(crate) managed_pages: u64,
+    /// `present_pages` as set by the memory map (RAM in the span, reserved or not); 0 when
+    /// never set, and reported as at least `managed_pages`.
+    pub(crate) present_pages: u64,
+    /// `vm.percpu_pagelist_high_fraction` now (the sysctl can change it after boot).
+    pub(crate) high_fraction: u32,
     pub(crate) wmark: Watermarks,
     /// `lowmem_reserve[]`: pages kept back from requests whose highest allowed zone is higher.
     pub(crate) lowmem_reserve: [u64; MAX_NR_ZONES],
@@ -122,6 +127,8 @@ impl BuddyZone {
             nr_free_highatomic: 0,
             nr_reserved_highatomic: 0,
             managed_pages: 0,
+            present_pages: 0,
+            high_fraction: cfg.pcp.high_fraction,
             wmark: Watermarks::default(),
             lowmem_reserve: [0; MAX_NR_ZONES],
             flags: ZoneFlags::default(),
@@ -168,9 +175,15 @@ impl BuddyZone {
     pub(crate) fn publish(&mut self, shared: &ZoneShared) {
         let r = Ordering::Relaxed;
         shared.nr_free_pages.store(self.nr_free_pages, r);
-        shared.nr_free_highatomic.store(self.nr_free_highatomic, r);
+        // What __zone_watermark_unusable_free holds back: the free HighAtomic pages (6.12+)
+        // or, in 6.1, the whole reserve (`z->nr_reserved_highatomic`).
+        let unusable_ha = match self.cfg.highatomic_unusable {
+            crate::config::HighatomicUnusable::Free => self.nr_free_highatomic,
+            crate::config::HighatomicUnusable::Reserved => self.nr_reserved_highatomic,
+        };
+        shared.nr_free_highatomic.store(unusable_ha, r);
         let free = self.nr_free_pages as i64;
-        let usable = free - free.min(self.nr_free_highatomic as i64);
+        let usable = free - free.min(unusable_ha as i64);
         let headroom = usable - self.wmark.mark(2) as i64;
         shared.order0_high_headroom.store(headroom as u64, r);
         if self.nonempty_dirty != 0 {

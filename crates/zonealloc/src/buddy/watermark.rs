@@ -68,6 +68,10 @@ fn mult_frac(x: u64, n: u64, d: u64) -> u64 {
 /// `__setup_per_zone_wmarks` and `setup_per_zone_lowmem_reserve` for the zones of one node,
 /// returning each zone's watermarks and lowmem reserves. `cfg` supplies the sysctls (the node
 /// uses its first zone's); zones with `WatermarkConfig::Fixed` keep their fixed marks.
+///
+/// An automatic `min_free_kbytes` is `calculate_min_free_kbytes`'s, raised by
+/// `set_recommended_min_free_kbytes` when the first zone's `thp_min_free_kbytes` is on (the
+/// boot order of `init_per_zone_wmark_min` then `hugepage_init`).
 pub(crate) fn setup_node_watermarks(
     zones: &[ZoneSize],
     cfgs: &[ZoneConfig],
@@ -75,16 +79,57 @@ pub(crate) fn setup_node_watermarks(
     [Watermarks; MAX_NR_ZONES],
     [[u64; MAX_NR_ZONES]; MAX_NR_ZONES],
 ) {
-    let mut out = [Watermarks::default(); MAX_NR_ZONES];
-    let mut reserve = [[0u64; MAX_NR_ZONES]; MAX_NR_ZONES];
-    let is_low = |z: &ZoneSize| !matches!(z.zone_type, ZoneType::HighMem | ZoneType::Movable);
+    let Some(node_cfg) = cfgs.first() else {
+        return (Default::default(), Default::default());
+    };
     // nr_free_buffer_pages() at boot (watermarks still zero): managed pages of zones <= Normal.
-    let lowmem_pages: u64 = zones.iter().filter(|z| is_low(z)).map(|z| z.managed).sum();
     let buffer_pages: u64 = zones
         .iter()
         .filter(|z| z.zone_type <= ZoneType::Normal)
         .map(|z| z.managed)
         .sum();
+    let kb = |pages: u64| pages * node_cfg.page_size / 1024;
+    let mut auto_mfk = default_min_free_kbytes(kb(buffer_pages));
+    let mut out = setup_per_zone_wmarks(zones, cfgs, auto_mfk);
+    if node_cfg.thp_min_free_kbytes {
+        // set_recommended_min_free_kbytes (mm/khugepaged.c): 2 + MIGRATE_PCPTYPES^2
+        // pageblocks per populated zone up to Normal, at most 5% of nr_free_buffer_pages()
+        // (which now subtracts the high marks just set), then setup_per_zone_wmarks again.
+        let low_zones = zones
+            .iter()
+            .enumerate()
+            .filter(|(_, z)| z.zone_type <= ZoneType::Normal && z.managed > 0);
+        let nr_zones = low_zones.clone().count() as u64;
+        let nfbp: u64 = low_zones
+            .map(|(i, z)| z.managed.saturating_sub(out[i].high))
+            .sum();
+        let pcptypes = crate::types::MIGRATE_PCPTYPES as u64;
+        let recommended =
+            (node_cfg.pageblock_pages() * nr_zones * (2 + pcptypes * pcptypes)).min(nfbp / 20);
+        if kb(recommended) > auto_mfk {
+            auto_mfk = kb(recommended);
+            out = setup_per_zone_wmarks(zones, cfgs, auto_mfk);
+        }
+    }
+    (out, setup_per_zone_lowmem_reserve(zones, cfgs))
+}
+
+/// `__setup_per_zone_wmarks` with `auto_mfk` as the `min_free_kbytes` of zones whose
+/// configuration leaves it automatic.
+fn setup_per_zone_wmarks(
+    zones: &[ZoneSize],
+    cfgs: &[ZoneConfig],
+    auto_mfk: u64,
+) -> [Watermarks; MAX_NR_ZONES] {
+    let mut out = [Watermarks::default(); MAX_NR_ZONES];
+    // 6.12+ leave ZONE_MOVABLE out of lowmem and cap its min like highmem; 6.1 does not.
+    let movable_high = cfgs.first().is_some_and(|c| c.movable_like_highmem);
+    let is_low = |z: &ZoneSize| match z.zone_type {
+        ZoneType::HighMem => false,
+        ZoneType::Movable => !movable_high,
+        _ => true,
+    };
+    let lowmem_pages: u64 = zones.iter().filter(|z| is_low(z)).map(|z| z.managed).sum();
     for (i, (z, cfg)) in zones.iter().zip(cfgs).enumerate() {
         let wm = match cfg.watermarks {
             WatermarkConfig::Fixed { min, low, high } => Watermarks {
@@ -95,13 +140,7 @@ pub(crate) fn setup_node_watermarks(
                 boost: 0,
             },
             WatermarkConfig::Auto { min_free_kbytes } => {
-                let kb_per_page = cfg.page_size / 1024;
-                let lowmem_kbytes = if kb_per_page > 0 {
-                    buffer_pages * kb_per_page
-                } else {
-                    buffer_pages * cfg.page_size / 1024
-                };
-                let mfk = min_free_kbytes.unwrap_or_else(|| default_min_free_kbytes(lowmem_kbytes));
+                let mfk = min_free_kbytes.unwrap_or(auto_mfk);
                 // pages_min = min_free_kbytes >> (PAGE_SHIFT - 10)
                 let pages_min = mfk * 1024 / cfg.page_size;
                 let tmp = if lowmem_pages == 0 {
@@ -130,9 +169,17 @@ pub(crate) fn setup_node_watermarks(
         };
         out[i] = wm;
     }
-    // setup_per_zone_lowmem_reserve: zone i keeps back (managed of zone types above it, up to
-    // and including j) / ratio[i] from requests whose highest zone type is j. Absent zone
-    // types count as empty, as the kernel's unpopulated zones do.
+    out
+}
+
+/// `setup_per_zone_lowmem_reserve`: zone i keeps back (managed of zone types above it, up to
+/// and including j) / ratio[i] from requests whose highest zone type is j. Absent zone types
+/// count as empty, as the kernel's unpopulated zones do.
+pub(crate) fn setup_per_zone_lowmem_reserve(
+    zones: &[ZoneSize],
+    cfgs: &[ZoneConfig],
+) -> [[u64; MAX_NR_ZONES]; MAX_NR_ZONES] {
+    let mut reserve = [[0u64; MAX_NR_ZONES]; MAX_NR_ZONES];
     let mut managed_by_type = [0u64; MAX_NR_ZONES];
     for z in zones {
         managed_by_type[z.zone_type.index()] += z.managed;
@@ -147,7 +194,7 @@ pub(crate) fn setup_node_watermarks(
             reserve[i][j] = if clear { 0 } else { upper / ratio };
         }
     }
-    (out, reserve)
+    reserve
 }
 
 #[cfg(test)]
@@ -167,6 +214,43 @@ mod tests {
         assert_eq!(wm[0].low, 8000);
         assert_eq!(wm[0].high, 12000);
         assert_eq!(wm[0].promo, 16000);
+    }
+
+    #[test]
+    fn khugepaged_raises_min_free_kbytes_to_11_pageblocks_per_zone() {
+        // set_recommended_min_free_kbytes: DMA + DMA32 of the 6.1 2048 MiB boot (early
+        // managed): 2 zones * 11 pageblocks = 11264 pages = 45056 KiB; min = 11264 * E / L.
+        let zones = [
+            ZoneSize {
+                zone_type: ZoneType::Dma,
+                managed: 3840,
+            },
+            ZoneSize {
+                zone_type: ZoneType::Dma32,
+                managed: 499_571 - 2433,
+            },
+        ];
+        let thp = ZoneConfig {
+            thp_min_free_kbytes: true,
+            ..ZoneConfig::default()
+        };
+        let (wm, _) = setup_node_watermarks(&zones, &[thp; 2]);
+        assert_eq!((wm[0].min, wm[1].min), (86, 11177)); // snap/boot/zoneinfo
+                                                         // THP off: the sqrt rule alone (int_sqrt(16 * 4 * 500978) = 5662 KiB).
+        let (wm, _) = setup_node_watermarks(&zones, &[ZoneConfig::default(); 2]);
+        assert_eq!(wm[1].min, 5662 / 4 * 497_138 / 500_978);
+        // The 5% cap of nr_free_buffer_pages(): a 40000-page zone gets less than 11
+        // pageblocks.
+        let small = [ZoneSize {
+            zone_type: ZoneType::Normal,
+            managed: 40_000,
+        }];
+        let (wm, _) = setup_node_watermarks(&small, &[thp]);
+        let sqrt_high = {
+            let (w, _) = setup_node_watermarks(&small, &[ZoneConfig::default()]);
+            w[0].high
+        };
+        assert_eq!(wm[0].min, (40_000 - sqrt_high) / 20);
     }
 
     #[test]

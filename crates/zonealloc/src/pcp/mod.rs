@@ -36,7 +36,7 @@ pub(crate) use slot::{PcpAccess, PcpSet};
 pub use slot::{PcpInfo, PcpSlot};
 
 use crate::buddy::{BuddyZone, FreePlacement};
-use crate::config::FreeHigh;
+use crate::config::{FreeHigh, FreeScaling};
 use crate::list::FrameList;
 use crate::meta::{FrameState, FrameTable};
 use crate::tracepoint::ZoneEvent;
@@ -133,6 +133,16 @@ pub(crate) struct PcpPolicy {
     /// `CONFIG_PCP_BATCH_SCALE_MAX`.
     pub(crate) scale: u8,
     pub(crate) free_high: FreeHigh,
+    /// How `nr_pcp_free` sizes a drain (6.1's `free_factor` or 6.7+'s `free_count`).
+    pub(crate) free_scaling: FreeScaling,
+    /// `alloc_factor` grows refills (6.7+); off, refills are `batch` (6.1).
+    pub(crate) alloc_scaling: bool,
+    /// A drain on free runs in `batch`-sized chunks (7.2) rather than one call.
+    pub(crate) drain_in_batches: bool,
+    /// `decay_pcp_high` runs on ticks (6.7+).
+    pub(crate) decay: bool,
+    /// `ALLOC_HIGHATOMIC` does not refill an empty list (7.2).
+    pub(crate) highatomic_no_refill: bool,
 }
 
 impl PcpPolicy {
@@ -188,7 +198,10 @@ pub(crate) struct PerCpuPages {
     /// frees.
     pub(crate) alloc_factor: u8,
     /// Pages freed since the last allocation halved it (`short` in the kernel; `i32` here so
-    /// that the lab's large batches cannot overflow it).
+    /// that the lab's large batches cannot overflow it). Under
+    /// [`FreeScaling::FreeFactor`] it holds 6.1's `free_factor` instead: drains since
+    /// allocations last halved it, `0..=CONFIG_PCP_BATCH_SCALE_MAX`. Both halve on every PCP
+    /// allocation (`rmqueue_pcplist`), so the hit paths need not know which.
     pub(crate) free_count: i32,
     pub(crate) lists: [FrameList; NR_PCP_LISTS],
     pub(crate) stats: PcpStats,
@@ -263,6 +276,21 @@ impl PerCpuPages {
         self.frees_by_order[PcpPolicy::order_slot(order)] += 1;
     }
 
+    /// The refill size of the zone's policy: `nr_pcp_alloc` (6.7+), or 6.1's fixed `batch`
+    /// (`__rmqueue_pcplist`: `if (batch > 1) batch = max(batch >> order, 2);`, no
+    /// `alloc_factor`, `high` neither read nor grown).
+    pub(crate) fn refill_size(&mut self, order: u8, below_high: bool, policy: &PcpPolicy) -> i32 {
+        if policy.alloc_scaling {
+            return self.nr_pcp_alloc(order, below_high, policy.scale);
+        }
+        let batch = self.batch;
+        if batch > 1 {
+            (batch >> order).max(2)
+        } else {
+            batch
+        }
+    }
+
     /// `nr_pcp_alloc`: how many blocks of `order` a refill fetches. Grows `high` and
     /// `alloc_factor` as the kernel does.
     pub(crate) fn nr_pcp_alloc(&mut self, order: u8, below_high: bool, scale: u8) -> i32 {
@@ -301,20 +329,29 @@ impl PerCpuPages {
         let batch = self.batch;
         let mut free_high = false;
         if (1..=3).contains(&order) {
+            let streak = || {
+                self.flags.contains(PcpFlags::PREV_FREE_HIGH_ORDER)
+                    && (!self.flags.contains(PcpFlags::FREE_HIGH_BATCH) || self.count >= batch)
+            };
             free_high = match policy.free_high {
                 FreeHigh::Off => false,
                 FreeHigh::Original => self.free_count > 0,
-                FreeHigh::Current => {
-                    self.free_count >= batch + self.high_min / 2
-                        && self.flags.contains(PcpFlags::PREV_FREE_HIGH_ORDER)
-                        && (!self.flags.contains(PcpFlags::FREE_HIGH_BATCH) || self.count >= batch)
-                }
+                // 6.1 free_unref_page_commit: `pcp->free_factor && order && order <= 3`
+                // (`free_count` holds `free_factor` under FreeScaling::FreeFactor).
+                FreeHigh::FreeFactor => self.free_count != 0,
+                // 6.12 free_unref_page_commit.
+                FreeHigh::Batch => self.free_count >= batch && streak(),
+                // 7.2 free_frozen_page_commit.
+                FreeHigh::Current => self.free_count >= batch + self.high_min / 2 && streak(),
             };
             self.flags.insert(PcpFlags::PREV_FREE_HIGH_ORDER);
         } else {
             self.flags.remove(PcpFlags::PREV_FREE_HIGH_ORDER);
         }
-        if self.free_count < (batch << policy.scale) {
+        // 6.1 counts drains in `free_factor` (nr_pcp_free), not frees.
+        if policy.free_scaling == FreeScaling::FreeCount
+            && self.free_count < (batch << policy.scale)
+        {
             self.free_count += 1 << order;
         }
         free_high
@@ -336,7 +373,8 @@ impl PerCpuPages {
             return 0;
         }
         if free_high {
-            if policy.free_high == FreeHigh::Current {
+            // 6.7+ nr_pcp_high lowers `high`; 6.1's returns 0 and leaves it.
+            if matches!(policy.free_high, FreeHigh::Current | FreeHigh::Batch) {
                 self.high = (high - (batch << policy.scale)).max(hmin);
             }
             return 0;
@@ -362,20 +400,37 @@ impl PerCpuPages {
         high
     }
 
-    /// `nr_pcp_free`: pages to drain now.
-    pub(crate) fn nr_pcp_free(&self, high: i32, free_high: bool, policy: &PcpPolicy) -> i32 {
+    /// `nr_pcp_free`: pages to drain now. Under [`FreeScaling::FreeFactor`] it grows 6.1's
+    /// `free_factor` (kept in `free_count`).
+    pub(crate) fn nr_pcp_free(&mut self, high: i32, free_high: bool, policy: &PcpPolicy) -> i32 {
         let batch = self.batch;
         if free_high {
             return match policy.free_high {
-                FreeHigh::Original => self.count,
+                // 6.1: "Free everything if batch freeing high-order pages."
+                FreeHigh::Original | FreeHigh::FreeFactor => self.count,
                 _ => self.count.min(batch << policy.scale),
             };
         }
         if high < batch {
             return 1;
         }
-        // Keep at least `batch` pages; free more after a long run of frees.
-        self.free_count.max(batch).min(high - batch)
+        let (min_nr_free, max_nr_free) = (batch, high - batch);
+        match policy.free_scaling {
+            // Keep at least `batch` pages; free more after a long run of frees.
+            FreeScaling::FreeCount => self.free_count.max(min_nr_free).min(max_nr_free),
+            FreeScaling::FreeFactor => {
+                // 6.1: `batch <<= pcp->free_factor; if (batch < max_nr_free &&
+                // pcp->free_factor < CONFIG_PCP_BATCH_SCALE_MAX) pcp->free_factor++;`
+                let factor = self.free_count.clamp(0, 30) as u32;
+                let scaled = i64::from(batch) << factor;
+                if scaled < i64::from(max_nr_free) && self.free_count < i32::from(policy.scale) {
+                    self.free_count += 1;
+                }
+                scaled
+                    .min(i64::from(max_nr_free))
+                    .max(i64::from(min_nr_free)) as i32
+            }
+        }
     }
 
     /// `decay_pcp_high`'s adjustment of `high`; returns (more work to do, pages to drain).
@@ -470,7 +525,116 @@ mod tests {
         thp_order: Some(9),
         scale: 5,
         free_high: FreeHigh::Current,
+        free_scaling: FreeScaling::FreeCount,
+        alloc_scaling: true,
+        drain_in_batches: true,
+        decay: true,
+        highatomic_no_refill: true,
     };
+
+    /// Debian 6.1.192's policy.
+    const POLICY_61: PcpPolicy = PcpPolicy {
+        thp_order: Some(9),
+        scale: 5,
+        free_high: FreeHigh::FreeFactor,
+        free_scaling: FreeScaling::FreeFactor,
+        alloc_scaling: false,
+        drain_in_batches: false,
+        decay: false,
+        highatomic_no_refill: false,
+    };
+
+    #[test]
+    fn v61_drains_double_per_drain_up_to_batch_shl_5() {
+        // docs/kernel-versions.md §3.6: 6.1 drain bursts 63, 126, 252, 504, 1008, 2016 and no
+        // further (Debian's CONFIG_PCP_BATCH_SCALE_MAX cap), batch 63, fixed high 3492.
+        let mut p = pcp(63, 3492, 3492);
+        p.high = 3492;
+        p.count = 3492;
+        let got: Vec<i32> = (0..8)
+            .map(|_| p.nr_pcp_free(3492, false, &POLICY_61))
+            .collect();
+        assert_eq!(got, [63, 126, 252, 504, 1008, 2016, 2016, 2016]);
+        assert_eq!(p.free_count, 5);
+        // An allocation halves free_factor (rmqueue_pcplist): the next drain is 63 << 2.
+        p.free_count >>= 1;
+        assert_eq!(p.nr_pcp_free(3492, false, &POLICY_61), 252);
+        // Upstream 6.1.0 had no cap: with scale 6 the drain stops at high - batch instead.
+        let uncapped = PcpPolicy {
+            scale: 6,
+            ..POLICY_61
+        };
+        p.free_count = 6;
+        assert_eq!(p.nr_pcp_free(3492, false, &uncapped), 3429);
+    }
+
+    #[test]
+    fn v61_free_factor_does_not_grow_on_frees() {
+        let mut p = pcp(63, 3492, 3492);
+        for _ in 0..100 {
+            p.note_free(0, &POLICY_61);
+        }
+        assert_eq!(p.free_count, 0);
+    }
+
+    #[test]
+    fn v61_free_high_needs_a_drain_since_the_last_allocations() {
+        // 6.1: free_high = free_factor && 1 <= order <= 3, and it drains everything.
+        let mut p = pcp(63, 3492, 3492);
+        p.high = 3492;
+        p.count = 700;
+        p.flags = PcpFlags::PREV_FREE_HIGH_ORDER;
+        assert!(!p.note_free(1, &POLICY_61)); // free_factor 0: no matter the streak
+        p.free_count = 1; // one drain since
+        assert!(!p.note_free(0, &POLICY_61));
+        assert!(!p.note_free(4, &POLICY_61));
+        assert!(p.note_free(3, &POLICY_61));
+        assert_eq!(p.nr_pcp_high(true, false, false, &POLICY_61), 0);
+        assert_eq!(p.high, 3492, "6.1 leaves high alone");
+        assert_eq!(p.nr_pcp_free(0, true, &POLICY_61), 700);
+    }
+
+    #[test]
+    fn v612_free_high_threshold_is_batch() {
+        let pol = PcpPolicy {
+            free_high: FreeHigh::Batch,
+            ..POLICY
+        };
+        let mut p = pcp(63, 1000, 62500);
+        p.count = 100;
+        p.flags = PcpFlags::PREV_FREE_HIGH_ORDER;
+        p.free_count = 62;
+        assert!(!p.note_free(1, &pol));
+        p.flags = PcpFlags::PREV_FREE_HIGH_ORDER;
+        p.free_count = 63;
+        assert!(p.note_free(1, &pol));
+        // Without the streak flag there is no free_high.
+        p.flags = PcpFlags::empty();
+        assert!(!p.note_free(1, &pol));
+        // Its drain is 6.7+'s: min(count, batch << 5), and high drops by batch << 5.
+        p.count = 5000;
+        p.high = 4000;
+        p.high_max = 62500;
+        assert_eq!(p.nr_pcp_high(true, false, false, &pol), 0);
+        assert_eq!(p.high, 4000 - 2016);
+        assert_eq!(p.nr_pcp_free(0, true, &pol), 2016);
+    }
+
+    #[test]
+    fn v61_refills_are_always_batch() {
+        // §3.6: 6.1 refill bursts are 63 every time; high is not grown.
+        let mut p = pcp(63, 3492, 3492);
+        p.high = 3492;
+        let got: Vec<i32> = (0..6)
+            .map(|_| p.refill_size(0, false, &POLICY_61))
+            .collect();
+        assert_eq!(got, [63; 6]);
+        assert_eq!(p.alloc_factor, 0);
+        assert_eq!(p.refill_size(3, false, &POLICY_61), 7);
+        assert_eq!(p.refill_size(9, false, &POLICY_61), 2);
+        let mut boot = PerCpuPages::new();
+        assert_eq!(boot.refill_size(0, false, &POLICY_61), 1);
+    }
 
     #[test]
     fn refills_double_up_to_the_scale_cap() {

@@ -241,6 +241,11 @@ impl PcpSet {
                 thp_order: cfg.thp_order.filter(|&t| t <= max_order),
                 scale: cfg.batch_scale_max,
                 free_high: cfg.free_high,
+                free_scaling: cfg.free_scaling,
+                alloc_scaling: cfg.alloc_scaling,
+                drain_in_batches: cfg.drain_in_batches,
+                decay: cfg.decay,
+                highatomic_no_refill: cfg.highatomic_no_refill,
             },
             cfg,
             params: PagesetParams {
@@ -326,6 +331,10 @@ impl PcpSet {
             PcpFlags::FREE_HIGH_BATCH,
             self.params.free_high_batch.load(r),
         );
+        // 6.1 pageset_update writes `pcp->high` itself; 6.7+ clamps it lazily.
+        if self.cfg.high_mode == crate::config::HighMode::Fixed {
+            pcp.high = pcp.high_min;
+        }
     }
 }
 
@@ -375,6 +384,11 @@ impl PcpSet {
         let mut gen = pcp.params_gen;
         self.refresh(pcp, &mut gen);
         pcp.params_gen = gen;
-        pcp.free_count_max = pcp.batch << self.policy.scale;
+        // Where an order-0 free stops growing `free_count`: `batch << scale`, or 0 (never)
+        // when it holds 6.1's `free_factor`, which frees do not grow.
+        pcp.free_count_max = match self.policy.free_scaling {
+            crate::config::FreeScaling::FreeCount => pcp.batch << self.policy.scale,
+            crate::config::FreeScaling::FreeFactor => 0,
+        };
     }
 }

@@ -10,7 +10,7 @@ use crate::pcp::{PcpAccess, PerCpuPages};
 use crate::request::{AllocFlags, AllocRequest};
 use crate::shared::ZoneBits;
 use crate::sync::{now_ns, Ordering};
-use crate::types::{MigrateType, Order, Pfn};
+use crate::types::{CpuId, MigrateType, Order, Pfn, ZoneType};
 
 impl Zone {
     /// `rmqueue_pcplist`: `None` when the lock was busy or the refill found nothing.
@@ -48,8 +48,13 @@ impl Zone {
         pcp.free_count >>= 1; // an allocation halves the free streak
         let pi = policy.pindex(mt, order);
         if pcp.lists[pi].is_empty() {
+            // 7.2 __rmqueue_pcplist: "if (alloc_flags & ALLOC_HIGHATOMIC) return NULL;" (the
+            // caller then tries the buddy).
+            if policy.highatomic_no_refill && flags.intersects(AllocFlags::HIGHATOMIC) {
+                return None;
+            }
             let below_high = self.shared.test_flag(ZoneBits::ZONE_BELOW_HIGH);
-            let n = pcp.nr_pcp_alloc(order, below_high, policy.scale);
+            let n = pcp.refill_size(order, below_high, &policy);
             let got = self.rmqueue_bulk(order, n, &mut pcp.lists[pi], mt, flags);
             pcp.count += got << order;
             pcp.stats.alloc_misses += 1;
@@ -93,13 +98,17 @@ impl Zone {
 
 impl Zone {
     /// Allocates a block of `order` with the default request for `mt` ([`AllocRequest::new`]).
-    #[inline]
+    ///
+    /// The PCP hit path is inlined into every caller; everything else is one out-of-line call.
+    #[inline(always)]
     pub fn alloc(&self, order: Order, mt: MigrateType) -> Result<Pfn, AllocError> {
         self.alloc_with(order, AllocRequest::new(mt))
     }
 
     /// Allocates a block of `order` as `req` describes, walking the kernel's fast and slow
     /// paths over this one zone.
+    ///
+    /// The PCP hit path is inlined into every caller; everything else is one out-of-line call.
     #[inline(always)]
     pub fn alloc_with(&self, order: Order, req: AllocRequest) -> Result<Pfn, AllocError> {
         let got = self.alloc_unchecked(order, req);
@@ -115,19 +124,28 @@ impl Zone {
             .map_or_else(|| self.this_cpu(), |c| self.pcp.cpu_index(c));
         // A zone without per-CPU lists has `PCP_OFF` in its flag byte: the hit path steps
         // aside without a test of its own here.
+        let (mt, hz) = (req.migratetype, req.highest_zone);
         if let Some(slot) = self.pcp.slot_at(cpu) {
-            let (mt, hz) = (req.migratetype, req.highest_zone);
             if let Some(p) = self.pcp_alloc_fast(order.get(), mt, hz, slot, None) {
                 return Ok(p);
             }
         }
-        self.alloc_full(order, req, cpu)
+        self.alloc_full(order, mt, hz, req.gfp_bits(), cpu)
     }
 
     /// Everything but a PCP hit, out of line so that the hit path inlined into callers stays
-    /// small.
+    /// small. The request comes as scalars (its CPU is `cpu`).
+    #[cold]
     #[inline(never)]
-    fn alloc_full(&self, order: Order, req: AllocRequest, cpu: usize) -> Result<Pfn, AllocError> {
+    fn alloc_full(
+        &self,
+        order: Order,
+        mt: MigrateType,
+        hz: ZoneType,
+        gfp_bits: u8,
+        cpu: usize,
+    ) -> Result<Pfn, AllocError> {
+        let req = AllocRequest::from_parts(mt, hz, gfp_bits, Some(CpuId(cpu as u32)));
         if let Some(p) = self.buddy_alloc_fast(order.get(), &req) {
             return Ok(p);
         }

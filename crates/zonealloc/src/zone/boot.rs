@@ -210,6 +210,42 @@ impl Zone {
         Ok(end.0 - start.0)
     }
 
+    /// `free_reserved_area` for a lone zone: hands `start..end` to the allocator the way the
+    /// kernel frees its init memory after boot (`free_reserved_page` →
+    /// `adjust_managed_page_count`), without recomputing watermarks or PCP sizes. A lone
+    /// zone has no zone above it, so its lowmem reserve stays 0 either way. Returns the pages
+    /// added.
+    pub fn free_reserved_area(&self, start: Pfn, end: Pfn) -> Result<u64, RangeError> {
+        let mut z = self.lock();
+        self.add_free_range_locked(&mut z, start, end)
+    }
+
+    /// Sets `present_pages` (RAM in the span, managed or reserved), as the memory map says.
+    pub fn set_present_pages(&self, pages: u64) {
+        self.lock().present_pages = pages;
+    }
+
+    /// Writes `vm.percpu_pagelist_high_fraction` for this zone
+    /// (`percpu_pagelist_high_fraction_sysctl_handler` → `zone_set_pageset_high_and_batch`):
+    /// `batch` and the `high` bounds are recomputed from the managed pages and low watermark
+    /// of now; the watermarks are not. 0 or at least 8.
+    pub fn set_high_fraction(&self, fraction: u32) -> Result<(), ConfigError> {
+        if fraction != 0 && fraction < 8 {
+            return Err(ConfigError::BadPcp("high_fraction must be 0 or >= 8"));
+        }
+        let mut z = self.lock();
+        z.high_fraction = fraction;
+        self.pcp_update(z.managed_pages, z.wmark.mark(1), fraction);
+        Ok(())
+    }
+
+    /// Sets the lowmem reserve alone (`setup_per_zone_lowmem_reserve`).
+    pub(crate) fn apply_lowmem_reserve(&self, reserve: [u64; crate::types::MAX_NR_ZONES]) {
+        let mut z = self.lock();
+        z.lowmem_reserve = reserve;
+        z.marks_dirty = true;
+    }
+
     /// Recomputes this zone's watermarks as if it were the only zone of its node.
     pub(crate) fn setup_standalone_watermarks(&self) {
         let managed = self.lock().managed_pages;
@@ -234,7 +270,7 @@ impl Zone {
         };
         z.lowmem_reserve = reserve;
         z.marks_dirty = true;
-        self.pcp_update(z.managed_pages, z.wmark.mark(1));
+        self.pcp_update(z.managed_pages, z.wmark.mark(1), z.high_fraction);
         z.mobility_disabled = match self.cfg.mobility_grouping {
             crate::config::MobilityGrouping::Enabled => false,
             crate::config::MobilityGrouping::Disabled => true,
@@ -253,14 +289,14 @@ impl Zone {
 
     /// `zone_pcp_update`: recompute batch and high bounds from managed pages and the low
     /// watermark (`zone_set_pageset_high_and_batch`), honouring the configured overrides.
-    fn pcp_update(&self, managed: u64, low_wmark: u64) {
+    fn pcp_update(&self, managed: u64, low_wmark: u64, high_fraction: u32) {
         let c = &self.cfg.pcp;
         let batch = c
             .batch
             .unwrap_or_else(|| zone_batchsize(managed, self.cfg.page_size));
         let cpus = self.pcp.cpus() as u32;
-        let (mut hmin, mut hmax) = if c.high_fraction != 0 {
-            let h = zone_highsize(managed, low_wmark, batch, cpus, c.high_fraction);
+        let (mut hmin, mut hmax) = if high_fraction != 0 {
+            let h = zone_highsize(managed, low_wmark, batch, cpus, high_fraction);
             (h, h)
         } else {
             (
@@ -273,6 +309,11 @@ impl Zone {
         }
         if let Some(v) = c.high_max {
             hmax = v;
+        }
+        // 6.1 zone_set_pageset_high_and_batch: one `high`, zone_highsize(low watermark or
+        // fraction); nothing tunes it.
+        if c.high_mode == crate::config::HighMode::Fixed {
+            hmax = hmin;
         }
         self.pcp
             .set_params(batch, hmin, hmax.max(hmin), self.cfg.page_size);

@@ -375,6 +375,10 @@ impl Zone {
 
     /// `decay_pcp_high` for one CPU, plus the periodic drain it implies.
     pub(crate) fn decay_locked(&self, pcp: &mut PerCpuPages) -> bool {
+        // 6.1's refresh_cpu_vm_stats has no decay_pcp_high (only NUMA-remote drains).
+        if !self.pcp.policy.decay {
+            return false;
+        }
         let (mut todo, mut to_drain) = pcp.decay_high(self.pcp.policy.scale);
         while to_drain > 0 {
             let chunk = to_drain.min(pcp.batch.max(1));

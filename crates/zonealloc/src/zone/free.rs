@@ -129,7 +129,12 @@ impl Zone {
         pindex: usize,
         reason: DrainReason,
     ) -> i32 {
-        let chunk = to_free.min(pcp.batch.max(1));
+        // 7.2 frees in `batch` chunks; 6.1 and 6.12 in one `free_pcppages_bulk` call.
+        let chunk = if self.pcp.policy.drain_in_batches {
+            to_free.min(pcp.batch.max(1))
+        } else {
+            to_free
+        };
         self.bulk_free(pcp, chunk, pindex, reason);
         to_free - chunk
     }
@@ -183,7 +188,9 @@ impl Zone {
     /// Detects double frees (also of blocks sitting on a per-CPU list), frees of frames that
     /// are not the head of an allocated block, wrong orders, misaligned frames and frames
     /// outside the zone or in holes; on error the zone is unchanged.
-    #[inline]
+    ///
+    /// The PCP hit path is inlined into every caller; everything else is one out-of-line call.
+    #[inline(always)]
     pub fn free(&self, pfn: Pfn, order: Order) -> Result<(), FreeError> {
         self.free_via(pfn, order, self.this_cpu())
     }
@@ -191,16 +198,29 @@ impl Zone {
     /// Frees on CPU slot `cpu` (already reduced to the CPU count).
     #[inline(always)]
     fn free_via(&self, pfn: Pfn, order: Order, cpu: usize) -> Result<(), FreeError> {
-        let done = match self.pcp.slot_at(cpu) {
-            Some(slot) if self.pcp_free_fast(pfn, order, slot, None) => Ok(()),
-            _ => self.free_with(pfn, order, &mut PcpAccess::Cpu(cpu)),
-        };
+        if let Some(slot) = self.pcp.slot_at(cpu) {
+            if self.pcp_free_fast(pfn, order, slot, None) {
+                self.debug_check("free");
+                return Ok(());
+            }
+        }
+        self.free_slow(pfn, order, cpu)
+    }
+
+    /// Everything but a PCP hit, out of line so that the hit path inlined into callers stays
+    /// small.
+    #[cold]
+    #[inline(never)]
+    fn free_slow(&self, pfn: Pfn, order: Order, cpu: usize) -> Result<(), FreeError> {
+        let done = self.free_with(pfn, order, &mut PcpAccess::Cpu(cpu));
         self.debug_check("free");
         done
     }
 
     /// Like [`Zone::free`] on CPU `cpu`'s lists.
-    #[inline]
+    ///
+    /// The PCP hit path is inlined into every caller; everything else is one out-of-line call.
+    #[inline(always)]
     pub fn free_on(&self, cpu: CpuId, pfn: Pfn, order: Order) -> Result<(), FreeError> {
         self.free_via(pfn, order, self.pcp.cpu_index(cpu))
     }

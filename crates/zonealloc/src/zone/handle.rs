@@ -7,7 +7,7 @@ use crate::error::{AllocError, FreeError, HandleError};
 use crate::pcp::{DrainReason, PcpAccess, PcpSlot, PerCpuPages};
 use crate::request::AllocRequest;
 use crate::sync::{thread_token, Ordering, SpinGuard};
-use crate::types::{CpuId, MigrateType, Order, Pfn};
+use crate::types::{CpuId, MigrateType, Order, Pfn, ZoneType};
 use core::fmt;
 
 impl Zone {
@@ -88,35 +88,65 @@ impl<'z> CpuHandle<'z> {
     }
 
     /// Allocates on this CPU with the default request for `mt`.
-    #[inline]
+    ///
+    /// The PCP hit path is inlined into the caller (see [`CpuHandle::alloc_with`]).
+    #[inline(always)]
     pub fn alloc(&mut self, order: Order, mt: MigrateType) -> Result<Pfn, AllocError> {
         self.alloc_with(order, AllocRequest::new(mt))
     }
 
     /// Allocates on this CPU (the request's own `cpu` is ignored). When memory is short, the
     /// slow path drains every CPU's lists, this one in place.
-    #[inline]
+    ///
+    /// The PCP hit path is inlined into every caller; everything else is one out-of-line call.
+    #[inline(always)]
     pub fn alloc_with(&mut self, order: Order, req: AllocRequest) -> Result<Pfn, AllocError> {
         let zone = self.zone;
         let held = self.held.as_deref_mut();
         let (mt, hz) = (req.migratetype, req.highest_zone);
-        let got = match zone.pcp_alloc_fast(order.get(), mt, hz, self.slot, held) {
-            Some(p) => Ok(p),
-            None => super::walk::alloc_in_zone(zone, order, req, &mut self.access()),
-        };
+        if let Some(p) = zone.pcp_alloc_fast(order.get(), mt, hz, self.slot, held) {
+            zone.debug_check("CpuHandle::alloc");
+            return Ok(p);
+        }
+        self.alloc_slow(order, mt, hz, req.gfp_bits())
+    }
+
+    /// Everything but a PCP hit: the full allocation walk. The request comes as scalars.
+    #[cold]
+    #[inline(never)]
+    fn alloc_slow(
+        &mut self,
+        order: Order,
+        mt: MigrateType,
+        hz: ZoneType,
+        gfp_bits: u8,
+    ) -> Result<Pfn, AllocError> {
+        let zone = self.zone;
+        let req = AllocRequest::from_parts(mt, hz, gfp_bits, None);
+        let got = super::walk::alloc_in_zone(zone, order, req, &mut self.access());
         zone.debug_check("CpuHandle::alloc");
         got
     }
 
     /// Frees on this CPU.
-    #[inline]
+    ///
+    /// The PCP hit path is inlined into every caller; everything else is one out-of-line call.
+    #[inline(always)]
     pub fn free(&mut self, pfn: Pfn, order: Order) -> Result<(), FreeError> {
         let zone = self.zone;
-        let done = if zone.pcp_free_fast(pfn, order, self.slot, self.held.as_deref_mut()) {
-            Ok(())
-        } else {
-            zone.free_with(pfn, order, &mut self.access())
-        };
+        if zone.pcp_free_fast(pfn, order, self.slot, self.held.as_deref_mut()) {
+            zone.debug_check("CpuHandle::free");
+            return Ok(());
+        }
+        self.free_slow(pfn, order)
+    }
+
+    /// Everything but a PCP hit: the full free.
+    #[cold]
+    #[inline(never)]
+    fn free_slow(&mut self, pfn: Pfn, order: Order) -> Result<(), FreeError> {
+        let zone = self.zone;
+        let done = zone.free_with(pfn, order, &mut self.access());
         zone.debug_check("CpuHandle::free");
         done
     }

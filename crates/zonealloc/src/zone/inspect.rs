@@ -161,6 +161,43 @@ impl Zone {
         self.buddy.lock().managed_pages
     }
 
+    /// `present_pages`: RAM in the span, managed or reserved (at least the managed pages).
+    pub fn present_pages(&self) -> u64 {
+        let z = self.buddy.lock();
+        z.present_pages.max(z.managed_pages)
+    }
+
+    /// `spanned_pages`: frames from the zone's start to its end, holes included.
+    pub fn spanned_pages(&self) -> u64 {
+        self.span.1 - self.span.0
+    }
+
+    /// `lowmem_reserve[]`, by zone type index ([`ZoneType::index`](crate::ZoneType::index)):
+    /// the pages this zone keeps back from requests whose highest allowed zone is that type.
+    pub fn lowmem_reserve(&self) -> [u64; crate::types::MAX_NR_ZONES] {
+        self.buddy.lock().lowmem_reserve
+    }
+
+    /// Writes the `protection:` line of `/proc/zoneinfo` (`zoneinfo_show_print`:
+    /// `"\n        protection: (%ld"`, `", %ld"` per further zone, `")"`), over the zone types
+    /// an x86-64 kernel has (DMA, DMA32, Normal, Movable, Device: no HighMem).
+    pub fn write_protection<W: fmt::Write>(&self, w: &mut W) -> fmt::Result {
+        let r = self.lowmem_reserve();
+        w.write_str("\n        protection: (")?;
+        let mut first = true;
+        for t in crate::types::ZoneType::ALL {
+            if t == crate::types::ZoneType::HighMem {
+                continue;
+            }
+            if !first {
+                w.write_str(", ")?;
+            }
+            first = false;
+            write!(w, "{}", r[t.index()])?;
+        }
+        w.write_str(")")
+    }
+
     /// Current watermarks.
     pub fn watermarks(&self) -> Watermarks {
         self.buddy.lock().wmark

@@ -39,13 +39,11 @@ mod miri_smoke {
             let req = AllocRequest::new(MigrateType::Movable).on_cpu(CpuId(i % 2));
             live.push(z.alloc_with(o0, req).unwrap());
         }
-        let big = z
-            .alloc(Order::new(3).unwrap(), MigrateType::Unmovable)
-            .unwrap();
+        let big = z.alloc(Order::of::<3>(), MigrateType::Unmovable).unwrap();
         for (i, p) in live.into_iter().enumerate() {
             z.free_on(CpuId(i as u32 % 2), p, o0).unwrap();
         }
-        z.free(big, Order::new(3).unwrap()).unwrap();
+        z.free(big, Order::of::<3>()).unwrap();
         z.drain_all();
         z.check().unwrap();
     }
@@ -116,7 +114,7 @@ mod check_catches_corruption {
         // Some pages on the CPU's list, some blocks allocated, free blocks of several orders.
         let req = AllocRequest::new(MigrateType::Movable).on_cpu(CpuId(0));
         let a = z.alloc_with(Order::ZERO, req).unwrap();
-        z.alloc_with(Order::new(3).unwrap(), req).unwrap();
+        z.alloc_with(Order::of::<3>(), req).unwrap();
         z.free_on(CpuId(0), a, Order::ZERO).unwrap();
         z.check().unwrap();
         z
@@ -210,5 +208,38 @@ mod check_catches_corruption {
             FrameState::Allocated(Order::ZERO, MigrateType::Movable),
         );
         assert_eq!(id(&z), "P2");
+    }
+}
+
+/// `__zone_watermark_unusable_free`: 6.1 holds back the whole HighAtomic reserve
+/// (`nr_reserved_highatomic`), 6.12+ only its free pages.
+#[cfg(all(feature = "std", not(loom)))]
+#[test]
+fn highatomic_unusable_follows_the_version() {
+    use crate::config::{KernelVersion, ZoneConfig};
+    use crate::request::AllocFlags;
+    use crate::ZoneType;
+    for (v, ok) in [(KernelVersion::V6_1, false), (KernelVersion::V7_2, true)] {
+        let mut cfg = ZoneConfig::for_kernel(v);
+        cfg.watermarks = ZoneConfig::without_watermarks().watermarks;
+        let z = Zone::new(ZoneType::Normal, Pfn(0), Pfn(1 << 14), cfg).unwrap();
+        z.add_free_range(Pfn(0), Pfn(1 << 14)).unwrap();
+        let free = z.free_pages();
+        {
+            // A reserve of one pageblock with none of it free (all allocated).
+            let mut b = z.lock();
+            b.nr_reserved_highatomic = 512;
+        }
+        let hz = ZoneType::Normal.index();
+        let mark = free - 300;
+        assert_eq!(
+            z.shared.watermark_ok(Order::ZERO, mark, hz, AllocFlags(0)),
+            ok,
+            "{v}"
+        );
+        // Requests entitled to the reserves ignore it in both.
+        assert!(z
+            .shared
+            .watermark_ok(Order::ZERO, mark, hz, AllocFlags::HIGHATOMIC));
     }
 }

@@ -29,11 +29,28 @@ pub struct BatchScale;
 const SEED_NAME: &str = "001_3feb33a812804082";
 /// The seed's batch sizes (4095 left out: it needs high = 8190 per CPU).
 const BATCHES: [u32; 6] = [63, 127, 255, 511, 1023, 2047];
-const M_RATE: &str = "pages/s";
-const M_REFILL_AVG: &str = "refill hold avg";
-const M_REFILL_P99: &str = "refill hold p99";
-const M_FREE_AVG: &str = "bulk free hold avg";
-const M_FREE_P99: &str = "bulk free hold p99";
+/// Pages allocated and freed per second (timing).
+pub const M_RATE: &str = "pages/s";
+/// Mean zone-lock hold time of a PCP refill, `rmqueue_bulk` (timing).
+pub const M_REFILL_AVG: &str = "refill hold avg";
+/// 99th percentile of the refill hold time (timing).
+pub const M_REFILL_P99: &str = "refill hold p99";
+/// Mean zone-lock hold time of a PCP bulk free, `free_pcppages_bulk` (timing).
+pub const M_FREE_AVG: &str = "bulk free hold avg";
+/// 99th percentile of the bulk-free hold time (timing).
+pub const M_FREE_P99: &str = "bulk free hold p99";
+/// Pages a refill brings in per zone-lock acquisition: the work done under the lock, the
+/// deterministic proxy of the refill hold time (exact with one worker).
+pub const M_REFILL_PAGES: &str = "pages per refill";
+/// Pages refilled or drained per zone-lock acquisition, over the whole run: the deterministic
+/// proxy of the hold time (exact with one worker).
+pub const M_LOCK_PAGES: &str = "pages per zone-lock hold";
+/// The seed's conclusion drawn from our numbers: the largest `batch_scale_max` whose swept
+/// batch (63 << cap: 63, 127, .., 2047) keeps both hold-time p99s under 100 µs; -1 if none.
+/// One sample per iteration, on the baseline variant only.
+pub const M_CAP: &str = "largest cap under 100 µs";
+/// The seed's latency bound.
+const LIMIT_NS: f64 = 100_000.0;
 
 /// One variant: its name and its per-CPU list settings (CPU count filled in later).
 #[derive(Clone)]
@@ -50,25 +67,21 @@ fn specs() -> Vec<Spec> {
         .map(|&b| Spec {
             name: format!("batch={b}"),
             batch: Some(b),
-            pcp: PcpConfig {
-                batch: Some(b),
-                high_min: Some(2 * b),
-                high_max: Some(2 * b),
-                batch_scale_max: 0,
-                thp_order: None,
-                ..PcpConfig::default()
-            },
+            pcp: PcpConfig::new()
+                .with_batch(Some(b))
+                .with_high_min(Some(2 * b))
+                .with_high_max(Some(2 * b))
+                .with_batch_scale_max(0)
+                .with_thp_order(None),
         })
         .collect();
     for scale in 0u8..=5 {
         v.push(Spec {
             name: format!("default scale={scale}"),
             batch: None,
-            pcp: PcpConfig {
-                batch_scale_max: scale,
-                thp_order: None,
-                ..PcpConfig::default()
-            },
+            pcp: PcpConfig::new()
+                .with_batch_scale_max(scale)
+                .with_thp_order(None),
         });
     }
     v
@@ -81,6 +94,8 @@ struct RunOut {
     refill_p99: f64,
     free_avg: f64,
     free_p99: f64,
+    refill_pages: f64,
+    lock_pages: f64,
     batch: i32,
     high: i32,
 }
@@ -137,13 +152,7 @@ struct Params {
 }
 
 fn run_once(p: Params, pcp: PcpConfig) -> Result<RunOut, LabError> {
-    let cfg = ZoneConfig {
-        pcp: PcpConfig {
-            cpus: p.threads as u32,
-            ..pcp
-        },
-        ..ZoneConfig::without_watermarks()
-    };
+    let cfg = ZoneConfig::without_watermarks().with_pcp(pcp.with_cpus(p.threads as u32));
     let zone = Zone::new(ZoneType::Normal, Pfn(0), Pfn(p.zone_pages), cfg)
         .map_err(|e| lab_err("zone", e))?;
     zone.add_free_range(Pfn(0), Pfn(p.zone_pages))
@@ -174,6 +183,11 @@ fn run_once(p: Params, pcp: PcpConfig) -> Result<RunOut, LabError> {
     zone.set_instrumentation(false);
     let hold = zone.hold_times();
     let info = zone.pcp_info(CpuId(0));
+    let pcp = zone.pcp_stats();
+    // Every zone-lock acquisition of this workload is a refill or a bulk free (order 0 only,
+    // no watermarks): the pages moved per acquisition are the work each hold does.
+    let locks = zone.stats().zone_lock_acquisitions.max(1) as f64;
+    let moved = pcp.refill_pages + pcp.drain_high_pages + pcp.drain_free_high_pages;
     zone.drain_all();
     zone.check()
         .map_err(|e| LabError(format!("batch-scale: zone check failed: {e:?}")))?;
@@ -184,6 +198,8 @@ fn run_once(p: Params, pcp: PcpConfig) -> Result<RunOut, LabError> {
         refill_p99: hold.refill.quantile(0.99) as f64,
         free_avg: hold.bulk_free.mean() as f64,
         free_p99: hold.bulk_free.quantile(0.99) as f64,
+        refill_pages: pcp.refill_pages as f64 / pcp.alloc_misses.max(1) as f64,
+        lock_pages: moved as f64 / locks,
         batch: info.batch,
         high: info.high_max,
     })
@@ -224,6 +240,53 @@ fn params(opts: &LabOpts) -> Result<Params, LabError> {
     })
 }
 
+/// The seed's conclusion: the largest cap `k` (batch `63 << k`, the `k`-th swept batch) whose
+/// hold-time p99 is under `limit_ns`; -1 if none is. `p99_by_batch` holds (batch, worst p99)
+/// in sweep order. (Not "every smaller cap under it too": one preempted hold at a small batch
+/// would otherwise hide the answer.)
+fn largest_cap_under(p99_by_batch: &[(u32, f64)], limit_ns: f64) -> f64 {
+    p99_by_batch
+        .iter()
+        .rposition(|(_, p99)| *p99 < limit_ns)
+        .map_or(-1.0, |k| k as f64)
+}
+
+/// The conclusion table: per cap, its batch and the worst hold-time p99 (mean over the
+/// iterations), whether it is under 100 µs, and the largest cap that is.
+fn conclusion_table(mean_p99: &[(u32, f64)]) -> Table {
+    let cap = largest_cap_under(mean_p99, LIMIT_NS);
+    let mut rows: Vec<Vec<String>> = mean_p99
+        .iter()
+        .enumerate()
+        .map(|(k, (b, p99))| {
+            vec![
+                k.to_string(),
+                b.to_string(),
+                format!("{:.1}", p99 / 1000.0),
+                if *p99 < LIMIT_NS { "yes" } else { "no" }.to_string(),
+            ]
+        })
+        .collect();
+    rows.push(vec![
+        "largest cap under 100 µs".to_string(),
+        String::new(),
+        String::new(),
+        if cap < 0.0 {
+            "none".to_string()
+        } else {
+            format!("{cap} (the seed: 5)")
+        },
+    ]);
+    Table {
+        title: "The seed's conclusion from our numbers: caps whose batch (63 << cap) keeps the zone-lock hold time p99 (worse of refill and bulk free, mean over iterations) under 100 µs".to_string(),
+        header: ["cap", "batch", "hold p99 (µs)", "under 100 µs"]
+            .iter()
+            .map(|h| h.to_string())
+            .collect(),
+        rows,
+    }
+}
+
 impl Experiment for BatchScale {
     fn name(&self) -> &'static str {
         "batch-scale"
@@ -240,12 +303,15 @@ impl Experiment for BatchScale {
         let total = (specs.len() * iterations) as u64;
         progress(0, total);
         let mut samples = Vec::new();
-        // Per variant: sums of refill avg and free avg over iterations (for the plot).
-        let mut sums = vec![(0.0f64, 0.0f64); specs.len()];
+        // Per variant: sums of [refill avg, free avg, refill p99, free p99, pages/s] over
+        // iterations (for the plots and the conclusion table).
+        let mut sums = vec![[0.0f64; 5]; specs.len()];
         let mut effective = vec![(0i32, 0i32); specs.len()];
         let mut done = 0u64;
         // Iterations outermost, so slow drifts of the machine spread over all variants.
         for _ in 0..iterations {
+            // This iteration's worst p99 per swept batch, for the conclusion.
+            let mut p99_by_batch: Vec<(u32, f64)> = Vec::new();
             for (k, spec) in specs.iter().enumerate() {
                 let r = run_once(p, spec.pcp)?;
                 for (metric, value) in [
@@ -254,6 +320,8 @@ impl Experiment for BatchScale {
                     (M_REFILL_P99, r.refill_p99),
                     (M_FREE_AVG, r.free_avg),
                     (M_FREE_P99, r.free_p99),
+                    (M_REFILL_PAGES, r.refill_pages),
+                    (M_LOCK_PAGES, r.lock_pages),
                 ] {
                     samples.push(Sample {
                         variant: spec.name.clone(),
@@ -261,21 +329,52 @@ impl Experiment for BatchScale {
                         value,
                     });
                 }
-                sums[k].0 += r.refill_avg;
-                sums[k].1 += r.free_avg;
+                for (acc, v) in sums[k].iter_mut().zip([
+                    r.refill_avg,
+                    r.free_avg,
+                    r.refill_p99,
+                    r.free_p99,
+                    r.pages_per_s,
+                ]) {
+                    *acc += v;
+                }
+                if let Some(b) = spec.batch {
+                    p99_by_batch.push((b, r.refill_p99.max(r.free_p99)));
+                }
                 effective[k] = (r.batch, r.high);
                 done += 1;
                 progress(done, total);
             }
+            if !p99_by_batch.is_empty() {
+                samples.push(Sample {
+                    variant: specs[0].name.clone(),
+                    metric: M_CAP.to_string(),
+                    value: largest_cap_under(&p99_by_batch, LIMIT_NS),
+                });
+            }
         }
         let n = iterations as f64;
-        let line = |pick: fn(&(f64, f64)) -> f64| -> Vec<(f64, f64)> {
+        let line = |i: usize| -> Vec<(f64, f64)> {
             specs
                 .iter()
                 .zip(&sums)
-                .filter_map(|(s, v)| s.batch.map(|b| (b as f64, pick(v) / n)))
+                .filter_map(|(s, v)| s.batch.map(|b| (b as f64, v[i] / n)))
                 .collect()
         };
+        let by_cap = |i: usize| -> Vec<(f64, f64)> {
+            specs
+                .iter()
+                .zip(&sums)
+                .filter(|(s, _)| s.batch.is_none())
+                .map(|(s, v)| (s.pcp.batch_scale_max as f64, v[i] / n))
+                .collect()
+        };
+        let mean_p99: Vec<(u32, f64)> = specs
+            .iter()
+            .zip(&sums)
+            .filter_map(|(s, v)| s.batch.map(|b| (b, v[2].max(v[3]) / n)))
+            .collect();
+        let conclusion = conclusion_table(&mean_p99);
         let threads = p.threads;
         let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
         let metric = |name: &str, kind: MetricKind, unit: &str| MetricDef {
@@ -295,9 +394,30 @@ impl Experiment for BatchScale {
                 metric(M_REFILL_P99, MetricKind::Latency, "ns"),
                 metric(M_FREE_AVG, MetricKind::Latency, "ns"),
                 metric(M_FREE_P99, MetricKind::Latency, "ns"),
+                metric(
+                    M_REFILL_PAGES,
+                    MetricKind::Count {
+                        higher_is_better: false,
+                    },
+                    "pages",
+                ),
+                metric(
+                    M_LOCK_PAGES,
+                    MetricKind::Count {
+                        higher_is_better: false,
+                    },
+                    "pages",
+                ),
+                metric(
+                    M_CAP,
+                    MetricKind::Count {
+                        higher_is_better: true,
+                    },
+                    "cap",
+                ),
             ],
             samples,
-            tables: vec![Table {
+            tables: vec![conclusion, Table {
                 title: "Effective per-CPU list settings (CPU 0, after the run)".to_string(),
                 header: ["variant", "batch", "high", "batch_scale_max"]
                     .iter()
@@ -316,24 +436,78 @@ impl Experiment for BatchScale {
                     })
                     .collect(),
             }],
-            plots: vec![Plot {
-                file_stem: "batch-scale-hold".to_string(),
-                title: "Zone-lock hold time against PCP batch (high = 2 x batch, no scaling)"
-                    .to_string(),
-                x_label: "batch (pages)".to_string(),
-                y_label: "hold time (ns)".to_string(),
-                kind: PlotKind::Lines,
-                series: vec![
-                    Series {
-                        name: "refill avg".to_string(),
-                        points: line(|v| v.0),
-                    },
-                    Series {
-                        name: "bulk free avg".to_string(),
-                        points: line(|v| v.1),
-                    },
-                ],
-            }],
+            plots: vec![
+                Plot {
+                    file_stem: "batch-scale-hold".to_string(),
+                    title: "Zone-lock hold time against PCP batch (high = 2 x batch, no scaling)"
+                        .to_string(),
+                    x_label: "batch (pages)".to_string(),
+                    y_label: "hold time (ns)".to_string(),
+                    kind: PlotKind::Lines,
+                    series: vec![
+                        Series {
+                            name: "refill avg".to_string(),
+                            points: line(0),
+                        },
+                        Series {
+                            name: "bulk free avg".to_string(),
+                            points: line(1),
+                        },
+                        Series {
+                            name: "refill p99".to_string(),
+                            points: line(2),
+                        },
+                        Series {
+                            name: "bulk free p99".to_string(),
+                            points: line(3),
+                        },
+                        Series {
+                            name: "100 µs (the seed's bound)".to_string(),
+                            points: line(0).iter().map(|&(x, _)| (x, LIMIT_NS)).collect(),
+                        },
+                    ],
+                },
+                Plot {
+                    file_stem: "batch-scale-throughput".to_string(),
+                    title: "Throughput against PCP batch (high = 2 x batch, no scaling)"
+                        .to_string(),
+                    x_label: "batch (pages)".to_string(),
+                    y_label: "pages/s".to_string(),
+                    kind: PlotKind::Lines,
+                    series: vec![Series {
+                        name: "pages/s".to_string(),
+                        points: line(4),
+                    }],
+                },
+                Plot {
+                    file_stem: "batch-scale-cap".to_string(),
+                    title: "The kernel's own batch and high, CONFIG_PCP_BATCH_SCALE_MAX swept: hold time p99".to_string(),
+                    x_label: "batch_scale_max".to_string(),
+                    y_label: "hold time (ns)".to_string(),
+                    kind: PlotKind::Lines,
+                    series: vec![
+                        Series {
+                            name: "refill p99".to_string(),
+                            points: by_cap(2),
+                        },
+                        Series {
+                            name: "bulk free p99".to_string(),
+                            points: by_cap(3),
+                        },
+                    ],
+                },
+                Plot {
+                    file_stem: "batch-scale-cap-throughput".to_string(),
+                    title: "The kernel's own batch and high, CONFIG_PCP_BATCH_SCALE_MAX swept: throughput".to_string(),
+                    x_label: "batch_scale_max".to_string(),
+                    y_label: "pages/s".to_string(),
+                    kind: PlotKind::Lines,
+                    series: vec![Series {
+                        name: "pages/s".to_string(),
+                        points: by_cap(4),
+                    }],
+                },
+            ],
             expected_shape: "batch=63..2047 (high = 2 x batch, scaling off, the seed's debug setup): zone-lock hold time for refill and bulk free grows about linearly with batch (about 2x per step) while pages/s gains little. default scale=0..5 (the kernel's own batch and auto-tuned high, which for a 1 GiB zone holds a whole 32768-page round, so far fewer lock holds; CONFIG_PCP_BATCH_SCALE_MAX swept): each step of the cap lets long runs of allocations and frees move up to batch << cap pages per lock hold, so refill hold times rise with the cap and throughput may rise slightly.".to_string(),
             config: json!({
                 "threads": threads,
@@ -358,53 +532,4 @@ impl Experiment for BatchScale {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn quick_run_has_the_expected_structure() {
-        let mut opts = LabOpts::quick_test(1);
-        opts.iterations = Some(2);
-        let r = BatchScale.run(&opts, &|_, _| {}).unwrap();
-        assert_eq!(r.variants.len(), 12);
-        assert_eq!(r.baseline, "batch=63");
-        assert_eq!(r.variants[0], r.baseline);
-        assert_eq!(r.metrics.len(), 5);
-        assert_eq!(r.samples.len(), 12 * 5 * 2);
-        for m in &r.metrics {
-            for v in &r.variants {
-                let n = r
-                    .samples
-                    .iter()
-                    .filter(|s| &s.variant == v && s.metric == m.name)
-                    .count();
-                assert_eq!(n, 2, "{v} {}", m.name);
-            }
-        }
-        assert!(r
-            .samples
-            .iter()
-            .filter(|s| s.metric == M_RATE)
-            .all(|s| s.value > 0.0));
-        assert_eq!(r.plots.len(), 1);
-        assert_eq!(r.plots[0].series.len(), 2);
-        assert!(r.plots[0]
-            .series
-            .iter()
-            .all(|s| s.points.len() == BATCHES.len()));
-    }
-
-    #[test]
-    fn two_workers_and_bad_sizes() {
-        let mut opts = LabOpts::quick_test(1);
-        opts.threads = Some(2);
-        let r = BatchScale.run(&opts, &|_, _| {}).unwrap();
-        assert_eq!(r.samples.len(), 12 * 5);
-        let mut o = LabOpts::quick_test(1);
-        o.zone_pages = Some(1000);
-        assert!(BatchScale.run(&o, &|_, _| {}).is_err());
-        let mut o = LabOpts::quick_test(1);
-        o.threads = Some(0);
-        assert!(BatchScale.run(&o, &|_, _| {}).is_err());
-    }
-}
+mod tests;

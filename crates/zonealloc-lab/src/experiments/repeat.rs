@@ -1,0 +1,134 @@
+//! The repetition driver for timing claims: runs an experiment again (each round on fresh
+//! seeds) until the 95% confidence interval of every timing figure a seed claim reads is
+//! within a stated fraction of its mean, or a time cap is reached, and says which happened.
+//!
+//! Rounds append their samples in order, so sample `k` of every variant still belongs to one
+//! repetition on one seed (the pairing the paired tests rely on). Tables, plots and the
+//! configuration are the first round's.
+
+use std::time::{Duration, Instant};
+
+use super::{Experiment, ExperimentResult, LabError, LabOpts, Progress};
+use crate::report::compare;
+pub use crate::report::repetition::{RepeatPolicy, Repetition, Stop, Widest};
+use crate::report::stats;
+use crate::report::verdict::{is_timing, Claim};
+
+/// The (metric, variant) timing figures that `claims` read from experiment `name`'s result.
+fn targets(r: &ExperimentResult, claims: &[Claim]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for c in claims
+        .iter()
+        .filter(|c| c.experiment == r.name && !c.deterministic)
+    {
+        let metric = c.criterion.metric();
+        let Some(def) = r.metrics.iter().find(|m| m.name == metric) else {
+            continue;
+        };
+        if !is_timing(def.kind) {
+            continue;
+        }
+        for v in c.criterion.variants() {
+            let t = (metric.to_owned(), v.to_owned());
+            if !out.contains(&t) {
+                out.push(t);
+            }
+        }
+    }
+    out
+}
+
+/// The widest relative 95% CI over `targets` (None where no target has two samples).
+fn widest(r: &ExperimentResult, targets: &[(String, String)]) -> Option<Widest> {
+    targets
+        .iter()
+        .filter_map(|(m, v)| {
+            let xs = compare::values(r, m, v);
+            let hw = stats::ci95_half_width(&xs)?;
+            let mean = stats::mean(&xs)?;
+            let rel = if mean == 0.0 {
+                if hw == 0.0 {
+                    0.0
+                } else {
+                    f64::INFINITY
+                }
+            } else {
+                hw / mean.abs()
+            };
+            Some(Widest {
+                metric: m.clone(),
+                variant: v.clone(),
+                rel_half_width: rel,
+            })
+        })
+        .max_by(|a, b| a.rel_half_width.total_cmp(&b.rel_half_width))
+}
+
+/// The seed of round `round`: round 0 is the user's; later rounds move far from it so that
+/// no repetition of one round shares a seed with another's.
+pub fn round_seed(seed: u64, round: usize) -> u64 {
+    seed.wrapping_add((round as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+}
+
+/// Runs `e` in rounds under `policy`; `on_round(round, line)` hears about every round after
+/// the first.
+pub fn run_repeated(
+    e: &dyn Experiment,
+    opts: &LabOpts,
+    claims: &[Claim],
+    policy: RepeatPolicy,
+    progress: Progress<'_>,
+    on_round: &dyn Fn(usize, &str),
+) -> Result<(ExperimentResult, Repetition), LabError> {
+    let started = Instant::now();
+    let mut result = e.run(opts, progress)?;
+    let first_round = started.elapsed();
+    let targets = targets(&result, claims);
+    let mut rounds = 1;
+    let stop = loop {
+        if targets.is_empty() {
+            break Stop::NoTimingClaims;
+        }
+        let w = widest(&result, &targets);
+        if w.as_ref()
+            .is_some_and(|w| w.rel_half_width <= policy.ci_target)
+        {
+            break Stop::Converged;
+        }
+        // Start another round only if it can finish within the cap.
+        let cap = Duration::from_secs_f64(policy.time_cap_s.max(0.0));
+        if rounds >= policy.max_rounds || started.elapsed() + first_round > cap {
+            break Stop::TimeCap;
+        }
+        if let Some(w) = &w {
+            on_round(
+                rounds + 1,
+                &format!(
+                    "round {}: 95% CI ±{:.1}% of {} {} > ±{:.0}%",
+                    rounds + 1,
+                    w.rel_half_width * 100.0,
+                    w.metric,
+                    w.variant,
+                    policy.ci_target * 100.0
+                ),
+            );
+        }
+        let mut o = opts.clone();
+        o.seed = round_seed(opts.seed, rounds);
+        // Traces are written for the first round only.
+        o.record_traces = None;
+        let more = e.run(&o, progress)?;
+        result.samples.extend(more.samples);
+        rounds += 1;
+    };
+    let widest = widest(&result, &targets);
+    Ok((
+        result,
+        Repetition {
+            policy,
+            rounds,
+            stop,
+            widest,
+        },
+    ))
+}

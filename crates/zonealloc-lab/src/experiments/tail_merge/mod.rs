@@ -1,0 +1,379 @@
+//! `tail-merge`: seed 003 (`003_6156cd1fe50dd7c6`), "reduce fragmentation in buddy allocator
+//! by adding buddies that are merging to the tail of the free lists".
+//!
+//! Kernel mechanism: in `__free_one_page`, once a freed block has merged as far as it can,
+//! `buddy_merge_likely` looks at the buddy of the merged block one order up; when that buddy
+//! is free, the block is likely to complete a higher-order merge soon, so it goes to the
+//! *tail* of its free list (`add_to_free_list_tail`) instead of the head, where it stays free
+//! longer while allocations take the head. The knob is [`zonealloc::ZoneConfig::tail_merge`].
+//!
+//! The workload is the seed's high-order stress test in miniature: a deterministic (given the
+//! seed) background churn of mixed orders and migratetypes with heavy-tailed (Pareto-like)
+//! lifetimes holds 70-90% of the zone on two simulated CPUs; every tick a burst of order-9
+//! allocations asks for 5% of the zone in 2 MiB blocks (THP faults), holds them until the
+//! burst ends or one fails, and frees them. (A single order-9 attempt per tick succeeded
+//! every time with either policy: the buddy keeps large blocks whole while smaller ones
+//! exist, so the burst is what puts high-order pressure on it.) After the churn stops, the
+//! short-lived blocks are freed, the per-CPU lists drained, and order-9 blocks are allocated
+//! until one fails ("passes under load and at rest").
+//!
+//! Both variants run on the same seeds (iteration `i` uses seed `--seed + i` for both), and
+//! everything but the attempt latency is deterministic for a seed, so the comparison is
+//! paired and exact: the report gets, per seed, both variants' index and their difference,
+//! and a difference plot (on − off per tick, averaged over the seeds).
+
+mod stress;
+#[cfg(test)]
+mod tests;
+
+use serde_json::json;
+
+use super::{
+    Experiment, ExperimentResult, LabError, LabOpts, MetricDef, MetricKind, Plot, PlotKind,
+    Progress, Sample, Series, Table,
+};
+use stress::{run_once, Params, RunOut};
+
+/// The `tail-merge` experiment (seed 003): tail placement of likely-merging buddies off vs on.
+pub struct TailMerge;
+
+const SEED_NAME: &str = "003_6156cd1fe50dd7c6";
+const PROBE_ORDER: u8 = 9;
+const VARIANTS: [(&str, bool); 2] = [("tail_merge=off", false), ("tail_merge=on", true)];
+/// Shape of the Pareto lifetimes (smaller: heavier tail, more long-lived blocks).
+const LIFETIME_ALPHA: f64 = 0.7;
+/// Order-9 successes of the bursts under load, % of attempts (deterministic).
+pub const M_SUCCESS: &str = "order-9 success under load";
+/// Order-9 blocks allocated at rest, after the churn (deterministic).
+pub const M_REST: &str = "order-9 successes at rest";
+/// Mean wall time of one order-9 attempt under load (timing).
+pub const M_LATENCY: &str = "order-9 attempt latency";
+/// The order-9 unusable free space index, mean over the run (deterministic).
+pub const M_UNUSABLE: &str = "unusable index order-9";
+/// Orders 0..=10 (the zone's `MAX_PAGE_ORDER` is the default 10).
+const ORDERS: usize = 11;
+/// Orders drawn in the per-order plots (order 0 is always 0; every order is in the table).
+const PLOTTED_ORDERS: [usize; 6] = [1, 3, 5, 7, 9, 10];
+
+fn params(opts: &LabOpts) -> Result<Params, LabError> {
+    let zone_pages = opts
+        .zone_pages
+        .unwrap_or(if opts.quick { 1 << 15 } else { 1 << 16 });
+    if !(4096..=1 << 26).contains(&zone_pages) {
+        return Err(LabError(format!(
+            "tail-merge: zone of {zone_pages} pages: must be 4096..=67108864 (8 order-9 blocks at least)"
+        )));
+    }
+    let cpus = opts.threads.unwrap_or(2);
+    if !(1..=64).contains(&cpus) {
+        return Err(LabError(format!(
+            "tail-merge: {cpus} simulated CPUs: must be 1..=64"
+        )));
+    }
+    let ticks = if opts.quick { 80 } else { 240 };
+    // Quick: 20 ticks per occupancy cycle; otherwise 60.
+    let cycle = if opts.quick { ticks / 4 } else { 60 };
+    Ok(Params {
+        zone_pages,
+        cpus: cpus as u32,
+        ticks,
+        long_after: cycle,
+        period: cycle,
+        burst: (zone_pages / 20 / 512).max(1),
+    })
+}
+
+impl Experiment for TailMerge {
+    fn name(&self) -> &'static str {
+        "tail-merge"
+    }
+
+    fn about(&self) -> &'static str {
+        "seed 003: free likely-merging buddies to the free-list tail; order-9 success and unusable index under churn"
+    }
+
+    fn run(&self, opts: &LabOpts, progress: Progress<'_>) -> Result<ExperimentResult, LabError> {
+        let p = params(opts)?;
+        // At least 10 seeds, so that the paired comparison has something to stand on.
+        let iterations = opts.iterations_or(10, 12, self.name())?;
+        let variants = opts.pick(&VARIANTS, |v| v.0, self.name())?;
+        let total = variants.len() as u64 * iterations as u64 * p.ticks;
+        let mut done = 0u64;
+        progress(0, total);
+
+        let mut samples = Vec::new();
+        let mut series = Vec::new();
+        let mut rows = Vec::new();
+        // curves[variant][tick][order]: mean over iterations.
+        let mut curves = vec![vec![[0.0f64; ORDERS]; p.ticks as usize]; variants.len()];
+        // Per variant: churn allocations, churn failures, merges, tail placements.
+        let mut totals = vec![[0u64; 4]; variants.len()];
+        // Per seed: (seed, per variant (unusable mean, success %, rest successes)).
+        let mut paired: Vec<PairedSeed> = Vec::new();
+        // Iterations outermost, so drifts of the machine (frequency, caches) spread over both
+        // variants; each iteration runs both on the same seed.
+        for i in 0..iterations {
+            let seed = opts.seed.wrapping_add(i as u64);
+            let mut per_variant = Vec::new();
+            for (k, (variant, on)) in variants.iter().copied().enumerate() {
+                let trace = opts.trace_path(self.name(), variant, i);
+                let r: RunOut = run_once(p, on, seed, trace.as_deref(), &mut || {
+                    done += 1;
+                    progress(done, total);
+                })?;
+                let unusable = r.unusable_mean();
+                for (metric, value) in [
+                    (M_SUCCESS, r.success_pct()),
+                    (M_REST, r.rest_successes as f64),
+                    (M_LATENCY, r.latency_ns()),
+                    (M_UNUSABLE, unusable),
+                ] {
+                    samples.push(Sample {
+                        variant: variant.to_string(),
+                        metric: metric.to_string(),
+                        value,
+                    });
+                }
+                per_variant.push((unusable, r.success_pct(), r.rest_successes));
+                for (c, u) in curves[k].iter_mut().zip(&r.unusable) {
+                    for (co, uo) in c.iter_mut().zip(u) {
+                        *co += uo / iterations as f64;
+                    }
+                }
+                let t = &mut totals[k];
+                t[0] += r.churn_allocs;
+                t[1] += r.churn_failures;
+                t[2] += r.merges;
+                t[3] += r.tail_placements;
+            }
+            paired.push((seed, per_variant));
+        }
+        let mut order_plots = Vec::new();
+        let mut order_rows = Vec::new();
+        for (k, (variant, _)) in variants.iter().copied().enumerate() {
+            let curve = |o: usize| -> Vec<(f64, f64)> {
+                curves[k]
+                    .iter()
+                    .enumerate()
+                    .map(|(t, u)| (t as f64, u[o]))
+                    .collect()
+            };
+            series.push(Series {
+                name: variant.to_string(),
+                points: curve(PROBE_ORDER as usize),
+            });
+            order_plots.push(Plot {
+                file_stem: format!("tail-merge-orders-{}", variant.replace(['=', ' '], "-")),
+                title: format!("Unusable free space index per order, {variant}"),
+                x_label: "tick".to_string(),
+                y_label: "unusable index (%)".to_string(),
+                kind: PlotKind::Lines,
+                series: PLOTTED_ORDERS
+                    .iter()
+                    .map(|&o| Series {
+                        name: format!("order {o}"),
+                        points: curve(o),
+                    })
+                    .collect(),
+            });
+            let ticks = curves[k].len().max(1) as f64;
+            let mut orow = vec![variant.to_string()];
+            orow.extend(
+                (0..ORDERS)
+                    .map(|o| format!("{:.2}", curves[k].iter().map(|u| u[o]).sum::<f64>() / ticks)),
+            );
+            order_rows.push(orow);
+            let mut row = vec![variant.to_string()];
+            row.extend(totals[k].iter().map(|n| n.to_string()));
+            rows.push(row);
+        }
+
+        // The paired comparison and the difference plot, when both variants ran.
+        let mut paired_tables = Vec::new();
+        let mut diff_plots = Vec::new();
+        if variants.len() == 2 {
+            paired_tables.push(paired_table(&paired));
+            let diff: Vec<(f64, f64)> = curves[1]
+                .iter()
+                .zip(&curves[0])
+                .enumerate()
+                .map(|(t, (on, off))| {
+                    let o = PROBE_ORDER as usize;
+                    (t as f64, on[o] - off[o])
+                })
+                .collect();
+            let mean = diff.iter().map(|d| d.1).sum::<f64>() / diff.len().max(1) as f64;
+            diff_plots.push(Plot {
+                file_stem: "tail-merge-unusable-diff".to_string(),
+                title: format!(
+                    "Unusable index order 9: tail_merge=on − off per tick (mean of {iterations} paired seeds; below 0: tail placement better)"
+                ),
+                x_label: "tick".to_string(),
+                y_label: "difference (percentage points)".to_string(),
+                kind: PlotKind::Lines,
+                series: vec![
+                    Series {
+                        name: "on − off".to_string(),
+                        points: diff.clone(),
+                    },
+                    Series {
+                        name: format!("mean over the run ({mean:+.3})"),
+                        points: diff.iter().map(|d| (d.0, mean)).collect(),
+                    },
+                ],
+            });
+        }
+
+        Ok(ExperimentResult {
+            name: self.name().to_string(),
+            seed: SEED_NAME.to_string(),
+            change: "page allocator: add buddies that are about to merge to the tail of the free lists (buddy_merge_likely)".to_string(),
+            baseline: variants[0].0.to_string(),
+            variants: variants.iter().map(|(v, _)| v.to_string()).collect(),
+            metrics: vec![
+                MetricDef {
+                    name: M_SUCCESS.to_string(),
+                    unit: "%".to_string(),
+                    kind: MetricKind::Count {
+                        higher_is_better: true,
+                    },
+                },
+                MetricDef {
+                    name: M_REST.to_string(),
+                    unit: "blocks".to_string(),
+                    kind: MetricKind::Count {
+                        higher_is_better: true,
+                    },
+                },
+                MetricDef {
+                    name: M_LATENCY.to_string(),
+                    unit: "ns".to_string(),
+                    kind: MetricKind::Latency,
+                },
+                MetricDef {
+                    name: M_UNUSABLE.to_string(),
+                    unit: "%".to_string(),
+                    kind: MetricKind::Count {
+                        higher_is_better: false,
+                    },
+                },
+            ],
+            samples,
+            tables: [vec![Table {
+                title: format!(
+                    "Churn totals over {iterations} iterations (tail placements count buddy_merge_likely hits)"
+                ),
+                header: ["variant", "churn allocs", "churn failures", "merges", "tail placements"]
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect(),
+                rows,
+            }, Table {
+                title: "Mean unusable free space index (%) per order over the run".to_string(),
+                header: std::iter::once("variant".to_string())
+                    .chain((0..ORDERS).map(|o| format!("order {o}")))
+                    .collect(),
+                rows: order_rows,
+            }], paired_tables].concat(),
+            plots: std::iter::once(Plot {
+                file_stem: "tail-merge-unusable".to_string(),
+                title: format!(
+                    "Unusable free space index, order 9 (mean of {iterations} runs)"
+                ),
+                x_label: "tick".to_string(),
+                y_label: "unusable index (%)".to_string(),
+                kind: PlotKind::Lines,
+                series,
+            })
+            .chain(diff_plots)
+            .chain(order_plots)
+            .collect(),
+            expected_shape: "Tail placement keeps likely-merging buddies free longer, so the unusable free space index is slightly lower throughout the run (the seed: 'slightly lower (lower is better) throughout the lifetime of the system'), the same number of huge pages is allocated, and a huge page is found slightly sooner. Paired over seeds, the difference is small but one-sided.".to_string(),
+            config: json!({
+                "zone_pages": p.zone_pages,
+                "simulated_cpus": p.cpus,
+                "ticks": p.ticks,
+                "iterations": iterations,
+                "seed": opts.seed,
+                "occupancy": "70-90% of the zone, sinusoidal target",
+                "occupancy_period_ticks": p.period,
+                "orders": "0: 70%, 1: 12%, 2: 8%, 3: 6%, 4: 2.5%, 5: 1%, 6: 0.5%",
+                "migratetypes": "Movable 60%, Unmovable 30%, Reclaimable 10%",
+                "lifetime": format!("Pareto alpha={LIFETIME_ALPHA}, x_m=1 tick, capped at the run"),
+                "long_lived_after_ticks": p.long_after,
+                "probe": "per tick a burst of Movable GFP_NOWAIT-like order-9 allocations (5% of the zone), held until the burst ends or one fails, then freed",
+                "probe_burst_blocks": p.burst,
+                "watermarks": "none",
+                "pcp": "on, THP lists off",
+                "paired": "iteration i runs both variants on seed --seed + i; samples are in iteration order",
+                "deterministic_metrics": [M_SUCCESS, M_REST, M_UNUSABLE],
+                "timing_metrics": [M_LATENCY],
+            }),
+            oversubscribed: false,
+        })
+    }
+}
+
+/// One seed's runs: the seed, and per variant (order-9 unusable index mean, success %, passes
+/// at rest).
+type PairedSeed = (u64, Vec<(f64, f64, u64)>);
+
+/// Per seed: each variant's order-9 unusable index, success rate and passes at rest, and the
+/// differences on − off; a last row counts the seeds where tail placement was better.
+fn paired_table(paired: &[PairedSeed]) -> Table {
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let (mut better, mut worse, mut sum) = (0, 0, 0.0);
+    for (seed, v) in paired {
+        let [(u_off, s_off, r_off), (u_on, s_on, r_on)] = v[..] else {
+            continue;
+        };
+        let d = u_on - u_off;
+        sum += d;
+        if d < 0.0 {
+            better += 1;
+        } else if d > 0.0 {
+            worse += 1;
+        }
+        rows.push(vec![
+            seed.to_string(),
+            format!("{u_off:.3}"),
+            format!("{u_on:.3}"),
+            format!("{d:+.3}"),
+            format!("{s_off:.1}"),
+            format!("{s_on:.1}"),
+            format!("{:+.1}", s_on - s_off),
+            format!("{:+}", r_on as i64 - r_off as i64),
+        ]);
+    }
+    let n = rows.len();
+    rows.push(vec![
+        format!("{n} seeds"),
+        String::new(),
+        String::new(),
+        format!("{:+.3} mean", sum / n.max(1) as f64),
+        String::new(),
+        String::new(),
+        String::new(),
+        format!(
+            "on lower in {better}, higher in {worse}, equal in {}",
+            n - better - worse
+        ),
+    ]);
+    Table {
+        title: "Paired by seed (both variants on the same seed; exact, deterministic): order-9 unusable index (%), success under load (%), passes at rest".to_string(),
+        header: [
+            "seed",
+            "unusable off",
+            "unusable on",
+            "on − off",
+            "success off",
+            "success on",
+            "on − off",
+            "rest on − off",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+        rows,
+    }
+}

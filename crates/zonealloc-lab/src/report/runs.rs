@@ -1,0 +1,240 @@
+//! Earlier runs side by side (`zonealloc lab compare RUN...`): each run's `results.json` is
+//! read back and printed as compare-kernels prints kernels, one column per run: per
+//! experiment, metric and variant the run's summary, and in the later columns the change
+//! against the first run; then each seed claim's verdict per run, and whether they agree.
+//!
+//! Runs are read as plain JSON, so runs written before a field existed still compare.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::compare::{fmt_ratio, fmt_value};
+use super::table;
+
+/// One run read back.
+#[derive(Clone, Debug)]
+pub struct Run {
+    /// The column label: the folder's name.
+    pub label: String,
+    /// Its `results.json`.
+    pub json: Value,
+}
+
+/// The `results.json` of `path`: the file itself, `path/results.json`, or (a runs folder)
+/// `path/latest/results.json`.
+pub fn results_path(path: &Path) -> Option<PathBuf> {
+    if path.is_file() {
+        return Some(path.to_owned());
+    }
+    [
+        path.join("results.json"),
+        path.join("latest").join("results.json"),
+    ]
+    .into_iter()
+    .find(|p| p.is_file())
+}
+
+/// Reads every run; an error names the run that could not be read.
+pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Run>, String> {
+    paths
+        .iter()
+        .map(|p| {
+            let file =
+                results_path(p).ok_or_else(|| format!("{}: no results.json there", p.display()))?;
+            let text =
+                std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+            let json: Value = serde_json::from_str(&text)
+                .map_err(|e| format!("{}: not a results.json: {e}", file.display()))?;
+            let dir = file.parent().unwrap_or(Path::new("."));
+            let label = std::fs::canonicalize(dir)
+                .ok()
+                .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+                .unwrap_or_else(|| p.display().to_string());
+            Ok(Run { label, json })
+        })
+        .collect()
+}
+
+/// A row of the comparison: experiment, metric (unit), variant.
+type RowKey = (String, String, String);
+
+/// `(experiment, metric (unit), variant)` → summary, in the run's order.
+fn summaries(run: &Value) -> Vec<(RowKey, Option<f64>)> {
+    let mut out = Vec::new();
+    let empty = Vec::new();
+    for e in run["experiments"].as_array().unwrap_or(&empty) {
+        let name = e["name"].as_str().unwrap_or("?").to_owned();
+        for m in e["comparisons"].as_array().unwrap_or(&empty) {
+            let metric = format!(
+                "{} ({})",
+                m["metric"]["name"].as_str().unwrap_or("?"),
+                m["metric"]["unit"].as_str().unwrap_or("")
+            );
+            for c in m["cells"].as_array().unwrap_or(&empty) {
+                let variant = c["variant"].as_str().unwrap_or("?").to_owned();
+                out.push((
+                    (name.clone(), metric.clone(), variant),
+                    c["summary"].as_f64(),
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// `(seed, claim)` → verdict label.
+fn verdicts(run: &Value) -> Vec<((String, String), String)> {
+    let empty = Vec::new();
+    run["verdicts"]
+        .as_array()
+        .unwrap_or(&empty)
+        .iter()
+        .map(|j| {
+            (
+                (
+                    j["seed"].as_str().unwrap_or("?").to_owned(),
+                    j["claim"].as_str().unwrap_or("?").to_owned(),
+                ),
+                j["verdict"].as_str().unwrap_or("?").to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// A later run's value against the first's: `+1.23%` within a factor of two, else `×30.6`.
+fn change(first: Option<f64>, v: Option<f64>) -> String {
+    match (first, v) {
+        (Some(a), Some(b)) if a != 0.0 => {
+            let r = b / a;
+            if !super::compare::reads_as_ratio(r) {
+                format!("{:+.2}%", (r - 1.0) * 100.0)
+            } else {
+                fmt_ratio(a, b).unwrap_or_else(|| "n/a".into())
+            }
+        }
+        _ => "n/a".into(),
+    }
+}
+
+/// The comparison as text: the metric table, then the verdict table.
+pub fn compare_table(runs: &[Run]) -> String {
+    let mut out = String::new();
+    if runs.is_empty() {
+        return "no runs\n".into();
+    }
+    let mut head = vec![
+        "experiment".to_owned(),
+        "metric".to_owned(),
+        "variant".to_owned(),
+    ];
+    for r in runs {
+        let commit = r.json["run"]["commit"].as_str().unwrap_or("unknown");
+        head.push(format!("{} ({})", r.label, &commit[..commit.len().min(9)]));
+    }
+    // Rows: the union of every run's keys, the first run's order first.
+    let all: Vec<Vec<(RowKey, Option<f64>)>> = runs.iter().map(|r| summaries(&r.json)).collect();
+    let mut keys: Vec<RowKey> = Vec::new();
+    for s in &all {
+        for (k, _) in s {
+            if !keys.contains(k) {
+                keys.push(k.clone());
+            }
+        }
+    }
+    let mut rows = vec![head];
+    for k in &keys {
+        let get = |i: usize| all[i].iter().find(|(kk, _)| kk == k).and_then(|(_, v)| *v);
+        let base = get(0);
+        let mut row = vec![k.0.clone(), k.1.clone(), k.2.clone(), fmt_value(base)];
+        for i in 1..runs.len() {
+            let v = get(i);
+            row.push(format!("{} ({})", fmt_value(v), change(base, v)));
+        }
+        rows.push(row);
+    }
+    out.push_str(&table::plain(&rows, 3, true));
+    out.push_str("later runs: value (change against the first run)\n");
+
+    let vs: Vec<Vec<((String, String), String)>> = runs.iter().map(|r| verdicts(&r.json)).collect();
+    let mut claims: Vec<(String, String)> = Vec::new();
+    for v in &vs {
+        for (k, _) in v {
+            if !claims.contains(k) {
+                claims.push(k.clone());
+            }
+        }
+    }
+    if !claims.is_empty() {
+        let mut head = vec!["seed".to_owned(), "claim".to_owned()];
+        head.extend(runs.iter().map(|r| r.label.clone()));
+        let mut rows = vec![head];
+        let mut disagree = 0;
+        for k in &claims {
+            let mut row = vec![k.0.clone(), k.1.clone()];
+            let cells: Vec<String> = vs
+                .iter()
+                .map(|v| {
+                    v.iter()
+                        .find(|(kk, _)| kk == k)
+                        .map_or("-".to_owned(), |(_, x)| x.clone())
+                })
+                .collect();
+            if cells.iter().any(|c| c != &cells[0]) {
+                disagree += 1;
+            }
+            row.extend(cells);
+            rows.push(row);
+        }
+        out.push('\n');
+        out.push_str(&table::plain(&rows, usize::MAX, true));
+        out.push_str(&if disagree == 0 {
+            format!("verdicts: the {} runs agree on every claim\n", runs.len())
+        } else {
+            format!(
+                "verdicts: the runs disagree on {disagree} of {} claims\n",
+                claims.len()
+            )
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(label: &str, v: f64, verdict: &str) -> Run {
+        Run {
+            label: label.into(),
+            json: serde_json::json!({
+                "run": { "commit": "0123456789abcdef" },
+                "experiments": [{
+                    "name": "drain",
+                    "comparisons": [{
+                        "metric": { "name": "drain avg", "unit": "ns" },
+                        "cells": [
+                            { "variant": "owner drain", "summary": 1000.0 },
+                            { "variant": "remote drain", "summary": v }
+                        ]
+                    }]
+                }],
+                "verdicts": [{ "seed": "004", "claim": "faster", "verdict": verdict }]
+            }),
+        }
+    }
+
+    #[test]
+    fn later_runs_show_their_change_against_the_first() {
+        let t = compare_table(&[
+            run("a", 100.0, "reproduced"),
+            run("b", 3100.0, "reproduced"),
+        ]);
+        assert!(t.contains("a (012345678)"), "{t}");
+        assert!(t.contains("1000 (+0.00%)"), "{t}");
+        assert!(t.contains("3100 (×31.0)"), "{t}");
+        assert!(t.contains("agree on every claim"), "{t}");
+        let t = compare_table(&[run("a", 100.0, "reproduced"), run("b", 100.0, "partly")]);
+        assert!(t.contains("disagree on 1 of 1"), "{t}");
+    }
+}

@@ -1,0 +1,972 @@
+//! Judging a run against the seeds: each [`Claim`] names a seed's published figure, the claim
+//! in words, the lab metric it is judged on and a [`Criterion`]; [`judge`] computes the
+//! [`Judgement`] (the lab's own figure and a [`Verdict`]) from the run's samples. Nothing here
+//! is hard-coded per outcome: change the numbers and the verdict changes with them.
+//!
+//! The claims themselves (data: seed file, table, value) live with the experiments
+//! (`experiments::seeds`); this module only knows how to read a run.
+//!
+//! # The rules
+//! - *Direction* (`variant` against `against`, expected up or down, at least ×`min_ratio`):
+//!   the summaries must move the expected way; a metric deterministic for a seed must move
+//!   that way for every seed (sample `k` of each variant is repetition `k`, same seed), a
+//!   timing metric must pass the paired t-test at 95% (on the logarithms of the values, since
+//!   timings change by factors). Right way and both conditions:
+//!   `reproduced`; right way otherwise: `partly`; the wrong way or no change: `not reproduced`.
+//! - *Grows* over a sweep: the same, between the sweep's ends, and the summaries must rise at
+//!   every step for `reproduced`.
+//! - *Within* ±`tol` (relative): `reproduced` when the 95% confidence interval of the paired
+//!   relative difference lies inside the band (an exact difference: when it does), `not
+//!   reproduced` when it lies wholly outside, `partly` when it straddles the band's edge (too
+//!   noisy to tell).
+//! - *Largest under* a limit over a sweep: the sweep's largest step whose summary stays under
+//!   the limit, against the seed's; equal: `reproduced`, one step off: `partly`.
+//! - A metric, variant or experiment missing from the run: `not measurable here`, with the
+//!   reason.
+
+use serde::Serialize;
+
+use super::compare::{self, fmt_ratio, fmt_value, summarise};
+use super::stats::{self, Paired};
+use super::{ExperimentReport, MetricDef, MetricKind};
+
+/// The outcome of a claim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Verdict {
+    /// The lab shows the seed's effect by the criterion.
+    #[serde(rename = "reproduced")]
+    Reproduced,
+    /// The direction is right but the size, the consistency or the significance is not there.
+    #[serde(rename = "partly")]
+    Partly,
+    /// The lab shows no such effect, or the opposite.
+    #[serde(rename = "not reproduced")]
+    NotReproduced,
+    /// The run has no figure to judge (see the reason).
+    #[serde(rename = "not measurable here")]
+    NotMeasurable,
+}
+
+impl Verdict {
+    /// The word the tables print.
+    pub fn label(self) -> &'static str {
+        match self {
+            Verdict::Reproduced => "reproduced",
+            Verdict::Partly => "partly",
+            Verdict::NotReproduced => "not reproduced",
+            Verdict::NotMeasurable => "not measurable here",
+        }
+    }
+}
+
+/// Which way a claim expects a metric to move.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Expect {
+    /// Larger under the variant.
+    Increase,
+    /// Smaller under the variant.
+    Decrease,
+}
+
+/// How a claim is judged.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Criterion {
+    /// `variant` moves `metric` the `expect` way against `against`, by at least ×`min_ratio`.
+    Direction {
+        /// The metric's name, as the experiment defines it.
+        metric: &'static str,
+        /// The variant compared against (usually the baseline).
+        against: &'static str,
+        /// The variant with the seed's change.
+        variant: &'static str,
+        /// The expected direction.
+        expect: Expect,
+        /// The least factor (1.0: any change the right way).
+        min_ratio: f64,
+    },
+    /// `metric` grows at every step of `sweep` and by at least ×`min_ratio` end to end.
+    Grows {
+        /// The metric.
+        metric: &'static str,
+        /// Variants in sweep order.
+        sweep: &'static [&'static str],
+        /// The least end-to-end factor.
+        min_ratio: f64,
+    },
+    /// `variant` stays within ±`tol` (a fraction) of `against`.
+    Within {
+        /// The metric.
+        metric: &'static str,
+        /// The reference variant.
+        against: &'static str,
+        /// The variant with the seed's change.
+        variant: &'static str,
+        /// Relative tolerance, e.g. 0.02 for ±2%.
+        tol: f64,
+    },
+    /// The last step of `sweep` (variant, step label) whose summary stays under `limit`, as
+    /// long as every step before it does too; the seed's answer is `expected`.
+    LargestUnder {
+        /// The metric.
+        metric: &'static str,
+        /// Variants and their step labels, in sweep order.
+        sweep: &'static [(&'static str, &'static str)],
+        /// The limit, in the metric's unit.
+        limit: f64,
+        /// The seed's answer (a step label).
+        expected: &'static str,
+    },
+}
+
+impl Criterion {
+    /// The metric the criterion reads.
+    pub fn metric(&self) -> &'static str {
+        match self {
+            Criterion::Direction { metric, .. }
+            | Criterion::Grows { metric, .. }
+            | Criterion::Within { metric, .. }
+            | Criterion::LargestUnder { metric, .. } => metric,
+        }
+    }
+
+    /// The variants whose samples the criterion reads.
+    pub fn variants(&self) -> Vec<&'static str> {
+        match self {
+            Criterion::Direction {
+                against, variant, ..
+            }
+            | Criterion::Within {
+                against, variant, ..
+            } => vec![against, variant],
+            Criterion::Grows { sweep, .. } => sweep.to_vec(),
+            Criterion::LargestUnder { sweep, .. } => sweep.iter().map(|s| s.0).collect(),
+        }
+    }
+}
+
+/// One published figure of a seed and the claim the lab judges it by.
+#[derive(Clone, Debug, Serialize)]
+pub struct Claim {
+    /// The seed's number, e.g. `001`.
+    pub seed: &'static str,
+    /// The seed file, e.g. `001_3feb33a812804082.txt`.
+    pub seed_file: &'static str,
+    /// Where in the seed file the figure stands (table and line).
+    pub source: &'static str,
+    /// The lab experiment that reproduces it.
+    pub experiment: &'static str,
+    /// The claim, in words.
+    pub claim: &'static str,
+    /// The seed's figure, as published.
+    pub seed_figure: &'static str,
+    /// Whether the metric is deterministic for a given seed (counts, indices): then every
+    /// seed must agree; otherwise (timings) a paired t-test decides.
+    pub deterministic: bool,
+    /// How it is judged.
+    pub criterion: Criterion,
+}
+
+/// The paired evidence behind a judgement.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Evidence {
+    /// Pairs (repetitions) compared.
+    pub pairs: usize,
+    /// Pairs that moved the expected way (direction criteria).
+    pub agreeing: usize,
+    /// The test: `exact`, `paired t`, `single pair` or `none`.
+    pub test: String,
+    /// The t statistic of the paired test.
+    pub t: Option<f64>,
+    /// Its two-sided p-value.
+    pub p: Option<f64>,
+}
+
+/// A claim judged on one run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Judgement {
+    /// The claim.
+    #[serde(flatten)]
+    pub claim: Claim,
+    /// The lab's figure, in the seed's form.
+    pub lab_figure: String,
+    /// The criterion, in words.
+    pub criterion_text: String,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// Why, in one line (always set for `not measurable here` and `partly`).
+    pub reason: String,
+    /// The statistics behind it.
+    pub evidence: Evidence,
+}
+
+/// Judges every claim whose experiment ran (or failed) in `experiments`; claims of
+/// experiments not in the run are left out. `failed` names experiments that returned an error.
+pub fn judge_all(
+    claims: &[Claim],
+    experiments: &[ExperimentReport],
+    failed: &[String],
+) -> Vec<Judgement> {
+    claims
+        .iter()
+        .filter_map(|c| {
+            if let Some(e) = experiments.iter().find(|e| e.result.name == c.experiment) {
+                Some(judge(c, e))
+            } else if failed.iter().any(|f| f == c.experiment) {
+                Some(unmeasurable(
+                    c,
+                    format!("experiment {} failed", c.experiment),
+                ))
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+fn unmeasurable(c: &Claim, reason: String) -> Judgement {
+    Judgement {
+        claim: c.clone(),
+        lab_figure: "-".to_owned(),
+        criterion_text: criterion_text(c),
+        verdict: Verdict::NotMeasurable,
+        reason,
+        evidence: Evidence::default(),
+    }
+}
+
+/// The criterion in words, for the table.
+pub fn criterion_text(c: &Claim) -> String {
+    let consistency = if c.deterministic {
+        "every seed agrees"
+    } else {
+        "paired t-test p < 0.05"
+    };
+    match &c.criterion {
+        Criterion::Direction {
+            expect, min_ratio, ..
+        } => {
+            let way = match expect {
+                Expect::Increase => "higher",
+                Expect::Decrease => "lower",
+            };
+            if *min_ratio > 1.0 {
+                format!("{way} by ≥ ×{min_ratio}, {consistency}")
+            } else {
+                format!("{way}, {consistency}")
+            }
+        }
+        Criterion::Grows {
+            sweep, min_ratio, ..
+        } => format!(
+            "rises at every step {}..{}, ≥ ×{min_ratio} end to end, {consistency}",
+            sweep.first().copied().unwrap_or("?"),
+            sweep.last().copied().unwrap_or("?")
+        ),
+        Criterion::Within { tol, .. } => {
+            format!(
+                "within ±{:.0}% (95% CI of the paired difference)",
+                tol * 100.0
+            )
+        }
+        Criterion::LargestUnder {
+            limit, expected, ..
+        } => format!(
+            "largest step under {} is {expected}",
+            fmt_unit(*limit, unit_hint(c))
+        ),
+    }
+}
+
+fn unit_hint(c: &Claim) -> &'static str {
+    // Hold and drain times are the only limits the seeds state; all are in ns in the lab.
+    if c.criterion.metric().contains("hold") || c.criterion.metric().contains("drain") {
+        "ns"
+    } else {
+        ""
+    }
+}
+
+/// A value with its unit, nanoseconds shown as µs or ms where that reads better.
+pub fn fmt_unit(v: f64, unit: &str) -> String {
+    match unit {
+        "ns" if v.abs() >= 1e6 => format!("{:.2} ms", v / 1e6),
+        "ns" if v.abs() >= 1e3 => format!("{:.2} µs", v / 1e3),
+        "" => fmt_value(Some(v)),
+        u => format!("{} {u}", fmt_value(Some(v))),
+    }
+}
+
+/// What the run holds for one metric.
+struct Data<'a> {
+    e: &'a ExperimentReport,
+    def: &'a MetricDef,
+}
+
+impl Data<'_> {
+    fn values(&self, variant: &str) -> Vec<f64> {
+        compare::values(&self.e.result, &self.def.name, variant)
+    }
+    fn summary(&self, variant: &str) -> Option<f64> {
+        summarise(self.def.kind, &self.values(variant))
+    }
+    fn fmt(&self, v: f64) -> String {
+        fmt_unit(v, &self.def.unit)
+    }
+}
+
+/// Judges one claim on one experiment's results.
+pub fn judge(c: &Claim, e: &ExperimentReport) -> Judgement {
+    let metric = c.criterion.metric();
+    let Some(def) = e.result.metrics.iter().find(|m| m.name == metric) else {
+        return unmeasurable(
+            c,
+            format!("metric '{metric}' is not in this run of {}", c.experiment),
+        );
+    };
+    let data = Data { e, def };
+    for v in c.criterion.variants() {
+        if data.values(v).is_empty() {
+            return unmeasurable(
+                c,
+                format!("variant '{v}' has no '{metric}' samples in this run"),
+            );
+        }
+    }
+    let (lab_figure, verdict, reason, evidence) = match &c.criterion {
+        Criterion::Direction {
+            against,
+            variant,
+            expect,
+            min_ratio,
+            ..
+        } => direction(c, &data, against, &[variant], *expect, *min_ratio),
+        Criterion::Grows {
+            sweep, min_ratio, ..
+        } => {
+            let (first, rest) = sweep.split_first().expect("a sweep has variants");
+            direction(c, &data, first, rest, Expect::Increase, *min_ratio)
+        }
+        Criterion::Within {
+            against,
+            variant,
+            tol,
+            ..
+        } => within(c, &data, against, variant, *tol),
+        Criterion::LargestUnder {
+            sweep,
+            limit,
+            expected,
+            ..
+        } => largest_under(&data, sweep, *limit, expected),
+    };
+    Judgement {
+        claim: c.clone(),
+        lab_figure,
+        criterion_text: criterion_text(c),
+        verdict,
+        reason,
+        evidence,
+    }
+}
+
+type Outcome = (String, Verdict, String, Evidence);
+
+/// Direction from `from` to the last of `path` (every step of `path` must move the expected
+/// way too, for sweeps).
+fn direction(
+    c: &Claim,
+    d: &Data<'_>,
+    from: &str,
+    path: &[&str],
+    expect: Expect,
+    min_ratio: f64,
+) -> Outcome {
+    let to = path.last().copied().unwrap_or(from);
+    let (Some(a), Some(b)) = (d.summary(from), d.summary(to)) else {
+        return (
+            "-".into(),
+            Verdict::NotMeasurable,
+            "no summary".into(),
+            Evidence::default(),
+        );
+    };
+    let ratio_text = if a != 0.0 && !compare::reads_as_ratio(b / a) {
+        format!("{:+.2}%", (b / a - 1.0) * 100.0)
+    } else {
+        fmt_ratio(a, b).unwrap_or_else(|| "ratio n/a".into())
+    };
+    let (xa, xb) = (d.values(from), d.values(to));
+    let mut ev = Evidence::default();
+    let sign = match expect {
+        Expect::Increase => 1.0,
+        Expect::Decrease => -1.0,
+    };
+    // Timings act by factors (a drain is ×40 shorter, not 30 ms shorter), and their spread
+    // grows with their size: the paired test runs on logarithms where every value is
+    // positive. Counts are tested as they are.
+    let log = !c.deterministic && xa.iter().chain(&xb).all(|&x| x > 0.0);
+    let paired = if xa.len() != xb.len() {
+        None
+    } else if log {
+        let ln = |v: &[f64]| v.iter().map(|x| x.ln()).collect::<Vec<f64>>();
+        stats::paired(&ln(&xa), &ln(&xb))
+    } else {
+        stats::paired(&xa, &xb)
+    };
+    ev.pairs = if paired.is_some() { xa.len() } else { 0 };
+    ev.agreeing = xa
+        .iter()
+        .zip(&xb)
+        .filter(|(x, y)| (*y - *x) * sign > 0.0)
+        .count();
+    ev.test = match paired {
+        Some(Paired::Exact { .. }) => "exact".into(),
+        Some(Paired::Test { t, p, .. }) => {
+            ev.t = Some(t);
+            ev.p = Some(p);
+            if log {
+                "paired t on logarithms".into()
+            } else {
+                "paired t".into()
+            }
+        }
+        Some(Paired::Single { .. }) => "single pair".into(),
+        None => "none (unequal repetitions)".into(),
+    };
+    let moved = (b - a) * sign > 0.0;
+    let factor = if expect == Expect::Increase {
+        b / a
+    } else {
+        a / b
+    };
+    let big_enough = factor.is_finite() && factor >= min_ratio || (a == 0.0 && moved);
+    // Every step of a sweep in the expected direction.
+    let steps: Vec<f64> = std::iter::once(from)
+        .chain(path.iter().copied())
+        .filter_map(|v| d.summary(v))
+        .collect();
+    let monotone = steps.windows(2).all(|w| (w[1] - w[0]) * sign > 0.0);
+    let consistent = if c.deterministic {
+        ev.pairs > 0 && ev.agreeing == ev.pairs
+    } else {
+        match paired {
+            Some(Paired::Exact { diff, .. }) => diff * sign > 0.0,
+            Some(p @ Paired::Test { .. }) => p.significant_95(),
+            _ => false,
+        }
+    };
+    let pairs_text = if ev.pairs > 0 {
+        match (c.deterministic, ev.p) {
+            (true, _) => format!(", {}/{} seeds", ev.agreeing, ev.pairs),
+            (false, Some(p)) => format!(", p = {p:.3}"),
+            (false, None) => format!(", {}", ev.test),
+        }
+    } else {
+        String::new()
+    };
+    let figure = format!("{} → {} ({ratio_text}{pairs_text})", d.fmt(a), d.fmt(b));
+    let (verdict, reason) = if !moved {
+        (
+            Verdict::NotReproduced,
+            format!(
+                "{to} is not {} than {from}",
+                if sign > 0.0 { "higher" } else { "lower" }
+            ),
+        )
+    } else if !monotone {
+        (
+            Verdict::Partly,
+            "does not move the same way at every step".into(),
+        )
+    } else if !consistent {
+        let why = if c.deterministic {
+            format!(
+                "only {} of {} seeds move the expected way",
+                ev.agreeing, ev.pairs
+            )
+        } else {
+            match ev.p {
+                Some(p) => format!("not significant (paired t-test p = {p:.3})"),
+                None => format!("no test possible ({})", ev.test),
+            }
+        };
+        (Verdict::Partly, why)
+    } else if !big_enough {
+        (
+            Verdict::Partly,
+            format!("right direction, smaller than ×{min_ratio} ({ratio_text})"),
+        )
+    } else {
+        (Verdict::Reproduced, String::new())
+    };
+    (figure, verdict, reason, ev)
+}
+
+fn within(c: &Claim, d: &Data<'_>, against: &str, variant: &str, tol: f64) -> Outcome {
+    let (xa, xb) = (d.values(against), d.values(variant));
+    let (Some(a), Some(b)) = (d.summary(against), d.summary(variant)) else {
+        return (
+            "-".into(),
+            Verdict::NotMeasurable,
+            "no summary".into(),
+            Evidence::default(),
+        );
+    };
+    let mut ev = Evidence::default();
+    // Relative difference per pair (the variant against its own repetition's reference).
+    let rel: Vec<f64> = if xa.len() == xb.len() {
+        xa.iter()
+            .zip(&xb)
+            .filter(|(x, _)| **x != 0.0)
+            .map(|(x, y)| y / x - 1.0)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    ev.pairs = rel.len();
+    // The paired mean relative difference where there are pairs, else the summaries'.
+    let point = match stats::mean(&rel) {
+        Some(m) => m,
+        None if a != 0.0 => b / a - 1.0,
+        None => f64::NAN,
+    };
+    let hw = stats::ci95_half_width(&rel);
+    let exact = rel.len() >= 2 && rel.iter().all(|&r| r == rel[0]);
+    ev.test = if exact {
+        "exact".into()
+    } else if hw.is_some() {
+        "paired 95% CI".into()
+    } else {
+        "single pair".into()
+    };
+    let mean_rel = point;
+    let ci_text = match hw {
+        Some(h) if !exact => format!(", 95% CI {:+.1}% ± {:.1}%", mean_rel * 100.0, h * 100.0),
+        _ => String::new(),
+    };
+    let figure = if point.is_finite() {
+        format!(
+            "{} → {} ({:+.2}%{ci_text}{})",
+            d.fmt(a),
+            d.fmt(b),
+            point * 100.0,
+            if c.deterministic && exact {
+                ", exact"
+            } else {
+                ""
+            }
+        )
+    } else {
+        format!("{} → {}", d.fmt(a), d.fmt(b))
+    };
+    let band = format!("±{:.0}%", tol * 100.0);
+    let (verdict, reason) = if !point.is_finite() {
+        (
+            Verdict::NotMeasurable,
+            format!("{against} is zero: nothing to compare against"),
+        )
+    } else if exact || hw.is_none() {
+        // One value per side, or the same difference in every pair: it is what it is.
+        if point.abs() <= tol {
+            if exact {
+                (Verdict::Reproduced, String::new())
+            } else {
+                (
+                    Verdict::Partly,
+                    "one repetition: no confidence interval".to_owned(),
+                )
+            }
+        } else {
+            (
+                Verdict::NotReproduced,
+                format!("differs by {:+.1}%, outside {band}", point * 100.0),
+            )
+        }
+    } else {
+        let h = hw.unwrap_or(f64::INFINITY);
+        if point.abs() + h <= tol {
+            (Verdict::Reproduced, String::new())
+        } else if point.abs() - h > tol {
+            (
+                Verdict::NotReproduced,
+                format!(
+                    "differs by {:+.1}% ± {:.1}%: outside {band} even at the interval's edge",
+                    point * 100.0,
+                    h * 100.0
+                ),
+            )
+        } else if point.abs() <= tol {
+            (
+                Verdict::Partly,
+                format!(
+                    "inside {band} but too noisy to resolve it (95% CI ±{:.1}%)",
+                    h * 100.0
+                ),
+            )
+        } else {
+            (
+                Verdict::Partly,
+                format!(
+                    "{:+.1}% is outside {band}, but the 95% CI (±{:.1}%) reaches into it: too \
+                     noisy to tell",
+                    point * 100.0,
+                    h * 100.0
+                ),
+            )
+        }
+    };
+    (figure, verdict, reason, ev)
+}
+
+fn largest_under(d: &Data<'_>, sweep: &[(&str, &str)], limit: f64, expected: &str) -> Outcome {
+    let mut last: Option<(&str, &str, f64)> = None;
+    let mut first_over: Option<(&str, f64)> = None;
+    for (variant, step) in sweep {
+        let Some(s) = d.summary(variant) else { break };
+        if s < limit {
+            last = Some((variant, step, s));
+        } else {
+            first_over = Some((variant, s));
+            break;
+        }
+    }
+    let ev = Evidence {
+        test: "summary against the limit".into(),
+        ..Evidence::default()
+    };
+    let pos = |label: &str| sweep.iter().position(|s| s.1 == label);
+    let Some((variant, step, s)) = last else {
+        return (
+            format!("none: {} already ≥ {}", sweep[0].0, d.fmt(limit)),
+            Verdict::NotReproduced,
+            "even the smallest step is over the limit".into(),
+            ev,
+        );
+    };
+    let over = first_over
+        .map(|(v, s)| format!("; {v}: {}", d.fmt(s)))
+        .unwrap_or_default();
+    let figure = format!("{step} ({variant}: {}{over})", d.fmt(s));
+    let (verdict, reason) = match (pos(step), pos(expected)) {
+        (Some(a), Some(b)) if a == b => (Verdict::Reproduced, String::new()),
+        (Some(a), Some(b)) if a.abs_diff(b) == 1 => (
+            Verdict::Partly,
+            format!("one step off the seed's {expected}"),
+        ),
+        _ => (
+            Verdict::NotReproduced,
+            format!("the seed's answer is {expected}"),
+        ),
+    };
+    (figure, verdict, reason, ev)
+}
+
+/// Whether a metric is a timing (varies from run to run) rather than a count.
+pub fn is_timing(kind: MetricKind) -> bool {
+    matches!(kind, MetricKind::Rate | MetricKind::Latency)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{ExperimentResult, Sample};
+
+    fn report(
+        metric: &str,
+        kind: MetricKind,
+        unit: &str,
+        data: &[(&str, &[f64])],
+    ) -> ExperimentReport {
+        let samples = data
+            .iter()
+            .flat_map(|(v, xs)| {
+                xs.iter().map(move |&x| Sample {
+                    variant: (*v).into(),
+                    metric: metric.into(),
+                    value: x,
+                })
+            })
+            .collect();
+        let r = ExperimentResult {
+            name: "exp".into(),
+            seed: "000".into(),
+            change: "c".into(),
+            baseline: data[0].0.into(),
+            variants: data.iter().map(|d| d.0.to_string()).collect(),
+            metrics: vec![MetricDef {
+                name: metric.into(),
+                unit: unit.into(),
+                kind,
+            }],
+            samples,
+            tables: vec![],
+            plots: vec![],
+            expected_shape: String::new(),
+            config: serde_json::Value::Null,
+            oversubscribed: false,
+        };
+        ExperimentReport::new(r, 0.0)
+    }
+
+    fn claim(deterministic: bool, criterion: Criterion) -> Claim {
+        Claim {
+            seed: "000",
+            seed_file: "000_x.txt",
+            source: "table",
+            experiment: "exp",
+            claim: "c",
+            seed_figure: "f",
+            deterministic,
+            criterion,
+        }
+    }
+
+    const DOWN: Criterion = Criterion::Direction {
+        metric: "m",
+        against: "off",
+        variant: "on",
+        expect: Expect::Decrease,
+        min_ratio: 1.0,
+    };
+
+    fn count() -> MetricKind {
+        MetricKind::Count {
+            higher_is_better: false,
+        }
+    }
+
+    #[test]
+    fn deterministic_direction_needs_every_seed() {
+        let c = claim(true, DOWN);
+        let all = report(
+            "m",
+            count(),
+            "%",
+            &[("off", &[5.0, 6.0, 7.0]), ("on", &[4.0, 5.5, 6.0])],
+        );
+        let j = judge(&c, &all);
+        assert_eq!(j.verdict, Verdict::Reproduced, "{j:?}");
+        assert!(j.lab_figure.contains("3/3 seeds"), "{}", j.lab_figure);
+        let most = report(
+            "m",
+            count(),
+            "%",
+            &[("off", &[5.0, 6.0, 7.0]), ("on", &[4.0, 6.5, 6.0])],
+        );
+        let j = judge(&c, &most);
+        assert_eq!(j.verdict, Verdict::Partly);
+        assert!(j.reason.contains("2 of 3"), "{}", j.reason);
+        let wrong = report(
+            "m",
+            count(),
+            "%",
+            &[("off", &[5.0, 6.0]), ("on", &[6.0, 7.0])],
+        );
+        assert_eq!(judge(&c, &wrong).verdict, Verdict::NotReproduced);
+    }
+
+    #[test]
+    fn timing_direction_uses_the_paired_test_and_the_ratio() {
+        let c = claim(false, DOWN);
+        let lat = MetricKind::Latency;
+        let sig = report(
+            "m",
+            lat,
+            "ns",
+            &[
+                ("off", &[10.0, 20.0, 30.0, 40.0, 50.0]),
+                ("on", &[9.0, 18.2, 26.9, 36.1, 44.8]),
+            ],
+        );
+        let j = judge(&c, &sig);
+        assert_eq!(j.verdict, Verdict::Reproduced, "{j:?}");
+        // About ×0.9 in every pair: a factor, tested on the logarithms.
+        assert_eq!(j.evidence.test, "paired t on logarithms");
+        assert!(j.evidence.p.unwrap() < 0.05);
+        let noisy = report(
+            "m",
+            lat,
+            "ns",
+            &[("off", &[10.0, 20.0, 30.0]), ("on", &[12.0, 10.0, 29.0])],
+        );
+        let j = judge(&c, &noisy);
+        assert_eq!(j.verdict, Verdict::Partly);
+        assert!(j.reason.contains("not significant"), "{}", j.reason);
+        let big = Criterion::Direction {
+            metric: "m",
+            against: "off",
+            variant: "on",
+            expect: Expect::Decrease,
+            min_ratio: 3.0,
+        };
+        let j = judge(&claim(false, big), &sig);
+        assert_eq!(j.verdict, Verdict::Partly);
+        assert!(j.reason.contains("smaller than ×3"), "{}", j.reason);
+    }
+
+    #[test]
+    fn grows_needs_every_step() {
+        const SWEEP: &[&str] = &["b1", "b2", "b3"];
+        let c = claim(
+            false,
+            Criterion::Grows {
+                metric: "m",
+                sweep: SWEEP,
+                min_ratio: 4.0,
+            },
+        );
+        let lat = MetricKind::Latency;
+        let up = report(
+            "m",
+            lat,
+            "ns",
+            &[
+                ("b1", &[1000.0, 1100.0]),
+                ("b2", &[2000.0, 2300.0]),
+                ("b3", &[8000.0, 9000.0]),
+            ],
+        );
+        let j = judge(&c, &up);
+        assert_eq!(j.verdict, Verdict::Reproduced, "{j:?}");
+        assert!(
+            j.lab_figure.starts_with("1.05 µs → 8.50 µs (×8.10"),
+            "{}",
+            j.lab_figure
+        );
+        let bumpy = report(
+            "m",
+            lat,
+            "ns",
+            &[
+                ("b1", &[1000.0, 1100.0]),
+                ("b2", &[9000.0, 9300.0]),
+                ("b3", &[8000.0, 9000.0]),
+            ],
+        );
+        assert_eq!(judge(&c, &bumpy).verdict, Verdict::Partly);
+    }
+
+    #[test]
+    fn within_band_needs_a_tight_interval() {
+        let c = claim(
+            false,
+            Criterion::Within {
+                metric: "m",
+                against: "off",
+                variant: "on",
+                tol: 0.02,
+            },
+        );
+        let rate = MetricKind::Rate;
+        let tight = report(
+            "m",
+            rate,
+            "/s",
+            &[
+                ("off", &[100.0, 200.0, 300.0]),
+                ("on", &[99.5, 199.5, 298.0]),
+            ],
+        );
+        assert_eq!(judge(&c, &tight).verdict, Verdict::Reproduced);
+        let loose = report(
+            "m",
+            rate,
+            "/s",
+            &[
+                ("off", &[100.0, 200.0, 300.0]),
+                ("on", &[108.0, 190.0, 300.0]),
+            ],
+        );
+        let j = judge(&c, &loose);
+        assert_eq!(j.verdict, Verdict::Partly, "{j:?}");
+        // +5%, -1%, +8%: the mean (+4%) is outside ±2%, the interval reaches back into it.
+        let straddles = report(
+            "m",
+            rate,
+            "/s",
+            &[
+                ("off", &[100.0, 200.0, 300.0]),
+                ("on", &[105.0, 198.0, 324.0]),
+            ],
+        );
+        let j = judge(&c, &straddles);
+        assert_eq!(j.verdict, Verdict::Partly, "{j:?}");
+        assert!(j.reason.contains("too noisy to tell"), "{}", j.reason);
+        let off = report(
+            "m",
+            rate,
+            "/s",
+            &[("off", &[100.0, 100.0]), ("on", &[80.0, 82.0])],
+        );
+        assert_eq!(judge(&c, &off).verdict, Verdict::NotReproduced);
+    }
+
+    #[test]
+    fn largest_under_finds_the_seeds_step() {
+        const SWEEP: &[(&str, &str)] = &[("b1", "cap 0"), ("b2", "cap 1"), ("b3", "cap 2")];
+        let c = |expected| {
+            claim(
+                false,
+                Criterion::LargestUnder {
+                    metric: "m",
+                    sweep: SWEEP,
+                    limit: 100.0,
+                    expected,
+                },
+            )
+        };
+        let lat = MetricKind::Latency;
+        let r = report(
+            "m",
+            lat,
+            "ns",
+            &[("b1", &[10.0]), ("b2", &[50.0]), ("b3", &[150.0])],
+        );
+        let j = judge(&c("cap 1"), &r);
+        assert_eq!(j.verdict, Verdict::Reproduced);
+        assert!(j.lab_figure.starts_with("cap 1"), "{}", j.lab_figure);
+        assert_eq!(judge(&c("cap 2"), &r).verdict, Verdict::Partly);
+        assert_eq!(judge(&c("cap 0"), &r).verdict, Verdict::Partly);
+        let r = report(
+            "m",
+            lat,
+            "ns",
+            &[("b1", &[500.0]), ("b2", &[50.0]), ("b3", &[150.0])],
+        );
+        assert_eq!(judge(&c("cap 2"), &r).verdict, Verdict::NotReproduced);
+    }
+
+    #[test]
+    fn missing_metric_variant_or_experiment_is_not_measurable() {
+        let r = report("m", count(), "%", &[("off", &[1.0]), ("on", &[2.0])]);
+        let c = claim(
+            true,
+            Criterion::Direction {
+                metric: "other",
+                against: "off",
+                variant: "on",
+                expect: Expect::Increase,
+                min_ratio: 1.0,
+            },
+        );
+        let j = judge(&c, &r);
+        assert_eq!(j.verdict, Verdict::NotMeasurable);
+        assert!(j.reason.contains("'other'"));
+        let c = claim(
+            true,
+            Criterion::Direction {
+                metric: "m",
+                against: "off",
+                variant: "revert",
+                expect: Expect::Increase,
+                min_ratio: 1.0,
+            },
+        );
+        assert!(judge(&c, &r).reason.contains("'revert'"));
+        let all = judge_all(std::slice::from_ref(&c), &[], &["exp".into()]);
+        assert_eq!(all[0].verdict, Verdict::NotMeasurable);
+        assert!(judge_all(&[c], &[], &[]).is_empty());
+    }
+}
