@@ -203,7 +203,7 @@ fn parse_pfn_arg(s: &str) -> Result<u64, String> {
 
 #[derive(Debug, Args)]
 pub struct TraceStatsArgs {
-    /// The trace file (plain text, gzip or zstd).
+    /// The trace file (plain text, gzip, zstd or xz; `-`: standard input).
     pub file: PathBuf,
     /// The trace's migratetype numbering: `legacy` for kernels before 4.4 (Movable and
     /// Reclaimable swapped). Inferred from the allocations' gfp_flags when not given.

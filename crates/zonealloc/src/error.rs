@@ -3,7 +3,7 @@
 
 use core::fmt;
 
-use crate::types::{MigrateType, Order, Pfn};
+use crate::types::{CpuId, MigrateType, Order, Pfn};
 
 /// Why an allocation failed.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -27,6 +27,24 @@ pub enum AllocError {
     InvalidMigrateType(MigrateType),
     /// The request named no populated zone (for example a zone limit below every zone).
     NoZone,
+}
+
+/// Why a bounded drain ([`Zone::drain_all_until`](crate::Zone::drain_all_until),
+/// [`Zone::drain_all_timeout`](crate::Zone::drain_all_timeout)) stopped waiting. What could be
+/// drained was; the rest keeps its pages.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum DrainError {
+    /// The owner of CPU `cpu` (a [`CpuHandle`](crate::CpuHandle)) did not serve the drain
+    /// request in time: busy without polling, blocked without `idle`, or leaked.
+    NoAnswer {
+        /// The first CPU that did not answer.
+        cpu: CpuId,
+        /// How many CPUs did not answer.
+        cpus: u32,
+    },
+    /// Another drain held the zone's drain mutex the whole time (itself waiting for an
+    /// owner, typically).
+    Busy,
 }
 
 /// Why a free was refused. The frame and the allocator are left untouched.
@@ -176,6 +194,18 @@ pub enum ConfigError {
         /// Entries provided.
         provided: usize,
     },
+    /// The caller-provided metadata table is in use by another zone: two zones over one
+    /// table would hand out the same frames.
+    TableInUse {
+        /// The first entry found in use.
+        entry: usize,
+    },
+    /// A caller-provided per-CPU slot is in use by another zone (or its lists are held by a
+    /// leaked owner-only handle of a dropped one).
+    PcpSlotInUse {
+        /// The first slot found in use.
+        slot: usize,
+    },
     /// Watermarks must satisfy min <= low <= high.
     BadWatermarks,
     /// Zones of a node must not overlap and must be given in ascending zone-type order.
@@ -193,6 +223,21 @@ pub enum ConfigError {
     /// `6.12`, `7.2`, `mainline`).
     UnknownKernel,
 }
+
+impl fmt::Display for DrainError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DrainError::NoAnswer { cpu, cpus } => write!(
+                f,
+                "the owner of CPU {} did not drain its lists in time ({cpus} CPU(s) did not answer)",
+                cpu.0
+            ),
+            DrainError::Busy => write!(f, "another drain held the drain mutex the whole time"),
+        }
+    }
+}
+
+impl core::error::Error for DrainError {}
 
 impl fmt::Display for AllocError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -288,6 +333,14 @@ impl fmt::Display for ConfigError {
             ConfigError::TableTooSmall { needed, provided } => {
                 write!(f, "metadata table has {provided} entries, {needed} needed")
             }
+            ConfigError::TableInUse { entry } => write!(
+                f,
+                "metadata table entry {entry} belongs to another live zone (a table serves one zone at a time)"
+            ),
+            ConfigError::PcpSlotInUse { slot } => write!(
+                f,
+                "per-CPU slot {slot} belongs to another live zone (slots serve one zone at a time)"
+            ),
             ConfigError::BadWatermarks => write!(f, "watermarks must satisfy min <= low <= high"),
             ConfigError::TableAllocation { bytes } => write!(
                 f,

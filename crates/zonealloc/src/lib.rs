@@ -129,7 +129,7 @@ pub use config::{
     DrainMode, FreeHigh, FreeScaling, HighMode, HighatomicCap, HighatomicUnusable, KernelVersion,
     MobilityGrouping, PcpConfig, PcpLocking, WatermarkConfig, ZoneConfig,
 };
-pub use error::{AllocError, ConfigError, FreeError, HandleError, RangeError};
+pub use error::{AllocError, ConfigError, DrainError, FreeError, HandleError, RangeError};
 pub use memmap::{MemoryRegion, RegionKind};
 pub use meta::{FrameMeta, FrameState};
 pub use node::Node;

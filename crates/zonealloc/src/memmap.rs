@@ -52,8 +52,11 @@ impl MemoryRegion {
 
 /// The usable frame ranges of a memory map: usable regions trimmed to whole pages, minus every
 /// reserved region, calling `f(start, end)` for each maximal piece in ascending order of the
-/// usable regions.
+/// usable regions. A `page_size` of 0 has no frames (nothing is called).
 pub fn usable_frames(regions: &[MemoryRegion], page_size: u64, mut f: impl FnMut(Pfn, Pfn)) {
+    if page_size == 0 {
+        return;
+    }
     for u in regions.iter().filter(|r| r.kind == RegionKind::Usable) {
         let start = u.start.div_ceil(page_size);
         let end = u.end() / page_size;
@@ -101,6 +104,18 @@ mod tests {
         let mut v = Vec::new();
         usable_frames(regions, 4096, |s, e| v.push((s.0, e.0)));
         v
+    }
+
+    #[test]
+    fn regions_at_the_top_of_the_address_space_and_a_zero_page_size_do_not_panic() {
+        let map = [
+            MemoryRegion::usable(u64::MAX - 0x2fff, u64::MAX),
+            MemoryRegion::reserved(u64::MAX - 0xfff, 0x2000),
+        ];
+        assert_eq!(pieces(&map), [((1 << 52) - 3, (1 << 52) - 1)]);
+        let mut called = false;
+        usable_frames(&map, 0, |_, _| called = true);
+        assert!(!called);
     }
 
     #[test]

@@ -10,7 +10,13 @@
 //! | `prev`  | 4     | `.prev` |
 //! | `state` | 2     | `PageBuddy` + `page_private` (order), plus allocation state |
 //! | `block` | 1     | the pageblock bitmap entry, repeated in every frame of the pageblock |
-//! | pad     | 1     | |
+//! | `claim` | 1     | (no Linux equivalent) the entry belongs to a live zone's table |
+//!
+//! `claim` lives in what was padding, so an entry is still 12 bytes. A table the caller
+//! provides (`&'static [FrameMeta]`) can be handed to two zones; each zone claims every entry
+//! it uses when it is built and releases them when dropped, so the second zone over an entry
+//! in use is an error ([`ConfigError::TableInUse`](crate::ConfigError::TableInUse)) instead of
+//! two allocators handing out the same frames.
 //!
 //! # The all-zero entry
 //! [`FrameMeta::new`] is all zero bytes, so a static table goes to `.bss`, not into the
@@ -109,6 +115,7 @@ macro_rules! meta_of_block {
             prev: AtomicU32::new(0),
             state: AtomicU16::new(FrameState::Absent.encode()),
             block: AtomicU8::new($block as u8),
+            claim: AtomicU8::new(0),
         }
     };
 }
@@ -120,6 +127,8 @@ pub struct FrameMeta {
     prev: AtomicU32,
     state: AtomicU16,
     block: AtomicU8,
+    /// 1 while a zone's table holds this entry (see the module documentation).
+    claim: AtomicU8,
 }
 
 impl FrameMeta {
@@ -215,6 +224,23 @@ pub(crate) struct FrameTable {
     block_mask: u32,
 }
 
+/// Gives `entries` back (see [`FrameTable::borrowed`]).
+fn release(entries: &[FrameMeta]) {
+    for m in entries {
+        // Release: the next zone over these entries sees this one's last writes.
+        m.claim.store(0, Ordering::Release);
+    }
+}
+
+impl Drop for FrameTable {
+    fn drop(&mut self) {
+        // A heap table was never claimed, and is about to be freed.
+        if self.storage.is_borrowed() {
+            release(self.storage.get());
+        }
+    }
+}
+
 impl core::fmt::Debug for FrameTable {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("FrameTable")
@@ -265,24 +291,34 @@ impl FrameTable {
         })
     }
 
-    /// A table over caller-provided storage, reset to the initial state.
+    /// A table over caller-provided storage, claimed and reset to the initial state; `None`
+    /// (and nothing changed) if another live table holds one of its entries, whose index it
+    /// returns.
     pub(crate) fn borrowed(
         start: Pfn,
         pageblock_order: u8,
         len: u32,
         table: &'static [FrameMeta],
-    ) -> FrameTable {
+    ) -> Result<FrameTable, usize> {
         let base = start.0 & !((1u64 << pageblock_order) - 1);
         let table = &table[..len as usize];
-        for m in table {
+        for (i, m) in table.iter().enumerate() {
+            // Acquire: the previous zone's last writes to the entry (its drop released it).
+            if m.claim
+                .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+            {
+                release(&table[..i]);
+                return Err(i);
+            }
             m.reset();
         }
-        FrameTable {
+        Ok(FrameTable {
             storage: StaticSlice::borrowed(table),
             base,
             len,
             block_mask: !((1u32 << pageblock_order) - 1),
-        }
+        })
     }
 
     /// A table over uninitialised caller memory (boot memory, or a `StaticStorage`), which it
@@ -511,7 +547,7 @@ mod tests {
         assert_eq!(e.state.load(Ordering::Relaxed), 0);
         assert_eq!(e.block.load(Ordering::Relaxed), 0);
         // ... and a zone over it reads it as absent, in a movable pageblock.
-        let t = FrameTable::borrowed(Pfn(0), 0, 1, &ONE);
+        let t = FrameTable::borrowed(Pfn(0), 0, 1, &ONE).unwrap();
         assert_eq!(t.state(0), FrameState::Absent);
         assert_eq!(t.block_type(0), MigrateType::Movable);
     }

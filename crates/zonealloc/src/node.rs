@@ -249,6 +249,7 @@ impl<P: Platform> Node<P> {
     pub fn add_free_range(&self, start: Pfn, end: Pfn) -> Result<u64, RangeError> {
         let added = self.add_early_range(start, end)?;
         self.setup_watermarks();
+        self.debug_check("Node::add_free_range");
         Ok(added)
     }
 
@@ -305,7 +306,16 @@ impl<P: Platform> Node<P> {
         let cpu = req
             .cpu
             .map_or_else(|| P::current_cpu() as usize, |c| c.0 as usize);
-        alloc_walk(&zonelist, order, req, &mut PcpAccess::Cpu(cpu))
+        let got = alloc_walk(&zonelist, order, req, &mut PcpAccess::Cpu(cpu));
+        self.debug_check("Node::alloc");
+        got
+    }
+
+    /// [`Zone::debug_check`] on every zone.
+    fn debug_check(&self, op: &'static str) {
+        for z in self.zones() {
+            z.debug_check(op);
+        }
     }
 
     /// Frees a block in whichever zone holds it.

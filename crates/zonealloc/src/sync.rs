@@ -451,6 +451,11 @@ impl<T> StaticSlice<T> {
         }
     }
 
+    /// Whether the slice is caller storage (not freed with this value).
+    pub(crate) fn is_borrowed(&self) -> bool {
+        !self.owned
+    }
+
     /// The slice, for as long as `self` lives.
     #[inline(always)]
     pub(crate) fn get(&self) -> &[T] {

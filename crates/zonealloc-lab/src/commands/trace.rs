@@ -128,10 +128,16 @@ pub fn gen(args: &TraceGenArgs) -> Result<(), Exit> {
     let variant =
         Variant::parse(&args.variant).map_err(|e| Exit::Usage(format!("--variant: {e}")))?;
     let cfg = variant.cfg.with_cpus(args.cpus);
-    let (start, end) = (
+    trace::gen::check_zone(
+        args.workload,
         args.zone_start,
-        args.zone_start.saturating_add(args.zone_pages),
-    );
+        args.zone_pages,
+        args.cpus,
+        cfg.max_order,
+    )
+    .map_err(Exit::Usage)?;
+    // Checked above: the sum cannot overflow.
+    let (start, end) = (args.zone_start, args.zone_start + args.zone_pages);
     let zone = zonealloc::Zone::new(
         zonealloc::ZoneType::Normal,
         zonealloc::Pfn(start),
@@ -167,7 +173,7 @@ pub fn gen(args: &TraceGenArgs) -> Result<(), Exit> {
     };
     let mut rec = trace::record::Recorder::new(&zone, out, 1_000)
         .map_err(|e| Exit::Failure(format!("writing the trace: {e}")))?;
-    trace::gen::run(args.workload, &zone, &mut rec, params)
+    let summary = trace::gen::run(args.workload, &zone, &mut rec, params)
         .map_err(|e| Exit::Failure(e.to_string()))?;
     let n = rec.events();
     match rec.finish().and_then(|mut w| w.flush()) {
@@ -177,6 +183,9 @@ pub fn gen(args: &TraceGenArgs) -> Result<(), Exit> {
     }
     zone.check()
         .map_err(|e| Exit::Failure(format!("allocator invariant violated: {e}")))?;
+    summary
+        .check(args.workload, args.zone_pages)
+        .map_err(Exit::Failure)?;
     if !to_stdout {
         eprintln!("wrote {n} events to {}", args.output.display());
     }
@@ -185,17 +194,18 @@ pub fn gen(args: &TraceGenArgs) -> Result<(), Exit> {
 
 /// `trace stats`: what a trace says, as text or JSON.
 pub fn stats(args: &TraceStatsArgs) -> Result<(), Exit> {
+    let name = if args.file.as_os_str() == "-" {
+        "standard input".into()
+    } else {
+        args.file.display().to_string()
+    };
     let mut stats = trace::parse::open(&args.file)
         .and_then(trace::stats::TraceStats::read)
-        .map_err(|e| Exit::Failure(format!("reading {}: {e}", args.file.display())))?;
+        .map_err(|e| Exit::Failure(format!("reading {name}: {e}")))?;
     stats.given_numbering = args.migratetypes;
     let p = &stats.parser;
     if args.strict && p.malformed > 0 {
-        return Err(Exit::Failure(format!(
-            "{}: {}",
-            args.file.display(),
-            p.malformed_summary()
-        )));
+        return Err(Exit::Failure(format!("{name}: {}", p.malformed_summary())));
     }
     if args.json {
         let s = serde_json::to_string_pretty(&stats.to_json())

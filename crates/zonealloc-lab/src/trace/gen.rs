@@ -18,7 +18,7 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::io::Write;
 
 use clap::ValueEnum;
-use zonealloc::{AllocRequest, MigrateType, Order, Pfn, Zone};
+use zonealloc::{AllocError, AllocRequest, MigrateType, Order, Pfn, Zone};
 
 use super::record::Recorder;
 use crate::rng::SplitMix;
@@ -47,19 +47,129 @@ pub struct GenParams {
     pub seed: u64,
 }
 
+/// The largest zone `trace gen` builds: 2^24 pages (64 GiB of 4 KiB frames, 192 MiB of frame
+/// metadata). Every workload is shaped by `--ops`, not by the zone, far below this.
+pub const MAX_ZONE_PAGES: u64 = 1 << 24;
+
+impl GenWorkload {
+    /// The fewest pages a zone needs to run this workload as designed, with `cpus` CPUs and
+    /// blocks up to `max_order`.
+    pub fn min_zone_pages(self, cpus: u32, max_order: u8) -> u64 {
+        match self {
+            // One burst: 64 blocks, three in four of order 3.
+            GenWorkload::CrossCpu => 64 * 8,
+            // A run of at least one page per CPU (a run is a quarter of the zone per CPU), and
+            // 64 pages: below about 40 the min watermark refuses every order-0 allocation.
+            GenWorkload::PageFault => (4 * u64::from(cpus.max(1))).max(64),
+            // Room for an order-9 (THP) block beside the 70-90% the churn holds.
+            GenWorkload::HighOrder => 2 << 9,
+            // Orders up to 10 (those above the zone's max_order are skipped).
+            GenWorkload::Mixed => 2 << max_order.min(10),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            GenWorkload::CrossCpu => "cross-cpu",
+            GenWorkload::PageFault => "page-fault",
+            GenWorkload::HighOrder => "high-order",
+            GenWorkload::Mixed => "mixed",
+        }
+    }
+}
+
+/// Checks a `trace gen` zone before anything is built: `pages` from `start` must fit in the
+/// pfn space with the zone's last `max_order` block (no pfn sum may pass 2^64), stay within
+/// [`MAX_ZONE_PAGES`], and hold workload `w` ([`GenWorkload::min_zone_pages`]). The error
+/// names the flag to change.
+pub fn check_zone(
+    w: GenWorkload,
+    start: u64,
+    pages: u64,
+    cpus: u32,
+    max_order: u8,
+) -> Result<(), String> {
+    let block = 1u64 << max_order.min(63);
+    if start
+        .checked_add(pages)
+        .and_then(|end| end.checked_add(block))
+        .is_none()
+    {
+        return Err(format!(
+            "--zone-start {start:#x} with --zone-pages {pages} passes the end of the pfn space \
+             (2^64, with room for one order-{max_order} block): lower --zone-start"
+        ));
+    }
+    if pages > MAX_ZONE_PAGES {
+        return Err(format!(
+            "--zone-pages {pages} is more than trace gen builds ({MAX_ZONE_PAGES} pages)"
+        ));
+    }
+    let need = w.min_zone_pages(cpus, max_order);
+    if pages < need {
+        return Err(format!(
+            "--zone-pages {pages} cannot hold the {} workload: it needs at least {need} pages \
+             (with --cpus {cpus})",
+            w.name()
+        ));
+    }
+    Ok(())
+}
+
+/// What a workload did: allocations tried and how many the zone refused.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GenSummary {
+    /// Allocations tried.
+    pub allocs: u64,
+    /// Allocations the zone refused (written as failed `mm_page_alloc` events).
+    pub failed: u64,
+}
+
+impl GenSummary {
+    /// An error when most allocations failed: the zone was too small for the workload after
+    /// all (its shape, not only its size, decides).
+    pub fn check(&self, w: GenWorkload, pages: u64) -> Result<(), String> {
+        if self.failed * 2 > self.allocs {
+            return Err(format!(
+                "{} of {} allocations failed: --zone-pages {pages} is too small for the {} \
+                 workload; raise it",
+                self.failed,
+                self.allocs,
+                w.name()
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `rec.alloc`, counted in `sum`.
+fn alloc<W: Write>(
+    sum: &mut GenSummary,
+    rec: &mut Recorder<'_, W>,
+    cpu: u32,
+    order: Order,
+    req: AllocRequest,
+) -> Result<Pfn, AllocError> {
+    sum.allocs += 1;
+    let got = rec.alloc(cpu, order, req);
+    sum.failed += u64::from(got.is_err());
+    got
+}
+
 fn o(n: u8) -> Result<Order, String> {
     Order::new(n).ok_or_else(|| format!("order {n} out of range"))
 }
 
-/// Runs `w` on `zone` through `rec`. Allocation failures are part of a workload; a refused
-/// free (a bug) stops it with an error, a failed write stops it early (see
-/// [`Recorder::finish`]).
+/// Runs `w` on `zone` through `rec`. Allocation failures are part of a workload (counted in
+/// the summary); a refused free (a bug) stops it with an error, a failed write stops it early
+/// (see [`Recorder::finish`]).
 pub fn run<W: Write>(
     w: GenWorkload,
     zone: &Zone,
     rec: &mut Recorder<'_, W>,
     p: GenParams,
-) -> Result<(), String> {
+) -> Result<GenSummary, String> {
+    let mut sum = GenSummary::default();
     let mut rng = SplitMix::new(p.seed);
     let cpus = p.cpus.max(1);
     let managed = zone.managed_pages();
@@ -76,8 +186,13 @@ pub fn run<W: Write>(
                 for _ in 0..burst {
                     let order = if rng.below(4) == 0 { 0 } else { 3 };
                     let ord = o(order)?;
-                    if let Ok(pfn) = rec.alloc(prod, ord, AllocRequest::new(MigrateType::Unmovable))
-                    {
+                    if let Ok(pfn) = alloc(
+                        &mut sum,
+                        rec,
+                        prod,
+                        ord,
+                        AllocRequest::new(MigrateType::Unmovable),
+                    ) {
                         held.push((pfn, ord));
                     }
                     ops += 1;
@@ -95,8 +210,13 @@ pub fn run<W: Write>(
             while ops < p.ops && !rec.failed() {
                 let mut held = Vec::with_capacity(run_pages as usize);
                 for _ in 0..run_pages {
-                    if let Ok(pfn) = rec.alloc(cpu, o(0)?, AllocRequest::new(MigrateType::Movable))
-                    {
+                    if let Ok(pfn) = alloc(
+                        &mut sum,
+                        rec,
+                        cpu,
+                        o(0)?,
+                        AllocRequest::new(MigrateType::Movable),
+                    ) {
                         held.push(pfn);
                     }
                     ops += 1;
@@ -132,7 +252,7 @@ pub fn run<W: Write>(
                     };
                     // Pareto-like lifetimes: most short, some very long.
                     let life = (50.0 / rng.unit().powf(1.0 / 0.7)) as u64;
-                    if let Ok(pfn) = rec.alloc(cpu, o(order)?, AllocRequest::new(mt)) {
+                    if let Ok(pfn) = alloc(&mut sum, rec, cpu, o(order)?, AllocRequest::new(mt)) {
                         live.push(Reverse((ops.saturating_add(life), pfn.0, order, cpu)));
                         used += 1 << order;
                     }
@@ -146,7 +266,13 @@ pub fn run<W: Write>(
                     // A burst of THP faults, held until it ends.
                     let mut thp = Vec::new();
                     for _ in 0..8 {
-                        match rec.alloc(cpu, o(9)?, AllocRequest::new(MigrateType::Movable)) {
+                        match alloc(
+                            &mut sum,
+                            rec,
+                            cpu,
+                            o(9)?,
+                            AllocRequest::new(MigrateType::Movable),
+                        ) {
                             Ok(pfn) => thp.push(pfn),
                             Err(_) => break,
                         }
@@ -191,7 +317,7 @@ pub fn run<W: Write>(
                         AllocRequest::new(mt)
                     };
                     if order <= zone.max_order().get() {
-                        if let Ok(pfn) = rec.alloc(cpu, o(order)?, req) {
+                        if let Ok(pfn) = alloc(&mut sum, rec, cpu, o(order)?, req) {
                             live.push_back((pfn, o(order)?, cpu));
                         }
                     }
@@ -205,5 +331,5 @@ pub fn run<W: Write>(
             }
         }
     }
-    Ok(())
+    Ok(sum)
 }

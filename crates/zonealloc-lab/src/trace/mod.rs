@@ -1,8 +1,9 @@
 //! Kernel `kmem` page-allocator traces.
 //!
-//! - Reading: [`parse`] (the streaming text parser: ftrace, perf script, trace-cmd report),
-//!   over gzip and zstd input ([`zstd`]), with either migratetype numbering ([`migratetype`]);
-//!   [`stats`] is `zonealloc trace stats`.
+//! - Reading: [`input`] (a file or standard input, plain, gzip, zstd ([`zstd`]) or xz, with
+//!   bounded buffers), [`parse`] (the streaming text parser: ftrace, perf script, trace-cmd
+//!   report; bounded lines, LF, CRLF or CR), with either migratetype numbering
+//!   ([`migratetype`]); [`stats`] is `zonealloc trace stats`.
 //! - Replaying: [`variant`] (the policy sets), [`replay`] (one pass of a trace through a
 //!   zone per variant, on a [`replay::Geometry`]), [`replay_report`] (the options, the
 //!   geometry chosen from the trace or the flags, and the result handed to
@@ -14,6 +15,7 @@
 
 pub mod emit;
 pub mod gen;
+pub mod input;
 pub mod migratetype;
 pub mod parse;
 pub mod record;

@@ -29,13 +29,40 @@
 //! ignored). `pfn` is hex with `0x` or decimal without (kernels before 5.14 and raw fallbacks);
 //! `page` is opaque (hashed, raw, `(____ptrval____)`, `NULL`, `(null)`, `(nil)` or missing).
 //! Lines of other events are counted and skipped; `#` lines are comments.
+//!
+//! # Hostile input
+//! Lines end in LF, CRLF or CR. A line longer than [`Parser::max_line_bytes`] (64 KiB unless
+//! set) stops the read with [`InputError::LineTooLong`] naming it, so no input (`/dev/zero`, a
+//! decompressor's newline-free output) makes the reader hold more than that. After a read,
+//! [`Parser::check_trace`] refuses input with no page event or mostly malformed lines (an ELF
+//! binary, `/dev/null`, a trace of other events).
+//!
+//! # Reading a trace
+//! ```no_run
+//! use zonealloc_lab::trace::parse::{self, Parser};
+//! # fn main() -> std::io::Result<()> {
+//! // A path (`-` is standard input), or any `Read` through `parse::decode`; gzip, zstd and xz
+//! // are decompressed by their magic bytes.
+//! let input = parse::open(std::path::Path::new("-"))?;
+//! let mut parser = Parser::new();
+//! let mut allocs = 0u64;
+//! parser.read_all(input, |ev| allocs += u64::from(ev.kind.name() == "mm_page_alloc"))?;
+//! parser.check_trace()?;
+//! # Ok(())
+//! # }
+//! ```
 
-use std::fs::File;
-use std::io::{self, BufRead, BufReader};
-use std::path::Path;
+use std::fmt;
+use std::io::{self, BufRead};
+
+pub use super::input::{decode, open};
 
 /// How many malformed line numbers a [`Parser`] keeps.
 pub const MALFORMED_KEPT: usize = 5;
+
+/// The longest line a [`Parser`] reads by default. The kernel prints each event into one
+/// `trace_seq` page (4 KiB); the tools' prefixes add a few dozen bytes.
+pub const MAX_LINE_BYTES: usize = 64 << 10;
 
 /// What the `page=` field said. The frame is always keyed on the pfn; this only tells a NULL
 /// page (a failed allocation) from a present one.
@@ -172,8 +199,80 @@ pub struct Malformed {
     pub reason: &'static str,
 }
 
+/// Why an input cannot be read as a trace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InputError {
+    /// A line longer than the parser's limit (binary data, or text without line ends).
+    LineTooLong {
+        /// 1-based line number.
+        line: u64,
+        /// The limit, [`Parser::max_line_bytes`].
+        max_bytes: usize,
+    },
+    /// Not one `kmem` page event in the whole input.
+    NoEvents {
+        /// Lines read.
+        lines: u64,
+    },
+    /// More malformed lines than lines of events (page events and others) together.
+    MostlyMalformed {
+        /// Lines read.
+        lines: u64,
+        /// Page events among them.
+        events: u64,
+        /// Malformed lines among them.
+        malformed: u64,
+        /// The first malformed lines.
+        first: Vec<Malformed>,
+    },
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::LineTooLong { line, max_bytes } => write!(
+                f,
+                "line {line} is longer than {max_bytes} bytes, the limit of a trace line \
+                 (binary data, or text without line ends?)"
+            ),
+            Self::NoEvents { lines: 0 } => {
+                f.write_str("empty input: not one kmem page-allocator event")
+            }
+            Self::NoEvents { lines } => write!(
+                f,
+                "not one kmem page-allocator event (mm_page_alloc, mm_page_free, ...) in \
+                 {lines} line(s): not a kmem trace"
+            ),
+            Self::MostlyMalformed {
+                lines,
+                events,
+                malformed,
+                first,
+            } => {
+                write!(
+                    f,
+                    "{malformed} of {lines} lines are malformed and only {events} are page \
+                     events: not a kmem trace?"
+                )?;
+                for m in first {
+                    write!(f, "; line {}: {}", m.line, m.reason)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for InputError {}
+
+impl From<InputError> for io::Error {
+    fn from(e: InputError) -> Self {
+        io::Error::new(io::ErrorKind::InvalidData, e)
+    }
+}
+
 /// Line-by-line parser state: counts of what was not an event and the first malformed lines.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Clone)]
 pub struct Parser {
     /// Lines seen.
     pub lines: u64,
@@ -187,6 +286,23 @@ pub struct Parser {
     pub malformed: u64,
     /// The first [`MALFORMED_KEPT`] malformed lines.
     pub first_malformed: Vec<Malformed>,
+    /// The longest line [`Parser::read_all`] accepts, in bytes without its line end
+    /// ([`MAX_LINE_BYTES`] unless set).
+    pub max_line_bytes: usize,
+}
+
+impl Default for Parser {
+    fn default() -> Self {
+        Self {
+            lines: 0,
+            events: 0,
+            comments: 0,
+            other: 0,
+            malformed: 0,
+            first_malformed: Vec::new(),
+            max_line_bytes: MAX_LINE_BYTES,
+        }
+    }
 }
 
 impl Parser {
@@ -238,16 +354,39 @@ impl Parser {
         )
     }
 
-    /// Feeds every line of `reader` to the parser, calling `f` for each event.
+    /// Whether what was read is a trace: at least one page event, and no more malformed lines
+    /// than lines of events. Call it after [`Parser::read_all`].
+    pub fn check_trace(&self) -> Result<(), InputError> {
+        if self.events == 0 {
+            return Err(InputError::NoEvents { lines: self.lines });
+        }
+        if self.malformed > self.events + self.other {
+            return Err(InputError::MostlyMalformed {
+                lines: self.lines,
+                events: self.events,
+                malformed: self.malformed,
+                first: self.first_malformed.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Feeds every line of `reader` to the parser, calling `f` for each event. Lines end in
+    /// LF, CRLF or CR; a line longer than [`Parser::max_line_bytes`] stops the read with
+    /// [`InputError::LineTooLong`] (as an [`io::ErrorKind::InvalidData`] error).
     ///
-    /// Lines are parsed where they lie in the reader's buffer (found with SIMD `memchr`);
-    /// only a line split across two buffer fills is copied.
+    /// Lines are parsed where they lie in the reader's buffer (found with SIMD `memchr2`);
+    /// only a line split across two buffer fills is copied, into a buffer that never grows
+    /// past the line limit.
     pub fn read_all<R: BufRead, F: FnMut(&Event<'_>)>(
         &mut self,
         mut reader: R,
         mut f: F,
     ) -> io::Result<()> {
+        let max = self.max_line_bytes;
         let mut carry: Vec<u8> = Vec::new();
+        // The last line ended in CR: an LF opening the next fill completes its CRLF.
+        let mut after_cr = false;
         loop {
             let buf = match reader.fill_buf() {
                 Ok(b) => b,
@@ -264,35 +403,48 @@ impl Parser {
             }
             let len = buf.len();
             let mut at = 0;
-            if !carry.is_empty() {
-                // Finish the line the previous fill ended in.
-                match memchr::memchr(b'\n', buf) {
-                    Some(nl) => {
-                        carry.extend_from_slice(&buf[..nl]);
-                        if let Some(ev) = self.feed(&carry) {
-                            f(&ev);
-                        }
-                        carry.clear();
-                        at = nl + 1;
-                    }
-                    None => {
-                        carry.extend_from_slice(buf);
-                        reader.consume(len);
-                        continue;
-                    }
+            for end in memchr::memchr2_iter(b'\n', b'\r', buf) {
+                if after_cr && end == at && buf[end] == b'\n' {
+                    // The LF of a CRLF.
+                    after_cr = false;
+                    at = end + 1;
+                    continue;
                 }
-            }
-            let base = at;
-            for nl in memchr::memchr_iter(b'\n', &buf[base..]) {
-                let end = base + nl;
-                if let Some(ev) = self.feed(&buf[at..end]) {
-                    f(&ev);
+                if carry.len() + (end - at) > max {
+                    return Err(self.too_long());
                 }
+                if carry.is_empty() {
+                    if let Some(ev) = self.feed(&buf[at..end]) {
+                        f(&ev);
+                    }
+                } else {
+                    carry.extend_from_slice(&buf[at..end]);
+                    if let Some(ev) = self.feed(&carry) {
+                        f(&ev);
+                    }
+                    carry.clear();
+                }
+                after_cr = buf[end] == b'\r';
                 at = end + 1;
             }
-            carry.extend_from_slice(&buf[at..]);
+            if at < len {
+                after_cr = false;
+                if carry.len() + (len - at) > max {
+                    return Err(self.too_long());
+                }
+                carry.extend_from_slice(&buf[at..]);
+            }
             reader.consume(len);
         }
+    }
+
+    /// The error for the line being read (the one after the last counted).
+    fn too_long(&self) -> io::Error {
+        InputError::LineTooLong {
+            line: self.lines + 1,
+            max_bytes: self.max_line_bytes,
+        }
+        .into()
     }
 }
 
@@ -301,25 +453,6 @@ enum LineKind {
     Comment,
     Other,
     Malformed(&'static str),
-}
-
-/// Opens a trace file, decompressing gzip or zstd transparently (detected by magic bytes).
-pub fn open(path: &Path) -> io::Result<Box<dyn BufRead>> {
-    let mut reader = BufReader::with_capacity(1 << 16, File::open(path)?);
-    let head = reader.fill_buf()?;
-    Ok(if head.starts_with(&[0x1f, 0x8b]) {
-        Box::new(BufReader::with_capacity(
-            1 << 16,
-            flate2::bufread::MultiGzDecoder::new(reader),
-        ))
-    } else if super::zstd::is_zstd(head) {
-        Box::new(BufReader::with_capacity(
-            1 << 16,
-            super::zstd::MultiFrame::new(reader),
-        ))
-    } else {
-        Box::new(reader) as Box<dyn BufRead>
-    })
 }
 
 /// Separator bytes: space, tab, CR, LF and the other control characters. (A byte test this
@@ -694,6 +827,8 @@ fn parse_line(line: &[u8]) -> Result<Event<'_>, LineKind> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::io::BufReader;
+    use std::path::Path;
 
     const SAMPLE: &str = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -834,6 +969,108 @@ mod tests {
         );
         let lines: Vec<u64> = p.first_malformed.iter().map(|m| m.line).collect();
         assert_eq!(lines, [4, 5, 6]);
+    }
+
+    const EV: &str = "a-1 [000] 1.0: mm_page_free: page=p pfn=0x10 order=0";
+
+    /// Reads `text` through a buffer of `cap` bytes: (events, lines) or the error.
+    fn read_with(text: &[u8], cap: usize) -> io::Result<(u64, u64)> {
+        let mut p = Parser::new();
+        let mut n = 0;
+        p.read_all(BufReader::with_capacity(cap, text), |_| n += 1)?;
+        assert_eq!(n, p.events);
+        Ok((p.events, p.lines))
+    }
+
+    #[test]
+    fn lf_crlf_and_cr_line_ends_are_all_read() {
+        for end in ["\n", "\r\n", "\r"] {
+            let text = format!("# comment{end}{}", format!("{EV}{end}").repeat(10));
+            for cap in [1, 2, 3, 7, 64, 1 << 16] {
+                assert_eq!(
+                    read_with(text.as_bytes(), cap).unwrap(),
+                    (10, 11),
+                    "{end:?}, buffer {cap}"
+                );
+            }
+        }
+        // A blank line stays a line, whatever the line ends; CR CR is two line ends.
+        assert_eq!(read_with(b"x\r\n\r\ny\r\rz", 4).unwrap(), (0, 5));
+        // A last line without its line end is read.
+        assert_eq!(
+            read_with(format!("{EV}\r{EV}").as_bytes(), 5).unwrap(),
+            (2, 2)
+        );
+    }
+
+    #[test]
+    fn a_line_over_the_limit_is_an_error_naming_it() {
+        let check = |r: io::Result<(u64, u64)>, line: u64, max: usize| {
+            let e = r.unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+            let inner = e.get_ref().and_then(|e| e.downcast_ref::<InputError>());
+            assert_eq!(
+                inner,
+                Some(&InputError::LineTooLong {
+                    line,
+                    max_bytes: max
+                }),
+                "{e}"
+            );
+            assert!(e.to_string().contains(&format!("line {line} ")), "{e}");
+        };
+        // Split over many fills, or whole in one.
+        let mut text = format!("{EV}\n{EV}\n").into_bytes();
+        text.extend(std::iter::repeat_n(b'x', MAX_LINE_BYTES + 1));
+        text.extend(b"\nmore\n");
+        check(read_with(&text, 1 << 12), 3, MAX_LINE_BYTES);
+        check(read_with(&text, 1 << 20), 3, MAX_LINE_BYTES);
+        // Exactly at the limit is fine.
+        let mut text = vec![b'x'; MAX_LINE_BYTES];
+        text.push(b'\n');
+        assert_eq!(read_with(&text, 1 << 12).unwrap(), (0, 1));
+        // A smaller limit; an endless input without line ends stops at it (`/dev/zero`).
+        let mut p = Parser::new();
+        p.max_line_bytes = 100;
+        let e = p
+            .read_all(BufReader::new(io::repeat(0)), |_| ())
+            .unwrap_err();
+        assert!(
+            e.to_string().starts_with("line 1 is longer than 100 bytes"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn input_without_events_or_mostly_malformed_is_not_a_trace() {
+        let verdict = |text: &[u8]| {
+            let mut p = Parser::new();
+            p.read_all(text, |_| ()).unwrap();
+            p.check_trace()
+        };
+        assert_eq!(verdict(b""), Err(InputError::NoEvents { lines: 0 }));
+        assert_eq!(
+            verdict(b"# tracer: nop\nx-1 [000] 1.0: sched_switch: a=b\n"),
+            Err(InputError::NoEvents { lines: 2 })
+        );
+        // The start of an ELF file: no line is an event.
+        let elf = b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x03\0>\0\x01\0\0\0\n\x10\x6a\0\0\n";
+        assert!(matches!(verdict(elf), Err(InputError::NoEvents { .. })));
+        // One event among three malformed lines.
+        let text = format!("{EV}\nbad 1\nbad 2\nbad 3\n");
+        let e = verdict(text.as_bytes()).unwrap_err();
+        assert!(matches!(
+            e,
+            InputError::MostlyMalformed {
+                lines: 4,
+                events: 1,
+                malformed: 3,
+                ..
+            }
+        ));
+        assert!(e.to_string().contains("line 2: no timestamp"), "{e}");
+        // As many events as malformed lines: a damaged trace, still read.
+        assert_eq!(verdict(format!("{EV}\nbad\n").as_bytes()), Ok(()));
     }
 
     /// Counted independently with
@@ -1026,6 +1263,30 @@ mod tests {
             let mut p = Parser::new();
             p.read_all(&bytes[..], |_| ()).unwrap();
             prop_assert_eq!(p.lines, p.events + p.comments + p.other + p.malformed);
+        }
+
+        /// Lines come out the same whatever the buffer size, and as a plain split on
+        /// LF, CRLF and CR says.
+        #[test]
+        fn lines_do_not_depend_on_the_buffer(
+            parts in proptest::collection::vec(
+                prop_oneof![Just("\n"), Just("\r"), Just("\r\n"), Just(EV), Just("x")],
+                0..30,
+            ),
+            cap in 1usize..40,
+        ) {
+            let text = parts.concat();
+            let want = {
+                let norm = text.replace("\r\n", "\n").replace('\r', "\n");
+                let mut lines: Vec<&str> = norm.split('\n').collect();
+                if lines.last() == Some(&"") {
+                    lines.pop();
+                }
+                let mut p = Parser::new();
+                lines.iter().for_each(|l| { p.feed(l.as_bytes()); });
+                (p.events, p.lines)
+            };
+            prop_assert_eq!(read_with(text.as_bytes(), cap).unwrap(), want);
         }
 
         #[test]

@@ -10,15 +10,18 @@
 //! `mm_page_free` came before the trace began counts as a free of its own.
 
 use std::collections::BTreeMap;
-
-// Keys are pfns and gfp strings from the trace: no adversary to defend against, so the fast
-// Fx hash instead of SipHash (a third of `trace stats`' time went to hashing).
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::fmt::Write as _;
 use std::io::{self, BufRead};
 
 use super::migratetype::{Evidence, Numbering};
 use super::parse::{Event, EventKind, Parser};
+
+/// A map keyed by data from the trace (pfns, gfp strings): foldhash with a random seed per
+/// map, so a file cannot pick keys that collide. (Unseeded FxHash, which this replaced, let
+/// 100k lines of crafted pfns share one bucket; SipHash would cost a third of the time.)
+pub type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+/// A set keyed by data from the trace; see [`HashMap`].
+pub type HashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 
 /// How many of the most reused frames and most common gfp flags are listed.
 pub const TOP: usize = 5;
@@ -82,11 +85,13 @@ pub struct TraceStats {
 }
 
 impl TraceStats {
-    /// Reads a whole trace.
+    /// Reads a whole trace. Input that is no trace ([`Parser::check_trace`]) is an
+    /// [`io::ErrorKind::InvalidData`] error, as is a line over the parser's limit.
     pub fn read<R: BufRead>(reader: R) -> io::Result<Self> {
         let mut stats = Self::default();
         let mut parser = Parser::new();
         parser.read_all(reader, |ev| stats.add(ev))?;
+        parser.check_trace()?;
         stats.parser = parser;
         Ok(stats)
     }
@@ -398,6 +403,54 @@ mod tests {
         assert_eq!((s.frees, s.batched_duplicates), (364, 294));
         assert_eq!(s.failed_allocs, 0);
         assert!(s.cpus.values().all(|k| k.drains == 0));
+    }
+
+    /// pfns that all share one bucket of an FxHash table (rustc-hash 2: the hash is
+    /// `(pfn * K).rotate_left(26)`; the bucket is its low bits, the control byte its top
+    /// seven): `pfn * K` equal to a small `j`. 100k such lines took 80 s of `trace stats`.
+    fn fx_colliding_pfn(j: u64) -> u64 {
+        const K: u64 = 0xf135_7aea_2e62_a9c5;
+        // K's inverse modulo 2^64 (Newton's iteration, K odd).
+        let mut inv: u64 = 1;
+        for _ in 0..6 {
+            inv = inv.wrapping_mul(2u64.wrapping_sub(K.wrapping_mul(inv)));
+        }
+        j.wrapping_mul(inv)
+    }
+
+    #[test]
+    fn crafted_pfns_do_not_share_a_bucket() {
+        use std::hash::BuildHasher as _;
+        let pfns: Vec<u64> = (1..=4096).map(fx_colliding_pfn).collect();
+        // They do collide under FxHash: one bucket of a 2^20-bucket table.
+        let fx = rustc_hash::FxBuildHasher;
+        assert!(pfns.iter().all(|&p| fx.hash_one(p) & 0xfffff == 0));
+        // The map of allocations per pfn spreads them.
+        let text: String = pfns
+            .iter()
+            .map(|p| format!("a-1 [000] 1.0: mm_page_alloc: page=p pfn={p:#x} order=0 migratetype=0 gfp_flags=GFP_KERNEL\n"))
+            .collect();
+        let s = TraceStats::read(text.as_bytes()).unwrap();
+        assert_eq!(s.alloc_per_pfn.len(), 4096);
+        let buckets: HashSet<u64> = pfns
+            .iter()
+            .map(|&p| s.alloc_per_pfn.hasher().hash_one(p) & 0xfff)
+            .collect();
+        assert!(buckets.len() > 2048, "{} buckets of 4096", buckets.len());
+        // And the seed differs between maps: a file cannot learn one from another run.
+        let other = TraceStats::default();
+        assert!(pfns
+            .iter()
+            .any(|&p| other.alloc_per_pfn.hasher().hash_one(p)
+                != s.alloc_per_pfn.hasher().hash_one(p)));
+    }
+
+    #[test]
+    fn a_file_that_is_no_trace_is_an_error() {
+        for text in ["", "# only a comment\n", "garbage\nmore garbage\n"] {
+            let e = TraceStats::read(text.as_bytes()).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{text:?}");
+        }
     }
 
     #[test]

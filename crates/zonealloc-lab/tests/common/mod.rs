@@ -19,6 +19,28 @@ pub fn zonealloc(args: &[&str]) -> Output {
         .expect("the zonealloc binary runs")
 }
 
+/// Runs the binary with `args` and `input` on its standard input.
+pub fn zonealloc_with_stdin(args: &[&str], input: &[u8]) -> Output {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zonealloc"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the zonealloc binary runs");
+    let mut stdin = child.stdin.take().expect("piped");
+    let input = input.to_vec();
+    // Written from a thread: the child may exit (an error) before reading it all.
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let out = child.wait_with_output().expect("the binary exits");
+    writer.join().expect("the writer thread");
+    out
+}
+
 /// Its stdout, lossily decoded.
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()

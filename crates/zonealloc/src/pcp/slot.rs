@@ -45,6 +45,9 @@ pub struct PcpSlot {
     /// Highest ticket served: every request up to it has seen a drain that started after it.
     pub(crate) drain_done: AtomicU64,
     pub(crate) trylock_failures: AtomicU64,
+    /// A zone uses this slot (caller storage passed to `Zone::with_storage`; see
+    /// [`PcpSet::claim`]).
+    claimed: AtomicBool,
 }
 
 /// The initial value of a slot (one expression for the `const` and the loom constructor).
@@ -60,6 +63,7 @@ macro_rules! empty_slot {
             drain_req: AtomicU64::new(0),
             drain_done: AtomicU64::new(0),
             trylock_failures: AtomicU64::new(0),
+            claimed: AtomicBool::new(false),
         }
     };
 }
@@ -159,6 +163,21 @@ pub(crate) struct PcpSet {
     pub(crate) instrument: AtomicBool,
 }
 
+/// Gives claimed `slots` back (see [`PcpSet::claim`]).
+fn release(slots: &[PcpSlot]) {
+    for slot in slots {
+        slot.claimed.store(false, Ordering::Release);
+    }
+}
+
+impl Drop for PcpSet {
+    fn drop(&mut self) {
+        if self.slots.is_borrowed() {
+            release(self.slots.get());
+        }
+    }
+}
+
 impl fmt::Debug for PcpSet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PcpSet")
@@ -177,6 +196,35 @@ impl PcpSet {
             .collect::<std::vec::Vec<_>>()
             .into_boxed_slice();
         Self::with_slots(cfg, max_order, StaticSlice::from_box(slots))
+    }
+
+    /// Claims caller-provided `slots` for one zone and resets them (a zone dropped earlier
+    /// may have left frames of its own on them). `Err(i)`, nothing claimed, if slot `i`
+    /// belongs to a live zone (or its lists are held by a handle that was leaked). Released
+    /// when the [`PcpSet`] over them is dropped.
+    pub(crate) fn claim(slots: &'static [PcpSlot]) -> Result<(), usize> {
+        for (i, slot) in slots.iter().enumerate() {
+            // Acquire: the previous zone's last writes (its drop released the slot).
+            let fresh = slot
+                .claimed
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok();
+            let Some(mut lists) = fresh.then(|| slot.lists.try_lock()).flatten() else {
+                if fresh {
+                    slot.claimed.store(false, Ordering::Release);
+                }
+                release(&slots[..i]);
+                return Err(i);
+            };
+            *lists = PerCpuPages::new();
+            slot.count_hint.store(0, Ordering::Relaxed);
+            slot.owned.store(false, Ordering::Relaxed);
+            slot.owner_token.store(0, Ordering::Relaxed);
+            slot.idle.store(false, Ordering::Relaxed);
+            slot.drain_req.store(0, Ordering::Relaxed);
+            slot.drain_done.store(0, Ordering::Relaxed);
+        }
+        Ok(())
     }
 
     /// Per-CPU lists in caller storage; no slots turns the lists off.

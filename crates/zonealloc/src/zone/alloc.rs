@@ -112,6 +112,14 @@ impl<P: Platform> Zone<P> {
     /// The PCP hit path is inlined into every caller; everything else is one out-of-line call.
     #[inline(always)]
     pub fn alloc_with(&self, order: Order, req: AllocRequest) -> Result<Pfn, AllocError> {
+        let got = self.alloc_unchecked(order, req);
+        self.debug_check("alloc");
+        got
+    }
+
+    /// [`Zone::alloc_with`] without the `debug-invariants` check.
+    #[inline(always)]
+    fn alloc_unchecked(&self, order: Order, req: AllocRequest) -> Result<Pfn, AllocError> {
         let cpu = req
             .cpu
             .map_or_else(|| self.this_cpu(), |c| self.pcp.cpu_index(c));

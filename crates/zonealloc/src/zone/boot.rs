@@ -48,7 +48,9 @@ impl Zone {
 
     /// Like [`Zone::new`] over a caller-provided metadata table, with per-CPU lists on the
     /// heap under `std` and none without it. The table needs [`Zone::table_entries`] entries;
-    /// it is reset.
+    /// it is reset. It serves one zone at a time: while a zone uses an entry, another zone
+    /// over it is [`ConfigError::TableInUse`] (the entries are free again once the first zone
+    /// is dropped).
     pub fn with_table(
         zone_type: ZoneType,
         start: Pfn,
@@ -67,13 +69,14 @@ impl Zone {
 
     /// Everything in caller storage, for kernels and unikernels without a heap: the metadata
     /// table ([`Zone::table_entries`] entries) and one [`PcpSlot`] per CPU (the slot count
-    /// overrides `cfg.pcp.cpus`; an empty slice turns the per-CPU lists off).
+    /// overrides `cfg.pcp.cpus`; an empty slice turns the per-CPU lists off). Both serve one
+    /// zone at a time ([`ConfigError::TableInUse`], [`ConfigError::PcpSlotInUse`]; free again
+    /// once that zone is dropped).
     ///
     /// Superseded by [`Zone::from_uninit`], which takes the storage by `&'static mut` (so two
     /// zones can never share one table), needs no initialised table (boot memory, `.bss`),
     /// can reserve a table carved out of the zone's own frames, and takes any
-    /// [`Platform`]. Kept for existing callers: a shared table here is reset by each zone
-    /// built over it, which corrupts the first.
+    /// [`Platform`]. Kept for existing callers:
     ///
     /// ```
     /// use zonealloc::{FrameMeta, PcpSlot, Pfn, Zone, ZoneConfig, ZoneType};
@@ -95,6 +98,8 @@ impl Zone {
     ) -> Result<Zone, ConfigError> {
         let n = check_span(start, end, &cfg)?;
         let table = Self::borrow_table(start, &cfg, n, table)?;
+        // On error `table` is dropped here, which gives its entries back.
+        PcpSet::claim(pcps).map_err(|slot| ConfigError::PcpSlotInUse { slot })?;
         cfg.pcp.cpus = pcps.len() as u32;
         let pcp = PcpSet::with_slots(cfg.pcp, cfg.max_order, StaticSlice::borrowed(pcps));
         Ok(Zone::from_parts(zone_type, start, end, cfg, table, pcp))
@@ -188,7 +193,8 @@ impl<P: Platform> Zone<P> {
                 provided: table.len(),
             });
         }
-        Ok(FrameTable::borrowed(start, cfg.pageblock_order, n, table))
+        FrameTable::borrowed(start, cfg.pageblock_order, n, table)
+            .map_err(|entry| ConfigError::TableInUse { entry })
     }
 
     fn from_parts(
@@ -227,6 +233,7 @@ impl<P: Platform> Zone<P> {
             self.add_free_range_locked(&mut z, start, end)?
         };
         self.setup_standalone_watermarks();
+        self.debug_check("add_free_range");
         Ok(added)
     }
 
@@ -272,7 +279,9 @@ impl<P: Platform> Zone<P> {
             } else {
                 pfn.trailing_zeros().min(max)
             };
-            while pfn + (1u64 << order) > end.0 {
+            // `end - pfn`, not `pfn + (1 << order)`: a zone may end at the top of the pfn
+            // space, where the sum would wrap.
+            while end.0 - pfn < (1u64 << order) {
                 order -= 1;
             }
             let idx = t.index_of(Pfn(pfn)).unwrap_or(0);

@@ -23,6 +23,19 @@
 //! must say so with `CpuHandle::idle`, or poll. An owner that is busy and does neither keeps
 //! drainers waiting, which is exactly the behaviour seed 004 removed.
 //!
+//! # An owner that never comes back
+//! The rule: **a [`CpuHandle`](crate::CpuHandle) must be dropped, polled or idle**. A handle
+//! that is leaked (`mem::forget`, a reference cycle) or whose thread blocks for good keeps its
+//! CPU owned forever, and nothing can tell it from a busy one. [`Zone::drain_all`] then waits
+//! forever, as the kernel's `flush_work` would for a CPU that never runs. The bounded forms,
+//! [`Zone::drain_all_until`] (the caller's clock) and, under `std`,
+//! [`Zone::drain_all_timeout`], give up and name the CPU that did not answer
+//! ([`DrainError::NoAnswer`]). The allocation slow path waits at most
+//! [`SLOW_PATH_DRAIN_WAIT_NS`] per drain under `std`, then goes on without that CPU's pages (as
+//! reclaim's `drain_all_pages(NULL)` goes on when a drain is already running), and does not
+//! wait again for an owner that has not served the request it gave up on; without `std` it
+//! has no clock and waits as `drain_all` does.
+//!
 //! `owned` and the tickets are accessed with `SeqCst`: the drainer takes its ticket then loads
 //! `owned`; the departing owner stores `owned` then loads the tickets. One of them always sees
 //! the other (the store-load pattern needs sequential consistency), so a request is never left
@@ -31,10 +44,39 @@
 use super::pcp::PcpGuard;
 use super::Zone;
 use crate::config::{DrainMode, PcpLocking};
+use crate::error::DrainError;
 use crate::pcp::{DrainReason, PcpAccess, PcpSlot, PerCpuPages};
 use crate::platform::Platform;
 use crate::sync::{relax_hard, thread_token, Ordering, SpinGuard};
 use crate::types::CpuId;
+
+/// How long the allocation slow path waits for owners to drain their lists under `std` (1 s),
+/// before it goes on without them; an owner that let it down is not waited for again until it
+/// has served that request (see the module documentation).
+#[cfg_attr(any(not(feature = "std"), loom), allow(dead_code))] // no clock there
+pub(crate) const SLOW_PATH_DRAIN_WAIT_NS: u64 = 1_000_000_000;
+
+/// When a drain stops waiting for owners: never, or when the caller's test says so.
+pub(crate) enum GiveUp<'a> {
+    /// Wait for every owner, however long (`drain_all`).
+    Never,
+    /// Stop waiting once this returns `true` (polled between checks of the owners).
+    When(&'a mut dyn FnMut() -> bool),
+    /// Reclaim's drain: as `When`, and an owner still sitting on an earlier request (which
+    /// an earlier drain gave up on) is not waited for again, so that a leaked owner costs
+    /// one wait, not one per allocation.
+    #[cfg_attr(any(not(feature = "std"), loom), allow(dead_code))] // no clock there
+    Reclaim(&'a mut dyn FnMut() -> bool),
+}
+
+impl GiveUp<'_> {
+    fn now(&mut self) -> bool {
+        match self {
+            GiveUp::Never => false,
+            GiveUp::When(f) | GiveUp::Reclaim(f) => f(),
+        }
+    }
+}
 
 impl<P: Platform> Zone<P> {
     /// Locks CPU `c`'s lists, or `None` once an owner holds them for good (owner-only
@@ -159,8 +201,15 @@ impl<P: Platform> Zone<P> {
     }
 
     /// Waits until CPU `c` has served `ticket`, serving the caller's own requests meanwhile.
-    /// If the owner has gone (or is idle), drains the CPU itself.
-    fn wait_owner(&self, c: usize, ticket: u64, me: &mut PcpAccess<'_>) {
+    /// If the owner has gone (or is idle), drains the CPU itself. `false` if `give_up` said
+    /// to stop first (the request stays raised: the owner serves it when it comes back).
+    fn wait_owner(
+        &self,
+        c: usize,
+        ticket: u64,
+        me: &mut PcpAccess<'_>,
+        give_up: &mut GiveUp<'_>,
+    ) -> bool {
         let slot = self.pcp.slot(c);
         while !slot.served(ticket) {
             let away = !slot.owned.load(Ordering::SeqCst) || slot.idle.load(Ordering::SeqCst);
@@ -168,12 +217,16 @@ impl<P: Platform> Zone<P> {
                 let want = slot.tickets_to_serve();
                 if self.drain_pages_zone(c, DrainReason::Remote) {
                     slot.mark_served(want);
-                    return;
+                    return true;
                 }
+            }
+            if give_up.now() {
+                return false;
             }
             self.serve_own(me);
             relax_hard();
         }
+        true
     }
 
     /// Drains one CPU's lists back to the buddy. Under [`DrainMode::Remote`] the caller does it
@@ -184,6 +237,7 @@ impl<P: Platform> Zone<P> {
     /// [`CpuHandle::drain_cpu`]: crate::CpuHandle::drain_cpu
     pub fn drain_cpu(&self, cpu: CpuId) {
         self.drain_cpu_for(cpu, &mut self.caller());
+        self.debug_check("drain_cpu");
     }
 
     /// Who an anonymous call comes from: the owner of a CPU if this thread registered a
@@ -209,7 +263,7 @@ impl<P: Platform> Zone<P> {
         }
         let c = cpu.0 as usize % self.pcp.cpus();
         if let Some(ticket) = self.start_drain(c, me) {
-            self.wait_owner(c, ticket, me);
+            self.wait_owner(c, ticket, me, &mut GiveUp::Never);
         }
     }
 
@@ -222,45 +276,101 @@ impl<P: Platform> Zone<P> {
 
     /// Drains every CPU's lists (`drain_all_pages(zone)`): waits for a drain already in
     /// progress, skips CPUs whose lists look empty. Under [`DrainMode::Owner`] it waits for
-    /// every busy owner: see the module documentation.
+    /// every busy owner, and forever for a leaked one: see the module documentation and
+    /// [`Zone::drain_all_timeout`].
     pub fn drain_all(&self) {
-        self.drain_all_with(&mut self.caller(), true);
+        // Cannot fail: it never gives up.
+        let _ = self.drain_all_with(&mut self.caller(), true, &mut GiveUp::Never);
+        self.debug_check("drain_all");
+    }
+
+    /// Like [`Zone::drain_all`], but stops waiting, for the drain mutex or for owners, once
+    /// `give_up` returns `true` (called between checks; the caller's clock or spin budget).
+    /// The CPUs whose owners had not answered by then keep their pages, and their requests
+    /// stay raised for when they come back.
+    pub fn drain_all_until(&self, mut give_up: impl FnMut() -> bool) -> Result<(), DrainError> {
+        let done = self.drain_all_with(&mut self.caller(), true, &mut GiveUp::When(&mut give_up));
+        self.debug_check("drain_all_until");
+        done
+    }
+
+    /// Like [`Zone::drain_all`], but waits at most about `timeout` for owners (see
+    /// [`Zone::drain_all_until`]). An owner-only [`CpuHandle`](crate::CpuHandle) that was
+    /// leaked with `mem::forget` makes this an error naming its CPU instead of a hang.
+    #[cfg(feature = "std")]
+    pub fn drain_all_timeout(&self, timeout: core::time::Duration) -> Result<(), DrainError> {
+        let end = deadline_ns(timeout);
+        self.drain_all_until(|| crate::sync::now_ns() >= end)
     }
 
     /// `__drain_all_pages` on behalf of `me`. Without `wait_if_busy`, returns at once when
     /// another drain is running (the kernel's `drain_all_pages(NULL)` from reclaim).
-    pub(crate) fn drain_all_with(&self, me: &mut PcpAccess<'_>, wait_if_busy: bool) {
+    pub(crate) fn drain_all_with(
+        &self,
+        me: &mut PcpAccess<'_>,
+        wait_if_busy: bool,
+        give_up: &mut GiveUp<'_>,
+    ) -> Result<(), DrainError> {
         if !self.pcp.enabled() {
-            return;
+            return Ok(());
         }
         let _m = loop {
             if let Some(m) = self.pcp.drain_mutex.try_lock() {
                 break m;
             }
             if !wait_if_busy {
-                return;
+                return Ok(());
+            }
+            if give_up.now() {
+                return Err(DrainError::Busy);
             }
             self.serve_own(me); // the drainer holding the mutex may be waiting for us
             relax_hard();
         };
         let n = self.pcp.cpus();
+        let mut unanswered = Unanswered::default();
         // Raise every request first so that busy owners drain in parallel, then wait.
         let mut waiting = [0u64; 64]; // tickets of the first 64 CPUs; later ones waited in turn
         for c in 0..n {
-            if self.pcp.slot(c).count_hint.load(Ordering::Relaxed) == 0 {
+            let slot = self.pcp.slot(c);
+            if slot.count_hint.load(Ordering::Relaxed) == 0 {
+                continue;
+            }
+            if matches!(give_up, GiveUp::Reclaim(_))
+                && slot.drain_pending()
+                && self.owner_route(slot)
+            {
+                unanswered.add(c, false);
                 continue;
             }
             if let Some(ticket) = self.start_drain(c, me) {
                 match waiting.get_mut(c) {
                     Some(w) => *w = ticket,
-                    None => self.wait_owner(c, ticket, me),
+                    None => unanswered.add(c, self.wait_owner(c, ticket, me, give_up)),
                 }
             }
         }
         for (c, &ticket) in waiting.iter().enumerate().take(n) {
             if ticket != 0 {
-                self.wait_owner(c, ticket, me);
+                unanswered.add(c, self.wait_owner(c, ticket, me, give_up));
             }
+        }
+        unanswered.result()
+    }
+
+    /// The allocation slow path's drain (`drain_all_pages(NULL)`): skipped if another drain
+    /// runs, and under `std` bounded by [`SLOW_PATH_DRAIN_WAIT_NS`] per call.
+    pub(crate) fn drain_all_for_reclaim(&self, me: &mut PcpAccess<'_>) {
+        #[cfg(all(feature = "std", not(loom)))]
+        {
+            let end = crate::sync::now_ns().saturating_add(SLOW_PATH_DRAIN_WAIT_NS);
+            let mut past = || crate::sync::now_ns() >= end;
+            // A CPU that did not answer keeps its pages; the caller retries without them.
+            let _ = self.drain_all_with(me, false, &mut GiveUp::Reclaim(&mut past));
+        }
+        #[cfg(any(not(feature = "std"), loom))]
+        {
+            let _ = self.drain_all_with(me, false, &mut GiveUp::Never);
         }
     }
 
@@ -309,6 +419,40 @@ impl<P: Platform> Zone<P> {
             let mut pcp = self.pcp_enter(self.pcp.slot(c), pcp);
             todo |= self.decay_locked(&mut pcp);
         }
+        self.debug_check("tick");
         todo
+    }
+}
+
+/// `now_ns()` plus `timeout`, saturating (a timeout of years waits "forever").
+#[cfg(feature = "std")]
+fn deadline_ns(timeout: core::time::Duration) -> u64 {
+    let t = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
+    crate::sync::now_ns().saturating_add(t)
+}
+
+/// The CPUs a drain gave up on: the first and how many.
+#[derive(Default)]
+struct Unanswered {
+    first: Option<usize>,
+    count: u32,
+}
+
+impl Unanswered {
+    fn add(&mut self, c: usize, answered: bool) {
+        if !answered {
+            self.first.get_or_insert(c);
+            self.count += 1;
+        }
+    }
+
+    fn result(self) -> Result<(), DrainError> {
+        match self.first {
+            None => Ok(()),
+            Some(c) => Err(DrainError::NoAnswer {
+                cpu: CpuId(c as u32),
+                cpus: self.count,
+            }),
+        }
     }
 }

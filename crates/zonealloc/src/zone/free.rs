@@ -200,6 +200,7 @@ impl<P: Platform> Zone<P> {
     fn free_via(&self, pfn: Pfn, order: Order, cpu: usize) -> Result<(), FreeError> {
         if let Some(slot) = self.pcp.slot_at(cpu) {
             if self.pcp_free_fast(pfn, order, slot, None) {
+                self.debug_check("free");
                 return Ok(());
             }
         }
@@ -211,7 +212,9 @@ impl<P: Platform> Zone<P> {
     #[cold]
     #[inline(never)]
     fn free_slow(&self, pfn: Pfn, order: Order, cpu: usize) -> Result<(), FreeError> {
-        self.free_with(pfn, order, &mut PcpAccess::Cpu(cpu))
+        let done = self.free_with(pfn, order, &mut PcpAccess::Cpu(cpu));
+        self.debug_check("free");
+        done
     }
 
     /// Like [`Zone::free`] on CPU `cpu`'s lists.

@@ -106,6 +106,7 @@ impl<'z, P: Platform> CpuHandle<'z, P> {
         let held = self.held.as_deref_mut();
         let (mt, hz) = (req.migratetype, req.highest_zone);
         if let Some(p) = zone.pcp_alloc_fast(order.get(), mt, hz, self.slot, held) {
+            zone.debug_check("CpuHandle::alloc");
             return Ok(p);
         }
         self.alloc_slow(order, mt, hz, req.gfp_bits())
@@ -123,7 +124,9 @@ impl<'z, P: Platform> CpuHandle<'z, P> {
     ) -> Result<Pfn, AllocError> {
         let zone = self.zone;
         let req = AllocRequest::from_parts(mt, hz, gfp_bits, None);
-        super::walk::alloc_in_zone(zone, order, req, &mut self.access())
+        let got = super::walk::alloc_in_zone(zone, order, req, &mut self.access());
+        zone.debug_check("CpuHandle::alloc");
+        got
     }
 
     /// Frees on this CPU.
@@ -133,6 +136,7 @@ impl<'z, P: Platform> CpuHandle<'z, P> {
     pub fn free(&mut self, pfn: Pfn, order: Order) -> Result<(), FreeError> {
         let zone = self.zone;
         if zone.pcp_free_fast(pfn, order, self.slot, self.held.as_deref_mut()) {
+            zone.debug_check("CpuHandle::free");
             return Ok(());
         }
         self.free_slow(pfn, order)
@@ -143,7 +147,9 @@ impl<'z, P: Platform> CpuHandle<'z, P> {
     #[inline(never)]
     fn free_slow(&mut self, pfn: Pfn, order: Order) -> Result<(), FreeError> {
         let zone = self.zone;
-        zone.free_with(pfn, order, &mut self.access())
+        let done = zone.free_with(pfn, order, &mut self.access());
+        zone.debug_check("CpuHandle::free");
+        done
     }
 
     /// Serves a pending owner-drain request, if any (the kernel's drain work item running on
@@ -154,6 +160,7 @@ impl<'z, P: Platform> CpuHandle<'z, P> {
         }
         let zone = self.zone;
         zone.serve_own(&mut self.access());
+        zone.debug_check("CpuHandle::poll");
     }
 
     /// Drains this CPU's lists.
@@ -161,6 +168,7 @@ impl<'z, P: Platform> CpuHandle<'z, P> {
         let zone = self.zone;
         let cpu = self.cpu();
         zone.drain_cpu_for(cpu, &mut self.access());
+        zone.debug_check("CpuHandle::drain_local");
     }
 
     /// Drains CPU `cpu`'s lists, as [`Zone::drain_cpu`] does, but as this CPU's owner: while it
@@ -169,12 +177,27 @@ impl<'z, P: Platform> CpuHandle<'z, P> {
     pub fn drain_cpu(&mut self, cpu: CpuId) {
         let zone = self.zone;
         zone.drain_cpu_for(cpu, &mut self.access());
+        zone.debug_check("CpuHandle::drain_cpu");
     }
 
     /// Drains every CPU's lists, this one in place (see [`CpuHandle::drain_cpu`]).
     pub fn drain_all(&mut self) {
         let zone = self.zone;
-        zone.drain_all_with(&mut self.access(), true);
+        // Cannot fail: it never gives up.
+        let _ = zone.drain_all_with(&mut self.access(), true, &mut super::drain::GiveUp::Never);
+        zone.debug_check("CpuHandle::drain_all");
+    }
+
+    /// Like [`CpuHandle::drain_all`], giving up as [`Zone::drain_all_until`] does.
+    pub fn drain_all_until(
+        &mut self,
+        mut give_up: impl FnMut() -> bool,
+    ) -> Result<(), crate::DrainError> {
+        let zone = self.zone;
+        let mut give_up = super::drain::GiveUp::When(&mut give_up);
+        let done = zone.drain_all_with(&mut self.access(), true, &mut give_up);
+        zone.debug_check("CpuHandle::drain_all_until");
+        done
     }
 
     /// Runs `f` with this CPU idle, as a task that sleeps leaves its CPU free for the kernel's

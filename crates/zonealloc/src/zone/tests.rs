@@ -124,6 +124,23 @@ mod check_catches_corruption {
         z.check().map(|_| "ok").unwrap_or_else(|e| e.invariant)
     }
 
+    /// With `debug-invariants`, the first public operation after the corruption reports it,
+    /// naming itself.
+    #[cfg(feature = "debug-invariants")]
+    #[test]
+    #[should_panic(expected = "invariant violated after free: Z3")]
+    fn debug_invariants_catch_corruption_at_the_next_operation() {
+        let z = zone();
+        let p = z
+            .alloc_with(
+                Order::ZERO,
+                AllocRequest::new(MigrateType::Movable).on_cpu(CpuId(0)),
+            )
+            .unwrap();
+        z.buddy.lock().free_area[10].nr_free += 1;
+        let _ = z.free_on(CpuId(0), p, Order::ZERO);
+    }
+
     #[test]
     fn wrong_nr_free_is_z3() {
         let z = zone();

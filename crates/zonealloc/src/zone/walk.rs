@@ -118,7 +118,7 @@ pub(crate) fn alloc_walk<P: Platform>(
         }
     }
     for z in list.iter() {
-        z.drain_all_with(access, false);
+        z.drain_all_for_reclaim(access);
     }
     if let Some(p) = get_page_from_freelist(list, o, mt, slow, hz, access) {
         return Ok(p);
