@@ -25,7 +25,7 @@
 //! replay allocates a page on the refilling CPU just before replaying the free, so its lists
 //! lose the page as the kernel's did, only later.
 
-use rustc_hash::FxHashMap as HashMap;
+use crate::trace::stats::HashMap;
 use serde::Serialize;
 
 use crate::trace::parse::{Event, EventKind};

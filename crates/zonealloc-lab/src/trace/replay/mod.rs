@@ -34,7 +34,7 @@ pub mod kernel;
 pub mod preset;
 pub mod proc_setup;
 
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use crate::trace::stats::{HashMap, HashSet};
 use std::io::{self, Write};
 
 use serde::Serialize;
