@@ -118,7 +118,8 @@ impl ZoneShared {
     /// exact test then does), then its search for a free block of `order` or above on a PCP
     /// type's lists.
     #[inline(always)]
-    pub(crate) fn above_high_fast(&self, order: u8, highest_zoneidx: usize) -> bool {
+    pub(crate) fn above_high_fast(&self, order: Order, highest_zoneidx: usize) -> bool {
+        let order = order.get();
         let headroom = ld(&self.order0_high_headroom) as i64 - ((1i64 << order) - 1);
         if headroom <= ld(&self.lowmem_reserve[highest_zoneidx]) as i64 {
             return false;

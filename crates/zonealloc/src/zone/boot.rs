@@ -11,7 +11,7 @@ use crate::pcp::{zone_batchsize, zone_highsize, PcpSet, PcpSlot};
 use crate::platform::Platform;
 use crate::shared::{ZoneBits, ZoneShared};
 use crate::sync::{init_slice, Lock, StaticSlice};
-use crate::types::{Pfn, ZoneType, MIGRATE_TYPES};
+use crate::types::{Order, Pfn, ZoneType, MIGRATE_TYPES};
 use core::mem::MaybeUninit;
 
 fn check_span(start: Pfn, end: Pfn, cfg: &ZoneConfig) -> Result<u32, ConfigError> {
@@ -263,7 +263,7 @@ impl<P: Platform> Zone<P> {
         for i in first..=last {
             t.set_state(i, FrameState::Tail);
         }
-        let max = z.max_order() as u32;
+        let max = z.max_order().get() as u32;
         let mut pfn = start.0;
         while pfn < end.0 {
             // Free in the largest chunks alignment allows (pfn 0 is max-order aligned).
@@ -277,7 +277,7 @@ impl<P: Platform> Zone<P> {
             }
             let idx = t.index_of(Pfn(pfn)).unwrap_or(0);
             z.managed_pages += 1u64 << order;
-            z.split_large_buddy(t, idx, order as u8, FreePlacement::ToTail);
+            z.split_large_buddy(t, idx, Order::from_raw(order as u8), FreePlacement::ToTail);
             pfn += 1u64 << order;
         }
         Ok(end.0 - start.0)
