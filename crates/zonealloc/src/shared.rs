@@ -67,7 +67,8 @@ fn ld(a: &AtomicU64) -> u64 {
 }
 
 impl ZoneShared {
-    pub(crate) fn new(max_order: u8, pcp_enabled: bool) -> Self {
+    pub(crate) fn new(max_order: Order, pcp_enabled: bool) -> Self {
+        let max_order = max_order.get();
         ZoneShared {
             nr_free_pages: AtomicU64::new(0),
             nr_free_highatomic: AtomicU64::new(0),

@@ -37,12 +37,12 @@ impl Zone {
         cfg: ZoneConfig,
     ) -> Result<Zone, ConfigError> {
         let n = check_span(start, end, &cfg)?;
-        let table = FrameTable::allocate(start, cfg.pageblock_order, n).ok_or(
+        let table = FrameTable::allocate(start, Order::from_raw(cfg.pageblock_order), n).ok_or(
             ConfigError::TableAllocation {
                 bytes: u64::from(n) * core::mem::size_of::<FrameMeta>() as u64,
             },
         )?;
-        let pcp = PcpSet::new(cfg.pcp, cfg.max_order);
+        let pcp = PcpSet::new(cfg.pcp, Order::from_raw(cfg.max_order));
         Ok(Zone::from_parts(zone_type, start, end, cfg, table, pcp))
     }
 
@@ -59,9 +59,13 @@ impl Zone {
         let n = check_span(start, end, &cfg)?;
         let table = Self::borrow_table(start, &cfg, n, table)?;
         #[cfg(feature = "std")]
-        let pcp = PcpSet::new(cfg.pcp, cfg.max_order);
+        let pcp = PcpSet::new(cfg.pcp, Order::from_raw(cfg.max_order));
         #[cfg(not(feature = "std"))]
-        let pcp = PcpSet::with_slots(cfg.pcp, cfg.max_order, StaticSlice::borrowed(&[]));
+        let pcp = PcpSet::with_slots(
+            cfg.pcp,
+            Order::from_raw(cfg.max_order),
+            StaticSlice::borrowed(&[]),
+        );
         Ok(Zone::from_parts(zone_type, start, end, cfg, table, pcp))
     }
 
@@ -96,7 +100,11 @@ impl Zone {
         let n = check_span(start, end, &cfg)?;
         let table = Self::borrow_table(start, &cfg, n, table)?;
         cfg.pcp.cpus = pcps.len() as u32;
-        let pcp = PcpSet::with_slots(cfg.pcp, cfg.max_order, StaticSlice::borrowed(pcps));
+        let pcp = PcpSet::with_slots(
+            cfg.pcp,
+            Order::from_raw(cfg.max_order),
+            StaticSlice::borrowed(pcps),
+        );
         Ok(Zone::from_parts(zone_type, start, end, cfg, table, pcp))
     }
 
@@ -167,10 +175,14 @@ impl<P: Platform> Zone<P> {
             Some((s, e)) if s < e && s >= start && e <= end => (s.0, e.0),
             Some((s, e)) => return Err(ConfigError::BadSpan { start: s, end: e }),
         };
-        let table = FrameTable::from_uninit(start, cfg.pageblock_order, n, table);
+        let table = FrameTable::from_uninit(start, Order::from_raw(cfg.pageblock_order), n, table);
         cfg.pcp.cpus = pcps.len() as u32;
         let pcps: &'static [PcpSlot] = init_slice(pcps, PcpSlot::new);
-        let pcp = PcpSet::with_slots(cfg.pcp, cfg.max_order, StaticSlice::borrowed(pcps));
+        let pcp = PcpSet::with_slots(
+            cfg.pcp,
+            Order::from_raw(cfg.max_order),
+            StaticSlice::borrowed(pcps),
+        );
         let mut zone = Zone::from_parts(zone_type, start, end, cfg, table, pcp);
         zone.reserved = reserved;
         Ok(zone)
@@ -188,7 +200,12 @@ impl<P: Platform> Zone<P> {
                 provided: table.len(),
             });
         }
-        Ok(FrameTable::borrowed(start, cfg.pageblock_order, n, table))
+        Ok(FrameTable::borrowed(
+            start,
+            Order::from_raw(cfg.pageblock_order),
+            n,
+            table,
+        ))
     }
 
     fn from_parts(
@@ -203,7 +220,7 @@ impl<P: Platform> Zone<P> {
         Zone {
             table,
             buddy: Lock::new(buddy),
-            shared: ZoneShared::new(cfg.max_order, pcp.enabled()),
+            shared: ZoneShared::new(Order::from_raw(cfg.max_order), pcp.enabled()),
             pcp,
             zone_type,
             cfg,
