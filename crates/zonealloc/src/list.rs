@@ -205,7 +205,7 @@ impl Iterator for FrameListIter<'_> {
 #[cfg(all(test, feature = "std"))]
 mod tests {
     use super::*;
-    use crate::types::Pfn;
+    use crate::types::{Order, Pfn};
     use std::vec::Vec;
 
     fn collect(l: &FrameList, t: &FrameTable) -> Vec<u32> {
@@ -214,7 +214,7 @@ mod tests {
 
     #[test]
     fn push_pop_and_unlink_keep_list_well_formed() {
-        let t = FrameTable::allocate(Pfn(0), 0, 8).unwrap();
+        let t = FrameTable::allocate(Pfn(0), Order::ZERO, 8).unwrap();
         let mut l = FrameList::new();
         l.push_head(&t, 1);
         l.push_tail(&t, 2);

@@ -278,7 +278,8 @@ impl FrameTable {
     #[cfg(feature = "std")]
     /// `None` when the heap cannot hold the table: a span the caller sized from untrusted
     /// input (a C config, a trace) gets an error, not an abort.
-    pub(crate) fn allocate(start: Pfn, pageblock_order: u8, len: u32) -> Option<FrameTable> {
+    pub(crate) fn allocate(start: Pfn, pageblock_order: Order, len: u32) -> Option<FrameTable> {
+        let pageblock_order = pageblock_order.get();
         let base = start.0 & !((1u64 << pageblock_order) - 1);
         let mut v: std::vec::Vec<FrameMeta> = std::vec::Vec::new();
         v.try_reserve_exact(len as usize).ok()?;
@@ -296,10 +297,11 @@ impl FrameTable {
     /// returns.
     pub(crate) fn borrowed(
         start: Pfn,
-        pageblock_order: u8,
+        pageblock_order: Order,
         len: u32,
         table: &'static [FrameMeta],
     ) -> Result<FrameTable, usize> {
+        let pageblock_order = pageblock_order.get();
         let base = start.0 & !((1u64 << pageblock_order) - 1);
         let table = &table[..len as usize];
         for (i, m) in table.iter().enumerate() {
@@ -325,10 +327,11 @@ impl FrameTable {
     /// initialises: the table owns it from now on (`&'static mut`), so no other zone can.
     pub(crate) fn from_uninit(
         start: Pfn,
-        pageblock_order: u8,
+        pageblock_order: Order,
         len: u32,
         table: &'static mut [core::mem::MaybeUninit<FrameMeta>],
     ) -> FrameTable {
+        let pageblock_order = pageblock_order.get();
         let base = start.0 & !((1u64 << pageblock_order) - 1);
         let table: &'static [FrameMeta] = init_slice(&mut table[..len as usize], FrameMeta::boot);
         FrameTable {
@@ -547,7 +550,7 @@ mod tests {
         assert_eq!(e.state.load(Ordering::Relaxed), 0);
         assert_eq!(e.block.load(Ordering::Relaxed), 0);
         // ... and a zone over it reads it as absent, in a movable pageblock.
-        let t = FrameTable::borrowed(Pfn(0), 0, 1, &ONE).unwrap();
+        let t = FrameTable::borrowed(Pfn(0), Order::ZERO, 1, &ONE).unwrap();
         assert_eq!(t.state(0), FrameState::Absent);
         assert_eq!(t.block_type(0), MigrateType::Movable);
     }

@@ -67,7 +67,8 @@ fn ld(a: &AtomicU64) -> u64 {
 }
 
 impl ZoneShared {
-    pub(crate) fn new(max_order: u8, pcp_enabled: bool) -> Self {
+    pub(crate) fn new(max_order: Order, pcp_enabled: bool) -> Self {
+        let max_order = max_order.get();
         ZoneShared {
             nr_free_pages: AtomicU64::new(0),
             nr_free_highatomic: AtomicU64::new(0),
@@ -118,7 +119,8 @@ impl ZoneShared {
     /// exact test then does), then its search for a free block of `order` or above on a PCP
     /// type's lists.
     #[inline(always)]
-    pub(crate) fn above_high_fast(&self, order: u8, highest_zoneidx: usize) -> bool {
+    pub(crate) fn above_high_fast(&self, order: Order, highest_zoneidx: usize) -> bool {
+        let order = order.get();
         let headroom = ld(&self.order0_high_headroom) as i64 - ((1i64 << order) - 1);
         if headroom <= ld(&self.lowmem_reserve[highest_zoneidx]) as i64 {
             return false;

@@ -293,8 +293,8 @@ impl fmt::Display for ZoneType {
 /// and the THP order. The one statement of the rule: the lists use it through
 /// `PcpPolicy::allowed_order`, the buddy for the `percpu_refill` field of its tracepoint.
 #[inline]
-pub(crate) fn pcp_allowed_order(order: u8, thp_order: Option<u8>) -> bool {
-    order <= Order::COSTLY.get() || Some(order) == thp_order
+pub(crate) fn pcp_allowed_order(order: Order, thp_order: Option<u8>) -> bool {
+    order <= Order::COSTLY || Some(order.get()) == thp_order
 }
 
 #[cfg(test)]

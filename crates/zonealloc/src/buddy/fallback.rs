@@ -183,7 +183,7 @@ impl BuddyZone {
             self.move_freepages_block(t, start, block_mt, start_mt);
             self.set_block_mt(t, start, start_mt);
             self.stats.claims += 1;
-            return self.rmqueue_smallest(t, order, start_mt);
+            return self.rmqueue_smallest(t, Order::from_raw(order), start_mt);
         }
         None
     }
@@ -274,7 +274,7 @@ impl BuddyZone {
     ) -> Option<u32> {
         let order = order.get();
         if *mode == RmqueueMode::Normal {
-            if let Some(idx) = self.rmqueue_smallest(t, order, mt) {
+            if let Some(idx) = self.rmqueue_smallest(t, Order::from_raw(order), mt) {
                 return Some(idx);
             }
         }

@@ -208,8 +208,8 @@ impl BuddyZone {
     }
 
     #[inline]
-    pub(crate) fn max_order(&self) -> u8 {
-        self.cfg.max_order
+    pub(crate) fn max_order(&self) -> Order {
+        Order::from_raw(self.cfg.max_order)
     }
 
     /// Index of the first frame of the pageblock containing `idx` (the table base is
@@ -380,14 +380,16 @@ impl BuddyZone {
     pub(crate) fn rmqueue_smallest(
         &mut self,
         t: &FrameTable,
-        order: u8,
+        order: Order,
         mt: MigrateType,
     ) -> Option<u32> {
+        let order = order.get();
         for cur in order..=self.cfg.max_order {
             if let Some(idx) = self.free_area[cur as usize].lists[mt.index()].first() {
                 self.page_del_and_expand(t, idx, order, cur, mt);
                 let percpu_refill =
-                    pcp_allowed_order(order, self.cfg.pcp.thp_order) && mt.is_gfp_type();
+                    pcp_allowed_order(Order::from_raw(order), self.cfg.pcp.thp_order)
+                        && mt.is_gfp_type();
                 self.events.log(|| ZoneEvent::AllocZoneLocked {
                     pfn: t.pfn_of(idx),
                     order: Order::from_raw(order),
@@ -485,9 +487,10 @@ impl BuddyZone {
         &mut self,
         t: &FrameTable,
         idx: u32,
-        order: u8,
+        order: Order,
         placement: FreePlacement,
     ) {
+        let order = order.get();
         let o = order.min(self.cfg.pageblock_order);
         let end = idx + (1u32 << order);
         let mut i = idx;

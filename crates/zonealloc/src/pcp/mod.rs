@@ -148,17 +148,17 @@ pub(crate) struct PcpPolicy {
 impl PcpPolicy {
     /// `pcp_allowed_order` for this zone's geometry.
     #[inline]
-    pub(crate) fn allowed_order(&self, order: u8) -> bool {
+    pub(crate) fn allowed_order(&self, order: Order) -> bool {
         pcp_allowed_order(order, self.thp_order)
     }
 
     /// `order_to_pindex`. `mt` must be a PCP type.
     #[inline]
-    pub(crate) fn pindex(&self, mt: MigrateType, order: u8) -> usize {
-        if order > Order::COSTLY.get() {
+    pub(crate) fn pindex(&self, mt: MigrateType, order: Order) -> usize {
+        if order > Order::COSTLY {
             NR_LOWORDER_PCP_LISTS + (mt == MigrateType::Movable) as usize
         } else {
-            MIGRATE_PCPTYPES * order as usize + mt.index()
+            MIGRATE_PCPTYPES * order.index() + mt.index()
         }
     }
 
@@ -170,12 +170,12 @@ impl PcpPolicy {
 
     /// `pindex_to_order`.
     #[inline]
-    pub(crate) fn order_of(&self, pindex: usize) -> u8 {
-        if pindex >= NR_LOWORDER_PCP_LISTS {
+    pub(crate) fn order_of(&self, pindex: usize) -> Order {
+        Order::from_raw(if pindex >= NR_LOWORDER_PCP_LISTS {
             self.thp_order.unwrap_or(0)
         } else {
             (pindex / MIGRATE_PCPTYPES) as u8
-        }
+        })
     }
 }
 
@@ -255,34 +255,40 @@ impl PerCpuPages {
         &mut self,
         t: &FrameTable,
         pi: usize,
-        order: u8,
+        order: Order,
         mt: MigrateType,
     ) -> Option<u32> {
         let idx = self.lists[pi].pop_head(t)?;
-        self.count -= 1 << order;
-        t.set_state(idx, FrameState::Allocated(Order::from_raw(order), mt));
-        self.allocs[PcpPolicy::order_slot(order)] += 1;
+        self.count -= 1 << order.get();
+        t.set_state(idx, FrameState::Allocated(order, mt));
+        self.allocs[PcpPolicy::order_slot(order.get())] += 1;
         Some(idx)
     }
 
     /// Puts a freed block at the head of list `pi` (the first steps of
     /// `free_frozen_page_commit`: a free also halves the refill scale).
     #[inline(always)]
-    pub(crate) fn put_head(&mut self, t: &FrameTable, pi: usize, idx: u32, order: u8) {
+    pub(crate) fn put_head(&mut self, t: &FrameTable, pi: usize, idx: u32, order: Order) {
         self.alloc_factor >>= 1;
         self.lists[pi].push_head(t, idx);
-        t.set_state(idx, FrameState::Pcp(Order::from_raw(order)));
-        self.count += 1 << order;
-        self.frees_by_order[PcpPolicy::order_slot(order)] += 1;
+        t.set_state(idx, FrameState::Pcp(order));
+        self.count += 1 << order.get();
+        self.frees_by_order[PcpPolicy::order_slot(order.get())] += 1;
     }
 
     /// The refill size of the zone's policy: `nr_pcp_alloc` (6.7+), or 6.1's fixed `batch`
     /// (`__rmqueue_pcplist`: `if (batch > 1) batch = max(batch >> order, 2);`, no
     /// `alloc_factor`, `high` neither read nor grown).
-    pub(crate) fn refill_size(&mut self, order: u8, below_high: bool, policy: &PcpPolicy) -> i32 {
+    pub(crate) fn refill_size(
+        &mut self,
+        order: Order,
+        below_high: bool,
+        policy: &PcpPolicy,
+    ) -> i32 {
         if policy.alloc_scaling {
             return self.nr_pcp_alloc(order, below_high, policy.scale);
         }
+        let order = order.get();
         let batch = self.batch;
         if batch > 1 {
             (batch >> order).max(2)
@@ -293,7 +299,8 @@ impl PerCpuPages {
 
     /// `nr_pcp_alloc`: how many blocks of `order` a refill fetches. Grows `high` and
     /// `alloc_factor` as the kernel does.
-    pub(crate) fn nr_pcp_alloc(&mut self, order: u8, below_high: bool, scale: u8) -> i32 {
+    pub(crate) fn nr_pcp_alloc(&mut self, order: Order, below_high: bool, scale: u8) -> i32 {
+        let order = order.get();
         let base = self.batch;
         let (hmin, hmax) = (self.high_min, self.high_max);
         let mut high = self.clamp_high();
@@ -325,7 +332,8 @@ impl PerCpuPages {
     /// The free-side bookkeeping of `free_frozen_page_commit` after the block is on its list:
     /// `free_high` and `free_count`. Returns `free_high`.
     #[inline]
-    pub(crate) fn note_free(&mut self, order: u8, policy: &PcpPolicy) -> bool {
+    pub(crate) fn note_free(&mut self, order: Order, policy: &PcpPolicy) -> bool {
+        let order = order.get();
         let batch = self.batch;
         let mut free_high = false;
         if (1..=3).contains(&order) {
@@ -477,19 +485,19 @@ impl PerCpuPages {
                 break;
             }
             let order = policy.order_of(p);
-            let nr = 1i32 << order;
+            let nr = 1i32 << order.get();
             while let Some(idx) = self.lists[p].last() {
                 self.lists[p].unlink(t, idx);
                 let mt = z.block_mt(t, idx);
                 z.events.log(|| ZoneEvent::PcpuDrain {
                     pfn: t.pfn_of(idx),
-                    order: Order::from_raw(order),
+                    order,
                     migratetype: mt,
                 });
                 count -= nr;
                 self.count -= nr;
                 moved += nr;
-                z.free_one_page(t, idx, Order::from_raw(order), mt, FreePlacement::Normal);
+                z.free_one_page(t, idx, order, mt, FreePlacement::Normal);
                 if count <= 0 || self.lists[p].is_empty() {
                     break;
                 }
@@ -572,7 +580,7 @@ mod tests {
     fn v61_free_factor_does_not_grow_on_frees() {
         let mut p = pcp(63, 3492, 3492);
         for _ in 0..100 {
-            p.note_free(0, &POLICY_61);
+            p.note_free(Order::from_raw(0), &POLICY_61);
         }
         assert_eq!(p.free_count, 0);
     }
@@ -584,11 +592,11 @@ mod tests {
         p.high = 3492;
         p.count = 700;
         p.flags = PcpFlags::PREV_FREE_HIGH_ORDER;
-        assert!(!p.note_free(1, &POLICY_61)); // free_factor 0: no matter the streak
+        assert!(!p.note_free(Order::from_raw(1), &POLICY_61)); // free_factor 0: no matter the streak
         p.free_count = 1; // one drain since
-        assert!(!p.note_free(0, &POLICY_61));
-        assert!(!p.note_free(4, &POLICY_61));
-        assert!(p.note_free(3, &POLICY_61));
+        assert!(!p.note_free(Order::from_raw(0), &POLICY_61));
+        assert!(!p.note_free(Order::from_raw(4), &POLICY_61));
+        assert!(p.note_free(Order::from_raw(3), &POLICY_61));
         assert_eq!(p.nr_pcp_high(true, false, false, &POLICY_61), 0);
         assert_eq!(p.high, 3492, "6.1 leaves high alone");
         assert_eq!(p.nr_pcp_free(0, true, &POLICY_61), 700);
@@ -604,13 +612,13 @@ mod tests {
         p.count = 100;
         p.flags = PcpFlags::PREV_FREE_HIGH_ORDER;
         p.free_count = 62;
-        assert!(!p.note_free(1, &pol));
+        assert!(!p.note_free(Order::from_raw(1), &pol));
         p.flags = PcpFlags::PREV_FREE_HIGH_ORDER;
         p.free_count = 63;
-        assert!(p.note_free(1, &pol));
+        assert!(p.note_free(Order::from_raw(1), &pol));
         // Without the streak flag there is no free_high.
         p.flags = PcpFlags::empty();
-        assert!(!p.note_free(1, &pol));
+        assert!(!p.note_free(Order::from_raw(1), &pol));
         // Its drain is 6.7+'s: min(count, batch << 5), and high drops by batch << 5.
         p.count = 5000;
         p.high = 4000;
@@ -626,14 +634,14 @@ mod tests {
         let mut p = pcp(63, 3492, 3492);
         p.high = 3492;
         let got: Vec<i32> = (0..6)
-            .map(|_| p.refill_size(0, false, &POLICY_61))
+            .map(|_| p.refill_size(Order::from_raw(0), false, &POLICY_61))
             .collect();
         assert_eq!(got, [63; 6]);
         assert_eq!(p.alloc_factor, 0);
-        assert_eq!(p.refill_size(3, false, &POLICY_61), 7);
-        assert_eq!(p.refill_size(9, false, &POLICY_61), 2);
+        assert_eq!(p.refill_size(Order::from_raw(3), false, &POLICY_61), 7);
+        assert_eq!(p.refill_size(Order::from_raw(9), false, &POLICY_61), 2);
         let mut boot = PerCpuPages::new();
-        assert_eq!(boot.refill_size(0, false, &POLICY_61), 1);
+        assert_eq!(boot.refill_size(Order::from_raw(0), false, &POLICY_61), 1);
     }
 
     #[test]
@@ -643,7 +651,7 @@ mod tests {
         let mut got = vec![];
         let mut highs = vec![];
         for _ in 0..7 {
-            let n = p.nr_pcp_alloc(0, false, 5);
+            let n = p.nr_pcp_alloc(Order::from_raw(0), false, 5);
             got.push(n);
             highs.push(p.high);
             // the refill is consumed before the next one
@@ -655,21 +663,23 @@ mod tests {
     #[test]
     fn scale_zero_keeps_refills_at_batch() {
         let mut p = pcp(63, 1000, 62500);
-        let got: Vec<i32> = (0..4).map(|_| p.nr_pcp_alloc(0, false, 0)).collect();
+        let got: Vec<i32> = (0..4)
+            .map(|_| p.nr_pcp_alloc(Order::from_raw(0), false, 0))
+            .collect();
         assert_eq!(got, [63, 63, 63, 63]);
     }
 
     #[test]
     fn high_order_refills_fetch_batch_in_blocks() {
         let mut p = pcp(63, 1000, 62500);
-        assert_eq!(p.nr_pcp_alloc(3, false, 5), 7); // 63 >> 3
-        assert_eq!(p.nr_pcp_alloc(9, false, 5), 2); // THP: max(63 >> 9, 2)
+        assert_eq!(p.nr_pcp_alloc(Order::from_raw(3), false, 5), 7); // 63 >> 3
+        assert_eq!(p.nr_pcp_alloc(Order::from_raw(9), false, 5), 2); // THP: max(63 >> 9, 2)
     }
 
     #[test]
     fn boot_pageset_refills_one_block() {
         let mut p = PerCpuPages::new(); // high 0, batch 1
-        assert_eq!(p.nr_pcp_alloc(0, false, 5), 1);
+        assert_eq!(p.nr_pcp_alloc(Order::from_raw(0), false, 5), 1);
     }
 
     #[test]
@@ -715,11 +725,11 @@ mod tests {
         p.count = 100;
         p.flags = PcpFlags::PREV_FREE_HIGH_ORDER;
         p.free_count = 562;
-        assert!(!p.note_free(1, &POLICY));
+        assert!(!p.note_free(Order::from_raw(1), &POLICY));
         p.free_count = 563;
-        assert!(p.note_free(1, &POLICY));
+        assert!(p.note_free(Order::from_raw(1), &POLICY));
         // An order-0 free resets the streak.
-        p.note_free(0, &POLICY);
+        p.note_free(Order::from_raw(0), &POLICY);
         assert_eq!(p.flags & PcpFlags::PREV_FREE_HIGH_ORDER, PcpFlags::empty());
     }
 
@@ -739,21 +749,21 @@ mod tests {
     fn free_count_is_capped_at_batch_scaled() {
         let mut p = pcp(63, 1000, 62500);
         p.free_count = 2015;
-        p.note_free(3, &POLICY);
+        p.note_free(Order::from_raw(3), &POLICY);
         assert_eq!(p.free_count, 2023); // may overshoot by < 2^order
-        p.note_free(0, &POLICY);
+        p.note_free(Order::from_raw(0), &POLICY);
         assert_eq!(p.free_count, 2023);
     }
 
     #[test]
     fn pindex_layout_matches_the_kernel() {
         let pol = POLICY;
-        assert_eq!(pol.pindex(MigrateType::Unmovable, 0), 0);
-        assert_eq!(pol.pindex(MigrateType::Reclaimable, 3), 11);
-        assert_eq!(pol.pindex(MigrateType::Movable, 9), 13);
-        assert_eq!(pol.pindex(MigrateType::Unmovable, 9), 12);
-        assert_eq!(pol.order_of(11), 3);
-        assert_eq!(pol.order_of(13), 9);
-        assert!(pol.allowed_order(9) && !pol.allowed_order(4));
+        assert_eq!(pol.pindex(MigrateType::Unmovable, Order::from_raw(0)), 0);
+        assert_eq!(pol.pindex(MigrateType::Reclaimable, Order::from_raw(3)), 11);
+        assert_eq!(pol.pindex(MigrateType::Movable, Order::from_raw(9)), 13);
+        assert_eq!(pol.pindex(MigrateType::Unmovable, Order::from_raw(9)), 12);
+        assert_eq!(pol.order_of(11), Order::from_raw(3));
+        assert_eq!(pol.order_of(13), Order::from_raw(9));
+        assert!(pol.allowed_order(Order::from_raw(9)) && !pol.allowed_order(Order::from_raw(4)));
     }
 }

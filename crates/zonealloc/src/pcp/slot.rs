@@ -13,6 +13,7 @@ use core::fmt;
 use super::{PcpFlags, PcpPolicy, PcpStats, PerCpuPages};
 use crate::config::PcpConfig;
 use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering, SpinGuard, SpinLock, StaticSlice};
+use crate::types::Order;
 
 /// One CPU's lists of one zone and the few atomics other threads read without its lock;
 /// aligned to two cache lines so that CPUs never share a line. Opaque: `no_std` users provide
@@ -190,7 +191,7 @@ impl fmt::Debug for PcpSet {
 impl PcpSet {
     /// Per-CPU lists on the heap, one slot per configured CPU.
     #[cfg(feature = "std")]
-    pub(crate) fn new(cfg: PcpConfig, max_order: u8) -> Self {
+    pub(crate) fn new(cfg: PcpConfig, max_order: Order) -> Self {
         let slots = (0..cfg.cpus.max(1))
             .map(|_| PcpSlot::new())
             .collect::<std::vec::Vec<_>>()
@@ -230,9 +231,10 @@ impl PcpSet {
     /// Per-CPU lists in caller storage; no slots turns the lists off.
     pub(crate) fn with_slots(
         mut cfg: PcpConfig,
-        max_order: u8,
+        max_order: Order,
         slots: StaticSlice<PcpSlot>,
     ) -> Self {
+        let max_order = max_order.get();
         if slots.get().is_empty() {
             cfg.enabled = false;
         }

@@ -47,7 +47,7 @@ impl<P: Platform> Zone<P> {
         let policy = self.pcp.policy;
         let t = &self.table;
         pcp.free_count >>= 1; // an allocation halves the free streak
-        let pi = policy.pindex(mt, order);
+        let pi = policy.pindex(mt, Order::from_raw(order));
         if pcp.lists[pi].is_empty() {
             // 7.2 __rmqueue_pcplist: "if (alloc_flags & ALLOC_HIGHATOMIC) return NULL;" (the
             // caller then tries the buddy).
@@ -55,7 +55,7 @@ impl<P: Platform> Zone<P> {
                 return None;
             }
             let below_high = self.shared.test_flag(ZoneBits::ZONE_BELOW_HIGH);
-            let n = pcp.refill_size(order, below_high, &policy);
+            let n = pcp.refill_size(Order::from_raw(order), below_high, &policy);
             let got = self.rmqueue_bulk(order, n, &mut pcp.lists[pi], mt, flags);
             pcp.count += got << order;
             pcp.stats.alloc_misses += 1;
@@ -63,7 +63,7 @@ impl<P: Platform> Zone<P> {
         } else {
             pcp.stats.alloc_hits += 1;
         }
-        pcp.take_head(t, pi, order, mt)
+        pcp.take_head(t, pi, Order::from_raw(order), mt)
     }
 
     /// `rmqueue_bulk`: up to `count` blocks under one zone-lock hold, appended at the tail
@@ -195,7 +195,7 @@ impl<P: Platform> Zone<P> {
             return None;
         }
         let t = &self.table;
-        if self.pcp.enabled() && self.pcp.policy.allowed_order(order) {
+        if self.pcp.enabled() && self.pcp.policy.allowed_order(Order::from_raw(order)) {
             if let Some(idx) = self.rmqueue_pcplist(order, mt, flags, access) {
                 if flags.intersects(AllocFlags::HIGHATOMIC) {
                     self.lock()
@@ -225,7 +225,7 @@ impl<P: Platform> Zone<P> {
     pub(crate) fn buddy_alloc_fast(&self, order: u8, req: &AllocRequest) -> Option<Pfn> {
         let sh = &self.shared;
         let mt = req.migratetype;
-        if (self.pcp.enabled() && self.pcp.policy.allowed_order(order))
+        if (self.pcp.enabled() && self.pcp.policy.allowed_order(Order::from_raw(order)))
             || order > self.cfg.max_order
             || !mt.is_gfp_type()
             || sh.flags.load(Ordering::Relaxed)
@@ -247,7 +247,7 @@ impl<P: Platform> Zone<P> {
         }
         let t = &self.table;
         let mut z = self.lock();
-        let idx = z.rmqueue_smallest(t, order, mt)?;
+        let idx = z.rmqueue_smallest(t, Order::from_raw(order), mt)?;
         self.kswapd_check(&mut z, flags);
         t.set_state(idx, FrameState::Allocated(Order::from_raw(order), mt));
         z.stats.allocs[order as usize] += 1;
@@ -284,7 +284,7 @@ pub(crate) fn rmqueue_buddy(
     flags: AllocFlags,
 ) -> Option<u32> {
     if flags.intersects(AllocFlags::HIGHATOMIC) {
-        if let Some(idx) = z.rmqueue_smallest(t, order, MigrateType::HighAtomic) {
+        if let Some(idx) = z.rmqueue_smallest(t, Order::from_raw(order), MigrateType::HighAtomic) {
             return Some(idx);
         }
     }
@@ -293,7 +293,7 @@ pub(crate) fn rmqueue_buddy(
         return Some(idx);
     }
     if flags.intersects(AllocFlags::OOM.with(AllocFlags::NON_BLOCK)) {
-        return z.rmqueue_smallest(t, order, MigrateType::HighAtomic);
+        return z.rmqueue_smallest(t, Order::from_raw(order), MigrateType::HighAtomic);
     }
     None
 }

@@ -11,7 +11,7 @@ use crate::pcp::{zone_batchsize, zone_highsize, PcpSet, PcpSlot};
 use crate::platform::Platform;
 use crate::shared::{ZoneBits, ZoneShared};
 use crate::sync::{init_slice, Lock, StaticSlice};
-use crate::types::{Pfn, ZoneType, MIGRATE_TYPES};
+use crate::types::{Order, Pfn, ZoneType, MIGRATE_TYPES};
 use core::mem::MaybeUninit;
 
 fn check_span(start: Pfn, end: Pfn, cfg: &ZoneConfig) -> Result<u32, ConfigError> {
@@ -37,12 +37,12 @@ impl Zone {
         cfg: ZoneConfig,
     ) -> Result<Zone, ConfigError> {
         let n = check_span(start, end, &cfg)?;
-        let table = FrameTable::allocate(start, cfg.pageblock_order, n).ok_or(
+        let table = FrameTable::allocate(start, Order::from_raw(cfg.pageblock_order), n).ok_or(
             ConfigError::TableAllocation {
                 bytes: u64::from(n) * core::mem::size_of::<FrameMeta>() as u64,
             },
         )?;
-        let pcp = PcpSet::new(cfg.pcp, cfg.max_order);
+        let pcp = PcpSet::new(cfg.pcp, Order::from_raw(cfg.max_order));
         Ok(Zone::from_parts(zone_type, start, end, cfg, table, pcp))
     }
 
@@ -61,9 +61,13 @@ impl Zone {
         let n = check_span(start, end, &cfg)?;
         let table = Self::borrow_table(start, &cfg, n, table)?;
         #[cfg(feature = "std")]
-        let pcp = PcpSet::new(cfg.pcp, cfg.max_order);
+        let pcp = PcpSet::new(cfg.pcp, Order::from_raw(cfg.max_order));
         #[cfg(not(feature = "std"))]
-        let pcp = PcpSet::with_slots(cfg.pcp, cfg.max_order, StaticSlice::borrowed(&[]));
+        let pcp = PcpSet::with_slots(
+            cfg.pcp,
+            Order::from_raw(cfg.max_order),
+            StaticSlice::borrowed(&[]),
+        );
         Ok(Zone::from_parts(zone_type, start, end, cfg, table, pcp))
     }
 
@@ -101,7 +105,11 @@ impl Zone {
         // On error `table` is dropped here, which gives its entries back.
         PcpSet::claim(pcps).map_err(|slot| ConfigError::PcpSlotInUse { slot })?;
         cfg.pcp.cpus = pcps.len() as u32;
-        let pcp = PcpSet::with_slots(cfg.pcp, cfg.max_order, StaticSlice::borrowed(pcps));
+        let pcp = PcpSet::with_slots(
+            cfg.pcp,
+            Order::from_raw(cfg.max_order),
+            StaticSlice::borrowed(pcps),
+        );
         Ok(Zone::from_parts(zone_type, start, end, cfg, table, pcp))
     }
 
@@ -172,10 +180,14 @@ impl<P: Platform> Zone<P> {
             Some((s, e)) if s < e && s >= start && e <= end => (s.0, e.0),
             Some((s, e)) => return Err(ConfigError::BadSpan { start: s, end: e }),
         };
-        let table = FrameTable::from_uninit(start, cfg.pageblock_order, n, table);
+        let table = FrameTable::from_uninit(start, Order::from_raw(cfg.pageblock_order), n, table);
         cfg.pcp.cpus = pcps.len() as u32;
         let pcps: &'static [PcpSlot] = init_slice(pcps, PcpSlot::new);
-        let pcp = PcpSet::with_slots(cfg.pcp, cfg.max_order, StaticSlice::borrowed(pcps));
+        let pcp = PcpSet::with_slots(
+            cfg.pcp,
+            Order::from_raw(cfg.max_order),
+            StaticSlice::borrowed(pcps),
+        );
         let mut zone = Zone::from_parts(zone_type, start, end, cfg, table, pcp);
         zone.reserved = reserved;
         Ok(zone)
@@ -193,7 +205,7 @@ impl<P: Platform> Zone<P> {
                 provided: table.len(),
             });
         }
-        FrameTable::borrowed(start, cfg.pageblock_order, n, table)
+        FrameTable::borrowed(start, Order::from_raw(cfg.pageblock_order), n, table)
             .map_err(|entry| ConfigError::TableInUse { entry })
     }
 
@@ -209,7 +221,7 @@ impl<P: Platform> Zone<P> {
         Zone {
             table,
             buddy: Lock::new(buddy),
-            shared: ZoneShared::new(cfg.max_order, pcp.enabled()),
+            shared: ZoneShared::new(Order::from_raw(cfg.max_order), pcp.enabled()),
             pcp,
             zone_type,
             cfg,
@@ -270,7 +282,7 @@ impl<P: Platform> Zone<P> {
         for i in first..=last {
             t.set_state(i, FrameState::Tail);
         }
-        let max = z.max_order() as u32;
+        let max = z.max_order().get() as u32;
         let mut pfn = start.0;
         while pfn < end.0 {
             // Free in the largest chunks alignment allows (pfn 0 is max-order aligned).
@@ -286,7 +298,7 @@ impl<P: Platform> Zone<P> {
             }
             let idx = t.index_of(Pfn(pfn)).unwrap_or(0);
             z.managed_pages += 1u64 << order;
-            z.split_large_buddy(t, idx, order as u8, FreePlacement::ToTail);
+            z.split_large_buddy(t, idx, Order::from_raw(order as u8), FreePlacement::ToTail);
             pfn += 1u64 << order;
         }
         Ok(end.0 - start.0)

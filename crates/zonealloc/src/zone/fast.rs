@@ -80,7 +80,7 @@ impl<P: Platform> Zone<P> {
             return self.pcp_pop_at(slot, held, 0, mt.index(), 0, mt);
         }
         let (pi, os) = self.pcp_list_of(order, mt)?;
-        if !sh.above_high_fast(order, hz) {
+        if !sh.above_high_fast(Order::from_raw(order), hz) {
             return None;
         }
         self.pcp_pop_at(slot, held, order, pi, os, mt)
@@ -259,7 +259,7 @@ impl<P: Platform> Zone<P> {
         let (flags, free_count, old_count) = (pcp.flags, pcp.free_count, pcp.count);
         pcp.count = count;
         let policy = self.pcp.policy;
-        if pcp.note_free(order, &policy)
+        if pcp.note_free(Order::from_raw(order), &policy)
             || !e.try_claim_allocated(
                 Order::from_raw(order),
                 FrameState::Pcp(Order::from_raw(order)),

@@ -32,7 +32,7 @@ impl<P: Platform> Zone<P> {
     ) -> Result<(), FreeError> {
         let idx = self.validate_free(pfn, order)?;
         let o = order.get();
-        if !self.pcp.enabled() || !self.pcp.policy.allowed_order(o) {
+        if !self.pcp.enabled() || !self.pcp.policy.allowed_order(order) {
             return self.free_to_buddy(idx, pfn, order);
         }
         self.claim_for_free(idx, pfn, order)?;
@@ -100,9 +100,10 @@ impl<P: Platform> Zone<P> {
     ) -> Option<DrainWork> {
         let policy = self.pcp.policy;
         let t = &self.table;
-        let pi = policy.pindex(mt, order);
-        pcp.put_head(t, pi, idx, order);
-        let free_high = pcp.note_free(order, &policy);
+        let o = Order::from_raw(order);
+        let pi = policy.pindex(mt, o);
+        pcp.put_head(t, pi, idx, o);
+        let free_high = pcp.note_free(o, &policy);
         let reclaim = self.shared.test_flag(ZoneBits::ZONE_RECLAIM_ACTIVE);
         let below = self.shared.test_flag(ZoneBits::ZONE_BELOW_HIGH);
         let high = pcp.nr_pcp_high(free_high, reclaim, below, &policy);
@@ -176,7 +177,12 @@ impl<P: Platform> Zone<P> {
     /// whose trylock failed. The block is already claimed.
     pub(crate) fn free_one_page(&self, idx: u32, order: u8) {
         let mut z = self.lock();
-        z.split_large_buddy(&self.table, idx, order, FreePlacement::Normal);
+        z.split_large_buddy(
+            &self.table,
+            idx,
+            Order::from_raw(order),
+            FreePlacement::Normal,
+        );
         z.stats.frees[order as usize] += 1;
     }
 }

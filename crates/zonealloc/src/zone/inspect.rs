@@ -36,7 +36,7 @@ impl<P: Platform> Zone<P> {
         info.free_count = pcp.free_count;
         info.flags = pcp.flags.bits();
         for (p, l) in pcp.lists.iter().enumerate() {
-            let order = self.pcp.policy.order_of(p);
+            let order = self.pcp.policy.order_of(p).get();
             info.list_pages[p] = (l.iter(&self.table).count() as u32) << order;
         }
         info.stats = pcp.stats;
@@ -127,7 +127,7 @@ impl<P: Platform> Zone<P> {
             }
             let mut pages = 0i64;
             for (p, list) in pcp.lists.iter().enumerate() {
-                let order = self.pcp.policy.order_of(p);
+                let order = self.pcp.policy.order_of(p).get();
                 let want = FrameState::Pcp(Order::from_raw(order));
                 let n = list.check(t, want, "P2", |idx| {
                     let pfn = t.pfn_of(idx);
