@@ -49,12 +49,12 @@ use super::parse::{Event, EventKind, PagePtr};
 use super::variant::Variant;
 use kernel::{Grid, Inferred};
 
-/// The orders whose unusable free space index is sampled over time.
-pub const FRAG_ORDERS: [u8; 3] = [3, 9, 10];
-
 pub use counts::{FragSample, ReplayCounts};
 pub use geometry::{pick_cpus, Geometry, Online, ZoneSpan, DEFAULT_ZONE_PAGES};
 pub use gfp::request;
+
+/// The orders whose unusable free space index is sampled over time.
+pub const FRAG_ORDERS: [u8; 3] = [3, 9, 10];
 
 /// A traced block live in the replay.
 #[derive(Clone, Copy, Debug)]
