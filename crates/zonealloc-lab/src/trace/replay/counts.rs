@@ -39,10 +39,10 @@ pub struct ReplayCounts {
     pub batched_duplicates: u64,
     /// Our `mm_page_alloc_extfrag` events.
     pub extfrag: u64,
-    /// Drains of a CPU's lists inferred from unexplained drain runs ([`kernel`]).
+    /// Drains of a CPU's lists inferred from unexplained drain runs ([`kernel`](super::kernel)).
     pub inferred_drains: u64,
     /// Allocations the trace does not show, inferred from frees of refilled pages
-    /// ([`kernel::Inferred::UntracedAlloc`]).
+    /// ([`kernel::Inferred::UntracedAlloc`](super::kernel::Inferred::UntracedAlloc)).
     pub untraced_allocs: u64,
     /// `MAX_PAGE_ORDER` blocks brought online as the trace touched them ([`Online::Touched`](super::Online::Touched)).
     pub onlined_blocks: u64,

@@ -23,7 +23,7 @@ pub enum Online {
     /// `online_pages` does on memory hotplug). The zone then holds the memory the trace
     /// showed, without a first pass over the trace to find it.
     Touched,
-    /// Set up from a `/proc` snapshot ([`proc_setup`]): the kernel's managed pages, pages in
+    /// Set up from a `/proc` snapshot ([`proc_setup`](super::proc_setup)): the kernel's managed pages, pages in
     /// use, pageblocks and per-CPU lists.
     #[value(skip)]
     Snapshot,
