@@ -29,6 +29,10 @@
 //! the trace's and, with `--emit`, written with the replay's `mm_page_alloc`/`mm_page_free`
 //! in ftrace format ([`super::emit`]).
 
+mod counts;
+mod frees;
+mod geometry;
+mod gfp;
 pub mod input;
 pub mod kernel;
 pub mod preset;
@@ -37,222 +41,20 @@ pub mod proc_setup;
 use crate::trace::stats::{HashMap, HashSet};
 use std::io::{self, Write};
 
-use serde::Serialize;
 use zonealloc::stats::{fragmentation_index, unusable_free_index};
-use zonealloc::{AllocRequest, CpuId, MigrateType, Order, Pfn, Zone, ZoneEvent, ZoneType};
+use zonealloc::{CpuId, MigrateType, Order, Pfn, Zone, ZoneEvent};
 
 use super::emit::{zone_event, TraceWriter};
-use super::migratetype::Numbering;
 use super::parse::{Event, EventKind, PagePtr};
 use super::variant::Variant;
 use kernel::{Grid, Inferred};
 
+pub use counts::{FragSample, ReplayCounts};
+pub use geometry::{pick_cpus, Geometry, Online, ZoneSpan, DEFAULT_ZONE_PAGES};
+pub use gfp::request;
+
 /// The orders whose unusable free space index is sampled over time.
 pub const FRAG_ORDERS: [u8; 3] = [3, 9, 10];
-
-/// The span of the default zone, in pages, when neither `--proc` nor `--zone-pages` gives
-/// one: 2^22 (16 GiB of 4 KiB pages; its frame table takes 48 MiB).
-pub const DEFAULT_ZONE_PAGES: u64 = 1 << 22;
-
-/// Which frames of a zone's span are memory the allocator manages.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Online {
-    /// The whole span is free from the start.
-    All,
-    /// Memory comes online as the trace first touches it: before an allocation or free of a
-    /// frame whose `MAX_PAGE_ORDER` block is not yet online, that block is handed to the
-    /// allocator (`add_free_range`, which recomputes watermarks and per-CPU sizes as
-    /// `online_pages` does on memory hotplug). The zone then holds the memory the trace
-    /// showed, without a first pass over the trace to find it.
-    Touched,
-    /// Set up from a `/proc` snapshot ([`proc_setup`]): the kernel's managed pages, pages in
-    /// use, pageblocks and per-CPU lists.
-    #[value(skip)]
-    Snapshot,
-}
-
-/// One replay zone: its type and span.
-#[derive(Clone, Copy, Debug, Serialize)]
-pub struct ZoneSpan {
-    /// The zone type (DMA, DMA32, Normal, ...).
-    #[serde(serialize_with = "zone_type_name")]
-    pub zone_type: ZoneType,
-    /// First frame.
-    pub start: u64,
-    /// Frames spanned.
-    pub pages: u64,
-}
-
-fn zone_type_name<S: serde::Serializer>(t: &ZoneType, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&format!("{t:?}"))
-}
-
-impl ZoneSpan {
-    /// One past the last frame.
-    pub fn end(&self) -> u64 {
-        self.start + self.pages
-    }
-}
-
-/// Where and how large the replay's zones are.
-#[derive(Clone, Debug, Serialize)]
-pub struct Geometry {
-    /// The zones, lowest first; a traced frame belongs to the zone that spans it (the
-    /// kernel's zone choice, read from the pfn it handed out).
-    pub zones: Vec<ZoneSpan>,
-    /// Which frames are free at the start.
-    pub online: Online,
-    /// CPUs with per-CPU lists.
-    pub cpus: u32,
-    /// Where the CPU count came from.
-    pub cpus_from: &'static str,
-    /// How the trace numbers migratetypes.
-    pub numbering: Numbering,
-}
-
-impl Geometry {
-    /// One zone from the flags: `zone_start` (default 0) and `zone_pages` (default
-    /// [`DEFAULT_ZONE_PAGES`]); without `zone_pages` its memory comes online as the trace
-    /// touches it, with it the whole span is free (unless `online` says otherwise). The CPUs
-    /// from the flag, else the trace's header, else the highest CPU of its first events
-    /// plus one.
-    pub fn from_flags(
-        zone_start: Option<u64>,
-        zone_pages: Option<u64>,
-        online: Option<Online>,
-        cpus: Option<u32>,
-        sniff: &input::Sniff,
-        numbering: Numbering,
-    ) -> Result<Geometry, String> {
-        let start = zone_start.unwrap_or(0);
-        let pages = zone_pages.unwrap_or(DEFAULT_ZONE_PAGES);
-        if pages == 0 || pages >= u64::from(u32::MAX) || start.checked_add(pages).is_none() {
-            return Err(format!(
-                "a zone of {pages} pages cannot be replayed (1 ..= {} pages); pass --zone-pages",
-                u32::MAX - 1
-            ));
-        }
-        let online = online.unwrap_or(if zone_pages.is_some() {
-            Online::All
-        } else {
-            Online::Touched
-        });
-        let (cpus, cpus_from) = pick_cpus(cpus, sniff);
-        if cpus == 0 || cpus > 4096 {
-            return Err(format!("--cpus must be 1..=4096, not {cpus}"));
-        }
-        Ok(Geometry {
-            zones: vec![ZoneSpan {
-                zone_type: ZoneType::Normal,
-                start,
-                pages,
-            }],
-            online,
-            cpus,
-            cpus_from,
-            numbering,
-        })
-    }
-
-    /// The zone spanning `pfn`.
-    #[inline]
-    pub fn zone_of(&self, pfn: u64) -> Option<usize> {
-        if let [z] = self.zones.as_slice() {
-            return (pfn >= z.start && pfn < z.end()).then_some(0);
-        }
-        self.zones
-            .iter()
-            .position(|z| pfn >= z.start && pfn < z.end())
-    }
-
-    /// The error for a traced frame outside every zone.
-    pub fn outside(&self, pfn: u64) -> String {
-        let spans: Vec<String> = self
-            .zones
-            .iter()
-            .map(|z| format!("{:?} {:#x}..{:#x}", z.zone_type, z.start, z.end()))
-            .collect();
-        format!(
-            "the trace touches pfn {pfn:#x}, outside the replay's zone ({}); pass --zone-start \
-             and --zone-pages to span it (the default span is {DEFAULT_ZONE_PAGES} pages from \
-             pfn 0), or --proc with the traced machine's /proc snapshot",
-            spans.join(", ")
-        )
-    }
-}
-
-/// The CPU count: the flag, the trace's header, or the highest CPU seen at its start plus one.
-pub fn pick_cpus(cpus: Option<u32>, sniff: &input::Sniff) -> (u32, &'static str) {
-    match (cpus, sniff.header_cpus, sniff.max_cpu) {
-        (Some(c), _, _) => (c, "--cpus"),
-        (None, Some(c), _) => (c, "the trace's header (#P:)"),
-        (None, None, Some(c)) => (
-            c.saturating_add(1),
-            "the highest CPU in the trace's first events",
-        ),
-        (None, None, None) => (1, "default"),
-    }
-}
-
-/// What one variant's replay did with the trace.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct ReplayCounts {
-    /// Traced allocations replayed successfully.
-    pub allocs: u64,
-    /// Traced allocations that succeeded in the kernel and failed here.
-    pub alloc_failures: u64,
-    /// Traced failed allocations.
-    pub kernel_failures: u64,
-    /// Traced failures that succeeded here (freed at once).
-    pub kernel_failures_satisfied: u64,
-    /// Allocations skipped: order above `MAX_PAGE_ORDER` or not a GFP migratetype.
-    pub skipped_allocs: u64,
-    /// Allocations whose frame is the one the kernel handed out.
-    pub same_frame: u64,
-    /// Allocations of a frame this replay had handed out before.
-    pub reused: u64,
-    /// Frees replayed.
-    pub frees: u64,
-    /// Frees of frames not allocated in the trace (skipped, unless `--proc` gave the pages
-    /// in use: then counted in `frees_from_snapshot` too).
-    pub frees_before_trace: u64,
-    /// Frees of pages allocated before the trace, replayed as frees of pages in use at the
-    /// `/proc` snapshot.
-    pub frees_from_snapshot: u64,
-    /// Frees of frames whose allocation failed here (skipped).
-    pub frees_of_failed: u64,
-    /// Frees covering part of a traced block (`split_page`).
-    pub partial_frees: u64,
-    /// Frees with a larger order than the block's (the block is freed).
-    pub order_mismatches: u64,
-    /// Frames allocated again without a traced free (freed first).
-    pub implicit_frees: u64,
-    /// `mm_page_free_batched` events that repeated an `mm_page_free`.
-    pub batched_duplicates: u64,
-    /// Our `mm_page_alloc_extfrag` events.
-    pub extfrag: u64,
-    /// Drains of a CPU's lists inferred from unexplained drain runs ([`kernel`]).
-    pub inferred_drains: u64,
-    /// Allocations the trace does not show, inferred from frees of refilled pages
-    /// ([`kernel::Inferred::UntracedAlloc`]).
-    pub untraced_allocs: u64,
-    /// `MAX_PAGE_ORDER` blocks brought online as the trace touched them ([`Online::Touched`]).
-    pub onlined_blocks: u64,
-}
-
-/// One sample of the fragmentation indices.
-#[derive(Clone, Debug, Serialize)]
-pub struct FragSample {
-    /// Trace events replayed so far.
-    pub event: u64,
-    /// The trace's timestamp then (seconds), if it has them.
-    pub t_s: Option<f64>,
-    /// Unusable free space index (thousandths) for each of [`FRAG_ORDERS`].
-    pub unusable: [u32; 3],
-    /// Fragmentation index (thousandths) for order 9.
-    pub fragmentation_9: i32,
-}
 
 /// A traced block live in the replay.
 #[derive(Clone, Copy, Debug)]
@@ -563,147 +365,6 @@ impl Replayer {
         }
         Ok(())
     }
-
-    /// The untraced allocation [`Inferred::UntracedAlloc`] infers, on the CPU that refilled
-    /// the page: our page for the free that follows.
-    fn untraced_alloc(
-        &mut self,
-        ev: &Event<'_>,
-        z: usize,
-        inferred: Inferred,
-    ) -> io::Result<Option<Live>> {
-        let Inferred::UntracedAlloc { cpu, migratetype } = inferred else {
-            return Ok(None);
-        };
-        let mt = MigrateType::from_index(usize::from(self.geo.numbering.to_current(migratetype)))
-            .filter(|m| m.is_gfp_type())
-            .unwrap_or(MigrateType::Unmovable);
-        let cpu = cpu % self.geo.cpus;
-        let req = AllocRequest::new(mt).on_cpu(CpuId(cpu));
-        let got = self.zones[z].alloc_with(Order::ZERO, req);
-        self.flush_zone_events(ev, z, cpu)?;
-        if let Ok(p) = got {
-            // Ours is a traced allocation: `--emit` writes it, on the refilling CPU.
-            let on = Event {
-                cpu: Some(cpu),
-                ..ev.clone()
-            };
-            self.emit_event(&on, (PagePtr::Present, p.0), |pfn| EventKind::Alloc {
-                pfn,
-                order: 0,
-                migratetype: mt.index() as u8,
-                gfp_flags: "GFP_KERNEL",
-            })?;
-        }
-        Ok(got.ok().map(|p| Live {
-            ours: p.0,
-            order: 0,
-            zone: z as u8,
-            freed: 0,
-        }))
-    }
-
-    /// A traced free of `order` pages at traced frame `pfn`.
-    fn free_traced(
-        &mut self,
-        ev: &Event<'_>,
-        cpu: u32,
-        pfn: u64,
-        order: u8,
-        inferred: Inferred,
-    ) -> io::Result<()> {
-        let pages = 1u64 << order.min(63);
-        if let Some(l) = self.live.get(&pfn).copied() {
-            if order >= l.order && l.freed == 0 {
-                self.counts.order_mismatches += u64::from(order > l.order);
-                self.live.remove(&pfn);
-                return self.free_ours(ev, cpu, l);
-            }
-            return self.partial(ev, cpu, pfn, pages);
-        }
-        // A page inside a live traced block: the head is `pfn` aligned down to the block.
-        for k in 1..=self.zones[0].max_order().get() {
-            let head = pfn & !((1u64 << k) - 1);
-            if let Some(l) = self.live.get(&head) {
-                if l.order >= k && pfn.saturating_add(pages) <= head + (1u64 << l.order) {
-                    return self.partial(ev, cpu, head, pages);
-                }
-            }
-        }
-        if self.failed.remove(&pfn) {
-            self.counts.frees_of_failed += 1;
-            return Ok(());
-        }
-        self.counts.frees_before_trace += 1;
-        let Some(z) = self.geo.zone_of(pfn) else {
-            return Ok(());
-        };
-        // `frees` counts traced frees of traced allocations; these are counted above.
-        let frees = self.counts.frees;
-        // A page some untraced allocation took off a CPU's lists ([`kernel`]).
-        if order == 0 {
-            if let Some(l) = self.untraced_alloc(ev, z, inferred)? {
-                self.counts.untraced_allocs += 1;
-                self.free_ours(ev, cpu, l)?;
-                self.counts.frees = frees;
-                return Ok(());
-            }
-        }
-        // With a /proc snapshot, a page in use before the trace is one of the pool's.
-        let Some(pool) = self.pools.get_mut(z) else {
-            return Ok(());
-        };
-        let pages = pool.take(pages);
-        if !pages.is_empty() {
-            self.counts.frees_from_snapshot += 1;
-        }
-        for ours in pages {
-            let l = Live {
-                ours,
-                order: 0,
-                zone: z as u8,
-                freed: 0,
-            };
-            self.free_ours(ev, cpu, l)?;
-        }
-        self.counts.frees = frees;
-        Ok(())
-    }
-
-    fn partial(&mut self, ev: &Event<'_>, cpu: u32, head: u64, pages: u64) -> io::Result<()> {
-        self.counts.partial_frees += 1;
-        let Some(l) = self.live.get_mut(&head) else {
-            return Ok(());
-        };
-        l.freed += pages;
-        if l.freed >= 1u64 << l.order {
-            let l = *l;
-            self.live.remove(&head);
-            self.free_ours(ev, cpu, l)?;
-        }
-        Ok(())
-    }
-
-    fn free_ours(&mut self, ev: &Event<'_>, cpu: u32, l: Live) -> io::Result<()> {
-        let (ours, order) = (l.ours, l.order);
-        self.emit_event(ev, (PagePtr::Present, ours), |pfn| EventKind::Free {
-            pfn,
-            order,
-        })?;
-        let ord = Order::new(order)
-            .ok_or_else(|| io::Error::other(format!("order {order} out of range")))?;
-        let z = usize::from(l.zone);
-        if let Err(e) = self.zones[z].free_on(CpuId(cpu), Pfn(ours), ord) {
-            return Err(io::Error::other(format!(
-                "variant '{}': freeing our own block {ours:#x} order {order} failed: {e}",
-                self.variant.name
-            )));
-        }
-        self.counts.frees += 1;
-        self.flush_zone_events(ev, z, cpu)
-    }
-
-    /// Counts (and emits) zone `z`'s own events since the last call, on `cpu`.
     fn flush_zone_events(&mut self, ev: &Event<'_>, z: usize, cpu: u32) -> io::Result<()> {
         self.zones[z].take_events(&mut self.events);
         if self.events.is_empty() {
@@ -796,44 +457,11 @@ impl Replayer {
     }
 }
 
-/// The request a symbolic `gfp_flags` string describes (`gfp_to_alloc_flags`'s inputs).
-pub fn request(mt: MigrateType, gfp: &str) -> AllocRequest {
-    let mut req = AllocRequest::new(mt);
-    if gfp.starts_with("0x") || gfp.chars().all(|c| c.is_ascii_digit()) {
-        return req;
-    }
-    let mut direct = false;
-    let mut high = false;
-    let mut memalloc = false;
-    for f in gfp.split('|') {
-        match f {
-            // Composites with __GFP_DIRECT_RECLAIM (include/linux/gfp_types.h).
-            "GFP_KERNEL"
-            | "GFP_KERNEL_ACCOUNT"
-            | "GFP_NOFS"
-            | "GFP_NOIO"
-            | "GFP_USER"
-            | "GFP_HIGHUSER"
-            | "GFP_HIGHUSER_MOVABLE"
-            | "GFP_TRANSHUGE"
-            | "GFP_DMA"
-            | "GFP_DMA32"
-            | "__GFP_DIRECT_RECLAIM"
-            | "__GFP_RECLAIM" => direct = true,
-            "GFP_ATOMIC" | "__GFP_HIGH" => high = true,
-            "__GFP_MEMALLOC" => memalloc = true,
-            _ => {}
-        }
-    }
-    req.can_reclaim = direct;
-    req.high = high;
-    req.no_watermarks = memalloc;
-    req
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::migratetype::Numbering;
+    use zonealloc::AllocRequest;
 
     #[test]
     fn gfp_text_sets_the_request() {

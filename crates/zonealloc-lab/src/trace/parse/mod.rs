@@ -1,0 +1,455 @@
+//! A streaming parser for the kernel's `kmem` page-allocator tracepoints as text.
+//!
+//! The events and their `TP_printk` formats (`include/trace/events/kmem.h`):
+//!
+//! ```text
+//! mm_page_free               "page=%p pfn=0x%lx order=%d"
+//! mm_page_free_batched       "page=%p pfn=0x%lx order=0"
+//! mm_page_alloc              "page=%p pfn=0x%lx order=%d migratetype=%d gfp_flags=%s"
+//! mm_page_alloc_zone_locked  "page=%p pfn=0x%lx order=%u migratetype=%d percpu_refill=%d"
+//! mm_page_pcpu_drain         "page=%p pfn=0x%lx order=%d migratetype=%d"
+//! mm_page_alloc_extfrag      "page=%p pfn=0x%lx alloc_order=%d fallback_order=%d
+//!                             pageblock_order=%d alloc_migratetype=%d
+//!                             fallback_migratetype=%d fragmenting=%d change_ownership=%d"
+//! ```
+//!
+//! The line prefixes the tools put in front of them:
+//!
+//! ```text
+//! ftrace (trace, trace_pipe):  comm-pid [cpu] flags ts: mm_page_alloc: k=v ...
+//!                              comm-pid [cpu] ts: mm_page_alloc: k=v ...   (no irqs-off column)
+//! perf script:                 comm pid [cpu] ts: kmem:mm_page_alloc: k=v ...
+//! trace-cmd report:            comm-pid [cpu] ts: mm_page_alloc:    k=v ...
+//! ```
+//!
+//! The scanner works on bytes, allocates nothing per line and never panics: the CPU is the
+//! first `[digits]` token, the timestamp the first `digits.digits:` token after it, the event
+//! name the next token ending in `:` (a `kmem:` prefix is dropped), and the tail is split into
+//! `key=value` tokens (tokens without `=`, such as libtraceevent's `[FAILED TO PARSE]`, are
+//! ignored). `pfn` is hex with `0x` or decimal without (kernels before 5.14 and raw fallbacks);
+//! `page` is opaque (hashed, raw, `(____ptrval____)`, `NULL`, `(null)`, `(nil)` or missing).
+//! Lines of other events are counted and skipped; `#` lines are comments.
+//!
+//! # Hostile input
+//! Lines end in LF, CRLF or CR. A line longer than [`Parser::max_line_bytes`] (64 KiB unless
+//! set) stops the read with [`InputError::LineTooLong`] naming it, so no input (`/dev/zero`, a
+//! decompressor's newline-free output) makes the reader hold more than that. After a read,
+//! [`Parser::check_trace`] refuses input with no page event or mostly malformed lines (an ELF
+//! binary, `/dev/null`, a trace of other events).
+//!
+//! # Reading a trace
+//! ```no_run
+//! use zonealloc_lab::trace::parse::{self, Parser};
+//! # fn main() -> std::io::Result<()> {
+//! // A path (`-` is standard input), or any `Read` through `parse::decode`; gzip, zstd and xz
+//! // are decompressed by their magic bytes.
+//! let input = parse::open(std::path::Path::new("-"))?;
+//! let mut parser = Parser::new();
+//! let mut allocs = 0u64;
+//! parser.read_all(input, |ev| allocs += u64::from(ev.kind.name() == "mm_page_alloc"))?;
+//! parser.check_trace()?;
+//! # Ok(())
+//! # }
+//! ```
+
+use std::fmt;
+use std::io::{self, BufRead};
+
+pub use super::input::{decode, open};
+
+mod line;
+#[cfg(test)]
+mod tests;
+
+use line::{parse_line, LineKind};
+
+/// How many malformed line numbers a [`Parser`] keeps.
+pub const MALFORMED_KEPT: usize = 5;
+
+/// The longest line a [`Parser`] reads by default. The kernel prints each event into one
+/// `trace_seq` page (4 KiB); the tools' prefixes add a few dozen bytes.
+pub const MAX_LINE_BYTES: usize = 64 << 10;
+
+/// What the `page=` field said. The frame is always keyed on the pfn; this only tells a NULL
+/// page (a failed allocation) from a present one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PagePtr {
+    /// A pointer of any shape: raw hex, `0x…`, hashed or `(____ptrval____)`.
+    Present,
+    /// `NULL`, `(null)`, `(nil)`, `0x0` or all zeros.
+    Null,
+    /// No `page=` field at all.
+    Missing,
+}
+
+/// One parsed `kmem` event with the prefix fields of its line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event<'a> {
+    /// CPU from the `[NNN]` column, if the line has one.
+    pub cpu: Option<u32>,
+    /// Timestamp in nanoseconds (the printed `seconds.fraction` scaled), if present.
+    pub ts_ns: Option<u64>,
+    /// The `page=` pointer shape.
+    pub page: PagePtr,
+    /// The event and its fields.
+    pub kind: EventKind<'a>,
+}
+
+/// The six page-allocator events and their fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventKind<'a> {
+    /// `mm_page_alloc`: a page handed out (or a failure: pfn 0, NULL page).
+    Alloc {
+        /// Page frame number.
+        pfn: u64,
+        /// Allocation order.
+        order: u8,
+        /// Requested migratetype.
+        migratetype: u8,
+        /// `gfp_flags` as printed (symbolic like `GFP_KERNEL|__GFP_ZERO`, or hex).
+        gfp_flags: &'a str,
+    },
+    /// `mm_page_free`: a free reaching the page allocator.
+    Free {
+        /// Page frame number.
+        pfn: u64,
+        /// Order of the freed block.
+        order: u8,
+    },
+    /// `mm_page_free_batched`: a folio freed by `free_unref_folios` (also logged as
+    /// `mm_page_free` before).
+    FreeBatched {
+        /// Page frame number.
+        pfn: u64,
+    },
+    /// `mm_page_alloc_zone_locked`: a block taken from the buddy under `zone->lock`.
+    ZoneLocked {
+        /// Page frame number.
+        pfn: u64,
+        /// Block order.
+        order: u8,
+        /// Migratetype.
+        migratetype: u8,
+        /// `percpu_refill=1`: the order is PCP-eligible (a refill, typically).
+        percpu_refill: bool,
+    },
+    /// `mm_page_pcpu_drain`: a block moved from a PCP list back to the buddy.
+    PcpuDrain {
+        /// Page frame number.
+        pfn: u64,
+        /// Block order.
+        order: u8,
+        /// Pageblock migratetype at drain time.
+        migratetype: u8,
+    },
+    /// `mm_page_alloc_extfrag`: a fallback to another migratetype's free list.
+    Extfrag {
+        /// Page frame number.
+        pfn: u64,
+        /// Requested order.
+        alloc_order: u8,
+        /// Order of the block fallen back to.
+        fallback_order: u8,
+        /// Requested migratetype.
+        alloc_migratetype: u8,
+        /// Migratetype fallen back to.
+        fallback_migratetype: u8,
+        /// `fragmenting=1` (0 when absent).
+        fragmenting: bool,
+        /// `change_ownership=1` (0 when absent).
+        change_ownership: bool,
+    },
+}
+
+impl EventKind<'_> {
+    /// The tracepoint name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            EventKind::Alloc { .. } => "mm_page_alloc",
+            EventKind::Free { .. } => "mm_page_free",
+            EventKind::FreeBatched { .. } => "mm_page_free_batched",
+            EventKind::ZoneLocked { .. } => "mm_page_alloc_zone_locked",
+            EventKind::PcpuDrain { .. } => "mm_page_pcpu_drain",
+            EventKind::Extfrag { .. } => "mm_page_alloc_extfrag",
+        }
+    }
+
+    /// The event's page frame number.
+    pub fn pfn(&self) -> u64 {
+        match *self {
+            EventKind::Alloc { pfn, .. }
+            | EventKind::Free { pfn, .. }
+            | EventKind::FreeBatched { pfn }
+            | EventKind::ZoneLocked { pfn, .. }
+            | EventKind::PcpuDrain { pfn, .. }
+            | EventKind::Extfrag { pfn, .. } => pfn,
+        }
+    }
+}
+
+impl Event<'_> {
+    /// A failed allocation: `mm_page_alloc` with a NULL page, or pfn 0 and no page field. A
+    /// present page at pfn 0 is a real frame (zones of our own traces may start there).
+    pub fn is_failed_alloc(&self) -> bool {
+        matches!(self.kind, EventKind::Alloc { pfn, .. }
+            if self.page == PagePtr::Null || (pfn == 0 && self.page == PagePtr::Missing))
+    }
+}
+
+/// A malformed line: its 1-based number and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Malformed {
+    /// 1-based line number.
+    pub line: u64,
+    /// What was wrong.
+    pub reason: &'static str,
+}
+
+/// Why an input cannot be read as a trace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InputError {
+    /// A line longer than the parser's limit (binary data, or text without line ends).
+    LineTooLong {
+        /// 1-based line number.
+        line: u64,
+        /// The limit, [`Parser::max_line_bytes`].
+        max_bytes: usize,
+    },
+    /// Not one `kmem` page event in the whole input.
+    NoEvents {
+        /// Lines read.
+        lines: u64,
+    },
+    /// More malformed lines than lines of events (page events and others) together.
+    MostlyMalformed {
+        /// Lines read.
+        lines: u64,
+        /// Page events among them.
+        events: u64,
+        /// Malformed lines among them.
+        malformed: u64,
+        /// The first malformed lines.
+        first: Vec<Malformed>,
+    },
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::LineTooLong { line, max_bytes } => write!(
+                f,
+                "line {line} is longer than {max_bytes} bytes, the limit of a trace line \
+                 (binary data, or text without line ends?)"
+            ),
+            Self::NoEvents { lines: 0 } => {
+                f.write_str("empty input: not one kmem page-allocator event")
+            }
+            Self::NoEvents { lines } => write!(
+                f,
+                "not one kmem page-allocator event (mm_page_alloc, mm_page_free, ...) in \
+                 {lines} line(s): not a kmem trace"
+            ),
+            Self::MostlyMalformed {
+                lines,
+                events,
+                malformed,
+                first,
+            } => {
+                write!(
+                    f,
+                    "{malformed} of {lines} lines are malformed and only {events} are page \
+                     events: not a kmem trace?"
+                )?;
+                for m in first {
+                    write!(f, "; line {}: {}", m.line, m.reason)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for InputError {}
+
+impl From<InputError> for io::Error {
+    fn from(e: InputError) -> Self {
+        io::Error::new(io::ErrorKind::InvalidData, e)
+    }
+}
+
+/// Line-by-line parser state: counts of what was not an event and the first malformed lines.
+#[derive(Debug, Clone)]
+pub struct Parser {
+    /// Lines seen.
+    pub lines: u64,
+    /// `kmem` page events parsed.
+    pub events: u64,
+    /// `#` comment lines and blank lines.
+    pub comments: u64,
+    /// Lines of other events (skipped).
+    pub other: u64,
+    /// Malformed or truncated lines.
+    pub malformed: u64,
+    /// The first [`MALFORMED_KEPT`] malformed lines.
+    pub first_malformed: Vec<Malformed>,
+    /// The longest line [`Parser::read_all`] accepts, in bytes without its line end
+    /// ([`MAX_LINE_BYTES`] unless set).
+    pub max_line_bytes: usize,
+}
+
+impl Default for Parser {
+    fn default() -> Self {
+        Self {
+            lines: 0,
+            events: 0,
+            comments: 0,
+            other: 0,
+            malformed: 0,
+            first_malformed: Vec::new(),
+            max_line_bytes: MAX_LINE_BYTES,
+        }
+    }
+}
+
+impl Parser {
+    /// A fresh parser.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Parses one line (with or without its newline), counting it.
+    pub fn feed<'l>(&mut self, line: &'l [u8]) -> Option<Event<'l>> {
+        self.lines += 1;
+        match parse_line(line) {
+            Ok(ev) => {
+                self.events += 1;
+                Some(ev)
+            }
+            Err(LineKind::Comment) => {
+                self.comments += 1;
+                None
+            }
+            Err(LineKind::Other) => {
+                self.other += 1;
+                None
+            }
+            Err(LineKind::Malformed(reason)) => {
+                self.malformed += 1;
+                if self.first_malformed.len() < MALFORMED_KEPT {
+                    self.first_malformed.push(Malformed {
+                        line: self.lines,
+                        reason,
+                    });
+                }
+                None
+            }
+        }
+    }
+
+    /// `N malformed line(s) (line L: reason; ...)` with the first few kept, for messages.
+    pub fn malformed_summary(&self) -> String {
+        let lines: Vec<String> = self
+            .first_malformed
+            .iter()
+            .map(|m| format!("line {}: {}", m.line, m.reason))
+            .collect();
+        format!(
+            "{} malformed line(s) ({})",
+            self.malformed,
+            lines.join("; ")
+        )
+    }
+
+    /// Whether what was read is a trace: at least one page event, and no more malformed lines
+    /// than lines of events. Call it after [`Parser::read_all`].
+    pub fn check_trace(&self) -> Result<(), InputError> {
+        if self.events == 0 {
+            return Err(InputError::NoEvents { lines: self.lines });
+        }
+        if self.malformed > self.events + self.other {
+            return Err(InputError::MostlyMalformed {
+                lines: self.lines,
+                events: self.events,
+                malformed: self.malformed,
+                first: self.first_malformed.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Feeds every line of `reader` to the parser, calling `f` for each event. Lines end in
+    /// LF, CRLF or CR; a line longer than [`Parser::max_line_bytes`] stops the read with
+    /// [`InputError::LineTooLong`] (as an [`io::ErrorKind::InvalidData`] error).
+    ///
+    /// Lines are parsed where they lie in the reader's buffer (found with SIMD `memchr2`);
+    /// only a line split across two buffer fills is copied, into a buffer that never grows
+    /// past the line limit.
+    pub fn read_all<R: BufRead, F: FnMut(&Event<'_>)>(
+        &mut self,
+        mut reader: R,
+        mut f: F,
+    ) -> io::Result<()> {
+        let max = self.max_line_bytes;
+        let mut carry: Vec<u8> = Vec::new();
+        // The last line ended in CR: an LF opening the next fill completes its CRLF.
+        let mut after_cr = false;
+        loop {
+            let buf = match reader.fill_buf() {
+                Ok(b) => b,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if buf.is_empty() {
+                if !carry.is_empty() {
+                    if let Some(ev) = self.feed(&carry) {
+                        f(&ev);
+                    }
+                }
+                return Ok(());
+            }
+            let len = buf.len();
+            let mut at = 0;
+            for end in memchr::memchr2_iter(b'\n', b'\r', buf) {
+                if after_cr && end == at && buf[end] == b'\n' {
+                    // The LF of a CRLF.
+                    after_cr = false;
+                    at = end + 1;
+                    continue;
+                }
+                if carry.len() + (end - at) > max {
+                    return Err(self.too_long());
+                }
+                if carry.is_empty() {
+                    if let Some(ev) = self.feed(&buf[at..end]) {
+                        f(&ev);
+                    }
+                } else {
+                    carry.extend_from_slice(&buf[at..end]);
+                    if let Some(ev) = self.feed(&carry) {
+                        f(&ev);
+                    }
+                    carry.clear();
+                }
+                after_cr = buf[end] == b'\r';
+                at = end + 1;
+            }
+            if at < len {
+                after_cr = false;
+                if carry.len() + (len - at) > max {
+                    return Err(self.too_long());
+                }
+                carry.extend_from_slice(&buf[at..]);
+            }
+            reader.consume(len);
+        }
+    }
+
+    /// The error for the line being read (the one after the last counted).
+    fn too_long(&self) -> io::Error {
+        InputError::LineTooLong {
+            line: self.lines + 1,
+            max_bytes: self.max_line_bytes,
+        }
+        .into()
+    }
+}

@@ -1,0 +1,480 @@
+//! The parser's unit tests: each tool's and kernel era's line format, line ends and limits,
+//! compressed input and the golden files.
+
+use super::line::{find_sep, is_sep, skip_sep};
+use super::*;
+use proptest::prelude::*;
+use std::io::BufReader;
+use std::path::Path;
+
+const SAMPLE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/data/linux-6.1-ftrace-sample.txt"
+);
+
+fn one(line: &str) -> Event<'_> {
+    let mut p = Parser::new();
+    let ev = p.feed(line.as_bytes());
+    assert_eq!(p.malformed, 0, "{line}: {:?}", p.first_malformed);
+    ev.unwrap_or_else(|| panic!("no event in {line}"))
+}
+
+#[test]
+fn ftrace_with_irqs_off_columns() {
+    let ev = one("            init-1       [003] .....     3.812917: mm_page_alloc: page=(____ptrval____) pfn=0x2e64 order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE|__GFP_COMP|__GFP_ZERO\n");
+    assert_eq!(ev.cpu, Some(3));
+    assert_eq!(ev.ts_ns, Some(3_812_917_000));
+    assert_eq!(ev.page, PagePtr::Present);
+    assert_eq!(
+        ev.kind,
+        EventKind::Alloc {
+            pfn: 0x2e64,
+            order: 0,
+            migratetype: 1,
+            gfp_flags: "GFP_HIGHUSER_MOVABLE|__GFP_COMP|__GFP_ZERO"
+        }
+    );
+}
+
+#[test]
+fn ftrace_without_irqs_off_columns() {
+    let ev = one("          <idle>-0     [001]   120.000001: mm_page_free: page=ffffea0004a3c000 pfn=0x128f00 order=2");
+    assert_eq!(ev.cpu, Some(1));
+    assert_eq!(ev.ts_ns, Some(120_000_001_000));
+    assert_eq!(
+        ev.kind,
+        EventKind::Free {
+            pfn: 0x128f00,
+            order: 2
+        }
+    );
+}
+
+#[test]
+fn perf_script_with_kmem_prefix() {
+    let ev = one("              dd  4242 [002]  5123.456789: kmem:mm_page_alloc_zone_locked: page=0xffffea0000b98000 pfn=0x2e600 order=0 migratetype=1 percpu_refill=1");
+    assert_eq!(ev.cpu, Some(2));
+    assert_eq!(
+        ev.kind,
+        EventKind::ZoneLocked {
+            pfn: 0x2e600,
+            order: 0,
+            migratetype: 1,
+            percpu_refill: true
+        }
+    );
+    // perf with a sample period column before the event name.
+    let ev = one("dd 4242 [002] 5123.456789:          1 kmem:mm_page_free_batched: page=0xffffea0000b98000 pfn=0x2e600 order=0");
+    assert_eq!(ev.kind, EventKind::FreeBatched { pfn: 0x2e600 });
+}
+
+#[test]
+fn trace_cmd_report() {
+    let ev = one("     kworker/0:1-45    [000]   812.345678: mm_page_pcpu_drain:   page=0xffffea0000123400 pfn=0x48d0 order=3 migratetype=0");
+    assert_eq!(ev.cpu, Some(0));
+    assert_eq!(
+        ev.kind,
+        EventKind::PcpuDrain {
+            pfn: 0x48d0,
+            order: 3,
+            migratetype: 0
+        }
+    );
+}
+
+#[test]
+fn decimal_pfn_and_hashed_page() {
+    let ev = one("           bash-812   [000] d..2  42.123456: mm_page_free: page=00000000c3a5f1e2 pfn=1212416 order=0");
+    assert_eq!(
+        ev.kind,
+        EventKind::Free {
+            pfn: 1_212_416,
+            order: 0
+        }
+    );
+    assert_eq!(ev.page, PagePtr::Present);
+}
+
+#[test]
+fn null_page_failed_alloc_and_hex_gfp() {
+    let ev = one("  stress-ng-900 [005] ..... 77.000100: mm_page_alloc: page=NULL pfn=0x0 order=9 migratetype=1 gfp_flags=0x140cca");
+    assert!(ev.is_failed_alloc());
+    assert_eq!(ev.page, PagePtr::Null);
+    assert!(matches!(
+        ev.kind,
+        EventKind::Alloc {
+            order: 9,
+            gfp_flags: "0x140cca",
+            ..
+        }
+    ));
+    let ev = one(
+        "x-1 [000] 1.0: mm_page_alloc: page=(null) pfn=0x0 order=0 migratetype=0 gfp_flags=none",
+    );
+    assert!(ev.is_failed_alloc());
+}
+
+#[test]
+fn missing_page_and_extfrag() {
+    let ev = one("kswapd0-60 [001] .... 9.5: mm_page_alloc_extfrag: pfn=0x3fe00 alloc_order=0 fallback_order=9 pageblock_order=9 alloc_migratetype=0 fallback_migratetype=1 fragmenting=0 change_ownership=1");
+    assert_eq!(ev.page, PagePtr::Missing);
+    assert_eq!(
+        ev.kind,
+        EventKind::Extfrag {
+            pfn: 0x3fe00,
+            alloc_order: 0,
+            fallback_order: 9,
+            alloc_migratetype: 0,
+            fallback_migratetype: 1,
+            fragmenting: false,
+            change_ownership: true
+        }
+    );
+}
+
+#[test]
+fn comments_other_events_and_malformed_lines() {
+    let text =
+        "# tracer: nop\n\n  init-1 [003] ..... 3.8: tracing_mark_write: mm_page_alloc: pfn=1\n\
+                    init-1 [003] ..... 3.8: mm_page_alloc: page=(____ptrval____) pfn=0x2e64 ord\n\
+                    garbage\n\
+                    init-1 [003] ..... 3.8: mm_page_free: page=x pfn=0xzz order=0\n";
+    let mut p = Parser::new();
+    let mut n = 0;
+    p.read_all(text.as_bytes(), |_| n += 1).unwrap();
+    assert_eq!(
+        (n, p.lines, p.comments, p.other, p.malformed),
+        (0, 6, 2, 1, 3)
+    );
+    let lines: Vec<u64> = p.first_malformed.iter().map(|m| m.line).collect();
+    assert_eq!(lines, [4, 5, 6]);
+}
+
+const EV: &str = "a-1 [000] 1.0: mm_page_free: page=p pfn=0x10 order=0";
+
+/// Reads `text` through a buffer of `cap` bytes: (events, lines) or the error.
+fn read_with(text: &[u8], cap: usize) -> io::Result<(u64, u64)> {
+    let mut p = Parser::new();
+    let mut n = 0;
+    p.read_all(BufReader::with_capacity(cap, text), |_| n += 1)?;
+    assert_eq!(n, p.events);
+    Ok((p.events, p.lines))
+}
+
+#[test]
+fn lf_crlf_and_cr_line_ends_are_all_read() {
+    for end in ["\n", "\r\n", "\r"] {
+        let text = format!("# comment{end}{}", format!("{EV}{end}").repeat(10));
+        for cap in [1, 2, 3, 7, 64, 1 << 16] {
+            assert_eq!(
+                read_with(text.as_bytes(), cap).unwrap(),
+                (10, 11),
+                "{end:?}, buffer {cap}"
+            );
+        }
+    }
+    // A blank line stays a line, whatever the line ends; CR CR is two line ends.
+    assert_eq!(read_with(b"x\r\n\r\ny\r\rz", 4).unwrap(), (0, 5));
+    // A last line without its line end is read.
+    assert_eq!(
+        read_with(format!("{EV}\r{EV}").as_bytes(), 5).unwrap(),
+        (2, 2)
+    );
+}
+
+#[test]
+fn a_line_over_the_limit_is_an_error_naming_it() {
+    let check = |r: io::Result<(u64, u64)>, line: u64, max: usize| {
+        let e = r.unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        let inner = e.get_ref().and_then(|e| e.downcast_ref::<InputError>());
+        assert_eq!(
+            inner,
+            Some(&InputError::LineTooLong {
+                line,
+                max_bytes: max
+            }),
+            "{e}"
+        );
+        assert!(e.to_string().contains(&format!("line {line} ")), "{e}");
+    };
+    // Split over many fills, or whole in one.
+    let mut text = format!("{EV}\n{EV}\n").into_bytes();
+    text.extend(std::iter::repeat_n(b'x', MAX_LINE_BYTES + 1));
+    text.extend(b"\nmore\n");
+    check(read_with(&text, 1 << 12), 3, MAX_LINE_BYTES);
+    check(read_with(&text, 1 << 20), 3, MAX_LINE_BYTES);
+    // Exactly at the limit is fine.
+    let mut text = vec![b'x'; MAX_LINE_BYTES];
+    text.push(b'\n');
+    assert_eq!(read_with(&text, 1 << 12).unwrap(), (0, 1));
+    // A smaller limit; an endless input without line ends stops at it (`/dev/zero`).
+    let mut p = Parser::new();
+    p.max_line_bytes = 100;
+    let e = p
+        .read_all(BufReader::new(io::repeat(0)), |_| ())
+        .unwrap_err();
+    assert!(
+        e.to_string().starts_with("line 1 is longer than 100 bytes"),
+        "{e}"
+    );
+}
+
+#[test]
+fn input_without_events_or_mostly_malformed_is_not_a_trace() {
+    let verdict = |text: &[u8]| {
+        let mut p = Parser::new();
+        p.read_all(text, |_| ()).unwrap();
+        p.check_trace()
+    };
+    assert_eq!(verdict(b""), Err(InputError::NoEvents { lines: 0 }));
+    assert_eq!(
+        verdict(b"# tracer: nop\nx-1 [000] 1.0: sched_switch: a=b\n"),
+        Err(InputError::NoEvents { lines: 2 })
+    );
+    // The start of an ELF file: no line is an event.
+    let elf = b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x03\0>\0\x01\0\0\0\n\x10\x6a\0\0\n";
+    assert!(matches!(verdict(elf), Err(InputError::NoEvents { .. })));
+    // One event among three malformed lines.
+    let text = format!("{EV}\nbad 1\nbad 2\nbad 3\n");
+    let e = verdict(text.as_bytes()).unwrap_err();
+    assert!(matches!(
+        e,
+        InputError::MostlyMalformed {
+            lines: 4,
+            events: 1,
+            malformed: 3,
+            ..
+        }
+    ));
+    assert!(e.to_string().contains("line 2: no timestamp"), "{e}");
+    // As many events as malformed lines: a damaged trace, still read.
+    assert_eq!(verdict(format!("{EV}\nbad\n").as_bytes()), Ok(()));
+}
+
+/// Counted independently with
+/// `grep -c ' mm_page_alloc: '` (1312), `' mm_page_free: '` (364),
+/// `' mm_page_free_batched: '` (294), `' mm_page_alloc_zone_locked: '` (1015),
+/// `' mm_page_pcpu_drain: '` (0), `' mm_page_alloc_extfrag: '` (0),
+/// `' tracing_mark_write: '` (3) and `-c '^#'` (12): 3000 lines in all.
+#[test]
+fn real_ftrace_sample_counts() {
+    let mut p = Parser::new();
+    let mut counts = std::collections::BTreeMap::new();
+    p.read_all(open(Path::new(SAMPLE)).unwrap(), |ev| {
+        *counts.entry(ev.kind.name()).or_insert(0u64) += 1;
+    })
+    .unwrap();
+    assert_eq!(p.malformed, 0, "{:?}", p.first_malformed);
+    assert_eq!(
+        (p.lines, p.events, p.other, p.comments),
+        (3000, 2985, 3, 12)
+    );
+    let want: std::collections::BTreeMap<_, _> = [
+        ("mm_page_alloc", 1312),
+        ("mm_page_free", 364),
+        ("mm_page_free_batched", 294),
+        ("mm_page_alloc_zone_locked", 1015),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(counts, want);
+}
+
+#[test]
+fn gzip_is_read_transparently() {
+    use std::io::Write as _;
+    let raw = std::fs::read(SAMPLE).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.gz");
+    let mut gz = flate2::write::GzEncoder::new(
+        std::fs::File::create(&path).unwrap(),
+        flate2::Compression::fast(),
+    );
+    gz.write_all(&raw).unwrap();
+    gz.finish().unwrap();
+    let mut p = Parser::new();
+    p.read_all(open(&path).unwrap(), |_| ()).unwrap();
+    assert_eq!((p.lines, p.events, p.malformed), (3000, 2985, 0));
+}
+
+#[test]
+fn zstd_is_read_transparently() {
+    let raw = std::fs::read(SAMPLE).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.zst");
+    // Two frames, as `zstd -c a b` writes them.
+    let (a, b) = raw.split_at(raw.len() / 2);
+    let level = ruzstd::encoding::CompressionLevel::Fastest;
+    let mut file = ruzstd::encoding::compress_to_vec(a, level);
+    file.extend(ruzstd::encoding::compress_to_vec(b, level));
+    std::fs::write(&path, file).unwrap();
+    let mut p = Parser::new();
+    p.read_all(open(&path).unwrap(), |_| ()).unwrap();
+    assert_eq!((p.lines, p.events, p.malformed), (3000, 2985, 0));
+}
+
+/// Throughput: `cargo test --release -p zonealloc-lab -- --ignored parse_throughput --nocapture`.
+#[test]
+#[ignore = "a benchmark, not a test"]
+fn parse_throughput() {
+    let raw = std::fs::read(SAMPLE).unwrap();
+    let rounds = 1000;
+    let started = std::time::Instant::now();
+    let mut events = 0u64;
+    let mut p = Parser::new();
+    for _ in 0..rounds {
+        p.read_all(&raw[..], |_| events += 1).unwrap();
+    }
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "{} lines, {events} events in {secs:.3} s: {:.2} M lines/s",
+        p.lines,
+        p.lines as f64 / secs / 1e6
+    );
+}
+
+/// One event in the hand-written canonical form of the golden `.expected` files.
+fn canonical(ev: &Event<'_>) -> String {
+    let ts = ev.ts_ns.map_or("-".to_owned(), |t| {
+        format!("{}.{:09}", t / 1_000_000_000, t % 1_000_000_000)
+    });
+    let cpu = ev.cpu.map_or("-".to_owned(), |c| c.to_string());
+    let page = match ev.page {
+        PagePtr::Present => "present",
+        PagePtr::Null => "null",
+        PagePtr::Missing => "missing",
+    };
+    let fields = match ev.kind {
+        EventKind::Alloc {
+            pfn,
+            order,
+            migratetype,
+            gfp_flags,
+        } => format!(
+            "pfn={pfn:#x} order={order} migratetype={migratetype} gfp_flags={gfp_flags}{}",
+            if ev.is_failed_alloc() { " failed" } else { "" }
+        ),
+        EventKind::Free { pfn, order } => format!("pfn={pfn:#x} order={order}"),
+        EventKind::FreeBatched { pfn } => format!("pfn={pfn:#x}"),
+        EventKind::ZoneLocked {
+            pfn,
+            order,
+            migratetype,
+            percpu_refill,
+        } => format!(
+            "pfn={pfn:#x} order={order} migratetype={migratetype} percpu_refill={}",
+            u8::from(percpu_refill)
+        ),
+        EventKind::PcpuDrain {
+            pfn,
+            order,
+            migratetype,
+        } => format!("pfn={pfn:#x} order={order} migratetype={migratetype}"),
+        EventKind::Extfrag {
+            pfn,
+            alloc_order,
+            fallback_order,
+            alloc_migratetype,
+            fallback_migratetype,
+            fragmenting,
+            change_ownership,
+        } => format!(
+            "pfn={pfn:#x} alloc_order={alloc_order} fallback_order={fallback_order} \
+                 alloc_migratetype={alloc_migratetype} fallback_migratetype={fallback_migratetype} \
+                 fragmenting={} change_ownership={}",
+            u8::from(fragmenting),
+            u8::from(change_ownership)
+        ),
+    };
+    format!("cpu={cpu} ts={ts} page={page} {} {fields}", ev.kind.name())
+}
+
+/// Golden files, one per tool and kernel era (`tests/data/golden/*.txt`), each with the
+/// events worked out by hand from the format strings in `*.expected`.
+#[test]
+fn golden_files_of_each_tool_and_kernel_era() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/golden");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "txt") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut p = Parser::new();
+        let mut got = String::new();
+        for line in text.lines() {
+            if let Some(ev) = p.feed(line.as_bytes()) {
+                got.push_str(&canonical(&ev));
+                got.push('\n');
+            }
+        }
+        got.push_str(&format!(
+            "# lines={} events={} comments={} other={} malformed={}\n",
+            p.lines, p.events, p.comments, p.other, p.malformed
+        ));
+        let want = std::fs::read_to_string(path.with_extension("expected")).unwrap();
+        assert_eq!(got, want, "{}", path.display());
+        seen += 1;
+    }
+    assert_eq!(seen, 5, "golden files in {}", dir.display());
+}
+
+proptest! {
+    /// The eight-bytes-at-a-time scans agree with the byte-at-a-time definitions on
+    /// every input, separators, `=` and bytes from 0x80 up included.
+    #[test]
+    fn swar_scans_match_the_byte_loops(
+        bytes in proptest::collection::vec(
+            prop_oneof![Just(b' '), Just(b'='), Just(b'\t'), Just(0u8), Just(0x21u8), Just(0x7f), Just(0x80), Just(0xa1), Just(0xff), any::<u8>()],
+            0..40,
+        ),
+    ) {
+        let naive_sep = |eq: bool| bytes.iter().position(|&b| is_sep(b) || (eq && b == b'=')).unwrap_or(bytes.len());
+        prop_assert_eq!(find_sep(&bytes, false), naive_sep(false));
+        prop_assert_eq!(find_sep(&bytes, true), naive_sep(true));
+        prop_assert_eq!(skip_sep(&bytes), bytes.iter().position(|&b| !is_sep(b)).unwrap_or(bytes.len()));
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+        let mut p = Parser::new();
+        p.read_all(&bytes[..], |_| ()).unwrap();
+        prop_assert_eq!(p.lines, p.events + p.comments + p.other + p.malformed);
+    }
+
+    /// Lines come out the same whatever the buffer size, and as a plain split on
+    /// LF, CRLF and CR says.
+    #[test]
+    fn lines_do_not_depend_on_the_buffer(
+        parts in proptest::collection::vec(
+            prop_oneof![Just("\n"), Just("\r"), Just("\r\n"), Just(EV), Just("x")],
+            0..30,
+        ),
+        cap in 1usize..40,
+    ) {
+        let text = parts.concat();
+        let want = {
+            let norm = text.replace("\r\n", "\n").replace('\r', "\n");
+            let mut lines: Vec<&str> = norm.split('\n').collect();
+            if lines.last() == Some(&"") {
+                lines.pop();
+            }
+            let mut p = Parser::new();
+            lines.iter().for_each(|l| { p.feed(l.as_bytes()); });
+            (p.events, p.lines)
+        };
+        prop_assert_eq!(read_with(text.as_bytes(), cap).unwrap(), want);
+    }
+
+    #[test]
+    fn mangled_event_lines_never_panic(cut in 0usize..200, junk in "[ -~]{0,40}") {
+        let line = "  init-1 [003] ..... 3.812917: mm_page_alloc_extfrag: page=(null) pfn=0x2e64 alloc_order=0 fallback_order=9 pageblock_order=9 alloc_migratetype=0 fallback_migratetype=1 fragmenting=0 change_ownership=1";
+        let cut = cut.min(line.len());
+        let mangled = format!("{}{junk}", &line[..cut]);
+        let mut p = Parser::new();
+        let _ = p.feed(mangled.as_bytes());
+        prop_assert_eq!(p.lines, 1);
+    }
+}

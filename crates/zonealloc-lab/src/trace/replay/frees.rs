@@ -1,0 +1,151 @@
+//! The replay's frees: a traced free (whole, partial or of a frame the trace never showed
+//! allocated), the untraced allocation inferred for it, and the free of our own block.
+
+use std::io;
+
+use zonealloc::{AllocRequest, CpuId, MigrateType, Order, Pfn};
+
+use super::kernel::Inferred;
+use super::{Live, Replayer};
+use crate::trace::parse::{Event, EventKind, PagePtr};
+
+impl Replayer {
+    /// The untraced allocation [`Inferred::UntracedAlloc`] infers, on the CPU that refilled
+    /// the page: our page for the free that follows.
+    fn untraced_alloc(
+        &mut self,
+        ev: &Event<'_>,
+        z: usize,
+        inferred: Inferred,
+    ) -> io::Result<Option<Live>> {
+        let Inferred::UntracedAlloc { cpu, migratetype } = inferred else {
+            return Ok(None);
+        };
+        let mt = MigrateType::from_index(usize::from(self.geo.numbering.to_current(migratetype)))
+            .filter(|m| m.is_gfp_type())
+            .unwrap_or(MigrateType::Unmovable);
+        let cpu = cpu % self.geo.cpus;
+        let req = AllocRequest::new(mt).on_cpu(CpuId(cpu));
+        let got = self.zones[z].alloc_with(Order::ZERO, req);
+        self.flush_zone_events(ev, z, cpu)?;
+        if let Ok(p) = got {
+            // Ours is a traced allocation: `--emit` writes it, on the refilling CPU.
+            let on = Event {
+                cpu: Some(cpu),
+                ..ev.clone()
+            };
+            self.emit_event(&on, (PagePtr::Present, p.0), |pfn| EventKind::Alloc {
+                pfn,
+                order: 0,
+                migratetype: mt.index() as u8,
+                gfp_flags: "GFP_KERNEL",
+            })?;
+        }
+        Ok(got.ok().map(|p| Live {
+            ours: p.0,
+            order: 0,
+            zone: z as u8,
+            freed: 0,
+        }))
+    }
+
+    /// A traced free of `order` pages at traced frame `pfn`.
+    pub(super) fn free_traced(
+        &mut self,
+        ev: &Event<'_>,
+        cpu: u32,
+        pfn: u64,
+        order: u8,
+        inferred: Inferred,
+    ) -> io::Result<()> {
+        let pages = 1u64 << order.min(63);
+        if let Some(l) = self.live.get(&pfn).copied() {
+            if order >= l.order && l.freed == 0 {
+                self.counts.order_mismatches += u64::from(order > l.order);
+                self.live.remove(&pfn);
+                return self.free_ours(ev, cpu, l);
+            }
+            return self.partial(ev, cpu, pfn, pages);
+        }
+        // A page inside a live traced block: the head is `pfn` aligned down to the block.
+        for k in 1..=self.zones[0].max_order().get() {
+            let head = pfn & !((1u64 << k) - 1);
+            if let Some(l) = self.live.get(&head) {
+                if l.order >= k && pfn.saturating_add(pages) <= head + (1u64 << l.order) {
+                    return self.partial(ev, cpu, head, pages);
+                }
+            }
+        }
+        if self.failed.remove(&pfn) {
+            self.counts.frees_of_failed += 1;
+            return Ok(());
+        }
+        self.counts.frees_before_trace += 1;
+        let Some(z) = self.geo.zone_of(pfn) else {
+            return Ok(());
+        };
+        // `frees` counts traced frees of traced allocations; these are counted above.
+        let frees = self.counts.frees;
+        // A page some untraced allocation took off a CPU's lists ([`kernel`]).
+        if order == 0 {
+            if let Some(l) = self.untraced_alloc(ev, z, inferred)? {
+                self.counts.untraced_allocs += 1;
+                self.free_ours(ev, cpu, l)?;
+                self.counts.frees = frees;
+                return Ok(());
+            }
+        }
+        // With a /proc snapshot, a page in use before the trace is one of the pool's.
+        let Some(pool) = self.pools.get_mut(z) else {
+            return Ok(());
+        };
+        let pages = pool.take(pages);
+        if !pages.is_empty() {
+            self.counts.frees_from_snapshot += 1;
+        }
+        for ours in pages {
+            let l = Live {
+                ours,
+                order: 0,
+                zone: z as u8,
+                freed: 0,
+            };
+            self.free_ours(ev, cpu, l)?;
+        }
+        self.counts.frees = frees;
+        Ok(())
+    }
+
+    fn partial(&mut self, ev: &Event<'_>, cpu: u32, head: u64, pages: u64) -> io::Result<()> {
+        self.counts.partial_frees += 1;
+        let Some(l) = self.live.get_mut(&head) else {
+            return Ok(());
+        };
+        l.freed += pages;
+        if l.freed >= 1u64 << l.order {
+            let l = *l;
+            self.live.remove(&head);
+            self.free_ours(ev, cpu, l)?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn free_ours(&mut self, ev: &Event<'_>, cpu: u32, l: Live) -> io::Result<()> {
+        let (ours, order) = (l.ours, l.order);
+        self.emit_event(ev, (PagePtr::Present, ours), |pfn| EventKind::Free {
+            pfn,
+            order,
+        })?;
+        let ord = Order::new(order)
+            .ok_or_else(|| io::Error::other(format!("order {order} out of range")))?;
+        let z = usize::from(l.zone);
+        if let Err(e) = self.zones[z].free_on(CpuId(cpu), Pfn(ours), ord) {
+            return Err(io::Error::other(format!(
+                "variant '{}': freeing our own block {ours:#x} order {order} failed: {e}",
+                self.variant.name
+            )));
+        }
+        self.counts.frees += 1;
+        self.flush_zone_events(ev, z, cpu)
+    }
+}

@@ -1,0 +1,153 @@
+//! The replay's zones: their geometry ([`Geometry`], one [`ZoneSpan`] per zone, which frames
+//! are [`Online`]) and the CPU count ([`pick_cpus`]).
+
+use serde::Serialize;
+use zonealloc::ZoneType;
+
+use super::input;
+use crate::trace::migratetype::Numbering;
+
+/// The span of the default zone, in pages, when neither `--proc` nor `--zone-pages` gives
+/// one: 2^22 (16 GiB of 4 KiB pages; its frame table takes 48 MiB).
+pub const DEFAULT_ZONE_PAGES: u64 = 1 << 22;
+
+/// Which frames of a zone's span are memory the allocator manages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Online {
+    /// The whole span is free from the start.
+    All,
+    /// Memory comes online as the trace first touches it: before an allocation or free of a
+    /// frame whose `MAX_PAGE_ORDER` block is not yet online, that block is handed to the
+    /// allocator (`add_free_range`, which recomputes watermarks and per-CPU sizes as
+    /// `online_pages` does on memory hotplug). The zone then holds the memory the trace
+    /// showed, without a first pass over the trace to find it.
+    Touched,
+    /// Set up from a `/proc` snapshot ([`proc_setup`](super::proc_setup)): the kernel's managed pages, pages in
+    /// use, pageblocks and per-CPU lists.
+    #[value(skip)]
+    Snapshot,
+}
+
+/// One replay zone: its type and span.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct ZoneSpan {
+    /// The zone type (DMA, DMA32, Normal, ...).
+    #[serde(serialize_with = "zone_type_name")]
+    pub zone_type: ZoneType,
+    /// First frame.
+    pub start: u64,
+    /// Frames spanned.
+    pub pages: u64,
+}
+
+fn zone_type_name<S: serde::Serializer>(t: &ZoneType, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&format!("{t:?}"))
+}
+
+impl ZoneSpan {
+    /// One past the last frame.
+    pub fn end(&self) -> u64 {
+        self.start + self.pages
+    }
+}
+
+/// Where and how large the replay's zones are.
+#[derive(Clone, Debug, Serialize)]
+pub struct Geometry {
+    /// The zones, lowest first; a traced frame belongs to the zone that spans it (the
+    /// kernel's zone choice, read from the pfn it handed out).
+    pub zones: Vec<ZoneSpan>,
+    /// Which frames are free at the start.
+    pub online: Online,
+    /// CPUs with per-CPU lists.
+    pub cpus: u32,
+    /// Where the CPU count came from.
+    pub cpus_from: &'static str,
+    /// How the trace numbers migratetypes.
+    pub numbering: Numbering,
+}
+
+impl Geometry {
+    /// One zone from the flags: `zone_start` (default 0) and `zone_pages` (default
+    /// [`DEFAULT_ZONE_PAGES`]); without `zone_pages` its memory comes online as the trace
+    /// touches it, with it the whole span is free (unless `online` says otherwise). The CPUs
+    /// from the flag, else the trace's header, else the highest CPU of its first events
+    /// plus one.
+    pub fn from_flags(
+        zone_start: Option<u64>,
+        zone_pages: Option<u64>,
+        online: Option<Online>,
+        cpus: Option<u32>,
+        sniff: &input::Sniff,
+        numbering: Numbering,
+    ) -> Result<Geometry, String> {
+        let start = zone_start.unwrap_or(0);
+        let pages = zone_pages.unwrap_or(DEFAULT_ZONE_PAGES);
+        if pages == 0 || pages >= u64::from(u32::MAX) || start.checked_add(pages).is_none() {
+            return Err(format!(
+                "a zone of {pages} pages cannot be replayed (1 ..= {} pages); pass --zone-pages",
+                u32::MAX - 1
+            ));
+        }
+        let online = online.unwrap_or(if zone_pages.is_some() {
+            Online::All
+        } else {
+            Online::Touched
+        });
+        let (cpus, cpus_from) = pick_cpus(cpus, sniff);
+        if cpus == 0 || cpus > 4096 {
+            return Err(format!("--cpus must be 1..=4096, not {cpus}"));
+        }
+        Ok(Geometry {
+            zones: vec![ZoneSpan {
+                zone_type: ZoneType::Normal,
+                start,
+                pages,
+            }],
+            online,
+            cpus,
+            cpus_from,
+            numbering,
+        })
+    }
+
+    /// The zone spanning `pfn`.
+    #[inline]
+    pub fn zone_of(&self, pfn: u64) -> Option<usize> {
+        if let [z] = self.zones.as_slice() {
+            return (pfn >= z.start && pfn < z.end()).then_some(0);
+        }
+        self.zones
+            .iter()
+            .position(|z| pfn >= z.start && pfn < z.end())
+    }
+
+    /// The error for a traced frame outside every zone.
+    pub fn outside(&self, pfn: u64) -> String {
+        let spans: Vec<String> = self
+            .zones
+            .iter()
+            .map(|z| format!("{:?} {:#x}..{:#x}", z.zone_type, z.start, z.end()))
+            .collect();
+        format!(
+            "the trace touches pfn {pfn:#x}, outside the replay's zone ({}); pass --zone-start \
+             and --zone-pages to span it (the default span is {DEFAULT_ZONE_PAGES} pages from \
+             pfn 0), or --proc with the traced machine's /proc snapshot",
+            spans.join(", ")
+        )
+    }
+}
+
+/// The CPU count: the flag, the trace's header, or the highest CPU seen at its start plus one.
+pub fn pick_cpus(cpus: Option<u32>, sniff: &input::Sniff) -> (u32, &'static str) {
+    match (cpus, sniff.header_cpus, sniff.max_cpu) {
+        (Some(c), _, _) => (c, "--cpus"),
+        (None, Some(c), _) => (c, "the trace's header (#P:)"),
+        (None, None, Some(c)) => (
+            c.saturating_add(1),
+            "the highest CPU in the trace's first events",
+        ),
+        (None, None, None) => (1, "default"),
+    }
+}

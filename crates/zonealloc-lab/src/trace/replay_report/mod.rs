@@ -1,0 +1,323 @@
+//! Running a replay over a trace (one streaming pass: every variant's [`Replayer`] and the
+//! kernel's own counts, [`KernelSide`], fed from one parse) and turning it into the lab's
+//! report shapes: metrics per variant, the kernel beside us, tables, plots over time.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use super::migratetype::Numbering;
+use super::parse::Parser;
+use super::replay::kernel::{self, KernelSide};
+use super::replay::preset::Kernel;
+use super::replay::{input, proc_setup, Geometry, Online, Replayer, FRAG_ORDERS};
+use super::variant::Variant;
+use crate::procfs::ProcSnapshot;
+
+mod result;
+mod tables;
+
+pub use result::{fidelity_metric, summary, to_result};
+
+/// What `zonealloc trace replay` was asked to do.
+#[derive(Clone, Debug)]
+pub struct ReplayOptions {
+    /// The policy specs, in report order (the first is the baseline of the comparisons);
+    /// parsed on top of the `--kernel` preset.
+    pub variants: Vec<String>,
+    /// The kernel family whose rules the replay runs (default: mainline, or inferred).
+    pub kernel: Option<Kernel>,
+    /// First frame of the zone (default 0).
+    pub zone_start: Option<u64>,
+    /// Zone size in frames (default: [`super::replay::DEFAULT_ZONE_PAGES`], onlined as the
+    /// trace touches it).
+    pub zone_pages: Option<u64>,
+    /// Which frames are free at the start (default: all with `--zone-pages`, else touched).
+    pub online: Option<Online>,
+    /// CPUs (default: from the trace's header or first events).
+    pub cpus: Option<u32>,
+    /// Per-CPU lists off in every variant.
+    pub no_pcp: bool,
+    /// Migratetype numbering (default: inferred from the trace's first events).
+    pub numbering: Option<Numbering>,
+    /// Fragmentation samples over the trace (taken every `sample_every` events).
+    pub samples: u64,
+    /// Write each variant's run in ftrace format here.
+    pub emit: Option<PathBuf>,
+    /// Fail if any line is malformed.
+    pub strict: bool,
+    /// Replay what the trace shows without a cause ([`kernel`]): drains and untraced
+    /// allocations (default: with `--proc`).
+    pub infer: Option<bool>,
+    /// No once-a-second `decay_pcp_high` even where the kernel family has it.
+    pub no_decay: bool,
+    /// Set the zones up from this `/proc` snapshot folder.
+    pub proc: Option<PathBuf>,
+    /// Compare the end state with this `/proc` snapshot folder.
+    pub proc_after: Option<PathBuf>,
+    /// The part of the trace to replay (with `--proc` and no markers given: between
+    /// `KT_SNAPSHOT_BEFORE_END` and `KT_SNAPSHOT_AFTER_BEGIN`, where the trace has them).
+    pub window: input::Window,
+}
+
+/// A finished replay.
+pub struct ReplayRun {
+    /// The kernel's side: its refills, drains, fallbacks per zone and CPU.
+    pub kernel: KernelSide,
+    /// The kernel family the variants started from, and whether it was given.
+    pub preset: (Kernel, bool),
+    /// The zones' shape.
+    pub geo: Geometry,
+    /// One per variant, in order.
+    pub replayers: Vec<Replayer>,
+    /// Lines and events of the pass.
+    pub parser: Parser,
+    /// Seconds of the pass (reading, parsing and replaying).
+    pub replay_s: f64,
+    /// The files written by `--emit`.
+    pub emitted: Vec<PathBuf>,
+    /// The window replayed, and whether its start marker was found.
+    pub window: (input::Window, Option<bool>),
+    /// Per variant, per zone: the end state against `--proc-after`.
+    pub end_states: Vec<Vec<proc_setup::EndState>>,
+    /// Whether causes were inferred ([`kernel`]).
+    pub infer: bool,
+    /// Whether the zones come from `--proc`.
+    pub setup_from_proc: bool,
+    /// The kernel's unusable free space index of the highest zone (thousandths, per
+    /// [`FRAG_ORDERS`]) at `--proc` (the trace's start) and `--proc-after` (its end).
+    pub kernel_frag: (Option<[u32; 3]>, Option<[u32; 3]>),
+}
+
+/// The unusable free space index of a snapshot's zone, per [`FRAG_ORDERS`].
+fn kernel_unusable(snap: &ProcSnapshot, zone: zonealloc::ZoneType) -> Option<[u32; 3]> {
+    let z = snap.zone(0, zone)?;
+    let blocks = z.free_blocks()?;
+    let mut nr_free = [0u64; zonealloc::MAX_ORDER_LIMIT as usize + 1];
+    for (o, n) in blocks.iter().enumerate().take(nr_free.len()) {
+        nr_free[o] = *n;
+    }
+    let s = zonealloc::FreeAreaSnapshot {
+        node: 0,
+        zone_name: zone.name(),
+        max_order: (blocks.len().max(1) - 1) as u8,
+        pageblock_order: snap.pageblock_order.unwrap_or(9),
+        nr_free,
+        free_by_type: Default::default(),
+        pageblocks_by_type: Default::default(),
+    };
+    Some(FRAG_ORDERS.map(|o| zonealloc::stats::unusable_free_index(&s, o.min(s.max_order))))
+}
+
+/// Where variant `i` of `n` writes its trace: `path` itself for one variant, else
+/// `path` with `.<variant>` before the extension.
+pub fn emit_path(path: &Path, name: &str, n: usize) -> PathBuf {
+    if n == 1 {
+        return path.to_owned();
+    }
+    let slug = crate::report::file_slug(name);
+    let stem = path
+        .file_stem()
+        .map_or_else(Default::default, |s| s.to_string_lossy());
+    let file = match path.extension() {
+        Some(ext) => format!("{stem}.{slug}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.{slug}"),
+    };
+    path.with_file_name(file)
+}
+
+/// Events between fragmentation samples when the trace's length is not known in advance:
+/// samples come every event at first, then the interval doubles (and every
+/// other sample is dropped) whenever `2 * samples` have been taken, so a trace of any length
+/// ends with between `samples` and `2 * samples` evenly spaced samples.
+const FIRST_SAMPLE_INTERVAL: u64 = 1;
+
+/// Replays `path` (`-`: standard input) under every variant of `opts` in one pass,
+/// reporting the events done so far.
+pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<ReplayRun, String> {
+    let read_err = |e: io::Error| format!("reading {}: {e}", path.display());
+    let snap = match &opts.proc {
+        Some(dir) => Some(ProcSnapshot::read_dir(dir).map_err(|e| format!("--proc: {e}"))?),
+        None => None,
+    };
+    let after = match &opts.proc_after {
+        Some(dir) => Some(ProcSnapshot::read_dir(dir).map_err(|e| format!("--proc-after: {e}"))?),
+        None => None,
+    };
+    let mut window = opts.window.clone();
+    if snap.is_some() && window.from.is_none() && window.to.is_none() {
+        window.from = Some("KT_SNAPSHOT_BEFORE_END".to_owned());
+        window.to = Some("KT_SNAPSHOT_AFTER_BEGIN".to_owned());
+    }
+    let (input, found) = input::open_window(path, &window).map_err(read_err)?;
+    let numbering = opts
+        .numbering
+        .unwrap_or_else(|| input.sniff.evidence.verdict());
+    let geo = match &snap {
+        Some(s) => proc_setup::geometry(s, opts.cpus, numbering)?,
+        None => Geometry::from_flags(
+            opts.zone_start,
+            opts.zone_pages,
+            opts.online,
+            opts.cpus,
+            &input.sniff,
+            numbering,
+        )?,
+    };
+    let preset = match (opts.kernel, &snap) {
+        (Some(k), _) => (k, true),
+        (None, Some(s)) => (proc_setup::kernel_of(s), false),
+        (None, None) => (Kernel::V7_2, false),
+    };
+    // Without --kernel or --proc, the defaults (the mainline rules, and the zone a `trace gen`
+    // or `lab` run records, so our own traces replay to themselves); the 7.2 preset also sets
+    // the Debian kernels' boot-time choices (THP's min_free_kbytes).
+    let mut base = zonealloc::ZoneConfig::default();
+    if opts.kernel.is_some() || snap.is_some() {
+        preset.0.apply(&mut base);
+    }
+    let n = opts.variants.len();
+    let mut emitted = Vec::new();
+    let mut replayers = Vec::with_capacity(n);
+    for spec in &opts.variants {
+        let mut v = Variant::parse_on(spec, &base)?;
+        if opts.no_pcp {
+            v.cfg.pcp.enabled = false;
+        }
+        // Per zone: the snapshot's sizes on the preset, then the variant's knobs.
+        let mut cfgs = Vec::with_capacity(geo.zones.len());
+        for z in &geo.zones {
+            let zbase = match snap.as_ref().and_then(|s| s.zone(0, z.zone_type)) {
+                Some(kz) => proc_setup::zone_config(&base, kz, preset.0),
+                None => base,
+            };
+            let mut c = Variant::parse_on(spec, &zbase)?.cfg;
+            if opts.no_pcp {
+                c.pcp.enabled = false;
+            }
+            cfgs.push(c);
+        }
+        let out: Option<Box<dyn Write>> = match &opts.emit {
+            Some(p) => {
+                let p = emit_path(p, &v.name, n);
+                let f = File::create(&p).map_err(|e| format!("--emit {}: {e}", p.display()))?;
+                emitted.push(p);
+                Some(Box::new(BufWriter::with_capacity(1 << 16, f)))
+            }
+            None => None,
+        };
+        let mut r = Replayer::with_zones(v, &geo, out, &cfgs, snap.as_ref())?;
+        r.decay = cfgs.first().is_some_and(|c| c.pcp.decay && c.pcp.enabled) && !opts.no_decay;
+        replayers.push(r);
+    }
+    let mut kernel = KernelSide::new(geo.zones.len(), geo.cpus);
+    // The inferences read a kernel's trace, where untraced work leaves its marks; a trace we
+    // wrote ourselves is a closed world (its slow-path drains are our own).
+    let infer = opts.infer.unwrap_or(snap.is_some());
+
+    let t1 = Instant::now();
+    let mut parser = Parser::new();
+    let mut failure: Option<io::Error> = None;
+    let mut done = 0u64;
+    let mut last_ts = None;
+    let samples = opts.samples.max(1);
+    let mut interval = FIRST_SAMPLE_INTERVAL;
+    parser
+        .read_all(input.reader, |ev| {
+            if failure.is_some() {
+                return;
+            }
+            let zone = geo.zone_of(ev.kind.pfn()).unwrap_or(0);
+            let mut inferred = kernel.add(ev, zone);
+            if !infer {
+                inferred = kernel::Inferred::None;
+            }
+            for r in replayers.iter_mut() {
+                if let Err(e) = r.feed(ev, inferred) {
+                    failure = Some(e);
+                    return;
+                }
+            }
+            done += 1;
+            last_ts = ev.ts_ns.or(last_ts);
+            if done.is_multiple_of(interval) {
+                // Samples at multiples of `interval`; at 2 * samples, keep the even ones and
+                // double the interval.
+                let thin = replayers
+                    .first()
+                    .is_some_and(|r| r.frag.len() as u64 + 1 >= 2 * samples);
+                for r in replayers.iter_mut() {
+                    r.sample(done, last_ts);
+                    if thin {
+                        r.frag = r.frag.drain(..).skip(1).step_by(2).collect();
+                    }
+                }
+                if thin {
+                    interval *= 2;
+                }
+            }
+            if done.is_multiple_of(65_536) {
+                progress(done);
+            }
+        })
+        .map_err(read_err)?;
+    if let Some(e) = failure {
+        return Err(e.to_string());
+    }
+    if opts.strict && parser.malformed > 0 {
+        return Err(format!(
+            "{}: {}",
+            path.display(),
+            parser.malformed_summary()
+        ));
+    }
+    for r in replayers.iter_mut() {
+        if !done.is_multiple_of(interval) || done == 0 {
+            r.sample(done, last_ts);
+        }
+        r.finish().map_err(|e| format!("--emit: {e}"))?;
+        for z in &r.zones {
+            z.check()
+                .map_err(|e| format!("variant '{}': zone check failed: {e}", r.variant.name))?;
+        }
+    }
+    progress(done);
+    let end_states = match &after {
+        Some(a) => replayers
+            .iter()
+            .map(|r| {
+                geo.zones
+                    .iter()
+                    .zip(&r.zones)
+                    .filter_map(|(span, zone)| {
+                        a.zone(0, span.zone_type)
+                            .map(|kz| proc_setup::end_state(zone, a, kz))
+                    })
+                    .collect()
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    let kernel_frag = match geo.zones.last() {
+        Some(z) => (
+            snap.as_ref().and_then(|s| kernel_unusable(s, z.zone_type)),
+            after.as_ref().and_then(|s| kernel_unusable(s, z.zone_type)),
+        ),
+        None => (None, None),
+    };
+    Ok(ReplayRun {
+        kernel,
+        preset,
+        geo,
+        replayers,
+        parser,
+        replay_s: t1.elapsed().as_secs_f64(),
+        emitted,
+        window: (window, found),
+        end_states,
+        infer,
+        setup_from_proc: snap.is_some(),
+        kernel_frag,
+    })
+}

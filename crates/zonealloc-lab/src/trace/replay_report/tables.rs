@@ -1,0 +1,366 @@
+//! The replay report's tables and plots: the fidelity headline, the kernel beside each
+//! variant, accounting, per-CPU counts, the setup, end states and reused frames.
+
+use super::result::diff_pct;
+use super::ReplayRun;
+use crate::report::{Plot, PlotKind, Series, Table};
+use crate::trace::replay::kernel::{self, KINDS};
+use crate::trace::replay::{proc_setup, Replayer};
+
+/// One kind per CPU, summed over zones.
+pub(super) fn per_cpu(g: &kernel::Grid, f: fn(&kernel::Tally) -> u64) -> Vec<u64> {
+    (0..g.cpus)
+        .map(|c| (0..g.zones).map(|z| f(g.get(z, c))).sum())
+        .collect()
+}
+
+fn zone_name(run: &ReplayRun, z: usize) -> String {
+    run.geo
+        .zones
+        .get(z)
+        .map_or_else(|| z.to_string(), |s| format!("{:?}", s.zone_type))
+}
+
+/// The headline: each event kind's kernel total, and per variant its total and how far off
+/// the kernel it is.
+pub(super) fn fidelity_table(run: &ReplayRun, names: &[String]) -> Table {
+    let mut header = vec!["event kind".to_owned(), "kernel".to_owned()];
+    for n in names {
+        header.push(n.clone());
+        header.push(format!("{n}: off the kernel"));
+    }
+    let rows = KINDS
+        .iter()
+        .map(|(kind, f)| {
+            let mut row = vec![(*kind).to_owned(), run.kernel.grid.total(*f).to_string()];
+            for r in &run.replayers {
+                row.push(r.ours.total(*f).to_string());
+                row.push(
+                    kernel::fidelity(&r.ours, &run.kernel.grid, *f)
+                        .map_or_else(|| "-".to_owned(), |v| format!("{v:.1}%")),
+                );
+            }
+            row
+        })
+        .collect();
+    Table {
+        title: "The kernel beside us: event totals, and sum over zones and CPUs of \
+                |ours - kernel| / kernel total"
+            .to_owned(),
+        header,
+        rows,
+    }
+}
+
+/// One variant against the kernel per zone and CPU, every kind, with the difference in %.
+pub(super) fn beside_table(run: &ReplayRun, r: &Replayer) -> Table {
+    let mut header = vec!["zone".to_owned(), "cpu".to_owned()];
+    for (kind, _) in KINDS {
+        header.push(format!("kernel {kind}"));
+        header.push("ours (diff)".to_owned());
+    }
+    let k = &run.kernel.grid;
+    let mut rows = Vec::new();
+    for z in 0..k.zones {
+        for cpu in 0..k.cpus {
+            let (kt, ot) = (k.get(z, cpu), r.ours.get(z, cpu));
+            if *kt == kernel::Tally::default() && *ot == kernel::Tally::default() {
+                continue;
+            }
+            let mut row = vec![zone_name(run, z), cpu.to_string()];
+            for (_, f) in KINDS {
+                row.push(f(kt).to_string());
+                row.push(format!("{} ({})", f(ot), diff_pct(f(ot), f(kt))));
+            }
+            rows.push(row);
+        }
+    }
+    Table {
+        title: format!(
+            "Variant {}: the kernel's refills, drains, direct buddy allocations and fallbacks \
+             per zone and CPU, and ours",
+            r.variant.name
+        ),
+        header,
+        rows,
+    }
+}
+
+/// Refill and drain pages per CPU, the kernel's as the reference series.
+pub(super) fn per_cpu_plots(run: &ReplayRun) -> Vec<Plot> {
+    let cpus = run.geo.cpus;
+    let kinds: [(&str, kernel::Count); 2] =
+        [("refill", |t| t.refill_pages), ("drain", |t| t.drain_pages)];
+    kinds
+        .into_iter()
+        .map(|(what, f)| {
+            let series_of = |name: String, g: &kernel::Grid| Series {
+                name,
+                points: per_cpu(g, f)
+                    .iter()
+                    .enumerate()
+                    .map(|(c, &v)| (c as f64, v as f64))
+                    .collect(),
+            };
+            let mut series = vec![series_of("kernel (reference)".to_owned(), &run.kernel.grid)];
+            series.extend(
+                run.replayers
+                    .iter()
+                    .map(|r| series_of(r.variant.name.clone(), &r.ours)),
+            );
+            Plot {
+                file_stem: format!("{what}-pages-per-cpu"),
+                title: format!("PCP {what} pages per CPU ({cpus} CPUs): the kernel's and ours"),
+                x_label: "CPU".to_owned(),
+                y_label: format!("{what} pages"),
+                kind: PlotKind::Bars,
+                series,
+            }
+        })
+        .collect()
+}
+
+/// Reads one counter of a variant's [`crate::trace::replay::ReplayCounts`].
+type CountOf = fn(&crate::trace::replay::ReplayCounts) -> u64;
+
+pub(super) fn accounting_table(run: &ReplayRun, names: &[String]) -> Table {
+    let mut header = vec!["what".to_owned()];
+    header.extend(names.iter().cloned());
+    let rows: [(&str, CountOf); 19] = [
+        ("allocations replayed", |c| c.allocs),
+        ("allocation failures (kernel succeeded)", |c| {
+            c.alloc_failures
+        }),
+        ("kernel failures in the trace", |c| c.kernel_failures),
+        ("kernel failures that succeed here", |c| {
+            c.kernel_failures_satisfied
+        }),
+        ("allocations skipped (order or migratetype)", |c| {
+            c.skipped_allocs
+        }),
+        (
+            "same frame as the kernel (meaningful for a replay of our own emitted trace)",
+            |c| c.same_frame,
+        ),
+        ("allocations of a frame handed out before", |c| c.reused),
+        ("frees replayed", |c| c.frees),
+        ("frees of pages allocated before the trace (skipped)", |c| {
+            c.frees_before_trace
+        }),
+        ("frees of blocks that failed here (skipped)", |c| {
+            c.frees_of_failed
+        }),
+        ("partial frees (split blocks)", |c| c.partial_frees),
+        ("frees with a larger order than allocated", |c| {
+            c.order_mismatches
+        }),
+        ("re-allocations without a traced free", |c| c.implicit_frees),
+        ("mm_page_free_batched repeats (counted once)", |c| {
+            c.batched_duplicates
+        }),
+        ("drains inferred from unexplained drain runs", |c| {
+            c.inferred_drains
+        }),
+        (
+            "untraced allocations inferred (frees of refilled pages)",
+            |c| c.untraced_allocs,
+        ),
+        ("frees of pages in use at the /proc snapshot", |c| {
+            c.frees_from_snapshot
+        }),
+        (
+            "MAX_PAGE_ORDER blocks onlined as the trace touched them",
+            |c| c.onlined_blocks,
+        ),
+        ("extfrag fallbacks", |c| c.extfrag),
+    ];
+    Table {
+        title: "What the replay did with the trace".to_owned(),
+        header,
+        rows: rows
+            .iter()
+            .map(|(label, f)| {
+                let mut row = vec![(*label).to_owned()];
+                row.extend(run.replayers.iter().map(|r| f(&r.counts).to_string()));
+                row
+            })
+            .collect(),
+    }
+}
+
+pub(super) fn per_cpu_table(run: &ReplayRun, names: &[String]) -> Table {
+    let mut header = vec![
+        "cpu".to_owned(),
+        "kernel refills".to_owned(),
+        "kernel drains".to_owned(),
+    ];
+    for n in names {
+        header.push(format!("{n} refills"));
+        header.push(format!("{n} drains"));
+    }
+    let kr = per_cpu(&run.kernel.grid, |t| t.refills);
+    let kd = per_cpu(&run.kernel.grid, |t| t.drains);
+    let ours: Vec<(Vec<u64>, Vec<u64>)> = run
+        .replayers
+        .iter()
+        .map(|r| {
+            (
+                per_cpu(&r.ours, |t| t.refills),
+                per_cpu(&r.ours, |t| t.drains),
+            )
+        })
+        .collect();
+    let rows = (0..run.geo.cpus as usize)
+        .map(|c| {
+            let mut row = vec![c.to_string(), kr[c].to_string(), kd[c].to_string()];
+            for (r, d) in &ours {
+                row.push(format!("{} ({})", r[c], diff_pct(r[c], kr[c])));
+                row.push(format!("{} ({})", d[c], diff_pct(d[c], kd[c])));
+            }
+            row
+        })
+        .collect();
+    Table {
+        title: "PCP refills (mm_page_alloc_zone_locked with percpu_refill=1) and drains \
+                (mm_page_pcpu_drain) per CPU: the kernel's, from the trace, and ours (trace \
+                CPUs beyond the replay's fold onto CPU c % N)"
+            .to_owned(),
+        header,
+        rows,
+    }
+}
+
+const TYPE_NAMES: [&str; 3] = ["Unmovable", "Movable", "Reclaimable"];
+
+/// What the `/proc` set-up reached against the snapshot (the first variant's zones; every
+/// variant is set up the same way).
+pub(super) fn setup_table(r: &Replayer) -> Table {
+    let mut rows = Vec::new();
+    for f in &r.setup {
+        let mut row = |what: &str, k: u64, o: u64| {
+            rows.push(vec![
+                f.zone.clone(),
+                what.to_owned(),
+                k.to_string(),
+                o.to_string(),
+            ])
+        };
+        row("managed pages", f.managed, f.managed);
+        row("pages in use", f.used.0, f.used.1);
+        row("buddy free pages", f.free.0, f.free.1);
+        row("PCP pages", f.pcp.0, f.pcp.1);
+        for (t, name) in TYPE_NAMES.iter().enumerate() {
+            row(
+                &format!("{name} pageblocks"),
+                f.pageblocks.0[t],
+                f.pageblocks.1[t],
+            );
+        }
+    }
+    Table {
+        title: "The --proc set-up: the kernel's state at the snapshot and ours at the start"
+            .to_owned(),
+        header: vec![
+            "zone".to_owned(),
+            "what".to_owned(),
+            "kernel".to_owned(),
+            "ours".to_owned(),
+        ],
+        rows,
+    }
+}
+
+/// The end state against `--proc-after`, per zone: buddyinfo per order, pagetypeinfo per
+/// migratetype, PCP pages.
+pub(super) fn end_state_table(name: &str, ends: &[proc_setup::EndState]) -> Table {
+    let mut rows = Vec::new();
+    for e in ends {
+        for (o, (k, ours)) in e
+            .kernel_free_blocks
+            .iter()
+            .zip(&e.ours_free_blocks)
+            .enumerate()
+        {
+            rows.push(vec![
+                e.zone.clone(),
+                format!("free blocks, order {o}"),
+                k.to_string(),
+                format!("{ours} ({})", diff_pct(*ours, *k)),
+            ]);
+        }
+        for (t, tn) in TYPE_NAMES.iter().enumerate() {
+            let (k, o) = (e.free_pages_by_type.0[t], e.free_pages_by_type.1[t]);
+            rows.push(vec![
+                e.zone.clone(),
+                format!("{tn} free pages"),
+                k.to_string(),
+                format!("{o} ({})", diff_pct(o, k)),
+            ]);
+            let (k, o) = (e.pageblocks.0[t], e.pageblocks.1[t]);
+            rows.push(vec![
+                e.zone.clone(),
+                format!("{tn} pageblocks"),
+                k.to_string(),
+                format!("{o} ({})", diff_pct(o, k)),
+            ]);
+        }
+        rows.push(vec![
+            e.zone.clone(),
+            "PCP pages".to_owned(),
+            e.pcp.0.to_string(),
+            format!("{} ({})", e.pcp.1, diff_pct(e.pcp.1, e.pcp.0)),
+        ]);
+        for (cpu, ((kc, kh), (oc, oh))) in e.pagesets.iter().enumerate() {
+            rows.push(vec![
+                e.zone.clone(),
+                format!("CPU {cpu} PCP count / high"),
+                format!("{kc} / {kh}"),
+                format!("{oc} / {oh}"),
+            ]);
+        }
+        rows.push(vec![
+            e.zone.clone(),
+            "free blocks off the kernel (sum over orders)".to_owned(),
+            "-".to_owned(),
+            e.free_blocks_off_pct
+                .map_or_else(|| "-".to_owned(), |v| format!("{v:.1}%")),
+        ]);
+    }
+    Table {
+        title: format!(
+            "Variant {name}: the end state against --proc-after (buddyinfo, pagetypeinfo, PCP)"
+        ),
+        header: vec![
+            "zone".to_owned(),
+            "what".to_owned(),
+            "kernel".to_owned(),
+            "ours (diff)".to_owned(),
+        ],
+        rows,
+    }
+}
+
+pub(super) fn reuse_table(run: &ReplayRun, names: &[String]) -> Table {
+    const N: usize = 5;
+    let mut header = vec!["rank".to_owned(), "kernel: pfn (allocs)".to_owned()];
+    header.extend(names.iter().map(|n| format!("{n}: pfn (allocs)")));
+    let kernel = run.kernel.most_reused(N);
+    let ours: Vec<Vec<(u64, u32)>> = run.replayers.iter().map(|r| r.most_reused(N)).collect();
+    let cell =
+        |v: Option<(u64, u64)>| v.map_or_else(|| "-".to_owned(), |(p, c)| format!("{p:#x} ({c})"));
+    let rows = (0..N)
+        .map(|i| {
+            let mut row = vec![(i + 1).to_string(), cell(kernel.get(i).copied())];
+            row.extend(
+                ours.iter()
+                    .map(|o| cell(o.get(i).map(|&(p, c)| (p, u64::from(c))))),
+            );
+            row
+        })
+        .collect();
+    Table {
+        title: "Most reused frames (seed 000's table): the kernel's and each variant's".to_owned(),
+        header,
+        rows,
+    }
+}
