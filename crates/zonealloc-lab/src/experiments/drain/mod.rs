@@ -12,12 +12,12 @@
 //! with no allocator call), and frees. The owner therefore makes no allocator call for as long
 //! as its current request takes to process: that is how long an owner drain waits for it, and
 //! the workload, not the lab, decides it (no worker sleeps or polls on a schedule the lab
-//! sets). A drainer thread calls [`Zone::drain_all`] every 10 ms (1 ms with `--quick`) and
-//! times it. Owner drain (baseline: [`PcpLocking::Spinlock`] with [`DrainMode::Owner`])
+//! sets). A drainer thread calls [`Zone::drain_all`](zonealloc::Zone::drain_all) every 10 ms (1 ms with `--quick`) and
+//! times it. Owner drain (baseline: [`PcpLocking::Spinlock`](zonealloc::PcpLocking::Spinlock) with [`DrainMode::Owner`])
 //! against remote drain ([`DrainMode::Remote`]).
 //!
 //! # What a drain waits on
-//! Each drain's wall time is split with the drainer's own scheduler accounting ([`clock`]):
+//! Each drain's wall time is split with the drainer's own scheduler accounting (`clock`):
 //! on a CPU (its work, and spinning), runnable in the run queue, and asleep (blocked on a
 //! lock). A thread that yields (`sched_yield`) stays runnable, so the run-queue share holds
 //! every yield too, and that is how both schemes wait:
@@ -34,7 +34,7 @@
 //!   so compare it with owner drain's wall time, not with its own.)
 //!
 //! The deterministic count behind the claim, owner handshakes per drain, comes from
-//! [`probe`]: remote drain needs none.
+//! `probe`: remote drain needs none.
 
 mod clock;
 mod probe;
@@ -74,7 +74,7 @@ pub const M_MAX: &str = "drain max";
 pub const M_P99_OURS: &str = "drain p99 without run-queue wait";
 /// Share of drains during which the drainer waited in the run queue at all (%).
 pub const M_PREEMPTED: &str = "drains with run-queue wait";
-/// Owners that had to drain their own lists for one `drain_all` (deterministic, [`probe`]).
+/// Owners that had to drain their own lists for one `drain_all` (deterministic, `probe`).
 pub const M_HANDSHAKES: &str = "owner handshakes per drain";
 /// The workers' allocator operations per second (timing).
 pub const M_OPS: &str = "ops/s";

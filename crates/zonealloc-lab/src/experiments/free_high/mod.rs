@@ -25,9 +25,9 @@
 //! to order 0), carves them into messages of 64..16384 bytes and passes them through a bounded
 //! queue; a consumer on CPU 1 frees a block when its last message is consumed. The reuse
 //! metrics (the seed's `perf kmem` table of the five most used frames, reuse distances) and
-//! zone-lock acquisitions come from a deterministic mode ([`det`]) that interleaves producer
+//! zone-lock acquisitions come from a deterministic mode (`det`) that interleaves producer
 //! and consumer steps on simulated CPUs in one thread, so they are the same on every machine
-//! for a given seed. Messages/s come from real threads over real memory ([`touch`]): the
+//! for a given seed. Messages/s come from real threads over real memory (`touch`): the
 //! producer writes each message into its block and the consumer reads it back, so that a
 //! block reused while cache hot is cheaper, which is the seed's throughput argument.
 

@@ -1,6 +1,6 @@
 //! Instructions per operation of the hit path under valgrind's callgrind, which counts the
 //! same on every run for a given build: the lab runs its own binary twice under callgrind
-//! (`ZONEALLOC_LAB_ICOUNT=<scheme> <pairs>` makes it run the hit-path loop of [`super::hit`]
+//! (`ZONEALLOC_LAB_ICOUNT=<scheme> <pairs>` makes it run the hit-path loop of `super::hit`
 //! and exit), for two pair counts, and divides the difference of the totals by the difference
 //! of the counts, so that setup and exit cancel out (as `crates/zonealloc-icount` does).
 

@@ -15,7 +15,7 @@
 //!
 //! A 0.1-0.8% effect is below what faults/s can resolve on a shared two-core machine, so the
 //! cost of the lock is also measured where it can be resolved: on the hit path itself
-//! ([`hit`]), as instructions per operation under callgrind ([`icount`]: exact, the same on
+//! (`hit`), as instructions per operation under callgrind ([`icount`]: exact, the same on
 //! every run for a given build) and as nanoseconds per operation (the median of timed blocks
 //! on one warm handle).
 
