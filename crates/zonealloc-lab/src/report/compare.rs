@@ -147,10 +147,9 @@ pub fn compare(r: &ExperimentResult) -> Vec<MetricComparison> {
 /// The finite samples of `metric` for `variant`, in the order the producer recorded them
 /// (repetition order).
 pub fn values(r: &ExperimentResult, metric: &str, variant: &str) -> Vec<f64> {
-    r.samples
-        .iter()
-        .filter(|s| s.metric == metric && s.variant == variant && s.value.is_finite())
+    r.samples_of(variant, metric)
         .map(|s| s.value)
+        .filter(|v| v.is_finite())
         .collect()
 }
 

@@ -182,3 +182,17 @@ pub struct ExperimentResult {
     /// More worker threads than cores were used (the report flags it).
     pub oversubscribed: bool,
 }
+
+impl ExperimentResult {
+    /// The samples of `metric` under `variant`, in the order the producer recorded them
+    /// (repetition order).
+    pub fn samples_of<'a>(
+        &'a self,
+        variant: &'a str,
+        metric: &'a str,
+    ) -> impl Iterator<Item = &'a Sample> + 'a {
+        self.samples
+            .iter()
+            .filter(move |s| s.variant == variant && s.metric == metric)
+    }
+}

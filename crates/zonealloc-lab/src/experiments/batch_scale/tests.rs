@@ -13,11 +13,7 @@ fn quick_run_has_the_expected_structure() {
     assert_eq!(r.samples.len(), 12 * 7 * 2 + 2);
     for m in r.metrics.iter().filter(|m| m.name != M_CAP) {
         for v in &r.variants {
-            let n = r
-                .samples
-                .iter()
-                .filter(|s| &s.variant == v && s.metric == m.name)
-                .count();
+            let n = r.samples_of(v, &m.name).count();
             assert_eq!(n, 2, "{v} {}", m.name);
         }
     }

@@ -21,11 +21,7 @@ fn quick_run_has_the_expected_structure() {
     assert_eq!(r.metrics.len(), 9);
     for v in &r.variants {
         for m in &r.metrics {
-            let n = r
-                .samples
-                .iter()
-                .filter(|s| &s.variant == v && s.metric == m.name)
-                .count();
+            let n = r.samples_of(v, &m.name).count();
             assert_eq!(n, 2);
         }
     }

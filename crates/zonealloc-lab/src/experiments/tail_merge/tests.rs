@@ -11,11 +11,7 @@ fn quick_run_has_the_expected_structure() {
     assert_eq!(r.samples.len(), 2 * 4 * 3);
     for m in &r.metrics {
         for v in &r.variants {
-            let n = r
-                .samples
-                .iter()
-                .filter(|s| &s.variant == v && s.metric == m.name)
-                .count();
+            let n = r.samples_of(v, &m.name).count();
             assert_eq!(n, 3, "{v} {}", m.name);
         }
     }

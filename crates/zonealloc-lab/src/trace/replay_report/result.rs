@@ -306,11 +306,7 @@ pub fn summary(result: &ExperimentResult, run: &ReplayRun) -> String {
             format!("{} ({})", m.name, m.unit)
         }];
         for v in &result.variants {
-            let value = result
-                .samples
-                .iter()
-                .find(|s| &s.variant == v && s.metric == m.name)
-                .map(|s| s.value);
+            let value = result.samples_of(v, &m.name).next().map(|s| s.value);
             row.push(crate::report::compare::fmt_value(value));
         }
         rows.push(row);
