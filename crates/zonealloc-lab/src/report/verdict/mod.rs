@@ -38,7 +38,7 @@
 use serde::Serialize;
 
 use super::compare::{self, fmt_value, summarise};
-use super::{ExperimentReport, MetricDef, MetricKind};
+use super::{stats, ExperimentReport, MetricDef, MetricKind};
 
 mod criteria;
 
@@ -181,8 +181,26 @@ pub struct Claim {
     /// What the lab's measurement of this claim cannot show, appended to the reason of a
     /// `not measurable here`.
     pub caveat: Option<&'static str>,
+    /// A figure of the run that says when the claim's metric is the machine's rather than
+    /// ours: at or over its floor, the claim is `not measurable here`.
+    pub noise_floor: Option<NoiseFloor>,
     /// How it is judged.
     pub criterion: Criterion,
+}
+
+/// When a run's own figure shows that a claim's metric measures the machine (its scheduler)
+/// rather than the allocator, e.g. a p99 when more than 1% of the operations waited in the
+/// run queue.
+#[derive(Clone, Debug, Serialize)]
+pub struct NoiseFloor {
+    /// The metric that shows it (a percentage or count of the same experiment).
+    pub metric: &'static str,
+    /// The variant it is read on.
+    pub variant: &'static str,
+    /// The mean over repetitions at or over which the claim is not measurable.
+    pub at_least: f64,
+    /// Why, in words (the figure is appended).
+    pub why: &'static str,
 }
 
 /// The paired evidence behind a judgement.
@@ -381,6 +399,21 @@ pub fn judge(c: &Claim, e: &ExperimentReport) -> Judgement {
             ..
         } => largest_under(&data, sweep, *limit, expected),
     };
+    let mut verdict = verdict;
+    if let Some(floor) = &c.noise_floor {
+        let xs = compare::values(&e.result, floor.metric, floor.variant);
+        if let Some(m) = stats::mean(&xs).filter(|m| *m >= floor.at_least) {
+            verdict = Verdict::NotMeasurable;
+            reason = format!(
+                "{} ({} under {}: {}, at least {})",
+                floor.why,
+                floor.metric,
+                floor.variant,
+                fmt_value(Some(m)),
+                fmt_value(Some(floor.at_least))
+            );
+        }
+    }
     if let (Verdict::NotMeasurable, Some(caveat)) = (verdict, c.caveat) {
         reason = format!("{reason}; {caveat}");
     }
@@ -451,6 +484,7 @@ mod tests {
             seed_figure: "f",
             deterministic,
             caveat: None,
+            noise_floor: None,
             criterion,
         }
     }
@@ -573,6 +607,42 @@ mod tests {
         assert_eq!(j.verdict, Verdict::NotMeasurable, "{j:?}");
         assert!(j.reason.contains("both no change and ×3"), "{}", j.reason);
         assert!(j.evidence.ratio_ci95.is_some());
+    }
+
+    #[test]
+    fn a_noise_floor_over_its_mark_makes_the_claim_not_measurable() {
+        let mut c = claim(false, DOWN);
+        c.noise_floor = Some(NoiseFloor {
+            metric: "waited",
+            variant: "on",
+            at_least: 1.0,
+            why: "the tail is the machine's",
+        });
+        let mut r = report(
+            "m",
+            MetricKind::Latency,
+            "ns",
+            &[
+                ("off", &[10.0, 20.0, 30.0, 40.0, 50.0]),
+                ("on", &[1.0, 2.0, 3.0, 4.0, 5.0]),
+            ],
+        );
+        assert_eq!(judge(&c, &r).verdict, Verdict::Reproduced);
+        let waited = |v: f64| Sample {
+            variant: "on".into(),
+            metric: "waited".into(),
+            value: v,
+        };
+        r.result.samples.extend([waited(0.5), waited(1.0)]);
+        assert_eq!(judge(&c, &r).verdict, Verdict::Reproduced);
+        r.result.samples.push(waited(2.0));
+        let j = judge(&c, &r);
+        assert_eq!(j.verdict, Verdict::NotMeasurable, "{j:?}");
+        assert!(
+            j.reason.contains("the tail is the machine's"),
+            "{}",
+            j.reason
+        );
     }
 
     #[test]
