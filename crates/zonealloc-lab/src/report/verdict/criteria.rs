@@ -315,17 +315,11 @@ pub(super) fn within(c: &Claim, d: &Data<'_>, against: &str, variant: &str, tol:
             Verdict::NotMeasurable,
             format!("{against} is zero: nothing to compare against"),
         )
-    } else if exact || hw.is_none() {
-        // One value per side, or the same difference in every pair: it is what it is.
+    } else if exact || (hw.is_none() && c.deterministic) {
+        // The same difference in every pair, or one seed of a deterministic metric: it is
+        // what it is.
         if point.abs() <= tol {
-            if exact {
-                (Verdict::Reproduced, String::new())
-            } else {
-                (
-                    Verdict::Partly,
-                    "one repetition: no confidence interval".to_owned(),
-                )
-            }
+            (Verdict::Reproduced, String::new())
         } else {
             (
                 Verdict::NotReproduced,
@@ -333,8 +327,15 @@ pub(super) fn within(c: &Claim, d: &Data<'_>, against: &str, variant: &str, tol:
             )
         }
     } else {
+        // A timing (or a varying count) is judged on the 95% CI only: a verdict moves when the
+        // interval moves past the band's edge, never with the point alone.
         let h = hw.unwrap_or(f64::INFINITY);
-        if h > tol {
+        if !h.is_finite() {
+            (
+                Verdict::NotMeasurable,
+                "one repetition: no confidence interval".to_owned(),
+            )
+        } else if h > tol {
             // A band can only be judged with an interval narrower than it; a wide one
             // straddles the band's edge in one run and clears it in the next.
             (
@@ -355,20 +356,11 @@ pub(super) fn within(c: &Claim, d: &Data<'_>, against: &str, variant: &str, tol:
                     h * 100.0
                 ),
             )
-        } else if point.abs() <= tol {
-            (
-                Verdict::Partly,
-                format!(
-                    "inside {band} but too noisy to resolve it (95% CI ±{:.1}%)",
-                    h * 100.0
-                ),
-            )
         } else {
             (
-                Verdict::Partly,
+                Verdict::NotMeasurable,
                 format!(
-                    "{:+.1}% is outside {band}, but the 95% CI (±{:.1}%) reaches into it: too \
-                     noisy to tell",
+                    "the 95% CI ({:+.1}% ± {:.1}%) straddles the {band} edge: too noisy to tell",
                     point * 100.0,
                     h * 100.0
                 ),

@@ -24,10 +24,11 @@
 //! - *Grows* over a sweep: the same, between the sweep's ends, and the summaries must rise at
 //!   every step for `reproduced`.
 //! - *Within* ±`tol` (relative), on the 95% confidence interval of the paired relative
-//!   difference: `not measurable here` when the interval's half-width is wider than the band
-//!   (the run cannot resolve what the seed claims), else `reproduced` when it lies inside the
-//!   band, `not reproduced` when it lies wholly outside, `partly` when it straddles the edge.
-//!   An exact difference (the same in every pair) is judged as it is.
+//!   difference: `reproduced` when it lies inside the band, `not reproduced` when it lies
+//!   wholly outside, and `not measurable here` when it straddles the band's edge, when its
+//!   half-width is wider than the band (the run cannot resolve what the seed claims), or when
+//!   there is one repetition. An exact difference (the same in every pair, or one seed of a
+//!   deterministic metric) is judged as it is.
 //! - *Largest under* a limit over a sweep: the sweep's largest step whose summary stays under
 //!   the limit (its whole 95% CI), against the seed's; equal: `reproduced`, one step off:
 //!   `partly`; a step whose CI holds the limit before the first one over it: `not measurable
@@ -304,7 +305,7 @@ pub fn criterion_text(c: &Claim) -> String {
         ),
         Criterion::Within { tol, .. } => {
             format!(
-                "within ±{:.0}% (95% CI of the paired difference; not measurable when wider)",
+                "within ±{:.0}% (95% CI of the paired difference; not measurable when wider or astride the edge)",
                 tol * 100.0
             )
         }
@@ -734,7 +735,7 @@ mod tests {
             ],
         );
         let j = judge(&c, &straddles);
-        assert_eq!(j.verdict, Verdict::Partly, "{j:?}");
+        assert_eq!(j.verdict, Verdict::NotMeasurable, "{j:?}");
         assert!(j.reason.contains("too noisy to tell"), "{}", j.reason);
         let off = report(
             "m",
