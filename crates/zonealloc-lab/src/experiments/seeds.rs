@@ -123,8 +123,11 @@ pub fn claims() -> Vec<Claim> {
             deterministic: false,
             caveat: None,
             noise_floor: None,
+            // The median, as for the cap below: the seed's holds run with preemption off,
+            // ours are preempted on a busy machine, which moves the mean (batch 63's ran
+            // 2.6..11.3 µs at a load of 10 on 2 cores, its median 1.1..2.0 µs).
             criterion: Criterion::Grows {
-                metric: "bulk free hold avg",
+                metric: "bulk free hold p50",
                 sweep: BATCHES,
                 min_ratio: 8.0,
             },
@@ -140,7 +143,7 @@ pub fn claims() -> Vec<Claim> {
             caveat: None,
             noise_floor: None,
             criterion: Criterion::Grows {
-                metric: "refill hold avg",
+                metric: "refill hold p50",
                 sweep: BATCHES,
                 min_ratio: 8.0,
             },
