@@ -238,7 +238,8 @@ pub struct LabArgs {
     #[arg(long, requires = "out")]
     pub force: bool,
     /// Repeat timing experiments until the 95% confidence interval of every timing figure a
-    /// seed claim reads is within this fraction of its mean (0.05: ±5%)...
+    /// seed claim reads is within this fraction of its mean (0.05: ±5%); later rounds add
+    /// timing samples only, counts and indices keep the first round's seeds...
     #[arg(long, value_name = "FRACTION", default_value_t = 0.05, value_parser = parse_fraction)]
     pub ci_target: f64,
     /// ... or until this many seconds per experiment have gone (default 20; 0 with --quick:

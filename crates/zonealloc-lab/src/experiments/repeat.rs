@@ -2,13 +2,19 @@
 //! seeds) until the 95% confidence interval of every timing figure a seed claim reads is
 //! within a stated fraction of its mean, or a time cap is reached, and says which happened.
 //!
+//! Only timing metrics (rates, latencies) take samples from the later rounds. Counts and
+//! indices are deterministic for a seed, so they keep the first round's fixed seed set
+//! (`--seed`, `--seed + 1`, ... for the experiment's iterations): how many rounds a machine
+//! fits under the time cap must not change which seeds a deterministic claim is judged on, or
+//! its verdict would depend on the machine's speed.
+//!
 //! Rounds append their samples in order, so sample `k` of every variant still belongs to one
 //! repetition on one seed (the pairing the paired tests rely on). Tables, plots and the
 //! configuration are the first round's.
 
 use std::time::{Duration, Instant};
 
-use super::{Experiment, ExperimentResult, LabError, LabOpts, Progress};
+use super::{Experiment, ExperimentResult, LabError, LabOpts, MetricDef, Progress, Sample};
 use crate::report::compare;
 pub use crate::report::repetition::{RepeatPolicy, Repetition, Stop, Widest};
 use crate::report::stats;
@@ -62,6 +68,19 @@ fn widest(r: &ExperimentResult, targets: &[(String, String)]) -> Option<Widest> 
             })
         })
         .max_by(|a, b| a.rel_half_width.total_cmp(&b.rel_half_width))
+}
+
+/// The samples of `samples` whose metric is a timing: what a later round adds (counts and
+/// indices stay on the first round's seeds).
+fn timing_samples(
+    metrics: &[MetricDef],
+    samples: Vec<Sample>,
+) -> impl Iterator<Item = Sample> + '_ {
+    samples.into_iter().filter(|s| {
+        metrics
+            .iter()
+            .any(|m| m.name == s.metric && is_timing(m.kind))
+    })
 }
 
 /// The seed of round `round`: round 0 is the user's; later rounds move far from it so that
@@ -118,7 +137,9 @@ pub fn run_repeated(
         // Traces are written for the first round only.
         o.record_traces = None;
         let more = e.run(&o, progress)?;
-        result.samples.extend(more.samples);
+        result
+            .samples
+            .extend(timing_samples(&result.metrics, more.samples));
         rounds += 1;
     };
     let widest = widest(&result, &targets);
@@ -131,4 +152,66 @@ pub fn run_repeated(
             widest,
         },
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiments::{seeds, tail_merge::TailMerge};
+    use crate::report::verdict::judge;
+    use crate::report::ExperimentReport;
+
+    /// More rounds (a faster machine under the same time cap) add timing samples only: every
+    /// deterministic claim of seed 003 (whose verdicts used to move with the round count)
+    /// reads the same samples and gets the same judgement, whatever the number of rounds. The
+    /// driver treats every experiment alike; tail-merge is the cheapest with both kinds.
+    #[test]
+    fn later_rounds_leave_deterministic_claims_on_the_first_rounds_seeds() {
+        let mut opts = LabOpts::quick_test(24301);
+        opts.iterations = Some(2);
+        let claims = seeds::claims();
+        let experiments: [&dyn Experiment; 1] = [&TailMerge];
+        for e in experiments {
+            let run = |max_rounds| {
+                let policy = RepeatPolicy {
+                    ci_target: 0.0,
+                    time_cap_s: 600.0,
+                    max_rounds,
+                };
+                run_repeated(e, &opts, &claims, policy, &|_, _| {}, &|_, _| {}).unwrap()
+            };
+            let (one, rep1) = run(1);
+            let (two, rep2) = run(2);
+            assert_eq!((rep1.rounds, rep2.rounds), (1, 2), "{}", e.name());
+            for m in &one.metrics {
+                for v in &one.variants {
+                    let a: Vec<f64> = one.samples_of(v, &m.name).map(|s| s.value).collect();
+                    let b: Vec<f64> = two.samples_of(v, &m.name).map(|s| s.value).collect();
+                    if is_timing(m.kind) {
+                        assert_eq!(b.len(), 2 * a.len(), "{v} {}", m.name);
+                    } else {
+                        assert_eq!(a, b, "{v} {}", m.name);
+                    }
+                }
+            }
+            let (one, two) = (
+                ExperimentReport::new(one, 0.0),
+                ExperimentReport::new(two, 0.0),
+            );
+            let det: Vec<_> = claims
+                .iter()
+                .filter(|c| c.experiment == e.name() && c.deterministic)
+                .collect();
+            assert!(!det.is_empty(), "{}", e.name());
+            for c in det {
+                let (a, b) = (judge(c, &one), judge(c, &two));
+                assert_eq!(
+                    (a.verdict, &a.lab_figure),
+                    (b.verdict, &b.lab_figure),
+                    "{}",
+                    c.claim
+                );
+            }
+        }
+    }
 }

@@ -84,7 +84,9 @@ fn render_into(
          t-test. `exact` marks a difference that is the same in every \
          repetition (deterministic for the seeds), which is a fact of those seeds rather than a \
          test. Stddev is the sample standard deviation, CoeffVar the stddev as a percentage of \
-         the mean.\n",
+         the mean. Rates and latencies hold the samples of every round the repetition \
+         driver ran; counts and indices those of the first round's fixed seeds only (more \
+         rounds would only change which seeds they are judged on).\n",
         report.significance_test
     )?;
     if report.experiments.is_empty() && report.failures.is_empty() {

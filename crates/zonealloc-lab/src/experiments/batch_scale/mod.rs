@@ -35,10 +35,16 @@ pub const M_RATE: &str = "pages/s";
 pub const M_REFILL_AVG: &str = "refill hold avg";
 /// 99th percentile of the refill hold time (timing).
 pub const M_REFILL_P99: &str = "refill hold p99";
+/// Median refill hold time (timing; see [`M_FREE_P50`]).
+pub const M_REFILL_P50: &str = "refill hold p50";
 /// Mean zone-lock hold time of a PCP bulk free, `free_pcppages_bulk` (timing).
 pub const M_FREE_AVG: &str = "bulk free hold avg";
 /// 99th percentile of the bulk-free hold time (timing).
 pub const M_FREE_P99: &str = "bulk free hold p99";
+/// Median bulk-free hold time (timing): the typical hold, which the few holds that a busy
+/// machine preempts (milliseconds each; the kernel holds the zone lock with preemption off)
+/// do not move, unlike the mean.
+pub const M_FREE_P50: &str = "bulk free hold p50";
 /// Pages a refill brings in per zone-lock acquisition: the work done under the lock, the
 /// deterministic proxy of the refill hold time (exact with one worker).
 pub const M_REFILL_PAGES: &str = "pages per refill";
@@ -94,6 +100,8 @@ struct RunOut {
     refill_p99: f64,
     free_avg: f64,
     free_p99: f64,
+    free_p50: f64,
+    refill_p50: f64,
     refill_pages: f64,
     lock_pages: f64,
     batch: i32,
@@ -198,6 +206,8 @@ fn run_once(p: Params, pcp: PcpConfig) -> Result<RunOut, LabError> {
         refill_p99: hold.refill.quantile(0.99) as f64,
         free_avg: hold.bulk_free.mean() as f64,
         free_p99: hold.bulk_free.quantile(0.99) as f64,
+        free_p50: hold.bulk_free.quantile(0.5) as f64,
+        refill_p50: hold.refill.quantile(0.5) as f64,
         refill_pages: pcp.refill_pages as f64 / pcp.alloc_misses.max(1) as f64,
         lock_pages: moved as f64 / locks,
         batch: info.batch,
@@ -320,6 +330,8 @@ impl Experiment for BatchScale {
                     (M_REFILL_P99, r.refill_p99),
                     (M_FREE_AVG, r.free_avg),
                     (M_FREE_P99, r.free_p99),
+                    (M_FREE_P50, r.free_p50),
+                    (M_REFILL_P50, r.refill_p50),
                     (M_REFILL_PAGES, r.refill_pages),
                     (M_LOCK_PAGES, r.lock_pages),
                 ] {
@@ -394,6 +406,8 @@ impl Experiment for BatchScale {
                 metric(M_REFILL_P99, MetricKind::Latency, "ns"),
                 metric(M_FREE_AVG, MetricKind::Latency, "ns"),
                 metric(M_FREE_P99, MetricKind::Latency, "ns"),
+                metric(M_FREE_P50, MetricKind::Latency, "ns"),
+                metric(M_REFILL_P50, MetricKind::Latency, "ns"),
                 metric(
                     M_REFILL_PAGES,
                     MetricKind::Count {

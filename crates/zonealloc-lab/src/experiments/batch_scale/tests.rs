@@ -8,9 +8,9 @@ fn quick_run_has_the_expected_structure() {
     assert_eq!(r.variants.len(), 12);
     assert_eq!(r.baseline, "batch=63");
     assert_eq!(r.variants[0], r.baseline);
-    assert_eq!(r.metrics.len(), 8);
-    // Seven metrics per variant and iteration, and the cap conclusion once per iteration.
-    assert_eq!(r.samples.len(), 12 * 7 * 2 + 2);
+    assert_eq!(r.metrics.len(), 10);
+    // Nine metrics per variant and iteration, and the cap conclusion once per iteration.
+    assert_eq!(r.samples.len(), 12 * 9 * 2 + 2);
     for m in r.metrics.iter().filter(|m| m.name != M_CAP) {
         for v in &r.variants {
             let n = r.samples_of(v, &m.name).count();
@@ -46,7 +46,7 @@ fn two_workers_and_bad_sizes() {
     let mut opts = LabOpts::quick_test(1);
     opts.threads = Some(2);
     let r = BatchScale.run(&opts, &|_, _| {}).unwrap();
-    assert_eq!(r.samples.len(), 12 * 7 + 1);
+    assert_eq!(r.samples.len(), 12 * 9 + 1);
     let mut o = LabOpts::quick_test(1);
     o.zone_pages = Some(1000);
     assert!(BatchScale.run(&o, &|_, _| {}).is_err());

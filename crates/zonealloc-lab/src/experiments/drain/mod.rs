@@ -33,6 +33,11 @@
 //!   part of the tail. (For owner drain that figure also leaves out the wait for the owners,
 //!   so compare it with owner drain's wall time, not with its own.)
 //!
+//! The seed's claim on the worst drain is judged on the p99 of 100 drains, the second
+//! longest: where 1% or more of remote drains waited in the run queue (on this 2-core machine
+//! under load, every run so far: 1-4%), that p99 is the scheduler's wait, and the claim is
+//! `not measurable here` (see `experiments::seeds`).
+//!
 //! The deterministic count behind the claim, owner handshakes per drain, comes from
 //! `probe`: remote drain needs none.
 
@@ -172,7 +177,10 @@ impl Experiment for DrainExp {
             pages,
             workers,
             interval: std::time::Duration::from_millis(if opts.quick { 1 } else { 10 }),
-            rounds: if opts.quick { 40 } else { 150 },
+            // 100 drains: the p99 is still the second longest (as with 150), and a round of
+            // three iterations fits twice under the 20 s time cap at a load of 6 on 2 cores,
+            // so the timing claims get six pairs there instead of three.
+            rounds: if opts.quick { 40 } else { 100 },
         };
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let metrics = vec![

@@ -4,6 +4,8 @@
 use std::path::Path;
 use std::time::Instant;
 
+use crate::report::stats::nearest_rank;
+
 use zonealloc::stats::unusable_free_index;
 use zonealloc::{
     AllocRequest, CpuId, MigrateType, Order, PcpConfig, Pfn, Zone, ZoneConfig, ZoneType,
@@ -32,9 +34,8 @@ pub(super) struct Params {
 pub(super) struct RunOut {
     pub(super) attempts: u64,
     pub(super) successes: u64,
-    pub(super) latency_ns_sum: u128,
-    /// Attempts actually made (and timed).
-    pub(super) timed: u64,
+    /// The wall time of every attempt actually made (ns).
+    pub(super) latencies_ns: Vec<u64>,
     pub(super) rest_successes: u64,
     /// Per tick, the unusable free space index (%) of every order 0..=MAX_ORDER.
     pub(super) unusable: Vec<[f64; ORDERS]>,
@@ -129,8 +130,7 @@ pub(super) fn run_once(
     let mut out = RunOut {
         attempts: 0,
         successes: 0,
-        latency_ns_sum: 0,
-        timed: 0,
+        latencies_ns: Vec::new(),
         rest_successes: 0,
         unusable: Vec::with_capacity(p.ticks as usize),
         tail_placements: 0,
@@ -177,8 +177,8 @@ pub(super) fn run_once(
         for _ in 0..p.burst {
             let start = Instant::now();
             let r = zone.alloc_with(probe_order, nowait(MigrateType::Movable).on_cpu(CpuId(0)));
-            out.latency_ns_sum += start.elapsed().as_nanos();
-            out.timed += 1;
+            out.latencies_ns
+                .push(u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX));
             match r {
                 Ok(pfn) => got.push(pfn),
                 Err(_) => break,
@@ -246,9 +246,12 @@ impl RunOut {
         100.0 * self.successes as f64 / self.attempts.max(1) as f64
     }
 
-    /// Mean wall time of one order-9 attempt under load (ns).
+    /// Median wall time of one order-9 attempt under load (ns). The median, not the mean: an
+    /// attempt of ~100 ns that the scheduler preempts takes milliseconds, and a handful of
+    /// those in a thousand attempts would set the mean on a busy machine (the kernel's
+    /// allocation runs under a spinlock, with preemption off).
     pub(super) fn latency_ns(&self) -> f64 {
-        self.latency_ns_sum as f64 / self.timed.max(1) as f64
+        nearest_rank(&self.latencies_ns, 0.5) as f64
     }
 
     /// The order-9 unusable free space index (%), averaged over the ticks.

@@ -91,16 +91,29 @@ pub(super) fn direction(
             _ => false,
         }
     };
-    let pairs_text = if ev.pairs > 0 {
-        match (c.deterministic, ev.p) {
-            (true, _) => format!(", {}/{} seeds", ev.agreeing, ev.pairs),
-            (false, Some(p)) => format!(", p = {p:.3}"),
-            (false, None) => format!(", {}", ev.test),
-        }
+    // Timings on logarithms: judged on the 95% CI of the paired ratio, not on the point.
+    let ci = if log && !c.deterministic {
+        log_ci(&xa, &xb, sign)
     } else {
-        String::new()
+        None
+    };
+    ev.ratio_ci95 = ci.map(|ci| ci.ratio(sign));
+    let pairs_text = match (ci, c.deterministic, ev.pairs > 0) {
+        (Some(ci), _, _) => {
+            format!(", 95% CI {}", ci.text(sign))
+        }
+        (None, true, true) => format!(", {}/{} seeds", ev.agreeing, ev.pairs),
+        (None, false, true) => match ev.p {
+            Some(p) => format!(", p = {p:.3}"),
+            None => format!(", {}", ev.test),
+        },
+        (None, _, false) => String::new(),
     };
     let figure = format!("{} → {} ({ratio_text}{pairs_text})", d.fmt(a), d.fmt(b));
+    if let Some(ci) = ci {
+        let (verdict, reason) = judge_log_ci(ci, min_ratio, monotone, from, to, sign);
+        return (figure, verdict, reason, ev);
+    }
     let (verdict, reason) = if !moved {
         (
             Verdict::NotReproduced,
@@ -136,6 +149,107 @@ pub(super) fn direction(
         (Verdict::Reproduced, String::new())
     };
     (figure, verdict, reason, ev)
+}
+
+/// The 95% confidence interval of the mean paired log ratio, signed so that positive is the
+/// expected way (None with fewer than two pairs).
+#[derive(Clone, Copy, Debug)]
+struct LogCi {
+    mean: f64,
+    half_width: f64,
+}
+
+impl LogCi {
+    fn lo(self) -> f64 {
+        self.mean - self.half_width
+    }
+    fn hi(self) -> f64 {
+        self.mean + self.half_width
+    }
+    /// The interval as ratios `to / from`, low to high.
+    fn ratio(self, sign: f64) -> [f64; 2] {
+        let (a, b) = ((self.lo() * sign).exp(), (self.hi() * sign).exp());
+        [a.min(b), a.max(b)]
+    }
+    /// The interval as ratios, e.g. `×0.41..×0.80` or `÷30.2..÷12.5`.
+    fn text(self, sign: f64) -> String {
+        let [lo, hi] = self.ratio(sign);
+        let r = |x: f64| fmt_ratio(1.0, x).unwrap_or_else(|| "?".into());
+        format!("{}..{}", r(lo), r(hi))
+    }
+}
+
+fn log_ci(xa: &[f64], xb: &[f64], sign: f64) -> Option<LogCi> {
+    if xa.len() != xb.len() {
+        return None;
+    }
+    let d: Vec<f64> = xa
+        .iter()
+        .zip(xb)
+        .map(|(a, b)| sign * (b.ln() - a.ln()))
+        .collect();
+    Some(LogCi {
+        mean: stats::mean(&d)?,
+        half_width: stats::ci95_half_width(&d)?,
+    })
+}
+
+/// A timing claim judged on the 95% CI of its paired log ratio (`ci`, positive the expected
+/// way) against the claimed factor: the verdict moves only where the interval clears a
+/// boundary, and an interval wider than the effect the claim needs is `not measurable here`.
+fn judge_log_ci(
+    ci: LogCi,
+    min_ratio: f64,
+    monotone: bool,
+    from: &str,
+    to: &str,
+    sign: f64,
+) -> (Verdict, String) {
+    let need = min_ratio.max(1.0).ln();
+    let interval = format!("95% CI {}", ci.text(sign));
+    let way = if sign > 0.0 { "higher" } else { "lower" };
+    if ci.lo() > need {
+        if monotone {
+            (Verdict::Reproduced, String::new())
+        } else {
+            (
+                Verdict::Partly,
+                "does not move the same way at every step".into(),
+            )
+        }
+    } else if ci.hi() < 0.0 {
+        (
+            Verdict::NotReproduced,
+            format!("{to} is not {way} than {from}: the {interval} lies on the other side"),
+        )
+    } else if ci.hi() < need {
+        if ci.lo() > 0.0 {
+            (
+                Verdict::Partly,
+                format!("right direction, smaller than ×{min_ratio} ({interval})"),
+            )
+        } else {
+            (
+                Verdict::NotReproduced,
+                format!("the {interval} rules out ×{min_ratio}"),
+            )
+        }
+    } else if ci.lo() > 0.0 && ci.half_width <= need {
+        (
+            Verdict::Partly,
+            format!("right direction; whether it reaches ×{min_ratio} is inside the {interval}"),
+        )
+    } else {
+        let why = if need > 0.0 {
+            format!("the {interval} spans both no change and ×{min_ratio}")
+        } else {
+            format!("the {interval} includes no change, and the seed gives no size to hold it to")
+        };
+        (
+            Verdict::NotMeasurable,
+            format!("{why}: the effect is below this run's noise"),
+        )
+    }
 }
 
 pub(super) fn within(c: &Claim, d: &Data<'_>, against: &str, variant: &str, tol: f64) -> Outcome {
@@ -201,17 +315,11 @@ pub(super) fn within(c: &Claim, d: &Data<'_>, against: &str, variant: &str, tol:
             Verdict::NotMeasurable,
             format!("{against} is zero: nothing to compare against"),
         )
-    } else if exact || hw.is_none() {
-        // One value per side, or the same difference in every pair: it is what it is.
+    } else if exact || (hw.is_none() && c.deterministic) {
+        // The same difference in every pair, or one seed of a deterministic metric: it is
+        // what it is.
         if point.abs() <= tol {
-            if exact {
-                (Verdict::Reproduced, String::new())
-            } else {
-                (
-                    Verdict::Partly,
-                    "one repetition: no confidence interval".to_owned(),
-                )
-            }
+            (Verdict::Reproduced, String::new())
         } else {
             (
                 Verdict::NotReproduced,
@@ -219,8 +327,25 @@ pub(super) fn within(c: &Claim, d: &Data<'_>, against: &str, variant: &str, tol:
             )
         }
     } else {
+        // A timing (or a varying count) is judged on the 95% CI only: a verdict moves when the
+        // interval moves past the band's edge, never with the point alone.
         let h = hw.unwrap_or(f64::INFINITY);
-        if point.abs() + h <= tol {
+        if !h.is_finite() {
+            (
+                Verdict::NotMeasurable,
+                "one repetition: no confidence interval".to_owned(),
+            )
+        } else if h > tol {
+            // A band can only be judged with an interval narrower than it; a wide one
+            // straddles the band's edge in one run and clears it in the next.
+            (
+                Verdict::NotMeasurable,
+                format!(
+                    "the 95% CI (±{:.1}%) is wider than the {band} the seed claims",
+                    h * 100.0
+                ),
+            )
+        } else if point.abs() + h <= tol {
             (Verdict::Reproduced, String::new())
         } else if point.abs() - h > tol {
             (
@@ -231,20 +356,11 @@ pub(super) fn within(c: &Claim, d: &Data<'_>, against: &str, variant: &str, tol:
                     h * 100.0
                 ),
             )
-        } else if point.abs() <= tol {
-            (
-                Verdict::Partly,
-                format!(
-                    "inside {band} but too noisy to resolve it (95% CI ±{:.1}%)",
-                    h * 100.0
-                ),
-            )
         } else {
             (
-                Verdict::Partly,
+                Verdict::NotMeasurable,
                 format!(
-                    "{:+.1}% is outside {band}, but the 95% CI (±{:.1}%) reaches into it: too \
-                     noisy to tell",
+                    "the 95% CI ({:+.1}% ± {:.1}%) straddles the {band} edge: too noisy to tell",
                     point * 100.0,
                     h * 100.0
                 ),
@@ -262,19 +378,36 @@ pub(super) fn largest_under(
 ) -> Outcome {
     let mut last: Option<(&str, &str, f64)> = None;
     let mut first_over: Option<(&str, f64)> = None;
+    // A step whose 95% CI holds the limit: its side of the limit is noise.
+    let mut unresolved: Option<(&str, f64, f64)> = None;
     for (variant, step) in sweep {
         let Some(s) = d.summary(variant) else { break };
-        if s < limit {
+        let h = stats::ci95_half_width(&d.values(variant)).unwrap_or(0.0);
+        if s + h < limit {
             last = Some((variant, step, s));
-        } else {
+        } else if s - h >= limit {
             first_over = Some((variant, s));
+            break;
+        } else {
+            unresolved = Some((variant, s, h));
             break;
         }
     }
     let ev = Evidence {
-        test: "summary against the limit".into(),
+        test: "summary and its 95% CI against the limit".into(),
         ..Evidence::default()
     };
+    if let Some((variant, s, h)) = unresolved {
+        return (
+            format!("{variant}: {} ± {}", d.fmt(s), d.fmt(h)),
+            Verdict::NotMeasurable,
+            format!(
+                "{variant}'s 95% CI holds the {} limit: which side it is on is noise",
+                d.fmt(limit)
+            ),
+            ev,
+        );
+    }
     let pos = |label: &str| sweep.iter().position(|s| s.1 == label);
     let Some((variant, step, s)) = last else {
         return (

@@ -8,26 +8,38 @@
 //!
 //! # The rules
 //! - *Direction* (`variant` against `against`, expected up or down, at least ×`min_ratio`):
-//!   the summaries must move the expected way; a metric deterministic for a seed must move
-//!   that way for every seed (sample `k` of each variant is repetition `k`, same seed), a
-//!   timing metric must pass the paired t-test at 95% (on the logarithms of the values, since
-//!   timings change by factors). Right way and both conditions:
-//!   `reproduced`; right way otherwise: `partly`; the wrong way or no change: `not reproduced`.
+//!   a metric deterministic for a seed is judged on the first round's fixed seeds (the
+//!   repetition driver adds no seeds to it): its summaries must move the expected way, for
+//!   every seed (sample `k` of each variant is repetition `k`, same seed) and by ×`min_ratio`
+//!   for `reproduced`; the right way otherwise: `partly`; the wrong way or no change: `not
+//!   reproduced`. A timing metric is judged on the 95% confidence interval of its paired ratio
+//!   (on the logarithms, since timings change by factors), never on the point alone:
+//!   `reproduced` when the whole interval is beyond ×`min_ratio`, `not reproduced` when it is
+//!   wholly the wrong way (or, for a sized claim, wholly short of ×`min_ratio` while reaching
+//!   no change), `partly` when it is wholly the right way but short of (or straddling, with a
+//!   half-width under the claimed factor) ×`min_ratio`, and `not measurable here` when it
+//!   holds both no change and the claimed effect (an unsized claim: when it holds no change).
+//!   A verdict then changes only when the interval moves past a boundary, not with the
+//!   point's noise.
 //! - *Grows* over a sweep: the same, between the sweep's ends, and the summaries must rise at
 //!   every step for `reproduced`.
-//! - *Within* ±`tol` (relative): `reproduced` when the 95% confidence interval of the paired
-//!   relative difference lies inside the band (an exact difference: when it does), `not
-//!   reproduced` when it lies wholly outside, `partly` when it straddles the band's edge (too
-//!   noisy to tell).
+//! - *Within* ±`tol` (relative), on the 95% confidence interval of the paired relative
+//!   difference: `reproduced` when it lies inside the band, `not reproduced` when it lies
+//!   wholly outside, and `not measurable here` when it straddles the band's edge, when its
+//!   half-width is wider than the band (the run cannot resolve what the seed claims), or when
+//!   there is one repetition. An exact difference (the same in every pair, or one seed of a
+//!   deterministic metric) is judged as it is.
 //! - *Largest under* a limit over a sweep: the sweep's largest step whose summary stays under
-//!   the limit, against the seed's; equal: `reproduced`, one step off: `partly`.
+//!   the limit (its whole 95% CI), against the seed's; equal: `reproduced`, one step off:
+//!   `partly`; a step whose CI holds the limit before the first one over it: `not measurable
+//!   here`.
 //! - A metric, variant or experiment missing from the run: `not measurable here`, with the
 //!   reason.
 
 use serde::Serialize;
 
 use super::compare::{self, fmt_value, summarise};
-use super::{ExperimentReport, MetricDef, MetricKind};
+use super::{stats, ExperimentReport, MetricDef, MetricKind};
 
 mod criteria;
 
@@ -167,8 +179,29 @@ pub struct Claim {
     /// Whether the metric is deterministic for a given seed (counts, indices): then every
     /// seed must agree; otherwise (timings) a paired t-test decides.
     pub deterministic: bool,
+    /// What the lab's measurement of this claim cannot show, appended to the reason of a
+    /// `not measurable here`.
+    pub caveat: Option<&'static str>,
+    /// A figure of the run that says when the claim's metric is the machine's rather than
+    /// ours: at or over its floor, the claim is `not measurable here`.
+    pub noise_floor: Option<NoiseFloor>,
     /// How it is judged.
     pub criterion: Criterion,
+}
+
+/// When a run's own figure shows that a claim's metric measures the machine (its scheduler)
+/// rather than the allocator, e.g. a p99 when more than 1% of the operations waited in the
+/// run queue.
+#[derive(Clone, Debug, Serialize)]
+pub struct NoiseFloor {
+    /// The metric that shows it (a percentage or count of the same experiment).
+    pub metric: &'static str,
+    /// The variant it is read on.
+    pub variant: &'static str,
+    /// The mean over repetitions at or over which the claim is not measurable.
+    pub at_least: f64,
+    /// Why, in words (the figure is appended).
+    pub why: &'static str,
 }
 
 /// The paired evidence behind a judgement.
@@ -184,6 +217,9 @@ pub struct Evidence {
     pub t: Option<f64>,
     /// Its two-sided p-value.
     pub p: Option<f64>,
+    /// The 95% confidence interval of the paired ratio (variant / reference) of a timing
+    /// direction claim, low to high: what its verdict is read from.
+    pub ratio_ci95: Option<[f64; 2]>,
 }
 
 /// A claim judged on one run.
@@ -244,7 +280,7 @@ pub fn criterion_text(c: &Claim) -> String {
     let consistency = if c.deterministic {
         "every seed agrees"
     } else {
-        "paired t-test p < 0.05"
+        "the paired ratio's 95% CI clears it"
     };
     match &c.criterion {
         Criterion::Direction {
@@ -269,14 +305,14 @@ pub fn criterion_text(c: &Claim) -> String {
         ),
         Criterion::Within { tol, .. } => {
             format!(
-                "within ±{:.0}% (95% CI of the paired difference)",
+                "within ±{:.0}% (95% CI of the paired difference; not measurable when wider or astride the edge)",
                 tol * 100.0
             )
         }
         Criterion::LargestUnder {
             limit, expected, ..
         } => format!(
-            "largest step under {} is {expected}",
+            "largest step under {} (its whole 95% CI) is {expected}",
             fmt_unit(*limit, unit_hint(c))
         ),
     }
@@ -337,7 +373,7 @@ pub fn judge(c: &Claim, e: &ExperimentReport) -> Judgement {
             );
         }
     }
-    let (lab_figure, verdict, reason, evidence) = match &c.criterion {
+    let (lab_figure, verdict, mut reason, evidence) = match &c.criterion {
         Criterion::Direction {
             against,
             variant,
@@ -364,6 +400,24 @@ pub fn judge(c: &Claim, e: &ExperimentReport) -> Judgement {
             ..
         } => largest_under(&data, sweep, *limit, expected),
     };
+    let mut verdict = verdict;
+    if let Some(floor) = &c.noise_floor {
+        let xs = compare::values(&e.result, floor.metric, floor.variant);
+        if let Some(m) = stats::mean(&xs).filter(|m| *m >= floor.at_least) {
+            verdict = Verdict::NotMeasurable;
+            reason = format!(
+                "{} ({} under {}: {}, at least {})",
+                floor.why,
+                floor.metric,
+                floor.variant,
+                fmt_value(Some(m)),
+                fmt_value(Some(floor.at_least))
+            );
+        }
+    }
+    if let (Verdict::NotMeasurable, Some(caveat)) = (verdict, c.caveat) {
+        reason = format!("{reason}; {caveat}");
+    }
     Judgement {
         claim: c.clone(),
         lab_figure,
@@ -430,6 +484,8 @@ mod tests {
             claim: "c",
             seed_figure: "f",
             deterministic,
+            caveat: None,
+            noise_floor: None,
             criterion,
         }
     }
@@ -503,8 +559,30 @@ mod tests {
             &[("off", &[10.0, 20.0, 30.0]), ("on", &[12.0, 10.0, 29.0])],
         );
         let j = judge(&c, &noisy);
-        assert_eq!(j.verdict, Verdict::Partly);
-        assert!(j.reason.contains("not significant"), "{}", j.reason);
+        assert_eq!(j.verdict, Verdict::NotMeasurable, "{j:?}");
+        assert!(j.reason.contains("includes no change"), "{}", j.reason);
+        // The same noise with the point on the other side: the same verdict, not a flip to
+        // `not reproduced`.
+        let other_side = report(
+            "m",
+            lat,
+            "ns",
+            &[("off", &[12.0, 10.0, 29.0]), ("on", &[10.0, 20.0, 30.0])],
+        );
+        assert_eq!(judge(&c, &other_side).verdict, Verdict::NotMeasurable);
+        // Wholly the wrong way: resolved, not reproduced.
+        let up = report(
+            "m",
+            lat,
+            "ns",
+            &[
+                ("off", &[9.0, 18.2, 26.9, 36.1, 44.8]),
+                ("on", &[10.0, 20.0, 30.0, 40.0, 50.0]),
+            ],
+        );
+        let j = judge(&c, &up);
+        assert_eq!(j.verdict, Verdict::NotReproduced, "{j:?}");
+        assert!(j.reason.contains("other side"), "{}", j.reason);
         let big = Criterion::Direction {
             metric: "m",
             against: "off",
@@ -512,9 +590,60 @@ mod tests {
             expect: Expect::Decrease,
             min_ratio: 3.0,
         };
-        let j = judge(&claim(false, big), &sig);
+        let j = judge(&claim(false, big.clone()), &sig);
         assert_eq!(j.verdict, Verdict::Partly);
         assert!(j.reason.contains("smaller than ×3"), "{}", j.reason);
+        // About ×0.3 but one pair at ×1 (a preempted fast run): the interval holds both no
+        // change and ×3, so the run cannot tell.
+        let tail = report(
+            "m",
+            lat,
+            "ns",
+            &[
+                ("off", &[4000.0, 4000.0, 4000.0, 4000.0]),
+                ("on", &[4000.0, 1300.0, 1400.0, 1200.0]),
+            ],
+        );
+        let j = judge(&claim(false, big), &tail);
+        assert_eq!(j.verdict, Verdict::NotMeasurable, "{j:?}");
+        assert!(j.reason.contains("both no change and ×3"), "{}", j.reason);
+        assert!(j.evidence.ratio_ci95.is_some());
+    }
+
+    #[test]
+    fn a_noise_floor_over_its_mark_makes_the_claim_not_measurable() {
+        let mut c = claim(false, DOWN);
+        c.noise_floor = Some(NoiseFloor {
+            metric: "waited",
+            variant: "on",
+            at_least: 1.0,
+            why: "the tail is the machine's",
+        });
+        let mut r = report(
+            "m",
+            MetricKind::Latency,
+            "ns",
+            &[
+                ("off", &[10.0, 20.0, 30.0, 40.0, 50.0]),
+                ("on", &[1.0, 2.0, 3.0, 4.0, 5.0]),
+            ],
+        );
+        assert_eq!(judge(&c, &r).verdict, Verdict::Reproduced);
+        let waited = |v: f64| Sample {
+            variant: "on".into(),
+            metric: "waited".into(),
+            value: v,
+        };
+        r.result.samples.extend([waited(0.5), waited(1.0)]);
+        assert_eq!(judge(&c, &r).verdict, Verdict::Reproduced);
+        r.result.samples.push(waited(2.0));
+        let j = judge(&c, &r);
+        assert_eq!(j.verdict, Verdict::NotMeasurable, "{j:?}");
+        assert!(
+            j.reason.contains("the tail is the machine's"),
+            "{}",
+            j.reason
+        );
     }
 
     #[test]
@@ -590,28 +719,43 @@ mod tests {
                 ("on", &[108.0, 190.0, 300.0]),
             ],
         );
+        // +8%, -5%, 0%: an interval (±16%) wider than the ±2% band cannot judge it.
         let j = judge(&c, &loose);
-        assert_eq!(j.verdict, Verdict::Partly, "{j:?}");
-        // +5%, -1%, +8%: the mean (+4%) is outside ±2%, the interval reaches back into it.
+        assert_eq!(j.verdict, Verdict::NotMeasurable, "{j:?}");
+        assert!(j.reason.contains("wider than the ±2%"), "{}", j.reason);
+        // +2.2%, +2.7%, +3.2%: the mean is outside ±2%, the interval (±1.2%) reaches back
+        // into it.
         let straddles = report(
             "m",
             rate,
             "/s",
             &[
                 ("off", &[100.0, 200.0, 300.0]),
-                ("on", &[105.0, 198.0, 324.0]),
+                ("on", &[102.2, 205.4, 309.6]),
             ],
         );
         let j = judge(&c, &straddles);
-        assert_eq!(j.verdict, Verdict::Partly, "{j:?}");
+        assert_eq!(j.verdict, Verdict::NotMeasurable, "{j:?}");
         assert!(j.reason.contains("too noisy to tell"), "{}", j.reason);
         let off = report(
             "m",
             rate,
             "/s",
-            &[("off", &[100.0, 100.0]), ("on", &[80.0, 82.0])],
+            &[
+                ("off", &[100.0, 100.0, 100.0, 100.0]),
+                ("on", &[80.0, 81.0, 80.0, 81.0]),
+            ],
         );
         assert_eq!(judge(&c, &off).verdict, Verdict::NotReproduced);
+        // Two pairs of the same: -19% ± 12.7%, an interval wider than the band, is not
+        // judged however far out its point lies (the next run's interval may reach the band).
+        let two = report(
+            "m",
+            rate,
+            "/s",
+            &[("off", &[100.0, 100.0]), ("on", &[80.0, 82.0])],
+        );
+        assert_eq!(judge(&c, &two).verdict, Verdict::NotMeasurable);
     }
 
     #[test]
@@ -647,6 +791,20 @@ mod tests {
             &[("b1", &[500.0]), ("b2", &[50.0]), ("b3", &[150.0])],
         );
         assert_eq!(judge(&c("cap 2"), &r).verdict, Verdict::NotReproduced);
+        // b3 at 95 ± 30: whether it is under 100 is noise.
+        let r = report(
+            "m",
+            lat,
+            "ns",
+            &[
+                ("b1", &[10.0, 10.0]),
+                ("b2", &[50.0, 52.0]),
+                ("b3", &[93.0, 97.0]),
+            ],
+        );
+        let j = judge(&c("cap 2"), &r);
+        assert_eq!(j.verdict, Verdict::NotMeasurable, "{j:?}");
+        assert!(j.reason.contains("b3"), "{}", j.reason);
     }
 
     #[test]
