@@ -14,7 +14,7 @@
 //!
 //! Everything here is total: empty or degenerate input gives `None` or NaN, never a panic.
 
-use statrs::distribution::{ContinuousCDF as _, StudentsT};
+use statrs::distribution::{Binomial, ContinuousCDF as _, DiscreteCDF as _, StudentsT};
 
 /// The arithmetic mean, or `None` for an empty slice.
 pub fn mean(xs: &[f64]) -> Option<f64> {
@@ -217,6 +217,20 @@ pub fn paired(a: &[f64], b: &[f64]) -> Option<Paired> {
         df,
         p: student_t_two_sided_p(t, df),
     })
+}
+
+/// The one-sided p-value of the sign test: the chance that `agreeing` or more of `n` pairs
+/// (ties already left out) move the expected way when either way is equally likely,
+/// `P(X >= agreeing)` for `X ~ Binomial(n, 1/2)`; 1 for `n == 0`.
+pub fn sign_test_p(agreeing: usize, n: usize) -> f64 {
+    if n == 0 || agreeing == 0 {
+        return 1.0;
+    }
+    match Binomial::new(0.5, n as u64) {
+        // sf(k) is P(X > k).
+        Ok(dist) => dist.sf(agreeing as u64 - 1).clamp(0.0, 1.0),
+        Err(_) => f64::NAN,
+    }
 }
 
 /// The two-sided 97.5% quantile of Student's t with `df` degrees of freedom (the factor of a
@@ -498,5 +512,16 @@ mod tests {
         assert_eq!(cdf_points(&[3, 1, 2], 5), [1, 2, 3]);
         let v: Vec<u64> = (0..=100).rev().collect();
         assert_eq!(cdf_points(&v, 5), [0, 25, 50, 75, 100]);
+    }
+
+    #[test]
+    fn sign_test_matches_the_binomial_tail() {
+        // 5 of 5: 1/32; 10 of 12: (66 + 12 + 1) / 4096; 9 of 12: 299 / 4096.
+        assert!((sign_test_p(5, 5) - 1.0 / 32.0).abs() < 1e-12);
+        assert!((sign_test_p(10, 12) - 79.0 / 4096.0).abs() < 1e-12);
+        assert!((sign_test_p(9, 12) - 299.0 / 4096.0).abs() < 1e-12);
+        assert_eq!(sign_test_p(0, 12), 1.0);
+        assert_eq!(sign_test_p(0, 0), 1.0);
+        assert!(sign_test_p(4, 4) > 0.05, "4 of 4 is not significant at 5%");
     }
 }
