@@ -252,41 +252,19 @@ pub(crate) fn relax_hard() {
     core::hint::spin_loop();
 }
 
-/// The CPU the calling thread runs on (`smp_processor_id`), from `sched_getcpu` under `std` on
-/// Linux, else a per-thread slot handed out round-robin. Callers reduce it modulo their CPU
-/// count. The answer may be stale by the time it is used (the thread can migrate); that is
-/// harmless because the PCP lock, not the CPU id, guards the lists.
+/// The CPU the calling thread runs on (`smp_processor_id`): see [`cpu`].
 #[cfg(all(feature = "std", not(loom)))]
-#[inline]
-pub(crate) fn current_cpu() -> u32 {
-    #[cfg(all(target_os = "linux", not(miri)))]
-    {
-        // SAFETY: sched_getcpu takes no arguments, touches no caller memory and only returns
-        // an int (-1 on error).
-        #[allow(unsafe_code)]
-        let c = unsafe { libc::sched_getcpu() };
-        if c >= 0 {
-            return c as u32;
-        }
-    }
-    thread_slot()
-}
+pub(crate) use cpu::current_cpu;
+
+#[cfg(all(feature = "std", not(loom)))]
+#[allow(unsafe_code)]
+mod cpu;
 
 /// Under loom there is no way to ask: CPU 0, unless the caller says. (Without `std` the
 /// platform answers: `platform::SingleCpu` or the embedder's.)
 #[cfg(all(feature = "std", loom))]
 pub(crate) fn current_cpu() -> u32 {
     0
-}
-
-#[cfg(all(feature = "std", not(loom)))]
-fn thread_slot() -> u32 {
-    use core::sync::atomic::AtomicU32 as StdAtomicU32;
-    static NEXT: StdAtomicU32 = StdAtomicU32::new(0);
-    std::thread_local! {
-        static SLOT: u32 = NEXT.fetch_add(1, Ordering::Relaxed);
-    }
-    SLOT.with(|s| *s)
 }
 
 /// A number unique to the calling thread (from 1), or 0 where threads cannot be told apart

@@ -219,6 +219,11 @@ pub(crate) struct PerCpuPages {
     /// `batch << CONFIG_PCP_BATCH_SCALE_MAX`, where `free_count` stops growing; set with
     /// `batch` by `PcpSet::refresh_locked` (for the order-0 free hit path).
     pub(crate) free_count_max: i32,
+    /// The least `free_count` at which a free of order 1..=3 may be `free_high`
+    /// ([`PerCpuPages::free_high`]'s count test, streak aside): `i32::MAX` when the policy
+    /// has none. Set with `batch` and `high_min` by `PcpSet::refresh_locked` (for the hit
+    /// paths' [`PerCpuPages::may_free_high`]).
+    pub(crate) free_high_min: i32,
 }
 
 impl PerCpuPages {
@@ -240,6 +245,7 @@ impl PerCpuPages {
             params_gen: 0,
             attention_seen: u32::MAX,
             free_count_max: 0,
+            free_high_min: 0,
         }
     }
 
@@ -333,36 +339,68 @@ impl PerCpuPages {
     /// `free_high` and `free_count`. Returns `free_high`.
     #[inline]
     pub(crate) fn note_free(&mut self, order: Order, policy: &PcpPolicy) -> bool {
-        let order = order.get();
-        let batch = self.batch;
-        let mut free_high = false;
-        if (1..=3).contains(&order) {
-            let streak = || {
-                self.flags.contains(PcpFlags::PREV_FREE_HIGH_ORDER)
-                    && (!self.flags.contains(PcpFlags::FREE_HIGH_BATCH) || self.count >= batch)
-            };
-            free_high = match policy.free_high {
-                FreeHigh::Off => false,
-                FreeHigh::Original => self.free_count > 0,
-                // 6.1 free_unref_page_commit: `pcp->free_factor && order && order <= 3`
-                // (`free_count` holds `free_factor` under FreeScaling::FreeFactor).
-                FreeHigh::FreeFactor => self.free_count != 0,
-                // 6.12 free_unref_page_commit.
-                FreeHigh::Batch => self.free_count >= batch && streak(),
-                // 7.2 free_frozen_page_commit.
-                FreeHigh::Current => self.free_count >= batch + self.high_min / 2 && streak(),
-            };
-            self.flags.insert(PcpFlags::PREV_FREE_HIGH_ORDER);
-        } else {
-            self.flags.remove(PcpFlags::PREV_FREE_HIGH_ORDER);
-        }
+        let free_high = self.free_high(order, policy);
+        self.note_high_order(order);
         // 6.1 counts drains in `free_factor` (nr_pcp_free), not frees.
         if policy.free_scaling == FreeScaling::FreeCount
-            && self.free_count < (batch << policy.scale)
+            && self.free_count < (self.batch << policy.scale)
         {
-            self.free_count += 1 << order;
+            self.free_count += 1 << order.get();
         }
         free_high
+    }
+
+    /// `free_high` of `free_frozen_page_commit` for a free of `order` whose block is already
+    /// counted, before [`PerCpuPages::note_free`] updates anything: the pure half of it.
+    #[inline]
+    pub(crate) fn free_high(&self, order: Order, policy: &PcpPolicy) -> bool {
+        if !(1..=3).contains(&order.get()) {
+            return false;
+        }
+        let batch = self.batch;
+        let streak = || {
+            self.flags.contains(PcpFlags::PREV_FREE_HIGH_ORDER)
+                && (!self.flags.contains(PcpFlags::FREE_HIGH_BATCH) || self.count >= batch)
+        };
+        // The count tests below are the ones `free_high_min` precomputes.
+        match policy.free_high {
+            FreeHigh::Off => false,
+            FreeHigh::Original => self.free_count > 0,
+            // 6.1 free_unref_page_commit: `pcp->free_factor && order && order <= 3`
+            // (`free_count` holds `free_factor` under FreeScaling::FreeFactor).
+            FreeHigh::FreeFactor => self.free_count != 0,
+            // 6.12 free_unref_page_commit.
+            FreeHigh::Batch => self.free_count >= batch && streak(),
+            // 7.2 free_frozen_page_commit.
+            FreeHigh::Current => self.free_count >= batch + self.high_min / 2 && streak(),
+        }
+    }
+
+    /// `PCPF_PREV_FREE_HIGH_ORDER` after a free of `order`: set by orders 1..=3, cleared by
+    /// the others.
+    #[inline(always)]
+    fn note_high_order(&mut self, order: Order) {
+        let high_order = (1..=3).contains(&order.get());
+        self.flags.set(PcpFlags::PREV_FREE_HIGH_ORDER, high_order);
+    }
+
+    /// The hit path's test for [`PerCpuPages::free_high`], without the streak: `false` means
+    /// this free of `order` is certainly not a `free_high` one; `true` that it may be (the
+    /// full path decides). Needs the parameters `refresh_locked` copied in (`free_high_min`).
+    /// The comparison is unsigned, so a negative `free_count` (which no rule makes) says "may".
+    #[inline(always)]
+    pub(crate) fn may_free_high(&self, order: Order) -> bool {
+        (1..=3).contains(&order.get()) && self.free_count as u32 >= self.free_high_min as u32
+    }
+
+    /// [`PerCpuPages::note_free`] for a free that [`PerCpuPages::may_free_high`] cleared, with
+    /// `free_count_max` for the policy's limit (the parameters `refresh_locked` copied in).
+    #[inline(always)]
+    pub(crate) fn note_free_fast(&mut self, order: Order) {
+        self.note_high_order(order);
+        if self.free_count < self.free_count_max {
+            self.free_count += 1 << order.get();
+        }
     }
 
     /// `nr_pcp_high`: the effective high mark for this free; adapts `self.high`.

@@ -11,7 +11,7 @@
 use core::fmt;
 
 use super::{PcpFlags, PcpPolicy, PcpStats, PerCpuPages};
-use crate::config::PcpConfig;
+use crate::config::{FreeHigh, PcpConfig};
 use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering, SpinGuard, SpinLock, StaticSlice};
 use crate::types::Order;
 
@@ -267,11 +267,11 @@ impl PcpSet {
     /// paid by those).
     #[inline]
     pub(crate) fn cpu_index(&self, cpu: crate::types::CpuId) -> usize {
-        let (c, n) = (cpu.0 as usize, self.cpus().max(1));
+        let (c, n) = (cpu.0 as usize, self.cpus());
         if c < n {
             c
         } else {
-            c % n
+            c % n.max(1)
         }
     }
 
@@ -392,6 +392,13 @@ impl PcpSet {
         pcp.free_count_max = match self.policy.free_scaling {
             crate::config::FreeScaling::FreeCount => pcp.batch << self.policy.scale,
             crate::config::FreeScaling::FreeFactor => 0,
+        };
+        // The count half of `PerCpuPages::free_high`, one threshold per policy.
+        pcp.free_high_min = match self.policy.free_high {
+            FreeHigh::Off => i32::MAX,
+            FreeHigh::Original | FreeHigh::FreeFactor => 1, // `> 0`, `!= 0`
+            FreeHigh::Batch => pcp.batch,
+            FreeHigh::Current => pcp.batch + pcp.high_min / 2,
         };
     }
 }
