@@ -167,6 +167,12 @@ mod rseq {
         }
     }
 
+    /// Whether glibc registered an rseq area (after [`probe`]).
+    #[cfg(test)]
+    pub(super) fn registered() -> bool {
+        CPU_ID_AT.load(Ordering::Relaxed) > NONE
+    }
+
     fn lookup() -> isize {
         // SAFETY: dlsym with RTLD_DEFAULT and NUL-terminated names only looks symbols up.
         #[allow(unsafe_code)]
@@ -213,6 +219,14 @@ mod tests {
         let Some(cpu) = pinned else { return };
         for _ in 0..2 * CPU_REFRESH_CALLS {
             assert_eq!(current_cpu(), cpu as u32);
+        }
+        // Where glibc registered rseq, its answer is the one used, and the same.
+        #[cfg(all(target_env = "gnu", any(target_arch = "x86_64", target_arch = "aarch64")))]
+        {
+            rseq::probe();
+            if rseq::registered() {
+                assert_eq!(rseq::cpu_id(), Some(cpu as u32));
+            }
         }
     }
 }
