@@ -221,7 +221,10 @@ mod tests {
             assert_eq!(current_cpu(), cpu as u32);
         }
         // Where glibc registered rseq, its answer is the one used, and the same.
-        #[cfg(all(target_env = "gnu", any(target_arch = "x86_64", target_arch = "aarch64")))]
+        #[cfg(all(
+            target_env = "gnu",
+            any(target_arch = "x86_64", target_arch = "aarch64")
+        ))]
         {
             rseq::probe();
             if rseq::registered() {
