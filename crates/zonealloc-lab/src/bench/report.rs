@@ -220,7 +220,7 @@ impl BenchReport {
                 "instructions per op of the single-thread rows under valgrind's callgrind \
                  (two runs of the row's workload, 10000 and 20000 ops: the difference of \
                  their totals over the difference of their ops; the whole op through the \
-                 peer's adapter), exact and independent of the load"
+                 peer's adapter, user space only), exact and independent of the load"
             } else {
                 "n/a: not counted (valgrind not on PATH, --quick or --no-icount)"
             }
