@@ -64,9 +64,16 @@ impl FrameList {
     /// [`FrameList::pop_head`] over the table's entries.
     #[inline(always)]
     pub(crate) fn pop_head_in(&mut self, m: &[FrameMeta]) -> Option<u32> {
-        let idx = self.first()?;
+        let idx = self.head;
+        // One test for "empty" and for the table's bounds: `NIL` is past the end of every
+        // table (indices are `u32`, `NIL` is `u32::MAX`).
+        debug_assert!(
+            idx == NIL || (idx as usize) < m.len(),
+            "list head out of the table"
+        );
+        let e = m.get(idx as usize)?;
         // Emptied, the list keeps a stale `tail` (see the struct).
-        self.head = m[idx as usize].next();
+        self.head = e.next();
         Some(idx)
     }
 
@@ -86,10 +93,14 @@ impl FrameList {
     #[inline(always)]
     pub(crate) fn push_head_entry(&mut self, m: &[FrameMeta], idx: u32, e: &FrameMeta) {
         e.set_next(self.head); // `prev` of the head is unspecified
-        if self.head == NIL {
-            self.tail = idx;
-        } else {
-            m[self.head as usize].set_prev(idx);
+                               // As in `pop_head_in`: one test for "empty" and for the bounds.
+        debug_assert!(
+            self.head == NIL || (self.head as usize) < m.len(),
+            "list head out of the table"
+        );
+        match m.get(self.head as usize) {
+            Some(head) => head.set_prev(idx),
+            None => self.tail = idx,
         }
         self.head = idx;
     }

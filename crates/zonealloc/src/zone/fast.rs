@@ -44,6 +44,10 @@ use crate::shared::ZoneBits;
 use crate::sync::Ordering;
 use crate::types::{MigrateType, Order, Pfn, ZoneType, MIGRATE_PCPTYPES};
 
+/// `pageblock_order` with 4 KiB pages and 2 MiB huge pages (x86-64, arm64 with 4K pages):
+/// the THP order the hit paths get a constant copy for.
+const THP_ORDER_USUAL: u8 = 9;
+
 /// The list index (`order_to_pindex`) and the per-order counter slot of PCP order `order`
 /// (0..=3, or the THP order above them). `mt` must be a PCP type.
 #[inline(always)]
@@ -101,8 +105,13 @@ impl<P: Platform> Zone<P> {
         } else if order <= Order::COSTLY.get() {
             self.pcp_alloc_order(order, mt, hz, slot, held)
         } else if self.pcp.policy.thp_order == Some(order) {
-            // pcp_allowed_order: above COSTLY only the THP order has lists.
-            self.pcp_alloc_order(order, mt, hz, slot, held)
+            // pcp_allowed_order: above COSTLY only the THP order has lists. The usual one
+            // (2 MiB of 4 KiB pages) gets its constant too.
+            if order == THP_ORDER_USUAL {
+                self.pcp_alloc_order(THP_ORDER_USUAL, mt, hz, slot, held)
+            } else {
+                self.pcp_alloc_order(order, mt, hz, slot, held)
+            }
         } else {
             None
         }
@@ -210,7 +219,11 @@ impl<P: Platform> Zone<P> {
         } else if order <= Order::COSTLY.get() {
             self.pcp_free_order(order, slot, held, m, idx, e, mt)
         } else if self.pcp.policy.thp_order == Some(order) {
-            self.pcp_free_order(order, slot, held, m, idx, e, mt)
+            if order == THP_ORDER_USUAL {
+                self.pcp_free_order(THP_ORDER_USUAL, slot, held, m, idx, e, mt)
+            } else {
+                self.pcp_free_order(order, slot, held, m, idx, e, mt)
+            }
         } else {
             None
         }
