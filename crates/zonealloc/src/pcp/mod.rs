@@ -208,6 +208,9 @@ pub(crate) struct PerCpuPages {
     /// Allocations served per PCP order slot (orders 0..=3, then the THP order; added into
     /// the zone's per-order counts).
     pub(crate) allocs: [u64; PCP_ORDER_SLOTS],
+    /// Allocations that refilled their list first (`PcpStats::alloc_hits` is the sum of
+    /// `allocs` less these, filled in by a snapshot, so that a hit counts once).
+    pub(crate) miss_allocs: u64,
     /// Frees taken per PCP order slot (their sum is `PcpStats::frees`, which a snapshot fills
     /// in, so that a free counts once).
     pub(crate) frees_by_order: [u64; PCP_ORDER_SLOTS],
@@ -224,6 +227,12 @@ pub(crate) struct PerCpuPages {
     /// has none. Set with `batch` and `high_min` by `PcpSet::refresh_locked` (for the hit
     /// paths' [`PerCpuPages::may_free_high`]).
     pub(crate) free_high_min: i32,
+    /// `high` while it lies within `high_min..=high_max`, else 0: the free hit path takes a
+    /// block only while the count after it stays below this, so one comparison stands for
+    /// nr_pcp_high's clamp and its `count >= high` test. Kept in step with `high`,
+    /// `high_min` and `high_max` by [`PerCpuPages::set_high`] and `PcpSet::refresh`, the
+    /// only places they change.
+    pub(crate) free_fast_high: i32,
 }
 
 impl PerCpuPages {
@@ -241,17 +250,33 @@ impl PerCpuPages {
             lists: [FrameList::new(); NR_PCP_LISTS],
             stats: PcpStats::ZERO,
             allocs: [0; PCP_ORDER_SLOTS],
+            miss_allocs: 0,
             frees_by_order: [0; PCP_ORDER_SLOTS],
             params_gen: 0,
             attention_seen: u32::MAX,
             free_count_max: 0,
             free_high_min: 0,
+            free_fast_high: 0,
         }
+    }
+
+    /// Sets `high` (and the hit path's copy of it, `free_fast_high`).
+    #[inline]
+    pub(crate) fn set_high(&mut self, high: i32) {
+        self.high = high;
+        self.sync_fast_high();
+    }
+
+    /// Recomputes `free_fast_high` from `high`, `high_min` and `high_max`.
+    #[inline]
+    pub(crate) fn sync_fast_high(&mut self) {
+        let within = self.high >= self.high_min && self.high <= self.high_max;
+        self.free_fast_high = if within { self.high } else { 0 };
     }
 
     #[inline]
     fn clamp_high(&mut self) -> i32 {
-        self.high = self.high.max(self.high_min).min(self.high_max);
+        self.set_high(self.high.max(self.high_min).min(self.high_max));
         self.high
     }
 
@@ -320,7 +345,7 @@ impl PerCpuPages {
         };
         if hmin != hmax && !below_high {
             high = (high + batch).min(hmax);
-            self.high = high;
+            self.set_high(high);
         }
         if order == 0 {
             let max_nr_alloc = (high - self.count - base).max(base);
@@ -421,13 +446,13 @@ impl PerCpuPages {
         if free_high {
             // 6.7+ nr_pcp_high lowers `high`; 6.1's returns 0 and leaves it.
             if matches!(policy.free_high, FreeHigh::Current | FreeHigh::Batch) {
-                self.high = (high - (batch << policy.scale)).max(hmin);
+                self.set_high((high - (batch << policy.scale)).max(hmin));
             }
             return 0;
         }
         if reclaim_active {
             let fc = self.free_count.max(batch);
-            self.high = (high - fc).max(hmin);
+            self.set_high((high - fc).max(hmin));
             return (batch << 2).min(self.high);
         }
         if hmin == hmax {
@@ -435,12 +460,12 @@ impl PerCpuPages {
         }
         if below_high {
             let fc = self.free_count.max(batch);
-            self.high = (high - fc).max(hmin);
+            self.set_high((high - fc).max(hmin));
             return self.count.max(hmin);
         } else if self.count >= high {
             let need = self.free_count + batch;
             if self.high < need {
-                self.high = need.max(hmin).min(hmax);
+                self.set_high(need.max(hmin).min(hmax));
             }
         }
         high
@@ -484,9 +509,11 @@ impl PerCpuPages {
         let (hmin, batch) = (self.high_min, self.batch);
         let mut todo = false;
         if self.high > hmin {
-            self.high = (self.count - (batch << scale))
-                .max(self.high - (self.high >> 3))
-                .max(hmin);
+            self.set_high(
+                (self.count - (batch << scale))
+                    .max(self.high - (self.high >> 3))
+                    .max(hmin),
+            );
             if self.high > hmin {
                 todo = true;
             }

@@ -338,6 +338,7 @@ impl PcpSet {
         if self.cfg.high_mode == crate::config::HighMode::Fixed {
             pcp.high = pcp.high_min;
         }
+        pcp.sync_fast_high();
     }
 }
 

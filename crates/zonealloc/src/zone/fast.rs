@@ -158,9 +158,10 @@ impl<P: Platform> Zone<P> {
         pcp.count = count;
         m[idx as usize].set_state(FrameState::Allocated(Order::from_raw(order), mt));
         pcp.free_count >>= 1; // an allocation halves the free streak
-        pcp.stats.alloc_hits += 1;
-        pcp.allocs[os] += 1;
         slot.count_hint.store(count as u32, Ordering::Relaxed);
+        // Last, so that the copies' tails differ and each stays straight-line (no jump to a
+        // shared tail).
+        pcp.allocs[os] += 1; // `PcpStats::alloc_hits` is their sum less `miss_allocs`
         Some(Pfn(t.base() + idx as u64))
     }
 
@@ -259,9 +260,18 @@ impl<P: Platform> Zone<P> {
         }
         // nr_pcp_high with ZONE_RECLAIM_ACTIVE and ZONE_BELOW_HIGH clear and no free_high
         // returns `high` unchanged when `high` is within its bounds and the list stays
-        // below it: no drain.
-        let (high, count) = (pcp.high, pcp.count + (1 << order));
-        if high < pcp.high_min || high > pcp.high_max || count >= high {
+        // below it: no drain. `free_fast_high` is `high` when within its bounds, else 0.
+        debug_assert_eq!(
+            pcp.free_fast_high,
+            if (pcp.high_min..=pcp.high_max).contains(&pcp.high) {
+                pcp.high
+            } else {
+                0
+            },
+            "free_fast_high out of step with high"
+        );
+        let count = pcp.count + (1 << order);
+        if count >= pcp.free_fast_high {
             return None;
         }
         // note_free's free_high test, its count half (orders 1..=3): a free it may call
@@ -271,17 +281,18 @@ impl<P: Platform> Zone<P> {
         }
         // The double-free check: `Allocated(order, _)` → `Pcp(order)` in one
         // compare-and-swap, so exactly one of two racing frees wins. Any other state is
-        // bad input: the full path classifies it.
-        if !e.try_claim_allocated(o, FrameState::Pcp(o)) {
+        // bad input: the full path classifies it. (The block was most likely allocated as
+        // its pageblock's type: the swap expects that first.)
+        if !e.try_claim_allocated_as(o, mt, FrameState::Pcp(o)) {
             return None;
         }
         // The rest of put_head: a free halves the refill scale.
         pcp.alloc_factor >>= 1;
         pcp.lists[pi].push_head_entry(m, idx, e);
         pcp.count = count;
-        pcp.frees_by_order[os] += 1; // `PcpStats::frees` is their sum
         pcp.note_free_fast(o);
         slot.count_hint.store(count as u32, Ordering::Relaxed);
+        pcp.frees_by_order[os] += 1; // `PcpStats::frees` is their sum (last: as above)
         Some(())
     }
 }
@@ -353,7 +364,7 @@ mod tests {
             .collect();
         std::format!(
             "count {} high {} flags {:?} alloc_factor {} free_count {} stats {:?} allocs {:?} \
-             frees {:?} lists {:?}",
+             miss_allocs {} frees {:?} lists {:?}",
             p.count,
             p.high,
             p.flags,
@@ -361,6 +372,7 @@ mod tests {
             p.free_count,
             stats,
             p.allocs,
+            p.miss_allocs,
             p.frees_by_order,
             lists
         )
