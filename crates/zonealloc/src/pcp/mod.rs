@@ -130,6 +130,8 @@ pub(crate) enum DrainReason {
 pub(crate) struct PcpPolicy {
     /// The THP order with lists, if it is within the zone's max order.
     pub(crate) thp_order: Option<u8>,
+    /// `thp_order`, or `u8::MAX` (no order) without one: one compare for the hit paths.
+    pub(crate) thp_list_order: u8,
     /// `CONFIG_PCP_BATCH_SCALE_MAX`.
     pub(crate) scale: u8,
     pub(crate) free_high: FreeHigh,
@@ -596,6 +598,7 @@ mod tests {
 
     const POLICY: PcpPolicy = PcpPolicy {
         thp_order: Some(9),
+        thp_list_order: 9,
         scale: 5,
         free_high: FreeHigh::Current,
         free_scaling: FreeScaling::FreeCount,
@@ -608,6 +611,7 @@ mod tests {
     /// Debian 6.1.192's policy.
     const POLICY_61: PcpPolicy = PcpPolicy {
         thp_order: Some(9),
+        thp_list_order: 9,
         scale: 5,
         free_high: FreeHigh::FreeFactor,
         free_scaling: FreeScaling::FreeFactor,

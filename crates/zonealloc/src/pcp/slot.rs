@@ -238,10 +238,12 @@ impl PcpSet {
         if slots.get().is_empty() {
             cfg.enabled = false;
         }
+        let thp_order = cfg.thp_order.filter(|&t| t <= max_order);
         PcpSet {
             slots,
             policy: PcpPolicy {
-                thp_order: cfg.thp_order.filter(|&t| t <= max_order),
+                thp_order,
+                thp_list_order: thp_order.unwrap_or(u8::MAX),
                 scale: cfg.batch_scale_max,
                 free_high: cfg.free_high,
                 free_scaling: cfg.free_scaling,

@@ -104,7 +104,7 @@ impl<P: Platform> Zone<P> {
             self.pcp_alloc_order(0, mt, hz, slot, held)
         } else if order <= Order::COSTLY.get() {
             self.pcp_alloc_order(order, mt, hz, slot, held)
-        } else if self.pcp.policy.thp_order == Some(order) {
+        } else if order == self.pcp.policy.thp_list_order {
             // pcp_allowed_order: above COSTLY only the THP order has lists. The usual one
             // (2 MiB of 4 KiB pages) gets its constant too.
             if order == THP_ORDER_USUAL {
@@ -219,7 +219,7 @@ impl<P: Platform> Zone<P> {
             self.pcp_free_order(0, slot, held, m, idx, e, mt)
         } else if order <= Order::COSTLY.get() {
             self.pcp_free_order(order, slot, held, m, idx, e, mt)
-        } else if self.pcp.policy.thp_order == Some(order) {
+        } else if order == self.pcp.policy.thp_list_order {
             if order == THP_ORDER_USUAL {
                 self.pcp_free_order(THP_ORDER_USUAL, slot, held, m, idx, e, mt)
             } else {
