@@ -81,7 +81,7 @@
 //! # Memory ordering
 //! - The platform's lock must order like a mutex: acquiring it (`lock`, a successful
 //!   `try_lock`) is an `Acquire`, releasing it a `Release`, so a holder sees everything the
-//!   previous holder wrote (`lock_api`'s contract; [`RawSpinLock`] is a compare-and-swap with
+//!   previous holder wrote (`lock_api`'s contract; [`RawSpinLock`] is a test-and-set with
 //!   `Acquire` and a `Release` store).
 //! - The per-frame table is accessed with `Relaxed` atomics only; each frame's entry is
 //!   guarded by the lock of the list it is on (zone lock or a PCP lock) or by its owner while

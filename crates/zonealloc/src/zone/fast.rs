@@ -26,11 +26,12 @@
 //! # Cost
 //! `crates/zonealloc-icount` counts the pair in a program that calls each API from two places
 //! and checks it against `budget.toml` on every `cargo test` (figures there). Each operation
-//! pays the lock (a compare-and-swap and a release store), one byte of zone flags and one
+//! pays the lock (a test-and-set and a release store), one byte of zone flags and one
 //! `attention` word instead of the several reads the full path makes, and the list and
 //! counter updates the kernel makes; the allocation adds a precomputed watermark test, the
-//! free the double-free compare-and-swap and, at orders 1..=3, one compare that rules
-//! `free_high` out (`PerCpuPages::may_free_high`). The allocation touches the zone's mirror,
+//! free one compare with `high` (`PerCpuPages::free_fast_high`), the double-free
+//! compare-and-swap and, at orders 1..=3, one compare that rules `free_high` out
+//! (`PerCpuPages::may_free_high`). The allocation touches the zone's mirror,
 //! the CPU's slot and the frame's entry; the free the same (the entry carries its pageblock's
 //! type) plus the entry of the list's previous head, whose `prev` link it sets.
 //!
