@@ -12,9 +12,9 @@
 //!   (`CpuHandle::alloc` / `free`);
 //! - `zone_on_cpu`: `Zone::alloc_with(.., AllocRequest::new(mt).on_cpu(cpu))` /
 //!   `Zone::free_on(cpu, ..)`;
-//! - `zone`: `Zone::alloc` / `Zone::free`, which ask `sched_getcpu` for the CPU (under
-//!   valgrind, glibc cannot register `rseq` and `sched_getcpu` takes its slow path, so this
-//!   case counts about 30 instructions per call that a native run does not execute);
+//! - `zone`: `Zone::alloc` / `Zone::free`, which find the calling CPU (under valgrind glibc
+//!   has no rseq area, so this counts the per-thread CPU cache that `sched_getcpu` refreshes
+//!   every 64 calls; a native run reads rseq's `cpu_id`, a few instructions);
 //! - `buddy`: `Zone::alloc` / `Zone::free` on the same zone without per-CPU lists
 //!   (`ZoneConfig::without_pcp`): every pair splits a max-order block and merges it back;
 //! - `buddy_handle`: the same through a `CpuHandle` (the `buddy_only` case of

@@ -345,6 +345,14 @@ pub struct BenchArgs {
     /// Seed of the workloads' random choices.
     #[arg(long, default_value_t = 0x5eed)]
     pub seed: u64,
+    /// Do not count instructions per op under valgrind (counted by default where valgrind is
+    /// on PATH, except with --quick).
+    #[arg(long)]
+    pub no_icount: bool,
+    /// Internal: run OPS ops of the one --workload on the one --peer on one thread and exit
+    /// (what the instruction count runs under callgrind).
+    #[arg(long, value_name = "OPS", hide = true)]
+    pub icount_child: Option<u64>,
 }
 
 /// `--pool-pages`: a power of two in `1024..=2^20`.

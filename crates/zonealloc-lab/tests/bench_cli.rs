@@ -115,7 +115,7 @@ fn zonealloc_always_runs_and_the_table_names_the_machine() {
     assert!(out.contains("- Load average (1 min): "), "{out}");
     assert!(
         out.contains(
-            "| workload | threads | peer | ops/s | ns/op | CPU ns/op | pages/s | ratio | CPU ratio | note |"
+            "| workload | threads | peer | ops/s | ns/op | instr/op | CPU ns/op | pages/s | ratio | CPU ratio | note |"
         ),
         "{out}"
     );
@@ -158,4 +158,55 @@ fn more_threads_than_cores_are_flagged() {
     let out = stdout(&o);
     let flag = format!("oversubscribed: {n} threads > {cores} cores");
     assert_eq!(out.matches(&flag).count(), 2, "{out}");
+}
+
+/// Without `--quick`, a single-thread row gets an instruction count where valgrind is on
+/// `PATH` (callgrind counts, so two runs agree), `n/a` without; a multi-thread row never
+/// gets one.
+#[test]
+fn single_thread_rows_count_instructions_where_valgrind_is_present() {
+    let has_valgrind = std::process::Command::new("valgrind")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let args = [
+        "bench",
+        "--workload",
+        "pair1,local",
+        "--peer",
+        "zonealloc",
+        "--threads",
+        "2",
+        "--ops",
+        "256",
+        "--repetitions",
+        "1",
+        "--pool-pages",
+        "4096",
+        "--json",
+    ];
+    let instr = |o: &std::process::Output| -> Vec<Value> {
+        assert!(o.status.success(), "{}", stderr(o));
+        let v: Value = serde_json::from_str(&stdout(o)).expect("JSON");
+        v["cells"]
+            .as_array()
+            .expect("cells")
+            .iter()
+            .map(|c| c["instructions_per_op"].clone())
+            .collect()
+    };
+    let first = instr(&zonealloc(&args));
+    assert_eq!(first.len(), 2, "{first:?}");
+    assert!(first[1].is_null(), "a multi-thread row: {first:?}");
+    if has_valgrind {
+        let n = first[0]["Ok"].as_f64().expect("a count");
+        assert!(n > 50.0 && n < 5000.0, "{n}");
+        let again = instr(&zonealloc(&args))[0]["Ok"].as_f64().expect("a count");
+        assert!(
+            (again - n).abs() <= n / 100.0,
+            "callgrind counts: {n} then {again}"
+        );
+    } else {
+        assert!(first[0].is_null(), "{first:?}");
+    }
 }

@@ -13,8 +13,10 @@
 use crate::check::{check_fail, CheckError};
 use crate::meta::{FrameMeta, FrameState, FrameTable, NIL};
 
-/// Head of a frame list: the first and last frame indices, [`NIL`] when empty.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Head of a frame list: the first and last frame indices. An empty list has `head` [`NIL`]
+/// and any `tail` (popping the last member leaves it stale: one store fewer per allocation);
+/// `tail` counts only while `head` is not `NIL`.
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct FrameList {
     head: u32,
     tail: u32,
@@ -48,7 +50,7 @@ impl FrameList {
     /// Last frame (`list_last_entry`).
     #[inline]
     pub(crate) fn last(&self) -> Option<u32> {
-        (self.tail != NIL).then_some(self.tail)
+        (self.head != NIL).then_some(self.tail)
     }
 
     /// Unlinks and returns the first frame (`list_first_entry` + `list_del`). The frame's own
@@ -62,12 +64,16 @@ impl FrameList {
     /// [`FrameList::pop_head`] over the table's entries.
     #[inline(always)]
     pub(crate) fn pop_head_in(&mut self, m: &[FrameMeta]) -> Option<u32> {
-        let idx = self.first()?;
-        let next = m[idx as usize].next();
-        self.head = next;
-        if next == NIL {
-            self.tail = NIL;
-        }
+        let idx = self.head;
+        // One test for "empty" and for the table's bounds: `NIL` is past the end of every
+        // table (indices are `u32`, `NIL` is `u32::MAX`).
+        debug_assert!(
+            idx == NIL || (idx as usize) < m.len(),
+            "list head out of the table"
+        );
+        let e = m.get(idx as usize)?;
+        // Emptied, the list keeps a stale `tail` (see the struct).
+        self.head = e.next();
         Some(idx)
     }
 
@@ -87,10 +93,14 @@ impl FrameList {
     #[inline(always)]
     pub(crate) fn push_head_entry(&mut self, m: &[FrameMeta], idx: u32, e: &FrameMeta) {
         e.set_next(self.head); // `prev` of the head is unspecified
-        if self.head == NIL {
-            self.tail = idx;
-        } else {
-            m[self.head as usize].set_prev(idx);
+                               // As in `pop_head_in`: one test for "empty" and for the bounds.
+        debug_assert!(
+            self.head == NIL || (self.head as usize) < m.len(),
+            "list head out of the table"
+        );
+        match m.get(self.head as usize) {
+            Some(head) => head.set_prev(idx),
+            None => self.tail = idx,
         }
         self.head = idx;
     }
@@ -99,10 +109,11 @@ impl FrameList {
     #[inline]
     pub(crate) fn push_tail(&mut self, t: &FrameTable, idx: u32) {
         t.set_next(idx, NIL);
-        t.set_prev(idx, self.tail);
-        if self.tail == NIL {
+        if self.head == NIL {
+            t.set_prev(idx, NIL);
             self.head = idx;
         } else {
+            t.set_prev(idx, self.tail);
             t.set_next(self.tail, idx);
         }
         self.tail = idx;
@@ -113,11 +124,9 @@ impl FrameList {
     pub(crate) fn unlink(&mut self, t: &FrameTable, idx: u32) {
         let next = t.next(idx);
         if self.head == idx {
-            // The new head's `prev` is unspecified: nothing to write there.
+            // The new head's `prev` is unspecified: nothing to write there (nor to `tail`
+            // when the list empties).
             self.head = next;
-            if next == NIL {
-                self.tail = NIL;
-            }
         } else {
             let prev = t.prev(idx);
             t.set_next(prev, next);
@@ -164,7 +173,7 @@ impl FrameList {
             each(idx)?;
             prev = idx;
         }
-        if self.tail != prev {
+        if prev != NIL && self.tail != prev {
             return Err(check_fail(
                 id,
                 None,

@@ -198,6 +198,30 @@ impl FrameMeta {
             .is_ok()
     }
 
+    /// [`FrameMeta::try_claim_allocated`] for the free hit path. `guess` is the migratetype
+    /// the block was most likely allocated as (its pageblock's): the first compare-and-swap
+    /// expects `Allocated(order, guess)`, so that the usual free needs no load and mask
+    /// first; when the state differs, the value it found is tested as before and swapped
+    /// once more. Succeeds exactly when `try_claim_allocated` would.
+    #[inline(always)]
+    pub(crate) fn try_claim_allocated_as(
+        &self,
+        order: Order,
+        guess: MigrateType,
+        to: FrameState,
+    ) -> bool {
+        let (r, to) = (Ordering::Relaxed, to.encode());
+        let guessed = FrameState::Allocated(order, guess).encode();
+        match self.state.compare_exchange(guessed, to, r, r) {
+            Ok(_) => true,
+            Err(cur) => {
+                let want = (KIND_ALLOCATED << KIND_SHIFT) | order.get() as u16;
+                cur & !(0x7 << MT_SHIFT) == want
+                    && self.state.compare_exchange(cur, to, r, r).is_ok()
+            }
+        }
+    }
+
     fn reset(&self) {
         self.next.store(0, Ordering::Relaxed);
         self.prev.store(0, Ordering::Relaxed);
@@ -495,6 +519,44 @@ mod tests {
             FrameState::Allocated(Order::of::<20>(), MigrateType::Movable),
         ] {
             assert_eq!(FrameState::decode(s.encode()), s);
+        }
+    }
+
+    /// The guessed claim succeeds exactly where the plain one does, whatever the guess, and
+    /// leaves the same state.
+    #[cfg(all(feature = "std", not(loom)))]
+    #[test]
+    fn a_guessed_claim_matches_the_plain_one() {
+        let (o, o2) = (Order::of::<0>(), Order::of::<3>());
+        let mts = [
+            MigrateType::Unmovable,
+            MigrateType::Movable,
+            MigrateType::Reclaimable,
+        ];
+        let mut states = std::vec![
+            FrameState::Absent,
+            FrameState::Tail,
+            FrameState::Buddy(o),
+            FrameState::Pcp(o),
+            FrameState::Allocated(o2, MigrateType::Movable),
+        ];
+        states.extend(mts.iter().map(|&mt| FrameState::Allocated(o, mt)));
+        for s in states {
+            for guess in mts {
+                let (a, b) = (FrameMeta::new(), FrameMeta::new());
+                a.state.store(s.encode(), Ordering::Relaxed);
+                b.state.store(s.encode(), Ordering::Relaxed);
+                let to = FrameState::Pcp(o);
+                assert_eq!(
+                    a.try_claim_allocated_as(o, guess, to),
+                    b.try_claim_allocated(o, to),
+                    "{s:?} guess {guess:?}"
+                );
+                assert_eq!(
+                    a.state.load(Ordering::Relaxed),
+                    b.state.load(Ordering::Relaxed)
+                );
+            }
         }
     }
 

@@ -20,8 +20,10 @@
 //! `Zone::alloc_with(.on_cpu)`, from 119 and 122; `crates/zonealloc-icount`).
 //!
 //! # The default platforms
-//! - [`StdPlatform`] (feature `std`, the default): the CPU from `sched_getcpu` (a per-thread
-//!   slot elsewhere), [`RawSpinLock`], `std::time::Instant`.
+//! - [`StdPlatform`] (feature `std`, the default): the CPU from glibc's rseq area (one load
+//!   off the thread pointer, Linux x86-64 and aarch64), else a per-thread CPU refreshed from
+//!   `sched_getcpu` every 64 calls (a round-robin per-thread slot where there is none),
+//!   [`RawSpinLock`], `std::time::Instant`.
 //! - [`SingleCpu`] (always available; the default without `std`): CPU 0 for every caller,
 //!   [`RawSpinLock`], no clock. Correct on any number of CPUs (the locks, not the CPU id,
 //!   make the allocator safe), but every CPU then shares CPU 0's lists, one contended list.
@@ -79,7 +81,7 @@
 //! # Memory ordering
 //! - The platform's lock must order like a mutex: acquiring it (`lock`, a successful
 //!   `try_lock`) is an `Acquire`, releasing it a `Release`, so a holder sees everything the
-//!   previous holder wrote (`lock_api`'s contract; [`RawSpinLock`] is a compare-and-swap with
+//!   previous holder wrote (`lock_api`'s contract; [`RawSpinLock`] is a test-and-set with
 //!   `Acquire` and a `Release` store).
 //! - The per-frame table is accessed with `Relaxed` atomics only; each frame's entry is
 //!   guarded by the lock of the list it is on (zone lock or a PCP lock) or by its owner while
@@ -120,9 +122,11 @@ pub trait Platform: 'static {
     }
 }
 
-/// The platform of a hosted build (feature `std`): `sched_getcpu` on Linux (a per-thread slot
-/// handed out round-robin elsewhere), [`RawSpinLock`] (which yields the thread after spinning
-/// a while) and `std::time::Instant`. Under loom, CPU 0 and no clock.
+/// The platform of a hosted build (feature `std`): the CPU from rseq's `cpu_id` on Linux
+/// with glibc 2.35+ (x86-64, aarch64), else a per-thread CPU refreshed from `sched_getcpu`
+/// every 64 calls (a per-thread slot handed out round-robin where that cannot answer),
+/// [`RawSpinLock`] (which yields the thread after spinning a while) and
+/// `std::time::Instant`. Under loom, CPU 0 and no clock.
 #[cfg(feature = "std")]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct StdPlatform;

@@ -93,22 +93,25 @@ mod loom_lock {
 }
 
 /// The kernel's `spinlock_t`, and the raw lock of the default platforms: `try_lock` is one
-/// compare-and-swap (`Acquire`) and unlock one `Release` store, the cheapest lock there is when
-/// it is rarely contended. The blocking `lock` spins, and under `std` yields the thread every
-/// 64 failed attempts, since a user-space holder can be preempted. It does not touch
+/// test-and-set of bit 0 (`fetch_or`, `Acquire`; one `lock bts` on x86-64, where a
+/// compare-and-swap needs its expected value set up first) and unlock one `Release` store,
+/// the cheapest lock there is when it is rarely contended. The blocking `lock` spins reading
+/// the word until it looks free before it tries again, and under `std` yields the thread
+/// every 64 failed attempts, since a user-space holder can be preempted. It does not touch
 /// interrupts: a kernel whose interrupt handlers allocate gives the zone lock an IRQ-saving
 /// lock of its own through [`Platform::RawMutex`](crate::platform::Platform::RawMutex) (see
 /// the interrupt rule in [`platform`](crate::platform)).
 #[derive(Debug)]
 pub struct RawSpinLock {
-    locked: core::sync::atomic::AtomicBool,
+    /// Bit 0: held. (A word, not a byte: x86-64 has no bit test-and-set of a byte.)
+    locked: core::sync::atomic::AtomicU32,
 }
 
 impl RawSpinLock {
     /// An unlocked lock.
     pub const fn new() -> RawSpinLock {
         RawSpinLock {
-            locked: core::sync::atomic::AtomicBool::new(false),
+            locked: core::sync::atomic::AtomicU32::new(0),
         }
     }
 }
@@ -119,9 +122,9 @@ impl Default for RawSpinLock {
     }
 }
 
-// SAFETY: a lock is held from a successful compare-and-swap of `locked` from false to true
-// until `unlock` stores false, so at most one holder at a time; the `Acquire` of the
-// successful swap pairs with the `Release` store of the previous holder's unlock, so the
+// SAFETY: a lock is held from a `try_lock` whose `fetch_or` found bit 0 of `locked` clear
+// (and set it) until `unlock` stores 0, so at most one holder at a time (a `fetch_or` that
+// finds the bit set changes nothing); the `Acquire` of the successful `fetch_or` pairs with the `Release` store of the previous holder's unlock, so the
 // holder sees every write of the previous holder. `unlock` is called only by the holder
 // (`lock_api`'s contract).
 #[allow(unsafe_code)]
@@ -133,11 +136,17 @@ unsafe impl lock_api::RawMutex for RawSpinLock {
     fn lock(&self) {
         let mut spins = 0u32;
         while !self.try_lock() {
-            spins = spins.wrapping_add(1);
-            if spins % 64 == 0 {
-                relax_hard();
-            } else {
-                core::hint::spin_loop();
+            // Test before the next test-and-set: waiters read the word, they do not write it.
+            loop {
+                spins = spins.wrapping_add(1);
+                if spins % 64 == 0 {
+                    relax_hard();
+                } else {
+                    core::hint::spin_loop();
+                }
+                if !self.is_locked() {
+                    break;
+                }
             }
         }
     }
@@ -145,24 +154,19 @@ unsafe impl lock_api::RawMutex for RawSpinLock {
     #[inline(always)]
     fn try_lock(&self) -> bool {
         self.locked
-            .compare_exchange(
-                false,
-                true,
-                core::sync::atomic::Ordering::Acquire,
-                core::sync::atomic::Ordering::Relaxed,
-            )
-            .is_ok()
+            .fetch_or(1, core::sync::atomic::Ordering::Acquire)
+            & 1
+            == 0
     }
 
     #[inline(always)]
     unsafe fn unlock(&self) {
-        self.locked
-            .store(false, core::sync::atomic::Ordering::Release);
+        self.locked.store(0, core::sync::atomic::Ordering::Release);
     }
 
     #[inline]
     fn is_locked(&self) -> bool {
-        self.locked.load(core::sync::atomic::Ordering::Relaxed)
+        self.locked.load(core::sync::atomic::Ordering::Relaxed) & 1 != 0
     }
 }
 
@@ -252,41 +256,19 @@ pub(crate) fn relax_hard() {
     core::hint::spin_loop();
 }
 
-/// The CPU the calling thread runs on (`smp_processor_id`), from `sched_getcpu` under `std` on
-/// Linux, else a per-thread slot handed out round-robin. Callers reduce it modulo their CPU
-/// count. The answer may be stale by the time it is used (the thread can migrate); that is
-/// harmless because the PCP lock, not the CPU id, guards the lists.
+/// The CPU the calling thread runs on (`smp_processor_id`): see [`cpu`].
 #[cfg(all(feature = "std", not(loom)))]
-#[inline]
-pub(crate) fn current_cpu() -> u32 {
-    #[cfg(all(target_os = "linux", not(miri)))]
-    {
-        // SAFETY: sched_getcpu takes no arguments, touches no caller memory and only returns
-        // an int (-1 on error).
-        #[allow(unsafe_code)]
-        let c = unsafe { libc::sched_getcpu() };
-        if c >= 0 {
-            return c as u32;
-        }
-    }
-    thread_slot()
-}
+pub(crate) use cpu::current_cpu;
+
+#[cfg(all(feature = "std", not(loom)))]
+#[allow(unsafe_code)]
+mod cpu;
 
 /// Under loom there is no way to ask: CPU 0, unless the caller says. (Without `std` the
 /// platform answers: `platform::SingleCpu` or the embedder's.)
 #[cfg(all(feature = "std", loom))]
 pub(crate) fn current_cpu() -> u32 {
     0
-}
-
-#[cfg(all(feature = "std", not(loom)))]
-fn thread_slot() -> u32 {
-    use core::sync::atomic::AtomicU32 as StdAtomicU32;
-    static NEXT: StdAtomicU32 = StdAtomicU32::new(0);
-    std::thread_local! {
-        static SLOT: u32 = NEXT.fetch_add(1, Ordering::Relaxed);
-    }
-    SLOT.with(|s| *s)
 }
 
 /// A number unique to the calling thread (from 1), or 0 where threads cannot be told apart

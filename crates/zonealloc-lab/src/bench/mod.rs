@@ -10,7 +10,8 @@
 //!   producer and a consumer, random orders and lifetimes at 80% occupancy;
 //! - [`runner`]: warm-up and calibration, repetitions, the median, the conservation check;
 //!   `threads` starts a repetition's threads together and times and counts each;
-//! - [`report`]: the table (markdown), its legend and the JSON document.
+//! - [`report`]: the table (markdown), its legend and the JSON document;
+//! - [`icount`]: instructions per op of the single-thread rows, under valgrind's callgrind.
 //!
 //! A run is a list of *cells*, one per workload, thread count and peer, in that order.
 //! Single-thread workloads run once whatever `--threads` says. Every cell starts from a
@@ -19,6 +20,7 @@
 //!
 //! The criterion bench `benches/peers.rs` runs the same workloads through the same adapters.
 
+pub mod icount;
 pub mod peers;
 pub mod report;
 pub mod runner;
@@ -46,6 +48,9 @@ pub struct BenchOpts {
     pub plan: Plan,
     /// `--quick`: tiny sizes for tests and smoke runs.
     pub quick: bool,
+    /// Count instructions per op of the single-thread rows under callgrind (valgrind is on
+    /// `PATH`, and neither `--quick` nor `--no-icount` was given).
+    pub icount: bool,
 }
 
 impl BenchOpts {
@@ -123,6 +128,16 @@ pub fn run(
         } else {
             Outcome::Skipped("not in this build (feature `mimalloc` off)".into())
         };
+        let instructions_per_op =
+            (opts.icount && icount::counted(wl) && matches!(outcome, Outcome::Measured { .. }))
+                .then(|| {
+                    progress(
+                        i,
+                        todo.len(),
+                        &format!("{} {} under callgrind", wl.name(), peer.name()),
+                    );
+                    icount::instructions_per_op(peer, wl, &opts.plan)
+                });
         done.push(Cell {
             workload: wl,
             peer,
@@ -131,6 +146,7 @@ pub fn run(
             outcome,
             ratio: None,
             cpu_ratio: None,
+            instructions_per_op,
         });
     }
     progress(todo.len(), todo.len(), "done");
@@ -197,6 +213,7 @@ mod tests {
                 seed: 0,
             },
             quick: true,
+            icount: false,
         };
         o.normalize();
         assert_eq!(o.peers, [Peer::Zonealloc, Peer::Mmap]);
@@ -223,6 +240,7 @@ mod tests {
                 seed: 0,
             },
             quick: true,
+            icount: false,
         };
         o.normalize();
         let (c, skipped) = cells(&o);

@@ -53,6 +53,10 @@ pub struct Cell {
     pub ratio: Option<f64>,
     /// The same with CPU ns/op.
     pub cpu_ratio: Option<f64>,
+    /// Instructions per op under callgrind (see [`icount`](super::icount)), or why there is
+    /// no count; `None` where none was asked for (a multi-thread row, `--quick`,
+    /// `--no-icount`, valgrind not on `PATH`).
+    pub instructions_per_op: Option<Result<f64, String>>,
 }
 
 impl Cell {
@@ -207,7 +211,19 @@ impl BenchReport {
             "- An op is one allocation and its free. ops/s counts all threads; ns/op is \
              1e9 / (ops/s), wall clock; CPU ns/op is the threads' CPU time per op, summed \
              over threads (it leaves out waiting for a core, and sleeping); ratio = \
-             {RATIO_DEFINITION}.\n"
+             {RATIO_DEFINITION}."
+        )?;
+        writeln!(
+            out,
+            "- instr/op: {}\n",
+            if o.icount {
+                "instructions per op of the single-thread rows under valgrind's callgrind \
+                 (two runs of the row's workload, 10000 and 20000 ops: the difference of \
+                 their totals over the difference of their ops; the whole op through the \
+                 peer's adapter, user space only), exact and independent of the load"
+            } else {
+                "n/a: not counted (valgrind not on PATH, --quick or --no-icount)"
+            }
         )?;
         let header: Vec<String> = [
             "workload",
@@ -215,6 +231,7 @@ impl BenchReport {
             "peer",
             "ops/s",
             "ns/op",
+            "instr/op",
             "CPU ns/op",
             "pages/s",
             "ratio",
@@ -224,7 +241,7 @@ impl BenchReport {
         .map(String::from)
         .to_vec();
         let (l, r) = (Align::Left, Align::Right);
-        let align = [l, r, l, r, r, r, r, r, r, l];
+        let align = [l, r, l, r, r, r, r, r, r, r, l];
         let mut rows = Vec::new();
         for c in &self.cells {
             let mut notes = Vec::new();
@@ -267,12 +284,21 @@ impl BenchReport {
             };
             let ratio = c.ratio.map_or_else(|| "-".into(), fmt_ratio);
             let cpu_ratio = c.cpu_ratio.map_or_else(|| "-".into(), fmt_ratio);
+            let instr = match &c.instructions_per_op {
+                Some(Ok(n)) => format!("{n:.0}"),
+                Some(Err(why)) => {
+                    notes.push(format!("no instruction count: {why}"));
+                    "n/a".into()
+                }
+                None => "n/a".into(),
+            };
             rows.push(vec![
                 c.workload.name().to_owned(),
                 c.threads.to_string(),
                 c.peer.name().to_owned(),
                 ops_s,
                 ns,
+                instr,
                 cpu,
                 pages,
                 ratio,
@@ -427,6 +453,7 @@ mod tests {
             outcome,
             ratio: None,
             cpu_ratio: None,
+            instructions_per_op: None,
         };
         let opts = BenchOpts {
             workloads: vec![Workload::Pair0, Workload::Local],
@@ -439,6 +466,7 @@ mod tests {
                 seed: 1,
             },
             quick: false,
+            icount: false,
         };
         BenchReport::new(
             "zonealloc bench".into(),
@@ -450,8 +478,14 @@ mod tests {
             },
             opts,
             vec![
-                cell(Workload::Pair0, Peer::Zonealloc, 1, measured(20.0)),
-                cell(Workload::Pair0, Peer::Mmap, 1, measured(1500.0)),
+                Cell {
+                    instructions_per_op: Some(Ok(123.4)),
+                    ..cell(Workload::Pair0, Peer::Zonealloc, 1, measured(20.0))
+                },
+                Cell {
+                    instructions_per_op: Some(Err("valgrind failed".into())),
+                    ..cell(Workload::Pair0, Peer::Mmap, 1, measured(1500.0))
+                },
                 cell(Workload::Local, Peer::Zonealloc, 4, measured(10.0)),
                 cell(
                     Workload::Local,
@@ -477,11 +511,18 @@ mod tests {
     fn table_rows_show_rates_ratios_and_flags() {
         let md = report().render();
         assert!(
-            md.contains("| pair0 | 1 | mmap | 667 k | 1500 | 750 | 667 k | 75.0 | 75.0 |  |"),
+            md.contains(
+                "| pair0 | 1 | mmap | 667 k | 1500 | n/a | 750 | 667 k | 75.0 | 75.0 | no \
+                 instruction count: valgrind failed |"
+            ),
             "{md}"
         );
+        assert!(md.contains(
+            "| pair0 | 1 | zonealloc | 50.0 M | 20.0 | 123 | 10.0 | 50.0 M | 1.00 | 1.00 |"
+        ));
         assert!(
-            md.contains("| pair0 | 1 | zonealloc | 50.0 M | 20.0 | 10.0 | 50.0 M | 1.00 | 1.00 |")
+            md.contains("| local | 4 | zonealloc | 100 M | 10.0 | n/a |"),
+            "{md}"
         );
         assert!(md.contains("oversubscribed: 4 threads > 2 cores"), "{md}");
         assert!(md.contains("FAILED: a \\| b"), "{md}");

@@ -55,6 +55,7 @@ fn bench_opts(args: &BenchArgs, cores: usize) -> Result<BenchOpts, String> {
             seed: args.seed,
         },
         quick: args.quick,
+        icount: !args.quick && !args.no_icount && bench::icount::valgrind_available(),
     };
     opts.normalize();
     Ok(opts)
@@ -63,6 +64,9 @@ fn bench_opts(args: &BenchArgs, cores: usize) -> Result<BenchOpts, String> {
 /// Runs the bench and prints its table (or JSON); a failed cell fails the command after
 /// the table is printed.
 pub fn bench(args: &BenchArgs) -> Result<(), Exit> {
+    if let Some(ops) = args.icount_child {
+        return icount_child(args, ops);
+    }
     let machine = machine::Machine::detect();
     let opts = bench_opts(args, machine.logical_cores).map_err(Exit::Usage)?;
     let bar = ProgressBar::with_draw_target(
@@ -116,4 +120,15 @@ pub fn bench(args: &BenchArgs) -> Result<(), Exit> {
     } else {
         Err(Exit::Reported)
     }
+}
+
+/// `--icount-child OPS`: one workload on one peer, nothing printed (see `bench::icount`).
+fn icount_child(args: &BenchArgs, ops: u64) -> Result<(), Exit> {
+    let (&[wl], &[peer]) = (args.workloads.as_slice(), args.peers.as_slice()) else {
+        return Err(Exit::Usage(
+            "--icount-child needs exactly one --workload and one --peer".into(),
+        ));
+    };
+    let pool = args.pool_pages.unwrap_or(65536);
+    bench::icount::run_child(peer, wl, ops, pool, args.seed).map_err(Exit::Failure)
 }

@@ -130,6 +130,8 @@ pub(crate) enum DrainReason {
 pub(crate) struct PcpPolicy {
     /// The THP order with lists, if it is within the zone's max order.
     pub(crate) thp_order: Option<u8>,
+    /// `thp_order`, or `u8::MAX` (no order) without one: one compare for the hit paths.
+    pub(crate) thp_list_order: u8,
     /// `CONFIG_PCP_BATCH_SCALE_MAX`.
     pub(crate) scale: u8,
     pub(crate) free_high: FreeHigh,
@@ -208,6 +210,9 @@ pub(crate) struct PerCpuPages {
     /// Allocations served per PCP order slot (orders 0..=3, then the THP order; added into
     /// the zone's per-order counts).
     pub(crate) allocs: [u64; PCP_ORDER_SLOTS],
+    /// Allocations that refilled their list first (`PcpStats::alloc_hits` is the sum of
+    /// `allocs` less these, filled in by a snapshot, so that a hit counts once).
+    pub(crate) miss_allocs: u64,
     /// Frees taken per PCP order slot (their sum is `PcpStats::frees`, which a snapshot fills
     /// in, so that a free counts once).
     pub(crate) frees_by_order: [u64; PCP_ORDER_SLOTS],
@@ -219,6 +224,17 @@ pub(crate) struct PerCpuPages {
     /// `batch << CONFIG_PCP_BATCH_SCALE_MAX`, where `free_count` stops growing; set with
     /// `batch` by `PcpSet::refresh_locked` (for the order-0 free hit path).
     pub(crate) free_count_max: i32,
+    /// The least `free_count` at which a free of order 1..=3 may be `free_high`
+    /// ([`PerCpuPages::free_high`]'s count test, streak aside): `i32::MAX` when the policy
+    /// has none. Set with `batch` and `high_min` by `PcpSet::refresh_locked` (for the hit
+    /// paths' [`PerCpuPages::may_free_high`]).
+    pub(crate) free_high_min: i32,
+    /// `high` while it lies within `high_min..=high_max`, else 0: the free hit path takes a
+    /// block only while the count after it stays below this, so one comparison stands for
+    /// nr_pcp_high's clamp and its `count >= high` test. Kept in step with `high`,
+    /// `high_min` and `high_max` by [`PerCpuPages::set_high`] and `PcpSet::refresh`, the
+    /// only places they change.
+    pub(crate) free_fast_high: i32,
 }
 
 impl PerCpuPages {
@@ -236,16 +252,33 @@ impl PerCpuPages {
             lists: [FrameList::new(); NR_PCP_LISTS],
             stats: PcpStats::ZERO,
             allocs: [0; PCP_ORDER_SLOTS],
+            miss_allocs: 0,
             frees_by_order: [0; PCP_ORDER_SLOTS],
             params_gen: 0,
             attention_seen: u32::MAX,
             free_count_max: 0,
+            free_high_min: 0,
+            free_fast_high: 0,
         }
+    }
+
+    /// Sets `high` (and the hit path's copy of it, `free_fast_high`).
+    #[inline]
+    pub(crate) fn set_high(&mut self, high: i32) {
+        self.high = high;
+        self.sync_fast_high();
+    }
+
+    /// Recomputes `free_fast_high` from `high`, `high_min` and `high_max`.
+    #[inline]
+    pub(crate) fn sync_fast_high(&mut self) {
+        let within = self.high >= self.high_min && self.high <= self.high_max;
+        self.free_fast_high = if within { self.high } else { 0 };
     }
 
     #[inline]
     fn clamp_high(&mut self) -> i32 {
-        self.high = self.high.max(self.high_min).min(self.high_max);
+        self.set_high(self.high.max(self.high_min).min(self.high_max));
         self.high
     }
 
@@ -314,7 +347,7 @@ impl PerCpuPages {
         };
         if hmin != hmax && !below_high {
             high = (high + batch).min(hmax);
-            self.high = high;
+            self.set_high(high);
         }
         if order == 0 {
             let max_nr_alloc = (high - self.count - base).max(base);
@@ -333,36 +366,68 @@ impl PerCpuPages {
     /// `free_high` and `free_count`. Returns `free_high`.
     #[inline]
     pub(crate) fn note_free(&mut self, order: Order, policy: &PcpPolicy) -> bool {
-        let order = order.get();
-        let batch = self.batch;
-        let mut free_high = false;
-        if (1..=3).contains(&order) {
-            let streak = || {
-                self.flags.contains(PcpFlags::PREV_FREE_HIGH_ORDER)
-                    && (!self.flags.contains(PcpFlags::FREE_HIGH_BATCH) || self.count >= batch)
-            };
-            free_high = match policy.free_high {
-                FreeHigh::Off => false,
-                FreeHigh::Original => self.free_count > 0,
-                // 6.1 free_unref_page_commit: `pcp->free_factor && order && order <= 3`
-                // (`free_count` holds `free_factor` under FreeScaling::FreeFactor).
-                FreeHigh::FreeFactor => self.free_count != 0,
-                // 6.12 free_unref_page_commit.
-                FreeHigh::Batch => self.free_count >= batch && streak(),
-                // 7.2 free_frozen_page_commit.
-                FreeHigh::Current => self.free_count >= batch + self.high_min / 2 && streak(),
-            };
-            self.flags.insert(PcpFlags::PREV_FREE_HIGH_ORDER);
-        } else {
-            self.flags.remove(PcpFlags::PREV_FREE_HIGH_ORDER);
-        }
+        let free_high = self.free_high(order, policy);
+        self.note_high_order(order);
         // 6.1 counts drains in `free_factor` (nr_pcp_free), not frees.
         if policy.free_scaling == FreeScaling::FreeCount
-            && self.free_count < (batch << policy.scale)
+            && self.free_count < (self.batch << policy.scale)
         {
-            self.free_count += 1 << order;
+            self.free_count += 1 << order.get();
         }
         free_high
+    }
+
+    /// `free_high` of `free_frozen_page_commit` for a free of `order` whose block is already
+    /// counted, before [`PerCpuPages::note_free`] updates anything: the pure half of it.
+    #[inline]
+    pub(crate) fn free_high(&self, order: Order, policy: &PcpPolicy) -> bool {
+        if !(1..=3).contains(&order.get()) {
+            return false;
+        }
+        let batch = self.batch;
+        let streak = || {
+            self.flags.contains(PcpFlags::PREV_FREE_HIGH_ORDER)
+                && (!self.flags.contains(PcpFlags::FREE_HIGH_BATCH) || self.count >= batch)
+        };
+        // The count tests below are the ones `free_high_min` precomputes.
+        match policy.free_high {
+            FreeHigh::Off => false,
+            FreeHigh::Original => self.free_count > 0,
+            // 6.1 free_unref_page_commit: `pcp->free_factor && order && order <= 3`
+            // (`free_count` holds `free_factor` under FreeScaling::FreeFactor).
+            FreeHigh::FreeFactor => self.free_count != 0,
+            // 6.12 free_unref_page_commit.
+            FreeHigh::Batch => self.free_count >= batch && streak(),
+            // 7.2 free_frozen_page_commit.
+            FreeHigh::Current => self.free_count >= batch + self.high_min / 2 && streak(),
+        }
+    }
+
+    /// `PCPF_PREV_FREE_HIGH_ORDER` after a free of `order`: set by orders 1..=3, cleared by
+    /// the others.
+    #[inline(always)]
+    fn note_high_order(&mut self, order: Order) {
+        let high_order = (1..=3).contains(&order.get());
+        self.flags.set(PcpFlags::PREV_FREE_HIGH_ORDER, high_order);
+    }
+
+    /// The hit path's test for [`PerCpuPages::free_high`], without the streak: `false` means
+    /// this free of `order` is certainly not a `free_high` one; `true` that it may be (the
+    /// full path decides). Needs the parameters `refresh_locked` copied in (`free_high_min`).
+    /// The comparison is unsigned, so a negative `free_count` (which no rule makes) says "may".
+    #[inline(always)]
+    pub(crate) fn may_free_high(&self, order: Order) -> bool {
+        (1..=3).contains(&order.get()) && self.free_count as u32 >= self.free_high_min as u32
+    }
+
+    /// [`PerCpuPages::note_free`] for a free that [`PerCpuPages::may_free_high`] cleared, with
+    /// `free_count_max` for the policy's limit (the parameters `refresh_locked` copied in).
+    #[inline(always)]
+    pub(crate) fn note_free_fast(&mut self, order: Order) {
+        self.note_high_order(order);
+        if self.free_count < self.free_count_max {
+            self.free_count += 1 << order.get();
+        }
     }
 
     /// `nr_pcp_high`: the effective high mark for this free; adapts `self.high`.
@@ -383,13 +448,13 @@ impl PerCpuPages {
         if free_high {
             // 6.7+ nr_pcp_high lowers `high`; 6.1's returns 0 and leaves it.
             if matches!(policy.free_high, FreeHigh::Current | FreeHigh::Batch) {
-                self.high = (high - (batch << policy.scale)).max(hmin);
+                self.set_high((high - (batch << policy.scale)).max(hmin));
             }
             return 0;
         }
         if reclaim_active {
             let fc = self.free_count.max(batch);
-            self.high = (high - fc).max(hmin);
+            self.set_high((high - fc).max(hmin));
             return (batch << 2).min(self.high);
         }
         if hmin == hmax {
@@ -397,12 +462,12 @@ impl PerCpuPages {
         }
         if below_high {
             let fc = self.free_count.max(batch);
-            self.high = (high - fc).max(hmin);
+            self.set_high((high - fc).max(hmin));
             return self.count.max(hmin);
         } else if self.count >= high {
             let need = self.free_count + batch;
             if self.high < need {
-                self.high = need.max(hmin).min(hmax);
+                self.set_high(need.max(hmin).min(hmax));
             }
         }
         high
@@ -446,9 +511,11 @@ impl PerCpuPages {
         let (hmin, batch) = (self.high_min, self.batch);
         let mut todo = false;
         if self.high > hmin {
-            self.high = (self.count - (batch << scale))
-                .max(self.high - (self.high >> 3))
-                .max(hmin);
+            self.set_high(
+                (self.count - (batch << scale))
+                    .max(self.high - (self.high >> 3))
+                    .max(hmin),
+            );
             if self.high > hmin {
                 todo = true;
             }
@@ -531,6 +598,7 @@ mod tests {
 
     const POLICY: PcpPolicy = PcpPolicy {
         thp_order: Some(9),
+        thp_list_order: 9,
         scale: 5,
         free_high: FreeHigh::Current,
         free_scaling: FreeScaling::FreeCount,
@@ -543,6 +611,7 @@ mod tests {
     /// Debian 6.1.192's policy.
     const POLICY_61: PcpPolicy = PcpPolicy {
         thp_order: Some(9),
+        thp_list_order: 9,
         scale: 5,
         free_high: FreeHigh::FreeFactor,
         free_scaling: FreeScaling::FreeFactor,

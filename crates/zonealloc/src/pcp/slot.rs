@@ -11,7 +11,7 @@
 use core::fmt;
 
 use super::{PcpFlags, PcpPolicy, PcpStats, PerCpuPages};
-use crate::config::PcpConfig;
+use crate::config::{FreeHigh, PcpConfig};
 use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering, SpinGuard, SpinLock, StaticSlice};
 use crate::types::Order;
 
@@ -238,10 +238,12 @@ impl PcpSet {
         if slots.get().is_empty() {
             cfg.enabled = false;
         }
+        let thp_order = cfg.thp_order.filter(|&t| t <= max_order);
         PcpSet {
             slots,
             policy: PcpPolicy {
-                thp_order: cfg.thp_order.filter(|&t| t <= max_order),
+                thp_order,
+                thp_list_order: thp_order.unwrap_or(u8::MAX),
                 scale: cfg.batch_scale_max,
                 free_high: cfg.free_high,
                 free_scaling: cfg.free_scaling,
@@ -267,11 +269,11 @@ impl PcpSet {
     /// paid by those).
     #[inline]
     pub(crate) fn cpu_index(&self, cpu: crate::types::CpuId) -> usize {
-        let (c, n) = (cpu.0 as usize, self.cpus().max(1));
+        let (c, n) = (cpu.0 as usize, self.cpus());
         if c < n {
             c
         } else {
-            c % n
+            c % n.max(1)
         }
     }
 
@@ -338,6 +340,7 @@ impl PcpSet {
         if self.cfg.high_mode == crate::config::HighMode::Fixed {
             pcp.high = pcp.high_min;
         }
+        pcp.sync_fast_high();
     }
 }
 
@@ -392,6 +395,13 @@ impl PcpSet {
         pcp.free_count_max = match self.policy.free_scaling {
             crate::config::FreeScaling::FreeCount => pcp.batch << self.policy.scale,
             crate::config::FreeScaling::FreeFactor => 0,
+        };
+        // The count half of `PerCpuPages::free_high`, one threshold per policy.
+        pcp.free_high_min = match self.policy.free_high {
+            FreeHigh::Off => i32::MAX,
+            FreeHigh::Original | FreeHigh::FreeFactor => 1, // `> 0`, `!= 0`
+            FreeHigh::Batch => pcp.batch,
+            FreeHigh::Current => pcp.batch + pcp.high_min / 2,
         };
     }
 }

@@ -60,8 +60,9 @@ impl<P: Platform> Zone<P> {
             pcp.count += got << order;
             pcp.stats.alloc_misses += 1;
             pcp.stats.refill_pages += (got as u64) << order;
-        } else {
-            pcp.stats.alloc_hits += 1;
+            let idx = pcp.take_head(t, pi, Order::from_raw(order), mt)?;
+            pcp.miss_allocs += 1; // `PcpStats::alloc_hits` is `allocs` less these
+            return Some(idx);
         }
         pcp.take_head(t, pi, Order::from_raw(order), mt)
     }

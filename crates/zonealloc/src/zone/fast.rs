@@ -1,10 +1,11 @@
 //! The PCP hit paths in one function each: an allocation from a non-empty list and a free that
-//! cannot trigger a drain, for every order the per-CPU lists hold (0..=3 and the THP order). They do exactly what the full paths
-//! (`get_page_from_freelist` → `rmqueue_pcplist`, `free_frozen_page_commit`) would do in
-//! those cases, and hand everything else (an empty list, a list about to reach `high`, a zone
-//! below its high watermark or under reclaim, pending parameters or drain requests, and any
-//! input that is not a plain valid free) to the full paths untouched: when a fast path
-//! returns "not taken", it has changed nothing, so the full path sees the same state.
+//! cannot trigger a drain, for every order the per-CPU lists hold (0..=3 and the THP order).
+//! They do exactly what the full paths (`get_page_from_freelist` → `rmqueue_pcplist`,
+//! `free_frozen_page_commit`) would do in those cases, and hand everything else (an empty
+//! list, a list about to reach `high`, a free that may be a `free_high` one, a zone below its
+//! high watermark or under reclaim, pending parameters or drain requests, and any input that
+//! is not a plain valid free) to the full paths untouched: when a fast path returns "not
+//! taken", it has changed nothing, so the full path sees the same state.
 //!
 //! Bad input is never reported here. A free that fails any check (the frame table's bounds,
 //! the state of the frame) falls through to the full path, which re-validates and returns the
@@ -14,44 +15,56 @@
 //! path before it falls back to the buddy, where the kernel tries once. Only the second
 //! failure is counted.
 //!
+//! # Shape
+//! Each entry tests the zone-wide conditions, then dispatches once on the order: every arm
+//! calls the same `#[inline(always)]` body with the order a literal, so that each PCP order
+//! gets its own copy with its list index, counter slot, shifts and watermark word folded to
+//! constants (the THP arm passes `pageblock_order`, a constant of the zone). The PCP lock is
+//! taken in one place whether the caller holds the lists (an owner-only [`CpuHandle`]) or
+//! not, so the copies are not doubled again.
+//!
 //! # Cost
-//! About 50 instructions for an allocation and 70 for a free, 119 for a pair through a
-//! [`CpuHandle`](crate::CpuHandle) (`crates/zonealloc-icount` checks the pair against a
-//! budget on every `cargo test`). Each pays the lock (a compare-and-swap and a release store),
-//! one byte of zone flags and one `attention` word instead of the several reads the full path
-//! makes, and the list and counter updates the kernel makes; the allocation adds a
-//! precomputed order-0 watermark test, the free the double-free compare-and-swap. The
-//! allocation touches the zone's mirror, the CPU's slot and the frame's entry; the free the
-//! same (the entry carries its pageblock's type) plus the entry of the list's previous head,
-//! whose `prev` link it sets.
+//! `crates/zonealloc-icount` counts the pair in a program that calls each API from two places
+//! and checks it against `budget.toml` on every `cargo test` (figures there). Each operation
+//! pays the lock (a test-and-set and a release store), one byte of zone flags and one
+//! `attention` word instead of the several reads the full path makes, and the list and
+//! counter updates the kernel makes; the allocation adds a precomputed watermark test, the
+//! free one compare with `high` (`PerCpuPages::free_fast_high`), the double-free
+//! compare-and-swap and, at orders 1..=3, one compare that rules `free_high` out
+//! (`PerCpuPages::may_free_high`). The allocation touches the zone's mirror,
+//! the CPU's slot and the frame's entry; the free the same (the entry carries its pageblock's
+//! type) plus the entry of the list's previous head, whose `prev` link it sets.
+//!
+//! [`CpuHandle`]: crate::CpuHandle
 
 use super::Zone;
 use crate::meta::{FrameMeta, FrameState};
-use crate::pcp::{PcpFlags, PcpSlot, PerCpuPages, NR_LOWORDER_PCP_LISTS, THP_ORDER_SLOT};
+use crate::pcp::{PcpSlot, PerCpuPages, NR_LOWORDER_PCP_LISTS, THP_ORDER_SLOT};
 use crate::platform::Platform;
 use crate::shared::ZoneBits;
 use crate::sync::Ordering;
 use crate::types::{MigrateType, Order, Pfn, ZoneType, MIGRATE_PCPTYPES};
 
-impl<P: Platform> Zone<P> {
-    /// The list index (`order_to_pindex`) and the per-order counter slot of a PCP `order`, or
-    /// `None` for an order the per-CPU lists do not hold (`pcp_allowed_order`). `mt` must be
-    /// a PCP type.
-    #[inline(always)]
-    fn pcp_list_of(&self, order: u8, mt: MigrateType) -> Option<(usize, usize)> {
-        if order <= Order::COSTLY.get() {
-            Some((
-                MIGRATE_PCPTYPES * order as usize + mt.index(),
-                order as usize,
-            ))
-        } else if self.pcp.policy.thp_order == Some(order) {
-            let pi = NR_LOWORDER_PCP_LISTS + (mt == MigrateType::Movable) as usize;
-            Some((pi, THP_ORDER_SLOT))
-        } else {
-            None
-        }
-    }
+/// `pageblock_order` with 4 KiB pages and 2 MiB huge pages (x86-64, arm64 with 4K pages):
+/// the THP order the hit paths get a constant copy for.
+const THP_ORDER_USUAL: u8 = 9;
 
+/// The list index (`order_to_pindex`) and the per-order counter slot of PCP order `order`
+/// (0..=3, or the THP order above them). `mt` must be a PCP type.
+#[inline(always)]
+fn pcp_list_of(order: u8, mt: MigrateType) -> (usize, usize) {
+    if order <= Order::COSTLY.get() {
+        (
+            MIGRATE_PCPTYPES * order as usize + mt.index(),
+            order as usize,
+        )
+    } else {
+        let pi = NR_LOWORDER_PCP_LISTS + (mt == MigrateType::Movable) as usize;
+        (pi, THP_ORDER_SLOT)
+    }
+}
+
+impl<P: Platform> Zone<P> {
     /// A PCP-hit allocation from `slot` (locked here, or already held by its owner), or `None`
     /// to take the full path.
     #[inline(always)]
@@ -63,76 +76,93 @@ impl<P: Platform> Zone<P> {
         slot: &PcpSlot,
         held: Option<&mut PerCpuPages>,
     ) -> Option<Pfn> {
-        let sh = &self.shared;
         // Zone flags, mobility grouping off (which rewrites the migratetype) or no per-CPU
         // lists: full path.
-        if !mt.is_gfp_type() || sh.flags.load(Ordering::Relaxed) != 0 {
+        if !mt.is_gfp_type() || self.shared.flags.load(Ordering::Relaxed) != 0 {
             return None;
         }
-        // get_page_from_freelist with ZONE_BELOW_HIGH clear: zone_watermark_fast at the high
-        // mark with ALLOC_WMARK_LOW's flags (no reserves).
         let hz = highest_zone.index();
-        if order == 0 {
-            // Order 0 gets its own copy of the pop, with the order a constant.
-            if !sh.order0_above_high(hz) {
-                return None;
-            }
-            return self.pcp_pop_at(slot, held, 0, mt.index(), 0, mt);
+        // Owner-held lists or not: decided here once, so that each copy below knows.
+        match held {
+            Some(pcp) => self.pcp_alloc_orders(order, mt, hz, slot, Some(pcp)),
+            None => self.pcp_alloc_orders(order, mt, hz, slot, None),
         }
-        let (pi, os) = self.pcp_list_of(order, mt)?;
-        if !sh.above_high_fast(Order::from_raw(order), hz) {
-            return None;
-        }
-        self.pcp_pop_at(slot, held, order, pi, os, mt)
     }
 
-    /// Locks `slot`'s lists (unless its owner holds them) and pops.
+    /// The dispatch on the order: order 0, orders 1..=3 and the THP order get a copy each
+    /// (see the module docs; the identical-looking arms are what makes the copies).
+    #[allow(clippy::if_same_then_else)]
     #[inline(always)]
-    fn pcp_pop_at(
+    fn pcp_alloc_orders(
         &self,
+        order: u8,
+        mt: MigrateType,
+        hz: usize,
         slot: &PcpSlot,
         held: Option<&mut PerCpuPages>,
-        order: u8,
-        pi: usize,
-        os: usize,
-        mt: MigrateType,
     ) -> Option<Pfn> {
-        match held {
-            Some(pcp) => self.pcp_pop(slot, pcp, order, pi, os, mt),
-            None => {
-                let mut g = slot.lists.try_lock()?;
-                self.pcp_pop(slot, &mut g, order, pi, os, mt)
+        if order == 0 {
+            self.pcp_alloc_order(0, mt, hz, slot, held)
+        } else if order <= Order::COSTLY.get() {
+            self.pcp_alloc_order(order, mt, hz, slot, held)
+        } else if order == self.pcp.policy.thp_list_order {
+            // pcp_allowed_order: above COSTLY only the THP order has lists. The usual one
+            // (2 MiB of 4 KiB pages) gets its constant too.
+            if order == THP_ORDER_USUAL {
+                self.pcp_alloc_order(THP_ORDER_USUAL, mt, hz, slot, held)
+            } else {
+                self.pcp_alloc_order(order, mt, hz, slot, held)
             }
+        } else {
+            None
         }
     }
 
-    /// `rmqueue_pcplist` → `__rmqueue_pcplist` on a locked, non-empty list `pi`; `os` is the
-    /// order's counter slot.
+    /// [`Zone::pcp_alloc_fast`] for one PCP order: get_page_from_freelist with
+    /// ZONE_BELOW_HIGH clear (zone_watermark_fast at the high mark with ALLOC_WMARK_LOW's
+    /// flags, no reserves), then `rmqueue_pcplist` → `__rmqueue_pcplist` on a non-empty list.
     #[inline(always)]
-    fn pcp_pop(
+    fn pcp_alloc_order(
         &self,
-        slot: &PcpSlot,
-        pcp: &mut PerCpuPages,
         order: u8,
-        pi: usize,
-        os: usize,
         mt: MigrateType,
+        hz: usize,
+        slot: &PcpSlot,
+        held: Option<&mut PerCpuPages>,
     ) -> Option<Pfn> {
+        let sh = &self.shared;
+        let above_high = if order == 0 {
+            sh.order0_above_high(hz)
+        } else {
+            sh.above_high_fast(Order::from_raw(order), hz)
+        };
+        if !above_high {
+            return None;
+        }
+        let (pi, os) = pcp_list_of(order, mt);
+        // The caller's lists, or this CPU's try-locked here (unlocked on return).
+        let mut guard;
+        let pcp: &mut PerCpuPages = match held {
+            Some(pcp) => pcp,
+            None => {
+                guard = slot.lists.try_lock()?;
+                &mut guard
+            }
+        };
         if !slot.quiet(pcp) {
             return None; // new parameters or a drain request: `enter` first
         }
         let t = &self.table;
         let m = t.entries();
-        let idx = pcp.lists.get_mut(pi)?.pop_head_in(m)?;
+        let idx = pcp.lists[pi].pop_head_in(m)?;
         let count = pcp.count - (1 << order);
         pcp.count = count;
         m[idx as usize].set_state(FrameState::Allocated(Order::from_raw(order), mt));
         pcp.free_count >>= 1; // an allocation halves the free streak
-        pcp.stats.alloc_hits += 1;
-        if let Some(a) = pcp.allocs.get_mut(os) {
-            *a += 1;
-        }
         slot.count_hint.store(count as u32, Ordering::Relaxed);
+        // Last, so that the copies' tails differ and each stays straight-line (no jump to a
+        // shared tail).
+        pcp.allocs[os] += 1; // `PcpStats::alloc_hits` is their sum less `miss_allocs`
         Some(Pfn(t.base() + idx as u64))
     }
 
@@ -154,131 +184,117 @@ impl<P: Platform> Zone<P> {
         // outside the span are `Absent`, and only the aligned head of an allocated block of
         // `order` is `Allocated(order, _)`, so the claim below rejects every other frame and
         // the full path reports it.
-        let t = &self.table;
-        let m = t.entries();
-        let off = pfn.0.wrapping_sub(t.base());
+        let m = self.table.entries();
+        let off = pfn.0.wrapping_sub(self.table.base());
         if off >= m.len() as u64 {
             return false;
         }
-        let idx = off as u32;
-        let e = &m[off as usize];
+        let (idx, e) = (off as u32, &m[off as usize]);
         // The pageblock type (every frame carries it), read before the lock as
         // `__free_frozen_pages` reads it.
         let Some(mt) = e.block_pcp_type() else {
             return false; // HighAtomic rides the Movable list, Isolate skips the lists
         };
-        let o = order.get();
-        if o == 0 {
-            return match held {
-                Some(pcp) => self.pcp_push(slot, pcp, m, idx, e, mt),
-                None => match slot.lists.try_lock() {
-                    Some(mut g) => self.pcp_push(slot, &mut g, m, idx, e, mt),
-                    None => false,
-                },
-            };
-        }
-        // An order the lists do not hold goes to the buddy (`free_one_page`): full path.
-        let Some((pi, os)) = self.pcp_list_of(o, mt) else {
-            return false;
-        };
         match held {
-            Some(pcp) => self.pcp_push_high(slot, pcp, m, idx, e, o, pi, os),
-            None => match slot.lists.try_lock() {
-                Some(mut g) => self.pcp_push_high(slot, &mut g, m, idx, e, o, pi, os),
-                None => false,
-            },
+            Some(pcp) => self.pcp_free_orders(order.get(), slot, Some(pcp), m, idx, e, mt),
+            None => self.pcp_free_orders(order.get(), slot, None, m, idx, e, mt),
         }
+        .is_some()
     }
 
-    /// `free_frozen_page_commit` for order 0 when the list stays below `high`.
+    /// The dispatch on the order, as for the allocation. An order the lists do not hold goes
+    /// to the buddy (`free_one_page`): full path.
+    #[allow(clippy::too_many_arguments, clippy::if_same_then_else)]
     #[inline(always)]
-    fn pcp_push(
+    fn pcp_free_orders(
         &self,
+        order: u8,
         slot: &PcpSlot,
-        pcp: &mut PerCpuPages,
+        held: Option<&mut PerCpuPages>,
         m: &[FrameMeta],
         idx: u32,
         e: &FrameMeta,
         mt: MigrateType,
-    ) -> bool {
-        if !slot.quiet(pcp) {
-            return false; // new parameters or a drain request: `enter` first
+    ) -> Option<()> {
+        if order == 0 {
+            self.pcp_free_order(0, slot, held, m, idx, e, mt)
+        } else if order <= Order::COSTLY.get() {
+            self.pcp_free_order(order, slot, held, m, idx, e, mt)
+        } else if order == self.pcp.policy.thp_list_order {
+            if order == THP_ORDER_USUAL {
+                self.pcp_free_order(THP_ORDER_USUAL, slot, held, m, idx, e, mt)
+            } else {
+                self.pcp_free_order(order, slot, held, m, idx, e, mt)
+            }
+        } else {
+            None
         }
-        // nr_pcp_high would return `high` unchanged and the list stays below it: no drain.
-        let (high, count) = (pcp.high, pcp.count + 1);
-        if high < pcp.high_min || high > pcp.high_max || count >= high {
-            return false;
-        }
-        // The double-free check: `Allocated(0, _)` → `Pcp(0)` in one compare-and-swap, so
-        // exactly one of two racing frees wins. Any other state is bad input: the full path
-        // classifies it.
-        if !e.try_claim_allocated(Order::ZERO, FrameState::Pcp(Order::ZERO)) {
-            return false;
-        }
-        // A free halves the refill scale; order_to_pindex(mt, 0) is `mt`.
-        pcp.alloc_factor >>= 1;
-        pcp.lists[mt.index()].push_head_entry(m, idx, e);
-        pcp.count = count;
-        pcp.frees_by_order[0] += 1; // `PcpStats::frees` is their sum
-                                    // note_free for order 0: never free_high, and it ends a run of high-order frees.
-        pcp.flags.remove(PcpFlags::PREV_FREE_HIGH_ORDER);
-        if pcp.free_count < pcp.free_count_max {
-            pcp.free_count += 1;
-        }
-        slot.count_hint.store(count as u32, Ordering::Relaxed);
-        true
     }
 
-    /// `free_frozen_page_commit` for a PCP order above 0 (list `pi`, counter slot `os`) when
-    /// the free is not a `free_high` one and the list stays below `high`.
+    /// `free_frozen_page_commit` for one PCP order when the free is not a `free_high` one and
+    /// the list stays below `high`; `None`, having changed nothing, otherwise.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    fn pcp_push_high(
+    fn pcp_free_order(
         &self,
+        order: u8,
         slot: &PcpSlot,
-        pcp: &mut PerCpuPages,
+        held: Option<&mut PerCpuPages>,
         m: &[FrameMeta],
         idx: u32,
         e: &FrameMeta,
-        order: u8,
-        pi: usize,
-        os: usize,
-    ) -> bool {
+        mt: MigrateType,
+    ) -> Option<()> {
+        let (pi, os) = pcp_list_of(order, mt);
+        let o = Order::from_raw(order);
+        // The caller's lists, or this CPU's try-locked here (unlocked on return).
+        let mut guard;
+        let pcp: &mut PerCpuPages = match held {
+            Some(pcp) => pcp,
+            None => {
+                guard = slot.lists.try_lock()?;
+                &mut guard
+            }
+        };
         if !slot.quiet(pcp) {
-            return false; // new parameters or a drain request: `enter` first
+            return None; // new parameters or a drain request: `enter` first
         }
         // nr_pcp_high with ZONE_RECLAIM_ACTIVE and ZONE_BELOW_HIGH clear and no free_high
-        // returns `high` unchanged when `high` is within its bounds and the list stays below
-        // it: no drain.
-        let (high, count) = (pcp.high, pcp.count + (1 << order));
-        if high < pcp.high_min || high > pcp.high_max || count >= high {
-            return false;
+        // returns `high` unchanged when `high` is within its bounds and the list stays
+        // below it: no drain. `free_fast_high` is `high` when within its bounds, else 0.
+        debug_assert_eq!(
+            pcp.free_fast_high,
+            if (pcp.high_min..=pcp.high_max).contains(&pcp.high) {
+                pcp.high
+            } else {
+                0
+            },
+            "free_fast_high out of step with high"
+        );
+        let count = pcp.count + (1 << order);
+        if count >= pcp.free_fast_high {
+            return None;
         }
-        // note_free, run on the state the full path gives it (the block counted): if it
-        // decides free_high (orders 1..=3), nr_pcp_high would drain, so undo and step aside.
-        let (flags, free_count, old_count) = (pcp.flags, pcp.free_count, pcp.count);
-        pcp.count = count;
-        let policy = self.pcp.policy;
-        if pcp.note_free(Order::from_raw(order), &policy)
-            || !e.try_claim_allocated(
-                Order::from_raw(order),
-                FrameState::Pcp(Order::from_raw(order)),
-            )
-        {
-            // free_high, or bad input for the full path to classify: put everything back.
-            pcp.count = old_count;
-            pcp.flags = flags;
-            pcp.free_count = free_count;
-            return false;
+        // note_free's free_high test, its count half (orders 1..=3): a free it may call
+        // free_high makes nr_pcp_high drain, so the full path takes it.
+        if pcp.may_free_high(o) {
+            return None;
+        }
+        // The double-free check: `Allocated(order, _)` → `Pcp(order)` in one
+        // compare-and-swap, so exactly one of two racing frees wins. Any other state is
+        // bad input: the full path classifies it. (The block was most likely allocated as
+        // its pageblock's type: the swap expects that first.)
+        if !e.try_claim_allocated_as(o, mt, FrameState::Pcp(o)) {
+            return None;
         }
         // The rest of put_head: a free halves the refill scale.
         pcp.alloc_factor >>= 1;
         pcp.lists[pi].push_head_entry(m, idx, e);
-        if let Some(f) = pcp.frees_by_order.get_mut(os) {
-            *f += 1; // `PcpStats::frees` is their sum
-        }
+        pcp.count = count;
+        pcp.note_free_fast(o);
         slot.count_hint.store(count as u32, Ordering::Relaxed);
-        true
+        pcp.frees_by_order[os] += 1; // `PcpStats::frees` is their sum (last: as above)
+        Some(())
     }
 }
 
@@ -349,7 +365,7 @@ mod tests {
             .collect();
         std::format!(
             "count {} high {} flags {:?} alloc_factor {} free_count {} stats {:?} allocs {:?} \
-             frees {:?} lists {:?}",
+             miss_allocs {} frees {:?} lists {:?}",
             p.count,
             p.high,
             p.flags,
@@ -357,6 +373,7 @@ mod tests {
             p.free_count,
             stats,
             p.allocs,
+            p.miss_allocs,
             p.frees_by_order,
             lists
         )

@@ -41,6 +41,7 @@ impl<P: Platform> Zone<P> {
         }
         info.stats = pcp.stats;
         info.stats.frees = pcp.frees_by_order.iter().sum();
+        info.stats.alloc_hits = pcp.allocs.iter().sum::<u64>() - pcp.miss_allocs;
         info.stats.trylock_failures = slot.trylock_failures.load(Ordering::Relaxed);
         info
     }

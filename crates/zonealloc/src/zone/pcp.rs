@@ -19,10 +19,6 @@ impl<P: Platform> Zone<P> {
     /// The CPU an operation without an explicit CPU runs on.
     #[inline]
     pub(crate) fn this_cpu(&self) -> usize {
-        // Without per-CPU lists there is nothing to pick: skip the `sched_getcpu` call.
-        if !self.pcp.enabled() {
-            return 0;
-        }
         self.pcp.cpu_index(crate::types::CpuId(P::current_cpu()))
     }
 

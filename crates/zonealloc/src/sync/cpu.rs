@@ -1,0 +1,235 @@
+//! "Which CPU am I on" under `std` (`smp_processor_id`), for [`StdPlatform`]: asked on every
+//! `Zone::alloc` and `Zone::free`, so it must cost a few instructions, not a system call.
+//!
+//! Three answers, cheapest first:
+//! 1. **rseq** (Linux, glibc 2.35+, x86-64 and aarch64): glibc registers a restartable-sequences
+//!    area for every thread, in which the kernel keeps `cpu_id` current across migrations, and
+//!    exports where it is (`__rseq_offset` from the thread pointer, `__rseq_size`). Reading
+//!    it is one load off the thread pointer, as tcmalloc and glibc's own `sched_getcpu` do.
+//!    The symbols are looked up once with `dlsym`, so a libc without them (older glibc, a
+//!    static build) just falls back. glibc leaves `__rseq_size` at 0 when registration failed
+//!    (under valgrind, or with `GLIBC_TUNABLES=glibc.pthread.rseq=0`), and a thread whose own
+//!    registration failed reads a negative `cpu_id`: both fall back.
+//! 2. **A per-thread cached CPU**, refreshed from `sched_getcpu` every
+//!    [`CPU_REFRESH_CALLS`] calls: a thread-local read and a decrement. After a migration the
+//!    thread keeps naming its old CPU for at most that many operations; harmless, as the CPU
+//!    id is only a hint (the PCP lock, not the id, guards the lists: the worst case is a
+//!    contended try-lock, which falls back to the buddy).
+//! 3. Where `sched_getcpu` cannot answer (not Linux, Miri), a per-thread slot handed out
+//!    round-robin, cached the same way.
+//!
+//! [`StdPlatform`]: crate::platform::StdPlatform
+
+use core::cell::Cell;
+use core::sync::atomic::{AtomicU32, Ordering};
+
+/// Operations a thread's cached CPU serves before it asks `sched_getcpu` again (when rseq is
+/// not available).
+pub(crate) const CPU_REFRESH_CALLS: u32 = 64;
+
+/// The CPU the calling thread runs on. Callers reduce it modulo their CPU count. The answer
+/// may be stale by the time it is used (the thread can migrate); that is harmless because the
+/// PCP lock, not the CPU id, guards the lists.
+#[inline(always)]
+pub(crate) fn current_cpu() -> u32 {
+    #[cfg(all(
+        target_os = "linux",
+        target_env = "gnu",
+        any(target_arch = "x86_64", target_arch = "aarch64"),
+        not(miri)
+    ))]
+    if let Some(cpu) = rseq::cpu_id() {
+        return cpu;
+    }
+    cached_cpu()
+}
+
+/// Answer 2 (and 3): the thread's cached CPU, refreshed every [`CPU_REFRESH_CALLS`] calls.
+#[inline(always)]
+fn cached_cpu() -> u32 {
+    std::thread_local! {
+        /// The CPU last asked for, and the calls it still serves.
+        static CACHED: Cell<(u32, u32)> = const { Cell::new((0, 0)) };
+    }
+    CACHED.with(|c| {
+        let (cpu, left) = c.get();
+        if left != 0 {
+            c.set((cpu, left - 1));
+            return cpu;
+        }
+        let cpu = ask_cpu();
+        c.set((cpu, CPU_REFRESH_CALLS - 1));
+        cpu
+    })
+}
+
+/// `sched_getcpu`, or the thread's round-robin slot where it cannot answer.
+#[cold]
+#[inline(never)]
+fn ask_cpu() -> u32 {
+    #[cfg(all(
+        target_os = "linux",
+        target_env = "gnu",
+        any(target_arch = "x86_64", target_arch = "aarch64"),
+        not(miri)
+    ))]
+    rseq::probe();
+    #[cfg(all(target_os = "linux", not(miri)))]
+    {
+        // SAFETY: sched_getcpu takes no arguments, touches no caller memory and only returns
+        // an int (-1 on error).
+        #[allow(unsafe_code)]
+        let c = unsafe { libc::sched_getcpu() };
+        if c >= 0 {
+            return c as u32;
+        }
+    }
+    thread_slot()
+}
+
+/// A per-thread number handed out round-robin, for a platform that cannot say.
+fn thread_slot() -> u32 {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    std::thread_local! {
+        static SLOT: u32 = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+    SLOT.with(|s| *s)
+}
+
+/// Answer 1: `cpu_id` of glibc's rseq area.
+#[cfg(all(
+    target_os = "linux",
+    target_env = "gnu",
+    any(target_arch = "x86_64", target_arch = "aarch64"),
+    not(miri)
+))]
+mod rseq {
+    use core::sync::atomic::{AtomicIsize, Ordering};
+
+    /// [`CPU_ID_AT`] before [`probe`] looked the symbols up.
+    const UNPROBED: isize = isize::MIN;
+    /// [`CPU_ID_AT`] when there is no usable rseq area.
+    const NONE: isize = isize::MIN + 1;
+
+    /// Where the calling thread's `rseq.cpu_id` is, relative to its thread pointer
+    /// (`__rseq_offset` plus the field's offset, 4); or one of the two sentinels.
+    static CPU_ID_AT: AtomicIsize = AtomicIsize::new(UNPROBED);
+
+    /// The kernel's `cpu_id` for the calling thread, or `None` (no rseq area, or this
+    /// thread's registration failed).
+    #[inline(always)]
+    pub(super) fn cpu_id() -> Option<u32> {
+        let at = CPU_ID_AT.load(Ordering::Relaxed);
+        if at > NONE {
+            return read_cpu_id(at);
+        }
+        None // not probed yet (the fallback's first refresh probes), or no rseq area
+    }
+
+    #[inline(always)]
+    fn read_cpu_id(at: isize) -> Option<u32> {
+        let tp = thread_pointer();
+        // SAFETY: `at` came from glibc's `__rseq_offset` (with `__rseq_size` >= 8): every
+        // thread's TCB holds a `struct rseq` (32-byte aligned, so `cpu_id` at offset 4 is
+        // aligned) at that offset from its thread pointer for the thread's whole life, and
+        // the kernel writes `cpu_id` asynchronously, hence the volatile read.
+        #[allow(unsafe_code)]
+        let cpu = unsafe { core::ptr::read_volatile(tp.wrapping_offset(at) as *const i32) };
+        // -1 (not registered yet) or -2 (registration failed): fall back.
+        (cpu >= 0).then_some(cpu as u32)
+    }
+
+    /// The thread pointer (`__builtin_thread_pointer`): `fs:0` (glibc's TCB points to itself)
+    /// on x86-64, `tpidr_el0` on aarch64.
+    #[inline(always)]
+    fn thread_pointer() -> *const u8 {
+        let tp: *const u8;
+        // SAFETY: reads the thread's own TCB self-pointer (x86-64) or a system register
+        // (aarch64); no side effects, always valid in a thread of a glibc program.
+        #[allow(unsafe_code)]
+        unsafe {
+            #[cfg(target_arch = "x86_64")]
+            core::arch::asm!("mov {}, qword ptr fs:[0]", out(reg) tp,
+                options(nostack, readonly, preserves_flags, pure));
+            #[cfg(target_arch = "aarch64")]
+            core::arch::asm!("mrs {}, tpidr_el0", out(reg) tp,
+                options(nostack, nomem, preserves_flags, pure));
+        }
+        tp
+    }
+
+    /// Looks `__rseq_offset` and `__rseq_size` up if nobody has yet (racing first calls
+    /// look up the same values). Called by the fallback's refresh, so that [`cpu_id`] needs
+    /// one test only.
+    pub(super) fn probe() {
+        if CPU_ID_AT.load(Ordering::Relaxed) == UNPROBED {
+            CPU_ID_AT.store(lookup(), Ordering::Relaxed);
+        }
+    }
+
+    /// Whether glibc registered an rseq area (after [`probe`]).
+    #[cfg(test)]
+    pub(super) fn registered() -> bool {
+        CPU_ID_AT.load(Ordering::Relaxed) > NONE
+    }
+
+    fn lookup() -> isize {
+        // SAFETY: dlsym with RTLD_DEFAULT and NUL-terminated names only looks symbols up.
+        #[allow(unsafe_code)]
+        let (off, size) = unsafe {
+            (
+                libc::dlsym(libc::RTLD_DEFAULT, c"__rseq_offset".as_ptr()) as *const isize,
+                libc::dlsym(libc::RTLD_DEFAULT, c"__rseq_size".as_ptr()) as *const u32,
+            )
+        };
+        if off.is_null() || size.is_null() {
+            return NONE;
+        }
+        // SAFETY: glibc defines `__rseq_offset` (ptrdiff_t) and `__rseq_size` (unsigned int)
+        // as read-only objects, set before any user code runs.
+        #[allow(unsafe_code)]
+        let (off, size) = unsafe { (*off, *size) };
+        // `cpu_id` (a u32 at offset 4) must lie within the registered area.
+        if size < 8 {
+            return NONE;
+        }
+        off + 4
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(all(target_os = "linux", not(miri)))]
+    #[test]
+    fn current_cpu_agrees_with_sched_getcpu_when_pinned() {
+        // Pin this thread to one CPU; both answers must then name it.
+        #[allow(unsafe_code)]
+        // SAFETY: plain libc calls on a zeroed cpu_set_t owned here.
+        let pinned = unsafe {
+            let mut set: libc::cpu_set_t = core::mem::zeroed();
+            let cpu = libc::sched_getcpu();
+            if cpu < 0 {
+                return;
+            }
+            libc::CPU_SET(cpu as usize, &mut set);
+            (libc::sched_setaffinity(0, core::mem::size_of_val(&set), &set) == 0).then_some(cpu)
+        };
+        let Some(cpu) = pinned else { return };
+        for _ in 0..2 * CPU_REFRESH_CALLS {
+            assert_eq!(current_cpu(), cpu as u32);
+        }
+        // Where glibc registered rseq, its answer is the one used, and the same.
+        #[cfg(all(
+            target_env = "gnu",
+            any(target_arch = "x86_64", target_arch = "aarch64")
+        ))]
+        {
+            rseq::probe();
+            if rseq::registered() {
+                assert_eq!(rseq::cpu_id(), Some(cpu as u32));
+            }
+        }
+    }
+}
