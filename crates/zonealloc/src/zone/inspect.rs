@@ -5,7 +5,9 @@ use super::Zone;
 use crate::buddy::{CheckFacts, Watermarks};
 use crate::check::CheckError;
 use crate::meta::FrameState;
-use crate::pcp::{PcpInfo, PcpStats, PerCpuPages, PCP_ORDER_SLOTS, THP_ORDER_SLOT};
+use crate::pcp::{
+    PcpFlags, PcpInfo, PcpStats, PcpTuning, PerCpuPages, PCP_ORDER_SLOTS, THP_ORDER_SLOT,
+};
 use crate::platform::Platform;
 use crate::stats::{FreeAreaSnapshot, ZoneStats};
 use crate::sync::{Ordering, SpinGuard};
@@ -43,6 +45,31 @@ impl<P: Platform> Zone<P> {
         info.stats.frees = pcp.frees_by_order.iter().sum();
         info.stats.trylock_failures = slot.trylock_failures.load(Ordering::Relaxed);
         info
+    }
+
+    /// Sets CPU `cpu`'s tuning state ([`PcpTuning`]): to start a zone where a kernel's was
+    /// (`--proc`'s per-CPU `high`, or state a replay infers from a trace). Waits for the
+    /// lists' lock; returns false when an owner holds them and nothing was set.
+    pub fn set_pcp_tuning(&self, cpu: CpuId, t: PcpTuning) -> bool {
+        let c = cpu.0 as usize % self.pcp.cpus();
+        let Some(mut pcp) = self.lock_for_inspection(c) else {
+            return false;
+        };
+        self.pcp.refresh_locked(&mut pcp);
+        let scale = self.pcp.policy.scale;
+        if let Some(h) = t.high {
+            pcp.high = h.max(0);
+        }
+        if let Some(a) = t.alloc_factor {
+            pcp.alloc_factor = a.min(scale);
+        }
+        if let Some(f) = t.free_count {
+            pcp.free_count = f.max(0);
+        }
+        if let Some(on) = t.prev_free_high_order {
+            pcp.flags.set(PcpFlags::PREV_FREE_HIGH_ORDER, on);
+        }
+        true
     }
 
     /// Locks a CPU's lists for inspection, unless an owner holds them.

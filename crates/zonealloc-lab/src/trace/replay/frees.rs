@@ -99,7 +99,16 @@ impl Replayer {
         let Some(pool) = self.pools.get_mut(z) else {
             return Ok(());
         };
-        let pages = pool.take(pages);
+        // From pageblocks of the type the trace names for the kernel's page, so that the
+        // free goes to the list the kernel's did (`free_frozen_pages` picks the list by the
+        // pageblock's migratetype; a HighAtomic one frees to Movable).
+        let mt = match inferred {
+            Inferred::FreeOfType { migratetype } => {
+                Some(usize::from(self.geo.numbering.to_current(migratetype)))
+            }
+            _ => None,
+        };
+        let pages = pool.take(pages, mt);
         if !pages.is_empty() {
             self.counts.frees_from_snapshot += 1;
         }

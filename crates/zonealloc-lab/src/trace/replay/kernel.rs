@@ -156,6 +156,56 @@ pub enum Inferred {
         /// The list's migratetype.
         migratetype: u8,
     },
+    /// A free of a page in a pageblock the trace has named the migratetype of (by an
+    /// allocation, refill or drain in it): a page in use before the trace is freed from the
+    /// pool of that type, onto the list the kernel's free went to.
+    FreeOfType {
+        /// The pageblock's migratetype (the trace's numbering).
+        migratetype: u8,
+    },
+}
+
+/// Pageblocks the trace has named the migratetype of: the latest allocation, refill or drain
+/// in each (an allocation without fallback comes from a pageblock of its own type;
+/// `free_pcppages_bulk` prints the pageblock's), seeded with the first one the trace's head
+/// names ([`super::pcp_state`]) for frees before the pageblock's first event.
+#[derive(Clone, Debug, Default)]
+pub struct BlockTypes {
+    shift: u32,
+    /// Per pageblock number: migratetype + 1, 0 unknown.
+    types: Vec<u8>,
+}
+
+impl BlockTypes {
+    /// No pageblock named yet, for pageblocks of `1 << pageblock_order` pages.
+    pub fn new(pageblock_order: u8) -> BlockTypes {
+        BlockTypes {
+            shift: u32::from(pageblock_order),
+            types: Vec::new(),
+        }
+    }
+
+    /// The pageblock of `pfn` is of `migratetype`.
+    #[inline]
+    pub fn name(&mut self, pfn: u64, migratetype: u8) {
+        let b = pfn >> self.shift;
+        // Pfns beyond 64 Ti pages with 512-page blocks are not tracked (2^27 entries).
+        if b >= 1 << 27 || migratetype == u8::MAX {
+            return;
+        }
+        let b = b as usize;
+        if b >= self.types.len() {
+            self.types.resize(b + 1, 0);
+        }
+        self.types[b] = migratetype + 1;
+    }
+
+    /// The named migratetype of `pfn`'s pageblock.
+    #[inline]
+    pub fn of(&self, pfn: u64) -> Option<u8> {
+        let b = usize::try_from(pfn >> self.shift).ok()?;
+        self.types.get(b).and_then(|&t| t.checked_sub(1))
+    }
 }
 
 /// The previous event on a CPU, as far as drain causes go.
@@ -193,6 +243,8 @@ pub struct KernelSide {
     refilled: HashMap<u64, (u32, u8)>,
     /// Frees of pages that only an untraced allocation can have taken off the lists.
     pub untraced_allocs: u64,
+    /// Pageblock migratetypes the trace has named.
+    pub block_types: BlockTypes,
     cpus: u32,
 }
 
@@ -214,6 +266,7 @@ impl KernelSide {
             last_free_cpu: HashMap::default(),
             refilled: HashMap::default(),
             untraced_allocs: 0,
+            block_types: BlockTypes::new(9),
             cpus,
         }
     }
@@ -242,9 +295,12 @@ impl KernelSide {
         let mut inferred = Inferred::None;
         let prev = self.prev[c];
         self.prev[c] = match ev.kind {
-            EventKind::Alloc { pfn, .. } => {
+            EventKind::Alloc {
+                pfn, migratetype, ..
+            } => {
                 if !ev.is_failed_alloc() {
                     *self.alloc_per_pfn.entry(pfn).or_default() += 1;
+                    self.block_types.name(pfn, migratetype);
                     self.last_free_cpu.remove(&pfn);
                     self.refilled.remove(&pfn);
                 }
@@ -258,6 +314,8 @@ impl KernelSide {
                         cpu: by,
                         migratetype,
                     };
+                } else if let Some(migratetype) = self.block_types.of(pfn) {
+                    inferred = Inferred::FreeOfType { migratetype };
                 }
                 Prev::Free
             }
@@ -268,6 +326,7 @@ impl KernelSide {
                 percpu_refill,
             } => {
                 self.grid.at(zone, cpu).zone_locked(order, percpu_refill);
+                self.block_types.name(pfn, migratetype);
                 if percpu_refill {
                     // The block goes onto this CPU's lists (unless the allocation takes it).
                     self.last_free_cpu.insert(pfn, cpu);
@@ -281,8 +340,13 @@ impl KernelSide {
                 self.grid.at(zone, cpu).extfrag += 1;
                 Prev::Other
             }
-            EventKind::PcpuDrain { pfn, order, .. } => {
+            EventKind::PcpuDrain {
+                pfn,
+                order,
+                migratetype,
+            } => {
                 self.grid.at(zone, cpu).drain(order);
+                self.block_types.name(pfn, migratetype);
                 let new_run = !matches!(prev, Prev::Drain { .. });
                 if new_run {
                     self.run_owners[c].clear();

@@ -35,6 +35,7 @@ mod geometry;
 mod gfp;
 pub mod input;
 pub mod kernel;
+pub mod pcp_state;
 pub mod preset;
 pub mod proc_setup;
 
@@ -110,17 +111,18 @@ impl Replayer {
         emit: Option<Box<dyn Write>>,
     ) -> Result<Replayer, String> {
         let cfgs = vec![variant.cfg; geo.zones.len()];
-        Self::with_zones(variant, geo, emit, &cfgs, None)
+        Self::with_zones(variant, geo, emit, &cfgs, None, None)
     }
 
     /// Zones with one configuration each (`cfgs`, as `geo.zones`), set up from `snap` when
-    /// given ([`proc_setup::populate`]).
+    /// given ([`proc_setup::populate`]), its CPUs' lists holding what `demand` infers.
     pub fn with_zones(
         variant: Variant,
         geo: &Geometry,
         emit: Option<Box<dyn Write>>,
         cfgs: &[zonealloc::ZoneConfig],
         snap: Option<&crate::procfs::ProcSnapshot>,
+        demand: Option<&pcp_state::ListDemand>,
     ) -> Result<Replayer, String> {
         let cfg = variant.cfg.with_cpus(geo.cpus);
         let err = |e: &dyn std::fmt::Display| format!("variant '{}': {e}", variant.name);
@@ -154,7 +156,7 @@ impl Replayer {
                         err(&format!("no {:?} zone in the snapshot", span.zone_type))
                     })?;
                     let (pool, facts) =
-                        proc_setup::populate(&zone, snap, kz).map_err(|e| err(&e))?;
+                        proc_setup::populate(&zone, snap, kz, demand).map_err(|e| err(&e))?;
                     pools.push(pool);
                     setup.push(facts);
                     let p = zone.pcp_stats();

@@ -26,8 +26,11 @@
 //! the zone's `high_min` rule), and lowmem protection (a request lands in the zone the trace
 //! names, so `lowmem_reserve` never applies; it is kept in the report).
 
-use zonealloc::{AllocRequest, CpuId, MigrateType, Order, Pfn, WatermarkConfig, Zone, ZoneConfig};
+use zonealloc::{
+    AllocRequest, CpuId, MigrateType, Order, PcpTuning, Pfn, WatermarkConfig, Zone, ZoneConfig,
+};
 
+use super::pcp_state::ListDemand;
 use super::preset::Kernel;
 use super::{Geometry, Online, ZoneSpan};
 use crate::procfs::{MigrateTypeName, ProcSnapshot, ZoneSnapshot};
@@ -115,28 +118,48 @@ pub fn zone_config(base: &ZoneConfig, z: &ZoneSnapshot, kernel: Kernel) -> ZoneC
     cfg
 }
 
+/// The tuning state a pageset line of zoneinfo gives: its current `high` where the kernel
+/// auto-tunes it (6.7 on, where `high_min`/`high_max` are printed too); before, `high` is
+/// the zone's one fixed value, which the zone config already holds.
+fn tuning(ps: &crate::procfs::PagesetSnapshot) -> PcpTuning {
+    PcpTuning {
+        high: ps.high_min.map(|_| ps.high as i32),
+        ..PcpTuning::default()
+    }
+}
+
 /// A zone's pages in use at the snapshot, handed out to frees of pages allocated before the
-/// trace.
+/// trace: per migratetype of the pageblock they lie in (Unmovable, Movable, Reclaimable), so
+/// that a free goes to the list of the type the kernel's page had.
 #[derive(Debug, Default)]
 pub struct Pool {
-    pages: Vec<u64>,
+    pages: [Vec<u64>; 3],
 }
 
 impl Pool {
-    /// Takes `n` pages (fewer if the pool runs dry), the most recently allocated first.
-    pub fn take(&mut self, n: u64) -> Vec<u64> {
-        let keep = self.pages.len().saturating_sub(n as usize);
-        self.pages.split_off(keep)
+    /// Takes `n` pages (fewer if the pool runs dry), the most recently allocated first, from
+    /// pageblocks of migratetype index `mt` (of [`TYPES`]), then Movable, Unmovable and
+    /// Reclaimable ones (Movable first when `mt` is `None`).
+    pub fn take(&mut self, n: u64, mt: Option<usize>) -> Vec<u64> {
+        let mut got = Vec::new();
+        let first = mt.filter(|&t| t < TYPES.len()).unwrap_or(1);
+        for t in [first, 1, 0, 2] {
+            let want = (n as usize).saturating_sub(got.len());
+            let pages = &mut self.pages[t];
+            let keep = pages.len().saturating_sub(want);
+            got.extend(pages.drain(keep..));
+        }
+        got
     }
 
     /// Pages left.
     pub fn len(&self) -> usize {
-        self.pages.len()
+        self.pages.iter().map(Vec::len).sum()
     }
 
     /// Whether it is empty.
     pub fn is_empty(&self) -> bool {
-        self.pages.is_empty()
+        self.len() == 0
     }
 }
 
@@ -205,6 +228,7 @@ pub fn populate(
     zone: &Zone,
     snap: &ProcSnapshot,
     z: &ZoneSnapshot,
+    demand: Option<&ListDemand>,
 ) -> Result<(Pool, SetupFacts), String> {
     let label = z.label();
     let err = |what: &str| format!("--proc: setting up {label}: {what}");
@@ -264,7 +288,11 @@ pub fn populate(
     for (t, &mt) in TYPES.iter().enumerate() {
         for _ in 0..want[t] {
             match grab(mt, 0, setup_cpu) {
-                Some(p) => pool.pages.push(p.0),
+                Some(p) => {
+                    let block = zone.pageblock_migratetype(p).unwrap_or(mt);
+                    let i = TYPES.iter().position(|&x| x == block).unwrap_or(1);
+                    pool.pages[i].push(p.0);
+                }
                 None => return Err(err("the pages in use do not fit in the managed pages")),
             }
         }
@@ -272,21 +300,45 @@ pub fn populate(
         zone.drain_cpu(CpuId(setup_cpu));
     }
 
-    // Each CPU's lists: count pages allocated on the set-up CPU, freed onto them.
+    // Each CPU's lists: count pages allocated on the set-up CPU, freed onto them: the blocks
+    // the trace's first events show each list held ([`ListDemand`]), the rest order-0 Movable.
     for ps in &z.pagesets {
         let cpu = ps.cpu % setup_cpu.max(1);
-        let mut pages = Vec::with_capacity(ps.count as usize);
-        for _ in 0..ps.count {
-            match grab(MigrateType::Movable, 0, setup_cpu) {
-                Some(p) => pages.push(p),
-                None => break,
+        let mut blocks = Vec::with_capacity(ps.count as usize);
+        let left = u64::from(ps.count);
+        let lists = demand.map_or_else(|| vec![(0, 1, left)], |d| d.fit(cpu, left));
+        for (order, mt, n) in lists {
+            for _ in 0..n {
+                match grab(TYPES[mt], order, setup_cpu) {
+                    Some(p) => blocks.push((p, order)),
+                    None => break,
+                }
             }
         }
         zone.drain_cpu(CpuId(setup_cpu));
-        for p in pages {
-            zone.free_on(CpuId(cpu), p, Order::ZERO)
+        // The kernel's current `high` (printed from 6.7 on; clamped into high_min..=high_max),
+        // before the frees, so that they do not drain what the kernel kept.
+        let high = tuning(ps);
+        zone.set_pcp_tuning(CpuId(cpu), high);
+        // Higher orders first: a run of order-1..3 frees after `free_count` has grown would
+        // be taken for a `free_high` streak and drain the lists (free_frozen_page_commit).
+        blocks.sort_by_key(|&(_, order)| std::cmp::Reverse(order));
+        for (p, order) in blocks {
+            let order = Order::new(order).ok_or_else(|| err("PCP order out of range"))?;
+            zone.free_on(CpuId(cpu), p, order)
                 .map_err(|e| err(&e.to_string()))?;
         }
+        // The set-up's frees are not the kernel's history: its free and refill scaling
+        // restart from zero (the kernel's are not printed), `high` is the kernel's again.
+        zone.set_pcp_tuning(
+            CpuId(cpu),
+            PcpTuning {
+                alloc_factor: Some(0),
+                free_count: Some(0),
+                prev_free_high_order: Some(false),
+                ..high
+            },
+        );
     }
 
     let facts = SetupFacts {
@@ -373,5 +425,23 @@ pub fn end_state(zone: &Zone, snap: &ProcSnapshot, z: &ZoneSnapshot) -> EndState
             })
             .collect(),
         free_blocks_off_pct: (ktotal > 0).then(|| 100.0 * diff as f64 / ktotal as f64),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pool_hands_out_pages_of_the_asked_type_first() {
+        let mut pool = Pool {
+            pages: [vec![1, 2], vec![10, 11, 12], vec![20]],
+        };
+        assert_eq!(pool.take(1, Some(2)), vec![20]);
+        // Reclaimable ran dry: the rest from Movable (none asked: Movable first).
+        assert_eq!(pool.take(2, Some(2)), vec![11, 12]);
+        assert_eq!(pool.take(2, Some(0)), vec![1, 2]);
+        assert_eq!(pool.take(5, None), vec![10]);
+        assert!(pool.is_empty());
     }
 }
