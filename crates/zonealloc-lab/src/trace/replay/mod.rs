@@ -111,18 +111,19 @@ impl Replayer {
         emit: Option<Box<dyn Write>>,
     ) -> Result<Replayer, String> {
         let cfgs = vec![variant.cfg; geo.zones.len()];
-        Self::with_zones(variant, geo, emit, &cfgs, None, None)
+        Self::with_zones(variant, geo, emit, &cfgs, None, &[])
     }
 
     /// Zones with one configuration each (`cfgs`, as `geo.zones`), set up from `snap` when
-    /// given ([`proc_setup::populate`]), its CPUs' lists holding what `demand` infers.
+    /// given ([`proc_setup::populate`]), its CPUs' lists holding what `demand` (one per zone)
+    /// infers.
     pub fn with_zones(
         variant: Variant,
         geo: &Geometry,
         emit: Option<Box<dyn Write>>,
         cfgs: &[zonealloc::ZoneConfig],
         snap: Option<&crate::procfs::ProcSnapshot>,
-        demand: Option<&pcp_state::ListDemand>,
+        demand: &[pcp_state::ListDemand],
     ) -> Result<Replayer, String> {
         let cfg = variant.cfg.with_cpus(geo.cpus);
         let err = |e: &dyn std::fmt::Display| format!("variant '{}': {e}", variant.name);
@@ -155,8 +156,8 @@ impl Replayer {
                     let kz = snap.zone(0, span.zone_type).ok_or_else(|| {
                         err(&format!("no {:?} zone in the snapshot", span.zone_type))
                     })?;
-                    let (pool, facts) =
-                        proc_setup::populate(&zone, snap, kz, demand).map_err(|e| err(&e))?;
+                    let (pool, facts) = proc_setup::populate(&zone, snap, kz, demand.get(i))
+                        .map_err(|e| err(&e))?;
                     pools.push(pool);
                     setup.push(facts);
                     let p = zone.pcp_stats();

@@ -117,11 +117,13 @@ fn slot_of(order: u8, thp_order: Option<u8>) -> Option<usize> {
 }
 
 /// Infers [`ListDemand`] from `head`, the trace's first bytes from where the replay starts
-/// (a partial last line is skipped), for `cpus` CPUs (trace CPU `c` is `c % cpus`), pageblocks
-/// of `1 << pageblock_order` pages and the THP order's lists.
+/// (a partial last line is skipped), for the lists of the zone spanning the pfns `zone`, on
+/// `cpus` CPUs (trace CPU `c` is `c % cpus`), pageblocks of `1 << pageblock_order` pages and
+/// the THP order's lists.
 pub fn infer(
     head: &[u8],
     cpus: u32,
+    zone: std::ops::Range<u64>,
     pageblock_order: u8,
     thp_order: Option<u8>,
     numbering: Numbering,
@@ -150,8 +152,12 @@ pub fn infer(
                 Some(Rec::Alloc(order, mt_of(migratetype))),
                 Some((pfn, migratetype)),
             ),
-            EventKind::Free { pfn, order } => (Some(Rec::Free(pfn, order)), None),
-            EventKind::FreeBatched { pfn } => (Some(Rec::FreeBatched(pfn, 0)), None),
+            EventKind::Free { pfn, order } if zone.contains(&pfn) => {
+                (Some(Rec::Free(pfn, order)), None)
+            }
+            EventKind::FreeBatched { pfn } if zone.contains(&pfn) => {
+                (Some(Rec::FreeBatched(pfn, 0)), None)
+            }
             EventKind::ZoneLocked {
                 order,
                 migratetype,
@@ -174,7 +180,8 @@ pub fn infer(
         if let Some((pfn, m)) = named {
             first_named.entry(pb(pfn)).or_insert(m);
         }
-        if let Some(r) = rec {
+        let in_zone = zone.contains(&ev.kind.pfn());
+        if let Some(r) = rec.filter(|_| in_zone) {
             events.push((cpu, r, named.map(|(pfn, m)| (pb(pfn), mt_of(m)))));
         }
     });
@@ -316,7 +323,14 @@ mod tests {
             "mm_page_pcpu_drain: page=(____ptrval____) pfn=0x3004 order=2 migratetype=2",
         );
         head += "a partial last li";
-        let d = infer(head.as_bytes(), 2, 9, Some(9), Numbering::Current);
+        let d = infer(
+            head.as_bytes(),
+            2,
+            0..1 << 20,
+            9,
+            Some(9),
+            Numbering::Current,
+        );
         assert_eq!(d.events, 8);
         // CPU 0: 2 Unmovable order-0 pages before the refill; the Movable allocation came
         // before the free that put a page back, so that list held one page.
@@ -328,5 +342,16 @@ mod tests {
         // Scaled into a small count.
         assert_eq!(d.fit(1, 4), vec![(2, 2, 1)]);
         assert_eq!(d.first_named.first(), Some(&(0x1000, 0)));
+        // Another zone's lists: CPU 1's events lie above it.
+        let low = infer(
+            head.as_bytes(),
+            2,
+            0..0x3000,
+            9,
+            Some(9),
+            Numbering::Current,
+        );
+        assert_eq!(low.blocks[1], [[0; TYPES]; SLOTS]);
+        assert_eq!(low.blocks[0], d.blocks[0]);
     }
 }

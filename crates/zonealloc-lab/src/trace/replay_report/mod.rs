@@ -178,15 +178,22 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
         preset.0.apply(&mut base);
     }
     // What each CPU's lists held at the start, from the trace's first events (pcp_state).
-    let demand = match (&snap, opts.infer) {
-        (Some(_), None | Some(true)) => Some(pcp_state::infer(
-            &input.head,
-            geo.cpus,
-            base.pageblock_order,
-            base.pcp.thp_order,
-            numbering,
-        )),
-        _ => None,
+    let demand: Vec<pcp_state::ListDemand> = match (&snap, opts.infer) {
+        (Some(_), None | Some(true)) => geo
+            .zones
+            .iter()
+            .map(|z| {
+                pcp_state::infer(
+                    &input.head,
+                    geo.cpus,
+                    z.start..z.end(),
+                    base.pageblock_order,
+                    base.pcp.thp_order,
+                    numbering,
+                )
+            })
+            .collect(),
+        _ => Vec::new(),
     };
     let n = opts.variants.len();
     let mut emitted = Vec::new();
@@ -218,7 +225,7 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
             }
             None => None,
         };
-        let mut r = Replayer::with_zones(v, &geo, out, &cfgs, snap.as_ref(), demand.as_ref())?;
+        let mut r = Replayer::with_zones(v, &geo, out, &cfgs, snap.as_ref(), &demand)?;
         r.decay = cfgs.first().is_some_and(|c| c.pcp.decay && c.pcp.enabled) && !opts.no_decay;
         replayers.push(r);
     }
