@@ -49,6 +49,26 @@ impl Replayer {
         }))
     }
 
+    /// Allocations the trace shows were taken untraced from CPUs' lists
+    /// ([`KernelSide::untraced_now`](super::kernel::KernelSide::untraced_now): `alloc_pages_bulk`),
+    /// replayed now on the CPU whose list held each; their later frees free our pages.
+    pub fn untraced_allocs(&mut self, ev: &Event<'_>, pages: &[(u64, u32, u8)]) -> io::Result<()> {
+        for &(pfn, cpu, migratetype) in pages {
+            let Some(z) = self.geo.zone_of(pfn) else {
+                continue;
+            };
+            if self.live.contains_key(&pfn) {
+                continue;
+            }
+            let inferred = Inferred::UntracedAlloc { cpu, migratetype };
+            if let Some(l) = self.untraced_alloc(ev, z, inferred)? {
+                self.counts.untraced_allocs += 1;
+                self.live.insert(pfn, l);
+            }
+        }
+        Ok(())
+    }
+
     /// A traced free of `order` pages at traced frame `pfn`.
     pub(super) fn free_traced(
         &mut self,

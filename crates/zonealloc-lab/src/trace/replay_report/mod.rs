@@ -255,7 +255,14 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
             if !infer {
                 inferred = kernel::Inferred::None;
             }
+            let untraced: &[_] = if infer { &kernel.untraced_now } else { &[] };
             for r in replayers.iter_mut() {
+                if !untraced.is_empty() {
+                    if let Err(e) = r.untraced_allocs(ev, untraced) {
+                        failure = Some(e);
+                        return;
+                    }
+                }
                 if let Err(e) = r.feed(ev, inferred) {
                     failure = Some(e);
                     return;

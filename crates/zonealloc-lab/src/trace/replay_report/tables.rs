@@ -162,7 +162,7 @@ pub(super) fn accounting_table(run: &ReplayRun, names: &[String]) -> Table {
             c.inferred_drains
         }),
         (
-            "untraced allocations inferred (frees of refilled pages)",
+            "untraced allocations inferred (refilled pages no traced allocation took)",
             |c| c.untraced_allocs,
         ),
         ("frees of pages in use at the /proc snapshot", |c| {
