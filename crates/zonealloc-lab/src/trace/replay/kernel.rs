@@ -356,6 +356,7 @@ impl KernelSide {
                 self.grid.at(zone, cpu).extfrag += 1;
                 Prev::Other
             }
+            EventKind::KswapdWake { .. } | EventKind::KswapdSleep { .. } => Prev::Other,
             EventKind::PcpuDrain {
                 pfn,
                 order,
