@@ -206,6 +206,14 @@ impl<P: Platform> Zone<P> {
         self.buddy.lock().lowmem_reserve
     }
 
+    /// Sets `lowmem_reserve[]` (by zone type index) as a kernel had it (`/proc/zoneinfo`'s
+    /// `protection:`), in place of what `setup_per_zone_lowmem_reserve` computed: the
+    /// watermark checks (`__zone_watermark_ok`) add `lowmem_reserve[highest_zoneidx]` of the
+    /// request ([`AllocRequest::zone_limit`](crate::AllocRequest::zone_limit)).
+    pub fn set_lowmem_reserve(&self, reserve: [u64; crate::types::MAX_NR_ZONES]) {
+        self.apply_lowmem_reserve(reserve);
+    }
+
     /// Writes the `protection:` line of `/proc/zoneinfo` (`zoneinfo_show_print`:
     /// `"\n        protection: (%ld"`, `", %ld"` per further zone, `")"`), over the zone types
     /// an x86-64 kernel has (DMA, DMA32, Normal, Movable, Device: no HighMem).

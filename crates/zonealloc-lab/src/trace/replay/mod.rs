@@ -479,7 +479,7 @@ impl Replayer {
 mod tests {
     use super::*;
     use crate::trace::migratetype::Numbering;
-    use zonealloc::AllocRequest;
+    use zonealloc::{AllocRequest, ZoneType};
 
     #[test]
     fn gfp_text_sets_the_request() {
@@ -493,6 +493,15 @@ mod tests {
         assert!(!t.can_reclaim);
         let m = request(MigrateType::Unmovable, "GFP_KERNEL|__GFP_MEMALLOC");
         assert!(m.no_watermarks);
+        let d = request(MigrateType::Unmovable, "GFP_KERNEL|__GFP_DMA32");
+        assert_eq!(
+            (d.highest_zone, k.highest_zone),
+            (ZoneType::Dma32, ZoneType::Normal)
+        );
+        assert_eq!(
+            request(MigrateType::Unmovable, "GFP_DMA").highest_zone,
+            ZoneType::Dma
+        );
         let h = request(MigrateType::Movable, "0x100cca");
         assert_eq!(h, AllocRequest::new(MigrateType::Movable));
     }

@@ -15,16 +15,21 @@
 //!   takes the whole pageblock, `try_to_claim_block`), the rest Movable as at boot;
 //! - the pages in use (`managed - buddy free - PCP`): order-0 pages allocated per
 //!   migratetype so that each type's pageblocks keep about the free pages pagetypeinfo shows
-//!   in them; they form the zone's *pool*, from which a traced free of a page allocated
-//!   before the trace frees a block of its order (as order-0 frees: the kernel's block was
+//!   in them; they form the zone's *pool*, kept per pageblock type, from which a traced free
+//!   of a page allocated before the trace frees a block of its order (as order-0 frees: the kernel's block was
 //!   allocated before we could see its order);
-//! - each CPU's PCP `count`: pages allocated on that CPU and freed back onto its lists.
+//! - each CPU's PCP `count`: pages allocated on that CPU and freed back onto its lists;
+//! - each CPU's current `high` where zoneinfo prints an auto-tuned one (6.7 on), and which
+//!   lists its `count` pages are on as the trace's first events show ([`super::pcp_state`]).
 //!
 //! What is not reproduced, and said in the report: where the free blocks lie and so their
 //! exact split by order (it follows from the order in which the pool is allocated, not from
-//! the kernel's history), the kernel's current auto-tuned `high` of each CPU (ours starts at
-//! the zone's `high_min` rule), and lowmem protection (a request lands in the zone the trace
-//! names, so `lowmem_reserve` never applies; it is kept in the report).
+//! the kernel's history), and the per-CPU state zoneinfo does not print (6.1's `free_factor`,
+//! 6.7+'s `free_count`, `alloc_factor` and `PCPF_*` flags start at zero).
+//!
+//! Lowmem protection is zoneinfo's `protection:` line ([`Zone::set_lowmem_reserve`]): a
+//! request lands in the zone the trace names, and its gfp zone (`__GFP_DMA`, `__GFP_DMA32`, else
+//! Normal or Movable) picks the entry its watermark checks add.
 
 use zonealloc::{
     AllocRequest, CpuId, MigrateType, Order, PcpTuning, Pfn, WatermarkConfig, Zone, ZoneConfig,
@@ -138,7 +143,7 @@ pub struct Pool {
 
 impl Pool {
     /// Takes `n` pages (fewer if the pool runs dry), the most recently allocated first, from
-    /// pageblocks of migratetype index `mt` (of [`TYPES`]), then Movable, Unmovable and
+    /// pageblocks of migratetype index `mt` (0 Unmovable, 1 Movable, 2 Reclaimable), then Movable, Unmovable and
     /// Reclaimable ones (Movable first when `mt` is `None`).
     pub fn take(&mut self, n: u64, mt: Option<usize>) -> Vec<u64> {
         let mut got = Vec::new();
@@ -239,6 +244,15 @@ pub fn populate(
     }
     zone.add_free_range(Pfn(start), Pfn(end))
         .map_err(|e| err(&e.to_string()))?;
+    // Lowmem protection as zoneinfo printed it (`protection: (...)`); set after the pages
+    // came online, which recomputes the zone's own.
+    let mut reserve = [0u64; zonealloc::ZoneType::ALL.len()];
+    for &(t, pages) in &z.protection {
+        if let Some(r) = reserve.get_mut(t.index()) {
+            *r = pages;
+        }
+    }
+    zone.set_lowmem_reserve(reserve);
     let pb_order = zone.config().pageblock_order;
     let (kblocks, kfree) = kernel_types(snap, z);
     let grab = |mt: MigrateType, order: u8, cpu: u32| {
@@ -431,6 +445,60 @@ pub fn end_state(zone: &Zone, snap: &ProcSnapshot, z: &ZoneSnapshot) -> EndState
 #[cfg(test)]
 mod tests {
     use super::*;
+    use zonealloc::ZoneType;
+
+    /// The 6.1 snapshot with DMA's protection raised to `protection` pages.
+    fn snapshot_with_protection(protection: u64) -> (tempfile::TempDir, ProcSnapshot) {
+        let src = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/proc/linux-6.1-p1-before"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        for f in ["zoneinfo", "pagetypeinfo", "buddyinfo"] {
+            let text = std::fs::read_to_string(format!("{src}/{f}")).unwrap();
+            let p = protection;
+            let text = text.replace(
+                "protection: (0, 1951, 1951, 1951, 1951)",
+                &format!("protection: (0, {p}, {p}, {p}, {p})"),
+            );
+            std::fs::write(dir.path().join(f), text).unwrap();
+        }
+        let snap = ProcSnapshot::read_dir(dir.path()).unwrap();
+        (dir, snap)
+    }
+
+    #[test]
+    fn lowmem_protection_comes_from_zoneinfo_and_holds_back_higher_zones_requests() {
+        for (protection, kernel_ok) in [(1951, true), (3700, false)] {
+            let (_dir, snap) = snapshot_with_protection(protection);
+            dma_request_check(&snap, protection, kernel_ok);
+        }
+    }
+
+    fn dma_request_check(snap: &ProcSnapshot, protection: u64, kernel_ok: bool) {
+        let kz = snap.zone(0, ZoneType::Dma).unwrap();
+        let cfg = zone_config(&ZoneConfig::default().with_cpus(5), kz, Kernel::V6_1);
+        let zone = Zone::new(
+            ZoneType::Dma,
+            Pfn(kz.start_pfn),
+            Pfn(kz.start_pfn + kz.spanned_pages),
+            cfg,
+        )
+        .unwrap();
+        populate(&zone, snap, kz, None).unwrap();
+        assert_eq!(zone.lowmem_reserve()[ZoneType::Dma32.index()], protection);
+        assert_eq!(zone.lowmem_reserve()[ZoneType::Dma.index()], 0);
+        // DMA has 3776 pages free, min 86: a GFP_KERNEL request (highest zone Normal) must
+        // leave 86 + protection of them (__zone_watermark_ok); a GFP_DMA one only the min.
+        let req = |limit| {
+            AllocRequest::new(MigrateType::Unmovable)
+                .zone_limit(limit)
+                .on_cpu(CpuId(0))
+        };
+        let kernel = zone.alloc_with(Order::ZERO, req(ZoneType::Normal));
+        assert_eq!(kernel.is_ok(), kernel_ok, "protection {protection}");
+        assert!(zone.alloc_with(Order::ZERO, req(ZoneType::Dma)).is_ok());
+    }
 
     #[test]
     fn the_pool_hands_out_pages_of_the_asked_type_first() {
