@@ -143,8 +143,8 @@ pub struct Pool {
 
 impl Pool {
     /// Takes `n` pages (fewer if the pool runs dry), the most recently allocated first, from
-    /// pageblocks of migratetype index `mt` (0 Unmovable, 1 Movable, 2 Reclaimable), then Movable, Unmovable and
-    /// Reclaimable ones (Movable first when `mt` is `None`).
+    /// pageblocks of migratetype index `mt` (0 Unmovable, 1 Movable, 2 Reclaimable), then
+    /// Movable, Unmovable and Reclaimable ones (Movable first when `mt` is `None`).
     pub fn take(&mut self, n: u64, mt: Option<usize>) -> Vec<u64> {
         let mut got = Vec::new();
         let first = mt.filter(|&t| t < TYPES.len()).unwrap_or(1);
