@@ -49,11 +49,8 @@ pub struct ListDemand {
     pub refilled: Vec<[[bool; TYPES]; SLOTS]>,
     /// The THP order slot 4 stands for.
     pub thp_order: Option<u8>,
-    /// Events of the head read.
+    /// Events of the head read (of this zone).
     pub events: u64,
-    /// Per pageblock the head names: its first pfn and the first migratetype named (the
-    /// trace's numbering), to seed [`super::kernel::BlockTypes`].
-    pub first_named: Vec<(u64, u8)>,
 }
 
 impl ListDemand {
@@ -116,18 +113,28 @@ fn slot_of(order: u8, thp_order: Option<u8>) -> Option<usize> {
     }
 }
 
-/// Infers [`ListDemand`] from `head`, the trace's first bytes from where the replay starts
-/// (a partial last line is skipped), for the lists of the zone spanning the pfns `zone`, on
-/// `cpus` CPUs (trace CPU `c` is `c % cpus`), pageblocks of `1 << pageblock_order` pages and
-/// the THP order's lists.
+/// What the trace's head says: the lists' start per zone, and the pageblocks it names.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Head {
+    /// Per zone (as the `zones` given to [`infer`]).
+    pub zones: Vec<ListDemand>,
+    /// Per pageblock the head names: its first pfn and the first migratetype named (the
+    /// trace's numbering), to seed [`super::kernel::BlockTypes`].
+    pub first_named: Vec<(u64, u8)>,
+}
+
+/// Infers [`Head`] from `head`, the trace's first bytes from where the replay starts (a
+/// partial last line is skipped), in one pass: a [`ListDemand`] for the lists of each zone
+/// spanning the pfns of `zones`, on `cpus` CPUs (trace CPU `c` is `c % cpus`), pageblocks of
+/// `1 << pageblock_order` pages and the THP order's lists.
 pub fn infer(
     head: &[u8],
     cpus: u32,
-    zone: std::ops::Range<u64>,
+    zones: &[std::ops::Range<u64>],
     pageblock_order: u8,
     thp_order: Option<u8>,
     numbering: Numbering,
-) -> ListDemand {
+) -> Head {
     let cpus = cpus.max(1);
     // The head ends mid-line: keep whole lines only.
     let head = match memchr::memrchr(b'\n', head) {
@@ -152,12 +159,8 @@ pub fn infer(
                 Some(Rec::Alloc(order, mt_of(migratetype))),
                 Some((pfn, migratetype)),
             ),
-            EventKind::Free { pfn, order } if zone.contains(&pfn) => {
-                (Some(Rec::Free(pfn, order)), None)
-            }
-            EventKind::FreeBatched { pfn } if zone.contains(&pfn) => {
-                (Some(Rec::FreeBatched(pfn, 0)), None)
-            }
+            EventKind::Free { pfn, order } => (Some(Rec::Free(pfn, order)), None),
+            EventKind::FreeBatched { pfn } => (Some(Rec::FreeBatched(pfn, 0)), None),
             EventKind::ZoneLocked {
                 order,
                 migratetype,
@@ -180,11 +183,41 @@ pub fn infer(
         if let Some((pfn, m)) = named {
             first_named.entry(pb(pfn)).or_insert(m);
         }
-        let in_zone = zone.contains(&ev.kind.pfn());
-        if let Some(r) = rec.filter(|_| in_zone) {
-            events.push((cpu, r, named.map(|(pfn, m)| (pb(pfn), mt_of(m)))));
+        let pfn = ev.kind.pfn();
+        if let (Some(r), Some(z)) = (rec, zones.iter().position(|z| z.contains(&pfn))) {
+            events.push((z, cpu, r, named.map(|(pfn, m)| (pb(pfn), mt_of(m)))));
         }
     });
+    let mut first_named: Vec<(u64, u8)> = first_named
+        .into_iter()
+        .map(|(b, m)| (b << pageblock_order, m))
+        .collect();
+    first_named.sort_unstable();
+    let named = |block: u64| {
+        first_named
+            .binary_search_by_key(&(block << pageblock_order), |&(p, _)| p)
+            .ok()
+            .map(|i| mt_of(first_named[i].1))
+    };
+    let zones = (0..zones.len())
+        .map(|z| {
+            let of_zone = events.iter().filter(|e| e.0 == z).map(|e| (e.1, e.2, e.3));
+            balance(of_zone, cpus, pageblock_order, thp_order, &named)
+        })
+        .collect();
+    Head { zones, first_named }
+}
+
+/// The balances of one zone's lists over its events of the head ([`infer`]); `first_named`
+/// gives a pageblock's first named migratetype (current numbering).
+fn balance(
+    events: impl Iterator<Item = (u32, Rec, Option<(u64, usize)>)>,
+    cpus: u32,
+    pageblock_order: u8,
+    thp_order: Option<u8>,
+    first_named: &dyn Fn(u64) -> Option<usize>,
+) -> ListDemand {
+    let pb = |pfn: u64| pfn >> pageblock_order;
 
     let mut balance = vec![[[0i64; TYPES]; SLOTS]; cpus as usize];
     let mut low = vec![[[0i64; TYPES]; SLOTS]; cpus as usize];
@@ -193,8 +226,9 @@ pub fn infer(
     let mut at_refill = vec![[[0i64; TYPES]; SLOTS]; cpus as usize];
     let mut named: HashMap<u64, usize> = HashMap::default();
     let mut pending_batched: Vec<u64> = Vec::new();
-    let n = events.len() as u64;
+    let mut n = 0;
     for (cpu, rec, name) in events {
+        n += 1;
         let c = cpu as usize;
         if let Some((block, mt)) = name {
             named.insert(block, mt);
@@ -245,17 +279,12 @@ pub fn infer(
                 let mt = named
                     .get(&block)
                     .copied()
-                    .or_else(|| first_named.get(&block).map(|&m| mt_of(m)))
+                    .or_else(|| first_named(block))
                     .unwrap_or(MOVABLE);
                 take(slot_of(order, thp_order), mt, 1);
             }
         }
     }
-    let mut first_named: Vec<(u64, u8)> = first_named
-        .into_iter()
-        .map(|(b, m)| (b << pageblock_order, m))
-        .collect();
-    first_named.sort_unstable();
     let blocks = (0..cpus as usize)
         .map(|c| {
             let mut b = [[0u64; TYPES]; SLOTS];
@@ -273,7 +302,6 @@ pub fn infer(
         })
         .collect();
     ListDemand {
-        first_named,
         refilled,
         blocks,
         thp_order,
@@ -323,35 +351,28 @@ mod tests {
             "mm_page_pcpu_drain: page=(____ptrval____) pfn=0x3004 order=2 migratetype=2",
         );
         head += "a partial last li";
-        let d = infer(
+        // Two zones: CPU 0's events lie in the first, CPU 1's in the second.
+        let h = infer(
             head.as_bytes(),
             2,
-            0..1 << 20,
+            &[0..0x3000, 0x3000..1 << 20],
             9,
             Some(9),
             Numbering::Current,
         );
-        assert_eq!(d.events, 8);
+        let (d, high) = (&h.zones[0], &h.zones[1]);
+        assert_eq!((d.events, high.events), (6, 2));
         // CPU 0: 2 Unmovable order-0 pages before the refill; the Movable allocation came
         // before the free that put a page back, so that list held one page.
         assert_eq!(d.blocks[0][0], [2, 1, 0]);
         assert!(d.refilled[0][0][0] && !d.refilled[0][0][1]);
-        assert_eq!(d.blocks[1][2], [0, 0, 2]);
+        assert_eq!(high.blocks[1][2], [0, 0, 2]);
+        assert_eq!(high.blocks[0], [[0; TYPES]; SLOTS]);
+        assert_eq!(d.blocks[1], [[0; TYPES]; SLOTS]);
         // The rest of the count goes to the first order-0 list never refilled: Movable.
         assert_eq!(d.fit(0, 10), vec![(0, 0, 2), (0, 1, 8)]);
         // Scaled into a small count.
-        assert_eq!(d.fit(1, 4), vec![(2, 2, 1)]);
-        assert_eq!(d.first_named.first(), Some(&(0x1000, 0)));
-        // Another zone's lists: CPU 1's events lie above it.
-        let low = infer(
-            head.as_bytes(),
-            2,
-            0..0x3000,
-            9,
-            Some(9),
-            Numbering::Current,
-        );
-        assert_eq!(low.blocks[1], [[0; TYPES]; SLOTS]);
-        assert_eq!(low.blocks[0], d.blocks[0]);
+        assert_eq!(high.fit(1, 4), vec![(2, 2, 1)]);
+        assert_eq!(h.first_named.first(), Some(&(0x1000, 0)));
     }
 }

@@ -178,22 +178,19 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
         preset.0.apply(&mut base);
     }
     // What each CPU's lists held at the start, from the trace's first events (pcp_state).
-    let demand: Vec<pcp_state::ListDemand> = match (&snap, opts.infer) {
-        (Some(_), None | Some(true)) => geo
-            .zones
-            .iter()
-            .map(|z| {
-                pcp_state::infer(
-                    &input.head,
-                    geo.cpus,
-                    z.start..z.end(),
-                    base.pageblock_order,
-                    base.pcp.thp_order,
-                    numbering,
-                )
-            })
-            .collect(),
-        _ => Vec::new(),
+    let head = match (&snap, opts.infer) {
+        (Some(_), None | Some(true)) => {
+            let spans: Vec<_> = geo.zones.iter().map(|z| z.start..z.end()).collect();
+            pcp_state::infer(
+                &input.head,
+                geo.cpus,
+                &spans,
+                base.pageblock_order,
+                base.pcp.thp_order,
+                numbering,
+            )
+        }
+        _ => pcp_state::Head::default(),
     };
     let n = opts.variants.len();
     let mut emitted = Vec::new();
@@ -225,13 +222,13 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
             }
             None => None,
         };
-        let mut r = Replayer::with_zones(v, &geo, out, &cfgs, snap.as_ref(), &demand)?;
+        let mut r = Replayer::with_zones(v, &geo, out, &cfgs, snap.as_ref(), &head.zones)?;
         r.decay = cfgs.first().is_some_and(|c| c.pcp.decay && c.pcp.enabled) && !opts.no_decay;
         replayers.push(r);
     }
     let mut kernel = KernelSide::new(geo.zones.len(), geo.cpus);
     kernel.block_types = kernel::BlockTypes::new(base.pageblock_order);
-    for &(pfn, mt) in demand.iter().flat_map(|d| &d.first_named) {
+    for &(pfn, mt) in &head.first_named {
         kernel.block_types.name(pfn, mt);
     }
     // The inferences read a kernel's trace, where untraced work leaves its marks; a trace we
