@@ -191,3 +191,47 @@ fn highatomic_reserve_cap_per_version() {
         assert_eq!(z.reserved_highatomic(), cap, "{v}");
     }
 }
+
+/// `set_pcp_tuning` starts a CPU where a kernel's was: 6.1's `free_factor` set to 2 makes the
+/// next drain `batch << 2`, and 7.2's `alloc_factor` set to 3 makes the next refill
+/// `batch << 3`; a set `high` is read back.
+#[test]
+fn tuning_state_set_from_outside_drives_the_next_refill_and_drain() {
+    use zonealloc::PcpTuning;
+    let z = zone(KernelVersion::V6_1);
+    let (pages, _) = alloc_n(&z, 3492 + 63);
+    // Everything back on the lists but one page under high.
+    free_all(&z, &pages[..3491 - z.pcp_pages() as usize]);
+    assert!(z.set_pcp_tuning(
+        CpuId(0),
+        PcpTuning {
+            free_count: Some(2),
+            ..PcpTuning::default()
+        }
+    ));
+    let drains = free_all(&z, &pages[pages.len() - 2..]);
+    assert_eq!(drains, vec![63 << 2]);
+
+    let mut cfg = ZoneConfig::without_watermarks();
+    KernelVersion::V7_2.apply(&mut cfg);
+    cfg.pcp = cfg
+        .pcp
+        .with_cpus(1)
+        .with_batch(Some(63))
+        .with_high_min(Some(3492))
+        .with_high_max(Some(15551));
+    let z = Zone::new(ZoneType::Normal, Pfn(0), Pfn(FRAMES), cfg).unwrap();
+    z.add_free_range(Pfn(0), Pfn(FRAMES)).unwrap();
+    assert!(z.set_pcp_tuning(
+        CpuId(0),
+        PcpTuning {
+            high: Some(11632),
+            alloc_factor: Some(3),
+            ..PcpTuning::default()
+        }
+    ));
+    let info = z.pcp_info(CpuId(0));
+    assert_eq!((info.high, info.alloc_factor), (11632, 3));
+    let (_, refills) = alloc_n(&z, 1);
+    assert_eq!(refills, vec![63 << 3]);
+}

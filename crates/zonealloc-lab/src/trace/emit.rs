@@ -134,6 +134,8 @@ impl<W: Write> TraceWriter<W> {
                 u8::from(fragmenting),
                 u8::from(change_ownership)
             )?,
+            EventKind::KswapdWake { nid, order } => writeln!(w, "nid={nid} order={order}")?,
+            EventKind::KswapdSleep { nid } => writeln!(w, "nid={nid}")?,
         }
         self.events += 1;
         Ok(())

@@ -197,6 +197,8 @@ impl TraceStats {
                     ))
                     .or_default() += 1;
             }
+            // Counted by name in `per_type`.
+            EventKind::KswapdWake { .. } | EventKind::KswapdSleep { .. } => {}
         }
     }
 

@@ -33,7 +33,7 @@ mod slot;
 
 pub(crate) use sizing::{stat_threshold, zone_batchsize, zone_highsize};
 pub(crate) use slot::{PcpAccess, PcpSet};
-pub use slot::{PcpInfo, PcpSlot};
+pub use slot::{PcpInfo, PcpSlot, PcpTuning};
 
 use crate::buddy::{BuddyZone, FreePlacement};
 use crate::config::{FreeHigh, FreeScaling};

@@ -357,6 +357,22 @@ pub(crate) enum PcpAccess<'a> {
     Held(usize, &'a mut PerCpuPages),
 }
 
+/// One CPU's tuning state, as [`Zone::set_pcp_tuning`](crate::Zone::set_pcp_tuning) sets it:
+/// the part of `struct per_cpu_pages` that `/proc/zoneinfo` prints only in part (`high`) or
+/// not at all, so that a zone can start where a kernel's was. `None` leaves a field as it is.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct PcpTuning {
+    /// The current (auto-tuned) `high`; clamped into `high_min..=high_max` on use.
+    pub high: Option<i32>,
+    /// `alloc_factor` (6.7+), `0..=CONFIG_PCP_BATCH_SCALE_MAX`.
+    pub alloc_factor: Option<u8>,
+    /// `free_count` (6.7+), or 6.1's `free_factor` under
+    /// [`FreeScaling::FreeFactor`](crate::FreeScaling::FreeFactor).
+    pub free_count: Option<i32>,
+    /// `PCPF_PREV_FREE_HIGH_ORDER`: the previous free on this CPU was of orders 1..=3.
+    pub prev_free_high_order: Option<bool>,
+}
+
 /// A snapshot of one CPU's lists (`/proc/zoneinfo`'s pageset block, plus the tuning state).
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub struct PcpInfo {

@@ -5,7 +5,9 @@ use super::Zone;
 use crate::buddy::{CheckFacts, Watermarks};
 use crate::check::CheckError;
 use crate::meta::FrameState;
-use crate::pcp::{PcpInfo, PcpStats, PerCpuPages, PCP_ORDER_SLOTS, THP_ORDER_SLOT};
+use crate::pcp::{
+    PcpFlags, PcpInfo, PcpStats, PcpTuning, PerCpuPages, PCP_ORDER_SLOTS, THP_ORDER_SLOT,
+};
 use crate::platform::Platform;
 use crate::stats::{FreeAreaSnapshot, ZoneStats};
 use crate::sync::{Ordering, SpinGuard};
@@ -44,6 +46,31 @@ impl<P: Platform> Zone<P> {
         info.stats.alloc_hits = pcp.allocs.iter().sum::<u64>() - pcp.miss_allocs;
         info.stats.trylock_failures = slot.trylock_failures.load(Ordering::Relaxed);
         info
+    }
+
+    /// Sets CPU `cpu`'s tuning state ([`PcpTuning`]): to start a zone where a kernel's was
+    /// (`--proc`'s per-CPU `high`, or state a replay infers from a trace). Waits for the
+    /// lists' lock; returns false when an owner holds them and nothing was set.
+    pub fn set_pcp_tuning(&self, cpu: CpuId, t: PcpTuning) -> bool {
+        let c = cpu.0 as usize % self.pcp.cpus();
+        let Some(mut pcp) = self.lock_for_inspection(c) else {
+            return false;
+        };
+        self.pcp.refresh_locked(&mut pcp);
+        let scale = self.pcp.policy.scale;
+        if let Some(h) = t.high {
+            pcp.high = h.max(0);
+        }
+        if let Some(a) = t.alloc_factor {
+            pcp.alloc_factor = a.min(scale);
+        }
+        if let Some(f) = t.free_count {
+            pcp.free_count = f.max(0);
+        }
+        if let Some(on) = t.prev_free_high_order {
+            pcp.flags.set(PcpFlags::PREV_FREE_HIGH_ORDER, on);
+        }
+        true
     }
 
     /// Locks a CPU's lists for inspection, unless an owner holds them.
@@ -178,6 +205,14 @@ impl<P: Platform> Zone<P> {
     /// the pages this zone keeps back from requests whose highest allowed zone is that type.
     pub fn lowmem_reserve(&self) -> [u64; crate::types::MAX_NR_ZONES] {
         self.buddy.lock().lowmem_reserve
+    }
+
+    /// Sets `lowmem_reserve[]` (by zone type index) as a kernel had it (`/proc/zoneinfo`'s
+    /// `protection:`), in place of what `setup_per_zone_lowmem_reserve` computed: the
+    /// watermark checks (`__zone_watermark_ok`) add `lowmem_reserve[highest_zoneidx]` of the
+    /// request ([`AllocRequest::zone_limit`](crate::AllocRequest::zone_limit)).
+    pub fn set_lowmem_reserve(&self, reserve: [u64; crate::types::MAX_NR_ZONES]) {
+        self.apply_lowmem_reserve(reserve);
     }
 
     /// Writes the `protection:` line of `/proc/zoneinfo` (`zoneinfo_show_print`:

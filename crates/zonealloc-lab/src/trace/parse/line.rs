@@ -164,6 +164,8 @@ enum Name {
     ZoneLocked,
     PcpuDrain,
     Extfrag,
+    KswapdWake,
+    KswapdSleep,
 }
 
 fn event_name(t: &[u8]) -> Option<Name> {
@@ -175,7 +177,14 @@ fn event_name(t: &[u8]) -> Option<Name> {
         b"mm_page_alloc_zone_locked" => Name::ZoneLocked,
         b"mm_page_pcpu_drain" => Name::PcpuDrain,
         b"mm_page_alloc_extfrag" => Name::Extfrag,
-        _ => return None,
+        _ => {
+            let t = t.strip_prefix(b"vmscan:").unwrap_or(t);
+            match t {
+                b"mm_vmscan_kswapd_wake" => Name::KswapdWake,
+                b"mm_vmscan_kswapd_sleep" => Name::KswapdSleep,
+                _ => return None,
+            }
+        }
     })
 }
 
@@ -194,6 +203,7 @@ struct Fields<'a> {
     fallback_migratetype: Option<&'a [u8]>,
     fragmenting: Option<&'a [u8]>,
     change_ownership: Option<&'a [u8]>,
+    nid: Option<&'a [u8]>,
 }
 
 impl<'a> Fields<'a> {
@@ -203,6 +213,7 @@ impl<'a> Fields<'a> {
     fn slot(&mut self, key: &[u8]) -> Option<&mut Option<&'a [u8]>> {
         Some(match (key.len(), key.first().copied().unwrap_or(0)) {
             (3, b'p') if key == b"pfn" => &mut self.pfn,
+            (3, b'n') if key == b"nid" => &mut self.nid,
             (4, b'p') if key == b"page" => &mut self.page,
             (5, b'o') if key == b"order" => &mut self.order,
             (9, b'g') if key == b"gfp_flags" => &mut self.gfp_flags,
@@ -309,7 +320,11 @@ pub(super) fn parse_line(line: &[u8]) -> Result<Event<'_>, LineKind> {
         }
     }
     let bad = |what| LineKind::Malformed(what);
-    let pfn = f.pfn.and_then(parse_pfn).ok_or(bad("bad or missing pfn"))?;
+    let pfn = match name {
+        // kswapd's events name a node, not a page (`nid=%d order=%d`, `nid=%d`).
+        Name::KswapdWake | Name::KswapdSleep => 0,
+        _ => f.pfn.and_then(parse_pfn).ok_or(bad("bad or missing pfn"))?,
+    };
     let order = || {
         f.order
             .and_then(parse_small)
@@ -320,7 +335,18 @@ pub(super) fn parse_line(line: &[u8]) -> Result<Event<'_>, LineKind> {
             .and_then(parse_small)
             .ok_or(bad("bad or missing migratetype"))
     };
+    let nid = || {
+        f.nid
+            .and_then(parse_dec)
+            .and_then(|v| u32::try_from(v).ok())
+            .ok_or(bad("bad or missing nid"))
+    };
     let kind = match name {
+        Name::KswapdWake => EventKind::KswapdWake {
+            nid: nid()?,
+            order: order()?,
+        },
+        Name::KswapdSleep => EventKind::KswapdSleep { nid: nid()? },
         Name::Alloc => {
             let gfp = f
                 .gfp_flags

@@ -159,6 +159,20 @@ pub enum EventKind<'a> {
         /// `change_ownership=1` (0 when absent).
         change_ownership: bool,
     },
+    /// `vmscan:mm_vmscan_kswapd_wake`: kswapd of node `nid` wakes to reclaim (it then runs
+    /// `balance_pgdat`, which sets `ZONE_RECLAIM_ACTIVE` on the node's zones).
+    KswapdWake {
+        /// The node.
+        nid: u32,
+        /// The order it reclaims for.
+        order: u8,
+    },
+    /// `vmscan:mm_vmscan_kswapd_sleep`: kswapd of node `nid` goes back to sleep (its
+    /// `balance_pgdat` has cleared `ZONE_RECLAIM_ACTIVE`).
+    KswapdSleep {
+        /// The node.
+        nid: u32,
+    },
 }
 
 impl EventKind<'_> {
@@ -171,12 +185,15 @@ impl EventKind<'_> {
             EventKind::ZoneLocked { .. } => "mm_page_alloc_zone_locked",
             EventKind::PcpuDrain { .. } => "mm_page_pcpu_drain",
             EventKind::Extfrag { .. } => "mm_page_alloc_extfrag",
+            EventKind::KswapdWake { .. } => "mm_vmscan_kswapd_wake",
+            EventKind::KswapdSleep { .. } => "mm_vmscan_kswapd_sleep",
         }
     }
 
-    /// The event's page frame number.
+    /// The event's page frame number (0 for kswapd's events, which name no page).
     pub fn pfn(&self) -> u64 {
         match *self {
+            EventKind::KswapdWake { .. } | EventKind::KswapdSleep { .. } => 0,
             EventKind::Alloc { pfn, .. }
             | EventKind::Free { pfn, .. }
             | EventKind::FreeBatched { pfn }

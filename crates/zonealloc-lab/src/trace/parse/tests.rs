@@ -386,6 +386,8 @@ fn canonical(ev: &Event<'_>) -> String {
             u8::from(fragmenting),
             u8::from(change_ownership)
         ),
+        EventKind::KswapdWake { nid, order } => format!("nid={nid} order={order}"),
+        EventKind::KswapdSleep { nid } => format!("nid={nid}"),
     };
     format!("cpu={cpu} ts={ts} page={page} {} {fields}", ev.kind.name())
 }
@@ -477,4 +479,19 @@ proptest! {
         let _ = p.feed(mangled.as_bytes());
         prop_assert_eq!(p.lines, 1);
     }
+}
+
+#[test]
+fn kswapd_wake_and_sleep_name_a_node() {
+    let ev = one("kswapd0-60 [001] ..... 9.5: mm_vmscan_kswapd_wake: nid=0 order=3");
+    assert_eq!(ev.kind, EventKind::KswapdWake { nid: 0, order: 3 });
+    assert_eq!((ev.kind.pfn(), ev.page), (0, PagePtr::Missing));
+    let ev = one("kswapd0-60 [001] ..... 9.6: vmscan:mm_vmscan_kswapd_sleep: nid=1");
+    assert_eq!(ev.kind, EventKind::KswapdSleep { nid: 1 });
+    assert_eq!(ev.kind.name(), "mm_vmscan_kswapd_sleep");
+    let mut p = Parser::new();
+    assert!(p
+        .feed(b"kswapd0-60 [001] ..... 9.6: mm_vmscan_kswapd_sleep: order=1")
+        .is_none());
+    assert_eq!(p.malformed, 1);
 }

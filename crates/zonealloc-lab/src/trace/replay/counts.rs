@@ -41,9 +41,13 @@ pub struct ReplayCounts {
     pub extfrag: u64,
     /// Drains of a CPU's lists inferred from unexplained drain runs ([`kernel`](super::kernel)).
     pub inferred_drains: u64,
-    /// Allocations the trace does not show, inferred from frees of refilled pages
+    /// Allocations the trace does not show, inferred from refilled pages no traced allocation
+    /// took (at the refill run's next allocation or refill, else at the page's free)
     /// ([`kernel::Inferred::UntracedAlloc`](super::kernel::Inferred::UntracedAlloc)).
     pub untraced_allocs: u64,
+    /// kswapd wake-ups on node 0 (`mm_vmscan_kswapd_wake`), each setting reclaim-active on
+    /// the zones until kswapd's next `mm_vmscan_kswapd_sleep`.
+    pub kswapd_wakes: u64,
     /// `MAX_PAGE_ORDER` blocks brought online as the trace touched them ([`Online::Touched`](super::Online::Touched)).
     pub onlined_blocks: u64,
 }

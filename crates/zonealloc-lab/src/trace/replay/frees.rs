@@ -49,6 +49,26 @@ impl Replayer {
         }))
     }
 
+    /// Allocations the trace shows were taken untraced from CPUs' lists
+    /// ([`KernelSide::untraced_now`](super::kernel::KernelSide::untraced_now): `alloc_pages_bulk`),
+    /// replayed now on the CPU whose list held each; their later frees free our pages.
+    pub fn untraced_allocs(&mut self, ev: &Event<'_>, pages: &[(u64, u32, u8)]) -> io::Result<()> {
+        for &(pfn, cpu, migratetype) in pages {
+            let Some(z) = self.geo.zone_of(pfn) else {
+                continue;
+            };
+            if self.live.contains_key(&pfn) {
+                continue;
+            }
+            let inferred = Inferred::UntracedAlloc { cpu, migratetype };
+            if let Some(l) = self.untraced_alloc(ev, z, inferred)? {
+                self.counts.untraced_allocs += 1;
+                self.live.insert(pfn, l);
+            }
+        }
+        Ok(())
+    }
+
     /// A traced free of `order` pages at traced frame `pfn`.
     pub(super) fn free_traced(
         &mut self,
@@ -99,7 +119,16 @@ impl Replayer {
         let Some(pool) = self.pools.get_mut(z) else {
             return Ok(());
         };
-        let pages = pool.take(pages);
+        // From pageblocks of the type the trace names for the kernel's page, so that the
+        // free goes to the list the kernel's did (`free_frozen_pages` picks the list by the
+        // pageblock's migratetype; a HighAtomic one frees to Movable).
+        let mt = match inferred {
+            Inferred::FreeOfType { migratetype } => {
+                Some(usize::from(self.geo.numbering.to_current(migratetype)))
+            }
+            _ => None,
+        };
+        let pages = pool.take(pages, mt);
         if !pages.is_empty() {
             self.counts.frees_from_snapshot += 1;
         }

@@ -1,6 +1,6 @@
 //! The allocation request a traced `gfp_flags` string describes.
 
-use zonealloc::{AllocRequest, MigrateType};
+use zonealloc::{AllocRequest, MigrateType, ZoneType};
 
 /// The request a symbolic `gfp_flags` string describes (`gfp_to_alloc_flags`'s inputs).
 pub fn request(mt: MigrateType, gfp: &str) -> AllocRequest {
@@ -28,6 +28,13 @@ pub fn request(mt: MigrateType, gfp: &str) -> AllocRequest {
             | "__GFP_RECLAIM" => direct = true,
             "GFP_ATOMIC" | "__GFP_HIGH" => high = true,
             "__GFP_MEMALLOC" => memalloc = true,
+            _ => {}
+        }
+        // gfp_zone(): the highest zone the request may use, whose lowmem protection the
+        // watermark checks of lower zones add (GFP_DMA and GFP_DMA32 also reclaim).
+        match f {
+            "GFP_DMA" | "__GFP_DMA" => req = req.zone_limit(ZoneType::Dma),
+            "GFP_DMA32" | "__GFP_DMA32" => req = req.zone_limit(ZoneType::Dma32),
             _ => {}
         }
     }

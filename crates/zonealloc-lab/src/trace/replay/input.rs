@@ -37,6 +37,9 @@ pub struct Input {
     pub reader: Box<dyn BufRead>,
     /// What the prefix says.
     pub sniff: Sniff,
+    /// The prefix from where the replay starts (after the `from` marker, before the `to`
+    /// one), for inferences from the trace's first events ([`super::pcp_state`]).
+    pub head: Vec<u8>,
 }
 
 /// The part of a trace to replay: from the line after the first one containing `from` (when
@@ -87,6 +90,14 @@ pub fn open_window(path: &Path, window: &Window) -> io::Result<(Input, Option<bo
             prefix.drain(header..end);
         }
     }
+    let mut head = prefix.clone();
+    if let Some(at) = window
+        .to
+        .as_ref()
+        .and_then(|to| memchr::memmem::find(&head, to.as_bytes()))
+    {
+        head.truncate(at);
+    }
     let stream = Cursor::new(prefix).chain(src);
     let reader: Box<dyn BufRead> = match &window.to {
         Some(to) => Box::new(BufReader::with_capacity(
@@ -95,7 +106,14 @@ pub fn open_window(path: &Path, window: &Window) -> io::Result<(Input, Option<bo
         )),
         None => Box::new(BufReader::with_capacity(1 << 16, stream)),
     };
-    Ok((Input { reader, sniff }, found))
+    Ok((
+        Input {
+            reader,
+            sniff,
+            head,
+        },
+        found,
+    ))
 }
 
 /// A stream that ends where `marker` first appears: the bytes before it (or, for a marker

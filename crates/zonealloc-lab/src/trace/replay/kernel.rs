@@ -156,6 +156,56 @@ pub enum Inferred {
         /// The list's migratetype.
         migratetype: u8,
     },
+    /// A free of a page in a pageblock the trace has named the migratetype of (by an
+    /// allocation, refill or drain in it): a page in use before the trace is freed from the
+    /// pool of that type, onto the list the kernel's free went to.
+    FreeOfType {
+        /// The pageblock's migratetype (the trace's numbering).
+        migratetype: u8,
+    },
+}
+
+/// Pageblocks the trace has named the migratetype of: the latest allocation, refill or drain
+/// in each (an allocation without fallback comes from a pageblock of its own type;
+/// `free_pcppages_bulk` prints the pageblock's), seeded with the first one the trace's head
+/// names ([`super::pcp_state`]) for frees before the pageblock's first event.
+#[derive(Clone, Debug, Default)]
+pub struct BlockTypes {
+    shift: u32,
+    /// Per pageblock number: migratetype + 1, 0 unknown.
+    types: Vec<u8>,
+}
+
+impl BlockTypes {
+    /// No pageblock named yet, for pageblocks of `1 << pageblock_order` pages.
+    pub fn new(pageblock_order: u8) -> BlockTypes {
+        BlockTypes {
+            shift: u32::from(pageblock_order),
+            types: Vec::new(),
+        }
+    }
+
+    /// The pageblock of `pfn` is of `migratetype`.
+    #[inline]
+    pub fn name(&mut self, pfn: u64, migratetype: u8) {
+        let b = pfn >> self.shift;
+        // Pfns beyond 64 Ti pages with 512-page blocks are not tracked (2^27 entries).
+        if b >= 1 << 27 || migratetype == u8::MAX {
+            return;
+        }
+        let b = b as usize;
+        if b >= self.types.len() {
+            self.types.resize(b + 1, 0);
+        }
+        self.types[b] = migratetype + 1;
+    }
+
+    /// The named migratetype of `pfn`'s pageblock.
+    #[inline]
+    pub fn of(&self, pfn: u64) -> Option<u8> {
+        let b = usize::try_from(pfn >> self.shift).ok()?;
+        self.types.get(b).and_then(|&t| t.checked_sub(1))
+    }
 }
 
 /// The previous event on a CPU, as far as drain causes go.
@@ -193,6 +243,18 @@ pub struct KernelSide {
     refilled: HashMap<u64, (u32, u8)>,
     /// Frees of pages that only an untraced allocation can have taken off the lists.
     pub untraced_allocs: u64,
+    /// Per CPU and migratetype (the trace's numbering, `& 7`): the order-0 pages of the
+    /// list's last refill run not allocated, drained or freed since, in refill order.
+    runs: Vec<std::collections::VecDeque<u64>>,
+    /// Per CPU: the last event was an order-0 refill of this migratetype.
+    in_refill: Vec<Option<u8>>,
+    /// Pages the event just added found taken untraced, as `(pfn, cpu, migratetype)`:
+    /// replay their allocations now ([`Replayer::untraced_allocs`](super::Replayer)).
+    pub untraced_now: Vec<(u64, u32, u8)>,
+    /// Pages inferred so, before their free.
+    pub untraced_early: u64,
+    /// Pageblock migratetypes the trace has named.
+    pub block_types: BlockTypes,
     cpus: u32,
 }
 
@@ -214,6 +276,11 @@ impl KernelSide {
             last_free_cpu: HashMap::default(),
             refilled: HashMap::default(),
             untraced_allocs: 0,
+            runs: vec![std::collections::VecDeque::new(); cpus as usize * 8],
+            in_refill: vec![None; cpus as usize],
+            untraced_now: Vec::new(),
+            untraced_early: 0,
+            block_types: BlockTypes::new(9),
             cpus,
         }
     }
@@ -240,11 +307,16 @@ impl KernelSide {
         let cpu = raw % self.cpus;
         let c = cpu as usize;
         let mut inferred = Inferred::None;
+        self.untraced_now.clear();
+        self.bulk(ev, cpu);
         let prev = self.prev[c];
         self.prev[c] = match ev.kind {
-            EventKind::Alloc { pfn, .. } => {
+            EventKind::Alloc {
+                pfn, migratetype, ..
+            } => {
                 if !ev.is_failed_alloc() {
                     *self.alloc_per_pfn.entry(pfn).or_default() += 1;
+                    self.block_types.name(pfn, migratetype);
                     self.last_free_cpu.remove(&pfn);
                     self.refilled.remove(&pfn);
                 }
@@ -258,6 +330,8 @@ impl KernelSide {
                         cpu: by,
                         migratetype,
                     };
+                } else if let Some(migratetype) = self.block_types.of(pfn) {
+                    inferred = Inferred::FreeOfType { migratetype };
                 }
                 Prev::Free
             }
@@ -268,6 +342,7 @@ impl KernelSide {
                 percpu_refill,
             } => {
                 self.grid.at(zone, cpu).zone_locked(order, percpu_refill);
+                self.block_types.name(pfn, migratetype);
                 if percpu_refill {
                     // The block goes onto this CPU's lists (unless the allocation takes it).
                     self.last_free_cpu.insert(pfn, cpu);
@@ -281,8 +356,14 @@ impl KernelSide {
                 self.grid.at(zone, cpu).extfrag += 1;
                 Prev::Other
             }
-            EventKind::PcpuDrain { pfn, order, .. } => {
+            EventKind::KswapdWake { .. } | EventKind::KswapdSleep { .. } => Prev::Other,
+            EventKind::PcpuDrain {
+                pfn,
+                order,
+                migratetype,
+            } => {
                 self.grid.at(zone, cpu).drain(order);
+                self.block_types.name(pfn, migratetype);
                 let new_run = !matches!(prev, Prev::Drain { .. });
                 if new_run {
                     self.run_owners[c].clear();
@@ -312,6 +393,76 @@ impl KernelSide {
             }
         };
         inferred
+    }
+
+    /// `alloc_pages_bulk` takes order-0 pages off a CPU's list without `mm_page_alloc`
+    /// (`__alloc_pages_bulk` → `__rmqueue_pcplist`), refilling it when it runs empty. A refill
+    /// appends its blocks to the list's tail (`rmqueue_bulk`) and only an empty list is refilled,
+    /// so an allocation takes a refill run's pages in order unless a free put a page on top
+    /// (frees add at the head): when the trace's allocation on that CPU takes the run's `k`-th
+    /// page, the `k - 1` before it that no event took were allocated untraced, before it. At
+    /// the list's next refill the list was empty: what is left of the run was too. Both are
+    /// replayed then, not at the pages' frees, which come much later.
+    fn bulk(&mut self, ev: &Event<'_>, cpu: u32) {
+        let c = cpu as usize;
+        let list = |mt: u8| c * 8 + usize::from(mt & 7);
+        let refill = match ev.kind {
+            EventKind::ZoneLocked {
+                order: 0,
+                migratetype,
+                percpu_refill: true,
+                ..
+            } => Some(migratetype),
+            _ => None,
+        };
+        let was = std::mem::replace(&mut self.in_refill[c], refill);
+        match ev.kind {
+            EventKind::ZoneLocked { pfn, .. } => {
+                let Some(mt) = refill else { return };
+                if was != Some(mt) {
+                    // A new run: the list was empty, what was left of the last run is gone.
+                    let left: Vec<u64> = self.runs[list(mt)].drain(..).collect();
+                    self.take_untraced(&left, cpu, mt);
+                }
+                self.runs[list(mt)].push_back(pfn);
+            }
+            EventKind::Alloc {
+                pfn,
+                order: 0,
+                migratetype,
+                ..
+            } => {
+                if self.refilled.get(&pfn).map(|&(by, _)| by) != Some(cpu) {
+                    return;
+                }
+                let run = &mut self.runs[list(migratetype)];
+                if let Some(k) = run.iter().position(|&p| p == pfn) {
+                    let before: Vec<u64> = run.drain(..=k).take(k).collect();
+                    self.take_untraced(&before, cpu, migratetype);
+                }
+            }
+            EventKind::PcpuDrain { pfn, .. }
+            | EventKind::Free { pfn, .. }
+            | EventKind::FreeBatched { pfn } => {
+                if let Some(&(by, mt)) = self.refilled.get(&pfn) {
+                    let run = &mut self.runs[(by as usize) * 8 + usize::from(mt & 7)];
+                    if let Some(k) = run.iter().position(|&p| p == pfn) {
+                        run.remove(k);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn take_untraced(&mut self, pfns: &[u64], cpu: u32, mt: u8) {
+        for &pfn in pfns {
+            if self.refilled.remove(&pfn).is_some() {
+                self.untraced_now.push((pfn, cpu, mt));
+                self.untraced_early += 1;
+                self.last_free_cpu.remove(&pfn);
+            }
+        }
     }
 
     /// The `n` most allocated frames, most first (ties by pfn).
@@ -431,6 +582,46 @@ mod tests {
         assert_eq!(k.add(&ev(0, drain), 0), Inferred::Drain { owner: 1 });
         assert_eq!((k.unexplained_runs, k.remote_drained_blocks), (0, 1));
         assert_eq!(k.grid.get(0, 1).refills, 1);
+    }
+
+    #[test]
+    fn pages_a_refill_run_lost_before_the_traced_allocation_were_allocated_untraced() {
+        let mut k = KernelSide::new(1, 2);
+        let refill = |pfn| EventKind::ZoneLocked {
+            pfn,
+            order: 0,
+            migratetype: 0,
+            percpu_refill: true,
+        };
+        let alloc = |pfn| EventKind::Alloc {
+            pfn,
+            order: 0,
+            migratetype: 0,
+            gfp_flags: "GFP_KERNEL",
+        };
+        for pfn in 0x10..0x14 {
+            k.add(&ev(0, refill(pfn)), 0);
+        }
+        // The first traced allocation takes the run's third page: two went untraced.
+        k.add(&ev(0, alloc(0x12)), 0);
+        assert_eq!(k.untraced_now, vec![(0x10, 0, 0), (0x11, 0, 0)]);
+        // Another CPU's event does not touch CPU 0's run.
+        k.add(&ev(1, alloc(0x99)), 0);
+        assert!(k.untraced_now.is_empty());
+        // The next refill run: the list was empty, so 0x13 went untraced too.
+        k.add(&ev(0, refill(0x20)), 0);
+        assert_eq!(k.untraced_now, vec![(0x13, 0, 0)]);
+        assert_eq!(k.untraced_early, 3);
+        // Their frees infer nothing more.
+        let free = EventKind::Free {
+            pfn: 0x10,
+            order: 0,
+        };
+        assert_eq!(
+            k.add(&ev(1, free), 0),
+            Inferred::FreeOfType { migratetype: 0 }
+        );
+        assert_eq!(k.untraced_allocs, 0);
     }
 
     #[test]

@@ -35,6 +35,7 @@ mod geometry;
 mod gfp;
 pub mod input;
 pub mod kernel;
+pub mod pcp_state;
 pub mod preset;
 pub mod proc_setup;
 
@@ -110,17 +111,19 @@ impl Replayer {
         emit: Option<Box<dyn Write>>,
     ) -> Result<Replayer, String> {
         let cfgs = vec![variant.cfg; geo.zones.len()];
-        Self::with_zones(variant, geo, emit, &cfgs, None)
+        Self::with_zones(variant, geo, emit, &cfgs, None, &[])
     }
 
     /// Zones with one configuration each (`cfgs`, as `geo.zones`), set up from `snap` when
-    /// given ([`proc_setup::populate`]).
+    /// given ([`proc_setup::populate`]), its CPUs' lists holding what `demand` (one per zone)
+    /// infers.
     pub fn with_zones(
         variant: Variant,
         geo: &Geometry,
         emit: Option<Box<dyn Write>>,
         cfgs: &[zonealloc::ZoneConfig],
         snap: Option<&crate::procfs::ProcSnapshot>,
+        demand: &[pcp_state::ListDemand],
     ) -> Result<Replayer, String> {
         let cfg = variant.cfg.with_cpus(geo.cpus);
         let err = |e: &dyn std::fmt::Display| format!("variant '{}': {e}", variant.name);
@@ -153,8 +156,8 @@ impl Replayer {
                     let kz = snap.zone(0, span.zone_type).ok_or_else(|| {
                         err(&format!("no {:?} zone in the snapshot", span.zone_type))
                     })?;
-                    let (pool, facts) =
-                        proc_setup::populate(&zone, snap, kz).map_err(|e| err(&e))?;
+                    let (pool, facts) = proc_setup::populate(&zone, snap, kz, demand.get(i))
+                        .map_err(|e| err(&e))?;
                     pools.push(pool);
                     setup.push(facts);
                     let p = zone.pcp_stats();
@@ -339,7 +342,22 @@ impl Replayer {
                     self.flush_zone_events(ev, z, cpu)?;
                 }
             }
-            EventKind::ZoneLocked { .. } | EventKind::Extfrag { .. } => {}
+            // kswapd's `balance_pgdat` sets `ZONE_RECLAIM_ACTIVE` on the node's zones while it
+            // reclaims (`set_reclaim_active`) and clears it before it sleeps
+            // (`clear_reclaim_active`); frees then shrink the lists hard (`nr_pcp_high`). The
+            // trace shows the wake and the sleep: the flag is set from one to the other. One
+            // node is replayed (node 0's zones).
+            EventKind::KswapdWake { nid: 0, .. } | EventKind::KswapdSleep { nid: 0 } => {
+                let on = matches!(ev.kind, EventKind::KswapdWake { .. });
+                self.counts.kswapd_wakes += u64::from(on);
+                for z in &self.zones {
+                    z.set_reclaim_active(on);
+                }
+            }
+            EventKind::ZoneLocked { .. }
+            | EventKind::Extfrag { .. }
+            | EventKind::KswapdWake { .. }
+            | EventKind::KswapdSleep { .. } => {}
         }
         Ok(())
     }
@@ -461,7 +479,7 @@ impl Replayer {
 mod tests {
     use super::*;
     use crate::trace::migratetype::Numbering;
-    use zonealloc::AllocRequest;
+    use zonealloc::{AllocRequest, ZoneType};
 
     #[test]
     fn gfp_text_sets_the_request() {
@@ -475,6 +493,15 @@ mod tests {
         assert!(!t.can_reclaim);
         let m = request(MigrateType::Unmovable, "GFP_KERNEL|__GFP_MEMALLOC");
         assert!(m.no_watermarks);
+        let d = request(MigrateType::Unmovable, "GFP_KERNEL|__GFP_DMA32");
+        assert_eq!(
+            (d.highest_zone, k.highest_zone),
+            (ZoneType::Dma32, ZoneType::Normal)
+        );
+        assert_eq!(
+            request(MigrateType::Unmovable, "GFP_DMA").highest_zone,
+            ZoneType::Dma
+        );
         let h = request(MigrateType::Movable, "0x100cca");
         assert_eq!(h, AllocRequest::new(MigrateType::Movable));
     }
@@ -519,6 +546,63 @@ mod tests {
         assert!(
             Geometry::from_flags(None, None, None, Some(0), &sniff, Numbering::Current).is_err()
         );
+    }
+
+    #[test]
+    fn kswapd_awake_makes_frees_shrink_the_lists() {
+        // One CPU, mainline rules, a whole zone free; allocate 1024 pages, then free them
+        // with kswapd asleep or awake: awake (ZONE_RECLAIM_ACTIVE), nr_pcp_high keeps at most
+        // `batch << 2` pages on the lists.
+        let g = Geometry::from_flags(
+            None,
+            Some(1 << 16),
+            None,
+            Some(1),
+            &input::Sniff::default(),
+            Numbering::Current,
+        )
+        .unwrap();
+        let at = |kind| Event {
+            cpu: Some(0),
+            ts_ns: None,
+            page: PagePtr::Present,
+            kind,
+        };
+        let run = |wake: bool| {
+            let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &g, None).unwrap();
+            for pfn in 0..1024 {
+                let alloc = EventKind::Alloc {
+                    pfn,
+                    order: 0,
+                    migratetype: 1,
+                    gfp_flags: "GFP_HIGHUSER_MOVABLE",
+                };
+                r.feed(&at(alloc), Inferred::None).unwrap();
+            }
+            if wake {
+                let wake = EventKind::KswapdWake { nid: 0, order: 0 };
+                r.feed(&at(wake), Inferred::None).unwrap();
+            }
+            for pfn in 0..1024 {
+                let free = EventKind::Free { pfn, order: 0 };
+                r.feed(&at(free), Inferred::None).unwrap();
+            }
+            r.feed(&at(EventKind::KswapdSleep { nid: 0 }), Inferred::None)
+                .unwrap();
+            (
+                r.zones[0].pcp_pages(),
+                r.zones[0].pcp_info(CpuId(0)).batch,
+                r.counts.kswapd_wakes,
+            )
+        };
+        let (asleep, batch, _) = run(false);
+        let (awake, _, wakes) = run(true);
+        assert_eq!(wakes, 1);
+        assert!(
+            awake <= (batch as u64) << 2,
+            "{awake} pages kept, batch {batch}"
+        );
+        assert!(asleep > awake, "asleep {asleep}, awake {awake}");
     }
 
     #[test]

@@ -15,19 +15,27 @@
 //!   takes the whole pageblock, `try_to_claim_block`), the rest Movable as at boot;
 //! - the pages in use (`managed - buddy free - PCP`): order-0 pages allocated per
 //!   migratetype so that each type's pageblocks keep about the free pages pagetypeinfo shows
-//!   in them; they form the zone's *pool*, from which a traced free of a page allocated
-//!   before the trace frees a block of its order (as order-0 frees: the kernel's block was
+//!   in them; they form the zone's *pool*, kept per pageblock type, from which a traced free
+//!   of a page allocated before the trace frees a block of its order (as order-0 frees: the kernel's block was
 //!   allocated before we could see its order);
-//! - each CPU's PCP `count`: pages allocated on that CPU and freed back onto its lists.
+//! - each CPU's PCP `count`: pages allocated on that CPU and freed back onto its lists;
+//! - each CPU's current `high` where zoneinfo prints an auto-tuned one (6.7 on), and which
+//!   lists its `count` pages are on as the trace's first events show ([`super::pcp_state`]).
 //!
 //! What is not reproduced, and said in the report: where the free blocks lie and so their
 //! exact split by order (it follows from the order in which the pool is allocated, not from
-//! the kernel's history), the kernel's current auto-tuned `high` of each CPU (ours starts at
-//! the zone's `high_min` rule), and lowmem protection (a request lands in the zone the trace
-//! names, so `lowmem_reserve` never applies; it is kept in the report).
+//! the kernel's history), and the per-CPU state zoneinfo does not print (6.1's `free_factor`,
+//! 6.7+'s `free_count`, `alloc_factor` and `PCPF_*` flags start at zero).
+//!
+//! Lowmem protection is zoneinfo's `protection:` line ([`Zone::set_lowmem_reserve`]): a
+//! request lands in the zone the trace names, and its gfp zone (`__GFP_DMA`, `__GFP_DMA32`, else
+//! Normal or Movable) picks the entry its watermark checks add.
 
-use zonealloc::{AllocRequest, CpuId, MigrateType, Order, Pfn, WatermarkConfig, Zone, ZoneConfig};
+use zonealloc::{
+    AllocRequest, CpuId, MigrateType, Order, PcpTuning, Pfn, WatermarkConfig, Zone, ZoneConfig,
+};
 
+use super::pcp_state::ListDemand;
 use super::preset::Kernel;
 use super::{Geometry, Online, ZoneSpan};
 use crate::procfs::{MigrateTypeName, ProcSnapshot, ZoneSnapshot};
@@ -115,28 +123,48 @@ pub fn zone_config(base: &ZoneConfig, z: &ZoneSnapshot, kernel: Kernel) -> ZoneC
     cfg
 }
 
+/// The tuning state a pageset line of zoneinfo gives: its current `high` where the kernel
+/// auto-tunes it (6.7 on, where `high_min`/`high_max` are printed too); before, `high` is
+/// the zone's one fixed value, which the zone config already holds.
+fn tuning(ps: &crate::procfs::PagesetSnapshot) -> PcpTuning {
+    PcpTuning {
+        high: ps.high_min.map(|_| ps.high as i32),
+        ..PcpTuning::default()
+    }
+}
+
 /// A zone's pages in use at the snapshot, handed out to frees of pages allocated before the
-/// trace.
+/// trace: per migratetype of the pageblock they lie in (Unmovable, Movable, Reclaimable), so
+/// that a free goes to the list of the type the kernel's page had.
 #[derive(Debug, Default)]
 pub struct Pool {
-    pages: Vec<u64>,
+    pages: [Vec<u64>; 3],
 }
 
 impl Pool {
-    /// Takes `n` pages (fewer if the pool runs dry), the most recently allocated first.
-    pub fn take(&mut self, n: u64) -> Vec<u64> {
-        let keep = self.pages.len().saturating_sub(n as usize);
-        self.pages.split_off(keep)
+    /// Takes `n` pages (fewer if the pool runs dry), the most recently allocated first, from
+    /// pageblocks of migratetype index `mt` (0 Unmovable, 1 Movable, 2 Reclaimable), then
+    /// Movable, Unmovable and Reclaimable ones (Movable first when `mt` is `None`).
+    pub fn take(&mut self, n: u64, mt: Option<usize>) -> Vec<u64> {
+        let mut got = Vec::new();
+        let first = mt.filter(|&t| t < TYPES.len()).unwrap_or(1);
+        for t in [first, 1, 0, 2] {
+            let want = (n as usize).saturating_sub(got.len());
+            let pages = &mut self.pages[t];
+            let keep = pages.len().saturating_sub(want);
+            got.extend(pages.drain(keep..));
+        }
+        got
     }
 
     /// Pages left.
     pub fn len(&self) -> usize {
-        self.pages.len()
+        self.pages.iter().map(Vec::len).sum()
     }
 
     /// Whether it is empty.
     pub fn is_empty(&self) -> bool {
-        self.pages.is_empty()
+        self.len() == 0
     }
 }
 
@@ -205,6 +233,7 @@ pub fn populate(
     zone: &Zone,
     snap: &ProcSnapshot,
     z: &ZoneSnapshot,
+    demand: Option<&ListDemand>,
 ) -> Result<(Pool, SetupFacts), String> {
     let label = z.label();
     let err = |what: &str| format!("--proc: setting up {label}: {what}");
@@ -215,6 +244,15 @@ pub fn populate(
     }
     zone.add_free_range(Pfn(start), Pfn(end))
         .map_err(|e| err(&e.to_string()))?;
+    // Lowmem protection as zoneinfo printed it (`protection: (...)`); set after the pages
+    // came online, which recomputes the zone's own.
+    let mut reserve = [0u64; zonealloc::ZoneType::ALL.len()];
+    for &(t, pages) in &z.protection {
+        if let Some(r) = reserve.get_mut(t.index()) {
+            *r = pages;
+        }
+    }
+    zone.set_lowmem_reserve(reserve);
     let pb_order = zone.config().pageblock_order;
     let (kblocks, kfree) = kernel_types(snap, z);
     let grab = |mt: MigrateType, order: u8, cpu: u32| {
@@ -264,7 +302,11 @@ pub fn populate(
     for (t, &mt) in TYPES.iter().enumerate() {
         for _ in 0..want[t] {
             match grab(mt, 0, setup_cpu) {
-                Some(p) => pool.pages.push(p.0),
+                Some(p) => {
+                    let block = zone.pageblock_migratetype(p).unwrap_or(mt);
+                    let i = TYPES.iter().position(|&x| x == block).unwrap_or(1);
+                    pool.pages[i].push(p.0);
+                }
                 None => return Err(err("the pages in use do not fit in the managed pages")),
             }
         }
@@ -272,21 +314,45 @@ pub fn populate(
         zone.drain_cpu(CpuId(setup_cpu));
     }
 
-    // Each CPU's lists: count pages allocated on the set-up CPU, freed onto them.
+    // Each CPU's lists: count pages allocated on the set-up CPU, freed onto them: the blocks
+    // the trace's first events show each list held ([`ListDemand`]), the rest order-0 Movable.
     for ps in &z.pagesets {
         let cpu = ps.cpu % setup_cpu.max(1);
-        let mut pages = Vec::with_capacity(ps.count as usize);
-        for _ in 0..ps.count {
-            match grab(MigrateType::Movable, 0, setup_cpu) {
-                Some(p) => pages.push(p),
-                None => break,
+        let mut blocks = Vec::with_capacity(ps.count as usize);
+        let left = u64::from(ps.count);
+        let lists = demand.map_or_else(|| vec![(0, 1, left)], |d| d.fit(cpu, left));
+        for (order, mt, n) in lists {
+            for _ in 0..n {
+                match grab(TYPES[mt], order, setup_cpu) {
+                    Some(p) => blocks.push((p, order)),
+                    None => break,
+                }
             }
         }
         zone.drain_cpu(CpuId(setup_cpu));
-        for p in pages {
-            zone.free_on(CpuId(cpu), p, Order::ZERO)
+        // The kernel's current `high` (printed from 6.7 on; clamped into high_min..=high_max),
+        // before the frees, so that they do not drain what the kernel kept.
+        let high = tuning(ps);
+        zone.set_pcp_tuning(CpuId(cpu), high);
+        // Higher orders first: a run of order-1..3 frees after `free_count` has grown would
+        // be taken for a `free_high` streak and drain the lists (free_frozen_page_commit).
+        blocks.sort_by_key(|&(_, order)| std::cmp::Reverse(order));
+        for (p, order) in blocks {
+            let order = Order::new(order).ok_or_else(|| err("PCP order out of range"))?;
+            zone.free_on(CpuId(cpu), p, order)
                 .map_err(|e| err(&e.to_string()))?;
         }
+        // The set-up's frees are not the kernel's history: its free and refill scaling
+        // restart from zero (the kernel's are not printed), `high` is the kernel's again.
+        zone.set_pcp_tuning(
+            CpuId(cpu),
+            PcpTuning {
+                alloc_factor: Some(0),
+                free_count: Some(0),
+                prev_free_high_order: Some(false),
+                ..high
+            },
+        );
     }
 
     let facts = SetupFacts {
@@ -373,5 +439,77 @@ pub fn end_state(zone: &Zone, snap: &ProcSnapshot, z: &ZoneSnapshot) -> EndState
             })
             .collect(),
         free_blocks_off_pct: (ktotal > 0).then(|| 100.0 * diff as f64 / ktotal as f64),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zonealloc::ZoneType;
+
+    /// The 6.1 snapshot with DMA's protection raised to `protection` pages.
+    fn snapshot_with_protection(protection: u64) -> (tempfile::TempDir, ProcSnapshot) {
+        let src = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/proc/linux-6.1-p1-before"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        for f in ["zoneinfo", "pagetypeinfo", "buddyinfo"] {
+            let text = std::fs::read_to_string(format!("{src}/{f}")).unwrap();
+            let p = protection;
+            let text = text.replace(
+                "protection: (0, 1951, 1951, 1951, 1951)",
+                &format!("protection: (0, {p}, {p}, {p}, {p})"),
+            );
+            std::fs::write(dir.path().join(f), text).unwrap();
+        }
+        let snap = ProcSnapshot::read_dir(dir.path()).unwrap();
+        (dir, snap)
+    }
+
+    #[test]
+    fn lowmem_protection_comes_from_zoneinfo_and_holds_back_higher_zones_requests() {
+        for (protection, kernel_ok) in [(1951, true), (3700, false)] {
+            let (_dir, snap) = snapshot_with_protection(protection);
+            dma_request_check(&snap, protection, kernel_ok);
+        }
+    }
+
+    fn dma_request_check(snap: &ProcSnapshot, protection: u64, kernel_ok: bool) {
+        let kz = snap.zone(0, ZoneType::Dma).unwrap();
+        let cfg = zone_config(&ZoneConfig::default().with_cpus(5), kz, Kernel::V6_1);
+        let zone = Zone::new(
+            ZoneType::Dma,
+            Pfn(kz.start_pfn),
+            Pfn(kz.start_pfn + kz.spanned_pages),
+            cfg,
+        )
+        .unwrap();
+        populate(&zone, snap, kz, None).unwrap();
+        assert_eq!(zone.lowmem_reserve()[ZoneType::Dma32.index()], protection);
+        assert_eq!(zone.lowmem_reserve()[ZoneType::Dma.index()], 0);
+        // DMA has 3776 pages free, min 86: a GFP_KERNEL request (highest zone Normal) must
+        // leave 86 + protection of them (__zone_watermark_ok); a GFP_DMA one only the min.
+        let req = |limit| {
+            AllocRequest::new(MigrateType::Unmovable)
+                .zone_limit(limit)
+                .on_cpu(CpuId(0))
+        };
+        let kernel = zone.alloc_with(Order::ZERO, req(ZoneType::Normal));
+        assert_eq!(kernel.is_ok(), kernel_ok, "protection {protection}");
+        assert!(zone.alloc_with(Order::ZERO, req(ZoneType::Dma)).is_ok());
+    }
+
+    #[test]
+    fn the_pool_hands_out_pages_of_the_asked_type_first() {
+        let mut pool = Pool {
+            pages: [vec![1, 2], vec![10, 11, 12], vec![20]],
+        };
+        assert_eq!(pool.take(1, Some(2)), vec![20]);
+        // Reclaimable ran dry: the rest from Movable (none asked: Movable first).
+        assert_eq!(pool.take(2, Some(2)), vec![11, 12]);
+        assert_eq!(pool.take(2, Some(0)), vec![1, 2]);
+        assert_eq!(pool.take(5, None), vec![10]);
+        assert!(pool.is_empty());
     }
 }

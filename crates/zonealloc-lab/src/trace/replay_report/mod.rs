@@ -11,7 +11,7 @@ use super::migratetype::Numbering;
 use super::parse::Parser;
 use super::replay::kernel::{self, KernelSide};
 use super::replay::preset::Kernel;
-use super::replay::{input, proc_setup, Geometry, Online, Replayer, FRAG_ORDERS};
+use super::replay::{input, pcp_state, proc_setup, Geometry, Online, Replayer, FRAG_ORDERS};
 use super::variant::Variant;
 use crate::procfs::ProcSnapshot;
 
@@ -177,6 +177,21 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
     if opts.kernel.is_some() || snap.is_some() {
         preset.0.apply(&mut base);
     }
+    // What each CPU's lists held at the start, from the trace's first events (pcp_state).
+    let head = match (&snap, opts.infer) {
+        (Some(_), None | Some(true)) => {
+            let spans: Vec<_> = geo.zones.iter().map(|z| z.start..z.end()).collect();
+            pcp_state::infer(
+                &input.head,
+                geo.cpus,
+                &spans,
+                base.pageblock_order,
+                base.pcp.thp_order,
+                numbering,
+            )
+        }
+        _ => pcp_state::Head::default(),
+    };
     let n = opts.variants.len();
     let mut emitted = Vec::new();
     let mut replayers = Vec::with_capacity(n);
@@ -207,11 +222,15 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
             }
             None => None,
         };
-        let mut r = Replayer::with_zones(v, &geo, out, &cfgs, snap.as_ref())?;
+        let mut r = Replayer::with_zones(v, &geo, out, &cfgs, snap.as_ref(), &head.zones)?;
         r.decay = cfgs.first().is_some_and(|c| c.pcp.decay && c.pcp.enabled) && !opts.no_decay;
         replayers.push(r);
     }
     let mut kernel = KernelSide::new(geo.zones.len(), geo.cpus);
+    kernel.block_types = kernel::BlockTypes::new(base.pageblock_order);
+    for &(pfn, mt) in &head.first_named {
+        kernel.block_types.name(pfn, mt);
+    }
     // The inferences read a kernel's trace, where untraced work leaves its marks; a trace we
     // wrote ourselves is a closed world (its slow-path drains are our own).
     let infer = opts.infer.unwrap_or(snap.is_some());
@@ -233,7 +252,14 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
             if !infer {
                 inferred = kernel::Inferred::None;
             }
+            let untraced: &[_] = if infer { &kernel.untraced_now } else { &[] };
             for r in replayers.iter_mut() {
+                if !untraced.is_empty() {
+                    if let Err(e) = r.untraced_allocs(ev, untraced) {
+                        failure = Some(e);
+                        return;
+                    }
+                }
                 if let Err(e) = r.feed(ev, inferred) {
                     failure = Some(e);
                     return;

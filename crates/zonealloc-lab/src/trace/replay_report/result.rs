@@ -275,6 +275,7 @@ pub fn to_result(run: &ReplayRun, file: &Path, opts: &ReplayOptions) -> Experime
                 "inferred_drains": k.inferred_drains,
                 "remote_drained_blocks": k.remote_drained_blocks,
                 "untraced_allocs": k.untraced_allocs,
+                "untraced_allocs_early": k.untraced_early,
             },
             "counts": run.replayers.iter().map(|r| json!({
                 "variant": r.variant.name,

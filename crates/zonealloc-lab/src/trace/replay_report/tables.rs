@@ -126,7 +126,7 @@ type CountOf = fn(&crate::trace::replay::ReplayCounts) -> u64;
 pub(super) fn accounting_table(run: &ReplayRun, names: &[String]) -> Table {
     let mut header = vec!["what".to_owned()];
     header.extend(names.iter().cloned());
-    let rows: [(&str, CountOf); 19] = [
+    let rows: [(&str, CountOf); 20] = [
         ("allocations replayed", |c| c.allocs),
         ("allocation failures (kernel succeeded)", |c| {
             c.alloc_failures
@@ -162,11 +162,14 @@ pub(super) fn accounting_table(run: &ReplayRun, names: &[String]) -> Table {
             c.inferred_drains
         }),
         (
-            "untraced allocations inferred (frees of refilled pages)",
+            "untraced allocations inferred (refilled pages no traced allocation took)",
             |c| c.untraced_allocs,
         ),
         ("frees of pages in use at the /proc snapshot", |c| {
             c.frees_from_snapshot
+        }),
+        ("kswapd wake-ups (reclaim-active until it sleeps)", |c| {
+            c.kswapd_wakes
         }),
         (
             "MAX_PAGE_ORDER blocks onlined as the trace touched them",

@@ -1,0 +1,378 @@
+//! What each CPU's lists held when the trace began, inferred from the trace's own first
+//! events: `/proc/zoneinfo` prints each CPU's page `count` (and, from 6.7, its current `high`)
+//! but not which lists the pages are on, and a list the replay starts empty refills where the
+//! kernel's did not (one refill of up to `batch << CONFIG_PCP_BATCH_SCALE_MAX` pages on 7.2,
+//! which then shifts every later refill and drain of that CPU).
+//!
+//! # The inference
+//! Per CPU and list (order, migratetype), walk the trace's first events ([`infer`]) and keep a
+//! balance of blocks: `+1` for each refilled block (`mm_page_alloc_zone_locked` with
+//! `percpu_refill=1`: `rmqueue_bulk` puts it on the list of the requested migratetype and
+//! order), `+1` for each free of a PCP order (`free_frozen_page_commit`, 6.1's
+//! `free_unref_page_commit`: the list of the page's pageblock migratetype), `-1` for each
+//! allocation of a PCP order (`rmqueue_pcplist` takes the head of the requested type's list) and
+//! for each drained block (`free_pcppages_bulk` prints the list's order and the page's
+//! migratetype). The lowest the balance goes below zero is the number of blocks the list
+//! must have held at the start: the kernel served that many without a refill.
+//!
+//! A free's pageblock migratetype is read off the trace: the migratetype of an allocation or a
+//! drain in the same pageblock (the latest one before the free, else the first after it in the
+//! head); a pageblock the head never names counts as Movable (the pages a boot leaves in use
+//! outside the kernel's own pageblocks are page cache and anon). An allocation that the
+//! kernel served from the buddy directly (a `percpu_refill=0` event just before it on the CPU)
+//! takes nothing from a list.
+//!
+//! The result is a lower bound of each list's blocks; [`ListDemand::fit`] scales it into the
+//! snapshot's `count` for that CPU, and the rest of the count stays order-0 Movable, the
+//! type most pages on the lists have in a running system.
+
+use crate::trace::parse::{EventKind, Parser};
+use crate::trace::stats::HashMap;
+use std::io::Cursor;
+
+use super::super::migratetype::Numbering;
+
+/// PCP order slots: orders 0..=3, then the THP order.
+const SLOTS: usize = 5;
+/// The PCP migratetypes (Unmovable, Movable, Reclaimable).
+const TYPES: usize = 3;
+/// The migratetype index a pageblock the head never names counts as (Movable).
+const MOVABLE: usize = 1;
+
+/// Per CPU, per PCP order slot and migratetype: blocks the list held at the start, at least.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ListDemand {
+    /// `[cpu][slot][migratetype]` blocks (slot 4 is the THP order).
+    pub blocks: Vec<[[u64; TYPES]; SLOTS]>,
+    /// `[cpu][slot][migratetype]`: the head shows the list refilled, so its start is exact (a
+    /// refill runs only on an empty list: `__rmqueue_pcplist`).
+    pub refilled: Vec<[[bool; TYPES]; SLOTS]>,
+    /// The THP order slot 4 stands for.
+    pub thp_order: Option<u8>,
+    /// Events of the head read (of this zone).
+    pub events: u64,
+}
+
+impl ListDemand {
+    /// The lists of `cpu` as `(order, migratetype index, blocks)` holding `count` pages: the
+    /// inferred blocks (scaled down in proportion when they exceed `count`), and the rest of
+    /// `count` as order-0 pages of the first type whose list the head never shows refilled
+    /// (Movable, Unmovable, Reclaimable): a refilled list's start is known exactly. When every
+    /// order-0 list was refilled, the rest is dropped: the snapshot's count is older than the
+    /// trace's start (`/proc` is read before the start marker).
+    pub fn fit(&self, cpu: u32, count: u64) -> Vec<(u8, usize, u64)> {
+        let (Some(b), Some(exact)) = (
+            self.blocks.get(cpu as usize),
+            self.refilled.get(cpu as usize),
+        ) else {
+            return vec![(0, MOVABLE, count)];
+        };
+        let mut lists = Vec::new();
+        for (slot, per_type) in b.iter().enumerate() {
+            let order = match slot {
+                4 => match self.thp_order {
+                    Some(o) => o,
+                    None => continue,
+                },
+                s => s as u8,
+            };
+            for (mt, &n) in per_type.iter().enumerate() {
+                if n > 0 {
+                    lists.push((order, mt, n));
+                }
+            }
+        }
+        let pages: u64 = lists.iter().map(|&(o, _, n)| n << o).sum();
+        if pages > count {
+            for l in &mut lists {
+                l.2 = l.2 * count / pages;
+            }
+            lists.retain(|l| l.2 > 0);
+        }
+        let rest = count.saturating_sub(lists.iter().map(|&(o, _, n)| n << o).sum());
+        if let Some(mt) = [MOVABLE, 0, 2].into_iter().find(|&t| !exact[0][t]) {
+            if rest > 0 {
+                match lists.iter_mut().find(|l| l.0 == 0 && l.1 == mt) {
+                    Some(l) => l.2 += rest,
+                    None => lists.push((0, mt, rest)),
+                }
+            }
+        }
+        lists
+    }
+}
+
+/// The PCP order slot of `order`, if a list takes it (`pcp_allowed_order`).
+fn slot_of(order: u8, thp_order: Option<u8>) -> Option<usize> {
+    if order <= 3 {
+        Some(usize::from(order))
+    } else if Some(order) == thp_order {
+        Some(4)
+    } else {
+        None
+    }
+}
+
+/// What the trace's head says: the lists' start per zone, and the pageblocks it names.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Head {
+    /// Per zone (as the `zones` given to [`infer`]).
+    pub zones: Vec<ListDemand>,
+    /// Per pageblock the head names: its first pfn and the first migratetype named (the
+    /// trace's numbering), to seed [`super::kernel::BlockTypes`].
+    pub first_named: Vec<(u64, u8)>,
+}
+
+/// Infers [`Head`] from `head`, the trace's first bytes from where the replay starts (a
+/// partial last line is skipped), in one pass: a [`ListDemand`] for the lists of each zone
+/// spanning the pfns of `zones`, on `cpus` CPUs (trace CPU `c` is `c % cpus`), pageblocks of
+/// `1 << pageblock_order` pages and the THP order's lists.
+pub fn infer(
+    head: &[u8],
+    cpus: u32,
+    zones: &[std::ops::Range<u64>],
+    pageblock_order: u8,
+    thp_order: Option<u8>,
+    numbering: Numbering,
+) -> Head {
+    let cpus = cpus.max(1);
+    // The head ends mid-line: keep whole lines only.
+    let head = match memchr::memrchr(b'\n', head) {
+        Some(nl) => &head[..=nl],
+        None => &[][..],
+    };
+    let mt_of = |m: u8| usize::from(numbering.to_current(m));
+    let pb = |pfn: u64| pfn >> pageblock_order;
+    // First pass: each pageblock's first named migratetype, for frees before it is named.
+    let mut first_named: HashMap<u64, u8> = HashMap::default();
+    let mut events = Vec::new();
+    let mut parser = Parser::new();
+    let _ = parser.read_all(Cursor::new(head), |ev| {
+        let cpu = ev.cpu.unwrap_or(0) % cpus;
+        let (rec, named) = match ev.kind {
+            EventKind::Alloc {
+                pfn,
+                order,
+                migratetype,
+                ..
+            } if !ev.is_failed_alloc() => (
+                Some(Rec::Alloc(order, mt_of(migratetype))),
+                Some((pfn, migratetype)),
+            ),
+            EventKind::Free { pfn, order } => (Some(Rec::Free(pfn, order)), None),
+            EventKind::FreeBatched { pfn } => (Some(Rec::FreeBatched(pfn, 0)), None),
+            EventKind::ZoneLocked {
+                order,
+                migratetype,
+                percpu_refill,
+                pfn,
+            } => (
+                Some(Rec::ZoneLocked(order, mt_of(migratetype), percpu_refill)),
+                Some((pfn, migratetype)),
+            ),
+            EventKind::PcpuDrain {
+                pfn,
+                order,
+                migratetype,
+            } => (
+                Some(Rec::Drain(order, mt_of(migratetype))),
+                Some((pfn, migratetype)),
+            ),
+            _ => (None, None),
+        };
+        if let Some((pfn, m)) = named {
+            first_named.entry(pb(pfn)).or_insert(m);
+        }
+        let pfn = ev.kind.pfn();
+        if let (Some(r), Some(z)) = (rec, zones.iter().position(|z| z.contains(&pfn))) {
+            events.push((z, cpu, r, named.map(|(pfn, m)| (pb(pfn), mt_of(m)))));
+        }
+    });
+    let mut first_named: Vec<(u64, u8)> = first_named
+        .into_iter()
+        .map(|(b, m)| (b << pageblock_order, m))
+        .collect();
+    first_named.sort_unstable();
+    let named = |block: u64| {
+        first_named
+            .binary_search_by_key(&(block << pageblock_order), |&(p, _)| p)
+            .ok()
+            .map(|i| mt_of(first_named[i].1))
+    };
+    let zones = (0..zones.len())
+        .map(|z| {
+            let of_zone = events.iter().filter(|e| e.0 == z).map(|e| (e.1, e.2, e.3));
+            balance(of_zone, cpus, pageblock_order, thp_order, &named)
+        })
+        .collect();
+    Head { zones, first_named }
+}
+
+/// The balances of one zone's lists over its events of the head ([`infer`]); `first_named`
+/// gives a pageblock's first named migratetype (current numbering).
+fn balance(
+    events: impl Iterator<Item = (u32, Rec, Option<(u64, usize)>)>,
+    cpus: u32,
+    pageblock_order: u8,
+    thp_order: Option<u8>,
+    first_named: &dyn Fn(u64) -> Option<usize>,
+) -> ListDemand {
+    let pb = |pfn: u64| pfn >> pageblock_order;
+
+    let mut balance = vec![[[0i64; TYPES]; SLOTS]; cpus as usize];
+    let mut low = vec![[[0i64; TYPES]; SLOTS]; cpus as usize];
+    let mut direct = vec![false; cpus as usize];
+    let mut refilled = vec![[[false; TYPES]; SLOTS]; cpus as usize];
+    let mut at_refill = vec![[[0i64; TYPES]; SLOTS]; cpus as usize];
+    let mut named: HashMap<u64, usize> = HashMap::default();
+    let mut pending_batched: Vec<u64> = Vec::new();
+    let mut n = 0;
+    for (cpu, rec, name) in events {
+        n += 1;
+        let c = cpu as usize;
+        if let Some((block, mt)) = name {
+            named.insert(block, mt);
+        }
+        if let Rec::ZoneLocked(order, mt, true) = rec {
+            if let (Some(s), true) = (slot_of(order, thp_order), mt < TYPES) {
+                if !refilled[c][s][mt] {
+                    // The list is empty at its first refill: it held exactly what was taken
+                    // from it before, less what was put on it.
+                    refilled[c][s][mt] = true;
+                    at_refill[c][s][mt] = balance[c][s][mt].min(0);
+                }
+            }
+        }
+        let mut take = |slot: Option<usize>, mt: usize, d: i64| {
+            if let (Some(s), true) = (slot, mt < TYPES) {
+                let b = &mut balance[c][s][mt];
+                *b += d;
+                low[c][s][mt] = low[c][s][mt].min(*b);
+            }
+        };
+        match rec {
+            Rec::ZoneLocked(order, mt, refill) => {
+                if refill {
+                    take(slot_of(order, thp_order), mt, 1);
+                } else {
+                    direct[c] = true;
+                }
+            }
+            Rec::Alloc(order, mt) => {
+                if !std::mem::take(&mut direct[c]) {
+                    take(slot_of(order, thp_order), mt, -1);
+                }
+            }
+            Rec::Drain(order, mt) => take(slot_of(order, thp_order), mt, -1),
+            Rec::Free(pfn, order) | Rec::FreeBatched(pfn, order) => {
+                if matches!(rec, Rec::Free(..)) {
+                    pending_batched.push(pfn);
+                    if pending_batched.len() > 64 {
+                        pending_batched.remove(0);
+                    }
+                } else if let Some(i) = pending_batched.iter().position(|&p| p == pfn) {
+                    // The `mm_page_free` of the same page came first: counted there.
+                    pending_batched.swap_remove(i);
+                    continue;
+                }
+                let block = pb(pfn);
+                let mt = named
+                    .get(&block)
+                    .copied()
+                    .or_else(|| first_named(block))
+                    .unwrap_or(MOVABLE);
+                take(slot_of(order, thp_order), mt, 1);
+            }
+        }
+    }
+    let blocks = (0..cpus as usize)
+        .map(|c| {
+            let mut b = [[0u64; TYPES]; SLOTS];
+            for s in 0..SLOTS {
+                for t in 0..TYPES {
+                    let l = if refilled[c][s][t] {
+                        at_refill[c][s][t]
+                    } else {
+                        low[c][s][t]
+                    };
+                    b[s][t] = l.unsigned_abs();
+                }
+            }
+            b
+        })
+        .collect();
+    ListDemand {
+        refilled,
+        blocks,
+        thp_order,
+        events: n,
+    }
+}
+
+/// One event of the head, reduced to what the inference reads.
+#[derive(Clone, Copy, Debug)]
+enum Rec {
+    Alloc(u8, usize),
+    Free(u64, u8),
+    FreeBatched(u64, u8),
+    ZoneLocked(u8, usize, bool),
+    Drain(u8, usize),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(cpu: u32, ts: u32, ev: &str) -> String {
+        format!("            x-1     [{cpu:03}] .....    {ts}.000001: {ev}\n")
+    }
+
+    #[test]
+    fn allocations_served_before_a_refill_are_what_the_list_held() {
+        let mut head = String::new();
+        // CPU 0: two Unmovable order-0 allocations without a refill, a free of a page in a
+        // Movable pageblock, then a refill and one more allocation (served by the refill).
+        for pfn in [0x1000, 0x1001] {
+            head += &line(0, 1, &format!("mm_page_alloc: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype=0 gfp_flags=GFP_KERNEL"));
+        }
+        head += &line(0, 2, "mm_page_alloc: page=(____ptrval____) pfn=0x2000 order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE");
+        head += &line(
+            0,
+            2,
+            "mm_page_free: page=(____ptrval____) pfn=0x2000 order=0",
+        );
+        head += &line(0, 3, "mm_page_alloc_zone_locked: page=(____ptrval____) pfn=0x1100 order=0 migratetype=0 percpu_refill=1");
+        head += &line(0, 3, "mm_page_alloc: page=(____ptrval____) pfn=0x1100 order=0 migratetype=0 gfp_flags=GFP_KERNEL");
+        // CPU 1: an order-2 Reclaimable allocation, then a drain of an order-2 block.
+        head += &line(1, 4, "mm_page_alloc: page=(____ptrval____) pfn=0x3000 order=2 migratetype=2 gfp_flags=GFP_KERNEL");
+        head += &line(
+            1,
+            4,
+            "mm_page_pcpu_drain: page=(____ptrval____) pfn=0x3004 order=2 migratetype=2",
+        );
+        head += "a partial last li";
+        // Two zones: CPU 0's events lie in the first, CPU 1's in the second.
+        let h = infer(
+            head.as_bytes(),
+            2,
+            &[0..0x3000, 0x3000..1 << 20],
+            9,
+            Some(9),
+            Numbering::Current,
+        );
+        let (d, high) = (&h.zones[0], &h.zones[1]);
+        assert_eq!((d.events, high.events), (6, 2));
+        // CPU 0: 2 Unmovable order-0 pages before the refill; the Movable allocation came
+        // before the free that put a page back, so that list held one page.
+        assert_eq!(d.blocks[0][0], [2, 1, 0]);
+        assert!(d.refilled[0][0][0] && !d.refilled[0][0][1]);
+        assert_eq!(high.blocks[1][2], [0, 0, 2]);
+        assert_eq!(high.blocks[0], [[0; TYPES]; SLOTS]);
+        assert_eq!(d.blocks[1], [[0; TYPES]; SLOTS]);
+        // The rest of the count goes to the first order-0 list never refilled: Movable.
+        assert_eq!(d.fit(0, 10), vec![(0, 0, 2), (0, 1, 8)]);
+        // Scaled into a small count.
+        assert_eq!(high.fit(1, 4), vec![(2, 2, 1)]);
+        assert_eq!(h.first_named.first(), Some(&(0x1000, 0)));
+    }
+}
