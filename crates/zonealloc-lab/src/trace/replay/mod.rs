@@ -82,6 +82,8 @@ pub struct Replayer {
     failed: HashSet<u64>,
     pending_batched: HashSet<u64>,
     allocated_once: HashMap<u64, u32>,
+    /// The requests of the `gfp_flags` strings seen.
+    gfp: gfp::GfpCache,
     /// The counts.
     pub counts: ReplayCounts,
     /// Our refills, drains, direct allocations and fallbacks per zone and CPU.
@@ -187,6 +189,7 @@ impl Replayer {
             failed: HashSet::default(),
             pending_batched: HashSet::default(),
             allocated_once: HashMap::default(),
+            gfp: gfp::GfpCache::default(),
             counts: ReplayCounts::default(),
             ours: Grid::new(geo.zones.len(), geo.cpus),
             pools,
@@ -257,7 +260,7 @@ impl Replayer {
                     if let Some(old) = self.live.remove(&pfn) {
                         self.counts.implicit_frees += 1;
                         self.free_ours(ev, cpu, old)?;
-                    } else {
+                    } else if !self.failed.is_empty() {
                         self.failed.remove(&pfn);
                     }
                     z
@@ -273,7 +276,7 @@ impl Replayer {
                     self.counts.skipped_allocs += 1;
                     return Ok(());
                 };
-                let req = request(mt, gfp_flags).on_cpu(CpuId(cpu));
+                let req = self.gfp.request(mt, gfp_flags).on_cpu(CpuId(cpu));
                 let got = self.zones[z].alloc_with(ord, req);
                 self.flush_zone_events(ev, z, cpu)?;
                 self.emit_event(
