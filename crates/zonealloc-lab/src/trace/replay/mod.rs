@@ -206,7 +206,13 @@ impl Replayer {
     /// The replay's CPU for a trace event (trace CPU `c` is `c % cpus`).
     #[inline]
     fn cpu_of(&self, ev: &Event<'_>) -> u32 {
-        ev.cpu.unwrap_or(0) % self.geo.cpus
+        let c = ev.cpu.unwrap_or(0);
+        // Most traces have no CPU to fold: no division per event.
+        if c < self.geo.cpus {
+            c
+        } else {
+            c % self.geo.cpus
+        }
     }
 
     /// The zone of traced frame `pfn`, bringing its block online first when memory comes
@@ -374,7 +380,9 @@ impl Replayer {
             return Ok(());
         }
         let pb = self.zones[z].config().pageblock_order;
-        for e in std::mem::take(&mut self.events) {
+        // Taken for the loop and put back, so its buffer is reused.
+        let mut events = std::mem::take(&mut self.events);
+        for e in events.drain(..) {
             let t = self.ours.at(z, cpu);
             match e {
                 ZoneEvent::AllocZoneLocked {
@@ -398,6 +406,7 @@ impl Replayer {
                 })?;
             }
         }
+        self.events = events;
         Ok(())
     }
 

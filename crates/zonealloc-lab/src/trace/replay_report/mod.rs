@@ -132,6 +132,7 @@ pub fn emit_path(path: &Path, name: &str, n: usize) -> PathBuf {
 /// other sample is dropped) whenever `2 * samples` have been taken, so a trace of any length
 /// ends with between `samples` and `2 * samples` evenly spaced samples.
 const FIRST_SAMPLE_INTERVAL: u64 = 1;
+const _: () = assert!(FIRST_SAMPLE_INTERVAL.is_power_of_two());
 
 /// Replays `path` (`-`: standard input) under every variant of `opts` in one pass,
 /// reporting the events done so far.
@@ -241,7 +242,8 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
             }
             done += 1;
             last_ts = ev.ts_ns.or(last_ts);
-            if done.is_multiple_of(interval) {
+            // `interval` is a power of two: a mask, not a division per event.
+            if done & (interval - 1) == 0 {
                 // Samples at multiples of `interval`; at 2 * samples, keep the even ones and
                 // double the interval.
                 let thin = replayers
