@@ -328,6 +328,46 @@ mod tests {
     }
 
     #[test]
+    fn reading_ahead_hands_over_every_byte_and_the_first_error() {
+        // More than the prefix and several chunks: every byte, in order.
+        let text: Vec<u8> = (0..PREFIX_BYTES + 3 * AHEAD_CHUNK + 17)
+            .map(|i| {
+                if i % 97 == 96 {
+                    b'\n'
+                } else {
+                    b'a' + (i % 26) as u8
+                }
+            })
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.txt");
+        std::fs::write(&p, &text).unwrap();
+        let mut back = Vec::new();
+        open(&p).unwrap().reader.read_to_end(&mut back).unwrap();
+        assert!(back == text, "{} bytes back of {}", back.len(), text.len());
+        // A source that fails after a chunk: its bytes, then its error, then the end.
+        let mut r = ReadAhead::spawn(|| {
+            let failing = Cursor::new(vec![b'x'; AHEAD_CHUNK]).chain(Failing);
+            Ok(Box::new(BufReader::new(failing)))
+        })
+        .unwrap();
+        assert_eq!(r.fill_buf().unwrap().len(), AHEAD_CHUNK);
+        r.consume(AHEAD_CHUNK);
+        assert_eq!(r.fill_buf().unwrap_err().to_string(), "broken source");
+        assert!(r.fill_buf().unwrap().is_empty());
+        // An error opening the source is the first read's.
+        let mut r = ReadAhead::spawn(|| Err(io::Error::other("cannot open"))).unwrap();
+        assert_eq!(r.fill_buf().unwrap_err().to_string(), "cannot open");
+    }
+
+    struct Failing;
+    impl Read for Failing {
+        fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+            Err(io::Error::other("broken source"))
+        }
+    }
+
+    #[test]
     fn a_window_keeps_the_header_and_the_lines_between_the_markers() {
         let text = "# tracer: nop\n# entries-in-buffer/entries-written: 3/3   #P:2\n\
             a-1 [000] 1.0: mm_page_free: page=p pfn=0x1 order=0\n\
