@@ -8,7 +8,7 @@
 //! prefix again from memory, chained to the rest of the stream, so nothing is read twice
 //! from the source and a pipe works as well as a file.
 //!
-//! The source is read, and decompressed, on a thread of its own ([`ReadAhead`]) a few
+//! The source is read, and decompressed, on a thread of its own (`ReadAhead`) a few
 //! chunks ahead of the parser: xz's decoding (half the CPU time of a replay of an `.xz`
 //! trace) then runs beside the replay on a second core instead of before it.
 
