@@ -39,7 +39,7 @@ pub struct Sniff {
 /// An opened input: the stream (prefix first) and what its prefix says.
 pub struct Input {
     /// The whole input, from its first byte.
-    pub reader: Box<dyn BufRead>,
+    pub reader: Box<dyn BufRead + Send>,
     /// What the prefix says.
     pub sniff: Sniff,
 }
@@ -94,7 +94,7 @@ pub fn open_window(path: &Path, window: &Window) -> io::Result<(Input, Option<bo
         }
     }
     let stream = Cursor::new(prefix).chain(src);
-    let reader: Box<dyn BufRead> = match &window.to {
+    let reader: Box<dyn BufRead + Send> = match &window.to {
         Some(to) => Box::new(BufReader::with_capacity(
             1 << 16,
             UntilMarker::new(stream, to.as_bytes()),

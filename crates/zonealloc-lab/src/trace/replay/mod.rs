@@ -35,6 +35,7 @@ mod geometry;
 mod gfp;
 pub mod input;
 pub mod kernel;
+pub mod pipe;
 pub mod preset;
 pub mod proc_setup;
 

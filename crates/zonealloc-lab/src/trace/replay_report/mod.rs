@@ -10,6 +10,7 @@ use std::time::Instant;
 use super::migratetype::Numbering;
 use super::parse::Parser;
 use super::replay::kernel::{self, KernelSide};
+use super::replay::pipe::ParseAhead;
 use super::replay::preset::Kernel;
 use super::replay::{input, proc_setup, Geometry, Online, Replayer, FRAG_ORDERS};
 use super::variant::Variant;
@@ -218,17 +219,16 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
     let infer = opts.infer.unwrap_or(snap.is_some());
 
     let t1 = Instant::now();
-    let mut parser = Parser::new();
+    // Parsing runs on a thread of its own ([`pipe`]), the replay here.
+    let ahead = ParseAhead::spawn(Parser::new(), input.reader).map_err(read_err)?;
     let mut failure: Option<io::Error> = None;
     let mut done = 0u64;
     let mut last_ts = None;
     let samples = opts.samples.max(1);
     let mut interval = FIRST_SAMPLE_INTERVAL;
-    parser
-        .read_all(input.reader, |ev| {
-            if failure.is_some() {
-                return;
-            }
+    'replay: while let Some(chunk) = ahead.next() {
+        for ev in chunk.events() {
+            let ev = &ev;
             let zone = geo.zone_of(ev.kind.pfn()).unwrap_or(0);
             let mut inferred = kernel.add(ev, zone);
             if !infer {
@@ -237,7 +237,7 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
             for r in replayers.iter_mut() {
                 if let Err(e) = r.feed(ev, inferred) {
                     failure = Some(e);
-                    return;
+                    break 'replay;
                 }
             }
             done += 1;
@@ -262,8 +262,12 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
             if done.is_multiple_of(65_536) {
                 progress(done);
             }
-        })
-        .map_err(read_err)?;
+        }
+        ahead.recycle(chunk);
+    }
+    // The parser reads to the end even after a failure here: a read error comes first.
+    let (parser, read) = ahead.finish();
+    read.map_err(read_err)?;
     if let Some(e) = failure {
         return Err(e.to_string());
     }
