@@ -10,7 +10,8 @@
 //!
 //! The source is read, and decompressed, on a thread of its own (`ReadAhead`) a few
 //! chunks ahead of the parser: xz's decoding (half the CPU time of a replay of an `.xz`
-//! trace) then runs beside the replay on a second core instead of before it.
+//! trace) then runs beside the replay on a second core instead of before it. The parser
+//! has a thread of its own too ([`super::pipe`]).
 
 use std::io::{self, BufRead, BufReader, Cursor, Read};
 use std::path::Path;

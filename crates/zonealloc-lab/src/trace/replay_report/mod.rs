@@ -219,7 +219,7 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
     let infer = opts.infer.unwrap_or(snap.is_some());
 
     let t1 = Instant::now();
-    // Parsing runs on a thread of its own ([`pipe`]), the replay here.
+    // Parsing runs on a thread of its own (`replay::pipe`), the replay here.
     let ahead = ParseAhead::spawn(Parser::new(), input.reader).map_err(read_err)?;
     let mut failure: Option<io::Error> = None;
     let mut done = 0u64;
