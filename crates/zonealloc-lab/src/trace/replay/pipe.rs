@@ -152,7 +152,7 @@ fn text_mut<'k, 'a>(kind: &'k mut EventKind<'a>) -> Option<&'k mut &'a str> {
     }
 }
 
-/// A parser running on a thread of its own, [`CHUNKS_AHEAD`] chunks ahead of the replay.
+/// A parser running on a thread of its own, four chunks ahead of the replay.
 pub struct ParseAhead {
     chunks: Receiver<Chunk>,
     /// Replayed chunks going back to the parser.
