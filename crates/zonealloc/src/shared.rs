@@ -8,7 +8,7 @@
 //! allocation fast path checks watermarks with plain loads and no lock.
 
 use crate::request::AllocFlags;
-use crate::sync::{AtomicU64, AtomicU8, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use crate::types::{MigrateType, Order, MAX_NR_ZONES, MIGRATE_PCPTYPES};
 
 bitflags::bitflags! {
@@ -58,6 +58,8 @@ pub(crate) struct ZoneShared {
     /// [`ZoneBits`]:
     /// zero exactly when the PCP allocation hit path may run.
     pub(crate) flags: AtomicU8,
+    /// Recorded tracepoint events are waiting to be taken ([`crate::tracepoint`]).
+    pub(crate) events_pending: AtomicBool,
     max_order: u8,
 }
 
@@ -90,6 +92,7 @@ impl ZoneShared {
             } else {
                 ZoneBits::PCP_OFF.bits()
             }),
+            events_pending: AtomicBool::new(false),
             max_order,
         }
     }

@@ -92,6 +92,10 @@ impl ZoneEvent {
 pub(crate) struct EventLog {
     #[cfg(feature = "std")]
     events: Option<std::vec::Vec<ZoneEvent>>,
+    /// Events were logged or taken since the zone lock was last released: its release
+    /// publishes whether any are waiting ([`EventLog::publish`]).
+    #[cfg(feature = "std")]
+    changed: bool,
 }
 
 impl EventLog {
@@ -103,7 +107,20 @@ impl EventLog {
         #[cfg(feature = "std")]
         if let Some(v) = self.events.as_mut() {
             v.push(f());
+            self.changed = true;
         }
+    }
+
+    /// Whether events are waiting to be taken, if that changed since the last call: what the
+    /// zone lock's release publishes, so that [`Zone::take_events`](crate::Zone::take_events)
+    /// takes the lock only when there is something to take.
+    #[inline]
+    pub(crate) fn publish(&mut self) -> Option<bool> {
+        #[cfg(feature = "std")]
+        if core::mem::take(&mut self.changed) {
+            return Some(self.events.as_ref().is_some_and(|v| !v.is_empty()));
+        }
+        None
     }
 
     /// Switches recording on or off; off drops the events not yet taken.
@@ -113,6 +130,7 @@ impl EventLog {
         if on {
             self.events = Some(kept.unwrap_or_default());
         }
+        self.changed = true;
     }
 
     /// Moves the events recorded so far, oldest first, to the end of `out`.
@@ -120,6 +138,7 @@ impl EventLog {
     pub(crate) fn take_into(&mut self, out: &mut std::vec::Vec<ZoneEvent>) {
         if let Some(v) = self.events.as_mut() {
             out.append(v);
+            self.changed = true;
         }
     }
 }

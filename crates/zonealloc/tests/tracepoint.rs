@@ -43,6 +43,34 @@ fn nothing_is_recorded_until_recording_is_switched_on() {
 }
 
 #[test]
+fn recording_and_taking_events_change_no_statistic() {
+    let req = AllocRequest::new(MigrateType::Movable).on_cpu(CpuId(0));
+    // `None`: no recording and no taking; `Some(on)`: recording switched on or off, and the
+    // events taken after each operation (twice: with events waiting, then with none).
+    let run = |record: Option<bool>| {
+        let z = zone(1 << 12, 1);
+        if let Some(on) = record {
+            z.record_events(on);
+        }
+        let mut got = 0;
+        for order in [0, 5, 0, 3] {
+            z.alloc_with(o(order), req).unwrap();
+            if record.is_some() {
+                got += take(&z).len();
+                got += take(&z).len();
+            }
+        }
+        (z.stats().zone_lock_acquisitions, got)
+    };
+    let (plain, _) = run(None);
+    let (off, none) = run(Some(false));
+    let (recorded, got) = run(Some(true));
+    assert_eq!(none, 0);
+    assert!(got > 0);
+    assert_eq!((off, recorded), (plain, plain));
+}
+
+#[test]
 fn a_refill_logs_one_zone_locked_event_per_block_in_list_order() {
     let z = zone(1 << 14, 1);
     z.record_events(true);

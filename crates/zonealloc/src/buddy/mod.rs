@@ -194,6 +194,9 @@ impl BuddyZone {
             }
             self.nonempty_dirty = 0;
         }
+        if let Some(pending) = self.events.publish() {
+            shared.events_pending.store(pending, r);
+        }
         if self.marks_dirty {
             self.marks_dirty = false;
             for i in 0..3 {

@@ -377,13 +377,19 @@ impl<P: Platform> Zone<P> {
 #[cfg(feature = "std")]
 impl<P: Platform> Zone<P> {
     /// Switches recording of the buddy-side tracepoints on or off ([`ZoneEvent`](crate::ZoneEvent)). Switching
-    /// it off drops the events not yet taken.
+    /// it off drops the events not yet taken. The zone lock this takes is not counted in
+    /// [`ZoneStats::zone_lock_acquisitions`]: recording changes no statistic.
     pub fn record_events(&self, on: bool) {
-        self.lock().events.set_recording(on);
+        self.lock_uncounted().events.set_recording(on);
     }
 
-    /// Moves the events recorded so far, oldest first, to the end of `out`.
+    /// Moves the events recorded so far, oldest first, to the end of `out`. With none waiting
+    /// (as each release of the zone lock publishes) it takes no lock; the lock it takes
+    /// otherwise is not counted in [`ZoneStats::zone_lock_acquisitions`].
     pub fn take_events(&self, out: &mut std::vec::Vec<crate::tracepoint::ZoneEvent>) {
-        self.lock().events.take_into(out);
+        if !self.shared.events_pending.load(Ordering::Relaxed) {
+            return;
+        }
+        self.lock_uncounted().events.take_into(out);
     }
 }

@@ -101,6 +101,17 @@ impl<P: Platform> Zone<P> {
         }
     }
 
+    /// Takes the zone lock without counting it: for the caller's bookkeeping (the recorded
+    /// events), which is no work of the allocator's. The guard publishes as [`Zone::lock`]'s.
+    #[cfg(feature = "std")]
+    #[inline]
+    pub(crate) fn lock_uncounted(&self) -> ZoneGuard<'_, P::RawMutex> {
+        ZoneGuard {
+            g: self.buddy.lock(),
+            shared: &self.shared,
+        }
+    }
+
     /// The zone type.
     pub fn zone_type(&self) -> ZoneType {
         self.zone_type

@@ -230,6 +230,18 @@ impl<'a> Fields<'a> {
     }
 }
 
+/// `s` as text, if it is UTF-8. Flags are ASCII: tested a word at a time, that case skips
+/// `from_utf8`'s general validation (a third of the cost of parsing an allocation line).
+#[inline]
+fn utf8(s: &[u8]) -> Option<&str> {
+    if s.is_ascii() {
+        // SAFETY: every ASCII byte sequence is valid UTF-8.
+        Some(unsafe { std::str::from_utf8_unchecked(s) })
+    } else {
+        std::str::from_utf8(s).ok()
+    }
+}
+
 fn page_ptr(v: Option<&[u8]>) -> PagePtr {
     match v {
         None => PagePtr::Missing,
@@ -350,7 +362,7 @@ pub(super) fn parse_line(line: &[u8]) -> Result<Event<'_>, LineKind> {
         Name::Alloc => {
             let gfp = f
                 .gfp_flags
-                .and_then(|g| std::str::from_utf8(g).ok())
+                .and_then(utf8)
                 .filter(|g| !g.is_empty())
                 .ok_or(bad("bad or missing gfp_flags"))?;
             EventKind::Alloc {

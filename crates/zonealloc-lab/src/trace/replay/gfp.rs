@@ -4,13 +4,40 @@ use zonealloc::{AllocRequest, MigrateType, ZoneType};
 
 /// The request a symbolic `gfp_flags` string describes (`gfp_to_alloc_flags`'s inputs).
 pub fn request(mt: MigrateType, gfp: &str) -> AllocRequest {
-    let mut req = AllocRequest::new(mt);
-    if gfp.starts_with("0x") || gfp.chars().all(|c| c.is_ascii_digit()) {
-        return req;
+    flags(gfp).request(mt)
+}
+
+/// What [`request`] reads off a `gfp_flags` string.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Flags {
+    can_reclaim: bool,
+    high: bool,
+    no_watermarks: bool,
+    /// `gfp_zone()`: the highest zone the request may use (`None`: any).
+    highest_zone: Option<ZoneType>,
+}
+
+impl Flags {
+    fn request(self, mt: MigrateType) -> AllocRequest {
+        let mut req = AllocRequest::new(mt);
+        req.can_reclaim = self.can_reclaim;
+        req.high = self.high;
+        req.no_watermarks = self.no_watermarks;
+        match self.highest_zone {
+            Some(zone) => req.zone_limit(zone),
+            None => req,
+        }
     }
-    let mut direct = false;
-    let mut high = false;
-    let mut memalloc = false;
+}
+
+fn flags(gfp: &str) -> Flags {
+    if gfp.starts_with("0x") || gfp.chars().all(|c| c.is_ascii_digit()) {
+        return Flags {
+            can_reclaim: true,
+            ..Flags::default()
+        };
+    }
+    let mut out = Flags::default();
     for f in gfp.split('|') {
         match f {
             // Composites with __GFP_DIRECT_RECLAIM (include/linux/gfp_types.h).
@@ -25,21 +52,97 @@ pub fn request(mt: MigrateType, gfp: &str) -> AllocRequest {
             | "GFP_DMA"
             | "GFP_DMA32"
             | "__GFP_DIRECT_RECLAIM"
-            | "__GFP_RECLAIM" => direct = true,
-            "GFP_ATOMIC" | "__GFP_HIGH" => high = true,
-            "__GFP_MEMALLOC" => memalloc = true,
+            | "__GFP_RECLAIM" => out.can_reclaim = true,
+            "GFP_ATOMIC" | "__GFP_HIGH" => out.high = true,
+            "__GFP_MEMALLOC" => out.no_watermarks = true,
             _ => {}
         }
         // gfp_zone(): the highest zone the request may use, whose lowmem protection the
         // watermark checks of lower zones add (GFP_DMA and GFP_DMA32 also reclaim).
         match f {
-            "GFP_DMA" | "__GFP_DMA" => req = req.zone_limit(ZoneType::Dma),
-            "GFP_DMA32" | "__GFP_DMA32" => req = req.zone_limit(ZoneType::Dma32),
+            "GFP_DMA" | "__GFP_DMA" => out.highest_zone = Some(ZoneType::Dma),
+            "GFP_DMA32" | "__GFP_DMA32" => out.highest_zone = Some(ZoneType::Dma32),
             _ => {}
         }
     }
-    req.can_reclaim = direct;
-    req.high = high;
-    req.no_watermarks = memalloc;
-    req
+    out
+}
+
+/// [`request`] remembering the `gfp_flags` strings it has read: a trace repeats a few dozen
+/// of them, and consecutive allocations mostly share one, so a replay compares the string
+/// with the last one (and then the others) instead of splitting and matching it again.
+#[derive(Default)]
+pub struct GfpCache {
+    seen: Vec<(Box<str>, Flags)>,
+    last: usize,
+}
+
+impl GfpCache {
+    /// The most strings kept; a trace with more (hex flags from many kernels, or hostile
+    /// input) reads the others each time.
+    pub const MAX: usize = 256;
+
+    /// [`request`], from the cache where `gfp` was seen before.
+    #[inline]
+    pub fn request(&mut self, mt: MigrateType, gfp: &str) -> AllocRequest {
+        let f = match self.seen.get(self.last) {
+            Some((s, f)) if **s == *gfp => *f,
+            _ => self.lookup(gfp),
+        };
+        f.request(mt)
+    }
+
+    fn lookup(&mut self, gfp: &str) -> Flags {
+        if let Some(i) = self.seen.iter().position(|(s, _)| **s == *gfp) {
+            self.last = i;
+            return self.seen[i].1;
+        }
+        let f = flags(gfp);
+        if self.seen.len() < Self::MAX {
+            self.last = self.seen.len();
+            self.seen.push((gfp.into(), f));
+        }
+        f
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cache_answers_as_request_does() {
+        let texts = [
+            "GFP_KERNEL|__GFP_ZERO",
+            "GFP_ATOMIC|__GFP_NOWARN",
+            "GFP_KERNEL|__GFP_ZERO",
+            "GFP_NOWAIT|__GFP_NOWARN",
+            "0x100cca",
+            "GFP_KERNEL|__GFP_MEMALLOC",
+            "GFP_DMA32|__GFP_ZERO",
+            "GFP_DMA",
+            "GFP_NOWAIT|__GFP_NOWARN",
+            "GFP_NOWAIT|__GFP_NOWARN",
+        ];
+        let mut c = GfpCache::default();
+        for mt in [MigrateType::Unmovable, MigrateType::Movable] {
+            for t in texts {
+                assert_eq!(c.request(mt, t), request(mt, t), "{t}");
+            }
+        }
+        // Past its size the cache still answers, reading the string each time.
+        let mut small = GfpCache::default();
+        for i in 0..GfpCache::MAX + 3 {
+            let t = if i % 2 == 0 {
+                format!("GFP_ATOMIC|__GFP_X{i}")
+            } else {
+                format!("GFP_KERNEL|__GFP_X{i}")
+            };
+            assert_eq!(
+                small.request(MigrateType::Movable, &t),
+                request(MigrateType::Movable, &t)
+            );
+        }
+        assert_eq!(small.seen.len(), GfpCache::MAX);
+    }
 }

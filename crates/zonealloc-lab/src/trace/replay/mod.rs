@@ -36,6 +36,7 @@ mod gfp;
 pub mod input;
 pub mod kernel;
 pub mod pcp_state;
+pub mod pipe;
 pub mod preset;
 pub mod proc_setup;
 
@@ -83,6 +84,8 @@ pub struct Replayer {
     failed: HashSet<u64>,
     pending_batched: HashSet<u64>,
     allocated_once: HashMap<u64, u32>,
+    /// The requests of the `gfp_flags` strings seen.
+    gfp: gfp::GfpCache,
     /// The counts.
     pub counts: ReplayCounts,
     /// Our refills, drains, direct allocations and fallbacks per zone and CPU.
@@ -190,6 +193,7 @@ impl Replayer {
             failed: HashSet::default(),
             pending_batched: HashSet::default(),
             allocated_once: HashMap::default(),
+            gfp: gfp::GfpCache::default(),
             counts: ReplayCounts::default(),
             ours: Grid::new(geo.zones.len(), geo.cpus),
             pools,
@@ -206,7 +210,13 @@ impl Replayer {
     /// The replay's CPU for a trace event (trace CPU `c` is `c % cpus`).
     #[inline]
     fn cpu_of(&self, ev: &Event<'_>) -> u32 {
-        ev.cpu.unwrap_or(0) % self.geo.cpus
+        let c = ev.cpu.unwrap_or(0);
+        // Most traces have no CPU to fold: no division per event.
+        if c < self.geo.cpus {
+            c
+        } else {
+            c % self.geo.cpus
+        }
     }
 
     /// The zone of traced frame `pfn`, bringing its block online first when memory comes
@@ -260,7 +270,7 @@ impl Replayer {
                     if let Some(old) = self.live.remove(&pfn) {
                         self.counts.implicit_frees += 1;
                         self.free_ours(ev, cpu, old)?;
-                    } else {
+                    } else if !self.failed.is_empty() {
                         self.failed.remove(&pfn);
                     }
                     z
@@ -276,7 +286,7 @@ impl Replayer {
                     self.counts.skipped_allocs += 1;
                     return Ok(());
                 };
-                let req = request(mt, gfp_flags).on_cpu(CpuId(cpu));
+                let req = self.gfp.request(mt, gfp_flags).on_cpu(CpuId(cpu));
                 let got = self.zones[z].alloc_with(ord, req);
                 self.flush_zone_events(ev, z, cpu)?;
                 self.emit_event(
@@ -389,7 +399,9 @@ impl Replayer {
             return Ok(());
         }
         let pb = self.zones[z].config().pageblock_order;
-        for e in std::mem::take(&mut self.events) {
+        // Taken for the loop and put back, so its buffer is reused.
+        let mut events = std::mem::take(&mut self.events);
+        for e in events.drain(..) {
             let t = self.ours.at(z, cpu);
             match e {
                 ZoneEvent::AllocZoneLocked {
@@ -413,6 +425,7 @@ impl Replayer {
                 })?;
             }
         }
+        self.events = events;
         Ok(())
     }
 

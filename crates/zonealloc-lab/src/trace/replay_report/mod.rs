@@ -10,6 +10,7 @@ use std::time::Instant;
 use super::migratetype::Numbering;
 use super::parse::Parser;
 use super::replay::kernel::{self, KernelSide};
+use super::replay::pipe::ParseAhead;
 use super::replay::preset::Kernel;
 use super::replay::{input, pcp_state, proc_setup, Geometry, Online, Replayer, FRAG_ORDERS};
 use super::variant::Variant;
@@ -132,6 +133,7 @@ pub fn emit_path(path: &Path, name: &str, n: usize) -> PathBuf {
 /// other sample is dropped) whenever `2 * samples` have been taken, so a trace of any length
 /// ends with between `samples` and `2 * samples` evenly spaced samples.
 const FIRST_SAMPLE_INTERVAL: u64 = 1;
+const _: () = assert!(FIRST_SAMPLE_INTERVAL.is_power_of_two());
 
 /// Replays `path` (`-`: standard input) under every variant of `opts` in one pass,
 /// reporting the events done so far.
@@ -236,17 +238,16 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
     let infer = opts.infer.unwrap_or(snap.is_some());
 
     let t1 = Instant::now();
-    let mut parser = Parser::new();
+    // Parsing runs on a thread of its own (`replay::pipe`), the replay here.
+    let ahead = ParseAhead::spawn(Parser::new(), input.reader).map_err(read_err)?;
     let mut failure: Option<io::Error> = None;
     let mut done = 0u64;
     let mut last_ts = None;
     let samples = opts.samples.max(1);
     let mut interval = FIRST_SAMPLE_INTERVAL;
-    parser
-        .read_all(input.reader, |ev| {
-            if failure.is_some() {
-                return;
-            }
+    'replay: while let Some(chunk) = ahead.next() {
+        for ev in chunk.events() {
+            let ev = &ev;
             let zone = geo.zone_of(ev.kind.pfn()).unwrap_or(0);
             let mut inferred = kernel.add(ev, zone);
             if !infer {
@@ -257,17 +258,18 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
                 if !untraced.is_empty() {
                     if let Err(e) = r.untraced_allocs(ev, untraced) {
                         failure = Some(e);
-                        return;
+                        break 'replay;
                     }
                 }
                 if let Err(e) = r.feed(ev, inferred) {
                     failure = Some(e);
-                    return;
+                    break 'replay;
                 }
             }
             done += 1;
             last_ts = ev.ts_ns.or(last_ts);
-            if done.is_multiple_of(interval) {
+            // `interval` is a power of two: a mask, not a division per event.
+            if done & (interval - 1) == 0 {
                 // Samples at multiples of `interval`; at 2 * samples, keep the even ones and
                 // double the interval.
                 let thin = replayers
@@ -286,8 +288,12 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
             if done.is_multiple_of(65_536) {
                 progress(done);
             }
-        })
-        .map_err(read_err)?;
+        }
+        ahead.recycle(chunk);
+    }
+    // The parser reads to the end even after a failure here: a read error comes first.
+    let (parser, read) = ahead.finish();
+    read.map_err(read_err)?;
     if let Some(e) = failure {
         return Err(e.to_string());
     }
