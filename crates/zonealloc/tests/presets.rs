@@ -235,3 +235,45 @@ fn tuning_state_set_from_outside_drives_the_next_refill_and_drain() {
     let (_, refills) = alloc_n(&z, 1);
     assert_eq!(refills, vec![63 << 3]);
 }
+
+/// A `high` set from outside is the one the free hit path drains at: lowered from 11632 to
+/// 4000 (within 7.2's bounds), frees drain long before the lists reach the old `high`
+/// (the hit path keeps its own copy of `high`, which must follow; debug builds also check it).
+#[test]
+fn a_lowered_high_is_the_one_frees_drain_at() {
+    use zonealloc::PcpTuning;
+    let mut cfg = ZoneConfig::without_watermarks();
+    KernelVersion::V7_2.apply(&mut cfg);
+    cfg.pcp = cfg
+        .pcp
+        .with_cpus(1)
+        .with_batch(Some(63))
+        .with_high_min(Some(3492))
+        .with_high_max(Some(15551));
+    let z = Zone::new(ZoneType::Normal, Pfn(0), Pfn(FRAMES), cfg).unwrap();
+    z.add_free_range(Pfn(0), Pfn(FRAMES)).unwrap();
+    let tune = |high| {
+        assert!(z.set_pcp_tuning(
+            CpuId(0),
+            PcpTuning {
+                high: Some(high),
+                ..PcpTuning::default()
+            }
+        ));
+    };
+    tune(11632);
+    let (pages, _) = alloc_n(&z, 8000);
+    tune(4000);
+    assert_eq!(z.pcp_info(CpuId(0)).high, 4000);
+    let drains = free_all(&z, &pages);
+    assert!(
+        !drains.is_empty(),
+        "no drain while freeing 8000 pages under high 4000"
+    );
+    assert!(
+        z.pcp_pages() < 8000,
+        "{} pages left on the lists",
+        z.pcp_pages()
+    );
+    z.check().unwrap();
+}

@@ -59,7 +59,8 @@ impl<P: Platform> Zone<P> {
         self.pcp.refresh_locked(&mut pcp);
         let scale = self.pcp.policy.scale;
         if let Some(h) = t.high {
-            pcp.high = h.max(0);
+            // Through set_high: the free hit path reads its copy (`free_fast_high`).
+            pcp.set_high(h.max(0));
         }
         if let Some(a) = t.alloc_factor {
             pcp.alloc_factor = a.min(scale);
