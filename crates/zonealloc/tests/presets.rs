@@ -12,15 +12,22 @@ const M: MigrateType = MigrateType::Movable;
 const FRAMES: u64 = 1 << 16;
 
 /// A zone of `version` with batch 63 and a fixed high of 3492 (the 2048 MiB 6.1 boot).
+/// A one-CPU zone under `version`'s rules with batch 63 and a fixed `high` of 3492.
 fn zone(version: KernelVersion) -> Zone {
+    zone_with(version, 3492, 3492)
+}
+
+/// A one-CPU zone under `version`'s rules, no watermarks, batch 63, `high` within
+/// `high_min..=high_max`, all free.
+fn zone_with(version: KernelVersion, high_min: u32, high_max: u32) -> Zone {
     let mut cfg = ZoneConfig::without_watermarks();
     version.apply(&mut cfg);
     cfg.pcp = cfg
         .pcp
         .with_cpus(1)
         .with_batch(Some(63))
-        .with_high_min(Some(3492))
-        .with_high_max(Some(3492));
+        .with_high_min(Some(high_min))
+        .with_high_max(Some(high_max));
     let z = Zone::new(ZoneType::Normal, Pfn(0), Pfn(FRAMES), cfg).unwrap();
     z.add_free_range(Pfn(0), Pfn(FRAMES)).unwrap();
     z
@@ -103,16 +110,7 @@ fn v6_1_free_high_drains_everything_after_a_drain() {
 #[test]
 fn v7_2_refills_double_and_6_12_too() {
     for v in [KernelVersion::V7_2, KernelVersion::V6_12] {
-        let mut cfg = ZoneConfig::without_watermarks();
-        v.apply(&mut cfg);
-        cfg.pcp = cfg
-            .pcp
-            .with_cpus(1)
-            .with_batch(Some(63))
-            .with_high_min(Some(1000))
-            .with_high_max(Some(62_500));
-        let z = Zone::new(ZoneType::Normal, Pfn(0), Pfn(FRAMES), cfg).unwrap();
-        z.add_free_range(Pfn(0), Pfn(FRAMES)).unwrap();
+        let z = zone_with(v, 1000, 62_500);
         let (_, refills) = alloc_n(&z, 5000);
         assert_eq!(&refills[..6], &[63, 126, 252, 504, 1008, 2016], "{v}");
     }
@@ -212,16 +210,7 @@ fn tuning_state_set_from_outside_drives_the_next_refill_and_drain() {
     let drains = free_all(&z, &pages[pages.len() - 2..]);
     assert_eq!(drains, vec![63 << 2]);
 
-    let mut cfg = ZoneConfig::without_watermarks();
-    KernelVersion::V7_2.apply(&mut cfg);
-    cfg.pcp = cfg
-        .pcp
-        .with_cpus(1)
-        .with_batch(Some(63))
-        .with_high_min(Some(3492))
-        .with_high_max(Some(15551));
-    let z = Zone::new(ZoneType::Normal, Pfn(0), Pfn(FRAMES), cfg).unwrap();
-    z.add_free_range(Pfn(0), Pfn(FRAMES)).unwrap();
+    let z = zone_with(KernelVersion::V7_2, 3492, 15551);
     assert!(z.set_pcp_tuning(
         CpuId(0),
         PcpTuning {
@@ -242,16 +231,7 @@ fn tuning_state_set_from_outside_drives_the_next_refill_and_drain() {
 #[test]
 fn a_lowered_high_is_the_one_frees_drain_at() {
     use zonealloc::PcpTuning;
-    let mut cfg = ZoneConfig::without_watermarks();
-    KernelVersion::V7_2.apply(&mut cfg);
-    cfg.pcp = cfg
-        .pcp
-        .with_cpus(1)
-        .with_batch(Some(63))
-        .with_high_min(Some(3492))
-        .with_high_max(Some(15551));
-    let z = Zone::new(ZoneType::Normal, Pfn(0), Pfn(FRAMES), cfg).unwrap();
-    z.add_free_range(Pfn(0), Pfn(FRAMES)).unwrap();
+    let z = zone_with(KernelVersion::V7_2, 3492, 15551);
     let tune = |high| {
         assert!(z.set_pcp_tuning(
             CpuId(0),
