@@ -264,16 +264,28 @@ fn the_6_1_preset_sets_both_rules() {
 /// (Z5 in its 6.1 form: each free block on the list it records) hold after every operation,
 /// and everything comes back. Free blocks do end up on lists other than their pageblock's
 /// type (what the 6.1 rules are about), which the run also checks happened.
+/// Each of the two rules on its own, with the other one's 6.12+ form, too.
 #[test]
 fn random_operations_keep_the_invariants_under_6_1_rules() {
     let mut mismatched = false;
-    for seed in 1..=4u64 {
+    let rules = [
+        (FallbackRule::Legacy, DrainMigratetype::AtFree),
+        (FallbackRule::Legacy, DrainMigratetype::AtDrain),
+        (FallbackRule::ClaimSteal, DrainMigratetype::AtFree),
+    ];
+    for seed in 1..=6u64 {
+        let (fallback, drain) = rules[seed as usize % rules.len()];
         let mut cfg = ZoneConfig::without_watermarks()
             .with_mobility_grouping(MobilityGrouping::Enabled)
             .with_max_order(10)
             .with_pcp(PcpConfig::new().with_cpus(2).with_batch(Some(4)));
         KernelVersion::V6_1.apply(&mut cfg);
-        cfg.pcp = cfg.pcp.with_high_min(Some(24)).with_high_max(Some(24));
+        cfg.fallback = fallback;
+        cfg.pcp = cfg
+            .pcp
+            .with_high_min(Some(24))
+            .with_high_max(Some(24))
+            .with_drain_migratetype(drain);
         let z = Zone::new(ZoneType::Normal, Pfn(0), Pfn(1 << 13), cfg).unwrap();
         z.add_free_range(Pfn(0), Pfn(1 << 13)).unwrap();
         let total = z.free_pages();
@@ -285,7 +297,7 @@ fn random_operations_keep_the_invariants_under_6_1_rules() {
             x % n
         };
         let mut live: Vec<(Pfn, Order)> = Vec::new();
-        for step in 0..2000 {
+        for step in 0..1500 {
             let cpu = CpuId(rnd(2) as u32);
             if live.is_empty() || rnd(100) < 55 {
                 let order = o([0, 0, 0, 1, 2, 3, 9, 5][rnd(8) as usize]);
