@@ -334,3 +334,57 @@ fn random_operations_keep_the_invariants_under_6_1_rules() {
     }
     assert!(mismatched, "no block ever sat on another type's list");
 }
+
+/// A page refilled for one type whose pageblock turns HighAtomic while it waits on the list,
+/// and a page freed from a HighAtomic pageblock: the type each is drained with.
+fn highatomic_drains(drain: DrainMigratetype) -> (Vec<u64>, Vec<u64>, Vec<u64>) {
+    const HA: MigrateType = MigrateType::HighAtomic;
+    // 65536 frames, marks min 66000 / low 70000: only an atomic request passes (as in
+    // golden.rs's HighAtomic test), one CPU, batch 4, the 6.1 preset otherwise.
+    let mut cfg = ZoneConfig::new()
+        .with_watermarks(zonealloc::WatermarkConfig::fixed(66_000, 70_000, 70_000));
+    KernelVersion::V6_1.apply(&mut cfg);
+    cfg.pcp = cfg
+        .pcp
+        .with_cpus(1)
+        .with_batch(Some(4))
+        .with_high_min(Some(1000))
+        .with_high_max(Some(1000))
+        .with_drain_migratetype(drain);
+    let z = Zone::new(ZoneType::Normal, Pfn(0), Pfn(65_536), cfg).unwrap();
+    z.add_free_range(Pfn(0), Pfn(65_536)).unwrap();
+    // Atomic Unmovable order 1: rmqueue_pcplist refills max(4 >> 1, 2) = 2 blocks. The
+    // fallback claims the order-10 block at 0 (pageblocks 0 and 512 Unmovable), the retried
+    // __rmqueue_smallest splits it: 0, then 2 from the order-1 list; both cached Unmovable.
+    // The allocation takes 0, then reserve_highatomic_pageblock makes pageblock 0 HighAtomic
+    // (its free blocks 4 (o2) .. 256 (o8) move to HighAtomic lists); 2 stays listed.
+    let req = AllocRequest::atomic(U).on_cpu(CpuId(0));
+    let p = z.alloc_with(o(1), req).unwrap();
+    assert_eq!(p, Pfn(0));
+    assert_eq!(z.pageblock_migratetype(Pfn(0)), Some(HA));
+    // free_pcppages_bulk of 2: 6.1 frees it with its cached type, Unmovable, so it sits on the
+    // Unmovable order-1 list of a HighAtomic pageblock (its buddy 0 is in use); 6.12+ reads
+    // the pageblock: HighAtomic.
+    z.drain_cpu(CpuId(0));
+    let after_refill = list(&z, 1, U);
+    z.check().unwrap();
+    // Freeing 0 (a HighAtomic pageblock: the Movable list, HighAtomic cached) and draining it:
+    // HighAtomic under both rules; it merges with 2 (unlinked from whichever list it is on)
+    // and up to order 9 (512 is Unmovable: no merge across).
+    z.free_on(CpuId(0), p, o(1)).unwrap();
+    z.drain_cpu(CpuId(0));
+    z.check().unwrap();
+    (after_refill, list(&z, 9, HA), list(&z, 9, M))
+}
+
+#[test]
+fn a_drained_block_keeps_the_type_cached_when_it_was_listed() {
+    assert_eq!(
+        highatomic_drains(DrainMigratetype::AtFree),
+        (vec![2], vec![0], vec![])
+    );
+    assert_eq!(
+        highatomic_drains(DrainMigratetype::AtDrain),
+        (vec![], vec![0], vec![])
+    );
+}
