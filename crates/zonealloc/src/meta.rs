@@ -8,7 +8,7 @@
 //! |---------|-------|------------------|
 //! | `next`  | 4     | `page->buddy_list.next` / `page->pcp_list.next` (as a frame index) |
 //! | `prev`  | 4     | `.prev` |
-//! | `state` | 2     | `PageBuddy` + `page_private` (order), plus allocation state |
+//! | `state` | 2     | `PageBuddy` + `page_private` (order), plus allocation state, a free block's list and 6.1's cached type (`page->index`) |
 //! | `block` | 1     | the pageblock bitmap entry, repeated in every frame of the pageblock |
 //! | `claim` | 1     | (no Linux equivalent) the entry belongs to a live zone's table |
 //!

@@ -176,8 +176,10 @@ impl PcpPolicy {
     /// cached when it went on the list. A block the PCP hit path freed caches nothing (that
     /// path stores a plain `Pcp` state); it was freed there only from a Unmovable, Movable or
     /// Reclaimable pageblock, onto that type's list, so the list tells the type at low
-    /// orders. A THP-order block covers its whole pageblock, which nothing can retype while
-    /// the block sits on a list, so its pageblock's type now is the type it was freed with.
+    /// orders and on the Movable THP list. On the other THP list (Unmovable and Reclaimable
+    /// together) the pageblock's type now stands in: a THP-order block covers its pageblock
+    /// (with `thp_order >= pageblock_order`, the usual geometry), which nothing can retype
+    /// while the block sits on a list.
     /// "Pageblock could have been isolated meanwhile": an Isolate pageblock wins, as
     /// `free_pcppages_bulk`'s `isolated_pageblocks` test makes it.
     pub(crate) fn cached_migratetype(
@@ -196,6 +198,7 @@ impl PcpPolicy {
             None if pindex < NR_LOWORDER_PCP_LISTS => {
                 MigrateType::from_index(pindex % MIGRATE_PCPTYPES).unwrap_or(block)
             }
+            None if pindex == NR_LOWORDER_PCP_LISTS + 1 => MigrateType::Movable,
             None => block,
         }
     }
