@@ -126,8 +126,9 @@ mod zone;
 pub use buddy::{CheckFacts, Watermarks};
 pub use check::CheckError;
 pub use config::{
-    DrainMode, FreeHigh, FreeScaling, HighMode, HighatomicCap, HighatomicUnusable, KernelVersion,
-    MobilityGrouping, PcpConfig, PcpLocking, WatermarkConfig, ZoneConfig,
+    DrainMigratetype, DrainMode, FallbackRule, FreeHigh, FreeScaling, HighMode, HighatomicCap,
+    HighatomicUnusable, KernelVersion, MobilityGrouping, PcpConfig, PcpLocking, WatermarkConfig,
+    ZoneConfig,
 };
 pub use error::{AllocError, ConfigError, DrainError, FreeError, HandleError, RangeError};
 pub use memmap::{MemoryRegion, RegionKind};

@@ -8,7 +8,7 @@
 //! |---------|-------|------------------|
 //! | `next`  | 4     | `page->buddy_list.next` / `page->pcp_list.next` (as a frame index) |
 //! | `prev`  | 4     | `.prev` |
-//! | `state` | 2     | `PageBuddy` + `page_private` (order), plus allocation state |
+//! | `state` | 2     | `PageBuddy` + `page_private` (order), plus allocation state, a free block's list and 6.1's cached type (`page->index`) |
 //! | `block` | 1     | the pageblock bitmap entry, repeated in every frame of the pageblock |
 //! | `claim` | 1     | (no Linux equivalent) the entry belongs to a live zone's table |
 //!
@@ -68,6 +68,9 @@ pub enum FrameState {
 
 const KIND_SHIFT: u16 = 5;
 const MT_SHIFT: u16 = 8;
+/// The migratetype bits of a state word (`Allocated`'s type, a `Buddy` head's list, a `Pcp`
+/// head's cached type).
+const MT_BITS: u16 = 0x7 << MT_SHIFT;
 const ORDER_MASK: u16 = 0x1f;
 const KIND_ABSENT: u16 = 0;
 const KIND_TAIL: u16 = 1;
@@ -418,10 +421,47 @@ impl FrameTable {
     }
 
     /// Whether `idx` is the head of a free buddy block of exactly `order` (`PageBuddy` and
-    /// `buddy_order == order`), comparing the raw state word.
+    /// `buddy_order == order`), comparing the raw state word less the list's migratetype.
     #[inline]
     pub(crate) fn is_buddy(&self, idx: u32, order: Order) -> bool {
-        self.at(idx).state.load(Ordering::Relaxed) == FrameState::Buddy(order).encode()
+        self.at(idx).state.load(Ordering::Relaxed) & !MT_BITS == FrameState::Buddy(order).encode()
+    }
+
+    /// Makes `idx` the head of a free block of `order` on `list`'s free list. The list is kept
+    /// in the bits `Allocated` keeps its migratetype in ([`FrameState::decode`] ignores them
+    /// for `Buddy`), because under 6.1's rules a free block can sit on a list other than its
+    /// pageblock's type (`move_freepages_block` without a claim, a drain with the type cached
+    /// at free), and Linux's `list_del` needs no type to unlink it.
+    #[inline]
+    pub(crate) fn set_buddy(&self, idx: u32, order: Order, list: MigrateType) {
+        let v = FrameState::Buddy(order).encode() | ((list as u16) << MT_SHIFT);
+        self.at(idx).state.store(v, Ordering::Relaxed);
+    }
+
+    /// The free list a `Buddy` head is on ([`FrameTable::set_buddy`]).
+    #[inline]
+    pub(crate) fn buddy_list(&self, idx: u32) -> MigrateType {
+        let v = self.at(idx).state.load(Ordering::Relaxed);
+        MigrateType::from_index(((v & MT_BITS) >> MT_SHIFT) as usize)
+            .unwrap_or(MigrateType::Movable)
+    }
+
+    /// Makes `idx` the head of a block of `order` on a per-CPU list, with `cached` as the
+    /// migratetype 6.1 caches in the page (`set_pcppage_migratetype`). Stored plus one, so that
+    /// a block the PCP hit path freed (which stores a plain `Pcp`) reads as not cached.
+    #[inline]
+    pub(crate) fn set_pcp_cached(&self, idx: u32, order: Order, cached: MigrateType) {
+        let v = FrameState::Pcp(order).encode() | ((cached as u16 + 1) << MT_SHIFT);
+        self.at(idx).state.store(v, Ordering::Relaxed);
+    }
+
+    /// The migratetype cached in a `Pcp` head by [`FrameTable::set_pcp_cached`], if any.
+    #[inline]
+    pub(crate) fn pcp_cached(&self, idx: u32) -> Option<MigrateType> {
+        let v = (self.at(idx).state.load(Ordering::Relaxed) & MT_BITS) >> MT_SHIFT;
+        (v as usize)
+            .checked_sub(1)
+            .and_then(MigrateType::from_index)
     }
 
     #[inline]

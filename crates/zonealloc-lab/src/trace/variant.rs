@@ -11,6 +11,7 @@
 //! decay=on|off drain_in_batches=on|off highatomic_no_refill=on|off   (kernel-version rules)
 //! highatomic_cap=aligned|plus_pageblock highatomic_unusable=free|reserved
 //! movable_like_highmem=on|off thp_min_free_kbytes=on|off lowmem_reserve_follows_managed=on|off
+//! fallback=claim_steal|legacy drain_migratetype=at_drain|at_free   (6.1: legacy, at_free)
 //! llc_slice_bytes=N                      sets PCPF_FREE_HIGH_BATCH when > 3 * batch pages
 //! locking=spinlock|owner-only            seed 002
 //! drain=remote|owner                     seed 004
@@ -27,8 +28,8 @@
 //! ```
 
 use zonealloc::{
-    DrainMode, FreeHigh, FreeScaling, HighMode, HighatomicCap, HighatomicUnusable,
-    MobilityGrouping, PcpLocking, WatermarkConfig, ZoneConfig,
+    DrainMigratetype, DrainMode, FallbackRule, FreeHigh, FreeScaling, HighMode, HighatomicCap,
+    HighatomicUnusable, MobilityGrouping, PcpLocking, WatermarkConfig, ZoneConfig,
 };
 
 /// One policy set: its name (the spec as given) and the configuration it makes.
@@ -46,7 +47,8 @@ free_high=off|original|current|batch|free_factor, high_mode=fixed|autotune, \
 alloc_scaling=on|off, free_scaling=free_count|free_factor, decay=on|off, \
 drain_in_batches=on|off, highatomic_no_refill=on|off, highatomic_cap=aligned|plus_pageblock, \
 highatomic_unusable=free|reserved, movable_like_highmem=on|off, thp_min_free_kbytes=on|off, \
-lowmem_reserve_follows_managed=on|off, llc_slice_bytes=N, locking=spinlock|owner-only, \
+lowmem_reserve_follows_managed=on|off, fallback=claim_steal|legacy, \
+drain_migratetype=at_drain|at_free, llc_slice_bytes=N, locking=spinlock|owner-only, \
 drain=remote|owner, pcp=on|off, batch=N, high_min=N, high_max=N, high_fraction=N, \
 thp_order=N|none, mobility_grouping=auto|on|off, max_order=N, pageblock_order=N, page_size=N, \
 min_free_kbytes=N|auto, watermarks=auto|MIN:LOW:HIGH, watermark_scale_factor=N, \
@@ -132,6 +134,20 @@ fn set(cfg: &mut ZoneConfig, k: &str, v: &str, spec: &str) -> Result<(), String>
         "movable_like_highmem" => cfg.movable_like_highmem = on_off(k, v)?,
         "thp_min_free_kbytes" => cfg.thp_min_free_kbytes = on_off(k, v)?,
         "lowmem_reserve_follows_managed" => cfg.lowmem_reserve_follows_managed = on_off(k, v)?,
+        "fallback" => {
+            cfg.fallback = match v {
+                "claim_steal" => FallbackRule::ClaimSteal,
+                "legacy" => FallbackRule::Legacy,
+                _ => return Err(format!("{k}={v}: expected claim_steal or legacy")),
+            }
+        }
+        "drain_migratetype" => {
+            cfg.pcp.drain_migratetype = match v {
+                "at_drain" => DrainMigratetype::AtDrain,
+                "at_free" => DrainMigratetype::AtFree,
+                _ => return Err(format!("{k}={v}: expected at_drain or at_free")),
+            }
+        }
         "llc_slice_bytes" => cfg.pcp.llc_slice_bytes = number(k, v)?,
         "locking" => {
             cfg.pcp.locking = match v {
@@ -320,7 +336,7 @@ mod tests {
             "high_mode=fixed,alloc_scaling=off,free_scaling=free_factor,free_high=free_factor,\
              decay=off,drain_in_batches=off,highatomic_no_refill=off,highatomic_cap=plus_pageblock,\
              highatomic_unusable=reserved,movable_like_highmem=off,thp_min_free_kbytes=on,\
-             lowmem_reserve_follows_managed=off",
+             lowmem_reserve_follows_managed=off,fallback=legacy,pcp.drain_migratetype=at_free",
         )
         .unwrap()
         .cfg;
@@ -343,6 +359,8 @@ mod tests {
             ("cpus=4", "--cpus"),
             ("watermarks=1:2", "3 numbers"),
             ("locking=maybe", "owner-only"),
+            ("fallback=old", "claim_steal or legacy"),
+            ("drain_migratetype=now", "at_drain or at_free"),
         ] {
             let e = Variant::parse(spec).unwrap_err();
             assert!(e.contains(needle), "{spec}: {e}");

@@ -27,7 +27,16 @@ impl BuddyZone {
                     if pfn.0 < self.span_start || pfn.0 + (1u64 << o) > self.span_end {
                         return Err(fail("Z4", Some(pfn), "free block outside the zone span"));
                     }
-                    if self.block_mt(t, idx) != mt {
+                    if t.buddy_list(idx) != mt {
+                        return Err(fail(
+                            "Z5",
+                            Some(pfn),
+                            "free block on a list other than the one it records",
+                        ));
+                    }
+                    // 6.1's rules leave blocks on another type's list (see `buddy_list`).
+                    let lists_follow_blocks = !self.cfg.lists_may_differ_from_blocks();
+                    if lists_follow_blocks && self.block_mt(t, idx) != mt {
                         return Err(fail(
                             "Z5",
                             Some(pfn),

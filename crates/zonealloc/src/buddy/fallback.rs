@@ -5,13 +5,14 @@
 //! remembered `rmqueue_mode` that lets `rmqueue_bulk` skip searches that already failed.
 
 use super::BuddyZone;
+use crate::config::FallbackRule;
 use crate::meta::{FrameState, FrameTable};
 use crate::request::AllocFlags;
 use crate::tracepoint::ZoneEvent;
 use crate::types::{MigrateType, Order};
 
 /// `fallbacks[]`: the order in which other types' lists are raided.
-const FALLBACKS: [[MigrateType; 2]; 3] = [
+pub(super) const FALLBACKS: [[MigrateType; 2]; 3] = [
     [MigrateType::Reclaimable, MigrateType::Movable], // Unmovable
     [MigrateType::Reclaimable, MigrateType::Unmovable], // Movable
     [MigrateType::Unmovable, MigrateType::Movable],   // Reclaimable
@@ -39,7 +40,7 @@ enum Suitable {
 
 impl BuddyZone {
     /// `should_try_claim_block`.
-    fn should_try_claim_block(&self, order: u8, start_mt: MigrateType) -> bool {
+    pub(super) fn should_try_claim_block(&self, order: u8, start_mt: MigrateType) -> bool {
         let pb = self.cfg.pageblock_order;
         order >= pb
             || order >= pb / 2
@@ -70,7 +71,7 @@ impl BuddyZone {
     }
 
     /// `boost_watermark`: raise the watermarks by a pageblock after a fragmenting fallback.
-    fn boost_watermark(&mut self) -> bool {
+    pub(super) fn boost_watermark(&mut self) -> bool {
         let factor = self.cfg.watermark_boost_factor as u64;
         let pb_pages = 1u64 << self.cfg.pageblock_order;
         if factor == 0 || pb_pages * 4 > self.managed_pages {
@@ -122,12 +123,12 @@ impl BuddyZone {
         Some((start, free, movable))
     }
 
-    /// `__move_freepages_block`: move every free block of a pageblock to `new_mt`'s lists.
+    /// `__move_freepages_block`: move every free block of a pageblock to `new_mt`'s lists
+    /// (each from the list it is on: the pageblock's type, or under 6.1's rules another).
     pub(crate) fn move_freepages_block(
         &mut self,
         t: &FrameTable,
         start: u32,
-        old_mt: MigrateType,
         new_mt: MigrateType,
     ) -> u64 {
         let end = start + (1u32 << self.cfg.pageblock_order);
@@ -135,7 +136,7 @@ impl BuddyZone {
         let mut moved = 0;
         while i < end {
             if let FrameState::Buddy(o) = t.state(i) {
-                self.move_to_free_list(t, i, o.get(), old_mt, new_mt);
+                self.move_to_free_list(t, i, o.get(), t.buddy_list(i), new_mt);
                 i += o.pages() as u32;
                 moved += o.pages();
             } else {
@@ -180,7 +181,7 @@ impl BuddyZone {
             0
         };
         if free + alike >= (1u64 << (pb.saturating_sub(1))) || self.mobility_disabled {
-            self.move_freepages_block(t, start, block_mt, start_mt);
+            self.move_freepages_block(t, start, start_mt);
             self.set_block_mt(t, start, start_mt);
             self.stats.claims += 1;
             return self.rmqueue_smallest(t, Order::from_raw(order), start_mt);
@@ -190,7 +191,7 @@ impl BuddyZone {
 
     /// `trace_mm_page_alloc_extfrag`; `change_ownership` reads the pageblock type after the
     /// claim or steal, as the tracepoint's `TP_fast_assign` does.
-    fn log_extfrag(
+    pub(super) fn log_extfrag(
         &mut self,
         t: &FrameTable,
         idx: u32,
@@ -273,6 +274,9 @@ impl BuddyZone {
         mode: &mut RmqueueMode,
     ) -> Option<u32> {
         let order = order.get();
+        if self.cfg.fallback == FallbackRule::Legacy {
+            return self.rmqueue_legacy(t, order, mt, flags);
+        }
         if *mode == RmqueueMode::Normal {
             if let Some(idx) = self.rmqueue_smallest(t, Order::from_raw(order), mt) {
                 return Some(idx);

@@ -37,7 +37,7 @@ impl BuddyZone {
             if start_pfn < self.span_start || start_pfn + pb_pages > self.span_end {
                 return;
             }
-            self.move_freepages_block(t, start, mt, MigrateType::HighAtomic);
+            self.move_freepages_block(t, start, MigrateType::HighAtomic);
             self.set_block_mt(t, start, MigrateType::HighAtomic);
             self.nr_reserved_highatomic += pb_pages;
         } else {
@@ -74,7 +74,7 @@ impl BuddyZone {
                 if start_pfn < self.span_start || start_pfn + pb_pages > self.span_end {
                     continue;
                 }
-                let n = self.move_freepages_block(t, start, MigrateType::HighAtomic, to_mt);
+                let n = self.move_freepages_block(t, start, to_mt);
                 self.set_block_mt(t, start, to_mt);
                 n
             } else {

@@ -19,7 +19,9 @@
 //!   a `Buddy` head of the list's order.
 //! - Z3: `nr_free[order]` equals the number of blocks on that order's lists.
 //! - Z4: every free block is aligned to its order and lies inside the zone's managed frames.
-//! - Z5: a free block is on the list of its pageblock's migratetype.
+//! - Z5: a free block is on the list it records, which is its pageblock's migratetype unless
+//!   6.1's rules are on (`FallbackRule::Legacy`, `DrainMigratetype::AtFree`), under which a
+//!   free block may sit on another type's list as it may in 6.1.
 //! - Z6: no two free buddies of the same order are left unmerged where `__free_one_page` would
 //!   have merged them.
 //! - Z7: `NR_FREE_PAGES`, `nr_free_highatomic` and `NR_FREE_PAGES_BLOCKS` equal the sums over
@@ -31,6 +33,7 @@
 mod check;
 mod fallback;
 mod highatomic;
+mod legacy_fallback;
 mod watermark;
 
 pub use check::CheckFacts;
@@ -38,7 +41,7 @@ pub(crate) use fallback::RmqueueMode;
 pub use watermark::Watermarks;
 pub(crate) use watermark::{setup_node_watermarks, setup_per_zone_lowmem_reserve, ZoneSize};
 
-use crate::config::ZoneConfig;
+use crate::config::{DrainMigratetype, ZoneConfig};
 use crate::list::FrameList;
 use crate::meta::{FrameState, FrameTable};
 use crate::shared::{ZoneShared, NONEMPTY_WORDS};
@@ -281,7 +284,7 @@ impl BuddyZone {
         }
         area.nr_free += 1;
         self.note_nonempty(order, mt, true);
-        t.set_state(idx, FrameState::Buddy(Order::from_raw(order)));
+        t.set_buddy(idx, Order::from_raw(order), mt);
         if order >= self.cfg.pageblock_order && mt != MigrateType::Isolate {
             self.nr_free_pages_blocks += 1u64 << order;
         }
@@ -321,6 +324,7 @@ impl BuddyZone {
         let area = &mut self.free_area[order as usize];
         area.lists[old_mt.index()].unlink(t, idx);
         area.lists[new_mt.index()].push_tail(t, idx);
+        t.set_buddy(idx, Order::from_raw(order), new_mt);
         let old_empty = area.lists[old_mt.index()].is_empty();
         self.note_nonempty(order, new_mt, true);
         if old_empty {
@@ -459,8 +463,19 @@ impl BuddyZone {
                     break;
                 }
             }
-            self.del_from_free_list(t, buddy, order, buddy_mt);
-            if buddy_mt != mt {
+            // Unlink from the list the buddy is on: its pageblock's type, or under 6.1's
+            // rules possibly another (`del_page_from_free_list` needs no type).
+            let list_mt = t.buddy_list(buddy);
+            self.del_from_free_list(t, buddy, order, list_mt);
+            if list_mt != mt {
+                let nr = 1i64 << order;
+                self.account_freepages(-nr, list_mt);
+                self.account_freepages(nr, mt);
+            }
+            // 6.1's `__free_one_page` leaves the buddy's pageblock type alone; the retype
+            // came (6.10, "fix up block types when merging compatible blocks") in the series
+            // that also dropped the type cached at free, so it follows that knob.
+            if buddy_mt != mt && self.cfg.pcp.drain_migratetype == DrainMigratetype::AtDrain {
                 // Match the buddy's type so expand() later files the halves correctly.
                 self.change_pageblock_range(t, buddy, order, mt);
             }

@@ -1,6 +1,9 @@
 //! Kernel release presets: [`KernelVersion`] and [`ZoneConfig::for_kernel`].
 
-use super::{FreeHigh, FreeScaling, HighMode, HighatomicCap, HighatomicUnusable, ZoneConfig};
+use super::{
+    DrainMigratetype, FallbackRule, FreeHigh, FreeScaling, HighMode, HighatomicCap,
+    HighatomicUnusable, ZoneConfig,
+};
 use crate::error::ConfigError;
 
 /// A kernel release whose PCP, buddy and boot rules a [`ZoneConfig`] can follow
@@ -74,6 +77,12 @@ impl KernelVersion {
         p.drain_in_batches = !(v61 || v612);
         // __rmqueue_pcplist's ALLOC_HIGHATOMIC refusal: 7.2 only.
         p.highatomic_no_refill = !(v61 || v612);
+        // free_pcppages_bulk: 6.1 `get_pcppage_migratetype`, 6.12+ `get_pfnblock_migratetype`.
+        p.drain_migratetype = if v61 {
+            DrainMigratetype::AtFree
+        } else {
+            DrainMigratetype::AtDrain
+        };
         // reserve_highatomic_pageblock and __zone_watermark_unusable_free: 6.1 forms.
         cfg.highatomic_cap = if v61 {
             HighatomicCap::PlusPageblock
@@ -89,6 +98,12 @@ impl KernelVersion {
         cfg.movable_like_highmem = !v61;
         // set_recommended_min_free_kbytes: the Debian kernels boot with THP `always`.
         cfg.thp_min_free_kbytes = true;
+        // __rmqueue: 6.1 `__rmqueue_fallback`; 6.12.117 has 6.15's claim/steal backported.
+        cfg.fallback = if v61 {
+            FallbackRule::Legacy
+        } else {
+            FallbackRule::ClaimSteal
+        };
         // adjust_managed_page_count -> setup_per_zone_lowmem_reserve: 7.2 only.
         cfg.lowmem_reserve_follows_managed = !(v61 || v612);
     }

@@ -11,7 +11,9 @@ mod kernel;
 mod pcp;
 
 pub use kernel::KernelVersion;
-pub use pcp::{DrainMode, FreeHigh, FreeScaling, HighMode, PcpConfig, PcpLocking};
+pub use pcp::{
+    DrainMigratetype, DrainMode, FreeHigh, FreeScaling, HighMode, PcpConfig, PcpLocking,
+};
 
 /// How a zone's min/low/high watermarks are set.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -86,6 +88,20 @@ pub enum HighatomicUnusable {
     Reserved,
 }
 
+/// How `__rmqueue` falls back to another migratetype's free lists.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum FallbackRule {
+    /// 6.15+ (and Debian 6.12.117's backport): `__rmqueue_claim` (largest block, claim its
+    /// pageblock or nothing), then `__rmqueue_steal` (smallest block, no retyping), with the
+    /// `rmqueue_mode` a bulk refill remembers.
+    ClaimSteal,
+    /// 6.1 (up to 6.14): `__rmqueue_fallback` → `steal_suitable_fallback`: largest block
+    /// first (smallest for a movable request that cannot steal the block), the block's free
+    /// pages moved to the request's lists even when the pageblock is not claimed, and
+    /// `__rmqueue_smallest` retried.
+    Legacy,
+}
+
 /// Configuration of one zone.
 ///
 /// `#[non_exhaustive]`: start from [`ZoneConfig::new`] (or `default()`,
@@ -144,6 +160,9 @@ pub struct ZoneConfig {
     /// reserve (never the watermarks or PCP sizes). Off (6.1, 6.12), the reserve keeps its
     /// value until the next watermark setup.
     pub lowmem_reserve_follows_managed: bool,
+    /// The migratetype fallback (`__rmqueue`): 6.1's `__rmqueue_fallback` or the claim/steal
+    /// split.
+    pub fallback: FallbackRule,
     /// Per-CPU lists.
     pub pcp: PcpConfig,
 }
@@ -174,6 +193,7 @@ impl ZoneConfig {
             movable_like_highmem: true,
             thp_min_free_kbytes: false,
             lowmem_reserve_follows_managed: true,
+            fallback: FallbackRule::ClaimSteal,
             pcp: PcpConfig::new(),
         }
     }
@@ -292,6 +312,19 @@ impl ZoneConfig {
         self
     }
 
+    /// With `fallback` set ([`ZoneConfig::fallback`]).
+    pub const fn with_fallback(mut self, fallback: FallbackRule) -> Self {
+        self.fallback = fallback;
+        self
+    }
+
+    /// Whether a free block can sit on a list other than its pageblock's type (6.1's rules):
+    /// invariant Z5 then holds only for the list a block records.
+    pub(crate) const fn lists_may_differ_from_blocks(&self) -> bool {
+        matches!(self.fallback, FallbackRule::Legacy)
+            || matches!(self.pcp.drain_migratetype, DrainMigratetype::AtFree)
+    }
+
     /// Checks the configuration.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.max_order > MAX_ORDER_LIMIT {
@@ -345,6 +378,8 @@ mod tests {
         assert!(!c61.movable_like_highmem);
         assert!(c61.thp_min_free_kbytes);
         assert!(!c61.lowmem_reserve_follows_managed);
+        assert_eq!(c61.fallback, FallbackRule::Legacy);
+        assert_eq!(p.drain_migratetype, DrainMigratetype::AtFree);
 
         let c612 = ZoneConfig::for_kernel(KernelVersion::V6_12);
         let p = &c612.pcp;
@@ -360,6 +395,8 @@ mod tests {
         assert!(c612.movable_like_highmem);
         assert!(c612.thp_min_free_kbytes);
         assert!(!c612.lowmem_reserve_follows_managed);
+        assert_eq!(c612.fallback, FallbackRule::ClaimSteal);
+        assert_eq!(p.drain_migratetype, DrainMigratetype::AtDrain);
 
         let c72 = ZoneConfig::for_kernel(KernelVersion::V7_2);
         let p = &c72.pcp;
@@ -372,6 +409,8 @@ mod tests {
         assert_eq!(c72.highatomic_unusable, HighatomicUnusable::Free);
         assert!(c72.movable_like_highmem && c72.thp_min_free_kbytes);
         assert!(c72.lowmem_reserve_follows_managed);
+        assert_eq!(c72.fallback, FallbackRule::ClaimSteal);
+        assert_eq!(p.drain_migratetype, DrainMigratetype::AtDrain);
         assert_eq!(ZoneConfig::for_kernel(KernelVersion::Mainline), c72);
         // The default is mainline's rules with THP off (no khugepaged raise).
         let d = ZoneConfig::default();

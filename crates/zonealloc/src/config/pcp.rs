@@ -53,6 +53,19 @@ pub enum HighMode {
     Fixed,
 }
 
+/// Which migratetype `free_pcppages_bulk` returns a drained block to.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum DrainMigratetype {
+    /// 6.12+: the pageblock's type at drain (`get_pfnblock_migratetype`).
+    AtDrain,
+    /// 6.1: the type cached in the page when it went on the list (`get_pcppage_migratetype`):
+    /// its pageblock's type at free (`free_unref_page_prepare` → `set_pcppage_migratetype`,
+    /// HighAtomic kept though the block rides the Movable list), or the refill's type
+    /// (`__rmqueue_smallest` → `set_pcppage_migratetype`). A pageblock re-typed meanwhile
+    /// gets the block back on the old type's free list.
+    AtFree,
+}
+
 /// Seed 002: how a PCP's lists are protected.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum PcpLocking {
@@ -123,6 +136,8 @@ pub struct PcpConfig {
     /// does not refill it (`if (alloc_flags & ALLOC_HIGHATOMIC) return NULL;`) and goes to
     /// the buddy. Off, it refills like any other (6.1, 6.12).
     pub highatomic_no_refill: bool,
+    /// The migratetype a drained block is freed with (6.1: cached at free).
+    pub drain_migratetype: DrainMigratetype,
     /// Seed 002.
     pub locking: PcpLocking,
     /// Seed 004.
@@ -159,6 +174,7 @@ impl PcpConfig {
             decay: true,
             drain_in_batches: true,
             highatomic_no_refill: true,
+            drain_migratetype: DrainMigratetype::AtDrain,
             locking: PcpLocking::Spinlock,
             drain: DrainMode::Remote,
             llc_slice_bytes: 2 << 20,
@@ -271,6 +287,12 @@ impl PcpConfig {
     /// With `highatomic_no_refill` set ([`PcpConfig::highatomic_no_refill`]).
     pub const fn with_highatomic_no_refill(mut self, highatomic_no_refill: bool) -> Self {
         self.highatomic_no_refill = highatomic_no_refill;
+        self
+    }
+
+    /// With `drain_migratetype` set ([`PcpConfig::drain_migratetype`]).
+    pub const fn with_drain_migratetype(mut self, drain_migratetype: DrainMigratetype) -> Self {
+        self.drain_migratetype = drain_migratetype;
         self
     }
 

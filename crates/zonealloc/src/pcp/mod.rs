@@ -36,7 +36,7 @@ pub(crate) use slot::{PcpAccess, PcpSet};
 pub use slot::{PcpInfo, PcpSlot, PcpTuning};
 
 use crate::buddy::{BuddyZone, FreePlacement};
-use crate::config::{FreeHigh, FreeScaling};
+use crate::config::{DrainMigratetype, FreeHigh, FreeScaling};
 use crate::list::FrameList;
 use crate::meta::{FrameState, FrameTable};
 use crate::tracepoint::ZoneEvent;
@@ -145,6 +145,8 @@ pub(crate) struct PcpPolicy {
     pub(crate) decay: bool,
     /// `ALLOC_HIGHATOMIC` does not refill an empty list (7.2).
     pub(crate) highatomic_no_refill: bool,
+    /// `free_pcppages_bulk` frees with the type cached at free (6.1) or the pageblock's.
+    pub(crate) drain_migratetype: DrainMigratetype,
 }
 
 impl PcpPolicy {
@@ -168,6 +170,37 @@ impl PcpPolicy {
     #[inline]
     pub(crate) fn order_slot(order: u8) -> usize {
         (order as usize).min(THP_ORDER_SLOT)
+    }
+
+    /// 6.1's `get_pcppage_migratetype` for the block at `idx` on list `pindex`: the type
+    /// cached when it went on the list. A block the PCP hit path freed caches nothing (that
+    /// path stores a plain `Pcp` state); it was freed there only from a Unmovable, Movable or
+    /// Reclaimable pageblock, onto that type's list, so the list tells the type at low
+    /// orders and on the Movable THP list. On the other THP list (Unmovable and Reclaimable
+    /// together) the pageblock's type now stands in: a THP-order block covers its pageblock
+    /// (with `thp_order >= pageblock_order`, the usual geometry), which nothing can retype
+    /// while the block sits on a list.
+    /// "Pageblock could have been isolated meanwhile": an Isolate pageblock wins, as
+    /// `free_pcppages_bulk`'s `isolated_pageblocks` test makes it.
+    pub(crate) fn cached_migratetype(
+        &self,
+        z: &BuddyZone,
+        t: &FrameTable,
+        pindex: usize,
+        idx: u32,
+    ) -> MigrateType {
+        let block = z.block_mt(t, idx);
+        if block == MigrateType::Isolate {
+            return block;
+        }
+        match t.pcp_cached(idx) {
+            Some(mt) => mt,
+            None if pindex < NR_LOWORDER_PCP_LISTS => {
+                MigrateType::from_index(pindex % MIGRATE_PCPTYPES).unwrap_or(block)
+            }
+            None if pindex == NR_LOWORDER_PCP_LISTS + 1 => MigrateType::Movable,
+            None => block,
+        }
     }
 
     /// `pindex_to_order`.
@@ -555,7 +588,10 @@ impl PerCpuPages {
             let nr = 1i32 << order.get();
             while let Some(idx) = self.lists[p].last() {
                 self.lists[p].unlink(t, idx);
-                let mt = z.block_mt(t, idx);
+                let mt = match policy.drain_migratetype {
+                    DrainMigratetype::AtDrain => z.block_mt(t, idx),
+                    DrainMigratetype::AtFree => policy.cached_migratetype(z, t, p, idx),
+                };
                 z.events.log(|| ZoneEvent::PcpuDrain {
                     pfn: t.pfn_of(idx),
                     order,
@@ -606,6 +642,7 @@ mod tests {
         drain_in_batches: true,
         decay: true,
         highatomic_no_refill: true,
+        drain_migratetype: DrainMigratetype::AtDrain,
     };
 
     /// Debian 6.1.192's policy.
@@ -619,6 +656,7 @@ mod tests {
         drain_in_batches: false,
         decay: false,
         highatomic_no_refill: false,
+        drain_migratetype: DrainMigratetype::AtFree,
     };
 
     #[test]

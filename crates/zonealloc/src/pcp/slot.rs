@@ -251,6 +251,7 @@ impl PcpSet {
                 drain_in_batches: cfg.drain_in_batches,
                 decay: cfg.decay,
                 highatomic_no_refill: cfg.highatomic_no_refill,
+                drain_migratetype: cfg.drain_migratetype,
             },
             cfg,
             params: PagesetParams {

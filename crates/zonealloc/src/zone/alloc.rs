@@ -3,6 +3,7 @@
 
 use super::Zone;
 use crate::buddy::{BuddyZone, RmqueueMode};
+use crate::config::DrainMigratetype;
 use crate::error::AllocError;
 use crate::list::FrameList;
 use crate::meta::{FrameState, FrameTable};
@@ -81,12 +82,18 @@ impl<P: Platform> Zone<P> {
         let mut z = self.lock();
         let t0 = self.hold_start();
         let mut mode = crate::buddy::RmqueueMode::Normal;
+        let cache = self.pcp.policy.drain_migratetype == DrainMigratetype::AtFree;
         let mut got = 0;
         while got < count {
             let Some(idx) = z.rmqueue(t, Order::from_raw(order), mt, flags, &mut mode) else {
                 break;
             };
-            t.set_state(idx, FrameState::Pcp(Order::from_raw(order)));
+            if cache {
+                // 6.1's __rmqueue_smallest: set_pcppage_migratetype(page, migratetype).
+                t.set_pcp_cached(idx, Order::from_raw(order), mt);
+            } else {
+                t.set_state(idx, FrameState::Pcp(Order::from_raw(order)));
+            }
             list.push_tail(t, idx);
             got += 1;
         }

@@ -5,6 +5,7 @@
 use super::pcp::PcpGuard;
 use super::Zone;
 use crate::buddy::FreePlacement;
+use crate::config::DrainMigratetype;
 use crate::error::FreeError;
 use crate::meta::FrameState;
 use crate::pcp::{DrainReason, PcpAccess, PerCpuPages};
@@ -37,6 +38,8 @@ impl<P: Platform> Zone<P> {
         }
         self.claim_for_free(idx, pfn, order)?;
         let mut mt = self.block_mt_racy(idx);
+        // free_unref_page_prepare → set_pcppage_migratetype (6.1): HighAtomic stays cached.
+        let cached = mt;
         if mt.index() >= MIGRATE_PCPTYPES {
             if mt == MigrateType::Isolate {
                 self.free_one_page(idx, o);
@@ -47,7 +50,7 @@ impl<P: Platform> Zone<P> {
         match access {
             PcpAccess::Held(cpu, pcp) => {
                 let mut pcp = self.pcp_enter(self.pcp.slot(*cpu), &mut **pcp);
-                if let Some(work) = self.commit_free(&mut pcp, idx, o, mt) {
+                if let Some(work) = self.commit_free(&mut pcp, idx, o, mt, cached) {
                     // The owner holds its lists throughout: no unlock between chunks.
                     let mut rem = work.to_free;
                     while rem > 0 && pcp.count > 0 {
@@ -63,7 +66,7 @@ impl<P: Platform> Zone<P> {
                     return Ok(());
                 };
                 let mut pcp = self.pcp_enter(slot, pcp);
-                let Some(work) = self.commit_free(&mut pcp, idx, o, mt) else {
+                let Some(work) = self.commit_free(&mut pcp, idx, o, mt, cached) else {
                     return Ok(());
                 };
                 // Free in batch-sized chunks, unlocking between them to let remote drainers
@@ -97,12 +100,16 @@ impl<P: Platform> Zone<P> {
         idx: u32,
         order: u8,
         mt: MigrateType,
+        cached: MigrateType,
     ) -> Option<DrainWork> {
         let policy = self.pcp.policy;
         let t = &self.table;
         let o = Order::from_raw(order);
         let pi = policy.pindex(mt, o);
         pcp.put_head(t, pi, idx, o);
+        if policy.drain_migratetype == DrainMigratetype::AtFree {
+            t.set_pcp_cached(idx, o, cached);
+        }
         let free_high = pcp.note_free(o, &policy);
         let reclaim = self.shared.test_flag(ZoneBits::ZONE_RECLAIM_ACTIVE);
         let below = self.shared.test_flag(ZoneBits::ZONE_BELOW_HIGH);
