@@ -28,6 +28,30 @@ static HEX: [u8; 256] = {
     t
 };
 
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// The decimal digits that open the eight bytes of `x` (little-endian, the first byte lowest)
+/// and how many there are; the value is left 0 when all eight are digits.
+#[inline(always)]
+pub(super) fn swar_digits(x: u64) -> (u64, usize) {
+    // Digits become 0..=9. A byte is no digit where that is 10 or more: adding 0x76 sets its
+    // high bit, or it had one (a carry out of such a byte only reaches bytes above it).
+    let t = x ^ (ONES * u64::from(b'0'));
+    let m = (t.wrapping_add(ONES * 0x76) | t) & HIGHS;
+    let n = (m.trailing_zeros() / 8) as usize;
+    if n == 0 || n == 8 {
+        return (0, n);
+    }
+    // The n digits moved to the top, zeros (leading digits) below; then pairs, fours and the
+    // eight digits combined by multiplies (simdjson's parse_eight_digits_unrolled).
+    let v = t << (8 * (8 - n));
+    let v = v.wrapping_mul(10).wrapping_add(v >> 8);
+    let lo = (v & 0x0000_00ff_0000_00ff).wrapping_mul(100 + (1_000_000 << 32));
+    let hi = ((v >> 16) & 0x0000_00ff_0000_00ff).wrapping_mul(1 + (10_000 << 32));
+    (lo.wrapping_add(hi) >> 32, n)
+}
+
 /// Our event names, told apart by their length alone, compared as arrays (a few words). The
 /// general walk's [`event_name`] for other spellings (`kmem:`, the kswapd events).
 #[inline(always)]
@@ -65,6 +89,13 @@ impl<'a> Cur<'a> {
 
     #[inline(always)]
     fn skip_sep(&mut self) {
+        // Most runs are one separator: two bytes looked at before the wide scan.
+        for _ in 0..2 {
+            if !self.peek().is_some_and(is_sep) {
+                return;
+            }
+            self.i += 1;
+        }
         self.i += skip_sep(self.s.get(self.i..).unwrap_or_default());
     }
 
@@ -77,9 +108,25 @@ impl<'a> Cur<'a> {
         &rest[..n]
     }
 
-    /// Decimal digits, at most `max` of them, at least one.
+    /// Decimal digits, at most `max` of them, at least one. Up to seven are found and
+    /// converted a word at a time.
     #[inline(always)]
     fn digits(&mut self, max: usize) -> Option<(u64, usize)> {
+        if max > 3 {
+            if let Some(w) = self.s.get(self.i..self.i + 8) {
+                let x = u64::from_le_bytes(w.try_into().unwrap_or([0; 8]));
+                let (v, n) = swar_digits(x);
+                match n {
+                    0 => return None,
+                    1..=7 if n <= max => {
+                        self.i += n;
+                        return Some((v, n));
+                    }
+                    1..=7 => return None,
+                    _ => {}
+                }
+            }
+        }
         let mut v = 0u64;
         let mut n = 0;
         while let Some(d) = self

@@ -23,7 +23,7 @@ const HIGHS: u64 = 0x8080_8080_8080_8080;
 /// The index of the first separator in `s` (or of the first `=` too, with `or_eq`), or
 /// `s.len()`: eight bytes per step (SWAR). In each mask the lowest set bit marks the first
 /// matching byte exactly; false positives from borrows only appear above a true match.
-#[inline]
+#[inline(always)]
 pub(super) fn find_sep(s: &[u8], or_eq: bool) -> usize {
     let mut i = 0;
     while let Some(chunk) = s.get(i..i + 8) {

@@ -590,6 +590,20 @@ fn the_fast_path_agrees_with_the_general_walk_on_every_one_byte_change() {
 }
 
 proptest! {
+    /// The word-at-a-time digit run agrees with the byte loop: count, and value below eight.
+    #[test]
+    fn swar_digits_match_the_byte_loop(
+        bytes in proptest::collection::vec(
+            prop_oneof![Just(b'0'), Just(b'9'), Just(b'/'), Just(b':'), Just(b' '), Just(0x80u8), Just(0xb9u8), Just(0xffu8), 0x30u8..0x3a],
+            8,
+        ),
+    ) {
+        let n = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
+        let v = if n == 8 { 0 } else { bytes[..n].iter().fold(0, |v, &b| v * 10 + u64::from(b - b'0')) };
+        let x = u64::from_le_bytes(bytes[..].try_into().unwrap());
+        prop_assert_eq!(fast::swar_digits(x), (v, n));
+    }
+
     /// The same with longer changes: junk of the bytes that matter put in at any point.
     #[test]
     fn the_fast_path_agrees_on_mangled_lines(
