@@ -176,7 +176,20 @@ impl<'a> Cur<'a> {
         if !self.at_token_end() {
             return None;
         }
-        Some(secs * 1_000_000_000 + frac * 10u64.pow(9 - n as u32))
+        // The fraction's digits scaled to nanoseconds (n is 1..=9).
+        const SCALE: [u64; 10] = [
+            0,
+            100_000_000,
+            10_000_000,
+            1_000_000,
+            100_000,
+            10_000,
+            1_000,
+            100,
+            10,
+            1,
+        ];
+        Some(secs * 1_000_000_000 + frac * SCALE[n])
     }
 
     /// The key `key` (with its `=`) after separators, and the value's start. (An array, so

@@ -50,6 +50,7 @@ impl Chunk {
     }
 
     /// Adds `ev`, copying its text unless it repeats the event before's.
+    #[inline]
     fn push(&mut self, ev: &Event<'_>) {
         let mut span = (0, 0);
         let kind = detach(&ev.kind, |s| {
