@@ -87,6 +87,7 @@ impl Chunk {
 
 /// `kind` with its text (if it has any) handed to `keep` and left empty: the one place that
 /// lists every event kind.
+#[inline]
 fn detach(kind: &EventKind<'_>, keep: impl FnOnce(&str)) -> EventKind<'static> {
     match *kind {
         EventKind::Alloc {
