@@ -23,7 +23,7 @@ const HIGHS: u64 = 0x8080_8080_8080_8080;
 /// The index of the first separator in `s` (or of the first `=` too, with `or_eq`), or
 /// `s.len()`: eight bytes per step (SWAR). In each mask the lowest set bit marks the first
 /// matching byte exactly; false positives from borrows only appear above a true match.
-#[inline]
+#[inline(always)]
 pub(super) fn find_sep(s: &[u8], or_eq: bool) -> usize {
     let mut i = 0;
     while let Some(chunk) = s.get(i..i + 8) {
@@ -157,7 +157,7 @@ fn ts_token(t: &[u8]) -> Option<u64> {
 }
 
 #[derive(Clone, Copy)]
-enum Name {
+pub(super) enum Name {
     Alloc,
     Free,
     FreeBatched,
@@ -168,7 +168,7 @@ enum Name {
     KswapdSleep,
 }
 
-fn event_name(t: &[u8]) -> Option<Name> {
+pub(super) fn event_name(t: &[u8]) -> Option<Name> {
     let t = t.strip_prefix(b"kmem:").unwrap_or(t);
     Some(match t {
         b"mm_page_alloc" => Name::Alloc,
@@ -233,7 +233,7 @@ impl<'a> Fields<'a> {
 /// `s` as text, if it is UTF-8. Flags are ASCII: tested a word at a time, that case skips
 /// `from_utf8`'s general validation (a third of the cost of parsing an allocation line).
 #[inline]
-fn utf8(s: &[u8]) -> Option<&str> {
+pub(super) fn utf8(s: &[u8]) -> Option<&str> {
     if s.is_ascii() {
         // SAFETY: every ASCII byte sequence is valid UTF-8.
         Some(unsafe { std::str::from_utf8_unchecked(s) })
@@ -242,7 +242,7 @@ fn utf8(s: &[u8]) -> Option<&str> {
     }
 }
 
-fn page_ptr(v: Option<&[u8]>) -> PagePtr {
+pub(super) fn page_ptr(v: Option<&[u8]>) -> PagePtr {
     match v {
         None => PagePtr::Missing,
         Some(b"NULL" | b"(null)" | b"(nil)" | b"0x0" | b"0") => PagePtr::Null,

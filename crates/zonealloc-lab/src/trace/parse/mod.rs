@@ -57,6 +57,7 @@ use std::io::{self, BufRead};
 
 pub use super::input::{decode, open};
 
+mod fast;
 mod line;
 #[cfg(test)]
 mod tests;
@@ -337,7 +338,7 @@ impl Parser {
     /// Parses one line (with or without its newline), counting it.
     pub fn feed<'l>(&mut self, line: &'l [u8]) -> Option<Event<'l>> {
         self.lines += 1;
-        match parse_line(line) {
+        match fast::parse_common(line).unwrap_or_else(|| parse_line(line)) {
             Ok(ev) => {
                 self.events += 1;
                 Some(ev)

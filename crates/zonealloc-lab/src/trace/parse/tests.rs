@@ -1,7 +1,7 @@
 //! The parser's unit tests: each tool's and kernel era's line format, line ends and limits,
 //! compressed input and the golden files.
 
-use super::line::{find_sep, is_sep, skip_sep};
+use super::line::{find_sep, is_sep, parse_line, skip_sep, LineKind};
 use super::*;
 use proptest::prelude::*;
 use std::io::BufReader;
@@ -494,4 +494,131 @@ fn kswapd_wake_and_sleep_name_a_node() {
         .feed(b"kswapd0-60 [001] ..... 9.6: mm_vmscan_kswapd_sleep: order=1")
         .is_none());
     assert_eq!(p.malformed, 1);
+}
+
+/// What a line gives, as text: its event, or why none.
+fn outcome(r: Result<Event<'_>, LineKind>) -> String {
+    match r {
+        Ok(ev) => format!("{ev:?}"),
+        Err(LineKind::Comment) => "comment".into(),
+        Err(LineKind::Other) => "other".into(),
+        Err(LineKind::Malformed(why)) => format!("malformed: {why}"),
+    }
+}
+
+/// A line of each event the fast path takes, as 6.1 and 7.2 print them (with and without
+/// the flags column).
+const FAST_LINES: [&str; 7] = [
+    "            init-1       [003] .....     3.812917: mm_page_alloc: page=(____ptrval____) pfn=0x2e64 order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE|__GFP_COMP|__GFP_ZERO",
+    "           mkdir-186     [000] ...1.     7.096269: mm_page_free: page=(____ptrval____) pfn=0x3752 order=0",
+    "           mkdir-175     [002] ...2.     3.818755: mm_page_free_batched: page=(____ptrval____) pfn=0x130f7 order=0",
+    "            init-1       [002] d..3.     7.067491: mm_page_alloc_zone_locked: page=(____ptrval____) pfn=0x14744 order=2 migratetype=0 percpu_refill=1",
+    "              rm-195     [000] d..3.     8.127971: mm_page_pcpu_drain: page=(____ptrval____) pfn=0x24443 order=0 migratetype=1",
+    "  a-1 [001] 1.000004: mm_page_alloc: page=0x0 pfn=0xFFFFFFFFFFFFFFFF order=10 migratetype=0 gfp_flags=0x2cc0",
+    "kworker/1:0-27 [1] 12.000000005: mm_page_free: page=ffffea0000abcd00 pfn=0x0 order=255\t ",
+];
+
+/// Where the fast path answers, it answers as the general walk does.
+fn fast_agrees(line: &[u8]) -> Result<(), String> {
+    if let Some(fast) = fast::parse_common(line) {
+        let (f, g) = (outcome(fast), outcome(parse_line(line)));
+        if f != g {
+            return Err(format!("{}: fast {f}, general {g}", line.escape_ascii()));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn the_fast_path_takes_every_page_event_of_the_common_shape() {
+    for l in FAST_LINES {
+        assert!(
+            matches!(fast::parse_common(l.as_bytes()), Some(Ok(_))),
+            "{l}"
+        );
+        fast_agrees(l.as_bytes()).unwrap();
+    }
+    let sample = std::fs::read_to_string(SAMPLE).unwrap();
+    let mut taken = 0;
+    for l in sample.lines().filter(|l| l.contains(": mm_page_")) {
+        assert!(
+            matches!(fast::parse_common(l.as_bytes()), Some(Ok(_))),
+            "{l}"
+        );
+        fast_agrees(l.as_bytes()).unwrap();
+        taken += 1;
+    }
+    assert_eq!(taken, 2985);
+    // Other events, comments and the forms the general walk words go that way.
+    for l in [
+        "# tracer: nop",
+        "            init-1       [003] .....     3.812328: tracing_mark_write: KT_SNAPSHOT_BEFORE_BEGIN p1_tmpfs",
+        "a-1 [000] 1.5: mm_page_free: page=0x1 pfn=0x10 order=0 order=1",
+        "a-1 [000] 1.5: mm_page_free: page=0x1 pfn=16 order=0",
+        "a-1 [000] 1.5: mm_page_free: page=0x1 pfn=0x10",
+        "perf 1234 [000] 1.5: kmem:mm_page_free: page=0x1 pfn=0x10 order=0",
+    ] {
+        assert!(
+            !matches!(fast::parse_common(l.as_bytes()), Some(Ok(_))),
+            "{l}"
+        );
+        fast_agrees(l.as_bytes()).unwrap();
+    }
+}
+
+#[test]
+fn the_fast_path_agrees_with_the_general_walk_on_every_one_byte_change() {
+    const BYTES: &[u8] = b" \t\n=:.[]#09xXfgA-\x00\x7f\x80\xff";
+    let mut checked = 0;
+    for l in FAST_LINES.map(str::as_bytes) {
+        for i in 0..=l.len() {
+            fast_agrees(&l[..i]).unwrap();
+            for &b in BYTES {
+                let mut v = l.to_vec();
+                v.insert(i, b);
+                fast_agrees(&v).unwrap();
+                if i < l.len() {
+                    v.remove(i);
+                    v[i] = b;
+                    fast_agrees(&v).unwrap();
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 10_000, "{checked}");
+}
+
+proptest! {
+    /// The word-at-a-time digit run agrees with the byte loop: count, and value below eight.
+    #[test]
+    fn swar_digits_match_the_byte_loop(
+        bytes in proptest::collection::vec(
+            prop_oneof![Just(b'0'), Just(b'9'), Just(b'/'), Just(b':'), Just(b' '), Just(0x80u8), Just(0xb9u8), Just(0xffu8), 0x30u8..0x3a],
+            8,
+        ),
+    ) {
+        let n = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
+        let v = if n == 8 { 0 } else { bytes[..n].iter().fold(0, |v, &b| v * 10 + u64::from(b - b'0')) };
+        let x = u64::from_le_bytes(bytes[..].try_into().unwrap());
+        prop_assert_eq!(fast::swar_digits(x), (v, n));
+    }
+
+    /// The same with longer changes: junk of the bytes that matter put in at any point.
+    #[test]
+    fn the_fast_path_agrees_on_mangled_lines(
+        which in 0usize..FAST_LINES.len(),
+        at in 0usize..200,
+        cut in 0usize..8,
+        junk in proptest::collection::vec(
+            prop_oneof![Just(b' '), Just(b'='), Just(b':'), Just(b'.'), Just(b'0'), Just(b'x'), Just(b'['), Just(b']'), any::<u8>()],
+            0..12,
+        ),
+    ) {
+        let l = FAST_LINES[which].as_bytes();
+        let at = at.min(l.len());
+        let end = (at + cut).min(l.len());
+        let v = [&l[..at], &junk[..], &l[end..]].concat();
+        prop_assert!(fast_agrees(&v).is_ok(), "{}", fast_agrees(&v).unwrap_err());
+    }
 }

@@ -262,11 +262,15 @@ impl<R: Read> Read for UntilMarker<R> {
             out[cut] = b'\n';
             return Ok(cut + 1);
         }
-        let mut tail = std::mem::take(&mut self.tail);
-        tail.extend_from_slice(&out[..n]);
-        let keep = tail.len().saturating_sub(m - 1);
-        tail.drain(..keep);
-        self.tail = tail;
+        // The last m - 1 bytes of the old tail and this read (not the whole read copied).
+        if n >= m - 1 {
+            self.tail.clear();
+            self.tail.extend_from_slice(&out[n - (m - 1)..n]);
+        } else {
+            self.tail.extend_from_slice(&out[..n]);
+            let keep = self.tail.len().saturating_sub(m - 1);
+            self.tail.drain(..keep);
+        }
         Ok(n)
     }
 }

@@ -482,8 +482,14 @@ impl Replayer {
     /// Frames handed out at least once, most-allocated first: the seed 000 table.
     pub fn most_reused(&self, n: usize) -> Vec<(u64, u32)> {
         let mut v: Vec<(u64, u32)> = self.allocated_once.iter().map(|(&p, &c)| (p, c)).collect();
-        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        v.truncate(n);
+        // A total order (pfns are unique): the first n picked in linear time, then sorted,
+        // give what a sort of them all would.
+        let order = |a: &(u64, u32), b: &(u64, u32)| b.1.cmp(&a.1).then(a.0.cmp(&b.0));
+        if n < v.len() {
+            v.select_nth_unstable_by(n, order);
+            v.truncate(n);
+        }
+        v.sort_unstable_by(order);
         v
     }
 }

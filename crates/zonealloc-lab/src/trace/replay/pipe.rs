@@ -50,6 +50,7 @@ impl Chunk {
     }
 
     /// Adds `ev`, copying its text unless it repeats the event before's.
+    #[inline]
     fn push(&mut self, ev: &Event<'_>) {
         let mut span = (0, 0);
         let kind = detach(&ev.kind, |s| {
@@ -86,6 +87,7 @@ impl Chunk {
 
 /// `kind` with its text (if it has any) handed to `keep` and left empty: the one place that
 /// lists every event kind.
+#[inline]
 fn detach(kind: &EventKind<'_>, keep: impl FnOnce(&str)) -> EventKind<'static> {
     match *kind {
         EventKind::Alloc {
