@@ -32,7 +32,7 @@ mod sizing;
 mod slot;
 
 pub(crate) use sizing::{stat_threshold, zone_batchsize, zone_highsize};
-pub(crate) use slot::{PcpAccess, PcpSet};
+pub(crate) use slot::{PcpAccess, PcpSet, ATTENTION_OFF};
 pub use slot::{PcpInfo, PcpSlot, PcpTuning};
 
 use crate::buddy::{BuddyZone, FreePlacement};

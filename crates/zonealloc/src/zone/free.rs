@@ -198,13 +198,13 @@ impl<P: Platform> Zone<P> {
     /// The PCP hit path is inlined into every caller; everything else is one out-of-line call.
     #[inline(always)]
     pub fn free(&self, pfn: Pfn, order: Order) -> Result<(), FreeError> {
-        self.free_via(pfn, order, self.this_cpu())
+        self.free_via(pfn, order, P::current_cpu())
     }
 
-    /// Frees on CPU slot `cpu` (already reduced to the CPU count).
+    /// Frees on CPU id `cpu` (reduced to the CPU count only off the hit path).
     #[inline(always)]
-    fn free_via(&self, pfn: Pfn, order: Order, cpu: usize) -> Result<(), FreeError> {
-        if let Some(slot) = self.pcp.slot_at(cpu) {
+    fn free_via(&self, pfn: Pfn, order: Order, cpu: u32) -> Result<(), FreeError> {
+        if let Some(slot) = self.pcp.slot_of(cpu) {
             if self.pcp_free_fast(pfn, order, slot, None) {
                 self.debug_check("free");
                 return Ok(());
@@ -217,7 +217,8 @@ impl<P: Platform> Zone<P> {
     /// small.
     #[cold]
     #[inline(never)]
-    fn free_slow(&self, pfn: Pfn, order: Order, cpu: usize) -> Result<(), FreeError> {
+    fn free_slow(&self, pfn: Pfn, order: Order, cpu: u32) -> Result<(), FreeError> {
+        let cpu = self.pcp.cpu_index(CpuId(cpu));
         let done = self.free_with(pfn, order, &mut PcpAccess::Cpu(cpu));
         self.debug_check("free");
         done
@@ -228,7 +229,7 @@ impl<P: Platform> Zone<P> {
     /// The PCP hit path is inlined into every caller; everything else is one out-of-line call.
     #[inline(always)]
     pub fn free_on(&self, cpu: CpuId, pfn: Pfn, order: Order) -> Result<(), FreeError> {
-        self.free_via(pfn, order, self.pcp.cpu_index(cpu))
+        self.free_via(pfn, order, cpu.0)
     }
 
     /// `__free_pages_ok`: validated and claimed here, then `free_one_page`.
