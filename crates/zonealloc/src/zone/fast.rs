@@ -112,11 +112,25 @@ impl<P: Platform> Zone<P> {
             if order == THP_ORDER_USUAL {
                 self.pcp_alloc_order(THP_ORDER_USUAL, mt, hz, slot, held)
             } else {
-                self.pcp_alloc_order(order, mt, hz, slot, held)
+                self.pcp_alloc_thp_other(order, mt, hz, slot, held)
             }
         } else {
             None
         }
+    }
+
+    /// [`Zone::pcp_alloc_order`] for a THP order other than the usual one, out of line (see
+    /// [`Zone::pcp_free_thp_other`]).
+    #[inline(never)]
+    fn pcp_alloc_thp_other(
+        &self,
+        order: u8,
+        mt: MigrateType,
+        hz: usize,
+        slot: &PcpSlot,
+        held: Option<&mut PerCpuPages>,
+    ) -> Option<Pfn> {
+        self.pcp_alloc_order(order, mt, hz, slot, held)
     }
 
     /// [`Zone::pcp_alloc_fast`] for one PCP order: get_page_from_freelist with
@@ -158,6 +172,7 @@ impl<P: Platform> Zone<P> {
         let t = &self.table;
         let m = t.entries();
         let idx = pcp.lists[pi].pop_head_in(m)?;
+        let pfn = Pfn(t.base() + idx as u64);
         let count = pcp.count - (1 << order);
         pcp.count = count;
         m[idx as usize].set_state(FrameState::Allocated(Order::from_raw(order), mt));
@@ -166,7 +181,7 @@ impl<P: Platform> Zone<P> {
         // Last, so that the copies' tails differ and each stays straight-line (no jump to a
         // shared tail).
         pcp.allocs[os] += 1; // `PcpStats::alloc_hits` is their sum less `miss_allocs`
-        Some(Pfn(t.base() + idx as u64))
+        Some(pfn)
     }
 
     /// A free onto `slot`'s lists that cannot drain. Returns `false`, having changed nothing,
@@ -224,11 +239,28 @@ impl<P: Platform> Zone<P> {
             if order == THP_ORDER_USUAL {
                 self.pcp_free_order(THP_ORDER_USUAL, slot, held, m, idx, e, mt)
             } else {
-                self.pcp_free_order(order, slot, held, m, idx, e, mt)
+                self.pcp_free_thp_other(order, slot, held, m, idx, e, mt)
             }
         } else {
             None
         }
+    }
+
+    /// [`Zone::pcp_free_order`] for a THP order other than the usual one, out of line: inlined
+    /// beside the usual one, the two copies would share their lock and test it once more.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn pcp_free_thp_other(
+        &self,
+        order: u8,
+        slot: &PcpSlot,
+        held: Option<&mut PerCpuPages>,
+        m: &[FrameMeta],
+        idx: u32,
+        e: &FrameMeta,
+        mt: MigrateType,
+    ) -> Option<()> {
+        self.pcp_free_order(order, slot, held, m, idx, e, mt)
     }
 
     /// `free_frozen_page_commit` for one PCP order when the free is not a `free_high` one and

@@ -198,13 +198,14 @@ impl<P: Platform> Zone<P> {
     /// The PCP hit path is inlined into every caller; everything else is one out-of-line call.
     #[inline(always)]
     pub fn free(&self, pfn: Pfn, order: Order) -> Result<(), FreeError> {
-        self.free_via(pfn, order, P::current_cpu())
+        self.free_via(pfn, order, None)
     }
 
-    /// Frees on CPU id `cpu` (reduced to the CPU count only off the hit path).
+    /// Frees on CPU `cpu`, the calling one's if `None` (reduced to the CPU count only off the
+    /// hit path, where the calling CPU is asked for again: it is a hint either way).
     #[inline(always)]
-    fn free_via(&self, pfn: Pfn, order: Order, cpu: u32) -> Result<(), FreeError> {
-        if let Some(slot) = self.pcp.slot_of(cpu) {
+    fn free_via(&self, pfn: Pfn, order: Order, cpu: Option<CpuId>) -> Result<(), FreeError> {
+        if let Some(slot) = self.pcp.slot_of(cpu.map_or_else(P::current_cpu, |c| c.0)) {
             if self.pcp_free_fast(pfn, order, slot, None) {
                 self.debug_check("free");
                 return Ok(());
@@ -217,8 +218,8 @@ impl<P: Platform> Zone<P> {
     /// small.
     #[cold]
     #[inline(never)]
-    fn free_slow(&self, pfn: Pfn, order: Order, cpu: u32) -> Result<(), FreeError> {
-        let cpu = self.pcp.cpu_index(CpuId(cpu));
+    fn free_slow(&self, pfn: Pfn, order: Order, cpu: Option<CpuId>) -> Result<(), FreeError> {
+        let cpu = cpu.map_or_else(|| self.this_cpu(), |c| self.pcp.cpu_index(c));
         let done = self.free_with(pfn, order, &mut PcpAccess::Cpu(cpu));
         self.debug_check("free");
         done
@@ -229,7 +230,7 @@ impl<P: Platform> Zone<P> {
     /// The PCP hit path is inlined into every caller; everything else is one out-of-line call.
     #[inline(always)]
     pub fn free_on(&self, cpu: CpuId, pfn: Pfn, order: Order) -> Result<(), FreeError> {
-        self.free_via(pfn, order, cpu.0)
+        self.free_via(pfn, order, Some(cpu))
     }
 
     /// `__free_pages_ok`: validated and claimed here, then `free_one_page`.
