@@ -239,7 +239,7 @@ impl<P: Platform> Zone<P> {
             if order == THP_ORDER_USUAL {
                 self.pcp_free_order(THP_ORDER_USUAL, slot, held, m, idx, e, mt)
             } else {
-                self.pcp_free_thp_other(order, slot, held, m, idx, e, mt)
+                self.pcp_free_thp_other(order, slot, held, (idx, mt))
             }
         } else {
             None
@@ -248,19 +248,16 @@ impl<P: Platform> Zone<P> {
 
     /// [`Zone::pcp_free_order`] for a THP order other than the usual one, out of line: inlined
     /// beside the usual one, the two copies would share their lock and test it once more.
-    #[allow(clippy::too_many_arguments)]
     #[inline(never)]
     fn pcp_free_thp_other(
         &self,
         order: u8,
         slot: &PcpSlot,
         held: Option<&mut PerCpuPages>,
-        m: &[FrameMeta],
-        idx: u32,
-        e: &FrameMeta,
-        mt: MigrateType,
+        (idx, mt): (u32, MigrateType),
     ) -> Option<()> {
-        self.pcp_free_order(order, slot, held, m, idx, e, mt)
+        let m = self.table.entries();
+        self.pcp_free_order(order, slot, held, m, idx, &m[idx as usize], mt)
     }
 
     /// `free_frozen_page_commit` for one PCP order when the free is not a `free_high` one and
