@@ -71,9 +71,11 @@ pub(crate) fn current_cpu() -> u32 {
         {
             let at = t.at.get();
             if at != 0 {
-                if let Some(cpu) = rseq::read_cpu_id(at) {
-                    return cpu;
-                }
+                // No sign test: `at` is set only once this thread's registration succeeded,
+                // after which the kernel keeps `cpu_id` a CPU number. (A thread that
+                // unregisters rseq by hand reads -1 afterwards, which a zone reduces modulo
+                // its CPU count like any other id: a hint.)
+                return rseq::raw_cpu_id(at) as u32;
             }
         }
         cached_cpu(t)
@@ -170,6 +172,13 @@ mod rseq {
     /// yet; -2, registration failed).
     #[inline(always)]
     pub(super) fn read_cpu_id(at: isize) -> Option<u32> {
+        let cpu = raw_cpu_id(at);
+        (cpu >= 0).then_some(cpu as u32)
+    }
+
+    /// `cpu_id` at `at` off the thread pointer, as the kernel left it.
+    #[inline(always)]
+    pub(super) fn raw_cpu_id(at: isize) -> i32 {
         #[cfg(target_arch = "x86_64")]
         let cpu: i32 = {
             let cpu: i32;
@@ -195,7 +204,7 @@ mod rseq {
                 core::ptr::read_volatile(tp.wrapping_offset(at) as *const i32)
             }
         };
-        (cpu >= 0).then_some(cpu as u32)
+        cpu
     }
 
     /// The thread pointer (`__builtin_thread_pointer`) on aarch64: `tpidr_el0`. (x86-64
