@@ -88,8 +88,9 @@
 //!   allocated, and that lock's acquire/release orders the accesses. The one read-modify-write
 //!   on an entry, the state change of a free, makes two racing frees of one block see each
 //!   other without any ordering beyond the entry itself.
-//! - The lock-free hints (a PCP's count hint, the zone's free-page mirror and flag byte) are
-//!   read without the lock and only steer a decision that the locked path re-checks.
+//! - The lock-free hints (a PCP's count hint, the zone's free-page mirror and flag byte, a
+//!   slot's `attention` word) are read without the lock and only steer a decision that the
+//!   locked path re-checks.
 //! - Handing a frame to another CPU (an allocation on one CPU, its free on another) needs no
 //!   more ordering than the embedder's own hand-over of the frame number.
 
