@@ -115,6 +115,15 @@ pub trait Platform: 'static {
     /// used in (interrupt handlers included).
     fn current_cpu() -> u32;
 
+    /// [`Platform::current_cpu`] widened to `usize`, which is what the zone indexes with.
+    /// A platform may answer it directly to save the widening (`StdPlatform` does); it must
+    /// equal `current_cpu() as usize`.
+    #[doc(hidden)]
+    #[inline(always)]
+    fn current_cpu_index() -> usize {
+        Self::current_cpu() as usize
+    }
+
     /// Monotonic nanoseconds, for the optional zone-lock hold-time histograms (read only
     /// while `Zone::set_instrumentation(true)`). 0 when the platform has no clock.
     #[inline]
@@ -139,6 +148,11 @@ impl Platform for StdPlatform {
     #[inline(always)]
     fn current_cpu() -> u32 {
         crate::sync::current_cpu()
+    }
+
+    #[inline(always)]
+    fn current_cpu_index() -> usize {
+        crate::sync::current_cpu_index()
     }
 
     #[inline]

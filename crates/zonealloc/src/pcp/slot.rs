@@ -314,8 +314,8 @@ impl PcpSet {
     /// one bounds test for an id in range, the division out of line. `None` only when there
     /// are no slots at all (caller storage without any).
     #[inline(always)]
-    pub(crate) fn slot_of(&self, cpu: u32) -> Option<&PcpSlot> {
-        match self.slots.get().get(cpu as usize) {
+    pub(crate) fn slot_of(&self, cpu: usize) -> Option<&PcpSlot> {
+        match self.slots.get().get(cpu) {
             Some(s) => Some(s),
             None => self.slot_wrapped(cpu),
         }
@@ -323,8 +323,9 @@ impl PcpSet {
 
     #[cold]
     #[inline(never)]
-    fn slot_wrapped(&self, cpu: u32) -> Option<&PcpSlot> {
-        self.slot_at(self.cpu_index(crate::types::CpuId(cpu)))
+    fn slot_wrapped(&self, cpu: usize) -> Option<&PcpSlot> {
+        // Ids come from a `u32`.
+        self.slot_at(self.cpu_index(crate::types::CpuId(cpu as u32)))
     }
 
     /// Slot `cpu` of a CPU id already reduced by [`PcpSet::cpu_index`]; `None` only when

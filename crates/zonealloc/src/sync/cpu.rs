@@ -61,6 +61,13 @@ std::thread_local! {
 /// PCP lock, not the CPU id, guards the lists.
 #[inline(always)]
 pub(crate) fn current_cpu() -> u32 {
+    current_cpu_index() as u32
+}
+
+/// [`current_cpu`] as an index: the value the zone uses, without a zero extension (the
+/// `cpu_id` load already clears the upper half of its register).
+#[inline(always)]
+pub(crate) fn current_cpu_index() -> usize {
     THIS.with(|t| {
         #[cfg(all(
             target_os = "linux",
@@ -75,10 +82,10 @@ pub(crate) fn current_cpu() -> u32 {
                 // after which the kernel keeps `cpu_id` a CPU number. (A thread that
                 // unregisters rseq by hand reads -1 afterwards, which a zone reduces modulo
                 // its CPU count like any other id: a hint.)
-                return rseq::raw_cpu_id(at) as u32;
+                return rseq::raw_cpu_index(at);
             }
         }
-        cached_cpu(t)
+        cached_cpu(t) as usize
     })
 }
 
@@ -174,6 +181,28 @@ mod rseq {
     pub(super) fn read_cpu_id(at: isize) -> Option<u32> {
         let cpu = raw_cpu_id(at);
         (cpu >= 0).then_some(cpu as u32)
+    }
+
+    /// `cpu_id` at `at` off the thread pointer, as the kernel left it, as a `u32` widened to
+    /// `usize`.
+    #[inline(always)]
+    pub(super) fn raw_cpu_index(at: isize) -> usize {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let cpu: usize;
+            // SAFETY: as in `raw_cpu_id`; the 32-bit load clears the register's upper half,
+            // so `cpu` is the `u32` value.
+            #[allow(unsafe_code)]
+            unsafe {
+                core::arch::asm!("mov {0:e}, dword ptr fs:[{1}]", out(reg) cpu, in(reg) at,
+                    options(nostack, readonly, preserves_flags));
+            }
+            cpu
+        }
+        #[cfg(target_arch = "aarch64")]
+        {
+            raw_cpu_id(at) as u32 as usize
+        }
     }
 
     /// `cpu_id` at `at` off the thread pointer, as the kernel left it.
@@ -283,6 +312,7 @@ mod tests {
         let Some(cpu) = pinned else { return };
         for _ in 0..2 * CPU_REFRESH_CALLS {
             assert_eq!(current_cpu(), cpu as u32);
+            assert_eq!(current_cpu_index(), cpu as usize);
         }
         // Where glibc registered rseq, its answer is the one used, and the same.
         #[cfg(all(

@@ -125,7 +125,7 @@ impl<P: Platform> Zone<P> {
         // rather than keep it in a register across the hit path: it is a hint either way).
         let slot = self
             .pcp
-            .slot_of(req.cpu.map_or_else(P::current_cpu, |c| c.0));
+            .slot_of(req.cpu.map_or_else(P::current_cpu_index, |c| c.0 as usize));
         // A zone without per-CPU lists has `PCP_OFF` in its flag byte, which keeps its lists
         // from looking quiet: the hit path steps aside without a test of its own here.
         let (mt, hz) = (req.migratetype, req.highest_zone);

@@ -205,7 +205,10 @@ impl<P: Platform> Zone<P> {
     /// hit path, where the calling CPU is asked for again: it is a hint either way).
     #[inline(always)]
     fn free_via(&self, pfn: Pfn, order: Order, cpu: Option<CpuId>) -> Result<(), FreeError> {
-        if let Some(slot) = self.pcp.slot_of(cpu.map_or_else(P::current_cpu, |c| c.0)) {
+        if let Some(slot) = self
+            .pcp
+            .slot_of(cpu.map_or_else(P::current_cpu_index, |c| c.0 as usize))
+        {
             if self.pcp_free_fast(pfn, order, slot, None) {
                 self.debug_check("free");
                 return Ok(());
