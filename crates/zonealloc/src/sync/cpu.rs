@@ -190,8 +190,12 @@ mod rseq {
         #[cfg(target_arch = "x86_64")]
         {
             let cpu: usize;
-            // SAFETY: as in `raw_cpu_id`; the 32-bit load clears the register's upper half,
-            // so `cpu` is the `u32` value.
+            // SAFETY: `at` came from glibc's `__rseq_offset` (with `__rseq_size` >= 8): every
+            // thread's TCB holds a `struct rseq` (32-byte aligned, so `cpu_id` at offset 4 is
+            // aligned) at that offset from its thread pointer, the `fs` base, for the thread's
+            // whole life. One load relative to `fs`; the kernel writes `cpu_id`
+            // asynchronously, so it is read each call (not `pure`). The 32-bit load clears
+            // the register's upper half, so `cpu` is the `u32` value.
             #[allow(unsafe_code)]
             unsafe {
                 core::arch::asm!("mov {0:e}, dword ptr fs:[{1}]", out(reg) cpu, in(reg) at,
@@ -201,39 +205,19 @@ mod rseq {
         }
         #[cfg(target_arch = "aarch64")]
         {
-            raw_cpu_id(at) as u32 as usize
+            let tp = thread_pointer();
+            // SAFETY: as on x86-64, relative to `tpidr_el0`; a volatile read, as the kernel
+            // writes `cpu_id` asynchronously.
+            #[allow(unsafe_code)]
+            let cpu = unsafe { core::ptr::read_volatile(tp.wrapping_offset(at) as *const u32) };
+            cpu as usize
         }
     }
 
     /// `cpu_id` at `at` off the thread pointer, as the kernel left it.
     #[inline(always)]
     pub(super) fn raw_cpu_id(at: isize) -> i32 {
-        #[cfg(target_arch = "x86_64")]
-        let cpu: i32 = {
-            let cpu: i32;
-            // SAFETY: `at` came from glibc's `__rseq_offset` (with `__rseq_size` >= 8): every
-            // thread's TCB holds a `struct rseq` (32-byte aligned, so `cpu_id` at offset 4 is
-            // aligned) at that offset from its thread pointer, the `fs` base, for the thread's
-            // whole life. One load relative to `fs`; the kernel writes `cpu_id`
-            // asynchronously, so it is read each call (not `pure`).
-            #[allow(unsafe_code)]
-            unsafe {
-                core::arch::asm!("mov {0:e}, dword ptr fs:[{1}]", out(reg) cpu, in(reg) at,
-                    options(nostack, readonly, preserves_flags));
-            }
-            cpu
-        };
-        #[cfg(target_arch = "aarch64")]
-        let cpu: i32 = {
-            let tp = thread_pointer();
-            // SAFETY: as above, relative to `tpidr_el0`; a volatile read, as the kernel writes
-            // `cpu_id` asynchronously.
-            #[allow(unsafe_code)]
-            unsafe {
-                core::ptr::read_volatile(tp.wrapping_offset(at) as *const i32)
-            }
-        };
-        cpu
+        raw_cpu_index(at) as u32 as i32
     }
 
     /// The thread pointer (`__builtin_thread_pointer`) on aarch64: `tpidr_el0`. (x86-64
