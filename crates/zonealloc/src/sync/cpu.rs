@@ -43,8 +43,9 @@ struct ThreadCpu {
         allow(dead_code)
     )]
     at: Cell<isize>,
-    /// The CPU the cache last asked for (answer 2).
-    cpu: Cell<u32>,
+    /// The CPU the cache last asked for (answer 2), widened once here rather than on every
+    /// call.
+    cpu: Cell<usize>,
     /// The calls `cpu` still serves, less one: at 0 it serves one more, then the count
     /// wraps and the next call refreshes.
     left: Cell<u32>,
@@ -85,18 +86,18 @@ pub(crate) fn current_cpu_index() -> usize {
                 return rseq::raw_cpu_index(at);
             }
         }
-        cached_cpu(t) as usize
+        cached_cpu(t)
     })
 }
 
 /// Answer 2 (and 3): the thread's cached CPU, refreshed every [`CPU_REFRESH_CALLS`] calls.
 #[inline(always)]
-fn cached_cpu(t: &ThreadCpu) -> u32 {
-    let (left, ran_out) = t.left.get().overflowing_sub(1);
-    if ran_out {
+fn cached_cpu(t: &ThreadCpu) -> usize {
+    let left = t.left.get().wrapping_sub(1);
+    t.left.set(left);
+    if left == u32::MAX {
         return refresh_cached(t);
     }
-    t.left.set(left);
     t.cpu.get()
 }
 
@@ -104,7 +105,7 @@ fn cached_cpu(t: &ThreadCpu) -> u32 {
 /// included); where rseq answers for this thread, switches it to rseq.
 #[cold]
 #[inline(never)]
-fn refresh_cached(t: &ThreadCpu) -> u32 {
+fn refresh_cached(t: &ThreadCpu) -> usize {
     #[cfg(all(
         target_os = "linux",
         target_env = "gnu",
@@ -112,7 +113,7 @@ fn refresh_cached(t: &ThreadCpu) -> u32 {
         not(miri)
     ))]
     t.at.set(rseq::usable_at());
-    let cpu = ask_cpu();
+    let cpu = ask_cpu() as usize;
     t.cpu.set(cpu);
     t.left.set(CPU_REFRESH_CALLS - 1);
     cpu
