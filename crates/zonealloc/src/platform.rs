@@ -88,8 +88,9 @@
 //!   allocated, and that lock's acquire/release orders the accesses. The one read-modify-write
 //!   on an entry, the state change of a free, makes two racing frees of one block see each
 //!   other without any ordering beyond the entry itself.
-//! - The lock-free hints (a PCP's count hint, the zone's free-page mirror and flag byte) are
-//!   read without the lock and only steer a decision that the locked path re-checks.
+//! - The lock-free hints (a PCP's count hint, the zone's free-page mirror and flag byte, a
+//!   slot's `attention` word) are read without the lock and only steer a decision that the
+//!   locked path re-checks.
 //! - Handing a frame to another CPU (an allocation on one CPU, its free on another) needs no
 //!   more ordering than the embedder's own hand-over of the frame number.
 
@@ -113,6 +114,15 @@ pub trait Platform: 'static {
     /// register read, not a system call; it must be callable from every context the zone is
     /// used in (interrupt handlers included).
     fn current_cpu() -> u32;
+
+    /// [`Platform::current_cpu`] widened to `usize`, which is what the zone indexes with.
+    /// A platform may answer it directly to save the widening (`StdPlatform` does); it must
+    /// equal `current_cpu() as usize`.
+    #[doc(hidden)]
+    #[inline(always)]
+    fn current_cpu_index() -> usize {
+        Self::current_cpu() as usize
+    }
 
     /// Monotonic nanoseconds, for the optional zone-lock hold-time histograms (read only
     /// while `Zone::set_instrumentation(true)`). 0 when the platform has no clock.
@@ -138,6 +148,11 @@ impl Platform for StdPlatform {
     #[inline(always)]
     fn current_cpu() -> u32 {
         crate::sync::current_cpu()
+    }
+
+    #[inline(always)]
+    fn current_cpu_index() -> usize {
+        crate::sync::current_cpu_index()
     }
 
     #[inline]

@@ -13,7 +13,8 @@ use crate::types::{MigrateType, Order, MAX_NR_ZONES, MIGRATE_PCPTYPES};
 
 bitflags::bitflags! {
     /// The bits of [`ZoneShared::flags`]: the kernel's zone flags that change without the zone
-    /// lock, and the other reasons to leave the PCP hit paths, so that those test one byte.
+    /// lock, and the other reasons to leave the PCP hit paths, each of which keeps them off
+    /// while set (`Zone::set_zone_flag`, `Zone::pcp_enter`).
     #[derive(Clone, Copy, PartialEq, Eq, Debug)]
     pub(crate) struct ZoneBits: u8 {
         /// `ZONE_BELOW_HIGH`.
@@ -28,14 +29,28 @@ bitflags::bitflags! {
         const PCP_OFF = 8;
         /// The bits that are kernel zone flags.
         const ZONE_FLAGS = Self::ZONE_BELOW_HIGH.bits() | Self::ZONE_RECLAIM_ACTIVE.bits();
-        /// The bits that send an order-0 free past the PCP hit path.
-        const PCP_FREE_OFF = Self::ZONE_FLAGS.bits() | Self::PCP_OFF.bits();
     }
 }
 
 /// Non-empty free lists, one byte (a bit per migratetype) per order, packed eight orders to a
 /// word.
 pub(crate) const NONEMPTY_WORDS: usize = 3;
+
+/// The bits of one order's byte in [`ZoneShared::nonempty`] that are PCP types.
+const PCP_TYPE_BITS: u8 = (1 << MIGRATE_PCPTYPES) - 1;
+
+/// For each byte position `i` of a [`ZoneShared::nonempty`] word: the PCP-type bits of the
+/// orders at `i` and above in that word.
+const NONEMPTY_FROM: [u64; 8] = {
+    let word = u64::from_ne_bytes([PCP_TYPE_BITS; 8]);
+    let mut m = [0; 8];
+    let mut i = 0;
+    while i < 8 {
+        m[i] = word << (8 * i);
+        i += 1;
+    }
+    m
+};
 
 #[derive(Debug)]
 pub(crate) struct ZoneShared {
@@ -55,8 +70,9 @@ pub(crate) struct ZoneShared {
     /// `i64` in two's complement. An order-0 request passes that test when this exceeds its
     /// `lowmem_reserve`.
     pub(crate) order0_high_headroom: AtomicU64,
-    /// [`ZoneBits`]:
-    /// zero exactly when the PCP allocation hit path may run.
+    /// [`ZoneBits`]: zero exactly when the PCP hit paths may run. Set through
+    /// `Zone::set_zone_flag`, so that the hit paths need not read it (they test the CPU's
+    /// `PcpSlot::attention`, which `Zone::pcp_enter` turns off while a bit is set).
     pub(crate) flags: AtomicU8,
     /// Recorded tracepoint events are waiting to be taken ([`crate::tracepoint`]).
     pub(crate) events_pending: AtomicBool,
@@ -124,29 +140,23 @@ impl ZoneShared {
     #[inline(always)]
     pub(crate) fn above_high_fast(&self, order: Order, highest_zoneidx: usize) -> bool {
         let order = order.get();
-        let headroom = ld(&self.order0_high_headroom) as i64 - ((1i64 << order) - 1);
-        if headroom <= ld(&self.lowmem_reserve[highest_zoneidx]) as i64 {
+        // headroom - (2^order - 1) > reserve, as (headroom - reserve) >> order >= 1 (an
+        // arithmetic shift is a division rounding down): no mask to build.
+        let room = (ld(&self.order0_high_headroom) as i64)
+            .wrapping_sub(ld(&self.lowmem_reserve[highest_zoneidx]) as i64);
+        if room >> order <= 0 {
             return false;
         }
         // The word holding `order`'s byte answers for `order` and the orders above it there
         // (the bytes of orders above `max_order` stay zero); the rest only when it says no.
-        let pcp_types = (1u8 << MIGRATE_PCPTYPES) - 1;
-        let word_types = u64::from_ne_bytes([pcp_types; 8]);
-        let (w, shift) = (order as usize / 8, (order as usize % 8) * 8);
-        if let Some(word) = self.nonempty.get(w) {
-            if ld(word) & (word_types << shift) != 0 {
+        // (The masks come from a table: one memory operand instead of a shift of a constant
+        // that needs a register of its own.)
+        if let Some(word) = self.nonempty.get(order as usize / 8) {
+            if ld(word) & NONEMPTY_FROM[order as usize % 8] != 0 {
                 return true;
             }
         }
-        ((order | 7) + 1..=self.max_order).any(|o| self.nonempty_bits(o) & pcp_types != 0)
-    }
-
-    /// Sets a flag (Linux `set_bit`; the separate test avoids a needless atomic write).
-    #[inline]
-    pub(crate) fn set_flag(&self, bit: ZoneBits) {
-        if !self.test_flag(bit) {
-            self.flags.fetch_or(bit.bits(), Ordering::Relaxed);
-        }
+        ((order | 7) + 1..=self.max_order).any(|o| self.nonempty_bits(o) & PCP_TYPE_BITS != 0)
     }
 
     #[inline]

@@ -258,7 +258,7 @@ pub(crate) fn relax_hard() {
 
 /// The CPU the calling thread runs on (`smp_processor_id`): see [`cpu`].
 #[cfg(all(feature = "std", not(loom)))]
-pub(crate) use cpu::current_cpu;
+pub(crate) use cpu::{current_cpu, current_cpu_index};
 
 #[cfg(all(feature = "std", not(loom)))]
 #[allow(unsafe_code)]
@@ -268,6 +268,12 @@ mod cpu;
 /// platform answers: `platform::SingleCpu` or the embedder's.)
 #[cfg(all(feature = "std", loom))]
 pub(crate) fn current_cpu() -> u32 {
+    0
+}
+
+/// [`current_cpu`] as an index.
+#[cfg(all(feature = "std", loom))]
+pub(crate) fn current_cpu_index() -> usize {
     0
 }
 

@@ -32,7 +32,7 @@ mod sizing;
 mod slot;
 
 pub(crate) use sizing::{stat_threshold, zone_batchsize, zone_highsize};
-pub(crate) use slot::{PcpAccess, PcpSet};
+pub(crate) use slot::{PcpAccess, PcpSet, ATTENTION_OFF};
 pub use slot::{PcpInfo, PcpSlot, PcpTuning};
 
 use crate::buddy::{BuddyZone, FreePlacement};
@@ -458,7 +458,13 @@ impl PerCpuPages {
     #[inline(always)]
     pub(crate) fn note_free_fast(&mut self, order: Order) {
         self.note_high_order(order);
-        if self.free_count < self.free_count_max {
+        if order.get() == 0 {
+            // The capped increment without a branch (both are at least 0, so the unsigned
+            // compare is the signed one): a compare and an add-with-carry. (Orders above 0
+            // keep the branch: with the shift it costs more than it saves.)
+            let below = (self.free_count as u32) < (self.free_count_max as u32);
+            self.free_count += below as i32;
+        } else if self.free_count < self.free_count_max {
             self.free_count += 1 << order.get();
         }
     }

@@ -27,53 +27,102 @@ use core::sync::atomic::{AtomicU32, Ordering};
 /// not available).
 pub(crate) const CPU_REFRESH_CALLS: u32 = 64;
 
+/// The calling thread's answers, in one thread-local so that a loop keeps one address for
+/// all three.
+struct ThreadCpu {
+    /// Where this thread's rseq `cpu_id` is relative to its thread pointer: 0 until the
+    /// thread's first refresh found rseq registered for it, and where there is none. (Never
+    /// 0 otherwise: `cpu_id` does not lie at the thread pointer itself.)
+    #[cfg_attr(
+        not(all(
+            target_os = "linux",
+            target_env = "gnu",
+            any(target_arch = "x86_64", target_arch = "aarch64"),
+            not(miri)
+        )),
+        allow(dead_code)
+    )]
+    at: Cell<isize>,
+    /// The CPU the cache last asked for (answer 2), widened once here rather than on every
+    /// call.
+    cpu: Cell<usize>,
+    /// The calls `cpu` still serves, less one: at 0 it serves one more, then the count
+    /// wraps and the next call refreshes.
+    left: Cell<u32>,
+}
+
+std::thread_local! {
+    static THIS: ThreadCpu = const {
+        ThreadCpu { at: Cell::new(0), cpu: Cell::new(0), left: Cell::new(0) }
+    };
+}
+
 /// The CPU the calling thread runs on. Callers reduce it modulo their CPU count. The answer
 /// may be stale by the time it is used (the thread can migrate); that is harmless because the
 /// PCP lock, not the CPU id, guards the lists.
 #[inline(always)]
 pub(crate) fn current_cpu() -> u32 {
+    current_cpu_index() as u32
+}
+
+/// [`current_cpu`] as an index: the value the zone uses, without a zero extension (the
+/// `cpu_id` load already clears the upper half of its register).
+#[inline(always)]
+pub(crate) fn current_cpu_index() -> usize {
+    THIS.with(|t| {
+        #[cfg(all(
+            target_os = "linux",
+            target_env = "gnu",
+            any(target_arch = "x86_64", target_arch = "aarch64"),
+            not(miri)
+        ))]
+        {
+            let at = t.at.get();
+            if at != 0 {
+                // No sign test: `at` is set only once this thread's registration succeeded,
+                // after which the kernel keeps `cpu_id` a CPU number. (A thread that
+                // unregisters rseq by hand reads -1 afterwards, which a zone reduces modulo
+                // its CPU count like any other id: a hint.)
+                return rseq::raw_cpu_index(at);
+            }
+        }
+        cached_cpu(t)
+    })
+}
+
+/// Answer 2 (and 3): the thread's cached CPU, refreshed every [`CPU_REFRESH_CALLS`] calls.
+#[inline(always)]
+fn cached_cpu(t: &ThreadCpu) -> usize {
+    let left = t.left.get().wrapping_sub(1);
+    t.left.set(left);
+    if left == u32::MAX {
+        return refresh_cached(t);
+    }
+    t.cpu.get()
+}
+
+/// Asks for the CPU and caches it for the next [`CPU_REFRESH_CALLS`] calls (this one
+/// included); where rseq answers for this thread, switches it to rseq.
+#[cold]
+#[inline(never)]
+fn refresh_cached(t: &ThreadCpu) -> usize {
     #[cfg(all(
         target_os = "linux",
         target_env = "gnu",
         any(target_arch = "x86_64", target_arch = "aarch64"),
         not(miri)
     ))]
-    if let Some(cpu) = rseq::cpu_id() {
-        return cpu;
-    }
-    cached_cpu()
-}
-
-/// Answer 2 (and 3): the thread's cached CPU, refreshed every [`CPU_REFRESH_CALLS`] calls.
-#[inline(always)]
-fn cached_cpu() -> u32 {
-    std::thread_local! {
-        /// The CPU last asked for, and the calls it still serves.
-        static CACHED: Cell<(u32, u32)> = const { Cell::new((0, 0)) };
-    }
-    CACHED.with(|c| {
-        let (cpu, left) = c.get();
-        if left != 0 {
-            c.set((cpu, left - 1));
-            return cpu;
-        }
-        let cpu = ask_cpu();
-        c.set((cpu, CPU_REFRESH_CALLS - 1));
-        cpu
-    })
+    t.at.set(rseq::usable_at());
+    let cpu = ask_cpu() as usize;
+    t.cpu.set(cpu);
+    t.left.set(CPU_REFRESH_CALLS - 1);
+    cpu
 }
 
 /// `sched_getcpu`, or the thread's round-robin slot where it cannot answer.
 #[cold]
 #[inline(never)]
 fn ask_cpu() -> u32 {
-    #[cfg(all(
-        target_os = "linux",
-        target_env = "gnu",
-        any(target_arch = "x86_64", target_arch = "aarch64"),
-        not(miri)
-    ))]
-    rseq::probe();
     #[cfg(all(target_os = "linux", not(miri)))]
     {
         // SAFETY: sched_getcpu takes no arguments, touches no caller memory and only returns
@@ -111,47 +160,77 @@ mod rseq {
     /// [`CPU_ID_AT`] when there is no usable rseq area.
     const NONE: isize = isize::MIN + 1;
 
-    /// Where the calling thread's `rseq.cpu_id` is, relative to its thread pointer
-    /// (`__rseq_offset` plus the field's offset, 4); or one of the two sentinels.
+    /// Where a thread's `rseq.cpu_id` is, relative to its thread pointer (`__rseq_offset`
+    /// plus the field's offset, 4); or one of the two sentinels.
     static CPU_ID_AT: AtomicIsize = AtomicIsize::new(UNPROBED);
 
-    /// The kernel's `cpu_id` for the calling thread, or `None` (no rseq area, or this
-    /// thread's registration failed).
-    #[inline(always)]
-    pub(super) fn cpu_id() -> Option<u32> {
+    /// The offset for [`read_cpu_id`] where rseq answers for the calling thread, else 0;
+    /// looks the symbols up first if nobody has yet.
+    pub(super) fn usable_at() -> isize {
+        probe();
         let at = CPU_ID_AT.load(Ordering::Relaxed);
-        if at > NONE {
-            return read_cpu_id(at);
+        if at > NONE && read_cpu_id(at).is_some() {
+            at
+        } else {
+            0
         }
-        None // not probed yet (the fallback's first refresh probes), or no rseq area
     }
 
+    /// `cpu_id` at `at` off the thread pointer: `None` when negative (-1, not registered
+    /// yet; -2, registration failed).
     #[inline(always)]
-    fn read_cpu_id(at: isize) -> Option<u32> {
-        let tp = thread_pointer();
-        // SAFETY: `at` came from glibc's `__rseq_offset` (with `__rseq_size` >= 8): every
-        // thread's TCB holds a `struct rseq` (32-byte aligned, so `cpu_id` at offset 4 is
-        // aligned) at that offset from its thread pointer for the thread's whole life, and
-        // the kernel writes `cpu_id` asynchronously, hence the volatile read.
-        #[allow(unsafe_code)]
-        let cpu = unsafe { core::ptr::read_volatile(tp.wrapping_offset(at) as *const i32) };
-        // -1 (not registered yet) or -2 (registration failed): fall back.
+    pub(super) fn read_cpu_id(at: isize) -> Option<u32> {
+        let cpu = raw_cpu_id(at);
         (cpu >= 0).then_some(cpu as u32)
     }
 
-    /// The thread pointer (`__builtin_thread_pointer`): `fs:0` (glibc's TCB points to itself)
-    /// on x86-64, `tpidr_el0` on aarch64.
+    /// `cpu_id` at `at` off the thread pointer, as the kernel left it, as a `u32` widened to
+    /// `usize`.
+    #[inline(always)]
+    pub(super) fn raw_cpu_index(at: isize) -> usize {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let cpu: usize;
+            // SAFETY: `at` came from glibc's `__rseq_offset` (with `__rseq_size` >= 8): every
+            // thread's TCB holds a `struct rseq` (32-byte aligned, so `cpu_id` at offset 4 is
+            // aligned) at that offset from its thread pointer, the `fs` base, for the thread's
+            // whole life. One load relative to `fs`; the kernel writes `cpu_id`
+            // asynchronously, so it is read each call (not `pure`). The 32-bit load clears
+            // the register's upper half, so `cpu` is the `u32` value.
+            #[allow(unsafe_code)]
+            unsafe {
+                core::arch::asm!("mov {0:e}, dword ptr fs:[{1}]", out(reg) cpu, in(reg) at,
+                    options(nostack, readonly, preserves_flags));
+            }
+            cpu
+        }
+        #[cfg(target_arch = "aarch64")]
+        {
+            let tp = thread_pointer();
+            // SAFETY: as on x86-64, relative to `tpidr_el0`; a volatile read, as the kernel
+            // writes `cpu_id` asynchronously.
+            #[allow(unsafe_code)]
+            let cpu = unsafe { core::ptr::read_volatile(tp.wrapping_offset(at) as *const u32) };
+            cpu as usize
+        }
+    }
+
+    /// `cpu_id` at `at` off the thread pointer, as the kernel left it.
+    #[inline(always)]
+    pub(super) fn raw_cpu_id(at: isize) -> i32 {
+        raw_cpu_index(at) as u32 as i32
+    }
+
+    /// The thread pointer (`__builtin_thread_pointer`) on aarch64: `tpidr_el0`. (x86-64
+    /// needs none: its loads go relative to `fs`.)
+    #[cfg(target_arch = "aarch64")]
     #[inline(always)]
     fn thread_pointer() -> *const u8 {
         let tp: *const u8;
-        // SAFETY: reads the thread's own TCB self-pointer (x86-64) or a system register
-        // (aarch64); no side effects, always valid in a thread of a glibc program.
+        // SAFETY: reads a system register; no side effects, always valid in a thread of a
+        // glibc program.
         #[allow(unsafe_code)]
         unsafe {
-            #[cfg(target_arch = "x86_64")]
-            core::arch::asm!("mov {}, qword ptr fs:[0]", out(reg) tp,
-                options(nostack, readonly, preserves_flags, pure));
-            #[cfg(target_arch = "aarch64")]
             core::arch::asm!("mrs {}, tpidr_el0", out(reg) tp,
                 options(nostack, nomem, preserves_flags, pure));
         }
@@ -159,15 +238,14 @@ mod rseq {
     }
 
     /// Looks `__rseq_offset` and `__rseq_size` up if nobody has yet (racing first calls
-    /// look up the same values). Called by the fallback's refresh, so that [`cpu_id`] needs
-    /// one test only.
-    pub(super) fn probe() {
+    /// look up the same values).
+    fn probe() {
         if CPU_ID_AT.load(Ordering::Relaxed) == UNPROBED {
             CPU_ID_AT.store(lookup(), Ordering::Relaxed);
         }
     }
 
-    /// Whether glibc registered an rseq area (after [`probe`]).
+    /// Whether glibc registered an rseq area (after the first [`usable_at`]).
     #[cfg(test)]
     pub(super) fn registered() -> bool {
         CPU_ID_AT.load(Ordering::Relaxed) > NONE
@@ -219,6 +297,7 @@ mod tests {
         let Some(cpu) = pinned else { return };
         for _ in 0..2 * CPU_REFRESH_CALLS {
             assert_eq!(current_cpu(), cpu as u32);
+            assert_eq!(current_cpu_index(), cpu as usize);
         }
         // Where glibc registered rseq, its answer is the one used, and the same.
         #[cfg(all(
@@ -226,9 +305,12 @@ mod tests {
             any(target_arch = "x86_64", target_arch = "aarch64")
         ))]
         {
-            rseq::probe();
             if rseq::registered() {
-                assert_eq!(rseq::cpu_id(), Some(cpu as u32));
+                // The refreshes above switched this thread to rseq.
+                let at = THIS.with(|t| t.at.get());
+                assert_ne!(at, 0, "rseq is registered but not used");
+                assert_eq!(rseq::read_cpu_id(at), Some(cpu as u32));
+                assert_eq!(rseq::usable_at(), at);
             }
         }
     }

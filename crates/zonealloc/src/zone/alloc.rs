@@ -128,22 +128,24 @@ impl<P: Platform> Zone<P> {
     /// [`Zone::alloc_with`] without the `debug-invariants` check.
     #[inline(always)]
     fn alloc_unchecked(&self, order: Order, req: AllocRequest) -> Result<Pfn, AllocError> {
-        let cpu = req
-            .cpu
-            .map_or_else(|| self.this_cpu(), |c| self.pcp.cpu_index(c));
-        // A zone without per-CPU lists has `PCP_OFF` in its flag byte: the hit path steps
-        // aside without a test of its own here.
+        // The CPU id as given, or the calling CPU's (which the slow path asks for again,
+        // rather than keep it in a register across the hit path: it is a hint either way).
+        let slot = self
+            .pcp
+            .slot_of(req.cpu.map_or_else(P::current_cpu_index, |c| c.0 as usize));
+        // A zone without per-CPU lists has `PCP_OFF` in its flag byte, which keeps its lists
+        // from looking quiet: the hit path steps aside without a test of its own here.
         let (mt, hz) = (req.migratetype, req.highest_zone);
-        if let Some(slot) = self.pcp.slot_at(cpu) {
+        if let Some(slot) = slot {
             if let Some(p) = self.pcp_alloc_fast(order.get(), mt, hz, slot, None) {
                 return Ok(p);
             }
         }
-        self.alloc_full(order, mt, hz, req.gfp_bits(), cpu)
+        self.alloc_full(order, mt, hz, req.gfp_bits(), req.cpu)
     }
 
     /// Everything but a PCP hit, out of line so that the hit path inlined into callers stays
-    /// small. The request comes as scalars (its CPU is `cpu`).
+    /// small. The request comes as scalars (its CPU is `cpu`, the calling one's if `None`).
     #[cold]
     #[inline(never)]
     fn alloc_full(
@@ -152,8 +154,9 @@ impl<P: Platform> Zone<P> {
         mt: MigrateType,
         hz: ZoneType,
         gfp_bits: u8,
-        cpu: usize,
+        cpu: Option<CpuId>,
     ) -> Result<Pfn, AllocError> {
+        let cpu = cpu.map_or_else(|| self.this_cpu(), |c| self.pcp.cpu_index(c));
         let req = AllocRequest::from_parts(mt, hz, gfp_bits, Some(CpuId(cpu as u32)));
         if let Some(p) = self.buddy_alloc_fast(order.get(), &req) {
             return Ok(p);
@@ -188,7 +191,7 @@ impl<P: Platform> Zone<P> {
             if sh.watermark_fast(Order::from_raw(order), sh.mark(2), highest_zoneidx, flags) {
                 ok = true;
             } else {
-                sh.set_flag(ZoneBits::ZONE_BELOW_HIGH);
+                self.set_zone_flag(ZoneBits::ZONE_BELOW_HIGH);
             }
         }
         if !ok

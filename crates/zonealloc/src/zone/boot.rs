@@ -407,7 +407,7 @@ impl<P: Platform> Zone<P> {
             }),
         };
         if z.mobility_disabled {
-            self.shared.set_flag(ZoneBits::MOBILITY_DISABLED);
+            self.set_zone_flag(ZoneBits::MOBILITY_DISABLED);
         } else {
             self.shared.clear_flag(ZoneBits::MOBILITY_DISABLED);
         }

@@ -16,7 +16,7 @@
 //! failure is counted.
 //!
 //! # Shape
-//! Each entry tests the zone-wide conditions, then dispatches once on the order: every arm
+//! Each entry tests what it can before the lock, then dispatches once on the order: every arm
 //! calls the same `#[inline(always)]` body with the order a literal, so that each PCP order
 //! gets its own copy with its list index, counter slot, shifts and watermark word folded to
 //! constants (the THP arm passes `pageblock_order`, a constant of the zone). The PCP lock is
@@ -26,8 +26,9 @@
 //! # Cost
 //! `crates/zonealloc-icount` counts the pair in a program that calls each API from two places
 //! and checks it against `budget.toml` on every `cargo test` (figures there). Each operation
-//! pays the lock (a test-and-set and a release store), one byte of zone flags and one
-//! `attention` word instead of the several reads the full path makes, and the list and
+//! pays the lock (a test-and-set and a release store) and one `attention` word (which also
+//! answers for the zone flags: `Zone::set_zone_flag`) instead of the several reads the full
+//! path makes, and the list and
 //! counter updates the kernel makes; the allocation adds a precomputed watermark test, the
 //! free one compare with `high` (`PerCpuPages::free_fast_high`), the double-free
 //! compare-and-swap and, at orders 1..=3, one compare that rules `free_high` out
@@ -41,7 +42,6 @@ use super::Zone;
 use crate::meta::{FrameMeta, FrameState};
 use crate::pcp::{PcpSlot, PerCpuPages, NR_LOWORDER_PCP_LISTS, THP_ORDER_SLOT};
 use crate::platform::Platform;
-use crate::shared::ZoneBits;
 use crate::sync::Ordering;
 use crate::types::{MigrateType, Order, Pfn, ZoneType, MIGRATE_PCPTYPES};
 
@@ -76,9 +76,10 @@ impl<P: Platform> Zone<P> {
         slot: &PcpSlot,
         held: Option<&mut PerCpuPages>,
     ) -> Option<Pfn> {
-        // Zone flags, mobility grouping off (which rewrites the migratetype) or no per-CPU
-        // lists: full path.
-        if !mt.is_gfp_type() || self.shared.flags.load(Ordering::Relaxed) != 0 {
+        // Not a PCP type: full path. (Zone flags, mobility grouping off, which rewrites the
+        // migratetype, and no per-CPU lists fail `PcpSlot::quiet` below: `Zone::pcp_enter`
+        // keeps the lists' hit paths off while a zone flag is set.)
+        if !mt.is_gfp_type() {
             return None;
         }
         let hz = highest_zone.index();
@@ -111,11 +112,25 @@ impl<P: Platform> Zone<P> {
             if order == THP_ORDER_USUAL {
                 self.pcp_alloc_order(THP_ORDER_USUAL, mt, hz, slot, held)
             } else {
-                self.pcp_alloc_order(order, mt, hz, slot, held)
+                self.pcp_alloc_thp_other(order, mt, hz, slot, held)
             }
         } else {
             None
         }
+    }
+
+    /// [`Zone::pcp_alloc_order`] for a THP order other than the usual one, out of line (see
+    /// [`Zone::pcp_free_thp_other`]).
+    #[inline(never)]
+    fn pcp_alloc_thp_other(
+        &self,
+        order: u8,
+        mt: MigrateType,
+        hz: usize,
+        slot: &PcpSlot,
+        held: Option<&mut PerCpuPages>,
+    ) -> Option<Pfn> {
+        self.pcp_alloc_order(order, mt, hz, slot, held)
     }
 
     /// [`Zone::pcp_alloc_fast`] for one PCP order: get_page_from_freelist with
@@ -150,11 +165,14 @@ impl<P: Platform> Zone<P> {
             }
         };
         if !slot.quiet(pcp) {
-            return None; // new parameters or a drain request: `enter` first
+            // New parameters, a drain request or a zone flag (`ZONE_BELOW_HIGH`,
+            // `ZONE_RECLAIM_ACTIVE`, which change `nr_pcp_high`): `enter` first.
+            return None;
         }
         let t = &self.table;
         let m = t.entries();
         let idx = pcp.lists[pi].pop_head_in(m)?;
+        let pfn = Pfn(t.base() + idx as u64);
         let count = pcp.count - (1 << order);
         pcp.count = count;
         m[idx as usize].set_state(FrameState::Allocated(Order::from_raw(order), mt));
@@ -163,7 +181,7 @@ impl<P: Platform> Zone<P> {
         // Last, so that the copies' tails differ and each stays straight-line (no jump to a
         // shared tail).
         pcp.allocs[os] += 1; // `PcpStats::alloc_hits` is their sum less `miss_allocs`
-        Some(Pfn(t.base() + idx as u64))
+        Some(pfn)
     }
 
     /// A free onto `slot`'s lists that cannot drain. Returns `false`, having changed nothing,
@@ -177,9 +195,6 @@ impl<P: Platform> Zone<P> {
         slot: &PcpSlot,
         held: Option<&mut PerCpuPages>,
     ) -> bool {
-        if self.shared.flags.load(Ordering::Relaxed) & ZoneBits::PCP_FREE_OFF.bits() != 0 {
-            return false;
-        }
         // validate_free, reduced to "the table covers the frame": the frames the table covers
         // outside the span are `Absent`, and only the aligned head of an allocated block of
         // `order` is `Allocated(order, _)`, so the claim below rejects every other frame and
@@ -224,11 +239,25 @@ impl<P: Platform> Zone<P> {
             if order == THP_ORDER_USUAL {
                 self.pcp_free_order(THP_ORDER_USUAL, slot, held, m, idx, e, mt)
             } else {
-                self.pcp_free_order(order, slot, held, m, idx, e, mt)
+                self.pcp_free_thp_other(order, slot, held, (idx, mt))
             }
         } else {
             None
         }
+    }
+
+    /// [`Zone::pcp_free_order`] for a THP order other than the usual one, out of line: inlined
+    /// beside the usual one, the two copies would share their lock and test it once more.
+    #[inline(never)]
+    fn pcp_free_thp_other(
+        &self,
+        order: u8,
+        slot: &PcpSlot,
+        held: Option<&mut PerCpuPages>,
+        (idx, mt): (u32, MigrateType),
+    ) -> Option<()> {
+        let m = self.table.entries();
+        self.pcp_free_order(order, slot, held, m, idx, &m[idx as usize], mt)
     }
 
     /// `free_frozen_page_commit` for one PCP order when the free is not a `free_high` one and
@@ -257,7 +286,9 @@ impl<P: Platform> Zone<P> {
             }
         };
         if !slot.quiet(pcp) {
-            return None; // new parameters or a drain request: `enter` first
+            // New parameters, a drain request or a zone flag (`ZONE_BELOW_HIGH`,
+            // `ZONE_RECLAIM_ACTIVE`, which change `nr_pcp_high`): `enter` first.
+            return None;
         }
         // nr_pcp_high with ZONE_RECLAIM_ACTIVE and ZONE_BELOW_HIGH clear and no free_high
         // returns `high` unchanged when `high` is within its bounds and the list stays
@@ -486,6 +517,46 @@ mod tests {
             |_, o, req| h.borrow_mut().alloc_with(o, req),
             |_, p, o| h.borrow_mut().free(p, o),
             &z,
+        );
+    }
+
+    #[test]
+    fn a_zone_flag_turns_the_hit_paths_off_until_cleared() {
+        // The hit paths do not read the zone flags: setting one must still stop them (its
+        // bump of `attention` sends them to `enter`, which keeps them off while it is set).
+        let z = zone(ZoneConfig::without_watermarks().with_cpus(2));
+        let slot = z.pcp.slot(0);
+        let mt = MigrateType::Movable;
+        let req = AllocRequest::new(mt).on_cpu(CpuId(0));
+        let p = z.alloc_with(Order::ZERO, req).unwrap(); // refills and enters
+        z.free_on(CpuId(0), p, Order::ZERO).unwrap();
+        let hit = |z: &Zone| {
+            let a = z.pcp_alloc_fast(0, mt, ZoneType::Movable, slot, None);
+            let f = a.map(|p| z.pcp_free_fast(p, Order::ZERO, slot, None));
+            (a.is_some(), f)
+        };
+        assert_eq!(hit(&z), (true, Some(true)), "hit paths on before the flag");
+        z.set_reclaim_active(true);
+        for _ in 0..3 {
+            assert_eq!(
+                hit(&z),
+                (false, None),
+                "allocation hit path with the flag set"
+            );
+            let p = z.alloc_with(Order::ZERO, req).unwrap(); // full path: `enter`
+            assert!(
+                !z.pcp_free_fast(p, Order::ZERO, slot, None),
+                "free hit path, flag set"
+            );
+            z.free_on(CpuId(0), p, Order::ZERO).unwrap();
+        }
+        z.set_reclaim_active(false);
+        let p = z.alloc_with(Order::ZERO, req).unwrap(); // `enter` finds the flags clear
+        z.free_on(CpuId(0), p, Order::ZERO).unwrap();
+        assert_eq!(
+            hit(&z),
+            (true, Some(true)),
+            "hit paths back on after the flag"
         );
     }
 

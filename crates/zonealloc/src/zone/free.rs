@@ -205,13 +205,17 @@ impl<P: Platform> Zone<P> {
     /// The PCP hit path is inlined into every caller; everything else is one out-of-line call.
     #[inline(always)]
     pub fn free(&self, pfn: Pfn, order: Order) -> Result<(), FreeError> {
-        self.free_via(pfn, order, self.this_cpu())
+        self.free_via(pfn, order, None)
     }
 
-    /// Frees on CPU slot `cpu` (already reduced to the CPU count).
+    /// Frees on CPU `cpu`, the calling one's if `None` (reduced to the CPU count only off the
+    /// hit path, where the calling CPU is asked for again: it is a hint either way).
     #[inline(always)]
-    fn free_via(&self, pfn: Pfn, order: Order, cpu: usize) -> Result<(), FreeError> {
-        if let Some(slot) = self.pcp.slot_at(cpu) {
+    fn free_via(&self, pfn: Pfn, order: Order, cpu: Option<CpuId>) -> Result<(), FreeError> {
+        if let Some(slot) = self
+            .pcp
+            .slot_of(cpu.map_or_else(P::current_cpu_index, |c| c.0 as usize))
+        {
             if self.pcp_free_fast(pfn, order, slot, None) {
                 self.debug_check("free");
                 return Ok(());
@@ -224,7 +228,8 @@ impl<P: Platform> Zone<P> {
     /// small.
     #[cold]
     #[inline(never)]
-    fn free_slow(&self, pfn: Pfn, order: Order, cpu: usize) -> Result<(), FreeError> {
+    fn free_slow(&self, pfn: Pfn, order: Order, cpu: Option<CpuId>) -> Result<(), FreeError> {
+        let cpu = cpu.map_or_else(|| self.this_cpu(), |c| self.pcp.cpu_index(c));
         let done = self.free_with(pfn, order, &mut PcpAccess::Cpu(cpu));
         self.debug_check("free");
         done
@@ -235,7 +240,7 @@ impl<P: Platform> Zone<P> {
     /// The PCP hit path is inlined into every caller; everything else is one out-of-line call.
     #[inline(always)]
     pub fn free_on(&self, cpu: CpuId, pfn: Pfn, order: Order) -> Result<(), FreeError> {
-        self.free_via(pfn, order, self.pcp.cpu_index(cpu))
+        self.free_via(pfn, order, Some(cpu))
     }
 
     /// `__free_pages_ok`: validated and claimed here, then `free_one_page`.

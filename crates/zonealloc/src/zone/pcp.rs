@@ -8,7 +8,7 @@
 use core::ops::{Deref, DerefMut};
 
 use super::Zone;
-use crate::pcp::{DrainReason, PcpSlot, PerCpuPages};
+use crate::pcp::{DrainReason, PcpSlot, PerCpuPages, ATTENTION_OFF};
 use crate::platform::Platform;
 use crate::shared::ZoneBits;
 use crate::stats::HoldTimes;
@@ -53,7 +53,21 @@ impl<P: Platform> Zone<P> {
             self.drain_locked(pcp, DrainReason::Local);
             slot.mark_served(want);
         }
-        pcp.attention_seen = seen;
+        // Read after `seen`: a flag set after this read bumped `attention` after it (see
+        // `set_zone_flag`), so the hit paths come back here either way.
+        let off = self.shared.flags.load(Ordering::SeqCst) != 0;
+        pcp.attention_seen = if off { ATTENTION_OFF } else { seen };
+    }
+
+    /// Sets a zone flag (Linux `set_bit` on `zone->flags`, and the other [`ZoneBits`]) and,
+    /// when it was clear, sends every CPU's next hit path to `enter`, which keeps the hit
+    /// paths off while any flag is set: they test the slot's `attention` only, not the flags.
+    pub(crate) fn set_zone_flag(&self, bit: ZoneBits) {
+        let sh = &self.shared;
+        if !sh.test_flag(bit) {
+            sh.flags.fetch_or(bit.bits(), Ordering::SeqCst);
+            self.pcp.call_attention();
+        }
     }
 
     #[inline]
@@ -76,7 +90,7 @@ impl<P: Platform> Zone<P> {
     /// kernel sets it while kswapd reclaims the zone).
     pub fn set_reclaim_active(&self, on: bool) {
         if on {
-            self.shared.set_flag(ZoneBits::ZONE_RECLAIM_ACTIVE);
+            self.set_zone_flag(ZoneBits::ZONE_RECLAIM_ACTIVE);
         } else {
             self.shared.clear_flag(ZoneBits::ZONE_RECLAIM_ACTIVE);
         }
