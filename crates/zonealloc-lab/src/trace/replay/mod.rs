@@ -39,6 +39,7 @@ pub mod pcp_state;
 pub mod pipe;
 pub mod preset;
 pub mod proc_setup;
+pub mod start_count;
 
 use crate::trace::stats::{HashMap, HashSet};
 use std::io::{self, Write};

@@ -319,7 +319,10 @@ pub fn populate(
     for ps in &z.pagesets {
         let cpu = ps.cpu % setup_cpu.max(1);
         let mut blocks = Vec::with_capacity(ps.count as usize);
-        let left = u64::from(ps.count);
+        // The count at the trace's start where the trace pins it ([`super::start_count`]).
+        let left = demand
+            .and_then(|d| d.start_count.get(ps.cpu as usize).copied().flatten())
+            .unwrap_or(u64::from(ps.count));
         let lists = demand.map_or_else(|| vec![(0, 1, left)], |d| d.fit(cpu, left));
         for (order, mt, n) in lists {
             for _ in 0..n {
