@@ -404,3 +404,34 @@ pub struct InspectArgs {
     #[arg(long, default_value_t = 0x5eed_2024)]
     pub seed: u64,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn infer_takes_on_off_and_named_items() {
+        assert_eq!(parse_infer("on"), Ok(Infer::All(true)));
+        assert_eq!(parse_infer("start-count=on"), Ok(Infer::StartCount(true)));
+        assert_eq!(parse_infer("lists=off"), Ok(Infer::Lists(false)));
+        assert!(parse_infer("start-count=maybe")
+            .unwrap_err()
+            .contains("on or off"));
+        assert!(parse_infer("drains=on")
+            .unwrap_err()
+            .contains("start-count, lists"));
+        let cli = Cli::try_parse_from([
+            "zonealloc",
+            "trace",
+            "replay",
+            "t.txt",
+            "--infer",
+            "off,start-count=on",
+        ])
+        .unwrap();
+        let Command::Trace(TraceCommand::Replay(args)) = cli.command else {
+            panic!("not a replay");
+        };
+        assert_eq!(args.infer, [Infer::All(false), Infer::StartCount(true)]);
+    }
+}

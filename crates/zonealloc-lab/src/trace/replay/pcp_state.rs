@@ -22,6 +22,13 @@
 //! kernel served from the buddy directly (a `percpu_refill=0` event just before it on the CPU)
 //! takes nothing from a list.
 //!
+//! How far the walk looks: where the trace is a file, the window's first
+//! [`super::start_count::LIST_EVENTS`] events, read a second time before the replay
+//! ([`Collector`], [`super::start_count::second_read`]); the first refill of a list can come
+//! many seconds in, and a list the walk ends before
+//! refilling keeps only a lower bound. From a pipe, the first 4 MiB the replay sniffs
+//! ([`infer`]). `--infer lists=off` leaves every count order-0 Movable.
+//!
 //! The result is a lower bound of each list's blocks; [`ListDemand::fit`] scales it into the
 //! snapshot's `count` for that CPU, and the rest of the count stays order-0 Movable, the
 //! type most pages on the lists have in a running system.

@@ -18,7 +18,9 @@
 //!   in them; they form the zone's *pool*, kept per pageblock type, from which a traced free
 //!   of a page allocated before the trace frees a block of its order (as order-0 frees: the kernel's block was
 //!   allocated before we could see its order);
-//! - each CPU's PCP `count`: pages allocated on that CPU and freed back onto its lists;
+//! - each CPU's PCP `count`: pages allocated on that CPU and freed back onto its lists (with
+//!   `--infer start-count=on`, the count the trace pins at the start marker,
+//!   [`super::start_count`], where zoneinfo's was read before it);
 //! - each CPU's current `high` where zoneinfo prints an auto-tuned one (6.7 on), and which
 //!   lists its `count` pages are on as the trace's first events show ([`super::pcp_state`]).
 //!

@@ -32,11 +32,22 @@
 //! `high_max`). With kswapd awake (`ZONE_RECLAIM_ACTIVE`, from the trace's wake and sleep),
 //! `nr_pcp_high` returns at most `batch << 2`.
 //!
+//! An order-1..=3 free's drain of no more than that pins once the CPU's next allocation
+//! comes off a list with no refill before it: `free_high` would have emptied the lists (in 7.2
+//! only when it drained less than `batch << CONFIG_PCP_BATCH_SCALE_MAX`, which is then all).
+//!
 //! The count used is zoneinfo's clamped into the bounds (zoneinfo's where the trace does not
 //! bound it, the pin's value where the pin is exact). The walk stops once every CPU with lists
-//! is pinned, or at the window's end: it reads the trace a second time, before the replay, so
-//! it needs a file it can open again; a pipe keeps zoneinfo's counts (and the report says so).
-//! Its memory is the replay's kernel-side maps, bounded by the frames the trace names.
+//! is pinned, or at the window's end: it reads the trace a second time, before the replay
+//! ([`second_read`], which also feeds the list inference of [`pcp_state`]), so it needs a file
+//! it can open again; a pipe keeps zoneinfo's counts (and the report says so). Its memory is
+//! the replay's kernel-side maps, bounded by the frames the trace names.
+//!
+//! Off unless `--infer start-count=on`: on the shared captures the counts it finds are the
+//! kernel's where the trace pins them (7.2 p2 CPU 1: 1358, zoneinfo 1381), yet the replay's
+//! refills and drains move further from the kernel's on both 7.2 phases (its own trajectory
+//! drifts by a few pages from the kernel's: 7.2 p1 CPU 0 reaches `high` three frees before
+//! the kernel from the pinned count), closer on 6.1 p2; BENCHMARKS.md has the figures.
 
 use std::io::{self, Read};
 use std::path::Path;
@@ -156,11 +167,14 @@ struct Cpu {
     /// The last event was a refill (a new refill run starts otherwise).
     in_refill: bool,
     pin: Option<(i64, i64, Option<u64>)>,
+    /// A pin an order-1..=3 free's drain gives unless `free_high` emptied the lists: it holds
+    /// once the CPU's next allocation comes off a list without a refill.
+    candidate: Option<(i64, i64, Option<u64>)>,
     /// Whether the CPU has lists (`high >= batch`): a pin is waited for.
     wanted: bool,
 }
 
-/// The streaming walk over the events ([`infer`]); public for tests that feed events.
+/// The streaming walk over the events ([`second_read`]).
 pub struct Walk {
     cpus: u32,
     zones: usize,
@@ -169,6 +183,8 @@ pub struct Walk {
     geo: Geometry,
     thp_order: Option<u8>,
     fixed_high: bool,
+    /// `CONFIG_PCP_BATCH_SCALE_MAX`.
+    scale_max: u8,
     reclaim: bool,
     events: u64,
     waiting: usize,
@@ -240,6 +256,7 @@ impl Walk {
                     run: None,
                     in_refill: false,
                     pin: None,
+                    candidate: None,
                 });
             }
         }
@@ -254,6 +271,7 @@ impl Walk {
             geo: geo.clone(),
             thp_order,
             fixed_high,
+            scale_max,
             reclaim: false,
             events: 0,
             waiting,
@@ -318,9 +336,11 @@ impl Walk {
                 }
             }
             EventKind::Alloc { pfn, order, .. } => {
+                let refilled = self.at(zone, cpu).is_some_and(|c| c.in_refill);
                 self.other(cpu);
                 self.pending_batched.remove(&pfn);
                 if !ev.is_failed_alloc() && self.pcp_order(order) && !direct {
+                    self.confirm(zone, cpu, !refilled);
                     self.add(zone, cpu, -(1i64 << order));
                 }
             }
@@ -349,6 +369,8 @@ impl Walk {
                     c.in_refill = false;
                     if owner == cpu && explained {
                         if let Some(free) = c.free.take() {
+                            // Another drain before the candidate's allocation: no pin.
+                            c.candidate = None;
                             c.run = Some(Run {
                                 free,
                                 drained: 0,
@@ -419,7 +441,7 @@ impl Walk {
 
     /// The drain run the last free on `cpu` triggered has ended: pin.
     fn end_run(&mut self, zone_hint: usize, cpu: u32) {
-        let fixed = self.fixed_high;
+        let (fixed, scale_max) = (self.fixed_high, self.scale_max);
         let Some(c) = self.at(zone_hint, cpu) else {
             return;
         };
@@ -442,18 +464,42 @@ impl Walk {
             return;
         }
         let free_high_order = (1..=3).contains(&order);
+        // count was below high before the free, at or above it after (not free_high).
+        let normal = (hlo - delta, hhi + (1 << order) - 1 - delta);
         let pin = if !free_high_order {
-            // count was below high before the free, at or above it after.
-            Some((hlo - delta, hhi + (1 << order) - 1 - delta))
+            Some(normal)
         } else if fixed && drained > hlo - c.high.batch + block - 1 {
             // 6.1: more than nr_pcp_free's most (high - batch, and free_pcppages_bulk's last
             // block past it): free_high drained the whole count.
             Some((drained - delta, drained - delta))
         } else {
+            // free_high empties the lists (6.1: the whole count; 7.2: up to
+            // batch << CONFIG_PCP_BATCH_SCALE_MAX, less than that only when it is all): if
+            // the next allocation finds a page on a list, the drain was nr_pcp_free's.
+            if fixed || drained < c.high.batch << scale_max {
+                c.candidate = Some((normal.0, normal.1, ts));
+            }
             None
         };
         if let Some((lo, hi)) = pin {
             c.pin = Some((lo, hi, ts));
+            if c.wanted {
+                self.waiting -= 1;
+            }
+        }
+    }
+
+    /// An allocation off `cpu`'s lists of `zone`: a candidate pin holds when the list had a
+    /// page (no refill just before), and is dropped otherwise.
+    fn confirm(&mut self, zone: usize, cpu: u32, had_page: bool) {
+        let Some(c) = self.at(zone, cpu) else {
+            return;
+        };
+        let Some(cand) = c.candidate.take() else {
+            return;
+        };
+        if had_page && c.pin.is_none() {
+            c.pin = Some(cand);
             if c.wanted {
                 self.waiting -= 1;
             }
@@ -715,6 +761,95 @@ mod tests {
         // A pipe is read once: zoneinfo's counts, and the report says why.
         let piped = read(Path::new("-"));
         assert!(piped.counts.unwrap().skipped.is_some() && piped.lists.is_none());
+    }
+
+    /// CPU 1 of DMA32 (zoneinfo: 771, high 3492, batch 63) at 800: ten allocations, 2700
+    /// order-0 frees and an order-1 free take it to 3492, and a drain of 63 pages follows
+    /// (nr_pcp_free's, or free_high's of everything: 6.1 cannot tell from 63 pages); then an
+    /// allocation, after a refill when `refill`.
+    fn order_1_trace(refill: bool) -> String {
+        let mut t = String::from("# tracer: nop\n");
+        t += &line(0, 1, "tracing_mark_write: KT_SNAPSHOT_BEFORE_END t");
+        let alloc = |pfn: u64| {
+            format!("mm_page_alloc: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE")
+        };
+        for i in 0..10 {
+            t += &line(1, 2, &alloc(0x20000 + i));
+        }
+        for i in 0..2700 {
+            t += &line(
+                1,
+                3,
+                &format!(
+                    "mm_page_free: page=(____ptrval____) pfn={:#x} order=0",
+                    0x10000 + i
+                ),
+            );
+        }
+        t += &line(
+            1,
+            3,
+            "mm_page_free: page=(____ptrval____) pfn=0x30000 order=1",
+        );
+        for i in 0..63 {
+            t += &line(
+                1,
+                4,
+                &format!(
+                    "mm_page_pcpu_drain: page=(____ptrval____) pfn={:#x} order=0 migratetype=1",
+                    0x10000 + i
+                ),
+            );
+        }
+        if refill {
+            t += &line(1, 5, "mm_page_alloc_zone_locked: page=(____ptrval____) pfn=0x40000 order=0 migratetype=1 percpu_refill=1");
+        }
+        t += &line(1, 5, &alloc(0x40000));
+        t += &line(0, 6, "tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN t");
+        t
+    }
+
+    #[test]
+    fn an_order_1_drain_pins_once_the_next_allocation_finds_a_page_on_a_list() {
+        let snap = ProcSnapshot::read_dir(&snap_dir()).unwrap();
+        let geo = proc_setup::geometry(&snap, None, Numbering::Current).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.txt");
+        let cpu1 = |refill: bool| {
+            std::fs::write(&p, order_1_trace(refill)).unwrap();
+            let sc = second_read(
+                &p,
+                &window(),
+                &geo,
+                &snap,
+                (true, false),
+                true,
+                5,
+                Some(9),
+                9,
+            )
+            .unwrap()
+            .counts
+            .unwrap();
+            let c = sc
+                .cpus
+                .into_iter()
+                .find(|c| c.zone == "DMA32" && c.cpu == 1);
+            c.unwrap()
+        };
+        // The lists were not emptied, so nr_pcp_free drained: 3492 <= c0 + 2692 <= 3493.
+        let c = cpu1(false);
+        assert_eq!(
+            (c.bounds, c.inferred, c.found),
+            ((800, Some(801)), 800, Found::Bounded)
+        );
+        // A refill first: free_high may have emptied them; only the frees bound the count
+        // (3492 - 1 - 2690 after the last order-0 free).
+        let c = cpu1(true);
+        assert_eq!(
+            (c.bounds, c.inferred, c.found),
+            ((10, Some(801)), 771, Found::Zoneinfo)
+        );
     }
 
     #[test]

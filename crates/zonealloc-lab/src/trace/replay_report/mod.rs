@@ -194,8 +194,8 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
     // Which lists each CPU's count is on (pcp_state) and each CPU's count at the start marker
     // (start_count), from the trace's first events: a second read of the window where the
     // input is a file, else its first 4 MiB (and zoneinfo's counts).
-    // The start counts are off unless asked for: closer to the kernel's counts, they do not
-    // bring the replay's refills and drains closer (BENCHMARKS.md, `trace replay`).
+    // The start counts are off unless asked for: closer to the kernel's counts, they bring
+    // the replay's refills and drains closer on 6.1 p2 only (BENCHMARKS.md, `trace replay`).
     let lists = snap.is_some() && opts.infer_lists.or(opts.infer).unwrap_or(true);
     let counts = snap.is_some() && opts.infer_start_count == Some(true);
     let second = match &snap {
