@@ -51,12 +51,14 @@
 
 use std::io::{self, Read};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use serde::Serialize;
 
 use super::kernel::{Inferred, KernelSide};
-use super::Geometry;
-use super::{input, pcp_state};
+use super::pipe::ParseAhead;
+use super::{input, pcp_state, Geometry};
 use crate::procfs::ProcSnapshot;
 use crate::trace::parse::{Event, EventKind, Parser};
 
@@ -560,15 +562,15 @@ impl Walk {
     }
 }
 
-/// A reader that ends once `stop` says so (checked at each fill).
-struct Until<'a, R> {
+/// A reader that ends once `stop` says so (checked at each read).
+struct Until<R> {
     inner: R,
-    stop: &'a std::cell::Cell<bool>,
+    stop: Arc<AtomicBool>,
 }
 
-impl<R: Read> Read for Until<'_, R> {
+impl<R: Read> Read for Until<R> {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        if self.stop.get() {
+        if self.stop.load(Ordering::Relaxed) {
             return Ok(0);
         }
         self.inner.read(out)
@@ -628,26 +630,32 @@ pub fn second_read(
     let done = |w: &Option<Walk>, c: &Option<pcp_state::Collector>| {
         w.as_ref().is_none_or(Walk::done) && c.as_ref().is_none_or(|c| c.len() >= LIST_EVENTS)
     };
-    let stop = std::cell::Cell::new(done(&walk, &collect));
+    // Parsed on a thread of its own, as the replay's pass is (`pipe`).
+    let stop = Arc::new(AtomicBool::new(done(&walk, &collect)));
     let reader = io::BufReader::with_capacity(
         1 << 16,
         Until {
             inner: input.reader,
-            stop: &stop,
+            stop: Arc::clone(&stop),
         },
     );
-    Parser::new().read_all(reader, |ev| {
-        if stop.get() {
-            return;
+    let ahead = ParseAhead::spawn(Parser::new(), Box::new(reader))?;
+    'read: while let Some(chunk) = ahead.next() {
+        for ev in chunk.events() {
+            if let Some(w) = walk.as_mut().filter(|w| !w.done()) {
+                w.feed(&ev);
+            }
+            if let Some(c) = collect.as_mut().filter(|c| c.len() < LIST_EVENTS) {
+                c.feed(&ev);
+            }
+            if done(&walk, &collect) {
+                stop.store(true, Ordering::Relaxed);
+                break 'read;
+            }
         }
-        if let Some(w) = walk.as_mut().filter(|w| !w.done()) {
-            w.feed(ev);
-        }
-        if let Some(c) = collect.as_mut().filter(|c| c.len() < LIST_EVENTS) {
-            c.feed(ev);
-        }
-        stop.set(done(&walk, &collect));
-    })?;
+        ahead.recycle(chunk);
+    }
+    ahead.finish().1?;
     Ok(SecondRead {
         counts: walk.map(Walk::finish),
         lists: collect.map(pcp_state::Collector::finish),
