@@ -43,11 +43,17 @@
 //! it can open again; a pipe keeps zoneinfo's counts (and the report says so). Its memory is
 //! the replay's kernel-side maps, bounded by the frames the trace names.
 //!
-//! Off unless `--infer start-count=on`: on the shared captures the counts it finds are the
-//! kernel's where the trace pins them (7.2 p2 CPU 1: 1358, zoneinfo 1381), yet the replay's
-//! refills and drains move further from the kernel's on both 7.2 phases (its own trajectory
-//! drifts by a few pages from the kernel's: 7.2 p1 CPU 0 reaches `high` three frees before
-//! the kernel from the pinned count), closer on 6.1 p2; BENCHMARKS.md has the figures.
+//! A free reaches the list at its commit: `free_pages_prepare` prints `mm_page_free`, and on
+//! the batched path (`free_unref_page_list`, `free_unref_folios`) every page of the batch is
+//! prepared before the first commit, each commit printing `mm_page_free_batched`; a drain
+//! mid-batch sees only the pages committed so far. The walk counts a free at its commit, as
+//! the replay does with `--proc` ([`super::Replayer::commit_at_batched`]).
+//!
+//! Off unless `--infer start-count=on`: on the shared captures it brings 6.1 p2 and 7.2 p1
+//! closer to the kernel (7.2 p1 drains 0.85% -> 0.00%) and leaves 6.1 p1 as it was, but 7.2
+//! p2 moves away (refill events 2.0% -> 3.8%): its CPU 0 has no exact pin (7.2 tunes `high`,
+//! so the pin is a lower bound, 3384, against zoneinfo's 2669), and with that count the replay
+//! drains 0.4 s before the kernel does. BENCHMARKS.md has the figures.
 
 use std::io::{self, Read};
 use std::path::Path;
@@ -193,9 +199,13 @@ pub struct Walk {
     /// Per CPU: the last event was a direct buddy allocation (`percpu_refill=0`), which the
     /// allocation that follows is (as [`super::pcp_state`] reads it).
     direct: Vec<bool>,
-    /// Frees logged as `mm_page_free`, so that the same page's `mm_page_free_batched` is one
-    /// free (as the replay counts them).
-    pending_batched: crate::trace::stats::HashSet<u64>,
+    /// Per CPU: frees `mm_page_free` printed and not committed yet (pfn, zone, order): the
+    /// page goes on the list at its `mm_page_free_batched`, or before the CPU's next other
+    /// event (drains aside), as the replay commits them ([`super::Replayer`]'s `Deferred`).
+    deferred: Vec<Vec<(u64, usize, u8)>>,
+    /// Per CPU: a batched commit has begun (a drain then belongs to it; otherwise a drain
+    /// follows a single free, which was committed before it).
+    batching: Vec<bool>,
 }
 
 impl Walk {
@@ -278,7 +288,8 @@ impl Walk {
             events: 0,
             waiting,
             direct: vec![false; cpus as usize],
-            pending_batched: Default::default(),
+            deferred: vec![Vec::new(); cpus as usize],
+            batching: vec![false; cpus as usize],
         }
     }
 
@@ -321,26 +332,49 @@ impl Walk {
             }
         }
         let direct = std::mem::take(&mut self.direct[cpu as usize]);
+        let batching = self.batching[cpu as usize];
+        let commit_first = match ev.kind {
+            // A new free after a batch's commits: the batch is over.
+            EventKind::Free { .. } => batching,
+            EventKind::FreeBatched { .. } => false,
+            EventKind::PcpuDrain { .. } => !batching,
+            _ => true,
+        };
+        if commit_first {
+            self.commit_all(cpu, reclaim);
+        }
         match ev.kind {
             EventKind::KswapdWake { nid: 0, .. } => self.reclaim = true,
             EventKind::KswapdSleep { nid: 0 } => self.reclaim = false,
             EventKind::Free { pfn, order } => {
-                self.pending_batched.insert(pfn);
-                if self.pcp_order(order) {
-                    self.free(zone, cpu, order, reclaim);
-                } else {
-                    self.other(cpu);
-                }
+                self.deferred[cpu as usize].push((pfn, zone, order));
             }
             EventKind::FreeBatched { pfn } => {
-                if !self.pending_batched.remove(&pfn) {
-                    self.free(zone, cpu, 0, reclaim);
+                let list = &mut self.deferred[cpu as usize];
+                match list.iter().position(|d| d.0 == pfn) {
+                    Some(i) => {
+                        // The batch's first commit: the frees before its pages were single
+                        // ones, committed at once.
+                        let mut before = Vec::new();
+                        if !batching {
+                            before.extend(list.drain(..i));
+                        }
+                        let (_, z, order) = list.remove(if batching { i } else { 0 });
+                        for (_, bz, border) in before {
+                            self.commit(bz, cpu, border, reclaim);
+                        }
+                        self.batching[cpu as usize] = true;
+                        self.commit(z, cpu, order, reclaim);
+                    }
+                    None => {
+                        self.commit_all(cpu, reclaim);
+                        self.free(zone, cpu, 0, reclaim);
+                    }
                 }
             }
-            EventKind::Alloc { pfn, order, .. } => {
+            EventKind::Alloc { order, .. } => {
                 let refilled = self.at(zone, cpu).is_some_and(|c| c.in_refill);
                 self.other(cpu);
-                self.pending_batched.remove(&pfn);
                 if !ev.is_failed_alloc() && self.pcp_order(order) && !direct {
                     self.confirm(zone, cpu, !refilled);
                     self.add(zone, cpu, -(1i64 << order));
@@ -419,6 +453,23 @@ impl Walk {
                 }
                 c.in_refill = false;
             }
+        }
+    }
+
+    /// A deferred free goes on the lists (a PCP order), or to the buddy.
+    fn commit(&mut self, zone: usize, cpu: u32, order: u8, reclaim: bool) {
+        if self.pcp_order(order) {
+            self.free(zone, cpu, order, reclaim);
+        } else {
+            self.other(cpu);
+        }
+    }
+
+    /// Every deferred free of `cpu`, in order.
+    fn commit_all(&mut self, cpu: u32, reclaim: bool) {
+        self.batching[cpu as usize] = false;
+        for (_, z, order) in std::mem::take(&mut self.deferred[cpu as usize]) {
+            self.commit(z, cpu, order, reclaim);
         }
     }
 
@@ -510,6 +561,9 @@ impl Walk {
 
     /// The counts found, after the last event.
     pub fn finish(mut self) -> StartCounts {
+        for cpu in 0..self.cpus {
+            self.commit_all(cpu, self.reclaim);
+        }
         for i in 0..self.per.len() {
             let (z, cpu) = (i / self.cpus as usize, (i % self.cpus as usize) as u32);
             self.end_run(z, cpu);
@@ -718,6 +772,18 @@ mod tests {
         t
     }
 
+    /// The start counts `trace` gives on the 6.1 snapshot (a fixed `high`).
+    fn counts_of(trace: &str) -> StartCounts {
+        let snap = ProcSnapshot::read_dir(&snap_dir()).unwrap();
+        let geo = proc_setup::geometry(&snap, None, Numbering::Current).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.txt");
+        std::fs::write(&p, trace).unwrap();
+        let both = (true, false);
+        let read = second_read(&p, &window(), &geo, &snap, both, true, 5, Some(9), 9);
+        read.unwrap().counts.unwrap()
+    }
+
     fn window() -> input::Window {
         input::Window {
             from: Some("KT_SNAPSHOT_BEFORE_END".into()),
@@ -819,26 +885,8 @@ mod tests {
 
     #[test]
     fn an_order_1_drain_pins_once_the_next_allocation_finds_a_page_on_a_list() {
-        let snap = ProcSnapshot::read_dir(&snap_dir()).unwrap();
-        let geo = proc_setup::geometry(&snap, None, Numbering::Current).unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("t.txt");
         let cpu1 = |refill: bool| {
-            std::fs::write(&p, order_1_trace(refill)).unwrap();
-            let sc = second_read(
-                &p,
-                &window(),
-                &geo,
-                &snap,
-                (true, false),
-                true,
-                5,
-                Some(9),
-                9,
-            )
-            .unwrap()
-            .counts
-            .unwrap();
+            let sc = counts_of(&order_1_trace(refill));
             let c = sc
                 .cpus
                 .into_iter()
@@ -858,6 +906,39 @@ mod tests {
             (c.bounds, c.inferred, c.found),
             ((10, Some(801)), 771, Found::Zoneinfo)
         );
+    }
+
+    #[test]
+    fn a_batched_free_reaches_the_list_at_its_commit_not_at_mm_page_free() {
+        // CPU 1 of DMA32 at 800 (zoneinfo: 771): ten allocations, 2698 single frees, then a
+        // batch of ten (free_unref_folios: ten mm_page_free, then the ten commits, each
+        // mm_page_free_batched); the fourth commit reaches high = 3492 and drains.
+        let mut t = String::from("# tracer: nop\n");
+        t += &line(0, 1, "tracing_mark_write: KT_SNAPSHOT_BEFORE_END t");
+        for i in 0..10 {
+            t += &line(1, 2, &format!("mm_page_alloc: page=(____ptrval____) pfn={:#x} order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE", 0x20000 + i));
+        }
+        let free = |pfn: u64| format!("mm_page_free: page=(____ptrval____) pfn={pfn:#x} order=0");
+        let batched =
+            |pfn: u64| format!("mm_page_free_batched: page=(____ptrval____) pfn={pfn:#x} order=0");
+        for i in 0..2698 {
+            t += &line(1, 3, &free(0x10000 + i));
+        }
+        for i in 0..10 {
+            t += &line(1, 4, &free(0x30000 + i));
+        }
+        for i in 0..10 {
+            t += &line(1, 4, &batched(0x30000 + i));
+            if i == 3 {
+                for j in 0..63 {
+                    t += &line(1, 4, &format!("mm_page_pcpu_drain: page=(____ptrval____) pfn={:#x} order=0 migratetype=1", 0x10000 + j));
+                }
+            }
+        }
+        t += &line(0, 6, "tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN t");
+        let sc = counts_of(&t);
+        // Counted at mm_page_free, the six pages committed after the drain would make it 794.
+        assert_eq!(sc.count("DMA32", 1), Some(800));
     }
 
     #[test]

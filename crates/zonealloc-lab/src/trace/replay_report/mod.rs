@@ -284,6 +284,10 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
     // The inferences read a kernel's trace, where untraced work leaves its marks; a trace we
     // wrote ourselves is a closed world (its slow-path drains are our own).
     let infer = opts.infer.unwrap_or(snap.is_some());
+    for r in replayers.iter_mut() {
+        // A kernel's batched frees reach the lists at their commits.
+        r.commit_at_batched = infer;
+    }
 
     let t1 = Instant::now();
     // Parsing runs on a thread of its own (`replay::pipe`), the replay here.
