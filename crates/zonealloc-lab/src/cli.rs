@@ -129,7 +129,8 @@ pub struct TraceReplayArgs {
     /// Replay what a kernel trace shows without a cause: drain runs no free explains
     /// (drain_all_pages, decay) as drains of the lists they emptied, and frees of pages a
     /// refill put on a CPU's lists but no mm_page_alloc handed out as untraced
-    /// (alloc_pages_bulk) allocations on that CPU; and set each CPU's lists up from the
+    /// (alloc_pages_bulk) allocations on that CPU; a free is replayed at its commit (its
+    /// mm_page_free_batched on the batched path); and set each CPU's lists up from the
     /// trace: `lists` (which lists hold its pages, from the trace's first events) and
     /// `start-count` (its count at the start marker, bounded by the kernel's arithmetic up to
     /// its first free-triggered drain; off unless named: see BENCHMARKS.md). Both read the
