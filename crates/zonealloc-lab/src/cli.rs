@@ -61,6 +61,8 @@ pub enum Command {
 }
 
 #[derive(Debug, Subcommand)]
+// Parsed once per run: the size of the replay's arguments costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum TraceCommand {
     /// Summarise what a trace says: events, orders, CPUs, reused frames, refills, drains.
     Stats(TraceStatsArgs),
@@ -127,9 +129,17 @@ pub struct TraceReplayArgs {
     /// Replay what a kernel trace shows without a cause: drain runs no free explains
     /// (drain_all_pages, decay) as drains of the lists they emptied, and frees of pages a
     /// refill put on a CPU's lists but no mm_page_alloc handed out as untraced
-    /// (alloc_pages_bulk) allocations on that CPU. Default: on with --proc.
-    #[arg(long, value_enum, value_name = "ON|OFF")]
-    pub infer: Option<OnOff>,
+    /// (alloc_pages_bulk) allocations on that CPU; a free is replayed at its commit (its
+    /// mm_page_free_batched on the batched path); and set each CPU's lists up from the
+    /// trace: `lists` (which lists hold its pages, from the trace's first events) and
+    /// `start-count` (its count at the start marker, bounded by the kernel's arithmetic up to
+    /// its first free-triggered drain; off unless named: see BENCHMARKS.md). Both read the
+    /// trace a second time where it is a file (a pipe: the first 4 MiB for the lists,
+    /// zoneinfo's counts). `on` or `off` for all, `NAME=on|off` for one, which overrides on/off
+    /// for it; comma-separated or repeated, the last of each kind wins. Default: on (but
+    /// start-count) with --proc.
+    #[arg(long, value_name = "ON|OFF|NAME=ON|OFF", value_parser = parse_infer, value_delimiter = ',')]
+    pub infer: Vec<Infer>,
     /// Do not run the vmstat worker's decay of per-CPU `high` once a second of trace time
     /// (it runs by default for kernels from 6.7 on, which have it).
     #[arg(long)]
@@ -183,13 +193,32 @@ pub struct TraceGenArgs {
     pub seed: u64,
 }
 
-/// A switch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum OnOff {
-    /// On.
-    On,
-    /// Off.
-    Off,
+/// One `--infer` item.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Infer {
+    /// Every inference on or off.
+    All(bool),
+    /// Each CPU's count at the start marker from the trace (`start-count`).
+    StartCount(bool),
+    /// Which lists each CPU's count is on, from the trace's first events (`lists`).
+    Lists(bool),
+}
+
+/// An `--infer` item: `on`, `off`, or `NAME=on|off` (`start-count`, `lists`).
+fn parse_infer(s: &str) -> Result<Infer, String> {
+    let on_off = |v: &str| match v {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("'{v}': expected on or off")),
+    };
+    match s.split_once('=') {
+        None => on_off(s).map(Infer::All),
+        Some(("start-count", v)) => on_off(v).map(Infer::StartCount),
+        Some(("lists", v)) => on_off(v).map(Infer::Lists),
+        Some((name, _)) => Err(format!(
+            "no inference named '{name}' (one of: start-count, lists)"
+        )),
+    }
 }
 
 /// A pfn flag: decimal, or hex with `0x`.
@@ -375,4 +404,35 @@ pub struct InspectArgs {
     /// Seed of the workload's pseudo-random choices.
     #[arg(long, default_value_t = 0x5eed_2024)]
     pub seed: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn infer_takes_on_off_and_named_items() {
+        assert_eq!(parse_infer("on"), Ok(Infer::All(true)));
+        assert_eq!(parse_infer("start-count=on"), Ok(Infer::StartCount(true)));
+        assert_eq!(parse_infer("lists=off"), Ok(Infer::Lists(false)));
+        assert!(parse_infer("start-count=maybe")
+            .unwrap_err()
+            .contains("on or off"));
+        assert!(parse_infer("drains=on")
+            .unwrap_err()
+            .contains("start-count, lists"));
+        let cli = Cli::try_parse_from([
+            "zonealloc",
+            "trace",
+            "replay",
+            "t.txt",
+            "--infer",
+            "off,start-count=on",
+        ])
+        .unwrap();
+        let Command::Trace(TraceCommand::Replay(args)) = cli.command else {
+            panic!("not a replay");
+        };
+        assert_eq!(args.infer, [Infer::All(false), Infer::StartCount(true)]);
+    }
 }

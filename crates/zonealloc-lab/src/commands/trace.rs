@@ -42,7 +42,18 @@ pub fn replay(args: &TraceReplayArgs) -> Result<(), Exit> {
         emit: args.emit.clone(),
         strict: args.strict,
         no_decay: args.no_decay,
-        infer: args.infer.map(|o| o == crate::cli::OnOff::On),
+        infer: args.infer.iter().rev().find_map(|i| match i {
+            crate::cli::Infer::All(on) => Some(*on),
+            _ => None,
+        }),
+        infer_start_count: args.infer.iter().rev().find_map(|i| match i {
+            crate::cli::Infer::StartCount(on) => Some(*on),
+            _ => None,
+        }),
+        infer_lists: args.infer.iter().rev().find_map(|i| match i {
+            crate::cli::Infer::Lists(on) => Some(*on),
+            _ => None,
+        }),
         proc: args.proc.clone(),
         proc_after: args.proc_after.clone(),
         window: trace::replay::input::Window {

@@ -255,6 +255,10 @@ pub struct KernelSide {
     pub untraced_early: u64,
     /// Pageblock migratetypes the trace has named.
     pub block_types: BlockTypes,
+    /// The last event, if a drained block: its owner (the CPU whose lists it was on) and
+    /// whether the free path drained it (a free before the run, the block the draining CPU's
+    /// own). Read by [`super::start_count`].
+    pub last_drain: Option<(u32, bool)>,
     cpus: u32,
 }
 
@@ -281,6 +285,7 @@ impl KernelSide {
             untraced_now: Vec::new(),
             untraced_early: 0,
             block_types: BlockTypes::new(9),
+            last_drain: None,
             cpus,
         }
     }
@@ -308,6 +313,7 @@ impl KernelSide {
         let c = cpu as usize;
         let mut inferred = Inferred::None;
         self.untraced_now.clear();
+        self.last_drain = None;
         self.bulk(ev, cpu);
         let prev = self.prev[c];
         self.prev[c] = match ev.kind {
@@ -381,6 +387,7 @@ impl KernelSide {
                 let owner = self.last_free_cpu.get(&pfn).copied().unwrap_or(cpu);
                 let remote = owner != cpu;
                 self.remote_drained_blocks += u64::from(remote);
+                self.last_drain = Some((owner, explained && !remote));
                 if !explained || remote {
                     self.unexplained_blocks += 1;
                     if !self.run_owners[c].contains(&owner) {

@@ -39,6 +39,7 @@ pub mod pcp_state;
 pub mod pipe;
 pub mod preset;
 pub mod proc_setup;
+pub mod start_count;
 
 use crate::trace::stats::{HashMap, HashSet};
 use std::io::{self, Write};
@@ -69,6 +70,23 @@ struct Live {
     freed: u64,
 }
 
+/// A traced `mm_page_free` not replayed yet. `free_pages_prepare` prints it, and the page
+/// goes on the lists at the commit (`free_unref_page_commit` in 6.1,
+/// `free_frozen_page_commit` in 7.2): at once on the single-page path, but on the batched
+/// one (`free_unref_page_list`, `free_unref_folios`) only after every page of the batch was
+/// prepared, each commit printing `mm_page_free_batched`. So a free is replayed at its
+/// `mm_page_free_batched`, or at the next other event on its CPU (drains aside: the commits
+/// drain mid-batch).
+#[derive(Clone, Copy, Debug)]
+struct Deferred {
+    ts_ns: Option<u64>,
+    cpu: Option<u32>,
+    page: PagePtr,
+    pfn: u64,
+    order: u8,
+    inferred: Inferred,
+}
+
 /// One variant's zones and what its replay has seen.
 pub struct Replayer {
     /// The variant.
@@ -82,7 +100,19 @@ pub struct Replayer {
     live: HashMap<u64, Live>,
     /// Traced frames whose allocation failed here and are still live in the trace.
     failed: HashSet<u64>,
+    /// Replay a traced free at its commit, not at its `mm_page_free`: on a kernel's batched
+    /// path (`free_unref_page_list`, `free_unref_folios`) every page of the batch is prepared
+    /// (`mm_page_free`) before the first commit (`mm_page_free_batched`). For a kernel's trace
+    /// (with the inferences); our own traces free at `mm_page_free` (off by default).
+    pub commit_at_batched: bool,
     pending_batched: HashSet<u64>,
+    /// Per CPU: traced frees not on the lists yet ([`Deferred`]).
+    deferred: Vec<Vec<Deferred>>,
+    /// The CPU each deferred free's frame waits on.
+    deferred_at: HashMap<u64, u32>,
+    /// Per CPU: a batched commit has begun (a drain belongs to it; otherwise a drain follows
+    /// a single free, committed before it).
+    batching: Vec<bool>,
     allocated_once: HashMap<u64, u32>,
     /// The requests of the `gfp_flags` strings seen.
     gfp: gfp::GfpCache,
@@ -191,7 +221,11 @@ impl Replayer {
             block_shift,
             live: HashMap::default(),
             failed: HashSet::default(),
+            commit_at_batched: false,
             pending_batched: HashSet::default(),
+            deferred: vec![Vec::new(); geo.cpus as usize],
+            deferred_at: HashMap::default(),
+            batching: vec![false; geo.cpus as usize],
             allocated_once: HashMap::default(),
             gfp: gfp::GfpCache::default(),
             counts: ReplayCounts::default(),
@@ -253,6 +287,26 @@ impl Replayer {
             }
         }
         let cpu = self.cpu_of(ev);
+        // Any other event on this CPU commits its deferred frees first (not a drain: the
+        // commits drain mid-batch); an allocation of a deferred frame, the free of it.
+        if self.commit_at_batched {
+            let batching = self.batching.get(cpu as usize).copied().unwrap_or(false);
+            match ev.kind {
+                // A new free after a batch's commits: the batch is over.
+                EventKind::Free { .. } if batching => self.flush_deferred(cpu)?,
+                EventKind::PcpuDrain { .. } if !batching => self.flush_deferred(cpu)?,
+                EventKind::Free { .. }
+                | EventKind::FreeBatched { .. }
+                | EventKind::PcpuDrain { .. } => {}
+                EventKind::Alloc { pfn, .. } => {
+                    self.flush_deferred(cpu)?;
+                    if let Some(&c) = self.deferred_at.get(&pfn) {
+                        self.flush_deferred(c)?;
+                    }
+                }
+                _ => self.flush_deferred(cpu)?,
+            }
+        }
         match ev.kind {
             EventKind::Alloc {
                 pfn,
@@ -329,15 +383,71 @@ impl Replayer {
                     }
                 }
             }
-            EventKind::Free { pfn, order } => {
+            EventKind::Free { pfn, order } if !self.commit_at_batched => {
                 self.zone_for(pfn)?;
                 self.pending_batched.insert(pfn);
                 self.free_traced(ev, cpu, pfn, order, inferred)?;
             }
-            EventKind::FreeBatched { pfn } => {
+            EventKind::FreeBatched { pfn } if !self.commit_at_batched => {
                 if self.pending_batched.remove(&pfn) {
                     self.counts.batched_duplicates += 1;
                 } else {
+                    self.zone_for(pfn)?;
+                    self.free_traced(ev, cpu, pfn, 0, inferred)?;
+                }
+            }
+            EventKind::Free { pfn, order } => {
+                self.zone_for(pfn)?;
+                if let Some(&at) = self.deferred_at.get(&pfn) {
+                    self.flush_deferred(at)?;
+                }
+                self.deferred[cpu as usize].push(Deferred {
+                    ts_ns: ev.ts_ns,
+                    cpu: ev.cpu,
+                    page: ev.page,
+                    pfn,
+                    order,
+                    inferred,
+                });
+                self.deferred_at.insert(pfn, cpu);
+            }
+            EventKind::FreeBatched { pfn } => {
+                let list = &mut self.deferred[cpu as usize];
+                let at = list.iter().position(|d| d.pfn == pfn);
+                if let (Some(i), Some(&c)) = (at, self.deferred_at.get(&pfn)) {
+                    // The commit of a free `mm_page_free` announced: the page goes on the list
+                    // now (free_unref_folios / free_unref_page_list).
+                    debug_assert_eq!(c, cpu);
+                    // The batch's first commit: the frees before its pages were single ones,
+                    // committed at once.
+                    let first = !self.batching[cpu as usize];
+                    let before: Vec<Deferred> = if first {
+                        list.drain(..i).collect()
+                    } else {
+                        Vec::new()
+                    };
+                    let d = list.remove(if first { 0 } else { i });
+                    for b in before {
+                        self.deferred_at.remove(&b.pfn);
+                        self.commit_deferred(cpu, b)?;
+                    }
+                    self.deferred_at.remove(&pfn);
+                    self.batching[cpu as usize] = true;
+                    self.counts.batched_duplicates += 1;
+                    let e = Event {
+                        cpu: ev.cpu,
+                        ts_ns: ev.ts_ns,
+                        page: d.page,
+                        kind: EventKind::Free {
+                            pfn,
+                            order: d.order,
+                        },
+                    };
+                    self.free_traced(&e, cpu, pfn, d.order, d.inferred)?;
+                } else {
+                    if let Some(&c) = self.deferred_at.get(&pfn) {
+                        self.flush_deferred(c)?;
+                    }
                     self.zone_for(pfn)?;
                     self.free_traced(ev, cpu, pfn, 0, inferred)?;
                 }
@@ -473,10 +583,45 @@ impl Replayer {
 
     /// Flushes the emitted trace.
     pub fn finish(&mut self) -> io::Result<()> {
+        for cpu in 0..self.geo.cpus {
+            self.flush_deferred(cpu)?;
+        }
         if let Some(w) = self.emit.take() {
             w.finish()?;
         }
         Ok(())
+    }
+
+    /// Commits `cpu`'s deferred frees, in the order they were traced.
+    fn flush_deferred(&mut self, cpu: u32) -> io::Result<()> {
+        if let Some(b) = self.batching.get_mut(cpu as usize) {
+            *b = false;
+        }
+        let Some(list) = self.deferred.get_mut(cpu as usize) else {
+            return Ok(());
+        };
+        if list.is_empty() {
+            return Ok(());
+        }
+        for d in std::mem::take(list) {
+            self.deferred_at.remove(&d.pfn);
+            self.commit_deferred(cpu, d)?;
+        }
+        Ok(())
+    }
+
+    /// Replays one deferred free, at its own time.
+    fn commit_deferred(&mut self, cpu: u32, d: Deferred) -> io::Result<()> {
+        let e = Event {
+            cpu: d.cpu,
+            ts_ns: d.ts_ns,
+            page: d.page,
+            kind: EventKind::Free {
+                pfn: d.pfn,
+                order: d.order,
+            },
+        };
+        self.free_traced(&e, cpu, d.pfn, d.order, d.inferred)
     }
 
     /// Frames handed out at least once, most-allocated first: the seed 000 table.

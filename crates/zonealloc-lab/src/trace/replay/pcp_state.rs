@@ -22,6 +22,13 @@
 //! kernel served from the buddy directly (a `percpu_refill=0` event just before it on the CPU)
 //! takes nothing from a list.
 //!
+//! How far the walk looks: where the trace is a file, the window's first
+//! [`super::start_count::LIST_EVENTS`] events, read a second time before the replay
+//! ([`Collector`], [`super::start_count::second_read`]); the first refill of a list can come
+//! many seconds in, and a list the walk ends before
+//! refilling keeps only a lower bound. From a pipe, the first 4 MiB the replay sniffs
+//! ([`infer`]). `--infer lists=off` leaves every count order-0 Movable.
+//!
 //! The result is a lower bound of each list's blocks; [`ListDemand::fit`] scales it into the
 //! snapshot's `count` for that CPU, and the rest of the count stays order-0 Movable, the
 //! type most pages on the lists have in a running system.
@@ -51,6 +58,9 @@ pub struct ListDemand {
     pub thp_order: Option<u8>,
     /// Events of the head read (of this zone).
     pub events: u64,
+    /// Per CPU: the count at the trace's start where [`super::start_count`] inferred it
+    /// (else the snapshot's).
+    pub start_count: Vec<Option<u64>>,
 }
 
 impl ListDemand {
@@ -135,20 +145,70 @@ pub fn infer(
     thp_order: Option<u8>,
     numbering: Numbering,
 ) -> Head {
-    let cpus = cpus.max(1);
     // The head ends mid-line: keep whole lines only.
     let head = match memchr::memrchr(b'\n', head) {
         Some(nl) => &head[..=nl],
         None => &[][..],
     };
-    let mt_of = |m: u8| usize::from(numbering.to_current(m));
-    let pb = |pfn: u64| pfn >> pageblock_order;
-    // First pass: each pageblock's first named migratetype, for frees before it is named.
-    let mut first_named: HashMap<u64, u8> = HashMap::default();
-    let mut events = Vec::new();
+    let mut c = Collector::new(cpus, zones, pageblock_order, thp_order, numbering);
     let mut parser = Parser::new();
-    let _ = parser.read_all(Cursor::new(head), |ev| {
-        let cpu = ev.cpu.unwrap_or(0) % cpus;
+    let _ = parser.read_all(Cursor::new(head), |ev| c.feed(ev));
+    c.finish()
+}
+
+/// An event kept: zone, CPU, what it is, its pageblock and migratetype where it names one.
+type Kept = (usize, u32, Rec, Option<(u64, usize)>);
+
+/// [`infer`] fed one event at a time (from a second read of the trace,
+/// [`super::start_count`], which looks further than the head): the events of the zones,
+/// reduced, and the pageblocks named, kept until [`Collector::finish`]. It holds some 40
+/// bytes per event fed: the caller bounds how many it feeds.
+pub struct Collector {
+    cpus: u32,
+    zones: Vec<std::ops::Range<u64>>,
+    pageblock_order: u8,
+    thp_order: Option<u8>,
+    numbering: Numbering,
+    first_named: HashMap<u64, u8>,
+    events: Vec<Kept>,
+}
+
+impl Collector {
+    /// Nothing fed yet; the arguments as [`infer`]'s.
+    pub fn new(
+        cpus: u32,
+        zones: &[std::ops::Range<u64>],
+        pageblock_order: u8,
+        thp_order: Option<u8>,
+        numbering: Numbering,
+    ) -> Collector {
+        Collector {
+            cpus: cpus.max(1),
+            zones: zones.to_vec(),
+            pageblock_order,
+            thp_order,
+            numbering,
+            first_named: HashMap::default(),
+            events: Vec::new(),
+        }
+    }
+
+    /// Events kept so far.
+    pub fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    /// Whether none is kept.
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+
+    /// Takes one event.
+    pub fn feed(&mut self, ev: &crate::trace::parse::Event<'_>) {
+        let numbering = self.numbering;
+        let mt_of = |m: u8| usize::from(numbering.to_current(m));
+        let pb = |pfn: u64| pfn >> self.pageblock_order;
+        let cpu = ev.cpu.unwrap_or(0) % self.cpus;
         let (rec, named) = match ev.kind {
             EventKind::Alloc {
                 pfn,
@@ -181,31 +241,43 @@ pub fn infer(
             _ => (None, None),
         };
         if let Some((pfn, m)) = named {
-            first_named.entry(pb(pfn)).or_insert(m);
+            self.first_named.entry(pb(pfn)).or_insert(m);
         }
         let pfn = ev.kind.pfn();
-        if let (Some(r), Some(z)) = (rec, zones.iter().position(|z| z.contains(&pfn))) {
-            events.push((z, cpu, r, named.map(|(pfn, m)| (pb(pfn), mt_of(m)))));
+        if let (Some(r), Some(z)) = (rec, self.zones.iter().position(|z| z.contains(&pfn))) {
+            self.events
+                .push((z, cpu, r, named.map(|(pfn, m)| (pb(pfn), mt_of(m)))));
         }
-    });
-    let mut first_named: Vec<(u64, u8)> = first_named
-        .into_iter()
-        .map(|(b, m)| (b << pageblock_order, m))
-        .collect();
-    first_named.sort_unstable();
-    let named = |block: u64| {
-        first_named
-            .binary_search_by_key(&(block << pageblock_order), |&(p, _)| p)
-            .ok()
-            .map(|i| mt_of(first_named[i].1))
-    };
-    let zones = (0..zones.len())
-        .map(|z| {
-            let of_zone = events.iter().filter(|e| e.0 == z).map(|e| (e.1, e.2, e.3));
-            balance(of_zone, cpus, pageblock_order, thp_order, &named)
-        })
-        .collect();
-    Head { zones, first_named }
+    }
+
+    /// The lists' start per zone, and the pageblocks named, from the events fed.
+    pub fn finish(self) -> Head {
+        let (pageblock_order, numbering) = (self.pageblock_order, self.numbering);
+        let mt_of = |m: u8| usize::from(numbering.to_current(m));
+        let mut first_named: Vec<(u64, u8)> = self
+            .first_named
+            .into_iter()
+            .map(|(b, m)| (b << pageblock_order, m))
+            .collect();
+        first_named.sort_unstable();
+        let named = |block: u64| {
+            first_named
+                .binary_search_by_key(&(block << pageblock_order), |&(p, _)| p)
+                .ok()
+                .map(|i| mt_of(first_named[i].1))
+        };
+        let zones = (0..self.zones.len())
+            .map(|z| {
+                let of_zone = self
+                    .events
+                    .iter()
+                    .filter(|e| e.0 == z)
+                    .map(|e| (e.1, e.2, e.3));
+                balance(of_zone, self.cpus, pageblock_order, self.thp_order, &named)
+            })
+            .collect();
+        Head { zones, first_named }
+    }
 }
 
 /// The balances of one zone's lists over its events of the head ([`infer`]); `first_named`
@@ -306,6 +378,7 @@ fn balance(
         blocks,
         thp_order,
         events: n,
+        start_count: Vec::new(),
     }
 }
 

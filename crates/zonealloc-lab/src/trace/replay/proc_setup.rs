@@ -18,7 +18,9 @@
 //!   in them; they form the zone's *pool*, kept per pageblock type, from which a traced free
 //!   of a page allocated before the trace frees a block of its order (as order-0 frees: the kernel's block was
 //!   allocated before we could see its order);
-//! - each CPU's PCP `count`: pages allocated on that CPU and freed back onto its lists;
+//! - each CPU's PCP `count`: pages allocated on that CPU and freed back onto its lists (with
+//!   `--infer start-count=on`, the count the trace pins at the start marker,
+//!   [`super::start_count`], where zoneinfo's was read before it);
 //! - each CPU's current `high` where zoneinfo prints an auto-tuned one (6.7 on), and which
 //!   lists its `count` pages are on as the trace's first events show ([`super::pcp_state`]).
 //!
@@ -319,7 +321,10 @@ pub fn populate(
     for ps in &z.pagesets {
         let cpu = ps.cpu % setup_cpu.max(1);
         let mut blocks = Vec::with_capacity(ps.count as usize);
-        let left = u64::from(ps.count);
+        // The count at the trace's start where the trace pins it ([`super::start_count`]).
+        let left = demand
+            .and_then(|d| d.start_count.get(ps.cpu as usize).copied().flatten())
+            .unwrap_or(u64::from(ps.count));
         let lists = demand.map_or_else(|| vec![(0, 1, left)], |d| d.fit(cpu, left));
         for (order, mt, n) in lists {
             for _ in 0..n {

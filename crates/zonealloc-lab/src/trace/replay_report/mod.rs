@@ -12,7 +12,9 @@ use super::parse::Parser;
 use super::replay::kernel::{self, KernelSide};
 use super::replay::pipe::ParseAhead;
 use super::replay::preset::Kernel;
-use super::replay::{input, pcp_state, proc_setup, Geometry, Online, Replayer, FRAG_ORDERS};
+use super::replay::{
+    input, pcp_state, proc_setup, start_count, Geometry, Online, Replayer, FRAG_ORDERS,
+};
 use super::variant::Variant;
 use crate::procfs::ProcSnapshot;
 
@@ -51,6 +53,13 @@ pub struct ReplayOptions {
     /// Replay what the trace shows without a cause ([`kernel`]): drains and untraced
     /// allocations (default: with `--proc`).
     pub infer: Option<bool>,
+    /// Start each CPU's lists from the count the trace pins at its start
+    /// ([`start_count`]; default: off, `Some(true)` turns it on).
+    pub infer_start_count: Option<bool>,
+    /// Infer which lists each CPU's count is on from the window's first
+    /// [`start_count::LIST_EVENTS`] events (read a second time) rather than its first 4 MiB
+    /// ([`pcp_state`]; default: as `infer`).
+    pub infer_lists: Option<bool>,
     /// No once-a-second `decay_pcp_high` even where the kernel family has it.
     pub no_decay: bool,
     /// Set the zones up from this `/proc` snapshot folder.
@@ -86,6 +95,9 @@ pub struct ReplayRun {
     pub infer: bool,
     /// Whether the zones come from `--proc`.
     pub setup_from_proc: bool,
+    /// Each CPU's count at the start marker, inferred from the trace ([`start_count`]);
+    /// `None` when that inference is off.
+    pub start_counts: Option<start_count::StartCounts>,
     /// The kernel's unusable free space index of the highest zone (thousandths, per
     /// [`FRAG_ORDERS`]) at `--proc` (the trace's start) and `--proc-after` (its end).
     pub kernel_frag: (Option<[u32; 3]>, Option<[u32; 3]>),
@@ -179,9 +191,34 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
     if opts.kernel.is_some() || snap.is_some() {
         preset.0.apply(&mut base);
     }
-    // What each CPU's lists held at the start, from the trace's first events (pcp_state).
-    let head = match (&snap, opts.infer) {
-        (Some(_), None | Some(true)) => {
+    // Which lists each CPU's count is on (pcp_state) and each CPU's count at the start marker
+    // (start_count), from the trace's first events: a second read of the window where the
+    // input is a file, else its first 4 MiB (and zoneinfo's counts).
+    // The start counts are off unless asked for: closer to the kernel's counts, they bring
+    // the replay's refills and drains closer on 6.1 p2 only (BENCHMARKS.md, `trace replay`).
+    let lists = snap.is_some() && opts.infer_lists.or(opts.infer).unwrap_or(true);
+    let counts = snap.is_some() && opts.infer_start_count == Some(true);
+    let second = match &snap {
+        Some(s) if counts || lists => start_count::second_read(
+            path,
+            &window,
+            &geo,
+            s,
+            (counts, lists),
+            preset.0.fixed_high(),
+            base.pcp.batch_scale_max,
+            base.pcp.thp_order,
+            base.pageblock_order,
+        )
+        .map_err(read_err)?,
+        _ => start_count::SecondRead {
+            counts: None,
+            lists: None,
+        },
+    };
+    let mut head = match second.lists {
+        Some(h) => h,
+        None if lists => {
             let spans: Vec<_> = geo.zones.iter().map(|z| z.start..z.end()).collect();
             pcp_state::infer(
                 &input.head,
@@ -192,8 +229,19 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
                 numbering,
             )
         }
-        _ => pcp_state::Head::default(),
+        None => pcp_state::Head::default(),
     };
+    let start_counts = second.counts;
+    if let Some(sc) = &start_counts {
+        for (z, span) in geo.zones.iter().enumerate() {
+            if head.zones.len() <= z {
+                head.zones.resize(z + 1, pcp_state::ListDemand::default());
+            }
+            head.zones[z].start_count = (0..geo.cpus)
+                .map(|c| sc.count(span.zone_type.name(), c))
+                .collect();
+        }
+    }
     let n = opts.variants.len();
     let mut emitted = Vec::new();
     let mut replayers = Vec::with_capacity(n);
@@ -236,6 +284,10 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
     // The inferences read a kernel's trace, where untraced work leaves its marks; a trace we
     // wrote ourselves is a closed world (its slow-path drains are our own).
     let infer = opts.infer.unwrap_or(snap.is_some());
+    for r in replayers.iter_mut() {
+        // A kernel's batched frees reach the lists at their commits.
+        r.commit_at_batched = infer;
+    }
 
     let t1 = Instant::now();
     // Parsing runs on a thread of its own (`replay::pipe`), the replay here.
@@ -350,6 +402,7 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
         end_states,
         infer,
         setup_from_proc: snap.is_some(),
+        start_counts,
         kernel_frag,
     })
 }

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::tables::{
     accounting_table, beside_table, end_state_table, fidelity_table, per_cpu, per_cpu_plots,
-    per_cpu_table, reuse_table, setup_table,
+    per_cpu_table, reuse_table, setup_table, start_count_table,
 };
 use super::{ReplayOptions, ReplayRun};
 use crate::report::{ExperimentResult, MetricDef, MetricKind, Plot, PlotKind, Sample, Series};
@@ -152,6 +152,9 @@ pub fn to_result(run: &ReplayRun, file: &Path, opts: &ReplayOptions) -> Experime
             tables.push(setup_table(r));
         }
     }
+    if let Some(sc) = &run.start_counts {
+        tables.push(start_count_table(sc));
+    }
     for (r, ends) in run.replayers.iter().zip(&run.end_states) {
         tables.push(end_state_table(&r.variant.name, ends));
     }
@@ -262,6 +265,7 @@ pub fn to_result(run: &ReplayRun, file: &Path, opts: &ReplayOptions) -> Experime
                 "from_found": run.window.1,
             },
             "setup": run.replayers.first().map(|r| &r.setup),
+            "start_counts": run.start_counts,
             "end_state": run.replayers.iter().zip(&run.end_states).map(|(r, e)| json!({
                 "variant": r.variant.name,
                 "zones": e,

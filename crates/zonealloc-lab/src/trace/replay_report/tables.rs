@@ -5,7 +5,7 @@ use super::result::diff_pct;
 use super::ReplayRun;
 use crate::report::{Plot, PlotKind, Series, Table};
 use crate::trace::replay::kernel::{self, KINDS};
-use crate::trace::replay::{proc_setup, Replayer};
+use crate::trace::replay::{proc_setup, start_count, Replayer};
 
 /// One kind per CPU, summed over zones.
 pub(super) fn per_cpu(g: &kernel::Grid, f: fn(&kernel::Tally) -> u64) -> Vec<u64> {
@@ -269,6 +269,53 @@ pub(super) fn setup_table(r: &Replayer) -> Table {
             "kernel".to_owned(),
             "ours".to_owned(),
         ],
+        rows,
+    }
+}
+
+/// Each CPU's count at the start marker: zoneinfo's and the one the trace pins
+/// ([`start_count`](crate::trace::replay::start_count)).
+pub(super) fn start_count_table(sc: &start_count::StartCounts) -> Table {
+    let rows = sc
+        .cpus
+        .iter()
+        .map(|c| {
+            vec![
+                c.zone.clone(),
+                c.cpu.to_string(),
+                c.zoneinfo.to_string(),
+                c.inferred.to_string(),
+                format!("{:?}", c.found).to_lowercase(),
+                match c.bounds.1 {
+                    Some(hi) => format!("{}..={hi}", c.bounds.0),
+                    None => format!("{}..", c.bounds.0),
+                },
+                c.pin_ns
+                    .map_or("-".to_owned(), |t| format!("{:.6}", t as f64 / 1e9)),
+            ]
+        })
+        .collect();
+    let title = match &sc.skipped {
+        Some(why) => format!("Each CPU's count at the start marker: not inferred ({why})"),
+        None => format!(
+            "Each CPU's count at the start marker: zoneinfo's (read before the marker) and \
+             the one the trace bounds ({} events read)",
+            sc.events
+        ),
+    };
+    Table {
+        title,
+        header: [
+            "zone",
+            "cpu",
+            "zoneinfo count",
+            "start count",
+            "found",
+            "trace's bounds",
+            "pin at (s)",
+        ]
+        .map(str::to_owned)
+        .to_vec(),
         rows,
     }
 }

@@ -1,0 +1,986 @@
+//! Each CPU's PCP `count` at the trace's start marker, inferred from the trace: `/proc/zoneinfo`
+//! is read some time before the marker (the shared captures read it first), so the `count` it
+//! prints is a few pages off, and 7.2's scaled refills (`batch << CONFIG_PCP_BATCH_SCALE_MAX`)
+//! and 6.1's `free_factor` drains turn a few pages into ±2016-page events.
+//!
+//! # The inference
+//! Per zone and CPU, walk the trace from the start and keep `delta`, the pages the events put on
+//! that CPU's lists since the start, classified as the replay classifies them
+//! ([`KernelSide`]): `+` a free of a PCP order on the CPU, `+` a refilled block
+//! (`mm_page_alloc_zone_locked` with `percpu_refill=1`), `-` an allocation of a PCP order that the
+//! buddy did not serve directly, `-` a drained block of the CPU's lists (the owner
+//! [`KernelSide`] gives it: `drain_all_pages` drains other CPUs' lists), `-` the pages
+//! `alloc_pages_bulk` took untraced (the bulk inference). The count at the start, `c0`, is then
+//! bounded by the kernel's own arithmetic:
+//! - `c0 + delta >= 0` after every event (a count is never negative);
+//! - a free that no drain follows left the count below `high` (`free_unref_page_commit` in 6.1,
+//!   `free_frozen_page_commit` in 7.2 drain when `count >= nr_pcp_high(...)`): `c0 + delta <
+//!   high`;
+//! - the *pin*: the first drain on the CPU that a free of order 0 or of an order above
+//!   `PAGE_ALLOC_COSTLY_ORDER` (3) triggered: that free took the count from below `high` to
+//!   `high` or above, so `high <= c0 + delta <= high + (1 << order) - 1` just after it (an
+//!   order-0 free: `c0 + delta == high`). Frees of orders 1..=3 may take the `free_high` path,
+//!   which drains whatever the count is, so they pin only where 6.1's arithmetic tells the two
+//!   apart: 6.1's `nr_pcp_free` drains at most `high - batch` pages (`free_pcppages_bulk`
+//!   may pass it by the last block drained, less a page), and `free_high` drains the whole count, so a drain of more than that emptied
+//!   the lists: `c0 + delta == drained pages`.
+//!
+//! `high` is the zone's one fixed value before 6.7 (`pageset_update`); from 6.7 it is tuned per
+//! CPU, and the walk keeps it between `high_min` (where `decay_pcp_high` and
+//! `ZONE_BELOW_HIGH` take it down to) and zoneinfo's current `high` raised by each refill as
+//! `nr_pcp_alloc` raises it (at most `batch << CONFIG_PCP_BATCH_SCALE_MAX`, capped at
+//! `high_max`). With kswapd awake (`ZONE_RECLAIM_ACTIVE`, from the trace's wake and sleep),
+//! `nr_pcp_high` returns at most `batch << 2`.
+//!
+//! An order-1..=3 free's drain of no more than that pins once the CPU's next allocation
+//! comes off a list with no refill before it: `free_high` would have emptied the lists (in 7.2
+//! only when it drained less than `batch << CONFIG_PCP_BATCH_SCALE_MAX`, which is then all).
+//!
+//! The count used is zoneinfo's clamped into the bounds (zoneinfo's where the trace does not
+//! bound it, the pin's value where the pin is exact). The walk stops once every CPU with lists
+//! is pinned, or at the window's end: it reads the trace a second time, before the replay
+//! ([`second_read`], which also feeds the list inference of [`pcp_state`]), so it needs a file
+//! it can open again; a pipe keeps zoneinfo's counts (and the report says so). Its memory is
+//! the replay's kernel-side maps, bounded by the frames the trace names.
+//!
+//! A free reaches the list at its commit: `free_pages_prepare` prints `mm_page_free`, and on
+//! the batched path (`free_unref_page_list`, `free_unref_folios`) every page of the batch is
+//! prepared before the first commit, each commit printing `mm_page_free_batched`; a drain
+//! mid-batch sees only the pages committed so far. The walk counts a free at its commit, as
+//! the replay does with `--proc` ([`super::Replayer::commit_at_batched`]).
+//!
+//! Off unless `--infer start-count=on`: on the shared captures it brings 6.1 p2 and 7.2 p1
+//! closer to the kernel (7.2 p1 drains 0.85% -> 0.00%) and leaves 6.1 p1 as it was, but 7.2
+//! p2 moves away (refill events 2.0% -> 3.8%): its CPU 0 has no exact pin (7.2 tunes `high`,
+//! so the pin is a lower bound, 3384, against zoneinfo's 2669), and with that count the replay
+//! drains 0.4 s before the kernel does. BENCHMARKS.md has the figures.
+
+use std::io::{self, Read};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use super::kernel::{Inferred, KernelSide};
+use super::pipe::ParseAhead;
+use super::{input, pcp_state, Geometry};
+use crate::procfs::ProcSnapshot;
+use crate::trace::parse::{Event, EventKind, Parser};
+
+/// How one CPU's start count was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Found {
+    /// Pinned exactly by a free-triggered drain.
+    Pinned,
+    /// Bounded by the trace (a pin of an order above 0, or the bounds alone); zoneinfo's
+    /// count clamped into them.
+    Bounded,
+    /// The trace's bounds contradict each other (an event the walk did not see); the pin's
+    /// bounds alone are used.
+    Inconsistent,
+    /// Nothing in the trace bounds it: zoneinfo's count.
+    Zoneinfo,
+}
+
+/// One CPU's start count.
+#[derive(Clone, Debug, Serialize)]
+pub struct CpuStart {
+    /// The zone's name (`DMA32`).
+    pub zone: String,
+    /// The CPU.
+    pub cpu: u32,
+    /// zoneinfo's count.
+    pub zoneinfo: u64,
+    /// The count the replay starts from.
+    pub inferred: u64,
+    /// How.
+    pub found: Found,
+    /// The bounds the trace gives (`lo..=hi`, `None`: unbounded above).
+    pub bounds: (u64, Option<u64>),
+    /// Trace time (ns) of the pin.
+    pub pin_ns: Option<u64>,
+}
+
+/// What the inference gives.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct StartCounts {
+    /// Per zone (as the geometry's) and CPU that has lists.
+    pub cpus: Vec<CpuStart>,
+    /// Why zoneinfo's counts were kept for all, if they were.
+    pub skipped: Option<String>,
+    /// Trace events the walk read.
+    pub events: u64,
+}
+
+impl StartCounts {
+    /// The count CPU `cpu` of zone `zone` starts from, where inferred.
+    pub fn count(&self, zone: &str, cpu: u32) -> Option<u64> {
+        self.cpus
+            .iter()
+            .find(|c| c.zone == zone && c.cpu == cpu)
+            .map(|c| c.inferred)
+    }
+}
+
+/// `high` as far as the walk knows it: between `lo` and `hi`.
+#[derive(Clone, Copy, Debug)]
+struct High {
+    lo: i64,
+    hi: i64,
+    max: i64,
+    /// What one refill may raise it by (0 for a fixed `high`).
+    grow: i64,
+    batch: i64,
+}
+
+/// A free on a CPU that no other event on it has followed yet.
+#[derive(Clone, Copy, Debug)]
+struct Free {
+    order: u8,
+    /// `delta` after it.
+    delta: i64,
+    /// The bounds of `high` then (reclaim applied).
+    high_lo: i64,
+    high_hi: i64,
+}
+
+/// A drain run a free triggered.
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    free: Free,
+    /// Pages drained so far.
+    drained: i64,
+    /// The largest block drained, pages.
+    block: i64,
+    /// When it began.
+    ts: Option<u64>,
+}
+
+/// The walk's state of one zone's CPU.
+#[derive(Clone, Debug)]
+struct Cpu {
+    zone_name: String,
+    zoneinfo: i64,
+    high: High,
+    delta: i64,
+    /// `c0 >= lo`, `c0 <= hi`.
+    lo: i64,
+    hi: i64,
+    /// The last free on this CPU, no other event after it yet.
+    free: Option<Free>,
+    /// The drain run the last free triggered.
+    run: Option<Run>,
+    /// The last event was a refill (a new refill run starts otherwise).
+    in_refill: bool,
+    pin: Option<(i64, i64, Option<u64>)>,
+    /// A pin an order-1..=3 free's drain gives unless `free_high` emptied the lists: it holds
+    /// once the CPU's next allocation comes off a list without a refill.
+    candidate: Option<(i64, i64, Option<u64>)>,
+    /// Whether the CPU has lists (`high >= batch`): a pin is waited for.
+    wanted: bool,
+}
+
+/// The streaming walk over the events ([`second_read`]).
+pub struct Walk {
+    cpus: u32,
+    zones: usize,
+    per: Vec<Option<Cpu>>,
+    kernel: KernelSide,
+    geo: Geometry,
+    thp_order: Option<u8>,
+    fixed_high: bool,
+    /// `CONFIG_PCP_BATCH_SCALE_MAX`.
+    scale_max: u8,
+    reclaim: bool,
+    events: u64,
+    waiting: usize,
+    /// Per CPU: the last event was a direct buddy allocation (`percpu_refill=0`), which the
+    /// allocation that follows is (as [`super::pcp_state`] reads it).
+    direct: Vec<bool>,
+    /// Per CPU: frees `mm_page_free` printed and not committed yet (pfn, zone, order): the
+    /// page goes on the list at its `mm_page_free_batched`, or before the CPU's next other
+    /// event (drains aside), as the replay commits them ([`super::Replayer`]'s `Deferred`).
+    deferred: Vec<Vec<(u64, usize, u8)>>,
+    /// Per CPU: a batched commit has begun (a drain then belongs to it; otherwise a drain
+    /// follows a single free, which was committed before it).
+    batching: Vec<bool>,
+}
+
+impl Walk {
+    /// A walk for the zones of `geo` as `snap` printed them; `fixed_high` for kernels before
+    /// 6.7 (one `high` per zone), `scale_max` is `CONFIG_PCP_BATCH_SCALE_MAX`.
+    pub fn new(
+        geo: &Geometry,
+        snap: &ProcSnapshot,
+        fixed_high: bool,
+        scale_max: u8,
+        thp_order: Option<u8>,
+        pageblock_order: u8,
+    ) -> Walk {
+        let cpus = geo.cpus.max(1);
+        let mut per = vec![None; geo.zones.len() * cpus as usize];
+        for (z, span) in geo.zones.iter().enumerate() {
+            let Some(kz) = snap.zone(0, span.zone_type) else {
+                continue;
+            };
+            let zone_high = kz.pagesets.iter().map(|p| p.high).max().unwrap_or(0);
+            for ps in &kz.pagesets {
+                // A folded CPU would mix two CPUs' counts: zoneinfo's count stays.
+                if ps.cpu >= cpus {
+                    continue;
+                }
+                let batch = i64::from(ps.batch.max(1));
+                let high = match (ps.high_min, ps.high_max) {
+                    (Some(lo), Some(hi)) if !fixed_high => {
+                        let (lo, hi) = (i64::from(lo), i64::from(hi.max(lo)));
+                        High {
+                            lo,
+                            hi: i64::from(ps.high).clamp(lo, hi),
+                            max: hi,
+                            grow: if lo == hi { 0 } else { batch << scale_max },
+                            batch,
+                        }
+                    }
+                    _ => {
+                        let h = i64::from(zone_high);
+                        High {
+                            lo: h,
+                            hi: h,
+                            max: h,
+                            grow: 0,
+                            batch,
+                        }
+                    }
+                };
+                per[z * cpus as usize + ps.cpu as usize] = Some(Cpu {
+                    zone_name: span.zone_type.name().to_owned(),
+                    zoneinfo: i64::from(ps.count),
+                    // A pageset whose high is below batch keeps no pages (nr_pcp_free's
+                    // boot-pageset check): nothing to wait for.
+                    wanted: i64::from(ps.high) >= batch,
+                    high,
+                    delta: 0,
+                    lo: 0,
+                    hi: i64::MAX,
+                    free: None,
+                    run: None,
+                    in_refill: false,
+                    pin: None,
+                    candidate: None,
+                });
+            }
+        }
+        let waiting = per.iter().flatten().filter(|c| c.wanted).count();
+        let mut kernel = KernelSide::new(geo.zones.len(), cpus);
+        kernel.block_types = super::kernel::BlockTypes::new(pageblock_order);
+        Walk {
+            cpus,
+            zones: geo.zones.len(),
+            per,
+            kernel,
+            geo: geo.clone(),
+            thp_order,
+            fixed_high,
+            scale_max,
+            reclaim: false,
+            events: 0,
+            waiting,
+            direct: vec![false; cpus as usize],
+            deferred: vec![Vec::new(); cpus as usize],
+            batching: vec![false; cpus as usize],
+        }
+    }
+
+    /// Whether every CPU with lists is pinned: the rest of the trace adds nothing.
+    pub fn done(&self) -> bool {
+        self.waiting == 0
+    }
+
+    fn pcp_order(&self, order: u8) -> bool {
+        order <= 3 || Some(order) == self.thp_order
+    }
+
+    /// Takes one event.
+    pub fn feed(&mut self, ev: &Event<'_>) {
+        self.events += 1;
+        let pfn = ev.kind.pfn();
+        let zone = self.geo.zone_of(pfn).unwrap_or(0);
+        let inferred = self.kernel.add(ev, zone);
+        let cpu = ev.cpu.unwrap_or(0) % self.cpus;
+        // Pages alloc_pages_bulk took off a CPU's lists (the bulk inference).
+        let untraced: Vec<(u64, u32)> = self
+            .kernel
+            .untraced_now
+            .iter()
+            .map(|&(p, c, _)| (p, c))
+            .collect();
+        for (p, c) in untraced {
+            let z = self.geo.zone_of(p).unwrap_or(0);
+            self.add(z, c, -1);
+        }
+        if let Inferred::UntracedAlloc { cpu: by, .. } = inferred {
+            self.add(zone, by, -1);
+        }
+        // A drain run ends at the next other event on its CPU.
+        let is_drain = matches!(ev.kind, EventKind::PcpuDrain { .. });
+        let reclaim = self.reclaim;
+        if !is_drain {
+            for z in 0..self.zones {
+                self.end_run(z, cpu);
+            }
+        }
+        let direct = std::mem::take(&mut self.direct[cpu as usize]);
+        let batching = self.batching[cpu as usize];
+        let commit_first = match ev.kind {
+            // A new free after a batch's commits: the batch is over.
+            EventKind::Free { .. } => batching,
+            EventKind::FreeBatched { .. } => false,
+            EventKind::PcpuDrain { .. } => !batching,
+            _ => true,
+        };
+        if commit_first {
+            self.commit_all(cpu, reclaim);
+        }
+        match ev.kind {
+            EventKind::KswapdWake { nid: 0, .. } => self.reclaim = true,
+            EventKind::KswapdSleep { nid: 0 } => self.reclaim = false,
+            EventKind::Free { pfn, order } => {
+                self.deferred[cpu as usize].push((pfn, zone, order));
+            }
+            EventKind::FreeBatched { pfn } => {
+                let list = &mut self.deferred[cpu as usize];
+                match list.iter().position(|d| d.0 == pfn) {
+                    Some(i) => {
+                        // The batch's first commit: the frees before its pages were single
+                        // ones, committed at once.
+                        let mut before = Vec::new();
+                        if !batching {
+                            before.extend(list.drain(..i));
+                        }
+                        let (_, z, order) = list.remove(if batching { i } else { 0 });
+                        for (_, bz, border) in before {
+                            self.commit(bz, cpu, border, reclaim);
+                        }
+                        self.batching[cpu as usize] = true;
+                        self.commit(z, cpu, order, reclaim);
+                    }
+                    None => {
+                        self.commit_all(cpu, reclaim);
+                        self.free(zone, cpu, 0, reclaim);
+                    }
+                }
+            }
+            EventKind::Alloc { order, .. } => {
+                let refilled = self.at(zone, cpu).is_some_and(|c| c.in_refill);
+                self.other(cpu);
+                if !ev.is_failed_alloc() && self.pcp_order(order) && !direct {
+                    self.confirm(zone, cpu, !refilled);
+                    self.add(zone, cpu, -(1i64 << order));
+                }
+            }
+            EventKind::ZoneLocked {
+                order,
+                percpu_refill,
+                ..
+            } => {
+                let was = self.at(zone, cpu).is_some_and(|c| c.in_refill);
+                self.other(cpu);
+                if !percpu_refill {
+                    self.direct[cpu as usize] = true;
+                } else if let Some(c) = self.at(zone, cpu) {
+                    if !was {
+                        // nr_pcp_alloc: each refill may raise the tuned high.
+                        c.high.hi = (c.high.hi + c.high.grow).min(c.high.max);
+                    }
+                    c.in_refill = true;
+                    self.add(zone, cpu, 1i64 << order);
+                }
+            }
+            EventKind::PcpuDrain { order, .. } => {
+                let (owner, explained) = self.kernel.last_drain.unwrap_or((cpu, false));
+                let pages = 1i64 << order;
+                if let Some(c) = self.at(zone, owner) {
+                    c.in_refill = false;
+                    if owner == cpu && explained {
+                        if let Some(free) = c.free.take() {
+                            // Another drain before the candidate's allocation: no pin.
+                            c.candidate = None;
+                            c.run = Some(Run {
+                                free,
+                                drained: 0,
+                                block: 0,
+                                ts: ev.ts_ns,
+                            });
+                        }
+                        if let Some(r) = &mut c.run {
+                            r.drained += pages;
+                            r.block = r.block.max(pages);
+                        }
+                    }
+                }
+                self.add(zone, owner, -pages);
+            }
+            _ => self.other(cpu),
+        }
+    }
+
+    fn at(&mut self, zone: usize, cpu: u32) -> Option<&mut Cpu> {
+        let i = zone * self.cpus as usize + (cpu % self.cpus) as usize;
+        self.per.get_mut(i)?.as_mut()
+    }
+
+    fn add(&mut self, zone: usize, cpu: u32, pages: i64) {
+        if let Some(c) = self.at(zone, cpu) {
+            c.delta += pages;
+            // The count is never negative (bounds after the pin add nothing).
+            if c.pin.is_none() {
+                c.lo = c.lo.max(-c.delta);
+            }
+        }
+    }
+
+    /// Any event on `cpu` but a drain: the last free drained nothing, a refill run ended.
+    fn other(&mut self, cpu: u32) {
+        for z in 0..self.zones {
+            if let Some(c) = self.at(z, cpu) {
+                if let Some(f) = c.free.take() {
+                    // free_*_page_commit: no drain, so count < high.
+                    if c.pin.is_none() {
+                        c.hi = c.hi.min(f.high_hi - 1 - f.delta);
+                    }
+                }
+                c.in_refill = false;
+            }
+        }
+    }
+
+    /// A deferred free goes on the lists (a PCP order), or to the buddy.
+    fn commit(&mut self, zone: usize, cpu: u32, order: u8, reclaim: bool) {
+        if self.pcp_order(order) {
+            self.free(zone, cpu, order, reclaim);
+        } else {
+            self.other(cpu);
+        }
+    }
+
+    /// Every deferred free of `cpu`, in order.
+    fn commit_all(&mut self, cpu: u32, reclaim: bool) {
+        self.batching[cpu as usize] = false;
+        for (_, z, order) in std::mem::take(&mut self.deferred[cpu as usize]) {
+            self.commit(z, cpu, order, reclaim);
+        }
+    }
+
+    fn free(&mut self, zone: usize, cpu: u32, order: u8, reclaim: bool) {
+        self.other(cpu);
+        self.add(zone, cpu, 1i64 << order);
+        if let Some(c) = self.at(zone, cpu) {
+            let mut h = (c.high.lo, c.high.hi);
+            if reclaim {
+                // nr_pcp_high with ZONE_RECLAIM_ACTIVE: at most batch << 2.
+                let cap = c.high.batch << 2;
+                h = (h.0.min(cap), h.1.min(cap));
+            }
+            c.free = Some(Free {
+                order,
+                delta: c.delta,
+                high_lo: h.0,
+                high_hi: h.1,
+            });
+        }
+    }
+
+    /// The drain run the last free on `cpu` triggered has ended: pin.
+    fn end_run(&mut self, zone_hint: usize, cpu: u32) {
+        let (fixed, scale_max) = (self.fixed_high, self.scale_max);
+        let Some(c) = self.at(zone_hint, cpu) else {
+            return;
+        };
+        let Some(Run {
+            free:
+                Free {
+                    order,
+                    delta,
+                    high_lo: hlo,
+                    high_hi: hhi,
+                },
+            drained,
+            block,
+            ts,
+        }) = c.run.take()
+        else {
+            return;
+        };
+        if c.pin.is_some() {
+            return;
+        }
+        let free_high_order = (1..=3).contains(&order);
+        // count was below high before the free, at or above it after (not free_high).
+        let normal = (hlo - delta, hhi + (1 << order) - 1 - delta);
+        let pin = if !free_high_order {
+            Some(normal)
+        } else if fixed && drained > hlo - c.high.batch + block - 1 {
+            // 6.1: more than nr_pcp_free's most (high - batch, and free_pcppages_bulk's last
+            // block past it): free_high drained the whole count.
+            Some((drained - delta, drained - delta))
+        } else {
+            // free_high empties the lists (6.1: the whole count; 7.2: up to
+            // batch << CONFIG_PCP_BATCH_SCALE_MAX, less than that only when it is all): if
+            // the next allocation finds a page on a list, the drain was nr_pcp_free's.
+            if fixed || drained < c.high.batch << scale_max {
+                c.candidate = Some((normal.0, normal.1, ts));
+            }
+            None
+        };
+        if let Some((lo, hi)) = pin {
+            c.pin = Some((lo, hi, ts));
+            if c.wanted {
+                self.waiting -= 1;
+            }
+        }
+    }
+
+    /// An allocation off `cpu`'s lists of `zone`: a candidate pin holds when the list had a
+    /// page (no refill just before), and is dropped otherwise.
+    fn confirm(&mut self, zone: usize, cpu: u32, had_page: bool) {
+        let Some(c) = self.at(zone, cpu) else {
+            return;
+        };
+        let Some(cand) = c.candidate.take() else {
+            return;
+        };
+        if had_page && c.pin.is_none() {
+            c.pin = Some(cand);
+            if c.wanted {
+                self.waiting -= 1;
+            }
+        }
+    }
+
+    /// The counts found, after the last event.
+    pub fn finish(mut self) -> StartCounts {
+        for cpu in 0..self.cpus {
+            self.commit_all(cpu, self.reclaim);
+        }
+        for i in 0..self.per.len() {
+            let (z, cpu) = (i / self.cpus as usize, (i % self.cpus as usize) as u32);
+            self.end_run(z, cpu);
+        }
+        let cpus = self.cpus as usize;
+        let list = self
+            .per
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| Some(((i % cpus) as u32, c.as_ref()?)))
+            .filter(|(_, c)| c.wanted)
+            .map(|(cpu, c)| {
+                // Up to the pin, the bounds of every event; after it, only the pin's.
+                let (lo, hi) = (c.lo, c.hi);
+                let (found, lo, hi, pin_ns) = match c.pin {
+                    Some((plo, phi, ts)) => {
+                        let (l, h) = (lo.max(plo), hi.min(phi));
+                        if l > h {
+                            (Found::Inconsistent, plo.max(0), phi.max(0), ts)
+                        } else if l == h {
+                            (Found::Pinned, l, h, ts)
+                        } else {
+                            (Found::Bounded, l, h, ts)
+                        }
+                    }
+                    None if lo > hi => (Found::Inconsistent, 0, i64::MAX, None),
+                    None if lo > c.zoneinfo || hi < c.zoneinfo => (Found::Bounded, lo, hi, None),
+                    None => (Found::Zoneinfo, lo, hi, None),
+                };
+                let inferred = c.zoneinfo.clamp(lo, hi.max(lo)).max(0) as u64;
+                CpuStart {
+                    zone: c.zone_name.clone(),
+                    cpu,
+                    zoneinfo: c.zoneinfo as u64,
+                    inferred,
+                    found,
+                    bounds: (
+                        lo.max(0) as u64,
+                        (hi < i64::MAX).then_some(hi.max(0) as u64),
+                    ),
+                    pin_ns,
+                }
+            })
+            .collect();
+        StartCounts {
+            cpus: list,
+            skipped: None,
+            events: self.events,
+        }
+    }
+}
+
+/// A reader that ends once `stop` says so (checked at each read).
+struct Until<R> {
+    inner: R,
+    stop: Arc<AtomicBool>,
+}
+
+impl<R: Read> Read for Until<R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if self.stop.load(Ordering::Relaxed) {
+            return Ok(0);
+        }
+        self.inner.read(out)
+    }
+}
+
+/// Events the list inference keeps from the second read at most ([`pcp_state::Collector`]
+/// holds some 40 bytes each): 512 Ki events, some 70 MiB of ftrace text.
+pub const LIST_EVENTS: usize = 512 << 10;
+
+/// What the second read gives.
+pub struct SecondRead {
+    /// Each CPU's start count (`None`: not asked for).
+    pub counts: Option<StartCounts>,
+    /// The lists' start from the first [`LIST_EVENTS`] events of the window (`None`: not
+    /// asked for, or the input could not be read twice).
+    pub lists: Option<pcp_state::Head>,
+}
+
+/// Reads `path`'s `window` a second time, before the replay, for the inferences that look
+/// further than the first 4 MiB: each CPU's start count ([`Walk`], when `counts`), and which
+/// lists the count is on ([`pcp_state::Collector`] over the first [`LIST_EVENTS`] events, when
+/// `lists`). It stops when both are done. A pipe (`-`, a FIFO) cannot be read twice: zoneinfo's
+/// counts and the head's lists are kept, and the report says so.
+#[allow(clippy::too_many_arguments)]
+pub fn second_read(
+    path: &Path,
+    window: &input::Window,
+    geo: &Geometry,
+    snap: &ProcSnapshot,
+    (counts, lists): (bool, bool),
+    fixed_high: bool,
+    scale_max: u8,
+    thp_order: Option<u8>,
+    pageblock_order: u8,
+) -> io::Result<SecondRead> {
+    let seekable = path.as_os_str() != "-" && std::fs::metadata(path).is_ok_and(|m| m.is_file());
+    if !seekable || !(counts || lists) {
+        return Ok(SecondRead {
+            counts: counts.then(|| StartCounts {
+                skipped: Some(
+                    "the input is not a file that can be read twice (a pipe): zoneinfo's counts"
+                        .to_owned(),
+                ),
+                ..StartCounts::default()
+            }),
+            lists: None,
+        });
+    }
+    let (input, _) = input::open_window(path, window)?;
+    let mut walk =
+        counts.then(|| Walk::new(geo, snap, fixed_high, scale_max, thp_order, pageblock_order));
+    let spans: Vec<_> = geo.zones.iter().map(|z| z.start..z.end()).collect();
+    let mut collect = lists.then(|| {
+        pcp_state::Collector::new(geo.cpus, &spans, pageblock_order, thp_order, geo.numbering)
+    });
+    let done = |w: &Option<Walk>, c: &Option<pcp_state::Collector>| {
+        w.as_ref().is_none_or(Walk::done) && c.as_ref().is_none_or(|c| c.len() >= LIST_EVENTS)
+    };
+    // Parsed on a thread of its own, as the replay's pass is (`pipe`).
+    let stop = Arc::new(AtomicBool::new(done(&walk, &collect)));
+    let reader = io::BufReader::with_capacity(
+        1 << 16,
+        Until {
+            inner: input.reader,
+            stop: Arc::clone(&stop),
+        },
+    );
+    let ahead = ParseAhead::spawn(Parser::new(), Box::new(reader))?;
+    'read: while let Some(chunk) = ahead.next() {
+        for ev in chunk.events() {
+            if let Some(w) = walk.as_mut().filter(|w| !w.done()) {
+                w.feed(&ev);
+            }
+            if let Some(c) = collect.as_mut().filter(|c| c.len() < LIST_EVENTS) {
+                c.feed(&ev);
+            }
+            if done(&walk, &collect) {
+                stop.store(true, Ordering::Relaxed);
+                break 'read;
+            }
+        }
+        ahead.recycle(chunk);
+    }
+    ahead.finish().1?;
+    Ok(SecondRead {
+        counts: walk.map(Walk::finish),
+        lists: collect.map(pcp_state::Collector::finish),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::migratetype::Numbering;
+    use crate::trace::replay::proc_setup;
+    use crate::trace::replay_report::{self, ReplayOptions};
+
+    fn snap_dir() -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/proc/linux-6.1-p1-before")
+    }
+
+    fn line(cpu: u32, ts: u32, ev: &str) -> String {
+        format!("            x-1     [{cpu:03}] .....    {ts}.{cpu:06}: {ev}\n")
+    }
+
+    /// A trace whose CPU 1 held `count` pages of DMA32 at the start marker (zoneinfo says
+    /// 771, high 3492, batch 63): ten allocations off its lists, then frees up to `high`,
+    /// then the drain the last free triggers; CPU 2 frees too, and drains nothing.
+    fn trace(count: u32) -> String {
+        let mut t = String::from("# tracer: nop\n");
+        t += &line(0, 1, "tracing_mark_write: KT_SNAPSHOT_BEFORE_END t");
+        for i in 0..10 {
+            let pfn = 0x20000 + i;
+            t += &line(1, 2, &format!("mm_page_alloc: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE"));
+        }
+        for i in 0..(3492 - count + 10) {
+            let pfn = 0x10000 + i;
+            t += &line(
+                1,
+                3,
+                &format!("mm_page_free: page=(____ptrval____) pfn={pfn:#x} order=0"),
+            );
+            t += &line(
+                2,
+                3,
+                &format!(
+                    "mm_page_free: page=(____ptrval____) pfn={:#x} order=0",
+                    pfn + 0x8000
+                ),
+            );
+        }
+        for i in 0..63 {
+            let pfn = 0x10000 + i;
+            t += &line(
+                1,
+                4,
+                &format!(
+                    "mm_page_pcpu_drain: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype=1"
+                ),
+            );
+        }
+        t += &line(1, 5, "mm_page_alloc: page=(____ptrval____) pfn=0x10100 order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE");
+        t += &line(0, 6, "tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN t");
+        t
+    }
+
+    /// The start counts `trace` gives on the 6.1 snapshot (a fixed `high`).
+    fn counts_of(trace: &str) -> StartCounts {
+        let snap = ProcSnapshot::read_dir(&snap_dir()).unwrap();
+        let geo = proc_setup::geometry(&snap, None, Numbering::Current).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.txt");
+        std::fs::write(&p, trace).unwrap();
+        let both = (true, false);
+        let read = second_read(&p, &window(), &geo, &snap, both, true, 5, Some(9), 9);
+        read.unwrap().counts.unwrap()
+    }
+
+    fn window() -> input::Window {
+        input::Window {
+            from: Some("KT_SNAPSHOT_BEFORE_END".into()),
+            to: Some("KT_SNAPSHOT_AFTER_BEGIN".into()),
+        }
+    }
+
+    #[test]
+    fn the_first_free_triggered_drain_pins_the_count_zoneinfo_got_wrong() {
+        let snap = ProcSnapshot::read_dir(&snap_dir()).unwrap();
+        let geo = proc_setup::geometry(&snap, None, Numbering::Current).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.txt");
+        std::fs::write(&p, trace(800)).unwrap();
+        let read = |path: &Path| {
+            second_read(
+                path,
+                &window(),
+                &geo,
+                &snap,
+                (true, true),
+                true,
+                5,
+                Some(9),
+                9,
+            )
+            .unwrap()
+        };
+        let sc = read(&p).counts.unwrap();
+        let c1 = sc
+            .cpus
+            .iter()
+            .find(|c| c.zone == "DMA32" && c.cpu == 1)
+            .unwrap();
+        // 800 + 3492 - 800 + 10 frees - 10 allocations reach high = 3492 at the last free.
+        assert_eq!(
+            (c1.zoneinfo, c1.inferred, c1.found),
+            (771, 800, Found::Pinned)
+        );
+        assert_eq!(sc.count("DMA32", 1), Some(800));
+        // CPU 2 freed 2702 pages without a drain; all but the last are followed by another
+        // event on CPU 2 (that shows no drain): below high, so at most 3492 - 1 - 2701.
+        let c2 = sc
+            .cpus
+            .iter()
+            .find(|c| c.cpu == 2 && c.zone == "DMA32")
+            .unwrap();
+        assert_eq!((c2.bounds, c2.inferred), ((0, Some(790)), 764));
+        // A pipe is read once: zoneinfo's counts, and the report says why.
+        let piped = read(Path::new("-"));
+        assert!(piped.counts.unwrap().skipped.is_some() && piped.lists.is_none());
+    }
+
+    /// CPU 1 of DMA32 (zoneinfo: 771, high 3492, batch 63) at 800: ten allocations, 2700
+    /// order-0 frees and an order-1 free take it to 3492, and a drain of 63 pages follows
+    /// (nr_pcp_free's, or free_high's of everything: 6.1 cannot tell from 63 pages); then an
+    /// allocation, after a refill when `refill`.
+    fn order_1_trace(refill: bool) -> String {
+        let mut t = String::from("# tracer: nop\n");
+        t += &line(0, 1, "tracing_mark_write: KT_SNAPSHOT_BEFORE_END t");
+        let alloc = |pfn: u64| {
+            format!("mm_page_alloc: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE")
+        };
+        for i in 0..10 {
+            t += &line(1, 2, &alloc(0x20000 + i));
+        }
+        for i in 0..2700 {
+            t += &line(
+                1,
+                3,
+                &format!(
+                    "mm_page_free: page=(____ptrval____) pfn={:#x} order=0",
+                    0x10000 + i
+                ),
+            );
+        }
+        t += &line(
+            1,
+            3,
+            "mm_page_free: page=(____ptrval____) pfn=0x30000 order=1",
+        );
+        for i in 0..63 {
+            t += &line(
+                1,
+                4,
+                &format!(
+                    "mm_page_pcpu_drain: page=(____ptrval____) pfn={:#x} order=0 migratetype=1",
+                    0x10000 + i
+                ),
+            );
+        }
+        if refill {
+            t += &line(1, 5, "mm_page_alloc_zone_locked: page=(____ptrval____) pfn=0x40000 order=0 migratetype=1 percpu_refill=1");
+        }
+        t += &line(1, 5, &alloc(0x40000));
+        t += &line(0, 6, "tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN t");
+        t
+    }
+
+    #[test]
+    fn an_order_1_drain_pins_once_the_next_allocation_finds_a_page_on_a_list() {
+        let cpu1 = |refill: bool| {
+            let sc = counts_of(&order_1_trace(refill));
+            let c = sc
+                .cpus
+                .into_iter()
+                .find(|c| c.zone == "DMA32" && c.cpu == 1);
+            c.unwrap()
+        };
+        // The lists were not emptied, so nr_pcp_free drained: 3492 <= c0 + 2692 <= 3493.
+        let c = cpu1(false);
+        assert_eq!(
+            (c.bounds, c.inferred, c.found),
+            ((800, Some(801)), 800, Found::Bounded)
+        );
+        // A refill first: free_high may have emptied them; only the frees bound the count
+        // (3492 - 1 - 2690 after the last order-0 free).
+        let c = cpu1(true);
+        assert_eq!(
+            (c.bounds, c.inferred, c.found),
+            ((10, Some(801)), 771, Found::Zoneinfo)
+        );
+    }
+
+    #[test]
+    fn a_batched_free_reaches_the_list_at_its_commit_not_at_mm_page_free() {
+        // CPU 1 of DMA32 at 800 (zoneinfo: 771): ten allocations, 2698 single frees, then a
+        // batch of ten (free_unref_folios: ten mm_page_free, then the ten commits, each
+        // mm_page_free_batched); the fourth commit reaches high = 3492 and drains.
+        let mut t = String::from("# tracer: nop\n");
+        t += &line(0, 1, "tracing_mark_write: KT_SNAPSHOT_BEFORE_END t");
+        for i in 0..10 {
+            t += &line(1, 2, &format!("mm_page_alloc: page=(____ptrval____) pfn={:#x} order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE", 0x20000 + i));
+        }
+        let free = |pfn: u64| format!("mm_page_free: page=(____ptrval____) pfn={pfn:#x} order=0");
+        let batched =
+            |pfn: u64| format!("mm_page_free_batched: page=(____ptrval____) pfn={pfn:#x} order=0");
+        for i in 0..2698 {
+            t += &line(1, 3, &free(0x10000 + i));
+        }
+        for i in 0..10 {
+            t += &line(1, 4, &free(0x30000 + i));
+        }
+        for i in 0..10 {
+            t += &line(1, 4, &batched(0x30000 + i));
+            if i == 3 {
+                for j in 0..63 {
+                    t += &line(1, 4, &format!("mm_page_pcpu_drain: page=(____ptrval____) pfn={:#x} order=0 migratetype=1", 0x10000 + j));
+                }
+            }
+        }
+        t += &line(0, 6, "tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN t");
+        let sc = counts_of(&t);
+        // Counted at mm_page_free, the six pages committed after the drain would make it 794.
+        assert_eq!(sc.count("DMA32", 1), Some(800));
+    }
+
+    #[test]
+    fn the_replay_starts_from_the_pinned_count_only_with_the_inference() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.txt");
+        std::fs::write(&p, trace(800)).unwrap();
+        let run = |start_count: Option<bool>| {
+            let opts = ReplayOptions {
+                variants: vec!["upstream".into()],
+                kernel: None,
+                zone_start: None,
+                zone_pages: None,
+                online: None,
+                cpus: None,
+                no_pcp: false,
+                numbering: None,
+                samples: 10,
+                emit: None,
+                strict: true,
+                infer: None,
+                infer_start_count: start_count,
+                infer_lists: None,
+                no_decay: false,
+                proc: Some(snap_dir()),
+                proc_after: None,
+                window: input::Window::default(),
+            };
+            replay_report::run(&p, &opts, &|_| {}).unwrap()
+        };
+        let pcp = |r: &replay_report::ReplayRun| {
+            let f = r.replayers[0]
+                .setup
+                .iter()
+                .find(|f| f.zone.contains("DMA32"));
+            f.unwrap().pcp
+        };
+        let (with, without) = (run(Some(true)), run(None));
+        // zoneinfo: 776 + 771 + 764 + 217; the trace puts CPU 1 at 800, not 771.
+        assert_eq!(pcp(&without), (2528, 2528));
+        assert_eq!(pcp(&with), (2528, 2528 - 771 + 800));
+        assert_eq!(with.start_counts.unwrap().count("DMA32", 1), Some(800));
+        assert!(without.start_counts.is_none());
+    }
+}
