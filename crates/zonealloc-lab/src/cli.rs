@@ -84,9 +84,10 @@ pub struct TraceReplayArgs {
     /// compare several in one run; the first is the baseline.
     #[arg(long = "variant", value_name = "SPEC", default_value = "upstream")]
     pub variants: Vec<String>,
-    /// Which kernel's PCP rules to replay: 5.15, 6.1, 6.12, 7.2 or mainline (any version
-    /// names its family, e.g. 6.1.192). Default: inferred from --proc's zoneinfo, else
-    /// mainline.
+    /// Which kernel's PCP rules to replay: 5.15, 6.1, 6.6, 6.12, 7.2 or mainline (any version
+    /// names its family: 5.x is 5.15, 6.0-6.1 is 6.1, 6.2-6.6 is 6.6, 6.7-6.14 is 6.12, later
+    /// is 7.2; e.g. 6.1.192). Default: inferred from --proc's zoneinfo (5.15 and 6.6 print
+    /// 6.1's format, so name them), else mainline.
     #[arg(long, value_name = "VERSION")]
     pub kernel: Option<String>,
     /// Set the zones up as the traced kernel had them, from a folder with its /proc

@@ -219,8 +219,8 @@ pub enum ConfigError {
     },
     /// A range of a memory map could not be added (overlapping usable regions, say).
     Range(RangeError),
-    /// Not a kernel version [`KernelVersion`](crate::config::KernelVersion) knows (`6.1`,
-    /// `6.12`, `7.2`, `mainline`).
+    /// Not a kernel version [`KernelVersion`](crate::config::KernelVersion) knows (`5.15`,
+    /// `6.1`, `6.6`, `6.12`, `7.2`, `mainline`).
     UnknownKernel,
 }
 
@@ -347,7 +347,7 @@ impl fmt::Display for ConfigError {
                 "the zone's metadata table ({bytes} bytes) could not be allocated"
             ),
             ConfigError::UnknownKernel => {
-                f.write_str("unknown kernel version (known: 6.1, 6.12, 7.2, mainline)")
+                f.write_str("unknown kernel version (known: 5.15, 6.1, 6.6, 6.12, 7.2, mainline)")
             }
             ConfigError::BadZoneLayout => write!(
                 f,

@@ -257,3 +257,124 @@ fn a_lowered_high_is_the_one_frees_drain_at() {
     );
     z.check().unwrap();
 }
+
+/// 5.15 and 6.6.14's `nr_pcp_free` grows `free_factor` with no `CONFIG_PCP_BATCH_SCALE_MAX`
+/// cap: past Debian 6.1's 2016 the drains reach `high - batch` = 3429.
+#[test]
+fn v5_15_and_v6_6_drains_double_past_2016_to_high_minus_batch() {
+    for v in [KernelVersion::V5_15, KernelVersion::V6_6] {
+        let z = zone(v);
+        let (pages, refills) = alloc_n(&z, 15_000);
+        assert!(refills.iter().all(|&r| r == 63), "{v}: {refills:?}");
+        let drains = free_all(&z, &pages);
+        assert_eq!(
+            &drains[..8],
+            &[63, 126, 252, 504, 1008, 2016, 3429, 3429],
+            "{v}"
+        );
+        assert_eq!(z.pcp_info(CpuId(0)).high, 3492, "{v} never tunes high");
+        z.check().unwrap();
+    }
+}
+
+/// 5.15's `free_unref_page_commit` has no `free_high`: after a drain, an order-1 free is kept
+/// where 6.1 and 6.6 drain the whole PCP.
+#[test]
+fn v5_15_keeps_high_order_frees_after_a_drain() {
+    for (v, drains_all) in [
+        (KernelVersion::V5_15, false),
+        (KernelVersion::V6_6, true),
+        (KernelVersion::V6_1, true),
+    ] {
+        let z = zone(v);
+        let (pages, _) = alloc_n(&z, 4000);
+        let o1 = z.alloc_with(Order::new(1).unwrap(), req()).unwrap();
+        free_all(&z, &pages);
+        let left = z.pcp_pages();
+        assert!(left > 0);
+        z.free_on(CpuId(0), o1, Order::new(1).unwrap()).unwrap();
+        let want = if drains_all { 0 } else { left + 2 };
+        assert_eq!(z.pcp_pages(), want, "{v}");
+        z.check().unwrap();
+    }
+}
+
+/// A two-CPU zone of `version` with batch 2 and a fixed `high` of 8; pages are allocated on
+/// CPU 1 so that CPU 0's lists hold only what is freed there.
+fn small_zone(version: KernelVersion, batch_free: bool) -> Zone {
+    let mut cfg = ZoneConfig::without_watermarks();
+    version.apply(&mut cfg);
+    cfg.pcp = cfg
+        .pcp
+        .with_cpus(2)
+        .with_batch(Some(2))
+        .with_high_min(Some(8))
+        .with_high_max(Some(8))
+        .with_drain_batch_free(batch_free);
+    let z = Zone::new(ZoneType::Normal, Pfn(0), Pfn(FRAMES), cfg).unwrap();
+    z.add_free_range(Pfn(0), Pfn(FRAMES)).unwrap();
+    z
+}
+
+/// 5.15's `free_pcppages_bulk`: the round robin starts at list 1 and takes `batch_free`
+/// blocks per list (one more per list stepped over). Two order-1 blocks (list 4) and four
+/// order-0 pages (list 1) reach `high` 8; the drain of 2 takes one order-0 page from list 1,
+/// steps over lists 2 and 3 and takes an order-1 block from list 4: 3 pages. From 5.18 on
+/// the freed list (1) is drained first and to empty: 2 order-0 pages.
+#[test]
+fn v5_15_drain_takes_batch_free_blocks_per_list() {
+    let one = Order::new(1).unwrap();
+    for (batch_free, left) in [(true, 5), (false, 6)] {
+        let z = small_zone(KernelVersion::V5_15, batch_free);
+        let on1 = AllocRequest::new(M).on_cpu(CpuId(1));
+        let o1: Vec<Pfn> = (0..2).map(|_| z.alloc_with(one, on1).unwrap()).collect();
+        let o0: Vec<Pfn> = (0..4)
+            .map(|_| z.alloc_with(Order::ZERO, on1).unwrap())
+            .collect();
+        for &p in &o1 {
+            z.free_on(CpuId(0), p, one).unwrap();
+        }
+        for &p in &o0[..3] {
+            z.free_on(CpuId(0), p, Order::ZERO).unwrap();
+        }
+        assert_eq!(z.pcp_info(CpuId(0)).count, 7);
+        z.free_on(CpuId(0), o0[3], Order::ZERO).unwrap();
+        let info = z.pcp_info(CpuId(0));
+        assert_eq!(
+            (info.count, info.stats.drain_high_pages),
+            (left, 8 - left as u64)
+        );
+        // The first order-1 block freed (the list's tail) went back with batch_free.
+        assert_eq!(info.list_pages[4], if batch_free { 2 } else { 4 });
+        z.check().unwrap();
+    }
+}
+
+/// 6.6.14's `__setup_per_zone_wmarks` treats `ZONE_MOVABLE` like highmem (min =
+/// `clamp(managed / 1024, 32, 128)`, left out of `lowmem_pages`); 5.15 and 6.1 do not.
+#[test]
+fn v6_6_movable_zone_min_is_like_highmem() {
+    let movable_min = |v: KernelVersion| {
+        let cfg = ZoneConfig::for_kernel(v).with_cpus(1);
+        let normal = Zone::new(ZoneType::Normal, Pfn(0), Pfn(FRAMES), cfg).unwrap();
+        let movable = Zone::new(ZoneType::Movable, Pfn(FRAMES), Pfn(2 * FRAMES), cfg).unwrap();
+        let node = zonealloc::Node::new(0, [normal, movable]).unwrap();
+        node.add_free_range(Pfn(0), Pfn(2 * FRAMES)).unwrap();
+        node.zone(ZoneType::Movable).unwrap().watermarks().min
+    };
+    assert_eq!(movable_min(KernelVersion::V6_6), FRAMES / 1024);
+    for v in [KernelVersion::V5_15, KernelVersion::V6_1] {
+        assert!(movable_min(v) > FRAMES / 1024, "{v}: {}", movable_min(v));
+    }
+}
+
+#[test]
+fn every_version_round_trips_its_name() {
+    for v in KernelVersion::ALL {
+        assert_eq!(v.to_string().parse::<KernelVersion>(), Ok(v));
+        ZoneConfig::for_kernel(v).validate().unwrap();
+    }
+    assert_eq!("5.15".parse(), Ok(KernelVersion::V5_15));
+    assert_eq!("6.6".parse(), Ok(KernelVersion::V6_6));
+    assert!("6.7".parse::<KernelVersion>().is_err());
+}

@@ -7,8 +7,10 @@
 //! tail_merge=on|off                      seed 003
 //! batch_scale_max=0..=6                  seed 001 (0: off)
 //! free_high=off|original|current|batch|free_factor   seed 000 (batch: 6.12, free_factor: 6.1)
-//! high_mode=fixed|autotune alloc_scaling=on|off free_scaling=free_count|free_factor
+//! high_mode=fixed|autotune alloc_scaling=on|off
+//! free_scaling=free_count|free_factor|free_factor_uncapped   (uncapped: 5.15 to 6.6)
 //! decay=on|off drain_in_batches=on|off highatomic_no_refill=on|off   (kernel-version rules)
+//! drain_batch_free=on|off                5.15's free_pcppages_bulk round robin
 //! highatomic_cap=aligned|plus_pageblock highatomic_unusable=free|reserved
 //! movable_like_highmem=on|off thp_min_free_kbytes=on|off lowmem_reserve_follows_managed=on|off
 //! fallback=claim_steal|legacy drain_migratetype=at_drain|at_free   (6.1: legacy, at_free)
@@ -44,8 +46,8 @@ pub struct Variant {
 /// The knobs a spec may set, for error messages.
 pub const KNOBS: &str = "tail_merge=on|off, batch_scale_max=0..=6, \
 free_high=off|original|current|batch|free_factor, high_mode=fixed|autotune, \
-alloc_scaling=on|off, free_scaling=free_count|free_factor, decay=on|off, \
-drain_in_batches=on|off, highatomic_no_refill=on|off, highatomic_cap=aligned|plus_pageblock, \
+alloc_scaling=on|off, free_scaling=free_count|free_factor|free_factor_uncapped, decay=on|off, \
+drain_in_batches=on|off, drain_batch_free=on|off, highatomic_no_refill=on|off, highatomic_cap=aligned|plus_pageblock, \
 highatomic_unusable=free|reserved, movable_like_highmem=on|off, thp_min_free_kbytes=on|off, \
 lowmem_reserve_follows_managed=on|off, fallback=claim_steal|legacy, \
 drain_migratetype=at_drain|at_free, llc_slice_bytes=N, locking=spinlock|owner-only, \
@@ -111,11 +113,17 @@ fn set(cfg: &mut ZoneConfig, k: &str, v: &str, spec: &str) -> Result<(), String>
             cfg.pcp.free_scaling = match v {
                 "free_count" => FreeScaling::FreeCount,
                 "free_factor" => FreeScaling::FreeFactor,
-                _ => return Err(format!("{k}={v}: expected free_count or free_factor")),
+                "free_factor_uncapped" => FreeScaling::FreeFactorUncapped,
+                _ => {
+                    return Err(format!(
+                        "{k}={v}: expected free_count, free_factor or free_factor_uncapped"
+                    ))
+                }
             }
         }
         "decay" => cfg.pcp.decay = on_off(k, v)?,
         "drain_in_batches" => cfg.pcp.drain_in_batches = on_off(k, v)?,
+        "drain_batch_free" => cfg.pcp.drain_batch_free = on_off(k, v)?,
         "highatomic_no_refill" => cfg.pcp.highatomic_no_refill = on_off(k, v)?,
         "highatomic_cap" => {
             cfg.highatomic_cap = match v {
@@ -343,6 +351,22 @@ mod tests {
         let mut six_one = ZoneConfig::default();
         zonealloc::KernelVersion::V6_1.apply(&mut six_one);
         assert_eq!(k, six_one, "6.1's rules, knob by knob");
+        // 5.15 and 6.6 differ from 6.1 only in the knobs named here.
+        for (version, spec) in [
+            (
+                zonealloc::KernelVersion::V5_15,
+                "free_scaling=free_factor_uncapped,free_high=off,drain_batch_free=on",
+            ),
+            (
+                zonealloc::KernelVersion::V6_6,
+                "free_scaling=free_factor_uncapped,movable_like_highmem=on",
+            ),
+        ] {
+            let v = Variant::parse_on(&format!("upstream,{spec}"), &six_one).unwrap();
+            let mut want = ZoneConfig::default();
+            version.apply(&mut want);
+            assert_eq!(v.cfg, want, "{version}'s rules from 6.1's, knob by knob");
+        }
         let m = Variant::parse("min_free_kbytes=45056").unwrap();
         assert_eq!(
             m.cfg.watermarks,
@@ -361,6 +385,8 @@ mod tests {
             ("locking=maybe", "owner-only"),
             ("fallback=old", "claim_steal or legacy"),
             ("drain_migratetype=now", "at_drain or at_free"),
+            ("free_scaling=double", "free_factor_uncapped"),
+            ("drain_batch_free=maybe", "expected on or off"),
         ] {
             let e = Variant::parse(spec).unwrap_err();
             assert!(e.contains(needle), "{spec}: {e}");

@@ -435,8 +435,10 @@ mod tests {
         assert_eq!("6.12".parse(), Ok(KernelVersion::V6_12));
         assert_eq!("7.2".parse(), Ok(KernelVersion::V7_2));
         assert_eq!("mainline".parse(), Ok(KernelVersion::Mainline));
+        assert_eq!("5.15".parse(), Ok(KernelVersion::V5_15));
+        assert_eq!("6.6".parse(), Ok(KernelVersion::V6_6));
         assert_eq!(
-            "5.15".parse::<KernelVersion>(),
+            "6.7".parse::<KernelVersion>(),
             Err(ConfigError::UnknownKernel)
         );
         // apply() on a config keeps what it does not own.

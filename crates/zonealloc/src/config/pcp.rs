@@ -40,6 +40,23 @@ pub enum FreeScaling {
     /// `batch_scale_max`: the Debian 6.1 backport of `CONFIG_PCP_BATCH_SCALE_MAX`) and halves
     /// on each PCP allocation (`rmqueue_pcplist`).
     FreeFactor,
+    /// 5.15 to 6.6 upstream (`nr_pcp_free`: `if (batch < max_nr_free) pcp->free_factor++;`):
+    /// [`FreeScaling::FreeFactor`] without the `CONFIG_PCP_BATCH_SCALE_MAX` cap, so drains
+    /// double until they reach `high - batch` (3429 at batch 63 and high 3492, where the
+    /// capped form stops at 2016). The cap reached 6.1 only as a Debian backport.
+    FreeFactorUncapped,
+}
+
+impl FreeScaling {
+    /// Whether `free_count` holds the pre-6.7 `free_factor` (drains since allocations last
+    /// halved it) rather than 6.7+'s count of freed pages.
+    #[inline]
+    pub const fn is_free_factor(self) -> bool {
+        matches!(
+            self,
+            FreeScaling::FreeFactor | FreeScaling::FreeFactorUncapped
+        )
+    }
 }
 
 /// How `pcp->high` is set (`zone_set_pageset_high_and_batch`).
@@ -138,6 +155,12 @@ pub struct PcpConfig {
     pub highatomic_no_refill: bool,
     /// The migratetype a drained block is freed with (6.1: cached at free).
     pub drain_migratetype: DrainMigratetype,
+    /// 5.15's `free_pcppages_bulk`: the round robin always starts after list 0 (no `pindex`
+    /// argument: the freed list is not drained first) and takes `batch_free` blocks from each
+    /// list it reaches, `batch_free` being one more for every list it stepped over (the whole
+    /// count when only one list holds pages); and `drain_pages_zone` drains in one call. Off,
+    /// each list is drained to empty before the next, starting at the freed list (5.18 on).
+    pub drain_batch_free: bool,
     /// Seed 002.
     pub locking: PcpLocking,
     /// Seed 004.
@@ -175,6 +198,7 @@ impl PcpConfig {
             drain_in_batches: true,
             highatomic_no_refill: true,
             drain_migratetype: DrainMigratetype::AtDrain,
+            drain_batch_free: false,
             locking: PcpLocking::Spinlock,
             drain: DrainMode::Remote,
             llc_slice_bytes: 2 << 20,
@@ -293,6 +317,12 @@ impl PcpConfig {
     /// With `drain_migratetype` set ([`PcpConfig::drain_migratetype`]).
     pub const fn with_drain_migratetype(mut self, drain_migratetype: DrainMigratetype) -> Self {
         self.drain_migratetype = drain_migratetype;
+        self
+    }
+
+    /// With `drain_batch_free` set ([`PcpConfig::drain_batch_free`]).
+    pub const fn with_drain_batch_free(mut self, drain_batch_free: bool) -> Self {
+        self.drain_batch_free = drain_batch_free;
         self
     }
 

@@ -147,6 +147,8 @@ pub(crate) struct PcpPolicy {
     pub(crate) highatomic_no_refill: bool,
     /// `free_pcppages_bulk` frees with the type cached at free (6.1) or the pageblock's.
     pub(crate) drain_migratetype: DrainMigratetype,
+    /// 5.15's `free_pcppages_bulk`: the `batch_free` round robin from list 0.
+    pub(crate) drain_batch_free: bool,
 }
 
 impl PcpPolicy {
@@ -512,8 +514,9 @@ impl PerCpuPages {
         high
     }
 
-    /// `nr_pcp_free`: pages to drain now. Under [`FreeScaling::FreeFactor`] it grows 6.1's
-    /// `free_factor` (kept in `free_count`).
+    /// `nr_pcp_free`: pages to drain now. Under [`FreeScaling::FreeFactor`] (and
+    /// [`FreeScaling::FreeFactorUncapped`]) it grows the pre-6.7 `free_factor` (kept in
+    /// `free_count`).
     pub(crate) fn nr_pcp_free(&mut self, high: i32, free_high: bool, policy: &PcpPolicy) -> i32 {
         let batch = self.batch;
         if free_high {
@@ -530,12 +533,16 @@ impl PerCpuPages {
         match policy.free_scaling {
             // Keep at least `batch` pages; free more after a long run of frees.
             FreeScaling::FreeCount => self.free_count.max(min_nr_free).min(max_nr_free),
-            FreeScaling::FreeFactor => {
+            FreeScaling::FreeFactor | FreeScaling::FreeFactorUncapped => {
                 // 6.1: `batch <<= pcp->free_factor; if (batch < max_nr_free &&
                 // pcp->free_factor < CONFIG_PCP_BATCH_SCALE_MAX) pcp->free_factor++;`
+                // 5.15 and 6.6: `if (batch < max_nr_free) pcp->free_factor++;` (no cap; the
+                // growth stops by itself once `batch << free_factor` reaches `high - batch`).
                 let factor = self.free_count.clamp(0, 30) as u32;
                 let scaled = i64::from(batch) << factor;
-                if scaled < i64::from(max_nr_free) && self.free_count < i32::from(policy.scale) {
+                let capped = policy.free_scaling == FreeScaling::FreeFactor
+                    && self.free_count >= i32::from(policy.scale);
+                if scaled < i64::from(max_nr_free) && !capped {
                     self.free_count += 1;
                 }
                 scaled
@@ -563,7 +570,8 @@ impl PerCpuPages {
     }
 
     /// `free_pcppages_bulk`: move up to `count` pages from the list tails to the buddy,
-    /// round-robin from `pindex`, each list to empty before the next. Caller holds this PCP's
+    /// round-robin from `pindex`, each list to empty before the next (under
+    /// [`PcpPolicy::drain_batch_free`], 5.15's round robin from list 0 instead). Caller holds this PCP's
     /// lock and passes the zone's locked state. Returns the pages moved.
     pub(crate) fn free_bulk(
         &mut self,
@@ -576,12 +584,23 @@ impl PerCpuPages {
     ) -> i32 {
         let mut count = count.min(self.count);
         let mut moved = 0;
-        let mut p = (pindex + NR_PCP_LISTS - 1) % NR_PCP_LISTS;
+        // 5.15 starts at `pindex = 0` and steps before looking, so list 1 comes first.
+        let mut p = if policy.drain_batch_free {
+            0
+        } else {
+            (pindex + NR_PCP_LISTS - 1) % NR_PCP_LISTS
+        };
+        // 5.15's `batch_free`: lists stepped to since the last block taken.
+        let mut batch_free: i32 = 0;
         while count > 0 {
+            if !policy.drain_batch_free {
+                batch_free = 0;
+            }
             // Guard against a count that disagrees with the lists (P1 violated): never spin.
             let mut tries = 0;
             loop {
                 p = (p + 1) % NR_PCP_LISTS;
+                batch_free += 1;
                 if !self.lists[p].is_empty() || tries == NR_PCP_LISTS {
                     break;
                 }
@@ -589,6 +608,12 @@ impl PerCpuPages {
             }
             if self.lists[p].is_empty() {
                 break;
+            }
+            if !policy.drain_batch_free {
+                batch_free = i32::MAX;
+            } else if batch_free == NR_PCP_LISTS as i32 {
+                // "This is the only non-empty list. Free them all."
+                batch_free = count;
             }
             let order = policy.order_of(p);
             let nr = 1i32 << order.get();
@@ -607,7 +632,12 @@ impl PerCpuPages {
                 self.count -= nr;
                 moved += nr;
                 z.free_one_page(t, idx, order, mt, FreePlacement::Normal);
-                if count <= 0 || self.lists[p].is_empty() {
+                // 5.15: `while (count > 0 && --batch_free && !list_empty(list))`.
+                if count <= 0 {
+                    break;
+                }
+                batch_free -= 1;
+                if batch_free == 0 || self.lists[p].is_empty() {
                     break;
                 }
             }
@@ -649,6 +679,7 @@ mod tests {
         decay: true,
         highatomic_no_refill: true,
         drain_migratetype: DrainMigratetype::AtDrain,
+        drain_batch_free: false,
     };
 
     /// Debian 6.1.192's policy.
@@ -663,6 +694,7 @@ mod tests {
         decay: false,
         highatomic_no_refill: false,
         drain_migratetype: DrainMigratetype::AtFree,
+        drain_batch_free: false,
     };
 
     #[test]

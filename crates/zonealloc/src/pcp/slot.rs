@@ -271,6 +271,7 @@ impl PcpSet {
                 decay: cfg.decay,
                 highatomic_no_refill: cfg.highatomic_no_refill,
                 drain_migratetype: cfg.drain_migratetype,
+                drain_batch_free: cfg.drain_batch_free,
             },
             cfg,
             params: PagesetParams {
@@ -409,8 +410,8 @@ pub struct PcpTuning {
     pub high: Option<i32>,
     /// `alloc_factor` (6.7+), `0..=CONFIG_PCP_BATCH_SCALE_MAX`.
     pub alloc_factor: Option<u8>,
-    /// `free_count` (6.7+), or 6.1's `free_factor` under
-    /// [`FreeScaling::FreeFactor`](crate::FreeScaling::FreeFactor).
+    /// `free_count` (6.7+), or the pre-6.7 `free_factor` under
+    /// [`FreeScaling::FreeFactor`](crate::FreeScaling::FreeFactor) (and its uncapped form).
     pub free_count: Option<i32>,
     /// `PCPF_PREV_FREE_HIGH_ORDER`: the previous free on this CPU was of orders 1..=3.
     pub prev_free_high_order: Option<bool>,
@@ -453,7 +454,8 @@ impl PcpSet {
         // when it holds 6.1's `free_factor`, which frees do not grow.
         pcp.free_count_max = match self.policy.free_scaling {
             crate::config::FreeScaling::FreeCount => pcp.batch << self.policy.scale,
-            crate::config::FreeScaling::FreeFactor => 0,
+            crate::config::FreeScaling::FreeFactor
+            | crate::config::FreeScaling::FreeFactorUncapped => 0,
         };
         // The count half of `PerCpuPages::free_high`, one threshold per policy.
         pcp.free_high_min = match self.policy.free_high {

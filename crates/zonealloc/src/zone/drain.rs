@@ -97,11 +97,23 @@ impl<P: Platform> Zone<P> {
         }
     }
 
-    /// `drain_pages_zone` on lists the caller holds: empties them in chunks of up to
-    /// `batch << SCALE` pages.
+    /// `drain_pages_zone`'s chunk: up to `batch << SCALE` pages (Debian 6.1, 6.12+), or all
+    /// of them in one `free_pcppages_bulk` call (5.15 with its `batch_free` round robin,
+    /// which a restart would change; 6.6.14 drains in one call too, but its lists empty one
+    /// after another, so chunks drain the same pages).
+    fn drain_zone_chunk(&self, pcp: &PerCpuPages) -> i32 {
+        if self.pcp.policy.drain_batch_free {
+            pcp.count
+        } else {
+            pcp.count.min(pcp.batch.max(1) << self.pcp.policy.scale)
+        }
+    }
+
+    /// `drain_pages_zone` on lists the caller holds: empties them in chunks
+    /// ([`Zone::drain_zone_chunk`]).
     pub(crate) fn drain_locked(&self, pcp: &mut PerCpuPages, reason: DrainReason) {
         while pcp.count > 0 {
-            let n = pcp.count.min(pcp.batch.max(1) << self.pcp.policy.scale);
+            let n = self.drain_zone_chunk(pcp);
             let before = pcp.count;
             self.bulk_free(pcp, n, 0, reason);
             if pcp.count == before {
@@ -120,7 +132,7 @@ impl<P: Platform> Zone<P> {
             };
             let mut pcp = PcpGuard::resume(slot, pcp);
             self.pcp.refresh_locked(&mut pcp);
-            let n = pcp.count.min(pcp.batch.max(1) << self.pcp.policy.scale);
+            let n = self.drain_zone_chunk(&pcp);
             let before = pcp.count;
             if n > 0 {
                 self.bulk_free(&mut pcp, n, 0, reason);

@@ -1,26 +1,26 @@
-//! `--kernel VERSION`: which kernel's PCP rules a replay runs (docs/kernel-versions.md §0).
+//! `--kernel VERSION`: which kernel's PCP and buddy rules a replay runs
+//! (docs/kernel-versions.md §0).
 //!
-//! A version names a family: `5.15` (5.x), `6.1` (6.0 to 6.6: one fixed `high`, refills of
-//! `batch`, drains scaled by `free_factor`, the 5.18 `free_high`), `6.12` (6.7 to 6.14:
-//! `high_min`/`high_max` auto-tuning, decay) and `7.2` = `mainline` (6.15 on: the
-//! `batch + high_min / 2` free_high threshold). With `--proc` and no `--kernel`, the family
-//! is inferred from the zoneinfo format (§6.1).
-//!
-//! A family applies the core's preset ([`KernelVersion::apply`]): 6.1's one fixed `high`,
-//! refills of `batch`, `free_factor` drain scaling, its `free_high` and no decay; 6.12's
-//! `free_high` threshold; 7.2's chunked drains and highatomic refill refusal; each rule a
-//! field `--variant` can set back. 5.15 runs 6.1's rules without `free_high` (the core has
-//! no 5.15 preset). What the core does not model yet is listed by [`Kernel::unmodelled`].
+//! A version names a family: `5.15` (5.x), `6.1` (6.0 and 6.1), `6.6` (6.2 to 6.6), `6.12`
+//! (6.7 to 6.14: `high_min`/`high_max` auto-tuning, decay) and `7.2` = `mainline` (6.15 on:
+//! the `batch + high_min / 2` free_high threshold). Each family runs the core's preset of the
+//! same name ([`KernelVersion::apply`]), every rule a field `--variant` can set back. With
+//! `--proc` and no `--kernel`, the family is inferred from the zoneinfo format (§6.1): 5.15,
+//! 6.1 and 6.6 print the same one (`high:`/`batch:` pagesets, no `promo` watermark), which
+//! names the 6.1 family. What the core does not model of a family is listed by
+//! [`Kernel::unmodelled`].
 
-use zonealloc::{FreeHigh, KernelVersion, ZoneConfig};
+use zonealloc::{KernelVersion, ZoneConfig};
 
 /// A kernel family with its own PCP rules.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub enum Kernel {
-    /// 5.x (checked against Android's 5.15).
+    /// 5.x (checked against Android's common 5.15).
     V5_15,
-    /// 6.0 to 6.6 (checked against Debian's 6.1.192).
+    /// 6.0 and 6.1 (checked against Debian's 6.1.192).
     V6_1,
+    /// 6.2 to 6.6 (checked against 6.6.14).
+    V6_6,
     /// 6.7 to 6.14 (checked against Debian's 6.12.117).
     V6_12,
     /// 6.15 and later (checked against Debian's 7.2.13 and mainline).
@@ -28,7 +28,7 @@ pub enum Kernel {
 }
 
 impl Kernel {
-    /// Parses `5.15`, `6.1`, `6.1.192-2`, `v6.12`, `7.2.13+deb14-amd64` or `mainline`.
+    /// Parses `5.15`, `6.1`, `6.1.192-2`, `6.6`, `v6.12`, `7.2.13+deb14-amd64` or `mainline`.
     pub fn parse(s: &str) -> Result<Kernel, String> {
         let t = s.trim().trim_start_matches('v');
         if t == "mainline" || t == "latest" {
@@ -48,7 +48,8 @@ impl Kernel {
                 ))
             }
             (5, _) => Kernel::V5_15,
-            (6, 0..=6) => Kernel::V6_1,
+            (6, 0..=1) => Kernel::V6_1,
+            (6, 2..=6) => Kernel::V6_6,
             (6, 7..=14) => Kernel::V6_12,
             _ => Kernel::V7_2,
         })
@@ -59,6 +60,7 @@ impl Kernel {
         match self {
             Kernel::V5_15 => "5.15",
             Kernel::V6_1 => "6.1",
+            Kernel::V6_6 => "6.6",
             Kernel::V6_12 => "6.12",
             Kernel::V7_2 => "7.2 (mainline)",
         }
@@ -66,49 +68,46 @@ impl Kernel {
 
     /// Whether `high` is one fixed value (no auto-tuning): `pageset_update` before 6.7.
     pub fn fixed_high(self) -> bool {
-        matches!(self, Kernel::V5_15 | Kernel::V6_1)
+        matches!(self, Kernel::V5_15 | Kernel::V6_1 | Kernel::V6_6)
     }
 
-    /// The core's preset this family follows ([`KernelVersion`]; 5.15 follows 6.1's with
-    /// `free_high` off, the core offering no 5.15 preset).
+    /// The core's preset this family follows ([`KernelVersion`]).
     pub fn version(self) -> KernelVersion {
         match self {
-            Kernel::V5_15 | Kernel::V6_1 => KernelVersion::V6_1,
+            Kernel::V5_15 => KernelVersion::V5_15,
+            Kernel::V6_1 => KernelVersion::V6_1,
+            Kernel::V6_6 => KernelVersion::V6_6,
             Kernel::V6_12 => KernelVersion::V6_12,
             Kernel::V7_2 => KernelVersion::V7_2,
         }
     }
 
     /// Sets the family's rules ([`KernelVersion::apply`]: fixed or auto-tuned `high`, refill
-    /// and drain scaling, `free_high`, decay, highatomic and watermark rules).
+    /// and drain scaling, `free_high`, decay, drain order, highatomic and watermark rules).
     pub fn apply(self, cfg: &mut ZoneConfig) {
         self.version().apply(cfg);
-        if self == Kernel::V5_15 {
-            // 5.15's free_unref_page_commit has no free_high.
-            cfg.pcp.free_high = FreeHigh::Off;
-        }
     }
 
-    /// The family's rules the core does not model yet (for the report), from
-    /// docs/kernel-versions.md §0.
+    /// The family's rules the core does not model (for the report), from
+    /// docs/kernel-versions.md §0 and §9.
     pub fn unmodelled(self) -> &'static [&'static str] {
+        // order_to_pindex / NR_PCP_LISTS: the model keeps Debian 6.1's and 6.12+'s two THP
+        // lists (Movable, and the other types).
+        const THP_ONE_LIST: &str =
+            "one THP-order PCP list shared by every migratetype (NR_PCP_LISTS 13; the model has two)";
         match self {
             Kernel::V5_15 => &[
-                "5.15 is run with 6.1's rules (its sources were not verified), free_high off",
-                "legacy fallback (__rmqueue_fallback / steal_suitable_fallback)",
-                "migratetype cached at free for free_pcppages_bulk",
+                "three THP-order PCP lists, one per migratetype (NR_PCP_LISTS 15; the model has two)",
             ],
-            Kernel::V6_1 => &[
-                "legacy fallback (__rmqueue_fallback / steal_suitable_fallback)",
-                "migratetype cached at free for free_pcppages_bulk",
-            ],
-            Kernel::V6_12 | Kernel::V7_2 => &[],
+            Kernel::V6_6 => &[THP_ONE_LIST],
+            Kernel::V6_1 | Kernel::V6_12 | Kernel::V7_2 => &[],
         }
     }
 }
 
 /// Infers the family from a zoneinfo text (docs/kernel-versions.md §6.1): `high_min:` lines
-/// mean 7.2, a `promo` watermark 6.12, neither the 6.1 family.
+/// mean 7.2, a `promo` watermark 6.12, neither the 6.1 family (5.15 and 6.6 print the same
+/// format as 6.1, so a 5.15 or 6.6 snapshot needs `--kernel`).
 pub fn infer_from_zoneinfo(text: &str) -> Kernel {
     let mut promo = false;
     for line in text.lines() {
@@ -132,11 +131,18 @@ mod tests {
     #[test]
     fn versions_map_to_families() {
         for (s, k) in [
+            ("5.4", Kernel::V5_15),
             ("5.15", Kernel::V5_15),
+            ("6.0", Kernel::V6_1),
             ("6.1", Kernel::V6_1),
             ("6.1.192-2", Kernel::V6_1),
-            ("v6.6", Kernel::V6_1),
+            ("6.2", Kernel::V6_6),
+            ("v6.6", Kernel::V6_6),
+            ("6.6.14", Kernel::V6_6),
+            ("6.7", Kernel::V6_12),
             ("6.12", Kernel::V6_12),
+            ("6.14", Kernel::V6_12),
+            ("6.15", Kernel::V7_2),
             ("7.2.13+deb14-amd64", Kernel::V7_2),
             ("mainline", Kernel::V7_2),
         ] {
@@ -146,13 +152,31 @@ mod tests {
         assert!(Kernel::parse("six")
             .unwrap_err()
             .contains("expected a version"));
-        let mut c = ZoneConfig::default();
-        Kernel::V6_1.apply(&mut c);
-        assert_eq!(c.pcp.free_high, FreeHigh::FreeFactor);
-        assert!(!c.pcp.decay && !c.pcp.alloc_scaling);
-        let mut c = ZoneConfig::default();
-        Kernel::V5_15.apply(&mut c);
-        assert_eq!(c.pcp.free_high, FreeHigh::Off);
+    }
+
+    #[test]
+    fn each_family_runs_the_core_preset_of_its_name() {
+        for k in [
+            Kernel::V5_15,
+            Kernel::V6_1,
+            Kernel::V6_6,
+            Kernel::V6_12,
+            Kernel::V7_2,
+        ] {
+            let mut c = ZoneConfig::default();
+            k.apply(&mut c);
+            assert_eq!(c, ZoneConfig::for_kernel(k.version()), "{}", k.name());
+            assert!(k.name().starts_with(&k.version().to_string()));
+            assert_eq!(
+                k.fixed_high(),
+                c.pcp.high_mode == zonealloc::HighMode::Fixed
+            );
+        }
+        // The presets the lab used to approximate are now their own.
+        assert_eq!(Kernel::V5_15.version(), KernelVersion::V5_15);
+        assert_eq!(Kernel::V6_6.version(), KernelVersion::V6_6);
+        assert!(Kernel::V6_1.unmodelled().is_empty());
+        assert!(Kernel::V6_6.unmodelled()[0].contains("THP"));
     }
 
     #[test]
