@@ -144,9 +144,9 @@ pub struct ZoneConfig {
     pub highatomic_cap: HighatomicCap,
     /// What `__zone_watermark_unusable_free` holds back for HighAtomic.
     pub highatomic_unusable: HighatomicUnusable,
-    /// `__setup_per_zone_wmarks` (6.12+): `ZONE_MOVABLE` is left out of `lowmem_pages` and
-    /// gets `clamp(managed / 1024, 32, 128)` as its min mark, like highmem. Off (6.1), it is
-    /// lowmem.
+    /// `__setup_per_zone_wmarks` (6.6+): `ZONE_MOVABLE` is left out of `lowmem_pages` and
+    /// gets `clamp(managed / 1024, 32, 128)` as its min mark, like highmem. Off (5.15, 6.1),
+    /// it is lowmem.
     pub movable_like_highmem: bool,
     /// `set_recommended_min_free_kbytes` (`mm/khugepaged.c`, run when THP is enabled): an
     /// automatic `min_free_kbytes` is raised to `pageblock_nr_pages * nr_zones * (2 +
