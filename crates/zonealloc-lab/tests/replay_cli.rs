@@ -428,3 +428,18 @@ fn a_pipe_replays_like_the_file_and_a_zone_too_small_names_the_flag() {
         "{err}"
     );
 }
+
+/// `--kernel` names a family whatever the zoneinfo format says: 6.6's snapshot format is 6.1's,
+/// so a 6.2-6.6 kernel is given by version and runs the 6.6 preset, whose unmodelled rule
+/// (one THP-order list) the JSON lists.
+#[test]
+fn kernel_6_4_runs_the_6_6_preset_over_a_6_1_format_snapshot() {
+    let v = json(&zonealloc(&[
+        "trace", "replay", SAMPLE, "--proc", PROC_61, "--kernel", "6.4", "--json",
+    ]));
+    let cfg = &v["experiments"][0]["config"];
+    assert_eq!(cfg["kernel"], "6.6");
+    assert_eq!(cfg["kernel_given"], true);
+    let missing = cfg["kernel_rules_not_modelled"].as_array().unwrap();
+    assert!(missing[0].as_str().unwrap().contains("THP"), "{missing:?}");
+}
