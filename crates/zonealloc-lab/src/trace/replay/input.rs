@@ -43,9 +43,6 @@ pub struct Input {
     pub reader: Box<dyn BufRead + Send>,
     /// What the prefix says.
     pub sniff: Sniff,
-    /// The prefix from where the replay starts (after the `from` marker, before the `to`
-    /// one), for inferences from the trace's first events ([`super::pcp_state`]).
-    pub head: Vec<u8>,
 }
 
 /// The part of a trace to replay: from the line after the first one containing `from` (when
@@ -97,14 +94,6 @@ pub fn open_window(path: &Path, window: &Window) -> io::Result<(Input, Option<bo
             prefix.drain(header..end);
         }
     }
-    let mut head = prefix.clone();
-    if let Some(at) = window
-        .to
-        .as_ref()
-        .and_then(|to| memchr::memmem::find(&head, to.as_bytes()))
-    {
-        head.truncate(at);
-    }
     let stream = Cursor::new(prefix).chain(src);
     let reader: Box<dyn BufRead + Send> = match &window.to {
         Some(to) => Box::new(BufReader::with_capacity(
@@ -114,14 +103,7 @@ pub fn open_window(path: &Path, window: &Window) -> io::Result<(Input, Option<bo
         // Both halves are buffered already.
         None => Box::new(stream),
     };
-    Ok((
-        Input {
-            reader,
-            sniff,
-            head,
-        },
-        found,
-    ))
+    Ok((Input { reader, sniff }, found))
 }
 
 /// Bytes per chunk a [`ReadAhead`] hands over.
