@@ -6,7 +6,9 @@
 //! ([`Sniff`]): ftrace's header names the CPU count (`#P:4`), and the allocations there
 //! carry the gfp-versus-migratetype evidence of [`Evidence`]. The replay then reads the
 //! prefix again from memory, chained to the rest of the stream, so nothing is read twice
-//! from the source and a pipe works as well as a file.
+//! from the source and a pipe works as well as a file. The prefix is kept as read
+//! ([`Input::prefix`]) for the caller to sniff once the parse of the stream has started, so
+//! the two run side by side.
 //!
 //! The source is read, and decompressed, on a thread of its own (`ReadAhead`) a few
 //! chunks ahead of the parser: xz's decoding (half the CPU time of a replay of an `.xz`
@@ -37,12 +39,12 @@ pub struct Sniff {
     pub bytes: usize,
 }
 
-/// An opened input: the stream (prefix first) and what its prefix says.
+/// An opened input: the stream (prefix first) and the prefix as read.
 pub struct Input {
     /// The whole input, from its first byte.
     pub reader: Box<dyn BufRead + Send>,
-    /// What the prefix says.
-    pub sniff: Sniff,
+    /// The input's first [`PREFIX_BYTES`], before any window is cut: [`sniff`] it.
+    pub prefix: Vec<u8>,
 }
 
 /// The part of a trace to replay: from the line after the first one containing `from` (when
@@ -58,7 +60,7 @@ pub struct Window {
     pub to: Option<String>,
 }
 
-/// Opens `path` (`-`: standard input), decompressing as [`parse::open`] does, and sniffs
+/// Opens `path` (`-`: standard input), decompressing as [`parse::open`] does, and reads
 /// its prefix.
 pub fn open(path: &Path) -> io::Result<Input> {
     open_window(path, &Window::default()).map(|(i, _)| i)
@@ -77,8 +79,9 @@ pub fn open_window(path: &Path, window: &Window) -> io::Result<(Input, Option<bo
     (&mut src)
         .take(PREFIX_BYTES as u64)
         .read_to_end(&mut prefix)?;
-    let sniff = sniff(&prefix);
     let mut found = None;
+    // The stream's copy of the prefix, the window cut out of it.
+    let mut head = None;
     if let Some(from) = &window.from {
         let at = memchr::memmem::find(&prefix, from.as_bytes());
         found = Some(at.is_some());
@@ -91,10 +94,11 @@ pub fn open_window(path: &Path, window: &Window) -> io::Result<(Input, Option<bo
                 .sum::<usize>()
                 .min(at);
             let end = memchr::memchr(b'\n', &prefix[at..]).map_or(prefix.len(), |nl| at + nl + 1);
-            prefix.drain(header..end);
+            head = Some([&prefix[..header], &prefix[end..]].concat());
         }
     }
-    let stream = Cursor::new(prefix).chain(src);
+    let head = head.unwrap_or_else(|| prefix.clone());
+    let stream = Cursor::new(head).chain(src);
     let reader: Box<dyn BufRead + Send> = match &window.to {
         Some(to) => Box::new(BufReader::with_capacity(
             1 << 16,
@@ -103,7 +107,7 @@ pub fn open_window(path: &Path, window: &Window) -> io::Result<(Input, Option<bo
         // Both halves are buffered already.
         None => Box::new(stream),
     };
-    Ok((Input { reader, sniff }, found))
+    Ok((Input { reader, prefix }, found))
 }
 
 /// Bytes per chunk a [`ReadAhead`] hands over.
@@ -391,6 +395,8 @@ mod tests {
         let mut back = String::new();
         input.reader.read_to_string(&mut back).unwrap();
         assert_eq!(found, Some(true));
+        // The prefix to sniff is the input as read, the lines outside the window included.
+        assert_eq!(input.prefix, text.as_bytes());
         assert!(back.starts_with("# tracer: nop\n# entries"), "{back}");
         assert!(
             back.contains("pfn=0x2") && !back.contains("pfn=0x1 ") && !back.contains("pfn=0x3")

@@ -169,9 +169,10 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
     // Parsing runs on a thread of its own (`replay::pipe`), the replay here; it starts now,
     // so the zones are built while it parses.
     let ahead = ParseAhead::spawn(Parser::new(), input.reader).map_err(read_err)?;
-    let numbering = opts
-        .numbering
-        .unwrap_or_else(|| input.sniff.evidence.verdict());
+    // The prefix is sniffed here while the parse thread starts on the stream.
+    let sniff = input::sniff(&input.prefix);
+    drop(input.prefix);
+    let numbering = opts.numbering.unwrap_or_else(|| sniff.evidence.verdict());
     let geo = match &snap {
         Some(s) => proc_setup::geometry(s, opts.cpus, numbering)?,
         None => Geometry::from_flags(
@@ -179,7 +180,7 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
             opts.zone_pages,
             opts.online,
             opts.cpus,
-            &input.sniff,
+            &sniff,
             numbering,
         )?,
     };
