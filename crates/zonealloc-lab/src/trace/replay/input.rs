@@ -18,6 +18,7 @@
 use std::io::{self, BufRead, BufReader, Cursor, Read};
 use std::path::Path;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Arc;
 
 use crate::trace::migratetype::Evidence;
 use crate::trace::parse::{self, EventKind, Parser};
@@ -44,7 +45,17 @@ pub struct Input {
     /// The whole input, from its first byte.
     pub reader: Box<dyn BufRead + Send>,
     /// The input's first [`PREFIX_BYTES`], before any window is cut: [`sniff`] it.
-    pub prefix: Vec<u8>,
+    pub prefix: Shared,
+}
+
+/// Bytes shared between the stream and its reader's caller.
+#[derive(Clone, Debug)]
+pub struct Shared(Arc<Vec<u8>>);
+
+impl AsRef<[u8]> for Shared {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
 }
 
 /// The part of a trace to replay: from the line after the first one containing `from` (when
@@ -80,8 +91,8 @@ pub fn open_window(path: &Path, window: &Window) -> io::Result<(Input, Option<bo
         .take(PREFIX_BYTES as u64)
         .read_to_end(&mut prefix)?;
     let mut found = None;
-    // The stream's copy of the prefix, the window cut out of it.
-    let mut head = None;
+    // The part of the prefix the window cuts out of the stream.
+    let mut cut = prefix.len()..prefix.len();
     if let Some(from) = &window.from {
         let at = memchr::memmem::find(&prefix, from.as_bytes());
         found = Some(at.is_some());
@@ -94,11 +105,17 @@ pub fn open_window(path: &Path, window: &Window) -> io::Result<(Input, Option<bo
                 .sum::<usize>()
                 .min(at);
             let end = memchr::memchr(b'\n', &prefix[at..]).map_or(prefix.len(), |nl| at + nl + 1);
-            head = Some([&prefix[..header], &prefix[end..]].concat());
+            cut = header..end;
         }
     }
-    let head = head.unwrap_or_else(|| prefix.clone());
-    let stream = Cursor::new(head).chain(src);
+    // The prefix without the cut, shared with the caller (not copied).
+    let prefix = Shared(Arc::new(prefix));
+    let mut after = Cursor::new(prefix.clone());
+    after.set_position(cut.end as u64);
+    let stream = Cursor::new(prefix.clone())
+        .take(cut.start as u64)
+        .chain(after)
+        .chain(src);
     let reader: Box<dyn BufRead + Send> = match &window.to {
         Some(to) => Box::new(BufReader::with_capacity(
             1 << 16,
@@ -396,7 +413,7 @@ mod tests {
         input.reader.read_to_string(&mut back).unwrap();
         assert_eq!(found, Some(true));
         // The prefix to sniff is the input as read, the lines outside the window included.
-        assert_eq!(input.prefix, text.as_bytes());
+        assert_eq!(input.prefix.as_ref(), text.as_bytes());
         assert!(back.starts_with("# tracer: nop\n# entries"), "{back}");
         assert!(
             back.contains("pfn=0x2") && !back.contains("pfn=0x1 ") && !back.contains("pfn=0x3")

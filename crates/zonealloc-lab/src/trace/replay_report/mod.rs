@@ -170,7 +170,7 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
     // so the zones are built while it parses.
     let ahead = ParseAhead::spawn(Parser::new(), input.reader).map_err(read_err)?;
     // The prefix is sniffed here while the parse thread starts on the stream.
-    let sniff = input::sniff(&input.prefix);
+    let sniff = input::sniff(input.prefix.as_ref());
     drop(input.prefix);
     let numbering = opts.numbering.unwrap_or_else(|| sniff.evidence.verdict());
     let geo = match &snap {
