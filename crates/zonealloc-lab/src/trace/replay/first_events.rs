@@ -106,6 +106,21 @@ pub fn take(
     }
 }
 
+#[cfg(test)]
+impl Which {
+    /// Both inferences on 6.1's rules (a fixed `high`, THP and pageblocks of order 9), for tests.
+    pub(crate) fn both_on_6_1() -> Which {
+        Which {
+            counts: true,
+            lists: true,
+            fixed_high: true,
+            scale_max: 5,
+            thp_order: Some(9),
+            pageblock_order: 9,
+        }
+    }
+}
+
 /// [`take`] on the window of a file, for tests: the held events' inferences.
 #[cfg(test)]
 pub(crate) fn of_file(
@@ -144,14 +159,7 @@ mod tests {
     }
 
     fn which() -> Which {
-        Which {
-            counts: true,
-            lists: true,
-            fixed_high: true,
-            scale_max: 5,
-            thp_order: Some(9),
-            pageblock_order: 9,
-        }
+        Which::both_on_6_1()
     }
 
     /// Every event of `text` as a parse in this thread gives them.

@@ -684,16 +684,8 @@ mod tests {
         first.counts.unwrap()
     }
 
-    /// Both inferences, on 6.1's rules.
     fn which() -> Which {
-        Which {
-            counts: true,
-            lists: true,
-            fixed_high: true,
-            scale_max: 5,
-            thp_order: Some(9),
-            pageblock_order: 9,
-        }
+        Which::both_on_6_1()
     }
 
     fn window() -> input::Window {
