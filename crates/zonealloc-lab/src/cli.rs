@@ -135,8 +135,8 @@ pub struct TraceReplayArgs {
     /// trace: `lists` (which lists hold its pages, from the trace's first events) and
     /// `start-count` (its count at the start marker, bounded by the kernel's arithmetic up to
     /// its first free-triggered drain; off unless named: see BENCHMARKS.md). Both read the
-    /// trace a second time where it is a file (a pipe: the first 4 MiB for the lists,
-    /// zoneinfo's counts). `on` or `off` for all, `NAME=on|off` for one, which overrides on/off
+    /// window's first 512 Ki events, held from the replay's own parse (a pipe gets what a
+    /// file gets). `on` or `off` for all, `NAME=on|off` for one, which overrides on/off
     /// for it; comma-separated or repeated, the last of each kind wins. Default: on (but
     /// start-count) with --proc.
     #[arg(long, value_name = "ON|OFF|NAME=ON|OFF", value_parser = parse_infer, value_delimiter = ',')]

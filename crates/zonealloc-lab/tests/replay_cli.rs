@@ -443,3 +443,76 @@ fn kernel_6_4_runs_the_6_6_preset_over_a_6_1_format_snapshot() {
     let missing = cfg["kernel_rules_not_modelled"].as_array().unwrap();
     assert!(missing[0].as_str().unwrap().contains("THP"), "{missing:?}");
 }
+
+#[test]
+fn with_proc_a_pipe_and_a_compressed_file_replay_like_the_file_beyond_the_first_4_mib() {
+    use std::io::Write as _;
+    // The sample twelve times over: 5.3 MB, more than the 4 MiB the replay looks at before
+    // it starts, so inferences from a head of the input would differ from the file's.
+    let text = std::fs::read(SAMPLE).unwrap().repeat(12);
+    assert!(text.len() > 4 << 20);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.txt");
+    std::fs::write(&file, &text).unwrap();
+    let gz = dir.path().join("t.txt.gz");
+    let mut enc = flate2::write::GzEncoder::new(
+        std::fs::File::create(&gz).unwrap(),
+        flate2::Compression::fast(),
+    );
+    enc.write_all(&text).unwrap();
+    enc.finish().unwrap();
+    let out = dir.path().join("r");
+    // What the inferences decide and what the replay does with it.
+    let figures = |v: &serde_json::Value| {
+        let c = &v["experiments"][0]["config"];
+        let kept = [
+            "counts",
+            "setup",
+            "start_counts",
+            "end_state",
+            "lines",
+            "events",
+        ];
+        kept.map(|k| c[k].clone())
+    };
+    for infer in ["on", "start-count=on"] {
+        let args = |input: &str| {
+            [
+                "trace",
+                "replay",
+                input,
+                "--proc",
+                PROC_61,
+                "--proc-after",
+                PROC_61,
+                "--infer",
+                infer,
+                "--out",
+                s(&out),
+                "--json",
+            ]
+            .map(str::to_owned)
+        };
+        let run = |input: &str| {
+            let a = args(input);
+            let a: Vec<&str> = a.iter().map(String::as_str).collect();
+            json(&zonealloc(&a))
+        };
+        let from_file = figures(&run(s(&file)));
+        let a = args("-");
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        let from_pipe = figures(&json(&common::zonealloc_with_stdin(&a, &text)));
+        let from_gz = figures(&run(s(&gz)));
+        assert!(from_file[0].as_array().is_some_and(|c| !c.is_empty()));
+        if infer == "start-count=on" {
+            // Inferred from the trace, not zoneinfo's counts kept for want of a second read.
+            let sc = &from_pipe[2];
+            assert!(
+                sc["skipped"].is_null() && sc["events"].as_u64() > Some(0),
+                "{sc}"
+            );
+        }
+        assert_eq!(from_file, from_pipe, "--infer {infer}: a pipe");
+        assert_eq!(from_file, from_gz, "--infer {infer}: a .gz file");
+    }
+}

@@ -6,7 +6,9 @@
 //! ([`Sniff`]): ftrace's header names the CPU count (`#P:4`), and the allocations there
 //! carry the gfp-versus-migratetype evidence of [`Evidence`]. The replay then reads the
 //! prefix again from memory, chained to the rest of the stream, so nothing is read twice
-//! from the source and a pipe works as well as a file.
+//! from the source and a pipe works as well as a file. The prefix is kept as read
+//! ([`Input::prefix`]) for the caller to sniff once the parse of the stream has started, so
+//! the two run side by side.
 //!
 //! The source is read, and decompressed, on a thread of its own (`ReadAhead`) a few
 //! chunks ahead of the parser: xz's decoding (half the CPU time of a replay of an `.xz`
@@ -16,6 +18,7 @@
 use std::io::{self, BufRead, BufReader, Cursor, Read};
 use std::path::Path;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Arc;
 
 use crate::trace::migratetype::Evidence;
 use crate::trace::parse::{self, EventKind, Parser};
@@ -37,15 +40,22 @@ pub struct Sniff {
     pub bytes: usize,
 }
 
-/// An opened input: the stream (prefix first) and what its prefix says.
+/// An opened input: the stream (prefix first) and the prefix as read.
 pub struct Input {
     /// The whole input, from its first byte.
     pub reader: Box<dyn BufRead + Send>,
-    /// What the prefix says.
-    pub sniff: Sniff,
-    /// The prefix from where the replay starts (after the `from` marker, before the `to`
-    /// one), for inferences from the trace's first events ([`super::pcp_state`]).
-    pub head: Vec<u8>,
+    /// The input's first [`PREFIX_BYTES`], before any window is cut: [`sniff`] it.
+    pub prefix: Shared,
+}
+
+/// Bytes shared between the stream and its reader's caller.
+#[derive(Clone, Debug)]
+pub struct Shared(Arc<Vec<u8>>);
+
+impl AsRef<[u8]> for Shared {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
 }
 
 /// The part of a trace to replay: from the line after the first one containing `from` (when
@@ -61,7 +71,7 @@ pub struct Window {
     pub to: Option<String>,
 }
 
-/// Opens `path` (`-`: standard input), decompressing as [`parse::open`] does, and sniffs
+/// Opens `path` (`-`: standard input), decompressing as [`parse::open`] does, and reads
 /// its prefix.
 pub fn open(path: &Path) -> io::Result<Input> {
     open_window(path, &Window::default()).map(|(i, _)| i)
@@ -80,8 +90,9 @@ pub fn open_window(path: &Path, window: &Window) -> io::Result<(Input, Option<bo
     (&mut src)
         .take(PREFIX_BYTES as u64)
         .read_to_end(&mut prefix)?;
-    let sniff = sniff(&prefix);
     let mut found = None;
+    // The part of the prefix the window cuts out of the stream.
+    let mut cut = prefix.len()..prefix.len();
     if let Some(from) = &window.from {
         let at = memchr::memmem::find(&prefix, from.as_bytes());
         found = Some(at.is_some());
@@ -94,18 +105,17 @@ pub fn open_window(path: &Path, window: &Window) -> io::Result<(Input, Option<bo
                 .sum::<usize>()
                 .min(at);
             let end = memchr::memchr(b'\n', &prefix[at..]).map_or(prefix.len(), |nl| at + nl + 1);
-            prefix.drain(header..end);
+            cut = header..end;
         }
     }
-    let mut head = prefix.clone();
-    if let Some(at) = window
-        .to
-        .as_ref()
-        .and_then(|to| memchr::memmem::find(&head, to.as_bytes()))
-    {
-        head.truncate(at);
-    }
-    let stream = Cursor::new(prefix).chain(src);
+    // The prefix without the cut, shared with the caller (not copied).
+    let prefix = Shared(Arc::new(prefix));
+    let mut after = Cursor::new(prefix.clone());
+    after.set_position(cut.end as u64);
+    let stream = Cursor::new(prefix.clone())
+        .take(cut.start as u64)
+        .chain(after)
+        .chain(src);
     let reader: Box<dyn BufRead + Send> = match &window.to {
         Some(to) => Box::new(BufReader::with_capacity(
             1 << 16,
@@ -114,14 +124,7 @@ pub fn open_window(path: &Path, window: &Window) -> io::Result<(Input, Option<bo
         // Both halves are buffered already.
         None => Box::new(stream),
     };
-    Ok((
-        Input {
-            reader,
-            sniff,
-            head,
-        },
-        found,
-    ))
+    Ok((Input { reader, prefix }, found))
 }
 
 /// Bytes per chunk a [`ReadAhead`] hands over.
@@ -409,6 +412,8 @@ mod tests {
         let mut back = String::new();
         input.reader.read_to_string(&mut back).unwrap();
         assert_eq!(found, Some(true));
+        // The prefix to sniff is the input as read, the lines outside the window included.
+        assert_eq!(input.prefix.as_ref(), text.as_bytes());
         assert!(back.starts_with("# tracer: nop\n# entries"), "{back}");
         assert!(
             back.contains("pfn=0x2") && !back.contains("pfn=0x1 ") && !back.contains("pfn=0x3")

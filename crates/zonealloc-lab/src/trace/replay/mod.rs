@@ -30,6 +30,7 @@
 //! in ftrace format ([`super::emit`]).
 
 mod counts;
+pub mod first_events;
 mod frees;
 mod geometry;
 mod gfp;

@@ -5,7 +5,7 @@
 //! which then shifts every later refill and drain of that CPU).
 //!
 //! # The inference
-//! Per CPU and list (order, migratetype), walk the trace's first events ([`infer`]) and keep a
+//! Per CPU and list (order, migratetype), walk the trace's first events ([`Collector`]) and keep a
 //! balance of blocks: `+1` for each refilled block (`mm_page_alloc_zone_locked` with
 //! `percpu_refill=1`: `rmqueue_bulk` puts it on the list of the requested migratetype and
 //! order), `+1` for each free of a PCP order (`free_frozen_page_commit`, 6.1's
@@ -22,20 +22,18 @@
 //! kernel served from the buddy directly (a `percpu_refill=0` event just before it on the CPU)
 //! takes nothing from a list.
 //!
-//! How far the walk looks: where the trace is a file, the window's first
-//! [`super::start_count::LIST_EVENTS`] events, read a second time before the replay
-//! ([`Collector`], [`super::start_count::second_read`]); the first refill of a list can come
-//! many seconds in, and a list the walk ends before
-//! refilling keeps only a lower bound. From a pipe, the first 4 MiB the replay sniffs
-//! ([`infer`]). `--infer lists=off` leaves every count order-0 Movable.
+//! How far the walk looks: the window's first [`super::first_events::LIST_EVENTS`] events,
+//! which the replay's own parse holds before the replay starts ([`Collector`],
+//! [`super::first_events`]), from a file, a pipe or a compressed input alike; the first
+//! refill of a list can come many seconds in, and a list the walk ends before refilling keeps
+//! only a lower bound. `--infer lists=off` leaves every count order-0 Movable.
 //!
 //! The result is a lower bound of each list's blocks; [`ListDemand::fit`] scales it into the
 //! snapshot's `count` for that CPU, and the rest of the count stays order-0 Movable, the
 //! type most pages on the lists have in a running system.
 
-use crate::trace::parse::{EventKind, Parser};
+use crate::trace::parse::EventKind;
 use crate::trace::stats::HashMap;
-use std::io::Cursor;
 
 use super::super::migratetype::Numbering;
 
@@ -126,43 +124,20 @@ fn slot_of(order: u8, thp_order: Option<u8>) -> Option<usize> {
 /// What the trace's head says: the lists' start per zone, and the pageblocks it names.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Head {
-    /// Per zone (as the `zones` given to [`infer`]).
+    /// Per zone (as the `zones` given to [`Collector::new`]).
     pub zones: Vec<ListDemand>,
     /// Per pageblock the head names: its first pfn and the first migratetype named (the
     /// trace's numbering), to seed [`super::kernel::BlockTypes`].
     pub first_named: Vec<(u64, u8)>,
 }
 
-/// Infers [`Head`] from `head`, the trace's first bytes from where the replay starts (a
-/// partial last line is skipped), in one pass: a [`ListDemand`] for the lists of each zone
-/// spanning the pfns of `zones`, on `cpus` CPUs (trace CPU `c` is `c % cpus`), pageblocks of
-/// `1 << pageblock_order` pages and the THP order's lists.
-pub fn infer(
-    head: &[u8],
-    cpus: u32,
-    zones: &[std::ops::Range<u64>],
-    pageblock_order: u8,
-    thp_order: Option<u8>,
-    numbering: Numbering,
-) -> Head {
-    // The head ends mid-line: keep whole lines only.
-    let head = match memchr::memrchr(b'\n', head) {
-        Some(nl) => &head[..=nl],
-        None => &[][..],
-    };
-    let mut c = Collector::new(cpus, zones, pageblock_order, thp_order, numbering);
-    let mut parser = Parser::new();
-    let _ = parser.read_all(Cursor::new(head), |ev| c.feed(ev));
-    c.finish()
-}
-
 /// An event kept: zone, CPU, what it is, its pageblock and migratetype where it names one.
 type Kept = (usize, u32, Rec, Option<(u64, usize)>);
 
-/// [`infer`] fed one event at a time (from a second read of the trace,
-/// [`super::start_count`], which looks further than the head): the events of the zones,
-/// reduced, and the pageblocks named, kept until [`Collector::finish`]. It holds some 40
-/// bytes per event fed: the caller bounds how many it feeds.
+/// The inference fed one event at a time (the window's first events,
+/// [`super::first_events`]): the events of the zones, reduced, and the pageblocks named, kept
+/// until [`Collector::finish`]. It holds some 40 bytes per event fed: the caller bounds how
+/// many it feeds.
 pub struct Collector {
     cpus: u32,
     zones: Vec<std::ops::Range<u64>>,
@@ -174,7 +149,9 @@ pub struct Collector {
 }
 
 impl Collector {
-    /// Nothing fed yet; the arguments as [`infer`]'s.
+    /// Nothing fed yet: the lists of each zone spanning the pfns of `zones`, on `cpus` CPUs
+    /// (trace CPU `c` is `c % cpus`), pageblocks of `1 << pageblock_order` pages and the THP
+    /// order's lists.
     pub fn new(
         cpus: u32,
         zones: &[std::ops::Range<u64>],
@@ -280,7 +257,7 @@ impl Collector {
     }
 }
 
-/// The balances of one zone's lists over its events of the head ([`infer`]); `first_named`
+/// The balances of one zone's lists over its events fed ([`Collector`]); `first_named`
 /// gives a pageblock's first named migratetype (current numbering).
 fn balance(
     events: impl Iterator<Item = (u32, Rec, Option<(u64, usize)>)>,
@@ -395,6 +372,22 @@ enum Rec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::parse::Parser;
+
+    /// The lists `head`'s whole lines give (a partial last line is not an event).
+    fn infer(
+        head: &[u8],
+        cpus: u32,
+        zones: &[std::ops::Range<u64>],
+        pageblock_order: u8,
+        thp_order: Option<u8>,
+        numbering: Numbering,
+    ) -> Head {
+        let whole = &head[..memchr::memrchr(b'\n', head).map_or(0, |nl| nl + 1)];
+        let mut c = Collector::new(cpus, zones, pageblock_order, thp_order, numbering);
+        Parser::new().read_all(whole, |ev| c.feed(ev)).unwrap();
+        c.finish()
+    }
 
     fn line(cpu: u32, ts: u32, ev: &str) -> String {
         format!("            x-1     [{cpu:03}] .....    {ts}.000001: {ev}\n")

@@ -73,6 +73,16 @@ impl Chunk {
         self.spans.push(span);
     }
 
+    /// Events in the chunk.
+    pub fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    /// Whether it holds no event.
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+
     /// The events in order, as the parser produced them.
     pub fn events(&self) -> impl Iterator<Item = Event<'_>> {
         self.events.iter().zip(&self.spans).map(|(ev, &(a, b))| {

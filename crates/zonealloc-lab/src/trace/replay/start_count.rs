@@ -38,10 +38,11 @@
 //!
 //! The count used is zoneinfo's clamped into the bounds (zoneinfo's where the trace does not
 //! bound it, the pin's value where the pin is exact). The walk stops once every CPU with lists
-//! is pinned, or at the window's end: it reads the trace a second time, before the replay
-//! ([`second_read`], which also feeds the list inference of [`pcp_state`]), so it needs a file
-//! it can open again; a pipe keeps zoneinfo's counts (and the report says so). Its memory is
-//! the replay's kernel-side maps, bounded by the frames the trace names.
+//! is pinned, at the window's end, or after the window's first
+//! [`super::first_events::LIST_EVENTS`] events: it reads the events the replay's own parse
+//! holds before the replay starts ([`super::first_events`], which also feed the list inference
+//! of [`super::pcp_state`]), so a pipe gets the same counts as a file. Its memory is the
+//! replay's kernel-side maps, bounded by the frames the trace names.
 //!
 //! A free reaches the list at its commit: `free_pages_prepare` prints `mm_page_free`, and on
 //! the batched path (`free_unref_page_list`, `free_unref_folios`) every page of the batch is
@@ -55,18 +56,12 @@
 //! so the pin is a lower bound, 3384, against zoneinfo's 2669), and with that count the replay
 //! drains 0.4 s before the kernel does. BENCHMARKS.md has the figures.
 
-use std::io::{self, Read};
-use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-
 use serde::Serialize;
 
 use super::kernel::{Inferred, KernelSide};
-use super::pipe::ParseAhead;
-use super::{input, pcp_state, Geometry};
+use super::Geometry;
 use crate::procfs::ProcSnapshot;
-use crate::trace::parse::{Event, EventKind, Parser};
+use crate::trace::parse::{Event, EventKind};
 
 /// How one CPU's start count was found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -182,7 +177,7 @@ struct Cpu {
     wanted: bool,
 }
 
-/// The streaming walk over the events ([`second_read`]).
+/// The streaming walk over the events ([`super::first_events`]).
 pub struct Walk {
     cpus: u32,
     zones: usize,
@@ -616,112 +611,14 @@ impl Walk {
     }
 }
 
-/// A reader that ends once `stop` says so (checked at each read).
-struct Until<R> {
-    inner: R,
-    stop: Arc<AtomicBool>,
-}
-
-impl<R: Read> Read for Until<R> {
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        if self.stop.load(Ordering::Relaxed) {
-            return Ok(0);
-        }
-        self.inner.read(out)
-    }
-}
-
-/// Events the list inference keeps from the second read at most ([`pcp_state::Collector`]
-/// holds some 40 bytes each): 512 Ki events, some 70 MiB of ftrace text.
-pub const LIST_EVENTS: usize = 512 << 10;
-
-/// What the second read gives.
-pub struct SecondRead {
-    /// Each CPU's start count (`None`: not asked for).
-    pub counts: Option<StartCounts>,
-    /// The lists' start from the first [`LIST_EVENTS`] events of the window (`None`: not
-    /// asked for, or the input could not be read twice).
-    pub lists: Option<pcp_state::Head>,
-}
-
-/// Reads `path`'s `window` a second time, before the replay, for the inferences that look
-/// further than the first 4 MiB: each CPU's start count ([`Walk`], when `counts`), and which
-/// lists the count is on ([`pcp_state::Collector`] over the first [`LIST_EVENTS`] events, when
-/// `lists`). It stops when both are done. A pipe (`-`, a FIFO) cannot be read twice: zoneinfo's
-/// counts and the head's lists are kept, and the report says so.
-#[allow(clippy::too_many_arguments)]
-pub fn second_read(
-    path: &Path,
-    window: &input::Window,
-    geo: &Geometry,
-    snap: &ProcSnapshot,
-    (counts, lists): (bool, bool),
-    fixed_high: bool,
-    scale_max: u8,
-    thp_order: Option<u8>,
-    pageblock_order: u8,
-) -> io::Result<SecondRead> {
-    let seekable = path.as_os_str() != "-" && std::fs::metadata(path).is_ok_and(|m| m.is_file());
-    if !seekable || !(counts || lists) {
-        return Ok(SecondRead {
-            counts: counts.then(|| StartCounts {
-                skipped: Some(
-                    "the input is not a file that can be read twice (a pipe): zoneinfo's counts"
-                        .to_owned(),
-                ),
-                ..StartCounts::default()
-            }),
-            lists: None,
-        });
-    }
-    let (input, _) = input::open_window(path, window)?;
-    let mut walk =
-        counts.then(|| Walk::new(geo, snap, fixed_high, scale_max, thp_order, pageblock_order));
-    let spans: Vec<_> = geo.zones.iter().map(|z| z.start..z.end()).collect();
-    let mut collect = lists.then(|| {
-        pcp_state::Collector::new(geo.cpus, &spans, pageblock_order, thp_order, geo.numbering)
-    });
-    let done = |w: &Option<Walk>, c: &Option<pcp_state::Collector>| {
-        w.as_ref().is_none_or(Walk::done) && c.as_ref().is_none_or(|c| c.len() >= LIST_EVENTS)
-    };
-    // Parsed on a thread of its own, as the replay's pass is (`pipe`).
-    let stop = Arc::new(AtomicBool::new(done(&walk, &collect)));
-    let reader = io::BufReader::with_capacity(
-        1 << 16,
-        Until {
-            inner: input.reader,
-            stop: Arc::clone(&stop),
-        },
-    );
-    let ahead = ParseAhead::spawn(Parser::new(), Box::new(reader))?;
-    'read: while let Some(chunk) = ahead.next() {
-        for ev in chunk.events() {
-            if let Some(w) = walk.as_mut().filter(|w| !w.done()) {
-                w.feed(&ev);
-            }
-            if let Some(c) = collect.as_mut().filter(|c| c.len() < LIST_EVENTS) {
-                c.feed(&ev);
-            }
-            if done(&walk, &collect) {
-                stop.store(true, Ordering::Relaxed);
-                break 'read;
-            }
-        }
-        ahead.recycle(chunk);
-    }
-    ahead.finish().1?;
-    Ok(SecondRead {
-        counts: walk.map(Walk::finish),
-        lists: collect.map(pcp_state::Collector::finish),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::trace::migratetype::Numbering;
-    use crate::trace::replay::proc_setup;
+    use crate::trace::replay::first_events::{self, Which};
+    use crate::trace::replay::{input, proc_setup};
     use crate::trace::replay_report::{self, ReplayOptions};
+    use std::path::Path;
 
     fn snap_dir() -> std::path::PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/proc/linux-6.1-p1-before")
@@ -779,9 +676,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("t.txt");
         std::fs::write(&p, trace).unwrap();
-        let both = (true, false);
-        let read = second_read(&p, &window(), &geo, &snap, both, true, 5, Some(9), 9);
-        read.unwrap().counts.unwrap()
+        let which = Which {
+            lists: false,
+            ..which()
+        };
+        let first = first_events::of_file(&p, &window(), &geo, &snap, which);
+        first.counts.unwrap()
+    }
+
+    fn which() -> Which {
+        Which::both_on_6_1()
     }
 
     fn window() -> input::Window {
@@ -798,21 +702,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("t.txt");
         std::fs::write(&p, trace(800)).unwrap();
-        let read = |path: &Path| {
-            second_read(
-                path,
-                &window(),
-                &geo,
-                &snap,
-                (true, true),
-                true,
-                5,
-                Some(9),
-                9,
-            )
-            .unwrap()
-        };
-        let sc = read(&p).counts.unwrap();
+        let sc = first_events::of_file(&p, &window(), &geo, &snap, which())
+            .counts
+            .unwrap();
         let c1 = sc
             .cpus
             .iter()
@@ -832,9 +724,6 @@ mod tests {
             .find(|c| c.cpu == 2 && c.zone == "DMA32")
             .unwrap();
         assert_eq!((c2.bounds, c2.inferred), ((0, Some(790)), 764));
-        // A pipe is read once: zoneinfo's counts, and the report says why.
-        let piped = read(Path::new("-"));
-        assert!(piped.counts.unwrap().skipped.is_some() && piped.lists.is_none());
     }
 
     /// CPU 1 of DMA32 (zoneinfo: 771, high 3492, batch 63) at 800: ten allocations, 2700

@@ -13,7 +13,8 @@ use super::replay::kernel::{self, KernelSide};
 use super::replay::pipe::ParseAhead;
 use super::replay::preset::Kernel;
 use super::replay::{
-    input, pcp_state, proc_setup, start_count, Geometry, Online, Replayer, FRAG_ORDERS,
+    first_events, input, pcp_state, proc_setup, start_count, Geometry, Online, Replayer,
+    FRAG_ORDERS,
 };
 use super::variant::Variant;
 use crate::procfs::ProcSnapshot;
@@ -57,8 +58,7 @@ pub struct ReplayOptions {
     /// ([`start_count`]; default: off, `Some(true)` turns it on).
     pub infer_start_count: Option<bool>,
     /// Infer which lists each CPU's count is on from the window's first
-    /// [`start_count::LIST_EVENTS`] events (read a second time) rather than its first 4 MiB
-    /// ([`pcp_state`]; default: as `infer`).
+    /// [`first_events::LIST_EVENTS`] events ([`pcp_state`]; default: as `infer`).
     pub infer_lists: Option<bool>,
     /// No once-a-second `decay_pcp_high` even where the kernel family has it.
     pub no_decay: bool,
@@ -83,7 +83,7 @@ pub struct ReplayRun {
     pub replayers: Vec<Replayer>,
     /// Lines and events of the pass.
     pub parser: Parser,
-    /// Seconds of the pass (reading, parsing and replaying).
+    /// Seconds of the pass (reading, parsing, the set-up it overlaps, and replaying).
     pub replay_s: f64,
     /// The files written by `--emit`.
     pub emitted: Vec<PathBuf>,
@@ -165,9 +165,14 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
         window.to = Some("KT_SNAPSHOT_AFTER_BEGIN".to_owned());
     }
     let (input, found) = input::open_window(path, &window).map_err(read_err)?;
-    let numbering = opts
-        .numbering
-        .unwrap_or_else(|| input.sniff.evidence.verdict());
+    let t1 = Instant::now();
+    // Parsing runs on a thread of its own (`replay::pipe`), the replay here; it starts now,
+    // so the zones are built while it parses.
+    let ahead = ParseAhead::spawn(Parser::new(), input.reader).map_err(read_err)?;
+    // The prefix is sniffed here while the parse thread starts on the stream.
+    let sniff = input::sniff(input.prefix.as_ref());
+    drop(input.prefix);
+    let numbering = opts.numbering.unwrap_or_else(|| sniff.evidence.verdict());
     let geo = match &snap {
         Some(s) => proc_setup::geometry(s, opts.cpus, numbering)?,
         None => Geometry::from_flags(
@@ -175,7 +180,7 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
             opts.zone_pages,
             opts.online,
             opts.cpus,
-            &input.sniff,
+            &sniff,
             numbering,
         )?,
     };
@@ -192,46 +197,33 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
         preset.0.apply(&mut base);
     }
     // Which lists each CPU's count is on (pcp_state) and each CPU's count at the start marker
-    // (start_count), from the trace's first events: a second read of the window where the
-    // input is a file, else its first 4 MiB (and zoneinfo's counts).
+    // (start_count), from the window's first events: the parse's own, held for the replay
+    // (first_events), so a pipe gets what a file gets.
     // The start counts are off unless asked for: closer to the kernel's counts, they bring
     // the replay's refills and drains closer on 6.1 p2 only (BENCHMARKS.md, `trace replay`).
     let lists = snap.is_some() && opts.infer_lists.or(opts.infer).unwrap_or(true);
     let counts = snap.is_some() && opts.infer_start_count == Some(true);
-    let second = match &snap {
-        Some(s) if counts || lists => start_count::second_read(
-            path,
-            &window,
-            &geo,
-            s,
-            (counts, lists),
-            preset.0.fixed_high(),
-            base.pcp.batch_scale_max,
-            base.pcp.thp_order,
-            base.pageblock_order,
-        )
-        .map_err(read_err)?,
-        _ => start_count::SecondRead {
+    let first = match &snap {
+        Some(s) if counts || lists => {
+            let which = first_events::Which {
+                counts,
+                lists,
+                fixed_high: preset.0.fixed_high(),
+                scale_max: base.pcp.batch_scale_max,
+                thp_order: base.pcp.thp_order,
+                pageblock_order: base.pageblock_order,
+            };
+            first_events::take(&ahead, &geo, s, which, first_events::LIST_EVENTS)
+        }
+        _ => first_events::FirstEvents {
+            held: Vec::new(),
+            events: 0,
             counts: None,
             lists: None,
         },
     };
-    let mut head = match second.lists {
-        Some(h) => h,
-        None if lists => {
-            let spans: Vec<_> = geo.zones.iter().map(|z| z.start..z.end()).collect();
-            pcp_state::infer(
-                &input.head,
-                geo.cpus,
-                &spans,
-                base.pageblock_order,
-                base.pcp.thp_order,
-                numbering,
-            )
-        }
-        None => pcp_state::Head::default(),
-    };
-    let start_counts = second.counts;
+    let mut head = first.lists.unwrap_or_default();
+    let start_counts = first.counts;
     if let Some(sc) = &start_counts {
         for (z, span) in geo.zones.iter().enumerate() {
             if head.zones.len() <= z {
@@ -289,15 +281,14 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
         r.commit_at_batched = infer;
     }
 
-    let t1 = Instant::now();
-    // Parsing runs on a thread of its own (`replay::pipe`), the replay here.
-    let ahead = ParseAhead::spawn(Parser::new(), input.reader).map_err(read_err)?;
     let mut failure: Option<io::Error> = None;
     let mut done = 0u64;
     let mut last_ts = None;
     let samples = opts.samples.max(1);
     let mut interval = FIRST_SAMPLE_INTERVAL;
-    'replay: while let Some(chunk) = ahead.next() {
+    // The held events first, then the rest of the parse.
+    let mut held = first.held.into_iter();
+    'replay: while let Some(chunk) = held.next().or_else(|| ahead.next()) {
         for ev in chunk.events() {
             let ev = &ev;
             let zone = geo.zone_of(ev.kind.pfn()).unwrap_or(0);

@@ -1,0 +1,258 @@
+//! The window's first events, parsed once and held: the inferences that set each CPU's lists
+//! up before the replay ([`super::pcp_state`], [`super::start_count`]) read them off the
+//! replay's own parse ([`ParseAhead`]), and the replay then starts with the same events, so
+//! nothing is read twice. A file, a pipe and a compressed input get the same inferences.
+//!
+//! At most [`LIST_EVENTS`] events are held (the parser's own [`Chunk`]s, some 72 bytes an
+//! event plus the `gfp_flags` text that changes from one event to the next: 40 to 50 MiB at
+//! the most); fewer when the trace window is shorter, or when only the start-count walk runs
+//! and every CPU is pinned before. Memory beyond them is the replay's, as before.
+
+use super::pcp_state::{self, Collector};
+use super::pipe::{Chunk, ParseAhead};
+use super::start_count::{StartCounts, Walk};
+use super::Geometry;
+use crate::procfs::ProcSnapshot;
+
+/// Events of the window the inferences read at most: 512 Ki events, some 70 MiB of ftrace
+/// text (a list's first refill can come many seconds in).
+pub const LIST_EVENTS: usize = 512 << 10;
+
+/// Which inferences run on the held events, and the kernel rules they follow.
+#[derive(Clone, Copy, Debug)]
+pub struct Which {
+    /// Each CPU's count at the start marker ([`Walk`]).
+    pub counts: bool,
+    /// Which lists each CPU's count is on ([`Collector`]).
+    pub lists: bool,
+    /// One `high` per zone (kernels before 6.7).
+    pub fixed_high: bool,
+    /// `CONFIG_PCP_BATCH_SCALE_MAX`.
+    pub scale_max: u8,
+    /// The THP order the lists take.
+    pub thp_order: Option<u8>,
+    /// `pageblock_order`.
+    pub pageblock_order: u8,
+}
+
+/// The held events and what the inferences found in them.
+pub struct FirstEvents {
+    /// The chunks taken off the parse, in order: the replay starts with them.
+    pub held: Vec<Chunk>,
+    /// Events held.
+    pub events: usize,
+    /// Each CPU's start count (`None`: not asked for).
+    pub counts: Option<StartCounts>,
+    /// The lists' start (`None`: not asked for).
+    pub lists: Option<pcp_state::Head>,
+}
+
+/// Takes chunks off `ahead` and feeds their events to the inferences `which` asks for, until
+/// the walk is done (every CPU with lists pinned) and the list inference has read `limit`
+/// events (the replay passes [`LIST_EVENTS`]), or the input ends; `snap` is the `--proc`
+/// snapshot the zones of `geo` come from. The chunks taken are returned, not consumed.
+pub fn take(
+    ahead: &ParseAhead,
+    geo: &Geometry,
+    snap: &ProcSnapshot,
+    which: Which,
+    limit: usize,
+) -> FirstEvents {
+    let mut walk = which.counts.then(|| {
+        Walk::new(
+            geo,
+            snap,
+            which.fixed_high,
+            which.scale_max,
+            which.thp_order,
+            which.pageblock_order,
+        )
+    });
+    let spans: Vec<_> = geo.zones.iter().map(|z| z.start..z.end()).collect();
+    let mut collect = which.lists.then(|| {
+        Collector::new(
+            geo.cpus,
+            &spans,
+            which.pageblock_order,
+            which.thp_order,
+            geo.numbering,
+        )
+    });
+    let mut events = 0usize;
+    let done = |w: &Option<Walk>, c: &Option<Collector>, n: usize| {
+        n >= limit || (w.as_ref().is_none_or(Walk::done) && c.is_none())
+    };
+    let mut held = Vec::new();
+    while !done(&walk, &collect, events) {
+        let Some(chunk) = ahead.next() else {
+            break;
+        };
+        for ev in chunk.events().take(limit - events) {
+            if let Some(w) = walk.as_mut().filter(|w| !w.done()) {
+                w.feed(&ev);
+            }
+            if let Some(c) = collect.as_mut() {
+                c.feed(&ev);
+            }
+        }
+        events += chunk.len();
+        held.push(chunk);
+    }
+    FirstEvents {
+        held,
+        events,
+        counts: walk.map(Walk::finish),
+        lists: collect.map(Collector::finish),
+    }
+}
+
+#[cfg(test)]
+impl Which {
+    /// Both inferences on 6.1's rules (a fixed `high`, THP and pageblocks of order 9), for tests.
+    pub(crate) fn both_on_6_1() -> Which {
+        Which {
+            counts: true,
+            lists: true,
+            fixed_high: true,
+            scale_max: 5,
+            thp_order: Some(9),
+            pageblock_order: 9,
+        }
+    }
+}
+
+/// [`take`] on the window of a file, for tests: the held events' inferences.
+#[cfg(test)]
+pub(crate) fn of_file(
+    path: &std::path::Path,
+    window: &super::input::Window,
+    geo: &Geometry,
+    snap: &ProcSnapshot,
+    which: Which,
+) -> FirstEvents {
+    let (input, _) = super::input::open_window(path, window).unwrap();
+    let ahead = ParseAhead::spawn(crate::trace::parse::Parser::new(), input.reader).unwrap();
+    let first = take(&ahead, geo, snap, which, LIST_EVENTS);
+    ahead.finish().1.unwrap();
+    first
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::migratetype::Numbering;
+    use crate::trace::parse::Parser;
+    use crate::trace::replay::proc_setup;
+    use std::io::Cursor;
+
+    fn snap() -> ProcSnapshot {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/proc/linux-6.1-p1-before");
+        ProcSnapshot::read_dir(&dir).unwrap()
+    }
+
+    /// The shared 6.1 sample, repeated: 3000 lines a copy.
+    fn sample(copies: usize) -> String {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/linux-6.1-ftrace-sample.txt");
+        std::fs::read_to_string(p).unwrap().repeat(copies)
+    }
+
+    fn which() -> Which {
+        Which::both_on_6_1()
+    }
+
+    /// Every event of `text` as a parse in this thread gives them.
+    fn direct(text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        Parser::new()
+            .read_all(text.as_bytes(), |ev| out.push(format!("{ev:?}")))
+            .unwrap();
+        out
+    }
+
+    #[test]
+    fn the_held_events_then_the_rest_are_the_stream_and_the_inferences_see_the_first_limit() {
+        let snap = snap();
+        let geo = proc_setup::geometry(&snap, None, Numbering::Current).unwrap();
+        let text = sample(4);
+        let all = direct(&text);
+        // Held events beyond a chunk, fewer than the trace has; and more than it has.
+        for limit in [
+            crate::trace::replay::pipe::CHUNK_EVENTS + 100,
+            all.len() + 1,
+        ] {
+            let ahead = ParseAhead::spawn(
+                Parser::new(),
+                Box::new(Cursor::new(text.clone().into_bytes())),
+            )
+            .unwrap();
+            let first = take(&ahead, &geo, &snap, which(), limit);
+            let mut got = Vec::new();
+            for c in &first.held {
+                got.extend(c.events().map(|ev| format!("{ev:?}")));
+            }
+            assert_eq!(first.events, got.len());
+            assert!(first.events >= limit.min(all.len()));
+            while let Some(c) = ahead.next() {
+                got.extend(c.events().map(|ev| format!("{ev:?}")));
+                ahead.recycle(c);
+            }
+            ahead.finish().1.unwrap();
+            assert_eq!(got, all, "limit {limit}");
+            // The lists are inferred from the first `limit` events exactly: the same as a
+            // collector fed those alone.
+            let spans: Vec<_> = geo.zones.iter().map(|z| z.start..z.end()).collect();
+            let mut c = Collector::new(geo.cpus, &spans, 9, Some(9), geo.numbering);
+            let mut n = 0;
+            Parser::new()
+                .read_all(text.as_bytes(), |ev| {
+                    if n < limit {
+                        c.feed(ev);
+                    }
+                    n += 1;
+                })
+                .unwrap();
+            let lists = first.lists.unwrap();
+            assert_eq!(lists, c.finish());
+            let seen: u64 = lists.zones.iter().map(|z| z.events).sum();
+            assert!(seen > 0 && seen <= limit as u64);
+        }
+    }
+
+    #[test]
+    fn nothing_is_held_without_an_inference_and_a_pinned_walk_stops_early() {
+        let snap = snap();
+        let geo = proc_setup::geometry(&snap, None, Numbering::Current).unwrap();
+        let text = sample(2);
+        let run = |which: Which| {
+            let ahead = ParseAhead::spawn(
+                Parser::new(),
+                Box::new(Cursor::new(text.clone().into_bytes())),
+            )
+            .unwrap();
+            let first = take(&ahead, &geo, &snap, which, LIST_EVENTS);
+            drop(ahead.finish());
+            first
+        };
+        let none = run(Which {
+            counts: false,
+            lists: false,
+            ..which()
+        });
+        assert!(none.held.is_empty() && none.counts.is_none() && none.lists.is_none());
+        // The lists read the whole (short) trace; the walk alone reads it all too unless
+        // every CPU is pinned first.
+        let lists = run(Which {
+            counts: false,
+            ..which()
+        });
+        assert_eq!(lists.events, direct(&text).len());
+        let counts = run(Which {
+            lists: false,
+            ..which()
+        });
+        let sc = counts.counts.unwrap();
+        assert!(sc.events <= counts.events as u64 && counts.events <= direct(&text).len());
+    }
+}
