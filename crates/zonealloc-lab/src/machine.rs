@@ -91,10 +91,35 @@ impl RunInfo {
         }
     }
 
+    /// [`RunInfo::start`] on a thread of its own, so that the git lookup (two `git` processes,
+    /// some 20–30 ms) overlaps the run instead of following it; [`PendingRunInfo::wait`] takes
+    /// the result.
+    pub fn start_in_background() -> PendingRunInfo {
+        PendingRunInfo(
+            std::thread::Builder::new()
+                .name("run-info".to_owned())
+                .spawn(RunInfo::start)
+                .ok(),
+        )
+    }
+
     /// Records the load at the end, and the warning if the machine was busy.
     pub fn finish(&mut self) {
         self.load_after = load_average();
         self.busy_warning = busy_warning(self.cores, self.load_before, self.load_after);
+    }
+}
+
+/// A [`RunInfo`] being probed on a thread of its own ([`RunInfo::start_in_background`]).
+#[derive(Debug)]
+pub struct PendingRunInfo(Option<std::thread::JoinHandle<RunInfo>>);
+
+impl PendingRunInfo {
+    /// The probes' result; probed here if the thread could not be started or failed.
+    pub fn wait(self) -> RunInfo {
+        self.0
+            .and_then(|h| h.join().ok())
+            .unwrap_or_else(RunInfo::start)
     }
 }
 

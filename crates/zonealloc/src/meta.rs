@@ -520,6 +520,70 @@ impl FrameTable {
         self.at(idx).prev.store(v, Ordering::Relaxed);
     }
 
+    /// The entries of `range`, clamped to the table.
+    #[inline]
+    fn slice(&self, range: core::ops::Range<u32>) -> &[FrameMeta] {
+        let e = self.entries();
+        let end = (range.end as usize).min(e.len());
+        &e[(range.start as usize).min(end)..end]
+    }
+
+    /// The first index in `range` whose frame reads as anything but `s`'s kind
+    /// ([`FrameTable::state`]'s reading, `s`'s order ignored), found by one walk of the slice:
+    /// the boot hand-over and `check()` test whole blocks of frames this way instead of one
+    /// `state` call per frame (`memmap_init_range` and `__free_pages_core` walk `struct page`s
+    /// the same way, as an array).
+    pub(crate) fn first_not_of_kind(
+        &self,
+        range: core::ops::Range<u32>,
+        s: FrameState,
+    ) -> Option<u32> {
+        let want = s.encode() >> KIND_SHIFT & 0x7;
+        // `decode` reads kinds 5..=7 as `Absent`.
+        let kind = |v: u16| match v >> KIND_SHIFT & 0x7 {
+            k @ KIND_TAIL..=KIND_PCP => k,
+            _ => KIND_ABSENT,
+        };
+        self.slice(range.clone())
+            .iter()
+            .position(|m| kind(m.state.load(Ordering::Relaxed)) != want)
+            .map(|i| range.start + i as u32)
+    }
+
+    /// Sets every frame of `range` to `s` (`memmap_init_range` writing a range of `struct
+    /// page`s), one walk of the slice.
+    pub(crate) fn set_states(&self, range: core::ops::Range<u32>, s: FrameState) {
+        let v = s.encode();
+        for m in self.slice(range) {
+            m.state.store(v, Ordering::Relaxed);
+        }
+    }
+
+    /// The first index whose copy of its pageblock's migratetype differs from the pageblock's
+    /// first frame's (as [`FrameTable::block_type`] reads them), one walk of each pageblock's
+    /// slice.
+    pub(crate) fn first_block_copy_differing(&self) -> Option<u32> {
+        let n = (!self.block_mask) as usize + 1;
+        let read = |raw: u8| MigrateType::from_index(raw as usize).unwrap_or(MigrateType::Movable);
+        for (b, block) in self.entries().chunks(n).enumerate() {
+            let want = read(block[0].block.load(Ordering::Relaxed));
+            if let Some(i) = block
+                .iter()
+                .position(|m| read(m.block.load(Ordering::Relaxed)) != want)
+            {
+                return Some((b * n + i) as u32);
+            }
+        }
+        None
+    }
+
+    /// Sets one frame's copy of its pageblock's type, leaving the others: a corruption
+    /// `check()` must catch (Z9).
+    #[cfg(all(test, feature = "std"))]
+    pub(crate) fn set_block_copy_for_test(&self, idx: u32, mt: MigrateType) {
+        self.at(idx).block.store(mt as u8, Ordering::Relaxed);
+    }
+
     /// The migratetype stored for the pageblock of frame `block_head_idx` (any of its frames
     /// will do: each carries it), as `get_pfnblock_migratetype` returns it.
     #[inline]
@@ -655,6 +719,38 @@ mod tests {
         let t = FrameTable::borrowed(Pfn(0), Order::ZERO, 1, &ONE).unwrap();
         assert_eq!(t.state(0), FrameState::Absent);
         assert_eq!(t.block_type(0), MigrateType::Movable);
+    }
+
+    /// The slice walks read a state word as [`FrameTable::state`] does, for every value the
+    /// word can hold (kinds 5 to 7 read as absent; order and migratetype bits ignored).
+    #[cfg(all(feature = "std", not(loom)))]
+    #[test]
+    fn slice_walks_read_states_as_state_does() {
+        let t = FrameTable::allocate(Pfn(0), Order::ZERO, 3).unwrap();
+        for v in 0..=u16::MAX >> 5 {
+            let v = v << 5 | (v & 0x1f);
+            t.entries()[1].state.store(v, Ordering::Relaxed);
+            for s in [FrameState::Absent, FrameState::Tail] {
+                t.set_state(0, s);
+                t.set_state(2, s);
+                let differs = t.state(1) != s;
+                assert_eq!(
+                    t.first_not_of_kind(0..3, s),
+                    differs.then_some(1),
+                    "{v:#x} {s:?}"
+                );
+                assert_eq!(
+                    t.first_not_of_kind(1..2, s),
+                    differs.then_some(1),
+                    "{v:#x} {s:?}"
+                );
+                assert_eq!(t.first_not_of_kind(2..3, s), None);
+            }
+        }
+        t.set_states(0..3, FrameState::Tail);
+        assert_eq!(t.first_not_of_kind(0..3, FrameState::Tail), None);
+        // A range past the table's end is clamped.
+        assert_eq!(t.first_not_of_kind(2..9, FrameState::Absent), Some(2));
     }
 
     #[test]

@@ -108,23 +108,45 @@ pub struct LabReport {
 /// Plot failures are reported in `report.md` and returned as warnings, not errors.
 pub fn write(dir: &Path, report: &LabReport) -> Result<Vec<String>, String> {
     fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-    let mut warnings = Vec::new();
+    // The plots render on a thread of their own while results.json is serialised here; the
+    // files are written in the same order as before (plots, report.md, results.json).
+    let serialise = || {
+        serde_json::to_string_pretty(report).map_err(|e| format!("serialising results.json: {e}"))
+    };
+    let (plot_errors, json) = std::thread::scope(|s| {
+        match std::thread::Builder::new()
+            .name("plots".to_owned())
+            .spawn_scoped(s, || render_plots(dir, report))
+        {
+            Ok(plots) => {
+                let json = serialise();
+                // A panic in the plotting library is one here too.
+                let errors = plots
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p));
+                (errors, json)
+            }
+            Err(_) => (render_plots(dir, report), serialise()),
+        }
+    });
+    let md = markdown::render(report, &plot_errors);
+    write_file(&dir.join("report.md"), md.as_bytes())?;
+    write_file(&dir.join("results.json"), json?.as_bytes())?;
+    Ok(plot_errors.into_iter().map(|(_, err)| err).collect())
+}
+
+/// Renders every experiment's plots into `dir`; returns the failures, by file stem key.
+fn render_plots(dir: &Path, report: &LabReport) -> Vec<(String, String)> {
     let mut plot_errors = Vec::new();
     for e in &report.experiments {
         for p in &e.result.plots {
             let file = dir.join(plot_file_name(&e.result.name, &p.file_stem));
             if let Err(err) = plot::render(p, &file) {
-                plot_errors.push((file_stem_key(&e.result.name, &p.file_stem), err.clone()));
-                warnings.push(err);
+                plot_errors.push((file_stem_key(&e.result.name, &p.file_stem), err));
             }
         }
     }
-    let md = markdown::render(report, &plot_errors);
-    write_file(&dir.join("report.md"), md.as_bytes())?;
-    let json = serde_json::to_string_pretty(report)
-        .map_err(|e| format!("serialising results.json: {e}"))?;
-    write_file(&dir.join("results.json"), json.as_bytes())?;
-    Ok(warnings)
+    plot_errors
 }
 
 /// The SVG file name of an experiment's plot: `<experiment>-<stem>.svg` (just `<stem>.svg`

@@ -103,7 +103,10 @@ impl BuddyZone {
             let pfn = t.pfn_of(idx);
             match t.state(idx) {
                 FrameState::Absent => {
-                    idx += 1;
+                    // Holes come in runs: skip to the next frame that is not absent.
+                    idx = t
+                        .first_not_of_kind(idx + 1..t.len(), FrameState::Absent)
+                        .unwrap_or(t.len());
                     continue;
                 }
                 FrameState::Tail => {
@@ -153,15 +156,12 @@ impl BuddyZone {
             ));
         }
         // Z9: the pageblock type is repeated in every frame of the pageblock.
-        let block_mask = !((1u32 << self.cfg.pageblock_order) - 1);
-        for idx in 0..t.len() {
-            if t.block_type(idx) != t.block_type(idx & block_mask) {
-                return Err(fail(
-                    "Z9",
-                    Some(t.pfn_of(idx)),
-                    "frame's copy of its pageblock's migratetype differs from the pageblock's",
-                ));
-            }
+        if let Some(idx) = t.first_block_copy_differing() {
+            return Err(fail(
+                "Z9",
+                Some(t.pfn_of(idx)),
+                "frame's copy of its pageblock's migratetype differs from the pageblock's",
+            ));
         }
         Ok(facts)
     }
@@ -184,14 +184,12 @@ impl BuddyZone {
                 "block not aligned to its order",
             ));
         }
-        for i in head + 1..end as u32 {
-            if t.state(i) != FrameState::Tail {
-                return Err(fail(
-                    "Z1",
-                    Some(t.pfn_of(i)),
-                    "frame inside a block is not a tail (overlapping blocks or a hole)",
-                ));
-            }
+        if let Some(i) = t.first_not_of_kind(head + 1..end as u32, FrameState::Tail) {
+            return Err(fail(
+                "Z1",
+                Some(t.pfn_of(i)),
+                "frame inside a block is not a tail (overlapping blocks or a hole)",
+            ));
         }
         Ok(())
     }

@@ -274,14 +274,11 @@ impl<P: Platform> Zone<P> {
             t.index_of(start).unwrap_or(0),
             t.index_of(Pfn(end.0 - 1)).unwrap_or(0),
         );
-        for i in first..=last {
-            if t.state(i) != FrameState::Absent {
-                return Err(RangeError::Overlap { pfn: t.pfn_of(i) });
-            }
+        // Both walks over the range's slice of the table, not one call per frame.
+        if let Some(i) = t.first_not_of_kind(first..last + 1, FrameState::Absent) {
+            return Err(RangeError::Overlap { pfn: t.pfn_of(i) });
         }
-        for i in first..=last {
-            t.set_state(i, FrameState::Tail);
-        }
+        t.set_states(first..last + 1, FrameState::Tail);
         let max = z.max_order().get() as u32;
         let mut pfn = start.0;
         while pfn < end.0 {

@@ -175,6 +175,50 @@ mod check_catches_corruption {
         assert_eq!(id(&z), "Z1");
     }
 
+    /// The walk by slices names the frame the per-frame walk named: the first whose copy of
+    /// its pageblock's type differs from the pageblock's first frame's.
+    #[test]
+    fn a_differing_pageblock_copy_is_z9_at_its_frame() {
+        // 3584 starts a pageblock inside a free block (no head reads its type): the frames
+        // after it differ from it.
+        for (changed, named) in [(2049, 2049), (2559, 2559), (3584, 3585)] {
+            let z = zone();
+            z.table
+                .set_block_copy_for_test(changed, MigrateType::Reclaimable);
+            let e = z.check().unwrap_err();
+            assert_eq!((e.invariant, e.pfn), ("Z9", Some(Pfn(named))), "{changed}");
+        }
+    }
+
+    #[test]
+    fn a_hole_inside_a_free_block_is_z1_at_the_hole() {
+        let z = zone();
+        z.table.set_state(3000, FrameState::Absent);
+        let e = z.check().unwrap_err();
+        assert_eq!((e.invariant, e.pfn), ("Z1", Some(Pfn(3000))));
+    }
+
+    /// Runs of holes are skipped whole; a tail after one is still found, at its frame.
+    #[test]
+    fn a_tail_after_a_run_of_holes_is_z1_at_the_tail() {
+        let z = Zone::new(
+            ZoneType::Normal,
+            Pfn(0),
+            Pfn(4096),
+            ZoneConfig::without_watermarks(),
+        )
+        .unwrap();
+        z.add_free_range(Pfn(0), Pfn(2048)).unwrap();
+        z.check().unwrap();
+        for tail in [2048, 3001, 4095] {
+            z.table.set_state(tail, FrameState::Tail);
+            let e = z.check().unwrap_err();
+            assert_eq!((e.invariant, e.pfn), ("Z1", Some(Pfn(tail.into()))));
+            z.table.set_state(tail, FrameState::Absent);
+        }
+        z.check().unwrap();
+    }
+
     #[test]
     fn a_free_head_on_no_list_is_z1() {
         let z = zone();

@@ -25,10 +25,12 @@
 //! replay allocates a page on the refilling CPU just before replaying the free, so its lists
 //! lose the page as the kernel's did, only later.
 
-use crate::trace::stats::HashMap;
 use serde::Serialize;
 
 use crate::trace::parse::{Event, EventKind};
+
+mod pfn_map;
+use pfn_map::PfnMap;
 
 /// Refill, drain, direct-allocation and fallback counts of one zone on one CPU.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -224,8 +226,6 @@ pub struct KernelSide {
     pub events_per_cpu: Vec<u64>,
     /// Events on CPUs at or above the replay's CPU count (folded modulo it).
     pub folded_events: u64,
-    /// Allocations per traced frame (the seed 000 table's kernel column).
-    pub alloc_per_pfn: HashMap<u64, u64>,
     /// First and last timestamp.
     pub span_ns: Option<(u64, u64)>,
     /// Drain runs with no free before them (replayed as drains).
@@ -238,9 +238,10 @@ pub struct KernelSide {
     pub remote_drained_blocks: u64,
     prev: Vec<Prev>,
     run_owners: Vec<Vec<u32>>,
-    last_free_cpu: HashMap<u64, u32>,
-    /// Order-0 pages refilled onto a CPU's lists and not allocated (by the trace) since.
-    refilled: HashMap<u64, (u32, u8)>,
+    /// Per traced frame: its allocations (the seed 000 table's kernel column), the CPU whose
+    /// lists it was last put on, and, for an order-0 page refilled onto a CPU's lists and not
+    /// allocated (by the trace) since, that refill.
+    pfns: PfnMap,
     /// Frees of pages that only an untraced allocation can have taken off the lists.
     pub untraced_allocs: u64,
     /// Per CPU and migratetype (the trace's numbering, `& 7`): the order-0 pages of the
@@ -269,7 +270,6 @@ impl KernelSide {
             grid: Grid::new(zones, cpus),
             events_per_cpu: Vec::new(),
             folded_events: 0,
-            alloc_per_pfn: HashMap::default(),
             span_ns: None,
             unexplained_runs: 0,
             unexplained_blocks: 0,
@@ -277,8 +277,7 @@ impl KernelSide {
             remote_drained_blocks: 0,
             prev: vec![Prev::Other; cpus as usize],
             run_owners: vec![Vec::new(); cpus as usize],
-            last_free_cpu: HashMap::default(),
-            refilled: HashMap::default(),
+            pfns: PfnMap::default(),
             untraced_allocs: 0,
             runs: vec![std::collections::VecDeque::new(); cpus as usize * 8],
             in_refill: vec![None; cpus as usize],
@@ -321,16 +320,18 @@ impl KernelSide {
                 pfn, migratetype, ..
             } => {
                 if !ev.is_failed_alloc() {
-                    *self.alloc_per_pfn.entry(pfn).or_default() += 1;
+                    let f = self.pfns.get_mut(pfn);
+                    f.allocs += 1;
+                    f.set_last_free_cpu(None);
+                    f.set_refilled(None);
                     self.block_types.name(pfn, migratetype);
-                    self.last_free_cpu.remove(&pfn);
-                    self.refilled.remove(&pfn);
                 }
                 Prev::Other
             }
             EventKind::Free { pfn, .. } | EventKind::FreeBatched { pfn } => {
-                self.last_free_cpu.insert(pfn, cpu);
-                if let Some((by, migratetype)) = self.refilled.remove(&pfn) {
+                let f = self.pfns.get_mut(pfn);
+                f.set_last_free_cpu(Some(cpu));
+                if let Some((by, migratetype)) = f.take_refilled() {
                     self.untraced_allocs += 1;
                     inferred = Inferred::UntracedAlloc {
                         cpu: by,
@@ -351,9 +352,10 @@ impl KernelSide {
                 self.block_types.name(pfn, migratetype);
                 if percpu_refill {
                     // The block goes onto this CPU's lists (unless the allocation takes it).
-                    self.last_free_cpu.insert(pfn, cpu);
+                    let f = self.pfns.get_mut(pfn);
+                    f.set_last_free_cpu(Some(cpu));
                     if order == 0 {
-                        self.refilled.insert(pfn, (cpu, migratetype));
+                        f.set_refilled(Some((cpu, migratetype)));
                     }
                 }
                 Prev::Other
@@ -384,7 +386,7 @@ impl KernelSide {
                 }
                 // The free path drains only its own CPU's lists: a block another CPU put on
                 // its lists was drained by `drain_all_pages` from here.
-                let owner = self.last_free_cpu.get(&pfn).copied().unwrap_or(cpu);
+                let owner = self.pfns.get(pfn).last_free_cpu().unwrap_or(cpu);
                 let remote = owner != cpu;
                 self.remote_drained_blocks += u64::from(remote);
                 self.last_drain = Some((owner, explained && !remote));
@@ -439,7 +441,7 @@ impl KernelSide {
                 migratetype,
                 ..
             } => {
-                if self.refilled.get(&pfn).map(|&(by, _)| by) != Some(cpu) {
+                if self.pfns.get(pfn).refilled().map(|(by, _)| by) != Some(cpu) {
                     return;
                 }
                 let run = &mut self.runs[list(migratetype)];
@@ -451,7 +453,7 @@ impl KernelSide {
             EventKind::PcpuDrain { pfn, .. }
             | EventKind::Free { pfn, .. }
             | EventKind::FreeBatched { pfn } => {
-                if let Some(&(by, mt)) = self.refilled.get(&pfn) {
+                if let Some((by, mt)) = self.pfns.get(pfn).refilled() {
                     let run = &mut self.runs[(by as usize) * 8 + usize::from(mt & 7)];
                     if let Some(k) = run.iter().position(|&p| p == pfn) {
                         run.remove(k);
@@ -464,19 +466,30 @@ impl KernelSide {
 
     fn take_untraced(&mut self, pfns: &[u64], cpu: u32, mt: u8) {
         for &pfn in pfns {
-            if self.refilled.remove(&pfn).is_some() {
+            let f = self.pfns.get_mut(pfn);
+            if f.take_refilled().is_some() {
+                f.set_last_free_cpu(None);
                 self.untraced_now.push((pfn, cpu, mt));
                 self.untraced_early += 1;
-                self.last_free_cpu.remove(&pfn);
             }
         }
     }
 
     /// The `n` most allocated frames, most first (ties by pfn).
     pub fn most_reused(&self, n: usize) -> Vec<(u64, u64)> {
-        let mut v: Vec<(u64, u64)> = self.alloc_per_pfn.iter().map(|(&p, &c)| (p, c)).collect();
-        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        v.truncate(n);
+        let mut v: Vec<(u64, u64)> = self
+            .pfns
+            .iter()
+            .filter(|(_, f)| f.allocs > 0)
+            .map(|(p, f)| (p, f.allocs))
+            .collect();
+        let order = |a: &(u64, u64), b: &(u64, u64)| b.1.cmp(&a.1).then(a.0.cmp(&b.0));
+        // The first `n` in order, then only those sorted (not every frame ever allocated).
+        if n < v.len() {
+            v.select_nth_unstable_by(n, order);
+            v.truncate(n);
+        }
+        v.sort_by(order);
         v
     }
 }
