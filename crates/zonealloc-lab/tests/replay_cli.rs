@@ -434,8 +434,19 @@ fn a_pipe_replays_like_the_file_and_a_zone_too_small_names_the_flag() {
 /// (one THP-order list) the JSON lists.
 #[test]
 fn kernel_6_4_runs_the_6_6_preset_over_a_6_1_format_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
     let v = json(&zonealloc(&[
-        "trace", "replay", SAMPLE, "--proc", PROC_61, "--kernel", "6.4", "--json",
+        "trace",
+        "replay",
+        SAMPLE,
+        "--proc",
+        PROC_61,
+        "--kernel",
+        "6.4",
+        "--out",
+        s(&out),
+        "--json",
     ]));
     let cfg = &v["experiments"][0]["config"];
     assert_eq!(cfg["kernel"], "6.6");
