@@ -538,15 +538,21 @@ impl FrameTable {
         range: core::ops::Range<u32>,
         s: FrameState,
     ) -> Option<u32> {
-        let want = s.encode() >> KIND_SHIFT & 0x7;
+        let exact = s.encode();
+        let want = exact >> KIND_SHIFT & 0x7;
         // `decode` reads kinds 5..=7 as `Absent`.
         let kind = |v: u16| match v >> KIND_SHIFT & 0x7 {
             k @ KIND_TAIL..=KIND_PCP => k,
             _ => KIND_ABSENT,
         };
+        // The usual word is `s`'s own encoding (`set_state` writes no other bits for a tail
+        // or a hole): one compare, the kind read only for any other word.
         self.slice(range.clone())
             .iter()
-            .position(|m| kind(m.state.load(Ordering::Relaxed)) != want)
+            .position(|m| {
+                let v = m.state.load(Ordering::Relaxed);
+                v != exact && kind(v) != want
+            })
             .map(|i| range.start + i as u32)
     }
 
@@ -566,11 +572,13 @@ impl FrameTable {
         let n = (!self.block_mask) as usize + 1;
         let read = |raw: u8| MigrateType::from_index(raw as usize).unwrap_or(MigrateType::Movable);
         for (b, block) in self.entries().chunks(n).enumerate() {
-            let want = read(block[0].block.load(Ordering::Relaxed));
-            if let Some(i) = block
-                .iter()
-                .position(|m| read(m.block.load(Ordering::Relaxed)) != want)
-            {
+            let first = block[0].block.load(Ordering::Relaxed);
+            let want = read(first);
+            // The same byte is the same type; any other byte is read as `block_type` reads it.
+            if let Some(i) = block.iter().position(|m| {
+                let raw = m.block.load(Ordering::Relaxed);
+                raw != first && read(raw) != want
+            }) {
                 return Some((b * n + i) as u32);
             }
         }

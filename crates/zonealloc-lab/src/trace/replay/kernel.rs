@@ -308,7 +308,12 @@ impl KernelSide {
         if raw >= self.cpus {
             self.folded_events += 1;
         }
-        let cpu = raw % self.cpus;
+        // Most traces have no CPU to fold: no division per event.
+        let cpu = if raw < self.cpus {
+            raw
+        } else {
+            raw % self.cpus
+        };
         let c = cpu as usize;
         let mut inferred = Inferred::None;
         self.untraced_now.clear();
