@@ -736,7 +736,9 @@ mod tests {
     fn slice_walks_read_states_as_state_does() {
         let t = FrameTable::allocate(Pfn(0), Order::ZERO, 3).unwrap();
         for v in 0..=u16::MAX >> 5 {
-            let v = v << 5 | (v & 0x1f);
+            // Every kind and migratetype bit pattern, with orders up to the limit (`state`
+            // decodes the order, which must be in range).
+            let v = v << 5 | (v % (u16::from(crate::MAX_ORDER_LIMIT) + 1));
             t.entries()[1].state.store(v, Ordering::Relaxed);
             for s in [FrameState::Absent, FrameState::Tail] {
                 t.set_state(0, s);
