@@ -10,10 +10,11 @@
 //! ([`Input::prefix`]) for the caller to sniff once the parse of the stream has started, so
 //! the two run side by side.
 //!
-//! The source is read, and decompressed, on a thread of its own (`ReadAhead`) a few
-//! chunks ahead of the parser: xz's decoding (half the CPU time of a replay of an `.xz`
-//! trace) then runs beside the replay on a second core instead of before it. The parser
-//! has a thread of its own too ([`super::pipe`]).
+//! A plain-text file of a MiB or more is mapped (`Mapped`): the parser reads the page cache
+//! where it lies. Any other source is read, and decompressed, on a thread of its own
+//! (`ReadAhead`) a few chunks ahead of the parser: xz's decoding (half the CPU time of a
+//! replay of an `.xz` trace) then runs beside the replay on a second core instead of before
+//! it. The parser has a thread of its own too ([`super::pipe`]).
 
 use std::io::{self, BufRead, BufReader, Cursor, Read};
 use std::path::Path;
@@ -80,11 +81,15 @@ pub fn open(path: &Path) -> io::Result<Input> {
 /// [`open`], keeping only `window` of the trace; also says whether the `from` marker was
 /// found (`None` without one).
 pub fn open_window(path: &Path, window: &Window) -> io::Result<(Input, Option<bool>)> {
-    let mut src = if path.as_os_str() == "-" {
-        ReadAhead::spawn(|| Ok(Box::new(BufReader::with_capacity(1 << 16, io::stdin()))))?
+    let mut src: Box<dyn BufRead + Send> = if path.as_os_str() == "-" {
+        Box::new(ReadAhead::spawn(|| {
+            Ok(Box::new(BufReader::with_capacity(1 << 16, io::stdin())))
+        })?)
+    } else if let Some(m) = Mapped::open(path) {
+        Box::new(m)
     } else {
         let path = path.to_owned();
-        ReadAhead::spawn(move || parse::open(&path))?
+        Box::new(ReadAhead::spawn(move || parse::open(&path))?)
     };
     let mut prefix = Vec::with_capacity(PREFIX_BYTES.min(1 << 20));
     (&mut src)
@@ -125,6 +130,103 @@ pub fn open_window(path: &Path, window: &Window) -> io::Result<(Input, Option<bo
         None => Box::new(stream),
     };
     Ok((Input { reader, prefix }, found))
+}
+
+/// Files smaller than this are read, not mapped (a mapping's set-up is not worth it).
+const MAP_MIN_BYTES: u64 = 1 << 20;
+/// Bytes read from a [`Mapped`] file between two releases of the pages behind them (a power
+/// of two, a multiple of the page size).
+const MAP_RELEASE_BYTES: usize = 4 << 20;
+/// The most a [`Mapped`] file hands over at once, so that the parser consumes (and the pages
+/// are released) as it goes.
+const MAP_SLICE_BYTES: usize = 1 << 20;
+
+/// A plain-text regular file, mapped: the parser reads the page cache where it lies, with no
+/// read thread and no copy out of the kernel (`read` copied every byte, on a core the parse and
+/// the replay need: 12 to 17% of the whole command's wall time on the real traces,
+/// BENCHMARKS.md). The pages read are unmapped every [`MAP_RELEASE_BYTES`], so the resident
+/// set stays bounded whatever the file's size. Compressed files, FIFOs, standard input and
+/// small files are read on a [`ReadAhead`] thread as before.
+///
+/// A file truncated by another process while it is replayed ends the replay with `SIGBUS`
+/// (as for every reader of a mapped file); `cat trace | zonealloc trace replay -` reads it
+/// without a mapping.
+struct Mapped {
+    map: memmap2::Mmap,
+    /// Bytes handed out.
+    at: usize,
+    /// Bytes whose pages were released.
+    released: usize,
+}
+
+impl Mapped {
+    /// The file at `path` mapped, or `None` where it is not a regular plain-text file of
+    /// [`MAP_MIN_BYTES`] or more, or cannot be mapped (the caller reads it then, and reports
+    /// any error as reading does).
+    fn open(path: &Path) -> Option<Mapped> {
+        let file = std::fs::File::open(path).ok()?;
+        let meta = file.metadata().ok()?;
+        if !meta.is_file() || meta.len() < MAP_MIN_BYTES {
+            return None;
+        }
+        // SAFETY: the mapping is read-only and private to this process; the bytes behind it
+        // are only ever read as `[u8]` (any value is valid). Another process writing the file
+        // meanwhile changes bytes not yet read (as a `read` would see them); one truncating
+        // it makes a later access fault (`SIGBUS`), documented above.
+        let map = unsafe { memmap2::Mmap::map(&file) }.ok()?;
+        if crate::trace::input::Compression::sniff(&map[..map.len().min(16)])
+            != crate::trace::input::Compression::None
+        {
+            return None;
+        }
+        // Read once, front to back: the kernel reads ahead and may drop pages behind.
+        #[cfg(unix)]
+        let _ = map.advise(memmap2::Advice::Sequential);
+        Some(Mapped {
+            map,
+            at: 0,
+            released: 0,
+        })
+    }
+}
+
+impl BufRead for Mapped {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        let end = self.map.len().min(self.at + MAP_SLICE_BYTES);
+        Ok(&self.map[self.at..end])
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.at = (self.at + n).min(self.map.len());
+        #[cfg(unix)]
+        if self.at - self.released >= MAP_RELEASE_BYTES {
+            // Whole pages only: the mapping starts on a page boundary.
+            let end = self.at & !(MAP_RELEASE_BYTES - 1);
+            if end > self.released {
+                // SAFETY: `MADV_DONTNEED` on a read-only private file mapping only drops the
+                // page-table entries; a later access would fault the same bytes in again from
+                // the file, and none is made: every byte below `at` has been handed out.
+                let _ = unsafe {
+                    self.map.unchecked_advise_range(
+                        memmap2::UncheckedAdvice::DontNeed,
+                        self.released,
+                        end - self.released,
+                    )
+                };
+                self.released = end;
+            }
+        }
+    }
+}
+
+impl Read for Mapped {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let buf = self.fill_buf()?;
+        let n = buf.len().min(out.len());
+        out[..n].copy_from_slice(&buf[..n]);
+        self.consume(n);
+        Ok(n)
+    }
 }
 
 /// Bytes per chunk a [`ReadAhead`] hands over.
@@ -351,6 +453,60 @@ mod tests {
         let mut back = String::new();
         open(&p).unwrap().reader.read_to_string(&mut back).unwrap();
         assert_eq!(back, text);
+    }
+
+    #[test]
+    fn a_mapped_file_hands_over_every_byte_and_releases_what_was_read() {
+        // Several slices and releases, and an odd tail.
+        let text: Vec<u8> = (0..2 * MAP_RELEASE_BYTES + 3 * MAP_SLICE_BYTES + 4099)
+            .map(|i| {
+                if i % 89 == 88 {
+                    b'\n'
+                } else {
+                    b'a' + (i % 26) as u8
+                }
+            })
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.txt");
+        std::fs::write(&p, &text).unwrap();
+        // By slices, as the parser reads it.
+        let mut m = Mapped::open(&p).expect("a plain file of 9 MiB is mapped");
+        let mut back = Vec::new();
+        loop {
+            let buf = m.fill_buf().unwrap();
+            if buf.is_empty() {
+                break;
+            }
+            assert!(buf.len() <= MAP_SLICE_BYTES);
+            // Part of a slice at a time, as a line split across two fills leaves it.
+            let n = buf.len().min(MAP_SLICE_BYTES / 3 + 1);
+            back.extend_from_slice(&buf[..n]);
+            m.consume(n);
+        }
+        assert!(back == text, "{} bytes back of {}", back.len(), text.len());
+        #[cfg(unix)]
+        assert_eq!(m.released, text.len() & !(MAP_RELEASE_BYTES - 1));
+        // Through `open`, prefix and all, by `read`.
+        let mut back = Vec::new();
+        open(&p).unwrap().reader.read_to_end(&mut back).unwrap();
+        assert!(back == text);
+        // Compressed and small files are read, not mapped.
+        let gz = dir.path().join("t.txt.gz");
+        let mut enc = flate2::write::GzEncoder::new(
+            std::fs::File::create(&gz).unwrap(),
+            flate2::Compression::fast(),
+        );
+        std::io::Write::write_all(&mut enc, &text).unwrap();
+        enc.finish().unwrap();
+        assert!(Mapped::open(&gz).is_none());
+        let mut back = Vec::new();
+        open(&gz).unwrap().reader.read_to_end(&mut back).unwrap();
+        assert!(back == text);
+        let small = dir.path().join("s.txt");
+        std::fs::write(&small, &text[..1000]).unwrap();
+        assert!(Mapped::open(&small).is_none());
+        assert!(Mapped::open(dir.path()).is_none());
     }
 
     #[test]
