@@ -221,12 +221,17 @@ impl BufRead for Mapped {
 
 impl Read for Mapped {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        let buf = self.fill_buf()?;
-        let n = buf.len().min(out.len());
-        out[..n].copy_from_slice(&buf[..n]);
-        self.consume(n);
-        Ok(n)
+        read_buffered(self, out)
     }
+}
+
+/// `Read::read` of a [`BufRead`] whose `fill_buf` does the work.
+fn read_buffered(r: &mut impl BufRead, out: &mut [u8]) -> io::Result<usize> {
+    let buf = r.fill_buf()?;
+    let n = buf.len().min(out.len());
+    out[..n].copy_from_slice(&buf[..n]);
+    r.consume(n);
+    Ok(n)
 }
 
 /// Bytes per chunk a [`ReadAhead`] hands over.
@@ -317,11 +322,7 @@ impl BufRead for ReadAhead {
 
 impl Read for ReadAhead {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        let buf = self.fill_buf()?;
-        let n = buf.len().min(out.len());
-        out[..n].copy_from_slice(&buf[..n]);
-        self.consume(n);
-        Ok(n)
+        read_buffered(self, out)
     }
 }
 
@@ -455,12 +456,11 @@ mod tests {
         assert_eq!(back, text);
     }
 
-    #[test]
-    fn a_mapped_file_hands_over_every_byte_and_releases_what_was_read() {
-        // Several slices and releases, and an odd tail.
-        let text: Vec<u8> = (0..2 * MAP_RELEASE_BYTES + 3 * MAP_SLICE_BYTES + 4099)
+    /// A file of `len` bytes of letters, a newline every `line` bytes, in a folder of its own.
+    fn text_file(len: usize, line: usize) -> (tempfile::TempDir, std::path::PathBuf, Vec<u8>) {
+        let text: Vec<u8> = (0..len)
             .map(|i| {
-                if i % 89 == 88 {
+                if i % line == line - 1 {
                     b'\n'
                 } else {
                     b'a' + (i % 26) as u8
@@ -470,6 +470,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("t.txt");
         std::fs::write(&p, &text).unwrap();
+        (dir, p, text)
+    }
+
+    #[test]
+    fn a_mapped_file_hands_over_every_byte_and_releases_what_was_read() {
+        // Several slices and releases, and an odd tail.
+        let (dir, p, text) = text_file(2 * MAP_RELEASE_BYTES + 3 * MAP_SLICE_BYTES + 4099, 89);
         // By slices, as the parser reads it.
         let mut m = Mapped::open(&p).expect("a plain file of 9 MiB is mapped");
         let mut back = Vec::new();
@@ -512,18 +519,7 @@ mod tests {
     #[test]
     fn reading_ahead_hands_over_every_byte_and_the_first_error() {
         // More than the prefix and several chunks: every byte, in order.
-        let text: Vec<u8> = (0..PREFIX_BYTES + 3 * AHEAD_CHUNK + 17)
-            .map(|i| {
-                if i % 97 == 96 {
-                    b'\n'
-                } else {
-                    b'a' + (i % 26) as u8
-                }
-            })
-            .collect();
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("t.txt");
-        std::fs::write(&p, &text).unwrap();
+        let (_dir, p, text) = text_file(PREFIX_BYTES + 3 * AHEAD_CHUNK + 17, 97);
         let mut back = Vec::new();
         open(&p).unwrap().reader.read_to_end(&mut back).unwrap();
         assert!(back == text, "{} bytes back of {}", back.len(), text.len());
