@@ -350,6 +350,47 @@ fn v5_15_drain_takes_batch_free_blocks_per_list() {
     }
 }
 
+/// 5.15's `batch_free` carries over from a list that ran out to the next: with batch 4 and
+/// `high` 12, CPU 0 holds one Reclaimable page (list 2), one Movable order-1 block (list 4)
+/// and five Unmovable order-1 blocks (list 3, the last freed reaching 13 pages). The drain of 4
+/// steps over list 1 to list 2 (`batch_free` 2), takes its one page and leaves `batch_free` at
+/// 1; list 3 then gets 2 and gives two blocks. Reset instead of carried, list 3 would give one
+/// block and list 4 the other.
+#[test]
+fn v5_15_batch_free_carries_over_to_the_next_list() {
+    let one = Order::new(1).unwrap();
+    let mut cfg = ZoneConfig::without_watermarks();
+    KernelVersion::V5_15.apply(&mut cfg);
+    cfg.pcp = cfg
+        .pcp
+        .with_cpus(2)
+        .with_batch(Some(4))
+        .with_high_min(Some(12))
+        .with_high_max(Some(12));
+    let z = Zone::new(ZoneType::Normal, Pfn(0), Pfn(FRAMES), cfg).unwrap();
+    z.add_free_range(Pfn(0), Pfn(FRAMES)).unwrap();
+    let on1 = |mt| AllocRequest::new(mt).on_cpu(CpuId(1));
+    let rec = z
+        .alloc_with(Order::ZERO, on1(MigrateType::Reclaimable))
+        .unwrap();
+    let mov = z.alloc_with(one, on1(M)).unwrap();
+    let unm: Vec<Pfn> = (0..5)
+        .map(|_| z.alloc_with(one, on1(MigrateType::Unmovable)).unwrap())
+        .collect();
+    z.free_on(CpuId(0), rec, Order::ZERO).unwrap();
+    z.free_on(CpuId(0), mov, one).unwrap();
+    for &p in &unm {
+        z.free_on(CpuId(0), p, one).unwrap();
+    }
+    let info = z.pcp_info(CpuId(0));
+    assert_eq!((info.count, info.stats.drain_high_pages), (8, 5));
+    assert_eq!(
+        (info.list_pages[2], info.list_pages[3], info.list_pages[4]),
+        (0, 6, 2)
+    );
+    z.check().unwrap();
+}
+
 /// 6.6.14's `__setup_per_zone_wmarks` treats `ZONE_MOVABLE` like highmem (min =
 /// `clamp(managed / 1024, 32, 128)`, left out of `lowmem_pages`); 5.15 and 6.1 do not.
 #[test]

@@ -571,8 +571,8 @@ impl PerCpuPages {
 
     /// `free_pcppages_bulk`: move up to `count` pages from the list tails to the buddy,
     /// round-robin from `pindex`, each list to empty before the next (under
-    /// [`PcpPolicy::drain_batch_free`], 5.15's round robin from list 0 instead). Caller holds this PCP's
-    /// lock and passes the zone's locked state. Returns the pages moved.
+    /// [`PcpPolicy::drain_batch_free`], 5.15's round robin from list 0 instead). Caller holds
+    /// this PCP's lock and passes the zone's locked state. Returns the pages moved.
     pub(crate) fn free_bulk(
         &mut self,
         z: &mut BuddyZone,
@@ -590,12 +590,10 @@ impl PerCpuPages {
         } else {
             (pindex + NR_PCP_LISTS - 1) % NR_PCP_LISTS
         };
-        // 5.15's `batch_free`: lists stepped to since the last block taken.
+        // 5.15's `batch_free`: lists stepped to since the last block taken, carried over
+        // from one list to the next.
         let mut batch_free: i32 = 0;
         while count > 0 {
-            if !policy.drain_batch_free {
-                batch_free = 0;
-            }
             // Guard against a count that disagrees with the lists (P1 violated): never spin.
             let mut tries = 0;
             loop {
@@ -609,12 +607,15 @@ impl PerCpuPages {
             if self.lists[p].is_empty() {
                 break;
             }
-            if !policy.drain_batch_free {
-                batch_free = i32::MAX;
+            // Blocks to take from this list: 5.18 on, the whole list; 5.15, `batch_free` (the
+            // whole count when "this is the only non-empty list").
+            let mut take = if !policy.drain_batch_free {
+                i32::MAX
             } else if batch_free == NR_PCP_LISTS as i32 {
-                // "This is the only non-empty list. Free them all."
-                batch_free = count;
-            }
+                count
+            } else {
+                batch_free
+            };
             let order = policy.order_of(p);
             let nr = 1i32 << order.get();
             while let Some(idx) = self.lists[p].last() {
@@ -636,11 +637,12 @@ impl PerCpuPages {
                 if count <= 0 {
                     break;
                 }
-                batch_free -= 1;
-                if batch_free == 0 || self.lists[p].is_empty() {
+                take -= 1;
+                if take == 0 || self.lists[p].is_empty() {
                     break;
                 }
             }
+            batch_free = if policy.drain_batch_free { take } else { 0 };
         }
         let m = moved as u64;
         match reason {
