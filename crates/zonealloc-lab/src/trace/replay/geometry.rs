@@ -112,6 +112,13 @@ impl Geometry {
         })
     }
 
+    /// The pfns from the lowest zone's start to the highest zone's end (empty without zones).
+    pub fn span(&self) -> std::ops::Range<u64> {
+        let start = self.zones.iter().map(|z| z.start).min().unwrap_or(0);
+        let end = self.zones.iter().map(ZoneSpan::end).max().unwrap_or(0);
+        start..end
+    }
+
     /// The zone spanning `pfn`.
     #[inline]
     pub fn zone_of(&self, pfn: u64) -> Option<usize> {

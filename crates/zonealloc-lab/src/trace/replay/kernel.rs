@@ -264,7 +264,16 @@ pub struct KernelSide {
 }
 
 impl KernelSide {
-    /// Nothing seen yet, for `zones` zones and `cpus` CPUs.
+    /// Nothing seen yet, for the zones and CPUs of `geo`; the frames of its zones' span are
+    /// remembered in an array, any other in a map ([`PfnMap`]).
+    pub fn for_geometry(geo: &super::Geometry) -> KernelSide {
+        KernelSide {
+            pfns: PfnMap::new(geo.span()),
+            ..KernelSide::new(geo.zones.len(), geo.cpus.max(1))
+        }
+    }
+
+    /// Nothing seen yet, for `zones` zones and `cpus` CPUs, every frame remembered in a map.
     pub fn new(zones: usize, cpus: u32) -> KernelSide {
         KernelSide {
             grid: Grid::new(zones, cpus),

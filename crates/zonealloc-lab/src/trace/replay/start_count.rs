@@ -268,7 +268,7 @@ impl Walk {
             }
         }
         let waiting = per.iter().flatten().filter(|c| c.wanted).count();
-        let mut kernel = KernelSide::new(geo.zones.len(), cpus);
+        let mut kernel = KernelSide::for_geometry(geo);
         kernel.block_types = super::kernel::BlockTypes::new(pageblock_order);
         Walk {
             cpus,

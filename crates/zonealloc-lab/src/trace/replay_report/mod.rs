@@ -215,12 +215,7 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
             };
             first_events::take(&ahead, &geo, s, which, first_events::LIST_EVENTS)
         }
-        _ => first_events::FirstEvents {
-            held: Vec::new(),
-            events: 0,
-            counts: None,
-            lists: None,
-        },
+        _ => first_events::FirstEvents::default(),
     };
     let mut head = first.lists.unwrap_or_default();
     let start_counts = first.counts;
@@ -268,7 +263,7 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
         r.decay = cfgs.first().is_some_and(|c| c.pcp.decay && c.pcp.enabled) && !opts.no_decay;
         replayers.push(r);
     }
-    let mut kernel = KernelSide::new(geo.zones.len(), geo.cpus);
+    let mut kernel = KernelSide::for_geometry(&geo);
     kernel.block_types = kernel::BlockTypes::new(base.pageblock_order);
     for &(pfn, mt) in &head.first_named {
         kernel.block_types.name(pfn, mt);

@@ -5,18 +5,16 @@
 //!
 //! One lookup per event finds all three facts of a frame (its allocation count, the CPU whose
 //! lists it was last put on, the refill that put it there), where the maps hashed the pfn up
-//! to four times. A chunk's slot is found in a flat directory for the pfns of any real machine
-//! (below [`DIRECT_PFNS`]), else in a seeded hash map, so a crafted pfn costs one chunk, not a
-//! directory reaching up to it.
+//! to four times. The array covers the replay's zones ([`PfnMap::new`]), whose frame table the
+//! replay holds anyway; a pfn outside them (a trace from another machine, a crafted line) has
+//! an entry of its own in a seeded hash map, so memory grows with the pfns a trace names, not
+//! with a chunk for each.
 
 use crate::trace::stats::HashMap;
 
 /// Frames per chunk: one 512-frame pageblock of the usual x86 geometry, 12 KiB of entries.
 const CHUNK_SHIFT: u32 = 9;
 const CHUNK: usize = 1 << CHUNK_SHIFT;
-/// Pfns below this (2^30 frames, 4 TiB of 4 KiB pages) find their chunk in the flat
-/// directory, which grows to the highest chunk touched (4 bytes a chunk, at most 8 MiB).
-pub const DIRECT_PFNS: u64 = 1 << 30;
 const NO_SLOT: u32 = u32::MAX;
 
 /// The kernel's side's facts about one traced frame. All zero: nothing known.
@@ -72,72 +70,82 @@ impl PfnFacts {
     }
 }
 
-/// [`PfnFacts`] per pfn, chunk by chunk.
+/// [`PfnFacts`] per pfn: chunk by chunk within the replay's zones, one by one outside.
 #[derive(Debug, Default)]
 pub struct PfnMap {
-    /// Per chunk number below [`DIRECT_PFNS`]: its slot, or [`NO_SLOT`].
+    /// The first chunk number of the array.
+    first_chunk: u64,
+    /// Per chunk of the array's span: its slot, or [`NO_SLOT`] while untouched.
     direct: Vec<u32>,
-    /// Chunk number -> slot for the chunks above.
-    far: HashMap<u64, u32>,
     /// Slot `s` holds entries `s * CHUNK ..` of the frames of chunk `chunk_of_slot[s]`.
     entries: Vec<PfnFacts>,
     chunk_of_slot: Vec<u64>,
+    /// The pfns outside the array's span.
+    sparse: HashMap<u64, PfnFacts>,
 }
 
 impl PfnMap {
-    /// The slot of `pfn`'s chunk, if touched.
-    #[inline]
-    fn slot(&self, chunk: u64) -> Option<u32> {
-        if chunk < DIRECT_PFNS >> CHUNK_SHIFT {
-            self.direct
-                .get(chunk as usize)
-                .copied()
-                .filter(|&s| s != NO_SLOT)
-        } else {
-            self.far.get(&chunk).copied()
+    /// A map whose array covers `span` (the replay's zones, from the lowest start to the
+    /// highest end), its chunks allocated as the trace touches them.
+    pub fn new(span: std::ops::Range<u64>) -> PfnMap {
+        let first_chunk = span.start >> CHUNK_SHIFT;
+        // The chunks holding a pfn of the span (none for an empty one).
+        let chunks = match span.end.checked_sub(1) {
+            Some(last) if span.start < span.end => (last >> CHUNK_SHIFT) - first_chunk + 1,
+            _ => 0,
+        };
+        PfnMap {
+            first_chunk,
+            direct: vec![NO_SLOT; usize::try_from(chunks).unwrap_or(0)],
+            ..PfnMap::default()
         }
+    }
+
+    /// Where `pfn`'s chunk lies in the directory, if the array covers it.
+    #[inline]
+    fn dir_index(&self, pfn: u64) -> Option<usize> {
+        let c = (pfn >> CHUNK_SHIFT).checked_sub(self.first_chunk)?;
+        (c < self.direct.len() as u64).then_some(c as usize)
     }
 
     /// The facts of `pfn` (all zero when never touched).
     #[inline]
     pub fn get(&self, pfn: u64) -> PfnFacts {
-        match self.slot(pfn >> CHUNK_SHIFT) {
-            Some(s) => self.entries[s as usize * CHUNK + (pfn as usize & (CHUNK - 1))],
-            None => PfnFacts::default(),
+        match self.dir_index(pfn) {
+            Some(d) => match self.direct[d] {
+                NO_SLOT => PfnFacts::default(),
+                s => self.entries[s as usize * CHUNK + (pfn as usize & (CHUNK - 1))],
+            },
+            None => self.sparse.get(&pfn).copied().unwrap_or_default(),
         }
     }
 
-    /// The facts of `pfn`, its chunk added (all zero) if new.
+    /// The facts of `pfn`, its chunk (or its entry) added, all zero, if new.
     #[inline]
     pub fn get_mut(&mut self, pfn: u64) -> &mut PfnFacts {
-        let chunk = pfn >> CHUNK_SHIFT;
-        let s = match self.slot(chunk) {
-            Some(s) => s,
-            None => self.add_chunk(chunk),
+        let Some(d) = self.dir_index(pfn) else {
+            return self.sparse.entry(pfn).or_default();
+        };
+        let s = match self.direct[d] {
+            NO_SLOT => self.add_chunk(d, pfn >> CHUNK_SHIFT),
+            s => s,
         };
         &mut self.entries[s as usize * CHUNK + (pfn as usize & (CHUNK - 1))]
     }
 
     #[cold]
-    fn add_chunk(&mut self, chunk: u64) -> u32 {
-        // Slots are bounded by the entries' vector: it fails to grow long before 2^32 chunks.
+    fn add_chunk(&mut self, d: usize, chunk: u64) -> u32 {
+        // At most one slot per directory entry, which a `u32` holds for any zone.
         let s = self.chunk_of_slot.len() as u32;
         self.chunk_of_slot.push(chunk);
         self.entries
             .resize(self.entries.len() + CHUNK, PfnFacts::default());
-        if chunk < DIRECT_PFNS >> CHUNK_SHIFT {
-            let c = chunk as usize;
-            if c >= self.direct.len() {
-                self.direct.resize(c + 1, NO_SLOT);
-            }
-            self.direct[c] = s;
-        } else {
-            self.far.insert(chunk, s);
-        }
+        self.direct[d] = s;
         s
     }
 
-    /// Every touched pfn with its facts, chunk by chunk in the order they were touched.
+    /// Every touched pfn with its facts: the array's chunk by chunk in the order they were
+    /// touched, then the pfns outside it.
     pub fn iter(&self) -> impl Iterator<Item = (u64, &PfnFacts)> + '_ {
         self.chunk_of_slot
             .iter()
@@ -148,6 +156,7 @@ impl PfnMap {
                     .enumerate()
                     .map(move |(i, f)| ((chunk << CHUNK_SHIFT) + i as u64, f))
             })
+            .chain(self.sparse.iter().map(|(&p, f)| (p, f)))
     }
 }
 
@@ -155,24 +164,28 @@ impl PfnMap {
 mod tests {
     use super::*;
 
-    /// The map answers as a hash map does, for pfns in the directory, at its edge, and far
-    /// above it (up to the top of the pfn space), whatever order they come in.
+    /// The map answers as a hash map does, for pfns in the array, at its edges, and far
+    /// outside it (up to the top of the pfn space), whatever order they come in; only the
+    /// array's pfns take chunks.
     #[test]
     fn the_map_agrees_with_a_hash_map_near_and_far() {
-        let mut m = PfnMap::default();
+        let span = 0x1000..0x1000 + 5 * CHUNK as u64 + 7;
+        let mut m = PfnMap::new(span.clone());
         let mut want: std::collections::HashMap<u64, PfnFacts> = Default::default();
         let pfns = [
             0,
             1,
-            511,
-            512,
-            0x4_0000,
-            DIRECT_PFNS - 1,
-            DIRECT_PFNS,
-            DIRECT_PFNS + 513,
+            span.start - 1,
+            span.start,
+            span.start + 511,
+            span.start + 512,
+            span.end - 1,
+            span.end,
+            span.end + 600,
+            1 << 40,
             u64::MAX,
             u64::MAX - 511,
-            7,
+            span.start + 7,
         ];
         for (k, &pfn) in pfns.iter().enumerate().chain(pfns.iter().enumerate()) {
             let f = m.get_mut(pfn);
@@ -187,8 +200,8 @@ mod tests {
         for (&pfn, w) in &want {
             assert_eq!(m.get(pfn), *w, "{pfn:#x}");
         }
-        assert_eq!(m.get(2), PfnFacts::default());
-        assert_eq!(m.get(DIRECT_PFNS + 1024), PfnFacts::default());
+        assert_eq!(m.get(span.start + 2), PfnFacts::default());
+        assert_eq!(m.get(span.end + 1), PfnFacts::default());
         let mut seen: Vec<(u64, u64)> = m
             .iter()
             .filter(|(_, f)| f.allocs > 0)
@@ -198,10 +211,14 @@ mod tests {
         let mut expect: Vec<(u64, u64)> = want.iter().map(|(&p, f)| (p, f.allocs)).collect();
         expect.sort_unstable();
         assert_eq!(seen, expect);
-        // The directory reaches only the highest chunk below the limit.
-        assert_eq!(m.direct.len() as u64, (DIRECT_PFNS >> CHUNK_SHIFT));
-        // Far chunks: DIRECT_PFNS, the one after it, and the top one (two pfns).
-        assert_eq!(m.far.len(), 3);
+        // Chunks only for the array's pfns (start's, start + 512's, the one of end - 1 and
+        // end, the span ending inside it); every other pfn an entry of its own.
+        assert_eq!(m.chunk_of_slot.len(), 3, "{:?}", m.chunk_of_slot);
+        assert_eq!(m.sparse.len(), 7);
+        // No span: every pfn an entry of its own.
+        let mut none = PfnMap::default();
+        none.get_mut(5).allocs = 1;
+        assert_eq!((none.get(5).allocs, none.chunk_of_slot.len()), (1, 0));
     }
 
     #[test]
