@@ -265,7 +265,7 @@ pub struct KernelSide {
 
 impl KernelSide {
     /// Nothing seen yet, for the zones and CPUs of `geo`; the frames of its zones' span are
-    /// remembered in an array, any other in a map ([`PfnMap`]).
+    /// remembered in an array, any other in a map (`pfn_map::PfnMap`).
     pub fn for_geometry(geo: &super::Geometry) -> KernelSide {
         KernelSide {
             pfns: PfnMap::new(geo.span()),
