@@ -444,8 +444,8 @@ impl KernelSide {
                 let Some(mt) = refill else { return };
                 if was != Some(mt) {
                     // A new run: the list was empty, what was left of the last run is gone.
-                    let left: Vec<u64> = self.runs[list(mt)].drain(..).collect();
-                    self.take_untraced(&left, cpu, mt);
+                    let n = self.runs[list(mt)].len();
+                    self.take_untraced(list(mt), n, cpu, mt);
                 }
                 self.runs[list(mt)].push_back(pfn);
             }
@@ -460,8 +460,8 @@ impl KernelSide {
                 }
                 let run = &mut self.runs[list(migratetype)];
                 if let Some(k) = run.iter().position(|&p| p == pfn) {
-                    let before: Vec<u64> = run.drain(..=k).take(k).collect();
-                    self.take_untraced(&before, cpu, migratetype);
+                    self.take_untraced(list(migratetype), k, cpu, migratetype);
+                    self.runs[list(migratetype)].pop_front();
                 }
             }
             EventKind::PcpuDrain { pfn, .. }
@@ -478,8 +478,15 @@ impl KernelSide {
         }
     }
 
-    fn take_untraced(&mut self, pfns: &[u64], cpu: u32, mt: u8) {
-        for &pfn in pfns {
+    /// The first `n` pages of run `list`, taken off it: allocated untraced unless something
+    /// else took them since.
+    fn take_untraced(&mut self, list: usize, n: usize, cpu: u32, mt: u8) {
+        if n == 0 {
+            return;
+        }
+        // Walked in place (a copy of the pages would cost an allocation per event).
+        let mut run = std::mem::take(&mut self.runs[list]);
+        for pfn in run.drain(..n) {
             let f = self.pfns.get_mut(pfn);
             if f.take_refilled().is_some() {
                 f.set_last_free_cpu(None);
@@ -487,6 +494,7 @@ impl KernelSide {
                 self.untraced_early += 1;
             }
         }
+        self.runs[list] = run;
     }
 
     /// The `n` most allocated frames, most first (ties by pfn).

@@ -31,6 +31,7 @@
 
 mod counts;
 pub mod first_events;
+mod frames;
 mod frees;
 mod geometry;
 mod gfp;
@@ -42,7 +43,6 @@ pub mod preset;
 pub mod proc_setup;
 pub mod start_count;
 
-use crate::trace::stats::{HashMap, HashSet};
 use std::io::{self, Write};
 
 use zonealloc::stats::{fragmentation_index, unusable_free_index};
@@ -98,23 +98,19 @@ pub struct Replayer {
     /// Per zone, one bit per `MAX_PAGE_ORDER` block: online yet ([`Online::Touched`]).
     online: Vec<Vec<u64>>,
     block_shift: u32,
-    live: HashMap<u64, Live>,
-    /// Traced frames whose allocation failed here and are still live in the trace.
-    failed: HashSet<u64>,
+    /// Per traced frame: the live block it heads, whether its allocation failed here, its
+    /// pending `mm_page_free_batched` and deferred free; per frame of ours, its allocations.
+    frames: frames::Frames,
     /// Replay a traced free at its commit, not at its `mm_page_free`: on a kernel's batched
     /// path (`free_unref_page_list`, `free_unref_folios`) every page of the batch is prepared
     /// (`mm_page_free`) before the first commit (`mm_page_free_batched`). For a kernel's trace
     /// (with the inferences); our own traces free at `mm_page_free` (off by default).
     pub commit_at_batched: bool,
-    pending_batched: HashSet<u64>,
     /// Per CPU: traced frees not on the lists yet ([`Deferred`]).
     deferred: Vec<Vec<Deferred>>,
-    /// The CPU each deferred free's frame waits on.
-    deferred_at: HashMap<u64, u32>,
     /// Per CPU: a batched commit has begun (a drain belongs to it; otherwise a drain follows
     /// a single free, committed before it).
     batching: Vec<bool>,
-    allocated_once: HashMap<u64, u32>,
     /// The requests of the `gfp_flags` strings seen.
     gfp: gfp::GfpCache,
     /// The counts.
@@ -206,6 +202,7 @@ impl Replayer {
             let blocks = (end - (start >> block_shift << block_shift)).div_ceil(1 << block_shift);
             online.push(vec![0u64; blocks.div_ceil(64) as usize]);
         }
+        let frames = frames::Frames::new(geo.span()).map_err(|e| err(&e))?;
         let emit = match emit {
             Some(w) => {
                 let mut w = TraceWriter::new(w, "zonealloc", cfg.pageblock_order);
@@ -220,14 +217,10 @@ impl Replayer {
             geo: geo.clone(),
             online,
             block_shift,
-            live: HashMap::default(),
-            failed: HashSet::default(),
+            frames,
             commit_at_batched: false,
-            pending_batched: HashSet::default(),
             deferred: vec![Vec::new(); geo.cpus as usize],
-            deferred_at: HashMap::default(),
             batching: vec![false; geo.cpus as usize],
-            allocated_once: HashMap::default(),
             gfp: gfp::GfpCache::default(),
             counts: ReplayCounts::default(),
             ours: Grid::new(geo.zones.len(), geo.cpus),
@@ -301,7 +294,7 @@ impl Replayer {
                 | EventKind::PcpuDrain { .. } => {}
                 EventKind::Alloc { pfn, .. } => {
                     self.flush_deferred(cpu)?;
-                    if let Some(&c) = self.deferred_at.get(&pfn) {
+                    if let Some(c) = self.frames.deferred_at(pfn) {
                         self.flush_deferred(c)?;
                     }
                 }
@@ -322,11 +315,11 @@ impl Replayer {
                     self.zones.len() - 1
                 } else {
                     let z = self.zone_for(pfn)?;
-                    if let Some(old) = self.live.remove(&pfn) {
+                    if let Some(old) = self.frames.take_live(pfn) {
                         self.counts.implicit_frees += 1;
                         self.free_ours(ev, cpu, old)?;
-                    } else if !self.failed.is_empty() {
-                        self.failed.remove(&pfn);
+                    } else {
+                        self.frames.set_failed(pfn, false);
                     }
                     z
                 };
@@ -371,26 +364,25 @@ impl Replayer {
                     Ok(p) => {
                         self.counts.allocs += 1;
                         self.counts.same_frame += u64::from(p.0 == pfn);
-                        let n = self.allocated_once.entry(p.0).or_default();
-                        self.counts.reused += u64::from(*n > 0);
-                        *n += 1;
-                        self.live.insert(pfn, live(p));
-                        self.pending_batched.remove(&pfn);
+                        let before = self.frames.count_allocation(p.0);
+                        self.counts.reused += u64::from(before > 0);
+                        self.frames.set_live(pfn, live(p));
+                        self.frames.set_pending_batched(pfn, false);
                     }
                     Err(_) if failed_in_trace => {}
                     Err(_) => {
                         self.counts.alloc_failures += 1;
-                        self.failed.insert(pfn);
+                        self.frames.set_failed(pfn, true);
                     }
                 }
             }
             EventKind::Free { pfn, order } if !self.commit_at_batched => {
                 self.zone_for(pfn)?;
-                self.pending_batched.insert(pfn);
+                self.frames.set_pending_batched(pfn, true);
                 self.free_traced(ev, cpu, pfn, order, inferred)?;
             }
             EventKind::FreeBatched { pfn } if !self.commit_at_batched => {
-                if self.pending_batched.remove(&pfn) {
+                if self.frames.set_pending_batched(pfn, false) {
                     self.counts.batched_duplicates += 1;
                 } else {
                     self.zone_for(pfn)?;
@@ -399,7 +391,7 @@ impl Replayer {
             }
             EventKind::Free { pfn, order } => {
                 self.zone_for(pfn)?;
-                if let Some(&at) = self.deferred_at.get(&pfn) {
+                if let Some(at) = self.frames.deferred_at(pfn) {
                     self.flush_deferred(at)?;
                 }
                 self.deferred[cpu as usize].push(Deferred {
@@ -410,12 +402,12 @@ impl Replayer {
                     order,
                     inferred,
                 });
-                self.deferred_at.insert(pfn, cpu);
+                self.frames.set_deferred_at(pfn, Some(cpu));
             }
             EventKind::FreeBatched { pfn } => {
                 let list = &mut self.deferred[cpu as usize];
                 let at = list.iter().position(|d| d.pfn == pfn);
-                if let (Some(i), Some(&c)) = (at, self.deferred_at.get(&pfn)) {
+                if let (Some(i), Some(c)) = (at, self.frames.deferred_at(pfn)) {
                     // The commit of a free `mm_page_free` announced: the page goes on the list
                     // now (free_unref_folios / free_unref_page_list).
                     debug_assert_eq!(c, cpu);
@@ -429,10 +421,10 @@ impl Replayer {
                     };
                     let d = list.remove(if first { 0 } else { i });
                     for b in before {
-                        self.deferred_at.remove(&b.pfn);
+                        self.frames.set_deferred_at(b.pfn, None);
                         self.commit_deferred(cpu, b)?;
                     }
-                    self.deferred_at.remove(&pfn);
+                    self.frames.set_deferred_at(pfn, None);
                     self.batching[cpu as usize] = true;
                     self.counts.batched_duplicates += 1;
                     let e = Event {
@@ -446,7 +438,7 @@ impl Replayer {
                     };
                     self.free_traced(&e, cpu, pfn, d.order, d.inferred)?;
                 } else {
-                    if let Some(&c) = self.deferred_at.get(&pfn) {
+                    if let Some(c) = self.frames.deferred_at(pfn) {
                         self.flush_deferred(c)?;
                     }
                     self.zone_for(pfn)?;
@@ -605,7 +597,7 @@ impl Replayer {
             return Ok(());
         }
         for d in std::mem::take(list) {
-            self.deferred_at.remove(&d.pfn);
+            self.frames.set_deferred_at(d.pfn, None);
             self.commit_deferred(cpu, d)?;
         }
         Ok(())
@@ -627,7 +619,7 @@ impl Replayer {
 
     /// Frames handed out at least once, most-allocated first: the seed 000 table.
     pub fn most_reused(&self, n: usize) -> Vec<(u64, u32)> {
-        let mut v: Vec<(u64, u32)> = self.allocated_once.iter().map(|(&p, &c)| (p, c)).collect();
+        let mut v: Vec<(u64, u32)> = self.frames.allocated().collect();
         // A total order (pfns are unique): the first n picked in linear time, then sorted,
         // give what a sort of them all would.
         let order = |a: &(u64, u32), b: &(u64, u32)| b.1.cmp(&a.1).then(a.0.cmp(&b.0));
