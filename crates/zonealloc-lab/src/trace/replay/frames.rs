@@ -120,10 +120,12 @@ impl Frames {
     #[inline]
     pub(super) fn set_live(&mut self, pfn: u64, l: Live) {
         let Some(i) = self.at(pfn) else { return };
-        self.live[i] = self.pack(&l);
+        let packed = self.pack(&l);
+        let was = std::mem::replace(&mut self.live[i], packed);
+        // The map only for a partial free: one begun, or one the new block replaces.
         if l.freed > 0 {
             self.freed.insert(pfn, l.freed);
-        } else {
+        } else if was & PARTIAL != 0 {
             self.freed.remove(&pfn);
         }
     }
@@ -133,11 +135,19 @@ impl Frames {
     pub(super) fn take_live(&mut self, pfn: u64) -> Option<Live> {
         let l = self.live(pfn)?;
         let i = self.at(pfn)?;
-        if self.live[i] & PARTIAL != 0 {
+        if std::mem::take(&mut self.live[i]) & PARTIAL != 0 {
             self.freed.remove(&pfn);
         }
-        self.live[i] = 0;
         Some(l)
+    }
+
+    /// Forgets the live block headed by `pfn` (just read with [`Frames::live`]).
+    #[inline]
+    pub(super) fn clear_live(&mut self, pfn: u64) {
+        let Some(i) = self.at(pfn) else { return };
+        if std::mem::take(&mut self.live[i]) & PARTIAL != 0 {
+            self.freed.remove(&pfn);
+        }
     }
 
     #[cfg(test)]

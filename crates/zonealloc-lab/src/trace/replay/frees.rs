@@ -82,7 +82,7 @@ impl Replayer {
         if let Some(l) = self.frames.live(pfn) {
             if order >= l.order && l.freed == 0 {
                 self.counts.order_mismatches += u64::from(order > l.order);
-                self.frames.take_live(pfn);
+                self.frames.clear_live(pfn);
                 return self.free_ours(ev, cpu, l);
             }
             return self.partial(ev, cpu, pfn, pages);
@@ -152,7 +152,7 @@ impl Replayer {
         };
         l.freed += pages;
         if l.freed >= 1u64 << l.order {
-            self.frames.take_live(head);
+            self.frames.clear_live(head);
             self.free_ours(ev, cpu, l)?;
         } else {
             self.frames.set_live(head, l);

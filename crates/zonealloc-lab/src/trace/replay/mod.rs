@@ -252,24 +252,35 @@ impl Replayer {
     #[inline]
     fn zone_for(&mut self, pfn: u64) -> io::Result<usize> {
         let Some(z) = self.geo.zone_of(pfn) else {
-            return Err(io::Error::other(self.geo.outside(pfn)));
+            return Err(self.outside(pfn));
         };
         if self.geo.online == Online::Touched {
-            let span = self.geo.zones[z];
-            let base = span.start >> self.block_shift << self.block_shift;
-            let b = (pfn - base) >> self.block_shift;
-            let (w, bit) = ((b / 64) as usize, 1u64 << (b % 64));
-            if self.online[z][w] & bit == 0 {
-                self.online[z][w] |= bit;
-                let lo = (base + (b << self.block_shift)).max(span.start);
-                let hi = (base + ((b + 1) << self.block_shift)).min(span.end());
-                self.zones[z]
-                    .add_free_range(Pfn(lo), Pfn(hi))
-                    .map_err(|e| io::Error::other(format!("onlining {lo:#x}..{hi:#x}: {e}")))?;
-                self.counts.onlined_blocks += 1;
-            }
+            self.online_block(z, pfn)?;
         }
         Ok(z)
+    }
+
+    #[cold]
+    fn outside(&self, pfn: u64) -> io::Error {
+        io::Error::other(self.geo.outside(pfn))
+    }
+
+    /// Brings traced frame `pfn`'s `MAX_PAGE_ORDER` block of zone `z` online, if not yet.
+    fn online_block(&mut self, z: usize, pfn: u64) -> io::Result<()> {
+        let span = self.geo.zones[z];
+        let base = span.start >> self.block_shift << self.block_shift;
+        let b = (pfn - base) >> self.block_shift;
+        let (w, bit) = ((b / 64) as usize, 1u64 << (b % 64));
+        if self.online[z][w] & bit == 0 {
+            self.online[z][w] |= bit;
+            let lo = (base + (b << self.block_shift)).max(span.start);
+            let hi = (base + ((b + 1) << self.block_shift)).min(span.end());
+            self.zones[z]
+                .add_free_range(Pfn(lo), Pfn(hi))
+                .map_err(|e| io::Error::other(format!("onlining {lo:#x}..{hi:#x}: {e}")))?;
+            self.counts.onlined_blocks += 1;
+        }
+        Ok(())
     }
 
     /// Replays one trace event (buddy-side events of the trace are counted by the caller;
@@ -496,11 +507,20 @@ impl Replayer {
         }
         Ok(())
     }
+    /// Counts (and with `--emit` writes) the events zone `z` recorded since the last call.
+    #[inline]
     fn flush_zone_events(&mut self, ev: &Event<'_>, z: usize, cpu: u32) -> io::Result<()> {
+        // Most allocations and frees stay on the per-CPU lists and record nothing: checking
+        // that (one load in `take_events`) inline, the work out of line.
         self.zones[z].take_events(&mut self.events);
         if self.events.is_empty() {
             return Ok(());
         }
+        self.count_zone_events(ev, z, cpu)
+    }
+
+    #[inline(never)]
+    fn count_zone_events(&mut self, ev: &Event<'_>, z: usize, cpu: u32) -> io::Result<()> {
         let pb = self.zones[z].config().pageblock_order;
         // Taken for the loop and put back, so its buffer is reused.
         let mut events = std::mem::take(&mut self.events);
