@@ -10,6 +10,9 @@
 //! "nothing known", so no pfn can grow memory or panic. The arrays are zeroed lazily
 //! (`vec![0; n]` maps zero pages): a frame costs memory only once the trace touches its page
 //! of entries, as the core's frame table costs for every frame of the zones anyway.
+//!
+//! The accessors are `#[inline(always)]`: each is a few instructions, called on every traced
+//! allocation and free from functions too large for the compiler to inline them into.
 
 use super::Live;
 use crate::trace::stats::HashMap;
@@ -65,7 +68,7 @@ impl Frames {
     }
 
     /// `pfn`'s index in the arrays, if they cover it.
-    #[inline]
+    #[inline(always)]
     fn index(&self, pfn: u64) -> Option<usize> {
         let i = pfn.checked_sub(self.start)?;
         (i < self.live.len() as u64).then_some(i as usize)
@@ -73,14 +76,14 @@ impl Frames {
 
     /// `pfn`'s index, for a frame of the zones (the replay stores no other: see the module
     /// doc; a store outside is dropped rather than a panic).
-    #[inline]
+    #[inline(always)]
     fn at(&self, pfn: u64) -> Option<usize> {
         let i = self.index(pfn);
         debug_assert!(i.is_some(), "pfn {pfn:#x} outside the replay's zones");
         i
     }
 
-    #[inline]
+    #[inline(always)]
     fn pack(&self, l: &Live) -> u64 {
         let partial = if l.freed > 0 { PARTIAL } else { 0 };
         LIVE | partial
@@ -90,7 +93,7 @@ impl Frames {
     }
 
     /// The live block whose head is traced frame `pfn`.
-    #[inline]
+    #[inline(always)]
     pub(super) fn live(&self, pfn: u64) -> Option<Live> {
         let v = *self.live.get(self.index(pfn)?)?;
         if v & LIVE == 0 {
@@ -110,14 +113,14 @@ impl Frames {
     }
 
     /// Whether traced frame `pfn` heads a live block.
-    #[inline]
+    #[inline(always)]
     pub(super) fn is_live(&self, pfn: u64) -> bool {
         self.index(pfn)
             .is_some_and(|i| self.live[i] & LIVE != 0)
     }
 
     /// Traced frame `pfn` (of the zones) heads `l` now.
-    #[inline]
+    #[inline(always)]
     pub(super) fn set_live(&mut self, pfn: u64, l: Live) {
         let Some(i) = self.at(pfn) else { return };
         let packed = self.pack(&l);
@@ -131,7 +134,7 @@ impl Frames {
     }
 
     /// Takes the live block headed by `pfn`, if any.
-    #[inline]
+    #[inline(always)]
     pub(super) fn take_live(&mut self, pfn: u64) -> Option<Live> {
         let l = self.live(pfn)?;
         let i = self.at(pfn)?;
@@ -142,7 +145,7 @@ impl Frames {
     }
 
     /// Forgets the live block headed by `pfn` (just read with [`Frames::live`]).
-    #[inline]
+    #[inline(always)]
     pub(super) fn clear_live(&mut self, pfn: u64) {
         let Some(i) = self.at(pfn) else { return };
         if std::mem::take(&mut self.live[i]) & PARTIAL != 0 {
@@ -156,7 +159,7 @@ impl Frames {
     }
 
     /// Sets or clears `bit` of traced frame `pfn` (of the zones), saying whether it was set.
-    #[inline]
+    #[inline(always)]
     fn set_mark(&mut self, pfn: u64, bit: u8, on: bool) -> bool {
         let Some(i) = self.at(pfn) else {
             return false;
@@ -172,7 +175,7 @@ impl Frames {
 
     /// Traced frame `pfn`'s allocation failed here (or, with `false`, no longer matters),
     /// saying whether it was so marked.
-    #[inline]
+    #[inline(always)]
     pub(super) fn set_failed(&mut self, pfn: u64, on: bool) -> bool {
         self.set_mark(pfn, FAILED, on)
     }
@@ -185,7 +188,7 @@ impl Frames {
 
     /// Traced frame `pfn` waits (or, with `false`, no longer waits) for its
     /// `mm_page_free_batched`, saying whether it waited.
-    #[inline]
+    #[inline(always)]
     pub(super) fn set_pending_batched(&mut self, pfn: u64, on: bool) -> bool {
         self.set_mark(pfn, PENDING_BATCHED, on)
     }
@@ -197,14 +200,14 @@ impl Frames {
     }
 
     /// The CPU traced frame `pfn`'s deferred free waits on.
-    #[inline]
+    #[inline(always)]
     pub(super) fn deferred_at(&self, pfn: u64) -> Option<u32> {
         let i = self.index(pfn)?;
         self.deferred_at[i].checked_sub(1)
     }
 
     /// Records (or with `None` forgets) the CPU traced frame `pfn`'s deferred free waits on.
-    #[inline]
+    #[inline(always)]
     pub(super) fn set_deferred_at(&mut self, pfn: u64, cpu: Option<u32>) {
         let Some(i) = self.at(pfn) else { return };
         // A CPU is folded below the replay's count, a `u32`: the sum cannot wrap.
@@ -212,7 +215,7 @@ impl Frames {
     }
 
     /// Counts one more allocation of our frame `ours`, returning the count before it.
-    #[inline]
+    #[inline(always)]
     pub(super) fn count_allocation(&mut self, ours: u64) -> u32 {
         let Some(i) = self.at(ours) else { return 0 };
         let before = self.allocated[i];

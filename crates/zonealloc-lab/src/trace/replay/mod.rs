@@ -318,75 +318,7 @@ impl Replayer {
                 order,
                 migratetype,
                 gfp_flags,
-            } => {
-                let failed_in_trace = ev.is_failed_alloc();
-                let z = if failed_in_trace {
-                    self.counts.kernel_failures += 1;
-                    // A failure names no zone: try the preferred (highest) one.
-                    self.zones.len() - 1
-                } else {
-                    let z = self.zone_for(pfn)?;
-                    if let Some(old) = self.frames.take_live(pfn) {
-                        self.counts.implicit_frees += 1;
-                        self.free_ours(ev, cpu, old)?;
-                    } else {
-                        self.frames.set_failed(pfn, false);
-                    }
-                    z
-                };
-                let mt = MigrateType::from_index(usize::from(
-                    self.geo.numbering.to_current(migratetype),
-                ))
-                .filter(|m| m.is_gfp_type());
-                let (Some(mt), Some(ord)) = (
-                    mt,
-                    Order::new(order).filter(|o| o.get() <= self.zones[z].max_order().get()),
-                ) else {
-                    self.counts.skipped_allocs += 1;
-                    return Ok(());
-                };
-                let req = self.gfp.request(mt, gfp_flags).on_cpu(CpuId(cpu));
-                let got = self.zones[z].alloc_with(ord, req);
-                self.flush_zone_events(ev, z, cpu)?;
-                self.emit_event(
-                    ev,
-                    match got {
-                        Ok(p) => (PagePtr::Present, p.0),
-                        Err(_) => (PagePtr::Null, 0),
-                    },
-                    |pfn| EventKind::Alloc {
-                        pfn,
-                        order,
-                        migratetype: mt.index() as u8,
-                        gfp_flags,
-                    },
-                )?;
-                let live = |p: Pfn| Live {
-                    ours: p.0,
-                    order,
-                    zone: z as u8,
-                    freed: 0,
-                };
-                match got {
-                    Ok(p) if failed_in_trace => {
-                        self.counts.kernel_failures_satisfied += 1;
-                        self.free_ours(ev, cpu, live(p))?;
-                    }
-                    Ok(p) => {
-                        self.counts.allocs += 1;
-                        self.counts.same_frame += u64::from(p.0 == pfn);
-                        let before = self.frames.count_allocation(p.0);
-                        self.counts.reused += u64::from(before > 0);
-                        self.frames.set_live(pfn, live(p));
-                        self.frames.set_pending_batched(pfn, false);
-                    }
-                    Err(_) if failed_in_trace => {}
-                    Err(_) => {
-                        self.counts.alloc_failures += 1;
-                        self.frames.set_failed(pfn, true);
-                    }
-                }
-            }
+            } => self.alloc_traced(ev, cpu, pfn, order, migratetype, gfp_flags)?,
             EventKind::Free { pfn, order } if !self.commit_at_batched => {
                 self.zone_for(pfn)?;
                 self.frames.set_pending_batched(pfn, true);
@@ -482,6 +414,88 @@ impl Replayer {
             | EventKind::Extfrag { .. }
             | EventKind::KswapdWake { .. }
             | EventKind::KswapdSleep { .. } => {}
+        }
+        Ok(())
+    }
+
+    /// A traced `mm_page_alloc` (a function of its own: the other events, most of a trace,
+    /// then pass through a small `feed`).
+    #[inline(never)]
+    fn alloc_traced(
+        &mut self,
+        ev: &Event<'_>,
+        cpu: u32,
+        pfn: u64,
+        order: u8,
+        migratetype: u8,
+        gfp_flags: &str,
+    ) -> io::Result<()> {
+        let failed_in_trace = ev.is_failed_alloc();
+        let z = if failed_in_trace {
+            self.counts.kernel_failures += 1;
+            // A failure names no zone: try the preferred (highest) one.
+            self.zones.len() - 1
+        } else {
+            let z = self.zone_for(pfn)?;
+            if let Some(old) = self.frames.take_live(pfn) {
+                self.counts.implicit_frees += 1;
+                self.free_ours(ev, cpu, old)?;
+            } else {
+                self.frames.set_failed(pfn, false);
+            }
+            z
+        };
+        let mt = MigrateType::from_index(usize::from(
+            self.geo.numbering.to_current(migratetype),
+        ))
+        .filter(|m| m.is_gfp_type());
+        let (Some(mt), Some(ord)) = (
+            mt,
+            Order::new(order).filter(|o| o.get() <= self.zones[z].max_order().get()),
+        ) else {
+            self.counts.skipped_allocs += 1;
+            return Ok(());
+        };
+        let req = self.gfp.request(mt, gfp_flags).on_cpu(CpuId(cpu));
+        let got = self.zones[z].alloc_with(ord, req);
+        self.flush_zone_events(ev, z, cpu)?;
+        self.emit_event(
+            ev,
+            match got {
+                Ok(p) => (PagePtr::Present, p.0),
+                Err(_) => (PagePtr::Null, 0),
+            },
+            |pfn| EventKind::Alloc {
+                pfn,
+                order,
+                migratetype: mt.index() as u8,
+                gfp_flags,
+            },
+        )?;
+        let live = |p: Pfn| Live {
+            ours: p.0,
+            order,
+            zone: z as u8,
+            freed: 0,
+        };
+        match got {
+            Ok(p) if failed_in_trace => {
+                self.counts.kernel_failures_satisfied += 1;
+                self.free_ours(ev, cpu, live(p))?;
+            }
+            Ok(p) => {
+                self.counts.allocs += 1;
+                self.counts.same_frame += u64::from(p.0 == pfn);
+                let before = self.frames.count_allocation(p.0);
+                self.counts.reused += u64::from(before > 0);
+                self.frames.set_live(pfn, live(p));
+                self.frames.set_pending_batched(pfn, false);
+            }
+            Err(_) if failed_in_trace => {}
+            Err(_) => {
+                self.counts.alloc_failures += 1;
+                self.frames.set_failed(pfn, true);
+            }
         }
         Ok(())
     }
