@@ -301,6 +301,21 @@ impl KernelSide {
     /// Accounts one event, whose page lies in zone `zone`, and says what the replay should
     /// infer from it.
     pub fn add(&mut self, ev: &Event<'_>, zone: usize) -> Inferred {
+        self.account::<true>(ev, zone)
+    }
+
+    /// [`add`](Self::add) for a replay that infers nothing: the same counts, without naming
+    /// pageblocks' migratetypes (read only for [`Inferred::FreeOfType`]), and an inference
+    /// the caller drops.
+    pub fn add_counts(&mut self, ev: &Event<'_>, zone: usize) -> Inferred {
+        self.account::<false>(ev, zone)
+    }
+
+    /// [`add`](Self::add), naming pageblock types when `NAME_BLOCKS`. Each event looks its
+    /// frame up once: the refill-run bookkeeping ([`KernelSide::bulk`]) gets the frame's
+    /// refill as it was before the event.
+    #[inline(always)]
+    fn account<const NAME_BLOCKS: bool>(&mut self, ev: &Event<'_>, zone: usize) -> Inferred {
         if let Some(ts) = ev.ts_ns {
             self.span_ns = Some(match self.span_ns {
                 None => (ts, ts),
@@ -327,32 +342,48 @@ impl KernelSide {
         let mut inferred = Inferred::None;
         self.untraced_now.clear();
         self.last_drain = None;
-        self.bulk(ev, cpu);
+        self.refill_run(ev, cpu);
         let prev = self.prev[c];
         self.prev[c] = match ev.kind {
             EventKind::Alloc {
-                pfn, migratetype, ..
+                pfn,
+                order,
+                migratetype,
+                ..
             } => {
-                if !ev.is_failed_alloc() {
+                let refilled = if ev.is_failed_alloc() {
+                    self.pfns.get(pfn).refilled()
+                } else {
                     let f = self.pfns.get_mut(pfn);
+                    let refilled = f.refilled();
                     f.allocs += 1;
                     f.set_last_free_cpu(None);
                     f.set_refilled(None);
-                    self.block_types.name(pfn, migratetype);
+                    if NAME_BLOCKS {
+                        self.block_types.name(pfn, migratetype);
+                    }
+                    refilled
+                };
+                if order == 0 {
+                    self.bulk(ev, cpu, refilled);
                 }
                 Prev::Other
             }
             EventKind::Free { pfn, .. } | EventKind::FreeBatched { pfn } => {
                 let f = self.pfns.get_mut(pfn);
                 f.set_last_free_cpu(Some(cpu));
-                if let Some((by, migratetype)) = f.take_refilled() {
+                let refilled = f.take_refilled();
+                self.bulk(ev, cpu, refilled);
+                if let Some((by, migratetype)) = refilled {
                     self.untraced_allocs += 1;
                     inferred = Inferred::UntracedAlloc {
                         cpu: by,
                         migratetype,
                     };
-                } else if let Some(migratetype) = self.block_types.of(pfn) {
-                    inferred = Inferred::FreeOfType { migratetype };
+                } else if NAME_BLOCKS {
+                    if let Some(migratetype) = self.block_types.of(pfn) {
+                        inferred = Inferred::FreeOfType { migratetype };
+                    }
                 }
                 Prev::Free
             }
@@ -363,7 +394,9 @@ impl KernelSide {
                 percpu_refill,
             } => {
                 self.grid.at(zone, cpu).zone_locked(order, percpu_refill);
-                self.block_types.name(pfn, migratetype);
+                if NAME_BLOCKS {
+                    self.block_types.name(pfn, migratetype);
+                }
                 if percpu_refill {
                     // The block goes onto this CPU's lists (unless the allocation takes it).
                     let f = self.pfns.get_mut(pfn);
@@ -385,7 +418,11 @@ impl KernelSide {
                 migratetype,
             } => {
                 self.grid.at(zone, cpu).drain(order);
-                self.block_types.name(pfn, migratetype);
+                if NAME_BLOCKS {
+                    self.block_types.name(pfn, migratetype);
+                }
+                let facts = self.pfns.get(pfn);
+                self.bulk(ev, cpu, facts.refilled());
                 let new_run = !matches!(prev, Prev::Drain { .. });
                 if new_run {
                     self.run_owners[c].clear();
@@ -400,7 +437,7 @@ impl KernelSide {
                 }
                 // The free path drains only its own CPU's lists: a block another CPU put on
                 // its lists was drained by `drain_all_pages` from here.
-                let owner = self.pfns.get(pfn).last_free_cpu().unwrap_or(cpu);
+                let owner = facts.last_free_cpu().unwrap_or(cpu);
                 let remote = owner != cpu;
                 self.remote_drained_blocks += u64::from(remote);
                 self.last_drain = Some((owner, explained && !remote));
@@ -426,9 +463,46 @@ impl KernelSide {
     /// page, the `k - 1` before it that no event took were allocated untraced, before it. At
     /// the list's next refill the list was empty: what is left of the run was too. Both are
     /// replayed then, not at the pages' frees, which come much later.
-    fn bulk(&mut self, ev: &Event<'_>, cpu: u32) {
+    ///
+    /// An allocation, free or drain of a page, given the page's refill before the event
+    /// (`refilled`): an order-0 allocation from a run takes the pages before it as untraced; a
+    /// free or drain takes the page off its run.
+    fn bulk(&mut self, ev: &Event<'_>, cpu: u32, refilled: Option<(u32, u8)>) {
+        match ev.kind {
+            EventKind::Alloc {
+                pfn,
+                order: 0,
+                migratetype,
+                ..
+            } => {
+                if refilled.map(|(by, _)| by) != Some(cpu) {
+                    return;
+                }
+                let list = cpu as usize * 8 + usize::from(migratetype & 7);
+                if let Some(k) = self.runs[list].iter().position(|&p| p == pfn) {
+                    self.take_untraced(list, k, cpu, migratetype);
+                    self.runs[list].pop_front();
+                }
+            }
+            EventKind::PcpuDrain { pfn, .. }
+            | EventKind::Free { pfn, .. }
+            | EventKind::FreeBatched { pfn } => {
+                if let Some((by, mt)) = refilled {
+                    let run = &mut self.runs[(by as usize) * 8 + usize::from(mt & 7)];
+                    if let Some(k) = run.iter().position(|&p| p == pfn) {
+                        run.remove(k);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The refill side of [`KernelSide::bulk`], before the event's frame is accounted: an
+    /// order-0 refill onto this CPU's list of a migratetype extends the list's run, or starts
+    /// a new one if the event before on this CPU was not such a refill.
+    fn refill_run(&mut self, ev: &Event<'_>, cpu: u32) {
         let c = cpu as usize;
-        let list = |mt: u8| c * 8 + usize::from(mt & 7);
         let refill = match ev.kind {
             EventKind::ZoneLocked {
                 order: 0,
@@ -439,42 +513,14 @@ impl KernelSide {
             _ => None,
         };
         let was = std::mem::replace(&mut self.in_refill[c], refill);
-        match ev.kind {
-            EventKind::ZoneLocked { pfn, .. } => {
-                let Some(mt) = refill else { return };
-                if was != Some(mt) {
-                    // A new run: the list was empty, what was left of the last run is gone.
-                    let n = self.runs[list(mt)].len();
-                    self.take_untraced(list(mt), n, cpu, mt);
-                }
-                self.runs[list(mt)].push_back(pfn);
+        if let (EventKind::ZoneLocked { pfn, .. }, Some(mt)) = (&ev.kind, refill) {
+            let list = c * 8 + usize::from(mt & 7);
+            if was != Some(mt) {
+                // A new run: the list was empty, what was left of the last run is gone.
+                let n = self.runs[list].len();
+                self.take_untraced(list, n, cpu, mt);
             }
-            EventKind::Alloc {
-                pfn,
-                order: 0,
-                migratetype,
-                ..
-            } => {
-                if self.pfns.get(pfn).refilled().map(|(by, _)| by) != Some(cpu) {
-                    return;
-                }
-                let run = &mut self.runs[list(migratetype)];
-                if let Some(k) = run.iter().position(|&p| p == pfn) {
-                    self.take_untraced(list(migratetype), k, cpu, migratetype);
-                    self.runs[list(migratetype)].pop_front();
-                }
-            }
-            EventKind::PcpuDrain { pfn, .. }
-            | EventKind::Free { pfn, .. }
-            | EventKind::FreeBatched { pfn } => {
-                if let Some((by, mt)) = self.pfns.get(pfn).refilled() {
-                    let run = &mut self.runs[(by as usize) * 8 + usize::from(mt & 7)];
-                    if let Some(k) = run.iter().position(|&p| p == pfn) {
-                        run.remove(k);
-                    }
-                }
-            }
-            _ => {}
+            self.runs[list].push_back(*pfn);
         }
     }
 

@@ -249,7 +249,7 @@ impl Replayer {
 
     /// The zone of traced frame `pfn`, bringing its block online first when memory comes
     /// online as the trace touches it.
-    #[inline]
+    #[inline(always)]
     fn zone_for(&mut self, pfn: u64) -> io::Result<usize> {
         let Some(z) = self.geo.zone_of(pfn) else {
             return Err(self.outside(pfn));

@@ -287,10 +287,13 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
         for ev in chunk.events() {
             let ev = &ev;
             let zone = geo.zone_of(ev.kind.pfn()).unwrap_or(0);
-            let mut inferred = kernel.add(ev, zone);
-            if !infer {
-                inferred = kernel::Inferred::None;
-            }
+            // Without the inferences the kernel side only counts (the same figures).
+            let inferred = if infer {
+                kernel.add(ev, zone)
+            } else {
+                kernel.add_counts(ev, zone);
+                kernel::Inferred::None
+            };
             let untraced: &[_] = if infer { &kernel.untraced_now } else { &[] };
             for r in replayers.iter_mut() {
                 if !untraced.is_empty() {
