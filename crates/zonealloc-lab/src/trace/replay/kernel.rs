@@ -364,7 +364,8 @@ impl KernelSide {
                     }
                     refilled
                 };
-                if order == 0 {
+                // Only a page refilled by this CPU can come from one of its runs.
+                if order == 0 && refilled.is_some_and(|(by, _)| by == cpu) {
                     self.bulk(ev, cpu, refilled);
                 }
                 Prev::Other
@@ -373,7 +374,9 @@ impl KernelSide {
                 let f = self.pfns.get_mut(pfn);
                 f.set_last_free_cpu(Some(cpu));
                 let refilled = f.take_refilled();
-                self.bulk(ev, cpu, refilled);
+                if refilled.is_some() {
+                    self.bulk(ev, cpu, refilled);
+                }
                 if let Some((by, migratetype)) = refilled {
                     self.untraced_allocs += 1;
                     inferred = Inferred::UntracedAlloc {
@@ -422,7 +425,9 @@ impl KernelSide {
                     self.block_types.name(pfn, migratetype);
                 }
                 let facts = self.pfns.get(pfn);
-                self.bulk(ev, cpu, facts.refilled());
+                if facts.refilled().is_some() {
+                    self.bulk(ev, cpu, facts.refilled());
+                }
                 let new_run = !matches!(prev, Prev::Drain { .. });
                 if new_run {
                     self.run_owners[c].clear();
@@ -501,6 +506,7 @@ impl KernelSide {
     /// The refill side of [`KernelSide::bulk`], before the event's frame is accounted: an
     /// order-0 refill onto this CPU's list of a migratetype extends the list's run, or starts
     /// a new one if the event before on this CPU was not such a refill.
+    #[inline(always)]
     fn refill_run(&mut self, ev: &Event<'_>, cpu: u32) {
         let c = cpu as usize;
         let refill = match ev.kind {
@@ -514,14 +520,20 @@ impl KernelSide {
         };
         let was = std::mem::replace(&mut self.in_refill[c], refill);
         if let (EventKind::ZoneLocked { pfn, .. }, Some(mt)) = (&ev.kind, refill) {
-            let list = c * 8 + usize::from(mt & 7);
-            if was != Some(mt) {
-                // A new run: the list was empty, what was left of the last run is gone.
-                let n = self.runs[list].len();
-                self.take_untraced(list, n, cpu, mt);
-            }
-            self.runs[list].push_back(*pfn);
+            self.extend_run(*pfn, cpu, mt, was != Some(mt));
         }
+    }
+
+    /// Order-0 page `pfn` refilled onto `cpu`'s list of `mt`: the tail of the list's run, or
+    /// the first page of a new one.
+    fn extend_run(&mut self, pfn: u64, cpu: u32, mt: u8, new_run: bool) {
+        let list = cpu as usize * 8 + usize::from(mt & 7);
+        if new_run {
+            // A new run: the list was empty, what was left of the last run is gone.
+            let n = self.runs[list].len();
+            self.take_untraced(list, n, cpu, mt);
+        }
+        self.runs[list].push_back(pfn);
     }
 
     /// The first `n` pages of run `list`, taken off it: allocated untraced unless something

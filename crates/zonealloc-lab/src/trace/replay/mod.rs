@@ -60,6 +60,14 @@ pub use gfp::request;
 /// The orders whose unusable free space index is sampled over time.
 pub const FRAG_ORDERS: [u8; 3] = [3, 9, 10];
 
+/// A fragmentation sample as taken: the highest zone's free blocks per order.
+#[derive(Clone, Copy, Debug)]
+struct RawSample {
+    event: u64,
+    ts_ns: Option<u64>,
+    nr_free: [u64; zonealloc::MAX_ORDER_LIMIT as usize + 1],
+}
+
 /// A traced block live in the replay.
 #[derive(Clone, Copy, Debug)]
 struct Live {
@@ -126,8 +134,11 @@ pub struct Replayer {
     /// Run the vmstat worker's `decay_pcp_high` on every CPU once a second of trace time.
     pub decay: bool,
     next_tick_ns: Option<u64>,
-    /// Fragmentation over time.
+    /// Fragmentation over time (from the samples kept, at [`Replayer::finish`]).
     pub frag: Vec<FragSample>,
+    /// The samples taken and kept so far, as taken: the indices are computed at the end for
+    /// these only, not for the ones thinning drops.
+    raw_samples: Vec<RawSample>,
     events: Vec<ZoneEvent>,
     emit: Option<TraceWriter<Box<dyn Write>>>,
 }
@@ -230,6 +241,7 @@ impl Replayer {
             decay: false,
             next_tick_ns: None,
             frag: Vec::new(),
+            raw_samples: Vec::new(),
             events: Vec::new(),
             emit,
         })
@@ -583,33 +595,56 @@ impl Replayer {
         Ok(())
     }
 
-    /// Samples the fragmentation indices (of the highest zone) after `event` trace events.
+    /// Samples the fragmentation (of the highest zone) after `event` trace events; its
+    /// indices reach [`Replayer::frag`] at [`Replayer::finish`].
     pub fn sample(&mut self, event: u64, ts_ns: Option<u64>) {
         let Some(zone) = self.zones.last() else {
             return;
         };
         // Only the per-order free counts matter to both indices; `Zone::snapshot` would also
         // walk every free list and pageblock.
+        self.raw_samples.push(RawSample {
+            event,
+            ts_ns,
+            nr_free: zone.nr_free(),
+        });
+    }
+
+    /// The samples taken and kept so far.
+    pub fn samples_kept(&self) -> usize {
+        self.raw_samples.len()
+    }
+
+    /// Keeps every other sample, the second, fourth, ... (the sampling interval doubled).
+    pub fn thin_samples(&mut self) {
+        self.raw_samples = self.raw_samples.drain(..).skip(1).step_by(2).collect();
+    }
+
+    /// The indices of one sample.
+    fn frag_sample(&self, raw: &RawSample) -> Option<FragSample> {
+        let zone = self.zones.last()?;
         let cfg = zone.config();
         let s = zonealloc::FreeAreaSnapshot {
             node: 0,
             zone_name: zone.zone_type().name(),
             max_order: cfg.max_order,
             pageblock_order: cfg.pageblock_order,
-            nr_free: zone.nr_free(),
+            nr_free: raw.nr_free,
             free_by_type: Default::default(),
             pageblocks_by_type: Default::default(),
         };
-        self.frag.push(FragSample {
-            event,
-            t_s: ts_ns.map(|t| t as f64 / 1e9),
+        Some(FragSample {
+            event: raw.event,
+            t_s: raw.ts_ns.map(|t| t as f64 / 1e9),
             unusable: FRAG_ORDERS.map(|o| unusable_free_index(&s, o.min(s.max_order))),
             fragmentation_9: fragmentation_index(&s, 9.min(s.max_order)),
-        });
+        })
     }
 
-    /// Flushes the emitted trace.
+    /// Flushes the emitted trace and computes the fragmentation samples kept.
     pub fn finish(&mut self) -> io::Result<()> {
+        let raw = std::mem::take(&mut self.raw_samples);
+        self.frag = raw.iter().filter_map(|r| self.frag_sample(r)).collect();
         for cpu in 0..self.geo.cpus {
             self.flush_deferred(cpu)?;
         }

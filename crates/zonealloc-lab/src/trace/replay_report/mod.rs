@@ -315,11 +315,11 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
                 // double the interval.
                 let thin = replayers
                     .first()
-                    .is_some_and(|r| r.frag.len() as u64 + 1 >= 2 * samples);
+                    .is_some_and(|r| r.samples_kept() as u64 + 1 >= 2 * samples);
                 for r in replayers.iter_mut() {
                     r.sample(done, last_ts);
                     if thin {
-                        r.frag = r.frag.drain(..).skip(1).step_by(2).collect();
+                        r.thin_samples();
                     }
                 }
                 if thin {
