@@ -115,8 +115,7 @@ impl Frames {
     /// Whether traced frame `pfn` heads a live block.
     #[inline(always)]
     pub(super) fn is_live(&self, pfn: u64) -> bool {
-        self.index(pfn)
-            .is_some_and(|i| self.live[i] & LIVE != 0)
+        self.index(pfn).is_some_and(|i| self.live[i] & LIVE != 0)
     }
 
     /// Traced frame `pfn` (of the zones) heads `l` now.

@@ -724,6 +724,93 @@ mod tests {
         assert_eq!(k.untraced_allocs, 0);
     }
 
+    /// Counting without the inferences (no pageblock types named) gives every figure the full
+    /// accounting gives, on a mix of refill runs, allocations from them, frees, batched frees
+    /// and drains on two CPUs; only the inference that needs the types is missing.
+    #[test]
+    fn counting_without_inferences_gives_the_same_figures() {
+        let mut events = Vec::new();
+        for round in 0..6u64 {
+            let base = 0x100 + round * 0x20;
+            let cpu = (round % 2) as u32;
+            for pfn in base..base + 6 {
+                events.push(ev(
+                    cpu,
+                    EventKind::ZoneLocked {
+                        pfn,
+                        order: 0,
+                        migratetype: (round % 3) as u8,
+                        percpu_refill: true,
+                    },
+                ));
+            }
+            // The run's third page allocated (two untraced before it), a page of an older
+            // run freed, a batched free, and a drain after an allocation (unexplained).
+            events.push(ev(
+                cpu,
+                EventKind::Alloc {
+                    pfn: base + 2,
+                    order: 0,
+                    migratetype: (round % 3) as u8,
+                    gfp_flags: "GFP_KERNEL",
+                },
+            ));
+            events.push(ev(
+                1 - cpu,
+                EventKind::Free {
+                    pfn: base.saturating_sub(0x1c),
+                    order: 0,
+                },
+            ));
+            events.push(ev(cpu, EventKind::FreeBatched { pfn: base + 2 }));
+            events.push(ev(
+                cpu,
+                EventKind::Alloc {
+                    pfn: 0x900 + round,
+                    order: 1,
+                    migratetype: 1,
+                    gfp_flags: "GFP_KERNEL",
+                },
+            ));
+            events.push(ev(
+                cpu,
+                EventKind::PcpuDrain {
+                    pfn: base + 5,
+                    order: 0,
+                    migratetype: 1,
+                },
+            ));
+            events.push(ev(
+                cpu,
+                EventKind::Free {
+                    pfn: 0x900 + round,
+                    order: 1,
+                },
+            ));
+        }
+        let (mut full, mut counts) = (KernelSide::new(1, 2), KernelSide::new(1, 2));
+        let mut of_type = 0;
+        for e in &events {
+            let a = full.add(e, 0);
+            let b = counts.add_counts(e, 0);
+            of_type += u64::from(matches!(a, Inferred::FreeOfType { .. }));
+            assert!(!matches!(b, Inferred::FreeOfType { .. }));
+            assert_eq!(full.untraced_now, counts.untraced_now, "{e:?}");
+        }
+        let figures = |k: &KernelSide| {
+            (
+                k.grid.cells.clone(),
+                k.events_per_cpu.clone(),
+                (k.unexplained_runs, k.unexplained_blocks, k.inferred_drains),
+                (k.remote_drained_blocks, k.untraced_allocs, k.untraced_early),
+                k.most_reused(100),
+            )
+        };
+        assert_eq!(figures(&full), figures(&counts));
+        assert!(full.untraced_early > 0 && full.unexplained_runs > 0);
+        assert!(of_type > 0, "the mix frees a page of a named pageblock");
+    }
+
     #[test]
     fn fidelity_sums_absolute_differences_over_cells() {
         let mut a = Grid::new(1, 2);

@@ -457,10 +457,8 @@ impl Replayer {
             }
             z
         };
-        let mt = MigrateType::from_index(usize::from(
-            self.geo.numbering.to_current(migratetype),
-        ))
-        .filter(|m| m.is_gfp_type());
+        let mt = MigrateType::from_index(usize::from(self.geo.numbering.to_current(migratetype)))
+            .filter(|m| m.is_gfp_type());
         let (Some(mt), Some(ord)) = (
             mt,
             Order::new(order).filter(|o| o.get() <= self.zones[z].max_order().get()),
@@ -829,6 +827,52 @@ mod tests {
             "{awake} pages kept, batch {batch}"
         );
         assert!(asleep > awake, "asleep {asleep}, awake {awake}");
+    }
+
+    /// Samples keep the zone's state when taken (not at the end, when their indices are
+    /// computed), and thinning keeps the second, fourth, ... of them.
+    #[test]
+    fn samples_are_computed_from_the_state_they_were_taken_in() {
+        let g = Geometry::from_flags(
+            None,
+            Some(1 << 12),
+            None,
+            Some(1),
+            &input::Sniff::default(),
+            Numbering::Current,
+        )
+        .unwrap();
+        let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &g, None).unwrap();
+        let alloc = |pfn| Event {
+            cpu: Some(0),
+            ts_ns: None,
+            page: PagePtr::Present,
+            kind: EventKind::Alloc {
+                pfn,
+                order: 0,
+                migratetype: 0,
+                gfp_flags: "GFP_KERNEL",
+            },
+        };
+        // Samples 1..=4, each after another quarter of the zone was allocated page by page.
+        for k in 1..=4u64 {
+            r.sample(k, Some(k * 1_000_000_000));
+            for pfn in (k - 1) * 1024..k * 1024 {
+                r.feed(&alloc(pfn), Inferred::None).unwrap();
+            }
+        }
+        assert_eq!(r.samples_kept(), 4);
+        r.thin_samples();
+        assert_eq!(r.samples_kept(), 2);
+        r.finish().unwrap();
+        let events: Vec<u64> = r.frag.iter().map(|f| f.event).collect();
+        assert_eq!(events, vec![2, 4]);
+        assert_eq!(r.frag[1].t_s, Some(4.0));
+        // A quarter allocated at sample 2, three quarters at sample 4: fewer free order-10
+        // blocks later, so more of the free space unusable at order 10 (computed from the
+        // zone at the end, the two would be equal).
+        let u10 = |i: usize| r.frag[i].unusable[2];
+        assert!(u10(0) < u10(1), "{:?}", r.frag);
     }
 
     #[test]
