@@ -307,6 +307,7 @@ impl KernelSide {
     /// [`add`](Self::add) for a replay that infers nothing: the same counts, without naming
     /// pageblocks' migratetypes (read only for [`Inferred::FreeOfType`]), and an inference
     /// the caller drops.
+    #[inline]
     pub fn add_counts(&mut self, ev: &Event<'_>, zone: usize) -> Inferred {
         self.account::<false>(ev, zone)
     }
