@@ -70,11 +70,32 @@ fn flags(gfp: &str) -> Flags {
 
 /// [`request`] remembering the `gfp_flags` strings it has read: a trace repeats a few dozen
 /// of them, and consecutive allocations mostly share one, so a replay compares the string
-/// with the last one (and then the others) instead of splitting and matching it again.
+/// with the last one (and then the others) instead of splitting and matching it again. Each
+/// string is compared by its [`Key`] first, and in full only where the keys match.
 #[derive(Default)]
 pub struct GfpCache {
-    seen: Vec<(Box<str>, Flags)>,
+    seen: Vec<(Key, Box<str>, Flags)>,
     last: usize,
+}
+
+/// A string's length and a word made of its first and last eight bytes: equal strings have
+/// equal keys, and `gfp_flags` strings of one trace seldom share one (they differ in length,
+/// or in their first or last flag).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Key(usize, u64);
+
+impl Key {
+    #[inline]
+    fn of(s: &str) -> Key {
+        let b = s.as_bytes();
+        let word = match (b.first_chunk::<8>(), b.last_chunk::<8>()) {
+            (Some(head), Some(tail)) => {
+                u64::from_le_bytes(*head) ^ u64::from_le_bytes(*tail).rotate_left(32)
+            }
+            _ => b.iter().fold(0, |w, &c| w << 8 | u64::from(c)),
+        };
+        Key(b.len(), word)
+    }
 }
 
 impl GfpCache {
@@ -85,22 +106,27 @@ impl GfpCache {
     /// [`request`], from the cache where `gfp` was seen before.
     #[inline]
     pub fn request(&mut self, mt: MigrateType, gfp: &str) -> AllocRequest {
+        let key = Key::of(gfp);
         let f = match self.seen.get(self.last) {
-            Some((s, f)) if **s == *gfp => *f,
-            _ => self.lookup(gfp),
+            Some((k, s, f)) if *k == key && **s == *gfp => *f,
+            _ => self.lookup(key, gfp),
         };
         f.request(mt)
     }
 
-    fn lookup(&mut self, gfp: &str) -> Flags {
-        if let Some(i) = self.seen.iter().position(|(s, _)| **s == *gfp) {
+    fn lookup(&mut self, key: Key, gfp: &str) -> Flags {
+        if let Some(i) = self
+            .seen
+            .iter()
+            .position(|(k, s, _)| *k == key && **s == *gfp)
+        {
             self.last = i;
-            return self.seen[i].1;
+            return self.seen[i].2;
         }
         let f = flags(gfp);
         if self.seen.len() < Self::MAX {
             self.last = self.seen.len();
-            self.seen.push((gfp.into(), f));
+            self.seen.push((key, gfp.into(), f));
         }
         f
     }
@@ -123,7 +149,19 @@ mod tests {
             "GFP_DMA",
             "GFP_NOWAIT|__GFP_NOWARN",
             "GFP_NOWAIT|__GFP_NOWARN",
+            // One key (length, first and last eight bytes), different requests: the cache
+            // must compare the whole strings.
+            "GFP_NOWAIT|__GFP_HIGH|__GFP_NOWARN",
+            "GFP_NOWAIT|__GFP_ZERO|__GFP_NOWARN",
+            "GFP_NOWAIT|__GFP_HIGH|__GFP_NOWARN",
+            "",
+            "GFP_DMA",
         ];
+        assert_eq!(
+            Key::of("GFP_NOWAIT|__GFP_HIGH|__GFP_NOWARN"),
+            Key::of("GFP_NOWAIT|__GFP_ZERO|__GFP_NOWARN")
+        );
+        assert_ne!(Key::of("GFP_DMA"), Key::of("GFP_DMA32"));
         let mut c = GfpCache::default();
         for mt in [MigrateType::Unmovable, MigrateType::Movable] {
             for t in texts {
