@@ -64,8 +64,7 @@ pub fn replay(args: &TraceReplayArgs) -> Result<(), Exit> {
     let bar = progress_bar(!args.json && std::io::stderr().is_terminal(), "replay");
     let progress = |done: u64| bar.set_position(done);
     let started = std::time::Instant::now();
-    // The commit and the load before the run, probed beside the replay.
-    let run_info = machine::RunInfo::start_in_background();
+    let mut run_info = machine::RunInfo::start();
     let run = match rr::run(&args.file, &opts, &progress) {
         Ok(r) => r,
         Err(e) => {
@@ -89,9 +88,8 @@ pub fn replay(args: &TraceReplayArgs) -> Result<(), Exit> {
         command: command_line(),
         machine: machine::Machine::detect(),
         run: {
-            let mut run = run_info.wait();
-            run.finish();
-            run
+            run_info.finish();
+            run_info
         },
         verdicts: Vec::new(),
         opts: LabOpts {

@@ -10,7 +10,7 @@ use std::time::Instant;
 use super::migratetype::Numbering;
 use super::parse::Parser;
 use super::replay::kernel::{self, KernelSide};
-use super::replay::pipe::ParseAhead;
+use super::replay::prefix::PrefixLook;
 use super::replay::preset::Kernel;
 use super::replay::{
     first_events, input, pcp_state, proc_setup, start_count, Geometry, Online, Replayer,
@@ -167,21 +167,29 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
     let (input, found) = input::open_window(path, &window).map_err(read_err)?;
     let t1 = Instant::now();
     // Parsing runs on a thread of its own (`replay::pipe`), the replay here; it starts now,
-    // so the zones are built while it parses.
-    let ahead = ParseAhead::spawn(Parser::new(), input.reader).map_err(read_err)?;
-    // The prefix is sniffed here while the parse thread starts on the stream.
-    let sniff = input::sniff(input.prefix.as_ref());
-    drop(input.prefix);
-    let numbering = opts.numbering.unwrap_or_else(|| sniff.evidence.verdict());
-    let geo = match &snap {
-        Some(s) => proc_setup::geometry(s, opts.cpus, numbering)?,
+    // so the zones are built while it parses. The prefix's CPU count and numbering evidence
+    // come from its first events (`replay::prefix`).
+    let (mut look, ahead) = PrefixLook::spawn(Parser::new(), input).map_err(read_err)?;
+    // The events' numbering is read only by the replay and the `--proc` inferences: without
+    // `--proc`, and with the CPU count known from a flag or the header, the zones are built
+    // before the parse has shown the prefix.
+    let cpus_known = opts.cpus.is_some() || look.so_far().header_cpus.is_some();
+    if snap.is_some() || !cpus_known {
+        look.finish(&ahead);
+    }
+    let numbering = |look: &PrefixLook| {
+        opts.numbering
+            .unwrap_or_else(|| look.so_far().evidence.verdict())
+    };
+    let mut geo = match &snap {
+        Some(s) => proc_setup::geometry(s, opts.cpus, numbering(&look))?,
         None => Geometry::from_flags(
             opts.zone_start,
             opts.zone_pages,
             opts.online,
             opts.cpus,
-            &sniff,
-            numbering,
+            look.so_far(),
+            numbering(&look),
         )?,
     };
     let preset = match (opts.kernel, &snap) {
@@ -213,7 +221,8 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
                 thp_order: base.pcp.thp_order,
                 pageblock_order: base.pageblock_order,
             };
-            first_events::take(&ahead, &geo, s, which, first_events::LIST_EVENTS)
+            let taken = look.take_held();
+            first_events::take(&ahead, taken, &geo, s, which, first_events::LIST_EVENTS)
         }
         _ => first_events::FirstEvents::default(),
     };
@@ -276,13 +285,20 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
         r.commit_at_batched = infer;
     }
 
+    // The prefix's whole look, if the zones came first; the geometry's CPU count did not
+    // depend on it.
+    look.finish(&ahead);
+    geo.numbering = numbering(&look);
+    for r in replayers.iter_mut() {
+        r.set_numbering(geo.numbering);
+    }
     let mut failure: Option<io::Error> = None;
     let mut done = 0u64;
     let mut last_ts = None;
     let samples = opts.samples.max(1);
     let mut interval = FIRST_SAMPLE_INTERVAL;
     // The held events first, then the rest of the parse.
-    let mut held = first.held.into_iter();
+    let mut held = look.take_held().into_iter().chain(first.held);
     'replay: while let Some(chunk) = held.next().or_else(|| ahead.next()) {
         for ev in chunk.events() {
             let ev = &ev;
