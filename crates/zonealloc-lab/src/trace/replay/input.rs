@@ -2,7 +2,8 @@
 //!
 //! A replay has to decide two things before its first event: how many CPUs the zones have
 //! and which migratetype numbering the trace uses. Neither needs the whole trace. The first
-//! [`PREFIX_BYTES`] of the (decompressed) input are read into memory and looked at
+//! [`PREFIX_BYTES`] of the (decompressed) input are read into memory (a mapped file's are
+//! looked at where they lie) and looked at
 //! ([`Sniff`]): ftrace's header names the CPU count (`#P:4`), and the allocations there
 //! carry the gfp-versus-migratetype evidence of [`Evidence`]. The replay then reads the
 //! prefix again from memory, chained to the rest of the stream, so nothing is read twice
@@ -92,13 +93,29 @@ fn complete_lines(prefix: &[u8]) -> &[u8] {
     }
 }
 
-/// Bytes shared between the stream and its reader's caller.
-#[derive(Clone, Debug)]
-pub struct Shared(Arc<Vec<u8>>);
+/// Bytes shared between the stream and its reader's caller: read into memory, or the first
+/// bytes of a mapped file (not copied).
+#[derive(Clone)]
+pub struct Shared(Bytes);
+
+#[derive(Clone)]
+enum Bytes {
+    Read(Arc<Vec<u8>>),
+    Mapped(Arc<memmap2::Mmap>, usize),
+}
 
 impl AsRef<[u8]> for Shared {
     fn as_ref(&self) -> &[u8] {
-        &self.0
+        match &self.0 {
+            Bytes::Read(v) => v,
+            Bytes::Mapped(m, n) => &m[..*n],
+        }
+    }
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Shared({} bytes)", self.as_ref().len())
     }
 }
 
@@ -124,35 +141,48 @@ pub fn open(path: &Path) -> io::Result<Input> {
 /// [`open`], keeping only `window` of the trace; also says whether the `from` marker was
 /// found (`None` without one).
 pub fn open_window(path: &Path, window: &Window) -> io::Result<(Input, Option<bool>)> {
+    let mut mapped_prefix = None;
     let mut src: Box<dyn BufRead + Send> = if path.as_os_str() == "-" {
         Box::new(ReadAhead::spawn(|| {
             Ok(Box::new(BufReader::with_capacity(1 << 16, io::stdin())))
         })?)
-    } else if let Some(m) = Mapped::open(path) {
+    } else if let Some(mut m) = Mapped::open(path) {
+        // The prefix is the mapping's first bytes, where they lie: nothing is copied before
+        // the parse can start.
+        let n = m.map.len().min(PREFIX_BYTES);
+        mapped_prefix = Some(Shared(Bytes::Mapped(m.map.clone(), n)));
+        m.at = n;
         Box::new(m)
     } else {
         let path = path.to_owned();
         Box::new(ReadAhead::spawn(move || parse::open(&path))?)
     };
-    let mut prefix = Vec::with_capacity(PREFIX_BYTES.min(1 << 20));
-    (&mut src)
-        .take(PREFIX_BYTES as u64)
-        .read_to_end(&mut prefix)?;
+    let prefix = match mapped_prefix {
+        Some(p) => p,
+        None => {
+            let mut prefix = Vec::with_capacity(PREFIX_BYTES.min(1 << 20));
+            (&mut src)
+                .take(PREFIX_BYTES as u64)
+                .read_to_end(&mut prefix)?;
+            Shared(Bytes::Read(Arc::new(prefix)))
+        }
+    };
+    let bytes = prefix.as_ref();
     let mut found = None;
     // The part of the prefix the window cuts out of the stream.
-    let mut cut = prefix.len()..prefix.len();
+    let mut cut = bytes.len()..bytes.len();
     if let Some(from) = &window.from {
-        let at = memchr::memmem::find(&prefix, from.as_bytes());
+        let at = memchr::memmem::find(bytes, from.as_bytes());
         found = Some(at.is_some());
         if let Some(at) = at {
             // Keep the header (the comment lines) and everything after the marker's line.
-            let header = prefix
+            let header = bytes
                 .split_inclusive(|&b| b == b'\n')
                 .take_while(|l| l.starts_with(b"#"))
                 .map(<[u8]>::len)
                 .sum::<usize>()
                 .min(at);
-            let end = memchr::memchr(b'\n', &prefix[at..]).map_or(prefix.len(), |nl| at + nl + 1);
+            let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |nl| at + nl + 1);
             cut = header..end;
         }
     }
@@ -160,12 +190,11 @@ pub fn open_window(path: &Path, window: &Window) -> io::Result<(Input, Option<bo
     let to_in_prefix = window
         .to
         .as_ref()
-        .is_some_and(|to| memchr::memmem::find(&prefix, to.as_bytes()).is_some());
+        .is_some_and(|to| memchr::memmem::find(bytes, to.as_bytes()).is_some());
     let split = (!to_in_prefix)
-        .then(|| Split::new(&prefix, cut.clone()))
+        .then(|| Split::new(bytes, cut.clone()))
         .flatten();
     // The prefix without the cut, shared with the caller (not copied).
-    let prefix = Shared(Arc::new(prefix));
     let mut after = Cursor::new(prefix.clone());
     after.set_position(cut.end as u64);
     let stream = Cursor::new(prefix.clone())
@@ -210,7 +239,7 @@ const MAP_SLICE_BYTES: usize = 1 << 20;
 /// (as for every reader of a mapped file); `cat trace | zonealloc trace replay -` reads it
 /// without a mapping.
 struct Mapped {
-    map: memmap2::Mmap,
+    map: Arc<memmap2::Mmap>,
     /// Bytes handed out.
     at: usize,
     /// Bytes whose pages were released.
@@ -241,7 +270,7 @@ impl Mapped {
         #[cfg(unix)]
         let _ = map.advise(memmap2::Advice::Sequential);
         Some(Mapped {
-            map,
+            map: Arc::new(map),
             at: 0,
             released: 0,
         })
@@ -262,8 +291,9 @@ impl BufRead for Mapped {
             let end = self.at & !(MAP_RELEASE_BYTES - 1);
             if end > self.released {
                 // SAFETY: `MADV_DONTNEED` on a read-only private file mapping only drops the
-                // page-table entries; a later access would fault the same bytes in again from
-                // the file, and none is made: every byte below `at` has been handed out.
+                // page-table entries: the mapping was never written, so a later access (the
+                // prefix's [`Shared`] bytes, which the caller may still read) faults the same
+                // bytes in again from the file. Every byte below `at` has been handed out.
                 let _ = unsafe {
                     self.map.unchecked_advise_range(
                         memmap2::UncheckedAdvice::DontNeed,
@@ -571,10 +601,13 @@ mod tests {
         assert!(back == text, "{} bytes back of {}", back.len(), text.len());
         #[cfg(unix)]
         assert_eq!(m.released, text.len() & !(MAP_RELEASE_BYTES - 1));
-        // Through `open`, prefix and all, by `read`.
+        // Through `open`, prefix and all, by `read`; the prefix (the mapping's first bytes,
+        // not a copy) stays readable after the reader has released their pages.
         let mut back = Vec::new();
-        open(&p).unwrap().reader.read_to_end(&mut back).unwrap();
+        let mut input = open(&p).unwrap();
+        input.reader.read_to_end(&mut back).unwrap();
         assert!(back == text);
+        assert!(input.prefix.as_ref() == &text[..PREFIX_BYTES]);
         // Compressed and small files are read, not mapped.
         let gz = dir.path().join("t.txt.gz");
         let mut enc = flate2::write::GzEncoder::new(
