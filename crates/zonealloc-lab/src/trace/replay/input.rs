@@ -521,6 +521,11 @@ impl Sniff {
 
     /// Adds one event of the prefix: its CPU, and an allocation's numbering evidence.
     pub fn add(&mut self, ev: &Event<'_>) {
+        self.add_with(ev, Evidence::expected);
+    }
+
+    /// [`Sniff::add`], with `expected` standing for [`Evidence::expected`] (a cache of it).
+    pub fn add_with(&mut self, ev: &Event<'_>, expected: impl FnOnce(&str) -> Option<u8>) {
         if let Some(c) = ev.cpu {
             self.max_cpu = Some(self.max_cpu.map_or(c, |m| m.max(c)));
         }
@@ -530,7 +535,7 @@ impl Sniff {
             ..
         } = ev.kind
         {
-            self.evidence.add(gfp_flags, migratetype);
+            self.evidence.add_expected(expected(gfp_flags), migratetype);
         }
     }
 }

@@ -7,6 +7,7 @@
 
 use super::input::{self, Input, Shared, Sniff, Split};
 use super::pipe::{Chunk, ParseAhead};
+use crate::trace::migratetype::Evidence;
 use crate::trace::parse::Parser;
 use std::io;
 
@@ -58,9 +59,17 @@ impl PrefixLook {
     pub fn finish(&mut self, ahead: &ParseAhead) -> &Sniff {
         if let Some(want) = self.pending.take() {
             let mut read = None;
+            // Runs of allocations share their `gfp_flags`: each string is weighed once.
+            let mut last: (String, Option<u8>) = (String::new(), None);
+            let mut expected = |gfp: &str| {
+                if gfp != last.0 {
+                    last = (gfp.to_owned(), Evidence::expected(gfp));
+                }
+                last.1
+            };
             while let Some(chunk) = ahead.next() {
                 for ev in chunk.events() {
-                    self.sniff.add(&ev);
+                    self.sniff.add_with(&ev, &mut expected);
                 }
                 read = chunk.mark();
                 self.held.push(chunk);
