@@ -59,6 +59,37 @@ pub(super) fn swar_digits(x: u64) -> (u64, usize) {
     (lo.wrapping_add(hi) >> 32, n)
 }
 
+/// The high bit of each byte of `y` that is `k` or more (`k` in 1..=0x80; no carry leaves
+/// a byte).
+#[inline(always)]
+fn bytes_at_least(y: u64, k: u64) -> u64 {
+    ((y & !HIGHS).wrapping_add(ONES * (0x80 - k)) | y) & HIGHS
+}
+
+/// The hex digits (`0-9`, `a-f`, `A-F`) that open the eight bytes of `x` (little-endian) and
+/// how many there are; the value is left 0 when all eight are digits.
+#[inline(always)]
+pub(super) fn swar_hex(x: u64) -> (u64, usize) {
+    // Digits become 0..=9 and letters 1..=6, each exactly (xor is one-to-one per byte).
+    let t = x ^ (ONES * u64::from(b'0'));
+    let u = (x | (ONES * 0x20)) ^ (ONES * 0x60);
+    let digit = !bytes_at_least(t, 10) & HIGHS;
+    let letter = !bytes_at_least(u, 7) & bytes_at_least(u, 1);
+    let n = ((!(digit | letter) & HIGHS).trailing_zeros() / 8) as usize;
+    if n == 0 || n == 8 {
+        return (0, n);
+    }
+    // Each byte's nibble (a letter is u + 9), then the n nibbles moved to the top (zeros,
+    // leading digits, below) and combined by pairs, fours and eights; the first byte is the
+    // most significant digit.
+    let (dmask, lmask) = ((digit >> 7) * 0xff, (letter >> 7) * 0xff);
+    let v = (t & dmask) | ((u & lmask) + (lmask & (ONES * 9)));
+    let v = v << (8 * (8 - n));
+    let v = ((v << 4) + (v >> 8)) & 0x00ff_00ff_00ff_00ff;
+    let v = ((v << 8) + (v >> 16)) & 0x0000_ffff_0000_ffff;
+    (((v << 16) + (v >> 32)) & 0xffff_ffff, n)
+}
+
 /// Our event names, told apart by their length alone, compared as arrays (a few words). The
 /// general walk's [`event_name`] for other spellings (`kmem:`, the kswapd events).
 #[inline(always)]
@@ -101,19 +132,18 @@ impl<'a> Cur<'a> {
         self.peek().is_none_or(is_sep)
     }
 
-    /// Skips spaces. Most runs are one space, looked at here; longer ones (ftrace pads its
-    /// columns) eight at a time in [`spaces_from`]. Other separators stay, for the caller to
-    /// refuse.
+    /// Skips spaces: runs shorter than eight (most of ftrace's column padding) in one word
+    /// here, longer ones in [`spaces_from`]. Other separators stay, for the caller to refuse.
     #[inline(always)]
     fn skip_spaces(&mut self) {
-        if self.peek() != Some(b' ') {
-            return;
+        // The first byte that is no space is the first that is not zero here (the NULs past
+        // the end stop it).
+        let x = self.word() ^ SPACES;
+        if x != 0 {
+            self.i += (x.trailing_zeros() / 8) as usize;
+        } else {
+            self.i = spaces_from(self.s, self.i + 8);
         }
-        if self.s.get(self.i + 1) != Some(&b' ') {
-            self.i += 1;
-            return;
-        }
-        self.i = spaces_from(self.s, self.i + 2);
     }
 
     /// The token from here to the next separator (or the end), and the bits of its bytes
@@ -245,14 +275,20 @@ impl<'a> Cur<'a> {
         self.expect(key)
     }
 
-    /// `0x` and up to 16 hex digits, a whole value.
+    /// Up to 16 hex digits (after the `0x`), a whole value. Up to seven are found and
+    /// converted a word at a time.
     #[inline(always)]
     fn hex(&mut self) -> Option<u64> {
-        self.expect(b"0x")?;
-        let (v, end) = hex_from(self.s, self.i);
-        let n = end - self.i;
-        self.i = end;
-        (matches!(n, 1..=16) && self.at_token_end()).then_some(v)
+        let (v, n) = match swar_hex(self.word()) {
+            (_, 0) => return None,
+            (v, n @ 1..=7) => (v, n),
+            _ => {
+                let (v, end) = hex_from(self.s, self.i);
+                (v, end - self.i)
+            }
+        };
+        self.i += n;
+        (n <= 16 && self.at_token_end()).then_some(v)
     }
 
     /// A decimal `u8`, a whole value (three digits at most: longer forms go the general way).
@@ -281,6 +317,48 @@ impl<'a> Cur<'a> {
         };
         self.i += 1;
         self.at_token_end().then_some(v)
+    }
+
+    /// The event name token with its `:`: our names matched in place (the byte after
+    /// `mm_page_` tells them apart), other spellings (`kmem:`, kswapd's) by [`name_of`].
+    /// `None` for another event; a token that is no name (a perf period, digits without `:`)
+    /// sends the line the general way.
+    #[inline(always)]
+    fn name(&mut self) -> Option<Option<Name>> {
+        if self.word() == u64::from_le_bytes(*b"mm_page_") {
+            let found = match self.s.get(self.i + 8) {
+                Some(b'a') => self
+                    .name_here(b"mm_page_alloc:", Name::Alloc)
+                    .or_else(|| self.name_here(b"mm_page_alloc_zone_locked:", Name::ZoneLocked)),
+                Some(b'f') => self
+                    .name_here(b"mm_page_free:", Name::Free)
+                    .or_else(|| self.name_here(b"mm_page_free_batched:", Name::FreeBatched)),
+                Some(b'p') => self.name_here(b"mm_page_pcpu_drain:", Name::PcpuDrain),
+                _ => None,
+            };
+            if found.is_some() {
+                return Some(found);
+            }
+        }
+        self.name_token()
+    }
+
+    /// `name`'s token `lit` (with its `:`) here, a whole token, stepped over.
+    #[inline(always)]
+    fn name_here<const N: usize>(&mut self, lit: &[u8; N], name: Name) -> Option<Name> {
+        let end = self.i + N;
+        let at: &[u8; N] = self.s.get(self.i..end)?.try_into().ok()?;
+        if at != lit || !self.s.get(end).is_none_or(|&b| is_sep(b)) {
+            return None;
+        }
+        self.i = end;
+        Some(name)
+    }
+
+    /// [`Cur::name`] from the token.
+    #[inline(never)]
+    fn name_token(&mut self) -> Option<Option<Name>> {
+        Some(name_of(self.token().strip_suffix(b":")?))
     }
 
     /// The line's end after its last field: separators other than a line end, then an LF
@@ -378,7 +456,8 @@ fn token_from(s: &[u8], mut i: usize) -> (usize, u64) {
     (i, bits)
 }
 
-/// The value of the hex digits from `i` on and the index after them (at most 17 are read).
+/// The value of the hex digits from `i` on and the index after them (at most 17 are read:
+/// eight or more, which [`swar_hex`] leaves).
 #[inline(never)]
 fn hex_from(s: &[u8], i: usize) -> (u64, usize) {
     let mut v = 0u64;
@@ -436,26 +515,21 @@ pub(super) fn parse_at(s: &[u8]) -> Option<(Result<Event<'_>, LineKind>, usize)>
         }
     };
     c.skip_spaces();
-    // (A perf period, digits without `:`, goes the general way here.)
-    let name_tok = c.token().strip_suffix(b":")?;
-    let Some(name) = name_of(name_tok) else {
+    let Some(name) = c.name()? else {
         return other_event(s);
     };
     // trace-cmd pads the name: any run of spaces before the first field.
     c.skip_spaces();
-    c.expect(b"page=")?;
-    let page = {
-        let t = c.token();
-        // The common forms first: the hashed pointer of a kernel without `no_hash_pointers`
-        // before its random key is ready (`ptr_to_id`), and any 16 hex digits that are not
-        // all zeros.
-        if t == b"(____ptrval____)" {
-            PagePtr::Present
-        } else {
-            page_ptr(Some(t))
-        }
+    // The common form first, in one compare: the pointer as `ptr_to_id` (lib/vsprintf.c)
+    // prints it while the hashing key is not ready, and the pfn in hex.
+    let page = if c.expect(b"page=(____ptrval____) pfn=0x").is_some() {
+        PagePtr::Present
+    } else {
+        c.expect(b"page=")?;
+        let page = page_ptr(Some(c.token()));
+        c.key(b"pfn=0x")?;
+        page
     };
-    c.key(b"pfn=")?;
     let pfn = c.hex()?;
     c.key(b"order=")?;
     let kind = match name {
