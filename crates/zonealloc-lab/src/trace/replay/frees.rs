@@ -57,13 +57,13 @@ impl Replayer {
             let Some(z) = self.geo.zone_of(pfn) else {
                 continue;
             };
-            if self.live.contains_key(&pfn) {
+            if self.frames.is_live(pfn) {
                 continue;
             }
             let inferred = Inferred::UntracedAlloc { cpu, migratetype };
             if let Some(l) = self.untraced_alloc(ev, z, inferred)? {
                 self.counts.untraced_allocs += 1;
-                self.live.insert(pfn, l);
+                self.frames.set_live(pfn, l);
             }
         }
         Ok(())
@@ -79,10 +79,10 @@ impl Replayer {
         inferred: Inferred,
     ) -> io::Result<()> {
         let pages = 1u64 << order.min(63);
-        if let Some(l) = self.live.get(&pfn).copied() {
+        if let Some(l) = self.frames.live(pfn) {
             if order >= l.order && l.freed == 0 {
                 self.counts.order_mismatches += u64::from(order > l.order);
-                self.live.remove(&pfn);
+                self.frames.clear_live(pfn);
                 return self.free_ours(ev, cpu, l);
             }
             return self.partial(ev, cpu, pfn, pages);
@@ -90,13 +90,13 @@ impl Replayer {
         // A page inside a live traced block: the head is `pfn` aligned down to the block.
         for k in 1..=self.zones[0].max_order().get() {
             let head = pfn & !((1u64 << k) - 1);
-            if let Some(l) = self.live.get(&head) {
+            if let Some(l) = self.frames.live(head) {
                 if l.order >= k && pfn.saturating_add(pages) <= head + (1u64 << l.order) {
                     return self.partial(ev, cpu, head, pages);
                 }
             }
         }
-        if self.failed.remove(&pfn) {
+        if self.frames.set_failed(pfn, false) {
             self.counts.frees_of_failed += 1;
             return Ok(());
         }
@@ -147,14 +147,15 @@ impl Replayer {
 
     fn partial(&mut self, ev: &Event<'_>, cpu: u32, head: u64, pages: u64) -> io::Result<()> {
         self.counts.partial_frees += 1;
-        let Some(l) = self.live.get_mut(&head) else {
+        let Some(mut l) = self.frames.live(head) else {
             return Ok(());
         };
         l.freed += pages;
         if l.freed >= 1u64 << l.order {
-            let l = *l;
-            self.live.remove(&head);
+            self.frames.clear_live(head);
             self.free_ours(ev, cpu, l)?;
+        } else {
+            self.frames.set_live(head, l);
         }
         Ok(())
     }

@@ -301,6 +301,21 @@ impl KernelSide {
     /// Accounts one event, whose page lies in zone `zone`, and says what the replay should
     /// infer from it.
     pub fn add(&mut self, ev: &Event<'_>, zone: usize) -> Inferred {
+        self.account::<true>(ev, zone)
+    }
+
+    /// [`add`](Self::add) for a replay that infers nothing: the same counts, without naming
+    /// pageblocks' migratetypes (read only for [`Inferred::FreeOfType`]), and an inference
+    /// the caller drops.
+    pub fn add_counts(&mut self, ev: &Event<'_>, zone: usize) -> Inferred {
+        self.account::<false>(ev, zone)
+    }
+
+    /// [`add`](Self::add), naming pageblock types when `NAME_BLOCKS`. Each event looks its
+    /// frame up once: the refill-run bookkeeping ([`KernelSide::bulk`]) gets the frame's
+    /// refill as it was before the event.
+    #[inline(always)]
+    fn account<const NAME_BLOCKS: bool>(&mut self, ev: &Event<'_>, zone: usize) -> Inferred {
         if let Some(ts) = ev.ts_ns {
             self.span_ns = Some(match self.span_ns {
                 None => (ts, ts),
@@ -327,32 +342,51 @@ impl KernelSide {
         let mut inferred = Inferred::None;
         self.untraced_now.clear();
         self.last_drain = None;
-        self.bulk(ev, cpu);
+        self.refill_run(ev, cpu);
         let prev = self.prev[c];
         self.prev[c] = match ev.kind {
             EventKind::Alloc {
-                pfn, migratetype, ..
+                pfn,
+                order,
+                migratetype,
+                ..
             } => {
-                if !ev.is_failed_alloc() {
+                let refilled = if ev.is_failed_alloc() {
+                    self.pfns.get(pfn).refilled()
+                } else {
                     let f = self.pfns.get_mut(pfn);
+                    let refilled = f.refilled();
                     f.allocs += 1;
                     f.set_last_free_cpu(None);
                     f.set_refilled(None);
-                    self.block_types.name(pfn, migratetype);
+                    if NAME_BLOCKS {
+                        self.block_types.name(pfn, migratetype);
+                    }
+                    refilled
+                };
+                // Only a page refilled by this CPU can come from one of its runs.
+                if order == 0 && refilled.is_some_and(|(by, _)| by == cpu) {
+                    self.bulk(ev, cpu, refilled);
                 }
                 Prev::Other
             }
             EventKind::Free { pfn, .. } | EventKind::FreeBatched { pfn } => {
                 let f = self.pfns.get_mut(pfn);
                 f.set_last_free_cpu(Some(cpu));
-                if let Some((by, migratetype)) = f.take_refilled() {
+                let refilled = f.take_refilled();
+                if refilled.is_some() {
+                    self.bulk(ev, cpu, refilled);
+                }
+                if let Some((by, migratetype)) = refilled {
                     self.untraced_allocs += 1;
                     inferred = Inferred::UntracedAlloc {
                         cpu: by,
                         migratetype,
                     };
-                } else if let Some(migratetype) = self.block_types.of(pfn) {
-                    inferred = Inferred::FreeOfType { migratetype };
+                } else if NAME_BLOCKS {
+                    if let Some(migratetype) = self.block_types.of(pfn) {
+                        inferred = Inferred::FreeOfType { migratetype };
+                    }
                 }
                 Prev::Free
             }
@@ -363,7 +397,9 @@ impl KernelSide {
                 percpu_refill,
             } => {
                 self.grid.at(zone, cpu).zone_locked(order, percpu_refill);
-                self.block_types.name(pfn, migratetype);
+                if NAME_BLOCKS {
+                    self.block_types.name(pfn, migratetype);
+                }
                 if percpu_refill {
                     // The block goes onto this CPU's lists (unless the allocation takes it).
                     let f = self.pfns.get_mut(pfn);
@@ -385,7 +421,13 @@ impl KernelSide {
                 migratetype,
             } => {
                 self.grid.at(zone, cpu).drain(order);
-                self.block_types.name(pfn, migratetype);
+                if NAME_BLOCKS {
+                    self.block_types.name(pfn, migratetype);
+                }
+                let facts = self.pfns.get(pfn);
+                if facts.refilled().is_some() {
+                    self.bulk(ev, cpu, facts.refilled());
+                }
                 let new_run = !matches!(prev, Prev::Drain { .. });
                 if new_run {
                     self.run_owners[c].clear();
@@ -400,7 +442,7 @@ impl KernelSide {
                 }
                 // The free path drains only its own CPU's lists: a block another CPU put on
                 // its lists was drained by `drain_all_pages` from here.
-                let owner = self.pfns.get(pfn).last_free_cpu().unwrap_or(cpu);
+                let owner = facts.last_free_cpu().unwrap_or(cpu);
                 let remote = owner != cpu;
                 self.remote_drained_blocks += u64::from(remote);
                 self.last_drain = Some((owner, explained && !remote));
@@ -426,48 +468,31 @@ impl KernelSide {
     /// page, the `k - 1` before it that no event took were allocated untraced, before it. At
     /// the list's next refill the list was empty: what is left of the run was too. Both are
     /// replayed then, not at the pages' frees, which come much later.
-    fn bulk(&mut self, ev: &Event<'_>, cpu: u32) {
-        let c = cpu as usize;
-        let list = |mt: u8| c * 8 + usize::from(mt & 7);
-        let refill = match ev.kind {
-            EventKind::ZoneLocked {
-                order: 0,
-                migratetype,
-                percpu_refill: true,
-                ..
-            } => Some(migratetype),
-            _ => None,
-        };
-        let was = std::mem::replace(&mut self.in_refill[c], refill);
+    ///
+    /// An allocation, free or drain of a page, given the page's refill before the event
+    /// (`refilled`): an order-0 allocation from a run takes the pages before it as untraced; a
+    /// free or drain takes the page off its run.
+    fn bulk(&mut self, ev: &Event<'_>, cpu: u32, refilled: Option<(u32, u8)>) {
         match ev.kind {
-            EventKind::ZoneLocked { pfn, .. } => {
-                let Some(mt) = refill else { return };
-                if was != Some(mt) {
-                    // A new run: the list was empty, what was left of the last run is gone.
-                    let left: Vec<u64> = self.runs[list(mt)].drain(..).collect();
-                    self.take_untraced(&left, cpu, mt);
-                }
-                self.runs[list(mt)].push_back(pfn);
-            }
             EventKind::Alloc {
                 pfn,
                 order: 0,
                 migratetype,
                 ..
             } => {
-                if self.pfns.get(pfn).refilled().map(|(by, _)| by) != Some(cpu) {
+                if refilled.map(|(by, _)| by) != Some(cpu) {
                     return;
                 }
-                let run = &mut self.runs[list(migratetype)];
-                if let Some(k) = run.iter().position(|&p| p == pfn) {
-                    let before: Vec<u64> = run.drain(..=k).take(k).collect();
-                    self.take_untraced(&before, cpu, migratetype);
+                let list = cpu as usize * 8 + usize::from(migratetype & 7);
+                if let Some(k) = self.runs[list].iter().position(|&p| p == pfn) {
+                    self.take_untraced(list, k, cpu, migratetype);
+                    self.runs[list].pop_front();
                 }
             }
             EventKind::PcpuDrain { pfn, .. }
             | EventKind::Free { pfn, .. }
             | EventKind::FreeBatched { pfn } => {
-                if let Some((by, mt)) = self.pfns.get(pfn).refilled() {
+                if let Some((by, mt)) = refilled {
                     let run = &mut self.runs[(by as usize) * 8 + usize::from(mt & 7)];
                     if let Some(k) = run.iter().position(|&p| p == pfn) {
                         run.remove(k);
@@ -478,8 +503,48 @@ impl KernelSide {
         }
     }
 
-    fn take_untraced(&mut self, pfns: &[u64], cpu: u32, mt: u8) {
-        for &pfn in pfns {
+    /// The refill side of [`KernelSide::bulk`], before the event's frame is accounted: an
+    /// order-0 refill onto this CPU's list of a migratetype extends the list's run, or starts
+    /// a new one if the event before on this CPU was not such a refill.
+    #[inline(always)]
+    fn refill_run(&mut self, ev: &Event<'_>, cpu: u32) {
+        let c = cpu as usize;
+        let refill = match ev.kind {
+            EventKind::ZoneLocked {
+                order: 0,
+                migratetype,
+                percpu_refill: true,
+                ..
+            } => Some(migratetype),
+            _ => None,
+        };
+        let was = std::mem::replace(&mut self.in_refill[c], refill);
+        if let (EventKind::ZoneLocked { pfn, .. }, Some(mt)) = (&ev.kind, refill) {
+            self.extend_run(*pfn, cpu, mt, was != Some(mt));
+        }
+    }
+
+    /// Order-0 page `pfn` refilled onto `cpu`'s list of `mt`: the tail of the list's run, or
+    /// the first page of a new one.
+    fn extend_run(&mut self, pfn: u64, cpu: u32, mt: u8, new_run: bool) {
+        let list = cpu as usize * 8 + usize::from(mt & 7);
+        if new_run {
+            // A new run: the list was empty, what was left of the last run is gone.
+            let n = self.runs[list].len();
+            self.take_untraced(list, n, cpu, mt);
+        }
+        self.runs[list].push_back(pfn);
+    }
+
+    /// The first `n` pages of run `list`, taken off it: allocated untraced unless something
+    /// else took them since.
+    fn take_untraced(&mut self, list: usize, n: usize, cpu: u32, mt: u8) {
+        if n == 0 {
+            return;
+        }
+        // Walked in place (a copy of the pages would cost an allocation per event).
+        let mut run = std::mem::take(&mut self.runs[list]);
+        for pfn in run.drain(..n) {
             let f = self.pfns.get_mut(pfn);
             if f.take_refilled().is_some() {
                 f.set_last_free_cpu(None);
@@ -487,6 +552,7 @@ impl KernelSide {
                 self.untraced_early += 1;
             }
         }
+        self.runs[list] = run;
     }
 
     /// The `n` most allocated frames, most first (ties by pfn).
@@ -656,6 +722,93 @@ mod tests {
             Inferred::FreeOfType { migratetype: 0 }
         );
         assert_eq!(k.untraced_allocs, 0);
+    }
+
+    /// Counting without the inferences (no pageblock types named) gives every figure the full
+    /// accounting gives, on a mix of refill runs, allocations from them, frees, batched frees
+    /// and drains on two CPUs; only the inference that needs the types is missing.
+    #[test]
+    fn counting_without_inferences_gives_the_same_figures() {
+        let mut events = Vec::new();
+        for round in 0..6u64 {
+            let base = 0x100 + round * 0x20;
+            let cpu = (round % 2) as u32;
+            for pfn in base..base + 6 {
+                events.push(ev(
+                    cpu,
+                    EventKind::ZoneLocked {
+                        pfn,
+                        order: 0,
+                        migratetype: (round % 3) as u8,
+                        percpu_refill: true,
+                    },
+                ));
+            }
+            // The run's third page allocated (two untraced before it), a page of an older
+            // run freed, a batched free, and a drain after an allocation (unexplained).
+            events.push(ev(
+                cpu,
+                EventKind::Alloc {
+                    pfn: base + 2,
+                    order: 0,
+                    migratetype: (round % 3) as u8,
+                    gfp_flags: "GFP_KERNEL",
+                },
+            ));
+            events.push(ev(
+                1 - cpu,
+                EventKind::Free {
+                    pfn: base.saturating_sub(0x1c),
+                    order: 0,
+                },
+            ));
+            events.push(ev(cpu, EventKind::FreeBatched { pfn: base + 2 }));
+            events.push(ev(
+                cpu,
+                EventKind::Alloc {
+                    pfn: 0x900 + round,
+                    order: 1,
+                    migratetype: 1,
+                    gfp_flags: "GFP_KERNEL",
+                },
+            ));
+            events.push(ev(
+                cpu,
+                EventKind::PcpuDrain {
+                    pfn: base + 5,
+                    order: 0,
+                    migratetype: 1,
+                },
+            ));
+            events.push(ev(
+                cpu,
+                EventKind::Free {
+                    pfn: 0x900 + round,
+                    order: 1,
+                },
+            ));
+        }
+        let (mut full, mut counts) = (KernelSide::new(1, 2), KernelSide::new(1, 2));
+        let mut of_type = 0;
+        for e in &events {
+            let a = full.add(e, 0);
+            let b = counts.add_counts(e, 0);
+            of_type += u64::from(matches!(a, Inferred::FreeOfType { .. }));
+            assert!(!matches!(b, Inferred::FreeOfType { .. }));
+            assert_eq!(full.untraced_now, counts.untraced_now, "{e:?}");
+        }
+        let figures = |k: &KernelSide| {
+            (
+                k.grid.cells.clone(),
+                k.events_per_cpu.clone(),
+                (k.unexplained_runs, k.unexplained_blocks, k.inferred_drains),
+                (k.remote_drained_blocks, k.untraced_allocs, k.untraced_early),
+                k.most_reused(100),
+            )
+        };
+        assert_eq!(figures(&full), figures(&counts));
+        assert!(full.untraced_early > 0 && full.unexplained_runs > 0);
+        assert!(of_type > 0, "the mix frees a page of a named pageblock");
     }
 
     #[test]

@@ -31,6 +31,7 @@
 
 mod counts;
 pub mod first_events;
+mod frames;
 mod frees;
 mod geometry;
 mod gfp;
@@ -43,7 +44,6 @@ pub mod preset;
 pub mod proc_setup;
 pub mod start_count;
 
-use crate::trace::stats::{HashMap, HashSet};
 use std::io::{self, Write};
 
 use zonealloc::stats::{fragmentation_index, unusable_free_index};
@@ -60,6 +60,14 @@ pub use gfp::request;
 
 /// The orders whose unusable free space index is sampled over time.
 pub const FRAG_ORDERS: [u8; 3] = [3, 9, 10];
+
+/// A fragmentation sample as taken: the highest zone's free blocks per order.
+#[derive(Clone, Copy, Debug)]
+struct RawSample {
+    event: u64,
+    ts_ns: Option<u64>,
+    nr_free: [u64; zonealloc::MAX_ORDER_LIMIT as usize + 1],
+}
 
 /// A traced block live in the replay.
 #[derive(Clone, Copy, Debug)]
@@ -99,23 +107,19 @@ pub struct Replayer {
     /// Per zone, one bit per `MAX_PAGE_ORDER` block: online yet ([`Online::Touched`]).
     online: Vec<Vec<u64>>,
     block_shift: u32,
-    live: HashMap<u64, Live>,
-    /// Traced frames whose allocation failed here and are still live in the trace.
-    failed: HashSet<u64>,
+    /// Per traced frame: the live block it heads, whether its allocation failed here, its
+    /// pending `mm_page_free_batched` and deferred free; per frame of ours, its allocations.
+    frames: frames::Frames,
     /// Replay a traced free at its commit, not at its `mm_page_free`: on a kernel's batched
     /// path (`free_unref_page_list`, `free_unref_folios`) every page of the batch is prepared
     /// (`mm_page_free`) before the first commit (`mm_page_free_batched`). For a kernel's trace
     /// (with the inferences); our own traces free at `mm_page_free` (off by default).
     pub commit_at_batched: bool,
-    pending_batched: HashSet<u64>,
     /// Per CPU: traced frees not on the lists yet ([`Deferred`]).
     deferred: Vec<Vec<Deferred>>,
-    /// The CPU each deferred free's frame waits on.
-    deferred_at: HashMap<u64, u32>,
     /// Per CPU: a batched commit has begun (a drain belongs to it; otherwise a drain follows
     /// a single free, committed before it).
     batching: Vec<bool>,
-    allocated_once: HashMap<u64, u32>,
     /// The requests of the `gfp_flags` strings seen.
     gfp: gfp::GfpCache,
     /// The counts.
@@ -131,8 +135,11 @@ pub struct Replayer {
     /// Run the vmstat worker's `decay_pcp_high` on every CPU once a second of trace time.
     pub decay: bool,
     next_tick_ns: Option<u64>,
-    /// Fragmentation over time.
+    /// Fragmentation over time (from the samples kept, at [`Replayer::finish`]).
     pub frag: Vec<FragSample>,
+    /// The samples taken and kept so far, as taken: the indices are computed at the end for
+    /// these only, not for the ones thinning drops.
+    raw_samples: Vec<RawSample>,
     events: Vec<ZoneEvent>,
     emit: Option<TraceWriter<Box<dyn Write>>>,
 }
@@ -207,6 +214,7 @@ impl Replayer {
             let blocks = (end - (start >> block_shift << block_shift)).div_ceil(1 << block_shift);
             online.push(vec![0u64; blocks.div_ceil(64) as usize]);
         }
+        let frames = frames::Frames::new(geo.span()).map_err(|e| err(&e))?;
         let emit = match emit {
             Some(w) => {
                 let mut w = TraceWriter::new(w, "zonealloc", cfg.pageblock_order);
@@ -221,14 +229,10 @@ impl Replayer {
             geo: geo.clone(),
             online,
             block_shift,
-            live: HashMap::default(),
-            failed: HashSet::default(),
+            frames,
             commit_at_batched: false,
-            pending_batched: HashSet::default(),
             deferred: vec![Vec::new(); geo.cpus as usize],
-            deferred_at: HashMap::default(),
             batching: vec![false; geo.cpus as usize],
-            allocated_once: HashMap::default(),
             gfp: gfp::GfpCache::default(),
             counts: ReplayCounts::default(),
             ours: Grid::new(geo.zones.len(), geo.cpus),
@@ -238,6 +242,7 @@ impl Replayer {
             decay: false,
             next_tick_ns: None,
             frag: Vec::new(),
+            raw_samples: Vec::new(),
             events: Vec::new(),
             emit,
         })
@@ -263,27 +268,38 @@ impl Replayer {
 
     /// The zone of traced frame `pfn`, bringing its block online first when memory comes
     /// online as the trace touches it.
-    #[inline]
+    #[inline(always)]
     fn zone_for(&mut self, pfn: u64) -> io::Result<usize> {
         let Some(z) = self.geo.zone_of(pfn) else {
-            return Err(io::Error::other(self.geo.outside(pfn)));
+            return Err(self.outside(pfn));
         };
         if self.geo.online == Online::Touched {
-            let span = self.geo.zones[z];
-            let base = span.start >> self.block_shift << self.block_shift;
-            let b = (pfn - base) >> self.block_shift;
-            let (w, bit) = ((b / 64) as usize, 1u64 << (b % 64));
-            if self.online[z][w] & bit == 0 {
-                self.online[z][w] |= bit;
-                let lo = (base + (b << self.block_shift)).max(span.start);
-                let hi = (base + ((b + 1) << self.block_shift)).min(span.end());
-                self.zones[z]
-                    .add_free_range(Pfn(lo), Pfn(hi))
-                    .map_err(|e| io::Error::other(format!("onlining {lo:#x}..{hi:#x}: {e}")))?;
-                self.counts.onlined_blocks += 1;
-            }
+            self.online_block(z, pfn)?;
         }
         Ok(z)
+    }
+
+    #[cold]
+    fn outside(&self, pfn: u64) -> io::Error {
+        io::Error::other(self.geo.outside(pfn))
+    }
+
+    /// Brings traced frame `pfn`'s `MAX_PAGE_ORDER` block of zone `z` online, if not yet.
+    fn online_block(&mut self, z: usize, pfn: u64) -> io::Result<()> {
+        let span = self.geo.zones[z];
+        let base = span.start >> self.block_shift << self.block_shift;
+        let b = (pfn - base) >> self.block_shift;
+        let (w, bit) = ((b / 64) as usize, 1u64 << (b % 64));
+        if self.online[z][w] & bit == 0 {
+            self.online[z][w] |= bit;
+            let lo = (base + (b << self.block_shift)).max(span.start);
+            let hi = (base + ((b + 1) << self.block_shift)).min(span.end());
+            self.zones[z]
+                .add_free_range(Pfn(lo), Pfn(hi))
+                .map_err(|e| io::Error::other(format!("onlining {lo:#x}..{hi:#x}: {e}")))?;
+            self.counts.onlined_blocks += 1;
+        }
+        Ok(())
     }
 
     /// Replays one trace event (buddy-side events of the trace are counted by the caller;
@@ -308,7 +324,7 @@ impl Replayer {
                 | EventKind::PcpuDrain { .. } => {}
                 EventKind::Alloc { pfn, .. } => {
                     self.flush_deferred(cpu)?;
-                    if let Some(&c) = self.deferred_at.get(&pfn) {
+                    if let Some(c) = self.frames.deferred_at(pfn) {
                         self.flush_deferred(c)?;
                     }
                 }
@@ -321,83 +337,14 @@ impl Replayer {
                 order,
                 migratetype,
                 gfp_flags,
-            } => {
-                let failed_in_trace = ev.is_failed_alloc();
-                let z = if failed_in_trace {
-                    self.counts.kernel_failures += 1;
-                    // A failure names no zone: try the preferred (highest) one.
-                    self.zones.len() - 1
-                } else {
-                    let z = self.zone_for(pfn)?;
-                    if let Some(old) = self.live.remove(&pfn) {
-                        self.counts.implicit_frees += 1;
-                        self.free_ours(ev, cpu, old)?;
-                    } else if !self.failed.is_empty() {
-                        self.failed.remove(&pfn);
-                    }
-                    z
-                };
-                let mt = MigrateType::from_index(usize::from(
-                    self.geo.numbering.to_current(migratetype),
-                ))
-                .filter(|m| m.is_gfp_type());
-                let (Some(mt), Some(ord)) = (
-                    mt,
-                    Order::new(order).filter(|o| o.get() <= self.zones[z].max_order().get()),
-                ) else {
-                    self.counts.skipped_allocs += 1;
-                    return Ok(());
-                };
-                let req = self.gfp.request(mt, gfp_flags).on_cpu(CpuId(cpu));
-                let got = self.zones[z].alloc_with(ord, req);
-                self.flush_zone_events(ev, z, cpu)?;
-                self.emit_event(
-                    ev,
-                    match got {
-                        Ok(p) => (PagePtr::Present, p.0),
-                        Err(_) => (PagePtr::Null, 0),
-                    },
-                    |pfn| EventKind::Alloc {
-                        pfn,
-                        order,
-                        migratetype: mt.index() as u8,
-                        gfp_flags,
-                    },
-                )?;
-                let live = |p: Pfn| Live {
-                    ours: p.0,
-                    order,
-                    zone: z as u8,
-                    freed: 0,
-                };
-                match got {
-                    Ok(p) if failed_in_trace => {
-                        self.counts.kernel_failures_satisfied += 1;
-                        self.free_ours(ev, cpu, live(p))?;
-                    }
-                    Ok(p) => {
-                        self.counts.allocs += 1;
-                        self.counts.same_frame += u64::from(p.0 == pfn);
-                        let n = self.allocated_once.entry(p.0).or_default();
-                        self.counts.reused += u64::from(*n > 0);
-                        *n += 1;
-                        self.live.insert(pfn, live(p));
-                        self.pending_batched.remove(&pfn);
-                    }
-                    Err(_) if failed_in_trace => {}
-                    Err(_) => {
-                        self.counts.alloc_failures += 1;
-                        self.failed.insert(pfn);
-                    }
-                }
-            }
+            } => self.alloc_traced(ev, cpu, pfn, order, migratetype, gfp_flags)?,
             EventKind::Free { pfn, order } if !self.commit_at_batched => {
                 self.zone_for(pfn)?;
-                self.pending_batched.insert(pfn);
+                self.frames.set_pending_batched(pfn, true);
                 self.free_traced(ev, cpu, pfn, order, inferred)?;
             }
             EventKind::FreeBatched { pfn } if !self.commit_at_batched => {
-                if self.pending_batched.remove(&pfn) {
+                if self.frames.set_pending_batched(pfn, false) {
                     self.counts.batched_duplicates += 1;
                 } else {
                     self.zone_for(pfn)?;
@@ -406,7 +353,7 @@ impl Replayer {
             }
             EventKind::Free { pfn, order } => {
                 self.zone_for(pfn)?;
-                if let Some(&at) = self.deferred_at.get(&pfn) {
+                if let Some(at) = self.frames.deferred_at(pfn) {
                     self.flush_deferred(at)?;
                 }
                 self.deferred[cpu as usize].push(Deferred {
@@ -417,12 +364,12 @@ impl Replayer {
                     order,
                     inferred,
                 });
-                self.deferred_at.insert(pfn, cpu);
+                self.frames.set_deferred_at(pfn, Some(cpu));
             }
             EventKind::FreeBatched { pfn } => {
                 let list = &mut self.deferred[cpu as usize];
                 let at = list.iter().position(|d| d.pfn == pfn);
-                if let (Some(i), Some(&c)) = (at, self.deferred_at.get(&pfn)) {
+                if let (Some(i), Some(c)) = (at, self.frames.deferred_at(pfn)) {
                     // The commit of a free `mm_page_free` announced: the page goes on the list
                     // now (free_unref_folios / free_unref_page_list).
                     debug_assert_eq!(c, cpu);
@@ -436,10 +383,10 @@ impl Replayer {
                     };
                     let d = list.remove(if first { 0 } else { i });
                     for b in before {
-                        self.deferred_at.remove(&b.pfn);
+                        self.frames.set_deferred_at(b.pfn, None);
                         self.commit_deferred(cpu, b)?;
                     }
-                    self.deferred_at.remove(&pfn);
+                    self.frames.set_deferred_at(pfn, None);
                     self.batching[cpu as usize] = true;
                     self.counts.batched_duplicates += 1;
                     let e = Event {
@@ -453,7 +400,7 @@ impl Replayer {
                     };
                     self.free_traced(&e, cpu, pfn, d.order, d.inferred)?;
                 } else {
-                    if let Some(&c) = self.deferred_at.get(&pfn) {
+                    if let Some(c) = self.frames.deferred_at(pfn) {
                         self.flush_deferred(c)?;
                     }
                     self.zone_for(pfn)?;
@@ -490,6 +437,86 @@ impl Replayer {
         Ok(())
     }
 
+    /// A traced `mm_page_alloc` (a function of its own: the other events, most of a trace,
+    /// then pass through a small `feed`).
+    #[inline(never)]
+    fn alloc_traced(
+        &mut self,
+        ev: &Event<'_>,
+        cpu: u32,
+        pfn: u64,
+        order: u8,
+        migratetype: u8,
+        gfp_flags: &str,
+    ) -> io::Result<()> {
+        let failed_in_trace = ev.is_failed_alloc();
+        let z = if failed_in_trace {
+            self.counts.kernel_failures += 1;
+            // A failure names no zone: try the preferred (highest) one.
+            self.zones.len() - 1
+        } else {
+            let z = self.zone_for(pfn)?;
+            if let Some(old) = self.frames.take_live(pfn) {
+                self.counts.implicit_frees += 1;
+                self.free_ours(ev, cpu, old)?;
+            } else {
+                self.frames.set_failed(pfn, false);
+            }
+            z
+        };
+        let mt = MigrateType::from_index(usize::from(self.geo.numbering.to_current(migratetype)))
+            .filter(|m| m.is_gfp_type());
+        let (Some(mt), Some(ord)) = (
+            mt,
+            Order::new(order).filter(|o| o.get() <= self.zones[z].max_order().get()),
+        ) else {
+            self.counts.skipped_allocs += 1;
+            return Ok(());
+        };
+        let req = self.gfp.request(mt, gfp_flags).on_cpu(CpuId(cpu));
+        let got = self.zones[z].alloc_with(ord, req);
+        self.flush_zone_events(ev, z, cpu)?;
+        self.emit_event(
+            ev,
+            match got {
+                Ok(p) => (PagePtr::Present, p.0),
+                Err(_) => (PagePtr::Null, 0),
+            },
+            |pfn| EventKind::Alloc {
+                pfn,
+                order,
+                migratetype: mt.index() as u8,
+                gfp_flags,
+            },
+        )?;
+        let live = |p: Pfn| Live {
+            ours: p.0,
+            order,
+            zone: z as u8,
+            freed: 0,
+        };
+        match got {
+            Ok(p) if failed_in_trace => {
+                self.counts.kernel_failures_satisfied += 1;
+                self.free_ours(ev, cpu, live(p))?;
+            }
+            Ok(p) => {
+                self.counts.allocs += 1;
+                self.counts.same_frame += u64::from(p.0 == pfn);
+                let before = self.frames.count_allocation(p.0);
+                self.counts.reused += u64::from(before > 0);
+                self.frames.set_live(pfn, live(p));
+                self.frames.set_pending_batched(pfn, false);
+            }
+            Err(_) if failed_in_trace => {}
+            Err(_) => {
+                self.counts.alloc_failures += 1;
+                self.frames.set_failed(pfn, true);
+            }
+        }
+        Ok(())
+    }
+
     /// `vmstat_update` → `refresh_cpu_vm_stats` → `decay_pcp_high` (6.7 and later), which the
     /// kernel runs on each CPU about once a second (`sysctl_stat_interval` = HZ): at each whole
     /// second of trace time up to `ts`, every CPU's lists decay, and their drains count on
@@ -511,11 +538,20 @@ impl Replayer {
         }
         Ok(())
     }
+    /// Counts (and with `--emit` writes) the events zone `z` recorded since the last call.
+    #[inline]
     fn flush_zone_events(&mut self, ev: &Event<'_>, z: usize, cpu: u32) -> io::Result<()> {
+        // Most allocations and frees stay on the per-CPU lists and record nothing: checking
+        // that (one load in `take_events`) inline, the work out of line.
         self.zones[z].take_events(&mut self.events);
         if self.events.is_empty() {
             return Ok(());
         }
+        self.count_zone_events(ev, z, cpu)
+    }
+
+    #[inline(never)]
+    fn count_zone_events(&mut self, ev: &Event<'_>, z: usize, cpu: u32) -> io::Result<()> {
         let pb = self.zones[z].config().pageblock_order;
         // Taken for the loop and put back, so its buffer is reused.
         let mut events = std::mem::take(&mut self.events);
@@ -564,33 +600,56 @@ impl Replayer {
         Ok(())
     }
 
-    /// Samples the fragmentation indices (of the highest zone) after `event` trace events.
+    /// Samples the fragmentation (of the highest zone) after `event` trace events; its
+    /// indices reach [`Replayer::frag`] at [`Replayer::finish`].
     pub fn sample(&mut self, event: u64, ts_ns: Option<u64>) {
         let Some(zone) = self.zones.last() else {
             return;
         };
         // Only the per-order free counts matter to both indices; `Zone::snapshot` would also
         // walk every free list and pageblock.
+        self.raw_samples.push(RawSample {
+            event,
+            ts_ns,
+            nr_free: zone.nr_free(),
+        });
+    }
+
+    /// The samples taken and kept so far.
+    pub fn samples_kept(&self) -> usize {
+        self.raw_samples.len()
+    }
+
+    /// Keeps every other sample, the second, fourth, ... (the sampling interval doubled).
+    pub fn thin_samples(&mut self) {
+        self.raw_samples = self.raw_samples.drain(..).skip(1).step_by(2).collect();
+    }
+
+    /// The indices of one sample.
+    fn frag_sample(&self, raw: &RawSample) -> Option<FragSample> {
+        let zone = self.zones.last()?;
         let cfg = zone.config();
         let s = zonealloc::FreeAreaSnapshot {
             node: 0,
             zone_name: zone.zone_type().name(),
             max_order: cfg.max_order,
             pageblock_order: cfg.pageblock_order,
-            nr_free: zone.nr_free(),
+            nr_free: raw.nr_free,
             free_by_type: Default::default(),
             pageblocks_by_type: Default::default(),
         };
-        self.frag.push(FragSample {
-            event,
-            t_s: ts_ns.map(|t| t as f64 / 1e9),
+        Some(FragSample {
+            event: raw.event,
+            t_s: raw.ts_ns.map(|t| t as f64 / 1e9),
             unusable: FRAG_ORDERS.map(|o| unusable_free_index(&s, o.min(s.max_order))),
             fragmentation_9: fragmentation_index(&s, 9.min(s.max_order)),
-        });
+        })
     }
 
-    /// Flushes the emitted trace.
+    /// Flushes the emitted trace and computes the fragmentation samples kept.
     pub fn finish(&mut self) -> io::Result<()> {
+        let raw = std::mem::take(&mut self.raw_samples);
+        self.frag = raw.iter().filter_map(|r| self.frag_sample(r)).collect();
         for cpu in 0..self.geo.cpus {
             self.flush_deferred(cpu)?;
         }
@@ -612,7 +671,7 @@ impl Replayer {
             return Ok(());
         }
         for d in std::mem::take(list) {
-            self.deferred_at.remove(&d.pfn);
+            self.frames.set_deferred_at(d.pfn, None);
             self.commit_deferred(cpu, d)?;
         }
         Ok(())
@@ -634,7 +693,7 @@ impl Replayer {
 
     /// Frames handed out at least once, most-allocated first: the seed 000 table.
     pub fn most_reused(&self, n: usize) -> Vec<(u64, u32)> {
-        let mut v: Vec<(u64, u32)> = self.allocated_once.iter().map(|(&p, &c)| (p, c)).collect();
+        let mut v: Vec<(u64, u32)> = self.frames.allocated().collect();
         // A total order (pfns are unique): the first n picked in linear time, then sorted,
         // give what a sort of them all would.
         let order = |a: &(u64, u32), b: &(u64, u32)| b.1.cmp(&a.1).then(a.0.cmp(&b.0));
@@ -775,6 +834,52 @@ mod tests {
             "{awake} pages kept, batch {batch}"
         );
         assert!(asleep > awake, "asleep {asleep}, awake {awake}");
+    }
+
+    /// Samples keep the zone's state when taken (not at the end, when their indices are
+    /// computed), and thinning keeps the second, fourth, ... of them.
+    #[test]
+    fn samples_are_computed_from_the_state_they_were_taken_in() {
+        let g = Geometry::from_flags(
+            None,
+            Some(1 << 12),
+            None,
+            Some(1),
+            &input::Sniff::default(),
+            Numbering::Current,
+        )
+        .unwrap();
+        let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &g, None).unwrap();
+        let alloc = |pfn| Event {
+            cpu: Some(0),
+            ts_ns: None,
+            page: PagePtr::Present,
+            kind: EventKind::Alloc {
+                pfn,
+                order: 0,
+                migratetype: 0,
+                gfp_flags: "GFP_KERNEL",
+            },
+        };
+        // Samples 1..=4, each after another quarter of the zone was allocated page by page.
+        for k in 1..=4u64 {
+            r.sample(k, Some(k * 1_000_000_000));
+            for pfn in (k - 1) * 1024..k * 1024 {
+                r.feed(&alloc(pfn), Inferred::None).unwrap();
+            }
+        }
+        assert_eq!(r.samples_kept(), 4);
+        r.thin_samples();
+        assert_eq!(r.samples_kept(), 2);
+        r.finish().unwrap();
+        let events: Vec<u64> = r.frag.iter().map(|f| f.event).collect();
+        assert_eq!(events, vec![2, 4]);
+        assert_eq!(r.frag[1].t_s, Some(4.0));
+        // A quarter allocated at sample 2, three quarters at sample 4: fewer free order-10
+        // blocks later, so more of the free space unusable at order 10 (computed from the
+        // zone at the end, the two would be equal).
+        let u10 = |i: usize| r.frag[i].unusable[2];
+        assert!(u10(0) < u10(1), "{:?}", r.frag);
     }
 
     #[test]

@@ -303,10 +303,13 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
         for ev in chunk.events() {
             let ev = &ev;
             let zone = geo.zone_of(ev.kind.pfn()).unwrap_or(0);
-            let mut inferred = kernel.add(ev, zone);
-            if !infer {
-                inferred = kernel::Inferred::None;
-            }
+            // Without the inferences the kernel side only counts (the same figures).
+            let inferred = if infer {
+                kernel.add(ev, zone)
+            } else {
+                kernel.add_counts(ev, zone);
+                kernel::Inferred::None
+            };
             let untraced: &[_] = if infer { &kernel.untraced_now } else { &[] };
             for r in replayers.iter_mut() {
                 if !untraced.is_empty() {
@@ -328,11 +331,11 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
                 // double the interval.
                 let thin = replayers
                     .first()
-                    .is_some_and(|r| r.frag.len() as u64 + 1 >= 2 * samples);
+                    .is_some_and(|r| r.samples_kept() as u64 + 1 >= 2 * samples);
                 for r in replayers.iter_mut() {
                     r.sample(done, last_ts);
                     if thin {
-                        r.frag = r.frag.drain(..).skip(1).step_by(2).collect();
+                        r.thin_samples();
                     }
                 }
                 if thin {
