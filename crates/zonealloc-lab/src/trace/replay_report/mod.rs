@@ -148,8 +148,47 @@ const FIRST_SAMPLE_INTERVAL: u64 = 1;
 const _: () = assert!(FIRST_SAMPLE_INTERVAL.is_power_of_two());
 
 /// Replays `path` (`-`: standard input) under every variant of `opts` in one pass,
-/// reporting the events done so far.
+/// reporting the events done so far; every zone passes its [`zonealloc::Zone::check`] at the
+/// end ([`ReplayRun::check`]).
 pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<ReplayRun, String> {
+    let run = run_unchecked(path, opts, progress)?;
+    run.check()?;
+    Ok(run)
+}
+
+impl ReplayRun {
+    /// Every variant's zones pass their [`zonealloc::Zone::check`].
+    pub fn check(&self) -> Result<(), String> {
+        check_zones(&self.zones())
+    }
+
+    /// Every variant's zones, with the variant's name (shareable with another thread, which
+    /// the replayers' `--emit` writers are not).
+    pub fn zones(&self) -> Vec<(&str, &zonealloc::Zone)> {
+        self.replayers
+            .iter()
+            .flat_map(|r| r.zones.iter().map(|z| (r.variant.name.as_str(), z)))
+            .collect()
+    }
+}
+
+/// Each zone passes its [`zonealloc::Zone::check`] ([`ReplayRun::zones`]).
+pub fn check_zones(zones: &[(&str, &zonealloc::Zone)]) -> Result<(), String> {
+    for (name, z) in zones {
+        z.check()
+            .map_err(|e| format!("variant '{name}': zone check failed: {e}"))?;
+    }
+    Ok(())
+}
+
+/// [`run`] without the zones' check at the end, for a caller that runs it beside other work
+/// ([`ReplayRun::check`]; the report is built meanwhile, on a machine whose second core the
+/// parse no longer needs).
+pub fn run_unchecked(
+    path: &Path,
+    opts: &ReplayOptions,
+    progress: &dyn Fn(u64),
+) -> Result<ReplayRun, String> {
     let read_err = |e: io::Error| format!("reading {}: {e}", path.display());
     let snap = match &opts.proc {
         Some(dir) => Some(ProcSnapshot::read_dir(dir).map_err(|e| format!("--proc: {e}"))?),
@@ -366,10 +405,6 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
             r.sample(done, last_ts);
         }
         r.finish().map_err(|e| format!("--emit: {e}"))?;
-        for z in &r.zones {
-            z.check()
-                .map_err(|e| format!("variant '{}': zone check failed: {e}", r.variant.name))?;
-        }
     }
     progress(done);
     let end_states = match &after {
