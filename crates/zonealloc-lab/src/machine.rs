@@ -59,7 +59,7 @@ fn parse_loadavg(text: &str) -> Option<[f64; 3]> {
 #[derive(Clone, Debug, Serialize)]
 pub struct RunInfo {
     /// `git rev-parse HEAD` of the source tree the binary was built from (with `-dirty` when
-    /// it had uncommitted changes), or `unknown`.
+    /// it had uncommitted changes), or `unknown`; recorded at build time (`build.rs`).
     pub commit: String,
     /// The compiler that built the binary (`rustc -V` at build time), or `unknown`.
     pub rustc: String,
@@ -79,7 +79,9 @@ impl RunInfo {
     /// Probes at the start of a run.
     pub fn start() -> Self {
         Self {
-            commit: git_commit(),
+            commit: option_env!("ZONEALLOC_GIT_COMMIT")
+                .unwrap_or("unknown")
+                .to_owned(),
             rustc: option_env!("ZONEALLOC_RUSTC_VERSION")
                 .unwrap_or("unknown")
                 .to_owned(),
@@ -91,35 +93,10 @@ impl RunInfo {
         }
     }
 
-    /// [`RunInfo::start`] on a thread of its own, so that the git lookup (two `git` processes,
-    /// some 20–30 ms) overlaps the run instead of following it; [`PendingRunInfo::wait`] takes
-    /// the result.
-    pub fn start_in_background() -> PendingRunInfo {
-        PendingRunInfo(
-            std::thread::Builder::new()
-                .name("run-info".to_owned())
-                .spawn(RunInfo::start)
-                .ok(),
-        )
-    }
-
     /// Records the load at the end, and the warning if the machine was busy.
     pub fn finish(&mut self) {
         self.load_after = load_average();
         self.busy_warning = busy_warning(self.cores, self.load_before, self.load_after);
-    }
-}
-
-/// A [`RunInfo`] being probed on a thread of its own ([`RunInfo::start_in_background`]).
-#[derive(Debug)]
-pub struct PendingRunInfo(Option<std::thread::JoinHandle<RunInfo>>);
-
-impl PendingRunInfo {
-    /// The probes' result; probed here if the thread could not be started or failed.
-    pub fn wait(self) -> RunInfo {
-        self.0
-            .and_then(|h| h.join().ok())
-            .unwrap_or_else(RunInfo::start)
     }
 }
 
@@ -140,33 +117,6 @@ pub fn busy_warning(
              other work, counts and indices do not"
         )
     })
-}
-
-/// The commit of the source tree (the crate's own folder, as built), or `unknown`.
-fn git_commit() -> String {
-    let dir = env!("CARGO_MANIFEST_DIR");
-    let git = |args: &[&str]| {
-        std::process::Command::new("git")
-            .arg("-C")
-            .arg(dir)
-            .args(args)
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-    };
-    match git(&["rev-parse", "HEAD"]) {
-        Some(head) if !head.is_empty() => {
-            let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
-                .is_some_and(|s| !s.is_empty());
-            if dirty {
-                format!("{head}-dirty")
-            } else {
-                head
-            }
-        }
-        _ => "unknown".to_owned(),
-    }
 }
 
 /// `t` as an ISO 8601 UTC timestamp with seconds, `2026-11-23T13:20:00Z`.

@@ -310,6 +310,10 @@ impl FrameTable {
         let base = start.0 & !((1u64 << pageblock_order) - 1);
         let mut v: std::vec::Vec<FrameMeta> = std::vec::Vec::new();
         v.try_reserve_exact(len as usize).ok()?;
+        crate::sync::advise_huge_pages(
+            v.as_ptr().cast(),
+            len as usize * core::mem::size_of::<FrameMeta>(),
+        );
         v.extend((0..len).map(|_| FrameMeta::boot()));
         Some(FrameTable {
             storage: StaticSlice::from_box(v.into_boxed_slice()),

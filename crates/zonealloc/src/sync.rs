@@ -482,6 +482,37 @@ impl<T: core::fmt::Debug> core::fmt::Debug for StaticSlice<T> {
     }
 }
 
+/// Tables at least this large are advised to transparent huge pages.
+#[cfg(all(feature = "std", target_os = "linux", not(miri), not(loom)))]
+const HUGE_TABLE_BYTES: usize = 4 << 20;
+
+/// Asks Linux to back the heap memory `ptr..ptr + len` of a frame table (allocated, not yet
+/// touched) with transparent huge pages where it is large (`madvise(MADV_HUGEPAGE)`, which THP
+/// modes `madvise` and `always` honour): the table is written whole at once, and one of 2^19
+/// frames (6 MiB) then takes a few 2 MiB faults instead of some 1,500 of 4 KiB (a fifth of a
+/// trace replay's set-up, BENCHMARKS.md). Advice only: where it fails nothing changes.
+#[cfg(feature = "std")]
+pub(crate) fn advise_huge_pages(ptr: *const u8, len: usize) {
+    #[cfg(all(target_os = "linux", not(miri), not(loom)))]
+    if len >= HUGE_TABLE_BYTES {
+        // The whole pages inside the allocation.
+        let page = 4096;
+        let start = (ptr as usize).next_multiple_of(page);
+        let end = (ptr as usize + len) & !(page - 1);
+        if end > start {
+            // SAFETY: `start..end` lies inside an allocation this table owns and nothing else
+            // refers to; MADV_HUGEPAGE changes how its pages are backed, never their contents,
+            // and fails harmlessly (EINVAL) on kernels without THP.
+            #[allow(unsafe_code)]
+            unsafe {
+                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+            }
+        }
+    }
+    #[cfg(not(all(target_os = "linux", not(miri), not(loom))))]
+    let _ = (ptr, len);
+}
+
 #[cfg(all(test, feature = "std"))]
 mod tests {
     use super::*;

@@ -64,9 +64,8 @@ pub fn replay(args: &TraceReplayArgs) -> Result<(), Exit> {
     let bar = progress_bar(!args.json && std::io::stderr().is_terminal(), "replay");
     let progress = |done: u64| bar.set_position(done);
     let started = std::time::Instant::now();
-    // The commit and the load before the run, probed beside the replay.
-    let run_info = machine::RunInfo::start_in_background();
-    let run = match rr::run(&args.file, &opts, &progress) {
+    let mut run_info = machine::RunInfo::start();
+    let run = match rr::run_unchecked(&args.file, &opts, &progress) {
         Ok(r) => r,
         Err(e) => {
             bar.abandon();
@@ -82,16 +81,28 @@ pub fn replay(args: &TraceReplayArgs) -> Result<(), Exit> {
             p.malformed_summary()
         );
     }
-    let result = rr::to_result(&run, &args.file, &opts);
+    // The zones' check beside the result's tables (the parse's core is free by now).
+    let zones = run.zones();
+    let (checked, result) = std::thread::scope(|s| {
+        let check = std::thread::Builder::new()
+            .name("check".to_owned())
+            .spawn_scoped(s, || rr::check_zones(&zones));
+        let result = rr::to_result(&run, &args.file, &opts);
+        let checked = match check {
+            Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            Err(_) => run.check(),
+        };
+        (checked, result)
+    });
+    checked.map_err(Exit::Failure)?;
     let summary = rr::summary(&result, &run);
     let report = LabReport {
         tool: format!("{} {}", env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
         command: command_line(),
         machine: machine::Machine::detect(),
         run: {
-            let mut run = run_info.wait();
-            run.finish();
-            run
+            run_info.finish();
+            run_info
         },
         verdicts: Vec::new(),
         opts: LabOpts {

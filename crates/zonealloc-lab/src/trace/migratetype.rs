@@ -74,6 +74,12 @@ pub struct Evidence {
 impl Evidence {
     /// Weighs one `mm_page_alloc`: its symbolic `gfp_flags` and printed `migratetype`.
     pub fn add(&mut self, gfp_flags: &str, mt: u8) {
+        self.add_expected(Self::expected(gfp_flags), mt);
+    }
+
+    /// The migratetype `gfp_flags` asks for in the current numbering, where it tells the
+    /// numberings apart: Movable (1) or Reclaimable (2), the two that swapped places.
+    pub fn expected(gfp_flags: &str) -> Option<u8> {
         let mut movable = false;
         let mut reclaimable = false;
         for flag in gfp_flags.split('|') {
@@ -87,10 +93,17 @@ impl Evidence {
             }
         }
         // Movable and Reclaimable together is GFP_MOVABLE_MASK, an invalid request.
-        let expected_current = match (movable, reclaimable) {
-            (true, false) => 1,
-            (false, true) => 2,
-            _ => return,
+        match (movable, reclaimable) {
+            (true, false) => Some(1),
+            (false, true) => Some(2),
+            _ => None,
+        }
+    }
+
+    /// Weighs one `mm_page_alloc` whose `gfp_flags` gave `expected` ([`Evidence::expected`]).
+    pub fn add_expected(&mut self, expected: Option<u8>, mt: u8) {
+        let Some(expected_current) = expected else {
+            return;
         };
         if mt == expected_current {
             self.current += 1;

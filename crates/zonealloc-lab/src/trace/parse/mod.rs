@@ -338,7 +338,13 @@ impl Parser {
     /// Parses one line (with or without its newline), counting it.
     pub fn feed<'l>(&mut self, line: &'l [u8]) -> Option<Event<'l>> {
         self.lines += 1;
-        match fast::parse_common(line).unwrap_or_else(|| parse_line(line)) {
+        self.count(fast::parse_common(line).unwrap_or_else(|| parse_line(line)))
+    }
+
+    /// Counts what the line just counted in `lines` gave.
+    #[inline(always)]
+    fn count<'l>(&mut self, r: Result<Event<'l>, LineKind>) -> Option<Event<'l>> {
+        match r {
             Ok(ev) => {
                 self.events += 1;
                 Some(ev)
@@ -399,9 +405,10 @@ impl Parser {
     /// LF, CRLF or CR; a line longer than [`Parser::max_line_bytes`] stops the read with
     /// [`InputError::LineTooLong`] (as an [`io::ErrorKind::InvalidData`] error).
     ///
-    /// Lines are parsed where they lie in the reader's buffer (found with SIMD `memchr2`);
-    /// only a line split across two buffer fills is copied, into a buffer that never grows
-    /// past the line limit.
+    /// Lines are parsed where they lie in the reader's buffer. The fast path reads a line of
+    /// the common shape there and finds its LF as it goes (`fast::parse_at`); other lines
+    /// are split with SIMD `memchr2`. Only a line split across two buffer fills is copied,
+    /// into a buffer that never grows past the line limit.
     pub fn read_all<R: BufRead, F: FnMut(&Event<'_>)>(
         &mut self,
         mut reader: R,
@@ -427,14 +434,32 @@ impl Parser {
             }
             let len = buf.len();
             let mut at = 0;
-            for end in memchr::memchr2_iter(b'\n', b'\r', buf) {
-                if after_cr && end == at && buf[end] == b'\n' {
+            while let Some(rest) = buf.get(at..).filter(|r| !r.is_empty()) {
+                if carry.is_empty() && !after_cr {
+                    // A line whose LF lies in this fill, within the limit, read in place.
+                    if let Some((r, end)) = fast::parse_at(rest).filter(|&(_, e)| e < rest.len()) {
+                        if end > max {
+                            return Err(self.too_long());
+                        }
+                        self.lines += 1;
+                        if let Some(ev) = self.count(r) {
+                            f(&ev);
+                        }
+                        at += end + 1;
+                        continue;
+                    }
+                }
+                let Some(n) = memchr::memchr2(b'\n', b'\r', rest) else {
+                    break;
+                };
+                let end = at + n;
+                if after_cr && n == 0 && buf[end] == b'\n' {
                     // The LF of a CRLF.
                     after_cr = false;
                     at = end + 1;
                     continue;
                 }
-                if carry.len() + (end - at) > max {
+                if carry.len() + n > max {
                     return Err(self.too_long());
                 }
                 if carry.is_empty() {

@@ -622,3 +622,107 @@ proptest! {
         prop_assert!(fast_agrees(&v).is_ok(), "{}", fast_agrees(&v).unwrap_err());
     }
 }
+
+proptest! {
+    /// The word-at-a-time hex run agrees with the byte loop: count, and value below eight.
+    #[test]
+    fn swar_hex_matches_the_byte_loop(
+        bytes in proptest::collection::vec(
+            prop_oneof![Just(b'0'), Just(b'9'), Just(b'a'), Just(b'f'), Just(b'A'), Just(b'F'),
+                Just(b'g'), Just(b'G'), Just(b'`'), Just(b'@'), Just(b'/'), Just(b':'), Just(b' '),
+                Just(0x80u8), Just(0xc1u8), Just(0xe6u8), any::<u8>()],
+            8,
+        ),
+    ) {
+        let n = bytes.iter().take_while(|b| b.is_ascii_hexdigit()).count();
+        let v = if n == 8 {
+            0
+        } else {
+            bytes[..n].iter().fold(0, |v, &b| v * 16 + u64::from((b as char).to_digit(16).unwrap()))
+        };
+        let x = u64::from_le_bytes(bytes[..].try_into().unwrap());
+        prop_assert_eq!(fast::swar_hex(x), (v, n));
+    }
+
+    /// A line read where it lies in a buffer (`parse_at`, up to its LF) gives what the line
+    /// alone gives, whatever follows it; a line that is cut off, or that ends in CR, is left
+    /// to the general split.
+    #[test]
+    fn the_fast_path_in_a_buffer_stops_at_the_line_end(
+        which in 0usize..FAST_LINES.len(),
+        at in 0usize..200,
+        junk in proptest::collection::vec(
+            prop_oneof![Just(b' '), Just(b'\n'), Just(b'\r'), Just(b'\t'), Just(b'0'), Just(b'x'), any::<u8>()],
+            0..6,
+        ),
+        next in "[ -~]{0,20}",
+    ) {
+        let l = FAST_LINES[which].as_bytes();
+        let at = at.min(l.len());
+        let line = [&l[..at], &junk[..], &l[at..]].concat();
+        let buf = [&line[..], b"\n", next.as_bytes()].concat();
+        if let Some((r, end)) = fast::parse_at(&buf) {
+            // Where it answers, the LF it stops at is the line's first line end, and the
+            // answer is the general walk's on the line before it.
+            let first_end = buf.iter().position(|&b| b == b'\n' || b == b'\r').unwrap();
+            prop_assert_eq!(end, first_end);
+            prop_assert_eq!(buf[end], b'\n');
+            prop_assert_eq!(outcome(r), outcome(parse_line(&buf[..end])));
+        }
+    }
+}
+
+#[test]
+fn the_fast_path_reads_lines_in_place_and_leaves_cut_and_cr_lines() {
+    let l = FAST_LINES[0].as_bytes();
+    let buf = [l, b"\n", l].concat();
+    // Read in place up to its LF.
+    assert!(matches!(fast::parse_at(&buf), Some((Ok(_), n)) if n == l.len()));
+    // The last line, cut off by the buffer's end: no LF, so the caller carries it.
+    assert!(matches!(fast::parse_at(l), Some((Ok(_), n)) if n == l.len()));
+    // A CR inside or at the end goes the general way (which splits there).
+    for cr in [b"\r".as_slice(), b"\r\n"] {
+        assert!(fast::parse_at(&[l, cr].concat()).is_none());
+    }
+    let mut mid = l.to_vec();
+    mid[l.len() - 5] = b'\r';
+    assert!(fast::parse_at(&mid).is_none());
+    // Another event's line: its end found, counted as other.
+    let other = b"  a-1 [000] 1.5: tracing_mark_write: x\nnext";
+    assert!(matches!(
+        fast::parse_at(other),
+        Some((Err(LineKind::Other), 38))
+    ));
+    assert!(fast::parse_at(b"  a-1 [000] 1.5: tracing_mark_write: x\rnext").is_none());
+    // The pointer and pfn in one compare, and the same fields another way.
+    for page in ["(____ptrval____)", "ffff8880abcd0000", "(null)", ""] {
+        let line = format!("a-1 [000] 1.5: mm_page_free: page={page} pfn=0x1f order=0");
+        let want = parse_line(line.as_bytes());
+        assert!(want.is_ok(), "{line}");
+        let got = fast::parse_common(line.as_bytes());
+        assert_eq!(got.map(outcome), Some(outcome(want)), "{line}");
+    }
+    // Each name matched in place, and the near misses that are other tokens.
+    for (name, want) in [
+        (
+            "mm_page_alloc_zone_locked: page=p pfn=0x1 order=0 migratetype=1 percpu_refill=1",
+            true,
+        ),
+        ("mm_page_free_batched: page=p pfn=0x1 order=0", true),
+        (
+            "mm_page_pcpu_drain: page=p pfn=0x1 order=0 migratetype=1",
+            true,
+        ),
+        (
+            "mm_page_alloc:x page=p pfn=0x1 order=0 migratetype=1 gfp_flags=G",
+            false,
+        ),
+        ("mm_page_freed: page=p pfn=0x1 order=0", false),
+        ("mm_page_: page=p pfn=0x1 order=0", false),
+    ] {
+        let line = format!("a-1 [000] 1.5: {name}");
+        let fast = fast::parse_common(line.as_bytes());
+        assert_eq!(matches!(fast, Some(Ok(_))), want, "{line}");
+        fast_agrees(line.as_bytes()).unwrap();
+    }
+}

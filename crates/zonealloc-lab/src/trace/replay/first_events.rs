@@ -46,12 +46,14 @@ pub struct FirstEvents {
     pub lists: Option<pcp_state::Head>,
 }
 
-/// Takes chunks off `ahead` and feeds their events to the inferences `which` asks for, until
-/// the walk is done (every CPU with lists pinned) and the list inference has read `limit`
-/// events (the replay passes [`LIST_EVENTS`]), or the input ends; `snap` is the `--proc`
-/// snapshot the zones of `geo` come from. The chunks taken are returned, not consumed.
+/// Takes chunks off `ahead` (after `taken`, chunks of it taken before) and feeds their events
+/// to the inferences `which` asks for, until the walk is done (every CPU with lists pinned)
+/// and the list inference has read `limit` events (the replay passes [`LIST_EVENTS`]), or the
+/// input ends; `snap` is the `--proc` snapshot the zones of `geo` come from. The chunks taken
+/// (`taken` first) are returned, not consumed.
 pub fn take(
     ahead: &ParseAhead,
+    taken: Vec<Chunk>,
     geo: &Geometry,
     snap: &ProcSnapshot,
     which: Which,
@@ -82,8 +84,9 @@ pub fn take(
         n >= limit || (w.as_ref().is_none_or(Walk::done) && c.is_none())
     };
     let mut held = Vec::new();
+    let mut taken = taken.into_iter();
     while !done(&walk, &collect, events) {
-        let Some(chunk) = ahead.next() else {
+        let Some(chunk) = taken.next().or_else(|| ahead.next()) else {
             break;
         };
         for ev in chunk.events().take(limit - events) {
@@ -97,6 +100,7 @@ pub fn take(
         events += chunk.len();
         held.push(chunk);
     }
+    held.extend(taken);
     FirstEvents {
         held,
         counts: walk.map(Walk::finish),
@@ -137,7 +141,7 @@ pub(crate) fn of_file(
 ) -> FirstEvents {
     let (input, _) = super::input::open_window(path, window).unwrap();
     let ahead = ParseAhead::spawn(crate::trace::parse::Parser::new(), input.reader).unwrap();
-    let first = take(&ahead, geo, snap, which, LIST_EVENTS);
+    let first = take(&ahead, Vec::new(), geo, snap, which, LIST_EVENTS);
     ahead.finish().1.unwrap();
     first
 }
@@ -192,7 +196,7 @@ mod tests {
                 Box::new(Cursor::new(text.clone().into_bytes())),
             )
             .unwrap();
-            let first = take(&ahead, &geo, &snap, which(), limit);
+            let first = take(&ahead, Vec::new(), &geo, &snap, which(), limit);
             let mut got = Vec::new();
             for c in &first.held {
                 got.extend(c.events().map(|ev| format!("{ev:?}")));
@@ -236,7 +240,7 @@ mod tests {
                 Box::new(Cursor::new(text.clone().into_bytes())),
             )
             .unwrap();
-            let first = take(&ahead, &geo, &snap, which, LIST_EVENTS);
+            let first = take(&ahead, Vec::new(), &geo, &snap, which, LIST_EVENTS);
             drop(ahead.finish());
             first
         };
@@ -260,5 +264,35 @@ mod tests {
         let held = counts.events();
         let sc = counts.counts.unwrap();
         assert!(sc.events <= held as u64 && held <= direct(&text).len());
+    }
+
+    #[test]
+    fn chunks_taken_before_are_read_first_and_held_even_past_the_limit() {
+        let snap = snap();
+        let geo = proc_setup::geometry(&snap, None, Numbering::Current).unwrap();
+        let text = sample(4);
+        let ahead = ParseAhead::spawn(
+            Parser::new(),
+            Box::new(Cursor::new(text.clone().into_bytes())),
+        )
+        .unwrap();
+        let taken: Vec<Chunk> = (0..3).map_while(|_| ahead.next()).collect();
+        let given: usize = taken.iter().map(Chunk::len).sum();
+        // A limit inside the first chunk: the inferences read that many, every taken chunk
+        // is held all the same.
+        let first = take(&ahead, taken, &geo, &snap, which(), 10);
+        assert_eq!(first.events(), given);
+        let mut got = Vec::new();
+        for c in first
+            .held
+            .iter()
+            .chain(&std::iter::from_fn(|| ahead.next()).collect::<Vec<_>>())
+        {
+            got.extend(c.events().map(|ev| format!("{ev:?}")));
+        }
+        ahead.finish().1.unwrap();
+        assert_eq!(got, direct(&text));
+        let seen: u64 = first.lists.unwrap().zones.iter().map(|z| z.events).sum();
+        assert!(seen > 0 && seen <= 10);
     }
 }

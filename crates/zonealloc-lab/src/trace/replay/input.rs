@@ -2,13 +2,21 @@
 //!
 //! A replay has to decide two things before its first event: how many CPUs the zones have
 //! and which migratetype numbering the trace uses. Neither needs the whole trace. The first
-//! [`PREFIX_BYTES`] of the (decompressed) input are read into memory and looked at
+//! [`PREFIX_BYTES`] of the (decompressed) input are read into memory (a mapped file's are
+//! looked at where they lie) and looked at
 //! ([`Sniff`]): ftrace's header names the CPU count (`#P:4`), and the allocations there
 //! carry the gfp-versus-migratetype evidence of [`Evidence`]. The replay then reads the
 //! prefix again from memory, chained to the rest of the stream, so nothing is read twice
 //! from the source and a pipe works as well as a file. The prefix is kept as read
-//! ([`Input::prefix`]) for the caller to sniff once the parse of the stream has started, so
-//! the two run side by side.
+//! ([`Input::prefix`]).
+//!
+//! Nor is anything parsed twice: the prefix's lines that the stream carries are looked at in
+//! the replay's own parse (the events of its first [`Split::stream_bytes`], which the parse
+//! marks, [`super::pipe::ParseAhead::spawn_marked`]), and only the lines a window cut out of
+//! the stream ([`Split::region`]) are parsed here. Where the two halves could not give
+//! exactly what one look at the prefix gives (a window's `to` marker inside the prefix, a cut
+//! not at a line's start), [`Input::split`] is `None` and the caller [`sniff`]s the whole
+//! prefix.
 //!
 //! A plain-text file of a MiB or more is mapped (`Mapped`): the parser reads the page cache
 //! where it lies. Any other source is read, and decompressed, on a thread of its own
@@ -22,7 +30,7 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 
 use crate::trace::migratetype::Evidence;
-use crate::trace::parse::{self, EventKind, Parser};
+use crate::trace::parse::{self, Event, EventKind, Parser};
 
 /// How much of the input is looked at before the replay starts (4 MiB: some 30 000 lines
 /// of ftrace text, far more allocations than the numbering evidence needs).
@@ -47,15 +55,67 @@ pub struct Input {
     pub reader: Box<dyn BufRead + Send>,
     /// The input's first [`PREFIX_BYTES`], before any window is cut: [`sniff`] it.
     pub prefix: Shared,
+    /// How a look at the prefix divides between the stream and the window's cut.
+    pub split: Option<Split>,
 }
 
-/// Bytes shared between the stream and its reader's caller.
-#[derive(Clone, Debug)]
-pub struct Shared(Arc<Vec<u8>>);
+/// The prefix's complete lines (those [`sniff`] looks at) as two parts: the stream's first
+/// `stream_bytes`, which are the prefix's lines before and after the cut, at line
+/// boundaries, and the lines of `region` the window cut out of the stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Split {
+    /// The part of the prefix the stream does not carry.
+    pub region: std::ops::Range<usize>,
+    /// The stream's bytes that are the rest of the prefix's complete lines.
+    pub stream_bytes: u64,
+}
+
+impl Split {
+    /// The split of `prefix` when `cut` (a window's `from` cut) is taken out of the stream,
+    /// or `None` where the parts would not be whole lines: the cut's ends, and the end of
+    /// the prefix's last complete line, are all line starts.
+    fn new(prefix: &[u8], cut: std::ops::Range<usize>) -> Option<Split> {
+        let whole = complete_lines(prefix).len();
+        let (lo, hi) = (cut.start.min(whole), cut.end.min(whole));
+        let line_start = |at: usize| at == 0 || prefix.get(at - 1) == Some(&b'\n');
+        (line_start(lo) && line_start(hi)).then(|| Split {
+            region: lo..hi,
+            stream_bytes: (lo + (whole - hi)) as u64,
+        })
+    }
+}
+
+/// `prefix` up to the end of its last complete line.
+fn complete_lines(prefix: &[u8]) -> &[u8] {
+    match memchr::memrchr(b'\n', prefix) {
+        Some(nl) => &prefix[..=nl],
+        None => &[][..],
+    }
+}
+
+/// Bytes shared between the stream and its reader's caller: read into memory, or the first
+/// bytes of a mapped file (not copied).
+#[derive(Clone)]
+pub struct Shared(Bytes);
+
+#[derive(Clone)]
+enum Bytes {
+    Read(Arc<Vec<u8>>),
+    Mapped(Arc<memmap2::Mmap>, usize),
+}
 
 impl AsRef<[u8]> for Shared {
     fn as_ref(&self) -> &[u8] {
-        &self.0
+        match &self.0 {
+            Bytes::Read(v) => v,
+            Bytes::Mapped(m, n) => &m[..*n],
+        }
+    }
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Shared({} bytes)", self.as_ref().len())
     }
 }
 
@@ -81,40 +141,60 @@ pub fn open(path: &Path) -> io::Result<Input> {
 /// [`open`], keeping only `window` of the trace; also says whether the `from` marker was
 /// found (`None` without one).
 pub fn open_window(path: &Path, window: &Window) -> io::Result<(Input, Option<bool>)> {
+    let mut mapped_prefix = None;
     let mut src: Box<dyn BufRead + Send> = if path.as_os_str() == "-" {
         Box::new(ReadAhead::spawn(|| {
             Ok(Box::new(BufReader::with_capacity(1 << 16, io::stdin())))
         })?)
-    } else if let Some(m) = Mapped::open(path) {
+    } else if let Some(mut m) = Mapped::open(path) {
+        // The prefix is the mapping's first bytes, where they lie: nothing is copied before
+        // the parse can start.
+        let n = m.map.len().min(PREFIX_BYTES);
+        mapped_prefix = Some(Shared(Bytes::Mapped(m.map.clone(), n)));
+        m.at = n;
         Box::new(m)
     } else {
         let path = path.to_owned();
         Box::new(ReadAhead::spawn(move || parse::open(&path))?)
     };
-    let mut prefix = Vec::with_capacity(PREFIX_BYTES.min(1 << 20));
-    (&mut src)
-        .take(PREFIX_BYTES as u64)
-        .read_to_end(&mut prefix)?;
+    let prefix = match mapped_prefix {
+        Some(p) => p,
+        None => {
+            let mut prefix = Vec::with_capacity(PREFIX_BYTES.min(1 << 20));
+            (&mut src)
+                .take(PREFIX_BYTES as u64)
+                .read_to_end(&mut prefix)?;
+            Shared(Bytes::Read(Arc::new(prefix)))
+        }
+    };
+    let bytes = prefix.as_ref();
     let mut found = None;
     // The part of the prefix the window cuts out of the stream.
-    let mut cut = prefix.len()..prefix.len();
+    let mut cut = bytes.len()..bytes.len();
     if let Some(from) = &window.from {
-        let at = memchr::memmem::find(&prefix, from.as_bytes());
+        let at = memchr::memmem::find(bytes, from.as_bytes());
         found = Some(at.is_some());
         if let Some(at) = at {
             // Keep the header (the comment lines) and everything after the marker's line.
-            let header = prefix
+            let header = bytes
                 .split_inclusive(|&b| b == b'\n')
                 .take_while(|l| l.starts_with(b"#"))
                 .map(<[u8]>::len)
                 .sum::<usize>()
                 .min(at);
-            let end = memchr::memchr(b'\n', &prefix[at..]).map_or(prefix.len(), |nl| at + nl + 1);
+            let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |nl| at + nl + 1);
             cut = header..end;
         }
     }
+    // A `to` marker in the prefix shortens the stream: the whole prefix is sniffed then.
+    let to_in_prefix = window
+        .to
+        .as_ref()
+        .is_some_and(|to| memchr::memmem::find(bytes, to.as_bytes()).is_some());
+    let split = (!to_in_prefix)
+        .then(|| Split::new(bytes, cut.clone()))
+        .flatten();
     // The prefix without the cut, shared with the caller (not copied).
-    let prefix = Shared(Arc::new(prefix));
     let mut after = Cursor::new(prefix.clone());
     after.set_position(cut.end as u64);
     let stream = Cursor::new(prefix.clone())
@@ -129,7 +209,14 @@ pub fn open_window(path: &Path, window: &Window) -> io::Result<(Input, Option<bo
         // Both halves are buffered already.
         None => Box::new(stream),
     };
-    Ok((Input { reader, prefix }, found))
+    Ok((
+        Input {
+            reader,
+            prefix,
+            split,
+        },
+        found,
+    ))
 }
 
 /// Files smaller than this are read, not mapped (a mapping's set-up is not worth it).
@@ -152,7 +239,7 @@ const MAP_SLICE_BYTES: usize = 1 << 20;
 /// (as for every reader of a mapped file); `cat trace | zonealloc trace replay -` reads it
 /// without a mapping.
 struct Mapped {
-    map: memmap2::Mmap,
+    map: Arc<memmap2::Mmap>,
     /// Bytes handed out.
     at: usize,
     /// Bytes whose pages were released.
@@ -183,7 +270,7 @@ impl Mapped {
         #[cfg(unix)]
         let _ = map.advise(memmap2::Advice::Sequential);
         Some(Mapped {
-            map,
+            map: Arc::new(map),
             at: 0,
             released: 0,
         })
@@ -204,8 +291,9 @@ impl BufRead for Mapped {
             let end = self.at & !(MAP_RELEASE_BYTES - 1);
             if end > self.released {
                 // SAFETY: `MADV_DONTNEED` on a read-only private file mapping only drops the
-                // page-table entries; a later access would fault the same bytes in again from
-                // the file, and none is made: every byte below `at` has been handed out.
+                // page-table entries: the mapping was never written, so a later access (the
+                // prefix's [`Shared`] bytes, which the caller may still read) faults the same
+                // bytes in again from the file. Every byte below `at` has been handed out.
                 let _ = unsafe {
                     self.map.unchecked_advise_range(
                         memmap2::UncheckedAdvice::DontNeed,
@@ -383,36 +471,63 @@ impl<R: Read> Read for UntilMarker<R> {
 
 /// Looks at the complete lines of `prefix`.
 pub fn sniff(prefix: &[u8]) -> Sniff {
-    let whole = match memchr::memrchr(b'\n', prefix) {
-        Some(nl) => &prefix[..=nl],
-        None => &[][..],
-    };
-    let mut s = Sniff {
-        bytes: whole.len(),
-        ..Sniff::default()
-    };
-    for line in whole
-        .split(|&b| b == b'\n')
-        .take_while(|l| l.starts_with(b"#"))
-    {
-        if let Some(at) = memchr::memmem::find(line, b"#P:") {
-            let digits: Vec<u8> = line[at + 3..]
-                .iter()
-                .copied()
-                .take_while(u8::is_ascii_digit)
-                .collect();
-            s.header_cpus = std::str::from_utf8(&digits)
-                .ok()
-                .and_then(|d| d.parse().ok())
-                .filter(|&n| n > 0);
+    let whole = complete_lines(prefix);
+    let mut s = Sniff::of_header(whole);
+    // Reading from memory cannot fail; a line over the parser's limit ends the look there.
+    let _ = s.parse(whole);
+    s.bytes = whole.len();
+    s
+}
+
+impl Sniff {
+    /// The header's CPU count (the comment lines at the start of `whole`), nothing else yet.
+    pub fn of_header(whole: &[u8]) -> Sniff {
+        let mut s = Sniff::default();
+        for line in whole
+            .split(|&b| b == b'\n')
+            .take_while(|l| l.starts_with(b"#"))
+        {
+            if let Some(at) = memchr::memmem::find(line, b"#P:") {
+                let digits: Vec<u8> = line[at + 3..]
+                    .iter()
+                    .copied()
+                    .take_while(u8::is_ascii_digit)
+                    .collect();
+                s.header_cpus = std::str::from_utf8(&digits)
+                    .ok()
+                    .and_then(|d| d.parse().ok())
+                    .filter(|&n| n > 0);
+            }
         }
+        s
     }
-    let mut parser = Parser::new();
-    let (mut max_cpu, mut evidence) = (None::<u32>, Evidence::default());
-    // Reading from memory cannot fail.
-    let _ = parser.read_all(whole, |ev| {
+
+    /// [`Sniff::of_header`] and the events of `split`'s region of `prefix`: what [`sniff`]
+    /// gives less the events of the stream's first `split.stream_bytes`, which the caller
+    /// adds ([`Sniff::add`]) from the parse. `None` where the region has a line over the
+    /// parser's limit (one look at the prefix stops there: [`sniff`] it whole).
+    pub fn of_region(prefix: &[u8], split: &Split) -> Option<Sniff> {
+        let whole = complete_lines(prefix);
+        let mut s = Sniff::of_header(whole);
+        s.parse(&whole[split.region.clone()]).ok()?;
+        s.bytes = whole.len();
+        Some(s)
+    }
+
+    /// Adds the events of the complete lines `text`.
+    fn parse(&mut self, text: &[u8]) -> io::Result<()> {
+        Parser::new().read_all(text, |ev| self.add(ev))
+    }
+
+    /// Adds one event of the prefix: its CPU, and an allocation's numbering evidence.
+    pub fn add(&mut self, ev: &Event<'_>) {
+        self.add_with(ev, Evidence::expected);
+    }
+
+    /// [`Sniff::add`], with `expected` standing for [`Evidence::expected`] (a cache of it).
+    pub fn add_with(&mut self, ev: &Event<'_>, expected: impl FnOnce(&str) -> Option<u8>) {
         if let Some(c) = ev.cpu {
-            max_cpu = Some(max_cpu.map_or(c, |m| m.max(c)));
+            self.max_cpu = Some(self.max_cpu.map_or(c, |m| m.max(c)));
         }
         if let EventKind::Alloc {
             gfp_flags,
@@ -420,12 +535,9 @@ pub fn sniff(prefix: &[u8]) -> Sniff {
             ..
         } = ev.kind
         {
-            evidence.add(gfp_flags, migratetype);
+            self.evidence.add_expected(expected(gfp_flags), migratetype);
         }
-    });
-    s.max_cpu = max_cpu;
-    s.evidence = evidence;
-    s
+    }
 }
 
 #[cfg(test)]
@@ -494,10 +606,13 @@ mod tests {
         assert!(back == text, "{} bytes back of {}", back.len(), text.len());
         #[cfg(unix)]
         assert_eq!(m.released, text.len() & !(MAP_RELEASE_BYTES - 1));
-        // Through `open`, prefix and all, by `read`.
+        // Through `open`, prefix and all, by `read`; the prefix (the mapping's first bytes,
+        // not a copy) stays readable after the reader has released their pages.
         let mut back = Vec::new();
-        open(&p).unwrap().reader.read_to_end(&mut back).unwrap();
+        let mut input = open(&p).unwrap();
+        input.reader.read_to_end(&mut back).unwrap();
         assert!(back == text);
+        assert!(input.prefix.as_ref() == &text[..PREFIX_BYTES]);
         // Compressed and small files are read, not mapped.
         let gz = dir.path().join("t.txt.gz");
         let mut enc = flate2::write::GzEncoder::new(
@@ -583,5 +698,47 @@ mod tests {
         }
         // (The marker's first bytes were handed out before it was seen: its line is cut.)
         assert_eq!(got, b"abcMA\n");
+    }
+
+    #[test]
+    fn a_split_divides_the_prefix_s_lines_at_line_starts_only() {
+        let p = b"# h\na\nmark\nb\nc";
+        // No cut: the stream carries every complete line (not the unterminated `c`).
+        assert_eq!(
+            Split::new(p, p.len()..p.len()),
+            Some(Split {
+                region: 13..13,
+                stream_bytes: 13
+            })
+        );
+        // The window cuts `a` and the marker's line: the stream has the header and `b`.
+        assert_eq!(
+            Split::new(p, 4..11),
+            Some(Split {
+                region: 4..11,
+                stream_bytes: 6
+            })
+        );
+        // A cut through the last, unterminated line: only the header is the stream's.
+        assert_eq!(
+            Split::new(p, 4..p.len()),
+            Some(Split {
+                region: 4..13,
+                stream_bytes: 4
+            })
+        );
+        // A cut that starts or ends inside a line cannot be split.
+        assert_eq!(Split::new(p, 3..11), None);
+        assert_eq!(Split::new(p, 4..10), None);
+        // With a `to` marker in the prefix the caller sniffs the whole prefix.
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("t.txt");
+        std::fs::write(&f, p).unwrap();
+        let to = |m: &str| Window {
+            from: None,
+            to: Some(m.into()),
+        };
+        assert!(open_window(&f, &to("mark")).unwrap().0.split.is_none());
+        assert!(open_window(&f, &to("absent")).unwrap().0.split.is_some());
     }
 }

@@ -39,6 +39,7 @@ pub mod input;
 pub mod kernel;
 pub mod pcp_state;
 pub mod pipe;
+pub mod prefix;
 pub mod preset;
 pub mod proc_setup;
 pub mod start_count;
@@ -245,6 +246,12 @@ impl Replayer {
             events: Vec::new(),
             emit,
         })
+    }
+
+    /// Sets the trace's migratetype numbering, which the zones' set-up does not read: a
+    /// replayer can be built before the parse has shown it ([`prefix`]).
+    pub fn set_numbering(&mut self, numbering: crate::trace::migratetype::Numbering) {
+        self.geo.numbering = numbering;
     }
 
     /// The replay's CPU for a trace event (trace CPU `c` is `c % cpus`).

@@ -8,7 +8,7 @@
 //! error come back with it at the end ([`ParseAhead::finish`]), and it reads to the end of the
 //! input even when the replay stops early, as a parse in the replay's own loop did.
 
-use std::io::{self, BufRead};
+use std::io::{self, BufRead, Read};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::thread::JoinHandle;
 
@@ -18,8 +18,9 @@ use crate::trace::parse::{Event, EventKind, Parser};
 pub const CHUNK_EVENTS: usize = 4096;
 /// Text per chunk before it is handed over early (a trace of long `gfp_flags` strings).
 const CHUNK_TEXT: usize = 256 << 10;
-/// Chunks parsed ahead of the replay.
-const CHUNKS_AHEAD: usize = 4;
+/// Chunks parsed ahead of the replay: 64 Ki events (some 5 MiB), so the parse goes on
+/// through the replay's set-up (the zones built, the prefix looked at) instead of waiting.
+const CHUNKS_AHEAD: usize = 16;
 
 /// Parsed events, owned: each event's text lies in the chunk's buffer.
 pub struct Chunk {
@@ -28,6 +29,9 @@ pub struct Chunk {
     /// Per event, where its text lies in `text`.
     spans: Vec<(u32, u32)>,
     text: String,
+    /// Set on the chunk that ends the input's first bytes in a marked parse
+    /// ([`ParseAhead::spawn_marked`]): how many of them were read.
+    mark: Option<u64>,
 }
 
 impl Chunk {
@@ -36,6 +40,7 @@ impl Chunk {
             events: Vec::with_capacity(CHUNK_EVENTS),
             spans: Vec::with_capacity(CHUNK_EVENTS),
             text: String::new(),
+            mark: None,
         }
     }
 
@@ -43,6 +48,7 @@ impl Chunk {
         self.events.clear();
         self.spans.clear();
         self.text.clear();
+        self.mark = None;
     }
 
     fn is_full(&self) -> bool {
@@ -81,6 +87,13 @@ impl Chunk {
     /// Whether it holds no event.
     pub fn is_empty(&self) -> bool {
         self.events.is_empty()
+    }
+
+    /// In a marked parse ([`ParseAhead::spawn_marked`]), on the chunk whose events are the
+    /// last of the input's first bytes: how many of those bytes there were (fewer than asked
+    /// where the input ended sooner).
+    pub fn mark(&self) -> Option<u64> {
+        self.mark
     }
 
     /// The events in order, as the parser produced them.
@@ -166,7 +179,36 @@ fn text_mut<'k, 'a>(kind: &'k mut EventKind<'a>) -> Option<&'k mut &'a str> {
     }
 }
 
-/// A parser running on a thread of its own, four chunks ahead of the replay.
+/// The parse thread's end of the pipe: the chunk being filled, the replay's channel (`None`
+/// once the replay has stopped: the parse goes on for the counts and errors) and the chunks
+/// coming back.
+struct Out {
+    tx: Option<SyncSender<Chunk>>,
+    back: Receiver<Chunk>,
+    chunk: Chunk,
+}
+
+impl Out {
+    #[inline]
+    fn push(&mut self, ev: &Event<'_>) {
+        self.chunk.push(ev);
+        if self.chunk.is_full() {
+            self.hand_over();
+        }
+    }
+
+    /// Sends the chunk being filled, and starts a recycled (or new) one.
+    fn hand_over(&mut self) {
+        let mut next = self.back.try_recv().unwrap_or_else(|_| Chunk::new());
+        next.clear();
+        let full = std::mem::replace(&mut self.chunk, next);
+        if self.tx.as_ref().is_some_and(|t| t.send(full).is_err()) {
+            self.tx = None;
+        }
+    }
+}
+
+/// A parser running on a thread of its own, [`CHUNKS_AHEAD`] chunks ahead of the replay.
 pub struct ParseAhead {
     chunks: Receiver<Chunk>,
     /// Replayed chunks going back to the parser.
@@ -176,31 +218,43 @@ pub struct ParseAhead {
 
 impl ParseAhead {
     /// Starts `parser` reading `reader` ([`Parser::read_all`]).
-    pub fn spawn(mut parser: Parser, reader: Box<dyn BufRead + Send>) -> io::Result<ParseAhead> {
+    pub fn spawn(parser: Parser, reader: Box<dyn BufRead + Send>) -> io::Result<ParseAhead> {
+        Self::spawn_marked(parser, reader, None)
+    }
+
+    /// [`ParseAhead::spawn`], handing the events of the input's first `mark` bytes (which must
+    /// end at a line's end) over apart: the chunk that ends them, perhaps empty, carries the
+    /// [`Chunk::mark`]. The parse reads them, then the rest, as one read would (no line spans
+    /// the mark).
+    pub fn spawn_marked(
+        mut parser: Parser,
+        mut reader: Box<dyn BufRead + Send>,
+        mark: Option<u64>,
+    ) -> io::Result<ParseAhead> {
         let (tx, chunks) = sync_channel::<Chunk>(CHUNKS_AHEAD);
         let (spent, back) = sync_channel::<Chunk>(CHUNKS_AHEAD + 2);
         let thread = std::thread::Builder::new()
             .name("trace-parse".into())
             .spawn(move || {
-                // `None` once the replay has stopped: parse on for the counts and errors.
-                let mut tx = Some(tx);
-                let mut chunk = Chunk::new();
-                let hand_over = |chunk: &mut Chunk, tx: &mut Option<SyncSender<Chunk>>| {
-                    let next = back.try_recv().unwrap_or_else(|_| Chunk::new());
-                    let full = std::mem::replace(chunk, next);
-                    if tx.as_ref().is_some_and(|t| t.send(full).is_err()) {
-                        *tx = None;
-                    }
-                    chunk.clear();
+                let mut out = Out {
+                    tx: Some(tx),
+                    back,
+                    chunk: Chunk::new(),
                 };
-                let read = parser.read_all(reader, |ev| {
-                    chunk.push(ev);
-                    if chunk.is_full() {
-                        hand_over(&mut chunk, &mut tx);
+                let mut read = Ok(());
+                if let Some(bytes) = mark {
+                    let mut head = (&mut reader).take(bytes);
+                    read = parser.read_all(&mut head, |ev| out.push(ev));
+                    if read.is_ok() {
+                        out.chunk.mark = Some(bytes - head.limit());
+                        out.hand_over();
                     }
-                });
-                if read.is_ok() && !chunk.events.is_empty() {
-                    hand_over(&mut chunk, &mut tx);
+                }
+                if read.is_ok() {
+                    read = parser.read_all(reader, |ev| out.push(ev));
+                }
+                if read.is_ok() && !out.chunk.events.is_empty() {
+                    out.hand_over();
                 }
                 (parser, read)
             })?;

@@ -10,7 +10,7 @@ use std::time::Instant;
 use super::migratetype::Numbering;
 use super::parse::Parser;
 use super::replay::kernel::{self, KernelSide};
-use super::replay::pipe::ParseAhead;
+use super::replay::prefix::PrefixLook;
 use super::replay::preset::Kernel;
 use super::replay::{
     first_events, input, pcp_state, proc_setup, start_count, Geometry, Online, Replayer,
@@ -148,8 +148,47 @@ const FIRST_SAMPLE_INTERVAL: u64 = 1;
 const _: () = assert!(FIRST_SAMPLE_INTERVAL.is_power_of_two());
 
 /// Replays `path` (`-`: standard input) under every variant of `opts` in one pass,
-/// reporting the events done so far.
+/// reporting the events done so far; every zone passes its [`zonealloc::Zone::check`] at the
+/// end ([`ReplayRun::check`]).
 pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<ReplayRun, String> {
+    let run = run_unchecked(path, opts, progress)?;
+    run.check()?;
+    Ok(run)
+}
+
+impl ReplayRun {
+    /// Every variant's zones pass their [`zonealloc::Zone::check`].
+    pub fn check(&self) -> Result<(), String> {
+        check_zones(&self.zones())
+    }
+
+    /// Every variant's zones, with the variant's name (shareable with another thread, which
+    /// the replayers' `--emit` writers are not).
+    pub fn zones(&self) -> Vec<(&str, &zonealloc::Zone)> {
+        self.replayers
+            .iter()
+            .flat_map(|r| r.zones.iter().map(|z| (r.variant.name.as_str(), z)))
+            .collect()
+    }
+}
+
+/// Each zone passes its [`zonealloc::Zone::check`] ([`ReplayRun::zones`]).
+pub fn check_zones(zones: &[(&str, &zonealloc::Zone)]) -> Result<(), String> {
+    for (name, z) in zones {
+        z.check()
+            .map_err(|e| format!("variant '{name}': zone check failed: {e}"))?;
+    }
+    Ok(())
+}
+
+/// [`run`] without the zones' check at the end, for a caller that runs it beside other work
+/// ([`ReplayRun::check`]; the report is built meanwhile, on a machine whose second core the
+/// parse no longer needs).
+pub fn run_unchecked(
+    path: &Path,
+    opts: &ReplayOptions,
+    progress: &dyn Fn(u64),
+) -> Result<ReplayRun, String> {
     let read_err = |e: io::Error| format!("reading {}: {e}", path.display());
     let snap = match &opts.proc {
         Some(dir) => Some(ProcSnapshot::read_dir(dir).map_err(|e| format!("--proc: {e}"))?),
@@ -167,21 +206,29 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
     let (input, found) = input::open_window(path, &window).map_err(read_err)?;
     let t1 = Instant::now();
     // Parsing runs on a thread of its own (`replay::pipe`), the replay here; it starts now,
-    // so the zones are built while it parses.
-    let ahead = ParseAhead::spawn(Parser::new(), input.reader).map_err(read_err)?;
-    // The prefix is sniffed here while the parse thread starts on the stream.
-    let sniff = input::sniff(input.prefix.as_ref());
-    drop(input.prefix);
-    let numbering = opts.numbering.unwrap_or_else(|| sniff.evidence.verdict());
-    let geo = match &snap {
-        Some(s) => proc_setup::geometry(s, opts.cpus, numbering)?,
+    // so the zones are built while it parses. The prefix's CPU count and numbering evidence
+    // come from its first events (`replay::prefix`).
+    let (mut look, ahead) = PrefixLook::spawn(Parser::new(), input).map_err(read_err)?;
+    // The events' numbering is read only by the replay and the `--proc` inferences: without
+    // `--proc`, and with the CPU count known from a flag or the header, the zones are built
+    // before the parse has shown the prefix.
+    let cpus_known = opts.cpus.is_some() || look.so_far().header_cpus.is_some();
+    if snap.is_some() || !cpus_known {
+        look.finish(&ahead);
+    }
+    let numbering = |look: &PrefixLook| {
+        opts.numbering
+            .unwrap_or_else(|| look.so_far().evidence.verdict())
+    };
+    let mut geo = match &snap {
+        Some(s) => proc_setup::geometry(s, opts.cpus, numbering(&look))?,
         None => Geometry::from_flags(
             opts.zone_start,
             opts.zone_pages,
             opts.online,
             opts.cpus,
-            &sniff,
-            numbering,
+            look.so_far(),
+            numbering(&look),
         )?,
     };
     let preset = match (opts.kernel, &snap) {
@@ -213,7 +260,8 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
                 thp_order: base.pcp.thp_order,
                 pageblock_order: base.pageblock_order,
             };
-            first_events::take(&ahead, &geo, s, which, first_events::LIST_EVENTS)
+            let taken = look.take_held();
+            first_events::take(&ahead, taken, &geo, s, which, first_events::LIST_EVENTS)
         }
         _ => first_events::FirstEvents::default(),
     };
@@ -276,13 +324,20 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
         r.commit_at_batched = infer;
     }
 
+    // The prefix's whole look, if the zones came first; the geometry's CPU count did not
+    // depend on it.
+    look.finish(&ahead);
+    geo.numbering = numbering(&look);
+    for r in replayers.iter_mut() {
+        r.set_numbering(geo.numbering);
+    }
     let mut failure: Option<io::Error> = None;
     let mut done = 0u64;
     let mut last_ts = None;
     let samples = opts.samples.max(1);
     let mut interval = FIRST_SAMPLE_INTERVAL;
     // The held events first, then the rest of the parse.
-    let mut held = first.held.into_iter();
+    let mut held = look.take_held().into_iter().chain(first.held);
     'replay: while let Some(chunk) = held.next().or_else(|| ahead.next()) {
         for ev in chunk.events() {
             let ev = &ev;
@@ -350,10 +405,6 @@ pub fn run(path: &Path, opts: &ReplayOptions, progress: &dyn Fn(u64)) -> Result<
             r.sample(done, last_ts);
         }
         r.finish().map_err(|e| format!("--emit: {e}"))?;
-        for z in &r.zones {
-            z.check()
-                .map_err(|e| format!("variant '{}': zone check failed: {e}", r.variant.name))?;
-        }
     }
     progress(done);
     let end_states = match &after {
