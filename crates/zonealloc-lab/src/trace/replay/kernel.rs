@@ -558,20 +558,12 @@ impl KernelSide {
 
     /// The `n` most allocated frames, most first (ties by pfn).
     pub fn most_reused(&self, n: usize) -> Vec<(u64, u64)> {
-        let mut v: Vec<(u64, u64)> = self
+        let allocated = self
             .pfns
             .iter()
             .filter(|(_, f)| f.allocs > 0)
-            .map(|(p, f)| (p, f.allocs))
-            .collect();
-        let order = |a: &(u64, u64), b: &(u64, u64)| b.1.cmp(&a.1).then(a.0.cmp(&b.0));
-        // The first `n` in order, then only those sorted (not every frame ever allocated).
-        if n < v.len() {
-            v.select_nth_unstable_by(n, order);
-            v.truncate(n);
-        }
-        v.sort_by(order);
-        v
+            .map(|(p, f)| (p, f.allocs));
+        super::most_first(allocated, n)
     }
 }
 
