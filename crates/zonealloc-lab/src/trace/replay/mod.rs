@@ -807,20 +807,18 @@ mod tests {
         );
     }
 
+    /// One zone of `pages` frames from pfn 0, all free, one CPU.
+    fn one_cpu_zone(pages: u64) -> Geometry {
+        let sniff = input::Sniff::default();
+        Geometry::from_flags(None, Some(pages), None, Some(1), &sniff, Numbering::Current).unwrap()
+    }
+
     #[test]
     fn kswapd_awake_makes_frees_shrink_the_lists() {
         // One CPU, mainline rules, a whole zone free; allocate 1024 pages, then free them
         // with kswapd asleep or awake: awake (ZONE_RECLAIM_ACTIVE), nr_pcp_high keeps at most
         // `batch << 2` pages on the lists.
-        let g = Geometry::from_flags(
-            None,
-            Some(1 << 16),
-            None,
-            Some(1),
-            &input::Sniff::default(),
-            Numbering::Current,
-        )
-        .unwrap();
+        let g = one_cpu_zone(1 << 16);
         let at = |kind| Event {
             cpu: Some(0),
             ts_ns: None,
@@ -868,15 +866,7 @@ mod tests {
     /// computed), and thinning keeps the second, fourth, ... of them.
     #[test]
     fn samples_are_computed_from_the_state_they_were_taken_in() {
-        let g = Geometry::from_flags(
-            None,
-            Some(1 << 12),
-            None,
-            Some(1),
-            &input::Sniff::default(),
-            Numbering::Current,
-        )
-        .unwrap();
+        let g = one_cpu_zone(1 << 12);
         let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &g, None).unwrap();
         let alloc = |pfn| Event {
             cpu: Some(0),
