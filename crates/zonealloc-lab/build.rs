@@ -28,7 +28,15 @@ fn main() {
 /// or any file of the workspace's crates changes, so the mark follows every rebuild.
 fn commit() -> String {
     let dir = env!("CARGO_MANIFEST_DIR");
-    let git = |args: &[&str]| output(Command::new("git").arg("-C").arg(dir).args(args));
+    // No optional locks: `git status` would otherwise refresh (write) the index it watches.
+    let git = |args: &[&str]| {
+        output(
+            Command::new("git")
+                .args(["--no-optional-locks", "-C"])
+                .arg(dir)
+                .args(args),
+        )
+    };
     let Some(head) = git(&["rev-parse", "HEAD"]).filter(|h| !h.is_empty()) else {
         return "unknown".to_owned();
     };
