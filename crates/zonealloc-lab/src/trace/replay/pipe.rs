@@ -208,7 +208,7 @@ impl Out {
     }
 }
 
-/// A parser running on a thread of its own, [`CHUNKS_AHEAD`] chunks ahead of the replay.
+/// A parser running on a thread of its own, some chunks (`CHUNKS_AHEAD`) ahead of the replay.
 pub struct ParseAhead {
     chunks: Receiver<Chunk>,
     /// Replayed chunks going back to the parser.
