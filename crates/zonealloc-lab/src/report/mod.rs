@@ -108,26 +108,11 @@ pub struct LabReport {
 /// Plot failures are reported in `report.md` and returned as warnings, not errors.
 pub fn write(dir: &Path, report: &LabReport) -> Result<Vec<String>, String> {
     fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-    // The plots render on a thread of their own while results.json is serialised here; the
-    // files are written in the same order as before (plots, report.md, results.json).
-    let serialise = || {
+    // The plots render on the other cores while results.json is serialised here, then here
+    // too; the files are written in the same order as before (plots, report.md,
+    // results.json).
+    let (plot_errors, json) = render_plots(dir, report, || {
         serde_json::to_string_pretty(report).map_err(|e| format!("serialising results.json: {e}"))
-    };
-    let (plot_errors, json) = std::thread::scope(|s| {
-        match std::thread::Builder::new()
-            .name("plots".to_owned())
-            .spawn_scoped(s, || render_plots(dir, report))
-        {
-            Ok(plots) => {
-                let json = serialise();
-                // A panic in the plotting library is one here too.
-                let errors = plots
-                    .join()
-                    .unwrap_or_else(|p| std::panic::resume_unwind(p));
-                (errors, json)
-            }
-            Err(_) => (render_plots(dir, report), serialise()),
-        }
     });
     let md = markdown::render(report, &plot_errors);
     write_file(&dir.join("report.md"), md.as_bytes())?;
@@ -135,10 +120,17 @@ pub fn write(dir: &Path, report: &LabReport) -> Result<Vec<String>, String> {
     Ok(plot_errors.into_iter().map(|(_, err)| err).collect())
 }
 
-/// Renders every experiment's plots into `dir`, on as many threads as the machine has cores
-/// (this one among them; a trace replay's five take 5 ms on one); returns the failures, by
-/// file stem key, in plot order.
-fn render_plots(dir: &Path, report: &LabReport) -> Vec<(String, String)> {
+/// Renders every experiment's plots into `dir` on as many threads as the machine has cores,
+/// this one among them once it has run `first` (a trace replay's five plots take 5 ms on one
+/// core); returns the failures, by file stem key, in plot order, with what `first` returned.
+///
+/// This thread joins in rather than waiting: a thread spawned now may start on this core
+/// and stay there for milliseconds while the others idle.
+fn render_plots<T>(
+    dir: &Path,
+    report: &LabReport,
+    first: impl FnOnce() -> T,
+) -> (Vec<(String, String)>, T) {
     let jobs: Vec<(&str, &result::Plot)> = report
         .experiments
         .iter()
@@ -159,21 +151,30 @@ fn render_plots(dir: &Path, report: &LabReport) -> Vec<(String, String)> {
             }
         }
     };
-    let workers = std::thread::available_parallelism()
+    let helpers = std::thread::available_parallelism()
         .map_or(1, usize::from)
-        .min(jobs.len());
-    let mut failed = std::thread::scope(|s| {
-        let others: Vec<_> = (1..workers)
-            .filter_map(|_| std::thread::Builder::new().spawn_scoped(s, work).ok())
+        .min(jobs.len())
+        .saturating_sub(1);
+    let (mut failed, got) = std::thread::scope(|s| {
+        let others: Vec<_> = (0..helpers)
+            .filter_map(|_| {
+                std::thread::Builder::new()
+                    .name("plots".to_owned())
+                    .spawn_scoped(s, work)
+                    .ok()
+            })
             .collect();
+        let got = first();
         let mut failed = work();
         for h in others {
+            // A panic in the plotting library is one here too.
             failed.extend(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
         }
-        failed
+        (failed, got)
     });
     failed.sort_by_key(|f| f.0);
-    failed.into_iter().map(|(_, k, e)| (k, e)).collect()
+    let failed = failed.into_iter().map(|(_, k, e)| (k, e)).collect();
+    (failed, got)
 }
 
 /// The SVG file name of an experiment's plot: `<experiment>-<stem>.svg` (just `<stem>.svg`

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::tables::{
     accounting_table, beside_table, end_state_table, fidelity_table, per_cpu, per_cpu_plots,
-    per_cpu_table, reuse_table, setup_table, start_count_table,
+    per_cpu_table, reuse_table, setup_table, start_count_table, REUSE_ROWS,
 };
 use super::{ReplayOptions, ReplayRun};
 use crate::report::{ExperimentResult, MetricDef, MetricKind, Plot, PlotKind, Sample, Series};
@@ -86,8 +86,15 @@ pub fn to_result(run: &ReplayRun, file: &Path, opts: &ReplayOptions) -> Experime
         })
         .collect();
 
+    // Each variant's most reused frames, for its metric and the table: one scan of its
+    // frames each.
+    let reused: Vec<Vec<(u64, u32)>> = run
+        .replayers
+        .iter()
+        .map(|r| r.most_reused(REUSE_ROWS))
+        .collect();
     let mut samples = Vec::new();
-    for r in &run.replayers {
+    for (r, reused) in run.replayers.iter().zip(&reused) {
         let c = &r.counts;
         let (mut hits, mut misses, mut locks) = (0, 0, 0);
         for z in &r.zones {
@@ -119,7 +126,7 @@ pub fn to_result(run: &ReplayRun, file: &Path, opts: &ReplayOptions) -> Experime
             (M_EXTFRAG.to_owned(), c.extfrag as f64),
             (
                 M_TOP.to_owned(),
-                r.most_reused(1).first().map_or(0.0, |t| f64::from(t.1)),
+                reused.first().map_or(0.0, |t| f64::from(t.1)),
             ),
         ];
         for (kind, f) in KINDS {
@@ -158,7 +165,7 @@ pub fn to_result(run: &ReplayRun, file: &Path, opts: &ReplayOptions) -> Experime
     for (r, ends) in run.replayers.iter().zip(&run.end_states) {
         tables.push(end_state_table(&r.variant.name, ends));
     }
-    tables.push(reuse_table(run, &names));
+    tables.push(reuse_table(run, &names, &reused));
 
     let x_label = if run.kernel.span_ns.is_some() {
         "trace time (s)"

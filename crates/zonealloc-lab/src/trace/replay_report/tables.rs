@@ -390,12 +390,15 @@ pub(super) fn end_state_table(name: &str, ends: &[proc_setup::EndState]) -> Tabl
     }
 }
 
-pub(super) fn reuse_table(run: &ReplayRun, names: &[String]) -> Table {
-    const N: usize = 5;
+/// Rows of the most reused frames' table.
+pub(super) const REUSE_ROWS: usize = 5;
+
+/// The most reused frames, the kernel's and (`ours`, [`REUSE_ROWS`] each) every variant's.
+pub(super) fn reuse_table(run: &ReplayRun, names: &[String], ours: &[Vec<(u64, u32)>]) -> Table {
+    const N: usize = REUSE_ROWS;
     let mut header = vec!["rank".to_owned(), "kernel: pfn (allocs)".to_owned()];
     header.extend(names.iter().map(|n| format!("{n}: pfn (allocs)")));
     let kernel = run.kernel.most_reused(N);
-    let ours: Vec<Vec<(u64, u32)>> = run.replayers.iter().map(|r| r.most_reused(N)).collect();
     let cell =
         |v: Option<(u64, u64)>| v.map_or_else(|| "-".to_owned(), |(p, c)| format!("{p:#x} ({c})"));
     let rows = (0..N)
