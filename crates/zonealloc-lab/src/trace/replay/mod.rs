@@ -132,6 +132,9 @@ pub struct Replayer {
     pub setup: Vec<proc_setup::SetupFacts>,
     /// PCP hits, PCP misses and zone-lock acquisitions of the set-up, not the replay's.
     pub setup_counts: (u64, u64, u64),
+    /// The same counts at [`Replayer::finish`], the set-up's included: read once there, so a
+    /// report needs no zone lock (a check may hold one meanwhile).
+    pub end_counts: (u64, u64, u64),
     /// Run the vmstat worker's `decay_pcp_high` on every CPU once a second of trace time.
     pub decay: bool,
     next_tick_ns: Option<u64>,
@@ -202,10 +205,7 @@ impl Replayer {
                         .map_err(|e| err(&e))?;
                     pools.push(pool);
                     setup.push(facts);
-                    let p = zone.pcp_stats();
-                    setup_counts.0 += p.alloc_hits;
-                    setup_counts.1 += p.alloc_misses;
-                    setup_counts.2 += zone.stats().zone_lock_acquisitions;
+                    setup_counts = add_counts(setup_counts, zone_counts(&zone));
                 }
                 _ => {}
             }
@@ -239,6 +239,7 @@ impl Replayer {
             pools,
             setup,
             setup_counts,
+            end_counts: (0, 0, 0),
             decay: false,
             next_tick_ns: None,
             frag: Vec::new(),
@@ -648,6 +649,11 @@ impl Replayer {
 
     /// Flushes the emitted trace and computes the fragmentation samples kept.
     pub fn finish(&mut self) -> io::Result<()> {
+        self.end_counts = self
+            .zones
+            .iter()
+            .map(zone_counts)
+            .fold((0, 0, 0), add_counts);
         let raw = std::mem::take(&mut self.raw_samples);
         self.frag = raw.iter().filter_map(|r| self.frag_sample(r)).collect();
         for cpu in 0..self.geo.cpus {
@@ -695,6 +701,20 @@ impl Replayer {
     pub fn most_reused(&self, n: usize) -> Vec<(u64, u32)> {
         most_first(self.frames.allocated(), n)
     }
+}
+
+/// A zone's PCP hits, PCP misses and zone-lock acquisitions so far.
+fn zone_counts(zone: &Zone) -> (u64, u64, u64) {
+    let p = zone.pcp_stats();
+    (
+        p.alloc_hits,
+        p.alloc_misses,
+        zone.stats().zone_lock_acquisitions,
+    )
+}
+
+fn add_counts(a: (u64, u64, u64), b: (u64, u64, u64)) -> (u64, u64, u64) {
+    (a.0 + b.0, a.1 + b.1, a.2 + b.2)
 }
 
 /// The `n` first of `items` (pfns, each once, with a count) by count, most first, ties by

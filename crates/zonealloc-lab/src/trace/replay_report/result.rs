@@ -96,13 +96,7 @@ pub fn to_result(run: &ReplayRun, file: &Path, opts: &ReplayOptions) -> Experime
     let mut samples = Vec::new();
     for (r, reused) in run.replayers.iter().zip(&reused) {
         let c = &r.counts;
-        let (mut hits, mut misses, mut locks) = (0, 0, 0);
-        for z in &r.zones {
-            let pcp = z.pcp_stats();
-            hits += pcp.alloc_hits;
-            misses += pcp.alloc_misses;
-            locks += z.stats().zone_lock_acquisitions;
-        }
+        let (hits, misses, locks) = r.end_counts;
         // The /proc set-up's own allocations are not the trace's.
         let (sh, sm, sl) = r.setup_counts;
         let (hits, misses, locks) = (hits - sh, misses - sm, locks - sl);
