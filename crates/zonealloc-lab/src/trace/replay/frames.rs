@@ -46,6 +46,9 @@ pub(super) struct Frames {
     deferred_at: Vec<u32>,
     /// Per frame of ours: the times the replay handed it out (the seed 000 table).
     allocated: Vec<u32>,
+    /// The indices of our frames handed out at least once, in the order they first were: the
+    /// end's table reads these, not the whole span (most of a large zone never is).
+    handed_out: Vec<usize>,
 }
 
 impl Frames {
@@ -64,6 +67,7 @@ impl Frames {
             marks: vec![0; n],
             deferred_at: vec![0; n],
             allocated: vec![0; n],
+            handed_out: Vec::new(),
         })
     }
 
@@ -219,16 +223,17 @@ impl Frames {
         let Some(i) = self.at(ours) else { return 0 };
         let before = self.allocated[i];
         self.allocated[i] = before + 1;
+        if before == 0 {
+            self.handed_out.push(i);
+        }
         before
     }
 
-    /// Our frames handed out at least once, with their counts, in pfn order.
+    /// Our frames handed out at least once, with their counts, in the order they first were.
     pub(super) fn allocated(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
-        self.allocated
+        self.handed_out
             .iter()
-            .enumerate()
-            .filter(|(_, &n)| n > 0)
-            .map(|(i, &n)| (self.start + i as u64, n))
+            .map(|&i| (self.start + i as u64, self.allocated[i]))
     }
 }
 
@@ -318,6 +323,6 @@ mod tests {
         assert_eq!(f.count_allocation(0x1fff), 1);
         assert_eq!(f.count_allocation(0x1000), 0);
         let got: Vec<(u64, u32)> = f.allocated().collect();
-        assert_eq!(got, vec![(0x1000, 1), (0x1fff, 2)]);
+        assert_eq!(got, vec![(0x1fff, 2), (0x1000, 1)]);
     }
 }
