@@ -2,9 +2,9 @@
 //! while the replay consumes the chunks before them, in order, so splitting and parsing
 //! (two thirds of a replay's instructions) run beside the replay on a second core.
 //!
-//! A [`Chunk`] holds [`CHUNK_EVENTS`] events with their text (the `gfp_flags` strings)
-//! copied into one buffer of its own; chunks go back to the parser to be filled again, so
-//! nothing is allocated per event. The parser's counts (bad lines, their numbers) and its
+//! A [`Chunk`] holds [`CHUNK_EVENTS`] events, packed in 40 bytes each (`Packed`), with
+//! their text (the `gfp_flags` strings) copied into one buffer of its own; chunks go back to
+//! the parser to be filled again, so nothing is allocated per event. The parser's counts (bad lines, their numbers) and its
 //! error come back with it at the end ([`ParseAhead::finish`]), and it reads to the end of the
 //! input even when the replay stops early, as a parse in the replay's own loop did.
 
@@ -12,23 +12,24 @@ use std::io::{self, BufRead, Read};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::thread::JoinHandle;
 
-use crate::trace::parse::{Event, EventKind, Parser};
+use crate::trace::parse::{Event, EventKind, PagePtr, Parser};
 
 /// Events per chunk.
 pub const CHUNK_EVENTS: usize = 4096;
 /// Text per chunk before it is handed over early (a trace of long `gfp_flags` strings).
 const CHUNK_TEXT: usize = 256 << 10;
-/// Chunks parsed ahead of the replay: 64 Ki events (some 5 MiB), so the parse goes on
+/// Chunks parsed ahead of the replay: 64 Ki events (some 3 MiB), so the parse goes on
 /// through the replay's set-up (the zones built, the prefix looked at) instead of waiting.
 const CHUNKS_AHEAD: usize = 16;
 
 /// Parsed events, owned: each event's text lies in the chunk's buffer.
 pub struct Chunk {
-    /// The events, their text left empty.
-    events: Vec<Event<'static>>,
-    /// Per event, where its text lies in `text`.
-    spans: Vec<(u32, u32)>,
+    /// The events, packed.
+    events: Vec<Packed>,
     text: String,
+    /// The span in `text` of the last allocation's `gfp_flags`: runs of allocations share
+    /// theirs, copied once.
+    last_text: (u32, u32),
     /// Set on the chunk that ends the input's first bytes in a marked parse
     /// ([`ParseAhead::spawn_marked`]): how many of them were read.
     mark: Option<u64>,
@@ -38,16 +39,16 @@ impl Chunk {
     fn new() -> Chunk {
         Chunk {
             events: Vec::with_capacity(CHUNK_EVENTS),
-            spans: Vec::with_capacity(CHUNK_EVENTS),
             text: String::new(),
+            last_text: (0, 0),
             mark: None,
         }
     }
 
     fn clear(&mut self) {
         self.events.clear();
-        self.spans.clear();
         self.text.clear();
+        self.last_text = (0, 0);
         self.mark = None;
     }
 
@@ -55,12 +56,12 @@ impl Chunk {
         self.events.len() >= CHUNK_EVENTS || self.text.len() >= CHUNK_TEXT
     }
 
-    /// Adds `ev`, copying its text unless it repeats the event before's.
+    /// Adds `ev`, copying its text unless it repeats the last allocation's.
     #[inline]
     fn push(&mut self, ev: &Event<'_>) {
         let mut span = (0, 0);
-        let kind = detach(&ev.kind, |s| {
-            let (a, b) = self.spans.last().copied().unwrap_or_default();
+        if let EventKind::Alloc { gfp_flags: s, .. } = ev.kind {
+            let (a, b) = self.last_text;
             span = if self.text.get(a as usize..b as usize) == Some(s) {
                 (a, b)
             } else {
@@ -69,14 +70,9 @@ impl Chunk {
                 self.text.push_str(s);
                 (a, self.text.len() as u32)
             };
-        });
-        self.events.push(Event {
-            cpu: ev.cpu,
-            ts_ns: ev.ts_ns,
-            page: ev.page,
-            kind,
-        });
-        self.spans.push(span);
+            self.last_text = span;
+        }
+        self.events.push(Packed::of(ev, span));
     }
 
     /// Events in the chunk.
@@ -97,85 +93,165 @@ impl Chunk {
     }
 
     /// The events in order, as the parser produced them.
+    #[inline]
     pub fn events(&self) -> impl Iterator<Item = Event<'_>> {
-        self.events.iter().zip(&self.spans).map(|(ev, &(a, b))| {
-            let mut ev: Event<'_> = ev.clone();
-            if let Some(s) = text_mut(&mut ev.kind) {
-                *s = &self.text[a as usize..b as usize];
-            }
-            ev
-        })
+        self.events.iter().map(|p| p.event(&self.text))
     }
 }
 
-/// `kind` with its text (if it has any) handed to `keep` and left empty: the one place that
-/// lists every event kind.
-#[inline]
-fn detach(kind: &EventKind<'_>, keep: impl FnOnce(&str)) -> EventKind<'static> {
-    match *kind {
-        EventKind::Alloc {
-            pfn,
-            order,
-            migratetype,
-            gfp_flags,
-        } => {
-            keep(gfp_flags);
+/// [`Packed::bits`]: the CPU and the timestamp are present, the `page=` pointer's shape
+/// (present unless one of these), and the kind's two flags in the order it declares them.
+const HAS_CPU: u8 = 1;
+const HAS_TS: u8 = 2;
+const PAGE_NULL: u8 = 4;
+const PAGE_MISSING: u8 = 8;
+const FLAG_A: u8 = 16;
+const FLAG_B: u8 = 32;
+
+/// An event as a chunk keeps it: 40 bytes where an [`Event`] and its text's span took 72,
+/// so a chunk is written, read and faulted in over fewer pages. [`Packed::of`] and
+/// [`Packed::event`] are the one place that lists every event kind's fields.
+#[derive(Clone, Copy, Debug, Default)]
+struct Packed {
+    /// The pfn, or a kswapd event's node.
+    pfn: u64,
+    ts_ns: u64,
+    cpu: u32,
+    /// The event's text in the chunk's (an allocation's `gfp_flags`).
+    text: (u32, u32),
+    /// Which kind, in [`EventKind`]'s order.
+    kind: u8,
+    /// The kind's orders and migratetypes, in the order it declares them.
+    small: [u8; 4],
+    /// [`HAS_CPU`], [`HAS_TS`], [`PAGE_NULL`], [`PAGE_MISSING`], [`FLAG_A`], [`FLAG_B`].
+    bits: u8,
+}
+
+// The size the documentation gives.
+const _: () = assert!(std::mem::size_of::<Packed>() == 40);
+
+impl Packed {
+    #[inline]
+    fn of(ev: &Event<'_>, text: (u32, u32)) -> Packed {
+        let flag = |b: bool, f: u8| if b { f } else { 0 };
+        let (kind, pfn, small, flags) = match ev.kind {
             EventKind::Alloc {
                 pfn,
                 order,
                 migratetype,
-                gfp_flags: "",
-            }
+                gfp_flags: _,
+            } => (0, pfn, [order, migratetype, 0, 0], 0),
+            EventKind::Free { pfn, order } => (1, pfn, [order, 0, 0, 0], 0),
+            EventKind::FreeBatched { pfn } => (2, pfn, [0; 4], 0),
+            EventKind::ZoneLocked {
+                pfn,
+                order,
+                migratetype,
+                percpu_refill,
+            } => (
+                3,
+                pfn,
+                [order, migratetype, 0, 0],
+                flag(percpu_refill, FLAG_A),
+            ),
+            EventKind::PcpuDrain {
+                pfn,
+                order,
+                migratetype,
+            } => (4, pfn, [order, migratetype, 0, 0], 0),
+            EventKind::Extfrag {
+                pfn,
+                alloc_order,
+                fallback_order,
+                alloc_migratetype,
+                fallback_migratetype,
+                fragmenting,
+                change_ownership,
+            } => (
+                5,
+                pfn,
+                [
+                    alloc_order,
+                    fallback_order,
+                    alloc_migratetype,
+                    fallback_migratetype,
+                ],
+                flag(fragmenting, FLAG_A) | flag(change_ownership, FLAG_B),
+            ),
+            EventKind::KswapdWake { nid, order } => (6, u64::from(nid), [order, 0, 0, 0], 0),
+            EventKind::KswapdSleep { nid } => (7, u64::from(nid), [0; 4], 0),
+        };
+        let page = match ev.page {
+            PagePtr::Present => 0,
+            PagePtr::Null => PAGE_NULL,
+            PagePtr::Missing => PAGE_MISSING,
+        };
+        Packed {
+            pfn,
+            ts_ns: ev.ts_ns.unwrap_or(0),
+            cpu: ev.cpu.unwrap_or(0),
+            text,
+            kind,
+            small,
+            bits: flags | page | flag(ev.cpu.is_some(), HAS_CPU) | flag(ev.ts_ns.is_some(), HAS_TS),
         }
-        EventKind::Free { pfn, order } => EventKind::Free { pfn, order },
-        EventKind::FreeBatched { pfn } => EventKind::FreeBatched { pfn },
-        EventKind::ZoneLocked {
-            pfn,
-            order,
-            migratetype,
-            percpu_refill,
-        } => EventKind::ZoneLocked {
-            pfn,
-            order,
-            migratetype,
-            percpu_refill,
-        },
-        EventKind::PcpuDrain {
-            pfn,
-            order,
-            migratetype,
-        } => EventKind::PcpuDrain {
-            pfn,
-            order,
-            migratetype,
-        },
-        EventKind::Extfrag {
-            pfn,
-            alloc_order,
-            fallback_order,
-            alloc_migratetype,
-            fallback_migratetype,
-            fragmenting,
-            change_ownership,
-        } => EventKind::Extfrag {
-            pfn,
-            alloc_order,
-            fallback_order,
-            alloc_migratetype,
-            fallback_migratetype,
-            fragmenting,
-            change_ownership,
-        },
-        EventKind::KswapdWake { nid, order } => EventKind::KswapdWake { nid, order },
-        EventKind::KswapdSleep { nid } => EventKind::KswapdSleep { nid },
     }
-}
 
-/// The text field of `kind`, where [`detach`] took one.
-fn text_mut<'k, 'a>(kind: &'k mut EventKind<'a>) -> Option<&'k mut &'a str> {
-    match kind {
-        EventKind::Alloc { gfp_flags, .. } => Some(gfp_flags),
-        _ => None,
+    /// The event, its text read from `text` (the chunk's).
+    #[inline(always)]
+    fn event<'t>(&self, text: &'t str) -> Event<'t> {
+        let [a, b, c, d] = self.small;
+        let has = |f: u8| self.bits & f != 0;
+        let pfn = self.pfn;
+        // A node number was a `u32` when packed.
+        let nid = pfn as u32;
+        let kind = match self.kind {
+            0 => EventKind::Alloc {
+                pfn,
+                order: a,
+                migratetype: b,
+                gfp_flags: text
+                    .get(self.text.0 as usize..self.text.1 as usize)
+                    .unwrap_or_default(),
+            },
+            1 => EventKind::Free { pfn, order: a },
+            2 => EventKind::FreeBatched { pfn },
+            3 => EventKind::ZoneLocked {
+                pfn,
+                order: a,
+                migratetype: b,
+                percpu_refill: has(FLAG_A),
+            },
+            4 => EventKind::PcpuDrain {
+                pfn,
+                order: a,
+                migratetype: b,
+            },
+            5 => EventKind::Extfrag {
+                pfn,
+                alloc_order: a,
+                fallback_order: b,
+                alloc_migratetype: c,
+                fallback_migratetype: d,
+                fragmenting: has(FLAG_A),
+                change_ownership: has(FLAG_B),
+            },
+            6 => EventKind::KswapdWake { nid, order: a },
+            _ => EventKind::KswapdSleep { nid },
+        };
+        // By the two page bits: neither, NULL, missing (both never).
+        const PAGES: [PagePtr; 4] = [
+            PagePtr::Present,
+            PagePtr::Null,
+            PagePtr::Missing,
+            PagePtr::Present,
+        ];
+        Event {
+            cpu: has(HAS_CPU).then_some(self.cpu),
+            ts_ns: has(HAS_TS).then_some(self.ts_ns),
+            page: PAGES[usize::from((self.bits / PAGE_NULL) & 3)],
+            kind,
+        }
     }
 }
 
@@ -332,6 +408,100 @@ this line is malformed: mm_page_alloc: pfn=zz
         assert!(chunks > 1);
         assert_eq!(got, want);
         assert_eq!((parser.lines, parser.malformed), (lines, malformed));
+    }
+
+    #[test]
+    fn every_kind_of_event_comes_out_of_a_chunk_as_it_went_in() {
+        let kinds = [
+            EventKind::Alloc {
+                pfn: u64::MAX,
+                order: 255,
+                migratetype: 7,
+                gfp_flags: "GFP_KERNEL|__GFP_ZERO",
+            },
+            EventKind::Alloc {
+                pfn: 0,
+                order: 0,
+                migratetype: 0,
+                gfp_flags: "",
+            },
+            EventKind::Free { pfn: 1, order: 10 },
+            EventKind::FreeBatched { pfn: 1 << 40 },
+            EventKind::ZoneLocked {
+                pfn: 2,
+                order: 3,
+                migratetype: 1,
+                percpu_refill: true,
+            },
+            EventKind::ZoneLocked {
+                pfn: 2,
+                order: 3,
+                migratetype: 1,
+                percpu_refill: false,
+            },
+            EventKind::PcpuDrain {
+                pfn: 3,
+                order: 9,
+                migratetype: 4,
+            },
+            EventKind::Extfrag {
+                pfn: 4,
+                alloc_order: 1,
+                fallback_order: 2,
+                alloc_migratetype: 3,
+                fallback_migratetype: 4,
+                fragmenting: true,
+                change_ownership: false,
+            },
+            EventKind::Extfrag {
+                pfn: 4,
+                alloc_order: 9,
+                fallback_order: 10,
+                alloc_migratetype: 0,
+                fallback_migratetype: 2,
+                fragmenting: false,
+                change_ownership: true,
+            },
+            EventKind::KswapdWake {
+                nid: u32::MAX,
+                order: 4,
+            },
+            EventKind::KswapdSleep { nid: 1 },
+            EventKind::Alloc {
+                pfn: 5,
+                order: 1,
+                migratetype: 2,
+                gfp_flags: "GFP_ATOMIC",
+            },
+        ];
+        let mut want = Vec::new();
+        for (i, kind) in kinds.into_iter().enumerate() {
+            for (cpu, ts_ns, page) in [
+                (Some(u32::MAX), Some(u64::MAX), PagePtr::Present),
+                (None, Some(0), PagePtr::Null),
+                (Some(0), None, PagePtr::Missing),
+            ] {
+                let kind = kind.clone();
+                want.push(Event {
+                    cpu: cpu.map(|c| c ^ i as u32),
+                    ts_ns,
+                    page,
+                    kind,
+                });
+            }
+        }
+        let mut chunk = Chunk::new();
+        for ev in &want {
+            chunk.push(ev);
+        }
+        let got: Vec<Event<'_>> = chunk.events().collect();
+        assert_eq!(got, want);
+        // Repeated texts were copied once each run.
+        assert_eq!(
+            chunk.text, "GFP_KERNEL|__GFP_ZEROGFP_ATOMIC",
+            "{:?}",
+            chunk.text
+        );
     }
 
     #[test]
