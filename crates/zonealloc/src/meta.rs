@@ -308,15 +308,8 @@ impl FrameTable {
     pub(crate) fn allocate(start: Pfn, pageblock_order: Order, len: u32) -> Option<FrameTable> {
         let pageblock_order = pageblock_order.get();
         let base = start.0 & !((1u64 << pageblock_order) - 1);
-        let mut v: std::vec::Vec<FrameMeta> = std::vec::Vec::new();
-        v.try_reserve_exact(len as usize).ok()?;
-        crate::sync::advise_huge_pages(
-            v.as_ptr().cast(),
-            len as usize * core::mem::size_of::<FrameMeta>(),
-        );
-        v.extend((0..len).map(|_| FrameMeta::boot()));
         Some(FrameTable {
-            storage: StaticSlice::from_box(v.into_boxed_slice()),
+            storage: StaticSlice::new_heap(len as usize, FrameMeta::boot)?,
             base,
             len,
             block_mask: !((1u32 << pageblock_order) - 1),

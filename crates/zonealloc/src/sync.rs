@@ -408,8 +408,21 @@ impl<T, const N: usize> core::fmt::Debug for StaticStorage<T, N> {
 /// `drop`. `get` derives each borrow from the pointer.
 pub(crate) struct StaticSlice<T: 'static> {
     ptr: core::ptr::NonNull<[T]>,
-    /// `ptr` came from `Box::into_raw` and is freed on drop.
-    owned: bool,
+    /// Whose memory `ptr` points into, and so how `drop` frees it.
+    owner: Owner,
+}
+
+/// Where a [`StaticSlice`]'s memory came from.
+#[derive(Clone, Copy, Debug)]
+enum Owner {
+    /// Caller storage, never freed here.
+    Borrowed,
+    /// `Box::into_raw` of a boxed slice.
+    #[cfg(feature = "std")]
+    Boxed,
+    /// `std::alloc::alloc` with this layout, the elements written in place.
+    #[cfg(feature = "std")]
+    Aligned(std::alloc::Layout),
 }
 
 // SAFETY: a `StaticSlice<T>` only ever hands out `&[T]`, like a `&'static [T]` or a `Box<[T]>`
@@ -427,28 +440,86 @@ impl<T> StaticSlice<T> {
     pub(crate) fn from_box(b: std::boxed::Box<[T]>) -> Self {
         StaticSlice {
             ptr: core::ptr::NonNull::from(std::boxed::Box::leak(b)),
-            owned: true,
+            owner: Owner::Boxed,
         }
+    }
+
+    /// `len` elements, each `init()`, on the heap; `None` where the memory cannot be had. A
+    /// table of [`HUGE_TABLE_BYTES`] or more on Linux is laid on 2 MiB boundaries in whole
+    /// 2 MiB and advised to transparent huge pages ([`advise_huge_pages`]): written whole at
+    /// once, a zone's frame table of 2^19 frames (6 MiB) then takes four 2 MiB faults, not
+    /// some 1,500 of 4 KiB (a heap block of its size starts on a 4 KiB boundary, where huge
+    /// pages covered at most its middle).
+    #[cfg(feature = "std")]
+    pub(crate) fn new_heap(len: usize, init: impl Fn() -> T) -> Option<Self> {
+        let bytes = len.checked_mul(core::mem::size_of::<T>())?;
+        #[cfg(all(target_os = "linux", not(miri), not(loom)))]
+        if bytes >= HUGE_TABLE_BYTES {
+            const HUGE_PAGE: usize = 2 << 20;
+            return Self::aligned(len, init, HUGE_PAGE, advise_huge_pages);
+        }
+        let _ = bytes;
+        let mut v = std::vec::Vec::new();
+        v.try_reserve_exact(len).ok()?;
+        v.extend((0..len).map(|_| init()));
+        Some(Self::from_box(v.into_boxed_slice()))
+    }
+
+    /// `len` elements, each `init()`, in a heap block of their size rounded up to `align`
+    /// (a power of two) and starting on an `align` boundary; `None` where the layout or the
+    /// memory cannot be had. `fresh` sees the whole block before anything of it is touched;
+    /// the elements are then written first to last.
+    #[cfg(feature = "std")]
+    fn aligned(
+        len: usize,
+        init: impl Fn() -> T,
+        align: usize,
+        fresh: fn(*mut u8, usize),
+    ) -> Option<Self> {
+        let bytes = len.checked_mul(core::mem::size_of::<T>())?;
+        let layout = std::alloc::Layout::from_size_align(
+            bytes.checked_next_multiple_of(align)?.max(align),
+            align.max(core::mem::align_of::<T>()),
+        )
+        .ok()?;
+        // SAFETY: `layout` has a non-zero size (at least `align`, a power of two).
+        #[allow(unsafe_code)]
+        let raw = unsafe { std::alloc::alloc(layout) };
+        let base = core::ptr::NonNull::new(raw)?.cast::<T>();
+        fresh(raw, layout.size());
+        for i in 0..len {
+            // SAFETY: the block holds `len` elements of `T` from `base` (its size is at least
+            // `bytes`) and is aligned for `T`; element `i` lies inside it, and nothing else
+            // refers to the fresh block. Should `init` panic, the block leaks (no UB).
+            #[allow(unsafe_code)]
+            unsafe {
+                base.as_ptr().add(i).write(init());
+            }
+        }
+        Some(StaticSlice {
+            ptr: core::ptr::NonNull::slice_from_raw_parts(base, len),
+            owner: Owner::Aligned(layout),
+        })
     }
 
     /// Wraps caller-provided storage.
     pub(crate) fn borrowed(slice: &'static [T]) -> Self {
         StaticSlice {
             ptr: core::ptr::NonNull::from(slice),
-            owned: false,
+            owner: Owner::Borrowed,
         }
     }
 
     /// Whether the slice is caller storage (not freed with this value).
     pub(crate) fn is_borrowed(&self) -> bool {
-        !self.owned
+        matches!(self.owner, Owner::Borrowed)
     }
 
     /// The slice, for as long as `self` lives.
     #[inline(always)]
     pub(crate) fn get(&self) -> &[T] {
         // SAFETY: `ptr` points to an initialised slice that lives at least as long as `self`:
-        // caller storage is `'static`, and an owned box is freed only in `drop`, which the
+        // caller storage is `'static`, and owned memory is freed only in `drop`, which the
         // borrow of `self` returned here rules out while it lives. Only shared borrows are ever
         // made from `ptr` (until `drop`), so this one aliases nothing mutable.
         #[allow(unsafe_code)]
@@ -460,15 +531,24 @@ impl<T> StaticSlice<T> {
 
 impl<T> Drop for StaticSlice<T> {
     fn drop(&mut self) {
-        #[cfg(feature = "std")]
-        if self.owned {
-            self.owned = false;
-            // SAFETY: `owned` means `ptr` is exactly what `Box::leak` returned in `from_box`, and
-            // clearing it first makes this run once. No borrow from `get` is alive (they are tied
-            // to `&self`, excluded by `&mut self`), so rebuilding and dropping the box frees the
-            // allocation exactly once with nothing pointing into it.
+        match core::mem::replace(&mut self.owner, Owner::Borrowed) {
+            Owner::Borrowed => {}
+            // SAFETY: `Boxed` means `ptr` is exactly what `Box::leak` returned in `from_box`,
+            // and resetting the owner first makes this run once. No borrow from `get` is alive
+            // (they are tied to `&self`, excluded by `&mut self`), so rebuilding and dropping
+            // the box frees the allocation exactly once with nothing pointing into it.
+            #[cfg(feature = "std")]
             #[allow(unsafe_code)]
-            drop(unsafe { std::boxed::Box::from_raw(self.ptr.as_ptr()) });
+            Owner::Boxed => drop(unsafe { std::boxed::Box::from_raw(self.ptr.as_ptr()) }),
+            // SAFETY: `Aligned(layout)` means `ptr` is the `len` elements `aligned` wrote at
+            // the start of a block it allocated with `layout`; as above this runs once with no
+            // borrow alive, so the elements are dropped in place and the block freed once.
+            #[cfg(feature = "std")]
+            #[allow(unsafe_code)]
+            Owner::Aligned(layout) => unsafe {
+                core::ptr::drop_in_place(self.ptr.as_ptr());
+                std::alloc::dealloc(self.ptr.cast::<u8>().as_ptr(), layout);
+            },
         }
     }
 }
@@ -477,40 +557,27 @@ impl<T: core::fmt::Debug> core::fmt::Debug for StaticSlice<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("StaticSlice")
             .field("len", &self.get().len())
-            .field("owned", &self.owned)
+            .field("owner", &self.owner)
             .finish()
     }
 }
 
-/// Tables at least this large are advised to transparent huge pages.
+/// Tables at least this large are laid out for, and advised to, transparent huge pages.
 #[cfg(all(feature = "std", target_os = "linux", not(miri), not(loom)))]
 const HUGE_TABLE_BYTES: usize = 4 << 20;
 
-/// Asks Linux to back the heap memory `ptr..ptr + len` of a frame table (allocated, not yet
-/// touched) with transparent huge pages where it is large (`madvise(MADV_HUGEPAGE)`, which THP
-/// modes `madvise` and `always` honour): the table is written whole at once, and one of 2^19
-/// frames (6 MiB) then takes a few 2 MiB faults instead of some 1,500 of 4 KiB (a fifth of a
-/// trace replay's set-up, BENCHMARKS.md). Advice only: where it fails nothing changes.
-#[cfg(feature = "std")]
-pub(crate) fn advise_huge_pages(ptr: *const u8, len: usize) {
-    #[cfg(all(target_os = "linux", not(miri), not(loom)))]
-    if len >= HUGE_TABLE_BYTES {
-        // The whole pages inside the allocation.
-        let page = 4096;
-        let start = (ptr as usize).next_multiple_of(page);
-        let end = (ptr as usize + len) & !(page - 1);
-        if end > start {
-            // SAFETY: `start..end` lies inside an allocation this table owns and nothing else
-            // refers to; MADV_HUGEPAGE changes how its pages are backed, never their contents,
-            // and fails harmlessly (EINVAL) on kernels without THP.
-            #[allow(unsafe_code)]
-            unsafe {
-                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
-            }
-        }
+/// Asks Linux to back a fresh heap block (`ptr`, `len`: 2 MiB-aligned, in whole 2 MiB) with
+/// transparent huge pages (`madvise(MADV_HUGEPAGE)`, which THP modes `madvise` and `always`
+/// honour). Advice only: where it fails nothing changes.
+#[cfg(all(feature = "std", target_os = "linux", not(miri), not(loom)))]
+fn advise_huge_pages(ptr: *mut u8, len: usize) {
+    // SAFETY: `ptr..ptr + len` is a block `StaticSlice::aligned` has just allocated and
+    // nothing else refers to; MADV_HUGEPAGE changes how its pages are backed, never their
+    // contents, and fails harmlessly (EINVAL) on kernels without THP.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::madvise(ptr.cast::<libc::c_void>(), len, libc::MADV_HUGEPAGE);
     }
-    #[cfg(not(all(target_os = "linux", not(miri), not(loom))))]
-    let _ = (ptr, len);
 }
 
 #[cfg(all(test, feature = "std"))]
@@ -543,6 +610,41 @@ mod tests {
         a[15] = 4;
         assert!(S.take().is_none());
         assert_eq!(a.iter().sum::<u64>(), 3 * 15 + 4);
+    }
+
+    #[test]
+    fn aligned_static_slice_is_initialised_aligned_and_freed_once() {
+        let s = StaticSlice::aligned(
+            1000,
+            || u32::MAX,
+            1 << 12,
+            |ptr, len| {
+                assert_eq!((ptr as usize % (1 << 12), len), (0, 4096));
+            },
+        )
+        .expect("memory");
+        assert_eq!(s.get(), &[u32::MAX; 1000][..]);
+        assert_eq!(s.get().as_ptr() as usize % (1 << 12), 0);
+        assert!(!s.is_borrowed());
+        drop(s);
+        // Elements that own memory are dropped with the block.
+        let v = StaticSlice::aligned(3, || std::vec![1u8; 5], 64, |_, _| {}).expect("memory");
+        assert_eq!(v.get()[2], [1; 5]);
+        assert!(StaticSlice::<u64>::aligned(usize::MAX / 4, || 0, 64, |_, _| {}).is_none());
+        // Empty.
+        let e = StaticSlice::<u64>::aligned(0, || 0, 64, |_, _| {}).expect("memory");
+        assert!(e.get().is_empty());
+    }
+
+    #[test]
+    fn heap_tables_hold_their_elements() {
+        // Below and (on Linux) above the huge-page size.
+        let large = if cfg!(miri) { 1000 } else { (5 << 20) / 12 };
+        for len in [0, 1, 100, large] {
+            let t = StaticSlice::new_heap(len, || 7u32).expect("memory");
+            assert_eq!(t.get().len(), len);
+            assert!(t.get().iter().all(|&x| x == 7));
+        }
     }
 
     #[test]
