@@ -445,20 +445,18 @@ impl<T> StaticSlice<T> {
     }
 
     /// `len` elements, each `init()`, on the heap; `None` where the memory cannot be had. A
-    /// table of [`HUGE_TABLE_BYTES`] or more on Linux is laid on 2 MiB boundaries in whole
-    /// 2 MiB and advised to transparent huge pages ([`advise_huge_pages`]): written whole at
+    /// table of [`HUGE_TABLE_BYTES`] or more is laid on 2 MiB boundaries in whole 2 MiB and
+    /// (on Linux) advised to transparent huge pages ([`advise_huge_pages`]): written whole at
     /// once, a zone's frame table of 2^19 frames (6 MiB) then takes four 2 MiB faults, not
     /// some 1,500 of 4 KiB (a heap block of its size starts on a 4 KiB boundary, where huge
     /// pages covered at most its middle).
     #[cfg(feature = "std")]
     pub(crate) fn new_heap(len: usize, init: impl Fn() -> T) -> Option<Self> {
         let bytes = len.checked_mul(core::mem::size_of::<T>())?;
-        #[cfg(all(target_os = "linux", not(miri), not(loom)))]
         if bytes >= HUGE_TABLE_BYTES {
             const HUGE_PAGE: usize = 2 << 20;
             return Self::aligned(len, init, HUGE_PAGE, advise_huge_pages);
         }
-        let _ = bytes;
         let mut v = std::vec::Vec::new();
         v.try_reserve_exact(len).ok()?;
         v.extend((0..len).map(|_| init()));
@@ -562,22 +560,26 @@ impl<T: core::fmt::Debug> core::fmt::Debug for StaticSlice<T> {
     }
 }
 
-/// Tables at least this large are laid out for, and advised to, transparent huge pages.
-#[cfg(all(feature = "std", target_os = "linux", not(miri), not(loom)))]
+/// Tables at least this large are laid out for, and on Linux advised to, transparent huge
+/// pages.
+#[cfg(feature = "std")]
 const HUGE_TABLE_BYTES: usize = 4 << 20;
 
 /// Asks Linux to back a fresh heap block (`ptr`, `len`: 2 MiB-aligned, in whole 2 MiB) with
 /// transparent huge pages (`madvise(MADV_HUGEPAGE)`, which THP modes `madvise` and `always`
-/// honour). Advice only: where it fails nothing changes.
-#[cfg(all(feature = "std", target_os = "linux", not(miri), not(loom)))]
+/// honour). Advice only: where it fails, or elsewhere, nothing changes.
+#[cfg(feature = "std")]
 fn advise_huge_pages(ptr: *mut u8, len: usize) {
     // SAFETY: `ptr..ptr + len` is a block `StaticSlice::aligned` has just allocated and
     // nothing else refers to; MADV_HUGEPAGE changes how its pages are backed, never their
     // contents, and fails harmlessly (EINVAL) on kernels without THP.
+    #[cfg(all(target_os = "linux", not(miri), not(loom)))]
     #[allow(unsafe_code)]
     unsafe {
         libc::madvise(ptr.cast::<libc::c_void>(), len, libc::MADV_HUGEPAGE);
     }
+    #[cfg(not(all(target_os = "linux", not(miri), not(loom))))]
+    let _ = (ptr, len);
 }
 
 #[cfg(all(test, feature = "std"))]
@@ -638,7 +640,7 @@ mod tests {
 
     #[test]
     fn heap_tables_hold_their_elements() {
-        // Below and (on Linux) above the huge-page size.
+        // Below and above the huge-page size.
         let large = if cfg!(miri) { 1000 } else { (5 << 20) / 12 };
         for len in [0, 1, 100, large] {
             let t = StaticSlice::new_heap(len, || 7u32).expect("memory");
