@@ -140,10 +140,7 @@ impl Frames {
     #[inline(always)]
     pub(super) fn take_live(&mut self, pfn: u64) -> Option<Live> {
         let l = self.live(pfn)?;
-        let i = self.at(pfn)?;
-        if std::mem::take(&mut self.live[i]) & PARTIAL != 0 {
-            self.freed.remove(&pfn);
-        }
+        self.clear_live(pfn);
         Some(l)
     }
 

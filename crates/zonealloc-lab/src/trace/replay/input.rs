@@ -471,12 +471,8 @@ impl<R: Read> Read for UntilMarker<R> {
 
 /// Looks at the complete lines of `prefix`.
 pub fn sniff(prefix: &[u8]) -> Sniff {
-    let whole = complete_lines(prefix);
-    let mut s = Sniff::of_header(whole);
     // Reading from memory cannot fail; a line over the parser's limit ends the look there.
-    let _ = s.parse(whole);
-    s.bytes = whole.len();
-    s
+    Sniff::looked(prefix, None).0
 }
 
 impl Sniff {
@@ -507,16 +503,20 @@ impl Sniff {
     /// adds ([`Sniff::add`]) from the parse. `None` where the region has a line over the
     /// parser's limit (one look at the prefix stops there: [`sniff`] it whole).
     pub fn of_region(prefix: &[u8], split: &Split) -> Option<Sniff> {
-        let whole = complete_lines(prefix);
-        let mut s = Sniff::of_header(whole);
-        s.parse(&whole[split.region.clone()]).ok()?;
-        s.bytes = whole.len();
-        Some(s)
+        let (s, read) = Sniff::looked(prefix, Some(split.region.clone()));
+        read.ok().map(|()| s)
     }
 
-    /// Adds the events of the complete lines `text`.
-    fn parse(&mut self, text: &[u8]) -> io::Result<()> {
-        Parser::new().read_all(text, |ev| self.add(ev))
+    /// The header of `prefix`'s complete lines and the events of `region` of them (all of
+    /// them without one), with the parse's result (an error at a line over the limit, the
+    /// events before it counted).
+    fn looked(prefix: &[u8], region: Option<std::ops::Range<usize>>) -> (Sniff, io::Result<()>) {
+        let whole = complete_lines(prefix);
+        let mut s = Sniff::of_header(whole);
+        let text = region.map_or(whole, |r| &whole[r]);
+        let read = Parser::new().read_all(text, |ev| s.add(ev));
+        s.bytes = whole.len();
+        (s, read)
     }
 
     /// Adds one event of the prefix: its CPU, and an allocation's numbering evidence.

@@ -741,6 +741,8 @@ pub(crate) fn most_first<C: Ord + Copy>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::migratetype::Numbering;
+    use zonealloc::{AllocRequest, ZoneType};
 
     #[test]
     fn most_first_is_the_head_of_the_sorted_list() {
@@ -757,8 +759,6 @@ mod tests {
             );
         }
     }
-    use crate::trace::migratetype::Numbering;
-    use zonealloc::{AllocRequest, ZoneType};
 
     #[test]
     fn gfp_text_sets_the_request() {

@@ -125,8 +125,8 @@ impl PfnMap {
     pub fn get_mut(&mut self, pfn: u64) -> &mut PfnFacts {
         // The array's touched chunks inline (every event of the replay's zones after their
         // first); a new chunk or a pfn outside the array out of line.
-        match self.dir_index(pfn).map(|d| (d, self.direct[d])) {
-            Some((_, s)) if s != NO_SLOT => {
+        match self.dir_index(pfn).map(|d| self.direct[d]) {
+            Some(s) if s != NO_SLOT => {
                 &mut self.entries[s as usize * CHUNK + (pfn as usize & (CHUNK - 1))]
             }
             _ => self.get_mut_slow(pfn),
