@@ -21,11 +21,12 @@
 //! # The all-zero entry
 //! [`FrameMeta::new`] is all zero bytes, so a static table goes to `.bss`, not into the
 //! image: absent (`state` 0), unlinked (the links of a frame on no list mean nothing and the
-//! next push overwrites them). Its `block` byte, 0, is `MIGRATE_UNMOVABLE`; every zone
-//! constructor initialises the entries it takes to a `MIGRATE_MOVABLE` pageblock, the type
-//! `memmap_init` gives every pageblock (`init_pageblock_migratetype`), in the same pass that
-//! makes them absent and unlinked. The `block` byte keeps the
-//! migratetype's own number: an encoding with `Movable` at 0 (so that the zero entry would
+//! next push overwrites them). Its `block` byte, 0, is `MIGRATE_UNMOVABLE`; the entries a
+//! zone takes become a `MIGRATE_MOVABLE` pageblock, the type `memmap_init` gives every
+//! pageblock (`init_pageblock_migratetype`): a table over caller storage in the pass that
+//! makes them absent and unlinked, a heap table (zero bytes, never written) a pageblock at a
+//! time as memory is added to it (`Pending`, Linux's deferred `struct page` init). The
+//! `block` byte keeps the migratetype's own number: an encoding with `Movable` at 0 (so that the zero entry would
 //! need no initialising) was measured at two instructions more per PCP hit pair, for the
 //! permutation on the free path.
 //!
@@ -43,7 +44,10 @@
 
 use crate::error::ConfigError;
 use crate::sync::{init_slice, AtomicU16, AtomicU32, AtomicU8, Ordering, StaticSlice};
+// The pending bitmap's words: the zone lock orders every access (see `Pending`), so they are
+// plain atomics even under loom.
 use crate::types::{MigrateType, Order, Pfn};
+use core::sync::atomic::AtomicU32 as PendingWord;
 
 /// The "no frame" link value.
 pub(crate) const NIL: u32 = u32::MAX;
@@ -235,6 +239,12 @@ impl FrameMeta {
     }
 }
 
+// SAFETY: every field is an atomic integer, for which zero bytes are a valid value (the
+// entry `FrameMeta::new` makes), and none needs a drop. (Loom's atomics are no plain memory.)
+#[cfg(all(feature = "std", not(loom)))]
+#[allow(unsafe_code)]
+unsafe impl crate::sync::Zeroable for FrameMeta {}
+
 impl Default for FrameMeta {
     fn default() -> Self {
         FrameMeta::new()
@@ -249,6 +259,86 @@ pub(crate) struct FrameTable {
     len: u32,
     /// Clears the low bits of an index to its pageblock's first frame.
     block_mask: u32,
+    /// The pageblocks whose entries are still a fresh heap table's zero bytes.
+    pending: Pending,
+}
+
+/// The pageblocks of a heap table whose entries are still the all-zero bytes it was allocated
+/// with ([`FrameMeta::new`]: absent, unlinked, but a pageblock byte of 0, `Unmovable`), not
+/// yet the boot entry (a `Movable` pageblock). Linux defers `struct page` initialisation the
+/// same way (`deferred_init_memmap`; memory hotplug's `memmap_init_range` at online time), so
+/// that a zone spanning memory it has not been given costs no time to set up: memory is
+/// settled, a pageblock at a time, as it is added ([`FrameTable::settle`]).
+///
+/// A pending entry reads as absent, unlinked, and in a pageblock whose copies of its type all
+/// agree, which is what every path that may meet one (a buddy search, `check()`) wants; only
+/// its pageblock's type differs from a settled entry's, and that is read only for frames of
+/// settled pageblocks (a frame in use or free), except by [`FrameTable::settled_block_type`]
+/// (the `/proc` counts and `pageblock_migratetype`, which may ask of any frame). One bit per
+/// pageblock, set while pending. Written only under the zone lock (`add_free_range`), read
+/// under it too.
+struct Pending {
+    words: StaticSlice<PendingWord>,
+}
+
+impl Pending {
+    /// No pageblock pending: a table initialised whole.
+    fn none() -> Pending {
+        Pending {
+            words: StaticSlice::borrowed(&[]),
+        }
+    }
+
+    /// All `blocks` pageblocks pending; `None` where the memory cannot be had.
+    #[cfg(all(feature = "std", not(loom)))]
+    fn all(blocks: u32) -> Option<Pending> {
+        let n = blocks.div_ceil(32) as usize;
+        let mut v = std::vec::Vec::new();
+        v.try_reserve_exact(n).ok()?;
+        v.extend((0..n).map(|w| {
+            let left = blocks - 32 * w as u32;
+            PendingWord::new(if left >= 32 { !0 } else { (1 << left) - 1 })
+        }));
+        Some(Pending {
+            words: StaticSlice::from_box(v.into_boxed_slice()),
+        })
+    }
+
+    #[inline]
+    fn word(&self, w: usize) -> u32 {
+        self.words
+            .get()
+            .get(w)
+            .map_or(0, |x| x.load(Ordering::Relaxed))
+    }
+
+    /// Whether pageblock `b` is pending.
+    #[inline]
+    fn is(&self, b: u32) -> bool {
+        self.word(b as usize / 32) & (1 << (b % 32)) != 0
+    }
+
+    /// Marks pageblock `b` settled.
+    fn clear(&self, b: u32) {
+        if let Some(x) = self.words.get().get(b as usize / 32) {
+            x.fetch_and(!(1 << (b % 32)), Ordering::Relaxed);
+        }
+    }
+
+    /// The first pageblock from `b` on that is pending (`want`) or settled (`!want`), if any
+    /// below `end`.
+    fn next(&self, mut b: u32, end: u32, want: bool) -> Option<u32> {
+        while b < end {
+            let w = self.word(b as usize / 32);
+            let w = if want { w } else { !w } >> (b % 32);
+            if w != 0 {
+                let found = b + w.trailing_zeros();
+                return (found < end).then_some(found);
+            }
+            b = (b / 32 + 1) * 32;
+        }
+        None
+    }
 }
 
 /// Gives `entries` back (see [`FrameTable::borrowed`]).
@@ -301,18 +391,32 @@ impl FrameTable {
         Self::geometry(start, end, pageblock_order).unwrap_or(u64::MAX)
     }
 
-    /// A table allocated on the heap.
+    /// A table allocated on the heap, none of it written: every pageblock [`Pending`] until
+    /// memory is added to it.
     #[cfg(feature = "std")]
     /// `None` when the heap cannot hold the table: a span the caller sized from untrusted
     /// input (a C config, a trace) gets an error, not an abort.
     pub(crate) fn allocate(start: Pfn, pageblock_order: Order, len: u32) -> Option<FrameTable> {
         let pageblock_order = pageblock_order.get();
         let base = start.0 & !((1u64 << pageblock_order) - 1);
+        // Zero bytes, every pageblock pending (settled as memory is added); loom's atomics
+        // are written whole.
+        #[cfg(not(loom))]
+        let (storage, pending) = (
+            StaticSlice::zeroed_heap(len as usize)?,
+            Pending::all(len.div_ceil(1 << pageblock_order))?,
+        );
+        #[cfg(loom)]
+        let (storage, pending) = (
+            StaticSlice::new_heap(len as usize, FrameMeta::boot)?,
+            Pending::none(),
+        );
         Some(FrameTable {
-            storage: StaticSlice::new_heap(len as usize, FrameMeta::boot)?,
+            storage,
             base,
             len,
             block_mask: !((1u32 << pageblock_order) - 1),
+            pending,
         })
     }
 
@@ -344,6 +448,7 @@ impl FrameTable {
             base,
             len,
             block_mask: !((1u32 << pageblock_order) - 1),
+            pending: Pending::none(),
         })
     }
 
@@ -363,6 +468,7 @@ impl FrameTable {
             base,
             len,
             block_mask: !((1u32 << pageblock_order) - 1),
+            pending: Pending::none(),
         }
     }
 
@@ -562,13 +668,72 @@ impl FrameTable {
         }
     }
 
+    /// Gives every pending pageblock that `range` touches its boot entries: a `Movable`
+    /// pageblock of absent, unlinked frames (`memmap_init_range`, which memory hotplug runs on
+    /// the range it onlines, and `deferred_init_memmap`). Call it under the zone lock before
+    /// the range's frames change. A table initialised whole has nothing to settle.
+    pub(crate) fn settle(&self, range: core::ops::Range<u32>) {
+        if range.is_empty() {
+            return;
+        }
+        let shift = (!self.block_mask).count_ones();
+        let (first, end) = (range.start >> shift, ((range.end - 1) >> shift) + 1);
+        let mut b = first;
+        while let Some(p) = self.pending.next(b, end, true) {
+            // Zero bytes already make the entry absent and unlinked.
+            self.set_block_type(p << shift, MigrateType::Movable);
+            self.pending.clear(p);
+            b = p + 1;
+        }
+    }
+
+    /// The migratetype of the pageblock containing `idx` as [`FrameTable::block_type`] reads
+    /// it, a pending pageblock's being its boot type (`Movable`): for readers that may ask of
+    /// a frame memory was never added to (the `/proc` block counts, `pageblock_migratetype`).
+    pub(crate) fn settled_block_type(&self, idx: u32) -> MigrateType {
+        let head = idx & self.block_mask;
+        if self.pending.is(head >> (!self.block_mask).count_ones()) {
+            return MigrateType::Movable;
+        }
+        self.block_type(head)
+    }
+
+    /// The first index in `range` whose frame is not absent ([`FrameTable::first_not_of_kind`]
+    /// of `Absent`), pending pageblocks (absent throughout) skipped unread: `check()` over a
+    /// zone with memory added to a corner of its span reads only that corner.
+    pub(crate) fn first_present(&self, range: core::ops::Range<u32>) -> Option<u32> {
+        let shift = (!self.block_mask).count_ones();
+        let blocks = self.len.div_ceil(1 << shift);
+        let mut i = range.start;
+        while i < range.end {
+            // The run of settled pageblocks from `i`'s on.
+            let b = self.pending.next(i >> shift, blocks, false)?;
+            let from = i.max(b << shift);
+            let to = self
+                .pending
+                .next(b, blocks, true)
+                .map_or(range.end, |p| (p << shift).min(range.end));
+            if from >= to {
+                return None;
+            }
+            if let Some(x) = self.first_not_of_kind(from..to, FrameState::Absent) {
+                return Some(x);
+            }
+            i = to;
+        }
+        None
+    }
+
     /// The first index whose copy of its pageblock's migratetype differs from the pageblock's
-    /// first frame's (as [`FrameTable::block_type`] reads them), one walk of each pageblock's
-    /// slice.
+    /// first frame's (as [`FrameTable::block_type`] reads them), one walk of each settled
+    /// pageblock's slice (a pending one's copies are all zero bytes).
     pub(crate) fn first_block_copy_differing(&self) -> Option<u32> {
         let n = (!self.block_mask) as usize + 1;
         let read = |raw: u8| MigrateType::from_index(raw as usize).unwrap_or(MigrateType::Movable);
         for (b, block) in self.entries().chunks(n).enumerate() {
+            if self.pending.is(b as u32) {
+                continue;
+            }
             let first = block[0].block.load(Ordering::Relaxed);
             let want = read(first);
             // The same byte is the same type; any other byte is read as `block_type` reads it.

@@ -420,9 +420,12 @@ enum Owner {
     /// `Box::into_raw` of a boxed slice.
     #[cfg(feature = "std")]
     Boxed,
-    /// `std::alloc::alloc` with this layout, the elements written in place.
-    #[cfg(feature = "std")]
-    Aligned(std::alloc::Layout),
+    /// `std::alloc::alloc_zeroed` with this layout.
+    #[cfg(all(feature = "std", not(loom)))]
+    Zeroed(std::alloc::Layout),
+    /// An anonymous mapping of this many bytes, from `ptr` on.
+    #[cfg(all(feature = "std", target_os = "linux", not(miri), not(loom)))]
+    Mapped(usize),
 }
 
 // SAFETY: a `StaticSlice<T>` only ever hands out `&[T]`, like a `&'static [T]` or a `Box<[T]>`
@@ -444,59 +447,106 @@ impl<T> StaticSlice<T> {
         }
     }
 
-    /// `len` elements, each `init()`, on the heap; `None` where the memory cannot be had. A
-    /// table of [`HUGE_TABLE_BYTES`] or more is laid on 2 MiB boundaries in whole 2 MiB and
-    /// (on Linux) advised to transparent huge pages ([`advise_huge_pages`]): written whole at
-    /// once, a zone's frame table of 2^19 frames (6 MiB) then takes four 2 MiB faults, not
-    /// some 1,500 of 4 KiB (a heap block of its size starts on a 4 KiB boundary, where huge
-    /// pages covered at most its middle).
-    #[cfg(feature = "std")]
+    /// `len` elements, each `init()`, on the heap; `None` where the memory cannot be had.
+    /// (A loom build's frame table: loom's atomics are no plain memory, so it cannot take
+    /// [`StaticSlice::zeroed_heap`]'s zero bytes.)
+    #[cfg(all(feature = "std", loom))]
     pub(crate) fn new_heap(len: usize, init: impl Fn() -> T) -> Option<Self> {
-        let bytes = len.checked_mul(core::mem::size_of::<T>())?;
-        if bytes >= HUGE_TABLE_BYTES {
-            const HUGE_PAGE: usize = 2 << 20;
-            return Self::aligned(len, init, HUGE_PAGE, advise_huge_pages);
-        }
         let mut v = std::vec::Vec::new();
         v.try_reserve_exact(len).ok()?;
         v.extend((0..len).map(|_| init()));
         Some(Self::from_box(v.into_boxed_slice()))
     }
 
-    /// `len` elements, each `init()`, in a heap block of their size rounded up to `align`
-    /// (a power of two) and starting on an `align` boundary; `None` where the layout or the
-    /// memory cannot be had. `fresh` sees the whole block before anything of it is touched;
-    /// the elements are then written first to last.
-    #[cfg(feature = "std")]
-    fn aligned(
-        len: usize,
-        init: impl Fn() -> T,
-        align: usize,
-        fresh: fn(*mut u8, usize),
-    ) -> Option<Self> {
-        let bytes = len.checked_mul(core::mem::size_of::<T>())?;
-        let layout = std::alloc::Layout::from_size_align(
-            bytes.checked_next_multiple_of(align)?.max(align),
-            align.max(core::mem::align_of::<T>()),
-        )
-        .ok()?;
-        // SAFETY: `layout` has a non-zero size (at least `align`, a power of two).
-        #[allow(unsafe_code)]
-        let raw = unsafe { std::alloc::alloc(layout) };
-        let base = core::ptr::NonNull::new(raw)?.cast::<T>();
-        fresh(raw, layout.size());
-        for i in 0..len {
-            // SAFETY: the block holds `len` elements of `T` from `base` (its size is at least
-            // `bytes`) and is aligned for `T`; element `i` lies inside it, and nothing else
-            // refers to the fresh block. Should `init` panic, the block leaks (no UB).
-            #[allow(unsafe_code)]
-            unsafe {
-                base.as_ptr().add(i).write(init());
-            }
+    /// `len` elements of all-zero bytes on the heap, none of their memory touched here; `None`
+    /// where the memory cannot be had. The pages are the kernel's zero pages until first
+    /// written, so a zone's frame table costs only the part its memory uses (a 16 GiB span's
+    /// 48 MiB table, of which a trace may touch a tenth). On Linux a table of
+    /// [`HUGE_TABLE_BYTES`] or more is mapped fresh, on 2 MiB boundaries in whole 2 MiB, and
+    /// advised to transparent huge pages ([`StaticSlice::mapped`]): written whole, a zone of
+    /// 2^19 frames (6 MiB) then takes three 2 MiB faults, not some 1,500 of 4 KiB. Elsewhere,
+    /// and below that size, `alloc_zeroed` (`calloc`, which takes large blocks from fresh
+    /// mappings too).
+    #[cfg(all(feature = "std", not(loom)))]
+    pub(crate) fn zeroed_heap(len: usize) -> Option<Self>
+    where
+        T: Zeroable,
+    {
+        let layout = std::alloc::Layout::array::<T>(len).ok()?;
+        #[cfg(all(target_os = "linux", not(miri), not(loom)))]
+        if layout.size() >= HUGE_TABLE_BYTES {
+            return Self::mapped(len, layout.size());
         }
+        if layout.size() == 0 {
+            return Some(Self::from_box(std::vec::Vec::new().into_boxed_slice()));
+        }
+        // SAFETY: `layout` has a non-zero size (tested above).
+        #[allow(unsafe_code)]
+        let raw = unsafe { std::alloc::alloc_zeroed(layout) };
+        let base = core::ptr::NonNull::new(raw)?.cast::<T>();
+        // All-zero bytes are `len` valid elements (`T: Zeroable`), in a block of their size
+        // and alignment.
         Some(StaticSlice {
             ptr: core::ptr::NonNull::slice_from_raw_parts(base, len),
-            owner: Owner::Aligned(layout),
+            owner: Owner::Zeroed(layout),
+        })
+    }
+
+    /// [`StaticSlice::zeroed_heap`] for `bytes` (at least 2 MiB) on Linux: an anonymous
+    /// mapping of `bytes` rounded up to 2 MiB, on a 2 MiB boundary (a larger mapping, its
+    /// head and tail unmapped), advised `MADV_HUGEPAGE`. Without `MAP_NORESERVE`, so that
+    /// the kernel's overcommit check refuses a table no memory could hold (an error for a
+    /// span sized from untrusted input, not a kill at first touch).
+    #[cfg(all(feature = "std", target_os = "linux", not(miri), not(loom)))]
+    fn mapped(len: usize, bytes: usize) -> Option<Self>
+    where
+        T: Zeroable,
+    {
+        const HUGE_PAGE: usize = 2 << 20;
+        let size = bytes.checked_next_multiple_of(HUGE_PAGE)?;
+        let map_len = size.checked_add(HUGE_PAGE)?;
+        // SAFETY: an anonymous private mapping where the kernel chooses: it overlaps no memory
+        // Rust knows about. The result is checked for MAP_FAILED.
+        #[allow(unsafe_code)]
+        let p = unsafe {
+            libc::mmap(
+                core::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return None;
+        }
+        // Pointer arithmetic, so that the pointers keep the mapping's provenance.
+        let start = p.cast::<u8>();
+        let head = (start as usize).wrapping_neg() & (HUGE_PAGE - 1);
+        let base = start.wrapping_add(head);
+        let tail = map_len - head - size;
+        // SAFETY: `start..base` and `base + size..start + map_len` are the head and tail of the
+        // mapping just made, whole pages that nothing refers to; `base..base + size` is the
+        // rest of it, whose backing (never its contents) MADV_HUGEPAGE changes. A failed trim
+        // or advice leaves bytes mapped or small pages, nothing worse.
+        #[allow(unsafe_code)]
+        unsafe {
+            if head > 0 {
+                libc::munmap(p, head);
+            }
+            if tail > 0 {
+                libc::munmap(base.wrapping_add(size).cast(), tail);
+            }
+            libc::madvise(base.cast(), size, libc::MADV_HUGEPAGE);
+        }
+        // Fresh anonymous pages read as zero bytes: `len` valid elements (`T: Zeroable`).
+        Some(StaticSlice {
+            ptr: core::ptr::NonNull::slice_from_raw_parts(
+                core::ptr::NonNull::new(base)?.cast::<T>(),
+                len,
+            ),
+            owner: Owner::Mapped(size),
         })
     }
 
@@ -538,14 +588,23 @@ impl<T> Drop for StaticSlice<T> {
             #[cfg(feature = "std")]
             #[allow(unsafe_code)]
             Owner::Boxed => drop(unsafe { std::boxed::Box::from_raw(self.ptr.as_ptr()) }),
-            // SAFETY: `Aligned(layout)` means `ptr` is the `len` elements `aligned` wrote at
-            // the start of a block it allocated with `layout`; as above this runs once with no
-            // borrow alive, so the elements are dropped in place and the block freed once.
-            #[cfg(feature = "std")]
+            // SAFETY: `Zeroed(layout)` means `ptr` is the block `zeroed_heap` allocated with
+            // `layout`; as above this runs once with no borrow alive, so the elements are
+            // dropped in place and the block freed once.
+            #[cfg(all(feature = "std", not(loom)))]
             #[allow(unsafe_code)]
-            Owner::Aligned(layout) => unsafe {
+            Owner::Zeroed(layout) => unsafe {
                 core::ptr::drop_in_place(self.ptr.as_ptr());
                 std::alloc::dealloc(self.ptr.cast::<u8>().as_ptr(), layout);
+            },
+            // SAFETY: `Mapped(size)` means `ptr` starts the `size`-byte mapping `mapped` made;
+            // as above this runs once with no borrow alive, so it is unmapped once, after the
+            // elements are dropped in place.
+            #[cfg(all(feature = "std", target_os = "linux", not(miri), not(loom)))]
+            #[allow(unsafe_code)]
+            Owner::Mapped(size) => unsafe {
+                core::ptr::drop_in_place(self.ptr.as_ptr());
+                libc::munmap(self.ptr.cast::<libc::c_void>().as_ptr(), size);
             },
         }
     }
@@ -560,27 +619,25 @@ impl<T: core::fmt::Debug> core::fmt::Debug for StaticSlice<T> {
     }
 }
 
-/// Tables at least this large are laid out for, and on Linux advised to, transparent huge
-/// pages.
-#[cfg(feature = "std")]
+/// Tables at least this large are mapped on Linux, on 2 MiB boundaries, and advised to
+/// transparent huge pages.
+#[cfg(all(feature = "std", target_os = "linux", not(miri), not(loom)))]
 const HUGE_TABLE_BYTES: usize = 4 << 20;
 
-/// Asks Linux to back a fresh heap block (`ptr`, `len`: 2 MiB-aligned, in whole 2 MiB) with
-/// transparent huge pages (`madvise(MADV_HUGEPAGE)`, which THP modes `madvise` and `always`
-/// honour). Advice only: where it fails, or elsewhere, nothing changes.
-#[cfg(feature = "std")]
-fn advise_huge_pages(ptr: *mut u8, len: usize) {
-    // SAFETY: `ptr..ptr + len` is a block `StaticSlice::aligned` has just allocated and
-    // nothing else refers to; MADV_HUGEPAGE changes how its pages are backed, never their
-    // contents, and fails harmlessly (EINVAL) on kernels without THP.
-    #[cfg(all(target_os = "linux", not(miri), not(loom)))]
-    #[allow(unsafe_code)]
-    unsafe {
-        libc::madvise(ptr.cast::<libc::c_void>(), len, libc::MADV_HUGEPAGE);
-    }
-    #[cfg(not(all(target_os = "linux", not(miri), not(loom))))]
-    let _ = (ptr, len);
-}
+/// Types for which all-zero bytes are a valid value that needs no drop, so that
+/// [`StaticSlice::zeroed_heap`] may hand out memory it never wrote.
+///
+/// # Safety
+/// An implementor must be valid as all-zero bytes, and dropping it in place must do nothing
+/// (its memory is given back without writing it).
+#[cfg(all(feature = "std", not(loom)))]
+#[allow(unsafe_code)]
+pub(crate) unsafe trait Zeroable {}
+
+// SAFETY: zero is a valid `u32`, and integers need no drop.
+#[cfg(all(test, feature = "std", not(loom)))]
+#[allow(unsafe_code)]
+unsafe impl Zeroable for u32 {}
 
 #[cfg(all(test, feature = "std"))]
 mod tests {
@@ -614,39 +671,23 @@ mod tests {
         assert_eq!(a.iter().sum::<u64>(), 3 * 15 + 4);
     }
 
+    #[cfg(not(loom))]
     #[test]
-    fn aligned_static_slice_is_initialised_aligned_and_freed_once() {
-        let s = StaticSlice::aligned(
-            1000,
-            || u32::MAX,
-            1 << 12,
-            |ptr, len| {
-                assert_eq!((ptr as usize % (1 << 12), len), (0, 4096));
-            },
-        )
-        .expect("memory");
-        assert_eq!(s.get(), &[u32::MAX; 1000][..]);
-        assert_eq!(s.get().as_ptr() as usize % (1 << 12), 0);
-        assert!(!s.is_borrowed());
-        drop(s);
-        // Elements that own memory are dropped with the block.
-        let v = StaticSlice::aligned(3, || std::vec![1u8; 5], 64, |_, _| {}).expect("memory");
-        assert_eq!(v.get()[2], [1; 5]);
-        assert!(StaticSlice::<u64>::aligned(usize::MAX / 4, || 0, 64, |_, _| {}).is_none());
-        // Empty.
-        let e = StaticSlice::<u64>::aligned(0, || 0, 64, |_, _| {}).expect("memory");
-        assert!(e.get().is_empty());
-    }
-
-    #[test]
-    fn heap_tables_hold_their_elements() {
-        // Below and above the huge-page size.
-        let large = if cfg!(miri) { 1000 } else { (5 << 20) / 12 };
+    fn zeroed_heap_tables_are_zero_and_freed_once() {
+        // Below and above the size mapped on Linux (Miri allocates it, smaller).
+        let large = if cfg!(miri) { 1000 } else { (5 << 20) / 4 };
         for len in [0, 1, 100, large] {
-            let t = StaticSlice::new_heap(len, || 7u32).expect("memory");
+            let t = StaticSlice::<u32>::zeroed_heap(len).expect("memory");
             assert_eq!(t.get().len(), len);
-            assert!(t.get().iter().all(|&x| x == 7));
+            assert!(t.get().iter().all(|&x| x == 0));
+            assert!(!t.is_borrowed());
+            if len == large && cfg!(all(target_os = "linux", not(miri))) {
+                // Mapped on a 2 MiB boundary.
+                assert_eq!(t.get().as_ptr() as usize % (2 << 20), 0);
+            }
+            drop(t); // Miri reports a leak or a double free here if the SAFETY argument is wrong
         }
+        assert!(StaticSlice::<u32>::zeroed_heap(usize::MAX / 2).is_none());
     }
 
     #[test]

@@ -104,9 +104,7 @@ impl BuddyZone {
             match t.state(idx) {
                 FrameState::Absent => {
                     // Holes come in runs: skip to the next frame that is not absent.
-                    idx = t
-                        .first_not_of_kind(idx + 1..t.len(), FrameState::Absent)
-                        .unwrap_or(t.len());
+                    idx = t.first_present(idx + 1..t.len()).unwrap_or(t.len());
                     continue;
                 }
                 FrameState::Tail => {

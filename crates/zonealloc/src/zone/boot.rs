@@ -28,7 +28,10 @@ fn check_span(start: Pfn, end: Pfn, cfg: &ZoneConfig) -> Result<u32, ConfigError
 
 impl Zone {
     /// A zone spanning frames `start..end`, with nothing free yet; its metadata table
-    /// (12 bytes per frame) is allocated on the heap.
+    /// (12 bytes per frame) is allocated on the heap, zero pages until memory is added
+    /// ([`Zone::add_free_range`] settles it a pageblock at a time, as Linux's deferred
+    /// `struct page` init does): a wide span with memory in a corner of it costs the table
+    /// only for that corner.
     #[cfg(feature = "std")]
     pub fn new(
         zone_type: ZoneType,
@@ -278,6 +281,8 @@ impl<P: Platform> Zone<P> {
         if let Some(i) = t.first_not_of_kind(first..last + 1, FrameState::Absent) {
             return Err(RangeError::Overlap { pfn: t.pfn_of(i) });
         }
+        // Memory added to a heap table's untouched pageblocks settles them first.
+        t.settle(first..last + 1);
         t.set_states(first..last + 1, FrameState::Tail);
         let max = z.max_order().get() as u32;
         let mut pfn = start.0;

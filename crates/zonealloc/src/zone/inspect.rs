@@ -264,8 +264,8 @@ impl<P: Platform> Zone<P> {
             return None;
         }
         let idx = self.table.index_of(pfn)?;
-        let z = self.buddy.lock();
-        Some(z.block_mt(&self.table, idx))
+        let _z = self.buddy.lock();
+        Some(self.table.settled_block_type(idx))
     }
 
     /// What the frame `pfn` currently is, if the zone spans it.
@@ -329,7 +329,7 @@ impl<P: Platform> Zone<P> {
         let mut pfn = self.span.0;
         while pfn < self.span.1 {
             if let Some(i) = t.index_of(Pfn(pfn)) {
-                s.pageblocks_by_type[z.block_mt(t, i).index()] += 1;
+                s.pageblocks_by_type[t.settled_block_type(i).index()] += 1;
             }
             // A zone may end within a pageblock of the top of the pfn space.
             let Some(next) = pfn.checked_add(step) else {
