@@ -81,49 +81,52 @@ pub fn replay(args: &TraceReplayArgs) -> Result<(), Exit> {
             p.malformed_summary()
         );
     }
-    // The zones' check beside the result's tables (the parse's core is free by now).
+    // The zones' check beside the result's tables (the parse's core is free by now), and
+    // beside the report's rendering, whose files are written once it has passed.
     let zones = run.zones();
-    let (checked, result) = std::thread::scope(|s| {
+    let (written, report, summary) = std::thread::scope(|s| {
         let check = std::thread::Builder::new()
             .name("check".to_owned())
             .spawn_scoped(s, || rr::check_zones(&zones));
         let result = rr::to_result(&run, &args.file, &opts);
-        let checked = match check {
-            Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
-            Err(_) => run.check(),
+        let summary = rr::summary(&result, &run);
+        let report = LabReport {
+            tool: format!("{} {}", env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
+            command: command_line(),
+            machine: machine::Machine::detect(),
+            run: {
+                run_info.finish();
+                run_info
+            },
+            verdicts: Vec::new(),
+            opts: LabOpts {
+                quick: false,
+                seed: 0,
+                threads: Some(1),
+                iterations: Some(1),
+                zone_pages: Some(run.geo.zones.iter().map(|z| z.pages).sum()),
+                variants: Some(args.variants.clone()),
+                record_traces: None,
+                validate_only: false,
+            },
+            significance_test: report::compare::SIGNIFICANCE_TEST.to_owned(),
+            experiments: vec![ExperimentReport::new(
+                result,
+                started.elapsed().as_secs_f64(),
+            )],
+            failures: Vec::new(),
         };
-        (checked, result)
+        let checked = || match check {
+            Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            Err(_) => rr::check_zones(&zones),
+        };
+        let written = report::write_checked(&args.out, &report, checked);
+        (written, report, summary)
     });
-    checked.map_err(Exit::Failure)?;
-    let summary = rr::summary(&result, &run);
-    let report = LabReport {
-        tool: format!("{} {}", env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
-        command: command_line(),
-        machine: machine::Machine::detect(),
-        run: {
-            run_info.finish();
-            run_info
-        },
-        verdicts: Vec::new(),
-        opts: LabOpts {
-            quick: false,
-            seed: 0,
-            threads: Some(1),
-            iterations: Some(1),
-            zone_pages: Some(run.geo.zones.iter().map(|z| z.pages).sum()),
-            variants: Some(args.variants.clone()),
-            record_traces: None,
-            validate_only: false,
-        },
-        significance_test: report::compare::SIGNIFICANCE_TEST.to_owned(),
-        experiments: vec![ExperimentReport::new(
-            result,
-            started.elapsed().as_secs_f64(),
-        )],
-        failures: Vec::new(),
-    };
+    // A failed check is the run's failure: nothing was written.
+    let written = written.map_err(Exit::Failure)?;
     let mut ok = true;
-    match report::write(&args.out, &report) {
+    match written {
         Ok(warnings) => warnings.iter().for_each(|w| eprintln!("warning: {w}")),
         Err(e) => {
             eprintln!("error: writing the report: {e}");

@@ -269,12 +269,13 @@ fn comparison_table(out: &mut String, comparisons: &[MetricComparison]) -> std::
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::machine::Machine;
     use crate::report::{ExperimentResult, MetricDef, MetricKind, Sample, Table};
 
-    fn report(oversubscribed: bool) -> LabReport {
+    /// A small report of one experiment, `exp`, without plots.
+    pub(crate) fn report(oversubscribed: bool) -> LabReport {
         let samples = [("off", 10.0), ("off", 10.1), ("on", 5.0), ("on", 5.1)]
             .iter()
             .map(|&(v, x)| Sample {

@@ -28,6 +28,8 @@ pub use result::{
 
 use std::fs;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
 
 use serde::Serialize;
 
@@ -107,74 +109,231 @@ pub struct LabReport {
 /// Writes `report.md`, `results.json` and the SVG plots into `dir` (created if missing).
 /// Plot failures are reported in `report.md` and returned as warnings, not errors.
 pub fn write(dir: &Path, report: &LabReport) -> Result<Vec<String>, String> {
-    fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-    // The plots render on the other cores while results.json is serialised here, then here
-    // too; the files are written in the same order as before (plots, report.md,
-    // results.json).
-    let (plot_errors, json) = render_plots(dir, report, || {
-        serde_json::to_string_pretty(report).map_err(|e| format!("serialising results.json: {e}"))
-    });
-    let md = markdown::render(report, &plot_errors);
-    write_file(&dir.join("report.md"), md.as_bytes())?;
-    write_file(&dir.join("results.json"), json?.as_bytes())?;
-    Ok(plot_errors.into_iter().map(|(_, err)| err).collect())
+    write_checked(dir, report, || Ok(())).and_then(|written| written)
 }
 
-/// Renders every experiment's plots into `dir` on as many threads as the machine has cores,
-/// this one among them once it has run `first` (a trace replay's five plots take 5 ms on one
-/// core); returns the failures, by file stem key, in plot order, with what `first` returned.
+/// [`write()`] (the inner result), with nothing written (`dir` not even created) unless
+/// `check` passes (its error is the outer one then).
 ///
-/// This thread joins in rather than waiting: a thread spawned now may start on this core
-/// and stay there for milliseconds while the others idle.
-fn render_plots<T>(
+/// `check` runs beside the rendering, which takes the machine's cores: one thread per core,
+/// this one among them, takes the pieces in turn (`check`, `results.json`, each plot,
+/// `report.md`), renders each in memory and writes it once `check` has passed; the last
+/// piece done writes `report.md`, every plot's outcome known by then. A trace replay's
+/// pieces take some 10 ms on one core, where a thread that waited for another would leave
+/// its core idle.
+pub fn write_checked(
     dir: &Path,
     report: &LabReport,
-    first: impl FnOnce() -> T,
-) -> (Vec<(String, String)>, T) {
-    let jobs: Vec<(&str, &result::Plot)> = report
+    check: impl FnOnce() -> Result<(), String> + Send,
+) -> Result<Result<Vec<String>, String>, String> {
+    let plots: Vec<(&str, &result::Plot)> = report
         .experiments
         .iter()
         .flat_map(|e| e.result.plots.iter().map(|p| (e.result.name.as_str(), p)))
         .collect();
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    // Takes the plots not yet taken, one at a time; the failures with their plot's index.
-    let work = || {
-        let mut failed = Vec::new();
-        loop {
-            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let Some(&(name, p)) = jobs.get(i) else {
-                return failed;
-            };
-            let file = dir.join(plot_file_name(name, &p.file_stem));
-            if let Err(err) = plot::render(p, &file) {
-                failed.push((i, file_stem_key(name, &p.file_stem), err));
-            }
-        }
+    let pieces = Pieces {
+        dir,
+        report,
+        plots,
+        check: Mutex::new(Some(Box::new(check))),
+        passed: (Mutex::new(None), Condvar::new()),
+        next: AtomicUsize::new(0),
+        left: AtomicUsize::new(0),
+        out: Mutex::new(Written::default()),
     };
+    pieces.left.store(pieces.count(), Ordering::Relaxed);
     let helpers = std::thread::available_parallelism()
         .map_or(1, usize::from)
-        .min(jobs.len())
+        .min(pieces.count())
         .saturating_sub(1);
-    let (mut failed, got) = std::thread::scope(|s| {
+    std::thread::scope(|s| {
         let others: Vec<_> = (0..helpers)
             .filter_map(|_| {
                 std::thread::Builder::new()
-                    .name("plots".to_owned())
-                    .spawn_scoped(s, work)
+                    .name("report".to_owned())
+                    .spawn_scoped(s, || pieces.work())
                     .ok()
             })
             .collect();
-        let got = first();
-        let mut failed = work();
+        pieces.work();
         for h in others {
             // A panic in the plotting library is one here too.
-            failed.extend(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+            h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
         }
-        (failed, got)
     });
-    failed.sort_by_key(|f| f.0);
-    let failed = failed.into_iter().map(|(_, k, e)| (k, e)).collect();
-    (failed, got)
+    let written = pieces
+        .out
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(e) = written.check_error {
+        return Err(e);
+    }
+    Ok(match written.error {
+        Some(e) => Err(e),
+        None => Ok(written.plot_errors.into_iter().map(|(_, _, e)| e).collect()),
+    })
+}
+
+/// What [`write_checked`] renders and writes, taken by index: `check`, `results.json`, the
+/// plots, `report.md`.
+struct Pieces<'a> {
+    dir: &'a Path,
+    report: &'a LabReport,
+    plots: Vec<(&'a str, &'a result::Plot)>,
+    check: Mutex<Option<Check<'a>>>,
+    /// The check's outcome once it has run, and the threads waiting for it.
+    passed: (Mutex<Option<bool>>, Condvar),
+    /// The next piece to take; the pieces not yet done.
+    next: AtomicUsize,
+    left: AtomicUsize,
+    out: Mutex<Written>,
+}
+
+type Check<'a> = Box<dyn FnOnce() -> Result<(), String> + Send + 'a>;
+
+/// What the pieces left: the check's error, the first file's error, the plots that failed
+/// (index, file stem key, error) and `report.md` as rendered before their outcome was known.
+#[derive(Default)]
+struct Written {
+    check_error: Option<String>,
+    error: Option<String>,
+    plot_errors: Vec<(usize, String, String)>,
+    md: Option<String>,
+}
+
+impl Pieces<'_> {
+    fn count(&self) -> usize {
+        self.plots.len() + 3
+    }
+
+    fn out(&self) -> std::sync::MutexGuard<'_, Written> {
+        self.out
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Takes pieces until none is left.
+    fn work(&self) {
+        loop {
+            let i = self.next.fetch_add(1, Ordering::Relaxed);
+            if i >= self.count() {
+                return;
+            }
+            self.piece(i);
+            // The last piece done writes report.md, every plot's outcome known by then.
+            if self.left.fetch_sub(1, Ordering::AcqRel) == 1 {
+                self.write_md();
+            }
+        }
+    }
+
+    fn piece(&self, i: usize) {
+        let plots = self.plots.len();
+        match i {
+            0 => {
+                let check = self.check.lock().ok().and_then(|mut c| c.take());
+                let dir = self.dir;
+                // A check that panics opens the gate shut before the panic goes on: the
+                // other threads must not wait for it forever.
+                let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    check.map_or(Ok(()), |c| c())
+                }))
+                .unwrap_or_else(|p| {
+                    self.open(false);
+                    std::panic::resume_unwind(p)
+                });
+                let ok = match checked {
+                    Err(e) => {
+                        self.out().check_error = Some(e);
+                        false
+                    }
+                    Ok(()) => match fs::create_dir_all(dir) {
+                        Ok(()) => true,
+                        Err(e) => {
+                            let e = format!("creating {}: {e}", dir.display());
+                            self.out().error.get_or_insert(e);
+                            false
+                        }
+                    },
+                };
+                self.open(ok);
+            }
+            1 => {
+                let json = serde_json::to_string_pretty(self.report)
+                    .map_err(|e| format!("serialising results.json: {e}"));
+                let written = json.and_then(|j| self.write("results.json", j.as_bytes()));
+                if let Err(e) = written {
+                    self.out().error.get_or_insert(e);
+                }
+            }
+            i if i < plots + 2 => {
+                let (name, p) = self.plots[i - 2];
+                let file = plot_file_name(name, &p.file_stem);
+                let svg = plot::render_svg(p);
+                if let Err(err) = svg.and_then(|svg| self.write(&file, svg.as_bytes())) {
+                    let key = file_stem_key(name, &p.file_stem);
+                    self.out().plot_errors.push((i, key, err));
+                }
+            }
+            _ => {
+                // Rendered now as if every plot succeeds; written by the last piece done.
+                let md = markdown::render(self.report, &[]);
+                self.out().md = Some(md);
+            }
+        }
+    }
+
+    /// Lets the writes go ahead (`ok`) or not.
+    fn open(&self, ok: bool) {
+        let (passed, cv) = &self.passed;
+        *passed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(ok);
+        cv.notify_all();
+    }
+
+    /// Writes `name` into the directory once the check has passed; nothing otherwise.
+    fn write(&self, name: &str, bytes: &[u8]) -> Result<(), String> {
+        let (passed, cv) = &self.passed;
+        let mut ok = passed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        while ok.is_none() {
+            ok = cv
+                .wait(ok)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        if *ok != Some(true) {
+            return Ok(());
+        }
+        drop(ok);
+        write_file(&self.dir.join(name), bytes)
+    }
+
+    /// Writes `report.md`, rendered again with the plot failures if there were any.
+    fn write_md(&self) {
+        let (md, mut errors) = {
+            let mut out = self.out();
+            (out.md.take(), std::mem::take(&mut out.plot_errors))
+        };
+        errors.sort_by_key(|e| e.0);
+        let md = match md {
+            Some(md) if errors.is_empty() => md,
+            _ => {
+                let keyed: Vec<(String, String)> = errors
+                    .iter()
+                    .map(|(_, k, e)| (k.clone(), e.clone()))
+                    .collect();
+                markdown::render(self.report, &keyed)
+            }
+        };
+        let written = self.write("report.md", md.as_bytes());
+        let mut out = self.out();
+        out.plot_errors = errors;
+        if let Err(e) = written {
+            out.error.get_or_insert(e);
+        }
+    }
 }
 
 /// The SVG file name of an experiment's plot: `<experiment>-<stem>.svg` (just `<stem>.svg`
@@ -302,4 +461,90 @@ pub fn summary_table(report: &LabReport) -> String {
         out.push_str(&format!("warning: {w}\n"));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// [`markdown::tests::report`] with two plots, `a` and `b`.
+    fn with_plots() -> LabReport {
+        let mut r = markdown::tests::report(false);
+        let plot = |stem: &str| Plot {
+            file_stem: stem.into(),
+            title: format!("plot {stem}"),
+            x_label: "x".into(),
+            y_label: "y".into(),
+            kind: PlotKind::Lines,
+            series: vec![Series {
+                name: "s".into(),
+                points: vec![(1.0, 2.0), (2.0, 3.0)],
+            }],
+        };
+        r.experiments[0].result.plots = vec![plot("a"), plot("b")];
+        r
+    }
+
+    fn dir(name: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("za-report-{}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        d
+    }
+
+    #[test]
+    fn every_file_is_written_once_the_check_passes() {
+        let (r, d) = (with_plots(), dir("ok"));
+        let warnings = write_checked(&d, &r, || Ok(())).unwrap().unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let json = fs::read_to_string(d.join("results.json")).unwrap();
+        assert_eq!(json, serde_json::to_string_pretty(&r).unwrap());
+        assert_eq!(
+            fs::read_to_string(d.join("report.md")).unwrap(),
+            markdown::render(&r, &[])
+        );
+        for stem in ["a", "b"] {
+            let svg = fs::read_to_string(d.join(format!("exp-{stem}.svg"))).unwrap();
+            assert!(svg.contains(&format!("plot {stem}")), "{svg}");
+        }
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn nothing_is_written_when_the_check_fails() {
+        let (r, d) = (with_plots(), dir("check"));
+        let got = write_checked(&d, &r, || Err("zone check failed: Z1".to_owned()));
+        assert_eq!(got, Err("zone check failed: Z1".to_owned()));
+        assert!(!d.exists());
+    }
+
+    /// A check that panics is a panic here, and no thread waits for it forever.
+    #[test]
+    fn a_check_that_panics_is_a_panic_not_a_hang() {
+        let (r, d) = (with_plots(), dir("panic"));
+        let got = std::panic::catch_unwind(|| {
+            write_checked(&d, &r, || -> Result<(), String> { panic!("check broke") })
+        });
+        assert!(got.is_err());
+        assert!(!d.exists());
+    }
+
+    /// A plot that cannot be written is a warning, named in `report.md` (rendered again with
+    /// it, after the other pieces), not an error.
+    #[test]
+    fn a_plot_that_fails_is_a_warning_named_in_the_report() {
+        let (r, d) = (with_plots(), dir("plot"));
+        // A directory where plot `b`'s file should go.
+        fs::create_dir_all(d.join("exp-b.svg")).unwrap();
+        let warnings = write(&d, &r).unwrap();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("exp-b.svg"), "{warnings:?}");
+        let md = fs::read_to_string(d.join("report.md")).unwrap();
+        assert_eq!(
+            md,
+            markdown::render(&r, &[("exp-b".to_owned(), warnings[0].clone())])
+        );
+        assert_ne!(md, markdown::render(&r, &[]));
+        assert!(d.join("exp-a.svg").is_file());
+        fs::remove_dir_all(&d).unwrap();
+    }
 }

@@ -101,12 +101,24 @@ fn finite(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// The most points of a line series drawn with a marker on each (some 25 px apart across
+/// the plot's width).
+const MAX_MARKERS: usize = 32;
+
 /// Renders `plot` to `path` as SVG.
 pub fn render(plot: &Plot, path: &Path) -> Result<(), String> {
-    render_inner(plot, path).map_err(|e| format!("plot {}: {e}", plot.file_stem))
+    let svg = render_svg(plot)?;
+    std::fs::write(path, svg).map_err(|e| format!("writing {}: {e}", path.display()))
 }
 
-fn render_inner(plot: &Plot, path: &Path) -> Result<(), Box<dyn std::error::Error>> {
+/// The SVG text of `plot`, as [`render`] writes it.
+pub fn render_svg(plot: &Plot) -> Result<String, String> {
+    let mut svg = String::new();
+    render_inner(plot, &mut svg).map_err(|e| format!("plot {}: {e}", plot.file_stem))?;
+    Ok(svg)
+}
+
+fn render_inner(plot: &Plot, svg: &mut String) -> Result<(), Box<dyn std::error::Error>> {
     // What is drawn: for a CDF the raw x values become (x, fraction) steps.
     let series: Vec<Series> = plot
         .series
@@ -169,7 +181,7 @@ fn render_inner(plot: &Plot, path: &Path) -> Result<(), Box<dyn std::error::Erro
         PlotKind::Lines => padded_range(all().map(|p| p.1)),
     };
 
-    let root = SVGBackend::new(path, SIZE).into_drawing_area();
+    let root = SVGBackend::with_string(svg, SIZE).into_drawing_area();
     root.fill(&WHITE)?;
     let (chart_area, legend_area) = root.split_horizontally(SIZE.0 - LEGEND_W);
     let mut chart = ChartBuilder::on(&chart_area)
@@ -219,7 +231,12 @@ fn render_inner(plot: &Plot, path: &Path) -> Result<(), Box<dyn std::error::Erro
                     s.points.iter().copied(),
                     color.stroke_width(2),
                 ))?;
-                chart.draw_series(s.points.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
+                // Markers while they stand apart; a denser series is its line alone (its
+                // markers would merge into a band, and cost most of the plot's drawing).
+                if s.points.len() <= MAX_MARKERS {
+                    chart
+                        .draw_series(s.points.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
+                }
             }
             PlotKind::Cdf => {
                 // A step function: flat until the next value, then up.
@@ -286,6 +303,28 @@ mod tests {
         let svg = std::fs::read_to_string(&path).unwrap();
         assert!(svg.contains("latency (µs) (log scale)"), "{svg}");
         assert!(svg.contains("remote drain"));
+    }
+
+    /// A line series carries a marker per point while it has at most `MAX_MARKERS` of them.
+    #[test]
+    fn markers_on_sparse_lines_only() {
+        let lines = |n: usize| Plot {
+            file_stem: "p".into(),
+            title: "t".into(),
+            x_label: "x".into(),
+            y_label: "y".into(),
+            kind: PlotKind::Lines,
+            series: vec![Series {
+                name: "s".into(),
+                points: (0..n).map(|i| (i as f64, (i % 7) as f64)).collect(),
+            }],
+        };
+        let circles = |n| render_svg(&lines(n)).unwrap().matches("<circle").count();
+        assert_eq!(circles(MAX_MARKERS), MAX_MARKERS);
+        assert_eq!(circles(MAX_MARKERS + 1), 0);
+        assert!(render_svg(&lines(MAX_MARKERS + 1))
+            .unwrap()
+            .contains("<polyline"));
     }
 
     #[test]
