@@ -26,9 +26,9 @@
 //! pageblock (`init_pageblock_migratetype`): a table over caller storage in the pass that
 //! makes them absent and unlinked, a heap table (zero bytes, never written) a pageblock at a
 //! time as memory is added to it (`Pending`, Linux's deferred `struct page` init). The
-//! `block` byte keeps the migratetype's own number: an encoding with `Movable` at 0 (so that the zero entry would
-//! need no initialising) was measured at two instructions more per PCP hit pair, for the
-//! permutation on the free path.
+//! `block` byte keeps the migratetype's own number: an encoding with `Movable` at 0 (so that
+//! the zero entry would need no initialising) was measured at two instructions more per PCP
+//! hit pair, for the permutation on the free path.
 //!
 //! Free lists link frames by index (`u32`, relative to the table's base frame), never by
 //! pointer, so the buddy and per-CPU code need no `unsafe`.
@@ -44,9 +44,9 @@
 
 use crate::error::ConfigError;
 use crate::sync::{init_slice, AtomicU16, AtomicU32, AtomicU8, Ordering, StaticSlice};
+use crate::types::{MigrateType, Order, Pfn};
 // The pending bitmap's words: the zone lock orders every access (see `Pending`), so they are
 // plain atomics even under loom.
-use crate::types::{MigrateType, Order, Pfn};
 use core::sync::atomic::AtomicU32 as PendingWord;
 
 /// The "no frame" link value.
@@ -668,6 +668,11 @@ impl FrameTable {
         }
     }
 
+    /// Frames per pageblock, as a shift.
+    fn block_shift(&self) -> u32 {
+        (!self.block_mask).count_ones()
+    }
+
     /// Gives every pending pageblock that `range` touches its boot entries: a `Movable`
     /// pageblock of absent, unlinked frames (`memmap_init_range`, which memory hotplug runs on
     /// the range it onlines, and `deferred_init_memmap`). Call it under the zone lock before
@@ -676,7 +681,7 @@ impl FrameTable {
         if range.is_empty() {
             return;
         }
-        let shift = (!self.block_mask).count_ones();
+        let shift = self.block_shift();
         let (first, end) = (range.start >> shift, ((range.end - 1) >> shift) + 1);
         let mut b = first;
         while let Some(p) = self.pending.next(b, end, true) {
@@ -692,7 +697,7 @@ impl FrameTable {
     /// a frame memory was never added to (the `/proc` block counts, `pageblock_migratetype`).
     pub(crate) fn settled_block_type(&self, idx: u32) -> MigrateType {
         let head = idx & self.block_mask;
-        if self.pending.is(head >> (!self.block_mask).count_ones()) {
+        if self.pending.is(head >> self.block_shift()) {
             return MigrateType::Movable;
         }
         self.block_type(head)
@@ -702,7 +707,7 @@ impl FrameTable {
     /// of `Absent`), pending pageblocks (absent throughout) skipped unread: `check()` over a
     /// zone with memory added to a corner of its span reads only that corner.
     pub(crate) fn first_present(&self, range: core::ops::Range<u32>) -> Option<u32> {
-        let shift = (!self.block_mask).count_ones();
+        let shift = self.block_shift();
         let blocks = self.len.div_ceil(1 << shift);
         let mut i = range.start;
         while i < range.end {

@@ -134,14 +134,13 @@ pub fn write_checked(
     let pieces = Pieces {
         dir,
         report,
+        left: AtomicUsize::new(plots.len() + 3),
         plots,
         check: Mutex::new(Some(Box::new(check))),
         passed: (Mutex::new(None), Condvar::new()),
         next: AtomicUsize::new(0),
-        left: AtomicUsize::new(0),
         out: Mutex::new(Written::default()),
     };
-    pieces.left.store(pieces.count(), Ordering::Relaxed);
     let helpers = std::thread::available_parallelism()
         .map_or(1, usize::from)
         .min(pieces.count())
@@ -183,8 +182,9 @@ struct Pieces<'a> {
     check: Mutex<Option<Check<'a>>>,
     /// The check's outcome once it has run, and the threads waiting for it.
     passed: (Mutex<Option<bool>>, Condvar),
-    /// The next piece to take; the pieces not yet done.
+    /// The next piece to take.
     next: AtomicUsize,
+    /// The pieces not yet done.
     left: AtomicUsize,
     out: Mutex<Written>,
 }
@@ -202,6 +202,7 @@ struct Written {
 }
 
 impl Pieces<'_> {
+    /// The pieces: the check, `results.json`, the plots, `report.md`.
     fn count(&self) -> usize {
         self.plots.len() + 3
     }
