@@ -268,6 +268,29 @@ impl<P: Platform> Zone<P> {
         Some(self.table.settled_block_type(idx))
     }
 
+    /// Pageblocks by migratetype ([`MigrateType::index`]), one per pageblock of `start..end`
+    /// read at its first frame in the range (`start` for the first), as
+    /// [`Zone::pageblock_migratetype`] reads each, frames the zone does not span uncounted:
+    /// one walk under one lock, where a loop over `pageblock_migratetype` locks per block.
+    pub fn pageblocks_by_type(&self, start: Pfn, end: Pfn) -> [u64; MIGRATE_TYPES] {
+        let mut n = [0; MIGRATE_TYPES];
+        let step = 1u64 << self.cfg.pageblock_order;
+        let _z = self.buddy.lock();
+        let mut pfn = start.0 & !(step - 1);
+        while pfn < end.0 {
+            let at = Pfn(pfn.max(start.0));
+            if let Some(idx) = self.table.index_of(at).filter(|_| self.spans(at)) {
+                n[self.table.settled_block_type(idx).index()] += 1;
+            }
+            // A zone may end within a pageblock of the top of the pfn space.
+            let Some(next) = pfn.checked_add(step) else {
+                break;
+            };
+            pfn = next;
+        }
+        n
+    }
+
     /// What the frame `pfn` currently is, if the zone spans it.
     pub fn frame_state(&self, pfn: Pfn) -> Option<FrameState> {
         if !self.spans(pfn) {

@@ -371,4 +371,25 @@ fn a_table_settled_as_memory_is_added_behaves_as_one_initialised_whole() {
         assert_eq!(whole.frame_state(pfn), settled.frame_state(pfn), "{pfn}");
     }
     assert_eq!(whole.check().unwrap(), settled.check().unwrap());
+    // The counts by type in one walk are the per-block reads, pending blocks and frames
+    // outside the span (0x0..0x300, beyond 0x2b00) included.
+    for (s, e) in [
+        (0, 0x3000),
+        (0x310, 0x1234),
+        (0x800, 0xc00),
+        (0x2a00, 0x2b01),
+    ] {
+        let step = 1u64 << cfg.pageblock_order;
+        for z in zones {
+            let mut want = [0u64; crate::types::MIGRATE_TYPES];
+            let mut pfn = s & !(step - 1);
+            while pfn < e {
+                if let Some(mt) = z.pageblock_migratetype(Pfn(pfn.max(s))) {
+                    want[mt.index()] += 1;
+                }
+                pfn += step;
+            }
+            assert_eq!(z.pageblocks_by_type(Pfn(s), Pfn(e)), want, "{s:#x}..{e:#x}");
+        }
+    }
 }

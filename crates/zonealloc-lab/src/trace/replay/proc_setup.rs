@@ -194,14 +194,7 @@ const TYPES: [MigrateType; 3] = [
 ];
 
 fn blocks_of(zone: &Zone, start: u64, end: u64, mt: MigrateType) -> u64 {
-    let step = 1u64 << zone.config().pageblock_order;
-    let mut pfn = start & !(step - 1);
-    let mut n = 0;
-    while pfn < end {
-        n += u64::from(zone.pageblock_migratetype(Pfn(pfn.max(start))) == Some(mt));
-        pfn += step;
-    }
-    n
+    zone.pageblocks_by_type(Pfn(start), Pfn(end))[mt.index()]
 }
 
 /// Per migratetype of [`TYPES`]: pageblocks and free pages pagetypeinfo shows.
