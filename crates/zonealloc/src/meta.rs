@@ -392,10 +392,9 @@ impl FrameTable {
     }
 
     /// A table allocated on the heap, none of it written: every pageblock [`Pending`] until
-    /// memory is added to it.
+    /// memory is added to it. `None` when the heap cannot hold the table: a span the caller
+    /// sized from untrusted input (a C config, a trace) gets an error, not an abort.
     #[cfg(feature = "std")]
-    /// `None` when the heap cannot hold the table: a span the caller sized from untrusted
-    /// input (a C config, a trace) gets an error, not an abort.
     pub(crate) fn allocate(start: Pfn, pageblock_order: Order, len: u32) -> Option<FrameTable> {
         let pageblock_order = pageblock_order.get();
         let base = start.0 & !((1u64 << pageblock_order) - 1);

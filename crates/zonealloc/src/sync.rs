@@ -473,7 +473,7 @@ impl<T> StaticSlice<T> {
         T: Zeroable,
     {
         let layout = std::alloc::Layout::array::<T>(len).ok()?;
-        #[cfg(all(target_os = "linux", not(miri), not(loom)))]
+        #[cfg(all(target_os = "linux", not(miri)))]
         if layout.size() >= HUGE_TABLE_BYTES {
             return Self::mapped(len, layout.size());
         }

@@ -270,7 +270,7 @@ impl Pieces<'_> {
             i if i < plots + 2 => {
                 let (name, p) = self.plots[i - 2];
                 let file = plot_file_name(name, &p.file_stem);
-                let svg = plot::render_svg(p);
+                let svg = plot::render(p);
                 if let Err(err) = svg.and_then(|svg| self.write(&file, svg.as_bytes())) {
                     let key = file_stem_key(name, &p.file_stem);
                     self.out().plot_errors.push((i, key, err));

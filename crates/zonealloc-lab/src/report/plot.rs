@@ -9,8 +9,6 @@
 //! logarithmic scale, labelled at whole decades; the legend sits in its own strip right of the
 //! chart, so it never covers data.
 
-use std::path::Path;
-
 use plotters::prelude::*;
 
 use super::{Plot, PlotKind, Series};
@@ -105,14 +103,8 @@ fn finite(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
 /// the plot's width).
 const MAX_MARKERS: usize = 32;
 
-/// Renders `plot` to `path` as SVG.
-pub fn render(plot: &Plot, path: &Path) -> Result<(), String> {
-    let svg = render_svg(plot)?;
-    std::fs::write(path, svg).map_err(|e| format!("writing {}: {e}", path.display()))
-}
-
-/// The SVG text of `plot`, as [`render`] writes it.
-pub fn render_svg(plot: &Plot) -> Result<String, String> {
+/// The SVG text of `plot` (the report writes it to its file).
+pub fn render(plot: &Plot) -> Result<String, String> {
     let mut svg = String::new();
     render_inner(plot, &mut svg).map_err(|e| format!("plot {}: {e}", plot.file_stem))?;
     Ok(svg)
@@ -286,7 +278,6 @@ mod tests {
 
     #[test]
     fn legend_stands_beside_the_chart_and_latency_cdfs_are_logarithmic() {
-        let dir = tempfile::tempdir().unwrap();
         let plot = Plot {
             file_stem: "p".into(),
             title: "t".into(),
@@ -298,9 +289,7 @@ mod tests {
                 points: vec![(2.0, 0.0), (30.0, 0.0), (40_000.0, 0.0)],
             }],
         };
-        let path = dir.path().join("p.svg");
-        render(&plot, &path).unwrap();
-        let svg = std::fs::read_to_string(&path).unwrap();
+        let svg = render(&plot).unwrap();
         assert!(svg.contains("latency (µs) (log scale)"), "{svg}");
         assert!(svg.contains("remote drain"));
     }
@@ -319,10 +308,10 @@ mod tests {
                 points: (0..n).map(|i| (i as f64, (i % 7) as f64)).collect(),
             }],
         };
-        let circles = |n| render_svg(&lines(n)).unwrap().matches("<circle").count();
+        let circles = |n| render(&lines(n)).unwrap().matches("<circle").count();
         assert_eq!(circles(MAX_MARKERS), MAX_MARKERS);
         assert_eq!(circles(MAX_MARKERS + 1), 0);
-        assert!(render_svg(&lines(MAX_MARKERS + 1))
+        assert!(render(&lines(MAX_MARKERS + 1))
             .unwrap()
             .contains("<polyline"));
     }
@@ -336,7 +325,6 @@ mod tests {
 
     #[test]
     fn every_kind_renders_even_empty_or_degenerate_data() {
-        let dir = tempfile::tempdir().unwrap();
         for kind in [PlotKind::Lines, PlotKind::Bars, PlotKind::Cdf] {
             for points in [
                 vec![],
@@ -360,9 +348,7 @@ mod tests {
                         },
                     ],
                 };
-                let path = dir.path().join("p.svg");
-                render(&plot, &path).unwrap();
-                let svg = std::fs::read_to_string(&path).unwrap();
+                let svg = render(&plot).unwrap();
                 assert!(svg.contains("<svg"));
             }
         }

@@ -193,8 +193,10 @@ const TYPES: [MigrateType; 3] = [
     MigrateType::Reclaimable,
 ];
 
-fn blocks_of(zone: &Zone, start: u64, end: u64, mt: MigrateType) -> u64 {
-    zone.pageblocks_by_type(Pfn(start), Pfn(end))[mt.index()]
+/// Our zone's pageblocks of `start..end` per migratetype of [`TYPES`].
+fn blocks_of(zone: &Zone, start: u64, end: u64) -> [u64; 3] {
+    let n = zone.pageblocks_by_type(Pfn(start), Pfn(end));
+    TYPES.map(|mt| n[mt.index()])
 }
 
 /// Per migratetype of [`TYPES`]: pageblocks and free pages pagetypeinfo shows.
@@ -264,7 +266,7 @@ pub fn populate(
         if mt == MigrateType::Movable {
             continue;
         }
-        while blocks_of(zone, start, end, mt) < kblocks[t] {
+        while blocks_of(zone, start, end)[t] < kblocks[t] {
             match grab(mt, claim_order, 0) {
                 Some(p) => claimed.push(p),
                 None => break,
@@ -284,8 +286,9 @@ pub fn populate(
     let used = z.used_pages().unwrap_or(0);
     let per_page = 1u64 << pb_order;
     let mut want = [0u64; 3];
+    let have = blocks_of(zone, start, end);
     for t in [0, 2] {
-        want[t] = (blocks_of(zone, start, end, TYPES[t]) * per_page).saturating_sub(kfree[t]);
+        want[t] = (have[t] * per_page).saturating_sub(kfree[t]);
     }
     let others = want[0] + want[2];
     if others > used {
@@ -362,10 +365,7 @@ pub fn populate(
             zone.free_pages(),
         ),
         pcp: (z.pcp_pages(), zone.pcp_pages()),
-        pageblocks: (
-            kblocks,
-            TYPES.map(|mt| blocks_of(zone, start, start + z.spanned_pages, mt)),
-        ),
+        pageblocks: (kblocks, blocks_of(zone, start, start + z.spanned_pages)),
     };
     Ok((pool, facts))
 }
