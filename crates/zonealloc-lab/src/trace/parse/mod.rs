@@ -406,7 +406,8 @@ impl Parser {
     /// [`InputError::LineTooLong`] (as an [`io::ErrorKind::InvalidData`] error).
     ///
     /// Lines are parsed where they lie in the reader's buffer. The fast path reads a line of
-    /// the common shape there and finds its LF as it goes (`fast::parse_at`); other lines
+    /// the common shape there and finds its LF as it goes (`fast::parse_after`, which does not
+    /// walk again the columns the line before had); other lines
     /// are split with SIMD `memchr2`. Only a line split across two buffer fills is copied,
     /// into a buffer that never grows past the line limit.
     pub fn read_all<R: BufRead, F: FnMut(&Event<'_>)>(
@@ -416,6 +417,9 @@ impl Parser {
     ) -> io::Result<()> {
         let max = self.max_line_bytes;
         let mut carry: Vec<u8> = Vec::new();
+        // What the last line the fast path walked opened with (task, CPU, flags, seconds)
+        // and showed in its middle (event, page).
+        let mut seen = fast::Seen::default();
         // The last line ended in CR: an LF opening the next fill completes its CRLF.
         let mut after_cr = false;
         loop {
@@ -437,7 +441,9 @@ impl Parser {
             while let Some(rest) = buf.get(at..).filter(|r| !r.is_empty()) {
                 if carry.is_empty() && !after_cr {
                     // A line whose LF lies in this fill, within the limit, read in place.
-                    if let Some((r, end)) = fast::parse_at(rest).filter(|&(_, e)| e < rest.len()) {
+                    if let Some((r, end)) =
+                        fast::parse_after(rest, &mut seen).filter(|&(_, e)| e < rest.len())
+                    {
                         if end > max {
                             return Err(self.too_long());
                         }

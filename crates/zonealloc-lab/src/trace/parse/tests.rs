@@ -589,6 +589,63 @@ fn the_fast_path_agrees_with_the_general_walk_on_every_one_byte_change() {
     assert!(checked > 10_000, "{checked}");
 }
 
+/// Where the fast path answers for `line` read after `before` (whose opening and middle it
+/// keeps), it answers as the general walk does.
+fn fast_agrees_after(before: &[u8], line: &[u8]) -> Result<(), String> {
+    let mut seen = fast::Seen::default();
+    let _ = fast::parse_after(before, &mut seen);
+    match fast::parse_after(line, &mut seen) {
+        Some((r, end)) if end + 1 >= line.len() => {
+            let (f, g) = (outcome(r), outcome(parse_line(line)));
+            if f != g {
+                return Err(format!(
+                    "{} after {}: fast {f}, general {g}",
+                    line.escape_ascii(),
+                    before.escape_ascii()
+                ));
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+#[test]
+fn a_line_after_another_agrees_with_the_general_walk_on_every_one_byte_change() {
+    const BYTES: &[u8] = b" \t\n=:.[]#09xXfgA-\x00\x7f\x80\xff";
+    let mut checked = 0;
+    let mut same_before = 0;
+    for l in FAST_LINES.map(str::as_bytes) {
+        // The line after itself: its opening and middle are not walked again.
+        let mut seen = fast::Seen::default();
+        let first = fast::parse_after(l, &mut seen).map(|(r, e)| (outcome(r), e));
+        let again = fast::parse_after(l, &mut seen).map(|(r, e)| (outcome(r), e));
+        assert_eq!(first, again);
+        for i in 0..=l.len() {
+            fast_agrees_after(l, &l[..i]).unwrap();
+            for &b in BYTES {
+                let mut v = l.to_vec();
+                v.insert(i, b);
+                // Changed after the line, and the line after the changed one.
+                fast_agrees_after(l, &v).unwrap();
+                fast_agrees_after(&v, l).unwrap();
+                if i < l.len() {
+                    v.remove(i);
+                    v[i] = b;
+                    fast_agrees_after(l, &v).unwrap();
+                    fast_agrees_after(&v, l).unwrap();
+                    if v[..i] == l[..i] && matches!(fast::parse_common(&v), Some(Ok(_))) {
+                        same_before += 1;
+                    }
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 10_000, "{checked}");
+    assert!(same_before > 1_000, "{same_before}");
+}
+
 proptest! {
     /// The word-at-a-time digit run agrees with the byte loop: count, and value below eight.
     #[test]
