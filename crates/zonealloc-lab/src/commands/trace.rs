@@ -81,19 +81,28 @@ pub fn replay(args: &TraceReplayArgs) -> Result<(), Exit> {
             p.malformed_summary()
         );
     }
-    // The zones' check beside the result's tables (the parse's core is free by now), and
-    // beside the report's rendering, whose files are written once it has passed.
+    // The machine's facts, then the zones' check, beside the result's tables (the parse's
+    // core is free by now); the check also beside the report's rendering, whose files are
+    // written once it has passed.
     let zones = run.zones();
     let (written, report, summary) = std::thread::scope(|s| {
+        let (machine_tx, machine_rx) = std::sync::mpsc::channel();
+        let zones = &zones;
         let check = std::thread::Builder::new()
             .name("check".to_owned())
-            .spawn_scoped(s, || rr::check_zones(&zones));
+            .spawn_scoped(s, move || {
+                let _ = machine_tx.send(machine::Machine::detect());
+                rr::check_zones(zones)
+            });
         let result = rr::to_result(&run, &args.file, &opts);
         let summary = rr::summary(&result, &run);
         let report = LabReport {
             tool: format!("{} {}", env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
             command: command_line(),
-            machine: machine::Machine::detect(),
+            // Detected here where the thread could not start.
+            machine: machine_rx
+                .recv()
+                .unwrap_or_else(|_| machine::Machine::detect()),
             run: {
                 run_info.finish();
                 run_info
@@ -118,7 +127,7 @@ pub fn replay(args: &TraceReplayArgs) -> Result<(), Exit> {
         };
         let checked = || match check {
             Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
-            Err(_) => rr::check_zones(&zones),
+            Err(_) => rr::check_zones(zones),
         };
         let written = report::write_checked(&args.out, &report, checked);
         (written, report, summary)
