@@ -271,7 +271,7 @@ pub fn lab(args: &LabArgs) -> Result<(), Exit> {
 
     let mut stdout = std::io::stdout().lock();
     let printed = if args.json {
-        match serde_json::to_string_pretty(&report) {
+        match zonealloc_lab::report::json::to_string(&report) {
             Ok(s) => writeln!(stdout, "{s}"),
             Err(e) => {
                 eprintln!("error: serialising the results: {e}");

@@ -146,7 +146,7 @@ pub fn replay(args: &TraceReplayArgs) -> Result<(), Exit> {
         eprintln!("emitted: {}", e.display());
     }
     let text = if args.json {
-        let s = serde_json::to_string_pretty(&report).map_err(|e| Exit::Failure(e.to_string()))?;
+        let s = report::json::to_string(&report).map_err(|e| Exit::Failure(e.to_string()))?;
         format!("{s}\n")
     } else {
         format!("{summary}report: {}\n", args.out.display())

@@ -161,7 +161,7 @@ fn experiment(
     writeln!(out, "### Expected shape\n")?;
     writeln!(out, "{}\n", r.expected_shape)?;
     writeln!(out, "### Configuration\n")?;
-    let config = serde_json::to_string_pretty(&r.config).unwrap_or_else(|e| e.to_string());
+    let config = super::json::to_string(&r.config).unwrap_or_else(|e| e.to_string());
     writeln!(out, "```json\n{config}\n```\n")?;
     if !r.plots.is_empty() {
         writeln!(out, "### Plots\n")?;

@@ -12,6 +12,7 @@
 //! module, never on each other.
 
 pub mod compare;
+pub mod json;
 pub mod markdown;
 pub mod plot;
 pub mod repetition;
@@ -260,7 +261,7 @@ impl Pieces<'_> {
                 self.open(ok);
             }
             1 => {
-                let json = serde_json::to_string_pretty(self.report)
+                let json = json::to_string(self.report)
                     .map_err(|e| format!("serialising results.json: {e}"));
                 let written = json.and_then(|j| self.write("results.json", j.as_bytes()));
                 if let Err(e) = written {
@@ -498,7 +499,7 @@ mod tests {
         let warnings = write_checked(&d, &r, || Ok(())).unwrap().unwrap();
         assert!(warnings.is_empty(), "{warnings:?}");
         let json = fs::read_to_string(d.join("results.json")).unwrap();
-        assert_eq!(json, serde_json::to_string_pretty(&r).unwrap());
+        assert_eq!(json, super::json::to_string(&r).unwrap());
         assert_eq!(
             fs::read_to_string(d.join("report.md")).unwrap(),
             markdown::render(&r, &[])
