@@ -62,37 +62,6 @@ pub(super) fn swar_digits(x: u64) -> (u64, usize) {
     (lo.wrapping_add(hi) >> 32, n)
 }
 
-/// The high bit of each byte of `y` that is `k` or more (`k` in 1..=0x80; no carry leaves
-/// a byte).
-#[inline(always)]
-fn bytes_at_least(y: u64, k: u64) -> u64 {
-    ((y & !HIGHS).wrapping_add(ONES * (0x80 - k)) | y) & HIGHS
-}
-
-/// The hex digits (`0-9`, `a-f`, `A-F`) that open the eight bytes of `x` (little-endian) and
-/// how many there are; the value is left 0 when all eight are digits.
-#[inline(always)]
-pub(super) fn swar_hex(x: u64) -> (u64, usize) {
-    // Digits become 0..=9 and letters 1..=6, each exactly (xor is one-to-one per byte).
-    let t = x ^ (ONES * u64::from(b'0'));
-    let u = (x | (ONES * 0x20)) ^ (ONES * 0x60);
-    let digit = !bytes_at_least(t, 10) & HIGHS;
-    let letter = !bytes_at_least(u, 7) & bytes_at_least(u, 1);
-    let n = ((!(digit | letter) & HIGHS).trailing_zeros() / 8) as usize;
-    if n == 0 || n == 8 {
-        return (0, n);
-    }
-    // Each byte's nibble (a letter is u + 9), then the n nibbles moved to the top (zeros,
-    // leading digits, below) and combined by pairs, fours and eights; the first byte is the
-    // most significant digit.
-    let (dmask, lmask) = ((digit >> 7) * 0xff, (letter >> 7) * 0xff);
-    let v = (t & dmask) | ((u & lmask) + (lmask & (ONES * 9)));
-    let v = v << (8 * (8 - n));
-    let v = ((v << 4) + (v >> 8)) & 0x00ff_00ff_00ff_00ff;
-    let v = ((v << 8) + (v >> 16)) & 0x0000_ffff_0000_ffff;
-    (((v << 16) + (v >> 32)) & 0xffff_ffff, n)
-}
-
 /// Our event names, told apart by their length alone, compared as arrays (a few words). The
 /// general walk's [`event_name`] for other spellings (`kmem:`, the kswapd events).
 #[inline(always)]
@@ -286,19 +255,15 @@ impl<'a> Cur<'a> {
         self.expect(key)
     }
 
-    /// Up to 16 hex digits (after the `0x`), a whole value. Up to seven are found and
-    /// converted a word at a time.
+    /// Up to 16 hex digits (after the `0x`), a whole value.
     #[inline(always)]
     fn hex(&mut self) -> Option<u64> {
-        let (v, n) = match swar_hex(self.word()) {
-            (_, 0) => return None,
-            (v, n @ 1..=7) => (v, n),
-            _ => {
-                let (v, end) = hex_from(self.s, self.i);
-                (v, end - self.i)
-            }
-        };
-        self.i += n;
+        let (v, end) = hex_from(self.s, self.i);
+        let n = end - self.i;
+        if n == 0 {
+            return None;
+        }
+        self.i = end;
         (n <= 16 && self.at_token_end()).then_some(v)
     }
 
@@ -388,9 +353,9 @@ impl<'a> Cur<'a> {
     }
 }
 
-// The loops of the walk are kept out of line (`spaces_from`, `token_from`, `hex_from`):
-// inlined into it, their cursor arithmetic ran the walk out of registers (callgrind counted
-// twice the instructions).
+// The long loops of the walk are kept out of line (`spaces_from`, `token_from`): inlined into
+// it, their cursor arithmetic ran the walk out of registers (callgrind counted twice the
+// instructions). `hex_from`'s short one is inlined: fewer instructions so.
 
 /// The eight bytes of `s` from `i` (little-endian), NULs past the end.
 #[inline(always)]
@@ -467,9 +432,10 @@ fn token_from(s: &[u8], mut i: usize) -> (usize, u64) {
     (i, bits)
 }
 
-/// The value of the hex digits from `i` on and the index after them (at most 17 are read:
-/// eight or more, which [`swar_hex`] leaves).
-#[inline(never)]
+/// The value of the hex digits from `i` on and the index after them (at most 17 are read).
+/// A byte at a time: a pfn has four or five digits, and the word-at-a-time form the digits
+/// use took 12 more instructions a line on a kernel's trace, and no less time.
+#[inline(always)]
 fn hex_from(s: &[u8], i: usize) -> (u64, usize) {
     let mut v = 0u64;
     let mut end = i;

@@ -681,26 +681,6 @@ proptest! {
 }
 
 proptest! {
-    /// The word-at-a-time hex run agrees with the byte loop: count, and value below eight.
-    #[test]
-    fn swar_hex_matches_the_byte_loop(
-        bytes in proptest::collection::vec(
-            prop_oneof![Just(b'0'), Just(b'9'), Just(b'a'), Just(b'f'), Just(b'A'), Just(b'F'),
-                Just(b'g'), Just(b'G'), Just(b'`'), Just(b'@'), Just(b'/'), Just(b':'), Just(b' '),
-                Just(0x80u8), Just(0xc1u8), Just(0xe6u8), any::<u8>()],
-            8,
-        ),
-    ) {
-        let n = bytes.iter().take_while(|b| b.is_ascii_hexdigit()).count();
-        let v = if n == 8 {
-            0
-        } else {
-            bytes[..n].iter().fold(0, |v, &b| v * 16 + u64::from((b as char).to_digit(16).unwrap()))
-        };
-        let x = u64::from_le_bytes(bytes[..].try_into().unwrap());
-        prop_assert_eq!(fast::swar_hex(x), (v, n));
-    }
-
     /// A line read where it lies in a buffer (`parse_at`, up to its LF) gives what the line
     /// alone gives, whatever follows it; a line that is cut off, or that ends in CR, is left
     /// to the general split.

@@ -285,21 +285,31 @@ impl Replayer {
         io::Error::other(self.geo.outside(pfn))
     }
 
-    /// Brings traced frame `pfn`'s `MAX_PAGE_ORDER` block of zone `z` online, if not yet.
+    /// Brings traced frame `pfn`'s `MAX_PAGE_ORDER` block of zone `z` online, if not yet:
+    /// the test of its bit inline (every event asks), the onlining out of line.
+    #[inline(always)]
     fn online_block(&mut self, z: usize, pfn: u64) -> io::Result<()> {
-        let span = self.geo.zones[z];
-        let base = span.start >> self.block_shift << self.block_shift;
+        let base = self.geo.zones[z].start >> self.block_shift << self.block_shift;
         let b = (pfn - base) >> self.block_shift;
         let (w, bit) = ((b / 64) as usize, 1u64 << (b % 64));
-        if self.online[z][w] & bit == 0 {
-            self.online[z][w] |= bit;
-            let lo = (base + (b << self.block_shift)).max(span.start);
-            let hi = (base + ((b + 1) << self.block_shift)).min(span.end());
-            self.zones[z]
-                .add_free_range(Pfn(lo), Pfn(hi))
-                .map_err(|e| io::Error::other(format!("onlining {lo:#x}..{hi:#x}: {e}")))?;
-            self.counts.onlined_blocks += 1;
+        if self.online[z][w] & bit != 0 {
+            return Ok(());
         }
+        self.bring_online(z, base, b)
+    }
+
+    /// Brings block `b` (from `base`) of zone `z` online.
+    #[cold]
+    #[inline(never)]
+    fn bring_online(&mut self, z: usize, base: u64, b: u64) -> io::Result<()> {
+        let span = self.geo.zones[z];
+        self.online[z][(b / 64) as usize] |= 1u64 << (b % 64);
+        let lo = (base + (b << self.block_shift)).max(span.start);
+        let hi = (base + ((b + 1) << self.block_shift)).min(span.end());
+        self.zones[z]
+            .add_free_range(Pfn(lo), Pfn(hi))
+            .map_err(|e| io::Error::other(format!("onlining {lo:#x}..{hi:#x}: {e}")))?;
+        self.counts.onlined_blocks += 1;
         Ok(())
     }
 
