@@ -277,8 +277,9 @@ impl<P: Platform> Zone<P> {
             t.index_of(start).unwrap_or(0),
             t.index_of(Pfn(end.0 - 1)).unwrap_or(0),
         );
-        // Both walks over the range's slice of the table, not one call per frame.
-        if let Some(i) = t.first_not_of_kind(first..last + 1, FrameState::Absent) {
+        // Both walks over the range's slice of the table, not one call per frame; the first
+        // skips a heap table's untouched pageblocks, absent throughout (all of a new zone's).
+        if let Some(i) = t.first_present(first..last + 1) {
             return Err(RangeError::Overlap { pfn: t.pfn_of(i) });
         }
         // Memory added to a heap table's untouched pageblocks settles them first.
