@@ -407,9 +407,9 @@ impl Parser {
     ///
     /// Lines are parsed where they lie in the reader's buffer. The fast path reads a line of
     /// the common shape there and finds its LF as it goes (`fast::parse_after`, which does not
-    /// walk again the columns the line before had); other lines
-    /// are split with SIMD `memchr2`. Only a line split across two buffer fills is copied,
-    /// into a buffer that never grows past the line limit.
+    /// walk again the columns the line before had); other lines are split with SIMD
+    /// `memchr2`. Only a line split across two buffer fills is copied, into a buffer that
+    /// never grows past the line limit.
     pub fn read_all<R: BufRead, F: FnMut(&Event<'_>)>(
         &mut self,
         mut reader: R,
