@@ -362,7 +362,16 @@ fn file_stem_key(experiment: &str, stem: &str) -> String {
         .collect()
 }
 
+/// Writes `bytes` as a new file at `path`, replacing the one a run before left there: that one
+/// is removed first, not truncated and rewritten. ext4 flushes a file truncated and written
+/// again when it is closed (`auto_da_alloc`, its guard for programs that replace files so),
+/// which took about 2 ms of a replay's serial end across its report's files (BENCHMARKS.md,
+/// issue 16); a rename over the old file triggers the same flush. Whatever stands at `path`
+/// and is no file (a directory) stays, and the write's error names it.
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    if fs::symlink_metadata(path).is_ok_and(|m| !m.is_dir()) {
+        fs::remove_file(path).map_err(|e| format!("replacing {}: {e}", path.display()))?;
+    }
     fs::write(path, bytes).map_err(|e| format!("writing {}: {e}", path.display()))
 }
 
@@ -528,6 +537,37 @@ mod tests {
         });
         assert!(got.is_err());
         assert!(!d.exists());
+    }
+
+    /// A report written into a folder a run before wrote replaces each file by a new one, with
+    /// the new contents: another name for the old file (a hard link) keeps the old, and
+    /// what a link at a file's name pointed to is left as it was.
+    #[cfg(unix)]
+    #[test]
+    fn a_report_replaces_the_files_of_a_run_before_and_writes_through_no_link() {
+        let (r, d) = (with_plots(), dir("again"));
+        write(&d, &r).unwrap();
+        let json = d.join("results.json");
+        fs::write(&json, "stale").unwrap();
+        let old = dir("again-old");
+        fs::hard_link(&json, &old).unwrap();
+        let target = dir("again-target");
+        fs::write(&target, "not a plot").unwrap();
+        fs::remove_file(d.join("exp-a.svg")).unwrap();
+        std::os::unix::fs::symlink(&target, d.join("exp-a.svg")).unwrap();
+        let warnings = write(&d, &r).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(
+            fs::read_to_string(&json).unwrap(),
+            super::json::to_string(&r).unwrap()
+        );
+        assert_eq!(fs::read_to_string(&old).unwrap(), "stale");
+        let svg = fs::symlink_metadata(d.join("exp-a.svg")).unwrap();
+        assert!(svg.is_file(), "the link was replaced by the plot");
+        assert_eq!(fs::read_to_string(&target).unwrap(), "not a plot");
+        fs::remove_dir_all(&d).unwrap();
+        fs::remove_file(&old).unwrap();
+        fs::remove_file(&target).unwrap();
     }
 
     /// A plot that cannot be written is a warning, named in `report.md` (rendered again with
