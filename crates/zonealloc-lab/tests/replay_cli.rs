@@ -527,3 +527,43 @@ fn with_proc_a_pipe_and_a_compressed_file_replay_like_the_file_beyond_the_first_
         assert_eq!(from_file, from_gz, "--infer {infer}: a .gz file");
     }
 }
+
+/// The kernel side counts each event once, whether the prefix's look hands it the first
+/// 4 MiB's events as it takes them (the CPU count given: the zones are built before the look
+/// is whole) or the replay's loop counts them all (no CPU count before the look).
+#[test]
+fn the_kernel_side_counts_every_event_once_however_the_prefix_is_looked_at() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = std::fs::read_to_string(SAMPLE).unwrap();
+    let body: String = sample
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    // Past the prefix's 4 MiB, with no header to give the CPU count.
+    let trace = dir.path().join("long.txt");
+    std::fs::write(&trace, body.repeat(12)).unwrap();
+    assert!(std::fs::metadata(&trace).unwrap().len() > 5 << 20);
+    let replay = |extra: &[&str]| {
+        let mut args = vec!["trace", "replay", s(&trace), "--out"];
+        let out = dir.path().join(format!("out{}", extra.len()));
+        args.push(s(&out));
+        args.push("--json");
+        args.extend_from_slice(extra);
+        json(&zonealloc(&args))
+    };
+    let looked_first = replay(&[]);
+    let config = &looked_first["experiments"][0]["config"];
+    assert_eq!(
+        config["cpus_from"], "the highest CPU in the trace's first events",
+        "no header, no flag"
+    );
+    let cpus = config["cpus"].to_string();
+    let counted_early = replay(&["--cpus", &cpus]);
+    let early = &counted_early["experiments"][0]["config"];
+    assert_eq!(early["kernel_side"], config["kernel_side"]);
+    assert_eq!(counts(&counted_early), counts(&looked_first));
+    let per_cpu = early["kernel_side"]["events_per_cpu"].as_array().unwrap();
+    let sum: u64 = per_cpu.iter().map(|n| n.as_u64().unwrap()).sum();
+    assert_eq!(sum, early["events"].as_u64().unwrap());
+}

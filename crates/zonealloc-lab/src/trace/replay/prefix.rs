@@ -8,7 +8,7 @@
 use super::input::{self, Input, Shared, Sniff, Split};
 use super::pipe::{Chunk, ParseAhead};
 use crate::trace::migratetype::Evidence;
-use crate::trace::parse::Parser;
+use crate::trace::parse::{Event, Parser};
 use std::io;
 
 /// The prefix being looked at: what is known now, and the parse's events of it once taken.
@@ -57,19 +57,19 @@ impl PrefixLook {
     /// their events; where the parse read fewer bytes than marked (a window's end inside the
     /// prefix, a read error), the whole prefix is parsed here instead.
     pub fn finish(&mut self, ahead: &ParseAhead) -> &Sniff {
+        self.finish_with(ahead, |_| {})
+    }
+
+    /// [`PrefixLook::finish`], handing each event it takes to `each` too, in order (none
+    /// where the look was whole already).
+    pub fn finish_with(&mut self, ahead: &ParseAhead, mut each: impl FnMut(&Event<'_>)) -> &Sniff {
         if let Some(want) = self.pending.take() {
             let mut read = None;
-            // Runs of allocations share their `gfp_flags`: each string is weighed once.
-            let mut last: (String, Option<u8>) = (String::new(), None);
-            let mut expected = |gfp: &str| {
-                if gfp != last.0 {
-                    last = (gfp.to_owned(), Evidence::expected(gfp));
-                }
-                last.1
-            };
+            let mut memo = Expected::default();
             while let Some(chunk) = ahead.next() {
                 for ev in chunk.events() {
-                    self.sniff.add_with(&ev, &mut expected);
+                    self.sniff.add_with(&ev, |gfp| memo.of(gfp));
+                    each(&ev);
                 }
                 read = chunk.mark();
                 self.held.push(chunk);
@@ -87,6 +87,36 @@ impl PrefixLook {
     /// The chunks taken so far, in order (the replay starts with them), handed over.
     pub fn take_held(&mut self) -> Vec<Chunk> {
         std::mem::take(&mut self.held)
+    }
+}
+
+/// [`Evidence::expected`] of the `gfp_flags` strings met last, a few kept: a trace's
+/// allocations name a few dozen strings, interleaved (each weighed afresh, the prefix's
+/// look took 2.7 M instructions on a kernel's trace; a string met again is looked up).
+#[derive(Default)]
+struct Expected {
+    /// The strings and their evidence, the one met last first.
+    kept: Vec<(Box<str>, Option<u8>)>,
+}
+
+impl Expected {
+    /// Strings kept.
+    const KEPT: usize = 32;
+
+    fn of(&mut self, gfp: &str) -> Option<u8> {
+        let i = match self.kept.iter().position(|(s, _)| **s == *gfp) {
+            Some(i) => i,
+            None => {
+                if self.kept.len() == Self::KEPT {
+                    self.kept.pop();
+                }
+                self.kept.push((gfp.into(), Evidence::expected(gfp)));
+                self.kept.len() - 1
+            }
+        };
+        // The one met last goes first: a run of allocations finds it at once.
+        self.kept[..=i].rotate_right(1);
+        self.kept[0].1
     }
 }
 
@@ -198,6 +228,28 @@ mod tests {
         same(&s, &whole);
         assert!(s.evidence.legacy < 60_000 && s.evidence.legacy > 30_000);
         assert_eq!(events.len(), 60_001);
+    }
+
+    #[test]
+    fn the_memo_weighs_every_string_as_the_evidence_does_past_what_it_keeps() {
+        // Of one length, with each answer: movable, reclaimable, none, none (hex).
+        let names = [
+            "  __GFP_MOVABLE  ",
+            "__GFP_RECLAIMABLE",
+            "GFP_KERNEL|__GFP_",
+            "0x400dc0000000000",
+        ];
+        // More distinct strings than the memo keeps, met again in another order.
+        let strings: Vec<String> = (0..2 * Expected::KEPT)
+            .map(|i| format!("{}|__GFP_X{i}", names[i % names.len()]))
+            .collect();
+        let mut memo = Expected::default();
+        for k in 0..20 * strings.len() {
+            let s = &strings[(k * 7 + k / 5) % strings.len()];
+            assert_eq!(memo.of(s), Evidence::expected(s), "{s}");
+            assert!(memo.kept.len() <= Expected::KEPT);
+        }
+        assert_eq!(memo.of(""), None);
     }
 
     #[test]

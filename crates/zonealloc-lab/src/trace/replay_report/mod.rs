@@ -325,8 +325,16 @@ pub fn run_unchecked(
     }
 
     // The prefix's whole look, if the zones came first; the geometry's CPU count did not
-    // depend on it.
-    look.finish(&ahead);
+    // depend on it. Without the inferences the kernel side only counts, whatever the
+    // numbering: it counts the prefix's events as the look takes them, while the parse goes
+    // on (the first `counted` events of the replay below).
+    let mut counted = 0u64;
+    look.finish_with(&ahead, |ev| {
+        if !infer {
+            kernel.add_counts(ev, geo.zone_of(ev.kind.pfn()).unwrap_or(0));
+            counted += 1;
+        }
+    });
     geo.numbering = numbering(&look);
     for r in replayers.iter_mut() {
         r.set_numbering(geo.numbering);
@@ -341,12 +349,13 @@ pub fn run_unchecked(
     'replay: while let Some(chunk) = held.next().or_else(|| ahead.next()) {
         for ev in chunk.events() {
             let ev = &ev;
-            let zone = geo.zone_of(ev.kind.pfn()).unwrap_or(0);
             // Without the inferences the kernel side only counts (the same figures).
             let inferred = if infer {
-                kernel.add(ev, zone)
+                kernel.add(ev, geo.zone_of(ev.kind.pfn()).unwrap_or(0))
             } else {
-                kernel.add_counts(ev, zone);
+                if done >= counted {
+                    kernel.add_counts(ev, geo.zone_of(ev.kind.pfn()).unwrap_or(0));
+                }
                 kernel::Inferred::None
             };
             let untraced: &[_] = if infer { &kernel.untraced_now } else { &[] };
