@@ -120,7 +120,9 @@ impl Geometry {
     }
 
     /// The zone spanning `pfn`.
-    #[inline]
+    // `always`: called per event from the replay's loop, which did not inline it once the
+    // kernel side's accounting was inlined at two calls.
+    #[inline(always)]
     pub fn zone_of(&self, pfn: u64) -> Option<usize> {
         if let [z] = self.zones.as_slice() {
             return (pfn >= z.start && pfn < z.end()).then_some(0);
