@@ -4,6 +4,7 @@
 use super::{Event, EventKind, PagePtr};
 
 /// Why a line gave no event.
+#[derive(Clone, Copy)]
 pub(super) enum LineKind {
     Comment,
     Other,

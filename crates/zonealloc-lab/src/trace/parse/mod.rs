@@ -349,15 +349,20 @@ impl Parser {
                 self.events += 1;
                 Some(ev)
             }
-            Err(LineKind::Comment) => {
-                self.comments += 1;
+            Err(kind) => {
+                self.count_other(kind);
                 None
             }
-            Err(LineKind::Other) => {
-                self.other += 1;
-                None
-            }
-            Err(LineKind::Malformed(reason)) => {
+        }
+    }
+
+    /// Counts a line that gave no event.
+    #[inline(never)]
+    fn count_other(&mut self, kind: LineKind) {
+        match kind {
+            LineKind::Comment => self.comments += 1,
+            LineKind::Other => self.other += 1,
+            LineKind::Malformed(reason) => {
                 self.malformed += 1;
                 if self.first_malformed.len() < MALFORMED_KEPT {
                     self.first_malformed.push(Malformed {
@@ -365,7 +370,6 @@ impl Parser {
                         reason,
                     });
                 }
-                None
             }
         }
     }
@@ -440,19 +444,26 @@ impl Parser {
             let mut at = 0;
             while let Some(rest) = buf.get(at..).filter(|r| !r.is_empty()) {
                 if carry.is_empty() && !after_cr {
-                    // A line whose LF lies in this fill, within the limit, read in place.
-                    if let Some((r, end)) =
-                        fast::parse_after(rest, &mut seen).filter(|&(_, e)| e < rest.len())
-                    {
-                        if end > max {
-                            return Err(self.too_long());
+                    // A line whose LF lies in this fill, within the limit, read in place (the
+                    // event handed on where the walk left it: no copy).
+                    let parsed = fast::parse_after(rest, &mut seen);
+                    if let Some((r, end)) = &parsed {
+                        let end = *end;
+                        if end < rest.len() {
+                            if end > max {
+                                return Err(self.too_long());
+                            }
+                            self.lines += 1;
+                            match r {
+                                Ok(ev) => {
+                                    self.events += 1;
+                                    f(ev);
+                                }
+                                Err(kind) => self.count_other(*kind),
+                            }
+                            at += end + 1;
+                            continue;
                         }
-                        self.lines += 1;
-                        if let Some(ev) = self.count(r) {
-                            f(&ev);
-                        }
-                        at += end + 1;
-                        continue;
                     }
                 }
                 let Some(n) = memchr::memchr2(b'\n', b'\r', rest) else {
