@@ -17,7 +17,7 @@
 //! spaces only: any other control byte (a tab, a CR, a NUL) before the last field sends the
 //! line the general way, which splits and words it.
 
-use super::line::{event_name, is_sep, page_ptr, LineKind, Name};
+use super::line::{event_name, is_sep, page_ptr, LineKind, Name, HIGHS, ONES};
 use super::{Event, EventKind, PagePtr};
 
 /// Each byte's value as a hex digit, 0xff for bytes that are none.
@@ -37,8 +37,6 @@ static HEX: [u8; 256] = {
     t
 };
 
-const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGHS: u64 = 0x8080_8080_8080_8080;
 const SPACES: u64 = ONES * 0x20;
 
 /// The decimal digits that open the eight bytes of `x` (little-endian, the first byte lowest)
@@ -433,8 +431,9 @@ fn token_from(s: &[u8], mut i: usize) -> (usize, u64) {
 }
 
 /// The value of the hex digits from `i` on and the index after them (at most 17 are read).
-/// A byte at a time: a pfn has four or five digits, and the word-at-a-time form the digits
-/// use took 12 more instructions a line on a kernel's trace, and no less time.
+/// A byte at a time: a pfn has four or five digits, and a word-at-a-time form (as the decimal
+/// fields are read, [`swar_digits`]) took 12 more instructions a line on a kernel's trace,
+/// and no less time.
 #[inline(always)]
 fn hex_from(s: &[u8], i: usize) -> (u64, usize) {
     let mut v = 0u64;

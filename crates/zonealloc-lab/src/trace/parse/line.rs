@@ -18,8 +18,10 @@ pub(super) fn is_sep(b: u8) -> bool {
     b <= b' '
 }
 
-const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGHS: u64 = 0x8080_8080_8080_8080;
+/// A word of eight bytes of 1, and of their high bits: the SWAR constants of this walk and
+/// the fast path's.
+pub(super) const ONES: u64 = 0x0101_0101_0101_0101;
+pub(super) const HIGHS: u64 = 0x8080_8080_8080_8080;
 
 /// The index of the first separator in `s` (or of the first `=` too, with `or_eq`), or
 /// `s.len()`: eight bytes per step (SWAR). In each mask the lowest set bit marks the first
