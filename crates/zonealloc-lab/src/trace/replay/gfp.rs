@@ -68,14 +68,26 @@ fn flags(gfp: &str) -> Flags {
     out
 }
 
-/// [`request`] remembering the `gfp_flags` strings it has read: a trace repeats a few dozen
-/// of them, and consecutive allocations mostly share one, so a replay compares the string
-/// with the last one (and then the others) instead of splitting and matching it again. Each
-/// string is compared by its [`Key`] first, and in full only where the keys match.
+/// [`request`] remembering the `gfp_flags` strings it has read ([`GfpMemo`]).
 #[derive(Default)]
-pub struct GfpCache {
-    seen: Vec<(Key, Box<str>, Flags)>,
+pub struct GfpCache(GfpMemo<Flags>);
+
+/// A value read from a `gfp_flags` string, remembered for the strings seen: a trace repeats a
+/// few dozen of them, and consecutive allocations mostly share one, so the string is compared
+/// with the last one (and then the others) instead of being split and matched again. Each
+/// string is compared by its [`Key`] first, and in full only where the keys match.
+pub struct GfpMemo<V> {
+    seen: Vec<(Key, Box<str>, V)>,
     last: usize,
+}
+
+impl<V> Default for GfpMemo<V> {
+    fn default() -> Self {
+        GfpMemo {
+            seen: Vec::new(),
+            last: 0,
+        }
+    }
 }
 
 /// A string's length and a word made of its first and last eight bytes: equal strings have
@@ -99,22 +111,36 @@ impl Key {
 }
 
 impl GfpCache {
+    /// [`request`], from the cache where `gfp` was seen before.
+    #[inline]
+    pub fn request(&mut self, mt: MigrateType, gfp: &str) -> AllocRequest {
+        self.0.get(gfp, flags).request(mt)
+    }
+}
+
+impl<V: Copy> GfpMemo<V> {
     /// The most strings kept; a trace with more (hex flags from many kernels, or hostile
     /// input) reads the others each time.
     pub const MAX: usize = 256;
 
-    /// [`request`], from the cache where `gfp` was seen before.
+    /// `read(gfp)`, remembered where `gfp` was seen before (`read` must be a function of the
+    /// string alone, the same at every call).
     #[inline]
-    pub fn request(&mut self, mt: MigrateType, gfp: &str) -> AllocRequest {
+    pub fn get(&mut self, gfp: &str, read: impl FnOnce(&str) -> V) -> V {
         let key = Key::of(gfp);
-        let f = match self.seen.get(self.last) {
-            Some((k, s, f)) if *k == key && **s == *gfp => *f,
-            _ => self.lookup(key, gfp),
-        };
-        f.request(mt)
+        match self.seen.get(self.last) {
+            Some((k, s, v)) if *k == key && **s == *gfp => *v,
+            _ => self.lookup(key, gfp, read),
+        }
     }
 
-    fn lookup(&mut self, key: Key, gfp: &str) -> Flags {
+    /// Strings kept.
+    #[cfg(test)]
+    pub(super) fn len(&self) -> usize {
+        self.seen.len()
+    }
+
+    fn lookup(&mut self, key: Key, gfp: &str, read: impl FnOnce(&str) -> V) -> V {
         if let Some(i) = self
             .seen
             .iter()
@@ -123,12 +149,12 @@ impl GfpCache {
             self.last = i;
             return self.seen[i].2;
         }
-        let f = flags(gfp);
+        let v = read(gfp);
         if self.seen.len() < Self::MAX {
             self.last = self.seen.len();
-            self.seen.push((key, gfp.into(), f));
+            self.seen.push((key, gfp.into(), v));
         }
-        f
+        v
     }
 }
 
@@ -170,7 +196,7 @@ mod tests {
         }
         // Past its size the cache still answers, reading the string each time.
         let mut small = GfpCache::default();
-        for i in 0..GfpCache::MAX + 3 {
+        for i in 0..GfpMemo::<Flags>::MAX + 3 {
             let t = if i % 2 == 0 {
                 format!("GFP_ATOMIC|__GFP_X{i}")
             } else {
@@ -181,6 +207,6 @@ mod tests {
                 request(MigrateType::Movable, &t)
             );
         }
-        assert_eq!(small.seen.len(), GfpCache::MAX);
+        assert_eq!(small.0.len(), GfpMemo::<Flags>::MAX);
     }
 }

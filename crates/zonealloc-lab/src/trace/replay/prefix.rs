@@ -5,6 +5,7 @@
 //! separate parse of the whole prefix gives (which runs instead wherever the split cannot be
 //! exact), without the 4 MiB parsed twice on a machine whose two cores both replay.
 
+use super::gfp::GfpMemo;
 use super::input::{self, Input, Shared, Sniff, Split};
 use super::pipe::{Chunk, ParseAhead};
 use crate::trace::migratetype::Evidence;
@@ -65,10 +66,14 @@ impl PrefixLook {
     pub fn finish_with(&mut self, ahead: &ParseAhead, mut each: impl FnMut(&Event<'_>)) -> &Sniff {
         if let Some(want) = self.pending.take() {
             let mut read = None;
-            let mut memo = Expected::default();
+            // A trace's allocations name a few dozen `gfp_flags` strings, interleaved: each
+            // is weighed once (weighed afresh, the look took 2.7 M instructions on a
+            // kernel's trace).
+            let mut memo = GfpMemo::default();
             while let Some(chunk) = ahead.next() {
                 for ev in chunk.events() {
-                    self.sniff.add_with(&ev, |gfp| memo.of(gfp));
+                    self.sniff
+                        .add_with(&ev, |gfp| memo.get(gfp, Evidence::expected));
                     each(&ev);
                 }
                 read = chunk.mark();
@@ -87,36 +92,6 @@ impl PrefixLook {
     /// The chunks taken so far, in order (the replay starts with them), handed over.
     pub fn take_held(&mut self) -> Vec<Chunk> {
         std::mem::take(&mut self.held)
-    }
-}
-
-/// [`Evidence::expected`] of the `gfp_flags` strings met last, a few kept: a trace's
-/// allocations name a few dozen strings, interleaved (each weighed afresh, the prefix's
-/// look took 2.7 M instructions on a kernel's trace; a string met again is looked up).
-#[derive(Default)]
-struct Expected {
-    /// The strings and their evidence, the one met last first.
-    kept: Vec<(Box<str>, Option<u8>)>,
-}
-
-impl Expected {
-    /// Strings kept.
-    const KEPT: usize = 32;
-
-    fn of(&mut self, gfp: &str) -> Option<u8> {
-        let i = match self.kept.iter().position(|(s, _)| **s == *gfp) {
-            Some(i) => i,
-            None => {
-                if self.kept.len() == Self::KEPT {
-                    self.kept.pop();
-                }
-                self.kept.push((gfp.into(), Evidence::expected(gfp)));
-                self.kept.len() - 1
-            }
-        };
-        // The one met last goes first: a run of allocations finds it at once.
-        self.kept[..=i].rotate_right(1);
-        self.kept[0].1
     }
 }
 
@@ -240,16 +215,20 @@ mod tests {
             "0x400dc0000000000",
         ];
         // More distinct strings than the memo keeps, met again in another order.
-        let strings: Vec<String> = (0..2 * Expected::KEPT)
+        let strings: Vec<String> = (0..2 * GfpMemo::<Option<u8>>::MAX)
             .map(|i| format!("{}|__GFP_X{i}", names[i % names.len()]))
             .collect();
-        let mut memo = Expected::default();
+        let mut memo = GfpMemo::default();
         for k in 0..20 * strings.len() {
             let s = &strings[(k * 7 + k / 5) % strings.len()];
-            assert_eq!(memo.of(s), Evidence::expected(s), "{s}");
-            assert!(memo.kept.len() <= Expected::KEPT);
+            assert_eq!(
+                memo.get(s, Evidence::expected),
+                Evidence::expected(s),
+                "{s}"
+            );
+            assert!(memo.len() <= GfpMemo::<Option<u8>>::MAX);
         }
-        assert_eq!(memo.of(""), None);
+        assert_eq!(memo.get("", Evidence::expected), None);
     }
 
     #[test]
