@@ -480,23 +480,23 @@ fn unreadable_or_malformed_ring_buffer_stats_mean_incomplete() {
 }
 
 fn layout_flags() -> Vec<u64> {
-    let mut v = vec![NOPAGE, NOPAGE, RESERVED, RESERVED, BUDDY];
-    v.extend([0; 7]); // 5..=11: the order-2 block of pfn 4 (and pages beyond it)
-    v.extend([BUDDY, 0, 0]); // 12: aligned to 4, but only 2 free-looking pages after it
+    let mut v = vec![NOPAGE, NOPAGE, RESERVED, RESERVED];
+    v.extend([BUDDY; 4]); // 4..=7: an order-2 free block (KPF_BUDDY on head and tail pages)
+    v.extend([0; 4]); // 8..=11: no flag (per-CPU list pages, flagless kernel allocations)
+    v.extend([BUDDY, BUDDY, 0]); // 12..=13 an order-1 block, 14
     v.extend([LRU | MMAP; 3]); // 15..=17
-    v.extend([SLAB, 0, BUDDY, BUDDY]); // 18, 19, 20 and 21 (odd: order 0)
+    v.extend([SLAB, 0, BUDDY, BUDDY]); // 18, 19, 20..=21
     v.extend([0; 10]); // 22..=31
     v.extend([HUGE | COMPOUND_HEAD, PGTABLE, OFFLINE, REFERENCED]); // 32..=35
     v.extend([0; 4]); // 36..=39
-    v.push(BUDDY); // 40: aligned to 8, 23 free pages after it; capped by max_order
-    v.extend([0; 23]);
+    v.extend([BUDDY; 24]); // 40..=63
     v
 }
 
 #[test]
 fn pfn_layout_mapcount_and_nodes_are_recorded() {
     let fake = Fake::new();
-    // Three orders (0..=2): the cap on a buddy head's order comes from buddyinfo.
+    // Three orders (0..=2): the header says so, for the reader's split of free runs into blocks.
     fake.write(
         "root/proc/buddyinfo",
         "Node 0, zone      DMA      1      1      0\n",
@@ -527,9 +527,9 @@ fn pfn_layout_mapcount_and_nodes_are_recorded() {
     let r = fake.run(&[os("-c"), os("none"), os("-o"), os("cap")]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let cap = fake.work().join("cap");
-    let want_layout = "# zonealloc pfn layout 1: start_pfn count class [order_max]; max_order 2\n\
-        0 2 N\n2 2 R\n4 1 B 2\n5 7 F\n12 1 B 1\n13 2 F\n15 3 M\n18 1 S\n19 1 F\n20 1 B 0\n\
-        21 1 B 0\n22 10 F\n32 1 H\n33 1 T\n34 1 O\n35 1 U\n36 4 F\n40 1 B 2\n41 23 F\nend 64\n";
+    let want_layout = "# zonealloc pfn layout 1: start_pfn count class; max_order 2\n\
+        0 2 N\n2 2 R\n4 4 B\n8 4 F\n12 2 B\n14 1 F\n15 3 M\n18 1 S\n19 1 F\n20 2 B\n\
+        22 10 F\n32 1 H\n33 1 T\n34 1 O\n35 1 U\n36 4 F\n40 24 B\nend 64\n";
     let want_count =
         "# zonealloc pfn mapcount 1: start_pfn count mapcount (runs of non-zero values)\n\
         15 2 1\n17 1 2\n40 1 8589934592\nend 64\n";
