@@ -221,7 +221,7 @@ fn assert_capture(cap: &Path, lost: &str) {
         "MemAvailable:    1000000 kB\n"
     );
     assert_eq!(read(&cap.join("trace.txt")), TRACE, "{cap_s}");
-    assert_eq!(read(&cap.join("stats/per_cpu/cpu1/stats")).len() > 10, true);
+    assert!(read(&cap.join("stats/per_cpu/cpu1/stats")).starts_with("entries: 5\n"));
     let lost_file = read(&cap.join("stats/lost"));
     assert!(
         lost_file.starts_with(lost),
