@@ -134,6 +134,18 @@ impl Fake {
 
     /// Runs `SHELL capture-kmem ARGS -- sh wl.sh` in `work/`, with the umask set first.
     fn run_with(&self, shell: &str, umask: &str, args: &[&OsStr], probe: Option<&Path>) -> Run {
+        self.run_cmd(shell, umask, args, probe, &[])
+    }
+
+    /// [`run_with`](Self::run_with) with `EXTRA` after `wl.sh` on the command line.
+    fn run_cmd(
+        &self,
+        shell: &str,
+        umask: &str,
+        args: &[&OsStr],
+        probe: Option<&Path>,
+        extra: &[&OsStr],
+    ) -> Run {
         let mut cmd = Command::new("sh");
         cmd.arg("-c")
             .arg(r#"umask "$0"; shell=$1; shift; exec "$shell" "$@""#)
@@ -144,6 +156,7 @@ impl Fake {
             .arg("--")
             .arg("sh")
             .arg(self.path("wl.sh"))
+            .args(extra)
             .current_dir(self.work())
             .env("CAPTURE_KMEM_SYSROOT", self.root())
             .env("TMPL", self.path("tmpl"))
@@ -298,6 +311,24 @@ fn awkward_out_names_capture_and_count_losses() {
             r.stderr
         );
     }
+}
+
+#[test]
+fn control_characters_never_reach_the_terminal() {
+    let fake = Fake::new();
+    let name = "title\x1b]0;owned\x07 and \x1b[2J";
+    let args = [os("-c"), os("none"), os("-o"), os(name)];
+    let r = fake.run_cmd("sh", "022", &args, None, &[os("\x1b[31mred"), os("\r")]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        !r.stderr.contains(['\x1b', '\x07', '\r']),
+        "control characters reached the terminal: {:?}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("running: sh "), "{}", r.stderr);
+    assert_capture(&fake.work().join(name), "lost_total: 0\n");
+    let command = read(&fake.work().join(name).join("info/command"));
+    assert!(command.ends_with(" '\x1b[31mred' '\r'\n"), "{command:?}");
 }
 
 #[test]
