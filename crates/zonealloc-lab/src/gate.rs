@@ -34,6 +34,12 @@ struct State {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Cancelled;
 
+impl fmt::Display for Cancelled {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("stopped at the start: another thread failed or could not be started")
+    }
+}
+
 impl Gate {
     /// A gate that opens when `parties` threads wait at it (each round).
     pub fn new(parties: usize) -> Self {
