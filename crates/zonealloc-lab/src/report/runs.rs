@@ -394,7 +394,7 @@ mod tests {
         let big = dir.join("results.json");
         let f = std::fs::File::create(&big).unwrap();
         f.set_len(MAX_RESULTS_BYTES + 1).unwrap(); // sparse: no disk used
-        let e = load_all(&[dir.clone()]).unwrap_err();
+        let e = load_all(std::slice::from_ref(&dir)).unwrap_err();
         std::fs::remove_dir_all(&dir).unwrap();
         assert!(e.contains("over 64 MiB"), "{e}");
     }
