@@ -12,7 +12,9 @@
 //! - [`machine`]: the machine a run was taken on, named in every report;
 //! - [`procfs`]: the kernel's `/proc/zoneinfo`, `pagetypeinfo` and `buddyinfo` read back, for
 //!   replays set up as the kernel was;
-//! - [`rng`]: the one deterministic generator of experiments and workloads.
+//! - [`rng`]: the one deterministic generator of experiments and workloads;
+//! - [`gate`]: threads that start together, and a clear error (never a hang) when one of
+//!   them cannot be started.
 //!
 //! Dependencies point one way: `experiments`, `trace` and `bench` produce results and use
 //! `report` (the result model, statistics, tables) and `rng`; `trace` and `bench` never use
@@ -23,6 +25,7 @@
 
 pub mod bench;
 pub mod experiments;
+pub mod gate;
 pub mod inspect;
 pub mod machine;
 pub mod procfs;

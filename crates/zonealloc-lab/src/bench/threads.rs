@@ -9,14 +9,16 @@
 //!
 //! A panic in one thread fails the repetition; one before the start breaks the gate, so the
 //! others do not wait for ever, and the first real panic, not its echoes, is the one resumed.
+//! A thread that cannot be started (a limit on threads or memory) breaks it too, and the
+//! repetition fails with that error once the threads started are joined.
 
 use std::hint::black_box;
-use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::Instant;
 
 use serde::Serialize;
 
 use super::peers::{PageWorker, Token};
+use crate::gate::{Gate, SpawnError, Spawner};
 
 /// One repetition of a workload: the sums over its threads.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -141,47 +143,36 @@ impl ThreadOut {
     }
 }
 
-/// The start line of a run's threads: `std::sync::Barrier`, except that a thread that panics
-/// before it (its worker could not be made, say) breaks it, and the threads waiting there
-/// panic too instead of waiting for ever.
-pub(super) struct StartGate {
-    /// Threads arrived, and whether one failed.
-    state: Mutex<(usize, bool)>,
-    opened: Condvar,
-    threads: usize,
-}
+/// The start line of a run's threads: a [`Gate`], except that a thread released by a
+/// cancelled gate unwinds (without a panic message: it is an echo) instead of running. A thread
+/// that panics before the start (its worker could not be made, say) cancels it
+/// ([`BreakOnPanic`]), and so does a thread that could not be started
+/// ([`Spawner::spawn_each`]), so the others do not wait for ever.
+pub(super) struct StartGate(Gate);
 
 /// The panic payload of a thread released from a broken [`StartGate`].
 struct GateBroken;
 
 impl StartGate {
     pub(super) fn new(threads: usize) -> Self {
-        StartGate {
-            state: Mutex::new((0, false)),
-            opened: Condvar::new(),
-            threads,
-        }
+        StartGate(Gate::new(threads))
     }
 
-    /// Waits until every thread has arrived; panics if one failed instead.
+    /// Waits until every thread has arrived; unwinds if the gate was cancelled instead.
     pub(super) fn wait(&self) {
-        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        s.0 += 1;
-        if s.0 == self.threads {
-            self.opened.notify_all();
-        }
-        while s.0 < self.threads && !s.1 {
-            s = self.opened.wait(s).unwrap_or_else(PoisonError::into_inner);
-        }
-        if s.1 {
-            drop(s);
-            std::panic::panic_any(GateBroken);
+        if self.0.wait().is_err() {
+            // `resume_unwind`, not `panic_any`: no panic message for each echo.
+            std::panic::resume_unwind(Box::new(GateBroken));
         }
     }
 
     fn fail(&self) {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner).1 = true;
-        self.opened.notify_all();
+        self.0.cancel();
+    }
+
+    /// The gate itself (to cancel it when a thread cannot be started).
+    pub(super) fn gate(&self) -> &Gate {
+        &self.0
     }
 }
 
@@ -217,26 +208,25 @@ pub(super) fn join_all<T>(handles: Vec<std::thread::ScopedJoinHandle<'_, T>>) ->
     outs
 }
 
-/// Runs `body(thread, start_gate)` on `threads` scoped threads and sums what they report.
-/// Each body makes its worker on its own thread (a zonealloc `CpuHandle` belongs to one),
-/// sets up, waits at the gate, and times itself.
-pub(super) fn on_threads<F>(threads: usize, body: F) -> Result<Rep, String>
+/// Runs `body(thread, start_gate)` on `threads` scoped threads started by `spawner` and sums
+/// what they report. Each body makes its worker on its own thread (a zonealloc `CpuHandle`
+/// belongs to one), sets up, waits at the gate, and times itself. A thread that cannot be
+/// started is an error once the others are released and joined.
+pub(super) fn on_threads<F>(spawner: &Spawner, threads: usize, body: F) -> Result<Rep, String>
 where
     F: Fn(usize, &StartGate) -> ThreadOut + Sync,
 {
     let gate = StartGate::new(threads);
     let outs: Vec<ThreadOut> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|i| {
-                let (body, gate) = (&body, &gate);
-                s.spawn(move || {
-                    let _guard = BreakOnPanic(gate);
-                    body(i, gate)
-                })
-            })
-            .collect();
-        join_all(handles)
-    });
+        let (body, gate) = (&body, &gate);
+        let handles = spawner.spawn_each(s, threads, gate.gate(), |i| {
+            move || {
+                let _guard = BreakOnPanic(gate);
+                body(i, gate)
+            }
+        })?;
+        Ok::<_, SpawnError>(join_all(handles))
+    })?;
     combine(&outs)
 }
 

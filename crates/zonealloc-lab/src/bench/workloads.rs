@@ -18,6 +18,7 @@ pub use super::threads::Rep;
 use super::threads::{
     combine, join_all, on_threads, BreakOnPanic, Counted, Stamp, StartGate, ThreadOut,
 };
+use crate::gate::{SpawnError, Spawner};
 use crate::rng::SplitMix;
 
 /// Allocations per burst (`burst64`, `local`) and per batch handed from a producer to its
@@ -121,19 +122,34 @@ impl Workload {
         pool_pages: u64,
         seed: u64,
     ) -> Result<Rep, String> {
+        let sp = Spawner::new("bench");
+        self.run_with(&sp, src, threads, ops_per_thread, pool_pages, seed)
+    }
+
+    /// [`Workload::run`] with its threads started by `sp`: a thread it cannot start is an
+    /// error, once the threads started are released and joined.
+    pub fn run_with<S: PageSource>(
+        self,
+        sp: &Spawner,
+        src: &S,
+        threads: usize,
+        ops_per_thread: u64,
+        pool_pages: u64,
+        seed: u64,
+    ) -> Result<Rep, String> {
         let g = self.ops_granule();
         let ops = ops_per_thread.max(1).div_ceil(g) * g;
         match self {
-            Workload::Pair0 => on_threads(1, |i, g| pairs(src.worker(i), g, 0, ops)),
-            Workload::Pair1 => on_threads(1, |i, g| pairs(src.worker(i), g, 1, ops)),
-            Workload::Pair3 => on_threads(1, |i, g| pairs(src.worker(i), g, 3, ops)),
-            Workload::Pair9 => on_threads(1, |i, g| pairs(src.worker(i), g, 9, ops)),
-            Workload::Burst64 => on_threads(1, |i, g| bursts(src.worker(i), g, ops)),
-            Workload::Local => on_threads(threads, |i, g| bursts(src.worker(i), g, ops)),
-            Workload::ProducerConsumer => producer_consumer(src, threads, ops),
+            Workload::Pair0 => on_threads(sp, 1, |i, g| pairs(src.worker(i), g, 0, ops)),
+            Workload::Pair1 => on_threads(sp, 1, |i, g| pairs(src.worker(i), g, 1, ops)),
+            Workload::Pair3 => on_threads(sp, 1, |i, g| pairs(src.worker(i), g, 3, ops)),
+            Workload::Pair9 => on_threads(sp, 1, |i, g| pairs(src.worker(i), g, 9, ops)),
+            Workload::Burst64 => on_threads(sp, 1, |i, g| bursts(src.worker(i), g, ops)),
+            Workload::Local => on_threads(sp, threads, |i, g| bursts(src.worker(i), g, ops)),
+            Workload::ProducerConsumer => producer_consumer(sp, src, threads, ops),
             Workload::Mixed => {
                 let target = pool_pages * MIXED_OCCUPANCY_PCT / 100 / threads as u64;
-                on_threads(threads, |i, g| {
+                on_threads(sp, threads, |i, g| {
                     let rng = SplitMix::new(seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
                     mixed(src.worker(i), g, ops, target, rng)
                 })
@@ -179,28 +195,62 @@ fn bursts<W: PageWorker>(w: W, gate: &StartGate, ops: u64) -> ThreadOut {
 /// Threads `2i` (producer) and `2i + 1` (consumer) form pair `i`. A producer allocates
 /// batches of [`BURST`] order-0 pages and sends each to its consumer, which frees them and
 /// sends the emptied batch back for reuse (so the channel allocates nothing while timed).
-fn producer_consumer<S: PageSource>(src: &S, threads: usize, ops: u64) -> Result<Rep, String> {
+fn producer_consumer<S: PageSource>(
+    spawner: &Spawner,
+    src: &S,
+    threads: usize,
+    ops: u64,
+) -> Result<Rep, String> {
     let pairs = threads / 2;
     if pairs == 0 {
         return Err("producer-consumer needs at least 2 threads".into());
     }
     let gate = StartGate::new(2 * pairs);
     let outs: Vec<ThreadOut> = std::thread::scope(|s| {
-        let mut handles = Vec::new();
-        for p in 0..pairs {
-            let (full_tx, full_rx) = mpsc::sync_channel::<Vec<Token>>(CHANNEL_BATCHES);
-            let (empty_tx, empty_rx) = mpsc::channel::<Vec<Token>>();
-            for _ in 0..=CHANNEL_BATCHES {
-                empty_tx
-                    .send(Vec::with_capacity(BURST))
-                    .expect("the receiver is alive");
-            }
-            let gate = &gate;
-            handles.push(s.spawn(move || {
+        let gate = &gate;
+        // The consumer's ends of the pair whose producer was made last.
+        let mut consumer = None;
+        let handles = spawner.spawn_each(s, 2 * pairs, gate.gate(), |i| {
+            let ends = match consumer.take() {
+                Some((full_rx, empty_tx)) => Ends::Consumer(full_rx, empty_tx),
+                None => {
+                    let (full_tx, full_rx) = mpsc::sync_channel::<Vec<Token>>(CHANNEL_BATCHES);
+                    let (empty_tx, empty_rx) = mpsc::channel::<Vec<Token>>();
+                    for _ in 0..=CHANNEL_BATCHES {
+                        // Cannot fail: `empty_rx` is alive.
+                        let _ = empty_tx.send(Vec::with_capacity(BURST));
+                    }
+                    consumer = Some((full_rx, empty_tx));
+                    Ends::Producer(full_tx, empty_rx)
+                }
+            };
+            move || {
                 let _guard = BreakOnPanic(gate);
-                let mut w = Counted::new(src.worker(2 * p));
+                let mut w = Counted::new(src.worker(i));
                 gate.wait();
                 let start = Stamp::now();
+                ends.run(&mut w, ops);
+                ThreadOut::new(&w, start, Stamp::now())
+            }
+        })?;
+        Ok::<_, SpawnError>(join_all(handles))
+    })?;
+    combine(&outs)
+}
+
+/// A producer-consumer thread's ends of its pair's two channels: full batches go from the
+/// producer to the consumer, emptied ones come back.
+enum Ends {
+    Producer(mpsc::SyncSender<Vec<Token>>, mpsc::Receiver<Vec<Token>>),
+    Consumer(mpsc::Receiver<Vec<Token>>, mpsc::Sender<Vec<Token>>),
+}
+
+impl Ends {
+    /// The timed part: `ops` allocations in batches (a producer), or freeing every batch
+    /// until the producer is done (a consumer).
+    fn run<W: PageWorker>(self, w: &mut Counted<W>, ops: u64) {
+        match self {
+            Ends::Producer(full_tx, empty_rx) => {
                 for _ in 0..ops / BURST as u64 {
                     let Ok(mut batch) = empty_rx.recv() else {
                         break;
@@ -214,14 +264,8 @@ fn producer_consumer<S: PageSource>(src: &S, threads: usize, ops: u64) -> Result
                         break;
                     }
                 }
-                drop(full_tx);
-                ThreadOut::new(&w, start, Stamp::now())
-            }));
-            handles.push(s.spawn(move || {
-                let _guard = BreakOnPanic(gate);
-                let mut w = Counted::new(src.worker(2 * p + 1));
-                gate.wait();
-                let start = Stamp::now();
+            }
+            Ends::Consumer(full_rx, empty_tx) => {
                 while let Ok(mut batch) = full_rx.recv() {
                     for t in batch.drain(..) {
                         w.free(t, 0);
@@ -229,12 +273,9 @@ fn producer_consumer<S: PageSource>(src: &S, threads: usize, ops: u64) -> Result
                     // The producer may be done and gone; then the batch is simply dropped.
                     let _ = empty_tx.send(batch);
                 }
-                ThreadOut::new(&w, start, Stamp::now())
-            }));
+            }
         }
-        join_all(handles)
-    });
-    combine(&outs)
+    }
 }
 
 /// The order of a `mixed` allocation: 0 60%, 1 15%, 2 10%, 3 14.5%, 9 0.5%.
@@ -367,6 +408,34 @@ mod tests {
                 .unwrap_or("");
             assert!(msg.contains("no worker for thread 1"), "{wl:?}: {msg:?}");
         }
+    }
+
+    #[test]
+    fn a_thread_that_cannot_be_started_fails_the_run_instead_of_hanging_it() {
+        // Threads 0..k start and wait at the gate; thread k is refused. Before, `Scope::spawn`
+        // panicked there and the scope waited for ever for the threads at the gate.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for wl in [Workload::Local, Workload::ProducerConsumer, Workload::Mixed] {
+                for k in [0, 1, 3] {
+                    let sp = Spawner::new("test").with_limit(k);
+                    let r = wl.run_with(&sp, &PosixMemalign, 4, 64, 4096, 1);
+                    let _ = tx.send((wl, k, r));
+                }
+            }
+        });
+        for _ in 0..9 {
+            let (wl, k, r) = rx
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .expect("the run returns: it does not hang");
+            let e = r.expect_err("the run fails");
+            let want = format!("could not start thread {} of 4", k + 1);
+            assert!(e.starts_with(&want), "{wl:?} {k}: {e}");
+        }
+        // The same workloads run whole when every thread starts.
+        let sp = Spawner::new("test").with_limit(4);
+        let r = Workload::ProducerConsumer.run_with(&sp, &PosixMemalign, 4, 64, 4096, 1);
+        assert_eq!(r.unwrap().threads, 4);
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! intervals), [`compare`] (per metric and variant summaries against the baseline, tested as
 //! the design says), [`verdict`] (the seeds' claims judged on a run), [`repetition`] (what
 //! the repetition driver did), [`runs`] (earlier runs side by side, `lab compare`),
-//! [`markdown`] (the text), [`table`] (plain and markdown tables), [`plot`] (plotters SVG). `experiments`, `trace` and `bench` depend on this
+//! [`markdown`] (the text), [`table`] (plain and markdown tables), [`terminal`] (text from
+//! files made safe to print), [`plot`] (plotters SVG). `experiments`, `trace` and `bench` depend on this
 //! module, never on each other.
 
 pub mod compare;
@@ -20,6 +21,7 @@ mod result;
 pub mod runs;
 pub mod stats;
 pub mod table;
+pub mod terminal;
 pub mod verdict;
 
 pub use result::{

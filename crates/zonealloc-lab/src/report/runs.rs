@@ -4,7 +4,16 @@
 //! against the first run; then each seed claim's verdict per run, and whether they agree.
 //!
 //! Runs are read as plain JSON, so runs written before a field existed still compare.
+//!
+//! Any file may be handed over, so reading is bounded: a file over [`MAX_RESULTS_BYTES`] is
+//! refused, text is never sliced at a byte offset (a commit may hold any character), the rows
+//! of every run are matched through one hash index (linear in the input: 40,000 cells used to
+//! take 21 s in pairwise searches), and every name is escaped when printed
+//! ([`table::plain`]).
 
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -35,6 +44,45 @@ pub fn results_path(path: &Path) -> Option<PathBuf> {
     .find(|p| p.is_file())
 }
 
+/// The largest `results.json` read back (64 MiB): a lab run writes about 130 KB, and a file
+/// beyond this is not one the lab wrote (its parsed form would take several times as much).
+pub const MAX_RESULTS_BYTES: u64 = 64 << 20;
+
+/// The text of a `results.json` parsed: JSON whose top level is an object. `lab compare`'s
+/// reader (and its fuzz target's entry point); the error says what is wrong, the caller adds
+/// the file.
+pub fn parse_results(text: &str) -> Result<Value, String> {
+    let json: Value = serde_json::from_str(text).map_err(|e| format!("not a results.json: {e}"))?;
+    if !json.is_object() {
+        return Err("not a results.json: its top level is not a JSON object".into());
+    }
+    Ok(json)
+}
+
+/// The text of `file`, refused beyond [`MAX_RESULTS_BYTES`] (read no further than that).
+fn read_bounded(file: &Path) -> Result<String, String> {
+    let name = file.display();
+    let f = std::fs::File::open(file).map_err(|e| format!("{name}: {e}"))?;
+    let too_big = || {
+        format!(
+            "{name}: over {} MiB, not a results.json the lab wrote",
+            MAX_RESULTS_BYTES >> 20
+        )
+    };
+    // The size first (nothing read), then a bounded read: a file may grow meanwhile.
+    if f.metadata().is_ok_and(|m| m.len() > MAX_RESULTS_BYTES) {
+        return Err(too_big());
+    }
+    let mut text = String::new();
+    f.take(MAX_RESULTS_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("{name}: {e}"))?;
+    if text.len() as u64 > MAX_RESULTS_BYTES {
+        return Err(too_big());
+    }
+    Ok(text)
+}
+
 /// Reads every run; an error names the run that could not be read.
 pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Run>, String> {
     paths
@@ -42,10 +90,8 @@ pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Run>, String> {
         .map(|p| {
             let file =
                 results_path(p).ok_or_else(|| format!("{}: no results.json there", p.display()))?;
-            let text =
-                std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-            let json: Value = serde_json::from_str(&text)
-                .map_err(|e| format!("{}: not a results.json: {e}", file.display()))?;
+            let text = read_bounded(&file)?;
+            let json = parse_results(&text).map_err(|e| format!("{}: {e}", file.display()))?;
             let dir = file.parent().unwrap_or(Path::new("."));
             let label = std::fs::canonicalize(dir)
                 .ok()
@@ -117,6 +163,36 @@ fn change(first: Option<f64>, v: Option<f64>) -> String {
     }
 }
 
+/// The distinct keys of `lists` in first-seen order (the first list's order first), and per
+/// list the value of each key's first occurrence there, by key position. One hash lookup per
+/// entry: linear in the size of the lists.
+fn align<K: Hash + Eq, V: Clone>(lists: &[Vec<(K, V)>]) -> (Vec<&K>, Vec<Vec<Option<V>>>) {
+    let mut index: HashMap<&K, usize> = HashMap::new();
+    let mut keys: Vec<&K> = Vec::new();
+    for (k, _) in lists.iter().flatten() {
+        index.entry(k).or_insert_with(|| {
+            keys.push(k);
+            keys.len() - 1
+        });
+    }
+    let columns = lists
+        .iter()
+        .map(|list| {
+            let mut column: Vec<Option<V>> = vec![None; keys.len()];
+            for (k, v) in list {
+                column[index[k]].get_or_insert_with(|| v.clone());
+            }
+            column
+        })
+        .collect();
+    (keys, columns)
+}
+
+/// The first 9 characters of a commit (characters, not bytes: the file may hold any text).
+fn short_commit(commit: &str) -> String {
+    commit.chars().take(9).collect()
+}
+
 /// The comparison as text: the metric table, then the verdict table.
 pub fn compare_table(runs: &[Run]) -> String {
     let mut out = String::new();
@@ -130,21 +206,14 @@ pub fn compare_table(runs: &[Run]) -> String {
     ];
     for r in runs {
         let commit = r.json["run"]["commit"].as_str().unwrap_or("unknown");
-        head.push(format!("{} ({})", r.label, &commit[..commit.len().min(9)]));
+        head.push(format!("{} ({})", r.label, short_commit(commit)));
     }
     // Rows: the union of every run's keys, the first run's order first.
     let all: Vec<Vec<(RowKey, Option<f64>)>> = runs.iter().map(|r| summaries(&r.json)).collect();
-    let mut keys: Vec<RowKey> = Vec::new();
-    for s in &all {
-        for (k, _) in s {
-            if !keys.contains(k) {
-                keys.push(k.clone());
-            }
-        }
-    }
+    let (keys, columns) = align(&all);
     let mut rows = vec![head];
-    for k in &keys {
-        let get = |i: usize| all[i].iter().find(|(kk, _)| kk == k).and_then(|(_, v)| *v);
+    for (at, k) in keys.iter().enumerate() {
+        let get = |i: usize| columns[i][at].flatten();
         let base = get(0);
         let mut row = vec![k.0.clone(), k.1.clone(), k.2.clone(), fmt_value(base)];
         for i in 1..runs.len() {
@@ -157,28 +226,17 @@ pub fn compare_table(runs: &[Run]) -> String {
     out.push_str("later runs: value (change against the first run)\n");
 
     let vs: Vec<Vec<((String, String), String)>> = runs.iter().map(|r| verdicts(&r.json)).collect();
-    let mut claims: Vec<(String, String)> = Vec::new();
-    for v in &vs {
-        for (k, _) in v {
-            if !claims.contains(k) {
-                claims.push(k.clone());
-            }
-        }
-    }
+    let (claims, columns) = align(&vs);
     if !claims.is_empty() {
         let mut head = vec!["seed".to_owned(), "claim".to_owned()];
         head.extend(runs.iter().map(|r| r.label.clone()));
         let mut rows = vec![head];
         let mut disagree = 0;
-        for k in &claims {
+        for (at, k) in claims.iter().enumerate() {
             let mut row = vec![k.0.clone(), k.1.clone()];
-            let cells: Vec<String> = vs
+            let cells: Vec<String> = columns
                 .iter()
-                .map(|v| {
-                    v.iter()
-                        .find(|(kk, _)| kk == k)
-                        .map_or("-".to_owned(), |(_, x)| x.clone())
-                })
+                .map(|c| c[at].clone().unwrap_or_else(|| "-".to_owned()))
                 .collect();
             if cells.iter().any(|c| c != &cells[0]) {
                 disagree += 1;
@@ -236,5 +294,108 @@ mod tests {
         assert!(t.contains("agree on every claim"), "{t}");
         let t = compare_table(&[run("a", 100.0, "reproduced"), run("b", 100.0, "partly")]);
         assert!(t.contains("disagree on 1 of 1"), "{t}");
+    }
+
+    #[test]
+    fn a_commit_of_multi_byte_characters_is_cut_at_a_character() {
+        let mut a = run("a", 100.0, "reproduced");
+        a.json["run"]["commit"] = "ééééé€€€€€".into();
+        let t = compare_table(&[a.clone(), a]);
+        assert!(t.contains("a (ééééé€€€€)"), "{t}");
+    }
+
+    #[test]
+    fn names_from_the_file_are_printed_escaped() {
+        let mut a = run("a", 100.0, "reproduced");
+        a.json["experiments"][0]["name"] = "\x1b]0;pwned\x07\x1b[2Jdrain".into();
+        a.json["verdicts"][0]["claim"] = "fast\rer\u{9b}".into();
+        a.json["run"]["commit"] = "\x1b[31m".into();
+        let t = compare_table(&[a.clone(), a]);
+        assert!(!t.chars().any(|c| c.is_control() && c != '\n'), "{t:?}");
+        assert!(t.contains("\\x1b]0;pwned\\x07\\x1b[2Jdrain"), "{t}");
+        assert!(t.contains("fast\\rer\\u{9b}"), "{t}");
+        assert!(t.contains("a (\\x1b[31m)"), "{t}");
+    }
+
+    /// A run of `n` cells (variants `v0..`), summaries `i * scale`.
+    fn wide_run(label: &str, n: usize, scale: f64) -> Run {
+        let cells: Vec<Value> = (0..n)
+            .map(|i| serde_json::json!({ "variant": format!("v{i}"), "summary": i as f64 * scale }))
+            .collect();
+        let claims: Vec<Value> = (0..n)
+            .map(|i| serde_json::json!({ "seed": "001", "claim": format!("c{i}"), "verdict": "reproduced" }))
+            .collect();
+        Run {
+            label: label.into(),
+            json: serde_json::json!({
+                "run": { "commit": "abc" },
+                "experiments": [{ "name": "e", "comparisons": [{
+                    "metric": { "name": "m", "unit": "ns" }, "cells": cells }] }],
+                "verdicts": claims,
+            }),
+        }
+    }
+
+    #[test]
+    fn forty_thousand_cells_compare_row_by_row() {
+        // Pairwise searches took 21 s on this (release build), minutes in a debug one: the
+        // rows are matched through one index instead. Run b lists its cells in reverse, so
+        // that each row must find its own value, and has one more.
+        const N: usize = 40_000;
+        let a = wide_run("a", N, 1.0);
+        let mut b = wide_run("b", N + 1, 3.0);
+        for key in ["experiments", "verdicts"] {
+            let list = match key {
+                "experiments" => &mut b.json[key][0]["comparisons"][0]["cells"],
+                _ => &mut b.json[key],
+            };
+            list.as_array_mut().unwrap().reverse();
+        }
+        let t = compare_table(&[a, b]);
+        let lines: Vec<&str> = t.lines().collect();
+        // Header, rule, N + 1 rows, the note; blank, header, rule, N + 1 claims, the summary.
+        assert_eq!(lines.len(), 2 * (N + 1) + 7, "{}", lines[..5].join("\n"));
+        let row = |v: &str| {
+            lines
+                .iter()
+                .find(|l| l.split_whitespace().nth(3) == Some(v))
+                .copied()
+                .unwrap()
+        };
+        let cells = |v: &str| {
+            row(v)
+                .split_whitespace()
+                .skip(4)
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        assert_eq!(cells("v0"), "0.00 0.00 (n/a)");
+        assert_eq!(cells("v1"), "1.00 3.00 (×3.00)");
+        assert_eq!(cells("v39999"), "39999 119997 (×3.00)");
+        assert_eq!(cells("v40000"), "n/a 120000 (n/a)");
+        let last = lines.last().copied();
+        assert_eq!(
+            last,
+            Some("verdicts: the runs disagree on 1 of 40001 claims")
+        );
+    }
+
+    #[test]
+    fn only_a_json_object_of_bounded_size_is_a_results_json() {
+        assert!(parse_results("{\"run\": {}}").is_ok());
+        assert!(parse_results("[1, 2]")
+            .unwrap_err()
+            .contains("not a JSON object"));
+        assert!(parse_results("{\"run\": ")
+            .unwrap_err()
+            .contains("not a results.json"));
+        let dir = std::env::temp_dir().join(format!("za-runs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let big = dir.join("results.json");
+        let f = std::fs::File::create(&big).unwrap();
+        f.set_len(MAX_RESULTS_BYTES + 1).unwrap(); // sparse: no disk used
+        let e = load_all(std::slice::from_ref(&dir)).unwrap_err();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(e.contains("over 64 MiB"), "{e}");
     }
 }

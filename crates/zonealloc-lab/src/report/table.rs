@@ -30,24 +30,34 @@ impl Align {
 /// Rows of cells as text columns two spaces apart, each as wide as its widest cell, without
 /// trailing blanks. Columns from `right_from` on are right-aligned (numbers); with `rule`, a
 /// line of dashes as wide as each column goes under the first row (the header). Short rows
-/// leave their last columns empty.
+/// leave their last columns empty. The tables go to a terminal and their cells often come from
+/// files: control characters are printed escaped ([`terminal::escape`](super::terminal::escape)).
 pub fn plain<R: AsRef<[String]>>(rows: &[R], right_from: usize, rule: bool) -> String {
-    let cols = rows.iter().map(|r| r.as_ref().len()).max().unwrap_or(0);
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            r.as_ref()
+                .iter()
+                .map(|c| super::terminal::escape(c).into_owned())
+                .collect()
+        })
+        .collect();
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
     if cols == 0 {
         return "\n".repeat(rows.len());
     }
     let widths: Vec<usize> = (0..cols)
         .map(|i| {
             rows.iter()
-                .map(|r| r.as_ref().get(i).map_or(0, |c| c.chars().count()))
+                .map(|r| r.get(i).map_or(0, |c| c.chars().count()))
                 .max()
                 .unwrap_or(0)
         })
         .collect();
     let mut table = Table::new();
     table.load_preset(presets::NOTHING);
-    for (k, r) in rows.iter().enumerate() {
-        table.add_row(r.as_ref().to_vec());
+    for (k, r) in rows.into_iter().enumerate() {
+        table.add_row(r);
         if rule && k == 0 {
             table.add_row(widths.iter().map(|&w| "-".repeat(w)).collect::<Vec<_>>());
         }

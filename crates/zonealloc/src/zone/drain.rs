@@ -273,7 +273,9 @@ impl<P: Platform> Zone<P> {
         if !self.pcp.enabled() {
             return;
         }
-        let c = cpu.0 as usize % self.pcp.cpus();
+        // `enabled` implies slots (`PcpSet::with_slots`); `cpu_index` would not divide by
+        // zero without them either.
+        let c = self.pcp.cpu_index(cpu);
         if let Some(ticket) = self.start_drain(c, me) {
             self.wait_owner(c, ticket, me, &mut GiveUp::Never);
         }

@@ -15,11 +15,18 @@ use crate::types::{CpuId, MigrateType, Order, Pfn, MIGRATE_TYPES, ORDER_SLOTS};
 use core::fmt;
 
 impl<P: Platform> Zone<P> {
-    /// One CPU's lists. Waits for its lock; an owner-held CPU is reported from its last
-    /// unlock count only.
+    /// One CPU's lists (ids past the CPU count wrap). Waits for its lock; an owner-held CPU is
+    /// reported from its last unlock count only. A zone without per-CPU slots
+    /// ([`Zone::from_uninit`] over an empty slice, `cpus() == 0`) has no lists: it reports
+    /// them empty, `PcpInfo { cpu, ..PcpInfo::default() }`.
     pub fn pcp_info(&self, cpu: CpuId) -> PcpInfo {
-        let c = cpu.0 as usize % self.pcp.cpus();
-        let slot = self.pcp.slot(c);
+        let c = self.pcp.cpu_index(cpu);
+        let Some(slot) = self.pcp.slot_at(c) else {
+            return PcpInfo {
+                cpu: cpu.0,
+                ..PcpInfo::default()
+            };
+        };
         let mut info = PcpInfo {
             cpu: c as u32,
             ..PcpInfo::default()
@@ -50,9 +57,13 @@ impl<P: Platform> Zone<P> {
 
     /// Sets CPU `cpu`'s tuning state ([`PcpTuning`]): to start a zone where a kernel's was
     /// (`--proc`'s per-CPU `high`, or state a replay infers from a trace). Waits for the
-    /// lists' lock; returns false when an owner holds them and nothing was set.
+    /// lists' lock; returns false, nothing set, when an owner holds them or the zone has no
+    /// per-CPU slots (`cpus() == 0`).
     pub fn set_pcp_tuning(&self, cpu: CpuId, t: PcpTuning) -> bool {
-        let c = cpu.0 as usize % self.pcp.cpus();
+        let c = self.pcp.cpu_index(cpu);
+        if self.pcp.slot_at(c).is_none() {
+            return false;
+        }
         let Some(mut pcp) = self.lock_for_inspection(c) else {
             return false;
         };

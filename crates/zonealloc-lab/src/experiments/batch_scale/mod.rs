@@ -11,7 +11,7 @@
 //! The workload is page_fault1-like: each worker, on its own CPU's lists (a
 //! [`zonealloc::CpuHandle`]), allocates 32768 order-0 pages and frees them all, repeatedly.
 
-use std::sync::Barrier;
+use crate::gate::{Cancelled, Gate, SpawnError, Spawner};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -119,7 +119,7 @@ fn worker(
     pages: usize,
     warmup: usize,
     rounds: usize,
-    barrier: &Barrier,
+    gate: &Gate,
 ) -> Result<Duration, LabError> {
     let order0 = Order::new(0).ok_or_else(|| lab_err("order", 0))?;
     let mut h = zone
@@ -141,9 +141,10 @@ fn worker(
     for _ in 0..warmup {
         round(&mut h)?;
     }
-    barrier.wait();
+    let at_gate = || gate.wait().map_err(|e| lab_err("start", e));
+    at_gate()?;
     // The first thread through turns recording on; all start timing after the second wait.
-    barrier.wait();
+    at_gate()?;
     let start = Instant::now();
     for _ in 0..rounds {
         round(&mut h)?;
@@ -165,25 +166,37 @@ fn run_once(p: Params, pcp: PcpConfig) -> Result<RunOut, LabError> {
         .map_err(|e| lab_err("zone", e))?;
     zone.add_free_range(Pfn(0), Pfn(p.zone_pages))
         .map_err(|e| lab_err("add_free_range", e))?;
-    let barrier = Barrier::new(p.threads + 1);
-    let results: Vec<Result<Duration, LabError>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..p.threads)
-            .map(|cpu| {
-                let (zone, barrier) = (&zone, &barrier);
-                s.spawn(move || worker(zone, cpu as u32, p.pages, 1, p.rounds, barrier))
-            })
-            .collect();
-        barrier.wait();
-        zone.set_instrumentation(true);
-        barrier.wait();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(LabError("batch-scale: worker panicked".into())))
-            })
-            .collect()
-    });
+    let gate = Gate::new(p.threads + 1);
+    let results = std::thread::scope(|s| {
+        let (zone, gate) = (&zone, &gate);
+        let spawner = Spawner::new("batch-scale");
+        let handles = spawner.spawn_each(s, p.threads, gate, |cpu| {
+            move || {
+                let r = worker(zone, cpu as u32, p.pages, 1, p.rounds, gate);
+                if r.is_err() {
+                    gate.cancel(); // never leave the others at the gate
+                }
+                r
+            }
+        })?;
+        if gate.wait().is_ok() {
+            zone.set_instrumentation(true);
+            let _ = gate.wait();
+        }
+        Ok::<Vec<Result<Duration, LabError>>, SpawnError>(
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(LabError("batch-scale: worker panicked".into())))
+                })
+                .collect(),
+        )
+    })
+    .map_err(|e| lab_err("threads", e));
+    let mut results = results?;
+    // The cause first, not the workers that the gate's cancel stopped.
+    results.sort_by_key(|r| matches!(r, Err(e) if e.0.ends_with(&Cancelled.to_string())));
     let mut longest = Duration::ZERO;
     for r in results {
         longest = longest.max(r?);

@@ -9,8 +9,8 @@
 //! drainer itself runs on (`sched_getcpu`) as local, as the kernel does, so the owners' slots
 //! must be ones no real CPU of this machine maps to.
 
+use crate::gate::{Gate, SpawnError, Spawner};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Barrier;
 
 use zonealloc::{
     CpuId, DrainMode, MigrateType, Order, PcpLocking, Pfn, Zone, ZoneConfig, ZoneType,
@@ -42,41 +42,44 @@ pub(super) fn probe(mode: DrainMode, owners: usize, pages: usize) -> Result<Hand
     let zone = Zone::new(ZoneType::Normal, Pfn(0), Pfn(frames), cfg).map_err(err("zone"))?;
     zone.add_free_range(Pfn(0), Pfn(frames))
         .map_err(err("add_free_range"))?;
-    let ready = Barrier::new(owners + 1);
+    let ready = Gate::new(owners + 1);
     let stop = AtomicBool::new(false);
     let cpu = |i: usize| CpuId((FIRST_OWNER + i) as u32);
     let before: Vec<_> = (0..owners).map(|i| zone.pcp_info(cpu(i)).stats).collect();
-    let results: Vec<Result<(), LabError>> = std::thread::scope(|s| {
+    let results = std::thread::scope(|s| {
         let (zone, ready, stop) = (&zone, &ready, &stop);
-        let hs: Vec<_> = (0..owners)
-            .map(|i| {
-                s.spawn(move || -> Result<(), LabError> {
-                    let filled = zone
-                        .cpu_handle(cpu(i))
-                        .map_err(err("cpu_handle"))
-                        .and_then(|mut h| fill(&mut h, pages).map(|()| h));
-                    // Not idle: an owner at work, which serves requests between pieces of
-                    // work (`poll`) but is never drained behind its back.
-                    ready.wait();
-                    let mut h = filled?;
-                    while !stop.load(Ordering::Relaxed) {
-                        h.poll();
-                        std::hint::spin_loop();
-                    }
-                    Ok(())
-                })
-            })
-            .collect();
-        ready.wait();
+        let hs = Spawner::new("drain-probe").spawn_each(s, owners, ready, |i| {
+            move || -> Result<(), LabError> {
+                let filled = zone
+                    .cpu_handle(cpu(i))
+                    .map_err(err("cpu_handle"))
+                    .and_then(|mut h| fill(&mut h, pages).map(|()| h));
+                // Not idle: an owner at work, which serves requests between pieces of
+                // work (`poll`) but is never drained behind its back.
+                let at_gate = ready.wait();
+                let mut h = filled?;
+                at_gate.map_err(|e| LabError(format!("drain: {e}")))?;
+                while !stop.load(Ordering::Relaxed) {
+                    h.poll();
+                    std::hint::spin_loop();
+                }
+                Ok(())
+            }
+        })?;
+        // Cancelled only by a refused thread, which `spawn_each` reported above.
+        let _ = ready.wait();
         zone.drain_all();
         stop.store(true, Ordering::Relaxed);
-        hs.into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(LabError("drain: owner panicked".into())))
-            })
-            .collect()
+        Ok::<Vec<_>, SpawnError>(
+            hs.into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(LabError("drain: owner panicked".into())))
+                })
+                .collect(),
+        )
     });
+    let results = results.map_err(|e| LabError(format!("drain: {e}")))?;
     for r in results {
         r?;
     }

@@ -1,8 +1,8 @@
 //! One timed run of `drain`: workers serving the workload's requests on their own CPUs, and
 //! the drainer.
 
+use crate::gate::{Cancelled, Gate, SpawnError, Spawner};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use zonealloc::{
@@ -61,19 +61,20 @@ fn worker(
     zone: &Zone,
     w: usize,
     seed: u64,
-    barrier: &Barrier,
+    gate: &Gate,
     stop: &AtomicBool,
 ) -> Result<(u64, u64), LabError> {
     let mut h = match zone.cpu_handle(CpuId(w as u32)) {
         Ok(h) => h,
         Err(e) => {
-            // Let the others start (and stop at once) rather than leave them at the barrier.
+            // Release the others (they stop at once) rather than leave them at the gate.
             stop.store(true, Ordering::Relaxed);
-            barrier.wait();
+            gate.cancel();
             return Err(LabError(format!("drain: cpu_handle: {e:?}")));
         }
     };
-    h.idle(|| barrier.wait());
+    h.idle(|| gate.wait())
+        .map_err(|e| LabError(format!("drain: {e}")))?;
     let mut rng = SplitMix::new(seed ^ ((w as u64) << 32));
     let mut data = [0u64; 512];
     let mut sum = 0u64;
@@ -127,23 +128,22 @@ pub(super) fn run_once(plan: Plan, mode: DrainMode, seed: u64) -> Result<RunOut,
     let zone = Zone::new(ZoneType::Normal, Pfn(0), Pfn(plan.pages), cfg).map_err(err("zone"))?;
     zone.add_free_range(Pfn(0), Pfn(plan.pages))
         .map_err(err("add_free_range"))?;
-    let barrier = Barrier::new(plan.workers + 1);
+    let gate = Gate::new(plan.workers + 1);
     let stop = AtomicBool::new(false);
-    let (drains, schedstat, workers, secs) = std::thread::scope(|s| {
-        let (zone, barrier, stop) = (&zone, &barrier, &stop);
-        let ws: Vec<_> = (0..plan.workers)
-            .map(|w| {
-                s.spawn(move || {
-                    let r = worker(zone, w, seed, barrier, stop);
-                    if r.is_err() {
-                        stop.store(true, Ordering::Relaxed);
-                    }
-                    r
-                })
-            })
-            .collect();
-        // The drainer: this thread, which owns no CPU.
-        barrier.wait();
+    let scoped = std::thread::scope(|s| {
+        let (zone, gate, stop) = (&zone, &gate, &stop);
+        let ws = Spawner::new("drain").spawn_each(s, plan.workers, gate, |w| {
+            move || {
+                let r = worker(zone, w, seed, gate, stop);
+                if r.is_err() {
+                    stop.store(true, Ordering::Relaxed);
+                }
+                r
+            }
+        })?;
+        // The drainer: this thread, which owns no CPU. A cancelled gate: a worker failed and
+        // set `stop`, so no round runs.
+        let _ = gate.wait();
         let start = Instant::now();
         let mut drains = Vec::with_capacity(plan.rounds);
         let mut schedstat = true;
@@ -173,8 +173,12 @@ pub(super) fn run_once(plan: Plan, mode: DrainMode, seed: u64) -> Result<RunOut,
                     .unwrap_or_else(|_| Err(LabError("drain: worker panicked".into())))
             })
             .collect();
-        (drains, schedstat, workers, secs)
+        Ok::<_, SpawnError>((drains, schedstat, workers, secs))
     });
+    let (drains, schedstat, mut workers, secs) =
+        scoped.map_err(|e| LabError(format!("drain: {e}")))?;
+    // The cause first, not the workers that the gate's cancel stopped.
+    workers.sort_by_key(|r| matches!(r, Err(e) if e.0.ends_with(&Cancelled.to_string())));
     let mut ops = 0;
     let mut stall = 0;
     for r in workers {

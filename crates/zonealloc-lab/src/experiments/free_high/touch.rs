@@ -16,6 +16,7 @@ use zonealloc::{CpuId, MigrateType, Pfn};
 use super::det::{Carver, Msg};
 use super::{err, zone_config, Policy, QUEUE};
 use crate::experiments::LabError;
+use crate::gate::Spawner;
 
 /// The address of byte `off` of the block at `pfn`.
 fn addr(arena: &PageArena, pfn: Pfn, off: u32) -> Result<NonNull<u8>, LabError> {
@@ -62,9 +63,12 @@ pub(super) fn run_touch(
     let arena = PageArena::new(cfg).map_err(err("arena"))?;
     let (tx, rx) = sync_channel::<Msg>(QUEUE);
     let start = Instant::now();
+    // A thread refused by the system is an error (`Builder`, not `Scope::spawn`'s panic); its
+    // closure, dropped, closes its end of the channel, so the other thread ends too.
+    let spawner = Spawner::new("free-high");
     let (p, c) = std::thread::scope(|s| {
         let arena = &arena;
-        let prod = s.spawn(move || -> Result<(), LabError> {
+        let prod = spawner.spawn(s, 0, move || -> Result<(), LabError> {
             // The producer allocates from CPU slot 0's lists, the consumer frees onto slot 1's.
             let alloc = |o| -> Result<Pfn, LabError> {
                 let ptr = arena
@@ -91,7 +95,7 @@ pub(super) fn run_touch(
             }
             Ok(())
         });
-        let cons = s.spawn(move || -> Result<Instant, LabError> {
+        let cons = spawner.spawn(s, 1, move || -> Result<Instant, LabError> {
             let mut sum = 0u64;
             while let Ok(m) = rx.recv() {
                 sum = sum.wrapping_add(read(arena, &m)?);
@@ -108,10 +112,17 @@ pub(super) fn run_touch(
             std::hint::black_box(sum);
             Ok(Instant::now())
         });
-        (prod.join(), cons.join())
+        (prod.map(|h| h.join()), cons.map(|h| h.join()))
     });
-    let p = p.map_err(|_| LabError("free-high: producer panicked".into()))?;
-    let c = c.map_err(|_| LabError("free-high: consumer panicked".into()))?;
+    let refused = |who: &'static str| {
+        move |e: std::io::Error| LabError(format!("free-high: could not start the {who}: {e}"))
+    };
+    let p = p
+        .map_err(refused("producer"))?
+        .map_err(|_| LabError("free-high: producer panicked".into()))?;
+    let c = c
+        .map_err(refused("consumer"))?
+        .map_err(|_| LabError("free-high: consumer panicked".into()))?;
     p?;
     let end = c?;
     arena.zone().drain_all();

@@ -25,7 +25,7 @@ mod hit;
 #[cfg(test)]
 mod tests;
 
-use std::sync::Barrier;
+use crate::gate::{Cancelled, Gate, SpawnError, Spawner};
 use std::time::Instant;
 
 use serde_json::json;
@@ -65,52 +65,55 @@ fn run_once(
     let zone = Zone::new(ZoneType::Normal, Pfn(0), Pfn(pages), cfg).map_err(err("zone"))?;
     zone.add_free_range(Pfn(0), Pfn(pages))
         .map_err(err("add_free_range"))?;
-    let barrier = Barrier::new(k);
-    let results: Vec<Result<(Instant, Instant), LabError>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..k)
-            .map(|w| {
-                let zone = &zone;
-                let barrier = &barrier;
-                s.spawn(move || -> Result<(Instant, Instant), LabError> {
-                    let mut pfns = Vec::with_capacity(per_worker as usize);
-                    let mut h = match zone.cpu_handle(CpuId(w as u32)) {
-                        Ok(h) => h,
+    let gate = Gate::new(k);
+    let results = std::thread::scope(|s| {
+        let handles = Spawner::new("pcp-lock").spawn_each(s, k, &gate, |w| {
+            let (zone, gate) = (&zone, &gate);
+            move || -> Result<(Instant, Instant), LabError> {
+                let mut pfns = Vec::with_capacity(per_worker as usize);
+                let mut h = match zone.cpu_handle(CpuId(w as u32)) {
+                    Ok(h) => h,
+                    Err(e) => {
+                        gate.cancel(); // never leave the others at the gate
+                        return Err(LabError(format!("pcp-lock: cpu_handle: {e:?}")));
+                    }
+                };
+                // Nobody drains here, but stay polite under owner-only locking.
+                h.idle(|| gate.wait())
+                    .map_err(|e| LabError(format!("pcp-lock: {e}")))?;
+                let start = Instant::now();
+                for _ in 0..per_worker {
+                    match h.alloc(Order::ZERO, MigrateType::Movable) {
+                        Ok(p) => pfns.push(p),
                         Err(e) => {
-                            barrier.wait(); // never leave the others at the barrier
-                            return Err(LabError(format!("pcp-lock: cpu_handle: {e:?}")));
-                        }
-                    };
-                    // Nobody drains here, but stay polite under owner-only locking.
-                    h.idle(|| barrier.wait());
-                    let start = Instant::now();
-                    for _ in 0..per_worker {
-                        match h.alloc(Order::ZERO, MigrateType::Movable) {
-                            Ok(p) => pfns.push(p),
-                            Err(e) => {
-                                for p in pfns {
-                                    let _ = h.free(p, Order::ZERO);
-                                }
-                                return Err(LabError(format!("pcp-lock: alloc failed: {e:?}")));
+                            for p in pfns {
+                                let _ = h.free(p, Order::ZERO);
                             }
+                            return Err(LabError(format!("pcp-lock: alloc failed: {e:?}")));
                         }
                     }
-                    let end = Instant::now();
-                    // Untimed: give the region back.
-                    for p in pfns {
-                        h.free(p, Order::ZERO).map_err(err("free"))?;
-                    }
-                    Ok((start, end))
+                }
+                let end = Instant::now();
+                // Untimed: give the region back.
+                for p in pfns {
+                    h.free(p, Order::ZERO).map_err(err("free"))?;
+                }
+                Ok((start, end))
+            }
+        })?;
+        Ok::<Vec<_>, SpawnError>(
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(LabError("pcp-lock: worker panicked".into())))
                 })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(LabError("pcp-lock: worker panicked".into())))
-            })
-            .collect()
+                .collect(),
+        )
     });
+    let mut results = results.map_err(|e| LabError(format!("pcp-lock: {e}")))?;
+    // The cause first, not the workers that the gate's cancel stopped.
+    results.sort_by_key(|r| matches!(r, Err(e) if e.0.ends_with(&Cancelled.to_string())));
     let mut first: Option<Instant> = None;
     let mut last: Option<Instant> = None;
     for r in results {
