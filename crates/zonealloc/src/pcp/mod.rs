@@ -28,9 +28,11 @@
 //! - G1 (global conservation): buddy free pages + pages on all PCP lists + allocated pages =
 //!   managed pages; every managed frame is in exactly one of those places.
 
+mod decay;
 mod sizing;
 mod slot;
 
+pub use decay::DecayOutcome;
 pub(crate) use sizing::{stat_threshold, zone_batchsize, zone_highsize};
 pub(crate) use slot::{PcpAccess, PcpSet, ATTENTION_OFF};
 pub use slot::{PcpInfo, PcpSlot, PcpTuning};
