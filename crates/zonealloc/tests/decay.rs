@@ -110,6 +110,13 @@ fn decay_pcp_high_is_the_kernel_function_per_cpu() {
             let info = z.pcp_info(CpuId(0));
             let want = kernel_decay(info.high, info.count);
             let decay_before = info.stats.drain_decay_pages;
+            // The preview says the same and changes nothing (order-0 lists: no overshoot).
+            assert_eq!(
+                z.decay_pcp_high_preview(CpuId(0)),
+                want,
+                "{v}: preview {calls}"
+            );
+            assert_eq!(z.pcp_info(CpuId(0)).high, info.high);
             let got = z.decay_pcp_high(CpuId(0));
             assert_eq!(got, want, "{v}: call {calls}");
             let after = z.pcp_info(CpuId(0));
@@ -186,7 +193,9 @@ fn no_decay_before_6_7() {
         let z = zone(v);
         churn(&z, 0, 5_000);
         let info = z.pcp_info(CpuId(0));
+        let preview = z.decay_pcp_high_preview(CpuId(0));
         let got = z.decay_pcp_high(CpuId(0));
+        assert_eq!(preview, got, "{v}");
         assert!(got.reached, "{v}");
         assert_eq!((got.drained, got.chunks, got.todo), (0, 0, false), "{v}");
         assert_eq!(got.high_after, got.high_before);
@@ -202,4 +211,42 @@ fn no_lists_nothing_reached() {
     let z = Zone::new(ZoneType::Normal, Pfn(0), Pfn(FRAMES), cfg).unwrap();
     z.add_free_range(Pfn(0), Pfn(FRAMES)).unwrap();
     assert_eq!(z.decay_pcp_high(CpuId(0)), DecayOutcome::default());
+}
+
+/// On an order-1 list `free_pcppages_bulk` frees whole blocks, so each chunk may free one page
+/// more than it asked for, while `decay_pcp_high` still counts `to_drain` down by the chunk
+/// asked: from high 524 and 558 pages (279 order-1 blocks), the new high is 524 - 65 = 459,
+/// 99 pages are asked in chunks of 63 and 36, and 32 + 18 blocks = 100 pages go. (`free_high`
+/// is turned off so that freeing the blocks back cannot drain them first.)
+#[test]
+fn decay_pcp_high_frees_whole_blocks_per_chunk() {
+    let mut cfg = ZoneConfig::for_kernel(KernelVersion::V7_2);
+    cfg.watermarks = ZoneConfig::without_watermarks().watermarks;
+    cfg.pcp = cfg
+        .pcp
+        .with_cpus(1)
+        .with_batch(Some(BATCH as u32))
+        .with_high_min(Some(300))
+        .with_high_max(Some(62_500))
+        .with_free_high(zonealloc::FreeHigh::Off);
+    let z = Zone::new(ZoneType::Normal, Pfn(0), Pfn(FRAMES), cfg).unwrap();
+    z.add_free_range(Pfn(0), Pfn(FRAMES)).unwrap();
+    let one = Order::new(1).unwrap();
+    let req = AllocRequest::new(MigrateType::Unmovable).on_cpu(CpuId(0));
+    let blocks: Vec<Pfn> = (0..250).map(|_| z.alloc_with(one, req).unwrap()).collect();
+    for p in blocks {
+        z.free_on(CpuId(0), p, one).unwrap();
+    }
+    // Nine refills of 31 blocks: 279 blocks listed.
+    assert_eq!(z.pcp_info(CpuId(0)).count, 558);
+    set_high(&z, 0, 524);
+    let preview = z.decay_pcp_high_preview(CpuId(0));
+    assert_eq!(
+        (preview.high_after, preview.drained, preview.chunks),
+        (459, 99, 2)
+    );
+    let got = z.decay_pcp_high(CpuId(0));
+    assert_eq!((got.high_after, got.drained, got.chunks), (459, 100, 2));
+    assert_eq!(z.pcp_info(CpuId(0)).count, 458);
+    z.check().unwrap();
 }

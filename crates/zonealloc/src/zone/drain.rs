@@ -443,6 +443,33 @@ impl<P: Platform> Zone<P> {
         out
     }
 
+    /// What [`Zone::decay_pcp_high`] would do to CPU `cpu`'s lists now, without doing it
+    /// (`drained` is the pages it would ask `free_pcppages_bulk` for; a high-order block
+    /// drained counts all its pages, so the run may free slightly more). For a replay that
+    /// runs a simulated vmstat worker only when the trace shows its drain (see
+    /// `docs/kernel-versions/vmstat-decay.md`). Reports nothing moved for the 6.6-and-older
+    /// rules, and nothing reached where [`Zone::decay_pcp_high`] would not reach.
+    pub fn decay_pcp_high_preview(&self, cpu: CpuId) -> DecayOutcome {
+        if !self.pcp.enabled() {
+            return DecayOutcome::default();
+        }
+        let c = self.pcp.cpu_index(cpu);
+        let Some(mut pcp) = self.lock_unless_owned(c) else {
+            return DecayOutcome::default();
+        };
+        self.pcp.refresh_locked(&mut pcp);
+        if !self.pcp.policy.decay {
+            return DecayOutcome {
+                reached: true,
+                high_before: pcp.high,
+                high_after: pcp.high,
+                count_before: pcp.count,
+                ..DecayOutcome::default()
+            };
+        }
+        pcp.decay_preview(self.pcp.policy.scale)
+    }
+
     /// The periodic work the kernel's vmstat worker and kswapd do, for every CPU whose lists
     /// are not held by an owner: [`Zone::decay_pcp_high`] on each CPU in turn (high falls by
     /// an eighth per tick and the excess drains), and the end of a watermark boost (kswapd's
