@@ -134,7 +134,7 @@ pub use error::{AllocError, ConfigError, DrainError, FreeError, HandleError, Ran
 pub use memmap::{MemoryRegion, RegionKind};
 pub use meta::{FrameMeta, FrameState};
 pub use node::Node;
-pub use pcp::{PcpInfo, PcpSlot, PcpStats, PcpTuning};
+pub use pcp::{DecayOutcome, PcpInfo, PcpSlot, PcpStats, PcpTuning};
 pub use platform::{DefaultPlatform, Platform};
 pub use request::{AllocFlags, AllocRequest};
 pub use stats::{FreeAreaSnapshot, ZoneStats};

@@ -175,6 +175,29 @@ fn v7_2_highatomic_requests_do_not_refill_the_lists() {
     assert!(z.pcp_pages() > 0, "6.12 refills");
 }
 
+/// 7.2's `__rmqueue_pcplist` calls `nr_pcp_alloc` before it refuses an `ALLOC_HIGHATOMIC`
+/// refill (`int batch = nr_pcp_alloc(pcp, zone, order); ... if (alloc_flags &
+/// ALLOC_HIGHATOMIC) return NULL;`): the refused request still clamps `high` into
+/// `high_min..=high_max` (from its boot value 0). The zone is below its high mark
+/// (`ZONE_BELOW_HIGH`), so `high` is not raised by `batch` on top.
+#[test]
+fn v7_2_refused_highatomic_refill_still_clamps_high() {
+    let one = Order::new(1).unwrap();
+    let atomic = AllocRequest::atomic(M).on_cpu(CpuId(0));
+    let z = atomic_zone(KernelVersion::V7_2);
+    assert_eq!(z.pcp_info(CpuId(0)).high, 0, "high starts at 0");
+    z.alloc_with(one, atomic).unwrap();
+    let info = z.pcp_info(CpuId(0));
+    assert_eq!(z.pcp_pages(), 0, "the refill was refused");
+    assert!(info.high_min > 0);
+    assert_eq!(
+        info.high, info.high_min,
+        "nr_pcp_alloc ran before the refusal"
+    );
+    // Order 1: alloc_factor does not move (only order-0 refills double).
+    assert_eq!(info.alloc_factor, 0);
+}
+
 #[test]
 fn highatomic_reserve_cap_per_version() {
     // 65536 managed pages: 6.1 caps at 655 + 512 (three pageblocks fit under it), 6.12+ at

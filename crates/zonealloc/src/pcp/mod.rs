@@ -28,9 +28,11 @@
 //! - G1 (global conservation): buddy free pages + pages on all PCP lists + allocated pages =
 //!   managed pages; every managed frame is in exactly one of those places.
 
+mod decay;
 mod sizing;
 mod slot;
 
+pub use decay::DecayOutcome;
 pub(crate) use sizing::{stat_threshold, zone_batchsize, zone_highsize};
 pub(crate) use slot::{PcpAccess, PcpSet, ATTENTION_OFF};
 pub use slot::{PcpInfo, PcpSlot, PcpTuning};
@@ -554,18 +556,8 @@ impl PerCpuPages {
 
     /// `decay_pcp_high`'s adjustment of `high`; returns (more work to do, pages to drain).
     pub(crate) fn decay_high(&mut self, scale: u8) -> (bool, i32) {
-        let (hmin, batch) = (self.high_min, self.batch);
-        let mut todo = false;
-        if self.high > hmin {
-            self.set_high(
-                (self.count - (batch << scale))
-                    .max(self.high - (self.high >> 3))
-                    .max(hmin),
-            );
-            if self.high > hmin {
-                todo = true;
-            }
-        }
+        let (high, todo) = self.decay_target(scale);
+        self.set_high(high);
         (todo, self.count - self.high)
     }
 

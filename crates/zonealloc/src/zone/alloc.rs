@@ -50,13 +50,14 @@ impl<P: Platform> Zone<P> {
         pcp.free_count >>= 1; // an allocation halves the free streak
         let pi = policy.pindex(mt, Order::from_raw(order));
         if pcp.lists[pi].is_empty() {
-            // 7.2 __rmqueue_pcplist: "if (alloc_flags & ALLOC_HIGHATOMIC) return NULL;" (the
-            // caller then tries the buddy).
+            // __rmqueue_pcplist: `nr_pcp_alloc` first (it clamps and may raise `high`, and
+            // grows `alloc_factor`), then 7.2's "if (alloc_flags & ALLOC_HIGHATOMIC) return
+            // NULL;" (the caller then tries the buddy).
+            let below_high = self.shared.test_flag(ZoneBits::ZONE_BELOW_HIGH);
+            let n = pcp.refill_size(Order::from_raw(order), below_high, &policy);
             if policy.highatomic_no_refill && flags.intersects(AllocFlags::HIGHATOMIC) {
                 return None;
             }
-            let below_high = self.shared.test_flag(ZoneBits::ZONE_BELOW_HIGH);
-            let n = pcp.refill_size(Order::from_raw(order), below_high, &policy);
             let got = self.rmqueue_bulk(order, n, &mut pcp.lists[pi], mt, flags);
             pcp.count += got << order;
             pcp.stats.alloc_misses += 1;

@@ -45,7 +45,7 @@ use super::pcp::PcpGuard;
 use super::Zone;
 use crate::config::{DrainMode, PcpLocking};
 use crate::error::DrainError;
-use crate::pcp::{DrainReason, PcpAccess, PcpSlot, PerCpuPages};
+use crate::pcp::{DecayOutcome, DrainReason, PcpAccess, PcpSlot, PerCpuPages};
 use crate::platform::Platform;
 use crate::sync::{relax_hard, thread_token, Ordering, SpinGuard};
 use crate::types::CpuId;
@@ -388,31 +388,96 @@ impl<P: Platform> Zone<P> {
         }
     }
 
-    /// `decay_pcp_high` for one CPU, plus the periodic drain it implies.
-    pub(crate) fn decay_locked(&self, pcp: &mut PerCpuPages) -> bool {
-        // 6.1's refresh_cpu_vm_stats has no decay_pcp_high (only NUMA-remote drains).
+    /// `decay_pcp_high` on lists the caller holds (`mm/page_alloc.c`, 6.7 and later):
+    /// `high` falls by an eighth toward `high_min` (not below `count - (batch << SCALE)`),
+    /// then `count - high` pages go back in `free_pcppages_bulk(zone, min(to_drain, batch),
+    /// pcp, 0)` calls. 6.6 and older have none (`refresh_cpu_vm_stats` touches only
+    /// remote-node pagesets there): the outcome then says nothing moved.
+    pub(crate) fn decay_locked(&self, pcp: &mut PerCpuPages) -> DecayOutcome {
+        let mut out = DecayOutcome {
+            reached: true,
+            high_before: pcp.high,
+            high_after: pcp.high,
+            count_before: pcp.count,
+            ..DecayOutcome::default()
+        };
         if !self.pcp.policy.decay {
-            return false;
+            return out;
         }
+        // `batch = READ_ONCE(pcp->batch)` once, for every chunk.
+        let batch = pcp.batch.max(1);
         let (mut todo, mut to_drain) = pcp.decay_high(self.pcp.policy.scale);
+        out.high_after = pcp.high;
         while to_drain > 0 {
-            let chunk = to_drain.min(pcp.batch.max(1));
+            let chunk = to_drain.min(batch);
             let before = pcp.count;
             self.bulk_free(pcp, chunk, 0, DrainReason::Decay);
+            out.chunks += 1;
+            out.drained += before - pcp.count;
             todo = true;
             to_drain -= chunk;
             if pcp.count == before {
-                break;
+                break; // count disagrees with the lists; `check` reports P1
             }
         }
-        todo
+        out.todo = todo;
+        out
+    }
+
+    /// One CPU's `decay_pcp_high` for this zone: what the kernel's vmstat worker
+    /// (`vmstat_update` → `refresh_cpu_vm_stats(true)`) does to that CPU's lists each time it
+    /// runs on that CPU, and nothing else (no other CPU, no watermark boost). A replay calls it
+    /// when that CPU's worker runs; [`Zone::tick`] calls it for every CPU. Waits for the
+    /// CPU's lock; lists an owner holds for good are not reached (their
+    /// [`CpuHandle::tick`](crate::CpuHandle::tick) decays them).
+    pub fn decay_pcp_high(&self, cpu: CpuId) -> DecayOutcome {
+        if !self.pcp.enabled() {
+            return DecayOutcome::default();
+        }
+        let c = self.pcp.cpu_index(cpu);
+        let Some(pcp) = self.lock_unless_owned(c) else {
+            return DecayOutcome::default();
+        };
+        let mut pcp = self.pcp_enter(self.pcp.slot(c), pcp);
+        let out = self.decay_locked(&mut pcp);
+        drop(pcp);
+        self.debug_check("decay_pcp_high");
+        out
+    }
+
+    /// What [`Zone::decay_pcp_high`] would do to CPU `cpu`'s lists now, without doing it
+    /// (`drained` is the pages it would ask `free_pcppages_bulk` for; a high-order block
+    /// drained counts all its pages, so the run may free slightly more). For a replay that
+    /// runs a simulated vmstat worker only when the trace shows its drain (see
+    /// `docs/kernel-versions/vmstat-decay.md`). Reports nothing moved for the 6.6-and-older
+    /// rules, and nothing reached where [`Zone::decay_pcp_high`] would not reach.
+    pub fn decay_pcp_high_preview(&self, cpu: CpuId) -> DecayOutcome {
+        if !self.pcp.enabled() {
+            return DecayOutcome::default();
+        }
+        let c = self.pcp.cpu_index(cpu);
+        let Some(mut pcp) = self.lock_unless_owned(c) else {
+            return DecayOutcome::default();
+        };
+        self.pcp.refresh_locked(&mut pcp);
+        if !self.pcp.policy.decay {
+            return DecayOutcome {
+                reached: true,
+                high_before: pcp.high,
+                high_after: pcp.high,
+                count_before: pcp.count,
+                ..DecayOutcome::default()
+            };
+        }
+        pcp.decay_preview(self.pcp.policy.scale)
     }
 
     /// The periodic work the kernel's vmstat worker and kswapd do, for every CPU whose lists
-    /// are not held by an owner: `decay_pcp_high` (high falls by an eighth per tick and the
-    /// excess drains), and the end of a watermark boost (kswapd's `balance_pgdat` resets it;
-    /// no reclaim is modelled). Call it about once per simulated second. Returns whether more
-    /// decay is pending.
+    /// are not held by an owner: [`Zone::decay_pcp_high`] on each CPU in turn (high falls by
+    /// an eighth per tick and the excess drains), and the end of a watermark boost (kswapd's
+    /// `balance_pgdat` resets it; no reclaim is modelled). Call it about once per simulated
+    /// second. Returns whether more decay is pending. (The kernel runs each CPU's worker on
+    /// its own timer; a replay that follows those timers calls `decay_pcp_high` per CPU.)
     pub fn tick(&self) -> bool {
         {
             let mut z = self.lock();
@@ -426,12 +491,7 @@ impl<P: Platform> Zone<P> {
         }
         let mut todo = false;
         for c in 0..self.pcp.cpus() {
-            // Owner-held lists decay through their owner's `CpuHandle::tick`.
-            let Some(pcp) = self.lock_unless_owned(c) else {
-                continue;
-            };
-            let mut pcp = self.pcp_enter(self.pcp.slot(c), pcp);
-            todo |= self.decay_locked(&mut pcp);
+            todo |= self.decay_pcp_high(CpuId(c as u32)).todo;
         }
         self.debug_check("tick");
         todo

@@ -231,6 +231,7 @@ impl<'z, P: Platform> CpuHandle<'z, P> {
             Some(p) => zone.decay_locked(&mut zone.pcp_enter(slot, &mut **p)),
             None => zone.decay_locked(&mut zone.pcp_enter(slot, slot.lists.lock())),
         }
+        .todo
     }
 }
 
