@@ -39,7 +39,10 @@ mod watermark;
 pub use check::CheckFacts;
 pub(crate) use fallback::RmqueueMode;
 pub use watermark::Watermarks;
-pub(crate) use watermark::{setup_node_watermarks, setup_per_zone_lowmem_reserve, ZoneSize};
+pub(crate) use watermark::{
+    calculate_min_free_kbytes, khugepaged_min_free_kbytes, setup_node_watermarks,
+    setup_per_zone_lowmem_reserve, setup_per_zone_wmarks, ZoneSize,
+};
 
 use crate::config::{DrainMigratetype, ZoneConfig};
 use crate::list::FrameList;
