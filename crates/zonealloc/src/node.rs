@@ -1,10 +1,7 @@
 //! [`Node`]: the zones of one NUMA node, tried in zonelist order, and the allocation walk
 //! shared by a node and a lone zone (`get_page_from_freelist`, `__alloc_pages_slowpath`).
 
-use crate::buddy::{
-    calculate_min_free_kbytes, khugepaged_min_free_kbytes, setup_node_watermarks,
-    setup_per_zone_lowmem_reserve, setup_per_zone_wmarks, Watermarks, ZoneSize,
-};
+use crate::buddy::{setup_node_watermarks, setup_per_zone_lowmem_reserve, Watermarks, ZoneSize};
 use crate::config::ZoneConfig;
 use crate::error::{AllocError, ConfigError, FreeError, RangeError};
 use crate::pcp::PcpAccess;
@@ -302,11 +299,12 @@ impl<P: Platform> Node<P> {
     /// `init_per_zone_wmark_min` at boot: `calculate_min_free_kbytes` (no high marks yet),
     /// `setup_per_zone_wmarks`, `setup_per_zone_lowmem_reserve`. Returns the
     /// `min_free_kbytes` it set.
+    #[cfg(feature = "std")]
     fn init_per_zone_wmark_min(&self) -> u64 {
         let (sizes, cfgs, n) = self.sizes();
         let unset = [Watermarks::default(); MAX_NR_ZONES];
-        let mfk = calculate_min_free_kbytes(&sizes[..n], &cfgs[..n], &unset);
-        let wm = setup_per_zone_wmarks(&sizes[..n], &cfgs[..n], mfk);
+        let mfk = crate::buddy::calculate_min_free_kbytes(&sizes[..n], &cfgs[..n], &unset);
+        let wm = crate::buddy::setup_per_zone_wmarks(&sizes[..n], &cfgs[..n], mfk);
         let reserve = setup_per_zone_lowmem_reserve(&sizes[..n], &cfgs[..n]);
         self.apply_watermarks(&wm, &reserve);
         mfk
@@ -315,6 +313,7 @@ impl<P: Platform> Node<P> {
     /// `hugepage_init` at boot, `mfk` being the `min_free_kbytes` of before: where
     /// khugepaged starts, `set_recommended_min_free_kbytes` and its `setup_per_zone_wmarks`
     /// over the managed pages of now; the lowmem reserve stays.
+    #[cfg(feature = "std")]
     fn hugepage_init(&self, mfk: u64) {
         let (sizes, cfgs, n) = self.sizes();
         let mut wm = [Watermarks::default(); MAX_NR_ZONES];
@@ -323,8 +322,10 @@ impl<P: Platform> Node<P> {
             wm[i] = z.watermarks();
             reserve[i] = z.lowmem_reserve();
         }
-        if let Some(raised) = khugepaged_min_free_kbytes(&sizes[..n], &cfgs[..n], &wm[..n], mfk) {
-            let wm = setup_per_zone_wmarks(&sizes[..n], &cfgs[..n], raised);
+        if let Some(raised) =
+            crate::buddy::khugepaged_min_free_kbytes(&sizes[..n], &cfgs[..n], &wm[..n], mfk)
+        {
+            let wm = crate::buddy::setup_per_zone_wmarks(&sizes[..n], &cfgs[..n], raised);
             self.apply_watermarks(&wm, &reserve);
         }
     }

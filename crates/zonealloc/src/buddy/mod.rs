@@ -39,10 +39,11 @@ mod watermark;
 pub use check::CheckFacts;
 pub(crate) use fallback::RmqueueMode;
 pub use watermark::Watermarks;
+#[cfg(feature = "std")]
 pub(crate) use watermark::{
-    calculate_min_free_kbytes, khugepaged_min_free_kbytes, setup_node_watermarks,
-    setup_per_zone_lowmem_reserve, setup_per_zone_wmarks, ZoneSize,
+    calculate_min_free_kbytes, khugepaged_min_free_kbytes, setup_per_zone_wmarks,
 };
+pub(crate) use watermark::{setup_node_watermarks, setup_per_zone_lowmem_reserve, ZoneSize};
 
 use crate::config::{DrainMigratetype, ZoneConfig};
 use crate::list::FrameList;
