@@ -127,13 +127,13 @@ pub use buddy::{CheckFacts, Watermarks};
 pub use check::CheckError;
 pub use config::{
     DrainMigratetype, DrainMode, FallbackRule, FreeHigh, FreeScaling, HighMode, HighatomicCap,
-    HighatomicUnusable, KernelVersion, MobilityGrouping, PcpConfig, PcpLocking, WatermarkConfig,
-    ZoneConfig,
+    HighatomicUnusable, KernelVersion, MobilityGrouping, PcpConfig, PcpLocking, SmpLocksFree,
+    WatermarkConfig, ZoneConfig,
 };
 pub use error::{AllocError, ConfigError, DrainError, FreeError, HandleError, RangeError};
 pub use memmap::{MemoryRegion, RegionKind};
 pub use meta::{FrameMeta, FrameState};
-pub use node::Node;
+pub use node::{BootFrees, Node};
 pub use pcp::{DecayOutcome, PcpInfo, PcpSlot, PcpStats, PcpTuning};
 pub use platform::{DefaultPlatform, Platform};
 pub use request::{AllocFlags, AllocRequest};

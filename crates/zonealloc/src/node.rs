@@ -1,7 +1,7 @@
 //! [`Node`]: the zones of one NUMA node, tried in zonelist order, and the allocation walk
 //! shared by a node and a lone zone (`get_page_from_freelist`, `__alloc_pages_slowpath`).
 
-use crate::buddy::{setup_node_watermarks, setup_per_zone_lowmem_reserve, ZoneSize};
+use crate::buddy::{setup_node_watermarks, setup_per_zone_lowmem_reserve, Watermarks, ZoneSize};
 use crate::config::ZoneConfig;
 use crate::error::{AllocError, ConfigError, FreeError, RangeError};
 use crate::pcp::PcpAccess;
@@ -44,19 +44,93 @@ impl Node {
         Node::boot(id, regions, &[], cfg)
     }
 
-    /// A node booted the way the kernel boots one: the zones of [`Node::from_memory_map`]
-    /// get their usable frames except the `late` ranges; the watermarks and PCP sizes are
-    /// computed from that (`init_per_zone_wmark_min`, then `set_recommended_min_free_kbytes`
-    /// when `cfg.thp_min_free_kbytes` is on); then the `late` ranges, the init memory the
-    /// kernel frees after its initcalls (initrd, `free_initmem`, `mark_rodata_ro`), are added
-    /// by [`Node::free_reserved_area`], which leaves the watermarks and PCP sizes as they
-    /// were. Each zone's present pages are the RAM the map gives it (reserved cuts
-    /// included). The `late` ranges must lie in usable, unreserved memory.
+    /// A node booted the way the kernel boots one, with no SMP-alternatives memory:
+    /// [`Node::boot_with`] with `late` as its [`BootFrees::late`].
     #[cfg(feature = "std")]
     pub fn boot(
         id: u32,
         regions: &[crate::memmap::MemoryRegion],
         late: &[(Pfn, Pfn)],
+        cfg: ZoneConfig,
+    ) -> Result<Node, ConfigError> {
+        let frees = BootFrees {
+            smp_alternatives: &[],
+            late,
+        };
+        Node::boot_with(id, regions, &frees, cfg)
+    }
+
+    /// A node booted the way the kernel boots one (`init/main.c`): the zones of
+    /// [`Node::from_memory_map`] get their usable frames except the init memory of `frees`
+    /// (`memblock_free_all`); then, in initcall order:
+    /// - `init_per_zone_wmark_min` (`postcore_initcall`): `calculate_min_free_kbytes`, the
+    ///   watermarks, PCP sizes and lowmem reserve;
+    /// - `free_smp_locks` (`arch_initcall`, where `cfg.smp_locks_free` is
+    ///   [`SmpLocksFree::ArchInitcall`](crate::config::SmpLocksFree::ArchInitcall); before the initcalls otherwise): the
+    ///   SMP-alternatives memory, by [`Node::free_reserved_area`];
+    /// - `hugepage_init` (`subsys_initcall`): where khugepaged starts
+    ///   (`cfg.thp_min_free_kbytes`, and at least `cfg.thp_min_totalram_mib` of managed
+    ///   memory), `set_recommended_min_free_kbytes` and the watermark setup that follows it;
+    /// - the `late` frees (initrd, `free_initmem`, `mark_rodata_ro`), which leave the
+    ///   watermarks and PCP sizes as they were.
+    ///
+    /// Each zone's present pages are the RAM the map gives it (reserved cuts included). The
+    /// `frees` must lie in usable, unreserved memory.
+    #[cfg(feature = "std")]
+    pub fn boot_with(
+        id: u32,
+        regions: &[crate::memmap::MemoryRegion],
+        frees: &BootFrees<'_>,
+        cfg: ZoneConfig,
+    ) -> Result<Node, ConfigError> {
+        let node = Node::zones_of_map(id, regions, cfg)?;
+        let at_arch_initcall = cfg.smp_locks_free == crate::config::SmpLocksFree::ArchInitcall;
+        let held: std::vec::Vec<(Pfn, Pfn)> = frees
+            .late
+            .iter()
+            .chain(frees.smp_alternatives.iter().filter(|_| at_arch_initcall))
+            .copied()
+            .collect();
+        // Early memory: the usable pieces less the memory freed later (memblock_free_all).
+        let mut pieces = std::vec::Vec::new();
+        crate::memmap::usable_frames(regions, cfg.page_size, |s, e| pieces.push((s.0, e.0)));
+        for &(s, e) in &pieces {
+            let mut cur = s;
+            while cur < e {
+                let cut = held
+                    .iter()
+                    .filter(|&&(ls, le)| le.0 > cur && ls.0 < e)
+                    .min_by_key(|&&(ls, _)| ls.0);
+                let (next, resume) = match cut {
+                    Some(&(ls, le)) => (ls.0.max(cur), le.0.max(cur)),
+                    None => (e, e),
+                };
+                if next > cur {
+                    // Pieces are disjoint and inside the zones by construction.
+                    node.add_early_range(Pfn(cur), Pfn(next))
+                        .map_err(ConfigError::Range)?;
+                }
+                cur = resume;
+            }
+        }
+        let mfk = node.init_per_zone_wmark_min();
+        if at_arch_initcall {
+            for &(s, e) in frees.smp_alternatives {
+                node.free_reserved_area(s, e).map_err(ConfigError::Range)?;
+            }
+        }
+        node.hugepage_init(mfk);
+        for &(s, e) in frees.late {
+            node.free_reserved_area(s, e).map_err(ConfigError::Range)?;
+        }
+        Ok(node)
+    }
+
+    /// The zones of [`Node::from_memory_map`], with their present pages and nothing free.
+    #[cfg(feature = "std")]
+    fn zones_of_map(
+        id: u32,
+        regions: &[crate::memmap::MemoryRegion],
         cfg: ZoneConfig,
     ) -> Result<Node, ConfigError> {
         cfg.validate()?;
@@ -66,8 +140,6 @@ impl Node {
             (ZoneType::Dma32, (16u64 << 20) / ps, (4u64 << 30) / ps),
             (ZoneType::Normal, (4u64 << 30) / ps, u64::MAX),
         ];
-        let mut pieces = std::vec::Vec::new();
-        crate::memmap::usable_frames(regions, ps, |s, e| pieces.push((s.0, e.0)));
         // The RAM of the map, in whole frames (reserved cuts not applied: reserved RAM is
         // present, as memblock.memory is in the kernel).
         let ram = || {
@@ -93,33 +165,22 @@ impl Node {
                 zones.push(z);
             }
         }
-        let node = Node::new(id, zones)?;
-        // Early memory: the usable pieces less the late ranges (memblock_free_all).
-        for &(s, e) in &pieces {
-            let mut cur = s;
-            while cur < e {
-                let cut = late
-                    .iter()
-                    .filter(|&&(ls, le)| le.0 > cur && ls.0 < e)
-                    .min_by_key(|&&(ls, _)| ls.0);
-                let (next, resume) = match cut {
-                    Some(&(ls, le)) => (ls.0.max(cur), le.0.max(cur)),
-                    None => (e, e),
-                };
-                if next > cur {
-                    // Pieces are disjoint and inside the zones by construction.
-                    node.add_early_range(Pfn(cur), Pfn(next))
-                        .map_err(ConfigError::Range)?;
-                }
-                cur = resume;
-            }
-        }
-        node.setup_watermarks();
-        for &(s, e) in late {
-            node.free_reserved_area(s, e).map_err(ConfigError::Range)?;
-        }
-        Ok(node)
+        Node::new(id, zones)
     }
+}
+
+/// Init memory the kernel hands back to the allocator while it boots
+/// (`free_init_pages` → `free_reserved_area`), by when: [`Node::boot_with`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BootFrees<'a> {
+    /// "Freeing SMP alternatives memory" (`__smp_locks`): freed before the initcalls or at
+    /// an `arch_initcall`, as the configuration's
+    /// [`smp_locks_free`](ZoneConfig::smp_locks_free) says.
+    pub smp_alternatives: &'a [(Pfn, Pfn)],
+    /// Freed after every watermark setup of boot: "Freeing initrd memory"
+    /// (`populate_rootfs`), "unused decrypted", "unused kernel image (initmem)"
+    /// (`free_initmem`), "text/rodata gap", "rodata/data gap" (`mark_rodata_ro`).
+    pub late: &'a [(Pfn, Pfn)],
 }
 
 impl<P: Platform> Node<P> {
@@ -232,6 +293,50 @@ impl<P: Platform> Node<P> {
     pub fn setup_watermarks(&self) {
         let (sizes, cfgs, n) = self.sizes();
         let (wm, reserve) = setup_node_watermarks(&sizes[..n], &cfgs[..n]);
+        self.apply_watermarks(&wm, &reserve);
+    }
+
+    /// `init_per_zone_wmark_min` at boot: `calculate_min_free_kbytes` (no high marks yet),
+    /// `setup_per_zone_wmarks`, `setup_per_zone_lowmem_reserve`. Returns the
+    /// `min_free_kbytes` it set.
+    #[cfg(feature = "std")]
+    fn init_per_zone_wmark_min(&self) -> u64 {
+        let (sizes, cfgs, n) = self.sizes();
+        let unset = [Watermarks::default(); MAX_NR_ZONES];
+        let mfk = crate::buddy::calculate_min_free_kbytes(&sizes[..n], &cfgs[..n], &unset);
+        let wm = crate::buddy::setup_per_zone_wmarks(&sizes[..n], &cfgs[..n], mfk);
+        let reserve = setup_per_zone_lowmem_reserve(&sizes[..n], &cfgs[..n]);
+        self.apply_watermarks(&wm, &reserve);
+        mfk
+    }
+
+    /// `hugepage_init` at boot, `mfk` being the `min_free_kbytes` of before: where
+    /// khugepaged starts, `set_recommended_min_free_kbytes` and its `setup_per_zone_wmarks`
+    /// over the managed pages of now; the lowmem reserve stays.
+    #[cfg(feature = "std")]
+    fn hugepage_init(&self, mfk: u64) {
+        let (sizes, cfgs, n) = self.sizes();
+        let mut wm = [Watermarks::default(); MAX_NR_ZONES];
+        let mut reserve = [[0; MAX_NR_ZONES]; MAX_NR_ZONES];
+        for (i, z) in self.zones().enumerate() {
+            wm[i] = z.watermarks();
+            reserve[i] = z.lowmem_reserve();
+        }
+        if let Some(raised) =
+            crate::buddy::khugepaged_min_free_kbytes(&sizes[..n], &cfgs[..n], &wm[..n], mfk)
+        {
+            let wm = crate::buddy::setup_per_zone_wmarks(&sizes[..n], &cfgs[..n], raised);
+            self.apply_watermarks(&wm, &reserve);
+        }
+    }
+
+    /// Sets each zone's marks and reserve, and `page_group_by_mobility_disabled`.
+    fn apply_watermarks(
+        &self,
+        wm: &[Watermarks; MAX_NR_ZONES],
+        reserve: &[[u64; MAX_NR_ZONES]; MAX_NR_ZONES],
+    ) {
+        let (sizes, cfgs, n) = self.sizes();
         // build_all_zonelists: vm_total_pages = pages above the high marks of all zones.
         let above_high: u64 = (0..n)
             .map(|i| sizes[i].managed.saturating_sub(wm[i].high))

@@ -139,24 +139,24 @@ impl ZoneShared {
     /// type's lists.
     #[inline(always)]
     pub(crate) fn above_high_fast(&self, order: Order, highest_zoneidx: usize) -> bool {
-        let order = order.get();
         // headroom - (2^order - 1) > reserve, as (headroom - reserve) >> order >= 1 (an
         // arithmetic shift is a division rounding down): no mask to build.
         let room = (ld(&self.order0_high_headroom) as i64)
             .wrapping_sub(ld(&self.lowmem_reserve[highest_zoneidx]) as i64);
-        if room >> order <= 0 {
+        if room >> order.get() <= 0 {
             return false;
         }
         // The word holding `order`'s byte answers for `order` and the orders above it there
         // (the bytes of orders above `max_order` stay zero); the rest only when it says no.
         // (The masks come from a table: one memory operand instead of a shift of a constant
         // that needs a register of its own.)
-        if let Some(word) = self.nonempty.get(order as usize / 8) {
-            if ld(word) & NONEMPTY_FROM[order as usize % 8] != 0 {
+        if let Some(word) = self.nonempty.get(order.index() / 8) {
+            if ld(word) & NONEMPTY_FROM[order.index() % 8] != 0 {
                 return true;
             }
         }
-        ((order | 7) + 1..=self.max_order).any(|o| self.nonempty_bits(o) & PCP_TYPE_BITS != 0)
+        ((order.get() | 7) + 1..=self.max_order)
+            .any(|o| self.nonempty_bits(Order::from_raw(o)) & PCP_TYPE_BITS != 0)
     }
 
     #[inline]
@@ -173,15 +173,15 @@ impl ZoneShared {
     }
 
     #[inline]
-    fn nonempty_bits(&self, order: u8) -> u8 {
-        let word = ld(&self.nonempty[order as usize / 8]);
-        (word >> ((order as usize % 8) * 8)) as u8
+    fn nonempty_bits(&self, order: Order) -> u8 {
+        let word = ld(&self.nonempty[order.index() / 8]);
+        (word >> ((order.index() % 8) * 8)) as u8
     }
 
     /// `__zone_watermark_unusable_free`.
     #[inline]
-    fn unusable_free(&self, order: u8, flags: AllocFlags) -> i64 {
-        let mut unusable = (1i64 << order) - 1;
+    fn unusable_free(&self, order: Order, flags: AllocFlags) -> i64 {
+        let mut unusable = (1i64 << order.get()) - 1;
         if !flags.intersects(AllocFlags::RESERVES) {
             unusable += ld(&self.nr_free_highatomic) as i64;
         }
@@ -198,7 +198,6 @@ impl ZoneShared {
         flags: AllocFlags,
         free_pages: i64,
     ) -> bool {
-        let order = order.get();
         let free = free_pages - self.unusable_free(order, flags);
         let mut min = mark as i64;
         if flags.intersects(AllocFlags::RESERVES) {
@@ -215,13 +214,13 @@ impl ZoneShared {
         if free <= min + ld(&self.lowmem_reserve[highest_zoneidx]) as i64 {
             return false;
         }
-        if order == 0 {
+        if order == Order::ZERO {
             return true;
         }
         let pcp_types = (1u8 << MIGRATE_PCPTYPES) - 1;
         let ha = 1u8 << MigrateType::HighAtomic.index();
         let use_ha = flags.intersects(AllocFlags::HIGHATOMIC.with(AllocFlags::OOM));
-        for o in order..=self.max_order {
+        for o in order.through(Order::from_raw(self.max_order)) {
             let bits = self.nonempty_bits(o);
             if bits & pcp_types != 0 || (use_ha && bits & ha != 0) {
                 return true;
@@ -252,7 +251,7 @@ impl ZoneShared {
     ) -> bool {
         let free = ld(&self.nr_free_pages) as i64;
         if order == Order::ZERO {
-            let reserved = self.unusable_free(0, flags);
+            let reserved = self.unusable_free(Order::ZERO, flags);
             let usable = free - free.min(reserved);
             if usable > (mark + ld(&self.lowmem_reserve[highest_zoneidx])) as i64 {
                 return true;

@@ -130,6 +130,13 @@ impl Order {
         1u64 << self.0
     }
 
+    /// The orders from this one up to `last`, both included (the kernel's
+    /// `for (o = order; o <= last; o++)`).
+    #[inline]
+    pub(crate) fn through(self, last: Order) -> impl DoubleEndedIterator<Item = Order> + Clone {
+        (self.0..=last.0).map(Order)
+    }
+
     /// Internal: an order known to be in range (callers derive it from a valid order).
     #[inline]
     pub(crate) const fn from_raw(order: u8) -> Order {

@@ -13,7 +13,7 @@
 
 use zonealloc::config::KernelVersion;
 use zonealloc::memmap::MemoryRegion;
-use zonealloc::{CpuId, Node, Pfn, ZoneConfig, ZoneType};
+use zonealloc::{BootFrees, CpuId, Node, Pfn, SmpLocksFree, ZoneConfig, ZoneType};
 
 const PAGE: u64 = 4096;
 
@@ -23,8 +23,11 @@ struct ZoneCase {
     present: u64,
     managed: u64,
     /// Pages freed late (`free_reserved_area`): "Freeing initrd memory", "unused decrypted",
-    /// "initmem", "text/rodata gap", "rodata/data gap" (not "SMP alternatives": freed before).
+    /// "initmem", "text/rodata gap", "rodata/data gap".
     late: u64,
+    /// Pages of "Freeing SMP alternatives memory" (6.1: 36K, before the initcalls; 7.2: 48K,
+    /// at an arch_initcall, between the two watermark setups of boot).
+    smp: u64,
     /// min, low, high, promo (promo: 7.2 only; 6.1 does not print it).
     wmarks: [u64; 4],
     /// `protection:` over DMA, DMA32, Normal, Movable, Device.
@@ -48,7 +51,7 @@ struct Case {
 }
 
 const CASES: &[Case] = &[
-    // linux-6.1/boot_snapshots/m1024_c2: info/ncpu, info/dmesg (BIOS-e820, "Freeing ...": 1724K + 2036K + 2824K + 2040K + 1108K),
+    // linux-6.1/boot_snapshots/m1024_c2: info/ncpu, info/dmesg (BIOS-e820, "Freeing ...": SMP alternatives 36K; 1724K + 2036K + 2824K + 2040K + 1108K),
     // snap/{boot,hf8,hf32,hf0}/zoneinfo.
     Case {
         name: "linux-6.1/m1024_c2",
@@ -62,6 +65,7 @@ const CASES: &[Case] = &[
                 present: 3998,
                 managed: 3840,
                 late: 0,
+                smp: 0,
                 wmarks: [177, 221, 265, 0],
                 protection: [0, 945, 945, 945, 945],
                 boot: [1, 110, 110],
@@ -75,6 +79,7 @@ const CASES: &[Case] = &[
                 present: 258013,
                 managed: 242031,
                 late: 2433,
+                smp: 9,
                 wmarks: [11086, 13857, 16628, 0],
                 protection: [0, 0, 0, 0, 0],
                 boot: [63, 6928, 6928],
@@ -84,7 +89,7 @@ const CASES: &[Case] = &[
             },
         ],
     },
-    // linux-6.1/boot_snapshots/m2048_c4: info/ncpu, info/dmesg (BIOS-e820, "Freeing ...": 1724K + 2036K + 2824K + 2040K + 1108K),
+    // linux-6.1/boot_snapshots/m2048_c4: info/ncpu, info/dmesg (BIOS-e820, "Freeing ...": SMP alternatives 36K; 1724K + 2036K + 2824K + 2040K + 1108K),
     // snap/{boot,hf8,hf32,hf0}/zoneinfo.
     Case {
         name: "linux-6.1/m2048_c4",
@@ -98,6 +103,7 @@ const CASES: &[Case] = &[
                 present: 3998,
                 managed: 3840,
                 late: 0,
+                smp: 0,
                 wmarks: [86, 107, 128, 0],
                 protection: [0, 1951, 1951, 1951, 1951],
                 boot: [1, 26, 26],
@@ -111,6 +117,7 @@ const CASES: &[Case] = &[
                 present: 520157,
                 managed: 499571,
                 late: 2433,
+                smp: 9,
                 wmarks: [11177, 13971, 16765, 0],
                 protection: [0, 0, 0, 0, 0],
                 boot: [63, 3492, 3492],
@@ -120,7 +127,7 @@ const CASES: &[Case] = &[
             },
         ],
     },
-    // linux-6.1/boot_snapshots/m4096_c4: info/ncpu, info/dmesg (BIOS-e820, "Freeing ...": 1724K + 2036K + 2824K + 2040K + 1108K),
+    // linux-6.1/boot_snapshots/m4096_c4: info/ncpu, info/dmesg (BIOS-e820, "Freeing ...": SMP alternatives 36K; 1724K + 2036K + 2824K + 2040K + 1108K),
     // snap/{boot,hf8,hf32,hf0}/zoneinfo.
     Case {
         name: "linux-6.1/m4096_c4",
@@ -138,6 +145,7 @@ const CASES: &[Case] = &[
                 present: 3998,
                 managed: 3840,
                 late: 0,
+                smp: 0,
                 wmarks: [64, 80, 96, 0],
                 protection: [0, 2947, 3899, 3899, 3899],
                 boot: [1, 20, 20],
@@ -151,6 +159,7 @@ const CASES: &[Case] = &[
                 present: 782301,
                 managed: 754599,
                 late: 2433,
+                smp: 9,
                 wmarks: [12712, 15890, 19068, 0],
                 protection: [0, 0, 952, 952, 952],
                 boot: [63, 3972, 3972],
@@ -164,6 +173,7 @@ const CASES: &[Case] = &[
                 present: 262144,
                 managed: 243721,
                 late: 0,
+                smp: 0,
                 wmarks: [4119, 5148, 6177, 0],
                 protection: [0, 0, 0, 0, 0],
                 boot: [63, 1287, 1287],
@@ -173,7 +183,7 @@ const CASES: &[Case] = &[
             },
         ],
     },
-    // linux-7.2/boot_snapshots/m1024_c2: info/ncpu, info/dmesg (BIOS-e820, "Freeing ...": 1676K + 2028K + 4648K + 1236K + 628K),
+    // linux-7.2/boot_snapshots/m1024_c2: info/ncpu, info/dmesg (BIOS-e820, "Freeing ...": SMP alternatives 48K; 1676K + 2028K + 4648K + 1236K + 628K),
     // snap/{boot,hf8,hf32,hf0}/zoneinfo.
     Case {
         name: "linux-7.2/m1024_c2",
@@ -187,6 +197,7 @@ const CASES: &[Case] = &[
                 present: 3998,
                 managed: 3840,
                 late: 0,
+                smp: 0,
                 wmarks: [177, 221, 265, 309],
                 protection: [0, 947, 947, 947, 947],
                 boot: [1, 110, 240],
@@ -200,6 +211,7 @@ const CASES: &[Case] = &[
                 present: 258013,
                 managed: 242674,
                 late: 2554,
+                smp: 12,
                 wmarks: [11086, 13857, 16628, 19399],
                 protection: [0, 0, 0, 0, 0],
                 boot: [63, 6928, 15007],
@@ -209,7 +221,7 @@ const CASES: &[Case] = &[
             },
         ],
     },
-    // linux-7.2/boot_snapshots/m2048_c4: info/ncpu, info/dmesg (BIOS-e820, "Freeing ...": 1676K + 2028K + 4648K + 1236K + 628K),
+    // linux-7.2/boot_snapshots/m2048_c4: info/ncpu, info/dmesg (BIOS-e820, "Freeing ...": SMP alternatives 48K; 1676K + 2028K + 4648K + 1236K + 628K),
     // snap/{boot,hf8,hf32,hf0}/zoneinfo.
     Case {
         name: "linux-7.2/m2048_c4",
@@ -223,6 +235,7 @@ const CASES: &[Case] = &[
                 present: 3998,
                 managed: 3840,
                 late: 0,
+                smp: 0,
                 wmarks: [86, 107, 128, 149],
                 protection: [0, 1953, 1953, 1953, 1953],
                 boot: [1, 26, 120],
@@ -236,6 +249,7 @@ const CASES: &[Case] = &[
                 present: 520157,
                 managed: 500207,
                 late: 2554,
+                smp: 12,
                 wmarks: [11177, 13971, 16765, 19559],
                 protection: [0, 0, 0, 0, 0],
                 boot: [63, 3492, 15551],
@@ -245,7 +259,7 @@ const CASES: &[Case] = &[
             },
         ],
     },
-    // linux-7.2/boot_snapshots/m4096_c4: info/ncpu, info/dmesg (BIOS-e820, "Freeing ...": 1676K + 2028K + 4648K + 1236K + 628K),
+    // linux-7.2/boot_snapshots/m4096_c4: info/ncpu, info/dmesg (BIOS-e820, "Freeing ...": SMP alternatives 48K; 1676K + 2028K + 4648K + 1236K + 628K),
     // snap/{boot,hf8,hf32,hf0}/zoneinfo.
     Case {
         name: "linux-7.2/m4096_c4",
@@ -263,6 +277,7 @@ const CASES: &[Case] = &[
                 present: 3998,
                 managed: 3840,
                 late: 0,
+                smp: 0,
                 wmarks: [64, 80, 96, 112],
                 protection: [0, 2950, 3902, 3902, 3902],
                 boot: [1, 20, 120],
@@ -276,6 +291,7 @@ const CASES: &[Case] = &[
                 present: 782301,
                 managed: 755247,
                 late: 2554,
+                smp: 12,
                 wmarks: [12714, 15892, 19070, 22248],
                 protection: [0, 0, 951, 951, 951],
                 boot: [63, 3973, 23521],
@@ -289,6 +305,7 @@ const CASES: &[Case] = &[
                 present: 262144,
                 managed: 243711,
                 late: 0,
+                smp: 0,
                 wmarks: [4116, 5145, 6174, 7203],
                 protection: [0, 0, 0, 0, 0],
                 boot: [63, 1286, 7615],
@@ -325,26 +342,41 @@ fn pcp_values(node: &Node, zone: ZoneType, cpus: u32) -> Vec<[i32; 3]> {
         .collect()
 }
 
-fn check(case: &Case) {
-    let n = case.name;
+/// The boot of `case` (the kernel's preset, `cfg_of` applied to it): its e820 map, each
+/// zone's reserved frames at the top of its RAM, below the SMP-alternatives memory and the
+/// late frees.
+fn boot_case(case: &Case, cfg_of: impl Fn(ZoneConfig) -> ZoneConfig) -> Node {
     let mut regions: Vec<MemoryRegion> = case
         .ram
         .iter()
         .map(|&(s, e)| MemoryRegion::usable(s, e - s))
         .collect();
-    let mut late = Vec::new();
+    let (mut late, mut smp) = (Vec::new(), Vec::new());
     for z in case.zones {
         let top = zone_ram_top(case.ram, z.zone);
         let reserved = z.present - z.managed;
         let late_start = top - z.late;
-        let res_start = late_start - reserved;
+        let smp_start = late_start - z.smp;
+        let res_start = smp_start - reserved;
         regions.push(MemoryRegion::reserved(res_start * PAGE, reserved * PAGE));
         if z.late > 0 {
             late.push((Pfn(late_start), Pfn(top)));
         }
+        if z.smp > 0 {
+            smp.push((Pfn(smp_start), Pfn(late_start)));
+        }
     }
-    let cfg = ZoneConfig::for_kernel(case.kernel).with_cpus(case.cpus);
-    let node = Node::boot(0, &regions, &late, cfg).unwrap();
+    let cfg = cfg_of(ZoneConfig::for_kernel(case.kernel).with_cpus(case.cpus));
+    let frees = BootFrees {
+        smp_alternatives: &smp,
+        late: &late,
+    };
+    Node::boot_with(0, &regions, &frees, cfg).unwrap()
+}
+
+fn check(case: &Case) {
+    let n = case.name;
+    let node = boot_case(case, |c| c);
     if case.kernel == KernelVersion::V6_1 {
         // 6.1 keeps the reserve of boot (early managed) but recomputes it whenever
         // /proc/sys/vm/lowmem_reserve_ratio is read (lowmem_reserve_ratio_sysctl_handler does
@@ -462,4 +494,130 @@ fn late_frees_counted_early_give_other_watermarks() {
     let dma32 = node.zone(ZoneType::Dma32).unwrap().watermarks();
     assert_eq!(dma.min, 175); // the kernel: 177
     assert_eq!(dma32.min, 11088); // the kernel: 11086
+}
+
+/// A 384 MiB machine laid out as QEMU lays out the shipped boots (the figures of the
+/// kernel's own data are not there: no boot below 512 MiB is shipped), 2 CPUs.
+fn small_case(kernel: KernelVersion) -> Case {
+    let v61 = kernel == KernelVersion::V6_1;
+    let zones: &'static [ZoneCase] = Box::leak(Box::new([
+        ZoneCase {
+            zone: ZoneType::Dma,
+            spanned: 4095,
+            present: 3998,
+            managed: 3840,
+            late: 0,
+            smp: 0,
+            wmarks: [0; 4],
+            protection: [0; 5],
+            boot: [0; 3],
+            hf8: [0; 3],
+            hf32: [0; 3],
+            hf0: [0; 3],
+        },
+        ZoneCase {
+            zone: ZoneType::Dma32,
+            spanned: 94173,
+            present: 94173,
+            managed: 82173,
+            late: if v61 { 2433 } else { 2554 },
+            smp: if v61 { 9 } else { 12 },
+            wmarks: [0; 4],
+            protection: [0; 5],
+            boot: [0; 3],
+            hf8: [0; 3],
+            hf32: [0; 3],
+            hf0: [0; 3],
+        },
+    ]));
+    Case {
+        name: "384 MiB",
+        kernel,
+        cpus: 2,
+        ram: &[(0x1000, 0x9fc00), (0x100000, 0x17fdd000)],
+        zones,
+    }
+}
+
+/// What the kernel's formulas give for `init_per_zone_wmark_min` alone over the early
+/// managed pages `early` (`calculate_min_free_kbytes` with no high marks yet, then
+/// `__setup_per_zone_wmarks`): min, low, high, promo per zone.
+fn postcore_wmarks(early: &[u64]) -> Vec<[u64; 4]> {
+    let l: u64 = early.iter().sum();
+    let kb = l * 4 * 16;
+    let mut r = (kb as f64).sqrt() as u64;
+    while r * r > kb {
+        r -= 1;
+    }
+    while (r + 1) * (r + 1) <= kb {
+        r += 1;
+    }
+    let pages_min = r.clamp(128, 262_144) / 4;
+    early
+        .iter()
+        .map(|&e| {
+            let min = pages_min * e / l;
+            let step = (min >> 2).max(e * 10 / 10000);
+            [min, min + step, min + 2 * step, min + 3 * step]
+        })
+        .collect()
+}
+
+/// hugepage_init below 512 MiB (`totalram_pages() < 512 MiB`: THP off, khugepaged never
+/// starts): the watermarks are `init_per_zone_wmark_min`'s, from the square-root
+/// `min_free_kbytes`, on both kernels. 6.1 counts the SMP-alternatives memory (freed in
+/// start_kernel), 7.2 does not (freed by an arch_initcall after that setup, and no later
+/// setup runs). With THP's raise forced (`thp_min_totalram_mib` 0: the old preset), the
+/// marks are khugepaged's 11 pageblocks per zone instead.
+#[test]
+fn below_512_mib_thp_is_off_and_7_2_frees_smp_alternatives_after_the_watermarks() {
+    for kernel in [KernelVersion::V6_1, KernelVersion::V7_2] {
+        let case = small_case(kernel);
+        let node = boot_case(&case, |c| c);
+        let dma32 = &case.zones[1];
+        let smp_early = if kernel == KernelVersion::V6_1 {
+            dma32.smp
+        } else {
+            0
+        };
+        let early = [3840, dma32.managed - dma32.late - dma32.smp + smp_early];
+        let want = postcore_wmarks(&early);
+        for (i, t) in [ZoneType::Dma, ZoneType::Dma32].into_iter().enumerate() {
+            let z = node.zone(t).unwrap();
+            assert_eq!(z.managed_pages(), case.zones[i].managed, "{kernel} {t:?}");
+            let w = z.watermarks();
+            assert_eq!([w.min, w.low, w.high, w.promo], want[i], "{kernel} {t:?}");
+            if kernel == KernelVersion::V7_2 {
+                // zone_highsize(.., 8): high_max = early managed / 8 / CPUs.
+                let hmax = z.pcp_info(CpuId(0)).high_max as u64;
+                assert_eq!(
+                    hmax,
+                    (early[i] / 8 / 2).max(4 * 15),
+                    "{kernel} {t:?} high_max"
+                );
+            }
+        }
+        // The old preset: khugepaged's raise at any size (45056 KiB for two zones).
+        let raised = boot_case(&case, |c| c.with_thp_min_totalram_mib(0));
+        let w = raised.zone(ZoneType::Dma32).unwrap().watermarks();
+        assert!(
+            w.min > 2 * want[1][0],
+            "{kernel}: raise {} vs {}",
+            w.min,
+            want[1][0]
+        );
+    }
+    // 7.2 with the SMP-alternatives memory freed before the initcalls (6.1's order): its
+    // DMA32 high_max counts those 12 pages, one more than the kernel's rule gives here.
+    let case = small_case(KernelVersion::V7_2);
+    let early_smp = boot_case(&case, |c| {
+        c.with_smp_locks_free(SmpLocksFree::BeforeInitcalls)
+    });
+    let got = node_high_max(&early_smp, ZoneType::Dma32);
+    let kernel = node_high_max(&boot_case(&case, |c| c), ZoneType::Dma32);
+    assert_eq!((got, kernel), (4976, 4975));
+}
+
+fn node_high_max(node: &Node, t: ZoneType) -> i32 {
+    node.zone(t).unwrap().pcp_info(CpuId(0)).high_max
 }

@@ -54,7 +54,7 @@ impl BuddyZone {
                     }
                     Ok(())
                 })?;
-                if self.nonempty_bit(o, mt) != (n > 0) {
+                if self.nonempty_bit(Order::from_raw(o), mt) != (n > 0) {
                     return Err(fail(
                         "Z8",
                         None,
@@ -117,7 +117,7 @@ impl BuddyZone {
                 FrameState::Buddy(o) => {
                     heads += 1;
                     facts.free_pages += o.pages();
-                    let (buddy, _) = self.find_buddy(t, idx, o.get());
+                    let (buddy, _) = self.find_buddy(t, idx, o);
                     if let Some(b) = buddy {
                         let mergeable = o.get() < self.cfg.pageblock_order || {
                             let (a, bt) = (self.block_mt(t, idx), self.block_mt(t, b));

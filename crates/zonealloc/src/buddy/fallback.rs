@@ -40,10 +40,10 @@ enum Suitable {
 
 impl BuddyZone {
     /// `should_try_claim_block`.
-    pub(super) fn should_try_claim_block(&self, order: u8, start_mt: MigrateType) -> bool {
+    pub(super) fn should_try_claim_block(&self, order: Order, start_mt: MigrateType) -> bool {
         let pb = self.cfg.pageblock_order;
-        order >= pb
-            || order >= pb / 2
+        order >= Order::from_raw(pb)
+            || order >= Order::from_raw(pb / 2)
             || matches!(start_mt, MigrateType::Reclaimable | MigrateType::Unmovable)
             || self.mobility_disabled
     }
@@ -51,14 +51,14 @@ impl BuddyZone {
     /// `find_suitable_fallback`.
     fn find_suitable_fallback(
         &self,
-        order: u8,
+        order: Order,
         start_mt: MigrateType,
         claimable: bool,
     ) -> Suitable {
         if claimable && !self.should_try_claim_block(order, start_mt) {
             return Suitable::TooLow;
         }
-        let area = &self.free_area[order as usize];
+        let area = &self.free_area[order.index()];
         if area.nr_free == 0 {
             return Suitable::None;
         }
@@ -136,7 +136,7 @@ impl BuddyZone {
         let mut moved = 0;
         while i < end {
             if let FrameState::Buddy(o) = t.state(i) {
-                self.move_to_free_list(t, i, o.get(), t.buddy_list(i), new_mt);
+                self.move_to_free_list(t, i, o, t.buddy_list(i), new_mt);
                 i += o.pages() as u32;
                 moved += o.pages();
             } else {
@@ -152,17 +152,17 @@ impl BuddyZone {
         &mut self,
         t: &FrameTable,
         idx: u32,
-        cur_order: u8,
-        order: u8,
+        cur_order: Order,
+        order: Order,
         start_mt: MigrateType,
         block_mt: MigrateType,
         flags: AllocFlags,
     ) -> Option<u32> {
         let pb = self.cfg.pageblock_order;
-        if cur_order >= pb {
+        if cur_order >= Order::from_raw(pb) {
             // Take ownership of whole pageblocks.
             self.del_from_free_list(t, idx, cur_order, block_mt);
-            self.account_freepages(-(1i64 << cur_order), block_mt);
+            self.account_freepages(-(1i64 << cur_order.get()), block_mt);
             self.change_pageblock_range(t, idx, cur_order, start_mt);
             let added = self.expand(t, idx, order, cur_order, start_mt);
             self.account_freepages(added as i64, start_mt);
@@ -184,7 +184,7 @@ impl BuddyZone {
             self.move_freepages_block(t, start, start_mt);
             self.set_block_mt(t, start, start_mt);
             self.stats.claims += 1;
-            return self.rmqueue_smallest(t, Order::from_raw(order), start_mt);
+            return self.rmqueue_smallest(t, order, start_mt);
         }
         None
     }
@@ -195,16 +195,16 @@ impl BuddyZone {
         &mut self,
         t: &FrameTable,
         idx: u32,
-        order: u8,
-        fallback_order: u8,
+        order: Order,
+        fallback_order: Order,
         start_mt: MigrateType,
         fallback_mt: MigrateType,
     ) {
         let change_ownership = self.block_mt(t, idx) == start_mt;
         self.events.log(|| ZoneEvent::AllocExtfrag {
             pfn: t.pfn_of(idx),
-            alloc_order: Order::from_raw(order),
-            fallback_order: Order::from_raw(fallback_order),
+            alloc_order: order,
+            fallback_order,
             alloc_migratetype: start_mt,
             fallback_migratetype: fallback_mt,
             change_ownership,
@@ -215,21 +215,21 @@ impl BuddyZone {
     fn rmqueue_claim(
         &mut self,
         t: &FrameTable,
-        order: u8,
+        order: Order,
         start_mt: MigrateType,
         flags: AllocFlags,
     ) -> Option<u32> {
         let pb = self.cfg.pageblock_order;
-        let min_order = if order < pb && flags.intersects(AllocFlags::NOFRAGMENT) {
+        let min_order = if order < Order::from_raw(pb) && flags.intersects(AllocFlags::NOFRAGMENT) {
             pb
         } else {
-            order
+            order.get()
         };
         let mut cur = self.cfg.max_order as i32;
         while cur >= min_order as i32 {
             let o = cur as u8;
             cur -= 1;
-            let f = match self.find_suitable_fallback(o, start_mt, true) {
+            let f = match self.find_suitable_fallback(Order::from_raw(o), start_mt, true) {
                 Suitable::Found(f) => f,
                 Suitable::None => continue,
                 Suitable::TooLow => break,
@@ -237,9 +237,11 @@ impl BuddyZone {
             let Some(head) = self.free_area[o as usize].lists[f.index()].first() else {
                 continue;
             };
-            if let Some(idx) = self.try_to_claim_block(t, head, o, order, start_mt, f, flags) {
+            if let Some(idx) =
+                self.try_to_claim_block(t, head, Order::from_raw(o), order, start_mt, f, flags)
+            {
                 self.stats.fallbacks += 1;
-                self.log_extfrag(t, idx, order, o, start_mt, f);
+                self.log_extfrag(t, idx, order, Order::from_raw(o), start_mt, f);
                 return Some(idx);
             }
         }
@@ -248,12 +250,17 @@ impl BuddyZone {
 
     /// `__rmqueue_steal`: take the smallest suitable block of another type without retyping
     /// its pageblock.
-    fn rmqueue_steal(&mut self, t: &FrameTable, order: u8, start_mt: MigrateType) -> Option<u32> {
-        for o in order..=self.cfg.max_order {
+    fn rmqueue_steal(
+        &mut self,
+        t: &FrameTable,
+        order: Order,
+        start_mt: MigrateType,
+    ) -> Option<u32> {
+        for o in order.through(Order::from_raw(self.cfg.max_order)) {
             let Suitable::Found(f) = self.find_suitable_fallback(o, start_mt, false) else {
                 continue;
             };
-            let idx = self.free_area[o as usize].lists[f.index()].first()?;
+            let idx = self.free_area[o.index()].lists[f.index()].first()?;
             self.page_del_and_expand(t, idx, order, o, f);
             self.stats.fallbacks += 1;
             self.stats.steals += 1;
@@ -273,12 +280,11 @@ impl BuddyZone {
         flags: AllocFlags,
         mode: &mut RmqueueMode,
     ) -> Option<u32> {
-        let order = order.get();
         if self.cfg.fallback == FallbackRule::Legacy {
             return self.rmqueue_legacy(t, order, mt, flags);
         }
         if *mode == RmqueueMode::Normal {
-            if let Some(idx) = self.rmqueue_smallest(t, Order::from_raw(order), mt) {
+            if let Some(idx) = self.rmqueue_smallest(t, order, mt) {
                 return Some(idx);
             }
         }

@@ -41,7 +41,7 @@ impl BuddyZone {
             self.set_block_mt(t, start, MigrateType::HighAtomic);
             self.nr_reserved_highatomic += pb_pages;
         } else {
-            self.change_pageblock_range(t, idx, order, MigrateType::HighAtomic);
+            self.change_pageblock_range(t, idx, Order::from_raw(order), MigrateType::HighAtomic);
             self.nr_reserved_highatomic += 1u64 << order;
         }
     }
@@ -78,8 +78,14 @@ impl BuddyZone {
                 self.set_block_mt(t, start, to_mt);
                 n
             } else {
-                self.move_to_free_list(t, idx, order, MigrateType::HighAtomic, to_mt);
-                self.change_pageblock_range(t, idx, order, to_mt);
+                self.move_to_free_list(
+                    t,
+                    idx,
+                    Order::from_raw(order),
+                    MigrateType::HighAtomic,
+                    to_mt,
+                );
+                self.change_pageblock_range(t, idx, Order::from_raw(order), to_mt);
                 1
             };
             if moved > 0 {

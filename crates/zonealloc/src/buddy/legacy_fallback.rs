@@ -28,14 +28,14 @@ impl BuddyZone {
     pub(super) fn rmqueue_legacy(
         &mut self,
         t: &FrameTable,
-        order: u8,
+        order: Order,
         mt: MigrateType,
         flags: AllocFlags,
     ) -> Option<u32> {
         // Ends: a successful fallback leaves a block of at least `order` on `mt`'s lists, so
         // the retry finds one.
         loop {
-            if let Some(idx) = self.rmqueue_smallest(t, Order::from_raw(order), mt) {
+            if let Some(idx) = self.rmqueue_smallest(t, order, mt) {
                 return Some(idx);
             }
             if !self.rmqueue_fallback_legacy(t, order, mt, flags) {
@@ -49,10 +49,10 @@ impl BuddyZone {
     /// (the same test as `should_try_claim_block`).
     fn find_fallback_legacy(
         &self,
-        order: u8,
+        order: Order,
         start_mt: MigrateType,
     ) -> Option<(MigrateType, bool)> {
-        let area = &self.free_area[order as usize];
+        let area = &self.free_area[order.index()];
         if area.nr_free == 0 {
             return None;
         }
@@ -68,39 +68,40 @@ impl BuddyZone {
     fn rmqueue_fallback_legacy(
         &mut self,
         t: &FrameTable,
-        order: u8,
+        order: Order,
         start_mt: MigrateType,
         flags: AllocFlags,
     ) -> bool {
         let (pb, max) = (self.cfg.pageblock_order, self.cfg.max_order);
         // Under ALLOC_NOFRAGMENT, no orders below a pageblock.
-        let min_order = if order < pb && flags.intersects(AllocFlags::NOFRAGMENT) {
+        let min_order = if order < Order::from_raw(pb) && flags.intersects(AllocFlags::NOFRAGMENT) {
             pb
         } else {
-            order
+            order.get()
         };
         // The largest block first: roughly the pageblock with the most free pages.
         let mut found = None;
         for cur in (min_order..=max).rev() {
-            let Some((f, can_steal)) = self.find_fallback_legacy(cur, start_mt) else {
+            let Some((f, can_steal)) = self.find_fallback_legacy(Order::from_raw(cur), start_mt)
+            else {
                 continue;
             };
-            found = if !can_steal && start_mt == MigrateType::Movable && cur > order {
+            found = if !can_steal && start_mt == MigrateType::Movable && cur > order.get() {
                 // find_smallest: a movable request that cannot take the pageblock splits the
                 // smallest block instead.
-                (order..=max).find_map(|o| {
+                order.through(Order::from_raw(max)).find_map(|o| {
                     self.find_fallback_legacy(o, start_mt)
                         .map(|(f, c)| (o, f, c))
                 })
             } else {
-                Some((cur, f, can_steal))
+                Some((Order::from_raw(cur), f, can_steal))
             };
             break;
         }
         let Some((cur, f, can_steal)) = found else {
             return false;
         };
-        let Some(idx) = self.free_area[cur as usize].lists[f.index()].first() else {
+        let Some(idx) = self.free_area[cur.index()].lists[f.index()].first() else {
             return false;
         };
         self.steal_suitable_fallback(t, idx, cur, start_mt, flags, can_steal);
@@ -116,7 +117,7 @@ impl BuddyZone {
         &mut self,
         t: &FrameTable,
         idx: u32,
-        cur_order: u8,
+        cur_order: Order,
         start_mt: MigrateType,
         flags: AllocFlags,
         whole_block: bool,
@@ -130,7 +131,7 @@ impl BuddyZone {
                 break 'single_page;
             }
             // Take ownership for orders >= pageblock_order.
-            if cur_order >= pb {
+            if cur_order >= Order::from_raw(pb) {
                 self.change_pageblock_range(t, idx, cur_order, start_mt);
                 claimed = true;
                 break 'single_page;
@@ -196,7 +197,7 @@ impl BuddyZone {
         while i < end {
             match t.state(i) {
                 FrameState::Buddy(o) => {
-                    self.move_to_free_list(t, i, o.get(), t.buddy_list(i), new_mt);
+                    self.move_to_free_list(t, i, o, t.buddy_list(i), new_mt);
                     moved += o.pages();
                     i += o.pages() as u32;
                 }

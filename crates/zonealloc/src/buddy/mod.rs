@@ -39,6 +39,10 @@ mod watermark;
 pub use check::CheckFacts;
 pub(crate) use fallback::RmqueueMode;
 pub use watermark::Watermarks;
+#[cfg(feature = "std")]
+pub(crate) use watermark::{
+    calculate_min_free_kbytes, khugepaged_min_free_kbytes, setup_per_zone_wmarks,
+};
 pub(crate) use watermark::{setup_node_watermarks, setup_per_zone_lowmem_reserve, ZoneSize};
 
 use crate::config::{DrainMigratetype, ZoneConfig};
@@ -146,21 +150,21 @@ impl BuddyZone {
     }
 
     /// Whether the published bit for (order, mt) says non-empty (for `check`).
-    pub(crate) fn nonempty_bit(&self, order: u8, mt: MigrateType) -> bool {
-        let bit = 1u64 << ((order as usize % 8) * 8 + mt.index());
-        self.nonempty[order as usize / 8] & bit != 0
+    pub(crate) fn nonempty_bit(&self, order: Order, mt: MigrateType) -> bool {
+        let bit = 1u64 << ((order.index() % 8) * 8 + mt.index());
+        self.nonempty[order.index() / 8] & bit != 0
     }
 
     /// Sets a non-empty bit without touching the lists: only for tests of `check`.
     #[cfg(test)]
-    pub(crate) fn note_nonempty_for_test(&mut self, order: u8, mt: MigrateType) {
+    pub(crate) fn note_nonempty_for_test(&mut self, order: Order, mt: MigrateType) {
         self.note_nonempty(order, mt, true);
     }
 
     #[inline]
-    fn note_nonempty(&mut self, order: u8, mt: MigrateType, nonempty: bool) {
-        let bit = 1u64 << ((order as usize % 8) * 8 + mt.index());
-        let word = order as usize / 8;
+    fn note_nonempty(&mut self, order: Order, mt: MigrateType, nonempty: bool) {
+        let bit = 1u64 << ((order.index() % 8) * 8 + mt.index());
+        let word = order.index() / 8;
         let w = &mut self.nonempty[word];
         let old = *w;
         if nonempty {
@@ -243,11 +247,11 @@ impl BuddyZone {
         &self,
         t: &FrameTable,
         idx: u32,
-        order: u8,
+        order: Order,
         mt: MigrateType,
     ) {
         let pb = self.cfg.pageblock_order;
-        let n = 1u32 << (order - pb);
+        let n = 1u32 << (order.get() - pb);
         for i in 0..n {
             t.set_block_type(idx + (i << pb), mt);
         }
@@ -271,11 +275,11 @@ impl BuddyZone {
         &mut self,
         t: &FrameTable,
         idx: u32,
-        order: u8,
+        order: Order,
         mt: MigrateType,
         tail: bool,
     ) {
-        let area = &mut self.free_area[order as usize];
+        let area = &mut self.free_area[order.index()];
         let list = &mut area.lists[mt.index()];
         if tail {
             list.push_tail(t, idx);
@@ -284,9 +288,9 @@ impl BuddyZone {
         }
         area.nr_free += 1;
         self.note_nonempty(order, mt, true);
-        t.set_buddy(idx, Order::from_raw(order), mt);
-        if order >= self.cfg.pageblock_order && mt != MigrateType::Isolate {
-            self.nr_free_pages_blocks += 1u64 << order;
+        t.set_buddy(idx, order, mt);
+        if order >= Order::from_raw(self.cfg.pageblock_order) && mt != MigrateType::Isolate {
+            self.nr_free_pages_blocks += 1u64 << order.get();
         }
     }
 
@@ -296,10 +300,10 @@ impl BuddyZone {
         &mut self,
         t: &FrameTable,
         idx: u32,
-        order: u8,
+        order: Order,
         mt: MigrateType,
     ) {
-        let area = &mut self.free_area[order as usize];
+        let area = &mut self.free_area[order.index()];
         area.lists[mt.index()].unlink(t, idx);
         area.nr_free -= 1;
         let empty = area.lists[mt.index()].is_empty();
@@ -307,8 +311,8 @@ impl BuddyZone {
             self.note_nonempty(order, mt, false);
         }
         t.set_state(idx, FrameState::Tail);
-        if order >= self.cfg.pageblock_order && mt != MigrateType::Isolate {
-            self.nr_free_pages_blocks -= 1u64 << order;
+        if order >= Order::from_raw(self.cfg.pageblock_order) && mt != MigrateType::Isolate {
+            self.nr_free_pages_blocks -= 1u64 << order.get();
         }
     }
 
@@ -317,24 +321,26 @@ impl BuddyZone {
         &mut self,
         t: &FrameTable,
         idx: u32,
-        order: u8,
+        order: Order,
         old_mt: MigrateType,
         new_mt: MigrateType,
     ) {
-        let area = &mut self.free_area[order as usize];
+        let area = &mut self.free_area[order.index()];
         area.lists[old_mt.index()].unlink(t, idx);
         area.lists[new_mt.index()].push_tail(t, idx);
-        t.set_buddy(idx, Order::from_raw(order), new_mt);
+        t.set_buddy(idx, order, new_mt);
         let old_empty = area.lists[old_mt.index()].is_empty();
         self.note_nonempty(order, new_mt, true);
         if old_empty {
             self.note_nonempty(order, old_mt, false);
         }
-        let nr = 1i64 << order;
+        let nr = 1i64 << order.get();
         self.account_freepages(-nr, old_mt);
         self.account_freepages(nr, new_mt);
         let pb = self.cfg.pageblock_order;
-        if order >= pb && (old_mt == MigrateType::Isolate) != (new_mt == MigrateType::Isolate) {
+        if order >= Order::from_raw(pb)
+            && (old_mt == MigrateType::Isolate) != (new_mt == MigrateType::Isolate)
+        {
             if old_mt == MigrateType::Isolate {
                 self.nr_free_pages_blocks += nr as u64;
             } else {
@@ -350,14 +356,14 @@ impl BuddyZone {
         &mut self,
         t: &FrameTable,
         idx: u32,
-        low: u8,
-        mut high: u8,
+        low: Order,
+        mut high: Order,
         mt: MigrateType,
     ) -> u64 {
-        let mut size = 1u32 << high;
+        let mut size = 1u32 << high.get();
         let mut added = 0u64;
         while high > low {
-            high -= 1;
+            high = Order::from_raw(high.get() - 1);
             size >>= 1;
             self.add_to_free_list(t, idx + size, high, mt, false);
             added += size as u64;
@@ -372,12 +378,12 @@ impl BuddyZone {
         &mut self,
         t: &FrameTable,
         idx: u32,
-        low: u8,
-        high: u8,
+        low: Order,
+        high: Order,
         mt: MigrateType,
     ) {
         self.del_from_free_list(t, idx, high, mt);
-        let nr = (1u64 << high) - self.expand(t, idx, low, high, mt);
+        let nr = (1u64 << high.get()) - self.expand(t, idx, low, high, mt);
         self.account_freepages(-(nr as i64), mt);
     }
 
@@ -390,16 +396,14 @@ impl BuddyZone {
         order: Order,
         mt: MigrateType,
     ) -> Option<u32> {
-        let order = order.get();
-        for cur in order..=self.cfg.max_order {
-            if let Some(idx) = self.free_area[cur as usize].lists[mt.index()].first() {
+        for cur in order.through(Order::from_raw(self.cfg.max_order)) {
+            if let Some(idx) = self.free_area[cur.index()].lists[mt.index()].first() {
                 self.page_del_and_expand(t, idx, order, cur, mt);
                 let percpu_refill =
-                    pcp_allowed_order(Order::from_raw(order), self.cfg.pcp.thp_order)
-                        && mt.is_gfp_type();
+                    pcp_allowed_order(order, self.cfg.pcp.thp_order) && mt.is_gfp_type();
                 self.events.log(|| ZoneEvent::AllocZoneLocked {
                     pfn: t.pfn_of(idx),
-                    order: Order::from_raw(order),
+                    order,
                     migratetype: mt,
                     percpu_refill,
                 });
@@ -413,25 +417,26 @@ impl BuddyZone {
     /// block of the same order in this zone; always returns the buddy's index (which may lie
     /// outside the table, hence `i64`).
     #[inline]
-    pub(crate) fn find_buddy(&self, t: &FrameTable, idx: u32, order: u8) -> (Option<u32>, u64) {
+    pub(crate) fn find_buddy(&self, t: &FrameTable, idx: u32, order: Order) -> (Option<u32>, u64) {
         let pfn = t.pfn_of(idx).0;
-        let buddy_pfn = pfn ^ (1u64 << order);
-        let found = t
-            .index_of(Pfn(buddy_pfn))
-            .filter(|&b| t.is_buddy(b, Order::from_raw(order)));
+        let buddy_pfn = pfn ^ (1u64 << order.get());
+        let found = t.index_of(Pfn(buddy_pfn)).filter(|&b| t.is_buddy(b, order));
         (found, buddy_pfn)
     }
 
     /// `buddy_merge_likely` (seed 003): is the order-`order+1` block containing us about to
     /// merge one level up, because *its* buddy is free?
     #[inline]
-    fn buddy_merge_likely(&self, t: &FrameTable, pfn: u64, buddy_pfn: u64, order: u8) -> bool {
-        if order + 1 >= self.cfg.max_order {
+    fn buddy_merge_likely(&self, t: &FrameTable, pfn: u64, buddy_pfn: u64, order: Order) -> bool {
+        if order.get() + 1 >= self.cfg.max_order {
             return false;
         }
         let higher_pfn = buddy_pfn & pfn;
         match t.index_of(Pfn(higher_pfn)) {
-            Some(hi) => self.find_buddy(t, hi, order + 1).0.is_some(),
+            Some(hi) => self
+                .find_buddy(t, hi, Order::from_raw(order.get() + 1))
+                .0
+                .is_some(),
             None => false,
         }
     }
@@ -452,7 +457,7 @@ impl BuddyZone {
         let mut buddy_pfn = 0u64;
         let pb = self.cfg.pageblock_order;
         while order < self.cfg.max_order {
-            let (buddy, bpfn) = self.find_buddy(t, idx, order);
+            let (buddy, bpfn) = self.find_buddy(t, idx, Order::from_raw(order));
             buddy_pfn = bpfn;
             let Some(buddy) = buddy else { break };
             let mut buddy_mt = mt;
@@ -466,7 +471,7 @@ impl BuddyZone {
             // Unlink from the list the buddy is on: its pageblock's type, or under 6.1's
             // rules possibly another (`del_page_from_free_list` needs no type).
             let list_mt = t.buddy_list(buddy);
-            self.del_from_free_list(t, buddy, order, list_mt);
+            self.del_from_free_list(t, buddy, Order::from_raw(order), list_mt);
             if list_mt != mt {
                 let nr = 1i64 << order;
                 self.account_freepages(-nr, list_mt);
@@ -477,7 +482,7 @@ impl BuddyZone {
             // that also dropped the type cached at free, so it follows that knob.
             if buddy_mt != mt && self.cfg.pcp.drain_migratetype == DrainMigratetype::AtDrain {
                 // Match the buddy's type so expand() later files the halves correctly.
-                self.change_pageblock_range(t, buddy, order, mt);
+                self.change_pageblock_range(t, buddy, Order::from_raw(order), mt);
             }
             let combined = buddy_pfn & pfn;
             // The higher half stops being a head.
@@ -490,13 +495,14 @@ impl BuddyZone {
         let to_tail = match placement {
             FreePlacement::ToTail => true,
             FreePlacement::Normal => {
-                self.cfg.tail_merge && self.buddy_merge_likely(t, pfn, buddy_pfn, order)
+                self.cfg.tail_merge
+                    && self.buddy_merge_likely(t, pfn, buddy_pfn, Order::from_raw(order))
             }
         };
         if to_tail && placement == FreePlacement::Normal {
             self.stats.tail_placements += 1;
         }
-        self.add_to_free_list(t, idx, order, mt, to_tail);
+        self.add_to_free_list(t, idx, Order::from_raw(order), mt, to_tail);
     }
 
     /// `split_large_buddy`: free a block above pageblock order one pageblock at a time, each
@@ -508,14 +514,13 @@ impl BuddyZone {
         order: Order,
         placement: FreePlacement,
     ) {
-        let order = order.get();
-        let o = order.min(self.cfg.pageblock_order);
-        let end = idx + (1u32 << order);
+        let o = order.min(Order::from_raw(self.cfg.pageblock_order));
+        let end = idx + (1u32 << order.get());
         let mut i = idx;
         while i < end {
             let mt = self.block_mt(t, i);
-            self.free_one_page(t, i, Order::from_raw(o), mt, placement);
-            i += 1u32 << o;
+            self.free_one_page(t, i, o, mt, placement);
+            i += 1u32 << o.get();
         }
     }
 }

@@ -70,8 +70,8 @@ fn mult_frac(x: u64, n: u64, d: u64) -> u64 {
 /// uses its first zone's); zones with `WatermarkConfig::Fixed` keep their fixed marks.
 ///
 /// An automatic `min_free_kbytes` is `calculate_min_free_kbytes`'s, raised by
-/// `set_recommended_min_free_kbytes` when the first zone's `thp_min_free_kbytes` is on (the
-/// boot order of `init_per_zone_wmark_min` then `hugepage_init`).
+/// `set_recommended_min_free_kbytes` when khugepaged starts ([`khugepaged_min_free_kbytes`]):
+/// the boot order of `init_per_zone_wmark_min` then `hugepage_init`, over one managed count.
 pub(crate) fn setup_node_watermarks(
     zones: &[ZoneSize],
     cfgs: &[ZoneConfig],
@@ -79,44 +79,72 @@ pub(crate) fn setup_node_watermarks(
     [Watermarks; MAX_NR_ZONES],
     [[u64; MAX_NR_ZONES]; MAX_NR_ZONES],
 ) {
-    let Some(node_cfg) = cfgs.first() else {
-        return (Default::default(), Default::default());
-    };
-    // nr_free_buffer_pages() at boot (watermarks still zero): managed pages of zones <= Normal.
-    let buffer_pages: u64 = zones
-        .iter()
-        .filter(|z| z.zone_type <= ZoneType::Normal)
-        .map(|z| z.managed)
-        .sum();
-    let kb = |pages: u64| pages * node_cfg.page_size / 1024;
-    let mut auto_mfk = default_min_free_kbytes(kb(buffer_pages));
-    let mut out = setup_per_zone_wmarks(zones, cfgs, auto_mfk);
-    if node_cfg.thp_min_free_kbytes {
-        // set_recommended_min_free_kbytes (mm/khugepaged.c): 2 + MIGRATE_PCPTYPES^2
-        // pageblocks per populated zone up to Normal, at most 5% of nr_free_buffer_pages()
-        // (which now subtracts the high marks just set), then setup_per_zone_wmarks again.
-        let low_zones = zones
-            .iter()
-            .enumerate()
-            .filter(|(_, z)| z.zone_type <= ZoneType::Normal && z.managed > 0);
-        let nr_zones = low_zones.clone().count() as u64;
-        let nfbp: u64 = low_zones
-            .map(|(i, z)| z.managed.saturating_sub(out[i].high))
-            .sum();
-        let pcptypes = crate::types::MIGRATE_PCPTYPES as u64;
-        let recommended =
-            (node_cfg.pageblock_pages() * nr_zones * (2 + pcptypes * pcptypes)).min(nfbp / 20);
-        if kb(recommended) > auto_mfk {
-            auto_mfk = kb(recommended);
-            out = setup_per_zone_wmarks(zones, cfgs, auto_mfk);
-        }
+    let unset = [Watermarks::default(); MAX_NR_ZONES];
+    let mfk = calculate_min_free_kbytes(zones, cfgs, &unset);
+    let mut out = setup_per_zone_wmarks(zones, cfgs, mfk);
+    if let Some(raised) = khugepaged_min_free_kbytes(zones, cfgs, &out, mfk) {
+        out = setup_per_zone_wmarks(zones, cfgs, raised);
     }
     (out, setup_per_zone_lowmem_reserve(zones, cfgs))
 }
 
+/// `nr_free_buffer_pages()`: the managed pages above the high mark (`wm`) of every zone up
+/// to Normal.
+fn nr_free_buffer_pages(zones: &[ZoneSize], wm: &[Watermarks]) -> u64 {
+    zones
+        .iter()
+        .zip(wm)
+        .filter(|(z, _)| z.zone_type <= ZoneType::Normal)
+        .map(|(z, w)| z.managed.saturating_sub(w.high))
+        .sum()
+}
+
+/// `calculate_min_free_kbytes` over the managed pages of now and the high marks `wm` (all
+/// zero at `init_per_zone_wmark_min`, the first setup of boot).
+pub(crate) fn calculate_min_free_kbytes(
+    zones: &[ZoneSize],
+    cfgs: &[ZoneConfig],
+    wm: &[Watermarks],
+) -> u64 {
+    let page_size = cfgs.first().map_or(4096, |c| c.page_size);
+    default_min_free_kbytes(nr_free_buffer_pages(zones, wm) * page_size / 1024)
+}
+
+/// `hugepage_init` → `start_stop_khugepaged` → `set_recommended_min_free_kbytes`
+/// (`mm/khugepaged.c`) over the managed pages of now, `wm` being the marks set before and
+/// `mfk` the `min_free_kbytes` of before: the `min_free_kbytes` of the watermark setup that
+/// ends it, or `None` where khugepaged does not start (the first zone's
+/// `thp_min_free_kbytes` off, or `hugepage_init`'s small-memory rule,
+/// `thp_min_totalram_mib`), and nothing is recomputed.
+pub(crate) fn khugepaged_min_free_kbytes(
+    zones: &[ZoneSize],
+    cfgs: &[ZoneConfig],
+    wm: &[Watermarks],
+    mfk: u64,
+) -> Option<u64> {
+    let c = cfgs.first().filter(|c| c.thp_min_free_kbytes)?;
+    // hugepage_init: `if (totalram_pages() < MB_TO_PAGES(512)) { transparent_hugepage_flags
+    // = 0; return 0; }`, before start_stop_khugepaged.
+    let totalram: u64 = zones.iter().map(|z| z.managed).sum();
+    if (totalram as u128) * (c.page_size as u128) < (c.thp_min_totalram_mib as u128) << 20 {
+        return None;
+    }
+    // 2 + MIGRATE_PCPTYPES^2 pageblocks per populated zone up to Normal, at most 5% of
+    // nr_free_buffer_pages() (less the high marks set before), raised only.
+    let nr_zones = zones
+        .iter()
+        .filter(|z| z.zone_type <= ZoneType::Normal && z.managed > 0)
+        .count() as u64;
+    let pcptypes = crate::types::MIGRATE_PCPTYPES as u64;
+    let recommended = (c.pageblock_pages() * nr_zones * (2 + pcptypes * pcptypes))
+        .min(nr_free_buffer_pages(zones, wm) / 20);
+    // Then setup_per_zone_wmarks, whether raised or not (`update_wmarks:`).
+    Some(mfk.max(recommended * c.page_size / 1024))
+}
+
 /// `__setup_per_zone_wmarks` with `auto_mfk` as the `min_free_kbytes` of zones whose
 /// configuration leaves it automatic.
-fn setup_per_zone_wmarks(
+pub(crate) fn setup_per_zone_wmarks(
     zones: &[ZoneSize],
     cfgs: &[ZoneConfig],
     auto_mfk: u64,
@@ -239,18 +267,50 @@ mod tests {
                                                          // THP off: the sqrt rule alone (int_sqrt(16 * 4 * 500978) = 5662 KiB).
         let (wm, _) = setup_node_watermarks(&zones, &[ZoneConfig::default(); 2]);
         assert_eq!(wm[1].min, 5662 / 4 * 497_138 / 500_978);
-        // The 5% cap of nr_free_buffer_pages(): a 40000-page zone gets less than 11
-        // pageblocks.
-        let small = [ZoneSize {
-            zone_type: ZoneType::Normal,
-            managed: 40_000,
-        }];
-        let (wm, _) = setup_node_watermarks(&small, &[thp]);
-        let sqrt_high = {
-            let (w, _) = setup_node_watermarks(&small, &[ZoneConfig::default()]);
-            w[0].high
+        // The 5% cap of nr_free_buffer_pages(): two zones of 600 MiB together get less than
+        // 11 pageblocks each.
+        let mid = [
+            ZoneSize {
+                zone_type: ZoneType::Dma,
+                managed: 3840,
+            },
+            ZoneSize {
+                zone_type: ZoneType::Dma32,
+                managed: 150_000,
+            },
+        ];
+        let (wm, _) = setup_node_watermarks(&mid, &[thp; 2]);
+        let (sqrt, _) = setup_node_watermarks(&mid, &[ZoneConfig::default(); 2]);
+        let nfbp = 3840 - sqrt[0].high + 150_000 - sqrt[1].high;
+        assert!(nfbp / 20 < 2 * 5632);
+        assert_eq!(wm[1].min, nfbp / 20 * 150_000 / 153_840);
+    }
+
+    #[test]
+    fn hugepage_init_leaves_thp_off_below_512_mib() {
+        // totalram_pages() < 512 MiB: khugepaged never starts, the square-root rule stays.
+        let thp = ZoneConfig {
+            thp_min_free_kbytes: true,
+            ..ZoneConfig::default()
         };
-        assert_eq!(wm[0].min, (40_000 - sqrt_high) / 20);
+        let zone = |managed| {
+            [ZoneSize {
+                zone_type: ZoneType::Normal,
+                managed,
+            }]
+        };
+        let below = zone((512 << 8) - 1);
+        let (on, _) = setup_node_watermarks(&below, &[thp]);
+        let (off, _) = setup_node_watermarks(&below, &[ZoneConfig::default()]);
+        assert_eq!(on[0], off[0]);
+        assert_eq!(khugepaged_min_free_kbytes(&below, &[thp], &off, 4000), None);
+        // At 512 MiB it starts: 11 pageblocks (5632 pages) for one zone, under the 5% cap.
+        let at = zone(512 << 8);
+        let raised = khugepaged_min_free_kbytes(&at, &[thp], &off, 128).unwrap();
+        assert_eq!(raised, 5632 * 4);
+        // The knob at 0 keeps THP on at every size (the raise of before).
+        let always = thp.with_thp_min_totalram_mib(0);
+        assert!(khugepaged_min_free_kbytes(&below, &[always], &off, 128).is_some());
     }
 
     #[test]

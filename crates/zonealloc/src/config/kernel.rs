@@ -2,7 +2,7 @@
 
 use super::{
     DrainMigratetype, FallbackRule, FreeHigh, FreeScaling, HighMode, HighatomicCap,
-    HighatomicUnusable, ZoneConfig,
+    HighatomicUnusable, SmpLocksFree, ZoneConfig,
 };
 use crate::error::ConfigError;
 
@@ -121,6 +121,17 @@ impl KernelVersion {
         cfg.movable_like_highmem = !matches!(self, V5_15 | V6_1);
         // set_recommended_min_free_kbytes: the Debian kernels boot with THP `always`.
         cfg.thp_min_free_kbytes = true;
+        // hugepage_init: `totalram_pages() < (512 << (20 - PAGE_SHIFT))` (6.1; 7.2:
+        // `MB_TO_PAGES(512)`) turns THP off and returns before start_stop_khugepaged.
+        cfg.thp_min_totalram_mib = 512;
+        // "Freeing SMP alternatives memory": alternative_instructions (start_kernel) up to
+        // 6.12; 7.2's free_smp_locks is an arch_initcall, between init_per_zone_wmark_min
+        // (postcore) and hugepage_init (subsys).
+        cfg.smp_locks_free = if v72 {
+            SmpLocksFree::ArchInitcall
+        } else {
+            SmpLocksFree::BeforeInitcalls
+        };
         // __rmqueue: `__rmqueue_fallback` up to 6.6; 6.12.117 has 6.15's claim/steal backported.
         cfg.fallback = if pre67 {
             FallbackRule::Legacy

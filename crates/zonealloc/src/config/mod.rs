@@ -102,6 +102,20 @@ pub enum FallbackRule {
     Legacy,
 }
 
+/// When boot hands the SMP-alternatives lock table (`__smp_locks`) back to the allocator
+/// ("Freeing SMP alternatives memory"), relative to the watermark setups of boot
+/// ([`Node::boot_with`](crate::Node::boot_with)).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum SmpLocksFree {
+    /// `alternative_instructions` (`start_kernel` → `arch_cpu_finalize_init`), before any
+    /// initcall: every watermark setup of boot counts it (5.15 to 6.12).
+    BeforeInitcalls,
+    /// `free_smp_locks`, an `arch_initcall` (7.2: it waits for the deferred struct-page
+    /// init): after `init_per_zone_wmark_min` (`postcore_initcall`), before `hugepage_init`
+    /// (`subsys_initcall`), so only khugepaged's watermark setup counts it.
+    ArchInitcall,
+}
+
 /// Configuration of one zone.
 ///
 /// `#[non_exhaustive]`: start from [`ZoneConfig::new`] (or `default()`,
@@ -155,6 +169,14 @@ pub struct ZoneConfig {
     /// as Debian's `transparent_hugepage=always` kernels do. An explicit
     /// `WatermarkConfig::Auto { min_free_kbytes: Some(_) }` is taken as the final value.
     pub thp_min_free_kbytes: bool,
+    /// `hugepage_init` (`mm/huge_memory.c`, every version): below this many MiB of
+    /// `totalram_pages()` (the managed pages of every zone when the `subsys_initcall` runs),
+    /// THP is turned off at boot and khugepaged never starts, so
+    /// [`ZoneConfig::thp_min_free_kbytes`] raises nothing and its second watermark setup does
+    /// not run. The kernel's figure: 512. 0 keeps THP on at every size.
+    pub thp_min_totalram_mib: u64,
+    /// When the SMP-alternatives memory is freed at boot ([`SmpLocksFree`]).
+    pub smp_locks_free: SmpLocksFree,
     /// 7.2's `adjust_managed_page_count` calls `setup_per_zone_lowmem_reserve`: pages freed
     /// late ([`Node::free_reserved_area`](crate::Node::free_reserved_area)) update the lowmem
     /// reserve (never the watermarks or PCP sizes). Off (6.1, 6.12), the reserve keeps its
@@ -192,6 +214,8 @@ impl ZoneConfig {
             highatomic_unusable: HighatomicUnusable::Free,
             movable_like_highmem: true,
             thp_min_free_kbytes: false,
+            thp_min_totalram_mib: 512,
+            smp_locks_free: SmpLocksFree::ArchInitcall,
             lowmem_reserve_follows_managed: true,
             fallback: FallbackRule::ClaimSteal,
             pcp: PcpConfig::new(),
@@ -303,6 +327,18 @@ impl ZoneConfig {
         self
     }
 
+    /// With `thp_min_totalram_mib` set ([`ZoneConfig::thp_min_totalram_mib`]).
+    pub const fn with_thp_min_totalram_mib(mut self, mib: u64) -> Self {
+        self.thp_min_totalram_mib = mib;
+        self
+    }
+
+    /// With `smp_locks_free` set ([`ZoneConfig::smp_locks_free`]).
+    pub const fn with_smp_locks_free(mut self, when: SmpLocksFree) -> Self {
+        self.smp_locks_free = when;
+        self
+    }
+
     /// With `lowmem_reserve_follows_managed` set ([`ZoneConfig::lowmem_reserve_follows_managed`]).
     pub const fn with_lowmem_reserve_follows_managed(
         mut self,
@@ -377,6 +413,8 @@ mod tests {
         assert_eq!(c61.highatomic_unusable, HighatomicUnusable::Reserved);
         assert!(!c61.movable_like_highmem);
         assert!(c61.thp_min_free_kbytes);
+        assert_eq!(c61.thp_min_totalram_mib, 512);
+        assert_eq!(c61.smp_locks_free, SmpLocksFree::BeforeInitcalls);
         assert!(!c61.lowmem_reserve_follows_managed);
         assert_eq!(c61.fallback, FallbackRule::Legacy);
         assert_eq!(p.drain_migratetype, DrainMigratetype::AtFree);
@@ -394,6 +432,7 @@ mod tests {
         assert_eq!(c612.highatomic_unusable, HighatomicUnusable::Free);
         assert!(c612.movable_like_highmem);
         assert!(c612.thp_min_free_kbytes);
+        assert_eq!(c612.smp_locks_free, SmpLocksFree::BeforeInitcalls);
         assert!(!c612.lowmem_reserve_follows_managed);
         assert_eq!(c612.fallback, FallbackRule::ClaimSteal);
         assert_eq!(p.drain_migratetype, DrainMigratetype::AtDrain);
@@ -407,6 +446,8 @@ mod tests {
         assert!(p.decay && p.drain_in_batches && p.highatomic_no_refill);
         assert_eq!(c72.highatomic_cap, HighatomicCap::Aligned);
         assert_eq!(c72.highatomic_unusable, HighatomicUnusable::Free);
+        assert_eq!(c72.thp_min_totalram_mib, 512);
+        assert_eq!(c72.smp_locks_free, SmpLocksFree::ArchInitcall);
         assert!(c72.movable_like_highmem && c72.thp_min_free_kbytes);
         assert!(c72.lowmem_reserve_follows_managed);
         assert_eq!(c72.fallback, FallbackRule::ClaimSteal);

@@ -172,8 +172,8 @@ impl PcpPolicy {
 
     /// Slot of a PCP order in the per-order counters (0..=3, 4 for THP).
     #[inline]
-    pub(crate) fn order_slot(order: u8) -> usize {
-        (order as usize).min(THP_ORDER_SLOT)
+    pub(crate) fn order_slot(order: Order) -> usize {
+        order.index().min(THP_ORDER_SLOT)
     }
 
     /// 6.1's `get_pcppage_migratetype` for the block at `idx` on list `pindex`: the type
@@ -331,7 +331,7 @@ impl PerCpuPages {
         let idx = self.lists[pi].pop_head(t)?;
         self.count -= 1 << order.get();
         t.set_state(idx, FrameState::Allocated(order, mt));
-        self.allocs[PcpPolicy::order_slot(order.get())] += 1;
+        self.allocs[PcpPolicy::order_slot(order)] += 1;
         Some(idx)
     }
 
@@ -343,7 +343,7 @@ impl PerCpuPages {
         self.lists[pi].push_head(t, idx);
         t.set_state(idx, FrameState::Pcp(order));
         self.count += 1 << order.get();
-        self.frees_by_order[PcpPolicy::order_slot(order.get())] += 1;
+        self.frees_by_order[PcpPolicy::order_slot(order)] += 1;
     }
 
     /// The refill size of the zone's policy: `nr_pcp_alloc` (6.7+), or 6.1's fixed `batch`
@@ -358,10 +358,9 @@ impl PerCpuPages {
         if policy.alloc_scaling {
             return self.nr_pcp_alloc(order, below_high, policy.scale);
         }
-        let order = order.get();
         let batch = self.batch;
         if batch > 1 {
-            (batch >> order).max(2)
+            (batch >> order.get()).max(2)
         } else {
             batch
         }
@@ -370,14 +369,13 @@ impl PerCpuPages {
     /// `nr_pcp_alloc`: how many blocks of `order` a refill fetches. Grows `high` and
     /// `alloc_factor` as the kernel does.
     pub(crate) fn nr_pcp_alloc(&mut self, order: Order, below_high: bool, scale: u8) -> i32 {
-        let order = order.get();
         let base = self.batch;
         let (hmin, hmax) = (self.high_min, self.high_max);
         let mut high = self.clamp_high();
         if high < base {
             return 1; // PCP disabled or boot pageset
         }
-        let mut batch = if order == 0 {
+        let mut batch = if order == Order::ZERO {
             base << self.alloc_factor
         } else {
             base
@@ -386,7 +384,7 @@ impl PerCpuPages {
             high = (high + batch).min(hmax);
             self.set_high(high);
         }
-        if order == 0 {
+        if order == Order::ZERO {
             let max_nr_alloc = (high - self.count - base).max(base);
             if batch <= max_nr_alloc && self.alloc_factor < scale {
                 self.alloc_factor += 1;
@@ -394,7 +392,7 @@ impl PerCpuPages {
             batch = batch.min(max_nr_alloc);
         }
         if batch > 1 {
-            batch = (batch >> order).max(2);
+            batch = (batch >> order.get()).max(2);
         }
         batch
     }

@@ -19,7 +19,7 @@ impl<P: Platform> Zone<P> {
     #[inline]
     pub(crate) fn rmqueue_pcplist(
         &self,
-        order: u8,
+        order: Order,
         mt: MigrateType,
         flags: AllocFlags,
         access: &mut PcpAccess<'_>,
@@ -41,39 +41,39 @@ impl<P: Platform> Zone<P> {
     pub(crate) fn rmqueue_pcplist_locked(
         &self,
         pcp: &mut PerCpuPages,
-        order: u8,
+        order: Order,
         mt: MigrateType,
         flags: AllocFlags,
     ) -> Option<u32> {
         let policy = self.pcp.policy;
         let t = &self.table;
         pcp.free_count >>= 1; // an allocation halves the free streak
-        let pi = policy.pindex(mt, Order::from_raw(order));
+        let pi = policy.pindex(mt, order);
         if pcp.lists[pi].is_empty() {
             // __rmqueue_pcplist: `nr_pcp_alloc` first (it clamps and may raise `high`, and
             // grows `alloc_factor`), then 7.2's "if (alloc_flags & ALLOC_HIGHATOMIC) return
             // NULL;" (the caller then tries the buddy).
             let below_high = self.shared.test_flag(ZoneBits::ZONE_BELOW_HIGH);
-            let n = pcp.refill_size(Order::from_raw(order), below_high, &policy);
+            let n = pcp.refill_size(order, below_high, &policy);
             if policy.highatomic_no_refill && flags.intersects(AllocFlags::HIGHATOMIC) {
                 return None;
             }
             let got = self.rmqueue_bulk(order, n, &mut pcp.lists[pi], mt, flags);
-            pcp.count += got << order;
+            pcp.count += got << order.get();
             pcp.stats.alloc_misses += 1;
-            pcp.stats.refill_pages += (got as u64) << order;
-            let idx = pcp.take_head(t, pi, Order::from_raw(order), mt)?;
+            pcp.stats.refill_pages += (got as u64) << order.get();
+            let idx = pcp.take_head(t, pi, order, mt)?;
             pcp.miss_allocs += 1; // `PcpStats::alloc_hits` is `allocs` less these
             return Some(idx);
         }
-        pcp.take_head(t, pi, Order::from_raw(order), mt)
+        pcp.take_head(t, pi, order, mt)
     }
 
     /// `rmqueue_bulk`: up to `count` blocks under one zone-lock hold, appended at the tail
     /// (ascending pfn order after `expand`).
     fn rmqueue_bulk(
         &self,
-        order: u8,
+        order: Order,
         count: i32,
         list: &mut FrameList,
         mt: MigrateType,
@@ -86,14 +86,14 @@ impl<P: Platform> Zone<P> {
         let cache = self.pcp.policy.drain_migratetype == DrainMigratetype::AtFree;
         let mut got = 0;
         while got < count {
-            let Some(idx) = z.rmqueue(t, Order::from_raw(order), mt, flags, &mut mode) else {
+            let Some(idx) = z.rmqueue(t, order, mt, flags, &mut mode) else {
                 break;
             };
             if cache {
                 // 6.1's __rmqueue_smallest: set_pcppage_migratetype(page, migratetype).
-                t.set_pcp_cached(idx, Order::from_raw(order), mt);
+                t.set_pcp_cached(idx, order, mt);
             } else {
-                t.set_state(idx, FrameState::Pcp(Order::from_raw(order)));
+                t.set_state(idx, FrameState::Pcp(order));
             }
             list.push_tail(t, idx);
             got += 1;
@@ -138,7 +138,7 @@ impl<P: Platform> Zone<P> {
         // from looking quiet: the hit path steps aside without a test of its own here.
         let (mt, hz) = (req.migratetype, req.highest_zone);
         if let Some(slot) = slot {
-            if let Some(p) = self.pcp_alloc_fast(order.get(), mt, hz, slot, None) {
+            if let Some(p) = self.pcp_alloc_fast(order, mt, hz, slot, None) {
                 return Ok(p);
             }
         }
@@ -159,7 +159,7 @@ impl<P: Platform> Zone<P> {
     ) -> Result<Pfn, AllocError> {
         let cpu = cpu.map_or_else(|| self.this_cpu(), |c| self.pcp.cpu_index(c));
         let req = AllocRequest::from_parts(mt, hz, gfp_bits, Some(CpuId(cpu as u32)));
-        if let Some(p) = self.buddy_alloc_fast(order.get(), &req) {
+        if let Some(p) = self.buddy_alloc_fast(order, &req) {
             return Ok(p);
         }
         super::walk::alloc_in_zone(self, order, req, &mut PcpAccess::Cpu(cpu))
@@ -180,7 +180,7 @@ impl<P: Platform> Zone<P> {
     #[inline]
     pub(crate) fn try_alloc(
         &self,
-        order: u8,
+        order: Order,
         mt: MigrateType,
         flags: AllocFlags,
         highest_zoneidx: usize,
@@ -189,29 +189,23 @@ impl<P: Platform> Zone<P> {
         let sh = &self.shared;
         let mut ok = false;
         if !sh.test_flag(ZoneBits::ZONE_BELOW_HIGH) {
-            if sh.watermark_fast(Order::from_raw(order), sh.mark(2), highest_zoneidx, flags) {
+            if sh.watermark_fast(order, sh.mark(2), highest_zoneidx, flags) {
                 ok = true;
             } else {
                 self.set_zone_flag(ZoneBits::ZONE_BELOW_HIGH);
             }
         }
         if !ok
-            && !sh.watermark_fast(
-                Order::from_raw(order),
-                sh.mark(flags.wmark_index()),
-                highest_zoneidx,
-                flags,
-            )
+            && !sh.watermark_fast(order, sh.mark(flags.wmark_index()), highest_zoneidx, flags)
             && !flags.intersects(AllocFlags::NO_WATERMARKS)
         {
             return None;
         }
         let t = &self.table;
-        if self.pcp.enabled() && self.pcp.policy.allowed_order(Order::from_raw(order)) {
+        if self.pcp.enabled() && self.pcp.policy.allowed_order(order) {
             if let Some(idx) = self.rmqueue_pcplist(order, mt, flags, access) {
                 if flags.intersects(AllocFlags::HIGHATOMIC) {
-                    self.lock()
-                        .reserve_highatomic_pageblock(t, idx, Order::from_raw(order));
+                    self.lock().reserve_highatomic_pageblock(t, idx, order);
                 }
                 return Some(t.pfn_of(idx));
             }
@@ -220,10 +214,10 @@ impl<P: Platform> Zone<P> {
         let idx = rmqueue_buddy(&mut z, t, order, mt, flags);
         self.kswapd_check(&mut z, flags);
         let idx = idx?;
-        t.set_state(idx, FrameState::Allocated(Order::from_raw(order), mt));
-        z.stats.allocs[order as usize] += 1;
+        t.set_state(idx, FrameState::Allocated(order, mt));
+        z.stats.allocs[order.index()] += 1;
         if flags.intersects(AllocFlags::HIGHATOMIC) {
-            z.reserve_highatomic_pageblock(t, idx, Order::from_raw(order));
+            z.reserve_highatomic_pageblock(t, idx, order);
         }
         Some(t.pfn_of(idx))
     }
@@ -234,11 +228,11 @@ impl<P: Platform> Zone<P> {
     /// `get_page_from_freelist` → `rmqueue_buddy` → `__rmqueue` does then; anything else
     /// returns `None` having changed nothing, and the full walk runs.
     #[inline]
-    pub(crate) fn buddy_alloc_fast(&self, order: u8, req: &AllocRequest) -> Option<Pfn> {
+    pub(crate) fn buddy_alloc_fast(&self, order: Order, req: &AllocRequest) -> Option<Pfn> {
         let sh = &self.shared;
         let mt = req.migratetype;
-        if (self.pcp.enabled() && self.pcp.policy.allowed_order(Order::from_raw(order)))
-            || order > self.cfg.max_order
+        if (self.pcp.enabled() && self.pcp.policy.allowed_order(order))
+            || order > Order::from_raw(self.cfg.max_order)
             || !mt.is_gfp_type()
             || sh.flags.load(Ordering::Relaxed)
                 & ZoneBits::ZONE_FLAGS
@@ -249,20 +243,15 @@ impl<P: Platform> Zone<P> {
             return None;
         }
         let flags = req.fast_flags();
-        if !sh.watermark_fast(
-            Order::from_raw(order),
-            sh.mark(2),
-            req.highest_zone.index(),
-            flags,
-        ) {
+        if !sh.watermark_fast(order, sh.mark(2), req.highest_zone.index(), flags) {
             return None;
         }
         let t = &self.table;
         let mut z = self.lock();
-        let idx = z.rmqueue_smallest(t, Order::from_raw(order), mt)?;
+        let idx = z.rmqueue_smallest(t, order, mt)?;
         self.kswapd_check(&mut z, flags);
-        t.set_state(idx, FrameState::Allocated(Order::from_raw(order), mt));
-        z.stats.allocs[order as usize] += 1;
+        t.set_state(idx, FrameState::Allocated(order, mt));
+        z.stats.allocs[order.index()] += 1;
         Some(t.pfn_of(idx))
     }
 
@@ -291,21 +280,21 @@ impl<P: Platform> Zone<P> {
 pub(crate) fn rmqueue_buddy(
     z: &mut BuddyZone,
     t: &FrameTable,
-    order: u8,
+    order: Order,
     mt: MigrateType,
     flags: AllocFlags,
 ) -> Option<u32> {
     if flags.intersects(AllocFlags::HIGHATOMIC) {
-        if let Some(idx) = z.rmqueue_smallest(t, Order::from_raw(order), MigrateType::HighAtomic) {
+        if let Some(idx) = z.rmqueue_smallest(t, order, MigrateType::HighAtomic) {
             return Some(idx);
         }
     }
     let mut mode = RmqueueMode::Normal;
-    if let Some(idx) = z.rmqueue(t, Order::from_raw(order), mt, flags, &mut mode) {
+    if let Some(idx) = z.rmqueue(t, order, mt, flags, &mut mode) {
         return Some(idx);
     }
     if flags.intersects(AllocFlags::OOM.with(AllocFlags::NON_BLOCK)) {
-        return z.rmqueue_smallest(t, Order::from_raw(order), MigrateType::HighAtomic);
+        return z.rmqueue_smallest(t, order, MigrateType::HighAtomic);
     }
     None
 }

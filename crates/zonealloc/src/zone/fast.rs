@@ -47,17 +47,14 @@ use crate::types::{MigrateType, Order, Pfn, ZoneType, MIGRATE_PCPTYPES};
 
 /// `pageblock_order` with 4 KiB pages and 2 MiB huge pages (x86-64, arm64 with 4K pages):
 /// the THP order the hit paths get a constant copy for.
-const THP_ORDER_USUAL: u8 = 9;
+const THP_ORDER_USUAL: Order = Order::of::<9>();
 
 /// The list index (`order_to_pindex`) and the per-order counter slot of PCP order `order`
 /// (0..=3, or the THP order above them). `mt` must be a PCP type.
 #[inline(always)]
-fn pcp_list_of(order: u8, mt: MigrateType) -> (usize, usize) {
-    if order <= Order::COSTLY.get() {
-        (
-            MIGRATE_PCPTYPES * order as usize + mt.index(),
-            order as usize,
-        )
+fn pcp_list_of(order: Order, mt: MigrateType) -> (usize, usize) {
+    if order <= Order::COSTLY {
+        (MIGRATE_PCPTYPES * order.index() + mt.index(), order.index())
     } else {
         let pi = NR_LOWORDER_PCP_LISTS + (mt == MigrateType::Movable) as usize;
         (pi, THP_ORDER_SLOT)
@@ -70,7 +67,7 @@ impl<P: Platform> Zone<P> {
     #[inline(always)]
     pub(crate) fn pcp_alloc_fast(
         &self,
-        order: u8,
+        order: Order,
         mt: MigrateType,
         highest_zone: ZoneType,
         slot: &PcpSlot,
@@ -96,17 +93,17 @@ impl<P: Platform> Zone<P> {
     #[inline(always)]
     fn pcp_alloc_orders(
         &self,
-        order: u8,
+        order: Order,
         mt: MigrateType,
         hz: usize,
         slot: &PcpSlot,
         held: Option<&mut PerCpuPages>,
     ) -> Option<Pfn> {
-        if order == 0 {
-            self.pcp_alloc_order(0, mt, hz, slot, held)
-        } else if order <= Order::COSTLY.get() {
+        if order == Order::ZERO {
+            self.pcp_alloc_order(Order::ZERO, mt, hz, slot, held)
+        } else if order <= Order::COSTLY {
             self.pcp_alloc_order(order, mt, hz, slot, held)
-        } else if order == self.pcp.policy.thp_list_order {
+        } else if order == Order::from_raw(self.pcp.policy.thp_list_order) {
             // pcp_allowed_order: above COSTLY only the THP order has lists. The usual one
             // (2 MiB of 4 KiB pages) gets its constant too.
             if order == THP_ORDER_USUAL {
@@ -124,7 +121,7 @@ impl<P: Platform> Zone<P> {
     #[inline(never)]
     fn pcp_alloc_thp_other(
         &self,
-        order: u8,
+        order: Order,
         mt: MigrateType,
         hz: usize,
         slot: &PcpSlot,
@@ -139,17 +136,17 @@ impl<P: Platform> Zone<P> {
     #[inline(always)]
     fn pcp_alloc_order(
         &self,
-        order: u8,
+        order: Order,
         mt: MigrateType,
         hz: usize,
         slot: &PcpSlot,
         held: Option<&mut PerCpuPages>,
     ) -> Option<Pfn> {
         let sh = &self.shared;
-        let above_high = if order == 0 {
+        let above_high = if order == Order::ZERO {
             sh.order0_above_high(hz)
         } else {
-            sh.above_high_fast(Order::from_raw(order), hz)
+            sh.above_high_fast(order, hz)
         };
         if !above_high {
             return None;
@@ -173,9 +170,9 @@ impl<P: Platform> Zone<P> {
         let m = t.entries();
         let idx = pcp.lists[pi].pop_head_in(m)?;
         let pfn = Pfn(t.base() + idx as u64);
-        let count = pcp.count - (1 << order);
+        let count = pcp.count - (1 << order.get());
         pcp.count = count;
-        m[idx as usize].set_state(FrameState::Allocated(Order::from_raw(order), mt));
+        m[idx as usize].set_state(FrameState::Allocated(order, mt));
         pcp.free_count >>= 1; // an allocation halves the free streak
         slot.count_hint.store(count as u32, Ordering::Relaxed);
         // Last, so that the copies' tails differ and each stays straight-line (no jump to a
@@ -211,8 +208,8 @@ impl<P: Platform> Zone<P> {
             return false; // HighAtomic rides the Movable list, Isolate skips the lists
         };
         match held {
-            Some(pcp) => self.pcp_free_orders(order.get(), slot, Some(pcp), m, idx, e, mt),
-            None => self.pcp_free_orders(order.get(), slot, None, m, idx, e, mt),
+            Some(pcp) => self.pcp_free_orders(order, slot, Some(pcp), m, idx, e, mt),
+            None => self.pcp_free_orders(order, slot, None, m, idx, e, mt),
         }
         .is_some()
     }
@@ -223,7 +220,7 @@ impl<P: Platform> Zone<P> {
     #[inline(always)]
     fn pcp_free_orders(
         &self,
-        order: u8,
+        order: Order,
         slot: &PcpSlot,
         held: Option<&mut PerCpuPages>,
         m: &[FrameMeta],
@@ -231,11 +228,11 @@ impl<P: Platform> Zone<P> {
         e: &FrameMeta,
         mt: MigrateType,
     ) -> Option<()> {
-        if order == 0 {
-            self.pcp_free_order(0, slot, held, m, idx, e, mt)
-        } else if order <= Order::COSTLY.get() {
+        if order == Order::ZERO {
+            self.pcp_free_order(Order::ZERO, slot, held, m, idx, e, mt)
+        } else if order <= Order::COSTLY {
             self.pcp_free_order(order, slot, held, m, idx, e, mt)
-        } else if order == self.pcp.policy.thp_list_order {
+        } else if order == Order::from_raw(self.pcp.policy.thp_list_order) {
             if order == THP_ORDER_USUAL {
                 self.pcp_free_order(THP_ORDER_USUAL, slot, held, m, idx, e, mt)
             } else {
@@ -251,7 +248,7 @@ impl<P: Platform> Zone<P> {
     #[inline(never)]
     fn pcp_free_thp_other(
         &self,
-        order: u8,
+        order: Order,
         slot: &PcpSlot,
         held: Option<&mut PerCpuPages>,
         (idx, mt): (u32, MigrateType),
@@ -266,7 +263,7 @@ impl<P: Platform> Zone<P> {
     #[inline(always)]
     fn pcp_free_order(
         &self,
-        order: u8,
+        order: Order,
         slot: &PcpSlot,
         held: Option<&mut PerCpuPages>,
         m: &[FrameMeta],
@@ -275,7 +272,7 @@ impl<P: Platform> Zone<P> {
         mt: MigrateType,
     ) -> Option<()> {
         let (pi, os) = pcp_list_of(order, mt);
-        let o = Order::from_raw(order);
+        let o = order;
         // The caller's lists, or this CPU's try-locked here (unlocked on return).
         let mut guard;
         let pcp: &mut PerCpuPages = match held {
@@ -302,7 +299,7 @@ impl<P: Platform> Zone<P> {
             },
             "free_fast_high out of step with high"
         );
-        let count = pcp.count + (1 << order);
+        let count = pcp.count + (1 << order.get());
         if count >= pcp.free_fast_high {
             return None;
         }
@@ -531,7 +528,7 @@ mod tests {
         let p = z.alloc_with(Order::ZERO, req).unwrap(); // refills and enters
         z.free_on(CpuId(0), p, Order::ZERO).unwrap();
         let hit = |z: &Zone| {
-            let a = z.pcp_alloc_fast(0, mt, ZoneType::Movable, slot, None);
+            let a = z.pcp_alloc_fast(Order::ZERO, mt, ZoneType::Movable, slot, None);
             let f = a.map(|p| z.pcp_free_fast(p, Order::ZERO, slot, None));
             (a.is_some(), f)
         };
@@ -584,7 +581,13 @@ mod tests {
             }
             for _ in 0..10 {
                 let pfn = z
-                    .pcp_alloc_fast(order, MigrateType::Movable, ZoneType::Movable, slot, None)
+                    .pcp_alloc_fast(
+                        Order::from_raw(order),
+                        MigrateType::Movable,
+                        ZoneType::Movable,
+                        slot,
+                        None,
+                    )
                     .expect("alloc hit path taken");
                 assert!(z.pcp_free_fast(pfn, o, slot, None), "free hit path taken");
             }

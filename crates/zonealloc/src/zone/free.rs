@@ -32,7 +32,6 @@ impl<P: Platform> Zone<P> {
         access: &mut PcpAccess<'_>,
     ) -> Result<(), FreeError> {
         let idx = self.validate_free(pfn, order)?;
-        let o = order.get();
         if !self.pcp.enabled() || !self.pcp.policy.allowed_order(order) {
             return self.free_to_buddy(idx, pfn, order);
         }
@@ -42,7 +41,7 @@ impl<P: Platform> Zone<P> {
         let cached = mt;
         if mt.index() >= MIGRATE_PCPTYPES {
             if mt == MigrateType::Isolate {
-                self.free_one_page(idx, o);
+                self.free_one_page(idx, order);
                 return Ok(());
             }
             mt = MigrateType::Movable; // HighAtomic pages ride the Movable list
@@ -50,7 +49,7 @@ impl<P: Platform> Zone<P> {
         match access {
             PcpAccess::Held(cpu, pcp) => {
                 let mut pcp = self.pcp_enter(self.pcp.slot(*cpu), &mut **pcp);
-                if let Some(work) = self.commit_free(&mut pcp, idx, o, mt, cached) {
+                if let Some(work) = self.commit_free(&mut pcp, idx, order, mt, cached) {
                     // The owner holds its lists throughout: no unlock between chunks.
                     let mut rem = work.to_free;
                     while rem > 0 && pcp.count > 0 {
@@ -62,11 +61,11 @@ impl<P: Platform> Zone<P> {
             PcpAccess::Cpu(cpu) | PcpAccess::Owner(cpu) => {
                 let slot = self.pcp.slot(*cpu);
                 let Some(pcp) = slot.try_lists() else {
-                    self.free_one_page(idx, o);
+                    self.free_one_page(idx, order);
                     return Ok(());
                 };
                 let mut pcp = self.pcp_enter(slot, pcp);
-                let Some(work) = self.commit_free(&mut pcp, idx, o, mt, cached) else {
+                let Some(work) = self.commit_free(&mut pcp, idx, order, mt, cached) else {
                     return Ok(());
                 };
                 // Free in batch-sized chunks, unlocking between them to let remote drainers
@@ -98,13 +97,13 @@ impl<P: Platform> Zone<P> {
         &self,
         pcp: &mut PerCpuPages,
         idx: u32,
-        order: u8,
+        order: Order,
         mt: MigrateType,
         cached: MigrateType,
     ) -> Option<DrainWork> {
         let policy = self.pcp.policy;
         let t = &self.table;
-        let o = Order::from_raw(order);
+        let o = order;
         let pi = policy.pindex(mt, o);
         pcp.put_head(t, pi, idx, o);
         if policy.drain_migratetype == DrainMigratetype::AtFree {
@@ -182,15 +181,10 @@ impl<P: Platform> Zone<P> {
 
     /// `free_one_page`: straight to the buddy, for orders the PCP does not take and for frees
     /// whose trylock failed. The block is already claimed.
-    pub(crate) fn free_one_page(&self, idx: u32, order: u8) {
+    pub(crate) fn free_one_page(&self, idx: u32, order: Order) {
         let mut z = self.lock();
-        z.split_large_buddy(
-            &self.table,
-            idx,
-            Order::from_raw(order),
-            FreePlacement::Normal,
-        );
-        z.stats.frees[order as usize] += 1;
+        z.split_large_buddy(&self.table, idx, order, FreePlacement::Normal);
+        z.stats.frees[order.index()] += 1;
     }
 }
 
@@ -246,7 +240,7 @@ impl<P: Platform> Zone<P> {
     /// `__free_pages_ok`: validated and claimed here, then `free_one_page`.
     pub(crate) fn free_to_buddy(&self, idx: u32, pfn: Pfn, order: Order) -> Result<(), FreeError> {
         self.claim_for_free(idx, pfn, order)?;
-        self.free_one_page(idx, order.get());
+        self.free_one_page(idx, order);
         Ok(())
     }
 

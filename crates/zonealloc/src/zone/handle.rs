@@ -105,7 +105,7 @@ impl<'z, P: Platform> CpuHandle<'z, P> {
         let zone = self.zone;
         let held = self.held.as_deref_mut();
         let (mt, hz) = (req.migratetype, req.highest_zone);
-        if let Some(p) = zone.pcp_alloc_fast(order.get(), mt, hz, self.slot, held) {
+        if let Some(p) = zone.pcp_alloc_fast(order, mt, hz, self.slot, held) {
             zone.debug_check("CpuHandle::alloc");
             return Ok(p);
         }

@@ -163,7 +163,7 @@ mod check_catches_corruption {
             .unwrap();
         z.buddy
             .lock()
-            .note_nonempty_for_test(empty_order, MigrateType::Movable);
+            .note_nonempty_for_test(Order::from_raw(empty_order), MigrateType::Movable);
         assert_eq!(id(&z), "Z8");
     }
 

@@ -37,7 +37,7 @@ pub(crate) fn alloc_in_zone<P: Platform>(
 #[inline]
 fn get_page_from_freelist<P: Platform>(
     list: &ZoneList<'_, P>,
-    order: u8,
+    order: Order,
     mt: MigrateType,
     mut flags: AllocFlags,
     hz: usize,
@@ -77,7 +77,6 @@ pub(crate) fn alloc_walk<P: Platform>(
     if !req.migratetype.is_gfp_type() {
         return Err(AllocError::InvalidMigrateType(req.migratetype));
     }
-    let o = order.get();
     let mt = preferred.effective_migratetype(req.migratetype);
     let hz = req.highest_zone.index();
     let oom = AllocError::OutOfMemory {
@@ -91,18 +90,18 @@ pub(crate) fn alloc_walk<P: Platform>(
     if preferred.zone_type() == ZoneType::Normal {
         fast = fast.with(AllocFlags::NOFRAGMENT);
     }
-    if let Some(p) = get_page_from_freelist(list, o, mt, fast, hz, access) {
+    if let Some(p) = get_page_from_freelist(list, order, mt, fast, hz, access) {
         return Ok(p);
     }
 
     // Slow path.
     let slow = req.slow_flags(order);
-    if let Some(p) = get_page_from_freelist(list, o, mt, slow, hz, access) {
+    if let Some(p) = get_page_from_freelist(list, order, mt, slow, hz, access) {
         return Ok(p);
     }
     if req.no_watermarks {
         let f = AllocFlags::NO_WATERMARKS.with(AllocFlags::KSWAPD);
-        if let Some(p) = get_page_from_freelist(list, o, mt, f, hz, access) {
+        if let Some(p) = get_page_from_freelist(list, order, mt, f, hz, access) {
             return Ok(p);
         }
     }
@@ -120,7 +119,7 @@ pub(crate) fn alloc_walk<P: Platform>(
     for z in list.iter() {
         z.drain_all_for_reclaim(access);
     }
-    if let Some(p) = get_page_from_freelist(list, o, mt, slow, hz, access) {
+    if let Some(p) = get_page_from_freelist(list, order, mt, slow, hz, access) {
         return Ok(p);
     }
     // should_reclaim_retry before OOM: exhaust the HighAtomic reserve.
@@ -130,7 +129,7 @@ pub(crate) fn alloc_walk<P: Platform>(
             preferred.count_alloc_failure();
             return Err(oom);
         }
-        if let Some(p) = get_page_from_freelist(list, o, mt, slow, hz, access) {
+        if let Some(p) = get_page_from_freelist(list, order, mt, slow, hz, access) {
             return Ok(p);
         }
     }
