@@ -11,6 +11,9 @@ use crate::trace::migratetype::Numbering;
 /// one: 2^22 (16 GiB of 4 KiB pages; its frame table takes 48 MiB).
 pub const DEFAULT_ZONE_PAGES: u64 = 1 << 22;
 
+/// The most CPUs a replay zone has: the core's limit (`PcpConfig::validate`).
+pub const MAX_CPUS: u32 = 4096;
+
 /// Which frames of a zone's span are memory the allocator manages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -96,8 +99,10 @@ impl Geometry {
             Online::Touched
         });
         let (cpus, cpus_from) = pick_cpus(cpus, sniff);
-        if cpus == 0 || cpus > 4096 {
-            return Err(format!("--cpus must be 1..=4096, not {cpus}"));
+        if cpus == 0 || cpus > MAX_CPUS {
+            return Err(format!(
+                "{cpus} CPUs (from {cpus_from}): the replay takes 1..={MAX_CPUS}"
+            ));
         }
         Ok(Geometry {
             zones: vec![ZoneSpan {

@@ -17,7 +17,7 @@ use super::replay::{
     FRAG_ORDERS,
 };
 use super::variant::Variant;
-use crate::procfs::ProcSnapshot;
+use crate::procfs::{ProcSnapshot, Tolerance};
 
 mod result;
 mod tables;
@@ -101,6 +101,9 @@ pub struct ReplayRun {
     /// The kernel's unusable free space index of the highest zone (thousandths, per
     /// [`FRAG_ORDERS`]) at `--proc` (the trace's start) and `--proc-after` (its end).
     pub kernel_frag: (Option<[u32; 3]>, Option<[u32; 3]>),
+    /// What the `/proc` snapshots' reader accepted with a warning
+    /// ([`ProcSnapshot::warnings`]), each prefixed with its flag.
+    pub proc_warnings: Vec<String>,
 }
 
 /// The unusable free space index of a snapshot's zone, per [`FRAG_ORDERS`].
@@ -190,14 +193,28 @@ pub fn run_unchecked(
     progress: &dyn Fn(u64),
 ) -> Result<ReplayRun, String> {
     let read_err = |e: io::Error| format!("reading {}: {e}", path.display());
-    let snap = match &opts.proc {
-        Some(dir) => Some(ProcSnapshot::read_dir(dir).map_err(|e| format!("--proc: {e}"))?),
-        None => None,
+    // A busy machine's snapshot drifts beyond a batch per CPU: a warning, unless --strict.
+    let tolerance = if opts.strict {
+        Tolerance::Live
+    } else {
+        Tolerance::Busy
     };
-    let after = match &opts.proc_after {
-        Some(dir) => Some(ProcSnapshot::read_dir(dir).map_err(|e| format!("--proc-after: {e}"))?),
-        None => None,
+    let read_snap = |dir: &Option<PathBuf>, flag: &str| {
+        dir.as_deref()
+            .map(|d| ProcSnapshot::read_dir_with(d, tolerance).map_err(|e| format!("{flag}: {e}")))
+            .transpose()
     };
+    let snap = read_snap(&opts.proc, "--proc")?;
+    let after = read_snap(&opts.proc_after, "--proc-after")?;
+    if let (Some(b), Some(a)) = (&snap, &after) {
+        b.same_machine(a)
+            .map_err(|e| format!("--proc-after: {e}"))?;
+    }
+    let proc_warnings: Vec<String> = [("--proc", &snap), ("--proc-after", &after)]
+        .into_iter()
+        .filter_map(|(flag, s)| Some((flag, s.as_ref()?)))
+        .flat_map(|(flag, s)| s.warnings.iter().map(move |w| format!("{flag}: {w}")))
+        .collect();
     let mut window = opts.window.clone();
     if snap.is_some() && window.from.is_none() && window.to.is_none() {
         window.from = Some("KT_SNAPSHOT_BEFORE_END".to_owned());
@@ -453,5 +470,6 @@ pub fn run_unchecked(
         setup_from_proc: snap.is_some(),
         start_counts,
         kernel_frag,
+        proc_warnings,
     })
 }
