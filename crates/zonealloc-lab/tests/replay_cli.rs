@@ -782,3 +782,51 @@ fn replay_out_refuses_a_non_empty_folder_without_force() {
         "mine"
     );
 }
+
+#[test]
+fn the_zone_span_comes_from_the_trace_not_a_fixed_16_gib() {
+    // The sample moved to pfns above 0x600000, as a 24 GiB machine hands them out: with the
+    // fixed 2^22-page default this needed --zone-pages by hand.
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(SAMPLE).unwrap();
+    let mut high = String::new();
+    for l in text.lines() {
+        match l.find(" pfn=0x") {
+            Some(at) => {
+                let digits = &l[at + 7..];
+                let end = digits
+                    .find(|c: char| !c.is_ascii_hexdigit())
+                    .unwrap_or(digits.len());
+                let pfn = u64::from_str_radix(&digits[..end], 16).unwrap();
+                let pfn = if pfn == 0 { 0 } else { pfn + 0x600000 };
+                high.push_str(&format!("{} pfn={pfn:#x}{}\n", &l[..at], &digits[end..]));
+            }
+            None => {
+                high.push_str(l);
+                high.push('\n');
+            }
+        }
+    }
+    let trace = dir.path().join("high.txt");
+    std::fs::write(&trace, high).unwrap();
+    let v = json(&zonealloc(&[
+        "trace",
+        "replay",
+        s(&trace),
+        "--out",
+        s(&dir.path().join("r")),
+        "--json",
+    ]));
+    let zone = &v["experiments"][0]["config"]["zones"][0];
+    assert!(zone["pages"].as_u64().unwrap() >= 0x600000 * 2, "{zone}");
+    let low = json(&zonealloc(&[
+        "trace",
+        "replay",
+        SAMPLE,
+        "--out",
+        s(&dir.path().join("l")),
+        "--json",
+    ]));
+    // The same run, shifted: every count agrees with the sample's own replay.
+    assert_eq!(counts(&v), counts(&low));
+}

@@ -55,7 +55,9 @@ use super::variant::Variant;
 use kernel::{Grid, Inferred};
 
 pub use counts::{FragSample, ReplayCounts};
-pub use geometry::{pick_cpus, Geometry, Online, ZoneSpan, DEFAULT_ZONE_PAGES, MAX_CPUS};
+pub use geometry::{
+    pick_cpus, span_from_trace, Geometry, Online, ZoneSpan, DEFAULT_ZONE_PAGES, MAX_CPUS,
+};
 pub use gfp::request;
 
 /// The orders whose unusable free space index is sampled over time.
@@ -823,6 +825,24 @@ mod tests {
             (g.zones[0].start, g.zones[0].pages, g.cpus, g.online),
             (0, DEFAULT_ZONE_PAGES, 4, Online::Touched)
         );
+        // A 24 GiB machine's pfns (to 0x640000) size the span: no --zone-pages needed.
+        let big = input::Sniff {
+            max_pfn: Some(0x63ffff),
+            ..sniff
+        };
+        let g = Geometry::from_flags(None, None, None, None, &big, Numbering::Current).unwrap();
+        assert_eq!(g.zones[0].pages, 1 << 24);
+        assert_eq!(g.zone_of(0x63ffff), Some(0));
+        // At the edges: pfn 0, the largest pfn (refused: no zone spans it), a start above it.
+        assert_eq!(span_from_trace(0, Some(0)), DEFAULT_ZONE_PAGES);
+        assert_eq!(span_from_trace(0, Some(u64::MAX)), u64::MAX);
+        assert_eq!(span_from_trace(1 << 30, Some(5)), DEFAULT_ZONE_PAGES);
+        let top = input::Sniff {
+            max_pfn: Some(u64::MAX),
+            ..sniff
+        };
+        let e = Geometry::from_flags(None, None, None, None, &top, Numbering::Current);
+        assert!(e.unwrap_err().contains("pass --zone-pages"));
         let head = input::Sniff {
             header_cpus: Some(8),
             ..sniff

@@ -34,7 +34,7 @@ pub struct ReplayOptions {
     pub kernel: Option<Kernel>,
     /// First frame of the zone (default 0).
     pub zone_start: Option<u64>,
-    /// Zone size in frames (default: [`super::replay::DEFAULT_ZONE_PAGES`], onlined as the
+    /// Zone size in frames (default: [`super::replay::span_from_trace`], onlined as the
     /// trace touches it).
     pub zone_pages: Option<u64>,
     /// Which frames are free at the start (default: all with `--zone-pages`, else touched).
@@ -230,7 +230,8 @@ pub fn run_unchecked(
     // `--proc`, and with the CPU count known from a flag or the header, the zones are built
     // before the parse has shown the prefix.
     let cpus_known = opts.cpus.is_some() || look.so_far().header_cpus.is_some();
-    if snap.is_some() || !cpus_known {
+    // Without --proc or --zone-pages the zone's span comes from the prefix's pfns too.
+    if snap.is_some() || !cpus_known || opts.zone_pages.is_none() {
         look.finish(&ahead);
     }
     let numbering = |look: &PrefixLook| {
