@@ -594,6 +594,8 @@ fn a_busy_machines_drift_is_a_warning_under_busy_and_an_error_otherwise() {
         s.warnings
     );
     assert!(s.warnings[0].contains("accepted"), "{:?}", s.warnings);
+    let at = format!("{}:97: ", dir.path().join("zoneinfo").display());
+    assert!(s.warnings[0].starts_with(&at), "{:?}", s.warnings);
 }
 
 #[test]

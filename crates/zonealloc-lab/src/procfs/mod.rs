@@ -334,6 +334,19 @@ impl ProcSnapshot {
             e.path = dir.join(e.file.name());
             e
         })?;
+        // The parse's warnings name a file as `NAME:LINE:`; here it has a folder.
+        for w in &mut snap.warnings {
+            let file = [
+                ProcFile::Zoneinfo,
+                ProcFile::Pagetypeinfo,
+                ProcFile::Buddyinfo,
+            ]
+            .into_iter()
+            .find(|f| w.starts_with(&format!("{}:", f.name())));
+            if let Some(f) = file {
+                *w = format!("{}{}", dir.join(f.name()).display(), &w[f.name().len()..]);
+            }
+        }
         let absent = |file: ProcFile, lost: &str| {
             format!("{}: absent; {lost}", dir.join(file.name()).display())
         };
