@@ -155,13 +155,18 @@ pub struct TraceReplayArgs {
     /// FILE.<variant>.<ext> each).
     #[arg(long, value_name = "FILE")]
     pub emit: Option<PathBuf>,
-    /// The report folder.
+    /// The report folder; it must be absent or empty, unless --force.
     #[arg(long, default_value = "replay-report")]
     pub out: PathBuf,
+    /// Write into a non-empty --out folder (its previous report.md, results.json and plots
+    /// are removed first).
+    #[arg(long)]
+    pub force: bool,
     /// Print the results as JSON on stdout.
     #[arg(long)]
     pub json: bool,
-    /// Fail (exit 1) if any line is malformed.
+    /// Fail (exit 1) if any line is malformed, or if a --proc snapshot's free pages and
+    /// free lists differ by more than vmstat drift and a batch per CPU (a warning without it).
     #[arg(long)]
     pub strict: bool,
 }

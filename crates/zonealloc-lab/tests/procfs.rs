@@ -403,3 +403,217 @@ mod fuzz {
         }
     }
 }
+
+/// The 6.1 snapshot in a fresh folder, with `edit(file, text)` applied to each file.
+fn edited(edit: impl Fn(&str, String) -> String) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["zoneinfo", "pagetypeinfo", "buddyinfo"] {
+        let text = std::fs::read_to_string(data("linux-6.1-p1-before").join(f)).unwrap();
+        std::fs::write(dir.path().join(f), edit(f, text)).unwrap();
+    }
+    dir
+}
+
+/// The 6.1 snapshot with zoneinfo's `from` replaced by `to` (once).
+fn zoneinfo_with(from: &str, to: &str) -> tempfile::TempDir {
+    edited(|f, t| {
+        if f == "zoneinfo" {
+            assert!(t.contains(from), "{from}");
+            t.replacen(from, to, 1)
+        } else {
+            t
+        }
+    })
+}
+
+fn line_of(dir: &Path, file: &str, needle: &str) -> usize {
+    let text = std::fs::read_to_string(dir.join(file)).unwrap();
+    text.lines().position(|l| l.contains(needle)).unwrap() + 1
+}
+
+#[test]
+fn a_cpu_id_beyond_nr_cpus_is_refused_at_its_line() {
+    // `cpu: 4294967295` made the replay's `c + 1` wrap; `cpu: 100000000` sized per-CPU
+    // arrays of 23 GB before the CPU count was checked.
+    for cpu in ["4294967295", "100000000", "8192"] {
+        let dir = zoneinfo_with("    cpu: 3\n", &format!("    cpu: {cpu}\n"));
+        let err = ProcSnapshot::read_dir(dir.path()).unwrap_err();
+        let line = line_of(dir.path(), "zoneinfo", &format!("cpu: {cpu}"));
+        assert_eq!((err.file, err.line), (ProcFile::Zoneinfo, line), "{err}");
+        assert!(err.to_string().contains("CPU ids are 0..=8191"), "{err}");
+    }
+    // The largest id NR_CPUS allows reads (the replay refuses it later, with its own range).
+    let dir = edited(|f, t| {
+        if f == "zoneinfo" {
+            t.replace("    cpu: 3\n", "    cpu: 8191\n")
+        } else {
+            t
+        }
+    });
+    let s = ProcSnapshot::read_dir(dir.path()).unwrap();
+    assert_eq!(s.cpus, [0, 1, 2, 8191]);
+}
+
+#[test]
+fn a_cpu_listed_twice_or_out_of_order_is_refused() {
+    let dir = zoneinfo_with("    cpu: 3\n", "    cpu: 2\n");
+    let err = ProcSnapshot::read_dir(dir.path()).unwrap_err();
+    assert!(matches!(err.kind, ErrorKind::Duplicate { .. }), "{err}");
+    assert!(err.to_string().contains("cpu 2"), "{err}");
+    let dir = zoneinfo_with("    cpu: 1\n", "    cpu: 5\n");
+    let err = ProcSnapshot::read_dir(dir.path()).unwrap_err();
+    assert!(err.to_string().contains("in CPU order"), "{err}");
+}
+
+#[test]
+fn a_snapshot_file_that_is_a_device_or_too_large_is_refused_by_name() {
+    let dir = edited(|_, t| t);
+    let zi = dir.path().join("zoneinfo");
+    std::fs::remove_file(&zi).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &zi).unwrap();
+    let t = std::time::Instant::now();
+    let err = ProcSnapshot::read_dir(dir.path()).unwrap_err();
+    assert!(t.elapsed().as_secs() < 5, "{:?}", t.elapsed());
+    assert!(matches!(err.kind, ErrorKind::NotRegular), "{err}");
+    assert!(err.to_string().contains(&zi.display().to_string()), "{err}");
+
+    // A regular file over the bound: read no further than the bound plus one byte.
+    std::fs::remove_file(&zi).unwrap();
+    let f = std::fs::File::create(&zi).unwrap();
+    f.set_len(zonealloc_lab::procfs::MAX_FILE_BYTES + 1)
+        .unwrap();
+    let err = ProcSnapshot::read_dir(dir.path()).unwrap_err();
+    assert!(matches!(err.kind, ErrorKind::TooLarge { .. }), "{err}");
+    assert!(
+        err.to_string().contains("zoneinfo: longer than 8 MiB"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_invalid_byte_in_any_file_is_an_error_naming_file_and_line() {
+    for file in ["zoneinfo", "pagetypeinfo", "buddyinfo"] {
+        let dir = edited(|f, t| {
+            if f == file {
+                let mut lines: Vec<String> = t.lines().map(str::to_owned).collect();
+                lines[1].push('\u{1}');
+                lines.join("\n")
+            } else {
+                t
+            }
+        });
+        let path = dir.path().join(file);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let at = bytes.iter().position(|&b| b == 1).unwrap();
+        bytes[at] = 0xff;
+        std::fs::write(&path, bytes).unwrap();
+        // pagetypeinfo with an invalid byte was dropped without a word (exit 0, other
+        // results).
+        let err = ProcSnapshot::read_dir(dir.path()).unwrap_err();
+        assert_eq!(err.line, 2, "{file}: {err}");
+        assert!(
+            matches!(err.kind, ErrorKind::NotText { .. }),
+            "{file}: {err}"
+        );
+        let shown = err.to_string();
+        assert!(
+            shown.contains(&format!("{}:2: not UTF-8", path.display())),
+            "{shown}"
+        );
+    }
+}
+
+#[test]
+fn an_absent_optional_file_is_a_warning_saying_what_is_lost() {
+    let dir = scratch("linux-6.1-p1-before", &["pagetypeinfo"], |t| t);
+    let s = ProcSnapshot::read_dir(dir.path()).unwrap();
+    assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
+    assert!(
+        s.warnings[0].contains("pagetypeinfo: absent"),
+        "{:?}",
+        s.warnings
+    );
+    assert!(s.warnings[0].contains("Movable"), "{:?}", s.warnings);
+    let s = ProcSnapshot::read_dir(&data("linux-6.1-p1-before")).unwrap();
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+}
+
+#[test]
+fn overlapping_zones_and_spans_past_the_pfn_space_are_refused() {
+    // DMA32 (pfns 0x1000..) starting inside DMA (pfns 0x1..0x1000).
+    let dir = zoneinfo_with("  start_pfn:           4096", "  start_pfn:           4000");
+    let err = ProcSnapshot::read_dir(dir.path()).unwrap_err();
+    assert_eq!(err.line, 96, "{err}");
+    let shown = err.to_string();
+    assert!(
+        shown.contains("Node 0, zone DMA32") && shown.contains("overlaps Node 0, zone DMA"),
+        "{shown}"
+    );
+    // A start pfn near 2^64: `start_pfn + spanned` wrapped.
+    let dir = zoneinfo_with(
+        "  start_pfn:           4096",
+        "  start_pfn:           18446744073709551000",
+    );
+    let err = ProcSnapshot::read_dir(dir.path()).unwrap_err();
+    assert!(err.to_string().contains("physical address space"), "{err}");
+}
+
+#[test]
+fn absurd_zone_counts_are_refused_in_linear_time() {
+    // 160k zone blocks, one per node: 37 s before the replay refused them.
+    let block = std::fs::read_to_string(data("linux-6.1-p1-before").join("zoneinfo")).unwrap();
+    let dma: String = block.lines().take(95).map(|l| format!("{l}\n")).collect();
+    let mut text = String::new();
+    for node in 0..160_000 {
+        text.push_str(&dma.replacen("Node 0,", &format!("Node {node},"), 1));
+        if text.len() > 7 << 20 {
+            break;
+        }
+    }
+    let t = std::time::Instant::now();
+    let err = zonealloc_lab::procfs::parse_zoneinfo(&text).unwrap_err();
+    assert!(t.elapsed().as_secs() < 10, "{:?}", t.elapsed());
+    assert!(
+        err.to_string()
+            .contains("node 1024: node numbers are 0..=1023"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_busy_machines_drift_is_a_warning_under_busy_and_an_error_otherwise() {
+    // DMA32's `pages free` 500 below its free lists: beyond 4 x 30 drift and 252 moved pages.
+    let dir = zoneinfo_with("pages free     422456", "pages free     421956");
+    let err = ProcSnapshot::read_dir(dir.path()).unwrap_err();
+    assert!(err.to_string().contains("500 apart"), "{err}");
+    let s = ProcSnapshot::read_dir_with(dir.path(), Tolerance::Busy).unwrap();
+    assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
+    assert!(
+        s.warnings[0].contains("421956 free pages, but the free lists hold 422456"),
+        "{:?}",
+        s.warnings
+    );
+    assert!(s.warnings[0].contains("accepted"), "{:?}", s.warnings);
+    let at = format!("{}:97: ", dir.path().join("zoneinfo").display());
+    assert!(s.warnings[0].starts_with(&at), "{:?}", s.warnings);
+}
+
+#[test]
+fn snapshots_of_different_kernels_or_zones_are_not_the_same_machine() {
+    let a = ProcSnapshot::read_dir(&data("linux-6.1-p1-before")).unwrap();
+    let b = ProcSnapshot::read_dir(&data("linux-7.2-p1-before")).unwrap();
+    assert!(a.same_machine(&a).is_ok());
+    let e = a.same_machine(&b).unwrap_err();
+    assert!(
+        e.contains("different kernels or machines: zoneinfo format"),
+        "{e}"
+    );
+    let dir = zoneinfo_with("        spanned  520157", "        spanned  520158");
+    let c = ProcSnapshot::read_dir(dir.path()).unwrap();
+    let e = a.same_machine(&c).unwrap_err();
+    assert!(
+        e.contains("zone (name, start pfn, spanned, present)"),
+        "{e}"
+    );
+    assert!(e.contains("520158"), "{e}");
+}

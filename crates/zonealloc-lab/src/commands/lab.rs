@@ -69,18 +69,8 @@ const RUNS_ROOT: &str = "lab-report";
 fn out_dir(args: &LabArgs, date_utc: &str) -> Result<OutDir, String> {
     match &args.out {
         Some(dir) => {
-            let non_empty = std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some());
-            if non_empty && !args.force {
-                return Err(format!(
-                    "--out {}: the folder is not empty; refusing to overwrite an earlier run \
-                     (give another folder, leave --out out for a new folder under {RUNS_ROOT}/, \
-                     or add --force)",
-                    dir.display()
-                ));
-            }
-            if dir.exists() && !dir.is_dir() {
-                return Err(format!("--out {}: not a folder", dir.display()));
-            }
+            let other = format!("leave --out out for a new folder under {RUNS_ROOT}/");
+            check_out(dir, args.force, &other)?;
             Ok(OutDir {
                 dir: dir.clone(),
                 runs_root: None,
@@ -104,8 +94,26 @@ fn out_dir(args: &LabArgs, date_utc: &str) -> Result<OutDir, String> {
     }
 }
 
+/// The rule for an explicit `--out` (the lab's and `trace replay`'s): a folder that is
+/// absent or empty, or any folder with `force`; `other` names another way out for the
+/// message. Creates nothing.
+pub(super) fn check_out(dir: &Path, force: bool, other: &str) -> Result<(), String> {
+    let non_empty = std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some());
+    if non_empty && !force {
+        return Err(format!(
+            "--out {}: the folder is not empty; refusing to overwrite an earlier run \
+             (give another folder, {other}, or add --force)",
+            dir.display()
+        ));
+    }
+    if dir.exists() && !dir.is_dir() {
+        return Err(format!("--out {}: not a folder", dir.display()));
+    }
+    Ok(())
+}
+
 /// Removes what an earlier report wrote into `dir` (for `--force`).
-fn clear_report(dir: &Path) -> Result<(), String> {
+pub(super) fn clear_report(dir: &Path) -> Result<(), String> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Ok(());
     };

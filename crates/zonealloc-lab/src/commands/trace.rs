@@ -29,6 +29,8 @@ pub fn replay(args: &TraceReplayArgs) -> Result<(), Exit> {
         }
         names.push(v.name);
     }
+    // The lab's rule for --out, checked before the replay's work.
+    super::lab::check_out(&args.out, args.force, "remove it").map_err(Exit::Usage)?;
     let opts = rr::ReplayOptions {
         variants: names,
         kernel,
@@ -78,6 +80,9 @@ pub fn replay(args: &TraceReplayArgs) -> Result<(), Exit> {
         }
     };
     bar.finish_and_clear();
+    for w in &run.proc_warnings {
+        eprintln!("warning: {w}");
+    }
     let p = &run.parser;
     if p.malformed > 0 {
         eprintln!(
@@ -130,7 +135,13 @@ pub fn replay(args: &TraceReplayArgs) -> Result<(), Exit> {
             Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
             Err(_) => rr::check_zones(zones),
         };
-        let written = report::write_checked(&args.out, &report, checked);
+        // With --force, the earlier report's files go first (the lab's `clear_report`).
+        let cleared = if args.force {
+            super::lab::clear_report(&args.out)
+        } else {
+            Ok(())
+        };
+        let written = cleared.and_then(|()| report::write_checked(&args.out, &report, checked));
         (written, report, summary)
     });
     // A failed check is the run's failure: nothing was written.

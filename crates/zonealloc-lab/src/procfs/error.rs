@@ -48,6 +48,18 @@ pub struct ProcError {
 pub enum ErrorKind {
     /// The file could not be read.
     Io(std::io::Error),
+    /// The path is not a regular file (a device, a FIFO, a folder, or a link to one).
+    NotRegular,
+    /// The file is longer than the reader takes ([`super::MAX_FILE_BYTES`]).
+    TooLarge {
+        /// The limit, bytes.
+        limit: u64,
+    },
+    /// The file is not UTF-8 text; `line` of the error is the invalid byte's.
+    NotText {
+        /// Byte offset of the first invalid byte.
+        offset: usize,
+    },
     /// The file ended where more was expected (a truncated copy).
     UnexpectedEnd {
         /// What was expected.
@@ -120,6 +132,17 @@ impl fmt::Display for ErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ErrorKind::Io(e) => write!(f, "cannot read: {e}"),
+            ErrorKind::NotRegular => {
+                f.write_str("not a regular file (a device, FIFO or folder, or a link to one)")
+            }
+            ErrorKind::TooLarge { limit } => write!(
+                f,
+                "longer than {} MiB: not a /proc snapshot file",
+                limit >> 20
+            ),
+            ErrorKind::NotText { offset } => {
+                write!(f, "not UTF-8 text: invalid byte at offset {offset}")
+            }
             ErrorKind::UnexpectedEnd { expected } => {
                 write!(f, "file ends early: expected {expected}")
             }

@@ -56,11 +56,13 @@ mod error;
 mod format;
 mod names;
 mod pagetypeinfo;
+mod read;
+mod same;
 #[cfg(test)]
 mod tests;
 mod zoneinfo;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::Path;
 
@@ -72,11 +74,26 @@ pub use error::{ErrorKind, ProcError, ProcFile};
 pub use format::{infer_format, ZoneinfoFeatures, ZoneinfoFormat};
 pub use names::MigrateTypeName;
 pub use pagetypeinfo::{parse_pagetypeinfo, FreeArea, FreeCount, PagetypeZone, Pagetypeinfo};
+pub use read::MAX_FILE_BYTES;
 pub use zoneinfo::{parse_zoneinfo, Zoneinfo};
 
 use check::check_zone;
 use error::end_line;
 use names::zone_label;
+use read::read_file;
+
+/// NUMA nodes a snapshot may name: `MAX_NUMNODES` is `1 << NODES_SHIFT`, and `NODES_SHIFT`
+/// is at most 10 on every architecture.
+pub const MAX_NODES: u32 = 1 << 10;
+
+/// CPU ids a snapshot may name: `NR_CPUS` is at most 8192 (x86's `MAXSMP`). A zone's pagesets
+/// list each CPU once, in increasing order, so a zone has at most this many.
+pub const MAX_CPUS: u32 = 8192;
+
+/// One past the largest pfn a zone may span: physical addresses have at most 52 bits
+/// (`MAX_PHYSMEM_BITS`) and pages at least 4 KiB, so pfns stay below 2^40. Bounding spans by
+/// it keeps `start_pfn + spanned` and the replay's pfn arithmetic far from wrapping.
+pub const MAX_PFN: u64 = 1 << 40;
 
 /// The watermarks of a zone as zoneinfo prints them (`wmark_pages`: each includes the boost).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -273,6 +290,10 @@ pub struct ProcSnapshot {
     pub migratetypes: Vec<MigrateTypeName>,
     /// Disagreements between the files that [`Tolerance::Live`] accepted.
     pub skews: Vec<Skew>,
+    /// What the reader accepted but a user should be told: an optional file that is absent
+    /// (and what the replay then lacks), a drift [`Tolerance::Busy`] let through. One
+    /// sentence each, for `warning:` lines.
+    pub warnings: Vec<String>,
 }
 
 impl ProcSnapshot {
@@ -283,29 +304,67 @@ impl ProcSnapshot {
         ProcSnapshot::read_dir_with(dir, Tolerance::Live)
     }
 
-    /// [`read_dir`](Self::read_dir) with a chosen tolerance for C2 and C3.
+    /// [`read_dir`](Self::read_dir) with a chosen tolerance for C2 and C3. Each file is
+    /// read bounded ([`MAX_FILE_BYTES`], regular files only, UTF-8); an absent `pagetypeinfo`
+    /// or `buddyinfo` is a warning ([`ProcSnapshot::warnings`]) saying what is lost, any
+    /// other failure to read one is an error naming it.
     pub fn read_dir_with(dir: &Path, tolerance: Tolerance) -> Result<ProcSnapshot, ProcError> {
-        let read = |file: ProcFile| {
-            let path = dir.join(file.name());
-            std::fs::read_to_string(&path).map_err(|e| ProcError {
-                file,
-                path,
+        let read = |file: ProcFile| read_file(&dir.join(file.name()), file);
+        let zoneinfo = read(ProcFile::Zoneinfo)?.ok_or_else(|| ProcError {
+            file: ProcFile::Zoneinfo,
+            path: dir.join(ProcFile::Zoneinfo.name()),
+            line: 0,
+            kind: ErrorKind::Io(std::io::ErrorKind::NotFound.into()),
+        })?;
+        let pagetypeinfo = read(ProcFile::Pagetypeinfo)?;
+        let buddyinfo = read(ProcFile::Buddyinfo)?;
+        if pagetypeinfo.is_none() && buddyinfo.is_none() {
+            return Err(ProcError {
+                file: ProcFile::Pagetypeinfo,
+                path: dir.join(ProcFile::Pagetypeinfo.name()),
                 line: 0,
-                kind: ErrorKind::Io(e),
-            })
-        };
-        let zoneinfo = read(ProcFile::Zoneinfo)?;
-        let pagetypeinfo = read(ProcFile::Pagetypeinfo);
-        let buddyinfo = read(ProcFile::Buddyinfo);
-        let (pagetypeinfo, buddyinfo) = match (pagetypeinfo, buddyinfo) {
-            (Err(e), Err(_)) => return Err(e),
-            (p, b) => (p.ok(), b.ok()),
-        };
+                kind: ErrorKind::Io(std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "neither pagetypeinfo nor buddyinfo is in the folder; one is needed",
+                )),
+            });
+        }
         let (p, b) = (pagetypeinfo.as_deref(), buddyinfo.as_deref());
-        ProcSnapshot::parse_with(&zoneinfo, p, b, tolerance).map_err(|mut e| {
+        let mut snap = ProcSnapshot::parse_with(&zoneinfo, p, b, tolerance).map_err(|mut e| {
             e.path = dir.join(e.file.name());
             e
-        })
+        })?;
+        // The parse's warnings name a file as `NAME:LINE:`; here it has a folder.
+        for w in &mut snap.warnings {
+            let file = [
+                ProcFile::Zoneinfo,
+                ProcFile::Pagetypeinfo,
+                ProcFile::Buddyinfo,
+            ]
+            .into_iter()
+            .find(|f| w.starts_with(&format!("{}:", f.name())));
+            if let Some(f) = file {
+                *w = format!("{}{}", dir.join(f.name()).display(), &w[f.name().len()..]);
+            }
+        }
+        let absent = |file: ProcFile, lost: &str| {
+            format!("{}: absent; {lost}", dir.join(file.name()).display())
+        };
+        if p.is_none() {
+            snap.warnings.push(absent(
+                ProcFile::Pagetypeinfo,
+                "free blocks come from buddyinfo without their migratetypes, and every \
+                 pageblock starts Movable",
+            ));
+        }
+        if b.is_none() {
+            snap.warnings.push(absent(
+                ProcFile::Buddyinfo,
+                "free blocks come from pagetypeinfo alone (a count it caps at >100000 is \
+                 taken as 100000)",
+            ));
+        }
+        Ok(snap)
     }
 
     /// Parses and cross-checks the three texts (module docs: C1..C5) with
@@ -337,7 +396,14 @@ impl ProcSnapshot {
             orders: 0,
             migratetypes: Vec::new(),
             skews: Vec::new(),
+            warnings: Vec::new(),
         };
+        let index: HashMap<(u32, ZoneType), usize> = snap
+            .zones
+            .iter()
+            .enumerate()
+            .map(|(i, z)| ((z.node, z.zone), i))
+            .collect();
         if pagetypeinfo.is_none() && buddyinfo.is_none() {
             let expected = "pagetypeinfo or buddyinfo beside zoneinfo".to_owned();
             return Err(ProcError::new(
@@ -352,7 +418,18 @@ impl ProcSnapshot {
             snap.orders = p.orders;
             snap.migratetypes = p.migratetypes;
             for pz in p.zones {
-                let z = snap.zone_for(ProcFile::Pagetypeinfo, pz.free_line, pz.node, pz.zone)?;
+                let z = snap.zone_for(
+                    &index,
+                    ProcFile::Pagetypeinfo,
+                    pz.free_line,
+                    pz.node,
+                    pz.zone,
+                )?;
+                if z.free_area.is_some() {
+                    let field = z.label();
+                    let kind = ErrorKind::Duplicate { field };
+                    return Err(ProcError::new(ProcFile::Pagetypeinfo, pz.free_line, kind));
+                }
                 z.lines.pagetype_free = pz.free_line;
                 z.lines.pagetype_blocks = pz.blocks_line;
                 z.free_area = Some(pz.area);
@@ -372,7 +449,7 @@ impl ProcSnapshot {
                     ));
                 }
                 snap.orders = bz.nr_free.len();
-                let z = snap.zone_for(ProcFile::Buddyinfo, bz.line, bz.node, bz.zone)?;
+                let z = snap.zone_for(&index, ProcFile::Buddyinfo, bz.line, bz.node, bz.zone)?;
                 z.lines.buddyinfo = bz.line;
                 z.buddy_free = Some(bz.nr_free);
             }
@@ -381,7 +458,13 @@ impl ProcSnapshot {
             })?;
         }
         for z in &snap.zones {
-            check_zone(z, snap.pageblock_order, tolerance, &mut snap.skews)?;
+            check_zone(
+                z,
+                snap.pageblock_order,
+                tolerance,
+                &mut snap.skews,
+                &mut snap.warnings,
+            )?;
         }
         Ok(snap)
     }
@@ -391,17 +474,18 @@ impl ProcSnapshot {
         self.zones.iter().find(|z| (z.node, z.zone) == (node, zone))
     }
 
-    /// C1: the zoneinfo zone that a line of `file` names.
+    /// C1: the zoneinfo zone that a line of `file` names (`index`: each zone's position).
     fn zone_for(
         &mut self,
+        index: &HashMap<(u32, ZoneType), usize>,
         file: ProcFile,
         line: usize,
         node: u32,
         zone: ZoneType,
     ) -> Result<&mut ZoneSnapshot, ProcError> {
-        self.zones
-            .iter_mut()
-            .find(|z| (z.node, z.zone) == (node, zone))
+        index
+            .get(&(node, zone))
+            .and_then(|&i| self.zones.get_mut(i))
             .ok_or_else(|| {
                 ProcError::inconsistent(
                     file,

@@ -92,7 +92,7 @@ pub(crate) fn zone_prefix(
     };
     let rest = text.strip_prefix("Node").ok_or_else(bad)?;
     let (node, rest) = rest.split_once(',').ok_or_else(bad)?;
-    let node = number(file, line, "node", node.trim())?;
+    let node = node_id(file, line, node.trim())?;
     let rest = rest.trim_start().strip_prefix("zone").ok_or_else(bad)?;
     let rest = rest.trim_start();
     let end = rest
@@ -103,6 +103,23 @@ pub(crate) fn zone_prefix(
         return Err(bad());
     }
     Ok((node, zone_type(file, line, name)?, rest))
+}
+
+/// A NUMA node number, below [`MAX_NODES`](super::MAX_NODES).
+pub(crate) fn node_id(file: ProcFile, line: usize, text: &str) -> Result<u32, ProcError> {
+    let node: u32 = number(file, line, "node", text)?;
+    if node >= super::MAX_NODES {
+        return Err(ProcError::inconsistent(
+            file,
+            line,
+            format!(
+                "node {node}: node numbers are 0..={} (MAX_NUMNODES is at most {})",
+                super::MAX_NODES - 1,
+                super::MAX_NODES
+            ),
+        ));
+    }
+    Ok(node)
 }
 
 /// `Node N, zone NAME`, as messages name a zone.

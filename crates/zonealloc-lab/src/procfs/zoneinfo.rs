@@ -14,7 +14,7 @@ use zonealloc::ZoneType;
 
 use super::error::{end_line, number, ErrorKind, ProcError, ProcFile};
 use super::format::{ZoneinfoFeatures, ZoneinfoFormat};
-use super::names::{zone_label, zone_type};
+use super::names::{node_id, zone_label, zone_type};
 use super::{PagesetSnapshot, SourceLines, UnpopulatedZone, WatermarkSnapshot, ZoneSnapshot};
 
 const FILE: ProcFile = ProcFile::Zoneinfo;
@@ -197,7 +197,7 @@ fn header(raw: &str, line: usize) -> Result<ZoneBuilder, ProcError> {
     let bad = || unexpected(line, "`Node N, zone NAME`", raw);
     let rest = raw.strip_prefix("Node ").ok_or_else(bad)?;
     let (node, name) = rest.split_once(", zone ").ok_or_else(bad)?;
-    let node = number(FILE, line, "node", node.trim())?;
+    let node = node_id(FILE, line, node.trim())?;
     let name = name.trim();
     if name.contains(char::is_whitespace) {
         return Err(bad());
@@ -306,9 +306,10 @@ fn colon_field(z: &mut ZoneBuilder, key: &str, value: &str, line: usize) -> Resu
         if z.section != Section::Pagesets {
             return Err(unexpected(line, "`cpu:` only inside `pagesets`", key));
         }
+        let cpu = cpu_id(z, value, line)?;
         z.pagesets.push(PagesetBuilder {
             line,
-            cpu: number(FILE, line, "cpu", value)?,
+            cpu,
             count: None,
             high: None,
             batch: None,
@@ -352,6 +353,43 @@ fn colon_field(z: &mut ZoneBuilder, key: &str, value: &str, line: usize) -> Resu
     }
     *slot = Some(number(FILE, line, key, value)?);
     Ok(())
+}
+
+/// The CPU of a `cpu:` line: below [`MAX_CPUS`](super::MAX_CPUS), and above the block's
+/// previous one (`zoneinfo_show_print` walks `for_each_online_cpu`, in increasing order), so
+/// a CPU listed twice is refused where it is listed again.
+fn cpu_id(z: &ZoneBuilder, value: &str, line: usize) -> Result<u32, ProcError> {
+    let cpu: u32 = number(FILE, line, "cpu", value)?;
+    if cpu >= super::MAX_CPUS {
+        return Err(ProcError::inconsistent(
+            FILE,
+            line,
+            format!(
+                "cpu {cpu}: CPU ids are 0..={} (NR_CPUS is at most {})",
+                super::MAX_CPUS - 1,
+                super::MAX_CPUS
+            ),
+        ));
+    }
+    if let Some(prev) = z.pagesets.last() {
+        if prev.cpu == cpu {
+            let field = format!("{} cpu {cpu}", z.label());
+            return Err(ProcError::new(FILE, line, ErrorKind::Duplicate { field }));
+        }
+        if prev.cpu > cpu {
+            return Err(ProcError::inconsistent(
+                FILE,
+                line,
+                format!(
+                    "{}: cpu {cpu} after cpu {} (line {}); pagesets are printed in CPU order",
+                    z.label(),
+                    prev.cpu,
+                    prev.line
+                ),
+            ));
+        }
+    }
+    Ok(cpu)
 }
 
 /// Checks a finished zone block (`end` is the line after it) and files it.
@@ -404,6 +442,21 @@ fn finish_zone(z: ZoneBuilder, end: usize, parsed: &mut Parsed) -> Result<(), Pr
         return Err(ProcError::new(FILE, end, kind));
     }
     let start_pfn = z.need("start_pfn", end)?;
+    if start_pfn
+        .checked_add(spanned)
+        .is_none_or(|e| e > super::MAX_PFN)
+    {
+        return Err(ProcError::inconsistent(
+            FILE,
+            z.line_of("start_pfn"),
+            format!(
+                "{}: start_pfn {start_pfn:#x} with {spanned} spanned pages ends past pfn \
+                 {:#x}, beyond any machine's physical address space",
+                z.label(),
+                super::MAX_PFN
+            ),
+        ));
+    }
     let mut pagesets = Vec::with_capacity(z.pagesets.len());
     for p in &z.pagesets {
         let missing = |field| {
@@ -489,6 +542,36 @@ fn finish_zone(z: ZoneBuilder, end: usize, parsed: &mut Parsed) -> Result<(), Pr
     Ok(())
 }
 
+/// No two populated zones span a common pfn: a frame belongs to one zone (`page_zone`), and
+/// a replay reads the kernel's zone choice off the pfn. Sorted by start, each zone must end
+/// before the next begins.
+fn no_overlap(zones: &[ZoneSnapshot]) -> Result<(), ProcError> {
+    let mut by_start: Vec<&ZoneSnapshot> = zones.iter().collect();
+    by_start.sort_by_key(|z| (z.start_pfn, z.spanned_pages));
+    for w in by_start.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        // `finish_zone` bounded `start_pfn + spanned_pages` by MAX_PFN.
+        let a_end = a.start_pfn + a.spanned_pages;
+        if b.start_pfn < a_end {
+            return Err(ProcError::inconsistent(
+                FILE,
+                b.lines.zoneinfo_header,
+                format!(
+                    "{} (pfns {:#x}..{:#x}) overlaps {} (pfns {:#x}..{a_end:#x}, line {}); \
+                     zones of one snapshot cannot share pfns",
+                    b.label(),
+                    b.start_pfn,
+                    b.start_pfn + b.spanned_pages,
+                    a.label(),
+                    a.start_pfn,
+                    a.lines.zoneinfo_header
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Whole-file checks: protection lengths, the same CPUs in every zone, one pageset layout.
 fn finish(parsed: Parsed) -> Result<Zoneinfo, ProcError> {
     let Parsed {
@@ -523,6 +606,7 @@ fn finish(parsed: Parsed) -> Result<Zoneinfo, ProcError> {
         z.protection = name(z.node, raw, line)?;
     }
 
+    no_overlap(&zones)?;
     let first = &zones.first().ok_or_else(|| {
         let expected = "a populated zone (one with present pages)".to_owned();
         ProcError::new(FILE, 1, ErrorKind::UnexpectedEnd { expected })

@@ -7,9 +7,26 @@ use zonealloc::ZoneType;
 use super::input;
 use crate::trace::migratetype::Numbering;
 
-/// The span of the default zone, in pages, when neither `--proc` nor `--zone-pages` gives
-/// one: 2^22 (16 GiB of 4 KiB pages; its frame table takes 48 MiB).
+/// The smallest span the zone gets from the trace when neither `--proc` nor `--zone-pages`
+/// gives one ([`span_from_trace`]): 2^22 pages (16 GiB of 4 KiB pages).
 pub const DEFAULT_ZONE_PAGES: u64 = 1 << 22;
+
+/// The zone's span when neither `--proc` nor `--zone-pages` gives one: from the trace, twice
+/// the pfns from `start` to the highest pfn of the prefix's events, rounded up to a power of
+/// two, and at least [`DEFAULT_ZONE_PAGES`]. Memory comes online as the trace touches it, so
+/// a span costs address space (12 bytes a page, mapped lazily), not memory: a 1 TiB span
+/// replays the 6.1 sample in the time and memory of a 16 GiB one. A 24 GiB machine's
+/// `perf script` trace (pfns to 0x640000) needed `--zone-pages` under the fixed 16 GiB.
+pub fn span_from_trace(start: u64, max_pfn: Option<u64>) -> u64 {
+    let seen = max_pfn.map_or(0, |p| p.saturating_sub(start).saturating_add(1));
+    seen.checked_next_power_of_two()
+        .and_then(|p| p.checked_mul(2))
+        .unwrap_or(u64::MAX)
+        .max(DEFAULT_ZONE_PAGES)
+}
+
+/// The most CPUs a replay zone has: the core's limit (`PcpConfig::validate`).
+pub const MAX_CPUS: u32 = 4096;
 
 /// Which frames of a zone's span are memory the allocator manages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
@@ -70,7 +87,7 @@ pub struct Geometry {
 
 impl Geometry {
     /// One zone from the flags: `zone_start` (default 0) and `zone_pages` (default
-    /// [`DEFAULT_ZONE_PAGES`]); without `zone_pages` its memory comes online as the trace
+    /// [`span_from_trace`] of the prefix's highest pfn); without `zone_pages` its memory comes online as the trace
     /// touches it, with it the whole span is free (unless `online` says otherwise). The CPUs
     /// from the flag, else the trace's header, else the highest CPU of its first events
     /// plus one.
@@ -83,7 +100,7 @@ impl Geometry {
         numbering: Numbering,
     ) -> Result<Geometry, String> {
         let start = zone_start.unwrap_or(0);
-        let pages = zone_pages.unwrap_or(DEFAULT_ZONE_PAGES);
+        let pages = zone_pages.unwrap_or_else(|| span_from_trace(start, sniff.max_pfn));
         if pages == 0 || pages >= u64::from(u32::MAX) || start.checked_add(pages).is_none() {
             return Err(format!(
                 "a zone of {pages} pages cannot be replayed (1 ..= {} pages); pass --zone-pages",
@@ -96,8 +113,10 @@ impl Geometry {
             Online::Touched
         });
         let (cpus, cpus_from) = pick_cpus(cpus, sniff);
-        if cpus == 0 || cpus > 4096 {
-            return Err(format!("--cpus must be 1..=4096, not {cpus}"));
+        if cpus == 0 || cpus > MAX_CPUS {
+            return Err(format!(
+                "{cpus} CPUs (from {cpus_from}): the replay takes 1..={MAX_CPUS}"
+            ));
         }
         Ok(Geometry {
             zones: vec![ZoneSpan {
@@ -141,8 +160,9 @@ impl Geometry {
             .collect();
         format!(
             "the trace touches pfn {pfn:#x}, outside the replay's zone ({}); pass --zone-start \
-             and --zone-pages to span it (the default span is {DEFAULT_ZONE_PAGES} pages from \
-             pfn 0), or --proc with the traced machine's /proc snapshot",
+             and --zone-pages to span it (without them the span is twice what the trace's \
+             first events reach from pfn 0, at least {DEFAULT_ZONE_PAGES} pages), or --proc \
+             with the traced machine's /proc snapshot",
             spans.join(", ")
         )
     }

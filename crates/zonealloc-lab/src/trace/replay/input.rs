@@ -43,6 +43,8 @@ pub struct Sniff {
     pub header_cpus: Option<u32>,
     /// The highest CPU of an event in the prefix.
     pub max_cpu: Option<u32>,
+    /// The highest pfn of an event in the prefix (what the default zone span is sized by).
+    pub max_pfn: Option<u64>,
     /// Migratetype-numbering evidence from the prefix's allocations.
     pub evidence: Evidence,
     /// Bytes looked at.
@@ -536,6 +538,8 @@ impl Sniff {
         if let Some(c) = ev.cpu {
             self.max_cpu = Some(self.max_cpu.map_or(c, |m| m.max(c)));
         }
+        let pfn = ev.kind.pfn();
+        self.max_pfn = Some(self.max_pfn.map_or(pfn, |m| m.max(pfn)));
         if let EventKind::Alloc {
             gfp_flags,
             migratetype,

@@ -55,7 +55,9 @@ use super::variant::Variant;
 use kernel::{Grid, Inferred};
 
 pub use counts::{FragSample, ReplayCounts};
-pub use geometry::{pick_cpus, Geometry, Online, ZoneSpan, DEFAULT_ZONE_PAGES};
+pub use geometry::{
+    pick_cpus, span_from_trace, Geometry, Online, ZoneSpan, DEFAULT_ZONE_PAGES, MAX_CPUS,
+};
 pub use gfp::request;
 
 /// The orders whose unusable free space index is sampled over time.
@@ -145,6 +147,21 @@ pub struct Replayer {
     raw_samples: Vec<RawSample>,
     events: Vec<ZoneEvent>,
     emit: Option<TraceWriter<Box<dyn Write>>>,
+}
+
+/// A second of trace time, in nanoseconds.
+const SECOND_NS: u64 = 1_000_000_000;
+
+/// The decay tick due at `next` and an event at `ts`: `None` if no tick is due (`ts` before
+/// `next`, or `next` saturated at `u64::MAX`, a time no trace reaches), else the tick after
+/// the ticks up to `ts`, on `next`'s whole-second grid. Saturating: near 2^64 ns the next
+/// tick is `u64::MAX`, never a wrapped time that would make every event a tick.
+fn next_tick_after(next: u64, ts: u64) -> Option<u64> {
+    if ts < next || next == u64::MAX {
+        return None;
+    }
+    let passed = (ts - next) / SECOND_NS * SECOND_NS;
+    Some(next.saturating_add(passed).saturating_add(SECOND_NS))
 }
 
 impl Replayer {
@@ -533,12 +550,13 @@ impl Replayer {
     /// second of trace time up to `ts`, every CPU's lists decay, and their drains count on
     /// that CPU.
     fn tick_until(&mut self, ev: &Event<'_>, ts: u64) -> io::Result<()> {
-        const SECOND: u64 = 1_000_000_000;
-        let next = *self.next_tick_ns.get_or_insert(ts + SECOND);
-        if ts < next {
+        let next = *self
+            .next_tick_ns
+            .get_or_insert(ts.saturating_add(SECOND_NS));
+        let Some(after) = next_tick_after(next, ts) else {
             return Ok(());
-        }
-        self.next_tick_ns = Some(next + (ts - next) / SECOND * SECOND + SECOND);
+        };
+        self.next_tick_ns = Some(after);
         for z in 0..self.zones.len() {
             for cpu in 0..self.geo.cpus {
                 if let Ok(mut h) = self.zones[z].cpu_handle(CpuId(cpu)) {
@@ -807,6 +825,24 @@ mod tests {
             (g.zones[0].start, g.zones[0].pages, g.cpus, g.online),
             (0, DEFAULT_ZONE_PAGES, 4, Online::Touched)
         );
+        // A 24 GiB machine's pfns (to 0x640000) size the span: no --zone-pages needed.
+        let big = input::Sniff {
+            max_pfn: Some(0x63ffff),
+            ..sniff
+        };
+        let g = Geometry::from_flags(None, None, None, None, &big, Numbering::Current).unwrap();
+        assert_eq!(g.zones[0].pages, 1 << 24);
+        assert_eq!(g.zone_of(0x63ffff), Some(0));
+        // At the edges: pfn 0, the largest pfn (refused: no zone spans it), a start above it.
+        assert_eq!(span_from_trace(0, Some(0)), DEFAULT_ZONE_PAGES);
+        assert_eq!(span_from_trace(0, Some(u64::MAX)), u64::MAX);
+        assert_eq!(span_from_trace(1 << 30, Some(5)), DEFAULT_ZONE_PAGES);
+        let top = input::Sniff {
+            max_pfn: Some(u64::MAX),
+            ..sniff
+        };
+        let e = Geometry::from_flags(None, None, None, None, &top, Numbering::Current);
+        assert!(e.unwrap_err().contains("pass --zone-pages"));
         let head = input::Sniff {
             header_cpus: Some(8),
             ..sniff
@@ -982,5 +1018,22 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("--zone-start"));
+    }
+
+    #[test]
+    fn decay_ticks_saturate_at_the_end_of_time() {
+        const S: u64 = SECOND_NS;
+        // At 0: the first tick one second in; a gap of 2.5 s passes two ticks.
+        assert_eq!(next_tick_after(S, 0), None);
+        assert_eq!(next_tick_after(S, S), Some(2 * S));
+        assert_eq!(next_tick_after(S, 3 * S + S / 2), Some(4 * S));
+        // Near 2^64 ns the next tick saturates at u64::MAX and none is due after it: a
+        // wrapped `ts + SECOND` made every later event a tick.
+        let late = u64::MAX - S / 2;
+        assert_eq!(late.saturating_add(S), u64::MAX);
+        assert_eq!(next_tick_after(u64::MAX, late), None);
+        assert_eq!(next_tick_after(u64::MAX, u64::MAX), None);
+        assert_eq!(next_tick_after(late - S, late), Some(u64::MAX));
+        assert_eq!(next_tick_after(u64::MAX - 3 * S, u64::MAX), Some(u64::MAX));
     }
 }

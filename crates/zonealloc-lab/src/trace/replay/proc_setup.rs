@@ -39,7 +39,7 @@ use zonealloc::{
 
 use super::pcp_state::ListDemand;
 use super::preset::Kernel;
-use super::{Geometry, Online, ZoneSpan};
+use super::{Geometry, Online, ZoneSpan, MAX_CPUS};
 use crate::procfs::{MigrateTypeName, ProcSnapshot, ZoneSnapshot};
 use crate::trace::migratetype::Numbering;
 
@@ -70,13 +70,24 @@ pub fn geometry(
     if snap.zones.iter().any(|z| z.node != 0) {
         return Err("--proc: zones on more than one NUMA node are not replayed yet".to_owned());
     }
+    // Checked before anything is sized from it: the set-up's own CPU comes on top of the
+    // traced ones, within the core's `MAX_CPUS`. The reader bounds CPU ids by
+    // `procfs::MAX_CPUS`, so `max + 1` cannot wrap.
+    let most = MAX_CPUS - SETUP_CPUS;
     let (cpus, cpus_from) = match cpus {
         Some(c) => (c, "--cpus"),
         None => (
-            snap.cpus.iter().max().map_or(1, |c| c + 1),
+            snap.cpus.iter().max().map_or(1, |c| c.saturating_add(1)),
             "the /proc snapshot's pagesets",
         ),
     };
+    if cpus == 0 || cpus > most {
+        return Err(format!(
+            "--proc: {cpus} CPUs (from {cpus_from}): a replay with --proc takes 1..={most} \
+             CPUs (CPU ids 0..={}), the set-up's own CPU making {MAX_CPUS}",
+            most - 1
+        ));
+    }
     Ok(Geometry {
         zones,
         online: Online::Snapshot,

@@ -17,7 +17,7 @@ use super::replay::{
     FRAG_ORDERS,
 };
 use super::variant::Variant;
-use crate::procfs::ProcSnapshot;
+use crate::procfs::{ProcSnapshot, Tolerance};
 
 mod result;
 mod tables;
@@ -34,7 +34,7 @@ pub struct ReplayOptions {
     pub kernel: Option<Kernel>,
     /// First frame of the zone (default 0).
     pub zone_start: Option<u64>,
-    /// Zone size in frames (default: [`super::replay::DEFAULT_ZONE_PAGES`], onlined as the
+    /// Zone size in frames (default: [`super::replay::span_from_trace`], onlined as the
     /// trace touches it).
     pub zone_pages: Option<u64>,
     /// Which frames are free at the start (default: all with `--zone-pages`, else touched).
@@ -101,6 +101,9 @@ pub struct ReplayRun {
     /// The kernel's unusable free space index of the highest zone (thousandths, per
     /// [`FRAG_ORDERS`]) at `--proc` (the trace's start) and `--proc-after` (its end).
     pub kernel_frag: (Option<[u32; 3]>, Option<[u32; 3]>),
+    /// What the `/proc` snapshots' reader accepted with a warning
+    /// ([`ProcSnapshot::warnings`]), each prefixed with its flag.
+    pub proc_warnings: Vec<String>,
 }
 
 /// The unusable free space index of a snapshot's zone, per [`FRAG_ORDERS`].
@@ -190,14 +193,28 @@ pub fn run_unchecked(
     progress: &dyn Fn(u64),
 ) -> Result<ReplayRun, String> {
     let read_err = |e: io::Error| format!("reading {}: {e}", path.display());
-    let snap = match &opts.proc {
-        Some(dir) => Some(ProcSnapshot::read_dir(dir).map_err(|e| format!("--proc: {e}"))?),
-        None => None,
+    // A busy machine's snapshot drifts beyond a batch per CPU: a warning, unless --strict.
+    let tolerance = if opts.strict {
+        Tolerance::Live
+    } else {
+        Tolerance::Busy
     };
-    let after = match &opts.proc_after {
-        Some(dir) => Some(ProcSnapshot::read_dir(dir).map_err(|e| format!("--proc-after: {e}"))?),
-        None => None,
+    let read_snap = |dir: &Option<PathBuf>, flag: &str| {
+        dir.as_deref()
+            .map(|d| ProcSnapshot::read_dir_with(d, tolerance).map_err(|e| format!("{flag}: {e}")))
+            .transpose()
     };
+    let snap = read_snap(&opts.proc, "--proc")?;
+    let after = read_snap(&opts.proc_after, "--proc-after")?;
+    if let (Some(b), Some(a)) = (&snap, &after) {
+        b.same_machine(a)
+            .map_err(|e| format!("--proc-after: {e}"))?;
+    }
+    let proc_warnings: Vec<String> = [("--proc", &snap), ("--proc-after", &after)]
+        .into_iter()
+        .filter_map(|(flag, s)| Some((flag, s.as_ref()?)))
+        .flat_map(|(flag, s)| s.warnings.iter().map(move |w| format!("{flag}: {w}")))
+        .collect();
     let mut window = opts.window.clone();
     if snap.is_some() && window.from.is_none() && window.to.is_none() {
         window.from = Some("KT_SNAPSHOT_BEFORE_END".to_owned());
@@ -213,7 +230,8 @@ pub fn run_unchecked(
     // `--proc`, and with the CPU count known from a flag or the header, the zones are built
     // before the parse has shown the prefix.
     let cpus_known = opts.cpus.is_some() || look.so_far().header_cpus.is_some();
-    if snap.is_some() || !cpus_known {
+    // Without --proc or --zone-pages the zone's span comes from the prefix's pfns too.
+    if snap.is_some() || !cpus_known || opts.zone_pages.is_none() {
         look.finish(&ahead);
     }
     let numbering = |look: &PrefixLook| {
@@ -453,5 +471,6 @@ pub fn run_unchecked(
         setup_from_proc: snap.is_some(),
         start_counts,
         kernel_frag,
+        proc_warnings,
     })
 }
