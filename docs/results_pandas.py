@@ -37,18 +37,13 @@ def samples(doc):
     return pd.DataFrame(rows, columns=cols)
 
 
-def paired_change(df):
-    """Per experiment and metric, each variant's median ratio to the baseline, pair by pair."""
-    key = ["experiment", "metric", "unit", "repetition"]
-    wide = df.pivot_table(index=key, columns="variant", values="value", sort=False)
-    base = df.groupby("experiment")["baseline"].first()
-    out = []
-    for (exp, metric, unit), block in wide.groupby(level=[0, 1, 2], sort=False):
-        ratio = block.div(block[base[exp]], axis=0).median()
-        row = ratio.drop(base[exp]).dropna()
-        out.extend(dict(experiment=exp, metric=metric, unit=unit, variant=v, ratio=r)
-                   for v, r in row.items())
-    return pd.DataFrame(out)
+def paired_change(df, experiment, baseline):
+    """Metric x variant: the median over repetitions of value / the baseline's, pair by pair."""
+    block = df[df["experiment"] == experiment]
+    wide = block.pivot_table(index=["metric", "unit", "repetition"], columns="variant",
+                             values="value", sort=False)
+    ratios = wide.div(wide[baseline], axis=0).drop(columns=baseline)
+    return ratios.groupby(level=["metric", "unit"], sort=False).median()
 
 
 def headline(path):
@@ -58,8 +53,10 @@ def headline(path):
     if doc["verdicts"]:
         verdicts = pd.DataFrame(doc["verdicts"])
         print(verdicts[["seed", "experiment", "verdict", "lab_figure"]].to_string(index=False))
-        print()
-        print(paired_change(df).to_string(index=False, float_format="{:.3f}".format))
+        for e in doc["experiments"]:
+            print(f"\n-- {e['name']}: median ratio to {e['baseline']}, repetition by repetition")
+            table = paired_change(df, e["name"], e["baseline"])
+            print(table.to_string(float_format="{:.3f}".format))
     else:
         table = df.pivot_table(index=["metric", "unit"], columns="variant", values="value",
                                sort=False)
