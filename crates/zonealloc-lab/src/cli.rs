@@ -13,14 +13,18 @@ use zonealloc_lab::{inspect, trace};
 ///
 /// `zonealloc lab --help` lists the registered experiments, which only exist at run time.
 pub fn parse() -> Cli {
-    let listing = format!("Experiments:\n{}", known_names(&experiments::all()));
-    let matches = Cli::command()
-        .mut_subcommand("lab", |c| c.after_help(listing))
-        .get_matches();
+    let matches = command().get_matches();
     match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     }
+}
+
+/// The whole command line as clap knows it: what [`parse`] parses, and what the man page and
+/// the shell completions are generated from.
+pub fn command() -> clap::Command {
+    let listing = format!("Experiments:\n{}", known_names(&experiments::all()));
+    Cli::command().mut_subcommand("lab", |c| c.after_help(listing))
 }
 
 /// The registered experiments' names, for error messages and `--list`.
@@ -36,10 +40,48 @@ pub fn known_names(all: &[&'static dyn Experiment]) -> String {
 
 /// The page-frame allocator lab.
 #[derive(Debug, Parser)]
-#[command(name = "zonealloc", version, about, long_about = None)]
+// `--version` and `-V`: the crate's version and the commit it was built from (build.rs).
+#[command(name = "zonealloc", version = env!("ZONEALLOC_LONG_VERSION"), about, long_about = None)]
 pub struct Cli {
     #[command(subcommand)]
-    pub command: Command,
+    pub command: TopCommand,
+}
+
+/// Every subcommand: the work ([`Command`]) and two that describe the command line itself.
+#[derive(Debug, Subcommand)]
+// Parsed once per run, as `Command` is: its size costs nothing.
+#[allow(clippy::large_enum_variant)]
+pub enum TopCommand {
+    #[command(flatten)]
+    Run(Command),
+    /// Print a completion script for a shell (bash, zsh, fish, elvish, powershell).
+    #[command(
+        after_help = "Load it in bash with `source <(zonealloc completions bash)`, or \
+        save it where the shell looks: `zonealloc completions zsh > ~/.zfunc/_zonealloc`, \
+        `zonealloc completions fish > ~/.config/fish/completions/zonealloc.fish`."
+    )]
+    Completions(CompletionsArgs),
+    /// Print the man page (roff), or write one page per subcommand into a folder.
+    #[command(
+        after_help = "Read it with `zonealloc man | man -l -`; install the pages with \
+        `zonealloc man --out ~/.local/share/man/man1`."
+    )]
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write zonealloc.1 and a page per subcommand (zonealloc-trace-replay.1, ...) into this
+    /// folder (created if missing) instead of printing zonealloc.1.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -436,7 +478,7 @@ mod tests {
             "off,start-count=on",
         ])
         .unwrap();
-        let Command::Trace(TraceCommand::Replay(args)) = cli.command else {
+        let TopCommand::Run(Command::Trace(TraceCommand::Replay(args))) = cli.command else {
             panic!("not a replay");
         };
         assert_eq!(args.infer, [Infer::All(false), Infer::StartCount(true)]);

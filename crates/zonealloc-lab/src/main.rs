@@ -15,6 +15,9 @@
 //!
 //! - `zonealloc trace stats|replay|gen` reads, replays and writes kernel `kmem` traces.
 //!
+//! - `zonealloc completions SHELL` and `zonealloc man` print shell completions and the man
+//!   page, generated from the clap definition ([`manual`]); `--version` names the commit.
+//!
 //! Exit codes: 0 success, 1 an experiment, a bench cell or the report failed, 2 a usage
 //! error (bad flag, unknown experiment).
 //!
@@ -23,6 +26,7 @@
 
 mod cli;
 mod commands;
+mod manual;
 
 use std::process::ExitCode;
 
@@ -31,7 +35,12 @@ fn main() -> ExitCode {
     if let Some(code) = zonealloc_lab::experiments::pcp_lock::icount::icount_child() {
         return code;
     }
-    match commands::run(cli::parse().command) {
+    let done = match cli::parse().command {
+        cli::TopCommand::Run(command) => commands::run(command),
+        cli::TopCommand::Completions(a) => manual::completions(a.shell),
+        cli::TopCommand::Man(a) => manual::man(a.out.as_deref()),
+    };
+    match done {
         Ok(()) => ExitCode::SUCCESS,
         Err(exit) => exit.code(),
     }

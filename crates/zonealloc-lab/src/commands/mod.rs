@@ -74,7 +74,7 @@ pub fn run(command: Command) -> Result<(), Exit> {
 
 /// Writes `text` to stdout. A closed pipe (`zonealloc buddyinfo | head -1`) ends quietly
 /// instead of panicking as `print!` would; other write errors are failures.
-fn emit(text: &str) -> Result<(), Exit> {
+pub(crate) fn emit(text: &str) -> Result<(), Exit> {
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Ok(()) => Ok(()),

@@ -86,8 +86,15 @@ pub struct Failure {
     pub error: String,
 }
 
-/// A whole lab run: the `results.json` document (and the `--json` output).
-#[derive(Clone, Debug, Serialize)]
+/// The version of `results.json`'s layout ([`LabReport`]), written first as
+/// `schema_version` and described in `docs/results-schema.md`. Raise it when a field changes
+/// name, type or meaning or goes away (a reader may rely on it); a field added is not a change.
+/// Documents without it are version 0 (their samples carry no `repetition` or `unit`).
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A whole lab run: the `results.json` document (and the `--json` output), written with
+/// `schema_version` ([`SCHEMA_VERSION`]) before its fields.
+#[derive(Clone, Debug)]
 pub struct LabReport {
     /// The tool and its version, e.g. `zonealloc-lab 0.1.0`.
     pub tool: String,
@@ -107,6 +114,50 @@ pub struct LabReport {
     pub experiments: Vec<ExperimentReport>,
     /// Experiments that returned an error.
     pub failures: Vec<Failure>,
+}
+
+impl Serialize for LabReport {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        // Destructured whole: a field added to the struct fails to compile here until it is
+        // written out too.
+        let LabReport {
+            tool,
+            command,
+            machine,
+            run,
+            verdicts,
+            opts,
+            significance_test,
+            experiments,
+            failures,
+        } = self;
+        #[derive(Serialize)]
+        struct Doc<'a> {
+            schema_version: u32,
+            tool: &'a str,
+            command: &'a str,
+            machine: &'a Machine,
+            run: &'a RunInfo,
+            verdicts: &'a [Judgement],
+            opts: &'a LabOpts,
+            significance_test: &'a str,
+            experiments: &'a [ExperimentReport],
+            failures: &'a [Failure],
+        }
+        Doc {
+            schema_version: SCHEMA_VERSION,
+            tool,
+            command,
+            machine,
+            run,
+            verdicts,
+            opts,
+            significance_test,
+            experiments,
+            failures,
+        }
+        .serialize(ser)
+    }
 }
 
 /// Writes `report.md`, `results.json` and the SVG plots into `dir` (created if missing).
@@ -520,6 +571,38 @@ mod tests {
             assert!(svg.contains(&format!("plot {stem}")), "{svg}");
         }
         fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// `results.json` opens with its schema version, then every field of the report; each
+    /// sample carries its repetition and unit (docs/results-schema.md).
+    #[test]
+    fn results_json_opens_with_its_schema_version() {
+        let r = with_plots();
+        let json = super::json::to_string(&r).unwrap();
+        assert!(
+            json.starts_with(&format!("{{\n  \"schema_version\": {SCHEMA_VERSION},")),
+            "{json}"
+        );
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        for key in ["tool", "command", "machine", "run", "verdicts", "opts"] {
+            assert!(keys.contains(&key), "{key} missing: {keys:?}");
+        }
+        let e = &v["experiments"][0];
+        assert!(e["name"].is_string() && e["metrics"].is_array(), "{e}");
+        let samples = e["samples"].as_array().unwrap();
+        assert!(!samples.is_empty());
+        for s in samples {
+            assert!(s["repetition"].is_u64(), "{s}");
+            let unit = s["unit"].as_str().unwrap();
+            let def = e["metrics"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|m| m["name"] == s["metric"])
+                .unwrap();
+            assert_eq!(unit, def["unit"].as_str().unwrap(), "{s}");
+        }
     }
 
     #[test]

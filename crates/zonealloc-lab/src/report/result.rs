@@ -152,8 +152,9 @@ pub struct Plot {
     pub series: Vec<Series>,
 }
 
-/// Everything one experiment produced.
-#[derive(Clone, Debug, Serialize)]
+/// Everything one experiment produced. In `results.json` each sample also carries its
+/// `repetition` and its metric's `unit` ([`ExperimentResult`]'s `Serialize`).
+#[derive(Clone, Debug)]
 pub struct ExperimentResult {
     /// The experiment's CLI name, e.g. `tail-merge`.
     pub name: String,
@@ -194,5 +195,155 @@ impl ExperimentResult {
         self.samples
             .iter()
             .filter(move |s| s.variant == variant && s.metric == metric)
+    }
+}
+
+/// `results.json`'s form of an [`ExperimentResult`]: its fields in declaration order, each
+/// sample written as [`SampleRow`]s.
+impl Serialize for ExperimentResult {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        // Destructured whole: a field added to the struct fails to compile here until it is
+        // written out too.
+        let ExperimentResult {
+            name,
+            seed,
+            change,
+            baseline,
+            variants,
+            metrics,
+            samples,
+            tables,
+            plots,
+            expected_shape,
+            config,
+            oversubscribed,
+        } = self;
+        #[derive(Serialize)]
+        struct Doc<'a> {
+            name: &'a str,
+            seed: &'a str,
+            change: &'a str,
+            baseline: &'a str,
+            variants: &'a [String],
+            metrics: &'a [MetricDef],
+            samples: Vec<SampleRow<'a>>,
+            tables: &'a [Table],
+            plots: &'a [Plot],
+            expected_shape: &'a str,
+            config: &'a serde_json::Value,
+            oversubscribed: bool,
+        }
+        Doc {
+            name,
+            seed,
+            change,
+            baseline,
+            variants,
+            metrics,
+            samples: sample_rows(samples, metrics),
+            tables,
+            plots,
+            expected_shape,
+            config,
+            oversubscribed: *oversubscribed,
+        }
+        .serialize(ser)
+    }
+}
+
+/// One sample as `results.json` writes it: the pairing and the unit explicit, so a reader
+/// needs neither the recording order nor a join with `metrics` (docs/results-schema.md).
+#[derive(Debug, PartialEq, Serialize)]
+pub struct SampleRow<'a> {
+    /// The variant.
+    pub variant: &'a str,
+    /// The metric's name.
+    pub metric: &'a str,
+    /// Which repetition, from 0: the `k`-th sample recorded for this variant and metric.
+    /// Sample `k` of every variant is the same repetition on the same seed, so rows with one
+    /// `metric` and one `repetition` are the pairs the paired tests compare.
+    pub repetition: usize,
+    /// The value, in `unit`.
+    pub value: f64,
+    /// The metric's unit (`MetricDef::unit`; empty for a count with none).
+    pub unit: &'a str,
+}
+
+/// `samples` numbered by repetition within each (variant, metric), with their units.
+pub fn sample_rows<'a>(samples: &'a [Sample], metrics: &'a [MetricDef]) -> Vec<SampleRow<'a>> {
+    let mut seen: std::collections::HashMap<(&str, &str), usize> = Default::default();
+    samples
+        .iter()
+        .map(|s| {
+            let k = seen.entry((&s.variant, &s.metric)).or_insert(0);
+            let repetition = *k;
+            *k += 1;
+            let unit = metrics
+                .iter()
+                .find(|m| m.name == s.metric)
+                .map_or("", |m| m.unit.as_str());
+            SampleRow {
+                variant: &s.variant,
+                metric: &s.metric,
+                repetition,
+                value: s.value,
+                unit,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(variant: &str, metric: &str, value: f64) -> Sample {
+        Sample {
+            variant: variant.to_owned(),
+            metric: metric.to_owned(),
+            value,
+        }
+    }
+
+    /// Interleaved variants and metrics are numbered each on its own, in recording order, and
+    /// every row carries its metric's unit (none for a metric not defined).
+    #[test]
+    fn sample_rows_number_repetitions_per_variant_and_metric() {
+        let metrics = [
+            MetricDef {
+                name: "ops/s".into(),
+                unit: "ops/s".into(),
+                kind: MetricKind::Rate,
+            },
+            MetricDef {
+                name: "hold".into(),
+                unit: "ns".into(),
+                kind: MetricKind::Latency,
+            },
+        ];
+        let samples = [
+            sample("off", "ops/s", 1.0),
+            sample("on", "ops/s", 2.0),
+            sample("off", "hold", 3.0),
+            sample("off", "ops/s", 4.0),
+            sample("on", "ops/s", 5.0),
+            sample("on", "other", 6.0),
+        ];
+        let rows = sample_rows(&samples, &metrics);
+        let got: Vec<_> = rows
+            .iter()
+            .map(|r| (r.variant, r.metric, r.repetition, r.value, r.unit))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("off", "ops/s", 0, 1.0, "ops/s"),
+                ("on", "ops/s", 0, 2.0, "ops/s"),
+                ("off", "hold", 0, 3.0, "ns"),
+                ("off", "ops/s", 1, 4.0, "ops/s"),
+                ("on", "ops/s", 1, 5.0, "ops/s"),
+                ("on", "other", 0, 6.0, ""),
+            ]
+        );
     }
 }
