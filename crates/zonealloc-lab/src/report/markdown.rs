@@ -178,17 +178,27 @@ fn experiment(
     Ok(())
 }
 
-/// The opening table: every claim judged, grouped by seed.
+/// The opening tables: every claim judged, and every entry of a seed's text not modelled,
+/// one table per seed under its links; the tally above them.
 fn verdicts(out: &mut String, verdicts: &[Judgement]) -> std::fmt::Result {
     writeln!(out, "## Seeds against this run\n")?;
     writeln!(
         out,
-        "Each seed's published figure beside the lab's, judged by the criterion from this \
-         run's numbers (see `report::verdict` for the rules).\n"
+        "Each seed's own words and figure beside the lab's, judged by the criterion from this \
+         run's numbers (see `report::verdict` for the rules). An *experiment* is the seed's \
+         measured outcome, which the model could fail; a *mechanism* is true of any faithful \
+         implementation (checked so that a regression shows, not counted as a \
+         reproduction). A *proxy* is a deterministic count judged in place of a timing this \
+         machine cannot resolve, and says what it stands for.\n"
     )?;
+    for line in super::verdict::tally(verdicts).text().lines() {
+        writeln!(out, "- {line}")?;
+    }
+    writeln!(out)?;
     let head: Vec<String> = [
-        "seed",
+        "kind",
         "claim",
+        "the seed's words",
         "seed's figure",
         "lab's figure",
         "criterion",
@@ -197,26 +207,61 @@ fn verdicts(out: &mut String, verdicts: &[Judgement]) -> std::fmt::Result {
     .iter()
     .map(|s| (*s).to_owned())
     .collect();
-    let rows: Vec<Vec<String>> = verdicts
-        .iter()
-        .map(|j| {
-            let c = &j.claim;
-            vec![
-                format!("{} `{}`", c.seed, c.experiment),
-                c.claim.to_owned(),
-                format!("{} ({}: {})", c.seed_figure, c.seed_file, c.source),
-                j.lab_figure.clone(),
-                format!("{} on `{}`", j.criterion_text, c.criterion.metric()),
-                if j.reason.is_empty() {
-                    format!("**{}**", j.verdict.label())
-                } else {
-                    format!("**{}**: {}", j.verdict.label(), j.reason)
-                },
-            ]
-        })
-        .collect();
-    out.push_str(&table::markdown(&head, &[Align::Left; 6], &rows));
-    writeln!(out)
+    let mut seeds: Vec<&str> = verdicts.iter().map(|j| j.claim.seed).collect();
+    seeds.dedup();
+    for seed in seeds {
+        let mine: Vec<&Judgement> = verdicts.iter().filter(|j| j.claim.seed == seed).collect();
+        let c0 = &mine[0].claim;
+        writeln!(out, "### {} `{}` ({})\n", seed, c0.experiment, c0.seed_file)?;
+        for l in c0.links {
+            writeln!(out, "Link: <{l}>  ")?;
+        }
+        writeln!(out)?;
+        let rows: Vec<Vec<String>> = mine.iter().map(|j| verdict_row(j)).collect();
+        out.push_str(&table::markdown(&head, &[Align::Left; 7], &rows));
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+/// One judged claim as a row of the verdict table.
+fn verdict_row(j: &Judgement) -> Vec<String> {
+    let c = &j.claim;
+    let kind = if j.verdict == super::verdict::Verdict::NotModelled {
+        "-".to_owned()
+    } else {
+        c.kind.label().to_owned()
+    };
+    let mut lab = j.lab_figure.clone();
+    if let Some(p) = c.proxy {
+        lab = format!("{lab} (proxy: {p})");
+    }
+    if let Some(m) = &j.mainline {
+        lab = format!(
+            "{lab}; mainline's rule ({}): {} ({})",
+            m.variant,
+            m.lab_figure,
+            m.verdict.label()
+        );
+    }
+    let criterion = if c.criterion.metric().is_empty() {
+        j.criterion_text.clone()
+    } else {
+        format!("{} on `{}`", j.criterion_text, c.criterion.metric())
+    };
+    vec![
+        kind,
+        format!("{}: {}", c.item, c.claim),
+        format!("\"{}\" ({}: {})", c.quote, c.seed_file, c.source),
+        c.seed_figure.to_owned(),
+        lab,
+        criterion,
+        if j.reason.is_empty() {
+            format!("**{}**", j.verdict.label())
+        } else {
+            format!("**{}**: {}", j.verdict.label(), j.reason)
+        },
+    ]
 }
 
 /// The compare-kernels table: per metric a summary row, then Stddev and CoeffVar rows.

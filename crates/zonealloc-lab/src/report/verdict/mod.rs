@@ -43,8 +43,11 @@ use super::compare::{self, fmt_value, summarise};
 use super::{stats, ExperimentReport, MetricDef, MetricKind};
 
 mod criteria;
+mod tally;
 
-use criteria::{direction, largest_under, within};
+pub use tally::{tally, Tally};
+
+use criteria::{direction, highest, largest_under, within};
 
 /// The outcome of a claim.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -61,6 +64,9 @@ pub enum Verdict {
     /// The run has no figure to judge (see the reason).
     #[serde(rename = "not measurable here")]
     NotMeasurable,
+    /// The seed's entry is not modelled by the lab (see the reason).
+    #[serde(rename = "not modelled")]
+    NotModelled,
 }
 
 impl Verdict {
@@ -71,6 +77,7 @@ impl Verdict {
             Verdict::Partly => "partly",
             Verdict::NotReproduced => "not reproduced",
             Verdict::NotMeasurable => "not measurable here",
+            Verdict::NotModelled => "not modelled",
         }
     }
 }
@@ -111,7 +118,8 @@ pub enum Criterion {
         /// The least end-to-end factor.
         min_ratio: f64,
     },
-    /// `variant` stays within ±`tol` (a fraction) of `against`.
+    /// `variant / against - 1` lies in the band `lo..=hi` (fractions: the seed's own published
+    /// range, e.g. -0.0204..=0.0139), judged on the logarithm of the paired ratio.
     Within {
         /// The metric.
         metric: &'static str,
@@ -119,11 +127,28 @@ pub enum Criterion {
         against: &'static str,
         /// The variant with the seed's change.
         variant: &'static str,
-        /// Relative tolerance, e.g. 0.02 for ±2%.
-        tol: f64,
+        /// The band's low edge (a relative change, e.g. -0.0204 for -2.04%).
+        lo: f64,
+        /// The band's high edge.
+        hi: f64,
+    },
+    /// `variant` is higher than every one of `others` ("the highest of the three"): the
+    /// direction rule against each, the weakest verdict of them.
+    Highest {
+        /// The metric.
+        metric: &'static str,
+        /// The variant claimed highest.
+        variant: &'static str,
+        /// Every other variant it is claimed to beat.
+        others: &'static [&'static str],
+    },
+    /// The seed's entry is not modelled: listed with the reason, never judged.
+    NotModelled {
+        /// Why.
+        why: &'static str,
     },
     /// The last step of `sweep` (variant, step label) whose summary stays under `limit`, as
-    /// long as every step before it does too; the seed's answer is `expected`.
+    /// long as every step before it does too; the seed's answers are `expected`.
     LargestUnder {
         /// The metric.
         metric: &'static str,
@@ -131,8 +156,8 @@ pub enum Criterion {
         sweep: &'static [(&'static str, &'static str)],
         /// The limit, in the metric's unit.
         limit: f64,
-        /// The seed's answer (a step label).
-        expected: &'static str,
+        /// The seed's answers (step labels: one, or the range its machines gave).
+        expected: &'static [&'static str],
     },
 }
 
@@ -143,7 +168,9 @@ impl Criterion {
             Criterion::Direction { metric, .. }
             | Criterion::Grows { metric, .. }
             | Criterion::Within { metric, .. }
+            | Criterion::Highest { metric, .. }
             | Criterion::LargestUnder { metric, .. } => metric,
+            Criterion::NotModelled { .. } => "",
         }
     }
 
@@ -157,7 +184,52 @@ impl Criterion {
                 against, variant, ..
             } => vec![against, variant],
             Criterion::Grows { sweep, .. } => sweep.to_vec(),
+            Criterion::Highest {
+                variant, others, ..
+            } => std::iter::once(*variant)
+                .chain(others.iter().copied())
+                .collect(),
             Criterion::LargestUnder { sweep, .. } => sweep.iter().map(|s| s.0).collect(),
+            Criterion::NotModelled { .. } => Vec::new(),
+        }
+    }
+
+    /// The same criterion with the judged variant `from` replaced by `to` (the seed's rule
+    /// swapped for mainline's); `None` where the criterion has no such variant.
+    pub fn with_variant(&self, from: &str, to: &'static str) -> Option<Criterion> {
+        let mut c = self.clone();
+        match &mut c {
+            Criterion::Direction { variant, .. }
+            | Criterion::Within { variant, .. }
+            | Criterion::Highest { variant, .. }
+                if *variant == from =>
+            {
+                *variant = to;
+            }
+            _ => return None,
+        }
+        Some(c)
+    }
+}
+
+/// What a claim is evidence of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClaimKind {
+    /// The seed's measured outcome: the model could have failed it.
+    Experiment,
+    /// True of any faithful implementation of the change (the lock is taken, the lists are
+    /// bypassed): still checked so that a regression is caught, but not counted as a
+    /// reproduction.
+    Mechanism,
+}
+
+impl ClaimKind {
+    /// The word the tables print.
+    pub fn label(self) -> &'static str {
+        match self {
+            ClaimKind::Experiment => "experiment",
+            ClaimKind::Mechanism => "mechanism",
         }
     }
 }
@@ -173,6 +245,24 @@ pub struct Claim {
     pub source: &'static str,
     /// The lab experiment that reproduces it.
     pub experiment: &'static str,
+    /// The entry of the seed's text (a table or a stated result, see
+    /// `experiments::seeds::items`) this claim judges.
+    pub item: &'static str,
+    /// Experiment or mechanism.
+    pub kind: ClaimKind,
+    /// The seed's own words (or figures) the claim rests on, quoted.
+    pub quote: &'static str,
+    /// The seed's `Link:` lines: where a reader opens the source.
+    pub links: &'static [&'static str],
+    /// Where the lab's figure is a deterministic proxy, what it stands for (an instruction
+    /// count for a throughput, a step count for a wait); `None` for a direct measure.
+    pub proxy: Option<&'static str>,
+    /// Where the kernel later changed the seed's rule: the variant with mainline's rule, judged
+    /// by the same criterion beside the seed's (the claim's own variant is the seed's rule).
+    pub mainline: Option<&'static str>,
+    /// The relative resolution of the metric where it is read from a histogram (e.g. 1/16):
+    /// a confidence interval is never shown narrower than it.
+    pub resolution: Option<f64>,
     /// The claim, in words.
     pub claim: &'static str,
     /// The seed's figure, as published.
@@ -239,6 +329,20 @@ pub struct Judgement {
     pub reason: String,
     /// The statistics behind it.
     pub evidence: Evidence,
+    /// The same criterion on mainline's rule, where the claim has one (see
+    /// [`Claim::mainline`]): its figure and verdict, shown beside the seed's.
+    pub mainline: Option<Beside>,
+}
+
+/// A claim's criterion judged on another variant, shown beside the judged one.
+#[derive(Clone, Debug, Serialize)]
+pub struct Beside {
+    /// The variant.
+    pub variant: &'static str,
+    /// Its figure.
+    pub lab_figure: String,
+    /// Its verdict.
+    pub verdict: Verdict,
 }
 
 /// Judges every claim whose experiment ran (or failed) in `experiments`; claims of
@@ -273,12 +377,21 @@ fn unmeasurable(c: &Claim, reason: String) -> Judgement {
         verdict: Verdict::NotMeasurable,
         reason,
         evidence: Evidence::default(),
+        mainline: None,
     }
 }
 
 /// The criterion in words, for the table.
 pub fn criterion_text(c: &Claim) -> String {
-    let consistency = if c.deterministic {
+    criterion_text_for(c, false)
+}
+
+/// The criterion in words; `exact`: the run's figure was an exact count (one sample, or the
+/// same difference on every seed), which no sign test or interval describes.
+fn criterion_text_for(c: &Claim, exact: bool) -> String {
+    let consistency = if exact {
+        "an exact count (the same on every run of this build)"
+    } else if c.deterministic {
         "the seeds agree (sign test, one-sided p < 0.05)"
     } else {
         "the paired ratio's 95% CI clears it"
@@ -304,19 +417,33 @@ pub fn criterion_text(c: &Claim) -> String {
             sweep.first().copied().unwrap_or("?"),
             sweep.last().copied().unwrap_or("?")
         ),
-        Criterion::Within { tol, .. } => {
-            format!(
-                "within ±{:.0}% (95% CI of the paired difference; not measurable when wider or astride the edge)",
-                tol * 100.0
-            )
+        Criterion::Within { lo, hi, .. } => {
+            let band = band_text(*lo, *hi);
+            if exact {
+                format!("in the seed's range {band}, {consistency}")
+            } else {
+                format!(
+                    "in the seed's range {band} (95% CI of the paired log ratio; not measurable when wider or astride an edge)"
+                )
+            }
+        }
+        Criterion::Highest { others, .. } => {
+            format!("higher than each of {}, {consistency}", others.join(", "))
         }
         Criterion::LargestUnder {
             limit, expected, ..
         } => format!(
-            "largest step under {} (its whole 95% CI) is {expected}",
-            fmt_unit(*limit, unit_hint(c))
+            "largest step under {} (its whole 95% CI) is {}",
+            fmt_unit(*limit, unit_hint(c)),
+            expected.join(" or ")
         ),
+        Criterion::NotModelled { .. } => "-".to_owned(),
     }
+}
+
+/// A band of relative changes, e.g. `-2.04%..+1.39%`.
+pub fn band_text(lo: f64, hi: f64) -> String {
+    format!("{:+.2}%..{:+.2}%", lo * 100.0, hi * 100.0)
 }
 
 fn unit_hint(c: &Claim) -> &'static str {
@@ -358,6 +485,12 @@ impl Data<'_> {
 
 /// Judges one claim on one experiment's results.
 pub fn judge(c: &Claim, e: &ExperimentReport) -> Judgement {
+    if let Criterion::NotModelled { why } = c.criterion {
+        return Judgement {
+            verdict: Verdict::NotModelled,
+            ..unmeasurable(c, why.to_owned())
+        };
+    }
     let metric = c.criterion.metric();
     let Some(def) = e.result.metrics.iter().find(|m| m.name == metric) else {
         return unmeasurable(
@@ -374,33 +507,7 @@ pub fn judge(c: &Claim, e: &ExperimentReport) -> Judgement {
             );
         }
     }
-    let (lab_figure, verdict, mut reason, evidence) = match &c.criterion {
-        Criterion::Direction {
-            against,
-            variant,
-            expect,
-            min_ratio,
-            ..
-        } => direction(c, &data, against, &[variant], *expect, *min_ratio),
-        Criterion::Grows {
-            sweep, min_ratio, ..
-        } => {
-            let (first, rest) = sweep.split_first().expect("a sweep has variants");
-            direction(c, &data, first, rest, Expect::Increase, *min_ratio)
-        }
-        Criterion::Within {
-            against,
-            variant,
-            tol,
-            ..
-        } => within(c, &data, against, variant, *tol),
-        Criterion::LargestUnder {
-            sweep,
-            limit,
-            expected,
-            ..
-        } => largest_under(&data, sweep, *limit, expected),
-    };
+    let (lab_figure, verdict, mut reason, evidence) = outcome(c, &data, &c.criterion);
     let mut verdict = verdict;
     if let Some(floor) = &c.noise_floor {
         let xs = compare::values(&e.result, floor.metric, floor.variant);
@@ -419,13 +526,79 @@ pub fn judge(c: &Claim, e: &ExperimentReport) -> Judgement {
     if let (Verdict::NotMeasurable, Some(caveat)) = (verdict, c.caveat) {
         reason = format!("{reason}; {caveat}");
     }
+    let exact = c.deterministic && matches!(evidence.test.as_str(), "exact" | "single pair");
+    let mainline = c.mainline.and_then(|m| {
+        let own = own_variant(&c.criterion)?;
+        let crit = c.criterion.with_variant(own, m)?;
+        if data.values(m).is_empty() {
+            return None;
+        }
+        let (lab_figure, verdict, _, _) = outcome(c, &data, &crit);
+        Some(Beside {
+            variant: m,
+            lab_figure,
+            verdict,
+        })
+    });
     Judgement {
         claim: c.clone(),
         lab_figure,
-        criterion_text: criterion_text(c),
+        criterion_text: criterion_text_for(c, exact),
         verdict,
         reason,
         evidence,
+        mainline,
+    }
+}
+
+/// The variant a criterion judges (the one with the seed's change), where it has one.
+fn own_variant(c: &Criterion) -> Option<&'static str> {
+    match c {
+        Criterion::Direction { variant, .. }
+        | Criterion::Within { variant, .. }
+        | Criterion::Highest { variant, .. } => Some(variant),
+        _ => None,
+    }
+}
+
+/// `crit` evaluated on `data` (the claim supplies its consistency rule and resolution).
+fn outcome(c: &Claim, data: &Data<'_>, crit: &Criterion) -> criteria::Outcome {
+    match crit {
+        Criterion::Direction {
+            against,
+            variant,
+            expect,
+            min_ratio,
+            ..
+        } => direction(c, data, against, &[variant], *expect, *min_ratio),
+        Criterion::Grows {
+            sweep, min_ratio, ..
+        } => {
+            let (first, rest) = sweep.split_first().expect("a sweep has variants");
+            direction(c, data, first, rest, Expect::Increase, *min_ratio)
+        }
+        Criterion::Within {
+            against,
+            variant,
+            lo,
+            hi,
+            ..
+        } => within(c, data, against, variant, *lo, *hi),
+        Criterion::Highest {
+            variant, others, ..
+        } => highest(c, data, variant, others),
+        Criterion::LargestUnder {
+            sweep,
+            limit,
+            expected,
+            ..
+        } => largest_under(c, data, sweep, *limit, expected),
+        Criterion::NotModelled { why } => (
+            "-".into(),
+            Verdict::NotModelled,
+            (*why).to_owned(),
+            Evidence::default(),
+        ),
     }
 }
 
@@ -482,6 +655,13 @@ mod tests {
             seed_file: "000_x.txt",
             source: "table",
             experiment: "exp",
+            item: "000 table",
+            kind: ClaimKind::Experiment,
+            quote: "q",
+            links: &[],
+            proxy: None,
+            mainline: None,
+            resolution: None,
             claim: "c",
             seed_figure: "f",
             deterministic,
@@ -708,7 +888,8 @@ mod tests {
                 metric: "m",
                 against: "off",
                 variant: "on",
-                tol: 0.02,
+                lo: -0.02,
+                hi: 0.02,
             },
         );
         let rate = MetricKind::Rate;
@@ -734,7 +915,12 @@ mod tests {
         // +8%, -5%, 0%: an interval (±16%) wider than the ±2% band cannot judge it.
         let j = judge(&c, &loose);
         assert_eq!(j.verdict, Verdict::NotMeasurable, "{j:?}");
-        assert!(j.reason.contains("wider than the ±2%"), "{}", j.reason);
+        assert!(
+            j.reason
+                .contains("wider than the seed's range -2.00%..+2.00%"),
+            "{}",
+            j.reason
+        );
         // +2.2%, +2.7%, +3.2%: the mean is outside ±2%, the interval (±1.2%) reaches back
         // into it.
         let straddles = report(
@@ -773,14 +959,18 @@ mod tests {
     #[test]
     fn largest_under_finds_the_seeds_step() {
         const SWEEP: &[(&str, &str)] = &[("b1", "cap 0"), ("b2", "cap 1"), ("b3", "cap 2")];
-        let c = |expected| {
+        let c = |expected: &'static str| {
             claim(
                 false,
                 Criterion::LargestUnder {
                     metric: "m",
                     sweep: SWEEP,
                     limit: 100.0,
-                    expected,
+                    expected: match expected {
+                        "cap 0" => &["cap 0"],
+                        "cap 1" => &["cap 1"],
+                        _ => &["cap 2"],
+                    },
                 },
             )
         };
