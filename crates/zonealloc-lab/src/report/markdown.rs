@@ -264,7 +264,10 @@ fn verdict_row(j: &Judgement) -> Vec<String> {
     ]
 }
 
-/// The compare-kernels table: per metric a summary row, then Stddev and CoeffVar rows.
+/// The compare-kernels table: per metric a summary row, then Stddev and CoeffVar rows, in
+/// mmtests' fixed-width form (a text block, variants as columns, values right-aligned): a
+/// change as `(+1.23%)`, or `*+1.23%*` where it is significant at 95%, `exact` where every
+/// pair differs alike.
 fn comparison_table(out: &mut String, comparisons: &[MetricComparison]) -> std::fmt::Result {
     let Some(first) = comparisons.first() else {
         writeln!(out, "(no metrics)\n")?;
@@ -278,7 +281,7 @@ fn comparison_table(out: &mut String, comparisons: &[MetricComparison]) -> std::
             c.variant.clone()
         });
     }
-    let mut rows = Vec::new();
+    let mut rows = vec![head];
     for m in comparisons {
         let name = format!("{} ({})", m.metric.name, m.metric.unit);
         let mut summary = vec![format!("{} {name}", m.summary_kind.label())];
@@ -286,19 +289,19 @@ fn comparison_table(out: &mut String, comparisons: &[MetricComparison]) -> std::
         let mut cv = vec![format!("CoeffVar {name}")];
         let base = m.cells.first().and_then(|c| c.summary);
         for (i, c) in m.cells.iter().enumerate() {
-            let mark = match c.test {
-                TestUsed::Exact => " exact",
-                _ if c.significant => " *",
-                _ => "",
-            };
             summary.push(if i == 0 {
-                format!("{} ({:.2}%)", fmt_value(c.summary), 0.0)
+                format!("{} (  0.00%)", fmt_value(c.summary))
             } else {
-                format!(
-                    "{} {}{mark}",
-                    fmt_value(c.summary),
-                    fmt_change(base, c.summary, c.pct_change)
-                )
+                let change = fmt_change(base, c.summary, c.pct_change);
+                match c.test {
+                    TestUsed::Exact => format!("{} {change} exact", fmt_value(c.summary)),
+                    _ if c.significant => format!(
+                        "{} *{}*",
+                        fmt_value(c.summary),
+                        change.trim_start_matches('(').trim_end_matches(')')
+                    ),
+                    _ => format!("{} {change}", fmt_value(c.summary)),
+                }
             });
             sd.push(fmt_value(c.stddev));
             cv.push(match c.coeffvar {
@@ -308,8 +311,14 @@ fn comparison_table(out: &mut String, comparisons: &[MetricComparison]) -> std::
         }
         rows.extend([summary, sd, cv]);
     }
-    out.push_str(&table::markdown(&head, &[Align::Left], &rows));
-    writeln!(out)?;
+    writeln!(out, "```text")?;
+    out.push_str(&table::plain(&rows, 1, true));
+    writeln!(out, "```\n")?;
+    writeln!(
+        out,
+        "`*...*`: the change is significant at 95% (compare-kernels' mark); `exact`: every \
+         pair differs alike.\n"
+    )?;
     Ok(())
 }
 
@@ -372,13 +381,19 @@ pub(crate) mod tests {
     #[test]
     fn compare_table_has_summary_spread_and_marker_rows() {
         let md = render(&report(false), &[]);
-        assert!(md.contains("|  | off (baseline) | on |"), "{md}");
         assert!(
-            md.contains("| Amean hold (ns) | 10.05 (0.00%) | 5.05 (+49.75%) * |"),
+            md.lines()
+                .any(|l| l.contains("off (baseline)") && l.ends_with(" on")),
             "{md}"
         );
-        assert!(md.contains("| Stddev hold (ns) |"));
-        assert!(md.contains("| CoeffVar hold (ns) |"));
+        // Fixed-width, compare-kernels' marks: `*change*` where significant.
+        assert!(
+            md.contains("Amean hold (ns)     10.05 (  0.00%)  5.05 *+49.75%*"),
+            "{md}"
+        );
+        assert!(md.contains("```text\n"));
+        assert!(md.contains("Stddev hold (ns)"));
+        assert!(md.contains("CoeffVar hold (ns)"));
         assert!(md.contains("\"zone_pages\": 1024"));
         assert!(md.contains("on is faster"));
         assert!(!md.contains("oversubscribed"));

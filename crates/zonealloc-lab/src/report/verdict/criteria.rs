@@ -175,6 +175,41 @@ pub(super) fn direction(
     (figure, verdict, reason, ev)
 }
 
+/// A growth's upper bound: `out` (the direction rule from `from` to the last of `path`) with
+/// its verdict lowered where the growth passes ×`max_ratio`: wholly past it (the interval's
+/// low end, or an exact figure), `not reproduced`; a reproduced interval reaching past it,
+/// `not measurable here`.
+pub(super) fn at_most(
+    out: Outcome,
+    d: &Data<'_>,
+    from: &str,
+    path: &[&str],
+    max_ratio: f64,
+) -> Outcome {
+    let (figure, verdict, reason, ev) = out;
+    let to = path.last().copied().unwrap_or(from);
+    if !max_ratio.is_finite() || matches!(verdict, Verdict::NotReproduced) {
+        return (figure, verdict, reason, ev);
+    }
+    let point = match (d.summary(from), d.summary(to)) {
+        (Some(a), Some(b)) if a > 0.0 => b / a,
+        _ => return (figure, verdict, reason, ev),
+    };
+    let [lo, hi] = ev.ratio_ci95.unwrap_or([point, point]);
+    if lo > max_ratio {
+        let why = format!(
+            "grows ×{lo:.1} or more, past the ×{max_ratio} the seed's growth allows: not the seed's effect"
+        );
+        (figure, Verdict::NotReproduced, why, ev)
+    } else if hi > max_ratio && verdict == Verdict::Reproduced {
+        let why =
+            format!("the 95% CI reaches ×{hi:.1}, past the ×{max_ratio} the seed's growth allows");
+        (figure, Verdict::NotMeasurable, why, ev)
+    } else {
+        (figure, verdict, reason, ev)
+    }
+}
+
 /// The 95% confidence interval of the mean paired log ratio, signed so that positive is the
 /// expected way (None with fewer than two pairs).
 #[derive(Clone, Copy, Debug)]
