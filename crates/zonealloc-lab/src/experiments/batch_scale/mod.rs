@@ -232,8 +232,9 @@ fn params(opts: &LabOpts) -> Result<Params, LabError> {
             "batch-scale: {threads} threads: must be 1..=256"
         )));
     }
-    // Quick: enough for batch 8191 (high 16382) to refill and drain within a round.
-    let pages = if opts.quick { 1 << 15 } else { 32768 };
+    // The same with --quick (fewer rounds): enough for batch 8191 (high 16382) to refill
+    // and drain within a round.
+    let pages = 32768;
     let rounds = if opts.quick { 2 } else { 64 };
     // Every worker's pages, plus room for the per-CPU lists (high up to 2 x 8191 per CPU).
     let needed = (threads * pages) as u64 + threads as u64 * 16384 + 4096;
