@@ -31,8 +31,9 @@ mod manual;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    // `zonealloc lab pcp-lock` runs this binary under callgrind as the PCP hit-path loop.
-    if let Some(code) = zonealloc_lab::experiments::pcp_lock::icount::icount_child() {
+    // `zonealloc lab` runs this binary under valgrind as the loops of its deterministic
+    // proxies (instruction counts, simulated cache misses).
+    if let Some(code) = zonealloc_lab::experiments::valgrind::child() {
         return code;
     }
     let done = match cli::parse().command {

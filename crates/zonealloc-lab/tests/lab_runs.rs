@@ -139,18 +139,28 @@ fn results_name_commit_compiler_date_load_and_open_with_the_verdicts() {
         "partly",
         "not reproduced",
         "not measurable here",
+        "not modelled",
     ];
     for v in verdicts {
         assert_eq!(v["seed"], "000", "only free-high ran: {v}");
         assert!(labels.contains(&v["verdict"].as_str().unwrap()), "{v}");
         assert!(v["lab_figure"].is_string() && v["seed_figure"].is_string());
+        assert!(v["quote"].is_string() && v["links"].is_array(), "{v}");
+        assert!(["experiment", "mechanism"].contains(&v["kind"].as_str().unwrap()));
     }
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(
         md.starts_with("# zonealloc lab report\n\n## Seeds against this run"),
         "{md}"
     );
-    assert!(md.contains("| seed | claim | seed's figure | lab's figure | criterion | verdict |"));
+    assert!(md.contains(
+        "| kind | claim | the seed's words | seed's figure | lab's figure | criterion | verdict |"
+    ));
+    assert!(
+        md.contains("Link: <https://lkml.kernel.org/r/20220217002227"),
+        "{md}"
+    );
+    assert!(md.contains("- Experiments: "), "{md}");
     assert!(stdout(&o).starts_with("Seeds against this run"));
 }
 

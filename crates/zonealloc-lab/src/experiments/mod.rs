@@ -13,6 +13,7 @@ pub mod pcp_lock;
 pub mod repeat;
 pub mod seeds;
 pub mod tail_merge;
+pub mod valgrind;
 
 mod registry;
 pub use registry::all;

@@ -178,17 +178,27 @@ fn experiment(
     Ok(())
 }
 
-/// The opening table: every claim judged, grouped by seed.
+/// The opening tables: every claim judged, and every entry of a seed's text not modelled,
+/// one table per seed under its links; the tally above them.
 fn verdicts(out: &mut String, verdicts: &[Judgement]) -> std::fmt::Result {
     writeln!(out, "## Seeds against this run\n")?;
     writeln!(
         out,
-        "Each seed's published figure beside the lab's, judged by the criterion from this \
-         run's numbers (see `report::verdict` for the rules).\n"
+        "Each seed's own words and figure beside the lab's, judged by the criterion from this \
+         run's numbers (see `report::verdict` for the rules). An *experiment* is the seed's \
+         measured outcome, which the model could fail; a *mechanism* is true of any faithful \
+         implementation (checked so that a regression shows, not counted as a \
+         reproduction). A *proxy* is a deterministic count judged in place of a timing this \
+         machine cannot resolve, and says what it stands for.\n"
     )?;
+    for line in super::verdict::tally(verdicts).text().lines() {
+        writeln!(out, "- {line}")?;
+    }
+    writeln!(out)?;
     let head: Vec<String> = [
-        "seed",
+        "kind",
         "claim",
+        "the seed's words",
         "seed's figure",
         "lab's figure",
         "criterion",
@@ -197,29 +207,67 @@ fn verdicts(out: &mut String, verdicts: &[Judgement]) -> std::fmt::Result {
     .iter()
     .map(|s| (*s).to_owned())
     .collect();
-    let rows: Vec<Vec<String>> = verdicts
-        .iter()
-        .map(|j| {
-            let c = &j.claim;
-            vec![
-                format!("{} `{}`", c.seed, c.experiment),
-                c.claim.to_owned(),
-                format!("{} ({}: {})", c.seed_figure, c.seed_file, c.source),
-                j.lab_figure.clone(),
-                format!("{} on `{}`", j.criterion_text, c.criterion.metric()),
-                if j.reason.is_empty() {
-                    format!("**{}**", j.verdict.label())
-                } else {
-                    format!("**{}**: {}", j.verdict.label(), j.reason)
-                },
-            ]
-        })
-        .collect();
-    out.push_str(&table::markdown(&head, &[Align::Left; 6], &rows));
-    writeln!(out)
+    let mut seeds: Vec<&str> = verdicts.iter().map(|j| j.claim.seed).collect();
+    seeds.dedup();
+    for seed in seeds {
+        let mine: Vec<&Judgement> = verdicts.iter().filter(|j| j.claim.seed == seed).collect();
+        let c0 = &mine[0].claim;
+        writeln!(out, "### {} `{}` ({})\n", seed, c0.experiment, c0.seed_file)?;
+        for l in c0.links {
+            writeln!(out, "Link: <{l}>  ")?;
+        }
+        writeln!(out)?;
+        let rows: Vec<Vec<String>> = mine.iter().map(|j| verdict_row(j)).collect();
+        out.push_str(&table::markdown(&head, &[Align::Left; 7], &rows));
+        writeln!(out)?;
+    }
+    Ok(())
 }
 
-/// The compare-kernels table: per metric a summary row, then Stddev and CoeffVar rows.
+/// One judged claim as a row of the verdict table.
+fn verdict_row(j: &Judgement) -> Vec<String> {
+    let c = &j.claim;
+    let kind = if j.verdict == super::verdict::Verdict::NotModelled {
+        "-".to_owned()
+    } else {
+        c.kind.label().to_owned()
+    };
+    let mut lab = j.lab_figure.clone();
+    if let Some(p) = c.proxy {
+        lab = format!("{lab} (proxy: {p})");
+    }
+    if let Some(m) = &j.mainline {
+        lab = format!(
+            "{lab}; mainline's rule ({}): {} ({})",
+            m.variant,
+            m.lab_figure,
+            m.verdict.label()
+        );
+    }
+    let criterion = if c.criterion.metric().is_empty() {
+        j.criterion_text.clone()
+    } else {
+        format!("{} on `{}`", j.criterion_text, c.criterion.metric())
+    };
+    vec![
+        kind,
+        format!("{}: {}", c.item, c.claim),
+        format!("\"{}\" ({}: {})", c.quote, c.seed_file, c.source),
+        c.seed_figure.to_owned(),
+        lab,
+        criterion,
+        if j.reason.is_empty() {
+            format!("**{}**", j.verdict.label())
+        } else {
+            format!("**{}**: {}", j.verdict.label(), j.reason)
+        },
+    ]
+}
+
+/// The compare-kernels table: per metric a summary row, then Stddev and CoeffVar rows, in
+/// mmtests' fixed-width form (a text block, variants as columns, values right-aligned): a
+/// change as `(+1.23%)`, or `*+1.23%*` where it is significant at 95%, `exact` where every
+/// pair differs alike.
 fn comparison_table(out: &mut String, comparisons: &[MetricComparison]) -> std::fmt::Result {
     let Some(first) = comparisons.first() else {
         writeln!(out, "(no metrics)\n")?;
@@ -233,7 +281,7 @@ fn comparison_table(out: &mut String, comparisons: &[MetricComparison]) -> std::
             c.variant.clone()
         });
     }
-    let mut rows = Vec::new();
+    let mut rows = vec![head];
     for m in comparisons {
         let name = format!("{} ({})", m.metric.name, m.metric.unit);
         let mut summary = vec![format!("{} {name}", m.summary_kind.label())];
@@ -241,19 +289,19 @@ fn comparison_table(out: &mut String, comparisons: &[MetricComparison]) -> std::
         let mut cv = vec![format!("CoeffVar {name}")];
         let base = m.cells.first().and_then(|c| c.summary);
         for (i, c) in m.cells.iter().enumerate() {
-            let mark = match c.test {
-                TestUsed::Exact => " exact",
-                _ if c.significant => " *",
-                _ => "",
-            };
             summary.push(if i == 0 {
-                format!("{} ({:.2}%)", fmt_value(c.summary), 0.0)
+                format!("{} (  0.00%)", fmt_value(c.summary))
             } else {
-                format!(
-                    "{} {}{mark}",
-                    fmt_value(c.summary),
-                    fmt_change(base, c.summary, c.pct_change)
-                )
+                let change = fmt_change(base, c.summary, c.pct_change);
+                match c.test {
+                    TestUsed::Exact => format!("{} {change} exact", fmt_value(c.summary)),
+                    _ if c.significant => format!(
+                        "{} *{}*",
+                        fmt_value(c.summary),
+                        change.trim_start_matches('(').trim_end_matches(')')
+                    ),
+                    _ => format!("{} {change}", fmt_value(c.summary)),
+                }
             });
             sd.push(fmt_value(c.stddev));
             cv.push(match c.coeffvar {
@@ -263,8 +311,14 @@ fn comparison_table(out: &mut String, comparisons: &[MetricComparison]) -> std::
         }
         rows.extend([summary, sd, cv]);
     }
-    out.push_str(&table::markdown(&head, &[Align::Left], &rows));
-    writeln!(out)?;
+    writeln!(out, "```text")?;
+    out.push_str(&table::plain(&rows, 1, true));
+    writeln!(out, "```\n")?;
+    writeln!(
+        out,
+        "`*...*`: the change is significant at 95% (compare-kernels' mark); `exact`: every \
+         pair differs alike.\n"
+    )?;
     Ok(())
 }
 
@@ -327,13 +381,19 @@ pub(crate) mod tests {
     #[test]
     fn compare_table_has_summary_spread_and_marker_rows() {
         let md = render(&report(false), &[]);
-        assert!(md.contains("|  | off (baseline) | on |"), "{md}");
         assert!(
-            md.contains("| Amean hold (ns) | 10.05 (0.00%) | 5.05 (+49.75%) * |"),
+            md.lines()
+                .any(|l| l.contains("off (baseline)") && l.ends_with(" on")),
             "{md}"
         );
-        assert!(md.contains("| Stddev hold (ns) |"));
-        assert!(md.contains("| CoeffVar hold (ns) |"));
+        // Fixed-width, compare-kernels' marks: `*change*` where significant.
+        assert!(
+            md.contains("Amean hold (ns)     10.05 (  0.00%)  5.05 *+49.75%*"),
+            "{md}"
+        );
+        assert!(md.contains("```text\n"));
+        assert!(md.contains("Stddev hold (ns)"));
+        assert!(md.contains("CoeffVar hold (ns)"));
         assert!(md.contains("\"zone_pages\": 1024"));
         assert!(md.contains("on is faster"));
         assert!(!md.contains("oversubscribed"));

@@ -12,6 +12,7 @@
 //! files made safe to print), [`plot`] (plotters SVG). `experiments`, `trace` and `bench` depend on this
 //! module, never on each other.
 
+pub mod change;
 pub mod compare;
 pub mod json;
 pub mod markdown;
@@ -428,8 +429,9 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), String> {
     fs::write(path, bytes).map_err(|e| format!("writing {}: {e}", path.display()))
 }
 
-/// The seeds' verdicts for the terminal, grouped by seed, the verdict first on each claim's
-/// line, then the seed's figure, the lab's and the criterion beneath it.
+/// The seeds' verdicts for the terminal, grouped by seed (with its links), the verdict and
+/// the claim's kind first on each claim's line, then the seed's words and figure, the lab's
+/// figure (and mainline's beside it) and the criterion beneath it; the tally closes it.
 pub fn verdict_summary(verdicts: &[Judgement]) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
@@ -446,24 +448,44 @@ pub fn verdict_summary(verdicts: &[Judgement]) -> String {
         if c.seed != seed {
             seed = c.seed;
             let _ = writeln!(out, "\n{} {} ({})", c.seed, c.experiment, c.seed_file);
+            for l in c.links {
+                let _ = writeln!(out, "  Link: {l}");
+            }
         }
-        let _ = writeln!(out, "  {:<19} {}", j.verdict.label(), c.claim);
-        let _ = writeln!(out, "  {:<19} seed: {}", "", c.seed_figure);
+        let _ = writeln!(
+            out,
+            "  {:<19} [{}] {}: {}",
+            j.verdict.label(),
+            c.kind.label(),
+            c.item,
+            c.claim
+        );
+        let _ = writeln!(out, "  {:<19} seed: \"{}\"", "", c.quote);
+        if j.verdict == Verdict::NotModelled {
+            let _ = writeln!(out, "  {:<19} why:  {}", "", j.reason);
+            continue;
+        }
+        let _ = writeln!(out, "  {:<19}       {}", "", c.seed_figure);
         let _ = writeln!(out, "  {:<19} lab:  {}", "", j.lab_figure);
+        if let Some(p) = c.proxy {
+            let _ = writeln!(out, "  {:<19} proxy: {p}", "");
+        }
+        if let Some(m) = &j.mainline {
+            let _ = writeln!(
+                out,
+                "  {:<19} mainline's rule ({}): {} ({})",
+                "",
+                m.variant,
+                m.lab_figure,
+                m.verdict.label()
+            );
+        }
         let _ = writeln!(out, "  {:<19} by:   {}", "", j.criterion_text);
         if !j.reason.is_empty() {
             let _ = writeln!(out, "  {:<19} why:  {}", "", j.reason);
         }
     }
-    let count = |v: Verdict| verdicts.iter().filter(|j| j.verdict == v).count();
-    let _ = writeln!(
-        out,
-        "\n{} reproduced, {} partly, {} not reproduced, {} not measurable here\n",
-        count(Verdict::Reproduced),
-        count(Verdict::Partly),
-        count(Verdict::NotReproduced),
-        count(Verdict::NotMeasurable)
-    );
+    let _ = writeln!(out, "\n{}", verdict::tally(verdicts).text());
     out
 }
 

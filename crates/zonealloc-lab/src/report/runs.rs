@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::compare::{fmt_ratio, fmt_value};
+use super::compare::fmt_value;
 use super::table;
 
 /// One run read back.
@@ -129,7 +129,9 @@ fn summaries(run: &Value) -> Vec<(RowKey, Option<f64>)> {
     out
 }
 
-/// `(seed, claim)` → verdict label.
+/// `(seed, claim)` → verdict label. Claims that share their words (a timing and its proxy)
+/// are told apart by the metric they are judged on, and by the seed's entry where a run names
+/// it.
 fn verdicts(run: &Value) -> Vec<((String, String), String)> {
     let empty = Vec::new();
     run["verdicts"]
@@ -137,28 +139,66 @@ fn verdicts(run: &Value) -> Vec<((String, String), String)> {
         .unwrap_or(&empty)
         .iter()
         .map(|j| {
+            let mut claim = j["claim"].as_str().unwrap_or("?").to_owned();
+            if let Some(item) = j["item"].as_str() {
+                claim = format!("{item}: {claim}");
+            }
+            if let Some(m) = j["criterion"]["metric"].as_str() {
+                claim = format!("{claim} [{m}]");
+            }
             (
-                (
-                    j["seed"].as_str().unwrap_or("?").to_owned(),
-                    j["claim"].as_str().unwrap_or("?").to_owned(),
-                ),
+                (j["seed"].as_str().unwrap_or("?").to_owned(), claim),
                 j["verdict"].as_str().unwrap_or("?").to_owned(),
             )
         })
         .collect()
 }
 
-/// A later run's value against the first's: `+1.23%` within a factor of two, else `×30.6`.
+/// The settings that decide which claims a run judges and on how much: the options every
+/// experiment received and the experiments run.
+fn settings(run: &Value) -> Vec<(&'static str, String)> {
+    let o = &run["opts"];
+    let names: Vec<&str> = run["experiments"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|e| e["name"].as_str()).collect())
+        .unwrap_or_default();
+    [
+        "quick",
+        "seed",
+        "threads",
+        "iterations",
+        "zone_pages",
+        "variants",
+    ]
+    .into_iter()
+    .map(|k| (k, o[k].to_string()))
+    .chain(std::iter::once(("experiments", names.join(","))))
+    .collect()
+}
+
+/// A line per setting that differs between the runs, e.g.
+/// `quick: a=false b=true`; empty when they were made alike.
+fn settings_differ(runs: &[Run]) -> Vec<String> {
+    let all: Vec<Vec<(&str, String)>> = runs.iter().map(|r| settings(&r.json)).collect();
+    let mut out = Vec::new();
+    for (i, (key, first)) in all[0].iter().enumerate() {
+        if all.iter().any(|s| &s[i].1 != first) {
+            let each: Vec<String> = runs
+                .iter()
+                .zip(&all)
+                .map(|(r, s)| format!("{}={}", r.label, s[i].1))
+                .collect();
+            out.push(format!("{key}: {}", each.join(" ")));
+        }
+    }
+    out
+}
+
+/// A later run's value against the first's, in the change notation (`+1.23%` within a factor
+/// of two, else `×30.6`).
 fn change(first: Option<f64>, v: Option<f64>) -> String {
     match (first, v) {
-        (Some(a), Some(b)) if a != 0.0 => {
-            let r = b / a;
-            if !super::compare::reads_as_ratio(r) {
-                format!("{:+.2}%", (r - 1.0) * 100.0)
-            } else {
-                fmt_ratio(a, b).unwrap_or_else(|| "n/a".into())
-            }
-        }
+        (Some(a), Some(b)) => super::change::change(a, b).unwrap_or_else(|| "n/a".into()),
         _ => "n/a".into(),
     }
 }
@@ -238,13 +278,22 @@ pub fn compare_table(runs: &[Run]) -> String {
                 .iter()
                 .map(|c| c[at].clone().unwrap_or_else(|| "-".to_owned()))
                 .collect();
-            if cells.iter().any(|c| c != &cells[0]) {
+            // A claim a run did not judge (its experiment not run) is no disagreement.
+            let judged: Vec<&String> = cells.iter().filter(|c| *c != "-").collect();
+            if judged.iter().any(|c| *c != judged[0]) {
                 disagree += 1;
             }
             row.extend(cells);
             rows.push(row);
         }
         out.push('\n');
+        let differ = settings_differ(runs);
+        if !differ.is_empty() {
+            out.push_str("the runs were made with different settings; verdicts of claims a run did not judge are '-' and not counted as disagreements:\n");
+            for d in &differ {
+                out.push_str(&format!("  {d}\n"));
+            }
+        }
         out.push_str(&table::plain(&rows, usize::MAX, true));
         out.push_str(&if disagree == 0 {
             format!("verdicts: the {} runs agree on every claim\n", runs.len())
@@ -294,6 +343,36 @@ mod tests {
         assert!(t.contains("agree on every claim"), "{t}");
         let t = compare_table(&[run("a", 100.0, "reproduced"), run("b", 100.0, "partly")]);
         assert!(t.contains("disagree on 1 of 1"), "{t}");
+        assert!(!t.contains("different settings"), "{t}");
+    }
+
+    #[test]
+    fn runs_with_different_settings_are_flagged_and_skipped_claims_not_counted() {
+        let mut quick = run("q", 100.0, "reproduced");
+        quick.json["opts"] = serde_json::json!({ "quick": true, "seed": 1 });
+        quick.json["verdicts"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({ "seed": "001", "claim": "grows", "verdict": "partly" }));
+        let mut full = run("f", 100.0, "reproduced");
+        full.json["opts"] = serde_json::json!({ "quick": false, "seed": 1 });
+        let t = compare_table(&[quick, full]);
+        assert!(t.contains("different settings"), "{t}");
+        assert!(t.contains("quick: q=true f=false"), "{t}");
+        // The claim only the quick run judged is no disagreement.
+        assert!(t.contains("agree on every claim"), "{t}");
+    }
+
+    #[test]
+    fn claims_sharing_words_are_told_apart_by_metric() {
+        let mut r = run("a", 100.0, "reproduced");
+        r.json["verdicts"] = serde_json::json!([
+            { "seed": "001", "claim": "flat", "verdict": "reproduced", "criterion": { "metric": "pages/s" } },
+            { "seed": "001", "claim": "flat", "verdict": "not measurable here", "criterion": { "metric": "instructions" } }
+        ]);
+        let v = verdicts(&r.json);
+        assert_eq!(v.len(), 2);
+        assert_ne!(v[0].0, v[1].0);
     }
 
     #[test]

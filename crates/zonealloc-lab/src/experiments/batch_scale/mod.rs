@@ -21,14 +21,22 @@ use super::{
     Experiment, ExperimentResult, LabError, LabOpts, MetricDef, MetricKind, Plot, PlotKind,
     Progress, Sample, Series, Table,
 };
+use conclusion::{conclusion_table, largest_cap_under};
+
+mod conclusion;
+pub mod icount;
 
 /// The `batch-scale` experiment (seed 001): zone-lock hold time and throughput against the
 /// PCP batch size, and the scale cap 0 vs 5 on the default zone.
 pub struct BatchScale;
 
 const SEED_NAME: &str = "001_3feb33a812804082";
-/// The seed's batch sizes (4095 left out: it needs high = 8190 per CPU).
-const BATCHES: [u32; 6] = [63, 127, 255, 511, 1023, 2047];
+/// The seed's batch sizes (its debug setup's 63..4095) and one step beyond, so that the
+/// largest cap under 100 µs is found rather than cut off by the sweep's end; `high` is
+/// 2 x batch throughout (16382 per CPU at 8191).
+const BATCHES: [u32; 8] = [63, 127, 255, 511, 1023, 2047, 4095, 8191];
+/// The batches whose instructions per page are counted (the seed's throughput claim).
+const COUNTED: [u32; 2] = [63, 2047];
 /// Pages allocated and freed per second (timing).
 pub const M_RATE: &str = "pages/s";
 /// Mean zone-lock hold time of a PCP refill, `rmqueue_bulk` (timing).
@@ -52,9 +60,16 @@ pub const M_REFILL_PAGES: &str = "pages per refill";
 /// proxy of the hold time (exact with one worker).
 pub const M_LOCK_PAGES: &str = "pages per zone-lock hold";
 /// The seed's conclusion drawn from our numbers: the largest `batch_scale_max` whose swept
-/// batch (63 << cap: 63, 127, .., 2047) keeps both hold-time p99s under 100 µs; -1 if none.
-/// One sample per iteration, on the baseline variant only.
+/// batch (63 << cap: 63, 127, .., 8191) keeps the typical (median) bulk-free hold under
+/// 100 µs, as the verdict judges it; -1 if none. One sample per iteration, on the baseline
+/// variant only.
 pub const M_CAP: &str = "largest cap under 100 µs";
+/// Instructions per page (one allocation and one free) under callgrind, for the batches of
+/// [`COUNTED`] (deterministic for a build).
+pub const M_INSNS: &str = "instructions/page";
+/// Pages per 1000 instructions: [`M_INSNS`] as a throughput, the deterministic proxy of the
+/// seed's page/s.
+pub const M_PAGES_PER_KINSN: &str = "pages per 1000 instructions";
 /// The seed's latency bound.
 const LIMIT_NS: f64 = 100_000.0;
 
@@ -73,12 +88,7 @@ fn specs() -> Vec<Spec> {
         .map(|&b| Spec {
             name: format!("batch={b}"),
             batch: Some(b),
-            pcp: PcpConfig::new()
-                .with_batch(Some(b))
-                .with_high_min(Some(2 * b))
-                .with_high_max(Some(2 * b))
-                .with_batch_scale_max(0)
-                .with_thp_order(None),
+            pcp: icount::pcp_for(b),
         })
         .collect();
     for scale in 0u8..=5 {
@@ -235,10 +245,12 @@ fn params(opts: &LabOpts) -> Result<Params, LabError> {
             "batch-scale: {threads} threads: must be 1..=256"
         )));
     }
-    let pages = if opts.quick { 2048 } else { 32768 };
+    // The same with --quick (fewer rounds): enough for batch 8191 (high 16382) to refill
+    // and drain within a round.
+    let pages = 32768;
     let rounds = if opts.quick { 2 } else { 64 };
-    // Every worker's pages, plus room for the per-CPU lists (high up to 2 x 2047 per CPU).
-    let needed = (threads * pages) as u64 + threads as u64 * 4096 + 4096;
+    // Every worker's pages, plus room for the per-CPU lists (high up to 2 x 8191 per CPU).
+    let needed = (threads * pages) as u64 + threads as u64 * 16384 + 4096;
     let zone_pages = match opts.zone_pages {
         Some(z) if z < needed => {
             return Err(LabError(format!(
@@ -263,53 +275,6 @@ fn params(opts: &LabOpts) -> Result<Params, LabError> {
     })
 }
 
-/// The seed's conclusion: the largest cap `k` (batch `63 << k`, the `k`-th swept batch) whose
-/// hold-time p99 is under `limit_ns`; -1 if none is. `p99_by_batch` holds (batch, worst p99)
-/// in sweep order. (Not "every smaller cap under it too": one preempted hold at a small batch
-/// would otherwise hide the answer.)
-fn largest_cap_under(p99_by_batch: &[(u32, f64)], limit_ns: f64) -> f64 {
-    p99_by_batch
-        .iter()
-        .rposition(|(_, p99)| *p99 < limit_ns)
-        .map_or(-1.0, |k| k as f64)
-}
-
-/// The conclusion table: per cap, its batch and the worst hold-time p99 (mean over the
-/// iterations), whether it is under 100 µs, and the largest cap that is.
-fn conclusion_table(mean_p99: &[(u32, f64)]) -> Table {
-    let cap = largest_cap_under(mean_p99, LIMIT_NS);
-    let mut rows: Vec<Vec<String>> = mean_p99
-        .iter()
-        .enumerate()
-        .map(|(k, (b, p99))| {
-            vec![
-                k.to_string(),
-                b.to_string(),
-                format!("{:.1}", p99 / 1000.0),
-                if *p99 < LIMIT_NS { "yes" } else { "no" }.to_string(),
-            ]
-        })
-        .collect();
-    rows.push(vec![
-        "largest cap under 100 µs".to_string(),
-        String::new(),
-        String::new(),
-        if cap < 0.0 {
-            "none".to_string()
-        } else {
-            format!("{cap} (the seed: 5)")
-        },
-    ]);
-    Table {
-        title: "The seed's conclusion from our numbers: caps whose batch (63 << cap) keeps the zone-lock hold time p99 (worse of refill and bulk free, mean over iterations) under 100 µs".to_string(),
-        header: ["cap", "batch", "hold p99 (µs)", "under 100 µs"]
-            .iter()
-            .map(|h| h.to_string())
-            .collect(),
-        rows,
-    }
-}
-
 impl Experiment for BatchScale {
     fn name(&self) -> &'static str {
         "batch-scale"
@@ -326,15 +291,15 @@ impl Experiment for BatchScale {
         let total = (specs.len() * iterations) as u64;
         progress(0, total);
         let mut samples = Vec::new();
-        // Per variant: sums of [refill avg, free avg, refill p99, free p99, pages/s] over
-        // iterations (for the plots and the conclusion table).
-        let mut sums = vec![[0.0f64; 5]; specs.len()];
+        // Per variant: sums of [refill avg, free avg, refill p99, free p99, pages/s, free p50]
+        // over iterations (for the plots and the conclusion table).
+        let mut sums = vec![[0.0f64; 6]; specs.len()];
         let mut effective = vec![(0i32, 0i32); specs.len()];
         let mut done = 0u64;
         // Iterations outermost, so slow drifts of the machine spread over all variants.
         for _ in 0..iterations {
-            // This iteration's worst p99 per swept batch, for the conclusion.
-            let mut p99_by_batch: Vec<(u32, f64)> = Vec::new();
+            // This iteration's median bulk-free hold per swept batch, for the conclusion.
+            let mut p50_by_batch: Vec<(u32, f64)> = Vec::new();
             for (k, spec) in specs.iter().enumerate() {
                 let r = run_once(p, spec.pcp)?;
                 for (metric, value) in [
@@ -360,21 +325,22 @@ impl Experiment for BatchScale {
                     r.refill_p99,
                     r.free_p99,
                     r.pages_per_s,
+                    r.free_p50,
                 ]) {
                     *acc += v;
                 }
                 if let Some(b) = spec.batch {
-                    p99_by_batch.push((b, r.refill_p99.max(r.free_p99)));
+                    p50_by_batch.push((b, r.free_p50));
                 }
                 effective[k] = (r.batch, r.high);
                 done += 1;
                 progress(done, total);
             }
-            if !p99_by_batch.is_empty() {
+            if !p50_by_batch.is_empty() {
                 samples.push(Sample {
                     variant: specs[0].name.clone(),
                     metric: M_CAP.to_string(),
-                    value: largest_cap_under(&p99_by_batch, LIMIT_NS),
+                    value: largest_cap_under(&p50_by_batch, LIMIT_NS),
                 });
             }
         }
@@ -394,12 +360,14 @@ impl Experiment for BatchScale {
                 .map(|(s, v)| (s.pcp.batch_scale_max as f64, v[i] / n))
                 .collect()
         };
-        let mean_p99: Vec<(u32, f64)> = specs
+        // Per swept batch: mean free p50, free p99, refill p99.
+        let holds: Vec<(u32, [f64; 3])> = specs
             .iter()
             .zip(&sums)
-            .filter_map(|(s, v)| s.batch.map(|b| (b, v[2].max(v[3]) / n)))
+            .filter_map(|(s, v)| s.batch.map(|b| (b, [v[5] / n, v[3] / n, v[2] / n])))
             .collect();
-        let conclusion = conclusion_table(&mean_p99);
+        let conclusion = conclusion_table(&holds, LIMIT_NS);
+        let counted = count_instructions(opts, &specs, &mut samples);
         let threads = p.threads;
         let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
         let metric = |name: &str, kind: MetricKind, unit: &str| MetricDef {
@@ -413,7 +381,7 @@ impl Experiment for BatchScale {
             change: "mm, pcp: cap the PCP batch scaling at CONFIG_PCP_BATCH_SCALE_MAX (default 5) to bound zone-lock hold time".to_string(),
             baseline: specs[0].name.clone(),
             variants: specs.iter().map(|s| s.name.clone()).collect(),
-            metrics: vec![
+            metrics: [
                 metric(M_RATE, MetricKind::Rate, "pages/s"),
                 metric(M_REFILL_AVG, MetricKind::Latency, "ns"),
                 metric(M_REFILL_P99, MetricKind::Latency, "ns"),
@@ -442,7 +410,27 @@ impl Experiment for BatchScale {
                     },
                     "cap",
                 ),
-            ],
+            ]
+            .into_iter()
+            .chain(counted.is_ok().then(|| {
+                [
+                    metric(
+                        M_INSNS,
+                        MetricKind::Count {
+                            higher_is_better: false,
+                        },
+                        "instructions",
+                    ),
+                    metric(
+                        M_PAGES_PER_KINSN,
+                        MetricKind::Count {
+                            higher_is_better: true,
+                        },
+                        "pages",
+                    ),
+                ]
+            }).into_iter().flatten())
+            .collect(),
             samples,
             tables: vec![conclusion, Table {
                 title: "Effective per-CPU list settings (CPU 0, after the run)".to_string(),
@@ -552,10 +540,49 @@ impl Experiment for BatchScale {
                     "batch_scale_max": s.pcp.batch_scale_max,
                 })).collect::<Vec<_>>(),
                 "available_parallelism": cores,
+                "instructions_per_page": match &counted {
+                    Ok(text) => text.clone(),
+                    Err(why) => format!("not measurable here: {why}"),
+                },
             }),
             oversubscribed: threads > cores,
         })
     }
+}
+
+/// Instructions per page of the batches in [`COUNTED`] under callgrind, as samples of
+/// [`M_INSNS`] and [`M_PAGES_PER_KINSN`] (once: the count is exact); what was counted, or
+/// why nothing was (no valgrind, `--quick`, the batch not in the run).
+fn count_instructions(
+    opts: &LabOpts,
+    specs: &[Spec],
+    samples: &mut Vec<Sample>,
+) -> Result<String, String> {
+    if opts.quick {
+        return Err("not counted with --quick (callgrind takes some seconds)".into());
+    }
+    if let Some(why) = super::valgrind::unavailable() {
+        return Err(why);
+    }
+    let mut counted = Vec::new();
+    for b in COUNTED {
+        let Some(spec) = specs.iter().find(|s| s.batch == Some(b)) else {
+            continue;
+        };
+        let n = icount::per_page(b)?;
+        counted.push(format!("batch {b}: {n:.1}"));
+        for (metric, value) in [(M_INSNS, n), (M_PAGES_PER_KINSN, 1000.0 / n)] {
+            samples.push(Sample {
+                variant: spec.name.clone(),
+                metric: metric.to_string(),
+                value,
+            });
+        }
+    }
+    if counted.is_empty() {
+        return Err("none of the counted batches is in this run".into());
+    }
+    Ok(format!("callgrind: {}", counted.join(", ")))
 }
 
 #[cfg(test)]

@@ -5,12 +5,13 @@ fn quick_run_has_the_expected_structure() {
     let mut opts = LabOpts::quick_test(1);
     opts.iterations = Some(2);
     let r = BatchScale.run(&opts, &|_, _| {}).unwrap();
-    assert_eq!(r.variants.len(), 12);
+    assert_eq!(r.variants.len(), 14);
     assert_eq!(r.baseline, "batch=63");
     assert_eq!(r.variants[0], r.baseline);
+    // No instruction counts with --quick.
     assert_eq!(r.metrics.len(), 10);
     // Nine metrics per variant and iteration, and the cap conclusion once per iteration.
-    assert_eq!(r.samples.len(), 12 * 9 * 2 + 2);
+    assert_eq!(r.samples.len(), 14 * 9 * 2 + 2);
     for m in r.metrics.iter().filter(|m| m.name != M_CAP) {
         for v in &r.variants {
             let n = r.samples_of(v, &m.name).count();
@@ -29,7 +30,9 @@ fn quick_run_has_the_expected_structure() {
         .map(|s| s.value)
         .collect();
     assert_eq!(caps.len(), 2);
-    assert!(caps.iter().all(|c| (-1.0..=5.0).contains(c)));
+    // The sweep reaches 4095 and one step beyond (cap 7).
+    assert!(caps.iter().all(|c| (-1.0..=7.0).contains(c)));
+    assert!(r.variants.iter().any(|v| v == "batch=8191"));
     // Hold times and throughput against the batch, and both against the cap.
     assert_eq!(r.plots.len(), 4);
     assert_eq!(r.plots[0].series.len(), 5);
@@ -46,7 +49,7 @@ fn two_workers_and_bad_sizes() {
     let mut opts = LabOpts::quick_test(1);
     opts.threads = Some(2);
     let r = BatchScale.run(&opts, &|_, _| {}).unwrap();
-    assert_eq!(r.samples.len(), 12 * 9 + 1);
+    assert_eq!(r.samples.len(), 14 * 9 + 1);
     let mut o = LabOpts::quick_test(1);
     o.zone_pages = Some(1000);
     assert!(BatchScale.run(&o, &|_, _| {}).is_err());

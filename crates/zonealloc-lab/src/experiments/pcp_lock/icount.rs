@@ -4,12 +4,12 @@
 //! and exit), for two pair counts, and divides the difference of the totals by the difference
 //! of the counts, so that setup and exit cancel out (as `crates/zonealloc-icount` does).
 
-use std::path::PathBuf;
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 
 use zonealloc::{CpuId, PcpLocking};
 
 use super::hit;
+use crate::experiments::valgrind::{self, Tool};
 
 /// The environment variable that turns the `zonealloc` binary into the hit-path loop.
 pub const ENV: &str = "ZONEALLOC_LAB_ICOUNT";
@@ -60,63 +60,18 @@ pub fn icount_child() -> Option<ExitCode> {
 
 /// Why instructions cannot be counted here, if they cannot.
 pub(super) fn unavailable() -> Option<String> {
-    let exe = match std::env::current_exe() {
-        Ok(p) => p,
-        Err(e) => return Some(format!("cannot find the running binary: {e}")),
-    };
-    if exe.file_stem().and_then(|s| s.to_str()) != Some("zonealloc") {
-        return Some(format!(
-            "not running as the zonealloc binary ({}): run `zonealloc lab pcp-lock`",
-            exe.display()
-        ));
-    }
-    let ok = Command::new("valgrind")
-        .arg("--version")
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    (!ok).then(|| "valgrind is not installed (its callgrind counts the instructions)".to_string())
+    valgrind::unavailable()
 }
 
 /// Total instructions callgrind counts for `pairs` pairs (setup and exit included).
-fn total(exe: &PathBuf, locking: PcpLocking, pairs: u64) -> Result<u64, String> {
-    let out = std::env::temp_dir().join(format!(
-        "zonealloc-lab-callgrind-{}-{}-{pairs}.out",
-        std::process::id(),
-        scheme_name(locking)
-    ));
-    let run = Command::new("valgrind")
-        .arg("--tool=callgrind")
-        .arg(format!("--callgrind-out-file={}", out.display()))
-        .arg(exe)
-        .env(ENV, format!("{} {pairs}", scheme_name(locking)))
-        .output()
-        .map_err(|e| format!("running valgrind: {e}"))?;
-    let text = std::fs::read_to_string(&out);
-    let _ = std::fs::remove_file(&out);
-    if !run.status.success() {
-        return Err(format!(
-            "the hit-path loop failed under valgrind: {}",
-            String::from_utf8_lossy(&run.stderr)
-                .lines()
-                .last()
-                .unwrap_or("")
-        ));
-    }
-    text.map_err(|e| format!("reading the callgrind output: {e}"))?
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("summary:")
-                .or_else(|| l.strip_prefix("totals:"))
-        })
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .ok_or_else(|| "the callgrind output has no summary line".to_string())
+fn total(locking: PcpLocking, pairs: u64) -> Result<u64, String> {
+    let spec = format!("{} {pairs}", scheme_name(locking));
+    valgrind::event(&valgrind::run(&Tool::Callgrind, ENV, &spec)?, "Ir")
 }
 
 /// Instructions per operation (half an alloc+free pair) of the hit path under `locking`.
 pub(super) fn per_op(locking: PcpLocking) -> Result<f64, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let a = total(&exe, locking, N1)?;
-    let b = total(&exe, locking, N2)?;
-    Ok(b.saturating_sub(a) as f64 / (N2 - N1) as f64 / 2.0)
+    let a = total(locking, N1)?;
+    let b = total(locking, N2)?;
+    Ok(valgrind::per_unit(a, b, N1, N2)? / 2.0)
 }

@@ -2,7 +2,8 @@
 //! each reading a run's samples into the lab's figure, a [`Verdict`] and its reason.
 
 use super::{Claim, Data, Evidence, Expect, Verdict};
-use crate::report::compare::{self, fmt_ratio};
+use crate::report::change;
+use crate::report::compare::fmt_ratio;
 use crate::report::stats::{self, Paired};
 
 pub(super) type Outcome = (String, Verdict, String, Evidence);
@@ -26,11 +27,7 @@ pub(super) fn direction(
             Evidence::default(),
         );
     };
-    let ratio_text = if a != 0.0 && !compare::reads_as_ratio(b / a) {
-        format!("{:+.2}%", (b / a - 1.0) * 100.0)
-    } else {
-        fmt_ratio(a, b).unwrap_or_else(|| "ratio n/a".into())
-    };
+    let ratio_text = change::change(a, b).unwrap_or_else(|| "ratio n/a".into());
     let (xa, xb) = (d.values(from), d.values(to));
     let mut ev = Evidence::default();
     let sign = match expect {
@@ -79,7 +76,12 @@ pub(super) fn direction(
     } else {
         a / b
     };
-    let big_enough = factor.is_finite() && factor >= min_ratio || (a == 0.0 && moved);
+    // From nothing, or down to nothing: any factor.
+    let from_or_to_zero = match expect {
+        Expect::Increase => a == 0.0,
+        Expect::Decrease => b == 0.0,
+    };
+    let big_enough = factor.is_finite() && factor >= min_ratio || (from_or_to_zero && moved);
     // Every step of a sweep in the expected direction.
     let steps: Vec<f64> = std::iter::once(from)
         .chain(path.iter().copied())
@@ -103,13 +105,24 @@ pub(super) fn direction(
         }
     };
     // Timings on logarithms: judged on the 95% CI of the paired ratio, not on the point.
-    let ci = if log && !c.deterministic {
+    let raw_ci = if log && !c.deterministic {
         log_ci(&xa, &xb, sign)
     } else {
         None
     };
+    let ci = raw_ci.map(|ci| LogCi {
+        half_width: widen(c, ci.half_width),
+        ..ci
+    });
+    // Narrower than the histogram can tell: say so rather than show its resolution as a CI.
+    let at_resolution = matches!((raw_ci, ci), (Some(r), Some(w)) if w.half_width > r.half_width);
     ev.ratio_ci95 = ci.map(|ci| ci.ratio(sign));
     let pairs_text = match (ci, c.deterministic, ev.pairs > 0) {
+        (Some(ci), _, _) if at_resolution => format!(
+            ", {} at the histogram's ±{:.2}% resolution (the samples' CI is narrower)",
+            ci.text(sign),
+            c.resolution.unwrap_or(0.0) * 100.0
+        ),
         (Some(ci), _, _) => {
             format!(", 95% CI {}", ci.text(sign))
         }
@@ -160,6 +173,41 @@ pub(super) fn direction(
         (Verdict::Reproduced, String::new())
     };
     (figure, verdict, reason, ev)
+}
+
+/// A growth's upper bound: `out` (the direction rule from `from` to the last of `path`) with
+/// its verdict lowered where the growth passes ×`max_ratio`: wholly past it (the interval's
+/// low end, or an exact figure), `not reproduced`; a reproduced interval reaching past it,
+/// `not measurable here`.
+pub(super) fn at_most(
+    out: Outcome,
+    d: &Data<'_>,
+    from: &str,
+    path: &[&str],
+    max_ratio: f64,
+) -> Outcome {
+    let (figure, verdict, reason, ev) = out;
+    let to = path.last().copied().unwrap_or(from);
+    if !max_ratio.is_finite() || matches!(verdict, Verdict::NotReproduced) {
+        return (figure, verdict, reason, ev);
+    }
+    let point = match (d.summary(from), d.summary(to)) {
+        (Some(a), Some(b)) if a > 0.0 => b / a,
+        _ => return (figure, verdict, reason, ev),
+    };
+    let [lo, hi] = ev.ratio_ci95.unwrap_or([point, point]);
+    if lo > max_ratio {
+        let why = format!(
+            "grows ×{lo:.1} or more, past the ×{max_ratio} the seed's growth allows: not the seed's effect"
+        );
+        (figure, Verdict::NotReproduced, why, ev)
+    } else if hi > max_ratio && verdict == Verdict::Reproduced {
+        let why =
+            format!("the 95% CI reaches ×{hi:.1}, past the ×{max_ratio} the seed's growth allows");
+        (figure, Verdict::NotMeasurable, why, ev)
+    } else {
+        (figure, verdict, reason, ev)
+    }
 }
 
 /// The 95% confidence interval of the mean paired log ratio, signed so that positive is the
@@ -263,7 +311,18 @@ fn judge_log_ci(
     }
 }
 
-pub(super) fn within(c: &Claim, d: &Data<'_>, against: &str, variant: &str, tol: f64) -> Outcome {
+/// Whether `variant` against `against` lies in the seed's band `lo..=hi` (relative changes),
+/// judged on the logarithm of the paired ratio, `ln(variant / against)` per pair: a ratio's
+/// mean in logarithms weighs a halving and a doubling alike, where the mean of `y/x - 1` lets
+/// one +207% pair outweigh many small losses.
+pub(super) fn within(
+    c: &Claim,
+    d: &Data<'_>,
+    against: &str,
+    variant: &str,
+    lo: f64,
+    hi: f64,
+) -> Outcome {
     let (xa, xb) = (d.values(against), d.values(variant));
     let (Some(a), Some(b)) = (d.summary(against), d.summary(variant)) else {
         return (
@@ -273,119 +332,157 @@ pub(super) fn within(c: &Claim, d: &Data<'_>, against: &str, variant: &str, tol:
             Evidence::default(),
         );
     };
+    let band = super::band_text(lo, hi);
+    let (llo, lhi) = ((1.0 + lo).ln(), (1.0 + hi).ln());
     let mut ev = Evidence::default();
-    // Relative difference per pair (the variant against its own repetition's reference).
-    let rel: Vec<f64> = if xa.len() == xb.len() {
+    // The log ratio per pair (the variant against its own repetition's reference); pairs with
+    // a non-positive value cannot be logged and leave the test.
+    let logs: Vec<f64> = if xa.len() == xb.len() {
         xa.iter()
             .zip(&xb)
-            .filter(|(x, _)| **x != 0.0)
-            .map(|(x, y)| y / x - 1.0)
+            .filter(|(x, y)| **x > 0.0 && **y > 0.0)
+            .map(|(x, y)| (y / x).ln())
             .collect()
     } else {
         Vec::new()
     };
-    ev.pairs = rel.len();
-    // The paired mean relative difference where there are pairs, else the summaries'.
-    let point = match stats::mean(&rel) {
+    ev.pairs = logs.len();
+    let point = match stats::mean(&logs) {
         Some(m) => m,
-        None if a != 0.0 => b / a - 1.0,
+        None if a > 0.0 && b > 0.0 => (b / a).ln(),
         None => f64::NAN,
     };
-    let hw = stats::ci95_half_width(&rel);
-    let exact = rel.len() >= 2 && rel.iter().all(|&r| r == rel[0]);
+    let exact = logs.len() >= 2 && logs.iter().all(|&r| r == logs[0]);
+    let hw = if exact {
+        None
+    } else {
+        stats::ci95_half_width(&logs).map(|h| widen(c, h))
+    };
     ev.test = if exact {
         "exact".into()
     } else if hw.is_some() {
-        "paired 95% CI".into()
+        "paired 95% CI on log ratios".into()
     } else {
         "single pair".into()
     };
-    let mean_rel = point;
-    let ci_text = match hw {
-        Some(h) if !exact => format!(", 95% CI {:+.1}% ± {:.1}%", mean_rel * 100.0, h * 100.0),
-        _ => String::new(),
-    };
+    let pct = |l: f64| format!("{:+.2}%", (l.exp() - 1.0) * 100.0);
+    if let Some(h) = hw {
+        ev.ratio_ci95 = Some([(point - h).exp(), (point + h).exp()]);
+    }
     let figure = if point.is_finite() {
-        format!(
-            "{} → {} ({:+.2}%{ci_text}{})",
-            d.fmt(a),
-            d.fmt(b),
-            point * 100.0,
-            if c.deterministic && exact {
-                ", exact"
-            } else {
-                ""
-            }
-        )
+        let change = change::of_relative(point.exp() - 1.0).unwrap_or_else(|| pct(point));
+        let ci = match hw {
+            Some(h) => format!(", 95% CI {}..{}", pct(point - h), pct(point + h)),
+            None if exact || c.deterministic => ", exact".into(),
+            None => String::new(),
+        };
+        format!("{} → {} ({change}{ci})", d.fmt(a), d.fmt(b))
     } else {
         format!("{} → {}", d.fmt(a), d.fmt(b))
     };
-    let band = format!("±{:.0}%", tol * 100.0);
+    let inside = |l: f64| (llo..=lhi).contains(&l);
     let (verdict, reason) = if !point.is_finite() {
         (
             Verdict::NotMeasurable,
-            format!("{against} is zero: nothing to compare against"),
+            format!("{against} or {variant} is not positive: no ratio to judge"),
         )
     } else if exact || (hw.is_none() && c.deterministic) {
-        // The same difference in every pair, or one seed of a deterministic metric: it is
-        // what it is.
-        if point.abs() <= tol {
+        // The same ratio in every pair, or one sample of an exact count: it is what it is.
+        if inside(point) {
             (Verdict::Reproduced, String::new())
         } else {
             (
                 Verdict::NotReproduced,
-                format!("differs by {:+.1}%, outside {band}", point * 100.0),
+                format!("{}: outside {band}", pct(point)),
             )
         }
     } else {
-        // A timing (or a varying count) is judged on the 95% CI only: a verdict moves when the
-        // interval moves past the band's edge, never with the point alone.
-        let h = hw.unwrap_or(f64::INFINITY);
-        if !h.is_finite() {
-            (
+        // A timing is judged on its 95% CI only: a verdict moves when the interval moves past
+        // a band's edge, never with the point alone.
+        match hw {
+            None => (
                 Verdict::NotMeasurable,
                 "one repetition: no confidence interval".to_owned(),
-            )
-        } else if h > tol {
-            // A band can only be judged with an interval narrower than it; a wide one
-            // straddles the band's edge in one run and clears it in the next.
-            (
+            ),
+            Some(h) if 2.0 * h > lhi - llo => (
                 Verdict::NotMeasurable,
                 format!(
-                    "the 95% CI (±{:.1}%) is wider than the {band} the seed claims",
-                    h * 100.0
+                    "the 95% CI ({}..{}) is wider than the seed's range {band}",
+                    pct(point - h),
+                    pct(point + h)
                 ),
-            )
-        } else if point.abs() + h <= tol {
-            (Verdict::Reproduced, String::new())
-        } else if point.abs() - h > tol {
-            (
+            ),
+            Some(h) if inside(point - h) && inside(point + h) => {
+                (Verdict::Reproduced, String::new())
+            }
+            Some(h) if point + h < llo || point - h > lhi => (
                 Verdict::NotReproduced,
                 format!(
-                    "differs by {:+.1}% ± {:.1}%: outside {band} even at the interval's edge",
-                    point * 100.0,
-                    h * 100.0
+                    "the 95% CI ({}..{}) lies wholly outside {band}",
+                    pct(point - h),
+                    pct(point + h)
                 ),
-            )
-        } else {
-            (
+            ),
+            Some(h) => (
                 Verdict::NotMeasurable,
                 format!(
-                    "the 95% CI ({:+.1}% ± {:.1}%) straddles the {band} edge: too noisy to tell",
-                    point * 100.0,
-                    h * 100.0
+                    "the 95% CI ({}..{}) straddles an edge of {band}: too noisy to tell",
+                    pct(point - h),
+                    pct(point + h)
                 ),
-            )
+            ),
         }
     };
     (figure, verdict, reason, ev)
 }
 
+/// A half-width on logarithms never narrower than the metric's resolution (a histogram's
+/// quantiles are exact only to a sub-bucket): an interval of zero width from quantised samples
+/// is the histogram's resolution, not a confidence interval.
+fn widen(c: &Claim, h: f64) -> f64 {
+    match c.resolution {
+        Some(r) => h.max((1.0 + r).ln()),
+        None => h,
+    }
+}
+
+/// "The highest of the three": `variant` against each of `others` by the direction rule; the
+/// weakest verdict decides, and the figure lists every comparison.
+pub(super) fn highest(c: &Claim, d: &Data<'_>, variant: &str, others: &[&str]) -> Outcome {
+    let rank = |v: Verdict| match v {
+        Verdict::Reproduced => 3,
+        Verdict::Partly => 2,
+        Verdict::NotMeasurable | Verdict::NotModelled => 1,
+        Verdict::NotReproduced => 0,
+    };
+    let mut figures = Vec::new();
+    let mut worst: Option<(Verdict, String, Evidence)> = None;
+    for other in others {
+        let (fig, v, why, ev) = direction(c, d, other, &[variant], Expect::Increase, 1.0);
+        figures.push(format!("vs {other}: {fig}"));
+        if worst.as_ref().is_none_or(|w| rank(v) < rank(w.0)) {
+            let why = if why.is_empty() {
+                why
+            } else {
+                format!("against {other}: {why}")
+            };
+            worst = Some((v, why, ev));
+        }
+    }
+    let (verdict, reason, ev) = worst.unwrap_or((
+        Verdict::NotMeasurable,
+        "nothing to compare against".into(),
+        Evidence::default(),
+    ));
+    (figures.join("; "), verdict, reason, ev)
+}
+
 pub(super) fn largest_under(
+    c: &Claim,
     d: &Data<'_>,
     sweep: &[(&str, &str)],
     limit: f64,
-    expected: &str,
+    expected: &[&str],
 ) -> Outcome {
     let mut last: Option<(&str, &str, f64)> = None;
     let mut first_over: Option<(&str, f64)> = None;
@@ -393,7 +490,11 @@ pub(super) fn largest_under(
     let mut unresolved: Option<(&str, f64, f64)> = None;
     for (variant, step) in sweep {
         let Some(s) = d.summary(variant) else { break };
-        let h = stats::ci95_half_width(&d.values(variant)).unwrap_or(0.0);
+        // Never narrower than the histogram's resolution: identical quantiles from every
+        // repetition are one sub-bucket, not an exact figure.
+        let h = stats::ci95_half_width(&d.values(variant))
+            .unwrap_or(0.0)
+            .max(s * c.resolution.unwrap_or(0.0));
         if s + h < limit {
             last = Some((variant, step, s));
         } else if s - h >= limit {
@@ -432,15 +533,16 @@ pub(super) fn largest_under(
         .map(|(v, s)| format!("; {v}: {}", d.fmt(s)))
         .unwrap_or_default();
     let figure = format!("{step} ({variant}: {}{over})", d.fmt(s));
-    let (verdict, reason) = match (pos(step), pos(expected)) {
-        (Some(a), Some(b)) if a == b => (Verdict::Reproduced, String::new()),
-        (Some(a), Some(b)) if a.abs_diff(b) == 1 => (
-            Verdict::Partly,
-            format!("one step off the seed's {expected}"),
-        ),
+    let seeds: Vec<usize> = expected.iter().filter_map(|e| pos(e)).collect();
+    let answer = expected.join(" or ");
+    let (verdict, reason) = match pos(step) {
+        Some(a) if seeds.contains(&a) => (Verdict::Reproduced, String::new()),
+        Some(a) if seeds.iter().any(|b| a.abs_diff(*b) == 1) => {
+            (Verdict::Partly, format!("one step off the seed's {answer}"))
+        }
         _ => (
             Verdict::NotReproduced,
-            format!("the seed's answer is {expected}"),
+            format!("the seed's answer is {answer}"),
         ),
     };
     (figure, verdict, reason, ev)

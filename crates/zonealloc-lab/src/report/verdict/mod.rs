@@ -43,8 +43,11 @@ use super::compare::{self, fmt_value, summarise};
 use super::{stats, ExperimentReport, MetricDef, MetricKind};
 
 mod criteria;
+mod tally;
 
-use criteria::{direction, largest_under, within};
+pub use tally::{tally, Tally};
+
+use criteria::{direction, highest, largest_under, within};
 
 /// The outcome of a claim.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -61,6 +64,9 @@ pub enum Verdict {
     /// The run has no figure to judge (see the reason).
     #[serde(rename = "not measurable here")]
     NotMeasurable,
+    /// The seed's entry is not modelled by the lab (see the reason).
+    #[serde(rename = "not modelled")]
+    NotModelled,
 }
 
 impl Verdict {
@@ -71,6 +77,7 @@ impl Verdict {
             Verdict::Partly => "partly",
             Verdict::NotReproduced => "not reproduced",
             Verdict::NotMeasurable => "not measurable here",
+            Verdict::NotModelled => "not modelled",
         }
     }
 }
@@ -102,7 +109,7 @@ pub enum Criterion {
         /// The least factor (1.0: any change the right way).
         min_ratio: f64,
     },
-    /// `metric` grows at every step of `sweep` and by at least ×`min_ratio` end to end.
+    /// `metric` grows at every step of `sweep` and by ×`min_ratio`..=×`max_ratio` end to end.
     Grows {
         /// The metric.
         metric: &'static str,
@@ -110,8 +117,13 @@ pub enum Criterion {
         sweep: &'static [&'static str],
         /// The least end-to-end factor.
         min_ratio: f64,
+        /// The most (`f64::INFINITY`: no bound): growth far past what the seed describes is
+        /// not its effect (a hold's tail that grows a thousandfold is the machine preempting
+        /// the holder).
+        max_ratio: f64,
     },
-    /// `variant` stays within ±`tol` (a fraction) of `against`.
+    /// `variant / against - 1` lies in the band `lo..=hi` (fractions: the seed's own published
+    /// range, e.g. -0.0204..=0.0139), judged on the logarithm of the paired ratio.
     Within {
         /// The metric.
         metric: &'static str,
@@ -119,11 +131,28 @@ pub enum Criterion {
         against: &'static str,
         /// The variant with the seed's change.
         variant: &'static str,
-        /// Relative tolerance, e.g. 0.02 for ±2%.
-        tol: f64,
+        /// The band's low edge (a relative change, e.g. -0.0204 for -2.04%).
+        lo: f64,
+        /// The band's high edge.
+        hi: f64,
+    },
+    /// `variant` is higher than every one of `others` ("the highest of the three"): the
+    /// direction rule against each, the weakest verdict of them.
+    Highest {
+        /// The metric.
+        metric: &'static str,
+        /// The variant claimed highest.
+        variant: &'static str,
+        /// Every other variant it is claimed to beat.
+        others: &'static [&'static str],
+    },
+    /// The seed's entry is not modelled: listed with the reason, never judged.
+    NotModelled {
+        /// Why.
+        why: &'static str,
     },
     /// The last step of `sweep` (variant, step label) whose summary stays under `limit`, as
-    /// long as every step before it does too; the seed's answer is `expected`.
+    /// long as every step before it does too; the seed's answers are `expected`.
     LargestUnder {
         /// The metric.
         metric: &'static str,
@@ -131,8 +160,8 @@ pub enum Criterion {
         sweep: &'static [(&'static str, &'static str)],
         /// The limit, in the metric's unit.
         limit: f64,
-        /// The seed's answer (a step label).
-        expected: &'static str,
+        /// The seed's answers (step labels: one, or the range its machines gave).
+        expected: &'static [&'static str],
     },
 }
 
@@ -143,7 +172,9 @@ impl Criterion {
             Criterion::Direction { metric, .. }
             | Criterion::Grows { metric, .. }
             | Criterion::Within { metric, .. }
+            | Criterion::Highest { metric, .. }
             | Criterion::LargestUnder { metric, .. } => metric,
+            Criterion::NotModelled { .. } => "",
         }
     }
 
@@ -157,7 +188,52 @@ impl Criterion {
                 against, variant, ..
             } => vec![against, variant],
             Criterion::Grows { sweep, .. } => sweep.to_vec(),
+            Criterion::Highest {
+                variant, others, ..
+            } => std::iter::once(*variant)
+                .chain(others.iter().copied())
+                .collect(),
             Criterion::LargestUnder { sweep, .. } => sweep.iter().map(|s| s.0).collect(),
+            Criterion::NotModelled { .. } => Vec::new(),
+        }
+    }
+
+    /// The same criterion with the judged variant `from` replaced by `to` (the seed's rule
+    /// swapped for mainline's); `None` where the criterion has no such variant.
+    pub fn with_variant(&self, from: &str, to: &'static str) -> Option<Criterion> {
+        let mut c = self.clone();
+        match &mut c {
+            Criterion::Direction { variant, .. }
+            | Criterion::Within { variant, .. }
+            | Criterion::Highest { variant, .. }
+                if *variant == from =>
+            {
+                *variant = to;
+            }
+            _ => return None,
+        }
+        Some(c)
+    }
+}
+
+/// What a claim is evidence of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClaimKind {
+    /// The seed's measured outcome: the model could have failed it.
+    Experiment,
+    /// True of any faithful implementation of the change (the lock is taken, the lists are
+    /// bypassed): still checked so that a regression is caught, but not counted as a
+    /// reproduction.
+    Mechanism,
+}
+
+impl ClaimKind {
+    /// The word the tables print.
+    pub fn label(self) -> &'static str {
+        match self {
+            ClaimKind::Experiment => "experiment",
+            ClaimKind::Mechanism => "mechanism",
         }
     }
 }
@@ -173,6 +249,24 @@ pub struct Claim {
     pub source: &'static str,
     /// The lab experiment that reproduces it.
     pub experiment: &'static str,
+    /// The entry of the seed's text (a table or a stated result, see
+    /// `experiments::seeds::items`) this claim judges.
+    pub item: &'static str,
+    /// Experiment or mechanism.
+    pub kind: ClaimKind,
+    /// The seed's own words (or figures) the claim rests on, quoted.
+    pub quote: &'static str,
+    /// The seed's `Link:` lines: where a reader opens the source.
+    pub links: &'static [&'static str],
+    /// Where the lab's figure is a deterministic proxy, what it stands for (an instruction
+    /// count for a throughput, a step count for a wait); `None` for a direct measure.
+    pub proxy: Option<&'static str>,
+    /// Where the kernel later changed the seed's rule: the variant with mainline's rule, judged
+    /// by the same criterion beside the seed's (the claim's own variant is the seed's rule).
+    pub mainline: Option<&'static str>,
+    /// The relative resolution of the metric where it is read from a histogram (e.g. 1/16):
+    /// a confidence interval is never shown narrower than it.
+    pub resolution: Option<f64>,
     /// The claim, in words.
     pub claim: &'static str,
     /// The seed's figure, as published.
@@ -239,6 +333,20 @@ pub struct Judgement {
     pub reason: String,
     /// The statistics behind it.
     pub evidence: Evidence,
+    /// The same criterion on mainline's rule, where the claim has one (see
+    /// [`Claim::mainline`]): its figure and verdict, shown beside the seed's.
+    pub mainline: Option<Beside>,
+}
+
+/// A claim's criterion judged on another variant, shown beside the judged one.
+#[derive(Clone, Debug, Serialize)]
+pub struct Beside {
+    /// The variant.
+    pub variant: &'static str,
+    /// Its figure.
+    pub lab_figure: String,
+    /// Its verdict.
+    pub verdict: Verdict,
 }
 
 /// Judges every claim whose experiment ran (or failed) in `experiments`; claims of
@@ -273,12 +381,21 @@ fn unmeasurable(c: &Claim, reason: String) -> Judgement {
         verdict: Verdict::NotMeasurable,
         reason,
         evidence: Evidence::default(),
+        mainline: None,
     }
 }
 
 /// The criterion in words, for the table.
 pub fn criterion_text(c: &Claim) -> String {
-    let consistency = if c.deterministic {
+    criterion_text_for(c, false)
+}
+
+/// The criterion in words; `exact`: the run's figure was an exact count (one sample, or the
+/// same difference on every seed), which no sign test or interval describes.
+fn criterion_text_for(c: &Claim, exact: bool) -> String {
+    let consistency = if exact {
+        "an exact count (the same on every run of this build)"
+    } else if c.deterministic {
         "the seeds agree (sign test, one-sided p < 0.05)"
     } else {
         "the paired ratio's 95% CI clears it"
@@ -298,25 +415,47 @@ pub fn criterion_text(c: &Claim) -> String {
             }
         }
         Criterion::Grows {
-            sweep, min_ratio, ..
+            sweep,
+            min_ratio,
+            max_ratio,
+            ..
         } => format!(
-            "rises at every step {}..{}, ≥ ×{min_ratio} end to end, {consistency}",
+            "rises at every step {}..{}, {} end to end, {consistency}",
             sweep.first().copied().unwrap_or("?"),
-            sweep.last().copied().unwrap_or("?")
+            sweep.last().copied().unwrap_or("?"),
+            if max_ratio.is_finite() {
+                format!("×{min_ratio}..×{max_ratio}")
+            } else {
+                format!("≥ ×{min_ratio}")
+            }
         ),
-        Criterion::Within { tol, .. } => {
-            format!(
-                "within ±{:.0}% (95% CI of the paired difference; not measurable when wider or astride the edge)",
-                tol * 100.0
-            )
+        Criterion::Within { lo, hi, .. } => {
+            let band = band_text(*lo, *hi);
+            if exact {
+                format!("in the seed's range {band}, {consistency}")
+            } else {
+                format!(
+                    "in the seed's range {band} (95% CI of the paired log ratio; not measurable when wider or astride an edge)"
+                )
+            }
+        }
+        Criterion::Highest { others, .. } => {
+            format!("higher than each of {}, {consistency}", others.join(", "))
         }
         Criterion::LargestUnder {
             limit, expected, ..
         } => format!(
-            "largest step under {} (its whole 95% CI) is {expected}",
-            fmt_unit(*limit, unit_hint(c))
+            "largest step under {} (its whole 95% CI) is {}",
+            fmt_unit(*limit, unit_hint(c)),
+            expected.join(" or ")
         ),
+        Criterion::NotModelled { .. } => "-".to_owned(),
     }
+}
+
+/// A band of relative changes, e.g. `-2.04%..+1.39%`.
+pub fn band_text(lo: f64, hi: f64) -> String {
+    format!("{:+.2}%..{:+.2}%", lo * 100.0, hi * 100.0)
 }
 
 fn unit_hint(c: &Claim) -> &'static str {
@@ -358,6 +497,12 @@ impl Data<'_> {
 
 /// Judges one claim on one experiment's results.
 pub fn judge(c: &Claim, e: &ExperimentReport) -> Judgement {
+    if let Criterion::NotModelled { why } = c.criterion {
+        return Judgement {
+            verdict: Verdict::NotModelled,
+            ..unmeasurable(c, why.to_owned())
+        };
+    }
     let metric = c.criterion.metric();
     let Some(def) = e.result.metrics.iter().find(|m| m.name == metric) else {
         return unmeasurable(
@@ -374,33 +519,7 @@ pub fn judge(c: &Claim, e: &ExperimentReport) -> Judgement {
             );
         }
     }
-    let (lab_figure, verdict, mut reason, evidence) = match &c.criterion {
-        Criterion::Direction {
-            against,
-            variant,
-            expect,
-            min_ratio,
-            ..
-        } => direction(c, &data, against, &[variant], *expect, *min_ratio),
-        Criterion::Grows {
-            sweep, min_ratio, ..
-        } => {
-            let (first, rest) = sweep.split_first().expect("a sweep has variants");
-            direction(c, &data, first, rest, Expect::Increase, *min_ratio)
-        }
-        Criterion::Within {
-            against,
-            variant,
-            tol,
-            ..
-        } => within(c, &data, against, variant, *tol),
-        Criterion::LargestUnder {
-            sweep,
-            limit,
-            expected,
-            ..
-        } => largest_under(&data, sweep, *limit, expected),
-    };
+    let (lab_figure, verdict, mut reason, evidence) = outcome(c, &data, &c.criterion);
     let mut verdict = verdict;
     if let Some(floor) = &c.noise_floor {
         let xs = compare::values(&e.result, floor.metric, floor.variant);
@@ -419,13 +538,83 @@ pub fn judge(c: &Claim, e: &ExperimentReport) -> Judgement {
     if let (Verdict::NotMeasurable, Some(caveat)) = (verdict, c.caveat) {
         reason = format!("{reason}; {caveat}");
     }
+    let exact = c.deterministic && matches!(evidence.test.as_str(), "exact" | "single pair");
+    let mainline = c.mainline.and_then(|m| {
+        let own = own_variant(&c.criterion)?;
+        let crit = c.criterion.with_variant(own, m)?;
+        if data.values(m).is_empty() {
+            return None;
+        }
+        let (lab_figure, verdict, _, _) = outcome(c, &data, &crit);
+        Some(Beside {
+            variant: m,
+            lab_figure,
+            verdict,
+        })
+    });
     Judgement {
         claim: c.clone(),
         lab_figure,
-        criterion_text: criterion_text(c),
+        criterion_text: criterion_text_for(c, exact),
         verdict,
         reason,
         evidence,
+        mainline,
+    }
+}
+
+/// The variant a criterion judges (the one with the seed's change), where it has one.
+fn own_variant(c: &Criterion) -> Option<&'static str> {
+    match c {
+        Criterion::Direction { variant, .. }
+        | Criterion::Within { variant, .. }
+        | Criterion::Highest { variant, .. } => Some(variant),
+        _ => None,
+    }
+}
+
+/// `crit` evaluated on `data` (the claim supplies its consistency rule and resolution).
+fn outcome(c: &Claim, data: &Data<'_>, crit: &Criterion) -> criteria::Outcome {
+    match crit {
+        Criterion::Direction {
+            against,
+            variant,
+            expect,
+            min_ratio,
+            ..
+        } => direction(c, data, against, &[variant], *expect, *min_ratio),
+        Criterion::Grows {
+            sweep,
+            min_ratio,
+            max_ratio,
+            ..
+        } => {
+            let (first, rest) = sweep.split_first().expect("a sweep has variants");
+            let out = direction(c, data, first, rest, Expect::Increase, *min_ratio);
+            criteria::at_most(out, data, first, rest, *max_ratio)
+        }
+        Criterion::Within {
+            against,
+            variant,
+            lo,
+            hi,
+            ..
+        } => within(c, data, against, variant, *lo, *hi),
+        Criterion::Highest {
+            variant, others, ..
+        } => highest(c, data, variant, others),
+        Criterion::LargestUnder {
+            sweep,
+            limit,
+            expected,
+            ..
+        } => largest_under(c, data, sweep, *limit, expected),
+        Criterion::NotModelled { why } => (
+            "-".into(),
+            Verdict::NotModelled,
+            (*why).to_owned(),
+            Evidence::default(),
+        ),
     }
 }
 
@@ -435,419 +624,4 @@ pub fn is_timing(kind: MetricKind) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::report::{ExperimentResult, Sample};
-
-    fn report(
-        metric: &str,
-        kind: MetricKind,
-        unit: &str,
-        data: &[(&str, &[f64])],
-    ) -> ExperimentReport {
-        let samples = data
-            .iter()
-            .flat_map(|(v, xs)| {
-                xs.iter().map(move |&x| Sample {
-                    variant: (*v).into(),
-                    metric: metric.into(),
-                    value: x,
-                })
-            })
-            .collect();
-        let r = ExperimentResult {
-            name: "exp".into(),
-            seed: "000".into(),
-            change: "c".into(),
-            baseline: data[0].0.into(),
-            variants: data.iter().map(|d| d.0.to_string()).collect(),
-            metrics: vec![MetricDef {
-                name: metric.into(),
-                unit: unit.into(),
-                kind,
-            }],
-            samples,
-            tables: vec![],
-            plots: vec![],
-            expected_shape: String::new(),
-            config: serde_json::Value::Null,
-            oversubscribed: false,
-        };
-        ExperimentReport::new(r, 0.0)
-    }
-
-    fn claim(deterministic: bool, criterion: Criterion) -> Claim {
-        Claim {
-            seed: "000",
-            seed_file: "000_x.txt",
-            source: "table",
-            experiment: "exp",
-            claim: "c",
-            seed_figure: "f",
-            deterministic,
-            caveat: None,
-            noise_floor: None,
-            criterion,
-        }
-    }
-
-    const DOWN: Criterion = Criterion::Direction {
-        metric: "m",
-        against: "off",
-        variant: "on",
-        expect: Expect::Decrease,
-        min_ratio: 1.0,
-    };
-
-    fn count() -> MetricKind {
-        MetricKind::Count {
-            higher_is_better: false,
-        }
-    }
-
-    #[test]
-    fn deterministic_direction_needs_a_significant_sign_test() {
-        let c = claim(true, DOWN);
-        let judge_on = |off: &[f64], on: &[f64]| {
-            judge(&c, &report("m", count(), "%", &[("off", off), ("on", on)]))
-        };
-        // 5 of 5 seeds lower: p = 1/32.
-        let j = judge_on(&[5.0, 6.0, 7.0, 8.0, 9.0], &[4.0, 5.5, 6.0, 7.9, 8.0]);
-        assert_eq!(j.verdict, Verdict::Reproduced, "{j:?}");
-        assert!(j.lab_figure.contains("5/5 seeds"), "{}", j.lab_figure);
-        // 10 of 12 lower: p = 79/4096, one seed the other way does not decide it.
-        let off: Vec<f64> = (0..12).map(|k| 10.0 + f64::from(k)).collect();
-        let mut on: Vec<f64> = off.iter().map(|x| x - 1.0).collect();
-        on[3] += 1.5;
-        on[7] += 1.5;
-        assert_eq!(judge_on(&off, &on).verdict, Verdict::Reproduced);
-        // 9 of 12 lower: p = 299/4096, the right way but not shown.
-        on[9] += 1.5;
-        let j = judge_on(&off, &on);
-        assert_eq!(j.verdict, Verdict::Partly, "{j:?}");
-        assert!(j.reason.contains("9 of 12"), "{}", j.reason);
-        // 3 of 3 is too few seeds to tell (p = 1/8).
-        let j = judge_on(&[5.0, 6.0, 7.0], &[4.0, 5.5, 6.0]);
-        assert_eq!(j.verdict, Verdict::Partly, "{j:?}");
-        assert!(j.reason.contains("3 of 3"), "{}", j.reason);
-        // A seed where nothing moved is left out: 5 of 5 untied.
-        let j = judge_on(
-            &[5.0, 6.0, 7.0, 8.0, 9.0, 3.0],
-            &[4.0, 5.5, 6.0, 7.9, 8.0, 3.0],
-        );
-        assert_eq!(j.verdict, Verdict::Reproduced, "{j:?}");
-        // One exact figure (an instruction count) is judged as it is.
-        let j = judge_on(&[60.0], &[55.0]);
-        assert_eq!(j.verdict, Verdict::Reproduced, "{j:?}");
-        // The wrong way.
-        assert_eq!(
-            judge_on(&[5.0, 6.0], &[6.0, 7.0]).verdict,
-            Verdict::NotReproduced
-        );
-    }
-
-    #[test]
-    fn timing_direction_uses_the_paired_test_and_the_ratio() {
-        let c = claim(false, DOWN);
-        let lat = MetricKind::Latency;
-        let sig = report(
-            "m",
-            lat,
-            "ns",
-            &[
-                ("off", &[10.0, 20.0, 30.0, 40.0, 50.0]),
-                ("on", &[9.0, 18.2, 26.9, 36.1, 44.8]),
-            ],
-        );
-        let j = judge(&c, &sig);
-        assert_eq!(j.verdict, Verdict::Reproduced, "{j:?}");
-        // About ×0.9 in every pair: a factor, tested on the logarithms.
-        assert_eq!(j.evidence.test, "paired t on logarithms");
-        assert!(j.evidence.p.unwrap() < 0.05);
-        let noisy = report(
-            "m",
-            lat,
-            "ns",
-            &[("off", &[10.0, 20.0, 30.0]), ("on", &[12.0, 10.0, 29.0])],
-        );
-        let j = judge(&c, &noisy);
-        assert_eq!(j.verdict, Verdict::NotMeasurable, "{j:?}");
-        assert!(j.reason.contains("includes no change"), "{}", j.reason);
-        // The same noise with the point on the other side: the same verdict, not a flip to
-        // `not reproduced`.
-        let other_side = report(
-            "m",
-            lat,
-            "ns",
-            &[("off", &[12.0, 10.0, 29.0]), ("on", &[10.0, 20.0, 30.0])],
-        );
-        assert_eq!(judge(&c, &other_side).verdict, Verdict::NotMeasurable);
-        // Wholly the wrong way: resolved, not reproduced.
-        let up = report(
-            "m",
-            lat,
-            "ns",
-            &[
-                ("off", &[9.0, 18.2, 26.9, 36.1, 44.8]),
-                ("on", &[10.0, 20.0, 30.0, 40.0, 50.0]),
-            ],
-        );
-        let j = judge(&c, &up);
-        assert_eq!(j.verdict, Verdict::NotReproduced, "{j:?}");
-        assert!(j.reason.contains("other side"), "{}", j.reason);
-        let big = Criterion::Direction {
-            metric: "m",
-            against: "off",
-            variant: "on",
-            expect: Expect::Decrease,
-            min_ratio: 3.0,
-        };
-        let j = judge(&claim(false, big.clone()), &sig);
-        assert_eq!(j.verdict, Verdict::Partly);
-        assert!(j.reason.contains("smaller than ×3"), "{}", j.reason);
-        // About ×0.3 but one pair at ×1 (a preempted fast run): the interval holds both no
-        // change and ×3, so the run cannot tell.
-        let tail = report(
-            "m",
-            lat,
-            "ns",
-            &[
-                ("off", &[4000.0, 4000.0, 4000.0, 4000.0]),
-                ("on", &[4000.0, 1300.0, 1400.0, 1200.0]),
-            ],
-        );
-        let j = judge(&claim(false, big), &tail);
-        assert_eq!(j.verdict, Verdict::NotMeasurable, "{j:?}");
-        assert!(j.reason.contains("both no change and ×3"), "{}", j.reason);
-        assert!(j.evidence.ratio_ci95.is_some());
-    }
-
-    #[test]
-    fn a_noise_floor_over_its_mark_makes_the_claim_not_measurable() {
-        let mut c = claim(false, DOWN);
-        c.noise_floor = Some(NoiseFloor {
-            metric: "waited",
-            variant: "on",
-            at_least: 1.0,
-            why: "the tail is the machine's",
-        });
-        let mut r = report(
-            "m",
-            MetricKind::Latency,
-            "ns",
-            &[
-                ("off", &[10.0, 20.0, 30.0, 40.0, 50.0]),
-                ("on", &[1.0, 2.0, 3.0, 4.0, 5.0]),
-            ],
-        );
-        assert_eq!(judge(&c, &r).verdict, Verdict::Reproduced);
-        let waited = |v: f64| Sample {
-            variant: "on".into(),
-            metric: "waited".into(),
-            value: v,
-        };
-        r.result.samples.extend([waited(0.5), waited(1.0)]);
-        assert_eq!(judge(&c, &r).verdict, Verdict::Reproduced);
-        r.result.samples.push(waited(2.0));
-        let j = judge(&c, &r);
-        assert_eq!(j.verdict, Verdict::NotMeasurable, "{j:?}");
-        assert!(
-            j.reason.contains("the tail is the machine's"),
-            "{}",
-            j.reason
-        );
-    }
-
-    #[test]
-    fn grows_needs_every_step() {
-        const SWEEP: &[&str] = &["b1", "b2", "b3"];
-        let c = claim(
-            false,
-            Criterion::Grows {
-                metric: "m",
-                sweep: SWEEP,
-                min_ratio: 4.0,
-            },
-        );
-        let lat = MetricKind::Latency;
-        let up = report(
-            "m",
-            lat,
-            "ns",
-            &[
-                ("b1", &[1000.0, 1100.0]),
-                ("b2", &[2000.0, 2300.0]),
-                ("b3", &[8000.0, 9000.0]),
-            ],
-        );
-        let j = judge(&c, &up);
-        assert_eq!(j.verdict, Verdict::Reproduced, "{j:?}");
-        assert!(
-            j.lab_figure.starts_with("1.05 µs → 8.50 µs (×8.10"),
-            "{}",
-            j.lab_figure
-        );
-        let bumpy = report(
-            "m",
-            lat,
-            "ns",
-            &[
-                ("b1", &[1000.0, 1100.0]),
-                ("b2", &[9000.0, 9300.0]),
-                ("b3", &[8000.0, 9000.0]),
-            ],
-        );
-        assert_eq!(judge(&c, &bumpy).verdict, Verdict::Partly);
-    }
-
-    #[test]
-    fn within_band_needs_a_tight_interval() {
-        let c = claim(
-            false,
-            Criterion::Within {
-                metric: "m",
-                against: "off",
-                variant: "on",
-                tol: 0.02,
-            },
-        );
-        let rate = MetricKind::Rate;
-        let tight = report(
-            "m",
-            rate,
-            "/s",
-            &[
-                ("off", &[100.0, 200.0, 300.0]),
-                ("on", &[99.5, 199.5, 298.0]),
-            ],
-        );
-        assert_eq!(judge(&c, &tight).verdict, Verdict::Reproduced);
-        let loose = report(
-            "m",
-            rate,
-            "/s",
-            &[
-                ("off", &[100.0, 200.0, 300.0]),
-                ("on", &[108.0, 190.0, 300.0]),
-            ],
-        );
-        // +8%, -5%, 0%: an interval (±16%) wider than the ±2% band cannot judge it.
-        let j = judge(&c, &loose);
-        assert_eq!(j.verdict, Verdict::NotMeasurable, "{j:?}");
-        assert!(j.reason.contains("wider than the ±2%"), "{}", j.reason);
-        // +2.2%, +2.7%, +3.2%: the mean is outside ±2%, the interval (±1.2%) reaches back
-        // into it.
-        let straddles = report(
-            "m",
-            rate,
-            "/s",
-            &[
-                ("off", &[100.0, 200.0, 300.0]),
-                ("on", &[102.2, 205.4, 309.6]),
-            ],
-        );
-        let j = judge(&c, &straddles);
-        assert_eq!(j.verdict, Verdict::NotMeasurable, "{j:?}");
-        assert!(j.reason.contains("too noisy to tell"), "{}", j.reason);
-        let off = report(
-            "m",
-            rate,
-            "/s",
-            &[
-                ("off", &[100.0, 100.0, 100.0, 100.0]),
-                ("on", &[80.0, 81.0, 80.0, 81.0]),
-            ],
-        );
-        assert_eq!(judge(&c, &off).verdict, Verdict::NotReproduced);
-        // Two pairs of the same: -19% ± 12.7%, an interval wider than the band, is not
-        // judged however far out its point lies (the next run's interval may reach the band).
-        let two = report(
-            "m",
-            rate,
-            "/s",
-            &[("off", &[100.0, 100.0]), ("on", &[80.0, 82.0])],
-        );
-        assert_eq!(judge(&c, &two).verdict, Verdict::NotMeasurable);
-    }
-
-    #[test]
-    fn largest_under_finds_the_seeds_step() {
-        const SWEEP: &[(&str, &str)] = &[("b1", "cap 0"), ("b2", "cap 1"), ("b3", "cap 2")];
-        let c = |expected| {
-            claim(
-                false,
-                Criterion::LargestUnder {
-                    metric: "m",
-                    sweep: SWEEP,
-                    limit: 100.0,
-                    expected,
-                },
-            )
-        };
-        let lat = MetricKind::Latency;
-        let r = report(
-            "m",
-            lat,
-            "ns",
-            &[("b1", &[10.0]), ("b2", &[50.0]), ("b3", &[150.0])],
-        );
-        let j = judge(&c("cap 1"), &r);
-        assert_eq!(j.verdict, Verdict::Reproduced);
-        assert!(j.lab_figure.starts_with("cap 1"), "{}", j.lab_figure);
-        assert_eq!(judge(&c("cap 2"), &r).verdict, Verdict::Partly);
-        assert_eq!(judge(&c("cap 0"), &r).verdict, Verdict::Partly);
-        let r = report(
-            "m",
-            lat,
-            "ns",
-            &[("b1", &[500.0]), ("b2", &[50.0]), ("b3", &[150.0])],
-        );
-        assert_eq!(judge(&c("cap 2"), &r).verdict, Verdict::NotReproduced);
-        // b3 at 95 ± 30: whether it is under 100 is noise.
-        let r = report(
-            "m",
-            lat,
-            "ns",
-            &[
-                ("b1", &[10.0, 10.0]),
-                ("b2", &[50.0, 52.0]),
-                ("b3", &[93.0, 97.0]),
-            ],
-        );
-        let j = judge(&c("cap 2"), &r);
-        assert_eq!(j.verdict, Verdict::NotMeasurable, "{j:?}");
-        assert!(j.reason.contains("b3"), "{}", j.reason);
-    }
-
-    #[test]
-    fn missing_metric_variant_or_experiment_is_not_measurable() {
-        let r = report("m", count(), "%", &[("off", &[1.0]), ("on", &[2.0])]);
-        let c = claim(
-            true,
-            Criterion::Direction {
-                metric: "other",
-                against: "off",
-                variant: "on",
-                expect: Expect::Increase,
-                min_ratio: 1.0,
-            },
-        );
-        let j = judge(&c, &r);
-        assert_eq!(j.verdict, Verdict::NotMeasurable);
-        assert!(j.reason.contains("'other'"));
-        let c = claim(
-            true,
-            Criterion::Direction {
-                metric: "m",
-                against: "off",
-                variant: "revert",
-                expect: Expect::Increase,
-                min_ratio: 1.0,
-            },
-        );
-        assert!(judge(&c, &r).reason.contains("'revert'"));
-        let all = judge_all(std::slice::from_ref(&c), &[], &["exp".into()]);
-        assert_eq!(all[0].verdict, Verdict::NotMeasurable);
-        assert!(judge_all(&[c], &[], &[]).is_empty());
-    }
-}
+mod tests;
