@@ -2,13 +2,11 @@
 //!
 //! The work lives in [`zonealloc_lab::trace`]; a new way to set a replay up (another source
 //! of the zone's geometry, a kernel-version preset) is a flag in [`crate::cli`] and a field
-//! of [`rr::ReplayOptions`], resolved here.
+//! of [`replay::ReplayOptions`], resolved here.
 
 use std::io::{IsTerminal, Write as _};
 
-use zonealloc_lab::machine;
-use zonealloc_lab::report::{self, ExperimentReport, LabOpts, LabReport};
-use zonealloc_lab::trace::{self, replay_report as rr, variant::Variant};
+use zonealloc_lab::trace::{self, replay, report, variant::Variant};
 
 use super::{command_line, emit, progress_bar, Exit};
 use crate::cli::{TraceGenArgs, TraceReplayArgs, TraceStatsArgs};
@@ -17,7 +15,7 @@ use crate::cli::{TraceGenArgs, TraceReplayArgs, TraceStatsArgs};
 /// prints the summary (or JSON).
 pub fn replay(args: &TraceReplayArgs) -> Result<(), Exit> {
     let kernel = match &args.kernel {
-        Some(k) => Some(trace::replay::preset::Kernel::parse(k).map_err(Exit::Usage)?),
+        Some(k) => Some(replay::preset::Kernel::parse(k).map_err(Exit::Usage)?),
         None => None,
     };
     // Check the specs before reading anything (they are parsed again on the preset).
@@ -29,7 +27,7 @@ pub fn replay(args: &TraceReplayArgs) -> Result<(), Exit> {
         }
         names.push(v.name);
     }
-    let opts = rr::ReplayOptions {
+    let opts = replay::ReplayOptions {
         variants: names,
         kernel,
         zone_start: args.zone_start,
@@ -56,21 +54,15 @@ pub fn replay(args: &TraceReplayArgs) -> Result<(), Exit> {
         }),
         proc: args.proc.clone(),
         proc_after: args.proc_after.clone(),
-        window: trace::replay::input::Window {
+        window: replay::input::Window {
             from: args.from_marker.clone(),
             to: args.to_marker.clone(),
         },
     };
     let bar = progress_bar(!args.json && std::io::stderr().is_terminal(), "replay");
     let progress = |done: u64| bar.set_position(done);
-    let started = std::time::Instant::now();
-    let mut run_info = machine::RunInfo::start();
-    // The machine's facts, read beside the replay: a thread started for them after it waited
-    // for its own start as well as for their `/proc` reads (0.7 ms of the serial end).
-    let machine = std::thread::Builder::new()
-        .name("machine".to_owned())
-        .spawn(machine::Machine::detect);
-    let run = match rr::run_unchecked(&args.file, &opts, &progress) {
+    let context = report::Context::start();
+    let run = match replay::run_unchecked(&args.file, &opts, &progress) {
         Ok(r) => r,
         Err(e) => {
             bar.abandon();
@@ -86,53 +78,18 @@ pub fn replay(args: &TraceReplayArgs) -> Result<(), Exit> {
             p.malformed_summary()
         );
     }
-    // The zones' check beside the result's tables (the parse's core is free by now) and the
-    // report's rendering, whose files are written once it has passed.
-    let zones = run.zones();
-    let (written, report, summary) = std::thread::scope(|s| {
-        let zones = &zones;
-        let check = std::thread::Builder::new()
-            .name("check".to_owned())
-            .spawn_scoped(s, move || rr::check_zones(zones));
-        let result = rr::to_result(&run, &args.file, &opts);
-        let summary = rr::summary(&result, &run);
-        let report = LabReport {
-            tool: format!("{} {}", env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
-            command: command_line(),
-            // Detected here where the thread could not start.
-            machine: machine
-                .ok()
-                .and_then(|h| h.join().ok())
-                .unwrap_or_else(machine::Machine::detect),
-            run: {
-                run_info.finish();
-                run_info
-            },
-            verdicts: Vec::new(),
-            opts: LabOpts {
-                quick: false,
-                seed: 0,
-                threads: Some(1),
-                iterations: Some(1),
-                zone_pages: Some(run.geo.zones.iter().map(|z| z.pages).sum()),
-                variants: Some(args.variants.clone()),
-                record_traces: None,
-                validate_only: false,
-            },
-            significance_test: report::compare::SIGNIFICANCE_TEST.to_owned(),
-            experiments: vec![ExperimentReport::new(
-                result,
-                started.elapsed().as_secs_f64(),
-            )],
-            failures: Vec::new(),
-        };
-        let checked = || match check {
-            Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
-            Err(_) => rr::check_zones(zones),
-        };
-        let written = report::write_checked(&args.out, &report, checked);
-        (written, report, summary)
-    });
+    let report::Reported {
+        report,
+        summary,
+        written,
+    } = context.write(
+        &run,
+        &args.file,
+        &opts,
+        &args.variants,
+        &args.out,
+        command_line(),
+    );
     // A failed check is the run's failure: nothing was written.
     let written = written.map_err(Exit::Failure)?;
     let mut ok = true;
@@ -147,7 +104,7 @@ pub fn replay(args: &TraceReplayArgs) -> Result<(), Exit> {
         eprintln!("emitted: {}", e.display());
     }
     let text = if args.json {
-        let s = report::json::to_string(&report).map_err(|e| Exit::Failure(e.to_string()))?;
+        let s = zonealloc_lab::report::json::to_string(&report).map_err(|e| Exit::Failure(e.to_string()))?;
         format!("{s}\n")
     } else {
         format!("{summary}report: {}\n", args.out.display())

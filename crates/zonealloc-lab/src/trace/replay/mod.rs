@@ -42,6 +42,7 @@ pub mod pipe;
 pub mod prefix;
 pub mod preset;
 pub mod proc_setup;
+mod run;
 pub mod start_count;
 
 use std::io::{self, Write};
@@ -57,6 +58,7 @@ use kernel::{Grid, Inferred};
 pub use counts::{FragSample, ReplayCounts};
 pub use geometry::{pick_cpus, Geometry, Online, ZoneSpan, DEFAULT_ZONE_PAGES};
 pub use gfp::request;
+pub use run::{check_zones, emit_path, run, run_unchecked, ReplayOptions, ReplayRun};
 
 /// The orders whose unusable free space index is sampled over time.
 pub const FRAG_ORDERS: [u8; 3] = [3, 9, 10];

@@ -617,7 +617,7 @@ mod tests {
     use crate::trace::migratetype::Numbering;
     use crate::trace::replay::first_events::{self, Which};
     use crate::trace::replay::{input, proc_setup};
-    use crate::trace::replay_report::{self, ReplayOptions};
+    use crate::trace::replay::{self, ReplayOptions};
     use std::path::Path;
 
     fn snap_dir() -> std::path::PathBuf {
@@ -856,9 +856,9 @@ mod tests {
                 proc_after: None,
                 window: input::Window::default(),
             };
-            replay_report::run(&p, &opts, &|_| {}).unwrap()
+            replay::run(&p, &opts, &|_| {}).unwrap()
         };
-        let pcp = |r: &replay_report::ReplayRun| {
+        let pcp = |r: &replay::ReplayRun| {
             let f = r.replayers[0]
                 .setup
                 .iter()

@@ -1,28 +1,22 @@
-//! Running a replay over a trace (one streaming pass: every variant's [`Replayer`] and the
-//! kernel's own counts, [`KernelSide`], fed from one parse) and turning it into the lab's
-//! report shapes: metrics per variant, the kernel beside us, tables, plots over time.
+//! Running a replay over a trace: one streaming pass, every variant's [`Replayer`] and the
+//! kernel's own counts ([`KernelSide`]) fed from one parse, into a [`ReplayRun`].
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::migratetype::Numbering;
-use super::parse::Parser;
-use super::replay::kernel::{self, KernelSide};
-use super::replay::prefix::PrefixLook;
-use super::replay::preset::Kernel;
-use super::replay::{
+use super::kernel::{self, KernelSide};
+use super::prefix::PrefixLook;
+use super::preset::Kernel;
+use super::{
     first_events, input, pcp_state, proc_setup, start_count, Geometry, Online, Replayer,
     FRAG_ORDERS,
 };
-use super::variant::Variant;
 use crate::procfs::ProcSnapshot;
-
-mod result;
-mod tables;
-
-pub use result::{fidelity_metric, summary, to_result};
+use crate::trace::migratetype::Numbering;
+use crate::trace::parse::Parser;
+use crate::trace::variant::Variant;
 
 /// What `zonealloc trace replay` was asked to do.
 #[derive(Clone, Debug)]
@@ -34,7 +28,7 @@ pub struct ReplayOptions {
     pub kernel: Option<Kernel>,
     /// First frame of the zone (default 0).
     pub zone_start: Option<u64>,
-    /// Zone size in frames (default: [`super::replay::DEFAULT_ZONE_PAGES`], onlined as the
+    /// Zone size in frames (default: [`super::DEFAULT_ZONE_PAGES`], onlined as the
     /// trace touches it).
     pub zone_pages: Option<u64>,
     /// Which frames are free at the start (default: all with `--zone-pages`, else touched).
