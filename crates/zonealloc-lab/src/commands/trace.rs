@@ -54,7 +54,7 @@ pub fn replay(args: &TraceReplayArgs) -> Result<(), Exit> {
         }),
         proc: args.proc.clone(),
         proc_after: args.proc_after.clone(),
-        window: replay::input::Window {
+        window: trace::ingest::Window {
             from: args.from_marker.clone(),
             to: args.to_marker.clone(),
         },
@@ -104,7 +104,8 @@ pub fn replay(args: &TraceReplayArgs) -> Result<(), Exit> {
         eprintln!("emitted: {}", e.display());
     }
     let text = if args.json {
-        let s = zonealloc_lab::report::json::to_string(&report).map_err(|e| Exit::Failure(e.to_string()))?;
+        let s = zonealloc_lab::report::json::to_string(&report)
+            .map_err(|e| Exit::Failure(e.to_string()))?;
         format!("{s}\n")
     } else {
         format!("{summary}report: {}\n", args.out.display())

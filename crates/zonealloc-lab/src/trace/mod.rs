@@ -15,6 +15,8 @@
 
 pub mod emit;
 pub mod gen;
+pub mod gfp_memo;
+pub mod ingest;
 pub mod input;
 pub mod migratetype;
 pub mod parse;

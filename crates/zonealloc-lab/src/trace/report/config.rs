@@ -7,7 +7,7 @@ use std::path::Path;
 use serde_json::json;
 
 use super::tables::per_cpu;
-use crate::trace::replay::kernel::{self, KINDS};
+use crate::trace::replay::tally::{self, KINDS};
 use crate::trace::replay::{ReplayOptions, ReplayRun};
 
 /// The `config` object of the replay's result.
@@ -68,7 +68,7 @@ pub(super) fn config(run: &ReplayRun, file: &Path, opts: &ReplayOptions) -> serd
             "counts": r.counts,
             "per_zone_cpu": r.ours,
             "fidelity_pct": KINDS.iter().map(|(kind, f)| {
-                (kind.to_string(), json!(kernel::fidelity(&r.ours, &run.kernel.grid, *f)))
+                (kind.to_string(), json!(tally::fidelity(&r.ours, &run.kernel.grid, *f)))
             }).collect::<serde_json::Map<_, _>>(),
             "refills_per_cpu": per_cpu(&r.ours, |t| t.refills),
             "drains_per_cpu": per_cpu(&r.ours, |t| t.drains),

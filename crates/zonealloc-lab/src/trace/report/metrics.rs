@@ -3,7 +3,7 @@
 
 use super::diff::pct;
 use crate::report::{MetricDef, MetricKind, Sample};
-use crate::trace::replay::kernel::{self, KINDS};
+use crate::trace::replay::tally::{self, KINDS};
 use crate::trace::replay::{ReplayRun, Replayer};
 
 const M_HIT: &str = "PCP hit rate";
@@ -97,7 +97,7 @@ fn values(run: &ReplayRun, r: &Replayer, reused: &[(u64, u32)]) -> Vec<(String, 
         ),
     ];
     for (kind, f) in KINDS {
-        if let Some(v) = kernel::fidelity(&r.ours, &run.kernel.grid, f) {
+        if let Some(v) = tally::fidelity(&r.ours, &run.kernel.grid, f) {
             values.push((fidelity_metric(kind), v));
         }
     }

@@ -3,7 +3,7 @@
 
 use super::tables::per_cpu;
 use crate::report::{Plot, PlotKind, Series};
-use crate::trace::replay::kernel;
+use crate::trace::replay::tally;
 use crate::trace::replay::{ReplayRun, FRAG_ORDERS};
 
 /// Every plot of the report, in order.
@@ -71,12 +71,12 @@ fn unusable_plots(run: &ReplayRun) -> Vec<Plot> {
 /// Refill and drain pages per CPU, the kernel's as the reference series.
 fn per_cpu_plots(run: &ReplayRun) -> Vec<Plot> {
     let cpus = run.geo.cpus;
-    let kinds: [(&str, kernel::Count); 2] =
+    let kinds: [(&str, tally::Count); 2] =
         [("refill", |t| t.refill_pages), ("drain", |t| t.drain_pages)];
     kinds
         .into_iter()
         .map(|(what, f)| {
-            let series_of = |name: String, g: &kernel::Grid| Series {
+            let series_of = |name: String, g: &tally::Grid| Series {
                 name,
                 points: per_cpu(g, f)
                     .iter()
@@ -101,4 +101,3 @@ fn per_cpu_plots(run: &ReplayRun) -> Vec<Plot> {
         })
         .collect()
 }
-

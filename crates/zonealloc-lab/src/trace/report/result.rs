@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use super::tables::{
-    accounting_table, beside_table, end_state_table, fidelity_table, per_cpu_table,
-    reuse_table, setup_table, start_count_table, REUSE_ROWS,
+    accounting_table, beside_table, end_state_table, fidelity_table, per_cpu_table, reuse_table,
+    setup_table, start_count_table, REUSE_ROWS,
 };
 use super::{config, metrics, plots};
 use crate::report::{ExperimentResult, Table};

@@ -4,11 +4,11 @@
 
 use super::diff::diff_pct;
 use crate::report::Table;
-use crate::trace::replay::kernel::{self, KINDS};
+use crate::trace::replay::tally::{self, KINDS};
 use crate::trace::replay::{proc_setup, start_count, ReplayRun, Replayer};
 
 /// One kind per CPU, summed over zones.
-pub(super) fn per_cpu(g: &kernel::Grid, f: fn(&kernel::Tally) -> u64) -> Vec<u64> {
+pub(super) fn per_cpu(g: &tally::Grid, f: fn(&tally::Tally) -> u64) -> Vec<u64> {
     (0..g.cpus)
         .map(|c| (0..g.zones).map(|z| f(g.get(z, c))).sum())
         .collect()
@@ -36,7 +36,7 @@ pub(super) fn fidelity_table(run: &ReplayRun, names: &[String]) -> Table {
             for r in &run.replayers {
                 row.push(r.ours.total(*f).to_string());
                 row.push(
-                    kernel::fidelity(&r.ours, &run.kernel.grid, *f)
+                    tally::fidelity(&r.ours, &run.kernel.grid, *f)
                         .map_or_else(|| "-".to_owned(), |v| format!("{v:.1}%")),
                 );
             }
@@ -64,7 +64,7 @@ pub(super) fn beside_table(run: &ReplayRun, r: &Replayer) -> Table {
     for z in 0..k.zones {
         for cpu in 0..k.cpus {
             let (kt, ot) = (k.get(z, cpu), r.ours.get(z, cpu));
-            if *kt == kernel::Tally::default() && *ot == kernel::Tally::default() {
+            if *kt == tally::Tally::default() && *ot == tally::Tally::default() {
                 continue;
             }
             let mut row = vec![zone_name(run, z), cpu.to_string()];

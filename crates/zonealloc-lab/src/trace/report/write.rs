@@ -7,6 +7,8 @@ use std::path::Path;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+use super::result::to_result;
+use super::summary::summary;
 use crate::machine::{Machine, RunInfo};
 use crate::report::{self, ExperimentReport, LabOpts, LabReport};
 use crate::trace::replay::{check_zones, ReplayOptions, ReplayRun};
@@ -22,7 +24,7 @@ pub struct Context {
 pub struct Reported {
     /// The report as written (`--json` prints it).
     pub report: LabReport,
-    /// The stdout summary ([`super::summary`]).
+    /// The stdout summary ([`summary`]).
     pub summary: String,
     /// `Err`: a zone failed its check and nothing was written; `Ok(Err)`: writing failed;
     /// `Ok(Ok)`: the warnings of the writing.
@@ -69,8 +71,8 @@ impl Context {
             let check = std::thread::Builder::new()
                 .name("check".to_owned())
                 .spawn_scoped(s, move || check_zones(zones));
-            let result = super::to_result(run, file, opts);
-            let summary = super::summary(&result, run);
+            let result = to_result(run, file, opts);
+            let summary = summary(&result, run);
             let report = LabReport {
                 tool: format!("{} {}", env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
                 command,
