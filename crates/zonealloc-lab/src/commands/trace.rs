@@ -14,51 +14,7 @@ use crate::cli::{TraceGenArgs, TraceReplayArgs, TraceStatsArgs};
 /// `trace replay`: replays a trace under each `--variant`, writes the report folder and
 /// prints the summary (or JSON).
 pub fn replay(args: &TraceReplayArgs) -> Result<(), Exit> {
-    let kernel = match &args.kernel {
-        Some(k) => Some(replay::preset::Kernel::parse(k).map_err(Exit::Usage)?),
-        None => None,
-    };
-    // Check the specs before reading anything (they are parsed again on the preset).
-    let mut names: Vec<String> = Vec::new();
-    for spec in &args.variants {
-        let v = Variant::parse(spec).map_err(|e| Exit::Usage(format!("--variant: {e}")))?;
-        if names.contains(&v.name) {
-            return Err(Exit::Usage(format!("--variant '{}' given twice", v.name)));
-        }
-        names.push(v.name);
-    }
-    let opts = replay::ReplayOptions {
-        variants: names,
-        kernel,
-        zone_start: args.zone_start,
-        zone_pages: args.zone_pages,
-        online: args.online,
-        cpus: args.cpus,
-        no_pcp: args.no_pcp,
-        numbering: args.migratetypes,
-        samples: args.samples,
-        emit: args.emit.clone(),
-        strict: args.strict,
-        no_decay: args.no_decay,
-        infer: args.infer.iter().rev().find_map(|i| match i {
-            crate::cli::Infer::All(on) => Some(*on),
-            _ => None,
-        }),
-        infer_start_count: args.infer.iter().rev().find_map(|i| match i {
-            crate::cli::Infer::StartCount(on) => Some(*on),
-            _ => None,
-        }),
-        infer_lists: args.infer.iter().rev().find_map(|i| match i {
-            crate::cli::Infer::Lists(on) => Some(*on),
-            _ => None,
-        }),
-        proc: args.proc.clone(),
-        proc_after: args.proc_after.clone(),
-        window: trace::ingest::Window {
-            from: args.from_marker.clone(),
-            to: args.to_marker.clone(),
-        },
-    };
+    let opts = replay_options(args)?;
     let bar = progress_bar(!args.json && std::io::stderr().is_terminal(), "replay");
     let progress = |done: u64| bar.set_position(done);
     let context = report::Context::start();
@@ -121,6 +77,56 @@ pub fn replay(args: &TraceReplayArgs) -> Result<(), Exit> {
     } else {
         Err(Exit::Reported)
     }
+}
+
+/// The replay's options from its flags; the `--kernel` and `--variant` specs are checked
+/// before anything is read (they are parsed again on the preset).
+fn replay_options(args: &TraceReplayArgs) -> Result<replay::ReplayOptions, Exit> {
+    let kernel = match &args.kernel {
+        Some(k) => Some(replay::preset::Kernel::parse(k).map_err(Exit::Usage)?),
+        None => None,
+    };
+    // Check the specs before reading anything (they are parsed again on the preset).
+    let mut names: Vec<String> = Vec::new();
+    for spec in &args.variants {
+        let v = Variant::parse(spec).map_err(|e| Exit::Usage(format!("--variant: {e}")))?;
+        if names.contains(&v.name) {
+            return Err(Exit::Usage(format!("--variant '{}' given twice", v.name)));
+        }
+        names.push(v.name);
+    }
+    Ok(replay::ReplayOptions {
+        variants: names,
+        kernel,
+        zone_start: args.zone_start,
+        zone_pages: args.zone_pages,
+        online: args.online,
+        cpus: args.cpus,
+        no_pcp: args.no_pcp,
+        numbering: args.migratetypes,
+        samples: args.samples,
+        emit: args.emit.clone(),
+        strict: args.strict,
+        no_decay: args.no_decay,
+        infer: args.infer.iter().rev().find_map(|i| match i {
+            crate::cli::Infer::All(on) => Some(*on),
+            _ => None,
+        }),
+        infer_start_count: args.infer.iter().rev().find_map(|i| match i {
+            crate::cli::Infer::StartCount(on) => Some(*on),
+            _ => None,
+        }),
+        infer_lists: args.infer.iter().rev().find_map(|i| match i {
+            crate::cli::Infer::Lists(on) => Some(*on),
+            _ => None,
+        }),
+        proc: args.proc.clone(),
+        proc_after: args.proc_after.clone(),
+        window: trace::ingest::Window {
+            from: args.from_marker.clone(),
+            to: args.to_marker.clone(),
+        },
+    })
 }
 
 /// `trace gen`: records one of the lab's workloads on a fresh zone as an ftrace text trace.
