@@ -61,7 +61,7 @@ fn module_path(rel: &Path) -> Vec<String> {
 
 /// The code of a file without comments and without its unit tests.
 fn code_of(text: &str) -> String {
-    let text = match text.find("#[cfg(test)]\nmod tests") {
+    let text = match text.find("#[cfg(test)]\nmod tests {") {
         Some(i) => &text[..i],
         None => text,
     };
