@@ -14,6 +14,7 @@ use zonealloc_lab::experiments::repeat::{self, RepeatPolicy, Repetition};
 use zonealloc_lab::experiments::{self, seeds, Experiment, ExperimentResult, LabOpts};
 use zonealloc_lab::machine;
 use zonealloc_lab::report::compare::{self, Design};
+use zonealloc_lab::report::out::{check_out, clear_report};
 use zonealloc_lab::report::{self, runs, verdict, ExperimentReport, Failure, LabReport};
 
 use super::{command_line, emit, progress_bar, Exit};
@@ -92,39 +93,6 @@ fn out_dir(args: &LabArgs, date_utc: &str) -> Result<OutDir, String> {
             })
         }
     }
-}
-
-/// The rule for an explicit `--out` (the lab's and `trace replay`'s): a folder that is
-/// absent or empty, or any folder with `force`; `other` names another way out for the
-/// message. Creates nothing.
-pub(super) fn check_out(dir: &Path, force: bool, other: &str) -> Result<(), String> {
-    let non_empty = std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some());
-    if non_empty && !force {
-        return Err(format!(
-            "--out {}: the folder is not empty; refusing to overwrite an earlier run \
-             (give another folder, {other}, or add --force)",
-            dir.display()
-        ));
-    }
-    if dir.exists() && !dir.is_dir() {
-        return Err(format!("--out {}: not a folder", dir.display()));
-    }
-    Ok(())
-}
-
-/// Removes what an earlier report wrote into `dir` (for `--force`).
-pub(super) fn clear_report(dir: &Path) -> Result<(), String> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Ok(());
-    };
-    for e in entries.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        if name == "report.md" || name == "results.json" || name.ends_with(".svg") {
-            std::fs::remove_file(e.path())
-                .map_err(|err| format!("--force: removing {}: {err}", e.path().display()))?;
-        }
-    }
-    Ok(())
 }
 
 /// Points `<root>/latest` at `dir` (a symlink; `latest.txt` with the folder's name where

@@ -2,13 +2,12 @@
 //!
 //! The work lives in [`zonealloc_lab::trace`]; a new way to set a replay up (another source
 //! of the zone's geometry, a kernel-version preset) is a flag in [`crate::cli`] and a field
-//! of [`rr::ReplayOptions`], resolved here.
+//! of [`replay::ReplayOptions`], resolved here.
 
 use std::io::{IsTerminal, Write as _};
 
-use zonealloc_lab::machine;
-use zonealloc_lab::report::{self, ExperimentReport, LabOpts, LabReport};
-use zonealloc_lab::trace::{self, replay_report as rr, variant::Variant};
+use zonealloc_lab::report as lab_report;
+use zonealloc_lab::trace::{self, replay, report, variant::Variant};
 
 use super::{command_line, emit, progress_bar, Exit};
 use crate::cli::{TraceGenArgs, TraceReplayArgs, TraceStatsArgs};
@@ -16,8 +15,80 @@ use crate::cli::{TraceGenArgs, TraceReplayArgs, TraceStatsArgs};
 /// `trace replay`: replays a trace under each `--variant`, writes the report folder and
 /// prints the summary (or JSON).
 pub fn replay(args: &TraceReplayArgs) -> Result<(), Exit> {
+    let opts = replay_options(args)?;
+    let bar = progress_bar(!args.json && std::io::stderr().is_terminal(), "replay");
+    let progress = |done: u64| bar.set_position(done);
+    let context = report::Context::start();
+    let run = match replay::run_unchecked(&args.file, &opts, &progress) {
+        Ok(r) => r,
+        Err(e) => {
+            bar.abandon();
+            return Err(Exit::Failure(e.to_string()));
+        }
+    };
+    bar.finish_and_clear();
+    for w in &run.proc_warnings {
+        eprintln!("warning: {w}");
+    }
+    let p = &run.parser;
+    if p.malformed > 0 {
+        eprintln!(
+            "warning: {}: {}",
+            args.file.display(),
+            p.malformed_summary()
+        );
+    }
+    let report::Reported {
+        report,
+        summary,
+        written,
+    } = context.write(
+        &run,
+        &args.file,
+        &opts,
+        &args.variants,
+        &args.out,
+        args.force,
+        command_line(),
+    );
+    // A failed check is the run's failure: nothing was written.
+    let written = written.map_err(Exit::Failure)?;
+    let mut ok = true;
+    match written {
+        Ok(warnings) => warnings.iter().for_each(|w| eprintln!("warning: {w}")),
+        Err(e) => {
+            eprintln!("error: writing the report: {e}");
+            ok = false;
+        }
+    }
+    for e in &run.emitted {
+        eprintln!("emitted: {}", e.display());
+    }
+    let text = if args.json {
+        let s = zonealloc_lab::report::json::to_string(&report)
+            .map_err(|e| Exit::Failure(e.to_string()))?;
+        format!("{s}\n")
+    } else {
+        format!("{summary}report: {}\n", args.out.display())
+    };
+    emit(&text)?;
+    // The process ends here: its exit returns the zones, frame arrays and chunks (tens of MiB)
+    // to the kernel at once, where dropping them one allocation at a time took a millisecond
+    // or two of a short replay's wall time.
+    std::mem::forget(run);
+    std::mem::forget(report);
+    if ok {
+        Ok(())
+    } else {
+        Err(Exit::Reported)
+    }
+}
+
+/// The replay's options from its flags; the `--kernel` and `--variant` specs are checked
+/// before anything is read (they are parsed again on the preset).
+fn replay_options(args: &TraceReplayArgs) -> Result<replay::ReplayOptions, Exit> {
     let kernel = match &args.kernel {
-        Some(k) => Some(trace::replay::preset::Kernel::parse(k).map_err(Exit::Usage)?),
+        Some(k) => Some(replay::preset::Kernel::parse(k).map_err(Exit::Usage)?),
         None => None,
     };
     // Check the specs before reading anything (they are parsed again on the preset).
@@ -30,8 +101,8 @@ pub fn replay(args: &TraceReplayArgs) -> Result<(), Exit> {
         names.push(v.name);
     }
     // The lab's rule for --out, checked before the replay's work.
-    super::lab::check_out(&args.out, args.force, "remove it").map_err(Exit::Usage)?;
-    let opts = rr::ReplayOptions {
+    lab_report::out::check_out(&args.out, args.force, "remove it").map_err(Exit::Usage)?;
+    Ok(replay::ReplayOptions {
         variants: names,
         kernel,
         zone_start: args.zone_start,
@@ -58,122 +129,11 @@ pub fn replay(args: &TraceReplayArgs) -> Result<(), Exit> {
         }),
         proc: args.proc.clone(),
         proc_after: args.proc_after.clone(),
-        window: trace::replay::input::Window {
+        window: trace::ingest::Window {
             from: args.from_marker.clone(),
             to: args.to_marker.clone(),
         },
-    };
-    let bar = progress_bar(!args.json && std::io::stderr().is_terminal(), "replay");
-    let progress = |done: u64| bar.set_position(done);
-    let started = std::time::Instant::now();
-    let mut run_info = machine::RunInfo::start();
-    // The machine's facts, read beside the replay: a thread started for them after it waited
-    // for its own start as well as for their `/proc` reads (0.7 ms of the serial end).
-    let machine = std::thread::Builder::new()
-        .name("machine".to_owned())
-        .spawn(machine::Machine::detect);
-    let run = match rr::run_unchecked(&args.file, &opts, &progress) {
-        Ok(r) => r,
-        Err(e) => {
-            bar.abandon();
-            return Err(Exit::Failure(e.to_string()));
-        }
-    };
-    bar.finish_and_clear();
-    for w in &run.proc_warnings {
-        eprintln!("warning: {w}");
-    }
-    let p = &run.parser;
-    if p.malformed > 0 {
-        eprintln!(
-            "warning: {}: {}",
-            args.file.display(),
-            p.malformed_summary()
-        );
-    }
-    // The zones' check beside the result's tables (the parse's core is free by now) and the
-    // report's rendering, whose files are written once it has passed.
-    let zones = run.zones();
-    let (written, report, summary) = std::thread::scope(|s| {
-        let zones = &zones;
-        let check = std::thread::Builder::new()
-            .name("check".to_owned())
-            .spawn_scoped(s, move || rr::check_zones(zones));
-        let result = rr::to_result(&run, &args.file, &opts);
-        let summary = rr::summary(&result, &run);
-        let report = LabReport {
-            tool: format!("{} {}", env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
-            command: command_line(),
-            // Detected here where the thread could not start.
-            machine: machine
-                .ok()
-                .and_then(|h| h.join().ok())
-                .unwrap_or_else(machine::Machine::detect),
-            run: {
-                run_info.finish();
-                run_info
-            },
-            verdicts: Vec::new(),
-            opts: LabOpts {
-                quick: false,
-                seed: 0,
-                threads: Some(1),
-                iterations: Some(1),
-                zone_pages: Some(run.geo.zones.iter().map(|z| z.pages).sum()),
-                variants: Some(args.variants.clone()),
-                record_traces: None,
-                validate_only: false,
-            },
-            significance_test: report::compare::SIGNIFICANCE_TEST.to_owned(),
-            experiments: vec![ExperimentReport::new(
-                result,
-                started.elapsed().as_secs_f64(),
-            )],
-            failures: Vec::new(),
-        };
-        let checked = || match check {
-            Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
-            Err(_) => rr::check_zones(zones),
-        };
-        // With --force, the earlier report's files go first (the lab's `clear_report`).
-        let cleared = if args.force {
-            super::lab::clear_report(&args.out)
-        } else {
-            Ok(())
-        };
-        let written = cleared.and_then(|()| report::write_checked(&args.out, &report, checked));
-        (written, report, summary)
-    });
-    // A failed check is the run's failure: nothing was written.
-    let written = written.map_err(Exit::Failure)?;
-    let mut ok = true;
-    match written {
-        Ok(warnings) => warnings.iter().for_each(|w| eprintln!("warning: {w}")),
-        Err(e) => {
-            eprintln!("error: writing the report: {e}");
-            ok = false;
-        }
-    }
-    for e in &run.emitted {
-        eprintln!("emitted: {}", e.display());
-    }
-    let text = if args.json {
-        let s = report::json::to_string(&report).map_err(|e| Exit::Failure(e.to_string()))?;
-        format!("{s}\n")
-    } else {
-        format!("{summary}report: {}\n", args.out.display())
-    };
-    emit(&text)?;
-    // The process ends here: its exit returns the zones, frame arrays and chunks (tens of MiB)
-    // to the kernel at once, where dropping them one allocation at a time took a millisecond
-    // or two of a short replay's wall time.
-    std::mem::forget(run);
-    std::mem::forget(report);
-    if ok {
-        Ok(())
-    } else {
-        Err(Exit::Reported)
-    }
+    })
 }
 
 /// `trace gen`: records one of the lab's workloads on a fresh zone as an ftrace text trace.

@@ -16,6 +16,7 @@ pub mod change;
 pub mod compare;
 pub mod json;
 pub mod markdown;
+pub mod out;
 pub mod plot;
 pub mod repetition;
 mod result;

@@ -14,8 +14,18 @@
 //! The accessors are `#[inline(always)]`: each is a few instructions, called on every traced
 //! allocation and free from functions too large for the compiler to inline them into.
 
-use super::Live;
 use crate::trace::stats::HashMap;
+
+/// A traced block live in the replay.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Live {
+    pub(super) ours: u64,
+    pub(super) order: u8,
+    /// Our zone it came from.
+    pub(super) zone: u8,
+    /// Pages of it the trace has freed so far (by partial frees).
+    pub(super) freed: u64,
+}
 
 /// Bits of a packed [`Live`]: our frame (as an offset from the span's start), its order and
 /// zone, and whether a partial free has begun (its page count then kept in `freed`).
@@ -232,6 +242,27 @@ impl Frames {
             .iter()
             .map(|&i| (self.start + i as u64, self.allocated[i]))
     }
+}
+
+/// The `n` first of `items` (pfns, each once, with a count) by count, most first, ties by
+/// pfn: what sorting them all gives, in one pass that keeps `n` (a replay's frames number
+/// hundreds of thousands, the table shows five).
+pub(super) fn most_first<C: Ord + Copy>(
+    items: impl Iterator<Item = (u64, C)>,
+    n: usize,
+) -> Vec<(u64, C)> {
+    // `a` comes before `b`.
+    let before = |a: &(u64, C), b: &(u64, C)| a.1 > b.1 || (a.1 == b.1 && a.0 < b.0);
+    let mut best: Vec<(u64, C)> = Vec::with_capacity(n + 1);
+    for it in items {
+        if best.len() == n && best.last().is_none_or(|last| !before(&it, last)) {
+            continue;
+        }
+        let at = best.partition_point(|b| before(b, &it));
+        best.insert(at, it);
+        best.truncate(n);
+    }
+    best
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use serde::Serialize;
 use zonealloc::ZoneType;
 
-use super::input;
+use crate::trace::ingest::input;
 use crate::trace::migratetype::Numbering;
 
 /// The smallest span the zone gets from the trace when neither `--proc` nor `--zone-pages`

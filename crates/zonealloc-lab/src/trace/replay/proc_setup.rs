@@ -37,9 +37,9 @@ use zonealloc::{
     AllocRequest, CpuId, MigrateType, Order, PcpTuning, Pfn, WatermarkConfig, Zone, ZoneConfig,
 };
 
-use super::pcp_state::ListDemand;
+use super::geometry::{Geometry, Online, ZoneSpan, MAX_CPUS};
+use super::infer::pcp_state::ListDemand;
 use super::preset::Kernel;
-use super::{Geometry, Online, ZoneSpan, MAX_CPUS};
 use crate::procfs::{MigrateTypeName, ProcSnapshot, ZoneSnapshot};
 use crate::trace::migratetype::Numbering;
 

@@ -1,6 +1,6 @@
 //! The window's first events, parsed once and held: the inferences that set each CPU's lists
 //! up before the replay ([`super::pcp_state`], [`super::start_count`]) read them off the
-//! replay's own parse ([`ParseAhead`]), and the replay then starts with the same events, so
+//! replay's own parse ([`crate::trace::ingest::Source`]), and the replay then starts with the same events, so
 //! nothing is read twice. A file, a pipe and a compressed input get the same inferences.
 //!
 //! At most [`LIST_EVENTS`] events are held (the parser's own [`Chunk`]s, some 72 bytes an
@@ -9,10 +9,10 @@
 //! and every CPU is pinned before. Memory beyond them is the replay's, as before.
 
 use super::pcp_state::{self, Collector};
-use super::pipe::{Chunk, ParseAhead};
 use super::start_count::{StartCounts, Walk};
-use super::Geometry;
 use crate::procfs::ProcSnapshot;
+use crate::trace::ingest::Chunk;
+use crate::trace::replay::geometry::Geometry;
 
 /// Events of the window the inferences read at most: 512 Ki events, some 70 MiB of ftrace
 /// text (a list's first refill can come many seconds in).
@@ -46,14 +46,13 @@ pub struct FirstEvents {
     pub lists: Option<pcp_state::Head>,
 }
 
-/// Takes chunks off `ahead` (after `taken`, chunks of it taken before) and feeds their events
-/// to the inferences `which` asks for, until the walk is done (every CPU with lists pinned)
-/// and the list inference has read `limit` events (the replay passes [`LIST_EVENTS`]), or the
-/// input ends; `snap` is the `--proc` snapshot the zones of `geo` come from. The chunks taken
-/// (`taken` first) are returned, not consumed.
+/// Takes chunks off `next` and feeds their events to the inferences `which` asks for, until
+/// the walk is done (every CPU with lists pinned) and the list inference has read `limit`
+/// events (the replay passes [`LIST_EVENTS`]), or the input ends; `snap` is the `--proc`
+/// snapshot the zones of `geo` come from. The chunks taken are returned
+/// ([`FirstEvents::held`]), not consumed.
 pub fn take(
-    ahead: &ParseAhead,
-    taken: Vec<Chunk>,
+    mut next: impl FnMut() -> Option<Chunk>,
     geo: &Geometry,
     snap: &ProcSnapshot,
     which: Which,
@@ -84,9 +83,8 @@ pub fn take(
         n >= limit || (w.as_ref().is_none_or(Walk::done) && c.is_none())
     };
     let mut held = Vec::new();
-    let mut taken = taken.into_iter();
     while !done(&walk, &collect, events) {
-        let Some(chunk) = taken.next().or_else(|| ahead.next()) else {
+        let Some(chunk) = next() else {
             break;
         };
         for ev in chunk.events().take(limit - events) {
@@ -100,7 +98,6 @@ pub fn take(
         events += chunk.len();
         held.push(chunk);
     }
-    held.extend(taken);
     FirstEvents {
         held,
         counts: walk.map(Walk::finish),
@@ -134,21 +131,21 @@ impl FirstEvents {
 #[cfg(test)]
 pub(crate) fn of_file(
     path: &std::path::Path,
-    window: &super::input::Window,
+    window: &crate::trace::ingest::Window,
     geo: &Geometry,
     snap: &ProcSnapshot,
     which: Which,
 ) -> FirstEvents {
-    let (input, _) = super::input::open_window(path, window).unwrap();
-    let ahead = ParseAhead::spawn(crate::trace::parse::Parser::new(), input.reader).unwrap();
-    let first = take(&ahead, Vec::new(), geo, snap, which, LIST_EVENTS);
-    ahead.finish().1.unwrap();
+    let mut source = crate::trace::ingest::Source::open(path, window).unwrap();
+    let first = take(|| source.next_chunk(), geo, snap, which, LIST_EVENTS);
+    source.finish().1.unwrap();
     first
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::ingest::pipe::ParseAhead;
     use crate::trace::migratetype::Numbering;
     use crate::trace::parse::Parser;
     use crate::trace::replay::proc_setup;
@@ -187,16 +184,13 @@ mod tests {
         let text = sample(4);
         let all = direct(&text);
         // Held events beyond a chunk, fewer than the trace has; and more than it has.
-        for limit in [
-            crate::trace::replay::pipe::CHUNK_EVENTS + 100,
-            all.len() + 1,
-        ] {
+        for limit in [crate::trace::ingest::CHUNK_EVENTS + 100, all.len() + 1] {
             let ahead = ParseAhead::spawn(
                 Parser::new(),
                 Box::new(Cursor::new(text.clone().into_bytes())),
             )
             .unwrap();
-            let first = take(&ahead, Vec::new(), &geo, &snap, which(), limit);
+            let first = take(|| ahead.next(), &geo, &snap, which(), limit);
             let mut got = Vec::new();
             for c in &first.held {
                 got.extend(c.events().map(|ev| format!("{ev:?}")));
@@ -240,7 +234,7 @@ mod tests {
                 Box::new(Cursor::new(text.clone().into_bytes())),
             )
             .unwrap();
-            let first = take(&ahead, Vec::new(), &geo, &snap, which, LIST_EVENTS);
+            let first = take(|| ahead.next(), &geo, &snap, which, LIST_EVENTS);
             drop(ahead.finish());
             first
         };
@@ -267,7 +261,7 @@ mod tests {
     }
 
     #[test]
-    fn chunks_taken_before_are_read_first_and_held_even_past_the_limit() {
+    fn chunks_taken_before_are_read_first_and_the_rest_stay_in_order() {
         let snap = snap();
         let geo = proc_setup::geometry(&snap, None, Numbering::Current).unwrap();
         let text = sample(4);
@@ -277,17 +271,21 @@ mod tests {
         )
         .unwrap();
         let taken: Vec<Chunk> = (0..3).map_while(|_| ahead.next()).collect();
-        let given: usize = taken.iter().map(Chunk::len).sum();
-        // A limit inside the first chunk: the inferences read that many, every taken chunk
-        // is held all the same.
-        let first = take(&ahead, taken, &geo, &snap, which(), 10);
-        assert_eq!(first.events(), given);
+        let first_len = taken[0].len();
+        let mut taken = taken.into_iter();
+        // A limit inside the first chunk: the inferences read that many and hold that chunk;
+        // the other taken chunks, then the parse's, follow in order.
+        let first = take(
+            || taken.next().or_else(|| ahead.next()),
+            &geo,
+            &snap,
+            which(),
+            10,
+        );
+        assert_eq!(first.events(), first_len);
         let mut got = Vec::new();
-        for c in first
-            .held
-            .iter()
-            .chain(&std::iter::from_fn(|| ahead.next()).collect::<Vec<_>>())
-        {
+        let rest: Vec<Chunk> = taken.chain(std::iter::from_fn(|| ahead.next())).collect();
+        for c in first.held.iter().chain(&rest) {
             got.extend(c.events().map(|ev| format!("{ev:?}")));
         }
         ahead.finish().1.unwrap();

@@ -5,9 +5,27 @@ use std::io;
 
 use zonealloc::{AllocRequest, CpuId, MigrateType, Order, Pfn};
 
-use super::kernel::Inferred;
-use super::{Live, Replayer};
+use super::Replayer;
 use crate::trace::parse::{Event, EventKind, PagePtr};
+use crate::trace::replay::frames::Live;
+use crate::trace::replay::infer::kernel::Inferred;
+
+/// A traced `mm_page_free` not replayed yet. `free_pages_prepare` prints it, and the page
+/// goes on the lists at the commit (`free_unref_page_commit` in 6.1,
+/// `free_frozen_page_commit` in 7.2): at once on the single-page path, but on the batched
+/// one (`free_unref_page_list`, `free_unref_folios`) only after every page of the batch was
+/// prepared, each commit printing `mm_page_free_batched`. So a free is replayed at its
+/// `mm_page_free_batched`, or at the next other event on its CPU (drains aside: the commits
+/// drain mid-batch).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Deferred {
+    pub(super) ts_ns: Option<u64>,
+    pub(super) cpu: Option<u32>,
+    pub(super) page: PagePtr,
+    pub(super) pfn: u64,
+    pub(super) order: u8,
+    pub(super) inferred: Inferred,
+}
 
 impl Replayer {
     /// The untraced allocation [`Inferred::UntracedAlloc`] infers, on the CPU that refilled
@@ -177,5 +195,37 @@ impl Replayer {
         }
         self.counts.frees += 1;
         self.flush_zone_events(ev, z, cpu)
+    }
+
+    /// Commits `cpu`'s deferred frees, in the order they were traced.
+    pub(super) fn flush_deferred(&mut self, cpu: u32) -> io::Result<()> {
+        if let Some(b) = self.batching.get_mut(cpu as usize) {
+            *b = false;
+        }
+        let Some(list) = self.deferred.get_mut(cpu as usize) else {
+            return Ok(());
+        };
+        if list.is_empty() {
+            return Ok(());
+        }
+        for d in std::mem::take(list) {
+            self.frames.set_deferred_at(d.pfn, None);
+            self.commit_deferred(cpu, d)?;
+        }
+        Ok(())
+    }
+
+    /// Replays one deferred free, at its own time.
+    pub(super) fn commit_deferred(&mut self, cpu: u32, d: Deferred) -> io::Result<()> {
+        let e = Event {
+            cpu: d.cpu,
+            ts_ns: d.ts_ns,
+            page: d.page,
+            kind: EventKind::Free {
+                pfn: d.pfn,
+                order: d.order,
+            },
+        };
+        self.free_traced(&e, cpu, d.pfn, d.order, d.inferred)
     }
 }

@@ -59,9 +59,9 @@
 use serde::Serialize;
 
 use super::kernel::{Inferred, KernelSide};
-use super::Geometry;
 use crate::procfs::ProcSnapshot;
 use crate::trace::parse::{Event, EventKind};
+use crate::trace::replay::geometry::Geometry;
 
 /// How one CPU's start count was found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -614,10 +614,11 @@ impl Walk {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::ingest::input;
     use crate::trace::migratetype::Numbering;
     use crate::trace::replay::first_events::{self, Which};
-    use crate::trace::replay::{input, proc_setup};
-    use crate::trace::replay_report::{self, ReplayOptions};
+    use crate::trace::replay::proc_setup;
+    use crate::trace::replay::{self, ReplayOptions};
     use std::path::Path;
 
     fn snap_dir() -> std::path::PathBuf {
@@ -856,9 +857,9 @@ mod tests {
                 proc_after: None,
                 window: input::Window::default(),
             };
-            replay_report::run(&p, &opts, &|_| {}).unwrap()
+            replay::run(&p, &opts, &|_| {}).unwrap()
         };
-        let pcp = |r: &replay_report::ReplayRun| {
+        let pcp = |r: &replay::ReplayRun| {
             let f = r.replayers[0]
                 .setup
                 .iter()

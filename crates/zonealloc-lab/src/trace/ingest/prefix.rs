@@ -5,9 +5,9 @@
 //! separate parse of the whole prefix gives (which runs instead wherever the split cannot be
 //! exact), without the 4 MiB parsed twice on a machine whose two cores both replay.
 
-use super::gfp::GfpMemo;
 use super::input::{self, Input, Shared, Sniff, Split};
 use super::pipe::{Chunk, ParseAhead};
+use crate::trace::gfp_memo::GfpMemo;
 use crate::trace::migratetype::Evidence;
 use crate::trace::parse::{Event, Parser};
 use std::io;
@@ -98,7 +98,7 @@ impl PrefixLook {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::replay::input::{open_window, Window};
+    use crate::trace::ingest::input::{open_window, Window};
 
     /// The prefix's look as [`PrefixLook`] takes it from the parse, the events the parse
     /// handed over (in order, held ones first) and the whole prefix sniffed apart.

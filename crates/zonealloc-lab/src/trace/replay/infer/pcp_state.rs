@@ -35,7 +35,7 @@
 use crate::trace::parse::EventKind;
 use crate::trace::stats::HashMap;
 
-use super::super::migratetype::Numbering;
+use crate::trace::migratetype::Numbering;
 
 /// PCP order slots: orders 0..=3, then the THP order.
 const SLOTS: usize = 5;

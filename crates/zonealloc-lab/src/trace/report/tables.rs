@@ -1,14 +1,14 @@
-//! The replay report's tables and plots: the fidelity headline, the kernel beside each
-//! variant, accounting, per-CPU counts, the setup, end states and reused frames.
+//! The replay report's tables, one function each: the fidelity headline, the kernel beside
+//! each variant, accounting, per-CPU counts, the set-up, start counts, end states and reused
+//! frames.
 
-use super::result::diff_pct;
-use super::ReplayRun;
-use crate::report::{Plot, PlotKind, Series, Table};
-use crate::trace::replay::kernel::{self, KINDS};
-use crate::trace::replay::{proc_setup, start_count, Replayer};
+use super::diff::diff_pct;
+use crate::report::Table;
+use crate::trace::replay::tally::{self, KINDS};
+use crate::trace::replay::{proc_setup, start_count, ReplayRun, Replayer};
 
 /// One kind per CPU, summed over zones.
-pub(super) fn per_cpu(g: &kernel::Grid, f: fn(&kernel::Tally) -> u64) -> Vec<u64> {
+pub(super) fn per_cpu(g: &tally::Grid, f: fn(&tally::Tally) -> u64) -> Vec<u64> {
     (0..g.cpus)
         .map(|c| (0..g.zones).map(|z| f(g.get(z, c))).sum())
         .collect()
@@ -36,7 +36,7 @@ pub(super) fn fidelity_table(run: &ReplayRun, names: &[String]) -> Table {
             for r in &run.replayers {
                 row.push(r.ours.total(*f).to_string());
                 row.push(
-                    kernel::fidelity(&r.ours, &run.kernel.grid, *f)
+                    tally::fidelity(&r.ours, &run.kernel.grid, *f)
                         .map_or_else(|| "-".to_owned(), |v| format!("{v:.1}%")),
                 );
             }
@@ -64,7 +64,7 @@ pub(super) fn beside_table(run: &ReplayRun, r: &Replayer) -> Table {
     for z in 0..k.zones {
         for cpu in 0..k.cpus {
             let (kt, ot) = (k.get(z, cpu), r.ours.get(z, cpu));
-            if *kt == kernel::Tally::default() && *ot == kernel::Tally::default() {
+            if *kt == tally::Tally::default() && *ot == tally::Tally::default() {
                 continue;
             }
             let mut row = vec![zone_name(run, z), cpu.to_string()];
@@ -84,40 +84,6 @@ pub(super) fn beside_table(run: &ReplayRun, r: &Replayer) -> Table {
         header,
         rows,
     }
-}
-
-/// Refill and drain pages per CPU, the kernel's as the reference series.
-pub(super) fn per_cpu_plots(run: &ReplayRun) -> Vec<Plot> {
-    let cpus = run.geo.cpus;
-    let kinds: [(&str, kernel::Count); 2] =
-        [("refill", |t| t.refill_pages), ("drain", |t| t.drain_pages)];
-    kinds
-        .into_iter()
-        .map(|(what, f)| {
-            let series_of = |name: String, g: &kernel::Grid| Series {
-                name,
-                points: per_cpu(g, f)
-                    .iter()
-                    .enumerate()
-                    .map(|(c, &v)| (c as f64, v as f64))
-                    .collect(),
-            };
-            let mut series = vec![series_of("kernel (reference)".to_owned(), &run.kernel.grid)];
-            series.extend(
-                run.replayers
-                    .iter()
-                    .map(|r| series_of(r.variant.name.clone(), &r.ours)),
-            );
-            Plot {
-                file_stem: format!("{what}-pages-per-cpu"),
-                title: format!("PCP {what} pages per CPU ({cpus} CPUs): the kernel's and ours"),
-                x_label: "CPU".to_owned(),
-                y_label: format!("{what} pages"),
-                kind: PlotKind::Bars,
-                series,
-            }
-        })
-        .collect()
 }
 
 /// Reads one counter of a variant's [`crate::trace::replay::ReplayCounts`].

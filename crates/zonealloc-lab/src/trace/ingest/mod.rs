@@ -1,0 +1,103 @@
+//! The replay's first stage: a trace as one [`Source`] of parsed events. It opens the input
+//! (a file, mapped where it can be, standard input, gzip, zstd or xz: [`input`]), cuts the
+//! window, parses on a thread of its own ([`pipe`]) and looks at the prefix ([`prefix`]: the
+//! CPU count of ftrace's header, the migratetype numbering's evidence), and hands the replay
+//! event [`Chunk`]s in order, the ones its look (or an inference) took first.
+//!
+//! Below it: [`crate::trace::input`] and [`crate::trace::zstd`] (bytes),
+//! [`crate::trace::parse`] (events), [`crate::trace::migratetype`] (numbering evidence).
+
+pub mod input;
+pub mod pipe;
+pub mod prefix;
+
+use std::collections::VecDeque;
+use std::io;
+use std::path::Path;
+
+use crate::trace::migratetype::Numbering;
+use crate::trace::parse::{Event, Parser};
+pub use input::{Sniff, Window};
+use pipe::ParseAhead;
+pub use pipe::{Chunk, CHUNK_EVENTS};
+use prefix::PrefixLook;
+
+/// A trace being read: its window, the look at its prefix, and its events in chunks.
+pub struct Source {
+    look: PrefixLook,
+    ahead: ParseAhead,
+    /// Chunks taken off the parse before the replay's turn (by the look or an inference),
+    /// handed out first, in order.
+    held: VecDeque<Chunk>,
+    window: Window,
+    found: Option<bool>,
+}
+
+impl Source {
+    /// Opens `path` (`-`: standard input), keeping `window` of it, and starts its parse.
+    pub fn open(path: &Path, window: &Window) -> io::Result<Source> {
+        let (input, found) = input::open_window(path, window)?;
+        let (look, ahead) = PrefixLook::spawn(Parser::new(), input)?;
+        Ok(Source {
+            look,
+            ahead,
+            held: VecDeque::new(),
+            window: window.clone(),
+            found,
+        })
+    }
+
+    /// The window read, and whether its start marker was found (`None` without one).
+    pub fn window(&self) -> (&Window, Option<bool>) {
+        (&self.window, self.found)
+    }
+
+    /// What the prefix's look knows so far: the header's CPU count is final, the events'
+    /// part may not be ([`Source::look`]).
+    pub fn so_far(&self) -> &Sniff {
+        self.look.so_far()
+    }
+
+    /// The prefix's whole look: the parse's events of it are taken (and held for the replay).
+    pub fn look(&mut self) -> &Sniff {
+        self.look_with(|_| {})
+    }
+
+    /// [`Source::look`], handing each event it takes to `each` too, in order (none where the
+    /// look was whole already).
+    pub fn look_with(&mut self, each: impl FnMut(&Event<'_>)) -> &Sniff {
+        self.look.finish_with(&self.ahead, each);
+        self.held.extend(self.look.take_held());
+        self.look.so_far()
+    }
+
+    /// The trace's migratetype numbering: `given`, else what the look has seen so far.
+    pub fn numbering(&self, given: Option<Numbering>) -> Numbering {
+        given.unwrap_or_else(|| self.look.so_far().evidence.verdict())
+    }
+
+    /// The next chunk of events: the held ones first, then the parse's; `None` at the end of
+    /// the input (or at a read error, which [`Source::finish`] returns).
+    pub fn next_chunk(&mut self) -> Option<Chunk> {
+        self.held.pop_front().or_else(|| self.ahead.next())
+    }
+
+    /// Puts `chunks`, taken by [`Source::next_chunk`], back before the rest, in order.
+    pub fn unread(&mut self, chunks: Vec<Chunk>) {
+        for c in chunks.into_iter().rev() {
+            self.held.push_front(c);
+        }
+    }
+
+    /// Hands a replayed chunk back to the parse, to be filled again.
+    pub fn recycle(&self, chunk: Chunk) {
+        self.ahead.recycle(chunk);
+    }
+
+    /// Waits for the parse to read to the end (it does even when the replay stopped early),
+    /// and returns the parser (its counts) with the read's result.
+    pub fn finish(self) -> (Parser, io::Result<()>) {
+        drop(self.held);
+        self.ahead.finish()
+    }
+}

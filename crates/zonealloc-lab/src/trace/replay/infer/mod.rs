@@ -1,0 +1,14 @@
+//! What the trace does not show but the kernel did, inferred from what it does show, one
+//! inference per module, each named for the kernel behaviour it stands for:
+//!
+//! - [`kernel`]: the kernel's own refills, drains and fallbacks per zone and CPU, and the
+//!   causes the trace leaves out: `drain_all_pages`/`decay_pcp_high` drains (unexplained
+//!   drain runs) and `alloc_pages_bulk`'s untraced allocations;
+//! - [`pcp_state`]: which per-CPU lists zoneinfo's `count` pages were on at the start;
+//! - [`start_count`]: each CPU's `count` at the start marker, which zoneinfo read earlier;
+//! - [`first_events`]: the window's first events, read once for the two before the replay.
+
+pub mod first_events;
+pub mod kernel;
+pub mod pcp_state;
+pub mod start_count;

@@ -1,0 +1,56 @@
+//! What `zonealloc trace replay` is asked to do: the options a replay is set up from
+//! ([`super::setup`]).
+
+use std::path::PathBuf;
+
+use super::geometry::Online;
+use super::preset::Kernel;
+use crate::trace::ingest::Window;
+use crate::trace::migratetype::Numbering;
+
+/// What `zonealloc trace replay` was asked to do.
+#[derive(Clone, Debug)]
+pub struct ReplayOptions {
+    /// The policy specs, in report order (the first is the baseline of the comparisons);
+    /// parsed on top of the `--kernel` preset.
+    pub variants: Vec<String>,
+    /// The kernel family whose rules the replay runs (default: mainline, or inferred).
+    pub kernel: Option<Kernel>,
+    /// First frame of the zone (default 0).
+    pub zone_start: Option<u64>,
+    /// Zone size in frames (default: [`super::span_from_trace`], onlined as the
+    /// trace touches it).
+    pub zone_pages: Option<u64>,
+    /// Which frames are free at the start (default: all with `--zone-pages`, else touched).
+    pub online: Option<Online>,
+    /// CPUs (default: from the trace's header or first events).
+    pub cpus: Option<u32>,
+    /// Per-CPU lists off in every variant.
+    pub no_pcp: bool,
+    /// Migratetype numbering (default: inferred from the trace's first events).
+    pub numbering: Option<Numbering>,
+    /// Fragmentation samples over the trace (taken every `sample_every` events).
+    pub samples: u64,
+    /// Write each variant's run in ftrace format here.
+    pub emit: Option<PathBuf>,
+    /// Fail if any line is malformed.
+    pub strict: bool,
+    /// Replay what the trace shows without a cause ([`super::kernel`]): drains and untraced
+    /// allocations (default: with `--proc`).
+    pub infer: Option<bool>,
+    /// Start each CPU's lists from the count the trace pins at its start
+    /// ([`super::start_count`]; default: off, `Some(true)` turns it on).
+    pub infer_start_count: Option<bool>,
+    /// Infer which lists each CPU's count is on from the window's first
+    /// [`super::first_events::LIST_EVENTS`] events ([`super::pcp_state`]; default: as `infer`).
+    pub infer_lists: Option<bool>,
+    /// No once-a-second `decay_pcp_high` even where the kernel family has it.
+    pub no_decay: bool,
+    /// Set the zones up from this `/proc` snapshot folder.
+    pub proc: Option<PathBuf>,
+    /// Compare the end state with this `/proc` snapshot folder.
+    pub proc_after: Option<PathBuf>,
+    /// The part of the trace to replay (with `--proc` and no markers given: between
+    /// `KT_SNAPSHOT_BEFORE_END` and `KT_SNAPSHOT_AFTER_BEGIN`, where the trace has them).
+    pub window: Window,
+}

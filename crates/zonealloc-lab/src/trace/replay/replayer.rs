@@ -1,0 +1,608 @@
+//! One variant's replay: its zones, fed the trace's events one by one ([`Replayer::feed`]),
+//! what it counted and sampled; the frees in [`frees`].
+
+mod frees;
+#[cfg(test)]
+mod tests;
+
+use std::io::{self, Write};
+
+use zonealloc::{CpuId, MigrateType, Order, Pfn, Zone, ZoneEvent};
+
+use super::counts::{FragSample, ReplayCounts};
+use super::frames::{self, most_first, Live};
+use super::geometry::{Geometry, Online};
+use super::gfp;
+use super::infer::kernel::Inferred;
+use super::infer::pcp_state;
+use super::proc_setup;
+use super::sampling::Samples;
+use super::tally::Grid;
+use crate::trace::emit::{zone_event, TraceWriter};
+use crate::trace::parse::{Event, EventKind, PagePtr};
+use crate::trace::variant::Variant;
+use frees::Deferred;
+
+/// One variant's zones and what its replay has seen.
+pub struct Replayer {
+    /// The variant.
+    pub variant: Variant,
+    /// The zones, as [`Geometry::zones`].
+    pub zones: Vec<Zone>,
+    geo: Geometry,
+    /// Per zone, one bit per `MAX_PAGE_ORDER` block: online yet ([`Online::Touched`]).
+    online: Vec<Vec<u64>>,
+    block_shift: u32,
+    /// Per traced frame: the live block it heads, whether its allocation failed here, its
+    /// pending `mm_page_free_batched` and deferred free; per frame of ours, its allocations.
+    frames: frames::Frames,
+    /// Replay a traced free at its commit, not at its `mm_page_free`: on a kernel's batched
+    /// path (`free_unref_page_list`, `free_unref_folios`) every page of the batch is prepared
+    /// (`mm_page_free`) before the first commit (`mm_page_free_batched`). For a kernel's trace
+    /// (with the inferences); our own traces free at `mm_page_free` (off by default).
+    pub commit_at_batched: bool,
+    /// Per CPU: traced frees not on the lists yet ([`Deferred`]).
+    deferred: Vec<Vec<Deferred>>,
+    /// Per CPU: a batched commit has begun (a drain belongs to it; otherwise a drain follows
+    /// a single free, committed before it).
+    batching: Vec<bool>,
+    /// The requests of the `gfp_flags` strings seen.
+    gfp: gfp::GfpCache,
+    /// The counts.
+    pub counts: ReplayCounts,
+    /// Our refills, drains, direct allocations and fallbacks per zone and CPU.
+    pub ours: Grid,
+    /// Per zone, the pages in use at the `/proc` snapshot ([`proc_setup::Pool`]).
+    pools: Vec<proc_setup::Pool>,
+    /// What the `/proc` set-up reached, per zone.
+    pub setup: Vec<proc_setup::SetupFacts>,
+    /// PCP hits, PCP misses and zone-lock acquisitions of the set-up, not the replay's.
+    pub setup_counts: (u64, u64, u64),
+    /// The same counts at [`Replayer::finish`], the set-up's included: read once there, so a
+    /// report needs no zone lock (a check may hold one meanwhile).
+    pub end_counts: (u64, u64, u64),
+    /// Run the vmstat worker's `decay_pcp_high` on every CPU once a second of trace time.
+    pub decay: bool,
+    next_tick_ns: Option<u64>,
+    /// Fragmentation over time (from the samples kept, at [`Replayer::finish`]).
+    pub frag: Vec<FragSample>,
+    /// The samples taken and kept so far.
+    samples: Samples,
+    events: Vec<ZoneEvent>,
+    emit: Option<TraceWriter<Box<dyn Write>>>,
+}
+
+/// A second of trace time, in nanoseconds.
+const SECOND_NS: u64 = 1_000_000_000;
+
+/// The decay tick due at `next` and an event at `ts`: `None` if no tick is due (`ts` before
+/// `next`, or `next` saturated at `u64::MAX`, a time no trace reaches), else the tick after
+/// the ticks up to `ts`, on `next`'s whole-second grid. Saturating: near 2^64 ns the next
+/// tick is `u64::MAX`, never a wrapped time that would make every event a tick.
+fn next_tick_after(next: u64, ts: u64) -> Option<u64> {
+    if ts < next || next == u64::MAX {
+        return None;
+    }
+    let passed = (ts - next) / SECOND_NS * SECOND_NS;
+    Some(next.saturating_add(passed).saturating_add(SECOND_NS))
+}
+
+impl Replayer {
+    /// Fresh zones for `variant` shaped by `geo` (all free, or empty to be onlined as the
+    /// trace touches them); `emit` receives the replay's events in ftrace format.
+    pub fn new(
+        variant: Variant,
+        geo: &Geometry,
+        emit: Option<Box<dyn Write>>,
+    ) -> Result<Replayer, String> {
+        let cfgs = vec![variant.cfg; geo.zones.len()];
+        Self::with_zones(variant, geo, emit, &cfgs, None, &[])
+    }
+
+    /// Zones with one configuration each (`cfgs`, as `geo.zones`), set up from `snap` when
+    /// given ([`proc_setup::populate`]), its CPUs' lists holding what `demand` (one per zone)
+    /// infers.
+    pub fn with_zones(
+        variant: Variant,
+        geo: &Geometry,
+        emit: Option<Box<dyn Write>>,
+        cfgs: &[zonealloc::ZoneConfig],
+        snap: Option<&crate::procfs::ProcSnapshot>,
+        demand: &[pcp_state::ListDemand],
+    ) -> Result<Replayer, String> {
+        let cfg = variant.cfg.with_cpus(geo.cpus);
+        let err = |e: &dyn std::fmt::Display| format!("variant '{}': {e}", variant.name);
+        let mut zones = Vec::with_capacity(geo.zones.len());
+        let mut online = Vec::with_capacity(geo.zones.len());
+        let mut pools = Vec::new();
+        let mut setup = Vec::new();
+        let mut setup_counts = (0, 0, 0);
+        let block_shift = u32::from(cfg.max_order);
+        for (i, span) in geo.zones.iter().enumerate() {
+            let (start, end) = (span.start, span.end());
+            let extra = if snap.is_some() {
+                proc_setup::SETUP_CPUS
+            } else {
+                0
+            };
+            let zcfg = cfgs
+                .get(i)
+                .copied()
+                .unwrap_or(cfg)
+                .with_cpus(geo.cpus + extra);
+            let zone =
+                Zone::new(span.zone_type, Pfn(start), Pfn(end), zcfg).map_err(|e| err(&e))?;
+            match (geo.online, snap) {
+                (Online::All, _) => {
+                    zone.add_free_range(Pfn(start), Pfn(end))
+                        .map_err(|e| err(&e))?;
+                }
+                (Online::Snapshot, Some(snap)) => {
+                    let kz = snap.zone(0, span.zone_type).ok_or_else(|| {
+                        err(&format!("no {:?} zone in the snapshot", span.zone_type))
+                    })?;
+                    let (pool, facts) = proc_setup::populate(&zone, snap, kz, demand.get(i))
+                        .map_err(|e| err(&e))?;
+                    pools.push(pool);
+                    setup.push(facts);
+                    setup_counts = add_counts(setup_counts, zone_counts(&zone));
+                }
+                _ => {}
+            }
+            zone.record_events(true);
+            zones.push(zone);
+            let blocks = (end - (start >> block_shift << block_shift)).div_ceil(1 << block_shift);
+            online.push(vec![0u64; blocks.div_ceil(64) as usize]);
+        }
+        let frames = frames::Frames::new(geo.span()).map_err(|e| err(&e))?;
+        let emit = match emit {
+            Some(w) => {
+                let mut w = TraceWriter::new(w, "zonealloc", cfg.pageblock_order);
+                w.header(geo.cpus).map_err(|e| format!("--emit: {e}"))?;
+                Some(w)
+            }
+            None => None,
+        };
+        Ok(Replayer {
+            variant,
+            zones,
+            geo: geo.clone(),
+            online,
+            block_shift,
+            frames,
+            commit_at_batched: false,
+            deferred: vec![Vec::new(); geo.cpus as usize],
+            batching: vec![false; geo.cpus as usize],
+            gfp: gfp::GfpCache::default(),
+            counts: ReplayCounts::default(),
+            ours: Grid::new(geo.zones.len(), geo.cpus),
+            pools,
+            setup,
+            setup_counts,
+            end_counts: (0, 0, 0),
+            decay: false,
+            next_tick_ns: None,
+            frag: Vec::new(),
+            samples: Samples::default(),
+            events: Vec::new(),
+            emit,
+        })
+    }
+
+    /// Sets the trace's migratetype numbering, which the zones' set-up does not read: a
+    /// replayer can be built before the parse has shown it ([`prefix`]).
+    pub fn set_numbering(&mut self, numbering: crate::trace::migratetype::Numbering) {
+        self.geo.numbering = numbering;
+    }
+
+    /// The replay's CPU for a trace event (trace CPU `c` is `c % cpus`).
+    #[inline]
+    fn cpu_of(&self, ev: &Event<'_>) -> u32 {
+        let c = ev.cpu.unwrap_or(0);
+        // Most traces have no CPU to fold: no division per event.
+        if c < self.geo.cpus {
+            c
+        } else {
+            c % self.geo.cpus
+        }
+    }
+
+    /// The zone of traced frame `pfn`, bringing its block online first when memory comes
+    /// online as the trace touches it.
+    #[inline(always)]
+    fn zone_for(&mut self, pfn: u64) -> io::Result<usize> {
+        let Some(z) = self.geo.zone_of(pfn) else {
+            return Err(self.outside(pfn));
+        };
+        if self.geo.online == Online::Touched {
+            self.online_block(z, pfn)?;
+        }
+        Ok(z)
+    }
+
+    #[cold]
+    fn outside(&self, pfn: u64) -> io::Error {
+        io::Error::other(self.geo.outside(pfn))
+    }
+
+    /// Brings traced frame `pfn`'s `MAX_PAGE_ORDER` block of zone `z` online, if not yet:
+    /// the test of its bit inline (every event asks), the onlining out of line.
+    #[inline(always)]
+    fn online_block(&mut self, z: usize, pfn: u64) -> io::Result<()> {
+        let base = self.geo.zones[z].start >> self.block_shift << self.block_shift;
+        let b = (pfn - base) >> self.block_shift;
+        let (w, bit) = ((b / 64) as usize, 1u64 << (b % 64));
+        if self.online[z][w] & bit != 0 {
+            return Ok(());
+        }
+        self.bring_online(z, base, b)
+    }
+
+    /// Brings block `b` (from `base`) of zone `z` online.
+    #[cold]
+    #[inline(never)]
+    fn bring_online(&mut self, z: usize, base: u64, b: u64) -> io::Result<()> {
+        let span = self.geo.zones[z];
+        self.online[z][(b / 64) as usize] |= 1u64 << (b % 64);
+        let lo = (base + (b << self.block_shift)).max(span.start);
+        let hi = (base + ((b + 1) << self.block_shift)).min(span.end());
+        self.zones[z]
+            .add_free_range(Pfn(lo), Pfn(hi))
+            .map_err(|e| io::Error::other(format!("onlining {lo:#x}..{hi:#x}: {e}")))?;
+        self.counts.onlined_blocks += 1;
+        Ok(())
+    }
+
+    /// Replays one trace event (buddy-side events of the trace are counted by the caller;
+    /// ours come from the zones), and what the caller inferred from it.
+    pub fn feed(&mut self, ev: &Event<'_>, inferred: Inferred) -> io::Result<()> {
+        if self.decay {
+            if let Some(ts) = ev.ts_ns {
+                self.tick_until(ev, ts)?;
+            }
+        }
+        let cpu = self.cpu_of(ev);
+        // Any other event on this CPU commits its deferred frees first (not a drain: the
+        // commits drain mid-batch); an allocation of a deferred frame, the free of it.
+        if self.commit_at_batched {
+            let batching = self.batching.get(cpu as usize).copied().unwrap_or(false);
+            match ev.kind {
+                // A new free after a batch's commits: the batch is over.
+                EventKind::Free { .. } if batching => self.flush_deferred(cpu)?,
+                EventKind::PcpuDrain { .. } if !batching => self.flush_deferred(cpu)?,
+                EventKind::Free { .. }
+                | EventKind::FreeBatched { .. }
+                | EventKind::PcpuDrain { .. } => {}
+                EventKind::Alloc { pfn, .. } => {
+                    self.flush_deferred(cpu)?;
+                    if let Some(c) = self.frames.deferred_at(pfn) {
+                        self.flush_deferred(c)?;
+                    }
+                }
+                _ => self.flush_deferred(cpu)?,
+            }
+        }
+        match ev.kind {
+            EventKind::Alloc {
+                pfn,
+                order,
+                migratetype,
+                gfp_flags,
+            } => self.alloc_traced(ev, cpu, pfn, order, migratetype, gfp_flags)?,
+            EventKind::Free { pfn, order } if !self.commit_at_batched => {
+                self.zone_for(pfn)?;
+                self.frames.set_pending_batched(pfn, true);
+                self.free_traced(ev, cpu, pfn, order, inferred)?;
+            }
+            EventKind::FreeBatched { pfn } if !self.commit_at_batched => {
+                if self.frames.set_pending_batched(pfn, false) {
+                    self.counts.batched_duplicates += 1;
+                } else {
+                    self.zone_for(pfn)?;
+                    self.free_traced(ev, cpu, pfn, 0, inferred)?;
+                }
+            }
+            EventKind::Free { pfn, order } => {
+                self.zone_for(pfn)?;
+                if let Some(at) = self.frames.deferred_at(pfn) {
+                    self.flush_deferred(at)?;
+                }
+                self.deferred[cpu as usize].push(Deferred {
+                    ts_ns: ev.ts_ns,
+                    cpu: ev.cpu,
+                    page: ev.page,
+                    pfn,
+                    order,
+                    inferred,
+                });
+                self.frames.set_deferred_at(pfn, Some(cpu));
+            }
+            EventKind::FreeBatched { pfn } => {
+                let list = &mut self.deferred[cpu as usize];
+                let at = list.iter().position(|d| d.pfn == pfn);
+                if let (Some(i), Some(c)) = (at, self.frames.deferred_at(pfn)) {
+                    // The commit of a free `mm_page_free` announced: the page goes on the list
+                    // now (free_unref_folios / free_unref_page_list).
+                    debug_assert_eq!(c, cpu);
+                    // The batch's first commit: the frees before its pages were single ones,
+                    // committed at once.
+                    let first = !self.batching[cpu as usize];
+                    let before: Vec<Deferred> = if first {
+                        list.drain(..i).collect()
+                    } else {
+                        Vec::new()
+                    };
+                    let d = list.remove(if first { 0 } else { i });
+                    for b in before {
+                        self.frames.set_deferred_at(b.pfn, None);
+                        self.commit_deferred(cpu, b)?;
+                    }
+                    self.frames.set_deferred_at(pfn, None);
+                    self.batching[cpu as usize] = true;
+                    self.counts.batched_duplicates += 1;
+                    let e = Event {
+                        cpu: ev.cpu,
+                        ts_ns: ev.ts_ns,
+                        page: d.page,
+                        kind: EventKind::Free {
+                            pfn,
+                            order: d.order,
+                        },
+                    };
+                    self.free_traced(&e, cpu, pfn, d.order, d.inferred)?;
+                } else {
+                    if let Some(c) = self.frames.deferred_at(pfn) {
+                        self.flush_deferred(c)?;
+                    }
+                    self.zone_for(pfn)?;
+                    self.free_traced(ev, cpu, pfn, 0, inferred)?;
+                }
+            }
+            EventKind::PcpuDrain { pfn, .. } => {
+                if let Inferred::Drain { owner } = inferred {
+                    // An unexplained drain run ([`kernel`]): drain the owner's lists of the
+                    // page's zone, counted on the CPU the kernel drained from.
+                    let z = self.geo.zone_of(pfn).unwrap_or(0);
+                    self.counts.inferred_drains += 1;
+                    self.zones[z].drain_cpu(CpuId(owner % self.geo.cpus));
+                    self.flush_zone_events(ev, z, cpu)?;
+                }
+            }
+            // kswapd's `balance_pgdat` sets `ZONE_RECLAIM_ACTIVE` on the node's zones while it
+            // reclaims (`set_reclaim_active`) and clears it before it sleeps
+            // (`clear_reclaim_active`); frees then shrink the lists hard (`nr_pcp_high`). The
+            // trace shows the wake and the sleep: the flag is set from one to the other. One
+            // node is replayed (node 0's zones).
+            EventKind::KswapdWake { nid: 0, .. } | EventKind::KswapdSleep { nid: 0 } => {
+                let on = matches!(ev.kind, EventKind::KswapdWake { .. });
+                self.counts.kswapd_wakes += u64::from(on);
+                for z in &self.zones {
+                    z.set_reclaim_active(on);
+                }
+            }
+            EventKind::ZoneLocked { .. }
+            | EventKind::Extfrag { .. }
+            | EventKind::KswapdWake { .. }
+            | EventKind::KswapdSleep { .. } => {}
+        }
+        Ok(())
+    }
+
+    /// A traced `mm_page_alloc` (a function of its own: the other events, most of a trace,
+    /// then pass through a small `feed`).
+    #[inline(never)]
+    fn alloc_traced(
+        &mut self,
+        ev: &Event<'_>,
+        cpu: u32,
+        pfn: u64,
+        order: u8,
+        migratetype: u8,
+        gfp_flags: &str,
+    ) -> io::Result<()> {
+        let failed_in_trace = ev.is_failed_alloc();
+        let z = if failed_in_trace {
+            self.counts.kernel_failures += 1;
+            // A failure names no zone: try the preferred (highest) one.
+            self.zones.len() - 1
+        } else {
+            let z = self.zone_for(pfn)?;
+            if let Some(old) = self.frames.take_live(pfn) {
+                self.counts.implicit_frees += 1;
+                self.free_ours(ev, cpu, old)?;
+            } else {
+                self.frames.set_failed(pfn, false);
+            }
+            z
+        };
+        let mt = MigrateType::from_index(usize::from(self.geo.numbering.to_current(migratetype)))
+            .filter(|m| m.is_gfp_type());
+        let (Some(mt), Some(ord)) = (
+            mt,
+            Order::new(order).filter(|o| o.get() <= self.zones[z].max_order().get()),
+        ) else {
+            self.counts.skipped_allocs += 1;
+            return Ok(());
+        };
+        let req = self.gfp.request(mt, gfp_flags).on_cpu(CpuId(cpu));
+        let got = self.zones[z].alloc_with(ord, req);
+        self.flush_zone_events(ev, z, cpu)?;
+        self.emit_event(
+            ev,
+            match got {
+                Ok(p) => (PagePtr::Present, p.0),
+                Err(_) => (PagePtr::Null, 0),
+            },
+            |pfn| EventKind::Alloc {
+                pfn,
+                order,
+                migratetype: mt.index() as u8,
+                gfp_flags,
+            },
+        )?;
+        let live = |p: Pfn| Live {
+            ours: p.0,
+            order,
+            zone: z as u8,
+            freed: 0,
+        };
+        match got {
+            Ok(p) if failed_in_trace => {
+                self.counts.kernel_failures_satisfied += 1;
+                self.free_ours(ev, cpu, live(p))?;
+            }
+            Ok(p) => {
+                self.counts.allocs += 1;
+                self.counts.same_frame += u64::from(p.0 == pfn);
+                let before = self.frames.count_allocation(p.0);
+                self.counts.reused += u64::from(before > 0);
+                self.frames.set_live(pfn, live(p));
+                self.frames.set_pending_batched(pfn, false);
+            }
+            Err(_) if failed_in_trace => {}
+            Err(_) => {
+                self.counts.alloc_failures += 1;
+                self.frames.set_failed(pfn, true);
+            }
+        }
+        Ok(())
+    }
+
+    /// `vmstat_update` → `refresh_cpu_vm_stats` → `decay_pcp_high` (6.7 and later), which the
+    /// kernel runs on each CPU about once a second (`sysctl_stat_interval` = HZ): at each whole
+    /// second of trace time up to `ts`, every CPU's lists decay, and their drains count on
+    /// that CPU.
+    fn tick_until(&mut self, ev: &Event<'_>, ts: u64) -> io::Result<()> {
+        let next = *self
+            .next_tick_ns
+            .get_or_insert(ts.saturating_add(SECOND_NS));
+        let Some(after) = next_tick_after(next, ts) else {
+            return Ok(());
+        };
+        self.next_tick_ns = Some(after);
+        for z in 0..self.zones.len() {
+            for cpu in 0..self.geo.cpus {
+                if let Ok(mut h) = self.zones[z].cpu_handle(CpuId(cpu)) {
+                    h.tick();
+                }
+                self.flush_zone_events(ev, z, cpu)?;
+            }
+        }
+        Ok(())
+    }
+    /// Counts (and with `--emit` writes) the events zone `z` recorded since the last call.
+    #[inline]
+    fn flush_zone_events(&mut self, ev: &Event<'_>, z: usize, cpu: u32) -> io::Result<()> {
+        // Most allocations and frees stay on the per-CPU lists and record nothing: checking
+        // that (one load in `take_events`) inline, the work out of line.
+        self.zones[z].take_events(&mut self.events);
+        if self.events.is_empty() {
+            return Ok(());
+        }
+        self.count_zone_events(ev, z, cpu)
+    }
+
+    #[inline(never)]
+    fn count_zone_events(&mut self, ev: &Event<'_>, z: usize, cpu: u32) -> io::Result<()> {
+        let pb = self.zones[z].config().pageblock_order;
+        // Taken for the loop and put back, so its buffer is reused.
+        let mut events = std::mem::take(&mut self.events);
+        for e in events.drain(..) {
+            let t = self.ours.at(z, cpu);
+            match e {
+                ZoneEvent::AllocZoneLocked {
+                    order,
+                    percpu_refill,
+                    ..
+                } => t.zone_locked(order.get(), percpu_refill),
+                ZoneEvent::PcpuDrain { order, .. } => t.drain(order.get()),
+                ZoneEvent::AllocExtfrag { .. } => {
+                    t.extfrag += 1;
+                    self.counts.extfrag += 1;
+                }
+            }
+            if let Some(w) = self.emit.as_mut() {
+                // Our events carry the kernel's CPU number, unfolded.
+                w.write(&Event {
+                    cpu: Some(ev.cpu.unwrap_or(cpu)),
+                    ts_ns: ev.ts_ns,
+                    page: PagePtr::Present,
+                    kind: zone_event(&e, pb),
+                })?;
+            }
+        }
+        self.events = events;
+        Ok(())
+    }
+
+    fn emit_event<'g>(
+        &mut self,
+        ev: &Event<'_>,
+        (page, pfn): (PagePtr, u64),
+        kind: impl FnOnce(u64) -> EventKind<'g>,
+    ) -> io::Result<()> {
+        if let Some(w) = self.emit.as_mut() {
+            w.write(&Event {
+                cpu: Some(ev.cpu.unwrap_or(0)),
+                ts_ns: ev.ts_ns,
+                page,
+                kind: kind(pfn),
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Samples the fragmentation (of the highest zone) after `event` trace events; its
+    /// indices reach [`Replayer::frag`] at [`Replayer::finish`].
+    pub fn sample(&mut self, event: u64, ts_ns: Option<u64>) {
+        if let Some(zone) = self.zones.last() {
+            self.samples.take(zone, event, ts_ns);
+        }
+    }
+
+    /// The samples taken and kept so far.
+    pub fn samples_kept(&self) -> usize {
+        self.samples.len()
+    }
+
+    /// Keeps every other sample, the second, fourth, ... (the sampling interval doubled).
+    pub fn thin_samples(&mut self) {
+        self.samples.thin();
+    }
+
+    /// Flushes the emitted trace and computes the fragmentation samples kept.
+    pub fn finish(&mut self) -> io::Result<()> {
+        self.end_counts = self
+            .zones
+            .iter()
+            .map(zone_counts)
+            .fold((0, 0, 0), add_counts);
+        self.frag = self.samples.finish(self.zones.last());
+        for cpu in 0..self.geo.cpus {
+            self.flush_deferred(cpu)?;
+        }
+        if let Some(w) = self.emit.take() {
+            w.finish()?;
+        }
+        Ok(())
+    }
+
+    /// Frames handed out at least once, most-allocated first: the seed 000 table.
+    pub fn most_reused(&self, n: usize) -> Vec<(u64, u32)> {
+        most_first(self.frames.allocated(), n)
+    }
+}
+
+/// A zone's PCP hits, PCP misses and zone-lock acquisitions so far.
+fn zone_counts(zone: &Zone) -> (u64, u64, u64) {
+    let p = zone.pcp_stats();
+    (
+        p.alloc_hits,
+        p.alloc_misses,
+        zone.stats().zone_lock_acquisitions,
+    )
+}
+
+fn add_counts(a: (u64, u64, u64), b: (u64, u64, u64)) -> (u64, u64, u64) {
+    (a.0 + b.0, a.1 + b.1, a.2 + b.2)
+}

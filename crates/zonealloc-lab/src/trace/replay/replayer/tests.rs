@@ -1,0 +1,269 @@
+//! The replayer's tests: requests, geometry, kswapd, samples, onlining.
+
+use super::*;
+use crate::trace::ingest::input;
+use crate::trace::migratetype::Numbering;
+use crate::trace::replay::geometry::{span_from_trace, DEFAULT_ZONE_PAGES};
+use crate::trace::replay::gfp::request;
+use zonealloc::{AllocRequest, ZoneType};
+
+#[test]
+fn most_first_is_the_head_of_the_sorted_list() {
+    let items: Vec<(u64, u32)> = (0..500u64)
+        .map(|p| (p * 7919 % 1009, (p * 31 % 13) as u32))
+        .collect();
+    let mut sorted = items.clone();
+    sorted.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    for n in [0, 1, 5, 499, 500, 600] {
+        assert_eq!(
+            most_first(items.iter().copied(), n),
+            sorted[..n.min(items.len())],
+            "n = {n}"
+        );
+    }
+}
+
+#[test]
+fn gfp_text_sets_the_request() {
+    let k = request(MigrateType::Unmovable, "GFP_KERNEL|__GFP_ZERO");
+    assert!(k.can_reclaim && !k.high && !k.no_watermarks);
+    let a = request(MigrateType::Unmovable, "GFP_ATOMIC|__GFP_NOWARN");
+    assert!(!a.can_reclaim && a.high);
+    let n = request(MigrateType::Movable, "GFP_NOWAIT|__GFP_NOWARN");
+    assert!(!n.can_reclaim && !n.high);
+    let t = request(MigrateType::Movable, "GFP_TRANSHUGE_LIGHT|__GFP_THISNODE");
+    assert!(!t.can_reclaim);
+    let m = request(MigrateType::Unmovable, "GFP_KERNEL|__GFP_MEMALLOC");
+    assert!(m.no_watermarks);
+    let d = request(MigrateType::Unmovable, "GFP_KERNEL|__GFP_DMA32");
+    assert_eq!(
+        (d.highest_zone, k.highest_zone),
+        (ZoneType::Dma32, ZoneType::Normal)
+    );
+    assert_eq!(
+        request(MigrateType::Unmovable, "GFP_DMA").highest_zone,
+        ZoneType::Dma
+    );
+    let h = request(MigrateType::Movable, "0x100cca");
+    assert_eq!(h, AllocRequest::new(MigrateType::Movable));
+}
+
+#[test]
+fn the_zone_comes_from_the_flags_or_spans_the_default_and_fills_as_touched() {
+    let sniff = input::Sniff {
+        header_cpus: None,
+        max_cpu: Some(3),
+        ..input::Sniff::default()
+    };
+    let g = Geometry::from_flags(None, None, None, None, &sniff, Numbering::Current).unwrap();
+    assert_eq!(
+        (g.zones[0].start, g.zones[0].pages, g.cpus, g.online),
+        (0, DEFAULT_ZONE_PAGES, 4, Online::Touched)
+    );
+    // A 24 GiB machine's pfns (to 0x640000) size the span: no --zone-pages needed.
+    let big = input::Sniff {
+        max_pfn: Some(0x63ffff),
+        ..sniff
+    };
+    let g = Geometry::from_flags(None, None, None, None, &big, Numbering::Current).unwrap();
+    assert_eq!(g.zones[0].pages, 1 << 24);
+    assert_eq!(g.zone_of(0x63ffff), Some(0));
+    // At the edges: pfn 0, the largest pfn (refused: no zone spans it), a start above it.
+    assert_eq!(span_from_trace(0, Some(0)), DEFAULT_ZONE_PAGES);
+    assert_eq!(span_from_trace(0, Some(u64::MAX)), u64::MAX);
+    assert_eq!(span_from_trace(1 << 30, Some(5)), DEFAULT_ZONE_PAGES);
+    let top = input::Sniff {
+        max_pfn: Some(u64::MAX),
+        ..sniff
+    };
+    let e = Geometry::from_flags(None, None, None, None, &top, Numbering::Current);
+    assert!(e.unwrap_err().contains("pass --zone-pages"));
+    let head = input::Sniff {
+        header_cpus: Some(8),
+        ..sniff
+    };
+    let g = Geometry::from_flags(
+        Some(0x2400),
+        Some(4096),
+        None,
+        None,
+        &head,
+        Numbering::Current,
+    )
+    .unwrap();
+    assert_eq!(
+        (g.zones[0].start, g.zones[0].pages, g.cpus, g.online),
+        (0x2400, 4096, 8, Online::All)
+    );
+    assert_eq!(g.zone_of(0x2400), Some(0));
+    assert_eq!(g.zone_of(0x2400 + 4096), None);
+    assert!(g.outside(0x9999).contains("--zone-pages"));
+    let g = Geometry::from_flags(None, None, None, Some(2), &head, Numbering::Current).unwrap();
+    assert_eq!(g.cpus, 2);
+    assert!(Geometry::from_flags(None, Some(0), None, None, &sniff, Numbering::Current).is_err());
+    assert!(Geometry::from_flags(None, None, None, Some(0), &sniff, Numbering::Current).is_err());
+}
+
+/// One zone of `pages` frames from pfn 0, all free, one CPU.
+fn one_cpu_zone(pages: u64) -> Geometry {
+    let sniff = input::Sniff::default();
+    Geometry::from_flags(None, Some(pages), None, Some(1), &sniff, Numbering::Current).unwrap()
+}
+
+#[test]
+fn kswapd_awake_makes_frees_shrink_the_lists() {
+    // One CPU, mainline rules, a whole zone free; allocate 1024 pages, then free them
+    // with kswapd asleep or awake: awake (ZONE_RECLAIM_ACTIVE), nr_pcp_high keeps at most
+    // `batch << 2` pages on the lists.
+    let g = one_cpu_zone(1 << 16);
+    let at = |kind| Event {
+        cpu: Some(0),
+        ts_ns: None,
+        page: PagePtr::Present,
+        kind,
+    };
+    let run = |wake: bool| {
+        let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &g, None).unwrap();
+        for pfn in 0..1024 {
+            let alloc = EventKind::Alloc {
+                pfn,
+                order: 0,
+                migratetype: 1,
+                gfp_flags: "GFP_HIGHUSER_MOVABLE",
+            };
+            r.feed(&at(alloc), Inferred::None).unwrap();
+        }
+        if wake {
+            let wake = EventKind::KswapdWake { nid: 0, order: 0 };
+            r.feed(&at(wake), Inferred::None).unwrap();
+        }
+        for pfn in 0..1024 {
+            let free = EventKind::Free { pfn, order: 0 };
+            r.feed(&at(free), Inferred::None).unwrap();
+        }
+        r.feed(&at(EventKind::KswapdSleep { nid: 0 }), Inferred::None)
+            .unwrap();
+        (
+            r.zones[0].pcp_pages(),
+            r.zones[0].pcp_info(CpuId(0)).batch,
+            r.counts.kswapd_wakes,
+        )
+    };
+    let (asleep, batch, _) = run(false);
+    let (awake, _, wakes) = run(true);
+    assert_eq!(wakes, 1);
+    assert!(
+        awake <= (batch as u64) << 2,
+        "{awake} pages kept, batch {batch}"
+    );
+    assert!(asleep > awake, "asleep {asleep}, awake {awake}");
+}
+
+/// Samples keep the zone's state when taken (not at the end, when their indices are
+/// computed), and thinning keeps the second, fourth, ... of them.
+#[test]
+fn samples_are_computed_from_the_state_they_were_taken_in() {
+    let g = one_cpu_zone(1 << 12);
+    let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &g, None).unwrap();
+    let alloc = |pfn| Event {
+        cpu: Some(0),
+        ts_ns: None,
+        page: PagePtr::Present,
+        kind: EventKind::Alloc {
+            pfn,
+            order: 0,
+            migratetype: 0,
+            gfp_flags: "GFP_KERNEL",
+        },
+    };
+    // Samples 1..=4, each after another quarter of the zone was allocated page by page.
+    for k in 1..=4u64 {
+        r.sample(k, Some(k * 1_000_000_000));
+        for pfn in (k - 1) * 1024..k * 1024 {
+            r.feed(&alloc(pfn), Inferred::None).unwrap();
+        }
+    }
+    assert_eq!(r.samples_kept(), 4);
+    r.thin_samples();
+    assert_eq!(r.samples_kept(), 2);
+    r.finish().unwrap();
+    let events: Vec<u64> = r.frag.iter().map(|f| f.event).collect();
+    assert_eq!(events, vec![2, 4]);
+    assert_eq!(r.frag[1].t_s, Some(4.0));
+    // A quarter allocated at sample 2, three quarters at sample 4: fewer free order-10
+    // blocks later, so more of the free space unusable at order 10 (computed from the
+    // zone at the end, the two would be equal).
+    let u10 = |i: usize| r.frag[i].unusable[2];
+    assert!(u10(0) < u10(1), "{:?}", r.frag);
+}
+
+#[test]
+fn touched_memory_comes_online_block_by_block() {
+    let sniff = input::Sniff::default();
+    let g = Geometry::from_flags(
+        None,
+        Some(1 << 14),
+        Some(Online::Touched),
+        Some(1),
+        &sniff,
+        Numbering::Current,
+    )
+    .unwrap();
+    let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &g, None).unwrap();
+    assert_eq!(r.zones[0].managed_pages(), 0);
+    let alloc = Event {
+        cpu: Some(0),
+        ts_ns: None,
+        page: PagePtr::Present,
+        kind: EventKind::Alloc {
+            pfn: 0x1234,
+            order: 0,
+            migratetype: 1,
+            gfp_flags: "GFP_HIGHUSER_MOVABLE",
+        },
+    };
+    r.feed(&alloc, Inferred::None).unwrap();
+    assert_eq!(r.zones[0].managed_pages(), 1024);
+    assert_eq!(r.counts.allocs, 1);
+    let free = Event {
+        kind: EventKind::Free {
+            pfn: 0x3000,
+            order: 0,
+        },
+        ..alloc.clone()
+    };
+    r.feed(&free, Inferred::None).unwrap();
+    assert_eq!(
+        (r.zones[0].managed_pages(), r.counts.onlined_blocks),
+        (2048, 2)
+    );
+    let outside = Event {
+        kind: EventKind::Free {
+            pfn: 1 << 14,
+            order: 0,
+        },
+        ..alloc
+    };
+    assert!(r
+        .feed(&outside, Inferred::None)
+        .unwrap_err()
+        .to_string()
+        .contains("--zone-start"));
+}
+
+#[test]
+fn decay_ticks_saturate_at_the_end_of_time() {
+    const S: u64 = SECOND_NS;
+    // At 0: the first tick one second in; a gap of 2.5 s passes two ticks.
+    assert_eq!(next_tick_after(S, 0), None);
+    assert_eq!(next_tick_after(S, S), Some(2 * S));
+    assert_eq!(next_tick_after(S, 3 * S + S / 2), Some(4 * S));
+    // Near 2^64 ns the next tick saturates at u64::MAX and none is due after it: a
+    // wrapped `ts + SECOND` made every later event a tick.
+    let late = u64::MAX - S / 2;
+    assert_eq!(late.saturating_add(S), u64::MAX);
+    assert_eq!(next_tick_after(u64::MAX, late), None);
+    assert_eq!(next_tick_after(u64::MAX, u64::MAX), None);
+    assert_eq!(next_tick_after(late - S, late), Some(u64::MAX));
+    assert_eq!(next_tick_after(u64::MAX - 3 * S, u64::MAX), Some(u64::MAX));
+}

@@ -1,0 +1,330 @@
+//! A replay's set-up, before its first event: the `/proc` snapshots, the window, the zones'
+//! geometry, the kernel preset and base configuration, what the inferences found in the
+//! window's first events, every variant's [`Replayer`] and the kernel's side. Built from the
+//! [`ReplayOptions`] and the facts of the [`Source`] (its CPU count, numbering, first
+//! events), in the order the parse lets it: the zones are built while it parses.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use super::geometry::Geometry;
+use super::infer::first_events::{self, FirstEvents};
+use super::infer::kernel::{self, KernelSide};
+use super::infer::{pcp_state, start_count};
+use super::options::ReplayOptions;
+use super::preset::Kernel;
+use super::proc_setup;
+use super::replayer::Replayer;
+use crate::procfs::{ProcSnapshot, Tolerance};
+use crate::trace::ingest::{Source, Window};
+use crate::trace::variant::Variant;
+
+/// The `/proc` snapshots a replay starts from and ends against.
+pub struct Snapshots {
+    /// `--proc`: the zones are set up from it.
+    pub before: Option<ProcSnapshot>,
+    /// `--proc-after`: the end state is compared with it.
+    pub after: Option<ProcSnapshot>,
+}
+
+impl Snapshots {
+    /// Reads `--proc` and `--proc-after`, before anything of the trace, and checks that they
+    /// are of one machine. A busy machine's snapshot drifts beyond a batch per CPU: a
+    /// warning ([`Snapshots::warnings`]), unless `--strict`.
+    pub fn read(opts: &ReplayOptions) -> Result<Snapshots, String> {
+        let tolerance = if opts.strict {
+            Tolerance::Live
+        } else {
+            Tolerance::Busy
+        };
+        let read = |dir: &Option<PathBuf>, flag: &str| {
+            dir.as_deref()
+                .map(|d| {
+                    ProcSnapshot::read_dir_with(d, tolerance).map_err(|e| format!("{flag}: {e}"))
+                })
+                .transpose()
+        };
+        let snaps = Snapshots {
+            before: read(&opts.proc, "--proc")?,
+            after: read(&opts.proc_after, "--proc-after")?,
+        };
+        if let (Some(b), Some(a)) = (&snaps.before, &snaps.after) {
+            b.same_machine(a)
+                .map_err(|e| format!("--proc-after: {e}"))?;
+        }
+        Ok(snaps)
+    }
+
+    /// What the snapshots' reader accepted with a warning ([`ProcSnapshot::warnings`]),
+    /// each prefixed with its flag.
+    pub fn warnings(&self) -> Vec<String> {
+        [("--proc", &self.before), ("--proc-after", &self.after)]
+            .into_iter()
+            .filter_map(|(flag, s)| Some((flag, s.as_ref()?)))
+            .flat_map(|(flag, s)| s.warnings.iter().map(move |w| format!("{flag}: {w}")))
+            .collect()
+    }
+
+    /// The window to replay: `opts`', else with `--proc` between the snapshot's markers.
+    pub fn window(&self, opts: &ReplayOptions) -> Window {
+        let mut window = opts.window.clone();
+        if self.before.is_some() && window.from.is_none() && window.to.is_none() {
+            window.from = Some("KT_SNAPSHOT_BEFORE_END".to_owned());
+            window.to = Some("KT_SNAPSHOT_AFTER_BEGIN".to_owned());
+        }
+        window
+    }
+}
+
+/// Everything a replay's pass needs, set up.
+pub struct Setup {
+    /// The snapshots.
+    pub snaps: Snapshots,
+    /// The kernel family the variants start from, and whether it was given.
+    pub preset: (Kernel, bool),
+    /// The zones' shape (its numbering the trace's, once [`Setup::new`] returns).
+    pub geo: Geometry,
+    /// The preset applied to the defaults: every variant's base.
+    pub base: zonealloc::ZoneConfig,
+    /// Whether causes are inferred ([`kernel`]).
+    pub infer: bool,
+    /// Each CPU's count at the start marker, inferred ([`start_count`]); `None` when off.
+    pub start_counts: Option<start_count::StartCounts>,
+    /// One per variant, in order.
+    pub replayers: Vec<Replayer>,
+    /// The files `--emit` writes.
+    pub emitted: Vec<PathBuf>,
+    /// The kernel's side.
+    pub kernel: KernelSide,
+    /// The first events of the source the kernel side has counted already (without the
+    /// inferences, it counts the prefix's events as the look takes them).
+    pub counted: u64,
+}
+
+impl Setup {
+    /// Sets the replay up from `opts`, `snaps` and what `source` shows, taking (and putting
+    /// back) the events the look and the inferences read.
+    pub fn new(
+        opts: &ReplayOptions,
+        snaps: Snapshots,
+        source: &mut Source,
+    ) -> Result<Setup, String> {
+        let snap = snaps.before.as_ref();
+        // The events' numbering is read only by the replay and the `--proc` inferences:
+        // without `--proc`, with the CPU count known from a flag or the header and the span
+        // from `--zone-pages`, the zones are built before the parse has shown the prefix.
+        let cpus_known = opts.cpus.is_some() || source.so_far().header_cpus.is_some();
+        // Without --proc or --zone-pages the zone's span comes from the prefix's pfns too.
+        if snap.is_some() || !cpus_known || opts.zone_pages.is_none() {
+            source.look();
+        }
+        let geo = geometry(opts, snap, source)?;
+        let preset = match (opts.kernel, snap) {
+            (Some(k), _) => (k, true),
+            (None, Some(s)) => (proc_setup::kernel_of(s), false),
+            (None, None) => (Kernel::V7_2, false),
+        };
+        // Without --kernel or --proc, the defaults (the mainline rules, and the zone a `trace
+        // gen` or `lab` run records, so our own traces replay to themselves); the 7.2 preset
+        // also sets the Debian kernels' boot-time choices (THP's min_free_kbytes).
+        let mut base = zonealloc::ZoneConfig::default();
+        if opts.kernel.is_some() || snap.is_some() {
+            preset.0.apply(&mut base);
+        }
+        let first = first(opts, snap, source, &geo, preset.0, &base);
+        let mut head = first.lists.unwrap_or_default();
+        let start_counts = first.counts;
+        if let Some(sc) = &start_counts {
+            for (z, span) in geo.zones.iter().enumerate() {
+                if head.zones.len() <= z {
+                    head.zones.resize(z + 1, pcp_state::ListDemand::default());
+                }
+                head.zones[z].start_count = (0..geo.cpus)
+                    .map(|c| sc.count(span.zone_type.name(), c))
+                    .collect();
+            }
+        }
+        // The inferences read a kernel's trace, where untraced work leaves its marks; a trace
+        // we wrote ourselves is a closed world (its slow-path drains are our own).
+        let infer = opts.infer.unwrap_or(snap.is_some());
+        let mut setup = Setup {
+            preset,
+            base,
+            infer,
+            start_counts,
+            replayers: Vec::with_capacity(opts.variants.len()),
+            emitted: Vec::new(),
+            kernel: KernelSide::for_geometry(&geo),
+            counted: 0,
+            geo,
+            snaps,
+        };
+        setup.add_replayers(opts, &head)?;
+        setup.kernel.block_types = kernel::BlockTypes::new(base.pageblock_order);
+        for &(pfn, mt) in &head.first_named {
+            setup.kernel.block_types.name(pfn, mt);
+        }
+        setup.numbering(opts, source);
+        Ok(setup)
+    }
+
+    /// One [`Replayer`] per variant of `opts`, its zones set up from the snapshot (their lists
+    /// as `head` infers) where there is one.
+    fn add_replayers(
+        &mut self,
+        opts: &ReplayOptions,
+        head: &pcp_state::Head,
+    ) -> Result<(), String> {
+        let n = opts.variants.len();
+        for spec in &opts.variants {
+            let mut v = Variant::parse_on(spec, &self.base)?;
+            if opts.no_pcp {
+                v.cfg.pcp.enabled = false;
+            }
+            let cfgs = self.zone_configs(opts, spec)?;
+            let out: Option<Box<dyn Write>> = match &opts.emit {
+                Some(p) => {
+                    let p = emit_path(p, &v.name, n);
+                    let f = File::create(&p).map_err(|e| format!("--emit {}: {e}", p.display()))?;
+                    self.emitted.push(p);
+                    Some(Box::new(BufWriter::with_capacity(1 << 16, f)))
+                }
+                None => None,
+            };
+            let snap = self.snaps.before.as_ref();
+            let mut r = Replayer::with_zones(v, &self.geo, out, &cfgs, snap, &head.zones)?;
+            r.decay = cfgs.first().is_some_and(|c| c.pcp.decay && c.pcp.enabled) && !opts.no_decay;
+            // A kernel's batched frees reach the lists at their commits.
+            r.commit_at_batched = self.infer;
+            self.replayers.push(r);
+        }
+        Ok(())
+    }
+
+    /// Per zone: the snapshot's sizes on the preset, then the variant `spec`'s knobs.
+    fn zone_configs(
+        &self,
+        opts: &ReplayOptions,
+        spec: &str,
+    ) -> Result<Vec<zonealloc::ZoneConfig>, String> {
+        let mut cfgs = Vec::with_capacity(self.geo.zones.len());
+        for z in &self.geo.zones {
+            let kz = self
+                .snaps
+                .before
+                .as_ref()
+                .and_then(|s| s.zone(0, z.zone_type));
+            let zbase = match kz {
+                Some(kz) => proc_setup::zone_config(&self.base, kz, self.preset.0),
+                None => self.base,
+            };
+            let mut c = Variant::parse_on(spec, &zbase)?.cfg;
+            if opts.no_pcp {
+                c.pcp.enabled = false;
+            }
+            cfgs.push(c);
+        }
+        Ok(cfgs)
+    }
+
+    /// The prefix's whole look, if the zones came first (the geometry's CPU count did not
+    /// depend on it), and the numbering it decides, given to the geometry and every
+    /// replayer. Without the inferences the kernel side only counts, whatever the numbering:
+    /// it counts the prefix's events as the look takes them, while the parse goes on (the
+    /// first [`Setup::counted`] events of the pass).
+    fn numbering(&mut self, opts: &ReplayOptions, source: &mut Source) {
+        let (infer, geo, kernel) = (self.infer, &self.geo, &mut self.kernel);
+        let mut counted = 0u64;
+        source.look_with(|ev| {
+            if !infer {
+                kernel.add_counts(ev, geo.zone_of(ev.kind.pfn()).unwrap_or(0));
+                counted += 1;
+            }
+        });
+        self.counted = counted;
+        self.geo.numbering = source.numbering(opts.numbering);
+        for r in self.replayers.iter_mut() {
+            r.set_numbering(self.geo.numbering);
+        }
+    }
+}
+
+/// The zones' shape: the snapshot's zones, else the flags' (or the trace's) span.
+fn geometry(
+    opts: &ReplayOptions,
+    snap: Option<&ProcSnapshot>,
+    source: &Source,
+) -> Result<Geometry, String> {
+    let numbering = source.numbering(opts.numbering);
+    match snap {
+        Some(s) => proc_setup::geometry(s, opts.cpus, numbering),
+        None => Geometry::from_flags(
+            opts.zone_start,
+            opts.zone_pages,
+            opts.online,
+            opts.cpus,
+            source.so_far(),
+            numbering,
+        ),
+    }
+}
+
+/// Which lists each CPU's count is on (pcp_state) and each CPU's count at the start marker
+/// (start_count), from the window's first events: the parse's own, held for the replay
+/// (first_events), so a pipe gets what a file gets. The start counts are off unless asked
+/// for: closer to the kernel's counts, they bring the replay's refills and drains closer on
+/// 6.1 p2 only (BENCHMARKS.md, `trace replay`).
+fn first(
+    opts: &ReplayOptions,
+    snap: Option<&ProcSnapshot>,
+    source: &mut Source,
+    geo: &Geometry,
+    preset: Kernel,
+    base: &zonealloc::ZoneConfig,
+) -> FirstEvents {
+    let lists = snap.is_some() && opts.infer_lists.or(opts.infer).unwrap_or(true);
+    let counts = snap.is_some() && opts.infer_start_count == Some(true);
+    match snap {
+        Some(s) if counts || lists => {
+            let which = first_events::Which {
+                counts,
+                lists,
+                fixed_high: preset.fixed_high(),
+                scale_max: base.pcp.batch_scale_max,
+                thp_order: base.pcp.thp_order,
+                pageblock_order: base.pageblock_order,
+            };
+            let first = first_events::take(
+                || source.next_chunk(),
+                geo,
+                s,
+                which,
+                first_events::LIST_EVENTS,
+            );
+            source.unread(first.held);
+            FirstEvents {
+                held: Vec::new(),
+                ..first
+            }
+        }
+        _ => FirstEvents::default(),
+    }
+}
+
+/// Where variant `i` of `n` writes its trace: `path` itself for one variant, else
+/// `path` with `.<variant>` before the extension.
+pub fn emit_path(path: &Path, name: &str, n: usize) -> PathBuf {
+    if n == 1 {
+        return path.to_owned();
+    }
+    let slug = crate::report::file_slug(name);
+    let stem = path
+        .file_stem()
+        .map_or_else(Default::default, |s| s.to_string_lossy());
+    let file = match path.extension() {
+        Some(ext) => format!("{stem}.{slug}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.{slug}"),
+    };
+    path.with_file_name(file)
+}
