@@ -199,7 +199,7 @@ impl ExperimentResult {
 }
 
 /// `results.json`'s form of an [`ExperimentResult`]: its fields in declaration order, each
-/// sample written as [`SampleRow`]s.
+/// sample written as `SampleRow`s.
 impl Serialize for ExperimentResult {
     fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
         // Destructured whole: a field added to the struct fails to compile here until it is
