@@ -419,10 +419,13 @@ mod tests {
     fn forty_thousand_cells_compare_row_by_row() {
         // Pairwise searches took 21 s on this (release build), minutes in a debug one: the
         // rows are matched through one index instead. Run b lists its cells in reverse, so
-        // that each row must find its own value, and has one more.
+        // that each row must find its own value, and has one more cell and claim.
         const N: usize = 40_000;
         let a = wide_run("a", N, 1.0);
         let mut b = wide_run("b", N + 1, 3.0);
+        // One claim both runs judged, judged differently: the one disagreement. The claim
+        // only b has is not one (a did not judge it).
+        b.json["verdicts"][N / 2]["verdict"] = "not reproduced".into();
         for key in ["experiments", "verdicts"] {
             let list = match key {
                 "experiments" => &mut b.json[key][0]["comparisons"][0]["cells"],
