@@ -12,7 +12,8 @@
 //! decay=on|off drain_in_batches=on|off highatomic_no_refill=on|off   (kernel-version rules)
 //! drain_batch_free=on|off                5.15's free_pcppages_bulk round robin
 //! highatomic_cap=aligned|plus_pageblock highatomic_unusable=free|reserved
-//! movable_like_highmem=on|off thp_min_free_kbytes=on|off lowmem_reserve_follows_managed=on|off
+//! movable_like_highmem=on|off thp_min_free_kbytes=on|off thp_min_totalram_mib=N
+//! smp_locks_free=before_initcalls|arch_initcall lowmem_reserve_follows_managed=on|off
 //! fallback=claim_steal|legacy drain_migratetype=at_drain|at_free   (6.1: legacy, at_free)
 //! llc_slice_bytes=N                      sets PCPF_FREE_HIGH_BATCH when > 3 * batch pages
 //! locking=spinlock|owner-only            seed 002
@@ -31,7 +32,7 @@
 
 use zonealloc::{
     DrainMigratetype, DrainMode, FallbackRule, FreeHigh, FreeScaling, HighMode, HighatomicCap,
-    HighatomicUnusable, MobilityGrouping, PcpLocking, WatermarkConfig, ZoneConfig,
+    HighatomicUnusable, MobilityGrouping, PcpLocking, SmpLocksFree, WatermarkConfig, ZoneConfig,
 };
 
 /// One policy set: its name (the spec as given) and the configuration it makes.
@@ -49,6 +50,7 @@ free_high=off|original|current|batch|free_factor, high_mode=fixed|autotune, \
 alloc_scaling=on|off, free_scaling=free_count|free_factor|free_factor_uncapped, decay=on|off, \
 drain_in_batches=on|off, drain_batch_free=on|off, highatomic_no_refill=on|off, highatomic_cap=aligned|plus_pageblock, \
 highatomic_unusable=free|reserved, movable_like_highmem=on|off, thp_min_free_kbytes=on|off, \
+thp_min_totalram_mib=N, smp_locks_free=before_initcalls|arch_initcall, \
 lowmem_reserve_follows_managed=on|off, fallback=claim_steal|legacy, \
 drain_migratetype=at_drain|at_free, llc_slice_bytes=N, locking=spinlock|owner-only, \
 drain=remote|owner, pcp=on|off, batch=N, high_min=N, high_max=N, high_fraction=N, \
@@ -141,6 +143,22 @@ fn set(cfg: &mut ZoneConfig, k: &str, v: &str, spec: &str) -> Result<(), String>
         }
         "movable_like_highmem" => cfg.movable_like_highmem = on_off(k, v)?,
         "thp_min_free_kbytes" => cfg.thp_min_free_kbytes = on_off(k, v)?,
+        "thp_min_totalram_mib" => {
+            cfg.thp_min_totalram_mib = v
+                .parse()
+                .map_err(|_| format!("{k}={v}: expected MiB (0: THP on at every size)"))?
+        }
+        "smp_locks_free" => {
+            cfg.smp_locks_free = match v {
+                "before_initcalls" => SmpLocksFree::BeforeInitcalls,
+                "arch_initcall" => SmpLocksFree::ArchInitcall,
+                _ => {
+                    return Err(format!(
+                        "{k}={v}: expected before_initcalls or arch_initcall"
+                    ))
+                }
+            }
+        }
         "lowmem_reserve_follows_managed" => cfg.lowmem_reserve_follows_managed = on_off(k, v)?,
         "fallback" => {
             cfg.fallback = match v {
@@ -344,7 +362,8 @@ mod tests {
             "high_mode=fixed,alloc_scaling=off,free_scaling=free_factor,free_high=free_factor,\
              decay=off,drain_in_batches=off,highatomic_no_refill=off,highatomic_cap=plus_pageblock,\
              highatomic_unusable=reserved,movable_like_highmem=off,thp_min_free_kbytes=on,\
-             lowmem_reserve_follows_managed=off,fallback=legacy,pcp.drain_migratetype=at_free",
+             lowmem_reserve_follows_managed=off,fallback=legacy,pcp.drain_migratetype=at_free,\
+             smp_locks_free=before_initcalls,thp_min_totalram_mib=512",
         )
         .unwrap()
         .cfg;

@@ -103,7 +103,7 @@ impl<P: Platform> Zone<P> {
             self.pcp_alloc_order(Order::ZERO, mt, hz, slot, held)
         } else if order <= Order::COSTLY {
             self.pcp_alloc_order(order, mt, hz, slot, held)
-        } else if order == Order::from_raw(self.pcp.policy.thp_list_order) {
+        } else if order.get() == self.pcp.policy.thp_list_order {
             // pcp_allowed_order: above COSTLY only the THP order has lists. The usual one
             // (2 MiB of 4 KiB pages) gets its constant too.
             if order == THP_ORDER_USUAL {
@@ -232,7 +232,7 @@ impl<P: Platform> Zone<P> {
             self.pcp_free_order(Order::ZERO, slot, held, m, idx, e, mt)
         } else if order <= Order::COSTLY {
             self.pcp_free_order(order, slot, held, m, idx, e, mt)
-        } else if order == Order::from_raw(self.pcp.policy.thp_list_order) {
+        } else if order.get() == self.pcp.policy.thp_list_order {
             if order == THP_ORDER_USUAL {
                 self.pcp_free_order(THP_ORDER_USUAL, slot, held, m, idx, e, mt)
             } else {
