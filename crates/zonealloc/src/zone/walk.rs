@@ -12,6 +12,9 @@ use crate::types::{MigrateType, Order, Pfn, ZoneType};
 /// The zones one request may use, preferred (highest) first; never empty.
 pub(crate) struct ZoneList<'a, P: Platform> {
     pub(crate) zones: &'a [&'a Zone<P>],
+    /// The node of each zone, where the zonelist spans several nodes; empty on one node
+    /// (`nr_online_nodes == 1`), where `ALLOC_NOFRAGMENT` never looks at nodes.
+    pub(crate) nids: &'a [u32],
 }
 
 impl<'a, P: Platform> ZoneList<'a, P> {
@@ -29,7 +32,15 @@ pub(crate) fn alloc_in_zone<P: Platform>(
     req: AllocRequest,
     access: &mut PcpAccess<'_>,
 ) -> Result<Pfn, AllocError> {
-    alloc_walk(&ZoneList { zones: &[zone] }, order, req, access)
+    alloc_walk(
+        &ZoneList {
+            zones: &[zone],
+            nids: &[],
+        },
+        order,
+        req,
+        access,
+    )
 }
 
 /// `get_page_from_freelist`: each zone in turn; with `ALLOC_NOFRAGMENT`, a second pass
@@ -43,8 +54,19 @@ fn get_page_from_freelist<P: Platform>(
     hz: usize,
     access: &mut PcpAccess<'_>,
 ) -> Option<Pfn> {
-    loop {
-        for z in list.iter() {
+    'retry: loop {
+        for (i, z) in list.iter().enumerate() {
+            // get_page_from_freelist: "if (no_fallback && nr_online_nodes > 1 && zone !=
+            // ac->preferred_zoneref->zone)": a zone of another node than the preferred
+            // zone's ends the fragment-avoiding pass; retry from the top without it.
+            if i > 0
+                && flags.intersects(AllocFlags::NOFRAGMENT)
+                && list.nids.len() > i
+                && list.nids[i] != list.nids[0]
+            {
+                flags = flags.without(AllocFlags::NOFRAGMENT);
+                continue 'retry;
+            }
             if let Some(p) = z.try_alloc(order, mt, flags, hz, access) {
                 return Some(p);
             }
