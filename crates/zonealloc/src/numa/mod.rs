@@ -173,6 +173,16 @@ impl<P: Platform> Machine<P> {
                 "every CPU needs a node below the node count",
             ));
         }
+        // Every CPU needs a pageset in every zone of every node.
+        let short = nodes
+            .iter()
+            .flat_map(|x| x.zones())
+            .any(|z| z.config().pcp.enabled && (z.cpus() as usize) < cpu_node.len());
+        if short {
+            return Err(ConfigError::BadNuma(
+                "a zone has fewer pagesets than the machine has CPUs",
+            ));
+        }
         let has_cpus: Vec<bool> = (0..n as u32).map(|i| cpu_node.contains(&i)).collect();
         let has_memory: Vec<bool> = nodes.iter().map(|x| x.zones().next().is_some()).collect();
         let orders = build_node_orders(&dist, &has_cpus, &has_memory);

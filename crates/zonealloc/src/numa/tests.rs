@@ -354,3 +354,76 @@ fn the_expiry_knobs_follow_the_kernel() {
     assert_eq!(z1.pcp_info(CpuId(0)).count, count);
     m.check().unwrap();
 }
+
+#[test]
+fn bad_requests_get_errors_and_change_nothing() {
+    let m = two_nodes(ZoneConfig::default());
+    let req = AllocRequest::new(MigrateType::Movable);
+    let nozone = |r: Result<Pfn, AllocError>| matches!(r, Err(AllocError::NoZone));
+    assert!(nozone(m.alloc(
+        Order::ZERO,
+        req.on_cpu(CpuId(9)),
+        NodeTarget::node(0)
+    )));
+    assert!(nozone(m.alloc(
+        Order::ZERO,
+        req.on_cpu(CpuId(0)),
+        NodeTarget::node(7)
+    )));
+    let none = NodeTarget {
+        nodemask: Some(NodeMask::of(&[])),
+        ..NodeTarget::node(0)
+    };
+    assert!(nozone(m.alloc(Order::ZERO, req.on_cpu(CpuId(0)), none)));
+    let mut empty = TaskPolicy::new(MemPolicy::Interleave(NodeMask::of(&[])));
+    assert!(nozone(m.alloc_policy(
+        Order::ZERO,
+        req.on_cpu(CpuId(0)),
+        &mut empty
+    )));
+    let mut bind = TaskPolicy::new(MemPolicy::Bind(NodeMask::of(&[70])));
+    assert!(nozone(m.alloc_policy(
+        Order::ZERO,
+        req.on_cpu(CpuId(0)),
+        &mut bind
+    )));
+    assert!(m
+        .free_on(CpuId(0), Pfn(3 * GIB / 4096), Order::ZERO)
+        .is_err());
+    assert_eq!(m.vmstat_tick(CpuId(9)), 0);
+    assert_eq!(m.numastat(0).unwrap(), NumaStat::default());
+    assert_eq!(m.check().unwrap().allocated_pages, 0);
+    // A node whose zones have pagesets for fewer CPUs than the machine has is refused.
+    let small = |id| {
+        Node::from_memory_map(
+            id,
+            &[MemoryRegion::usable(MIB << (8 * id), 31 * MIB)],
+            ZoneConfig::default(),
+        )
+        .unwrap()
+    };
+    let d = Distances::new(2, &[10, 20, 20, 10]).unwrap();
+    assert!(Machine::new(
+        std::vec![small(0), small(1)],
+        d,
+        &[0, 1],
+        NumaConfig::default()
+    )
+    .is_err());
+}
+
+#[test]
+fn interleave_positions_follow_next_node_in_and_offset_il_node() {
+    let mask = NodeMask::of(&[1, 3, 6]);
+    let mut prev = 1023; // do_set_mempolicy: MAX_NUMNODES - 1
+    let picks: Vec<u32> = (0..5)
+        .map(|_| interleave_nodes(&mut prev, mask).unwrap())
+        .collect();
+    assert_eq!(picks, [1, 3, 6, 1, 3]);
+    assert_eq!(mask.next_in(63), Some(1));
+    assert_eq!(interleave_nodes(&mut prev, NodeMask::default()), None);
+    // offset_il_node: the (n % weight)-th node; the local node for an empty mask.
+    let got: Vec<u32> = (0..4).map(|n| offset_il_node(mask, n, 0)).collect();
+    assert_eq!(got, [1, 3, 6, 1]);
+    assert_eq!(offset_il_node(NodeMask::default(), 5, 2), 2);
+}
