@@ -268,21 +268,45 @@ fn a_full_preferred_node_counts_miss_and_foreign_and_bind_refuses_other_nodes() 
 
 #[test]
 fn nofragment_retries_on_the_preferred_node_before_using_another() {
-    let m = two_nodes(ZoneConfig::default());
-    // Node 1: every page taken, then every other one freed (no free pageblock left, only
-    // scattered Movable pages). Node 0 has whole free pageblocks.
-    let taken = exhaust(&m, 2, NodeTarget::this_node(1));
+    // Node 0: 32 MiB of DMA32 below 4 GiB and 32 MiB of Normal above (alloc_flags_nofragment
+    // sets ALLOC_NOFRAGMENT only where the preferred Normal zone's node has a populated
+    // DMA32); node 1: 64 MiB of Normal.
+    let regions = [
+        NodeRegion {
+            node: 0,
+            region: MemoryRegion::usable(4 * GIB - 32 * MIB, 64 * MIB),
+        },
+        NodeRegion {
+            node: 1,
+            region: MemoryRegion::usable(8 * GIB, 64 * MIB),
+        },
+    ];
+    let d = Distances::new(2, &[10, 20, 20, 10]).unwrap();
+    let m = Machine::from_memory_map(
+        &regions,
+        d,
+        &[0, 0, 1, 1],
+        ZoneConfig::default(),
+        NumaConfig::default(),
+    )
+    .unwrap();
+    use ZoneType::{Dma32, Normal};
+    assert_eq!(m.zonelist(0, false), [(0, Normal), (0, Dma32), (1, Normal)]);
+    // Node 0: every page taken, then every other one freed (no free pageblock left, only
+    // scattered Movable pages). Node 1 has whole free pageblocks.
+    let taken = exhaust(&m, 0, NodeTarget::this_node(0));
     for &p in taken.iter().filter(|p| p.0 % 2 == 0) {
-        m.free_on(CpuId(2), p, Order::ZERO).unwrap();
+        m.free_on(CpuId(0), p, Order::ZERO).unwrap();
     }
     m.drain_all();
-    // An Unmovable request preferring node 1: the NOFRAGMENT pass cannot steal a page there
-    // and, reaching node 0's zone, retries without it (get_page_from_freelist), so the
-    // page comes from node 1. (Walking on into node 0 with NOFRAGMENT would claim a whole
-    // free pageblock there.)
-    let req = AllocRequest::new(MigrateType::Unmovable).on_cpu(CpuId(2));
-    let p = m.alloc(Order::ZERO, req, NodeTarget::node(1)).unwrap();
-    assert_eq!(nid(&m, p), 1);
+    // An Unmovable request on CPU 0: the NOFRAGMENT pass cannot steal a page in node 0's
+    // Normal or DMA32 and, reaching node 1's zone, retries without it
+    // (get_page_from_freelist), so the page comes from node 0. (Walking on into node 1
+    // with NOFRAGMENT would claim a whole free pageblock there.)
+    let req = AllocRequest::new(MigrateType::Unmovable).on_cpu(CpuId(0));
+    let p = m.alloc(Order::ZERO, req, NodeTarget::node(0)).unwrap();
+    assert_eq!(nid(&m, p), 0);
+    assert_eq!(m.numastat(0).unwrap().numa_hit, taken.len() as u64 + 1);
     m.check().unwrap();
 }
 

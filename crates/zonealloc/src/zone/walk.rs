@@ -22,6 +22,19 @@ impl<'a, P: Platform> ZoneList<'a, P> {
     fn iter(&self) -> impl Iterator<Item = &'a Zone<P>> + 'a {
         self.zones.iter().copied()
     }
+
+    /// alloc_flags_nofragment: "if (nr_online_nodes > 1 && !populated_zone(--zone)) return
+    /// alloc_flags;": on several nodes, only where the preferred zone's own node has a
+    /// populated DMA32 (the zone after it in the list, on the same node). One node is
+    /// assumed to have one.
+    fn dma32_below_preferred(&self) -> bool {
+        self.nids.is_empty()
+            || (self.nids.get(1) == self.nids.first()
+                && self
+                    .zones
+                    .get(1)
+                    .is_some_and(|z| z.zone_type() == ZoneType::Dma32))
+    }
 }
 
 /// A lone zone's allocation: the same walk over a one-zone zonelist.
@@ -109,7 +122,7 @@ pub(crate) fn alloc_walk<P: Platform>(
     // Fast path. alloc_flags_nofragment: when the preferred zone is Normal, first try without
     // fragmenting pageblocks (the kernel assumes ZONE_DMA32 exists on a single node).
     let mut fast = req.fast_flags();
-    if preferred.zone_type() == ZoneType::Normal {
+    if preferred.zone_type() == ZoneType::Normal && list.dma32_below_preferred() {
         fast = fast.with(AllocFlags::NOFRAGMENT);
     }
     if let Some(p) = get_page_from_freelist(list, order, mt, fast, hz, access) {
