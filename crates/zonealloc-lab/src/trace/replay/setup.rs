@@ -162,6 +162,9 @@ impl Setup {
         };
         setup.add_replayers(opts, &head)?;
         setup.kernel.block_types = kernel::BlockTypes::new(base.pageblock_order);
+        setup
+            .kernel
+            .set_extfrag_names_page(setup.preset.0.extfrag_names_page());
         for &(pfn, mt) in &head.first_named {
             setup.kernel.block_types.name(pfn, mt);
         }
@@ -294,6 +297,7 @@ fn first(
                 scale_max: base.pcp.batch_scale_max,
                 thp_order: base.pcp.thp_order,
                 pageblock_order: base.pageblock_order,
+                extfrag_names_page: preset.extfrag_names_page(),
             };
             let first = first_events::take(
                 || source.next_chunk(),

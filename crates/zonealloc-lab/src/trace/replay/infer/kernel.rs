@@ -24,6 +24,15 @@
 //! without the tracepoint (vmalloc'd kernel stacks at fork, `vm_area_alloc_pages`). The
 //! replay allocates a page on the refilling CPU just before replaying the free, so its lists
 //! lose the page as the kernel's did, only later.
+//!
+//! A refill run is one `rmqueue_bulk` batch (up to `batch << CONFIG_PCP_BATCH_SCALE_MAX`
+//! pages) on one CPU: with the zone lock held and interrupts off nothing else runs on that
+//! CPU, so only the batch's own fallbacks (`mm_page_alloc_extfrag`) interleave it there; the
+//! trace is merged from the per-CPU buffers in timestamp order (the shipped captures never go
+//! back in time), so other CPUs' events interleave freely, and runs are kept per CPU
+//! ([`KernelSide::refill_run`]). A run that straddles the window's start begins at its first
+//! page inside the window: the pages before sit ahead of it on the list and their
+//! allocations, with no refill recorded, touch no run.
 
 use crate::trace::parse::{Event, EventKind};
 use crate::trace::replay::tally::Grid;
@@ -140,8 +149,15 @@ pub struct KernelSide {
     /// Per CPU and migratetype (the trace's numbering, `& 7`): the order-0 pages of the
     /// list's last refill run not allocated, drained or freed since, in refill order.
     runs: Vec<std::collections::VecDeque<u64>>,
-    /// Per CPU: the last event was an order-0 refill of this migratetype.
+    /// Per CPU: the last event was an order-0 refill of this migratetype (or a fallback inside
+    /// one: [`KernelSide::refill_run`]).
     in_refill: Vec<Option<u8>>,
+    /// `mm_page_alloc_extfrag` names the page the allocation took (6.15 on: `__rmqueue_claim`
+    /// and `__rmqueue_steal` return it, and only a claim below `pageblock_order` prints
+    /// `mm_page_alloc_zone_locked` for it too); before 6.15 it names the block fallen back to
+    /// and `__rmqueue` retries `__rmqueue_smallest`, which prints the page taken. Set from
+    /// the kernel family ([`KernelSide::set_extfrag_names_page`]); the default is mainline's.
+    extfrag_names_page: bool,
     /// Pages the event just added found taken untraced, as `(pfn, cpu, migratetype)`:
     /// replay their allocations now ([`Replayer::untraced_allocs`](super::Replayer)).
     pub untraced_now: Vec<(u64, u32, u8)>,
@@ -183,12 +199,19 @@ impl KernelSide {
             untraced_allocs: 0,
             runs: vec![std::collections::VecDeque::new(); cpus as usize * 8],
             in_refill: vec![None; cpus as usize],
+            extfrag_names_page: true,
             untraced_now: Vec::new(),
             untraced_early: 0,
             block_types: BlockTypes::new(9),
             last_drain: None,
             cpus,
         }
+    }
+
+    /// Whether `mm_page_alloc_extfrag` names the page taken (kernels from 6.15 on, the
+    /// replay's 7.2 family) or the block fallen back to (before).
+    pub fn set_extfrag_names_page(&mut self, names_page: bool) {
+        self.extfrag_names_page = names_page;
     }
 
     /// Accounts one event, whose page lies in zone `zone`, and says what the replay should
@@ -402,34 +425,56 @@ impl KernelSide {
     /// The refill side of [`KernelSide::bulk`], before the event's frame is accounted: an
     /// order-0 refill onto this CPU's list of a migratetype extends the list's run, or starts
     /// a new one if the event before on this CPU was not such a refill.
+    ///
+    /// `rmqueue_bulk` calls `__rmqueue` once per page with the zone lock held and interrupts
+    /// off, so nothing else runs on the CPU until the batch is done; the trace, merged from
+    /// the per-CPU buffers by timestamp, interleaves other CPUs' events (runs are per CPU) and,
+    /// on the refilling CPU, only the refill's own fallbacks: `mm_page_alloc_extfrag` of
+    /// order 0 and the run's migratetype (`__rmqueue_claim` / `__rmqueue_steal` in 6.15 on,
+    /// `__rmqueue_fallback` before) continues the run. From 6.15 it names a page of the batch
+    /// (the one taken; a claim below `pageblock_order` printed its `zone_locked` just before,
+    /// a claim of a whole pageblock or a steal did not), which joins the run; before, it names
+    /// the block fallen back to, and the retry's `mm_page_alloc_zone_locked` the page taken.
+    /// A fallback first in a batch starts the run as a refill page would. An order-0 fallback
+    /// outside a refill (`rmqueue_buddy` when the lists' lock is contended) reads as one.
     #[inline(always)]
     fn refill_run(&mut self, ev: &Event<'_>, cpu: u32) {
         let c = cpu as usize;
-        let refill = match ev.kind {
+        let (pfn, refill, page) = match ev.kind {
             EventKind::ZoneLocked {
+                pfn,
                 order: 0,
                 migratetype,
                 percpu_refill: true,
+            } => (pfn, Some(migratetype), true),
+            EventKind::Extfrag {
+                pfn,
+                alloc_order: 0,
+                alloc_migratetype,
                 ..
-            } => Some(migratetype),
-            _ => None,
+            } => (pfn, Some(alloc_migratetype), self.extfrag_names_page),
+            _ => (0, None, false),
         };
         let was = std::mem::replace(&mut self.in_refill[c], refill);
-        if let (EventKind::ZoneLocked { pfn, .. }, Some(mt)) = (&ev.kind, refill) {
-            self.extend_run(*pfn, cpu, mt, was != Some(mt));
-        }
-    }
-
-    /// Order-0 page `pfn` refilled onto `cpu`'s list of `mt`: the tail of the list's run, or
-    /// the first page of a new one.
-    fn extend_run(&mut self, pfn: u64, cpu: u32, mt: u8, new_run: bool) {
-        let list = cpu as usize * 8 + usize::from(mt & 7);
-        if new_run {
-            // A new run: the list was empty, what was left of the last run is gone.
+        let Some(mt) = refill else {
+            return;
+        };
+        let list = c * 8 + usize::from(mt & 7);
+        if was != Some(mt) {
+            // A new batch: the list was empty, what was left of the last run is gone.
             let n = self.runs[list].len();
             self.take_untraced(list, n, cpu, mt);
         }
-        self.runs[list].push_back(pfn);
+        // A claim below pageblock_order prints zone_locked, then extfrag, of the same page.
+        if page && self.runs[list].back() != Some(&pfn) {
+            if matches!(ev.kind, EventKind::Extfrag { .. }) {
+                // The page goes onto this CPU's list, as a refilled block does.
+                let f = self.pfns.get_mut(pfn);
+                f.set_last_free_cpu(Some(cpu));
+                f.set_refilled(Some((cpu, mt)));
+            }
+            self.runs[list].push_back(pfn);
+        }
     }
 
     /// The first `n` pages of run `list`, taken off it: allocated untraced unless something
@@ -610,6 +655,152 @@ mod tests {
             Inferred::FreeOfType { migratetype: 0 }
         );
         assert_eq!(k.untraced_allocs, 0);
+    }
+
+    fn refill(pfn: u64) -> EventKind<'static> {
+        EventKind::ZoneLocked {
+            pfn,
+            order: 0,
+            migratetype: 0,
+            percpu_refill: true,
+        }
+    }
+
+    fn alloc0(pfn: u64) -> EventKind<'static> {
+        EventKind::Alloc {
+            pfn,
+            order: 0,
+            migratetype: 0,
+            gfp_flags: "GFP_KERNEL",
+        }
+    }
+
+    /// An Unmovable order-0 fallback to a Movable block of `fallback_order`.
+    fn extfrag(pfn: u64, fallback_order: u8) -> EventKind<'static> {
+        EventKind::Extfrag {
+            pfn,
+            alloc_order: 0,
+            fallback_order,
+            alloc_migratetype: 0,
+            fallback_migratetype: 1,
+            fragmenting: false,
+            change_ownership: true,
+        }
+    }
+
+    /// Feeds `events` on CPU `cpu`, asserting that none finds a page taken untraced.
+    fn none_untraced(k: &mut KernelSide, cpu: u32, events: &[EventKind<'static>]) {
+        for e in events {
+            k.add(&ev(cpu, e.clone()), 0);
+            assert!(k.untraced_now.is_empty(), "{e:?}: {:?}", k.untraced_now);
+        }
+    }
+
+    /// 7.2 (7.2-p2_procs_pipe line 3187): a whole-pageblock claim in the middle of a batch
+    /// prints only `mm_page_alloc_extfrag`, for the page it takes; the batch goes on. The
+    /// allocations then take the batch in order, the claimed page among them: nothing was
+    /// allocated untraced, and the next batch finds the run used up.
+    #[test]
+    fn a_fallback_inside_a_refill_continues_the_run_and_joins_it_on_7_2() {
+        let mut k = KernelSide::new(1, 2);
+        let batch = [
+            refill(0x10),
+            refill(0x11),
+            extfrag(0x100, 10),
+            refill(0x101),
+            refill(0x102),
+        ];
+        none_untraced(&mut k, 0, &batch);
+        let taken: Vec<_> = [0x10, 0x11, 0x100, 0x101, 0x102].map(alloc0).into();
+        none_untraced(&mut k, 0, &taken);
+        none_untraced(&mut k, 0, &[refill(0x20)]);
+        assert_eq!((k.untraced_early, k.grid.get(0, 0).extfrag), (0, 1));
+        // The claimed page is the refilling CPU's, like the refilled ones.
+        assert_eq!(
+            k.grid.get(0, 0).refills,
+            5,
+            "refills count zone_locked alone"
+        );
+    }
+
+    /// A claim below `pageblock_order` in 7.2 prints `zone_locked` and then `extfrag` of the
+    /// same page: one page of the run, not two.
+    #[test]
+    fn a_claim_below_pageblock_order_is_one_page_of_the_run_on_7_2() {
+        let mut k = KernelSide::new(1, 1);
+        let batch = [
+            refill(0x10),
+            refill(0x300),
+            extfrag(0x300, 3),
+            refill(0x301),
+        ];
+        none_untraced(&mut k, 0, &batch);
+        none_untraced(&mut k, 0, &[alloc0(0x10), alloc0(0x300)]);
+        // The run's last page, never allocated, is all the next batch finds left.
+        k.add(&ev(0, refill(0x20)), 0);
+        assert_eq!(k.untraced_now, vec![(0x301, 0, 0)]);
+    }
+
+    /// 6.1 (6.1-p2_procs_pipe line 20396): `__rmqueue_fallback` prints the block fallen back
+    /// to, then the retry's `zone_locked` the page taken; the batch goes on, and the block's
+    /// head is no page of the run unless the retry takes it.
+    #[test]
+    fn a_fallback_inside_a_refill_continues_the_run_before_6_15() {
+        let mut k = KernelSide::new(1, 1);
+        k.set_extfrag_names_page(false);
+        let batch = [
+            refill(0x10),
+            refill(0x11),
+            extfrag(0x200, 10),
+            refill(0x208),
+            refill(0x209),
+        ];
+        none_untraced(&mut k, 0, &batch);
+        let taken: Vec<_> = [0x10, 0x11, 0x208].map(alloc0).into();
+        none_untraced(&mut k, 0, &taken);
+        k.add(&ev(0, refill(0x20)), 0);
+        assert_eq!(k.untraced_now, vec![(0x209, 0, 0)]);
+    }
+
+    /// A fallback first in a batch starts it: what the last run left was taken untraced
+    /// (the list was empty), on either kernel; on 7.2 the fallback's page is the run's first.
+    #[test]
+    fn a_fallback_first_in_a_batch_starts_a_new_run() {
+        for names_page in [true, false] {
+            let mut k = KernelSide::new(1, 1);
+            k.set_extfrag_names_page(names_page);
+            none_untraced(&mut k, 0, &[refill(0x10), refill(0x11), alloc0(0x10)]);
+            k.add(&ev(0, alloc0(0x50)), 0);
+            k.add(&ev(0, extfrag(0x400, 10)), 0);
+            assert_eq!(k.untraced_now, vec![(0x11, 0, 0)], "{names_page}");
+            none_untraced(&mut k, 0, &[refill(0x401), refill(0x402)]);
+            // On 7.2 the fallback's page is the run's first, before 6.15 it is no page of it.
+            let first = if names_page { 0x400 } else { 0x401 };
+            let taken: Vec<_> = (first..=0x402).map(alloc0).collect();
+            none_untraced(&mut k, 0, &taken);
+            assert_eq!(k.untraced_early, 1, "{names_page}");
+        }
+    }
+
+    /// Other CPUs' events interleave a refill in the merged trace (each CPU's buffer is in
+    /// order, the merge is by timestamp), and so does their own refill of the same zone once
+    /// the lock is theirs: neither ends this CPU's run. An event on the refilling CPU that is
+    /// no part of the batch (another order's refill) does: that is another `rmqueue_bulk`.
+    #[test]
+    fn only_the_refilling_cpus_own_events_end_its_run() {
+        let mut k = KernelSide::new(1, 2);
+        none_untraced(&mut k, 0, &[refill(0x10), refill(0x11)]);
+        none_untraced(&mut k, 1, &[alloc0(0x90), refill(0x91), extfrag(0x92, 10)]);
+        none_untraced(&mut k, 0, &[refill(0x12), alloc0(0x10)]);
+        let order_3 = EventKind::ZoneLocked {
+            pfn: 0x800,
+            order: 3,
+            migratetype: 0,
+            percpu_refill: true,
+        };
+        none_untraced(&mut k, 0, &[order_3]);
+        k.add(&ev(0, refill(0x20)), 0);
+        assert_eq!(k.untraced_now, vec![(0x11, 0, 0), (0x12, 0, 0)]);
     }
 
     /// Counting without the inferences (no pageblock types named) gives every figure the full

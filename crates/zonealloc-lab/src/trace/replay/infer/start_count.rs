@@ -436,6 +436,12 @@ impl Walk {
         }
     }
 
+    /// Whether `mm_page_alloc_extfrag` names the page taken
+    /// ([`KernelSide::set_extfrag_names_page`]).
+    pub fn set_extfrag_names_page(&mut self, names_page: bool) {
+        self.kernel.set_extfrag_names_page(names_page);
+    }
+
     /// Any event on `cpu` but a drain: the last free drained nothing, a refill run ended.
     fn other(&mut self, cpu: u32) {
         for z in 0..self.zones {
