@@ -66,10 +66,12 @@ impl Snapshots {
             .collect()
     }
 
-    /// The window to replay: `opts`', else with `--proc` between the snapshot's markers.
+    /// The window to replay: `opts`', else with `--proc` between the snapshot's markers
+    /// unless `--whole-file`.
     pub fn window(&self, opts: &ReplayOptions) -> Window {
         let mut window = opts.window.clone();
-        if self.before.is_some() && window.from.is_none() && window.to.is_none() {
+        if self.before.is_some() && !opts.whole_file && window.from.is_none() && window.to.is_none()
+        {
             window.from = Some("KT_SNAPSHOT_BEFORE_END".to_owned());
             window.to = Some("KT_SNAPSHOT_AFTER_BEGIN".to_owned());
         }

@@ -37,12 +37,14 @@
 //! # Window and attribution
 //! The kernel is counted over exactly the events the replay replays: the window cuts the
 //! stream before either side sees it (`--from-marker`/`--to-marker`; with `--proc`, between
-//! `KT_SNAPSHOT_BEFORE_END` and `KT_SNAPSHOT_AFTER_BEGIN`, so the work of the after-snapshot's
-//! reads is in neither: 6.1 p2 has 3271 drains and 283 refills there, the other shipped
-//! phases 0-32). A drain, the kernel's and ours, is booked on the CPU that ran
-//! `free_pcppages_bulk`, the CPU the kernel's trace stamps: the freeing CPU, the caller of
-//! `drain_all_pages` (which drains other CPUs' lists from there), or for the vmstat worker's
-//! decay the CPU whose list decays (its work runs there); `--emit` stamps the same CPU.
+//! `KT_SNAPSHOT_BEFORE_END` and `KT_SNAPSHOT_AFTER_BEGIN`, so the snapshot reads' own work is
+//! in neither: before the window 133/94/78/0 refills in 6.1 p1/p2 and 7.2 p1/p2, after it 32
+//! drains in 6.1 p1, 283 refills and 3271 drains in 6.1 p2). `--whole-file` replays, and
+//! counts, every event (the JSON's `window` then has no markers). A drain, the kernel's
+//! and ours, is booked on the CPU that ran `free_pcppages_bulk`, the CPU the kernel's trace
+//! stamps: the freeing CPU, the caller of `drain_all_pages` (which drains other CPUs' lists
+//! from there), or for the vmstat worker's decay the CPU whose list decays (its work runs
+//! there); `--emit` stamps the same CPU.
 
 use crate::trace::parse::{Event, EventKind};
 use crate::trace::replay::tally::Grid;

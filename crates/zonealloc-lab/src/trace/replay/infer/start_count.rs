@@ -859,6 +859,7 @@ mod tests {
                 infer_start_count: start_count,
                 infer_lists: None,
                 no_decay: false,
+                whole_file: false,
                 proc: Some(snap_dir()),
                 proc_after: None,
                 window: input::Window::default(),

@@ -166,6 +166,32 @@ fn only_the_refilling_cpus_own_events_end_its_run() {
 /// them in list order find nothing taken untraced.
 #[test]
 fn a_refill_straddling_the_windows_start_is_one_run_from_its_first_page_inside() {
+    let run = straddle(false);
+    let cpu1 = (0..run.kernel.grid.zones).map(|z| run.kernel.grid.get(z, 1).refills);
+    assert_eq!(
+        cpu1.sum::<u64>(),
+        5,
+        "the window holds 5 of the batches' pages"
+    );
+    assert_eq!(run.kernel.untraced_early, 0);
+    assert_eq!(run.kernel.untraced_allocs, 0);
+    assert_eq!(run.window.0.from.as_deref(), Some("KT_SNAPSHOT_BEFORE_END"));
+}
+
+/// `--whole-file` replays, and counts the kernel over, every event, the ones before the
+/// `--proc` snapshot's marker included, and says so (no window).
+#[test]
+fn the_whole_file_is_replayed_and_counted_with_whole_file() {
+    let run = straddle(true);
+    let cpu1 = (0..run.kernel.grid.zones).map(|z| run.kernel.grid.get(z, 1).refills);
+    assert_eq!(cpu1.sum::<u64>(), 9);
+    assert_eq!(run.kernel.untraced_early, 0);
+    assert_eq!((run.window.0.from, run.window.0.to), (None, None));
+}
+
+/// The straddling batch's trace replayed on the 6.1 snapshot, in its markers' window or
+/// whole.
+fn straddle(whole_file: bool) -> crate::trace::replay::ReplayRun {
     use crate::trace::ingest::input;
     use crate::trace::replay::{self, ReplayOptions};
     let line = |cpu: u32, ts: u32, ev: &str| {
@@ -218,18 +244,8 @@ fn a_refill_straddling_the_windows_start_is_one_run_from_its_first_page_inside()
                 .join("tests/data/proc/linux-6.1-p1-before"),
         ),
         proc_after: None,
-        window: input::Window {
-            from: Some("KT_SNAPSHOT_BEFORE_END".into()),
-            to: Some("KT_SNAPSHOT_AFTER_BEGIN".into()),
-        },
+        window: input::Window::default(),
+        whole_file,
     };
-    let run = replay::run(&p, &opts, &|_| {}).unwrap();
-    let cpu1 = (0..run.kernel.grid.zones).map(|z| run.kernel.grid.get(z, 1).refills);
-    assert_eq!(
-        cpu1.sum::<u64>(),
-        5,
-        "the window holds 5 of the batches' pages"
-    );
-    assert_eq!(run.kernel.untraced_early, 0);
-    assert_eq!(run.kernel.untraced_allocs, 0);
+    replay::run(&p, &opts, &|_| {}).unwrap()
 }
