@@ -191,9 +191,10 @@ fn the_whole_file_is_replayed_and_counted_with_whole_file() {
 
 /// The straddling batch's trace replayed on the 6.1 snapshot, in its markers' window or
 /// whole.
-fn straddle(whole_file: bool) -> crate::trace::replay::ReplayRun {
+fn straddle(whole_file: bool) -> crate::trace::replay::run::ReplayRun {
     use crate::trace::ingest::input;
-    use crate::trace::replay::{self, ReplayOptions};
+    use crate::trace::replay::options::ReplayOptions;
+    use crate::trace::replay::run as replay;
     let line = |cpu: u32, ts: u32, ev: &str| {
         format!("            x-1     [{cpu:03}] d..3.    {ts}.{cpu:06}: {ev}\n")
     };
