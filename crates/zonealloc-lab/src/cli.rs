@@ -150,6 +150,10 @@ pub struct TraceReplayArgs {
     /// KT_SNAPSHOT_AFTER_BEGIN).
     #[arg(long, value_name = "TEXT")]
     pub to_marker: Option<String>,
+    /// Replay the whole file, the snapshot reads included, even with --proc (whose default
+    /// window is between its markers); the kernel is counted over the same events.
+    #[arg(long, conflicts_with_all = ["from_marker", "to_marker"])]
+    pub whole_file: bool,
     /// Zone size in pages (default: 4194304 from --zone-start, its memory onlined as the
     /// trace touches it; given, the whole zone is free from the start).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..(1u64 << 32)))]

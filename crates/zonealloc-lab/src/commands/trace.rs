@@ -146,6 +146,7 @@ fn replay_options(args: &TraceReplayArgs) -> Result<replay::ReplayOptions, Exit>
             from: args.from_marker.clone(),
             to: args.to_marker.clone(),
         },
+        whole_file: args.whole_file,
     })
 }
 

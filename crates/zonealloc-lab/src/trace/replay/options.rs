@@ -53,4 +53,6 @@ pub struct ReplayOptions {
     /// The part of the trace to replay (with `--proc` and no markers given: between
     /// `KT_SNAPSHOT_BEFORE_END` and `KT_SNAPSHOT_AFTER_BEGIN`, where the trace has them).
     pub window: Window,
+    /// Replay the whole file even with `--proc` (`window` is then empty).
+    pub whole_file: bool,
 }

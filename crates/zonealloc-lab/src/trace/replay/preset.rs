@@ -72,6 +72,13 @@ impl Kernel {
         ZoneConfig::for_kernel(self.version()).pcp.high_mode == zonealloc::HighMode::Fixed
     }
 
+    /// Whether `mm_page_alloc_extfrag` names the page the allocation took: from 6.15
+    /// (`__rmqueue_claim`, `__rmqueue_steal`) on; before, `__rmqueue_fallback` names the block
+    /// fallen back to and `__rmqueue` retries `__rmqueue_smallest`, which prints the page.
+    pub fn extfrag_names_page(self) -> bool {
+        self == Kernel::V7_2
+    }
+
     /// The core's preset this family follows ([`KernelVersion`]).
     pub fn version(self) -> KernelVersion {
         match self {

@@ -522,9 +522,16 @@ impl Replayer {
                 }
             }
             if let Some(w) = self.emit.as_mut() {
-                // Our events carry the kernel's CPU number, unfolded.
+                // Stamped, as counted, with the CPU that ran it (the kernel's trace stamps the
+                // executing CPU: a decay drain runs on the CPU it drains, not on the one whose
+                // event reached the tick); the kernel's CPU number, unfolded, where that CPU
+                // is the event's.
+                let stamp = match ev.cpu {
+                    Some(c) if c % self.geo.cpus.max(1) == cpu => c,
+                    _ => cpu,
+                };
                 w.write(&Event {
-                    cpu: Some(ev.cpu.unwrap_or(cpu)),
+                    cpu: Some(stamp),
                     ts_ns: ev.ts_ns,
                     page: PagePtr::Present,
                     kind: zone_event(&e, pb),

@@ -66,10 +66,12 @@ impl Snapshots {
             .collect()
     }
 
-    /// The window to replay: `opts`', else with `--proc` between the snapshot's markers.
+    /// The window to replay: `opts`', else with `--proc` between the snapshot's markers
+    /// unless `--whole-file`.
     pub fn window(&self, opts: &ReplayOptions) -> Window {
         let mut window = opts.window.clone();
-        if self.before.is_some() && window.from.is_none() && window.to.is_none() {
+        if self.before.is_some() && !opts.whole_file && window.from.is_none() && window.to.is_none()
+        {
             window.from = Some("KT_SNAPSHOT_BEFORE_END".to_owned());
             window.to = Some("KT_SNAPSHOT_AFTER_BEGIN".to_owned());
         }
@@ -162,6 +164,9 @@ impl Setup {
         };
         setup.add_replayers(opts, &head)?;
         setup.kernel.block_types = kernel::BlockTypes::new(base.pageblock_order);
+        setup
+            .kernel
+            .set_extfrag_names_page(setup.preset.0.extfrag_names_page());
         for &(pfn, mt) in &head.first_named {
             setup.kernel.block_types.name(pfn, mt);
         }
@@ -294,6 +299,7 @@ fn first(
                 scale_max: base.pcp.batch_scale_max,
                 thp_order: base.pcp.thp_order,
                 pageblock_order: base.pageblock_order,
+                extfrag_names_page: preset.extfrag_names_page(),
             };
             let first = first_events::take(
                 || source.next_chunk(),

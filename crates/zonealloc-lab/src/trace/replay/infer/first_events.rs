@@ -33,6 +33,8 @@ pub struct Which {
     pub thp_order: Option<u8>,
     /// `pageblock_order`.
     pub pageblock_order: u8,
+    /// `mm_page_alloc_extfrag` names the page taken (6.15 on: [`super::kernel::KernelSide`]).
+    pub extfrag_names_page: bool,
 }
 
 /// The held events and what the inferences found in them (nothing, by default).
@@ -68,6 +70,9 @@ pub fn take(
             which.pageblock_order,
         )
     });
+    if let Some(w) = &mut walk {
+        w.set_extfrag_names_page(which.extfrag_names_page);
+    }
     let spans: Vec<_> = geo.zones.iter().map(|z| z.start..z.end()).collect();
     let mut collect = which.lists.then(|| {
         Collector::new(
@@ -116,6 +121,7 @@ impl Which {
             scale_max: 5,
             thp_order: Some(9),
             pageblock_order: 9,
+            extfrag_names_page: false,
         }
     }
 }

@@ -24,12 +24,35 @@
 //! without the tracepoint (vmalloc'd kernel stacks at fork, `vm_area_alloc_pages`). The
 //! replay allocates a page on the refilling CPU just before replaying the free, so its lists
 //! lose the page as the kernel's did, only later.
+//!
+//! A refill run is one `rmqueue_bulk` batch (up to `batch << CONFIG_PCP_BATCH_SCALE_MAX`
+//! pages) on one CPU: with the zone lock held and interrupts off nothing else runs on that
+//! CPU, so only the batch's own fallbacks (`mm_page_alloc_extfrag`) interleave it there; the
+//! trace is merged from the per-CPU buffers in timestamp order (the shipped captures never go
+//! back in time), so other CPUs' events interleave freely, and runs are kept per CPU
+//! ([`KernelSide::refill_run`]). A run that straddles the window's start begins at its first
+//! page inside the window: the pages before sit ahead of it on the list and their
+//! allocations, with no refill recorded, touch no run.
+//!
+//! # Window and attribution
+//! The kernel is counted over exactly the events the replay replays: the window cuts the
+//! stream before either side sees it (`--from-marker`/`--to-marker`; with `--proc`, between
+//! `KT_SNAPSHOT_BEFORE_END` and `KT_SNAPSHOT_AFTER_BEGIN`, so the snapshot reads' own work is
+//! in neither: before the window 133/94/78/0 refills in 6.1 p1/p2 and 7.2 p1/p2, after it 32
+//! drains in 6.1 p1, 283 refills and 3271 drains in 6.1 p2). `--whole-file` replays, and
+//! counts, every event (the JSON's `window` then has no markers). A drain, the kernel's
+//! and ours, is booked on the CPU that ran `free_pcppages_bulk`, the CPU the kernel's trace
+//! stamps: the freeing CPU, the caller of `drain_all_pages` (which drains other CPUs' lists
+//! from there), or for the vmstat worker's decay the CPU whose list decays (its work runs
+//! there); `--emit` stamps the same CPU.
 
 use crate::trace::parse::{Event, EventKind};
 use crate::trace::replay::tally::Grid;
 
 mod pfn_map;
 use pfn_map::PfnMap;
+#[cfg(test)]
+mod refill_tests;
 
 /// What the replay should do, beyond replaying the event itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -140,8 +163,15 @@ pub struct KernelSide {
     /// Per CPU and migratetype (the trace's numbering, `& 7`): the order-0 pages of the
     /// list's last refill run not allocated, drained or freed since, in refill order.
     runs: Vec<std::collections::VecDeque<u64>>,
-    /// Per CPU: the last event was an order-0 refill of this migratetype.
+    /// Per CPU: the last event was an order-0 refill of this migratetype (or a fallback inside
+    /// one: [`KernelSide::refill_run`]).
     in_refill: Vec<Option<u8>>,
+    /// `mm_page_alloc_extfrag` names the page the allocation took (6.15 on: `__rmqueue_claim`
+    /// and `__rmqueue_steal` return it, and only a claim below `pageblock_order` prints
+    /// `mm_page_alloc_zone_locked` for it too); before 6.15 it names the block fallen back to
+    /// and `__rmqueue` retries `__rmqueue_smallest`, which prints the page taken. Set from
+    /// the kernel family ([`KernelSide::set_extfrag_names_page`]); the default is mainline's.
+    extfrag_names_page: bool,
     /// Pages the event just added found taken untraced, as `(pfn, cpu, migratetype)`:
     /// replay their allocations now ([`Replayer::untraced_allocs`](super::Replayer)).
     pub untraced_now: Vec<(u64, u32, u8)>,
@@ -183,12 +213,19 @@ impl KernelSide {
             untraced_allocs: 0,
             runs: vec![std::collections::VecDeque::new(); cpus as usize * 8],
             in_refill: vec![None; cpus as usize],
+            extfrag_names_page: true,
             untraced_now: Vec::new(),
             untraced_early: 0,
             block_types: BlockTypes::new(9),
             last_drain: None,
             cpus,
         }
+    }
+
+    /// Whether `mm_page_alloc_extfrag` names the page taken (kernels from 6.15 on, the
+    /// replay's 7.2 family) or the block fallen back to (before).
+    pub fn set_extfrag_names_page(&mut self, names_page: bool) {
+        self.extfrag_names_page = names_page;
     }
 
     /// Accounts one event, whose page lies in zone `zone`, and says what the replay should
@@ -402,34 +439,56 @@ impl KernelSide {
     /// The refill side of [`KernelSide::bulk`], before the event's frame is accounted: an
     /// order-0 refill onto this CPU's list of a migratetype extends the list's run, or starts
     /// a new one if the event before on this CPU was not such a refill.
+    ///
+    /// `rmqueue_bulk` calls `__rmqueue` once per page with the zone lock held and interrupts
+    /// off, so nothing else runs on the CPU until the batch is done; the trace, merged from
+    /// the per-CPU buffers by timestamp, interleaves other CPUs' events (runs are per CPU) and,
+    /// on the refilling CPU, only the refill's own fallbacks: `mm_page_alloc_extfrag` of
+    /// order 0 and the run's migratetype (`__rmqueue_claim` / `__rmqueue_steal` in 6.15 on,
+    /// `__rmqueue_fallback` before) continues the run. From 6.15 it names a page of the batch
+    /// (the one taken; a claim below `pageblock_order` printed its `zone_locked` just before,
+    /// a claim of a whole pageblock or a steal did not), which joins the run; before, it names
+    /// the block fallen back to, and the retry's `mm_page_alloc_zone_locked` the page taken.
+    /// A fallback first in a batch starts the run as a refill page would. An order-0 fallback
+    /// outside a refill (`rmqueue_buddy` when the lists' lock is contended) reads as one.
     #[inline(always)]
     fn refill_run(&mut self, ev: &Event<'_>, cpu: u32) {
         let c = cpu as usize;
-        let refill = match ev.kind {
+        let (pfn, refill, page) = match ev.kind {
             EventKind::ZoneLocked {
+                pfn,
                 order: 0,
                 migratetype,
                 percpu_refill: true,
+            } => (pfn, Some(migratetype), true),
+            EventKind::Extfrag {
+                pfn,
+                alloc_order: 0,
+                alloc_migratetype,
                 ..
-            } => Some(migratetype),
-            _ => None,
+            } => (pfn, Some(alloc_migratetype), self.extfrag_names_page),
+            _ => (0, None, false),
         };
         let was = std::mem::replace(&mut self.in_refill[c], refill);
-        if let (EventKind::ZoneLocked { pfn, .. }, Some(mt)) = (&ev.kind, refill) {
-            self.extend_run(*pfn, cpu, mt, was != Some(mt));
-        }
-    }
-
-    /// Order-0 page `pfn` refilled onto `cpu`'s list of `mt`: the tail of the list's run, or
-    /// the first page of a new one.
-    fn extend_run(&mut self, pfn: u64, cpu: u32, mt: u8, new_run: bool) {
-        let list = cpu as usize * 8 + usize::from(mt & 7);
-        if new_run {
-            // A new run: the list was empty, what was left of the last run is gone.
+        let Some(mt) = refill else {
+            return;
+        };
+        let list = c * 8 + usize::from(mt & 7);
+        if was != Some(mt) {
+            // A new batch: the list was empty, what was left of the last run is gone.
             let n = self.runs[list].len();
             self.take_untraced(list, n, cpu, mt);
         }
-        self.runs[list].push_back(pfn);
+        // A claim below pageblock_order prints zone_locked, then extfrag, of the same page.
+        if page && self.runs[list].back() != Some(&pfn) {
+            if matches!(ev.kind, EventKind::Extfrag { .. }) {
+                // The page goes onto this CPU's list, as a refilled block does.
+                let f = self.pfns.get_mut(pfn);
+                f.set_last_free_cpu(Some(cpu));
+                f.set_refilled(Some((cpu, mt)));
+            }
+            self.runs[list].push_back(pfn);
+        }
     }
 
     /// The first `n` pages of run `list`, taken off it: allocated untraced unless something

@@ -436,6 +436,12 @@ impl Walk {
         }
     }
 
+    /// Whether `mm_page_alloc_extfrag` names the page taken
+    /// ([`KernelSide::set_extfrag_names_page`]).
+    pub fn set_extfrag_names_page(&mut self, names_page: bool) {
+        self.kernel.set_extfrag_names_page(names_page);
+    }
+
     /// Any event on `cpu` but a drain: the last free drained nothing, a refill run ended.
     fn other(&mut self, cpu: u32) {
         for z in 0..self.zones {
@@ -853,6 +859,7 @@ mod tests {
                 infer_start_count: start_count,
                 infer_lists: None,
                 no_decay: false,
+                whole_file: false,
                 proc: Some(snap_dir()),
                 proc_after: None,
                 window: input::Window::default(),

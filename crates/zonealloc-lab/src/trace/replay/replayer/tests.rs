@@ -267,3 +267,65 @@ fn decay_ticks_saturate_at_the_end_of_time() {
     assert_eq!(next_tick_after(late - S, late), Some(u64::MAX));
     assert_eq!(next_tick_after(u64::MAX - 3 * S, u64::MAX), Some(u64::MAX));
 }
+
+/// The vmstat worker's decay runs on each CPU (`vmstat_update` is per-CPU work), so the
+/// kernel's trace stamps a decay drain with the CPU whose list it drains: the counts (the
+/// report and JSON) and `--emit` book it there, not on the CPU of the event that happened
+/// to reach the tick.
+#[test]
+fn a_decay_drain_is_booked_and_emitted_on_the_cpu_it_drains() {
+    let sniff = input::Sniff::default();
+    let g = Geometry::from_flags(
+        None,
+        Some(1 << 16),
+        None,
+        Some(2),
+        &sniff,
+        Numbering::Current,
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("emit.txt");
+    let file: Box<dyn std::io::Write> = Box::new(std::fs::File::create(&path).unwrap());
+    let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &g, Some(file)).unwrap();
+    r.decay = true;
+    let at = |cpu, ts_ns, kind| Event {
+        cpu: Some(cpu),
+        ts_ns: Some(ts_ns),
+        page: PagePtr::Present,
+        kind,
+    };
+    let alloc = |pfn| EventKind::Alloc {
+        pfn,
+        order: 0,
+        migratetype: 1,
+        gfp_flags: "GFP_HIGHUSER_MOVABLE",
+    };
+    // CPU 1 fills its list, then only CPU 0 runs, for 20 s of trace time.
+    for pfn in 0..1024 {
+        r.feed(&at(1, 1000, alloc(pfn)), Inferred::None).unwrap();
+    }
+    for pfn in 0..1024 {
+        let free = EventKind::Free { pfn, order: 0 };
+        r.feed(&at(1, 2000, free), Inferred::None).unwrap();
+    }
+    let before = r.ours.get(0, 1).drains;
+    for s in 1..=20u64 {
+        let ts = s * 1_000_000_000 + 5000;
+        r.feed(&at(0, ts, alloc(0x8000 + s)), Inferred::None)
+            .unwrap();
+    }
+    r.finish().unwrap();
+    let decayed = r.ours.get(0, 1).drains - before;
+    assert!(decayed > 0, "the decay drains CPU 1's list");
+    let ours = (r.ours.get(0, 0).drains, r.ours.get(0, 1).drains);
+    drop(r);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let emitted = |cpu: u32| {
+        let stamp = format!("[{cpu:03}]");
+        text.lines()
+            .filter(|l| l.contains("mm_page_pcpu_drain") && l.contains(&stamp))
+            .count() as u64
+    };
+    assert_eq!((emitted(0), emitted(1)), ours);
+}
