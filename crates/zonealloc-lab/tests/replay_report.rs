@@ -102,6 +102,17 @@ fn the_report_is_short_deterministic_and_has_units() {
                 .unwrap();
         assert!(json["experiments"][0]["config"]["counts"].is_array());
         assert!(md.contains("PCP refill blocks [blocks]"), "{md}");
+        // One end-state table, every variant a column beside the kernel's.
+        let ends = md.matches("end state against --proc-after").count();
+        assert_eq!(ends, usize::from(proc), "{md}");
+        if proc {
+            assert!(
+                md.contains(
+                    "| kernel | upstream (against the kernel) | batch_scale_max=5 (against"
+                ),
+                "{md}"
+            );
+        }
     }
 }
 

@@ -20,6 +20,9 @@ const SCREEN_KINDS: [(&str, &str, &str); 2] = [
     ("drains", "drain events", "drain pages"),
 ];
 
+/// The columns of `report.txt` (compare-kernels' width, pasteable into a mail).
+const TEXT_WIDTH: usize = 100;
+
 /// The caveats the first screen lists (the rest are counted).
 const MAX_CAVEATS: usize = 5;
 
@@ -59,11 +62,11 @@ pub(super) fn pages(result: &ExperimentResult, run: &ReplayRun, file: &Path) -> 
         "\nThe configuration (zones, CPUs, inferences, set-up), the kernel's raw counts and \
          the run's record are in `results.json`.\n",
     );
-    let mut text = wrap(&first_screen(result, run, file, true), 100);
+    let mut text = wrap(&first_screen(result, run, file, true), TEXT_WIDTH);
     text.push_str("\nHeadline metrics\n\n");
     let mut rows = vec![headline_header(result)];
     rows.extend(headline_rows(result));
-    text.push_str(&table::plain(&rows, 1, true));
+    text.push_str(&plain_within(&rows, TEXT_WIDTH));
     Pages { markdown: md, text }
 }
 
@@ -143,6 +146,48 @@ fn render_table(header: Vec<String>, rows: Vec<Vec<String>>, text: bool) -> Stri
     } else {
         table::markdown(&header, &[Align::Left], &rows)
     }
+}
+
+/// `rows` (the first column the labels) in fixed width, as many of the other columns beside
+/// the labels as fit in `width`, the rest in further blocks below (as compare-kernels splits
+/// a wide comparison).
+fn plain_within(rows: &[Vec<String>], width: usize) -> String {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let w = |c: usize| {
+        rows.iter()
+            .filter_map(|r| r.get(c))
+            .map(|x| x.chars().count())
+            .max()
+            .unwrap_or(0)
+    };
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut used = w(0);
+    for c in 1..cols {
+        match groups.last_mut() {
+            Some(g) if used + 2 + w(c) <= width => g.push(c),
+            _ => {
+                groups.push(vec![c]);
+                used = w(0);
+            }
+        }
+        used += 2 + w(c);
+    }
+    let blocks: Vec<String> = groups
+        .iter()
+        .map(|g| {
+            let picked: Vec<Vec<String>> = rows
+                .iter()
+                .map(|r| {
+                    std::iter::once(0)
+                        .chain(g.iter().copied())
+                        .map(|c| r.get(c).cloned().unwrap_or_default())
+                        .collect()
+                })
+                .collect();
+            table::plain(&picked, 1, true)
+        })
+        .collect();
+    blocks.join("\n")
 }
 
 /// A heading of the first screen: markdown's `##`, or the bare words in text.
