@@ -15,8 +15,8 @@ const PROC_61: &str = concat!(
 );
 
 /// Replays the sample under two variants into `out` (with `--proc` and `--proc-after` when
-/// `proc`), and returns `report.md` and `report.txt`.
-fn replay(out: &Path, proc: bool) -> (String, String) {
+/// `proc`), and returns `report.md`, `report.txt` and the printed summary.
+fn replay(out: &Path, proc: bool) -> (String, String, String) {
     let mut args = vec![
         "trace",
         "replay",
@@ -31,9 +31,9 @@ fn replay(out: &Path, proc: bool) -> (String, String) {
     if proc {
         args.extend(["--proc", PROC_61, "--proc-after", PROC_61]);
     }
-    ok(&zonealloc(&args));
+    let stdout = ok(&zonealloc(&args));
     let read = |f: &str| std::fs::read_to_string(out.join(f)).unwrap();
-    (read("report.md"), read("report.txt"))
+    (read("report.md"), read("report.txt"), stdout)
 }
 
 /// The first screen: everything before the headline table.
@@ -46,7 +46,7 @@ fn the_first_screen_names_the_trace_kernel_window_fidelity_best_and_caveats() {
     let dir = tempfile::tempdir().unwrap();
     for proc in [false, true] {
         let out = dir.path().join(format!("r{proc}"));
-        let (md, _) = replay(&out, proc);
+        let (md, _, _) = replay(&out, proc);
         let screen = first_screen(&md);
         assert!(screen.len() < md.len(), "no headline table after it: {md}");
         assert!(screen.lines().count() <= 40, "{screen}");
@@ -82,7 +82,7 @@ fn the_report_is_short_deterministic_and_has_units() {
     let dir = tempfile::tempdir().unwrap();
     for proc in [false, true] {
         let out = dir.path().join(format!("r{proc}"));
-        let (md, _) = replay(&out, proc);
+        let (md, _, _) = replay(&out, proc);
         assert!(md.lines().count() <= 300, "{} lines", md.lines().count());
         for absent in [
             "Stddev",
@@ -119,7 +119,10 @@ fn the_report_is_short_deterministic_and_has_units() {
 #[test]
 fn the_text_rendering_fits_100_columns_and_leads_with_the_same_screen() {
     let dir = tempfile::tempdir().unwrap();
-    let (_, txt) = replay(&dir.path().join("r"), true);
+    let (_, txt, stdout) = replay(&dir.path().join("r"), true);
+    // The printed summary's table is report.txt's headline table: same figures, same notation.
+    let headline = txt.split("Headline metrics\n\n").nth(1).unwrap();
+    assert!(stdout.starts_with(headline), "{stdout}\n---\n{headline}");
     assert!(txt.starts_with("Trace replay: "), "{txt}");
     assert!(txt.contains("Headline metrics"), "{txt}");
     assert!(txt.contains("upstream (baseline)"), "{txt}");

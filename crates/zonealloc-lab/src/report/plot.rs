@@ -70,7 +70,11 @@ fn padded_range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
         return 0.0..1.0;
     }
     if lo == hi {
-        let pad = if lo == 0.0 { 1.0 } else { lo.abs() * 0.1 };
+        // All zero (an index that never rose): zero at the foot, no negative half.
+        if lo == 0.0 {
+            return -0.05..1.0;
+        }
+        let pad = lo.abs() * 0.1;
         return (lo - pad)..(hi + pad);
     }
     let pad = (hi - lo) * 0.05;
@@ -464,6 +468,13 @@ mod tests {
         }
         assert_eq!(category_tick(&2.0), "2");
         assert_eq!(category_tick(&2.5), "");
+    }
+
+    #[test]
+    fn an_all_zero_axis_has_no_negative_half() {
+        assert_eq!(padded_range([0.0, 0.0].into_iter()), -0.05..1.0);
+        assert_eq!(padded_range([2.0].into_iter()), 1.8..2.2);
+        assert_eq!(padded_range(std::iter::empty()), 0.0..1.0);
     }
 
     #[test]

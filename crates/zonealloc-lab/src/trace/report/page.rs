@@ -64,10 +64,15 @@ pub(super) fn pages(result: &ExperimentResult, run: &ReplayRun, file: &Path) -> 
     );
     let mut text = wrap(&first_screen(result, run, file, true), TEXT_WIDTH);
     text.push_str("\nHeadline metrics\n\n");
+    text.push_str(&headline_text(result));
+    Pages { markdown: md, text }
+}
+
+/// The headline table in fixed width (blocks of at most [`TEXT_WIDTH`] columns).
+pub(super) fn headline_text(result: &ExperimentResult) -> String {
     let mut rows = vec![headline_header(result)];
     rows.extend(headline_rows(result));
-    text.push_str(&plain_within(&rows, TEXT_WIDTH));
-    Pages { markdown: md, text }
+    plain_within(&rows, TEXT_WIDTH)
 }
 
 /// Which way of a metric is the better one.
