@@ -197,9 +197,11 @@ pub struct TraceReplayArgs {
     /// FILE.<variant>.<ext> each).
     #[arg(long, value_name = "FILE")]
     pub emit: Option<PathBuf>,
-    /// The report folder; it must be absent or empty, unless --force.
-    #[arg(long, default_value = "replay-report")]
-    pub out: PathBuf,
+    /// The report folder. A folder given here must be absent or empty, unless --force (the
+    /// lab's rule); without --out the report goes to `replay-report/`, the replay's own
+    /// folder, replacing the report of the run before.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
     /// Write into a non-empty --out folder (its previous report.md, results.json and plots
     /// are removed first).
     #[arg(long)]

@@ -222,6 +222,9 @@ pub enum ConfigError {
     /// Not a kernel version [`KernelVersion`](crate::config::KernelVersion) knows (`5.15`,
     /// `6.1`, `6.6`, `6.12`, `7.2`, `mainline`).
     UnknownKernel,
+    /// A multi-node layout is inconsistent (message names which: node ids, distance table,
+    /// CPU-to-node map).
+    BadNuma(&'static str),
 }
 
 impl fmt::Display for DrainError {
@@ -346,6 +349,7 @@ impl fmt::Display for ConfigError {
                 f,
                 "the zone's metadata table ({bytes} bytes) could not be allocated"
             ),
+            ConfigError::BadNuma(what) => write!(f, "bad NUMA layout: {what}"),
             ConfigError::UnknownKernel => {
                 f.write_str("unknown kernel version (known: 5.15, 6.1, 6.6, 6.12, 7.2, mainline)")
             }

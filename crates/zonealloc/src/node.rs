@@ -233,7 +233,7 @@ impl<P: Platform> Node<P> {
     }
 
     /// The managed pages and configuration of each zone, as the node-wide setups see them.
-    fn sizes(&self) -> ([ZoneSize; MAX_NR_ZONES], [ZoneConfig; MAX_NR_ZONES], usize) {
+    pub(crate) fn sizes(&self) -> ([ZoneSize; MAX_NR_ZONES], [ZoneConfig; MAX_NR_ZONES], usize) {
         let mut sizes = [ZoneSize {
             zone_type: ZoneType::Normal,
             managed: 0,
@@ -343,8 +343,19 @@ impl<P: Platform> Node<P> {
             .sum();
         let pb_pages = 1u64 << cfgs.first().map_or(9, |c| c.pageblock_order);
         let disabled = above_high < pb_pages * crate::types::MIGRATE_TYPES as u64;
-        for (i, z) in self.zones().enumerate() {
-            z.apply_watermarks(wm[i], reserve[i], Some(disabled));
+        self.apply_marks(wm, reserve, disabled);
+    }
+
+    /// Sets each zone's marks and reserve, and `page_group_by_mobility_disabled` as given
+    /// (a machine of several nodes decides it over all of them).
+    pub(crate) fn apply_marks(
+        &self,
+        wm: &[Watermarks],
+        reserve: &[[u64; MAX_NR_ZONES]; MAX_NR_ZONES],
+        disabled: bool,
+    ) {
+        for ((z, w), r) in self.zones().zip(wm).zip(reserve) {
+            z.apply_watermarks(*w, *r, Some(disabled));
         }
     }
 
@@ -407,7 +418,10 @@ impl<P: Platform> Node<P> {
             list[n] = z;
             n += 1;
         }
-        let zonelist = ZoneList { zones: &list[..n] };
+        let zonelist = ZoneList {
+            zones: &list[..n],
+            nids: &[],
+        };
         let cpu = req
             .cpu
             .map_or_else(|| P::current_cpu() as usize, |c| c.0 as usize);

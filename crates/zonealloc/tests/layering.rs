@@ -24,6 +24,7 @@ const LAYERS: &[&[&str]] = &[
     &["pcp"],
     &["zone"],
     &["node", "ticker"],
+    &["numa"],
 ];
 
 const UNCHECKED: &[&str] = &["lib", "arena", "design"];

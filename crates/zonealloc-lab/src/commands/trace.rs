@@ -47,8 +47,12 @@ pub fn replay(args: &TraceReplayArgs) -> Result<(), Exit> {
         &args.file,
         &opts,
         &args.variants,
-        &args.out,
-        args.force,
+        report::OutDir {
+            dir: out_dir(args),
+            // The replay's own folder is replaced run by run; a folder given is so only
+            // with --force.
+            force: args.force || args.out.is_none(),
+        },
         command_line(),
     );
     // A failed check is the run's failure: nothing was written.
@@ -69,7 +73,7 @@ pub fn replay(args: &TraceReplayArgs) -> Result<(), Exit> {
             .map_err(|e| Exit::Failure(e.to_string()))?;
         format!("{s}\n")
     } else {
-        format!("{summary}report: {}\n", args.out.display())
+        format!("{summary}report: {}\n", out_dir(args).display())
     };
     emit(&text)?;
     // The process ends here: its exit returns the zones, frame arrays and chunks (tens of MiB)
@@ -82,6 +86,13 @@ pub fn replay(args: &TraceReplayArgs) -> Result<(), Exit> {
     } else {
         Err(Exit::Reported)
     }
+}
+
+/// The replay's report folder: `--out`, else its own `replay-report/`.
+fn out_dir(args: &TraceReplayArgs) -> &std::path::Path {
+    args.out
+        .as_deref()
+        .unwrap_or(std::path::Path::new("replay-report"))
 }
 
 /// The replay's options from its flags; the `--kernel` and `--variant` specs are checked
@@ -101,7 +112,9 @@ fn replay_options(args: &TraceReplayArgs) -> Result<replay::ReplayOptions, Exit>
         names.push(v.name);
     }
     // The lab's rule for --out, checked before the replay's work.
-    lab_report::out::check_out(&args.out, args.force, "remove it").map_err(Exit::Usage)?;
+    if let Some(out) = &args.out {
+        lab_report::out::check_out(out, args.force, "remove it").map_err(Exit::Usage)?;
+    }
     Ok(replay::ReplayOptions {
         variants: names,
         kernel,

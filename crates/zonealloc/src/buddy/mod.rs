@@ -42,6 +42,7 @@ pub use watermark::Watermarks;
 #[cfg(feature = "std")]
 pub(crate) use watermark::{
     calculate_min_free_kbytes, khugepaged_min_free_kbytes, setup_per_zone_wmarks,
+    setup_per_zone_wmarks_into,
 };
 pub(crate) use watermark::{setup_node_watermarks, setup_per_zone_lowmem_reserve, ZoneSize};
 

@@ -150,6 +150,19 @@ pub(crate) fn setup_per_zone_wmarks(
     auto_mfk: u64,
 ) -> [Watermarks; MAX_NR_ZONES] {
     let mut out = [Watermarks::default(); MAX_NR_ZONES];
+    setup_per_zone_wmarks_into(zones, cfgs, auto_mfk, &mut out);
+    out
+}
+
+/// [`setup_per_zone_wmarks`] over any number of zones (every populated zone of every node,
+/// as `__setup_per_zone_wmarks`'s `for_each_zone` walks them: `lowmem_pages` is the sum over
+/// all nodes), into `out` (one entry per zone; zones beyond `out` are left out).
+pub(crate) fn setup_per_zone_wmarks_into(
+    zones: &[ZoneSize],
+    cfgs: &[ZoneConfig],
+    auto_mfk: u64,
+    out: &mut [Watermarks],
+) {
     // 6.12+ leave ZONE_MOVABLE out of lowmem and cap its min like highmem; 6.1 does not.
     let movable_high = cfgs.first().is_some_and(|c| c.movable_like_highmem);
     let is_low = |z: &ZoneSize| match z.zone_type {
@@ -195,9 +208,10 @@ pub(crate) fn setup_per_zone_wmarks(
                 }
             }
         };
-        out[i] = wm;
+        if let Some(slot) = out.get_mut(i) {
+            *slot = wm;
+        }
     }
-    out
 }
 
 /// `setup_per_zone_lowmem_reserve`: zone i keeps back (managed of zone types above it, up to

@@ -119,6 +119,12 @@ pub struct PcpConfig {
     pub enabled: bool,
     /// Number of CPUs with their own lists.
     pub cpus: u32,
+    /// The CPUs `high` is split across (`zone_highsize`'s `nr_split_cpus`: the CPUs of the
+    /// zone's node, `cpumask_weight(cpumask_of_node(zone_to_nid(zone)))`, in 6.1 and 7.2
+    /// alike); `None`: all [`cpus`](PcpConfig::cpus), as on a single node. A node without
+    /// CPUs splits across every online CPU (`if (!nr_split_cpus) nr_split_cpus =
+    /// num_online_cpus()`), which `Some(0)` gives.
+    pub split_cpus: Option<u32>,
     /// Override of `pcp->batch`.
     pub batch: Option<u32>,
     /// Override of `pcp->high_min`.
@@ -185,6 +191,7 @@ impl PcpConfig {
         PcpConfig {
             enabled: true,
             cpus: 1,
+            split_cpus: None,
             batch: None,
             high_min: None,
             high_max: None,
@@ -215,6 +222,12 @@ impl PcpConfig {
     /// With `cpus` CPUs ([`PcpConfig::cpus`]).
     pub const fn with_cpus(mut self, cpus: u32) -> Self {
         self.cpus = cpus;
+        self
+    }
+
+    /// With `high` split across `split_cpus` CPUs ([`PcpConfig::split_cpus`]).
+    pub const fn with_split_cpus(mut self, split_cpus: Option<u32>) -> Self {
+        self.split_cpus = split_cpus;
         self
     }
 

@@ -423,7 +423,12 @@ impl<P: Platform> Zone<P> {
         let batch = c
             .batch
             .unwrap_or_else(|| zone_batchsize(managed, self.cfg.page_size));
-        let cpus = self.pcp.cpus() as u32;
+        // zone_highsize: split across the CPUs local to the zone's node, or every CPU where
+        // the node has none.
+        let cpus = match c.split_cpus {
+            Some(n) if n > 0 => n,
+            _ => self.pcp.cpus() as u32,
+        };
         let (mut hmin, mut hmax) = if high_fraction != 0 {
             let h = zone_highsize(managed, low_wmark, batch, cpus, high_fraction);
             (h, h)

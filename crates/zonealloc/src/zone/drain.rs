@@ -472,6 +472,31 @@ impl<P: Platform> Zone<P> {
         pcp.decay_preview(self.pcp.policy.scale)
     }
 
+    /// `drain_zone_pages` (CONFIG_NUMA): CPU `cpu` gives back `min(count, batch)` pages in
+    /// one `free_pcppages_bulk` call, as `refresh_cpu_vm_stats` does when a remote node's
+    /// pageset has expired. Counted with the vmstat worker's other drains
+    /// ([`PcpStats::drain_decay_pages`](crate::PcpStats::drain_decay_pages)). Returns the pages
+    /// drained; lists an owner holds for good are not reached.
+    pub fn drain_zone_pages(&self, cpu: CpuId) -> u32 {
+        if !self.pcp.enabled() {
+            return 0;
+        }
+        let c = self.pcp.cpu_index(cpu);
+        let Some(pcp) = self.lock_unless_owned(c) else {
+            return 0;
+        };
+        let mut pcp = self.pcp_enter(self.pcp.slot(c), pcp);
+        let to_drain = pcp.count.min(pcp.batch);
+        let before = pcp.count;
+        if to_drain > 0 {
+            self.bulk_free(&mut pcp, to_drain, 0, DrainReason::Decay);
+        }
+        let drained = (before - pcp.count).max(0) as u32;
+        drop(pcp);
+        self.debug_check("drain_zone_pages");
+        drained
+    }
+
     /// The periodic work the kernel's vmstat worker and kswapd do, for every CPU whose lists
     /// are not held by an owner: [`Zone::decay_pcp_high`] on each CPU in turn (high falls by
     /// an eighth per tick and the excess drains), and the end of a watermark boost (kswapd's

@@ -12,12 +12,28 @@ use crate::types::{MigrateType, Order, Pfn, ZoneType};
 /// The zones one request may use, preferred (highest) first; never empty.
 pub(crate) struct ZoneList<'a, P: Platform> {
     pub(crate) zones: &'a [&'a Zone<P>],
+    /// The node of each zone, where the zonelist spans several nodes; empty on one node
+    /// (`nr_online_nodes == 1`), where `ALLOC_NOFRAGMENT` never looks at nodes.
+    pub(crate) nids: &'a [u32],
 }
 
 impl<'a, P: Platform> ZoneList<'a, P> {
     #[inline]
     fn iter(&self) -> impl Iterator<Item = &'a Zone<P>> + 'a {
         self.zones.iter().copied()
+    }
+
+    /// alloc_flags_nofragment: "if (nr_online_nodes > 1 && !populated_zone(--zone)) return
+    /// alloc_flags;": on several nodes, only where the preferred zone's own node has a
+    /// populated DMA32 (the zone after it in the list, on the same node). One node is
+    /// assumed to have one.
+    fn dma32_below_preferred(&self) -> bool {
+        self.nids.is_empty()
+            || (self.nids.get(1) == self.nids.first()
+                && self
+                    .zones
+                    .get(1)
+                    .is_some_and(|z| z.zone_type() == ZoneType::Dma32))
     }
 }
 
@@ -29,7 +45,15 @@ pub(crate) fn alloc_in_zone<P: Platform>(
     req: AllocRequest,
     access: &mut PcpAccess<'_>,
 ) -> Result<Pfn, AllocError> {
-    alloc_walk(&ZoneList { zones: &[zone] }, order, req, access)
+    alloc_walk(
+        &ZoneList {
+            zones: &[zone],
+            nids: &[],
+        },
+        order,
+        req,
+        access,
+    )
 }
 
 /// `get_page_from_freelist`: each zone in turn; with `ALLOC_NOFRAGMENT`, a second pass
@@ -43,8 +67,19 @@ fn get_page_from_freelist<P: Platform>(
     hz: usize,
     access: &mut PcpAccess<'_>,
 ) -> Option<Pfn> {
-    loop {
-        for z in list.iter() {
+    'retry: loop {
+        for (i, z) in list.iter().enumerate() {
+            // get_page_from_freelist: "if (no_fallback && nr_online_nodes > 1 && zone !=
+            // ac->preferred_zoneref->zone)": a zone of another node than the preferred
+            // zone's ends the fragment-avoiding pass; retry from the top without it.
+            if i > 0
+                && flags.intersects(AllocFlags::NOFRAGMENT)
+                && list.nids.len() > i
+                && list.nids[i] != list.nids[0]
+            {
+                flags = flags.without(AllocFlags::NOFRAGMENT);
+                continue 'retry;
+            }
             if let Some(p) = z.try_alloc(order, mt, flags, hz, access) {
                 return Some(p);
             }
@@ -87,7 +122,7 @@ pub(crate) fn alloc_walk<P: Platform>(
     // Fast path. alloc_flags_nofragment: when the preferred zone is Normal, first try without
     // fragmenting pageblocks (the kernel assumes ZONE_DMA32 exists on a single node).
     let mut fast = req.fast_flags();
-    if preferred.zone_type() == ZoneType::Normal {
+    if preferred.zone_type() == ZoneType::Normal && list.dma32_below_preferred() {
         fast = fast.with(AllocFlags::NOFRAGMENT);
     }
     if let Some(p) = get_page_from_freelist(list, order, mt, fast, hz, access) {

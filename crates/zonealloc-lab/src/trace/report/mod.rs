@@ -20,4 +20,4 @@ mod write;
 pub use metrics::fidelity_metric;
 pub use result::to_result;
 pub use summary::summary;
-pub use write::{Context, Reported};
+pub use write::{Context, OutDir, Reported};

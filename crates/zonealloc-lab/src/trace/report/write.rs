@@ -32,6 +32,16 @@ pub struct Reported {
     pub written: Result<Result<Vec<String>, String>, String>,
 }
 
+/// Where a report goes: the folder, and whether an earlier report's files there are removed
+/// first (`--force`; the lab's rule, [`crate::report::out`]).
+#[derive(Clone, Copy, Debug)]
+pub struct OutDir<'a> {
+    /// The folder.
+    pub dir: &'a Path,
+    /// Remove an earlier report's files first.
+    pub force: bool,
+}
+
 impl Context {
     /// Starts the clock and the run's record, and reads the machine's facts beside the
     /// replay: a thread started for them after it waited for its own start as well as for
@@ -50,8 +60,7 @@ impl Context {
     }
 
     /// Writes `run`'s report into `out` (`variants`: the `--variant` specs as given,
-    /// `force`: an earlier report's files are removed first, `command`: the command line as
-    /// typed) once its zones have passed their check, which
+    /// `command`: the command line as typed) once its zones have passed their check, which
     /// runs beside the result's tables and the rendering (the parse's core is free by now).
     pub fn write(
         self,
@@ -59,10 +68,10 @@ impl Context {
         file: &Path,
         opts: &ReplayOptions,
         variants: &[String],
-        out: &Path,
-        force: bool,
+        out: OutDir<'_>,
         command: String,
     ) -> Reported {
+        let OutDir { dir: out, force } = out;
         let Context {
             started,
             mut run_info,
