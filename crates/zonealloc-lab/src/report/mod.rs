@@ -182,6 +182,27 @@ pub fn write_checked(
     report: &LabReport,
     check: impl FnOnce() -> Result<(), String> + Send,
 ) -> Result<Result<Vec<String>, String>, String> {
+    write_pages(dir, report, None, check)
+}
+
+/// A report's own pages in place of the lab's layout: `report.md` as its producer rendered
+/// it (the plots that failed are listed under it) and `report.txt`, its fixed-width text
+/// (a trace replay's).
+#[derive(Clone, Debug)]
+pub struct Pages {
+    /// `report.md`.
+    pub markdown: String,
+    /// `report.txt`.
+    pub text: String,
+}
+
+/// [`write_checked`], with `report.md` and `report.txt` from `pages` where given.
+pub fn write_pages(
+    dir: &Path,
+    report: &LabReport,
+    pages: Option<&Pages>,
+    check: impl FnOnce() -> Result<(), String> + Send,
+) -> Result<Result<Vec<String>, String>, String> {
     let plots: Vec<(&str, &result::Plot)> = report
         .experiments
         .iter()
@@ -190,6 +211,7 @@ pub fn write_checked(
     let pieces = Pieces {
         dir,
         report,
+        pages,
         left: AtomicUsize::new(plots.len() + 3),
         plots,
         check: Mutex::new(Some(Box::new(check))),
@@ -234,6 +256,7 @@ pub fn write_checked(
 struct Pieces<'a> {
     dir: &'a Path,
     report: &'a LabReport,
+    pages: Option<&'a Pages>,
     plots: Vec<(&'a str, &'a result::Plot)>,
     check: Mutex<Option<Check<'a>>>,
     /// The check's outcome once it has run, and the threads waiting for it.
@@ -334,7 +357,10 @@ impl Pieces<'_> {
             }
             _ => {
                 // Rendered now as if every plot succeeds; written by the last piece done.
-                let md = markdown::render(self.report, &[]);
+                let md = match self.pages {
+                    Some(p) => p.markdown.clone(),
+                    None => markdown::render(self.report, &[]),
+                };
                 self.out().md = Some(md);
             }
         }
@@ -374,8 +400,16 @@ impl Pieces<'_> {
             (out.md.take(), std::mem::take(&mut out.plot_errors))
         };
         errors.sort_by_key(|e| e.0);
-        let md = match md {
-            Some(md) if errors.is_empty() => md,
+        let md = match (md, self.pages) {
+            (Some(md), _) if errors.is_empty() => md,
+            (_, Some(p)) => {
+                let mut md = p.markdown.clone();
+                md.push_str("\n## Plots not rendered\n\n");
+                for (_, k, e) in &errors {
+                    md.push_str(&format!("- `{k}`: {e}\n"));
+                }
+                md
+            }
             _ => {
                 let keyed: Vec<(String, String)> = errors
                     .iter()
@@ -384,7 +418,10 @@ impl Pieces<'_> {
                 markdown::render(self.report, &keyed)
             }
         };
-        let written = self.write("report.md", md.as_bytes());
+        let mut written = self.write("report.md", md.as_bytes());
+        if let (Ok(()), Some(p)) = (&written, self.pages) {
+            written = self.write("report.txt", p.text.as_bytes());
+        }
         let mut out = self.out();
         out.plot_errors = errors;
         if let Err(e) = written {

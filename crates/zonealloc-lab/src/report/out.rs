@@ -29,7 +29,11 @@ pub fn clear_report(dir: &Path) -> Result<(), String> {
     };
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        if name == "report.md" || name == "results.json" || name.ends_with(".svg") {
+        if name == "report.md"
+            || name == "report.txt"
+            || name == "results.json"
+            || name.ends_with(".svg")
+        {
             std::fs::remove_file(e.path())
                 .map_err(|err| format!("--force: removing {}: {err}", e.path().display()))?;
         }

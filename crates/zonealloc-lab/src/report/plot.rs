@@ -70,11 +70,24 @@ fn padded_range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
         return 0.0..1.0;
     }
     if lo == hi {
-        let pad = if lo == 0.0 { 1.0 } else { lo.abs() * 0.1 };
+        // All zero (an index that never rose): zero at the foot, no negative half.
+        if lo == 0.0 {
+            return -0.05..1.0;
+        }
+        let pad = lo.abs() * 0.1;
         return (lo - pad)..(hi + pad);
     }
     let pad = (hi - lo) * 0.05;
     (lo - pad)..(hi + pad)
+}
+
+/// A tick label on a categorical axis (bars): the category's index at whole numbers,
+/// nothing between them.
+fn category_tick(v: &f64) -> String {
+    if (v - v.round()).abs() > 1e-6 || *v < -1e-6 {
+        return String::new();
+    }
+    format!("{:.0}", v.round())
 }
 
 /// A tick label: integers without a fraction, large or tiny magnitudes in exponent form.
@@ -102,6 +115,74 @@ fn finite(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
 /// The most points of a line series drawn with a marker on each (some 25 px apart across
 /// the plot's width).
 const MAX_MARKERS: usize = 32;
+
+/// The colour of the reference series (the kernel's): the same in every plot.
+const REFERENCE: RGBAColor = RGBAColor(0, 0, 0, 1.0);
+
+/// Whether a series is the reference a plot compares against: one named `kernel...` (a
+/// trace replay's kernel), drawn in [`REFERENCE`] and, on a line plot, as points.
+pub fn is_reference(name: &str) -> bool {
+    name.starts_with("kernel")
+}
+
+/// The colour of the `k`-th series that is not the reference: Okabe and Ito's palette (told
+/// apart with any colour vision, none near white), then plotters' own; the same series
+/// order gives the same colours in every plot.
+fn colour(k: usize) -> RGBAColor {
+    const OKABE_ITO: [(u8, u8, u8); 7] = [
+        (0, 114, 178),
+        (230, 159, 0),
+        (0, 158, 115),
+        (213, 94, 0),
+        (204, 121, 167),
+        (86, 180, 233),
+        (120, 94, 40),
+    ];
+    match OKABE_ITO.get(k) {
+        Some(&(r, g, b)) => RGBAColor(r, g, b, 1.0),
+        None => Palette99::pick(k).to_rgba(),
+    }
+}
+
+/// Characters of a legend line that fit the strip.
+const LEGEND_CHARS: usize = 24;
+
+/// A series' legend entry at `row` (moved past it): a swatch (a dot for `point`), and the
+/// name broken over as many lines as it needs.
+fn legend(
+    area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    name: &str,
+    color: RGBAColor,
+    point: bool,
+    row: &mut i32,
+) -> Result<(), Box<dyn std::error::Error>> {
+    if point {
+        area.draw(&Circle::new((19, *row), 6, color.filled()))?;
+    } else {
+        area.draw(&PathElement::new(
+            vec![(8, *row), (30, *row)],
+            color.stroke_width(4),
+        ))?;
+    }
+    let mut line = String::new();
+    let mut lines = Vec::new();
+    for word in name.split(' ') {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > LEGEND_CHARS {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    lines.push(line);
+    for l in lines {
+        area.draw(&Text::new(l, (36, *row - 7), ("sans-serif", 14)))?;
+        *row += 18;
+    }
+    *row += 8;
+    Ok(())
+}
 
 /// The SVG text of `plot` (the report writes it to its file).
 pub fn render(plot: &Plot) -> Result<String, String> {
@@ -193,13 +274,34 @@ fn render_inner(plot: &Plot, svg: &mut String) -> Result<(), Box<dyn std::error:
             label.to_owned()
         }
     };
-    let x_fmt: &dyn Fn(&f64) -> String = if log_x { &log_tick } else { &tick };
+    let x_fmt: &dyn Fn(&f64) -> String = match plot.kind {
+        PlotKind::Bars => &category_tick,
+        _ if log_x => &log_tick,
+        _ => &tick,
+    };
+    // Bars stand over categories (CPUs, variants): a tick at each, none between them.
+    let categories = match plot.kind {
+        PlotKind::Bars => {
+            let xs = all().map(|p| p.0);
+            let (lo, hi) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+                (a.min(x), b.max(x))
+            });
+            if lo <= hi {
+                (hi - lo) as usize + 1
+            } else {
+                1
+            }
+        }
+        _ => 0,
+    };
     let y_fmt: &dyn Fn(&f64) -> String = if log_y { &log_tick } else { &tick };
     // One light line between two labels (plotters draws nine by default: a dense grid that
     // was most of a plot's SVG and of its rendering time).
-    chart
-        .configure_mesh()
-        .max_light_lines(2)
+    let mut mesh = chart.configure_mesh();
+    if plot.kind == PlotKind::Bars {
+        mesh.disable_x_mesh().x_labels(2 * categories + 2);
+    }
+    mesh.max_light_lines(2)
         .x_desc(scale(&plot.x_label, log_x))
         .y_desc(scale(&y_label, log_y))
         .x_label_formatter(x_fmt)
@@ -207,25 +309,49 @@ fn render_inner(plot: &Plot, svg: &mut String) -> Result<(), Box<dyn std::error:
         .draw()?;
 
     let groups = series.len().max(1) as f64;
+    let mut row = 40;
+    let mut k = 0;
     for (i, s) in series.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
-        // The legend strip: a swatch and the name, one row per series.
-        let row = 40 + 24 * i as i32;
-        legend_area.draw(&PathElement::new(
-            vec![(8, row), (30, row)],
-            color.stroke_width(4),
-        ))?;
-        legend_area.draw(&Text::new(
-            s.name.clone(),
-            (36, row - 7),
-            ("sans-serif", 14),
-        ))?;
+        let reference = is_reference(&s.name);
+        let color = if reference {
+            REFERENCE
+        } else {
+            k += 1;
+            colour(k - 1)
+        };
+        // Later series are thinner and dashed, so one that coincides with an earlier one
+        // still shows as a dash on its wider line.
+        let width = if reference {
+            2
+        } else {
+            (8 - 2 * k as u32).max(2)
+        };
+        legend(
+            &legend_area,
+            &s.name,
+            color,
+            reference && plot.kind == PlotKind::Lines,
+            &mut row,
+        )?;
         match plot.kind {
+            // The reference (the kernel's snapshots): points, not a line between them.
+            PlotKind::Lines if reference => {
+                chart.draw_series(s.points.iter().map(|&p| Circle::new(p, 6, color.filled())))?;
+            }
             PlotKind::Lines => {
-                chart.draw_series(LineSeries::new(
-                    s.points.iter().copied(),
-                    color.stroke_width(2),
-                ))?;
+                if k == 1 {
+                    chart.draw_series(LineSeries::new(
+                        s.points.iter().copied(),
+                        color.stroke_width(width),
+                    ))?;
+                } else {
+                    chart.draw_series(DashedLineSeries::new(
+                        s.points.iter().copied(),
+                        10,
+                        6,
+                        color.stroke_width(width),
+                    ))?;
+                }
                 // Markers while they stand apart; a denser series is its line alone (its
                 // markers would merge into a band, and cost most of the plot's drawing).
                 if s.points.len() <= MAX_MARKERS {
@@ -242,7 +368,7 @@ fn render_inner(plot: &Plot, svg: &mut String) -> Result<(), Box<dyn std::error:
                     steps.push((x, y));
                     prev = y;
                 }
-                chart.draw_series(LineSeries::new(steps, color.stroke_width(2)))?;
+                chart.draw_series(LineSeries::new(steps, color.stroke_width(width)))?;
             }
             PlotKind::Bars => {
                 let width = 0.8 / groups;
@@ -260,6 +386,96 @@ fn render_inner(plot: &Plot, svg: &mut String) -> Result<(), Box<dyn std::error:
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn plot(kind: PlotKind, names: &[&str]) -> Plot {
+        Plot {
+            file_stem: "p".into(),
+            title: "t".into(),
+            x_label: "CPU".into(),
+            y_label: "y".into(),
+            kind,
+            series: names
+                .iter()
+                .map(|n| Series {
+                    name: (*n).into(),
+                    points: vec![(0.0, 1.0), (1.0, 2.0), (2.0, 1.5), (3.0, 3.0)],
+                })
+                .collect(),
+        }
+    }
+
+    /// The kernel is black in every plot and a line plot's kernel is points; a variant keeps
+    /// its colour wherever the kernel stands among the series.
+    #[test]
+    fn the_reference_is_black_points_and_colours_follow_the_series() {
+        let lines = render(&plot(PlotKind::Lines, &["a", "b", "kernel (snapshots)"])).unwrap();
+        let bars = render(&plot(PlotKind::Bars, &["kernel (trace)", "a", "b"])).unwrap();
+        for svg in [&lines, &bars] {
+            assert!(svg.contains("#0072B2"), "{svg}");
+            assert!(svg.contains("#E69F00"), "{svg}");
+        }
+        assert!(bars.contains("fill=\"#000000\""), "{bars}");
+        // Four snapshot points (and the legend's dot), no line through them.
+        let dots = lines
+            .matches("r=\"6\" opacity=\"1\" fill=\"#000000\"")
+            .count();
+        assert_eq!(dots, 5, "{lines}");
+        assert!(
+            !lines.contains("stroke=\"#000000\" stroke-width=\"2\""),
+            "{lines}"
+        );
+    }
+
+    /// Two coinciding lines both show: the first wide and solid, the second thinner, dashed.
+    #[test]
+    fn coinciding_lines_stay_visible() {
+        let svg = render(&plot(PlotKind::Lines, &["a", "b"])).unwrap();
+        assert!(
+            svg.contains("stroke=\"#0072B2\" stroke-width=\"6\""),
+            "{svg}"
+        );
+        let dashes = svg.matches("stroke=\"#E69F00\" stroke-width=\"4\"").count();
+        assert!(dashes > 2, "{svg}");
+    }
+
+    /// Bars stand over categories: labelled 0, 1, 2, 3 and nothing between.
+    #[test]
+    fn bars_have_a_categorical_axis_and_legends_wrap() {
+        let long = "kernel (its /proc snapshots, the reference)";
+        let mut bars = plot(PlotKind::Bars, &[long, "a"]);
+        // Heights in hundreds: no fraction on the y axis either.
+        for s in &mut bars.series {
+            for p in &mut s.points {
+                p.1 *= 200.0;
+            }
+        }
+        let svg = render(&bars).unwrap();
+        // The texts the SVG draws.
+        let texts: Vec<&str> = svg
+            .split("<text")
+            .skip(1)
+            .filter_map(|t| Some(t.split_once('>')?.1.split_once("</text>")?.0.trim()))
+            .collect();
+        for label in ["0", "1", "2", "3"] {
+            assert!(texts.contains(&label), "{label} {texts:?}");
+        }
+        for between in ["0.50", "-0.50", "1.50"] {
+            assert!(!texts.contains(&between), "{between} {texts:?}");
+        }
+        // The whole name, over three lines.
+        for line in ["kernel (its /proc", "snapshots, the", "reference)"] {
+            assert!(texts.contains(&line), "{line} {texts:?}");
+        }
+        assert_eq!(category_tick(&2.0), "2");
+        assert_eq!(category_tick(&2.5), "");
+    }
+
+    #[test]
+    fn an_all_zero_axis_has_no_negative_half() {
+        assert_eq!(padded_range([0.0, 0.0].into_iter()), -0.05..1.0);
+        assert_eq!(padded_range([2.0].into_iter()), 1.8..2.2);
+        assert_eq!(padded_range(std::iter::empty()), 0.0..1.0);
+    }
 
     #[test]
     fn ticks_are_compact() {

@@ -29,14 +29,14 @@ pub(super) fn definitions() -> Vec<MetricDef> {
     };
     let mut defs = vec![
         (M_HIT.to_owned(), "%", count(true)),
-        (M_LOCK.to_owned(), "", count(false)),
-        (M_FAIL.to_owned(), "", count(false)),
+        (M_LOCK.to_owned(), "acquisitions", count(false)),
+        (M_FAIL.to_owned(), "allocations", count(false)),
         (M_UNUSABLE_MEAN.to_owned(), "%", count(false)),
         (M_UNUSABLE_END.to_owned(), "%", count(false)),
-        (M_REFILLS.to_owned(), "", count(false)),
-        (M_DRAINS.to_owned(), "", count(false)),
-        (M_EXTFRAG.to_owned(), "", count(false)),
-        (M_TOP.to_owned(), "", count(false)),
+        (M_REFILLS.to_owned(), "blocks", count(false)),
+        (M_DRAINS.to_owned(), "blocks", count(false)),
+        (M_EXTFRAG.to_owned(), "fallbacks", count(false)),
+        (M_TOP.to_owned(), "allocations", count(false)),
     ];
     for (kind, _) in KINDS {
         defs.push((fidelity_metric(kind), "%", count(false)));

@@ -5,11 +5,12 @@
 //!
 //! Below the result: [`diff`] (how a figure of ours compares with the kernel's), then
 //! [`tables`], [`plots`], [`metrics`] and [`config`], each of which [`result`] assembles;
-//! [`write`] sits on top.
+//! [`page`] renders `report.md` and `report.txt` from them; [`write`] sits on top.
 
 mod config;
 mod diff;
 mod metrics;
+mod page;
 mod plots;
 mod result;
 mod summary;

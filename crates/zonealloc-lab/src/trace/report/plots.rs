@@ -60,7 +60,7 @@ fn unusable_plots(run: &ReplayRun) -> Vec<Plot> {
             .collect();
         if !points.is_empty() {
             plot.series.push(Series {
-                name: "kernel (/proc snapshots, reference)".to_owned(),
+                name: "kernel (its /proc snapshots)".to_owned(),
                 points,
             });
         }
@@ -84,7 +84,10 @@ fn per_cpu_plots(run: &ReplayRun) -> Vec<Plot> {
                     .map(|(c, &v)| (c as f64, v as f64))
                     .collect(),
             };
-            let mut series = vec![series_of("kernel (reference)".to_owned(), &run.kernel.grid)];
+            let mut series = vec![series_of(
+                "kernel (from the trace)".to_owned(),
+                &run.kernel.grid,
+            )];
             series.extend(
                 run.replayers
                     .iter()

@@ -69,8 +69,8 @@ fn tables(run: &ReplayRun, names: &[String], reused: &[Vec<(u64, u32)>]) -> Vec<
     if let Some(sc) = &run.start_counts {
         tables.push(start_count_table(sc));
     }
-    for (r, ends) in run.replayers.iter().zip(&run.end_states) {
-        tables.push(end_state_table(&r.variant.name, ends));
+    if run.end_states.iter().any(|e| !e.is_empty()) {
+        tables.push(end_state_table(names, &run.end_states));
     }
     tables.push(reuse_table(run, names, reused));
     tables

@@ -4,26 +4,11 @@
 use crate::report::ExperimentResult;
 use crate::trace::replay::ReplayRun;
 
-/// The stdout summary: one row per metric, one column per variant.
+/// The stdout summary: one row per metric, one column per variant (each with its change
+/// against the baseline in the lab's notation).
 pub fn summary(result: &ExperimentResult, run: &ReplayRun) -> String {
-    let mut rows = vec![{
-        let mut h = vec!["metric".to_owned()];
-        h.extend(result.variants.iter().cloned());
-        h
-    }];
-    for m in &result.metrics {
-        let mut row = vec![if m.unit.is_empty() {
-            m.name.clone()
-        } else {
-            format!("{} ({})", m.name, m.unit)
-        }];
-        for v in &result.variants {
-            let value = result.samples_of(v, &m.name).next().map(|s| s.value);
-            row.push(crate::report::compare::fmt_value(value));
-        }
-        rows.push(row);
-    }
-    let mut out = crate::report::table::plain(&rows, 1, true);
+    // The headline table of report.md and report.txt: the same figures, units and changes.
+    let mut out = super::page::headline_text(result);
     let p = &run.parser;
     let zones: Vec<String> = run
         .geo

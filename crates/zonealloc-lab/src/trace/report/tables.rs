@@ -287,73 +287,67 @@ pub(super) fn start_count_table(sc: &start_count::StartCounts) -> Table {
 }
 
 /// The end state against `--proc-after`, per zone: buddyinfo per order, pagetypeinfo per
-/// migratetype, PCP pages.
-pub(super) fn end_state_table(name: &str, ends: &[proc_setup::EndState]) -> Table {
-    let mut rows = Vec::new();
-    for e in ends {
-        for (o, (k, ours)) in e
-            .kernel_free_blocks
-            .iter()
-            .zip(&e.ours_free_blocks)
-            .enumerate()
-        {
-            rows.push(vec![
-                e.zone.clone(),
-                format!("free blocks, order {o}"),
-                k.to_string(),
-                format!("{ours} ({})", diff_pct(*ours, *k)),
-            ]);
+/// migratetype, PCP pages; the kernel's column, then one per variant (`ends`: per variant,
+/// per zone).
+pub(super) fn end_state_table(names: &[String], ends: &[Vec<proc_setup::EndState>]) -> Table {
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for (v, zones) in ends.iter().enumerate() {
+        let mut i = 0;
+        for e in zones {
+            for (what, kernel, ours) in end_state_rows(e) {
+                if v == 0 {
+                    rows.push(vec![e.zone.clone(), what, kernel]);
+                }
+                if let Some(row) = rows.get_mut(i) {
+                    row.push(ours);
+                }
+                i += 1;
+            }
         }
-        for (t, tn) in TYPE_NAMES.iter().enumerate() {
-            let (k, o) = (e.free_pages_by_type.0[t], e.free_pages_by_type.1[t]);
-            rows.push(vec![
-                e.zone.clone(),
-                format!("{tn} free pages"),
-                k.to_string(),
-                format!("{o} ({})", diff_pct(o, k)),
-            ]);
-            let (k, o) = (e.pageblocks.0[t], e.pageblocks.1[t]);
-            rows.push(vec![
-                e.zone.clone(),
-                format!("{tn} pageblocks"),
-                k.to_string(),
-                format!("{o} ({})", diff_pct(o, k)),
-            ]);
-        }
-        rows.push(vec![
-            e.zone.clone(),
-            "PCP pages".to_owned(),
-            e.pcp.0.to_string(),
-            format!("{} ({})", e.pcp.1, diff_pct(e.pcp.1, e.pcp.0)),
-        ]);
-        for (cpu, ((kc, kh), (oc, oh))) in e.pagesets.iter().enumerate() {
-            rows.push(vec![
-                e.zone.clone(),
-                format!("CPU {cpu} PCP count / high"),
-                format!("{kc} / {kh}"),
-                format!("{oc} / {oh}"),
-            ]);
-        }
-        rows.push(vec![
-            e.zone.clone(),
-            "free blocks off the kernel (sum over orders)".to_owned(),
-            "-".to_owned(),
-            e.free_blocks_off_pct
-                .map_or_else(|| "-".to_owned(), |v| format!("{v:.1}%")),
-        ]);
     }
+    let mut header = vec!["zone".to_owned(), "what".to_owned(), "kernel".to_owned()];
+    header.extend(names.iter().map(|n| format!("{n} (against the kernel)")));
     Table {
-        title: format!(
-            "Variant {name}: the end state against --proc-after (buddyinfo, pagetypeinfo, PCP)"
-        ),
-        header: vec![
-            "zone".to_owned(),
-            "what".to_owned(),
-            "kernel".to_owned(),
-            "ours (diff)".to_owned(),
-        ],
+        title: "The end state against --proc-after (buddyinfo, pagetypeinfo, PCP)".to_owned(),
+        header,
         rows,
     }
+}
+
+/// One zone's end state as `(what, the kernel's, ours with the change)` rows.
+fn end_state_rows(e: &proc_setup::EndState) -> Vec<(String, String, String)> {
+    let diff =
+        |what: String, k: u64, o: u64| (what, k.to_string(), format!("{o} ({})", diff_pct(o, k)));
+    let mut rows = Vec::new();
+    for (o, (k, ours)) in e
+        .kernel_free_blocks
+        .iter()
+        .zip(&e.ours_free_blocks)
+        .enumerate()
+    {
+        rows.push(diff(format!("free blocks, order {o}"), *k, *ours));
+    }
+    for (t, tn) in TYPE_NAMES.iter().enumerate() {
+        let (k, o) = (e.free_pages_by_type.0[t], e.free_pages_by_type.1[t]);
+        rows.push(diff(format!("{tn} free pages"), k, o));
+        let (k, o) = (e.pageblocks.0[t], e.pageblocks.1[t]);
+        rows.push(diff(format!("{tn} pageblocks"), k, o));
+    }
+    rows.push(diff("PCP pages".to_owned(), e.pcp.0, e.pcp.1));
+    for (cpu, ((kc, kh), (oc, oh))) in e.pagesets.iter().enumerate() {
+        rows.push((
+            format!("CPU {cpu} PCP count / high"),
+            format!("{kc} / {kh}"),
+            format!("{oc} / {oh}"),
+        ));
+    }
+    rows.push((
+        "free blocks off the kernel (sum over orders)".to_owned(),
+        "-".to_owned(),
+        e.free_blocks_off_pct
+            .map_or_else(|| "-".to_owned(), |v| format!("{v:.1}%")),
+    ));
+    rows
 }
 
 /// Rows of the most reused frames' table.

@@ -7,6 +7,7 @@ use std::path::Path;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+use super::page::pages;
 use super::result::to_result;
 use super::summary::summary;
 use crate::machine::{Machine, RunInfo};
@@ -84,6 +85,7 @@ impl Context {
                 .spawn_scoped(s, move || check_zones(zones));
             let result = to_result(run, file, opts);
             let summary = summary(&result, run);
+            let pages = pages(&result, run, file);
             let report = LabReport {
                 tool: format!("{} {}", env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
                 command,
@@ -115,7 +117,8 @@ impl Context {
             } else {
                 Ok(())
             };
-            let written = cleared.and_then(|()| report::write_checked(out, &report, checked));
+            let written =
+                cleared.and_then(|()| report::write_pages(out, &report, Some(&pages), checked));
             Reported {
                 report,
                 summary,
