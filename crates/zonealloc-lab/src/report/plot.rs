@@ -324,7 +324,7 @@ fn render_inner(plot: &Plot, svg: &mut String) -> Result<(), Box<dyn std::error:
         let width = if reference {
             2
         } else {
-            (8 - 2 * k as u32).max(2)
+            8u32.saturating_sub(2 * k as u32).max(2)
         };
         legend(
             &legend_area,
@@ -436,6 +436,14 @@ mod tests {
         );
         let dashes = svg.matches("stroke=\"#E69F00\" stroke-width=\"4\"").count();
         assert!(dashes > 2, "{svg}");
+    }
+
+    /// Past the fourth series the width stays at its floor (the lab's plots have more).
+    #[test]
+    fn many_series_render_at_the_narrowest_width() {
+        let names = ["a", "b", "c", "d", "e", "f", "g"];
+        let svg = render(&plot(PlotKind::Lines, &names)).unwrap();
+        assert!(svg.contains("stroke-width=\"2\""), "{svg}");
     }
 
     /// Bars stand over categories: labelled 0, 1, 2, 3 and nothing between.
