@@ -120,7 +120,7 @@ const MAX_MARKERS: usize = 32;
 const REFERENCE: RGBAColor = RGBAColor(0, 0, 0, 1.0);
 
 /// Whether a series is the reference a plot compares against: one named `kernel...` (a
-/// trace replay's kernel), drawn in [`REFERENCE`] and, on a line plot, as points.
+/// trace replay's kernel), drawn in `REFERENCE` and, on a line plot, as points.
 pub fn is_reference(name: &str) -> bool {
     name.starts_with("kernel")
 }

@@ -4,7 +4,7 @@
 /// A value read from a `gfp_flags` string, remembered for the strings seen: a trace repeats a
 /// few dozen of them, and consecutive allocations mostly share one, so the string is compared
 /// with the last one (and then the others) instead of being split and matched again. Each
-/// string is compared by its [`Key`] first, and in full only where the keys match.
+/// string is compared by its `Key` first, and in full only where the keys match.
 pub struct GfpMemo<V> {
     seen: Vec<(Key, Box<str>, V)>,
     last: usize,

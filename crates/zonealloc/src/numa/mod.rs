@@ -5,7 +5,7 @@
 //!
 //! Needs `std`: the number of nodes, their zonelists and the per-CPU expiry state are sized
 //! at boot from the firmware tables, so they live on the heap. A single-node system keeps
-//! using [`Node`] and [`Zone`](crate::Zone), whose paths this layer does not touch.
+//! using [`Node`] and [`Zone`], whose paths this layer does not touch.
 
 mod policy;
 mod stats;

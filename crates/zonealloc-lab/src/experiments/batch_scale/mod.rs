@@ -65,7 +65,7 @@ pub const M_LOCK_PAGES: &str = "pages per zone-lock hold";
 /// variant only.
 pub const M_CAP: &str = "largest cap under 100 µs";
 /// Instructions per page (one allocation and one free) under callgrind, for the batches of
-/// [`COUNTED`] (deterministic for a build).
+/// `COUNTED` (deterministic for a build).
 pub const M_INSNS: &str = "instructions/page";
 /// Pages per 1000 instructions: [`M_INSNS`] as a throughput, the deterministic proxy of the
 /// seed's page/s.

@@ -35,8 +35,8 @@
 //! [`Source`](crate::trace::ingest::Source) shows (snapshots, preset, [`Geometry`], variants);
 //! [`run`] is the pass, one [`Replayer`] per variant beside the kernel's side
 //! ([`infer::kernel`]), into a [`ReplayRun`]. [`infer`] holds each inference, one module each;
-//! [`tally`], [`counts`](ReplayCounts), [`frames`], [`gfp`], [`geometry`](Geometry),
-//! [`sampling`] and [`preset`] are the pieces below them.
+//! [`tally`], [`counts`](ReplayCounts), `frames`, `gfp`, [`geometry`](Geometry),
+//! `sampling` and [`preset`] are the pieces below them.
 
 mod counts;
 mod frames;

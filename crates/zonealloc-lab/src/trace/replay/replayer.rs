@@ -190,7 +190,7 @@ impl Replayer {
     }
 
     /// Sets the trace's migratetype numbering, which the zones' set-up does not read: a
-    /// replayer can be built before the parse has shown it ([`prefix`]).
+    /// replayer can be built before the parse has shown it (`prefix`).
     pub fn set_numbering(&mut self, numbering: crate::trace::migratetype::Numbering) {
         self.geo.numbering = numbering;
     }

@@ -117,7 +117,7 @@ pub fn check_zones(zones: &[(&str, &zonealloc::Zone)]) -> Result<(), String> {
 /// [`run`] without the zones' check at the end, for a caller that runs it beside other work
 /// ([`ReplayRun::check`]; the report is built meanwhile, on a machine whose second core the
 /// parse no longer needs): the snapshots read, the [`Source`] opened, the [`Setup`] built
-/// while it parses, the [`pass`] over its events, and the end.
+/// while it parses, the `pass` over its events, and the end.
 pub fn run_unchecked(
     path: &Path,
     opts: &ReplayOptions,

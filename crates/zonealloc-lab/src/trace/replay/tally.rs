@@ -1,6 +1,6 @@
 //! Counts of the buddy-side events (refills, drains, direct allocations, fallbacks) per zone
 //! and CPU: the kernel's, read from the trace ([`super::infer::kernel`]), and each variant's,
-//! recorded by its zones ([`super::replayer`]); and how far one is off the other.
+//! recorded by its zones (`super::replayer`); and how far one is off the other.
 
 use serde::Serialize;
 

@@ -3,9 +3,9 @@
 //! time, the configuration) and the report folder written ([`Context::write`]), with the
 //! stdout [`summary`].
 //!
-//! Below the result: [`diff`] (how a figure of ours compares with the kernel's), then
-//! [`tables`], [`plots`], [`metrics`] and [`config`], each of which [`result`] assembles;
-//! [`page`] renders `report.md` and `report.txt` from them; [`write`] sits on top.
+//! Below the result: `diff` (how a figure of ours compares with the kernel's), then
+//! `tables`, `plots`, `metrics` and `config`, each of which `result` assembles;
+//! `page` renders `report.md` and `report.txt` from them; [`write`] sits on top.
 
 mod config;
 mod diff;

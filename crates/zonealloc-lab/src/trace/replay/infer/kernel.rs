@@ -30,7 +30,7 @@
 //! CPU, so only the batch's own fallbacks (`mm_page_alloc_extfrag`) interleave it there; the
 //! trace is merged from the per-CPU buffers in timestamp order (the shipped captures never go
 //! back in time), so other CPUs' events interleave freely, and runs are kept per CPU
-//! ([`KernelSide::refill_run`]). A run that straddles the window's start begins at its first
+//! (`KernelSide::refill_run`). A run that straddles the window's start begins at its first
 //! page inside the window: the pages before sit ahead of it on the list and their
 //! allocations, with no refill recorded, touch no run.
 //!
@@ -173,7 +173,7 @@ pub struct KernelSide {
     /// the kernel family ([`KernelSide::set_extfrag_names_page`]); the default is mainline's.
     extfrag_names_page: bool,
     /// Pages the event just added found taken untraced, as `(pfn, cpu, migratetype)`:
-    /// replay their allocations now ([`Replayer::untraced_allocs`](super::Replayer)).
+    /// replay their allocations now (`Replayer::untraced_allocs`).
     pub untraced_now: Vec<(u64, u32, u8)>,
     /// Pages inferred so, before their free.
     pub untraced_early: u64,

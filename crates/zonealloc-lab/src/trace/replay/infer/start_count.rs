@@ -48,7 +48,7 @@
 //! the batched path (`free_unref_page_list`, `free_unref_folios`) every page of the batch is
 //! prepared before the first commit, each commit printing `mm_page_free_batched`; a drain
 //! mid-batch sees only the pages committed so far. The walk counts a free at its commit, as
-//! the replay does with `--proc` ([`super::Replayer::commit_at_batched`]).
+//! the replay does with `--proc` (`super::Replayer::commit_at_batched`).
 //!
 //! Off unless `--infer start-count=on`: on the shared captures it brings 6.1 p2 and 7.2 p1
 //! closer to the kernel (7.2 p1 drains 0.85% -> 0.00%) and leaves 6.1 p1 as it was, but 7.2

@@ -68,7 +68,7 @@ impl Replayer {
     }
 
     /// Allocations the trace shows were taken untraced from CPUs' lists
-    /// ([`KernelSide::untraced_now`](super::kernel::KernelSide::untraced_now): `alloc_pages_bulk`),
+    /// (`KernelSide::untraced_now`: `alloc_pages_bulk`),
     /// replayed now on the CPU whose list held each; their later frees free our pages.
     pub fn untraced_allocs(&mut self, ev: &Event<'_>, pages: &[(u64, u32, u8)]) -> io::Result<()> {
         for &(pfn, cpu, migratetype) in pages {
