@@ -195,7 +195,7 @@ pub struct TraceReplayArgs {
     #[arg(long, value_enum, value_name = "NUMBERING")]
     pub migratetypes: Option<trace::migratetype::Numbering>,
     /// Fragmentation samples taken over the trace.
-    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    #[arg(long, default_value_t = trace::replay::DEFAULT_SAMPLES, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub samples: u64,
     /// Write the replayed run's own events in ftrace format to FILE (with several variants,
     /// FILE.<variant>.<ext> each).

@@ -15,7 +15,8 @@ use zonealloc::config::KernelVersion;
 use zonealloc::memmap::MemoryRegion;
 use zonealloc::{BootFrees, CpuId, Node, Pfn, SmpLocksFree, ZoneConfig, ZoneType};
 
-const PAGE: u64 = 4096;
+mod boot_common;
+use boot_common::{zone_ram_top, PAGE};
 
 struct ZoneCase {
     zone: ZoneType,
@@ -316,21 +317,6 @@ const CASES: &[Case] = &[
         ],
     },
 ];
-
-/// The top of `zone`'s RAM, in frames.
-fn zone_ram_top(ram: &[(u64, u64)], zone: ZoneType) -> u64 {
-    let (lo, hi) = match zone {
-        ZoneType::Dma => (0, (16 << 20) / PAGE),
-        ZoneType::Dma32 => ((16 << 20) / PAGE, (4 << 30) / PAGE),
-        _ => ((4 << 30) / PAGE, u64::MAX),
-    };
-    ram.iter()
-        .map(|&(s, e)| (s.div_ceil(PAGE).max(lo), (e / PAGE).min(hi)))
-        .filter(|&(s, e)| s < e)
-        .map(|(_, e)| e)
-        .max()
-        .unwrap()
-}
 
 fn pcp_values(node: &Node, zone: ZoneType, cpus: u32) -> Vec<[i32; 3]> {
     let z = node.zone(zone).unwrap();

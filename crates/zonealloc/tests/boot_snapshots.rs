@@ -21,7 +21,8 @@ use zonealloc::memmap::MemoryRegion;
 use zonealloc::BootFrees;
 use zonealloc::{CpuId, Node, Pfn, ZoneConfig, ZoneType};
 
-const PAGE: u64 = 4096;
+mod boot_common;
+use boot_common::{zone_ram_top, PAGE};
 
 /// One zone of one zoneinfo file.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -256,21 +257,6 @@ fn read_boot(name: String, dir: &Path) -> Boot {
         late,
         snaps,
     }
-}
-
-/// The top of `zone`'s RAM, in frames.
-fn zone_ram_top(ram: &[(u64, u64)], zone: ZoneType) -> u64 {
-    let (lo, hi) = match zone {
-        ZoneType::Dma => (0, (16 << 20) / PAGE),
-        ZoneType::Dma32 => ((16 << 20) / PAGE, (4 << 30) / PAGE),
-        _ => ((4 << 30) / PAGE, u64::MAX),
-    };
-    ram.iter()
-        .map(|&(s, e)| (s.div_ceil(PAGE).max(lo), (e / PAGE).min(hi)))
-        .filter(|&(s, e)| s < e)
-        .map(|(_, e)| e)
-        .max()
-        .unwrap()
 }
 
 /// The node the preset predicts for `b`, booted as the kernel boots.

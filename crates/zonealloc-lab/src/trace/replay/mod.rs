@@ -58,7 +58,7 @@ pub use geometry::{
 };
 pub use gfp::request;
 pub use infer::{first_events, kernel, pcp_state, start_count};
-pub use options::ReplayOptions;
+pub use options::{ReplayOptions, DEFAULT_SAMPLES};
 pub use replayer::Replayer;
 pub use run::{check_zones, run, run_unchecked, ReplayRun};
 pub use sampling::FRAG_ORDERS;

@@ -56,3 +56,34 @@ pub struct ReplayOptions {
     /// Replay the whole file even with `--proc` (`window` is then empty).
     pub whole_file: bool,
 }
+
+/// The fragmentation samples a replay takes when not told (`--samples`' default).
+pub const DEFAULT_SAMPLES: u64 = 200;
+
+/// A replay of the `upstream` variant with every flag at its default, as `zonealloc trace
+/// replay FILE` runs it.
+impl Default for ReplayOptions {
+    fn default() -> ReplayOptions {
+        ReplayOptions {
+            variants: vec!["upstream".into()],
+            kernel: None,
+            zone_start: None,
+            zone_pages: None,
+            online: None,
+            cpus: None,
+            no_pcp: false,
+            numbering: None,
+            samples: DEFAULT_SAMPLES,
+            emit: None,
+            strict: false,
+            infer: None,
+            infer_start_count: None,
+            infer_lists: None,
+            no_decay: false,
+            proc: None,
+            proc_after: None,
+            window: Window::default(),
+            whole_file: false,
+        }
+    }
+}

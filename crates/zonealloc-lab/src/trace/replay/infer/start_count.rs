@@ -844,25 +844,11 @@ mod tests {
         std::fs::write(&p, trace(800)).unwrap();
         let run = |start_count: Option<bool>| {
             let opts = ReplayOptions {
-                variants: vec!["upstream".into()],
-                kernel: None,
-                zone_start: None,
-                zone_pages: None,
-                online: None,
-                cpus: None,
-                no_pcp: false,
-                numbering: None,
                 samples: 10,
-                emit: None,
                 strict: true,
-                infer: None,
                 infer_start_count: start_count,
-                infer_lists: None,
-                no_decay: false,
-                whole_file: false,
                 proc: Some(snap_dir()),
-                proc_after: None,
-                window: input::Window::default(),
+                ..ReplayOptions::default()
             };
             replay::run(&p, &opts, &|_| {}).unwrap()
         };

@@ -192,7 +192,6 @@ fn the_whole_file_is_replayed_and_counted_with_whole_file() {
 /// The straddling batch's trace replayed on the 6.1 snapshot, in its markers' window or
 /// whole.
 fn straddle(whole_file: bool) -> crate::trace::replay::run::ReplayRun {
-    use crate::trace::ingest::input;
     use crate::trace::replay::options::ReplayOptions;
     use crate::trace::replay::run as replay;
     let line = |cpu: u32, ts: u32, ev: &str| {
@@ -225,28 +224,14 @@ fn straddle(whole_file: bool) -> crate::trace::replay::run::ReplayRun {
     let p = dir.path().join("t.txt");
     std::fs::write(&p, t).unwrap();
     let opts = ReplayOptions {
-        variants: vec!["upstream".into()],
-        kernel: None,
-        zone_start: None,
-        zone_pages: None,
-        online: None,
-        cpus: None,
-        no_pcp: false,
-        numbering: None,
         samples: 10,
-        emit: None,
         strict: true,
-        infer: None,
-        infer_start_count: None,
-        infer_lists: None,
-        no_decay: false,
         proc: Some(
             std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("tests/data/proc/linux-6.1-p1-before"),
         ),
-        proc_after: None,
-        window: input::Window::default(),
         whole_file,
+        ..ReplayOptions::default()
     };
     replay::run(&p, &opts, &|_| {}).unwrap()
 }
