@@ -903,4 +903,36 @@ mod tests {
         assert_eq!(pol.order_of(13), Order::from_raw(9));
         assert!(pol.allowed_order(Order::from_raw(9)) && !pol.allowed_order(Order::from_raw(4)));
     }
+
+    /// A set without slots (caller storage over an empty slice): its lists are off, and the
+    /// checked forms answer `None` for any id, the wrapped ones included.
+    fn slotless() -> PcpSet {
+        let cfg = crate::config::PcpConfig::new().with_cpus(4);
+        let empty: &'static [PcpSlot] = &[];
+        PcpSet::with_slots(
+            cfg,
+            Order::from_raw(10),
+            crate::sync::StaticSlice::borrowed(empty),
+        )
+    }
+
+    #[test]
+    fn a_set_without_slots_is_off_and_its_checked_forms_answer_none() {
+        let set = slotless();
+        assert!(!set.enabled());
+        assert_eq!(set.cpus(), 0);
+        for cpu in [0, 1, 7, u32::MAX as usize] {
+            assert!(set.slot_of(cpu).is_none(), "cpu {cpu}");
+            assert!(set.slot_at(cpu).is_none(), "cpu {cpu}");
+        }
+    }
+
+    /// `slot` states its precondition (a slot exists) where debug assertions are on: the old
+    /// code divided by the slot count there (a remainder by zero).
+    #[cfg(debug_assertions)]
+    #[test]
+    #[should_panic(expected = "on a set without slots")]
+    fn slot_of_a_set_without_slots_names_its_precondition() {
+        let _ = slotless().slot(3);
+    }
 }

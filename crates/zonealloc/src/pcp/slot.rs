@@ -305,10 +305,23 @@ impl PcpSet {
 
     /// CPU `cpu`'s slot; ids beyond the CPU count wrap (callers usually reduce them once,
     /// so the division is off the fast path).
+    ///
+    /// Precondition: the set has a slot (`cpus() > 0`). A set without any (caller storage
+    /// over an empty slice, [`PcpSet::with_slots`]) has its lists turned off, and every
+    /// caller is behind that: the PCP paths of the allocation (`rmqueue_pcplist`, reached only
+    /// where `Zone::try_alloc` found the lists on) and of `Zone::free_with` test
+    /// [`PcpSet::enabled`] first; the drains and `Zone::caller` test it or walk
+    /// `0..cpus()`; `Zone::cpu_handle` refuses an id at or past `cpus()`; the inspection
+    /// paths (`pcp_info`, `set_pcp_tuning`) go through [`PcpSet::slot_at`] first or walk
+    /// `0..cpus()`. Where the slot may be missing, [`PcpSet::slot_of`] is the total form.
+    /// Broken, the precondition panics (a remainder by zero, or an index out of bounds),
+    /// never reads out of bounds; debug builds name it. The release code is the unchecked
+    /// form's, instruction for instruction (the hit paths' budget, `zonealloc-icount`).
     #[inline]
     pub(crate) fn slot(&self, cpu: usize) -> &PcpSlot {
         let s = self.slots.get();
         let n = s.len();
+        debug_assert!(n > 0, "PcpSet::slot({cpu}) on a set without slots");
         &s[if cpu < n { cpu } else { cpu % n }]
     }
 
