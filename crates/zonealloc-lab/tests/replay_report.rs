@@ -71,7 +71,7 @@ fn the_first_screen_names_the_trace_kernel_window_fidelity_best_and_caveats() {
         let layout = "free-page layout synthesised from counts";
         assert_eq!(screen.contains(layout), proc, "{screen}");
         if proc {
-            assert!(screen.contains("6.1 (from --proc's zoneinfo)"), "{screen}");
+            assert!(screen.contains("6.1, from --proc's zoneinfo"), "{screen}");
             assert!(screen.contains("end state, Node 0, zone DMA32"), "{screen}");
         }
     }

@@ -235,13 +235,7 @@ fn first_screen(result: &ExperimentResult, run: &ReplayRun, file: &Path, text: b
         format!("# Trace replay: {}\n\n", file.display())
     };
     let (kernel, given) = run.preset;
-    let rules = if given {
-        format!("{} (--kernel)", kernel.name())
-    } else if run.setup_from_proc {
-        format!("{} (from --proc's zoneinfo)", kernel.name())
-    } else {
-        "mainline (the defaults; --kernel to choose)".to_owned()
-    };
+    let rules = super::summary::kernel_rules(kernel, given, run.setup_from_proc);
     let zones: Vec<String> = run
         .geo
         .zones

@@ -2,7 +2,22 @@
 //! window, the end states, the kernel rules and the pass's throughput.
 
 use crate::report::ExperimentResult;
+use crate::trace::replay::preset::Kernel;
 use crate::trace::replay::ReplayRun;
+
+/// Which kernel's rules the replay ran under and where that came from, in words, as the
+/// summary and the first screen print them: `7.2 (mainline), from --proc's zoneinfo`,
+/// `6.1, chosen by --kernel`, or mainline's defaults. The source follows a comma, since a
+/// family's name may hold parentheses of its own.
+pub(super) fn kernel_rules(kernel: Kernel, given: bool, from_proc: bool) -> String {
+    if given {
+        format!("{}, chosen by --kernel", kernel.name())
+    } else if from_proc {
+        format!("{}, from --proc's zoneinfo", kernel.name())
+    } else {
+        "mainline, the ZoneConfig defaults (--kernel to choose)".to_owned()
+    }
+}
 
 /// The stdout summary: one row per metric, one column per variant (each with its change
 /// against the baseline in the lab's notation).
@@ -22,11 +37,6 @@ pub fn summary(result: &ExperimentResult, run: &ReplayRun) -> String {
         })
         .collect();
     let (kernel, given) = run.preset;
-    let kernel = if given || run.setup_from_proc {
-        kernel.name()
-    } else {
-        "mainline (the ZoneConfig defaults)"
-    };
     if let (Some(from), found) = (&run.window.0.from, run.window.1) {
         out.push_str(&format!(
             "\nwindow: after '{from}'{} to '{}'\n",
@@ -50,19 +60,12 @@ pub fn summary(result: &ExperimentResult, run: &ReplayRun) -> String {
         }
     }
     out.push_str(&format!(
-        "\nkernel rules: {}{}; zones: {} (memory: {:?}), {} CPUs (from {}), migratetypes {:?}\n\
+        "\nkernel rules: {}; zones: {} (memory: {:?}), {} CPUs (from {}), migratetypes {:?}\n\
          kernel: {} refill and {} drain events, {} drain runs without a free before them \
          (replayed as {} drains)\n\
          replayed {} events ({} lines, {} malformed) under {} variant(s) in one pass of \
          {:.3} s: {:.2} M lines/s, {:.2} M events/s\n",
-        kernel,
-        if given {
-            ""
-        } else if run.setup_from_proc {
-            " (from --proc's zoneinfo)"
-        } else {
-            " (default; --kernel to choose)"
-        },
+        kernel_rules(kernel, given, run.setup_from_proc),
         zones.join(", "),
         run.geo.online,
         run.geo.cpus,
@@ -81,4 +84,35 @@ pub fn summary(result: &ExperimentResult, run: &ReplayRun) -> String {
         p.events as f64 / run.replay_s.max(1e-9) / 1e6,
     ));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The family's own parentheses and the source's never stand side by side (`7.2
+    /// (mainline) (from --proc's zoneinfo)` read as two asides).
+    #[test]
+    fn kernel_rules_name_the_source_after_a_comma() {
+        assert_eq!(
+            kernel_rules(Kernel::V7_2, false, true),
+            "7.2 (mainline), from --proc's zoneinfo"
+        );
+        assert_eq!(
+            kernel_rules(Kernel::V6_1, true, false),
+            "6.1, chosen by --kernel"
+        );
+        for kernel in [
+            Kernel::V5_15,
+            Kernel::V6_1,
+            Kernel::V6_6,
+            Kernel::V6_12,
+            Kernel::V7_2,
+        ] {
+            for (given, proc) in [(true, false), (false, true), (false, false)] {
+                let text = kernel_rules(kernel, given, proc);
+                assert!(!text.contains(") ("), "{text}");
+            }
+        }
+    }
 }
