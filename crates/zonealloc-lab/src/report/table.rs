@@ -80,7 +80,8 @@ pub fn plain<R: AsRef<[String]>>(rows: &[R], right_from: usize, rule: bool) -> S
 }
 
 /// A markdown table: the header, its alignment rule, then the rows (pipes escaped, newlines
-/// flattened). `align` gives each column's alignment; columns past its end are right-aligned.
+/// flattened, every other control character escaped as [`plain`] does: a `report.md` is read
+/// with `cat` and `less -R` as often as in a viewer). `align` gives each column's alignment; columns past its end are right-aligned.
 pub fn markdown<R: AsRef<[String]>>(header: &[String], align: &[Align], rows: &[R]) -> String {
     let mut out = String::new();
     markdown_row(&mut out, header);
@@ -103,12 +104,14 @@ pub fn markdown<R: AsRef<[String]>>(header: &[String], align: &[Align], rows: &[
     out
 }
 
-/// One markdown table row, `| a | b |`, with pipes escaped and newlines flattened.
+/// One markdown table row, `| a | b |`, with pipes escaped, newlines flattened and the other
+/// control characters escaped ([`terminal::escape`](super::terminal::escape)).
 fn markdown_row(out: &mut String, cells: &[String]) {
     out.push('|');
     for c in cells {
         out.push(' ');
-        out.push_str(&c.replace('|', "\\|").replace('\n', " "));
+        let flat = c.replace('|', "\\|").replace('\n', " ");
+        out.push_str(&super::terminal::escape(&flat));
         out.push_str(" |");
     }
     out.push('\n');
@@ -152,5 +155,21 @@ mod tests {
             markdown(&h, &[Align::Left], &t),
             "| name | n |\n| :--- | ---: |\n| a\\|b | 1 |\n| x |\n"
         );
+    }
+
+    /// A name from a trace or a `results.json` reaches `report.md` with its control characters
+    /// escaped, as on the terminal: no escape sequence, carriage return or bidi override is
+    /// written as it is.
+    #[test]
+    fn markdown_cells_escape_control_characters() {
+        let t = rows(&[&["\x1b]0;pwned\x07\x1b[2Jcpu", "a\rb\u{202e}c"]]);
+        let h = rows(&[&["na\x1bme", "n\tn"]]).remove(0);
+        let md = markdown(&h, &[Align::Left], &t);
+        assert!(!md.chars().any(|c| c.is_control() && c != '\n'), "{md:?}");
+        assert!(
+            md.contains("| \\x1b]0;pwned\\x07\\x1b[2Jcpu | a\\rb\\u{202e}c |"),
+            "{md}"
+        );
+        assert!(md.starts_with("| na\\x1bme | n\\tn |\n"), "{md}");
     }
 }
