@@ -3,8 +3,13 @@
 //! (`+3.21%`, `-0.78%`), beyond it the ratio (`×2.00`, `×30.6`, `÷12.5`), so that a doubling
 //! never reads as `+100%` next to a halving at `-50%`, and a hundredfold drop never prints as
 //! `-99%` hiding its size. [`judged`] adds which way is better (`+3.21% better`).
+//!
+//! The sign is always the value's against the base (a latency halved is `-50.00%`), never
+//! compare-kernels' "positive is an improvement": the word says which way is good, so the
+//! figure a verdict prints (`10 ns → 5 ns (-50.00%)`) is the string the tables print beside
+//! it (`5.00 (-50.00% better)`), and `lab compare`'s too.
 
-use super::compare::fmt_ratio;
+use super::MetricKind;
 
 /// Which way of a metric is the better one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -13,6 +18,23 @@ pub enum Better {
     Higher,
     /// Less is better (latency, misses, instructions).
     Lower,
+}
+
+impl Better {
+    /// The better way of a metric of `kind`: up for rates and counts that say so, down for
+    /// latencies and the other counts.
+    pub fn of(kind: MetricKind) -> Better {
+        match kind {
+            MetricKind::Rate
+            | MetricKind::Count {
+                higher_is_better: true,
+            } => Better::Higher,
+            MetricKind::Latency
+            | MetricKind::Count {
+                higher_is_better: false,
+            } => Better::Lower,
+        }
+    }
 }
 
 /// Whether `value / base` is far enough from 1 to be written as a ratio: beyond ×2 or ÷2.
@@ -28,7 +50,7 @@ pub fn change(base: f64, value: f64) -> Option<String> {
         return None;
     }
     if is_ratio(base, value) {
-        fmt_ratio(base, value)
+        ratio(base, value)
     } else {
         Some(format!("{:+.2}%", (value / base - 1.0) * 100.0))
     }
@@ -46,6 +68,38 @@ pub fn judged(base: f64, value: f64, better: Better) -> Option<String> {
         "worse"
     };
     Some(format!("{text} {word}"))
+}
+
+/// A table's change cell: [`judged`] in parentheses, `(n/a)` where either figure is missing
+/// or the change is undefined.
+pub fn cell(base: Option<f64>, value: Option<f64>, better: Better) -> String {
+    match (base, value) {
+        (Some(b), Some(v)) => {
+            judged(b, v, better).map_or_else(|| "(n/a)".into(), |t| format!("({t})"))
+        }
+        _ => "(n/a)".into(),
+    }
+}
+
+/// The ratio `value / base` as `×30.6`, `×0.52`, or below a tenth as a divisor (`÷29.4`,
+/// `÷20833`), or `None` where it is undefined.
+pub fn ratio(base: f64, value: f64) -> Option<String> {
+    if base == 0.0 || !base.is_finite() || !value.is_finite() {
+        return None;
+    }
+    let r = value / base;
+    Some(if r.abs() >= 10.0 {
+        format!("×{r:.1}")
+    } else if r.abs() >= 0.1 {
+        format!("×{r:.2}")
+    } else if r == 0.0 {
+        "×0".to_owned()
+    } else if r.abs() > 0.01 {
+        // Below a tenth, the divisor reads better than the digits: ÷29.4, not ×0.034.
+        format!("÷{:.1}", 1.0 / r)
+    } else {
+        format!("÷{:.0}", 1.0 / r)
+    })
 }
 
 /// A relative difference `rel` (`value / base - 1`) in the notation of [`change`].
@@ -86,5 +140,41 @@ mod tests {
         );
         assert_eq!(judged(5.0, 5.0, Better::Lower).as_deref(), Some("+0.00%"));
         assert_eq!(of_relative(-0.0204).as_deref(), Some("-2.04%"));
+    }
+
+    /// A doubling and a halving read the same way whichever direction is better: the sign is
+    /// the value's, the word the direction's; neither is ever `-100.00%`.
+    #[test]
+    fn doubling_and_halving_for_both_directions() {
+        let cases = [
+            (200.0, Better::Higher, "(+100.00% better)"),
+            (200.0, Better::Lower, "(+100.00% worse)"),
+            (50.0, Better::Higher, "(-50.00% worse)"),
+            (50.0, Better::Lower, "(-50.00% better)"),
+            (400.0, Better::Lower, "(×4.00 worse)"),
+            (25.0, Better::Lower, "(×0.25 better)"),
+        ];
+        for (value, better, want) in cases {
+            assert_eq!(cell(Some(100.0), Some(value), better), want);
+        }
+        assert_eq!(cell(None, Some(1.0), Better::Lower), "(n/a)");
+        assert_eq!(cell(Some(0.0), Some(1.0), Better::Lower), "(n/a)");
+        assert_eq!(Better::of(MetricKind::Latency), Better::Lower);
+        assert_eq!(Better::of(MetricKind::Rate), Better::Higher);
+        assert_eq!(
+            Better::of(MetricKind::Count {
+                higher_is_better: false
+            }),
+            Better::Lower
+        );
+    }
+
+    #[test]
+    fn large_changes_read_as_ratios() {
+        assert_eq!(ratio(1.5, 45.9).as_deref(), Some("×30.6"));
+        assert_eq!(ratio(2.0, 1.0).as_deref(), Some("×0.50"));
+        assert_eq!(ratio(0.0, 1.0), None);
+        assert_eq!(ratio(31.68, 1.06).as_deref(), Some("÷29.9"));
+        assert_eq!(ratio(78_010.0, 1.63).as_deref(), Some("÷47859"));
     }
 }

@@ -11,6 +11,8 @@
 use serde::Serialize;
 
 use super::stats::{self, Direction};
+// The verdicts' intervals print ratios by the change notation's rule.
+pub use super::change::ratio as fmt_ratio;
 use super::{ExperimentResult, MetricDef, MetricKind};
 
 /// The significance test, as the report names it.
@@ -88,7 +90,8 @@ pub struct Cell {
     pub stddev: Option<f64>,
     /// Coefficient of variation, percent.
     pub coeffvar: Option<f64>,
-    /// % change of the summary against the baseline, positive = improvement.
+    /// % change of the summary against the baseline, positive = improvement (compare-kernels'
+    /// sign, kept for `results.json`; the tables print [`change`](super::change)'s notation).
     pub pct_change: Option<f64>,
     /// Welch's two-sided p-value against the baseline (None for the baseline itself or with
     /// fewer than two samples on either side).
@@ -247,52 +250,24 @@ pub fn fmt_value(v: Option<f64>) -> String {
     }
 }
 
-/// Formats a % change: `(+1.23%)`, or `(n/a)`.
-pub fn fmt_pct(p: Option<f64>) -> String {
-    match p {
-        Some(p) => format!("({p:+.2}%)"),
-        None => "(n/a)".to_owned(),
+/// A cell's change against the baseline as every lab table prints it: the change notation
+/// ([`change::cell`](super::change::cell), e.g. `(-49.75% better)`), written `*-49.75% better*`
+/// where it is significant at 95% (compare-kernels' mark) and followed by `exact` where every
+/// pair differs alike. Empty for the baseline's own cell (`i == 0`) and past the cells.
+pub fn change_text(m: &MetricComparison, i: usize) -> String {
+    let (Some(base), Some(c)) = (m.cells.first(), m.cells.get(i)) else {
+        return String::new();
+    };
+    if i == 0 {
+        return String::new();
     }
-}
-
-/// The ratio `value / base` as `×30.6`, `×0.52`, or below a tenth as a divisor (`÷29.4`,
-/// `÷20833`), or `None` where it is undefined.
-pub fn fmt_ratio(base: f64, value: f64) -> Option<String> {
-    if base == 0.0 || !base.is_finite() || !value.is_finite() {
-        return None;
+    let better = super::change::Better::of(m.metric.kind);
+    let text = super::change::cell(base.summary, c.summary, better);
+    match c.test {
+        TestUsed::Exact => format!("{text} exact"),
+        _ if c.significant => format!("*{}*", &text[1..text.len() - 1]),
+        _ => text,
     }
-    let r = value / base;
-    Some(if r.abs() >= 10.0 {
-        format!("×{r:.1}")
-    } else if r.abs() >= 0.1 {
-        format!("×{r:.2}")
-    } else if r == 0.0 {
-        "×0".to_owned()
-    } else if r.abs() > 0.01 {
-        // Below a tenth, the divisor reads better than the digits: ÷29.4, not ×0.034.
-        format!("÷{:.1}", 1.0 / r)
-    } else {
-        format!("÷{:.0}", 1.0 / r)
-    })
-}
-
-/// Where a change reads better as a ratio than as a percentage: beyond a factor of two.
-pub fn reads_as_ratio(r: f64) -> bool {
-    r.is_finite() && !(0.5..=2.0).contains(&r.abs())
-}
-
-/// A change against the baseline as a reader takes it in: compare-kernels' signed % (positive
-/// = improvement) while the values are within a factor of two of each other, else the plain ratio
-/// of the values (`×30.6`), which a percentage like `-2960%` hides.
-pub fn fmt_change(base: Option<f64>, value: Option<f64>, pct: Option<f64>) -> String {
-    if let (Some(b), Some(v)) = (base, value) {
-        if reads_as_ratio(v / b) {
-            if let Some(s) = fmt_ratio(b, v) {
-                return format!("({s})");
-            }
-        }
-    }
-    fmt_pct(pct)
 }
 
 #[cfg(test)]
@@ -388,22 +363,6 @@ mod tests {
     }
 
     #[test]
-    fn large_changes_read_as_ratios() {
-        assert_eq!(fmt_ratio(1.5, 45.9).as_deref(), Some("×30.6"));
-        assert_eq!(fmt_ratio(2.0, 1.0).as_deref(), Some("×0.50"));
-        assert_eq!(fmt_ratio(0.0, 1.0), None);
-        assert_eq!(fmt_ratio(31.68, 1.06).as_deref(), Some("÷29.9"));
-        assert_eq!(fmt_ratio(78_010.0, 1.63).as_deref(), Some("÷47859"));
-        assert_eq!(fmt_change(Some(1.5), Some(45.9), Some(-2960.0)), "(×30.6)");
-        assert_eq!(fmt_change(Some(100.0), Some(101.0), Some(1.0)), "(+1.00%)");
-        assert_eq!(
-            fmt_change(Some(100.0), Some(204.0), Some(-104.0)),
-            "(×2.04)"
-        );
-        assert_eq!(fmt_change(None, None, None), "(n/a)");
-    }
-
-    #[test]
     fn missing_samples_give_na_not_panics() {
         let r = result(
             &[],
@@ -414,6 +373,10 @@ mod tests {
         let c = &compare(&r)[0];
         assert_eq!(c.cells.len(), 2);
         assert_eq!(fmt_value(c.cells[1].summary), "n/a");
-        assert_eq!(fmt_pct(c.cells[1].pct_change), "(n/a)");
+        let better = crate::report::change::Better::of(c.metric.kind);
+        assert_eq!(
+            crate::report::change::cell(c.cells[0].summary, c.cells[1].summary, better),
+            "(n/a)"
+        );
     }
 }

@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use super::compare::{fmt_change, fmt_value, MetricComparison, TestUsed};
+use super::compare::{change_text, fmt_value, MetricComparison};
 use super::table::{self, Align};
 use super::verdict::Judgement;
 use super::{plot_file_name, ExperimentReport, LabReport};
@@ -76,10 +76,11 @@ fn render_into(
     writeln!(
         out,
         "As in mmtests' compare-kernels: Hmean (harmonic mean) for rates, Amean (arithmetic \
-         mean) for latencies and counts; each variant's cell is followed by its % change \
-         against the baseline, signed so that positive is an improvement, or by the ratio of \
-         its value to the baseline's (`×30.6`) where they differ by more than a factor of two. \
-         `*` marks a difference that is significant at 95% by the experiment's test, named \
+         mean) for latencies and counts; each variant's cell is followed by its change against \
+         the baseline: the signed percentage of its value against the baseline's (`-49.75%`: \
+         lower), or the ratio (`×30.6`, `÷12.5`) where they differ by more than a factor of \
+         two, then `better` or `worse` by the metric's direction; the verdicts print the same \
+         figure. `*` marks a difference that is significant at 95% by the experiment's test, named \
          under its heading: where the design is paired, {}; otherwise Welch's unpaired \
          t-test. `exact` marks a difference that is the same in every \
          repetition (deterministic for the seeds), which is a fact of those seeds rather than a \
@@ -266,8 +267,8 @@ fn verdict_row(j: &Judgement) -> Vec<String> {
 
 /// The compare-kernels table: per metric a summary row, then Stddev and CoeffVar rows, in
 /// mmtests' fixed-width form (a text block, variants as columns, values right-aligned): a
-/// change as `(+1.23%)`, or `*+1.23%*` where it is significant at 95%, `exact` where every
-/// pair differs alike.
+/// change in the lab's notation ([`change_text`]: `(-1.23% better)`, `*-1.23% better*` where
+/// it is significant at 95%, `exact` where every pair differs alike).
 fn comparison_table(out: &mut String, comparisons: &[MetricComparison]) -> std::fmt::Result {
     let Some(first) = comparisons.first() else {
         writeln!(out, "(no metrics)\n")?;
@@ -287,21 +288,12 @@ fn comparison_table(out: &mut String, comparisons: &[MetricComparison]) -> std::
         let mut summary = vec![format!("{} {name}", m.summary_kind.label())];
         let mut sd = vec![format!("Stddev {name}")];
         let mut cv = vec![format!("CoeffVar {name}")];
-        let base = m.cells.first().and_then(|c| c.summary);
         for (i, c) in m.cells.iter().enumerate() {
-            summary.push(if i == 0 {
-                format!("{} (  0.00%)", fmt_value(c.summary))
+            let change = change_text(m, i);
+            summary.push(if change.is_empty() {
+                fmt_value(c.summary)
             } else {
-                let change = fmt_change(base, c.summary, c.pct_change);
-                match c.test {
-                    TestUsed::Exact => format!("{} {change} exact", fmt_value(c.summary)),
-                    _ if c.significant => format!(
-                        "{} *{}*",
-                        fmt_value(c.summary),
-                        change.trim_start_matches('(').trim_end_matches(')')
-                    ),
-                    _ => format!("{} {change}", fmt_value(c.summary)),
-                }
+                format!("{} {change}", fmt_value(c.summary))
             });
             sd.push(fmt_value(c.stddev));
             cv.push(match c.coeffvar {
@@ -316,8 +308,9 @@ fn comparison_table(out: &mut String, comparisons: &[MetricComparison]) -> std::
     writeln!(out, "```\n")?;
     writeln!(
         out,
-        "`*...*`: the change is significant at 95% (compare-kernels' mark); `exact`: every \
-         pair differs alike.\n"
+        "Change: the variant's value against the baseline's, better or worse by the metric's \
+         direction; `*...*`: significant at 95% (compare-kernels' mark); `exact`: every pair \
+         differs alike.\n"
     )?;
     Ok(())
 }
@@ -388,7 +381,7 @@ pub(crate) mod tests {
         );
         // Fixed-width, compare-kernels' marks: `*change*` where significant.
         assert!(
-            md.contains("Amean hold (ns)     10.05 (  0.00%)  5.05 *+49.75%*"),
+            md.contains("Amean hold (ns)              10.05  5.05 *-49.75% better*"),
             "{md}"
         );
         assert!(md.contains("```text\n"));
@@ -397,6 +390,80 @@ pub(crate) mod tests {
         assert!(md.contains("\"zone_pages\": 1024"));
         assert!(md.contains("on is faster"));
         assert!(!md.contains("oversubscribed"));
+    }
+
+    /// A claim judged on `hold` (off → on, expected down) in a report whose `on` samples are
+    /// `on`: the report and the judgement.
+    fn judged(on: [f64; 2]) -> (LabReport, crate::report::verdict::Judgement) {
+        use crate::report::verdict::{self, Claim, ClaimKind, Criterion, Expect};
+        let mut r = report(false);
+        let e = &mut r.experiments[0];
+        let mut samples = e.result.samples.iter_mut().filter(|s| s.variant == "on");
+        for v in on {
+            samples.next().unwrap().value = v;
+        }
+        *e = ExperimentReport::new(e.result.clone(), e.wall_s);
+        let claim = Claim {
+            seed: "000",
+            seed_file: "000_x.txt",
+            source: "table",
+            experiment: "exp",
+            item: "000 table",
+            kind: ClaimKind::Experiment,
+            quote: "q",
+            links: &[],
+            proxy: None,
+            mainline: None,
+            resolution: None,
+            claim: "on holds shorter",
+            seed_figure: "f",
+            deterministic: false,
+            caveat: None,
+            noise_floor: None,
+            criterion: Criterion::Direction {
+                metric: "hold",
+                against: "off",
+                variant: "on",
+                expect: Expect::Decrease,
+                min_ratio: 1.0,
+            },
+        };
+        let j = verdict::judge(&claim, &r.experiments[0]);
+        r.verdicts = vec![j.clone()];
+        (r, j)
+    }
+
+    /// The change a verdict line prints is the string the comparison table prints for the same
+    /// two figures (the table adds better or worse); a doubling of a latency is `+100.00%
+    /// worse`, never compare-kernels' `-100.00%`.
+    #[test]
+    fn verdict_and_table_print_one_change_figure() {
+        for (on, want) in [
+            ([5.0, 5.1], "-49.75%"),
+            ([20.2, 20.3], "×2.01"),
+            ([20.0, 20.2], "+100.00%"),
+        ] {
+            let (r, j) = judged(on);
+            // `10.05 ns → 5.05 ns (-49.75%, ...)`: the figure in the verdict's parentheses.
+            let open = j.lab_figure.find('(').unwrap() + 1;
+            let figure: String = j.lab_figure[open..]
+                .chars()
+                .take_while(|&c| c != ',' && c != ')')
+                .collect();
+            assert_eq!(figure, want, "{}", j.lab_figure);
+            let md = render(&r, &[]);
+            assert!(md.contains(&j.lab_figure), "{md}");
+            let row = md.lines().find(|l| l.starts_with("Amean hold")).unwrap();
+            let mark = if want.starts_with('-') {
+                "better"
+            } else {
+                "worse"
+            };
+            assert!(row.contains(&format!("{figure} {mark}")), "{row}");
+            assert!(!row.contains("-100.00%"), "{row}");
+            let summary = super::super::summary_table(&r);
+            assert!(summary.contains(&format!("{figure} {mark}")), "{summary}");
+        }
     }
 
     #[test]
@@ -417,6 +484,6 @@ pub(crate) mod tests {
     fn summary_table_lists_each_variant_change() {
         let s = super::super::summary_table(&report(false));
         assert!(s.contains("exp"));
-        assert!(s.contains("(+49.75%) *"), "{s}");
+        assert!(s.contains("*-49.75% better*"), "{s}");
     }
 }

@@ -547,21 +547,13 @@ pub fn summary_table(report: &LabReport) -> String {
             let Some((base, rest)) = m.cells.split_first() else {
                 continue;
             };
-            for c in rest {
+            for (i, c) in rest.iter().enumerate() {
                 rows.push([
                     e.result.name.clone(),
                     format!("{} ({})", m.metric.name, m.metric.unit),
                     format!("{} {}", base.variant, compare::fmt_value(base.summary)),
                     format!("{} {}", c.variant, compare::fmt_value(c.summary)),
-                    format!(
-                        "{}{}",
-                        compare::fmt_change(base.summary, c.summary, c.pct_change),
-                        match c.test {
-                            compare::TestUsed::Exact => " exact",
-                            _ if c.significant => " *",
-                            _ => "",
-                        }
-                    ),
+                    compare::change_text(m, i + 1),
                 ]);
             }
         }
@@ -572,9 +564,11 @@ pub fn summary_table(report: &LabReport) -> String {
     }
     out.push_str(&table::plain(&rows, usize::MAX, false));
     out.push_str(
-        "change: % signed so that positive = improvement, ×N = the variant's value over the \
-         baseline's; * = significant at 95% (paired t-test over repetitions on the same seeds; \
-         Welch's test where unpaired); exact = the same difference in every repetition\n",
+        "change: the variant's value against the baseline's, a signed % within a factor of two, \
+         else the ratio (×N, ÷N), better or worse by the metric's direction (the verdicts print \
+         the same figure); *...* = significant at 95% (paired t-test over repetitions on the \
+         same seeds; Welch's test where unpaired); exact = the same difference in every \
+         repetition\n",
     );
     for e in &report.experiments {
         if let Some(r) = &e.repetition {

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::change::{self, Better};
 use super::compare::fmt_value;
 use super::table;
 
@@ -105,8 +106,24 @@ pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Run>, String> {
 /// A row of the comparison: experiment, metric (unit), variant.
 type RowKey = (String, String, String);
 
-/// `(experiment, metric (unit), variant)` → summary, in the run's order.
-fn summaries(run: &Value) -> Vec<(RowKey, Option<f64>)> {
+/// A row's summary and, where the run names the metric's kind, which way is better.
+type RowValue = (Option<f64>, Option<Better>);
+
+/// Which way is better for a metric as `results.json` writes its kind (`"Rate"`, `"Latency"`,
+/// `{"Count": {"higher_is_better": true}}`); `None` for a kind it does not name.
+fn better_of(kind: &Value) -> Option<Better> {
+    match kind {
+        Value::String(k) if k == "Rate" => Some(Better::Higher),
+        Value::String(k) if k == "Latency" => Some(Better::Lower),
+        _ => match kind["Count"]["higher_is_better"].as_bool()? {
+            true => Some(Better::Higher),
+            false => Some(Better::Lower),
+        },
+    }
+}
+
+/// `(experiment, metric (unit), variant)` → summary and direction, in the run's order.
+fn summaries(run: &Value) -> Vec<(RowKey, RowValue)> {
     let mut out = Vec::new();
     let empty = Vec::new();
     for e in run["experiments"].as_array().unwrap_or(&empty) {
@@ -117,11 +134,12 @@ fn summaries(run: &Value) -> Vec<(RowKey, Option<f64>)> {
                 m["metric"]["name"].as_str().unwrap_or("?"),
                 m["metric"]["unit"].as_str().unwrap_or("")
             );
+            let better = better_of(&m["metric"]["kind"]);
             for c in m["cells"].as_array().unwrap_or(&empty) {
                 let variant = c["variant"].as_str().unwrap_or("?").to_owned();
                 out.push((
                     (name.clone(), metric.clone(), variant),
-                    c["summary"].as_f64(),
+                    (c["summary"].as_f64(), better),
                 ));
             }
         }
@@ -195,11 +213,15 @@ fn settings_differ(runs: &[Run]) -> Vec<String> {
 }
 
 /// A later run's value against the first's, in the change notation (`+1.23%` within a factor
-/// of two, else `×30.6`).
-fn change(first: Option<f64>, v: Option<f64>) -> String {
-    match (first, v) {
-        (Some(a), Some(b)) => super::change::change(a, b).unwrap_or_else(|| "n/a".into()),
-        _ => "n/a".into(),
+/// of two, else `×30.6`), with `better` or `worse` where the run names the metric's direction:
+/// the string `lab`'s own tables and verdicts print for the same two figures.
+fn change_cell(first: Option<f64>, v: Option<f64>, better: Option<Better>) -> String {
+    match (first, v, better) {
+        (_, _, Some(b)) => change::cell(first, v, b),
+        (Some(a), Some(b), None) => {
+            format!("({})", change::change(a, b).unwrap_or_else(|| "n/a".into()))
+        }
+        _ => "(n/a)".into(),
     }
 }
 
@@ -249,16 +271,17 @@ pub fn compare_table(runs: &[Run]) -> String {
         head.push(format!("{} ({})", r.label, short_commit(commit)));
     }
     // Rows: the union of every run's keys, the first run's order first.
-    let all: Vec<Vec<(RowKey, Option<f64>)>> = runs.iter().map(|r| summaries(&r.json)).collect();
+    let all: Vec<Vec<(RowKey, RowValue)>> = runs.iter().map(|r| summaries(&r.json)).collect();
     let (keys, columns) = align(&all);
     let mut rows = vec![head];
     for (at, k) in keys.iter().enumerate() {
-        let get = |i: usize| columns[i][at].flatten();
-        let base = get(0);
+        let get = |i: usize| columns[i][at].unwrap_or((None, None));
+        let (base, better) = get(0);
         let mut row = vec![k.0.clone(), k.1.clone(), k.2.clone(), fmt_value(base)];
         for i in 1..runs.len() {
-            let v = get(i);
-            row.push(format!("{} ({})", fmt_value(v), change(base, v)));
+            let (v, b) = get(i);
+            let cell = change_cell(base, v, better.or(b));
+            row.push(format!("{} {cell}", fmt_value(v)));
         }
         rows.push(row);
     }
@@ -344,6 +367,33 @@ mod tests {
         let t = compare_table(&[run("a", 100.0, "reproduced"), run("b", 100.0, "partly")]);
         assert!(t.contains("disagree on 1 of 1"), "{t}");
         assert!(!t.contains("different settings"), "{t}");
+    }
+
+    /// Where a run names the metric's kind, a later run's change says better or worse, in the
+    /// notation of the lab's own tables: a latency doubled is `+100.00% worse`, halved
+    /// `-50.00% better`; a rate doubled `+100.00% better`.
+    #[test]
+    fn later_runs_say_better_or_worse_by_the_metrics_kind() {
+        let with_kind = |label: &str, v: f64, kind: Value| {
+            let mut r = run(label, v, "reproduced");
+            r.json["experiments"][0]["comparisons"][0]["metric"]["kind"] = kind;
+            r
+        };
+        let lat = || serde_json::json!("Latency");
+        let t = compare_table(&[with_kind("a", 100.0, lat()), with_kind("b", 200.0, lat())]);
+        assert!(t.contains("200.00 (+100.00% worse)"), "{t}");
+        let t = compare_table(&[with_kind("a", 100.0, lat()), with_kind("b", 50.0, lat())]);
+        assert!(t.contains("50.00 (-50.00% better)"), "{t}");
+        let rate = || serde_json::json!("Rate");
+        let t = compare_table(&[with_kind("a", 100.0, rate()), with_kind("b", 200.0, rate())]);
+        assert!(t.contains("200.00 (+100.00% better)"), "{t}");
+        let count = || serde_json::json!({ "Count": { "higher_is_better": false } });
+        let t = compare_table(&[
+            with_kind("a", 100.0, count()),
+            with_kind("b", 25.0, count()),
+        ]);
+        assert!(t.contains("25.00 (×0.25 better)"), "{t}");
+        assert!(!t.contains("-100.00%"), "{t}");
     }
 
     #[test]
