@@ -203,10 +203,22 @@ pub fn write_pages(
     pages: Option<&Pages>,
     check: impl FnOnce() -> Result<(), String> + Send,
 ) -> Result<Result<Vec<String>, String>, String> {
-    let plots: Vec<(&str, &result::Plot)> = report
+    // One colour per series name across an experiment's plots.
+    let colours: Vec<plot::SeriesColours> = report
         .experiments
         .iter()
-        .flat_map(|e| e.result.plots.iter().map(|p| (e.result.name.as_str(), p)))
+        .map(|e| plot::SeriesColours::new(&e.result.plots))
+        .collect();
+    let plots: Vec<(&str, &result::Plot, &plot::SeriesColours)> = report
+        .experiments
+        .iter()
+        .zip(&colours)
+        .flat_map(|(e, c)| {
+            e.result
+                .plots
+                .iter()
+                .map(move |p| (e.result.name.as_str(), p, c))
+        })
         .collect();
     let pieces = Pieces {
         dir,
@@ -257,7 +269,8 @@ struct Pieces<'a> {
     dir: &'a Path,
     report: &'a LabReport,
     pages: Option<&'a Pages>,
-    plots: Vec<(&'a str, &'a result::Plot)>,
+    /// Each plot with its experiment's name and series colours.
+    plots: Vec<(&'a str, &'a result::Plot, &'a plot::SeriesColours)>,
     check: Mutex<Option<Check<'a>>>,
     /// The check's outcome once it has run, and the threads waiting for it.
     passed: (Mutex<Option<bool>>, Condvar),
@@ -347,9 +360,9 @@ impl Pieces<'_> {
                 }
             }
             i if i < plots + 2 => {
-                let (name, p) = self.plots[i - 2];
+                let (name, p, colours) = self.plots[i - 2];
                 let file = plot_file_name(name, &p.file_stem);
-                let svg = plot::render(p);
+                let svg = plot::render_with(p, colours);
                 if let Err(err) = svg.and_then(|svg| self.write(&file, svg.as_bytes())) {
                     let key = file_stem_key(name, &p.file_stem);
                     self.out().plot_errors.push((i, key, err));
