@@ -70,15 +70,18 @@ pub fn judged(base: f64, value: f64, better: Better) -> Option<String> {
     Some(format!("{text} {word}"))
 }
 
-/// A table's change cell: [`judged`] in parentheses, `(n/a)` where either figure is missing
-/// or the change is undefined.
-pub fn cell(base: Option<f64>, value: Option<f64>, better: Better) -> String {
-    match (base, value) {
-        (Some(b), Some(v)) => {
-            judged(b, v, better).map_or_else(|| "(n/a)".into(), |t| format!("({t})"))
-        }
-        _ => "(n/a)".into(),
-    }
+/// A table's change cell: [`judged`] in parentheses (`better` `None`: [`change`] alone, for
+/// a metric whose direction is not known); `(=)` for zero against zero (no percentage, but
+/// no change either: a count that stayed at 0); `(n/a)` where either figure is missing or the
+/// change is undefined.
+pub fn cell(base: Option<f64>, value: Option<f64>, better: impl Into<Option<Better>>) -> String {
+    let text = match (base, value, better.into()) {
+        (Some(b), Some(v), _) if b == 0.0 && v == 0.0 => Some("=".to_owned()),
+        (Some(b), Some(v), Some(better)) => judged(b, v, better),
+        (Some(b), Some(v), None) => change(b, v),
+        _ => None,
+    };
+    format!("({})", text.as_deref().unwrap_or("n/a"))
 }
 
 /// The ratio `value / base` as `×30.6`, `×0.52`, or below a tenth as a divisor (`÷29.4`,
@@ -159,6 +162,8 @@ mod tests {
         }
         assert_eq!(cell(None, Some(1.0), Better::Lower), "(n/a)");
         assert_eq!(cell(Some(0.0), Some(1.0), Better::Lower), "(n/a)");
+        assert_eq!(cell(Some(0.0), Some(0.0), Better::Lower), "(=)");
+        assert_eq!(cell(Some(1.0), Some(2.5), None), "(×2.50)");
         assert_eq!(Better::of(MetricKind::Latency), Better::Lower);
         assert_eq!(Better::of(MetricKind::Rate), Better::Higher);
         assert_eq!(

@@ -212,19 +212,6 @@ fn settings_differ(runs: &[Run]) -> Vec<String> {
     out
 }
 
-/// A later run's value against the first's, in the change notation (`+1.23%` within a factor
-/// of two, else `×30.6`), with `better` or `worse` where the run names the metric's direction:
-/// the string `lab`'s own tables and verdicts print for the same two figures.
-fn change_cell(first: Option<f64>, v: Option<f64>, better: Option<Better>) -> String {
-    match (first, v, better) {
-        (_, _, Some(b)) => change::cell(first, v, b),
-        (Some(a), Some(b), None) => {
-            format!("({})", change::change(a, b).unwrap_or_else(|| "n/a".into()))
-        }
-        _ => "(n/a)".into(),
-    }
-}
-
 /// The distinct keys of `lists` in first-seen order (the first list's order first), and per
 /// list the value of each key's first occurrence there, by key position. One hash lookup per
 /// entry: linear in the size of the lists.
@@ -280,7 +267,8 @@ pub fn compare_table(runs: &[Run]) -> String {
         let mut row = vec![k.0.clone(), k.1.clone(), k.2.clone(), fmt_value(base)];
         for i in 1..runs.len() {
             let (v, b) = get(i);
-            let cell = change_cell(base, v, better.or(b));
+            // The change notation, better or worse where the run names the metric's kind.
+            let cell = change::cell(base, v, better.or(b));
             row.push(format!("{} {cell}", fmt_value(v)));
         }
         rows.push(row);
@@ -501,7 +489,7 @@ mod tests {
                 .collect::<Vec<_>>()
                 .join(" ")
         };
-        assert_eq!(cells("v0"), "0.00 0.00 (n/a)");
+        assert_eq!(cells("v0"), "0.00 0.00 (=)");
         assert_eq!(cells("v1"), "1.00 3.00 (×3.00)");
         assert_eq!(cells("v39999"), "39999 119997 (×3.00)");
         assert_eq!(cells("v40000"), "n/a 120000 (n/a)");

@@ -82,7 +82,7 @@ pub(super) fn legend_font(lines: usize, entries: usize, height: u32) -> (u32, i3
     [(14, 18), (12, 15), (10, 12), (8, 10)]
         .into_iter()
         .find(|&(_, h)| need(h as usize) <= height as usize)
-        .map_or((8, 10), |(f, h)| (f, h as i32))
+        .unwrap_or((8, 10))
 }
 
 /// A series' legend entry at `row` (moved past it): a swatch drawn as the series is (a dot,

@@ -96,7 +96,7 @@ fn one_colour_per_series_across_plots_and_derived_series_share_it() {
         svg.contains("stroke=\"#00563F\" stroke-width=\"3\""),
         "{svg}"
     );
-    assert_eq!(colours.colour_of(&two, "refill p99, no wait").1, true);
+    assert!(colours.colour_of(&two, "refill p99, no wait").1);
     assert_eq!(base_of(&two, "refill p99"), None);
     // Alone, the plot starts the palette again.
     assert!(render(&two).unwrap().contains("#0072B2"));
@@ -140,7 +140,7 @@ fn titles_and_legends_fit() {
     let long = "Unusable index order 9: tail_merge=on − off per tick (mean of 10 paired \
                 seeds; below 0: tail placement better)";
     let px = title_px(long, SIZE.0);
-    assert!(px < TITLE_PX && px >= TITLE_MIN_PX, "{px}");
+    assert!((TITLE_MIN_PX..TITLE_PX).contains(&px), "{px}");
     assert!(CHAR_EM * f64::from(px) * long.chars().count() as f64 <= f64::from(SIZE.0));
     let lines = wrap("free_high=original,tail_merge=off,batch=63 on");
     assert!(
