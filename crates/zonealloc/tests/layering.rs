@@ -179,3 +179,30 @@ fn core_modules_import_only_from_lower_layers_and_form_no_cycle() {
         }
     }
 }
+
+/// STYLE's "the lock and the atomics behind `sync`": no core module but `sync` names an
+/// atomic type by its path (`core::sync::atomic`, `std::sync::atomic`) or loom; they take the
+/// types `crate::sync` chose for the build. (Test files, `tests.rs`, may use what they like.)
+#[test]
+fn only_sync_names_the_atomics() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let offenders: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            let rel = f.strip_prefix(src()).expect("under src");
+            if module_of(rel) == "sync" || f.file_name().is_some_and(|n| n == "tests.rs") {
+                return None;
+            }
+            let code = code_of(&std::fs::read_to_string(f).expect("read source"));
+            ["sync::atomic", "loom::"]
+                .iter()
+                .any(|p| code.contains(p))
+                .then(|| rel.display().to_string())
+        })
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "atomics named outside sync: {offenders:?}"
+    );
+}

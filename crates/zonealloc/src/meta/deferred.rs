@@ -4,11 +4,11 @@
 
 use super::state::FrameState;
 use super::table::FrameTable;
+// The pending bitmap's words: the zone lock orders every access (see `Pending`), so they are
+// `core`'s atomics even under loom.
+use crate::sync::LockedU32 as PendingWord;
 use crate::sync::{Ordering, StaticSlice};
 use crate::types::MigrateType;
-// The pending bitmap's words: the zone lock orders every access (see `Pending`), so they are
-// plain atomics even under loom.
-use core::sync::atomic::AtomicU32 as PendingWord;
 
 /// The pageblocks of a heap table whose entries are still the all-zero bytes it was allocated
 /// with ([`FrameMeta::new`]: absent, unlinked, but a pageblock byte of 0, `Unmovable`), not

@@ -23,6 +23,11 @@ pub(crate) use core::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicU64,
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicU64, AtomicU8};
 
+/// `core`'s `AtomicU32` in every build, loom's included: for words that a lock already
+/// orders on every access (the deferred-init bitmap, read and written under the zone lock),
+/// which loom would only model as states that cannot happen, and which are allocated as
+/// zeroed memory (loom's atomics cannot be).
+pub(crate) use core::sync::atomic::AtomicU32 as LockedU32;
 pub(crate) use core::sync::atomic::Ordering;
 
 mod clock;
