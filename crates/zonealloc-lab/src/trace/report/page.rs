@@ -12,6 +12,7 @@ use crate::report::change::{judged, Better};
 use crate::report::compare::fmt_value;
 use crate::report::table::{self, Align};
 use crate::report::{plot_file_name, ExperimentResult, MetricDef, MetricKind, Pages};
+use crate::trace::replay::preset::Kernel;
 use crate::trace::replay::ReplayRun;
 
 /// The event kinds the first screen names (the others are in the table below it).
@@ -226,6 +227,20 @@ fn wrap(s: &str, width: usize) -> String {
     out
 }
 
+/// Which kernel's rules the replay ran under and where that came from, in words, as the
+/// summary and the first screen print them: `7.2 (mainline), from --proc's zoneinfo`,
+/// `6.1, chosen by --kernel`, or mainline's defaults. The source follows a comma, since a
+/// family's name may hold parentheses of its own.
+pub(super) fn kernel_rules(kernel: Kernel, given: bool, from_proc: bool) -> String {
+    if given {
+        format!("{}, chosen by --kernel", kernel.name())
+    } else if from_proc {
+        format!("{}, from --proc's zoneinfo", kernel.name())
+    } else {
+        "mainline, the ZoneConfig defaults (--kernel to choose)".to_owned()
+    }
+}
+
 /// The first screen (<= 40 lines): in markdown, or in fixed width (`text`).
 fn first_screen(result: &ExperimentResult, run: &ReplayRun, file: &Path, text: bool) -> String {
     let p = &run.parser;
@@ -235,7 +250,7 @@ fn first_screen(result: &ExperimentResult, run: &ReplayRun, file: &Path, text: b
         format!("# Trace replay: {}\n\n", file.display())
     };
     let (kernel, given) = run.preset;
-    let rules = super::summary::kernel_rules(kernel, given, run.setup_from_proc);
+    let rules = kernel_rules(kernel, given, run.setup_from_proc);
     let zones: Vec<String> = run
         .geo
         .zones

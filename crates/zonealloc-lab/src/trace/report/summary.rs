@@ -2,22 +2,7 @@
 //! window, the end states, the kernel rules and the pass's throughput.
 
 use crate::report::ExperimentResult;
-use crate::trace::replay::preset::Kernel;
 use crate::trace::replay::ReplayRun;
-
-/// Which kernel's rules the replay ran under and where that came from, in words, as the
-/// summary and the first screen print them: `7.2 (mainline), from --proc's zoneinfo`,
-/// `6.1, chosen by --kernel`, or mainline's defaults. The source follows a comma, since a
-/// family's name may hold parentheses of its own.
-pub(super) fn kernel_rules(kernel: Kernel, given: bool, from_proc: bool) -> String {
-    if given {
-        format!("{}, chosen by --kernel", kernel.name())
-    } else if from_proc {
-        format!("{}, from --proc's zoneinfo", kernel.name())
-    } else {
-        "mainline, the ZoneConfig defaults (--kernel to choose)".to_owned()
-    }
-}
 
 /// The stdout summary: one row per metric, one column per variant (each with its change
 /// against the baseline in the lab's notation).
@@ -65,7 +50,7 @@ pub fn summary(result: &ExperimentResult, run: &ReplayRun) -> String {
          (replayed as {} drains)\n\
          replayed {} events ({} lines, {} malformed) under {} variant(s) in one pass of \
          {:.3} s: {:.2} M lines/s, {:.2} M events/s\n",
-        kernel_rules(kernel, given, run.setup_from_proc),
+        super::page::kernel_rules(kernel, given, run.setup_from_proc),
         zones.join(", "),
         run.geo.online,
         run.geo.cpus,
@@ -88,7 +73,8 @@ pub fn summary(result: &ExperimentResult, run: &ReplayRun) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::super::page::kernel_rules;
+    use crate::trace::replay::preset::Kernel;
 
     /// The family's own parentheses and the source's never stand side by side (`7.2
     /// (mainline) (from --proc's zoneinfo)` read as two asides).
