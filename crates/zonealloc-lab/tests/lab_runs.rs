@@ -179,7 +179,11 @@ fn lab_compare_shows_each_run_against_the_first() {
     );
     assert!(text.contains("top-5 reuse mean (allocs)"), "{text}");
     assert!(text.contains("free_high=on"), "{text}");
-    assert!(text.contains("%)") || text.contains("(×"), "{text}");
+    // The change notation: a percentage or ratio, better or worse by the metric's kind.
+    assert!(
+        text.contains("% better)") || text.contains("% worse)"),
+        "{text}"
+    );
     assert!(text.contains("verdicts: the"), "{text}");
     let missing = zonealloc(&["lab", "compare", s(&dir.path().join("nope"))]);
     assert_eq!(missing.status.code(), Some(1));

@@ -50,17 +50,23 @@ pub fn change(base: f64, value: f64) -> Option<String> {
         return None;
     }
     if is_ratio(base, value) {
-        ratio(base, value)
-    } else {
-        Some(format!("{:+.2}%", (value / base - 1.0) * 100.0))
+        return ratio(base, value);
     }
+    let pct = (value / base - 1.0) * 100.0;
+    // A change that rounds to nothing has no sign (`-0.00%` read as a small drop).
+    Some(if pct.abs() < 0.005 {
+        "0.00%".to_owned()
+    } else {
+        format!("{pct:+.2}%")
+    })
 }
 
 /// [`change`] followed by `better`, `worse` or nothing (no change), by `better`'s direction.
 pub fn judged(base: f64, value: f64, better: Better) -> Option<String> {
     let text = change(base, value)?;
     let up = value > base;
-    let word = if value == base {
+    let word = if text == "0.00%" {
+        // No change at the printed precision: neither better nor worse.
         return Some(text);
     } else if up == (better == Better::Higher) {
         "better"
@@ -141,7 +147,16 @@ mod tests {
             judged(100.0, 1.0, Better::Lower).as_deref(),
             Some("÷100 better")
         );
-        assert_eq!(judged(5.0, 5.0, Better::Lower).as_deref(), Some("+0.00%"));
+        assert_eq!(judged(5.0, 5.0, Better::Lower).as_deref(), Some("0.00%"));
+        // A change too small to print has neither sign nor word.
+        assert_eq!(
+            judged(2002.0, 2001.99, Better::Lower).as_deref(),
+            Some("0.00%")
+        );
+        assert_eq!(
+            judged(100.0, 100.01, Better::Lower).as_deref(),
+            Some("+0.01% worse")
+        );
         assert_eq!(of_relative(-0.0204).as_deref(), Some("-2.04%"));
     }
 

@@ -349,7 +349,7 @@ mod tests {
             run("b", 3100.0, "reproduced"),
         ]);
         assert!(t.contains("a (012345678)"), "{t}");
-        assert!(t.contains("1000 (+0.00%)"), "{t}");
+        assert!(t.contains("1000 (0.00%)"), "{t}");
         assert!(t.contains("3100 (×31.0)"), "{t}");
         assert!(t.contains("agree on every claim"), "{t}");
         let t = compare_table(&[run("a", 100.0, "reproduced"), run("b", 100.0, "partly")]);
