@@ -100,6 +100,7 @@ fn base(seed: &'static str, experiment: &'static str) -> Claim {
         quote: "",
         links: links(seed),
         proxy: None,
+        bound: None,
         mainline: None,
         resolution: None,
         claim: "",

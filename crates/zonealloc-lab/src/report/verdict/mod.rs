@@ -64,6 +64,12 @@ pub enum Verdict {
     /// The run has no figure to judge (see the reason).
     #[serde(rename = "not measurable here")]
     NotMeasurable,
+    /// A timing whose 95% confidence interval straddles a boundary of the claim (or whose
+    /// tail is the machine's, not ours): this run's noise decides nothing, and the verdict
+    /// says so rather than flip from run to run. Where a deterministic proxy judges the same
+    /// entry of the seed, it decides.
+    #[serde(rename = "undecided here")]
+    Undecided,
     /// The seed's entry is not modelled by the lab (see the reason).
     #[serde(rename = "not modelled")]
     NotModelled,
@@ -77,6 +83,7 @@ impl Verdict {
             Verdict::Partly => "partly",
             Verdict::NotReproduced => "not reproduced",
             Verdict::NotMeasurable => "not measurable here",
+            Verdict::Undecided => "undecided here",
             Verdict::NotModelled => "not modelled",
         }
     }
@@ -261,6 +268,11 @@ pub struct Claim {
     /// Where the lab's figure is a deterministic proxy, what it stands for (an instruction
     /// count for a throughput, a step count for a wait); `None` for a direct measure.
     pub proxy: Option<&'static str>,
+    /// Where the proxy's change bounds the seed's in size (the seed's lies between no change
+    /// and the proxy's, e.g. the lock's share of a fault that lacks the kernel fault's other
+    /// work), why: a bound outside the band that leaves the seed's change possibly inside is
+    /// `undecided here`, not `not reproduced`.
+    pub bound: Option<&'static str>,
     /// Where the kernel later changed the seed's rule: the variant with mainline's rule, judged
     /// by the same criterion beside the seed's (the claim's own variant is the seed's rule).
     pub mainline: Option<&'static str>,
@@ -505,10 +517,12 @@ pub fn judge(c: &Claim, e: &ExperimentReport) -> Judgement {
     }
     let metric = c.criterion.metric();
     let Some(def) = e.result.metrics.iter().find(|m| m.name == metric) else {
-        return unmeasurable(
-            c,
-            format!("metric '{metric}' is not in this run of {}", c.experiment),
-        );
+        // A proxy that could not run says why (`config.not_measured`).
+        let why = match e.result.config["not_measured"][metric].as_str() {
+            Some(why) => format!("'{metric}' could not be measured: {why}"),
+            None => format!("metric '{metric}' is not in this run of {}", c.experiment),
+        };
+        return unmeasurable(c, why);
     };
     let data = Data { e, def };
     for v in c.criterion.variants() {
@@ -524,7 +538,7 @@ pub fn judge(c: &Claim, e: &ExperimentReport) -> Judgement {
     if let Some(floor) = &c.noise_floor {
         let xs = compare::values(&e.result, floor.metric, floor.variant);
         if let Some(m) = stats::mean(&xs).filter(|m| *m >= floor.at_least) {
-            verdict = Verdict::NotMeasurable;
+            verdict = Verdict::Undecided;
             reason = format!(
                 "{} ({} under {}: {}, at least {})",
                 floor.why,
@@ -535,7 +549,7 @@ pub fn judge(c: &Claim, e: &ExperimentReport) -> Judgement {
             );
         }
     }
-    if let (Verdict::NotMeasurable, Some(caveat)) = (verdict, c.caveat) {
+    if let (Verdict::NotMeasurable | Verdict::Undecided, Some(caveat)) = (verdict, c.caveat) {
         reason = format!("{reason}; {caveat}");
     }
     let exact = c.deterministic && matches!(evidence.test.as_str(), "exact" | "single pair");
@@ -591,7 +605,7 @@ fn outcome(c: &Claim, data: &Data<'_>, crit: &Criterion) -> criteria::Outcome {
         } => {
             let (first, rest) = sweep.split_first().expect("a sweep has variants");
             let out = direction(c, data, first, rest, Expect::Increase, *min_ratio);
-            criteria::at_most(out, data, first, rest, *max_ratio)
+            criteria::at_most(c, out, data, first, rest, *max_ratio)
         }
         Criterion::Within {
             against,

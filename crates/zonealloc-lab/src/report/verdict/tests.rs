@@ -7,9 +7,11 @@ fn report(metric: &str, kind: MetricKind, unit: &str, data: &[(&str, &[f64])]) -
     let samples = data
         .iter()
         .flat_map(|(v, xs)| {
-            xs.iter().map(move |&x| Sample {
+            xs.iter().enumerate().map(move |(k, &x)| Sample {
                 variant: (*v).into(),
                 metric: metric.into(),
+                repetition: k,
+                seed: Some(k as u64),
                 value: x,
             })
         })
@@ -46,6 +48,7 @@ fn claim(deterministic: bool, criterion: Criterion) -> Claim {
         quote: "q",
         links: &[],
         proxy: None,
+        bound: None,
         mainline: None,
         resolution: None,
         claim: "c",
@@ -137,7 +140,7 @@ fn timing_direction_uses_the_paired_test_and_the_ratio() {
         &[("off", &[10.0, 20.0, 30.0]), ("on", &[12.0, 10.0, 29.0])],
     );
     let j = judge(&c, &noisy);
-    assert_eq!(j.verdict, Verdict::NotMeasurable, "{j:?}");
+    assert_eq!(j.verdict, Verdict::Undecided, "{j:?}");
     assert!(j.reason.contains("includes no change"), "{}", j.reason);
     // The same noise with the point on the other side: the same verdict, not a flip to
     // `not reproduced`.
@@ -147,7 +150,7 @@ fn timing_direction_uses_the_paired_test_and_the_ratio() {
         "ns",
         &[("off", &[12.0, 10.0, 29.0]), ("on", &[10.0, 20.0, 30.0])],
     );
-    assert_eq!(judge(&c, &other_side).verdict, Verdict::NotMeasurable);
+    assert_eq!(judge(&c, &other_side).verdict, Verdict::Undecided);
     // Wholly the wrong way: resolved, not reproduced.
     let up = report(
         "m",
@@ -183,7 +186,7 @@ fn timing_direction_uses_the_paired_test_and_the_ratio() {
         ],
     );
     let j = judge(&claim(false, big), &tail);
-    assert_eq!(j.verdict, Verdict::NotMeasurable, "{j:?}");
+    assert_eq!(j.verdict, Verdict::Undecided, "{j:?}");
     assert!(j.reason.contains("both no change and ×3"), "{}", j.reason);
     assert!(j.evidence.ratio_ci95.is_some());
 }
@@ -207,16 +210,18 @@ fn a_noise_floor_over_its_mark_makes_the_claim_not_measurable() {
         ],
     );
     assert_eq!(judge(&c, &r).verdict, Verdict::Reproduced);
-    let waited = |v: f64| Sample {
+    let waited = |k: usize, v: f64| Sample {
         variant: "on".into(),
         metric: "waited".into(),
+        repetition: k,
+        seed: Some(k as u64),
         value: v,
     };
-    r.result.samples.extend([waited(0.5), waited(1.0)]);
+    r.result.samples.extend([waited(0, 0.5), waited(1, 1.0)]);
     assert_eq!(judge(&c, &r).verdict, Verdict::Reproduced);
-    r.result.samples.push(waited(2.0));
+    r.result.samples.push(waited(2, 2.0));
     let j = judge(&c, &r);
-    assert_eq!(j.verdict, Verdict::NotMeasurable, "{j:?}");
+    assert_eq!(j.verdict, Verdict::Undecided, "{j:?}");
     assert!(
         j.reason.contains("the tail is the machine's"),
         "{}",
@@ -301,7 +306,7 @@ fn within_band_needs_a_tight_interval() {
     );
     // +8%, -5%, 0%: an interval (±16%) wider than the ±2% band cannot judge it.
     let j = judge(&c, &loose);
-    assert_eq!(j.verdict, Verdict::NotMeasurable, "{j:?}");
+    assert_eq!(j.verdict, Verdict::Undecided, "{j:?}");
     assert!(
         j.reason
             .contains("wider than the seed's range -2.00%..+2.00%"),
@@ -320,7 +325,7 @@ fn within_band_needs_a_tight_interval() {
         ],
     );
     let j = judge(&c, &straddles);
-    assert_eq!(j.verdict, Verdict::NotMeasurable, "{j:?}");
+    assert_eq!(j.verdict, Verdict::Undecided, "{j:?}");
     assert!(j.reason.contains("too noisy to tell"), "{}", j.reason);
     let off = report(
         "m",
@@ -340,7 +345,7 @@ fn within_band_needs_a_tight_interval() {
         "/s",
         &[("off", &[100.0, 100.0]), ("on", &[80.0, 82.0])],
     );
-    assert_eq!(judge(&c, &two).verdict, Verdict::NotMeasurable);
+    assert_eq!(judge(&c, &two).verdict, Verdict::Undecided);
 }
 
 #[test]
@@ -392,7 +397,7 @@ fn largest_under_finds_the_seeds_step() {
         ],
     );
     let j = judge(&c("cap 2"), &r);
-    assert_eq!(j.verdict, Verdict::NotMeasurable, "{j:?}");
+    assert_eq!(j.verdict, Verdict::Undecided, "{j:?}");
     assert!(j.reason.contains("b3"), "{}", j.reason);
 }
 
@@ -442,10 +447,12 @@ fn multi(kind: MetricKind, data: &[(&str, &str, &[f64])]) -> ExperimentReport {
         })
         .collect();
     for (v, m, xs) in data {
-        for &x in *xs {
+        for (k, &x) in xs.iter().enumerate() {
             r.result.samples.push(Sample {
                 variant: (*v).into(),
                 metric: (*m).into(),
+                repetition: k,
+                seed: Some(k as u64),
                 value: x,
             });
         }
@@ -481,7 +488,7 @@ fn within_is_judged_on_log_ratios_in_the_seeds_asymmetric_band() {
     let [lo, hi] = j.evidence.ratio_ci95.unwrap();
     let gm = (3.07f64 * 0.90 * 0.92 * 0.91 * 0.93).powf(0.2);
     assert!(lo < gm && gm < hi, "{lo} {gm} {hi}");
-    assert_eq!(j.verdict, Verdict::NotMeasurable, "{j:?}");
+    assert_eq!(j.verdict, Verdict::Undecided, "{j:?}");
     // Tight and inside the asymmetric band (-1% every pair): reproduced; +1.5% every
     // pair is outside the +1.39% edge though inside a symmetric ±2%.
     let inside = report(
@@ -631,8 +638,41 @@ fn growth_past_its_bound_is_not_the_seeds_effect() {
     );
     // A thousandfold tail: preemptions, not the hold.
     let j = judge(&c, &r(&[4e6, 5e6, 4.5e6]));
-    assert_eq!(j.verdict, Verdict::NotReproduced, "{j:?}");
+    assert_eq!(j.verdict, Verdict::Undecided, "{j:?}");
     assert!(j.reason.contains("past the ×65"), "{}", j.reason);
+    // A count that grows past it is not the seed's effect: it is what it is.
+    let counts = report(
+        "m",
+        count(),
+        "",
+        &[("b1", &[1.0, 1.0, 1.0]), ("b2", &[4000.0, 4000.0, 4000.0])],
+    );
+    let j = judge(&claim(true, c.criterion.clone()), &counts);
+    assert_eq!(j.verdict, Verdict::NotReproduced, "{j:?}");
+}
+
+/// A proxy that bounds the seed's change in size (the seed's lies between no change and it):
+/// inside the band, reproduced; outside it with part of the band between it and no change,
+/// undecided; the other way from the band, or without the bound, not reproduced.
+#[test]
+fn a_bound_outside_the_band_is_undecided_not_refuted() {
+    let crit = Criterion::Within {
+        metric: "m",
+        against: "off",
+        variant: "on",
+        lo: -0.01,
+        hi: 0.0,
+    };
+    let mut c = claim(true, crit);
+    c.bound = Some("the lab's fault is smaller than the kernel's");
+    let r = |on: f64| report("m", count(), "", &[("off", &[100.0]), ("on", &[on])]);
+    assert_eq!(judge(&c, &r(99.5)).verdict, Verdict::Reproduced);
+    let j = judge(&c, &r(98.9));
+    assert_eq!(j.verdict, Verdict::Undecided, "{j:?}");
+    assert!(j.reason.contains("bound"), "{}", j.reason);
+    assert_eq!(judge(&c, &r(101.0)).verdict, Verdict::NotReproduced);
+    c.bound = None;
+    assert_eq!(judge(&c, &r(98.9)).verdict, Verdict::NotReproduced);
 }
 
 #[test]
@@ -658,8 +698,8 @@ fn not_modelled_entries_are_listed_and_counted_apart() {
     );
     let all = judge_all(&[exp, mech, nm], &[r], &[]);
     let t = tally(&all);
-    assert_eq!(t.experiments, [1, 0, 0, 0]);
-    assert_eq!(t.mechanisms, [0, 0, 1, 0]);
+    assert_eq!(t.experiments, [1, 0, 0, 0, 0]);
+    assert_eq!(t.mechanisms, [0, 0, 1, 0, 0]);
     assert_eq!((t.entries, t.entries_judged, t.entries_decided), (3, 2, 2));
     assert!(t.text().contains("Experiments: 1 of 1 reproduced"));
     // An exact count is described as one, not as a sign test over one seed.
