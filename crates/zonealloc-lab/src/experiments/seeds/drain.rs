@@ -31,8 +31,8 @@ pub(super) fn claims() -> Vec<Claim> {
             seed_figure: "max 166.7 ms with owner drain (before); removed after",
             caveat: Some(
                 "remote drain's own tail, its p99 without run-queue wait, is in the drain \
-                 table beside owner drain's wall-time p99; the owner handshakes a drain \
-                 needs (the next claim) decide it without a clock",
+                 table beside owner drain's wall-time p99; the simulated worst drain (the next \
+                 claim) decides it without a clock",
             ),
             // The p99 of 100 drains is the second longest: once two drains in a hundred
             // waited for a CPU, it is the scheduler's wait, not ours.

@@ -108,6 +108,7 @@ fn base(seed: &'static str, experiment: &'static str) -> Claim {
         deterministic: false,
         caveat: None,
         noise_floor: None,
+        tail_of: None,
         criterion: Criterion::NotModelled { why: "" },
     }
 }

@@ -35,7 +35,14 @@
 //!   `partly`; a step whose CI holds the limit before the first one over it: `not measurable
 //!   here`.
 //! - A metric, variant or experiment missing from the run: `not measurable here`, with the
-//!   reason.
+//!   reason (a proxy that could not run, e.g. without valgrind, says why).
+//! - `undecided here`, not `not measurable here`, is a timing that this run's noise leaves
+//!   open (wherever the rules above say an interval holds a boundary), a tail that some
+//!   repetition measured preempted (a p99 ×10 its p50: [`Claim::tail_of`]), a growth far past
+//!   the seed's bound, a step of a *largest under* within the seed's machines' spread of the
+//!   limit, or a proxy that bounds the seed's change in size ([`Claim::bound`]) outside the
+//!   band on its side. It says so rather than flip from run to run; where a deterministic
+//!   proxy judges the same entry, that claim decides it.
 
 use serde::Serialize;
 
@@ -292,8 +299,42 @@ pub struct Claim {
     /// A figure of the run that says when the claim's metric is the machine's rather than
     /// ours: at or over its floor, the claim is `not measurable here`.
     pub noise_floor: Option<NoiseFloor>,
+    /// For a tail (a p99), its median metric: a repetition whose tail is at least
+    /// [`PREEMPTED`] times its own median (same variant, same repetition) measured a holder
+    /// the scheduler preempted, the machine's wait rather than ours; where the claim reads one,
+    /// it is `undecided here`.
+    pub tail_of: Option<&'static str>,
     /// How it is judged.
     pub criterion: Criterion,
+}
+
+/// How many times its median a repetition's tail must be to be the scheduler's: the seeds'
+/// tails are under twice their averages; a preempted holder adds a tick (milliseconds).
+pub const PREEMPTED: f64 = 10.0;
+
+/// Where `c` reads a tail that some repetition measured preempted: the reason, in words.
+fn preempted_tail(c: &Claim, e: &ExperimentReport) -> Option<String> {
+    let median = c.tail_of?;
+    let metric = c.criterion.metric();
+    let mut hit: Vec<String> = Vec::new();
+    for v in c.criterion.variants() {
+        let tails = compare::values(&e.result, metric, v);
+        let medians = compare::values(&e.result, median, v);
+        let n = tails
+            .iter()
+            .zip(&medians)
+            .filter(|(t, m)| **m > 0.0 && **t >= PREEMPTED * **m)
+            .count();
+        if n > 0 {
+            hit.push(format!("{v} {n}/{}", tails.len()));
+        }
+    }
+    (!hit.is_empty()).then(|| {
+        format!(
+            "the tail is the scheduler's: repetitions with a {metric} of ×{PREEMPTED} or more their {median} (a preempted holder): {}",
+            hit.join(", ")
+        )
+    })
 }
 
 /// When a run's own figure shows that a claim's metric measures the machine (its scheduler)
@@ -535,6 +576,10 @@ pub fn judge(c: &Claim, e: &ExperimentReport) -> Judgement {
     }
     let (lab_figure, verdict, mut reason, evidence) = outcome(c, &data, &c.criterion);
     let mut verdict = verdict;
+    if let Some(why) = preempted_tail(c, e) {
+        verdict = Verdict::Undecided;
+        reason = why;
+    }
     if let Some(floor) = &c.noise_floor {
         let xs = compare::values(&e.result, floor.metric, floor.variant);
         if let Some(m) = stats::mean(&xs).filter(|m| *m >= floor.at_least) {

@@ -56,6 +56,7 @@ fn claim(deterministic: bool, criterion: Criterion) -> Claim {
         deterministic,
         caveat: None,
         noise_floor: None,
+        tail_of: None,
         criterion,
     }
 }
@@ -708,4 +709,70 @@ fn not_modelled_entries_are_listed_and_counted_apart() {
         "{}",
         all[0].criterion_text
     );
+}
+
+/// A tail claim reads its median beside it: a repetition whose p99 is ten times its own p50
+/// (a holder the scheduler preempted) makes it `undecided here`, whatever the interval says.
+#[test]
+fn a_preempted_tail_is_undecided() {
+    let mut c = claim(
+        false,
+        Criterion::Grows {
+            metric: "p99",
+            sweep: &["b1", "b2"],
+            min_ratio: 20.0,
+            max_ratio: f64::INFINITY,
+        },
+    );
+    c.tail_of = Some("p50");
+    let r = |b2_p99: &'static [f64]| {
+        multi(
+            MetricKind::Latency,
+            &[
+                ("b1", "p99", &[2.0, 2.1, 2.0]),
+                ("b2", "p99", b2_p99),
+                ("b1", "p50", &[1.0, 1.0, 1.0]),
+                ("b2", "p50", &[40.0, 41.0, 40.0]),
+            ],
+        )
+    };
+    assert_eq!(
+        judge(&c, &r(&[60.0, 62.0, 61.0])).verdict,
+        Verdict::Reproduced
+    );
+    let j = judge(&c, &r(&[60.0, 4000.0, 61.0]));
+    assert_eq!(j.verdict, Verdict::Undecided, "{j:?}");
+    assert!(j.reason.contains("b2 1/3"), "{}", j.reason);
+    c.tail_of = None;
+    let j = judge(&c, &r(&[60.0, 4000.0, 61.0]));
+    assert!(!j.reason.contains("scheduler"), "{}", j.reason);
+}
+
+/// A timed step within the seed's machines' spread of the limit (here 110 against 100, tight)
+/// is undecided, as a straddling interval is; a count there is judged as it is, and a timed
+/// step well past the spread decides.
+#[test]
+fn largest_under_leaves_a_step_at_the_limit_undecided() {
+    const SWEEP: &[(&str, &str)] = &[("b1", "cap 0"), ("b2", "cap 1")];
+    let crit = Criterion::LargestUnder {
+        metric: "m",
+        sweep: SWEEP,
+        limit: 100.0,
+        expected: &["cap 0"],
+    };
+    let r = |b2: &'static [f64]| {
+        report(
+            "m",
+            MetricKind::Latency,
+            "ns",
+            &[("b1", &[10.0, 10.0, 10.0]), ("b2", b2)],
+        )
+    };
+    let j = judge(&claim(false, crit.clone()), &r(&[110.0, 110.0, 110.0]));
+    assert_eq!(j.verdict, Verdict::Undecided, "{j:?}");
+    assert!(j.reason.contains("spread"), "{}", j.reason);
+    let j = judge(&claim(true, crit.clone()), &r(&[110.0, 110.0, 110.0]));
+    assert_eq!(j.verdict, Verdict::Reproduced, "{j:?}");
+    let j = judge(&claim(false, crit), &r(&[130.0, 130.0, 130.0]));
+    assert_eq!(j.verdict, Verdict::Reproduced, "{j:?}");
 }
