@@ -404,12 +404,16 @@ pub struct Beside {
 
 /// Judges every claim whose experiment ran (or failed) in `experiments`; claims of
 /// experiments not in the run are left out. `failed` names experiments that returned an error.
+///
+/// A timing claim on an entry that a deterministic proxy claim of the same run decides (an
+/// experiment, not a mechanism) stays beside it with its figure, `undecided here`: the proxy
+/// judges the entry, and the wall clock's own reading (in the reason) moves with the machine.
 pub fn judge_all(
     claims: &[Claim],
     experiments: &[ExperimentReport],
     failed: &[String],
 ) -> Vec<Judgement> {
-    claims
+    let mut out: Vec<Judgement> = claims
         .iter()
         .filter_map(|c| {
             if let Some(e) = experiments.iter().find(|e| e.result.name == c.experiment) {
@@ -423,7 +427,33 @@ pub fn judge_all(
                 None
             }
         })
-        .collect()
+        .collect();
+    let decided_by_proxy: Vec<(&str, &str)> = out
+        .iter()
+        .filter(|j| {
+            let c = &j.claim;
+            c.deterministic && c.proxy.is_some() && c.kind == ClaimKind::Experiment
+        })
+        .filter(|j| !matches!(j.verdict, Verdict::NotMeasurable | Verdict::NotModelled))
+        .map(|j| (j.claim.item, j.claim.criterion.metric()))
+        .collect();
+    for j in &mut out {
+        let decided = matches!(
+            j.verdict,
+            Verdict::Reproduced | Verdict::Partly | Verdict::NotReproduced
+        );
+        if j.claim.deterministic || !decided {
+            continue;
+        }
+        if let Some((_, proxy)) = decided_by_proxy.iter().find(|p| p.0 == j.claim.item) {
+            j.reason = format!(
+                "the wall clock beside the proxy that decides this entry ({proxy}); by its own 95% CI it reads '{}' on this run",
+                j.verdict.label()
+            );
+            j.verdict = Verdict::Undecided;
+        }
+    }
+    out
 }
 
 fn unmeasurable(c: &Claim, reason: String) -> Judgement {

@@ -776,3 +776,57 @@ fn largest_under_leaves_a_step_at_the_limit_undecided() {
     let j = judge(&claim(false, crit), &r(&[130.0, 130.0, 130.0]));
     assert_eq!(j.verdict, Verdict::Reproduced, "{j:?}");
 }
+
+/// A timing claim on an entry that a deterministic proxy of the same run decides stays beside
+/// it, `undecided here`, with its own reading in the reason; alone, it is judged as usual.
+#[test]
+fn a_timing_beside_a_deciding_proxy_is_undecided() {
+    let r = multi(
+        MetricKind::Latency,
+        &[
+            ("off", "t", &[100.0, 110.0, 105.0]),
+            ("on", "t", &[1.0, 1.1, 1.05]),
+            ("off", "c", &[9.0, 9.0, 9.0, 9.0, 9.0]),
+            ("on", "c", &[1.0, 1.0, 1.0, 1.0, 1.0]),
+        ],
+    );
+    let timing = claim(
+        false,
+        Criterion::Direction {
+            metric: "t",
+            against: "off",
+            variant: "on",
+            expect: Expect::Decrease,
+            min_ratio: 1.0,
+        },
+    );
+    let mut proxy = claim(
+        true,
+        Criterion::Direction {
+            metric: "c",
+            against: "off",
+            variant: "on",
+            expect: Expect::Decrease,
+            min_ratio: 1.0,
+        },
+    );
+    proxy.proxy = Some("a count");
+    let alone = judge_all(std::slice::from_ref(&timing), std::slice::from_ref(&r), &[]);
+    assert_eq!(alone[0].verdict, Verdict::Reproduced);
+    let both = judge_all(
+        &[timing.clone(), proxy.clone()],
+        std::slice::from_ref(&r),
+        &[],
+    );
+    assert_eq!(both[0].verdict, Verdict::Undecided, "{:?}", both[0]);
+    assert!(
+        both[0].reason.contains("reads 'reproduced'"),
+        "{}",
+        both[0].reason
+    );
+    assert_eq!(both[1].verdict, Verdict::Reproduced);
+    // A mechanism decides no experiment's entry.
+    proxy.kind = ClaimKind::Mechanism;
+    let both = judge_all(&[timing, proxy], &[r], &[]);
+    assert_eq!(both[0].verdict, Verdict::Reproduced);
+}
