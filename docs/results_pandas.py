@@ -6,8 +6,9 @@
 A lab run (`zonealloc lab`) prints its verdicts (one row per seed claim), then each
 experiment's paired change: per metric, the median over repetitions of each variant's value
 divided by the baseline's value *of the same repetition* (samples of one `repetition` ran on
-the same seed). A trace replay (`zonealloc trace replay`) prints one row per metric, with its
-unit, and one column per variant. The layout is docs/results-schema.md; `.ci/run` runs this
+the same seed, their `seed` column; the script refuses samples that do not pair). A trace
+replay (`zonealloc trace replay`) prints one row per metric, with its unit, and one column
+per variant. The layout is docs/results-schema.md; `.ci/run` runs this
 on the lab run and a replay it makes, where pandas is installed.
 """
 
@@ -33,8 +34,14 @@ def samples(doc):
     """Every sample of every experiment, one row each (its unit joined, its pairing explicit)."""
     rows = [dict(experiment=e["name"], baseline=e["baseline"], **s)
             for e in doc["experiments"] for s in e["samples"]]
-    cols = ["experiment", "baseline", "variant", "metric", "repetition", "value", "unit"]
-    return pd.DataFrame(rows, columns=cols)
+    cols = ["experiment", "baseline", "variant", "metric", "repetition", "seed", "value", "unit"]
+    df = pd.DataFrame(rows, columns=cols)
+    # One repetition of one metric ran on one seed under every variant: that is the pairing.
+    seeds = df.groupby(["experiment", "metric", "repetition"], dropna=False)["seed"]
+    unpaired = seeds.nunique(dropna=False) > 1
+    if unpaired.any():
+        sys.exit(f"samples of one repetition on different seeds: {list(unpaired[unpaired].index)}")
+    return df
 
 
 def paired_change(df, experiment, baseline):

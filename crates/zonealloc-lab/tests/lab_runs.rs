@@ -139,8 +139,15 @@ fn results_name_commit_compiler_date_load_and_open_with_the_verdicts() {
         "partly",
         "not reproduced",
         "not measurable here",
+        "undecided here",
         "not modelled",
     ];
+    // Every sample carries its repetition and seed (free-high draws from one per repetition).
+    for e in json["experiments"].as_array().unwrap() {
+        for smp in e["samples"].as_array().unwrap() {
+            assert!(smp["repetition"].is_u64() && smp["seed"].is_u64(), "{smp}");
+        }
+    }
     for v in verdicts {
         assert_eq!(v["seed"], "000", "only free-high ran: {v}");
         assert!(labels.contains(&v["verdict"].as_str().unwrap()), "{v}");

@@ -100,6 +100,34 @@ impl LabOpts {
     }
 }
 
+/// `f(0)`, .., `f(n - 1)` on as many threads as the machine has cores, results in order:
+/// for runs that are deterministic whatever else runs beside them (a simulation, a valgrind
+/// child), never for timings.
+pub fn in_parallel<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    let next = AtomicUsize::new(0);
+    let out: Mutex<Vec<Option<T>>> = Mutex::new((0..n).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..cores.min(n) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n {
+                    break;
+                }
+                let v = f(i);
+                out.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(v);
+            });
+        }
+    });
+    out.into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .map(|v| v.expect("every job ran"))
+        .collect()
+}
+
 /// Progress reporting: `(done, total)` in the experiment's own units.
 pub type Progress<'a> = &'a (dyn Fn(u64, u64) + Sync);
 

@@ -12,6 +12,7 @@
 //! repetition on one seed (the pairing the paired tests rely on). Tables, plots and the
 //! configuration are the first round's.
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use super::{Experiment, ExperimentResult, LabError, LabOpts, MetricDef, Progress, Sample};
@@ -137,11 +138,29 @@ pub fn run_repeated(
         // Traces are written for the first round only.
         o.record_traces = None;
         let more = e.run(&o, progress)?;
-        result
-            .samples
-            .extend(timing_samples(&result.metrics, more.samples));
+        // A later round's repetition k follows the ones before it (its seed is its own).
+        let mut next: HashMap<(String, String), usize> = HashMap::new();
+        for s in &result.samples {
+            *next
+                .entry((s.variant.clone(), s.metric.clone()))
+                .or_insert(0) += 1;
+        }
+        let more: Vec<Sample> = timing_samples(&result.metrics, more.samples)
+            .map(|mut s| {
+                let k = next
+                    .entry((s.variant.clone(), s.metric.clone()))
+                    .or_insert(0);
+                s.repetition = *k;
+                *k += 1;
+                s
+            })
+            .collect();
+        result.samples.extend(more);
         rounds += 1;
     };
+    result
+        .check_pairing()
+        .map_err(|e| LabError(format!("the samples do not pair: {e}")))?;
     let widest = widest(&result, &targets);
     Ok((
         result,
@@ -183,6 +202,19 @@ mod tests {
             let (one, rep1) = run(1);
             let (two, rep2) = run(2);
             assert_eq!((rep1.rounds, rep2.rounds), (1, 2), "{}", e.name());
+            // The second round continues the repetitions, on seeds of its own.
+            assert_eq!(two.check_pairing(), Ok(()));
+            let timing = |s: &&Sample| {
+                two.metrics
+                    .iter()
+                    .any(|m| m.name == s.metric && is_timing(m.kind))
+            };
+            let later: Vec<&Sample> = two.samples.iter().filter(timing).skip(4).collect();
+            assert!(!later.is_empty());
+            for s in later {
+                assert!(s.repetition >= 2, "{s:?}");
+                assert!(!one.samples.iter().any(|f| f.seed == s.seed), "{s:?}");
+            }
             for m in &one.metrics {
                 for v in &one.variants {
                     let a: Vec<f64> = one.samples_of(v, &m.name).map(|s| s.value).collect();

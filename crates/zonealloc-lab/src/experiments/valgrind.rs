@@ -29,21 +29,37 @@ pub fn unavailable() -> Option<String> {
     (!ok).then(|| "valgrind is not installed (its callgrind and cachegrind count the instructions and the simulated cache misses)".to_string())
 }
 
+/// The `config` entry `not_measured` of a result whose proxies could not run: each metric
+/// with why (the verdicts quote it for the claims these metrics decide).
+pub fn not_measured(metrics: &[&str], why: &str) -> serde_json::Value {
+    metrics
+        .iter()
+        .map(|m| (m.to_string(), serde_json::Value::from(why)))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
 /// The child side of every proxy: runs the loop an environment variable names and returns
 /// the exit code; `None` when none is set. The `zonealloc` binary calls it first thing.
 pub fn child() -> Option<ExitCode> {
-    super::pcp_lock::icount::icount_child().or_else(super::batch_scale::icount::child)
+    super::pcp_lock::icount::icount_child()
+        .or_else(super::batch_scale::icount::child)
+        .or_else(super::free_high::cache::child)
 }
 
 /// A valgrind tool and its options.
 pub enum Tool {
     /// `--tool=callgrind`: the total of `Ir`, instructions executed.
     Callgrind,
-    /// `--tool=cachegrind` with the last-level cache `(size, assoc, line)`: the totals of
-    /// `Ir`, `DLmr` and `DLmw` (last-level data read and write misses).
+    /// `--tool=cachegrind` with the L1 caches `l1` (`size,assoc,line`, both instruction and
+    /// data) and the last-level cache `ll`, so that the simulation does not depend on the
+    /// machine's own caches: the totals of `Ir` and of the misses (`I1mr`, `D1mr`, `D1mw`,
+    /// `ILmr`, `DLmr`, `DLmw`).
     Cachegrind {
         /// Last-level cache size in bytes, associativity and line size.
         ll: (u64, u32, u32),
+        /// The L1 caches, as valgrind's `--I1` and `--D1` take them.
+        l1: &'static str,
     },
 }
 
@@ -67,9 +83,12 @@ pub fn run(tool: &Tool, env: &str, spec: &str) -> Result<Vec<(String, u64)>, Str
         }
         Tool::Cachegrind {
             ll: (size, assoc, line),
+            l1,
         } => {
             cmd.arg("--tool=cachegrind")
                 .arg("--cache-sim=yes")
+                .arg(format!("--I1={l1}"))
+                .arg(format!("--D1={l1}"))
                 .arg(format!("--LL={size},{assoc},{line}"))
                 .arg(format!("--cachegrind-out-file={}", out.display()));
         }
@@ -82,13 +101,10 @@ pub fn run(tool: &Tool, env: &str, spec: &str) -> Result<Vec<(String, u64)>, Str
     let text = std::fs::read_to_string(&out);
     let _ = std::fs::remove_file(&out);
     if !run.status.success() {
-        return Err(format!(
-            "the loop failed under valgrind: {}",
-            String::from_utf8_lossy(&run.stderr)
-                .lines()
-                .last()
-                .unwrap_or("")
-        ));
+        // The loop's own message, not valgrind's summary (its lines start with `==pid==`).
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        let why = stderr.lines().rfind(|l| !l.starts_with("==")).unwrap_or("");
+        return Err(format!("the loop failed under valgrind ({spec}): {why}"));
     }
     let text = text.map_err(|e| format!("reading valgrind's output: {e}"))?;
     parse_totals(&text).ok_or_else(|| "valgrind's output has no events and summary lines".into())

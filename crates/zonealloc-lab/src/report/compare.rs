@@ -289,9 +289,12 @@ mod tests {
             }],
             samples: samples
                 .iter()
-                .map(|&(v, x)| Sample {
+                .enumerate()
+                .map(|(i, &(v, x))| Sample {
                     variant: v.into(),
                     metric: "m".into(),
+                    repetition: samples[..i].iter().filter(|s| s.0 == v).count(),
+                    seed: None,
                     value: x,
                 })
                 .collect(),

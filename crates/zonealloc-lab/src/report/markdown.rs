@@ -325,9 +325,12 @@ pub(crate) mod tests {
     pub(crate) fn report(oversubscribed: bool) -> LabReport {
         let samples = [("off", 10.0), ("off", 10.1), ("on", 5.0), ("on", 5.1)]
             .iter()
-            .map(|&(v, x)| Sample {
+            .enumerate()
+            .map(|(i, &(v, x))| Sample {
                 variant: v.into(),
                 metric: "hold".into(),
+                repetition: i % 2,
+                seed: None,
                 value: x,
             })
             .collect();

@@ -93,13 +93,20 @@ pub struct MetricDef {
 
 /// One measured value: `variant` x `metric` x repetition. A producer records the samples of
 /// each (variant, metric) in repetition order, so that the `k`-th sample of every variant is
-/// repetition `k` (the same seed): the pairing the paired tests use.
+/// repetition `k`, and every variant's repetition `k` ran on the same seed: the pairing the
+/// paired tests use, explicit in [`repetition`](Sample::repetition) and
+/// [`seed`](Sample::seed) (`check_pairing` holds a result to it).
 #[derive(Clone, Debug, Serialize)]
 pub struct Sample {
     /// The variant (policy set) it belongs to, e.g. `free_high=off`.
     pub variant: String,
     /// The metric's name (as in [`MetricDef::name`]).
     pub metric: String,
+    /// Which repetition, from 0: the `k`-th sample recorded for this variant and metric.
+    pub repetition: usize,
+    /// The RNG seed the repetition ran on; `None` where it draws nothing at random (an
+    /// instruction count, a sweep of fixed sizes, a trace replay).
+    pub seed: Option<u64>,
     /// The value.
     pub value: f64,
 }
@@ -198,6 +205,37 @@ impl ExperimentResult {
     }
 }
 
+impl ExperimentResult {
+    /// Whether the samples pair as the paired tests read them: the `k`-th sample recorded for
+    /// a variant and metric is repetition `k`, and every variant's samples of one metric and
+    /// one repetition ran on one seed. The first break, in words.
+    pub fn check_pairing(&self) -> Result<(), String> {
+        use std::collections::HashMap;
+        let mut next: HashMap<(&str, &str), usize> = HashMap::new();
+        let mut seeds: HashMap<(&str, usize), (&str, Option<u64>)> = HashMap::new();
+        for s in &self.samples {
+            let k = next.entry((&s.variant, &s.metric)).or_insert(0);
+            if s.repetition != *k {
+                return Err(format!(
+                    "{}: sample {} of {} '{}' says repetition {}",
+                    self.name, k, s.variant, s.metric, s.repetition
+                ));
+            }
+            *k += 1;
+            let first = seeds
+                .entry((&s.metric, s.repetition))
+                .or_insert((&s.variant, s.seed));
+            if first.1 != s.seed {
+                return Err(format!(
+                    "{}: repetition {} of '{}' ran on seed {:?} under {} but {:?} under {}",
+                    self.name, s.repetition, s.metric, first.1, first.0, s.seed, s.variant
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// `results.json`'s form of an [`ExperimentResult`]: its fields in declaration order, each
 /// sample written as `SampleRow`s.
 impl Serialize for ExperimentResult {
@@ -263,21 +301,20 @@ pub struct SampleRow<'a> {
     /// Sample `k` of every variant is the same repetition on the same seed, so rows with one
     /// `metric` and one `repetition` are the pairs the paired tests compare.
     pub repetition: usize,
+    /// The RNG seed of the repetition (the same for every variant of it); `None` where it
+    /// draws nothing at random.
+    pub seed: Option<u64>,
     /// The value, in `unit`.
     pub value: f64,
     /// The metric's unit (`MetricDef::unit`; empty for a count with none).
     pub unit: &'a str,
 }
 
-/// `samples` numbered by repetition within each (variant, metric), with their units.
+/// `samples` with their repetition, seed and unit.
 pub fn sample_rows<'a>(samples: &'a [Sample], metrics: &'a [MetricDef]) -> Vec<SampleRow<'a>> {
-    let mut seen: std::collections::HashMap<(&str, &str), usize> = Default::default();
     samples
         .iter()
         .map(|s| {
-            let k = seen.entry((&s.variant, &s.metric)).or_insert(0);
-            let repetition = *k;
-            *k += 1;
             let unit = metrics
                 .iter()
                 .find(|m| m.name == s.metric)
@@ -285,7 +322,8 @@ pub fn sample_rows<'a>(samples: &'a [Sample], metrics: &'a [MetricDef]) -> Vec<S
             SampleRow {
                 variant: &s.variant,
                 metric: &s.metric,
-                repetition,
+                repetition: s.repetition,
+                seed: s.seed,
                 value: s.value,
                 unit,
             }
@@ -297,18 +335,37 @@ pub fn sample_rows<'a>(samples: &'a [Sample], metrics: &'a [MetricDef]) -> Vec<S
 mod tests {
     use super::*;
 
-    fn sample(variant: &str, metric: &str, value: f64) -> Sample {
+    fn sample(variant: &str, metric: &str, repetition: usize, seed: u64, value: f64) -> Sample {
         Sample {
             variant: variant.to_owned(),
             metric: metric.to_owned(),
+            repetition,
+            seed: Some(seed),
             value,
         }
     }
 
-    /// Interleaved variants and metrics are numbered each on its own, in recording order, and
-    /// every row carries its metric's unit (none for a metric not defined).
+    fn result(samples: Vec<Sample>) -> ExperimentResult {
+        ExperimentResult {
+            name: "exp".into(),
+            seed: "000".into(),
+            change: String::new(),
+            baseline: "off".into(),
+            variants: vec!["off".into(), "on".into()],
+            metrics: Vec::new(),
+            samples,
+            tables: Vec::new(),
+            plots: Vec::new(),
+            expected_shape: String::new(),
+            config: serde_json::Value::Null,
+            oversubscribed: false,
+        }
+    }
+
+    /// Every row carries its sample's repetition and seed, and its metric's unit (none for a
+    /// metric not defined).
     #[test]
-    fn sample_rows_number_repetitions_per_variant_and_metric() {
+    fn sample_rows_carry_repetition_seed_and_unit() {
         let metrics = [
             MetricDef {
                 name: "ops/s".into(),
@@ -322,28 +379,54 @@ mod tests {
             },
         ];
         let samples = [
-            sample("off", "ops/s", 1.0),
-            sample("on", "ops/s", 2.0),
-            sample("off", "hold", 3.0),
-            sample("off", "ops/s", 4.0),
-            sample("on", "ops/s", 5.0),
-            sample("on", "other", 6.0),
+            sample("off", "ops/s", 0, 7, 1.0),
+            sample("on", "ops/s", 0, 7, 2.0),
+            sample("off", "hold", 0, 7, 3.0),
+            sample("off", "ops/s", 1, 8, 4.0),
+            sample("on", "other", 0, 7, 6.0),
         ];
         let rows = sample_rows(&samples, &metrics);
         let got: Vec<_> = rows
             .iter()
-            .map(|r| (r.variant, r.metric, r.repetition, r.value, r.unit))
+            .map(|r| (r.variant, r.metric, r.repetition, r.seed, r.value, r.unit))
             .collect();
         assert_eq!(
             got,
             [
-                ("off", "ops/s", 0, 1.0, "ops/s"),
-                ("on", "ops/s", 0, 2.0, "ops/s"),
-                ("off", "hold", 0, 3.0, "ns"),
-                ("off", "ops/s", 1, 4.0, "ops/s"),
-                ("on", "ops/s", 1, 5.0, "ops/s"),
-                ("on", "other", 0, 6.0, ""),
+                ("off", "ops/s", 0, Some(7), 1.0, "ops/s"),
+                ("on", "ops/s", 0, Some(7), 2.0, "ops/s"),
+                ("off", "hold", 0, Some(7), 3.0, "ns"),
+                ("off", "ops/s", 1, Some(8), 4.0, "ops/s"),
+                ("on", "other", 0, Some(7), 6.0, ""),
             ]
         );
+        let json = serde_json::to_value(&rows[3]).unwrap();
+        assert_eq!(json["seed"], 8);
+        assert_eq!(json["repetition"], 1);
+    }
+
+    /// Two variants' samples of one repetition on different seeds, or a sample recorded out of
+    /// its repetition's order, break the pairing; interleaved metrics and variants do not.
+    #[test]
+    fn pairing_fails_on_different_seeds_in_one_repetition() {
+        let good = vec![
+            sample("off", "m", 0, 1, 1.0),
+            sample("off", "n", 0, 1, 1.0),
+            sample("on", "m", 0, 1, 2.0),
+            sample("off", "m", 1, 2, 1.0),
+            sample("on", "m", 1, 2, 2.0),
+        ];
+        assert_eq!(result(good.clone()).check_pairing(), Ok(()));
+        let mut bad = good.clone();
+        bad[4].seed = Some(3);
+        let e = result(bad).check_pairing().unwrap_err();
+        assert!(e.contains("repetition 1 of 'm'"), "{e}");
+        let mut unseeded = good.clone();
+        unseeded[2].seed = None;
+        assert!(result(unseeded).check_pairing().is_err());
+        let mut skipped = good;
+        skipped[3].repetition = 2;
+        let e = result(skipped).check_pairing().unwrap_err();
+        assert!(e.contains("sample 1 of off 'm' says repetition 2"), "{e}");
     }
 }

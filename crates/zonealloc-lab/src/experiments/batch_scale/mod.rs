@@ -297,7 +297,8 @@ impl Experiment for BatchScale {
         let mut effective = vec![(0i32, 0i32); specs.len()];
         let mut done = 0u64;
         // Iterations outermost, so slow drifts of the machine spread over all variants.
-        for _ in 0..iterations {
+        // The rounds draw nothing at random: the repetitions carry no seed.
+        for it in 0..iterations {
             // This iteration's median bulk-free hold per swept batch, for the conclusion.
             let mut p50_by_batch: Vec<(u32, f64)> = Vec::new();
             for (k, spec) in specs.iter().enumerate() {
@@ -316,6 +317,8 @@ impl Experiment for BatchScale {
                     samples.push(Sample {
                         variant: spec.name.clone(),
                         metric: metric.to_string(),
+                        repetition: it,
+                        seed: None,
                         value,
                     });
                 }
@@ -340,6 +343,8 @@ impl Experiment for BatchScale {
                 samples.push(Sample {
                     variant: specs[0].name.clone(),
                     metric: M_CAP.to_string(),
+                    repetition: it,
+                    seed: None,
                     value: largest_cap_under(&p50_by_batch, LIMIT_NS),
                 });
             }
@@ -544,6 +549,10 @@ impl Experiment for BatchScale {
                     Ok(text) => text.clone(),
                     Err(why) => format!("not measurable here: {why}"),
                 },
+                "not_measured": match &counted {
+                    Ok(_) => json!({}),
+                    Err(why) => super::valgrind::not_measured(&[M_INSNS, M_PAGES_PER_KINSN], why),
+                },
             }),
             oversubscribed: threads > cores,
         })
@@ -575,6 +584,8 @@ fn count_instructions(
             samples.push(Sample {
                 variant: spec.name.clone(),
                 metric: metric.to_string(),
+                repetition: 0,
+                seed: None,
                 value,
             });
         }

@@ -5,6 +5,7 @@ fn quick_run_has_the_expected_structure() {
     let mut opts = LabOpts::quick_test(1);
     opts.iterations = Some(2);
     let r = BatchScale.run(&opts, &|_, _| {}).unwrap();
+    assert_eq!(r.check_pairing(), Ok(()));
     assert_eq!(r.variants.len(), 14);
     assert_eq!(r.baseline, "batch=63");
     assert_eq!(r.variants[0], r.baseline);

@@ -44,6 +44,7 @@
 mod clock;
 mod probe;
 mod run;
+mod sim;
 #[cfg(test)]
 mod tests;
 
@@ -81,6 +82,13 @@ pub const M_P99_OURS: &str = "drain p99 without run-queue wait";
 pub const M_PREEMPTED: &str = "drains with run-queue wait";
 /// Owners that had to drain their own lists for one `drain_all` (deterministic, `probe`).
 pub const M_HANDSHAKES: &str = "owner handshakes per drain";
+/// The longest of a run's drains on the simulated clock (`sim`), in steps (deterministic).
+pub const M_SIM_MAX: &str = "simulated worst drain";
+/// The mean of a run's drains on the simulated clock, in steps (deterministic).
+pub const M_SIM_AVG: &str = "simulated drain avg";
+/// Seeds of the simulated clock: enough for a sign test, whatever the timed iterations.
+const SIM_SEEDS: usize = 12;
+
 /// The workers' allocator operations per second (timing).
 pub const M_OPS: &str = "ops/s";
 /// The longest gap between consecutive allocator operations of a worker within a request's
@@ -191,6 +199,8 @@ impl Experiment for DrainExp {
             lat(M_P99_OURS),
             count(M_PREEMPTED, "%"),
             count(M_HANDSHAKES, "owners"),
+            count(M_SIM_MAX, "steps"),
+            count(M_SIM_AVG, "steps"),
             MetricDef {
                 name: M_OPS.into(),
                 unit: "ops/s".into(),
@@ -229,12 +239,33 @@ impl Experiment for DrainExp {
                     samples.push(Sample {
                         variant: (*name).into(),
                         metric: m.into(),
+                        repetition: it,
+                        seed: Some(seed),
                         value: v,
                     });
                 }
                 splits[vi].extend_from_slice(&out.drains);
                 done += 1;
                 progress(done, total);
+            }
+        }
+        // The simulated clock: cheap and exact, on more seeds than the timed run (repetition k
+        // on the timed run's seed k).
+        for k in 0..SIM_SEEDS.max(iterations) {
+            let seed = opts.seed ^ (k as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            for (name, mode) in &variants {
+                let steps = sim::drain_steps(*mode, workers, plan.rounds, seed);
+                let avg = steps.iter().sum::<u64>() as f64 / steps.len().max(1) as f64;
+                let max = steps.iter().copied().max().unwrap_or(0) as f64;
+                for (m, v) in [(M_SIM_MAX, max), (M_SIM_AVG, avg)] {
+                    samples.push(Sample {
+                        variant: (*name).into(),
+                        metric: m.into(),
+                        repetition: k,
+                        seed: Some(seed),
+                        value: v,
+                    });
+                }
             }
         }
         let cdf = |f: fn(&clock::Split) -> u64, what: &str| -> Vec<Series> {
@@ -284,7 +315,8 @@ impl Experiment for DrainExp {
                 "locking": "spinlock",
                 "seed": opts.seed,
                 "schedstat": schedstat,
-                "deterministic_metrics": [M_HANDSHAKES],
+                "deterministic_metrics": [M_HANDSHAKES, M_SIM_MAX, M_SIM_AVG],
+                "simulated_clock": format!("{SIM_SEEDS} seeds, a drain every {} steps, {} drains; a step is one allocator call or one page of processing", sim::INTERVAL, plan.rounds),
             }),
             // The drainer is a thread too.
             oversubscribed: workers + 1 > cores,

@@ -41,7 +41,7 @@ const MAX_REQUEST: u64 = 1024;
 const REQUEST_ALPHA: f64 = 1.1;
 
 /// The next request's size in pages, from the workload's generator.
-fn request_pages(rng: &mut SplitMix) -> u64 {
+pub(super) fn request_pages(rng: &mut SplitMix) -> u64 {
     let x = rng.unit().max(1e-12).powf(-1.0 / REQUEST_ALPHA);
     (x as u64).clamp(1, MAX_REQUEST)
 }

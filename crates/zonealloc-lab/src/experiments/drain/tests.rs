@@ -16,15 +16,31 @@ fn run_guarded(opts: LabOpts) -> Result<ExperimentResult, LabError> {
 #[test]
 fn quick_run_has_the_expected_structure() {
     let r = run_guarded(LabOpts::quick_test(1)).unwrap();
+    assert_eq!(r.check_pairing(), Ok(()));
+    assert!(r.samples.iter().all(|s| s.seed.is_some()));
     assert_eq!(r.baseline, "owner drain");
     assert_eq!(r.variants, ["owner drain", "remote drain"]);
-    assert_eq!(r.metrics.len(), 9);
+    assert_eq!(r.metrics.len(), 11);
     for v in &r.variants {
         for m in &r.metrics {
             let n = r.samples_of(v, &m.name).count();
-            assert_eq!(n, 2);
+            // The simulated clock runs on its own twelve seeds.
+            let want = if [M_SIM_MAX, M_SIM_AVG].contains(&m.name.as_str()) {
+                12
+            } else {
+                2
+            };
+            assert_eq!(n, want, "{v} {}", m.name);
         }
     }
+    // Remote drain's worst simulated drain is one step per CPU; owner drain's waits for a
+    // busy owner's processing on some seed.
+    assert!(r
+        .samples_of("remote drain", M_SIM_MAX)
+        .all(|s| s.value == 2.0));
+    assert!(r
+        .samples_of("owner drain", M_SIM_MAX)
+        .any(|s| s.value > 2.0));
     assert_eq!(r.plots.len(), 1);
     assert_eq!(r.plots[0].kind, PlotKind::Cdf);
     // Wall time and wall time less the run-queue wait, per variant.
@@ -42,7 +58,7 @@ fn one_and_three_workers_finish() {
             ..LabOpts::quick_test(1)
         })
         .unwrap();
-        assert_eq!(r.samples.len(), 18);
+        assert_eq!(r.samples.len(), 18 + 2 * 2 * 12);
     }
     assert!(run_guarded(LabOpts {
         zone_pages: Some(100),

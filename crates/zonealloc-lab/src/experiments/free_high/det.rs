@@ -3,6 +3,7 @@
 //! drawn from the seed, so every reuse count and zone-lock count is the same on every machine
 //! for a given seed.
 
+use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 
 use zonealloc::{AllocRequest, CpuId, MigrateType, Order, Pfn};
@@ -139,6 +140,52 @@ impl DetRun {
     }
 }
 
+/// The interleaving of the deterministic mode: producer bursts (1..=16 messages, or until
+/// the queue is full) and consumer bursts (1..=16 messages) drawn from the seed, in one
+/// thread. `alloc` allocates the producer's blocks (CPU 0), `sent` sees each message as it is
+/// queued (the sender's copy), `consume` takes each off the queue (the receiver's copy, and
+/// the frees on CPU 1). Returns the carver, with its counts.
+pub(super) fn interleave(
+    messages: u64,
+    seed: u64,
+    mut alloc: impl FnMut(Order) -> Result<Pfn, LabError>,
+    mut sent: impl FnMut(&Msg) -> Result<(), LabError>,
+    mut consume: impl FnMut(Msg) -> Result<(), LabError>,
+) -> Result<Carver, LabError> {
+    let mut carver = Carver::new(seed);
+    let mut pattern = SplitMix::new(seed ^ 0x5eed_f00d);
+    let mut queue: VecDeque<Msg> = VecDeque::with_capacity(QUEUE);
+    let mut made = 0u64;
+    let mut done = false;
+    while !done || !queue.is_empty() {
+        // Producer burst: 1..=16 messages, or until the queue is full.
+        let burst = 1 + pattern.below(16);
+        for _ in 0..burst {
+            if done || queue.len() >= QUEUE {
+                break;
+            }
+            let msg = if made < messages {
+                made += 1;
+                carver.step(&mut alloc)?
+            } else {
+                done = true;
+                carver.finish()
+            };
+            if let Some(m) = msg {
+                sent(&m)?;
+                queue.push_back(m);
+            }
+        }
+        // Consumer burst: 1..=16 messages.
+        let burst = 1 + pattern.below(16);
+        for _ in 0..burst {
+            let Some(m) = queue.pop_front() else { break };
+            consume(m)?;
+        }
+    }
+    Ok(carver)
+}
+
 /// The deterministic mode: producer (CPU 0) and consumer (CPU 1) steps interleaved in one
 /// thread in bursts drawn from the seed.
 pub(super) fn run_det(
@@ -151,53 +198,34 @@ pub(super) fn run_det(
     let plain = make_zone(pages, policy)?;
     let zone = TracedZone::new(&plain, record).map_err(err("--record-traces"))?;
     let lock0 = plain.stats().zone_lock_acquisitions;
-    let mut carver = Carver::new(seed);
-    let mut pattern = SplitMix::new(seed ^ 0x5eed_f00d);
-    let mut queue: VecDeque<Msg> = VecDeque::with_capacity(QUEUE);
     let mut counts: HashMap<u64, u64> = HashMap::new();
-    let mut freed_at: HashMap<u64, u64> = HashMap::new();
+    // Frame -> the allocation count when it was last freed.
+    let freed_at: RefCell<HashMap<u64, u64>> = RefCell::new(HashMap::new());
     let mut distances = Vec::new();
-    let mut allocs: u64 = 0;
-    let mut made = 0u64;
-    let mut done = false;
+    let allocs = Cell::new(0u64);
     let p0 = AllocRequest::new(MigrateType::Unmovable).on_cpu(CpuId(0));
-    while !done || !queue.is_empty() {
-        // Producer burst: 1..=16 messages, or until the queue is full.
-        let burst = 1 + pattern.below(16);
-        for _ in 0..burst {
-            if done || queue.len() >= QUEUE {
-                break;
+    let carver = interleave(
+        messages,
+        seed,
+        |o| {
+            let pfn = zone.alloc_with(o, p0).map_err(err("alloc"))?;
+            allocs.set(allocs.get() + 1);
+            *counts.entry(pfn.0).or_default() += 1;
+            if let Some(f) = freed_at.borrow_mut().remove(&pfn.0) {
+                distances.push(allocs.get() - f);
             }
-            let msg = if made < messages {
-                made += 1;
-                carver.step(|o| {
-                    let pfn = zone.alloc_with(o, p0).map_err(err("alloc"))?;
-                    allocs += 1;
-                    *counts.entry(pfn.0).or_default() += 1;
-                    if let Some(f) = freed_at.remove(&pfn.0) {
-                        distances.push(allocs - f);
-                    }
-                    Ok(pfn)
-                })?
-            } else {
-                done = true;
-                carver.finish()
-            };
-            if let Some(m) = msg {
-                queue.push_back(m);
-            }
-        }
-        // Consumer burst: 1..=16 messages.
-        let burst = 1 + pattern.below(16);
-        for _ in 0..burst {
-            let Some(m) = queue.pop_front() else { break };
+            Ok(pfn)
+        },
+        |_| Ok(()),
+        |m| {
             std::hint::black_box(m.bytes);
             for (pfn, o) in m.free {
                 zone.free_on(CpuId(1), pfn, o).map_err(err("free"))?;
-                freed_at.insert(pfn.0, allocs);
+                freed_at.borrow_mut().insert(pfn.0, allocs.get());
             }
-        }
-    }
+            Ok(())
+        },
+    )?;
     let blocks = carver.blocks;
     let lock = plain.stats().zone_lock_acquisitions - lock0;
     zone.drain_all();

@@ -29,8 +29,12 @@
 //! and consumer steps on simulated CPUs in one thread, so they are the same on every machine
 //! for a given seed. Messages/s come from real threads over real memory (`touch`): the
 //! producer writes each message into its block and the consumer reads it back, so that a
-//! block reused while cache hot is cheaper, which is the seed's throughput argument.
+//! block reused while cache hot is cheaper, which is the seed's throughput argument. The same
+//! workload over real memory runs under cachegrind (`cache`) with a small and a large
+//! last-level cache, the seed's two machines: misses and estimated cycles per message, the
+//! same on every machine.
 
+pub mod cache;
 mod det;
 #[cfg(test)]
 mod tests;
@@ -46,6 +50,56 @@ use super::{
 use crate::report::stats::cdf_points;
 use det::{run_det, DetRun};
 use touch::run_touch;
+
+/// Last-level misses per message under cachegrind, small last-level cache (deterministic).
+pub const M_MISSES_SMALL: &str = "LL misses/message, small LL";
+/// The same, large last-level cache.
+pub const M_MISSES_LARGE: &str = "LL misses/message, large LL";
+/// Messages per million estimated cycles under cachegrind, small last-level cache: the
+/// deterministic proxy of messages/s on the seed's small-cache machine.
+pub const M_RATE_SMALL: &str = "messages/M est. cycles, small LL";
+/// The same, large last-level cache (the seed's first machine).
+pub const M_RATE_LARGE: &str = "messages/M est. cycles, large LL";
+
+/// The cachegrind proxies of every variant as samples (once, on `--seed`: they are exact);
+/// what was counted, in words, or why nothing was.
+fn count_cache(
+    opts: &LabOpts,
+    variants: &[(&'static str, Policy)],
+    samples: &mut Vec<Sample>,
+) -> Result<String, String> {
+    if opts.quick {
+        return Err("not simulated with --quick (cachegrind takes some seconds)".into());
+    }
+    if let Some(why) = super::valgrind::unavailable() {
+        return Err(why);
+    }
+    let names: Vec<&str> = variants.iter().map(|v| v.0).collect();
+    let per = cache::per_message(&names, opts.seed)?;
+    let mut text = Vec::new();
+    for (name, machines) in names.iter().zip(per) {
+        for (m, pm) in cache::MACHINES.iter().zip(machines) {
+            let (misses, rate) = match m.name {
+                "small" => (M_MISSES_SMALL, M_RATE_SMALL),
+                _ => (M_MISSES_LARGE, M_RATE_LARGE),
+            };
+            text.push(format!(
+                "{name} {} LL: {:.0} instructions, {:.1} LL misses, {:.0} est. cycles",
+                m.name, pm.ir, pm.ll_misses, pm.cycles
+            ));
+            for (metric, value) in [(misses, pm.ll_misses), (rate, 1e6 / pm.cycles)] {
+                samples.push(Sample {
+                    variant: (*name).into(),
+                    metric: metric.into(),
+                    repetition: 0,
+                    seed: Some(opts.seed),
+                    value,
+                });
+            }
+        }
+    }
+    Ok(format!("cachegrind, per message: {}", text.join("; ")))
+}
 
 /// The `free-high` experiment (seed 000).
 pub struct FreeHighExp;
@@ -235,6 +289,8 @@ impl Experiment for FreeHighExp {
                     samples.push(Sample {
                         variant: (*vname).into(),
                         metric: m.into(),
+                        repetition: it,
+                        seed: Some(seed),
                         value: v,
                     });
                 }
@@ -244,6 +300,16 @@ impl Experiment for FreeHighExp {
                 done += 1;
                 progress(done, total);
             }
+        }
+        let cached = count_cache(opts, &variants, &mut samples);
+        let mut metrics = metrics;
+        if cached.is_ok() {
+            metrics.extend([
+                count_metric(M_MISSES_SMALL, "misses", false),
+                count_metric(M_MISSES_LARGE, "misses", false),
+                count_metric(M_RATE_SMALL, "messages", true),
+                count_metric(M_RATE_LARGE, "messages", true),
+            ]);
         }
         let tables = vec![reuse_table(&variants, &first)];
         let mut bars = Vec::new();
@@ -315,8 +381,19 @@ impl Experiment for FreeHighExp {
                 "seed": opts.seed,
                 "threads": 2,
                 "revert-highpcp": "modelled as a zone without per-CPU lists: the core has no per-order PCP knob",
-                "deterministic_metrics": [M_LOCK, M_DIST, M_FRAMES, M_TOP, M_TOP1, M_FALLBACK],
+                "deterministic_metrics": [M_LOCK, M_DIST, M_FRAMES, M_TOP, M_TOP1, M_FALLBACK, M_MISSES_SMALL, M_MISSES_LARGE, M_RATE_SMALL, M_RATE_LARGE],
                 "real_thread_metrics": [M_RATE],
+                "cache_simulation": match &cached {
+                    Ok(text) => text.clone(),
+                    Err(why) => format!("not measurable here: {why}"),
+                },
+                "not_measured": match &cached {
+                    Ok(_) => json!({}),
+                    Err(why) => super::valgrind::not_measured(
+                        &[M_MISSES_SMALL, M_MISSES_LARGE, M_RATE_SMALL, M_RATE_LARGE],
+                        why,
+                    ),
+                },
             }),
             oversubscribed: 2 > cores,
         })

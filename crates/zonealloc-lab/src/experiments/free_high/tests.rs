@@ -10,6 +10,8 @@ fn quick_run_has_the_expected_structure() {
     let r = FreeHighExp
         .run(&LabOpts::quick_test(1), &|_, _| {})
         .unwrap();
+    assert_eq!(r.check_pairing(), Ok(()));
+    assert!(r.samples.iter().all(|s| s.seed.is_some()));
     assert_eq!(r.baseline, "free_high=off");
     assert_eq!(
         r.variants,

@@ -29,7 +29,7 @@ fn addr(arena: &PageArena, pfn: Pfn, off: u32) -> Result<NonNull<u8>, LabError> 
 }
 
 /// Writes the message's bytes (the producer owns the block until it sends the message).
-fn write(arena: &PageArena, m: &Msg, fill: u8) -> Result<(), LabError> {
+pub(super) fn write(arena: &PageArena, m: &Msg, fill: u8) -> Result<(), LabError> {
     let p = addr(arena, m.at.0, m.at.1)?;
     // SAFETY: the message's bytes lie inside a block allocated to this producer and not yet
     // handed to the consumer; nobody else reads or writes them.
@@ -38,7 +38,7 @@ fn write(arena: &PageArena, m: &Msg, fill: u8) -> Result<(), LabError> {
 }
 
 /// Reads the message's bytes back; returns their sum so that the reads are not elided.
-fn read(arena: &PageArena, m: &Msg) -> Result<u64, LabError> {
+pub(super) fn read(arena: &PageArena, m: &Msg) -> Result<u64, LabError> {
     let p = addr(arena, m.at.0, m.at.1)?;
     // SAFETY: the producer wrote these bytes before sending the message (the channel orders
     // the write before this read) and no longer touches them; the block is freed only after

@@ -12,12 +12,12 @@ use zonealloc::{
 use crate::experiments::LabError;
 
 /// Frames of the hit-path zone (the lists never run dry: every pair frees what it took).
-const FRAMES: u64 = 1 << 14;
+pub(super) const FRAMES: u64 = 1 << 14;
 /// Pairs run before the measured ones: the first refills the list.
 pub(super) const WARMUP: u64 = 1000;
 
-/// The hit-path zone for one locking scheme: two CPUs, zero watermarks.
-pub(super) fn zone(locking: PcpLocking) -> Result<Zone, String> {
+/// The hit-path zone of `frames` frames for one locking scheme: two CPUs, zero watermarks.
+pub(super) fn zone(locking: PcpLocking, frames: u64) -> Result<Zone, String> {
     let mut cfg = ZoneConfig::without_watermarks().with_cpus(2);
     cfg.pcp.locking = locking;
     cfg.pcp.drain = match locking {
@@ -25,10 +25,24 @@ pub(super) fn zone(locking: PcpLocking) -> Result<Zone, String> {
         PcpLocking::OwnerOnly => DrainMode::Owner,
     };
     let zone =
-        Zone::new(ZoneType::Normal, Pfn(0), Pfn(FRAMES), cfg).map_err(|e| format!("{e:?}"))?;
-    zone.add_free_range(Pfn(0), Pfn(FRAMES))
+        Zone::new(ZoneType::Normal, Pfn(0), Pfn(frames), cfg).map_err(|e| format!("{e:?}"))?;
+    zone.add_free_range(Pfn(0), Pfn(frames))
         .map_err(|e| format!("{e:?}"))?;
     Ok(zone)
+}
+
+/// `n` PFT-like faults through the handle: order-0 allocations, no frees (the timed loop of
+/// the experiment's run); returns the pages. Not inlined, so that a profile names it.
+#[inline(never)]
+pub(super) fn faults(h: &mut zonealloc::CpuHandle<'_>, n: u64) -> Result<Vec<Pfn>, String> {
+    let mut held = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        held.push(
+            h.alloc(black_box(Order::ZERO), MigrateType::Movable)
+                .map_err(|e| format!("{e:?}"))?,
+        );
+    }
+    Ok(held)
 }
 
 /// Runs `n` pairs through the handle. Not inlined, so that a profile names it.
@@ -52,7 +66,7 @@ pub(super) fn ns_per_op(
     per_block: u64,
 ) -> Result<f64, LabError> {
     let e = |e: String| LabError(format!("pcp-lock: hit path: {e}"));
-    let zone = zone(locking).map_err(e)?;
+    let zone = zone(locking, FRAMES).map_err(e)?;
     let mut h = zone.cpu_handle(CpuId(0)).map_err(|x| e(format!("{x:?}")))?;
     pairs(&mut h, WARMUP).map_err(e)?;
     let mut t = Vec::with_capacity(blocks);

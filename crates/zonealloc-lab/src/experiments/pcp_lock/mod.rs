@@ -136,6 +136,58 @@ fn run_once(
 pub const M_INSNS: &str = "instructions/op";
 /// Nanoseconds per hit-path operation, the median of timed blocks (timing).
 pub const M_HIT_NS: &str = "hit path ns/op";
+/// Instructions per PFT-like fault (an order-0 allocation with no free, refills included)
+/// under callgrind (deterministic for a build).
+pub const M_FAULT_INSNS: &str = "instructions/fault";
+/// Faults per 1000 instructions: [`M_FAULT_INSNS`] as a throughput, the deterministic proxy
+/// of the seed's faults/s.
+pub const M_FAULTS_PER_KINSN: &str = "faults per 1000 instructions";
+/// 64-byte cache lines of one CPU's per-CPU list slot (`PcpSlot`, the lab's `struct
+/// per_cpu_pages`), under each scheme.
+pub const M_SLOT_LINES: &str = "per-CPU slot cache lines";
+
+/// The instruction counts of both loops under every variant, as samples (once: the counts are
+/// exact); what was counted, in words. All run at once, callgrind being single-threaded.
+fn count_instructions(
+    variants: &[(&str, PcpLocking, DrainMode)],
+    samples: &mut Vec<Sample>,
+) -> Result<String, LabError> {
+    use icount::Loop;
+    let jobs: Vec<(PcpLocking, Loop)> = variants
+        .iter()
+        .flat_map(|&(_, l, _)| [(l, Loop::Hit), (l, Loop::Fault)])
+        .collect();
+    let counts = super::in_parallel(jobs.len(), |i| icount::per_op(jobs[i].0, jobs[i].1));
+    let mut counted = Vec::new();
+    for (&(name, _, _), c) in variants.iter().zip(counts.chunks(2)) {
+        let e = |e: &String| LabError(format!("pcp-lock: callgrind: {e}"));
+        let hit = *c[0].as_ref().map_err(e)?;
+        let fault = *c[1].as_ref().map_err(e)?;
+        counted.push(format!("{name} {hit:.2}/op, {fault:.2}/fault"));
+        for (metric, value) in [
+            (M_INSNS, hit),
+            (M_FAULT_INSNS, fault),
+            (M_FAULTS_PER_KINSN, 1000.0 / fault),
+        ] {
+            samples.push(Sample {
+                variant: name.into(),
+                metric: metric.into(),
+                repetition: 0,
+                seed: None,
+                value,
+            });
+        }
+    }
+    Ok(format!(
+        "callgrind, {} build: {}",
+        if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        },
+        counted.join("; ")
+    ))
+}
 
 /// The metric name for K workers, like the seed's `faults/sec-K` rows.
 fn metric_name(k: usize) -> String {
@@ -185,37 +237,47 @@ impl Experiment for PcpLockExp {
         let mut done = 0;
         progress(0, total);
         let mut samples = Vec::new();
+        // The slot's layout: one type whatever the scheme (the locking is chosen at run time).
+        let slot = std::mem::size_of::<zonealloc::PcpSlot>();
+        metrics.push(MetricDef {
+            name: M_SLOT_LINES.into(),
+            unit: "lines".into(),
+            kind: MetricKind::Count {
+                higher_is_better: false,
+            },
+        });
+        for &(name, _, _) in &variants {
+            samples.push(Sample {
+                variant: name.into(),
+                metric: M_SLOT_LINES.into(),
+                repetition: 0,
+                seed: None,
+                value: slot.div_ceil(64) as f64,
+            });
+        }
         // Instructions: once per variant, the count being exact.
-        let insns = match icount::unavailable() {
-            Some(why) => format!("not measurable here: {why}"),
+        let counted_metrics = [M_INSNS, M_FAULT_INSNS, M_FAULTS_PER_KINSN];
+        let (insns, not_measured) = match icount::unavailable() {
+            Some(why) => (
+                format!("not measurable here: {why}"),
+                super::valgrind::not_measured(&counted_metrics, &why),
+            ),
             None => {
-                let mut counted = Vec::new();
-                for &(name, locking, _) in &variants {
-                    let n = icount::per_op(locking)
-                        .map_err(|e| LabError(format!("pcp-lock: callgrind: {e}")))?;
-                    counted.push(format!("{name} {n:.2}"));
-                    samples.push(Sample {
-                        variant: name.into(),
-                        metric: M_INSNS.into(),
-                        value: n,
+                let text = count_instructions(&variants, &mut samples)?;
+                for (m, unit, better) in [
+                    (M_INSNS, "instructions", false),
+                    (M_FAULT_INSNS, "instructions", false),
+                    (M_FAULTS_PER_KINSN, "faults", true),
+                ] {
+                    metrics.push(MetricDef {
+                        name: m.into(),
+                        unit: unit.into(),
+                        kind: MetricKind::Count {
+                            higher_is_better: better,
+                        },
                     });
                 }
-                metrics.push(MetricDef {
-                    name: M_INSNS.into(),
-                    unit: "instructions".into(),
-                    kind: MetricKind::Count {
-                        higher_is_better: false,
-                    },
-                });
-                format!(
-                    "callgrind, {} build: {}",
-                    if cfg!(debug_assertions) {
-                        "debug"
-                    } else {
-                        "release"
-                    },
-                    counted.join(", ")
-                )
+                (text, json!({}))
             }
         };
         let (blocks, per_block) = if opts.quick {
@@ -224,11 +286,14 @@ impl Experiment for PcpLockExp {
             (9, 200_000)
         };
         // Interleave the variants within each iteration so that drift hits both alike.
-        for _ in 0..iterations {
+        // Nothing here is drawn at random: the repetitions carry no seed.
+        for it in 0..iterations {
             for &(name, locking, _) in &variants {
                 samples.push(Sample {
                     variant: name.into(),
                     metric: M_HIT_NS.into(),
+                    repetition: it,
+                    seed: None,
                     value: hit::ns_per_op(locking, blocks, per_block)?,
                 });
                 done += 1;
@@ -241,6 +306,8 @@ impl Experiment for PcpLockExp {
                     samples.push(Sample {
                         variant: name.into(),
                         metric: metric_name(k),
+                        repetition: it,
+                        seed: None,
                         value: rate,
                     });
                     done += 1;
@@ -273,7 +340,9 @@ impl Experiment for PcpLockExp {
                 "seed": opts.seed,
                 "hit_path": format!("{blocks} timed blocks of {per_block} order-0 alloc+free pairs on one warm CpuHandle, median; an op is half a pair"),
                 "instructions/op": insns,
-                "deterministic_metrics": [M_INSNS],
+                "slot_bytes": slot,
+                "deterministic_metrics": [M_INSNS, M_FAULT_INSNS, M_FAULTS_PER_KINSN, M_SLOT_LINES],
+                "not_measured": not_measured,
             }),
             oversubscribed: kmax > cores,
         })

@@ -53,6 +53,7 @@ pub(super) fn claims() -> Vec<Claim> {
             claim: "the tail (p99) of a bulk free's hold grows about linearly with the batch",
             seed_figure: "×22.8..×23.9 from batch 63 to 2047 on four machines",
             resolution: Some(HIST_RESOLUTION),
+            tail_of: Some("bulk free hold p50"),
             criterion: Criterion::Grows {
                 metric: "bulk free hold p99",
                 sweep: BATCHES,
@@ -68,6 +69,7 @@ pub(super) fn claims() -> Vec<Claim> {
             claim: "the tail (p99) of a refill's hold grows about linearly with the batch",
             seed_figure: "×20.6..×23.8 from batch 63 to 2047 on four machines",
             resolution: Some(HIST_RESOLUTION),
+            tail_of: Some("refill hold p50"),
             criterion: Criterion::Grows {
                 metric: "refill hold p99",
                 sweep: BATCHES,
@@ -147,6 +149,7 @@ pub(super) fn claims() -> Vec<Claim> {
             claim: "the largest cap whose bulk-free p99 stays under 100 µs is 4 or 5 (the seed's machines differ)",
             seed_figure: "cap 5 on two machines, cap 4 on two",
             resolution: Some(HIST_RESOLUTION),
+            tail_of: Some("bulk free hold p50"),
             criterion: Criterion::LargestUnder {
                 metric: "bulk free hold p99",
                 sweep: CAPS,
@@ -162,6 +165,7 @@ pub(super) fn claims() -> Vec<Claim> {
             claim: "the largest cap whose refill p99 stays under 100 µs is 4 or 5 (the seed's machines differ)",
             seed_figure: "cap 5 on two machines, cap 4 on two",
             resolution: Some(HIST_RESOLUTION),
+            tail_of: Some("refill hold p50"),
             criterion: Criterion::LargestUnder {
                 metric: "refill hold p99",
                 sweep: CAPS,

@@ -100,6 +100,7 @@ fn base(seed: &'static str, experiment: &'static str) -> Claim {
         quote: "",
         links: links(seed),
         proxy: None,
+        bound: None,
         mainline: None,
         resolution: None,
         claim: "",
@@ -107,6 +108,7 @@ fn base(seed: &'static str, experiment: &'static str) -> Claim {
         deterministic: false,
         caveat: None,
         noise_floor: None,
+        tail_of: None,
         criterion: Criterion::NotModelled { why: "" },
     }
 }

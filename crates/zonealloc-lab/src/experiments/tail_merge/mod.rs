@@ -46,6 +46,14 @@ const LIFETIME_ALPHA: f64 = 0.7;
 pub const M_SUCCESS: &str = "order-9 success under load";
 /// Order-9 blocks allocated at rest, after the churn (deterministic).
 pub const M_REST: &str = "order-9 successes at rest";
+/// The same on a zone of [`REST_ZONE_PAGES`], where one block is under 1% of the count
+/// (deterministic).
+pub const M_REST_BIG: &str = "order-9 successes at rest, 4 GiB zone";
+/// The at-rest zone: 1 Mi pages (4 GiB, 2048 order-9 blocks). With the default zone's 128
+/// blocks some 4 are free at rest, one block a quarter of the count; here some 170 are.
+const REST_ZONE_PAGES: u64 = 1 << 20;
+/// Seeds of the at-rest runs (the main runs' first ones).
+const REST_SEEDS: usize = 6;
 /// Median wall time of one order-9 attempt under load (timing; the median, so that the few
 /// attempts a busy machine preempts do not set it).
 pub const M_LATENCY: &str = "order-9 attempt latency p50";
@@ -82,6 +90,80 @@ fn params(opts: &LabOpts) -> Result<Params, LabError> {
         period: cycle,
         burst: (zone_pages / 20 / 512).max(1),
     })
+}
+
+/// The at-rest runs: the same churn on a zone of [`REST_ZONE_PAGES`] (`--quick`: the quick
+/// zone), over one occupancy cycle, on the first [`REST_SEEDS`] seeds; per seed, each
+/// variant's order-9 successes at rest. Deterministic, so the seeds run side by side.
+fn rest_runs(
+    opts: &LabOpts,
+    p: Params,
+    variants: &[(&str, bool)],
+) -> Result<Vec<(u64, Vec<u64>)>, LabError> {
+    let rest = Params {
+        zone_pages: if opts.quick {
+            p.zone_pages
+        } else {
+            REST_ZONE_PAGES
+        },
+        ticks: p.period,
+        long_after: p.long_after,
+        period: p.period,
+        burst: (if opts.quick {
+            p.zone_pages
+        } else {
+            REST_ZONE_PAGES
+        } / 20
+            / 512)
+            .max(1),
+        ..p
+    };
+    let seeds: Vec<u64> = (0..REST_SEEDS as u64)
+        .map(|i| opts.seed.wrapping_add(i))
+        .collect();
+    let jobs: Vec<(u64, bool)> = seeds
+        .iter()
+        .flat_map(|&s| variants.iter().map(move |v| (s, v.1)))
+        .collect();
+    let out = super::in_parallel(jobs.len(), |i| {
+        run_once(rest, jobs[i].1, jobs[i].0, None, &mut || {}).map(|r| r.rest_successes)
+    });
+    let mut per_seed = Vec::new();
+    for (&seed, chunk) in seeds.iter().zip(out.chunks(variants.len())) {
+        let counts: Result<Vec<u64>, LabError> = chunk
+            .iter()
+            .map(|r| r.as_ref().map(|&n| n).map_err(|e| LabError(e.0.clone())))
+            .collect();
+        per_seed.push((seed, counts?));
+    }
+    Ok(per_seed)
+}
+
+/// The at-rest runs per seed, in blocks, with the differences.
+fn rest_table(variants: &[(&str, bool)], runs: &[(u64, Vec<u64>)], zone_pages: u64) -> Table {
+    let mut header = vec!["seed".to_string()];
+    header.extend(variants.iter().map(|v| v.0.to_string()));
+    header.push("on − off (blocks)".into());
+    let rows = runs
+        .iter()
+        .map(|(seed, counts)| {
+            let mut row = vec![seed.to_string()];
+            row.extend(counts.iter().map(|c| c.to_string()));
+            row.push(match counts[..] {
+                [off, on] => format!("{:+}", on as i64 - off as i64),
+                _ => "-".into(),
+            });
+            row
+        })
+        .collect();
+    Table {
+        title: format!(
+            "Order-9 blocks allocated at rest on a zone of {zone_pages} pages ({} order-9 blocks), per seed (exact, deterministic)",
+            zone_pages / 512
+        ),
+        header,
+        rows,
+    }
 }
 
 impl Experiment for TailMerge {
@@ -132,6 +214,8 @@ impl Experiment for TailMerge {
                     samples.push(Sample {
                         variant: variant.to_string(),
                         metric: metric.to_string(),
+                        repetition: i,
+                        seed: Some(seed),
                         value,
                     });
                 }
@@ -189,6 +273,24 @@ impl Experiment for TailMerge {
             rows.push(row);
         }
 
+        // The huge-page count at rest on a zone where one block is under 1% of it.
+        let rest = rest_runs(opts, p, &variants)?;
+        let rest_zone = if opts.quick {
+            p.zone_pages
+        } else {
+            REST_ZONE_PAGES
+        };
+        for (k, (seed, counts)) in rest.iter().enumerate() {
+            for ((variant, _), &n) in variants.iter().zip(counts) {
+                samples.push(Sample {
+                    variant: variant.to_string(),
+                    metric: M_REST_BIG.to_string(),
+                    repetition: k,
+                    seed: Some(*seed),
+                    value: n as f64,
+                });
+            }
+        }
         // The paired comparison and the difference plot, when both variants ran.
         let mut paired_tables = Vec::new();
         let mut diff_plots = Vec::new();
@@ -247,6 +349,13 @@ impl Experiment for TailMerge {
                     },
                 },
                 MetricDef {
+                    name: M_REST_BIG.to_string(),
+                    unit: "blocks".to_string(),
+                    kind: MetricKind::Count {
+                        higher_is_better: true,
+                    },
+                },
+                MetricDef {
                     name: M_LATENCY.to_string(),
                     unit: "ns".to_string(),
                     kind: MetricKind::Latency,
@@ -275,7 +384,7 @@ impl Experiment for TailMerge {
                     .chain((0..ORDERS).map(|o| format!("order {o}")))
                     .collect(),
                 rows: order_rows,
-            }], paired_tables].concat(),
+            }, rest_table(&variants, &rest, rest_zone)], paired_tables].concat(),
             plots: std::iter::once(Plot {
                 file_stem: "tail-merge-unusable".to_string(),
                 title: format!(
@@ -307,7 +416,9 @@ impl Experiment for TailMerge {
                 "watermarks": "none",
                 "pcp": "on, THP lists off",
                 "paired": "iteration i runs both variants on seed --seed + i; samples are in iteration order",
-                "deterministic_metrics": [M_SUCCESS, M_REST, M_UNUSABLE],
+                "deterministic_metrics": [M_SUCCESS, M_REST, M_REST_BIG, M_UNUSABLE],
+                "rest_zone_pages": rest_zone,
+                "rest_runs": format!("{REST_SEEDS} seeds (--seed + i), {} ticks (one occupancy cycle), run side by side", p.period),
                 "timing_metrics": [M_LATENCY],
             }),
             oversubscribed: false,

@@ -5,16 +5,28 @@ fn quick_run_has_the_expected_structure() {
     let mut opts = LabOpts::quick_test(7);
     opts.iterations = Some(3);
     let r = TailMerge.run(&opts, &|_, _| {}).unwrap();
+    assert_eq!(r.check_pairing(), Ok(()));
+    // Iteration i runs both variants on seed --seed + i.
+    assert!(r
+        .samples
+        .iter()
+        .all(|s| s.seed == Some(7 + s.repetition as u64)));
     assert_eq!(r.variants, vec!["tail_merge=off", "tail_merge=on"]);
     assert_eq!(r.baseline, "tail_merge=off");
-    assert_eq!(r.metrics.len(), 4);
-    assert_eq!(r.samples.len(), 2 * 4 * 3);
+    assert_eq!(r.metrics.len(), 5);
+    // Four metrics on three seeds, the at-rest count on its own six.
+    assert_eq!(r.samples.len(), 2 * 4 * 3 + 2 * REST_SEEDS);
     for m in &r.metrics {
         for v in &r.variants {
             let n = r.samples_of(v, &m.name).count();
-            assert_eq!(n, 3, "{v} {}", m.name);
+            let want = if m.name == M_REST_BIG { REST_SEEDS } else { 3 };
+            assert_eq!(n, want, "{v} {}", m.name);
         }
     }
+    // The at-rest table: a row per seed, both variants and the difference.
+    let rest = &r.tables[2];
+    assert_eq!(rest.rows.len(), REST_SEEDS);
+    assert_eq!(rest.header.len(), 4);
     assert!(r.samples.iter().all(|s| s.value.is_finite()));
     // The order-9 curve of both variants, their difference, then one per-order plot per
     // variant.
@@ -31,7 +43,7 @@ fn quick_run_has_the_expected_structure() {
     assert_eq!(per_order.rows.len(), 2);
     assert_eq!(per_order.header.len(), 1 + ORDERS);
     // The paired table: a row per seed and the count.
-    assert_eq!(r.tables[2].rows.len(), 3 + 1);
+    assert_eq!(r.tables[3].rows.len(), 3 + 1);
     assert!(!r.oversubscribed);
 }
 

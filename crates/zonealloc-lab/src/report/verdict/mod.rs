@@ -35,7 +35,14 @@
 //!   `partly`; a step whose CI holds the limit before the first one over it: `not measurable
 //!   here`.
 //! - A metric, variant or experiment missing from the run: `not measurable here`, with the
-//!   reason.
+//!   reason (a proxy that could not run, e.g. without valgrind, says why).
+//! - `undecided here`, not `not measurable here`, is a timing that this run's noise leaves
+//!   open (wherever the rules above say an interval holds a boundary), a tail that some
+//!   repetition measured preempted (a p99 ×10 its p50: [`Claim::tail_of`]), a growth far past
+//!   the seed's bound, a step of a *largest under* within the seed's machines' spread of the
+//!   limit, or a proxy that bounds the seed's change in size ([`Claim::bound`]) outside the
+//!   band on its side. It says so rather than flip from run to run; where a deterministic
+//!   proxy judges the same entry, that claim decides it.
 
 use serde::Serialize;
 
@@ -64,6 +71,12 @@ pub enum Verdict {
     /// The run has no figure to judge (see the reason).
     #[serde(rename = "not measurable here")]
     NotMeasurable,
+    /// A timing whose 95% confidence interval straddles a boundary of the claim (or whose
+    /// tail is the machine's, not ours): this run's noise decides nothing, and the verdict
+    /// says so rather than flip from run to run. Where a deterministic proxy judges the same
+    /// entry of the seed, it decides.
+    #[serde(rename = "undecided here")]
+    Undecided,
     /// The seed's entry is not modelled by the lab (see the reason).
     #[serde(rename = "not modelled")]
     NotModelled,
@@ -77,6 +90,7 @@ impl Verdict {
             Verdict::Partly => "partly",
             Verdict::NotReproduced => "not reproduced",
             Verdict::NotMeasurable => "not measurable here",
+            Verdict::Undecided => "undecided here",
             Verdict::NotModelled => "not modelled",
         }
     }
@@ -261,6 +275,11 @@ pub struct Claim {
     /// Where the lab's figure is a deterministic proxy, what it stands for (an instruction
     /// count for a throughput, a step count for a wait); `None` for a direct measure.
     pub proxy: Option<&'static str>,
+    /// Where the proxy's change bounds the seed's in size (the seed's lies between no change
+    /// and the proxy's, e.g. the lock's share of a fault that lacks the kernel fault's other
+    /// work), why: a bound outside the band that leaves the seed's change possibly inside is
+    /// `undecided here`, not `not reproduced`.
+    pub bound: Option<&'static str>,
     /// Where the kernel later changed the seed's rule: the variant with mainline's rule, judged
     /// by the same criterion beside the seed's (the claim's own variant is the seed's rule).
     pub mainline: Option<&'static str>,
@@ -280,8 +299,42 @@ pub struct Claim {
     /// A figure of the run that says when the claim's metric is the machine's rather than
     /// ours: at or over its floor, the claim is `not measurable here`.
     pub noise_floor: Option<NoiseFloor>,
+    /// For a tail (a p99), its median metric: a repetition whose tail is at least
+    /// [`PREEMPTED`] times its own median (same variant, same repetition) measured a holder
+    /// the scheduler preempted, the machine's wait rather than ours; where the claim reads one,
+    /// it is `undecided here`.
+    pub tail_of: Option<&'static str>,
     /// How it is judged.
     pub criterion: Criterion,
+}
+
+/// How many times its median a repetition's tail must be to be the scheduler's: the seeds'
+/// tails are under twice their averages; a preempted holder adds a tick (milliseconds).
+pub const PREEMPTED: f64 = 10.0;
+
+/// Where `c` reads a tail that some repetition measured preempted: the reason, in words.
+fn preempted_tail(c: &Claim, e: &ExperimentReport) -> Option<String> {
+    let median = c.tail_of?;
+    let metric = c.criterion.metric();
+    let mut hit: Vec<String> = Vec::new();
+    for v in c.criterion.variants() {
+        let tails = compare::values(&e.result, metric, v);
+        let medians = compare::values(&e.result, median, v);
+        let n = tails
+            .iter()
+            .zip(&medians)
+            .filter(|(t, m)| **m > 0.0 && **t >= PREEMPTED * **m)
+            .count();
+        if n > 0 {
+            hit.push(format!("{v} {n}/{}", tails.len()));
+        }
+    }
+    (!hit.is_empty()).then(|| {
+        format!(
+            "the tail is the scheduler's: repetitions with a {metric} of ×{PREEMPTED} or more their {median} (a preempted holder): {}",
+            hit.join(", ")
+        )
+    })
 }
 
 /// When a run's own figure shows that a claim's metric measures the machine (its scheduler)
@@ -351,12 +404,16 @@ pub struct Beside {
 
 /// Judges every claim whose experiment ran (or failed) in `experiments`; claims of
 /// experiments not in the run are left out. `failed` names experiments that returned an error.
+///
+/// A timing claim on an entry that a deterministic proxy claim of the same run decides (an
+/// experiment, not a mechanism) stays beside it with its figure, `undecided here`: the proxy
+/// judges the entry, and the wall clock's own reading (in the reason) moves with the machine.
 pub fn judge_all(
     claims: &[Claim],
     experiments: &[ExperimentReport],
     failed: &[String],
 ) -> Vec<Judgement> {
-    claims
+    let mut out: Vec<Judgement> = claims
         .iter()
         .filter_map(|c| {
             if let Some(e) = experiments.iter().find(|e| e.result.name == c.experiment) {
@@ -370,7 +427,33 @@ pub fn judge_all(
                 None
             }
         })
-        .collect()
+        .collect();
+    let decided_by_proxy: Vec<(&str, &str)> = out
+        .iter()
+        .filter(|j| {
+            let c = &j.claim;
+            c.deterministic && c.proxy.is_some() && c.kind == ClaimKind::Experiment
+        })
+        .filter(|j| !matches!(j.verdict, Verdict::NotMeasurable | Verdict::NotModelled))
+        .map(|j| (j.claim.item, j.claim.criterion.metric()))
+        .collect();
+    for j in &mut out {
+        let decided = matches!(
+            j.verdict,
+            Verdict::Reproduced | Verdict::Partly | Verdict::NotReproduced
+        );
+        if j.claim.deterministic || !decided {
+            continue;
+        }
+        if let Some((_, proxy)) = decided_by_proxy.iter().find(|p| p.0 == j.claim.item) {
+            j.reason = format!(
+                "the wall clock beside the proxy that decides this entry ({proxy}); by its own 95% CI it reads '{}' on this run",
+                j.verdict.label()
+            );
+            j.verdict = Verdict::Undecided;
+        }
+    }
+    out
 }
 
 fn unmeasurable(c: &Claim, reason: String) -> Judgement {
@@ -505,10 +588,12 @@ pub fn judge(c: &Claim, e: &ExperimentReport) -> Judgement {
     }
     let metric = c.criterion.metric();
     let Some(def) = e.result.metrics.iter().find(|m| m.name == metric) else {
-        return unmeasurable(
-            c,
-            format!("metric '{metric}' is not in this run of {}", c.experiment),
-        );
+        // A proxy that could not run says why (`config.not_measured`).
+        let why = match e.result.config["not_measured"][metric].as_str() {
+            Some(why) => format!("'{metric}' could not be measured: {why}"),
+            None => format!("metric '{metric}' is not in this run of {}", c.experiment),
+        };
+        return unmeasurable(c, why);
     };
     let data = Data { e, def };
     for v in c.criterion.variants() {
@@ -521,10 +606,14 @@ pub fn judge(c: &Claim, e: &ExperimentReport) -> Judgement {
     }
     let (lab_figure, verdict, mut reason, evidence) = outcome(c, &data, &c.criterion);
     let mut verdict = verdict;
+    if let Some(why) = preempted_tail(c, e) {
+        verdict = Verdict::Undecided;
+        reason = why;
+    }
     if let Some(floor) = &c.noise_floor {
         let xs = compare::values(&e.result, floor.metric, floor.variant);
         if let Some(m) = stats::mean(&xs).filter(|m| *m >= floor.at_least) {
-            verdict = Verdict::NotMeasurable;
+            verdict = Verdict::Undecided;
             reason = format!(
                 "{} ({} under {}: {}, at least {})",
                 floor.why,
@@ -535,7 +624,7 @@ pub fn judge(c: &Claim, e: &ExperimentReport) -> Judgement {
             );
         }
     }
-    if let (Verdict::NotMeasurable, Some(caveat)) = (verdict, c.caveat) {
+    if let (Verdict::NotMeasurable | Verdict::Undecided, Some(caveat)) = (verdict, c.caveat) {
         reason = format!("{reason}; {caveat}");
     }
     let exact = c.deterministic && matches!(evidence.test.as_str(), "exact" | "single pair");
@@ -591,7 +680,7 @@ fn outcome(c: &Claim, data: &Data<'_>, crit: &Criterion) -> criteria::Outcome {
         } => {
             let (first, rest) = sweep.split_first().expect("a sweep has variants");
             let out = direction(c, data, first, rest, Expect::Increase, *min_ratio);
-            criteria::at_most(out, data, first, rest, *max_ratio)
+            criteria::at_most(c, out, data, first, rest, *max_ratio)
         }
         Criterion::Within {
             against,

@@ -11,16 +11,16 @@ use super::{ClaimKind, Judgement, Verdict};
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Tally {
     /// Experiment claims judged, by verdict: reproduced, partly, not reproduced, not
-    /// measurable here.
-    pub experiments: [usize; 4],
+    /// measurable here, undecided here.
+    pub experiments: [usize; 5],
     /// Mechanism claims judged, by verdict (the same order).
-    pub mechanisms: [usize; 4],
+    pub mechanisms: [usize; 5],
     /// Entries of the seeds' texts in the run's experiments.
     pub entries: usize,
     /// Of them, those judged by at least one claim.
     pub entries_judged: usize,
     /// Of those, the ones judged by at least one claim with a verdict other than
-    /// `not measurable here`.
+    /// `not measurable here` and `undecided here`.
     pub entries_decided: usize,
 }
 
@@ -30,6 +30,7 @@ fn slot(v: Verdict) -> Option<usize> {
         Verdict::Partly => Some(1),
         Verdict::NotReproduced => Some(2),
         Verdict::NotMeasurable => Some(3),
+        Verdict::Undecided => Some(4),
         Verdict::NotModelled => None,
     }
 }
@@ -45,7 +46,7 @@ pub fn tally(verdicts: &[Judgement]) -> Tally {
         entries.insert(c.item);
         let Some(k) = slot(j.verdict) else { continue };
         judged.insert(c.item);
-        if j.verdict != Verdict::NotMeasurable {
+        if !matches!(j.verdict, Verdict::NotMeasurable | Verdict::Undecided) {
             decided.insert(c.item);
         }
         match c.kind {
@@ -67,12 +68,13 @@ impl Tally {
         let m = &self.mechanisms;
         let _ = writeln!(
             out,
-            "Experiments: {} of {} reproduced ({} partly, {} not reproduced, {} not measurable here)",
+            "Experiments: {} of {} reproduced ({} partly, {} not reproduced, {} not measurable here, {} undecided here)",
             e[0],
             e.iter().sum::<usize>(),
             e[1],
             e[2],
-            e[3]
+            e[3],
+            e[4]
         );
         let _ = writeln!(
             out,

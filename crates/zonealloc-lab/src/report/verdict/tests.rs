@@ -7,9 +7,11 @@ fn report(metric: &str, kind: MetricKind, unit: &str, data: &[(&str, &[f64])]) -
     let samples = data
         .iter()
         .flat_map(|(v, xs)| {
-            xs.iter().map(move |&x| Sample {
+            xs.iter().enumerate().map(move |(k, &x)| Sample {
                 variant: (*v).into(),
                 metric: metric.into(),
+                repetition: k,
+                seed: Some(k as u64),
                 value: x,
             })
         })
@@ -46,6 +48,7 @@ fn claim(deterministic: bool, criterion: Criterion) -> Claim {
         quote: "q",
         links: &[],
         proxy: None,
+        bound: None,
         mainline: None,
         resolution: None,
         claim: "c",
@@ -53,6 +56,7 @@ fn claim(deterministic: bool, criterion: Criterion) -> Claim {
         deterministic,
         caveat: None,
         noise_floor: None,
+        tail_of: None,
         criterion,
     }
 }
@@ -137,7 +141,7 @@ fn timing_direction_uses_the_paired_test_and_the_ratio() {
         &[("off", &[10.0, 20.0, 30.0]), ("on", &[12.0, 10.0, 29.0])],
     );
     let j = judge(&c, &noisy);
-    assert_eq!(j.verdict, Verdict::NotMeasurable, "{j:?}");
+    assert_eq!(j.verdict, Verdict::Undecided, "{j:?}");
     assert!(j.reason.contains("includes no change"), "{}", j.reason);
     // The same noise with the point on the other side: the same verdict, not a flip to
     // `not reproduced`.
@@ -147,7 +151,7 @@ fn timing_direction_uses_the_paired_test_and_the_ratio() {
         "ns",
         &[("off", &[12.0, 10.0, 29.0]), ("on", &[10.0, 20.0, 30.0])],
     );
-    assert_eq!(judge(&c, &other_side).verdict, Verdict::NotMeasurable);
+    assert_eq!(judge(&c, &other_side).verdict, Verdict::Undecided);
     // Wholly the wrong way: resolved, not reproduced.
     let up = report(
         "m",
@@ -183,7 +187,7 @@ fn timing_direction_uses_the_paired_test_and_the_ratio() {
         ],
     );
     let j = judge(&claim(false, big), &tail);
-    assert_eq!(j.verdict, Verdict::NotMeasurable, "{j:?}");
+    assert_eq!(j.verdict, Verdict::Undecided, "{j:?}");
     assert!(j.reason.contains("both no change and ×3"), "{}", j.reason);
     assert!(j.evidence.ratio_ci95.is_some());
 }
@@ -207,16 +211,18 @@ fn a_noise_floor_over_its_mark_makes_the_claim_not_measurable() {
         ],
     );
     assert_eq!(judge(&c, &r).verdict, Verdict::Reproduced);
-    let waited = |v: f64| Sample {
+    let waited = |k: usize, v: f64| Sample {
         variant: "on".into(),
         metric: "waited".into(),
+        repetition: k,
+        seed: Some(k as u64),
         value: v,
     };
-    r.result.samples.extend([waited(0.5), waited(1.0)]);
+    r.result.samples.extend([waited(0, 0.5), waited(1, 1.0)]);
     assert_eq!(judge(&c, &r).verdict, Verdict::Reproduced);
-    r.result.samples.push(waited(2.0));
+    r.result.samples.push(waited(2, 2.0));
     let j = judge(&c, &r);
-    assert_eq!(j.verdict, Verdict::NotMeasurable, "{j:?}");
+    assert_eq!(j.verdict, Verdict::Undecided, "{j:?}");
     assert!(
         j.reason.contains("the tail is the machine's"),
         "{}",
@@ -301,7 +307,7 @@ fn within_band_needs_a_tight_interval() {
     );
     // +8%, -5%, 0%: an interval (±16%) wider than the ±2% band cannot judge it.
     let j = judge(&c, &loose);
-    assert_eq!(j.verdict, Verdict::NotMeasurable, "{j:?}");
+    assert_eq!(j.verdict, Verdict::Undecided, "{j:?}");
     assert!(
         j.reason
             .contains("wider than the seed's range -2.00%..+2.00%"),
@@ -320,7 +326,7 @@ fn within_band_needs_a_tight_interval() {
         ],
     );
     let j = judge(&c, &straddles);
-    assert_eq!(j.verdict, Verdict::NotMeasurable, "{j:?}");
+    assert_eq!(j.verdict, Verdict::Undecided, "{j:?}");
     assert!(j.reason.contains("too noisy to tell"), "{}", j.reason);
     let off = report(
         "m",
@@ -340,7 +346,7 @@ fn within_band_needs_a_tight_interval() {
         "/s",
         &[("off", &[100.0, 100.0]), ("on", &[80.0, 82.0])],
     );
-    assert_eq!(judge(&c, &two).verdict, Verdict::NotMeasurable);
+    assert_eq!(judge(&c, &two).verdict, Verdict::Undecided);
 }
 
 #[test]
@@ -392,7 +398,7 @@ fn largest_under_finds_the_seeds_step() {
         ],
     );
     let j = judge(&c("cap 2"), &r);
-    assert_eq!(j.verdict, Verdict::NotMeasurable, "{j:?}");
+    assert_eq!(j.verdict, Verdict::Undecided, "{j:?}");
     assert!(j.reason.contains("b3"), "{}", j.reason);
 }
 
@@ -442,10 +448,12 @@ fn multi(kind: MetricKind, data: &[(&str, &str, &[f64])]) -> ExperimentReport {
         })
         .collect();
     for (v, m, xs) in data {
-        for &x in *xs {
+        for (k, &x) in xs.iter().enumerate() {
             r.result.samples.push(Sample {
                 variant: (*v).into(),
                 metric: (*m).into(),
+                repetition: k,
+                seed: Some(k as u64),
                 value: x,
             });
         }
@@ -481,7 +489,7 @@ fn within_is_judged_on_log_ratios_in_the_seeds_asymmetric_band() {
     let [lo, hi] = j.evidence.ratio_ci95.unwrap();
     let gm = (3.07f64 * 0.90 * 0.92 * 0.91 * 0.93).powf(0.2);
     assert!(lo < gm && gm < hi, "{lo} {gm} {hi}");
-    assert_eq!(j.verdict, Verdict::NotMeasurable, "{j:?}");
+    assert_eq!(j.verdict, Verdict::Undecided, "{j:?}");
     // Tight and inside the asymmetric band (-1% every pair): reproduced; +1.5% every
     // pair is outside the +1.39% edge though inside a symmetric ±2%.
     let inside = report(
@@ -631,8 +639,41 @@ fn growth_past_its_bound_is_not_the_seeds_effect() {
     );
     // A thousandfold tail: preemptions, not the hold.
     let j = judge(&c, &r(&[4e6, 5e6, 4.5e6]));
-    assert_eq!(j.verdict, Verdict::NotReproduced, "{j:?}");
+    assert_eq!(j.verdict, Verdict::Undecided, "{j:?}");
     assert!(j.reason.contains("past the ×65"), "{}", j.reason);
+    // A count that grows past it is not the seed's effect: it is what it is.
+    let counts = report(
+        "m",
+        count(),
+        "",
+        &[("b1", &[1.0, 1.0, 1.0]), ("b2", &[4000.0, 4000.0, 4000.0])],
+    );
+    let j = judge(&claim(true, c.criterion.clone()), &counts);
+    assert_eq!(j.verdict, Verdict::NotReproduced, "{j:?}");
+}
+
+/// A proxy that bounds the seed's change in size (the seed's lies between no change and it):
+/// inside the band, reproduced; outside it with part of the band between it and no change,
+/// undecided; the other way from the band, or without the bound, not reproduced.
+#[test]
+fn a_bound_outside_the_band_is_undecided_not_refuted() {
+    let crit = Criterion::Within {
+        metric: "m",
+        against: "off",
+        variant: "on",
+        lo: -0.01,
+        hi: 0.0,
+    };
+    let mut c = claim(true, crit);
+    c.bound = Some("the lab's fault is smaller than the kernel's");
+    let r = |on: f64| report("m", count(), "", &[("off", &[100.0]), ("on", &[on])]);
+    assert_eq!(judge(&c, &r(99.5)).verdict, Verdict::Reproduced);
+    let j = judge(&c, &r(98.9));
+    assert_eq!(j.verdict, Verdict::Undecided, "{j:?}");
+    assert!(j.reason.contains("bound"), "{}", j.reason);
+    assert_eq!(judge(&c, &r(101.0)).verdict, Verdict::NotReproduced);
+    c.bound = None;
+    assert_eq!(judge(&c, &r(98.9)).verdict, Verdict::NotReproduced);
 }
 
 #[test]
@@ -658,8 +699,8 @@ fn not_modelled_entries_are_listed_and_counted_apart() {
     );
     let all = judge_all(&[exp, mech, nm], &[r], &[]);
     let t = tally(&all);
-    assert_eq!(t.experiments, [1, 0, 0, 0]);
-    assert_eq!(t.mechanisms, [0, 0, 1, 0]);
+    assert_eq!(t.experiments, [1, 0, 0, 0, 0]);
+    assert_eq!(t.mechanisms, [0, 0, 1, 0, 0]);
     assert_eq!((t.entries, t.entries_judged, t.entries_decided), (3, 2, 2));
     assert!(t.text().contains("Experiments: 1 of 1 reproduced"));
     // An exact count is described as one, not as a sign test over one seed.
@@ -668,4 +709,124 @@ fn not_modelled_entries_are_listed_and_counted_apart() {
         "{}",
         all[0].criterion_text
     );
+}
+
+/// A tail claim reads its median beside it: a repetition whose p99 is ten times its own p50
+/// (a holder the scheduler preempted) makes it `undecided here`, whatever the interval says.
+#[test]
+fn a_preempted_tail_is_undecided() {
+    let mut c = claim(
+        false,
+        Criterion::Grows {
+            metric: "p99",
+            sweep: &["b1", "b2"],
+            min_ratio: 20.0,
+            max_ratio: f64::INFINITY,
+        },
+    );
+    c.tail_of = Some("p50");
+    let r = |b2_p99: &'static [f64]| {
+        multi(
+            MetricKind::Latency,
+            &[
+                ("b1", "p99", &[2.0, 2.1, 2.0]),
+                ("b2", "p99", b2_p99),
+                ("b1", "p50", &[1.0, 1.0, 1.0]),
+                ("b2", "p50", &[40.0, 41.0, 40.0]),
+            ],
+        )
+    };
+    assert_eq!(
+        judge(&c, &r(&[60.0, 62.0, 61.0])).verdict,
+        Verdict::Reproduced
+    );
+    let j = judge(&c, &r(&[60.0, 4000.0, 61.0]));
+    assert_eq!(j.verdict, Verdict::Undecided, "{j:?}");
+    assert!(j.reason.contains("b2 1/3"), "{}", j.reason);
+    c.tail_of = None;
+    let j = judge(&c, &r(&[60.0, 4000.0, 61.0]));
+    assert!(!j.reason.contains("scheduler"), "{}", j.reason);
+}
+
+/// A timed step within the seed's machines' spread of the limit (here 110 against 100, tight)
+/// is undecided, as a straddling interval is; a count there is judged as it is, and a timed
+/// step well past the spread decides.
+#[test]
+fn largest_under_leaves_a_step_at_the_limit_undecided() {
+    const SWEEP: &[(&str, &str)] = &[("b1", "cap 0"), ("b2", "cap 1")];
+    let crit = Criterion::LargestUnder {
+        metric: "m",
+        sweep: SWEEP,
+        limit: 100.0,
+        expected: &["cap 0"],
+    };
+    let r = |b2: &'static [f64]| {
+        report(
+            "m",
+            MetricKind::Latency,
+            "ns",
+            &[("b1", &[10.0, 10.0, 10.0]), ("b2", b2)],
+        )
+    };
+    let j = judge(&claim(false, crit.clone()), &r(&[110.0, 110.0, 110.0]));
+    assert_eq!(j.verdict, Verdict::Undecided, "{j:?}");
+    assert!(j.reason.contains("spread"), "{}", j.reason);
+    let j = judge(&claim(true, crit.clone()), &r(&[110.0, 110.0, 110.0]));
+    assert_eq!(j.verdict, Verdict::Reproduced, "{j:?}");
+    let j = judge(&claim(false, crit), &r(&[130.0, 130.0, 130.0]));
+    assert_eq!(j.verdict, Verdict::Reproduced, "{j:?}");
+}
+
+/// A timing claim on an entry that a deterministic proxy of the same run decides stays beside
+/// it, `undecided here`, with its own reading in the reason; alone, it is judged as usual.
+#[test]
+fn a_timing_beside_a_deciding_proxy_is_undecided() {
+    let r = multi(
+        MetricKind::Latency,
+        &[
+            ("off", "t", &[100.0, 110.0, 105.0]),
+            ("on", "t", &[1.0, 1.1, 1.05]),
+            ("off", "c", &[9.0, 9.0, 9.0, 9.0, 9.0]),
+            ("on", "c", &[1.0, 1.0, 1.0, 1.0, 1.0]),
+        ],
+    );
+    let timing = claim(
+        false,
+        Criterion::Direction {
+            metric: "t",
+            against: "off",
+            variant: "on",
+            expect: Expect::Decrease,
+            min_ratio: 1.0,
+        },
+    );
+    let mut proxy = claim(
+        true,
+        Criterion::Direction {
+            metric: "c",
+            against: "off",
+            variant: "on",
+            expect: Expect::Decrease,
+            min_ratio: 1.0,
+        },
+    );
+    proxy.proxy = Some("a count");
+    let alone = judge_all(std::slice::from_ref(&timing), std::slice::from_ref(&r), &[]);
+    assert_eq!(alone[0].verdict, Verdict::Reproduced);
+    let both = judge_all(
+        &[timing.clone(), proxy.clone()],
+        std::slice::from_ref(&r),
+        &[],
+    );
+    assert_eq!(both[0].verdict, Verdict::Undecided, "{:?}", both[0]);
+    assert!(
+        both[0].reason.contains("reads 'reproduced'"),
+        "{}",
+        both[0].reason
+    );
+    assert_eq!(both[1].verdict, Verdict::Reproduced);
+    // A mechanism decides no experiment's entry.
+    proxy.kind = ClaimKind::Mechanism;
+    let both = judge_all(&[timing, proxy], &[r], &[]);
+    assert_eq!(both[0].verdict, Verdict::Reproduced);
 }

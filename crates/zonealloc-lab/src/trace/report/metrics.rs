@@ -59,6 +59,8 @@ pub(super) fn samples(run: &ReplayRun, reused: &[Vec<(u64, u32)>]) -> Vec<Sample
             samples.push(Sample {
                 variant: r.variant.name.clone(),
                 metric,
+                repetition: 0,
+                seed: None,
                 value,
             });
         }
