@@ -19,7 +19,7 @@ use super::proc_setup;
 use super::sampling::Samples;
 use super::tally::Grid;
 use crate::trace::emit::{zone_event, TraceWriter};
-use crate::trace::parse::{Event, EventKind, PagePtr};
+use crate::trace::parse::{Event, EventKind, PagePtr, Who};
 use crate::trace::variant::Variant;
 use frees::Deferred;
 
@@ -344,6 +344,7 @@ impl Replayer {
                         cpu: ev.cpu,
                         ts_ns: ev.ts_ns,
                         page: d.page,
+                        who: ev.who,
                         kind: EventKind::Free {
                             pfn,
                             order: d.order,
@@ -534,6 +535,7 @@ impl Replayer {
                     cpu: Some(stamp),
                     ts_ns: ev.ts_ns,
                     page: PagePtr::Present,
+                    who: Who::UNKNOWN,
                     kind: zone_event(&e, pb),
                 })?;
             }
@@ -553,6 +555,7 @@ impl Replayer {
                 cpu: Some(ev.cpu.unwrap_or(0)),
                 ts_ns: ev.ts_ns,
                 page,
+                who: Who::UNKNOWN,
                 kind: kind(pfn),
             })?;
         }

@@ -120,6 +120,7 @@ fn kswapd_awake_makes_frees_shrink_the_lists() {
         cpu: Some(0),
         ts_ns: None,
         page: PagePtr::Present,
+        who: Who::UNKNOWN,
         kind,
     };
     let run = |wake: bool| {
@@ -169,6 +170,7 @@ fn samples_are_computed_from_the_state_they_were_taken_in() {
         cpu: Some(0),
         ts_ns: None,
         page: PagePtr::Present,
+        who: Who::UNKNOWN,
         kind: EventKind::Alloc {
             pfn,
             order: 0,
@@ -215,6 +217,7 @@ fn touched_memory_comes_online_block_by_block() {
         cpu: Some(0),
         ts_ns: None,
         page: PagePtr::Present,
+        who: Who::UNKNOWN,
         kind: EventKind::Alloc {
             pfn: 0x1234,
             order: 0,
@@ -293,6 +296,7 @@ fn a_decay_drain_is_booked_and_emitted_on_the_cpu_it_drains() {
         cpu: Some(cpu),
         ts_ns: Some(ts_ns),
         page: PagePtr::Present,
+        who: Who::UNKNOWN,
         kind,
     };
     let alloc = |pfn| EventKind::Alloc {
