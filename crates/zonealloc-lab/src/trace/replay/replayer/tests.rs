@@ -254,23 +254,6 @@ fn touched_memory_comes_online_block_by_block() {
         .contains("--zone-start"));
 }
 
-#[test]
-fn decay_ticks_saturate_at_the_end_of_time() {
-    const S: u64 = SECOND_NS;
-    // At 0: the first tick one second in; a gap of 2.5 s passes two ticks.
-    assert_eq!(next_tick_after(S, 0), None);
-    assert_eq!(next_tick_after(S, S), Some(2 * S));
-    assert_eq!(next_tick_after(S, 3 * S + S / 2), Some(4 * S));
-    // Near 2^64 ns the next tick saturates at u64::MAX and none is due after it: a
-    // wrapped `ts + SECOND` made every later event a tick.
-    let late = u64::MAX - S / 2;
-    assert_eq!(late.saturating_add(S), u64::MAX);
-    assert_eq!(next_tick_after(u64::MAX, late), None);
-    assert_eq!(next_tick_after(u64::MAX, u64::MAX), None);
-    assert_eq!(next_tick_after(late - S, late), Some(u64::MAX));
-    assert_eq!(next_tick_after(u64::MAX - 3 * S, u64::MAX), Some(u64::MAX));
-}
-
 /// The vmstat worker's decay runs on each CPU (`vmstat_update` is per-CPU work), so the
 /// kernel's trace stamps a decay drain with the CPU whose list it drains: the counts (the
 /// report and JSON) and `--emit` book it there, not on the CPU of the event that happened
