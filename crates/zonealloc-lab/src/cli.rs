@@ -174,7 +174,9 @@ pub struct TraceReplayArgs {
     #[arg(long)]
     pub no_pcp: bool,
     /// Replay what a kernel trace shows without a cause: drain runs no free explains
-    /// (drain_all_pages, decay) as drains of the lists they emptied, and frees of pages a
+    /// (drain_all_pages, drain_local_pages) as drains of the lists they emptied (a run by a
+    /// kworker of its CPU at preempt depth 2 is that CPU's vmstat worker, replayed as its
+    /// decay_pcp_high with or without this), and frees of pages a
     /// refill put on a CPU's lists but no mm_page_alloc handed out as untraced
     /// (alloc_pages_bulk) allocations on that CPU; a free is replayed at its commit (its
     /// mm_page_free_batched on the batched path); and set each CPU's lists up from the
@@ -187,10 +189,19 @@ pub struct TraceReplayArgs {
     /// start-count) with --proc.
     #[arg(long, value_name = "ON|OFF|NAME=ON|OFF", value_parser = parse_infer, value_delimiter = ',')]
     pub infer: Vec<Infer>,
-    /// Do not run the vmstat worker's decay of per-CPU `high` once a second of trace time
-    /// (it runs by default for kernels from 6.7 on, which have it).
+    /// Do not run the per-CPU vmstat workers' decay of `high` (decay_pcp_high; by default
+    /// each CPU's worker runs on its own timer, as the kernel schedules it, for kernels from
+    /// 6.7 on, which have it).
     #[arg(long)]
     pub no_decay: bool,
+    /// The kernel's HZ, which the vmstat workers' timers round to (round_jiffies_relative;
+    /// default 250, Debian's amd64 CONFIG_HZ).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub hz: Option<u32>,
+    /// An idle CPU's expired vmstat worker waits for the CPU's next traced event (by default
+    /// it runs at its expiry: the CPU wakes for things the kmem trace does not show).
+    #[arg(long)]
+    pub decay_waits_for_event: bool,
     /// The trace's migratetype numbering (inferred from gfp_flags when not given).
     #[arg(long, value_enum, value_name = "NUMBERING")]
     pub migratetypes: Option<trace::migratetype::Numbering>,

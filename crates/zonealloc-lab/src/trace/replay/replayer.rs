@@ -68,6 +68,8 @@ pub struct Replayer {
     pub decay: bool,
     /// The kernel's `HZ`, which the workers' timers round to ([`vmstat::DEFAULT_HZ`]).
     pub hz: u32,
+    /// An idle CPU's expired worker waits for its next event ([`Replayer::set_vmstat`]).
+    decay_waits_for_event: bool,
     /// The workers, from the first event with a timestamp (with `decay`).
     pub vmstat: Option<Vmstat>,
     /// The runs due before the event at hand (a buffer kept for its allocation).
@@ -179,6 +181,7 @@ impl Replayer {
             decay: false,
             hz: vmstat::DEFAULT_HZ,
             vmstat: None,
+            decay_waits_for_event: false,
             runs: Vec::new(),
             worker_run: vec![false; geo.cpus as usize],
 

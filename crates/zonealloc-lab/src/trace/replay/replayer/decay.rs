@@ -11,13 +11,28 @@ use crate::trace::replay::infer::kernel::Inferred;
 use crate::trace::replay::vmstat::{Run, Vmstat};
 
 impl Replayer {
+    /// The vmstat workers' `HZ` (`None`: [`crate::trace::replay::vmstat::DEFAULT_HZ`]) and
+    /// whether an idle CPU's expired worker waits for its next event
+    /// ([`Vmstat::set_defer_to_event`]).
+    pub fn set_vmstat(&mut self, hz: Option<u32>, waits_for_event: bool) {
+        if let Some(hz) = hz {
+            self.hz = hz.max(1);
+        }
+        self.decay_waits_for_event = waits_for_event;
+    }
+
     /// The vmstat workers' runs due before an event on `cpu` at `ts` ([`Vmstat::due`]),
     /// then the event marks the CPU awake and its counters moved.
     #[inline]
     pub(super) fn vmstat_due(&mut self, cpu: u32, ts: u64) -> io::Result<()> {
         let cpus = self.geo.cpus;
         let hz = self.hz;
-        let vm = self.vmstat.get_or_insert_with(|| Vmstat::new(cpus, hz));
+        let wait = self.decay_waits_for_event;
+        let vm = self.vmstat.get_or_insert_with(|| {
+            let mut v = Vmstat::new(cpus, hz);
+            v.set_defer_to_event(wait);
+            v
+        });
         let mut runs = std::mem::take(&mut self.runs);
         vm.due(cpu, ts, &mut runs);
         for &run in &runs {
