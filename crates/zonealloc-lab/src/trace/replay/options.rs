@@ -52,6 +52,9 @@ pub struct ReplayOptions {
     /// An idle CPU's expired vmstat worker waits for its next traced event
     /// ([`super::vmstat::Vmstat::set_defer_to_event`]).
     pub decay_waits_for_event: bool,
+    /// The trace time of a jiffies-second boundary for the vmstat workers' timers
+    /// ([`super::vmstat::Vmstat::set_phase`]; default: from the trace's first worker run).
+    pub jiffies_phase_ns: Option<u64>,
     /// Set the zones up from this `/proc` snapshot folder.
     pub proc: Option<PathBuf>,
     /// Compare the end state with this `/proc` snapshot folder.
@@ -88,6 +91,7 @@ impl Default for ReplayOptions {
             no_decay: false,
             hz: None,
             decay_waits_for_event: false,
+            jiffies_phase_ns: None,
             proc: None,
             proc_after: None,
             window: Window::default(),

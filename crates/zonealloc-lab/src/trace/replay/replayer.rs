@@ -70,6 +70,8 @@ pub struct Replayer {
     pub hz: u32,
     /// An idle CPU's expired worker waits for its next event ([`Replayer::set_vmstat`]).
     decay_waits_for_event: bool,
+    /// Their phase, if given ([`Replayer::set_vmstat`]).
+    jiffies_phase_ns: Option<u64>,
     /// The workers, from the first event with a timestamp (with `decay`).
     pub vmstat: Option<Vmstat>,
     /// The runs due before the event at hand (a buffer kept for its allocation).
@@ -182,6 +184,7 @@ impl Replayer {
             hz: vmstat::DEFAULT_HZ,
             vmstat: None,
             decay_waits_for_event: false,
+            jiffies_phase_ns: None,
             runs: Vec::new(),
             worker_run: vec![false; geo.cpus as usize],
 

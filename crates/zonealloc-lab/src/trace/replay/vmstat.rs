@@ -83,8 +83,10 @@ pub struct Vmstat {
     hz: u32,
     /// The trace time of a jiffies-second boundary; `None` before the first event.
     phase_ns: Option<u64>,
-    /// Whether the phase was taken from a worker's run in the trace (else assumed).
+    /// Whether the phase was taken from a worker's run in the trace or given (else assumed).
     aligned: bool,
+    /// The first event has set the timers up.
+    started: bool,
     work: Vec<Work>,
     /// The shepherd's expiry (jiffy).
     shepherd: i64,
@@ -109,6 +111,7 @@ impl Vmstat {
             hz: if hz == 0 { DEFAULT_HZ } else { hz },
             phase_ns: None,
             aligned: false,
+            started: false,
             work: vec![Work::default(); cpus.max(1) as usize],
             shepherd: 0,
             next_due_ns: 0,
@@ -117,6 +120,14 @@ impl Vmstat {
             marks: 0,
             marks_ran_already: 0,
         }
+    }
+
+    /// Takes the phase as given: `phase_ns`, the trace time of a jiffies-second boundary
+    /// (`jiffies % HZ == 0`; any one: it is taken modulo a second), as a worker's run in
+    /// another capture of the same boot shows it. Before the first event.
+    pub fn set_phase(&mut self, phase_ns: u64) {
+        self.phase_ns = Some(phase_ns % 1_000_000_000);
+        self.aligned = true;
     }
 
     /// Whether an idle CPU's expired worker waits for the CPU's next traced event. The
@@ -154,7 +165,9 @@ impl Vmstat {
     /// The first event, at `t`: the phase assumed there, every CPU's worker pending at its
     /// next boundary (a machine whose workers run), the shepherd at CPU 0's.
     fn start(&mut self, t: u64) {
-        self.phase_ns = Some(t);
+        if !self.aligned {
+            self.phase_ns = Some(t);
+        }
         let j = self.jiffy(t);
         for c in 0..self.work.len() {
             self.work[c] = Work {
@@ -191,7 +204,8 @@ impl Vmstat {
 
     #[inline(never)]
     fn due_slow(&mut self, c: usize, t: u64, runs: &mut Vec<Run>) {
-        if self.phase_ns.is_none() {
+        if !self.started {
+            self.started = true;
             self.start(t);
         }
         let now = self.jiffy(t);
@@ -286,7 +300,8 @@ impl Vmstat {
     /// early: what it did cannot be undone).
     pub fn mark(&mut self, cpu: u32, t: u64) -> Option<Run> {
         self.marks += 1;
-        if self.phase_ns.is_none() {
+        if !self.started {
+            self.started = true;
             self.start(t);
         }
         if !self.aligned {
@@ -483,5 +498,23 @@ mod tests {
         let mut v = Vmstat::new(2, HZ);
         step(&mut v, 0, 0, true);
         assert!(step(&mut v, 0, u64::MAX / 2, true).len() <= 2);
+    }
+
+    #[test]
+    fn a_given_phase_places_every_cpus_second_and_a_mark_does_not_move_it() {
+        let mut v = Vmstat::new(4, HZ);
+        // A jiffies-second boundary at x.171788 (CPU 2's worker drained at 22.151788).
+        v.set_phase(22_171_788_000);
+        let mut ran = Vec::new();
+        for ms in 0..2000u64 {
+            ran.extend(step(&mut v, 2, 7 * S + 500_000_000 + ms * 1_000_000, true));
+        }
+        let cpu2: Vec<u64> = ran.iter().filter(|r| r.cpu == 2).map(|r| r.at_ns).collect();
+        // CPU 2: 6 jiffies (24 ms) before each boundary: 8.147788, 9.147788.
+        assert_eq!(cpu2, vec![8_147_788_000, 9_147_788_000]);
+        assert!(v.aligned());
+        // A run the trace shows in that second: the simulation's, already done; no realign.
+        assert_eq!(v.mark(2, 9 * S + 600_000_000), None);
+        assert_eq!(v.phase_ns, Some(171_788_000));
     }
 }

@@ -11,14 +11,15 @@ use crate::trace::replay::infer::kernel::Inferred;
 use crate::trace::replay::vmstat::{Run, Vmstat};
 
 impl Replayer {
-    /// The vmstat workers' `HZ` (`None`: [`crate::trace::replay::vmstat::DEFAULT_HZ`]) and
+    /// The vmstat workers' `HZ` (`None`: [`crate::trace::replay::vmstat::DEFAULT_HZ`]),
     /// whether an idle CPU's expired worker waits for its next event
-    /// ([`Vmstat::set_defer_to_event`]).
-    pub fn set_vmstat(&mut self, hz: Option<u32>, waits_for_event: bool) {
+    /// ([`Vmstat::set_defer_to_event`]), and their phase if given ([`Vmstat::set_phase`]).
+    pub fn set_vmstat(&mut self, hz: Option<u32>, waits_for_event: bool, phase_ns: Option<u64>) {
         if let Some(hz) = hz {
             self.hz = hz.max(1);
         }
         self.decay_waits_for_event = waits_for_event;
+        self.jiffies_phase_ns = phase_ns;
     }
 
     /// The vmstat workers' runs due before an event on `cpu` at `ts` ([`Vmstat::due`]),
@@ -27,10 +28,13 @@ impl Replayer {
     pub(super) fn vmstat_due(&mut self, cpu: u32, ts: u64) -> io::Result<()> {
         let cpus = self.geo.cpus;
         let hz = self.hz;
-        let wait = self.decay_waits_for_event;
+        let (wait, phase) = (self.decay_waits_for_event, self.jiffies_phase_ns);
         let vm = self.vmstat.get_or_insert_with(|| {
             let mut v = Vmstat::new(cpus, hz);
             v.set_defer_to_event(wait);
+            if let Some(p) = phase {
+                v.set_phase(p);
+            }
             v
         });
         let mut runs = std::mem::take(&mut self.runs);
