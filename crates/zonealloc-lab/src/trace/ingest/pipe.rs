@@ -12,7 +12,7 @@ use std::io::{self, BufRead, Read};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::thread::JoinHandle;
 
-use crate::trace::parse::{Ctx, Event, EventKind, PagePtr, Parser, Task, Who};
+use crate::trace::parse::{Event, EventKind, PagePtr, Parser, Who};
 
 /// Events per chunk.
 pub const CHUNK_EVENTS: usize = 4096;
@@ -107,8 +107,6 @@ const PAGE_NULL: u8 = 4;
 const PAGE_MISSING: u8 = 8;
 const FLAG_A: u8 = 16;
 const FLAG_B: u8 = 32;
-/// The line named the task's pid ([`Who::pid`]).
-const HAS_PID: u8 = 64;
 
 /// An event as a chunk keeps it: 40 bytes where an [`Event`] and its text's span took 72,
 /// so a chunk is written, read and faulted in over fewer pages. [`Packed::of`] and
@@ -125,14 +123,11 @@ struct Packed {
     kind: u8,
     /// The kind's orders and migratetypes, in the order it declares them.
     small: [u8; 4],
-    /// [`HAS_CPU`], [`HAS_TS`], [`PAGE_NULL`], [`PAGE_MISSING`], [`FLAG_A`], [`FLAG_B`],
-    /// [`HAS_PID`].
+    /// [`HAS_CPU`], [`HAS_TS`], [`PAGE_NULL`], [`PAGE_MISSING`], [`FLAG_A`], [`FLAG_B`].
     bits: u8,
-    /// Who ran it: the pid, the task's kind ([`Task::index`]) and the latency column
-    /// ([`Ctx::bits`]), in what was the struct's padding.
+    /// Who ran it ([`Who::to_parts`]), in what was the struct's padding.
     pid: u32,
-    task: u8,
-    ctx: u8,
+    who: u16,
 }
 
 // The size the documentation gives.
@@ -201,14 +196,9 @@ impl Packed {
             text,
             kind,
             small,
-            bits: flags
-                | page
-                | flag(ev.cpu.is_some(), HAS_CPU)
-                | flag(ev.ts_ns.is_some(), HAS_TS)
-                | flag(ev.who.pid.is_some(), HAS_PID),
-            pid: ev.who.pid.unwrap_or(0),
-            task: ev.who.task.index(),
-            ctx: ev.who.ctx.bits(),
+            bits: flags | page | flag(ev.cpu.is_some(), HAS_CPU) | flag(ev.ts_ns.is_some(), HAS_TS),
+            pid: ev.who.to_parts().0,
+            who: ev.who.to_parts().1,
         }
     }
 
@@ -266,11 +256,7 @@ impl Packed {
             ts_ns: has(HAS_TS).then_some(self.ts_ns),
             page: PAGES[usize::from((self.bits / PAGE_NULL) & 3)],
             kind,
-            who: Who {
-                task: Task::from_index(self.task),
-                pid: has(HAS_PID).then_some(self.pid),
-                ctx: Ctx::from_bits(self.ctx),
-            },
+            who: Who::from_parts(self.pid, self.who),
         }
     }
 }
@@ -386,6 +372,7 @@ impl ParseAhead {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::parse::{Ctx, Task};
     use std::io::Cursor;
 
     const LINES: &str = "\
@@ -501,22 +488,14 @@ this line is malformed: mm_page_alloc: pfn=zz
                     Some(u32::MAX),
                     Some(u64::MAX),
                     PagePtr::Present,
-                    Who {
-                        task: Task::CpuWorker,
-                        pid: Some(u32::MAX),
-                        ctx: Ctx::parse(b"d..2."),
-                    },
+                    Who::new(Task::CpuWorker, Some(u32::MAX), Ctx::parse(b"d..2.")),
                 ),
                 (None, Some(0), PagePtr::Null, Who::UNKNOWN),
                 (
                     Some(0),
                     None,
                     PagePtr::Missing,
-                    Who {
-                        task: Task::Other,
-                        pid: Some(0),
-                        ctx: Ctx::parse(b"D.Hf."),
-                    },
+                    Who::new(Task::Other, Some(0), Ctx::parse(b"D.Hf.")),
                 ),
             ] {
                 let kind = kind.clone();

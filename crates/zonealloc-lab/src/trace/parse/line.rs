@@ -1,7 +1,7 @@
 //! The line grammar: the byte scanner (separators, numbers, the CPU, timestamp and event-name
 //! tokens, the `key=value` fields) and [`parse_line`], one line into an [`Event`].
 
-use super::{Ctx, Event, EventKind, PagePtr, Who};
+use super::{Ctx, Event, EventKind, PagePtr, Task, Who};
 
 /// Why a line gave no event.
 #[derive(Clone, Copy)]
@@ -427,10 +427,7 @@ pub(super) fn parse_line(line: &[u8]) -> Result<Event<'_>, LineKind> {
     let who = match (tasks, task) {
         (1, [t, _]) => Who::of_token(t, cpu, ctx),
         (2, [comm, pid]) => Who::of_comm_pid(comm, pid, cpu),
-        _ => Who {
-            ctx,
-            ..Who::UNKNOWN
-        },
+        _ => Who::new(Task::Unknown, None, ctx),
     };
     Ok(Event {
         cpu,

@@ -55,21 +55,24 @@ impl Task {
 
     /// The kind of task `comm` on CPU `cpu`.
     pub fn of(comm: &[u8], cpu: Option<u32>) -> Task {
-        if comm == b"<idle>" {
-            return Task::Idle;
-        }
-        if comm == b"mm_percpu_wq" {
-            return Task::Rescuer;
-        }
         let Some(rest) = comm.strip_prefix(b"kworker/") else {
-            return Task::Other;
+            return match comm {
+                b"<idle>" => Task::Idle,
+                b"mm_percpu_wq" => Task::Rescuer,
+                _ => Task::Other,
+            };
         };
-        let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-        let n = std::str::from_utf8(&rest[..digits])
-            .ok()
-            .and_then(|s| s.parse::<u32>().ok());
-        match (n, rest.get(digits), cpu) {
-            (Some(n), Some(b':'), Some(c)) if n == c => Task::CpuWorker,
+        let mut n: u64 = 0;
+        let mut digits = 0;
+        for &b in rest.iter().take(10) {
+            if !b.is_ascii_digit() {
+                break;
+            }
+            n = n * 10 + u64::from(b - b'0');
+            digits += 1;
+        }
+        match (rest.get(digits), cpu) {
+            (Some(b':'), Some(c)) if digits > 0 && n == u64::from(c) => Task::CpuWorker,
             _ => Task::Kworker,
         }
     }
@@ -162,56 +165,85 @@ impl Ctx {
     }
 }
 
-/// Who ran an event: the task's kind and pid, and the latency column.
+/// Who ran an event: the task's kind and pid, and the latency column; eight bytes (a pid
+/// and a word of bits), copied with every event.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Who {
-    /// The task's kind.
-    pub task: Task,
-    /// The task's pid, where the line names one.
-    pub pid: Option<u32>,
-    /// The latency column.
-    pub ctx: Ctx,
+    pid: u32,
+    /// [`Ctx::bits`] in the low byte, [`Task::index`] in bits 8..11, [`HAS_PID`].
+    bits: u16,
 }
+
+/// [`Who`]'s bit: the line named a pid.
+const HAS_PID: u16 = 1 << 11;
 
 impl Who {
     /// Nothing known (a line without a task, or an event made here).
-    pub const UNKNOWN: Who = Who {
-        task: Task::Unknown,
-        pid: None,
-        ctx: Ctx::NONE,
-    };
+    pub const UNKNOWN: Who = Who { pid: 0, bits: 0 };
+
+    /// A task of kind `task`, pid `pid`, with the latency column `ctx`.
+    pub fn new(task: Task, pid: Option<u32>, ctx: Ctx) -> Who {
+        let has = if pid.is_some() { HAS_PID } else { 0 };
+        Who {
+            pid: pid.unwrap_or(0),
+            bits: u16::from(ctx.bits()) | u16::from(task.index()) << 8 | has,
+        }
+    }
+
+    /// The task's kind.
+    pub fn task(self) -> Task {
+        Task::from_index(((self.bits >> 8) & 7) as u8)
+    }
+
+    /// The task's pid, where the line names one.
+    pub fn pid(self) -> Option<u32> {
+        (self.bits & HAS_PID != 0).then_some(self.pid)
+    }
+
+    /// The latency column.
+    pub fn ctx(self) -> Ctx {
+        Ctx::from_bits(self.bits as u8)
+    }
+
+    /// The packed form: the pid and the bits ([`Who::from_parts`] gives it back).
+    pub fn to_parts(self) -> (u32, u16) {
+        (self.pid, self.bits)
+    }
+
+    /// A [`Who`] from [`Who::to_parts`] (bits it never sets are dropped).
+    pub fn from_parts(pid: u32, bits: u16) -> Who {
+        Who {
+            pid,
+            bits: bits & (HAS_PID | 0x7ff),
+        }
+    }
 
     /// From ftrace's task token `comm-pid` (the pid after the last `-`), on CPU `cpu`, with
     /// the latency column `ctx`.
     pub fn of_token(token: &[u8], cpu: Option<u32>, ctx: Ctx) -> Who {
-        let split = token.iter().rposition(|&b| b == b'-');
-        let (comm, pid) = match split {
-            Some(i) if i > 0 => (&token[..i], parse_pid(&token[i + 1..])),
-            _ => (token, None),
-        };
-        match pid {
-            Some(_) => Who {
-                task: Task::of(comm, cpu),
-                pid,
-                ctx,
-            },
+        // The pid: the digits after the last `-`, read from the end.
+        let mut pid: u64 = 0;
+        let mut scale: u64 = 1;
+        let mut i = token.len();
+        while i > 0 && token[i - 1].is_ascii_digit() && scale <= 1_000_000_000 {
+            pid += u64::from(token[i - 1] - b'0') * scale;
+            scale *= 10;
+            i -= 1;
+        }
+        let digits = token.len() - i;
+        match (i.checked_sub(1).map(|d| token[d]), u32::try_from(pid)) {
+            (Some(b'-'), Ok(pid)) if digits > 0 && i > 1 => {
+                Who::new(Task::of(&token[..i - 1], cpu), Some(pid), ctx)
+            }
             // No pid: not a task token we know the shape of.
-            None => Who {
-                task: Task::Unknown,
-                pid: None,
-                ctx,
-            },
+            _ => Who::new(Task::Unknown, None, ctx),
         }
     }
 
     /// From perf's separate `comm` and `pid` tokens.
     pub fn of_comm_pid(comm: &[u8], pid: &[u8], cpu: Option<u32>) -> Who {
         match parse_pid(pid) {
-            Some(pid) => Who {
-                task: Task::of(comm, cpu),
-                pid: Some(pid),
-                ctx: Ctx::NONE,
-            },
+            Some(pid) => Who::new(Task::of(comm, cpu), Some(pid), Ctx::NONE),
             None => Who::UNKNOWN,
         }
     }
@@ -221,11 +253,12 @@ impl Who {
     /// `pcp_spin_lock_nopin` + `free_pcppages_bulk`'s `spin_lock_irqsave` of the zone lock;
     /// the free path pins first, depth 3 and up).
     pub fn is_worker_drain(self) -> bool {
-        matches!(self.task, Task::CpuWorker | Task::Rescuer)
-            && self.ctx.irqs_off()
-            && !self.ctx.softirq()
-            && !self.ctx.hardirq()
-            && self.ctx.preempt_depth() == Some(2)
+        let ctx = self.ctx();
+        matches!(self.task(), Task::CpuWorker | Task::Rescuer)
+            && ctx.irqs_off()
+            && !ctx.softirq()
+            && !ctx.hardirq()
+            && ctx.preempt_depth() == Some(2)
     }
 }
 
@@ -265,22 +298,22 @@ mod tests {
     #[test]
     fn kworkers_of_the_lines_cpu_are_told_from_others() {
         let who = |t: &[u8], cpu| Who::of_token(t, Some(cpu), Ctx::parse(b"d..2."));
-        assert_eq!(who(b"kworker/2:0-32", 2).task, Task::CpuWorker);
-        assert_eq!(who(b"kworker/2:0-32", 2).pid, Some(32));
-        assert_eq!(who(b"kworker/2:1H-210", 2).task, Task::CpuWorker);
-        assert_eq!(who(b"kworker/2:0-32", 1).task, Task::Kworker);
-        assert_eq!(who(b"kworker/u8:3-77", 1).task, Task::Kworker);
-        assert_eq!(who(b"mm_percpu_wq-9", 1).task, Task::Rescuer);
-        assert_eq!(who(b"<idle>-0", 3).task, Task::Idle);
-        assert_eq!(who(b"realtrue-611", 2).task, Task::Other);
-        assert_eq!(who(b"my-task-17", 2).task, Task::Other);
-        assert_eq!(who(b"nopid", 2).task, Task::Unknown);
+        assert_eq!(who(b"kworker/2:0-32", 2).task(), Task::CpuWorker);
+        assert_eq!(who(b"kworker/2:0-32", 2).pid(), Some(32));
+        assert_eq!(who(b"kworker/2:1H-210", 2).task(), Task::CpuWorker);
+        assert_eq!(who(b"kworker/2:0-32", 1).task(), Task::Kworker);
+        assert_eq!(who(b"kworker/u8:3-77", 1).task(), Task::Kworker);
+        assert_eq!(who(b"mm_percpu_wq-9", 1).task(), Task::Rescuer);
+        assert_eq!(who(b"<idle>-0", 3).task(), Task::Idle);
+        assert_eq!(who(b"realtrue-611", 2).task(), Task::Other);
+        assert_eq!(who(b"my-task-17", 2).task(), Task::Other);
+        assert_eq!(who(b"nopid", 2).task(), Task::Unknown);
         assert!(who(b"kworker/2:0-32", 2).is_worker_drain());
         assert!(!who(b"kworker/2:0-32", 1).is_worker_drain());
         assert!(!Who::of_token(b"kworker/2:0-32", Some(2), Ctx::parse(b"d..3.")).is_worker_drain());
         assert!(!Who::of_token(b"kworker/2:0-32", Some(2), Ctx::parse(b"d.s2.")).is_worker_drain());
         assert!(!Who::of_token(b"kworker/2:0-32", Some(2), Ctx::NONE).is_worker_drain());
-        assert_eq!(Who::of_comm_pid(b"cat", b"611", Some(0)).pid, Some(611));
+        assert_eq!(Who::of_comm_pid(b"cat", b"611", Some(0)).pid(), Some(611));
         for t in Task::ALL {
             assert_eq!(Task::from_index(t.index()), t);
         }

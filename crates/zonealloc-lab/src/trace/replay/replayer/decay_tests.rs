@@ -62,11 +62,7 @@ fn drain_line(pfn: u64) -> EventKind<'static> {
 
 /// `kworker/1:0-32 [001] d..2.`, or another task in the same context.
 fn who(task: Task) -> Who {
-    Who {
-        task,
-        pid: Some(32),
-        ctx: Ctx::parse(b"d..2."),
-    }
+    Who::new(task, Some(32), Ctx::parse(b"d..2."))
 }
 
 #[test]
@@ -107,8 +103,7 @@ fn another_tasks_unexplained_drain_empties_the_list() {
     // A worker's depth-3 drain is the free path's: explained, nothing to do.
     let mut r = filled(true);
     let count = r.zones[0].pcp_info(CpuId(1)).count;
-    let mut w = who(Task::CpuWorker);
-    w.ctx = Ctx::parse(b"d..3.");
+    let w = Who::new(Task::CpuWorker, Some(32), Ctx::parse(b"d..3."));
     r.feed(&at(1, 1_000_000, drain_line(0), w), Inferred::None)
         .unwrap();
     assert_eq!(r.zones[0].pcp_info(CpuId(1)).count, count);
