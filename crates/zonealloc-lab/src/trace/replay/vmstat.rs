@@ -190,6 +190,13 @@ impl Vmstat {
         self.next_due_ns = self.ns_of(due);
     }
 
+    /// Whether [`Vmstat::due`] may have runs for an event on `cpu` at `t` (`false`: none;
+    /// one compare and one load, as every event asks).
+    #[inline(always)]
+    pub fn is_due(&self, cpu: u32, t: u64) -> bool {
+        t >= self.next_due_ns || self.work.get(cpu as usize).is_none_or(|w| w.waiting)
+    }
+
     /// The runs due before an event on `cpu` at `t`, in time order, into `runs` (cleared
     /// first). The replay does each and calls [`Vmstat::ran`], then [`Vmstat::event`].
     #[inline]
@@ -284,10 +291,15 @@ impl Vmstat {
     }
 
     /// An event on `cpu` at `t` (after its runs): the CPU is awake and its counters moved.
-    #[inline]
+    #[inline(always)]
     pub fn event(&mut self, cpu: u32, t: u64) {
-        let c = cpu as usize % self.work.len();
-        let w = &mut self.work[c];
+        // The replay's CPUs are folded already: the modulo only for other callers.
+        let n = self.work.len();
+        let c = cpu as usize;
+        let w = match self.work.get_mut(c) {
+            Some(w) => w,
+            None => &mut self.work[c % n],
+        };
         w.dirty = true;
         w.last_ns = Some(t);
     }

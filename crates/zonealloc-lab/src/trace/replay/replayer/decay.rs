@@ -23,9 +23,22 @@ impl Replayer {
     }
 
     /// The vmstat workers' runs due before an event on `cpu` at `ts` ([`Vmstat::due`]),
-    /// then the event marks the CPU awake and its counters moved.
-    #[inline]
+    /// then the event marks the CPU awake and its counters moved. (Every event asks: the
+    /// test that nothing is due inline, the rest out of line.)
+    #[inline(always)]
     pub(super) fn vmstat_due(&mut self, cpu: u32, ts: u64) -> io::Result<()> {
+        if let Some(vm) = self.vmstat.as_mut() {
+            if !vm.is_due(cpu, ts) {
+                vm.event(cpu, ts);
+                return Ok(());
+            }
+        }
+        self.vmstat_runs(cpu, ts)
+    }
+
+    /// [`Replayer::vmstat_due`] when something may be due (or at the first event).
+    #[inline(never)]
+    fn vmstat_runs(&mut self, cpu: u32, ts: u64) -> io::Result<()> {
         let cpus = self.geo.cpus;
         let hz = self.hz;
         let (wait, phase) = (self.decay_waits_for_event, self.jiffies_phase_ns);
