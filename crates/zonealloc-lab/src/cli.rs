@@ -478,6 +478,32 @@ pub struct InspectArgs {
     pub seed: u64,
 }
 
+/// `SECONDS` (a non-negative decimal, up to nine places) as nanoseconds.
+fn parse_seconds(s: &str) -> Result<u64, String> {
+    let bad = || format!("'{s}': expected seconds, e.g. 22.171788");
+    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
+    if int.is_empty() && frac.is_empty() || frac.len() > 9 {
+        return Err(bad());
+    }
+    let digits = |t: &str| t.bytes().all(|b| b.is_ascii_digit());
+    if !digits(int) || !digits(frac) {
+        return Err(bad());
+    }
+    let secs: u64 = if int.is_empty() {
+        0
+    } else {
+        int.parse().map_err(|_| bad())?
+    };
+    let ns: u64 = if frac.is_empty() {
+        0
+    } else {
+        format!("{frac:0<9}").parse().map_err(|_| bad())?
+    };
+    secs.checked_mul(1_000_000_000)
+        .and_then(|v| v.checked_add(ns))
+        .ok_or_else(bad)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -524,30 +550,4 @@ mod tests {
         };
         assert_eq!(args.infer, [Infer::All(false), Infer::StartCount(true)]);
     }
-}
-
-/// `SECONDS` (a non-negative decimal, up to nine places) as nanoseconds.
-fn parse_seconds(s: &str) -> Result<u64, String> {
-    let bad = || format!("'{s}': expected seconds, e.g. 22.171788");
-    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
-    if int.is_empty() && frac.is_empty() || frac.len() > 9 {
-        return Err(bad());
-    }
-    let digits = |t: &str| t.bytes().all(|b| b.is_ascii_digit());
-    if !digits(int) || !digits(frac) {
-        return Err(bad());
-    }
-    let secs: u64 = if int.is_empty() {
-        0
-    } else {
-        int.parse().map_err(|_| bad())?
-    };
-    let ns: u64 = if frac.is_empty() {
-        0
-    } else {
-        format!("{frac:0<9}").parse().map_err(|_| bad())?
-    };
-    secs.checked_mul(1_000_000_000)
-        .and_then(|v| v.checked_add(ns))
-        .ok_or_else(bad)
 }
