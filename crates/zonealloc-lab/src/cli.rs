@@ -174,7 +174,9 @@ pub struct TraceReplayArgs {
     #[arg(long)]
     pub no_pcp: bool,
     /// Replay what a kernel trace shows without a cause: drain runs no free explains
-    /// (drain_all_pages, decay) as drains of the lists they emptied, and frees of pages a
+    /// (drain_all_pages, drain_local_pages) as drains of the lists they emptied (a run by a
+    /// kworker of its CPU at preempt depth 2 is that CPU's vmstat worker, replayed as its
+    /// decay_pcp_high with or without this), and frees of pages a
     /// refill put on a CPU's lists but no mm_page_alloc handed out as untraced
     /// (alloc_pages_bulk) allocations on that CPU; a free is replayed at its commit (its
     /// mm_page_free_batched on the batched path); and set each CPU's lists up from the
@@ -187,10 +189,26 @@ pub struct TraceReplayArgs {
     /// start-count) with --proc.
     #[arg(long, value_name = "ON|OFF|NAME=ON|OFF", value_parser = parse_infer, value_delimiter = ',')]
     pub infer: Vec<Infer>,
-    /// Do not run the vmstat worker's decay of per-CPU `high` once a second of trace time
-    /// (it runs by default for kernels from 6.7 on, which have it).
+    /// Do not run the per-CPU vmstat workers' decay of `high` (decay_pcp_high; by default
+    /// each CPU's worker runs on its own timer, as the kernel schedules it, for kernels from
+    /// 6.7 on, which have it).
     #[arg(long)]
     pub no_decay: bool,
+    /// The kernel's HZ, which the vmstat workers' timers round to (round_jiffies_relative;
+    /// default 250, Debian's amd64 CONFIG_HZ).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub hz: Option<u32>,
+    /// An idle CPU's expired vmstat worker waits for the CPU's next traced event (by default
+    /// it runs at its expiry: the CPU wakes for things the kmem trace does not show).
+    #[arg(long)]
+    pub decay_waits_for_event: bool,
+    /// The trace time (seconds, as the trace prints it) of a jiffies-second boundary, for
+    /// the vmstat workers' timers: CPU c's worker runs 3 * c jiffies before each such second.
+    /// By default it comes from the first worker run the trace shows (a kworker of the CPU
+    /// draining at preempt depth 2), else it is assumed at the first event. Another capture
+    /// of the same boot can give it: a run of CPU c at t puts it at t - 1/HZ + 3 * c / HZ.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    pub jiffies_phase: Option<u64>,
     /// The trace's migratetype numbering (inferred from gfp_flags when not given).
     #[arg(long, value_enum, value_name = "NUMBERING")]
     pub migratetypes: Option<trace::migratetype::Numbering>,
@@ -460,8 +478,51 @@ pub struct InspectArgs {
     pub seed: u64,
 }
 
+/// `SECONDS` (a non-negative decimal, up to nine places) as nanoseconds.
+fn parse_seconds(s: &str) -> Result<u64, String> {
+    let bad = || format!("'{s}': expected seconds, e.g. 22.171788");
+    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
+    if int.is_empty() && frac.is_empty() || frac.len() > 9 {
+        return Err(bad());
+    }
+    let digits = |t: &str| t.bytes().all(|b| b.is_ascii_digit());
+    if !digits(int) || !digits(frac) {
+        return Err(bad());
+    }
+    let secs: u64 = if int.is_empty() {
+        0
+    } else {
+        int.parse().map_err(|_| bad())?
+    };
+    let ns: u64 = if frac.is_empty() {
+        0
+    } else {
+        format!("{frac:0<9}").parse().map_err(|_| bad())?
+    };
+    secs.checked_mul(1_000_000_000)
+        .and_then(|v| v.checked_add(ns))
+        .ok_or_else(bad)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn seconds_parse_to_nanoseconds_and_junk_is_refused() {
+        assert_eq!(super::parse_seconds("22.171788"), Ok(22_171_788_000));
+        assert_eq!(super::parse_seconds("3"), Ok(3_000_000_000));
+        assert_eq!(super::parse_seconds(".5"), Ok(500_000_000));
+        for bad in [
+            "",
+            ".",
+            "-1",
+            "1.2.3",
+            "1e3",
+            "1.0000000001",
+            "99999999999999999999",
+        ] {
+            assert!(super::parse_seconds(bad).is_err(), "{bad}");
+        }
+    }
     use super::*;
 
     #[test]

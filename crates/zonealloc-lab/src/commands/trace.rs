@@ -128,6 +128,9 @@ fn replay_options(args: &TraceReplayArgs) -> Result<replay::ReplayOptions, Exit>
         emit: args.emit.clone(),
         strict: args.strict,
         no_decay: args.no_decay,
+        hz: args.hz,
+        decay_waits_for_event: args.decay_waits_for_event,
+        jiffies_phase_ns: args.jiffies_phase,
         infer: args.infer.iter().rev().find_map(|i| match i {
             crate::cli::Infer::All(on) => Some(*on),
             _ => None,

@@ -15,7 +15,7 @@ use std::path::Path;
 use zonealloc::{AllocError, AllocRequest, CpuId, FreeError, Order, Pfn, Zone, ZoneEvent};
 
 use super::emit::{gfp_for, zone_event, TraceWriter};
-use super::parse::{Event, EventKind, PagePtr};
+use super::parse::{Event, EventKind, PagePtr, Who};
 
 /// A zone whose operations are written to a trace as they run.
 pub struct Recorder<'z, W: Write> {
@@ -67,6 +67,7 @@ impl<'z, W: Write> Recorder<'z, W> {
                 cpu: Some(cpu),
                 ts_ns: Some(self.now_ns),
                 page: PagePtr::Present,
+                who: Who::UNKNOWN,
                 kind: zone_event(z, pb),
             });
         }
@@ -88,6 +89,7 @@ impl<'z, W: Write> Recorder<'z, W> {
             cpu: Some(cpu),
             ts_ns: Some(self.now_ns),
             page,
+            who: Who::UNKNOWN,
             kind: EventKind::Alloc {
                 pfn,
                 order: order.get(),
@@ -114,6 +116,7 @@ impl<'z, W: Write> Recorder<'z, W> {
             cpu: Some(cpu),
             ts_ns: Some(self.now_ns),
             page: PagePtr::Present,
+            who: Who::UNKNOWN,
             kind: EventKind::Free {
                 pfn: pfn.0,
                 order: order.get(),

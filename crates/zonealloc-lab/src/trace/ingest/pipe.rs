@@ -12,7 +12,7 @@ use std::io::{self, BufRead, Read};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::thread::JoinHandle;
 
-use crate::trace::parse::{Event, EventKind, PagePtr, Parser};
+use crate::trace::parse::{Event, EventKind, PagePtr, Parser, Who};
 
 /// Events per chunk.
 pub const CHUNK_EVENTS: usize = 4096;
@@ -125,6 +125,9 @@ struct Packed {
     small: [u8; 4],
     /// [`HAS_CPU`], [`HAS_TS`], [`PAGE_NULL`], [`PAGE_MISSING`], [`FLAG_A`], [`FLAG_B`].
     bits: u8,
+    /// Who ran it ([`Who::to_parts`]), in what was the struct's padding.
+    pid: u32,
+    who: u16,
 }
 
 // The size the documentation gives.
@@ -194,6 +197,8 @@ impl Packed {
             kind,
             small,
             bits: flags | page | flag(ev.cpu.is_some(), HAS_CPU) | flag(ev.ts_ns.is_some(), HAS_TS),
+            pid: ev.who.to_parts().0,
+            who: ev.who.to_parts().1,
         }
     }
 
@@ -251,6 +256,7 @@ impl Packed {
             ts_ns: has(HAS_TS).then_some(self.ts_ns),
             page: PAGES[usize::from((self.bits / PAGE_NULL) & 3)],
             kind,
+            who: Who::from_parts(self.pid, self.who),
         }
     }
 }
@@ -366,6 +372,7 @@ impl ParseAhead {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::parse::{Ctx, Task};
     use std::io::Cursor;
 
     const LINES: &str = "\
@@ -476,10 +483,20 @@ this line is malformed: mm_page_alloc: pfn=zz
         ];
         let mut want = Vec::new();
         for (i, kind) in kinds.into_iter().enumerate() {
-            for (cpu, ts_ns, page) in [
-                (Some(u32::MAX), Some(u64::MAX), PagePtr::Present),
-                (None, Some(0), PagePtr::Null),
-                (Some(0), None, PagePtr::Missing),
+            for (cpu, ts_ns, page, who) in [
+                (
+                    Some(u32::MAX),
+                    Some(u64::MAX),
+                    PagePtr::Present,
+                    Who::new(Task::CpuWorker, Some(u32::MAX), Ctx::parse(b"d..2.")),
+                ),
+                (None, Some(0), PagePtr::Null, Who::UNKNOWN),
+                (
+                    Some(0),
+                    None,
+                    PagePtr::Missing,
+                    Who::new(Task::Other, Some(0), Ctx::parse(b"D.Hf.")),
+                ),
             ] {
                 let kind = kind.clone();
                 want.push(Event {
@@ -487,6 +504,7 @@ this line is malformed: mm_page_alloc: pfn=zz
                     ts_ns,
                     page,
                     kind,
+                    who,
                 });
             }
         }

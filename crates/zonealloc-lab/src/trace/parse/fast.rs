@@ -18,7 +18,7 @@
 //! line the general way, which splits and words it.
 
 use super::line::{event_name, is_sep, page_ptr, LineKind, Name, HIGHS, ONES};
-use super::{Event, EventKind, PagePtr};
+use super::{Ctx, Event, EventKind, PagePtr, Who};
 
 /// Each byte's value as a hex digit, 0xff for bytes that are none.
 static HEX: [u8; 256] = {
@@ -517,6 +517,8 @@ pub(super) struct Seen {
     opening: Segment,
     cpu: u32,
     secs: u64,
+    /// The task and latency column the opening shows.
+    who: Who,
     middle: Segment,
     name: Name,
     page: PagePtr,
@@ -528,6 +530,7 @@ impl Default for Seen {
             opening: Segment::NONE,
             cpu: 0,
             secs: 0,
+            who: Who::UNKNOWN,
             middle: Segment::NONE,
             name: Name::Free,
             page: PagePtr::Present,
@@ -546,16 +549,16 @@ pub(super) fn parse_after<'a>(
     seen: &mut Seen,
 ) -> Option<(Result<Event<'a>, LineKind>, usize)> {
     let mut c = Cur { s, i: 0 };
-    let (cpu, secs) = match seen.opening.after(s, 0) {
+    let (cpu, secs, who) = match seen.opening.after(s, 0) {
         Some(end) => {
             c.i = end;
-            (seen.cpu, seen.secs)
+            (seen.cpu, seen.secs, seen.who)
         }
         None => {
-            let (cpu, secs) = opening(&mut c)?;
+            let (cpu, secs, who) = opening(&mut c)?;
             seen.opening.keep(s, 0, c.i);
-            (seen.cpu, seen.secs) = (cpu, secs);
-            (cpu, secs)
+            (seen.cpu, seen.secs, seen.who) = (cpu, secs, who);
+            (cpu, secs, who)
         }
     };
     let ts_ns = c.fraction(secs)?;
@@ -630,6 +633,7 @@ pub(super) fn parse_after<'a>(
             ts_ns: Some(ts_ns),
             page,
             kind,
+            who,
         }),
         end,
     ))
@@ -661,9 +665,10 @@ fn middle(c: &mut Cur<'_>) -> Option<Option<(Name, PagePtr)>> {
 /// The walk from a line's start to its timestamp's point: the task (neither a `[cpu]`
 /// token nor one ending in `:`, a timestamp, so the general walk skips it too; not a
 /// comment: `#` lines go the general way), the CPU, the irqs-off/flags column if there is
-/// one (a token not ending in `:` the general walk skips), the seconds.
+/// one (a token not ending in `:` the general walk skips), the seconds; and who ran it
+/// ([`Who`]: read here only, once per opening that differs from the line before's).
 #[inline(always)]
-fn opening(c: &mut Cur<'_>) -> Option<(u32, u64)> {
+fn opening(c: &mut Cur<'_>) -> Option<(u32, u64, Who)> {
     c.skip_spaces();
     let task = c.token();
     match (task.first(), task.last()) {
@@ -673,17 +678,18 @@ fn opening(c: &mut Cur<'_>) -> Option<(u32, u64)> {
     c.skip_spaces();
     let cpu = c.cpu()?;
     c.skip_spaces();
-    let secs = match c.peek() {
-        Some(b'0'..=b'9') => c.seconds()?,
+    let (secs, ctx) = match c.peek() {
+        Some(b'0'..=b'9') => (c.seconds()?, Ctx::NONE),
         _ => {
-            if c.token().last() == Some(&b':') {
+            let flags = c.token();
+            if flags.last() == Some(&b':') {
                 return None;
             }
             c.skip_spaces();
-            c.seconds()?
+            (c.seconds()?, Ctx::parse(flags))
         }
     };
-    Some((cpu, secs))
+    Some((cpu, secs, Who::of_token(task, Some(cpu), ctx)))
 }
 
 /// A line of an event we do not read: its end, found by the LF (one ending in CR goes the

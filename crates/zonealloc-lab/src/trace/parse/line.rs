@@ -1,7 +1,7 @@
 //! The line grammar: the byte scanner (separators, numbers, the CPU, timestamp and event-name
 //! tokens, the `key=value` fields) and [`parse_line`], one line into an [`Event`].
 
-use super::{Event, EventKind, PagePtr};
+use super::{Ctx, Event, EventKind, PagePtr, Task, Who};
 
 /// Why a line gave no event.
 #[derive(Clone, Copy)]
@@ -268,6 +268,11 @@ pub(super) fn parse_line(line: &[u8]) -> Result<Event<'_>, LineKind> {
     let mut ts_ns = None;
     let mut name_tok = None;
     let mut rest_at = 0;
+    // The tokens before the CPU (the task: `comm-pid`, or perf's `comm pid`; the first two
+    // and how many) and the first between it and the timestamp (the latency column).
+    let mut task: [&[u8]; 2] = [&[], &[]];
+    let mut tasks = 0usize;
+    let mut flags: Option<&[u8]> = None;
     // Walk the prefix tokens by offset, so the tail can be sliced off the line afterwards.
     let mut i = start;
     loop {
@@ -287,6 +292,13 @@ pub(super) fn parse_line(line: &[u8]) -> Result<Event<'_>, LineKind> {
             }
             if let Some(t) = ts_token(tok) {
                 ts_ns = Some(t);
+            } else if cpu.is_none() {
+                if let Some(slot) = task.get_mut(tasks) {
+                    *slot = tok;
+                }
+                tasks += 1;
+            } else if flags.is_none() {
+                flags = Some(tok);
             }
             continue;
         }
@@ -411,10 +423,17 @@ pub(super) fn parse_line(line: &[u8]) -> Result<Event<'_>, LineKind> {
             }
         }
     };
+    let ctx = flags.map_or(Ctx::NONE, Ctx::parse);
+    let who = match (tasks, task) {
+        (1, [t, _]) => Who::of_token(t, cpu, ctx),
+        (2, [comm, pid]) => Who::of_comm_pid(comm, pid, cpu),
+        _ => Who::new(Task::Unknown, None, ctx),
+    };
     Ok(Event {
         cpu,
         ts_ns,
         page: page_ptr(f.page),
         kind,
+        who,
     })
 }

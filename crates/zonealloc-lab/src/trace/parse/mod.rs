@@ -61,6 +61,9 @@ mod fast;
 mod line;
 #[cfg(test)]
 mod tests;
+mod who;
+
+pub use who::{Ctx, Task, Who};
 
 use line::{parse_line, LineKind};
 
@@ -94,6 +97,8 @@ pub struct Event<'a> {
     pub page: PagePtr,
     /// The event and its fields.
     pub kind: EventKind<'a>,
+    /// Who ran it: the task and the latency column, where the line shows them.
+    pub who: Who,
 }
 
 /// The six page-allocator events and their fields.

@@ -763,3 +763,33 @@ fn the_fast_path_reads_lines_in_place_and_leaves_cut_and_cr_lines() {
         fast_agrees(line.as_bytes()).unwrap();
     }
 }
+
+#[test]
+fn who_ran_a_line_is_read_on_both_paths_and_kept_across_lines() {
+    let worker = b" kworker/2:0-32  [002] d..2.  22.151788: mm_page_pcpu_drain: page=(____ptrval____) pfn=0x14740 order=0 migratetype=0";
+    let free = b" kworker/2:0-32  [002] d..3.  22.233026: mm_page_pcpu_drain: page=(____ptrval____) pfn=0x1477c order=2 migratetype=0";
+    let task = b"     realtrue-611 [002] d.s4.  22.146579: mm_page_pcpu_drain: page=(____ptrval____) pfn=0x146f1 order=0 migratetype=0";
+    let general = |l: &[u8]| parse_line(l).ok().map(|e| e.who);
+    let w = general(worker).unwrap();
+    assert_eq!((w.task(), w.pid()), (Task::CpuWorker, Some(32)));
+    assert!(w.is_worker_drain());
+    assert!(!general(free).unwrap().is_worker_drain());
+    let t = general(task).unwrap();
+    assert_eq!(
+        (t.task(), t.pid(), t.ctx().softirq()),
+        (Task::Other, Some(611), true)
+    );
+    // The fast path, with and without the line before's opening cached, says the same.
+    let mut seen = fast::Seen::default();
+    for l in [&worker[..], worker, free, task, worker] {
+        let (r, _) = fast::parse_after(l, &mut seen).expect("the fast path takes it");
+        assert_eq!(r.ok().map(|e| e.who), general(l));
+    }
+    // perf script: comm and pid apart, no latency column.
+    let perf = one("              dd  4242 [002]  5123.456789: kmem:mm_page_free: page=0xffffea0000b98000 pfn=0x2e600 order=0");
+    assert_eq!((perf.who.task(), perf.who.pid()), (Task::Other, Some(4242)));
+    assert_eq!(perf.who.ctx(), Ctx::NONE);
+    // No task column at all.
+    let bare = one("[001] 1.000004: mm_page_free: page=0x1 pfn=0x2 order=0");
+    assert_eq!(bare.who, Who::UNKNOWN);
+}

@@ -48,6 +48,19 @@ pub struct ReplayCounts {
     /// kswapd wake-ups on node 0 (`mm_vmscan_kswapd_wake`), each setting reclaim-active on
     /// the zones until kswapd's next `mm_vmscan_kswapd_sleep`.
     pub kswapd_wakes: u64,
+    /// Runs of the per-CPU vmstat workers' `decay_pcp_high` ([`super::vmstat`]), their
+    /// drained pages, the worker runs the trace showed (a kworker's depth-2 drains), those
+    /// whose CPU's worker the simulation had run in that second already, and whether the
+    /// timers' phase came from such a run (else it was assumed: the first event's time).
+    pub decay_runs: u64,
+    /// Pages the vmstat workers' decay drained.
+    pub decay_drained_pages: u64,
+    /// Worker runs the trace showed.
+    pub decay_marks: u64,
+    /// Of those, runs the simulation had done already.
+    pub decay_marks_early: u64,
+    /// The workers' phase came from the trace.
+    pub decay_phase_from_trace: bool,
     /// `MAX_PAGE_ORDER` blocks brought online as the trace touched them ([`Online::Touched`](super::Online::Touched)).
     pub onlined_blocks: u64,
 }

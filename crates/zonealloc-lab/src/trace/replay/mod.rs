@@ -51,6 +51,7 @@ mod run;
 mod sampling;
 mod setup;
 pub mod tally;
+pub mod vmstat;
 
 pub use counts::{FragSample, ReplayCounts};
 pub use geometry::{

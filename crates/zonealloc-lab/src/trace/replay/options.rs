@@ -44,8 +44,17 @@ pub struct ReplayOptions {
     /// Infer which lists each CPU's count is on from the window's first
     /// [`super::first_events::LIST_EVENTS`] events ([`super::pcp_state`]; default: as `infer`).
     pub infer_lists: Option<bool>,
-    /// No once-a-second `decay_pcp_high` even where the kernel family has it.
+    /// No vmstat workers' `decay_pcp_high` even where the kernel family has it.
     pub no_decay: bool,
+    /// The kernel's `HZ` for the vmstat workers' timers (default
+    /// [`super::vmstat::DEFAULT_HZ`]).
+    pub hz: Option<u32>,
+    /// An idle CPU's expired vmstat worker waits for its next traced event
+    /// ([`super::vmstat::Vmstat::set_defer_to_event`]).
+    pub decay_waits_for_event: bool,
+    /// The trace time of a jiffies-second boundary for the vmstat workers' timers
+    /// ([`super::vmstat::Vmstat::set_phase`]; default: from the trace's first worker run).
+    pub jiffies_phase_ns: Option<u64>,
     /// Set the zones up from this `/proc` snapshot folder.
     pub proc: Option<PathBuf>,
     /// Compare the end state with this `/proc` snapshot folder.
@@ -80,6 +89,9 @@ impl Default for ReplayOptions {
             infer_start_count: None,
             infer_lists: None,
             no_decay: false,
+            hz: None,
+            decay_waits_for_event: false,
+            jiffies_phase_ns: None,
             proc: None,
             proc_after: None,
             window: Window::default(),

@@ -1,6 +1,7 @@
 //! One variant's replay: its zones, fed the trace's events one by one ([`Replayer::feed`]),
 //! what it counted and sampled; the frees in [`frees`].
 
+mod decay;
 mod frees;
 #[cfg(test)]
 mod tests;
@@ -18,8 +19,9 @@ use super::infer::pcp_state;
 use super::proc_setup;
 use super::sampling::Samples;
 use super::tally::Grid;
+use super::vmstat::{self, Run, Vmstat};
 use crate::trace::emit::{zone_event, TraceWriter};
-use crate::trace::parse::{Event, EventKind, PagePtr};
+use crate::trace::parse::{Event, EventKind, PagePtr, Who};
 use crate::trace::variant::Variant;
 use frees::Deferred;
 
@@ -61,30 +63,28 @@ pub struct Replayer {
     /// The same counts at [`Replayer::finish`], the set-up's included: read once there, so a
     /// report needs no zone lock (a check may hold one meanwhile).
     pub end_counts: (u64, u64, u64),
-    /// Run the vmstat worker's `decay_pcp_high` on every CPU once a second of trace time.
+    /// Run each CPU's vmstat worker (`decay_pcp_high`) as the kernel schedules it
+    /// ([`Vmstat`]): for kernels that have the decay (6.7 on).
     pub decay: bool,
-    next_tick_ns: Option<u64>,
+    /// The kernel's `HZ`, which the workers' timers round to ([`vmstat::DEFAULT_HZ`]).
+    pub hz: u32,
+    /// An idle CPU's expired worker waits for its next event ([`Replayer::set_vmstat`]).
+    decay_waits_for_event: bool,
+    /// Their phase, if given ([`Replayer::set_vmstat`]).
+    jiffies_phase_ns: Option<u64>,
+    /// The workers, from the first event with a timestamp (with `decay`).
+    pub vmstat: Option<Vmstat>,
+    /// The runs due before the event at hand (a buffer kept for its allocation).
+    runs: Vec<Run>,
+    /// Per CPU: its last event was a drain of its vmstat worker ([`Replayer::traced_drain`]).
+    worker_run: Vec<bool>,
+
     /// Fragmentation over time (from the samples kept, at [`Replayer::finish`]).
     pub frag: Vec<FragSample>,
     /// The samples taken and kept so far.
     samples: Samples,
     events: Vec<ZoneEvent>,
     emit: Option<TraceWriter<Box<dyn Write>>>,
-}
-
-/// A second of trace time, in nanoseconds.
-const SECOND_NS: u64 = 1_000_000_000;
-
-/// The decay tick due at `next` and an event at `ts`: `None` if no tick is due (`ts` before
-/// `next`, or `next` saturated at `u64::MAX`, a time no trace reaches), else the tick after
-/// the ticks up to `ts`, on `next`'s whole-second grid. Saturating: near 2^64 ns the next
-/// tick is `u64::MAX`, never a wrapped time that would make every event a tick.
-fn next_tick_after(next: u64, ts: u64) -> Option<u64> {
-    if ts < next || next == u64::MAX {
-        return None;
-    }
-    let passed = (ts - next) / SECOND_NS * SECOND_NS;
-    Some(next.saturating_add(passed).saturating_add(SECOND_NS))
 }
 
 impl Replayer {
@@ -181,7 +181,13 @@ impl Replayer {
             setup_counts,
             end_counts: (0, 0, 0),
             decay: false,
-            next_tick_ns: None,
+            hz: vmstat::DEFAULT_HZ,
+            vmstat: None,
+            decay_waits_for_event: false,
+            jiffies_phase_ns: None,
+            runs: Vec::new(),
+            worker_run: vec![false; geo.cpus as usize],
+
             frag: Vec::new(),
             samples: Samples::default(),
             events: Vec::new(),
@@ -256,12 +262,18 @@ impl Replayer {
     /// Replays one trace event (buddy-side events of the trace are counted by the caller;
     /// ours come from the zones), and what the caller inferred from it.
     pub fn feed(&mut self, ev: &Event<'_>, inferred: Inferred) -> io::Result<()> {
+        let cpu = self.cpu_of(ev);
         if self.decay {
             if let Some(ts) = ev.ts_ns {
-                self.tick_until(ev, ts)?;
+                self.vmstat_due(cpu, ts)?;
+            }
+            // A worker's run of drains ends at any other event on its CPU.
+            if !matches!(ev.kind, EventKind::PcpuDrain { .. }) {
+                if let Some(w) = self.worker_run.get_mut(cpu as usize) {
+                    *w = false;
+                }
             }
         }
-        let cpu = self.cpu_of(ev);
         // Any other event on this CPU commits its deferred frees first (not a drain: the
         // commits drain mid-batch); an allocation of a deferred frame, the free of it.
         if self.commit_at_batched {
@@ -344,6 +356,7 @@ impl Replayer {
                         cpu: ev.cpu,
                         ts_ns: ev.ts_ns,
                         page: d.page,
+                        who: ev.who,
                         kind: EventKind::Free {
                             pfn,
                             order: d.order,
@@ -358,16 +371,7 @@ impl Replayer {
                     self.free_traced(ev, cpu, pfn, 0, inferred)?;
                 }
             }
-            EventKind::PcpuDrain { pfn, .. } => {
-                if let Inferred::Drain { owner } = inferred {
-                    // An unexplained drain run ([`kernel`]): drain the owner's lists of the
-                    // page's zone, counted on the CPU the kernel drained from.
-                    let z = self.geo.zone_of(pfn).unwrap_or(0);
-                    self.counts.inferred_drains += 1;
-                    self.zones[z].drain_cpu(CpuId(owner % self.geo.cpus));
-                    self.flush_zone_events(ev, z, cpu)?;
-                }
-            }
+            EventKind::PcpuDrain { pfn, .. } => self.traced_drain(ev, cpu, pfn, inferred)?,
             // kswapd's `balance_pgdat` sets `ZONE_RECLAIM_ACTIVE` on the node's zones while it
             // reclaims (`set_reclaim_active`) and clears it before it sleeps
             // (`clear_reclaim_active`); frees then shrink the lists hard (`nr_pcp_high`). The
@@ -468,28 +472,6 @@ impl Replayer {
         Ok(())
     }
 
-    /// `vmstat_update` → `refresh_cpu_vm_stats` → `decay_pcp_high` (6.7 and later), which the
-    /// kernel runs on each CPU about once a second (`sysctl_stat_interval` = HZ): at each whole
-    /// second of trace time up to `ts`, every CPU's lists decay, and their drains count on
-    /// that CPU.
-    fn tick_until(&mut self, ev: &Event<'_>, ts: u64) -> io::Result<()> {
-        let next = *self
-            .next_tick_ns
-            .get_or_insert(ts.saturating_add(SECOND_NS));
-        let Some(after) = next_tick_after(next, ts) else {
-            return Ok(());
-        };
-        self.next_tick_ns = Some(after);
-        for z in 0..self.zones.len() {
-            for cpu in 0..self.geo.cpus {
-                if let Ok(mut h) = self.zones[z].cpu_handle(CpuId(cpu)) {
-                    h.tick();
-                }
-                self.flush_zone_events(ev, z, cpu)?;
-            }
-        }
-        Ok(())
-    }
     /// Counts (and with `--emit` writes) the events zone `z` recorded since the last call.
     #[inline]
     fn flush_zone_events(&mut self, ev: &Event<'_>, z: usize, cpu: u32) -> io::Result<()> {
@@ -534,6 +516,7 @@ impl Replayer {
                     cpu: Some(stamp),
                     ts_ns: ev.ts_ns,
                     page: PagePtr::Present,
+                    who: Who::UNKNOWN,
                     kind: zone_event(&e, pb),
                 })?;
             }
@@ -553,6 +536,7 @@ impl Replayer {
                 cpu: Some(ev.cpu.unwrap_or(0)),
                 ts_ns: ev.ts_ns,
                 page,
+                who: Who::UNKNOWN,
                 kind: kind(pfn),
             })?;
         }
@@ -585,6 +569,12 @@ impl Replayer {
             .map(zone_counts)
             .fold((0, 0, 0), add_counts);
         self.frag = self.samples.finish(self.zones.last());
+        if let Some(vm) = &self.vmstat {
+            self.counts.decay_runs = vm.runs;
+            self.counts.decay_marks = vm.marks;
+            self.counts.decay_marks_early = vm.marks_ran_already;
+            self.counts.decay_phase_from_trace = vm.aligned();
+        }
         for cpu in 0..self.geo.cpus {
             self.flush_deferred(cpu)?;
         }

@@ -200,6 +200,7 @@ impl Setup {
             let snap = self.snaps.before.as_ref();
             let mut r = Replayer::with_zones(v, &self.geo, out, &cfgs, snap, &head.zones)?;
             r.decay = cfgs.first().is_some_and(|c| c.pcp.decay && c.pcp.enabled) && !opts.no_decay;
+            r.set_vmstat(opts.hz, opts.decay_waits_for_event, opts.jiffies_phase_ns);
             // A kernel's batched frees reach the lists at their commits.
             r.commit_at_batched = self.infer;
             self.replayers.push(r);

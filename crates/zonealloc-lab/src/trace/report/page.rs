@@ -408,6 +408,22 @@ fn caveats(run: &ReplayRun, text: bool) -> String {
     if run.parser.malformed > 0 {
         c.push(format!("{} malformed lines skipped", run.parser.malformed));
     }
+    if let Some(r) = run.replayers.first().filter(|r| r.counts.decay_runs > 0) {
+        let c_ = &r.counts;
+        c.push(format!(
+            "vmstat workers' decay (decay_pcp_high): {} runs draining {} pages, timers {}; \
+             {} worker runs in the trace ({} already run by the simulation)",
+            c_.decay_runs,
+            c_.decay_drained_pages,
+            if c_.decay_phase_from_trace {
+                "aligned to the trace's worker runs"
+            } else {
+                "simulated, phase assumed (no worker run in the trace)"
+            },
+            c_.decay_marks,
+            c_.decay_marks_early
+        ));
+    }
     if run.kernel.inferred_drains > 0 {
         c.push(format!(
             "{} drains inferred from drain runs no free explains",

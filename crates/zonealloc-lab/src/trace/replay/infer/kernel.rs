@@ -524,13 +524,14 @@ impl KernelSide {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::parse::PagePtr;
+    use crate::trace::parse::{PagePtr, Who};
 
     fn ev(cpu: u32, kind: EventKind<'static>) -> Event<'static> {
         Event {
             cpu: Some(cpu),
             ts_ns: None,
             page: PagePtr::Present,
+            who: Who::UNKNOWN,
             kind,
         }
     }

@@ -167,8 +167,13 @@ struct Cpu {
     free: Option<Free>,
     /// The drain run the last free triggered.
     run: Option<Run>,
-    /// The last event was a refill (a new refill run starts otherwise).
-    in_refill: bool,
+    /// The refill run the CPU's last event belonged to: its order and migratetype, and the
+    /// last page it printed (a new run starts otherwise: [`Walk::refill`]).
+    in_refill: Option<(u8, u8, u64)>,
+    /// A fallback on this CPU outside a run, naming its page (6.15 on): the first page of
+    /// a refill if one follows, of its order and migratetype (`__rmqueue_steal`, or a claim
+    /// of a whole pageblock, print no `mm_page_alloc_zone_locked`).
+    fallback: Option<(u8, u8, u64)>,
     pin: Option<(i64, i64, Option<u64>)>,
     /// A pin an order-1..=3 free's drain gives unless `free_high` emptied the lists: it holds
     /// once the CPU's next allocation comes off a list without a refill.
@@ -201,6 +206,8 @@ pub struct Walk {
     /// Per CPU: a batched commit has begun (a drain then belongs to it; otherwise a drain
     /// follows a single free, which was committed before it).
     batching: Vec<bool>,
+    /// `mm_page_alloc_extfrag` names the page taken ([`Walk::set_extfrag_names_page`]).
+    extfrag_names_page: bool,
 }
 
 impl Walk {
@@ -261,7 +268,8 @@ impl Walk {
                     hi: i64::MAX,
                     free: None,
                     run: None,
-                    in_refill: false,
+                    in_refill: None,
+                    fallback: None,
                     pin: None,
                     candidate: None,
                 });
@@ -285,6 +293,7 @@ impl Walk {
             direct: vec![false; cpus as usize],
             deferred: vec![Vec::new(); cpus as usize],
             batching: vec![false; cpus as usize],
+            extfrag_names_page: false,
         }
     }
 
@@ -368,7 +377,7 @@ impl Walk {
                 }
             }
             EventKind::Alloc { order, .. } => {
-                let refilled = self.at(zone, cpu).is_some_and(|c| c.in_refill);
+                let refilled = self.at(zone, cpu).is_some_and(|c| c.in_refill.is_some());
                 self.other(cpu);
                 if !ev.is_failed_alloc() && self.pcp_order(order) && !direct {
                     self.confirm(zone, cpu, !refilled);
@@ -376,28 +385,22 @@ impl Walk {
                 }
             }
             EventKind::ZoneLocked {
+                pfn,
                 order,
+                migratetype,
                 percpu_refill,
+            } => self.refill(zone, cpu, pfn, order, migratetype, percpu_refill),
+            EventKind::Extfrag {
+                pfn,
+                alloc_order,
+                alloc_migratetype,
                 ..
-            } => {
-                let was = self.at(zone, cpu).is_some_and(|c| c.in_refill);
-                self.other(cpu);
-                if !percpu_refill {
-                    self.direct[cpu as usize] = true;
-                } else if let Some(c) = self.at(zone, cpu) {
-                    if !was {
-                        // nr_pcp_alloc: each refill may raise the tuned high.
-                        c.high.hi = (c.high.hi + c.high.grow).min(c.high.max);
-                    }
-                    c.in_refill = true;
-                    self.add(zone, cpu, 1i64 << order);
-                }
-            }
+            } => self.fallback(zone, cpu, pfn, alloc_order, alloc_migratetype),
             EventKind::PcpuDrain { order, .. } => {
                 let (owner, explained) = self.kernel.last_drain.unwrap_or((cpu, false));
                 let pages = 1i64 << order;
                 if let Some(c) = self.at(zone, owner) {
-                    c.in_refill = false;
+                    c.in_refill = None;
                     if owner == cpu && explained {
                         if let Some(free) = c.free.take() {
                             // Another drain before the candidate's allocation: no pin.
@@ -439,6 +442,7 @@ impl Walk {
     /// Whether `mm_page_alloc_extfrag` names the page taken
     /// ([`KernelSide::set_extfrag_names_page`]).
     pub fn set_extfrag_names_page(&mut self, names_page: bool) {
+        self.extfrag_names_page = names_page;
         self.kernel.set_extfrag_names_page(names_page);
     }
 
@@ -452,7 +456,8 @@ impl Walk {
                         c.hi = c.hi.min(f.high_hi - 1 - f.delta);
                     }
                 }
-                c.in_refill = false;
+                c.in_refill = None;
+                c.fallback = None;
             }
         }
     }
@@ -617,253 +622,8 @@ impl Walk {
     }
 }
 
+#[path = "start_count_refill.rs"]
+mod refill;
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::trace::ingest::input;
-    use crate::trace::migratetype::Numbering;
-    use crate::trace::replay::first_events::{self, Which};
-    use crate::trace::replay::proc_setup;
-    use crate::trace::replay::{self, ReplayOptions};
-    use std::path::Path;
-
-    fn snap_dir() -> std::path::PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/proc/linux-6.1-p1-before")
-    }
-
-    fn line(cpu: u32, ts: u32, ev: &str) -> String {
-        format!("            x-1     [{cpu:03}] .....    {ts}.{cpu:06}: {ev}\n")
-    }
-
-    /// A trace whose CPU 1 held `count` pages of DMA32 at the start marker (zoneinfo says
-    /// 771, high 3492, batch 63): ten allocations off its lists, then frees up to `high`,
-    /// then the drain the last free triggers; CPU 2 frees too, and drains nothing.
-    fn trace(count: u32) -> String {
-        let mut t = String::from("# tracer: nop\n");
-        t += &line(0, 1, "tracing_mark_write: KT_SNAPSHOT_BEFORE_END t");
-        for i in 0..10 {
-            let pfn = 0x20000 + i;
-            t += &line(1, 2, &format!("mm_page_alloc: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE"));
-        }
-        for i in 0..(3492 - count + 10) {
-            let pfn = 0x10000 + i;
-            t += &line(
-                1,
-                3,
-                &format!("mm_page_free: page=(____ptrval____) pfn={pfn:#x} order=0"),
-            );
-            t += &line(
-                2,
-                3,
-                &format!(
-                    "mm_page_free: page=(____ptrval____) pfn={:#x} order=0",
-                    pfn + 0x8000
-                ),
-            );
-        }
-        for i in 0..63 {
-            let pfn = 0x10000 + i;
-            t += &line(
-                1,
-                4,
-                &format!(
-                    "mm_page_pcpu_drain: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype=1"
-                ),
-            );
-        }
-        t += &line(1, 5, "mm_page_alloc: page=(____ptrval____) pfn=0x10100 order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE");
-        t += &line(0, 6, "tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN t");
-        t
-    }
-
-    /// The start counts `trace` gives on the 6.1 snapshot (a fixed `high`).
-    fn counts_of(trace: &str) -> StartCounts {
-        let snap = ProcSnapshot::read_dir(&snap_dir()).unwrap();
-        let geo = proc_setup::geometry(&snap, None, Numbering::Current).unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("t.txt");
-        std::fs::write(&p, trace).unwrap();
-        let which = Which {
-            lists: false,
-            ..which()
-        };
-        let first = first_events::of_file(&p, &window(), &geo, &snap, which);
-        first.counts.unwrap()
-    }
-
-    fn which() -> Which {
-        Which::both_on_6_1()
-    }
-
-    fn window() -> input::Window {
-        input::Window {
-            from: Some("KT_SNAPSHOT_BEFORE_END".into()),
-            to: Some("KT_SNAPSHOT_AFTER_BEGIN".into()),
-        }
-    }
-
-    #[test]
-    fn the_first_free_triggered_drain_pins_the_count_zoneinfo_got_wrong() {
-        let snap = ProcSnapshot::read_dir(&snap_dir()).unwrap();
-        let geo = proc_setup::geometry(&snap, None, Numbering::Current).unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("t.txt");
-        std::fs::write(&p, trace(800)).unwrap();
-        let sc = first_events::of_file(&p, &window(), &geo, &snap, which())
-            .counts
-            .unwrap();
-        let c1 = sc
-            .cpus
-            .iter()
-            .find(|c| c.zone == "DMA32" && c.cpu == 1)
-            .unwrap();
-        // 800 + 3492 - 800 + 10 frees - 10 allocations reach high = 3492 at the last free.
-        assert_eq!(
-            (c1.zoneinfo, c1.inferred, c1.found),
-            (771, 800, Found::Pinned)
-        );
-        assert_eq!(sc.count("DMA32", 1), Some(800));
-        // CPU 2 freed 2702 pages without a drain; all but the last are followed by another
-        // event on CPU 2 (that shows no drain): below high, so at most 3492 - 1 - 2701.
-        let c2 = sc
-            .cpus
-            .iter()
-            .find(|c| c.cpu == 2 && c.zone == "DMA32")
-            .unwrap();
-        assert_eq!((c2.bounds, c2.inferred), ((0, Some(790)), 764));
-    }
-
-    /// CPU 1 of DMA32 (zoneinfo: 771, high 3492, batch 63) at 800: ten allocations, 2700
-    /// order-0 frees and an order-1 free take it to 3492, and a drain of 63 pages follows
-    /// (nr_pcp_free's, or free_high's of everything: 6.1 cannot tell from 63 pages); then an
-    /// allocation, after a refill when `refill`.
-    fn order_1_trace(refill: bool) -> String {
-        let mut t = String::from("# tracer: nop\n");
-        t += &line(0, 1, "tracing_mark_write: KT_SNAPSHOT_BEFORE_END t");
-        let alloc = |pfn: u64| {
-            format!("mm_page_alloc: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE")
-        };
-        for i in 0..10 {
-            t += &line(1, 2, &alloc(0x20000 + i));
-        }
-        for i in 0..2700 {
-            t += &line(
-                1,
-                3,
-                &format!(
-                    "mm_page_free: page=(____ptrval____) pfn={:#x} order=0",
-                    0x10000 + i
-                ),
-            );
-        }
-        t += &line(
-            1,
-            3,
-            "mm_page_free: page=(____ptrval____) pfn=0x30000 order=1",
-        );
-        for i in 0..63 {
-            t += &line(
-                1,
-                4,
-                &format!(
-                    "mm_page_pcpu_drain: page=(____ptrval____) pfn={:#x} order=0 migratetype=1",
-                    0x10000 + i
-                ),
-            );
-        }
-        if refill {
-            t += &line(1, 5, "mm_page_alloc_zone_locked: page=(____ptrval____) pfn=0x40000 order=0 migratetype=1 percpu_refill=1");
-        }
-        t += &line(1, 5, &alloc(0x40000));
-        t += &line(0, 6, "tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN t");
-        t
-    }
-
-    #[test]
-    fn an_order_1_drain_pins_once_the_next_allocation_finds_a_page_on_a_list() {
-        let cpu1 = |refill: bool| {
-            let sc = counts_of(&order_1_trace(refill));
-            let c = sc
-                .cpus
-                .into_iter()
-                .find(|c| c.zone == "DMA32" && c.cpu == 1);
-            c.unwrap()
-        };
-        // The lists were not emptied, so nr_pcp_free drained: 3492 <= c0 + 2692 <= 3493.
-        let c = cpu1(false);
-        assert_eq!(
-            (c.bounds, c.inferred, c.found),
-            ((800, Some(801)), 800, Found::Bounded)
-        );
-        // A refill first: free_high may have emptied them; only the frees bound the count
-        // (3492 - 1 - 2690 after the last order-0 free).
-        let c = cpu1(true);
-        assert_eq!(
-            (c.bounds, c.inferred, c.found),
-            ((10, Some(801)), 771, Found::Zoneinfo)
-        );
-    }
-
-    #[test]
-    fn a_batched_free_reaches_the_list_at_its_commit_not_at_mm_page_free() {
-        // CPU 1 of DMA32 at 800 (zoneinfo: 771): ten allocations, 2698 single frees, then a
-        // batch of ten (free_unref_folios: ten mm_page_free, then the ten commits, each
-        // mm_page_free_batched); the fourth commit reaches high = 3492 and drains.
-        let mut t = String::from("# tracer: nop\n");
-        t += &line(0, 1, "tracing_mark_write: KT_SNAPSHOT_BEFORE_END t");
-        for i in 0..10 {
-            t += &line(1, 2, &format!("mm_page_alloc: page=(____ptrval____) pfn={:#x} order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE", 0x20000 + i));
-        }
-        let free = |pfn: u64| format!("mm_page_free: page=(____ptrval____) pfn={pfn:#x} order=0");
-        let batched =
-            |pfn: u64| format!("mm_page_free_batched: page=(____ptrval____) pfn={pfn:#x} order=0");
-        for i in 0..2698 {
-            t += &line(1, 3, &free(0x10000 + i));
-        }
-        for i in 0..10 {
-            t += &line(1, 4, &free(0x30000 + i));
-        }
-        for i in 0..10 {
-            t += &line(1, 4, &batched(0x30000 + i));
-            if i == 3 {
-                for j in 0..63 {
-                    t += &line(1, 4, &format!("mm_page_pcpu_drain: page=(____ptrval____) pfn={:#x} order=0 migratetype=1", 0x10000 + j));
-                }
-            }
-        }
-        t += &line(0, 6, "tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN t");
-        let sc = counts_of(&t);
-        // Counted at mm_page_free, the six pages committed after the drain would make it 794.
-        assert_eq!(sc.count("DMA32", 1), Some(800));
-    }
-
-    #[test]
-    fn the_replay_starts_from_the_pinned_count_only_with_the_inference() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("t.txt");
-        std::fs::write(&p, trace(800)).unwrap();
-        let run = |start_count: Option<bool>| {
-            let opts = ReplayOptions {
-                samples: 10,
-                strict: true,
-                infer_start_count: start_count,
-                proc: Some(snap_dir()),
-                ..ReplayOptions::default()
-            };
-            replay::run(&p, &opts, &|_| {}).unwrap()
-        };
-        let pcp = |r: &replay::ReplayRun| {
-            let f = r.replayers[0]
-                .setup
-                .iter()
-                .find(|f| f.zone.contains("DMA32"));
-            f.unwrap().pcp
-        };
-        let (with, without) = (run(Some(true)), run(None));
-        // zoneinfo: 776 + 771 + 764 + 217; the trace puts CPU 1 at 800, not 771.
-        assert_eq!(pcp(&without), (2528, 2528));
-        assert_eq!(pcp(&with), (2528, 2528 - 771 + 800));
-        assert_eq!(with.start_counts.unwrap().count("DMA32", 1), Some(800));
-        assert!(without.start_counts.is_none());
-    }
-}
+#[path = "start_count_tests.rs"]
+mod tests;

@@ -6,7 +6,7 @@ use std::io;
 use zonealloc::{AllocRequest, CpuId, MigrateType, Order, Pfn};
 
 use super::Replayer;
-use crate::trace::parse::{Event, EventKind, PagePtr};
+use crate::trace::parse::{Event, EventKind, PagePtr, Who};
 use crate::trace::replay::frames::Live;
 use crate::trace::replay::infer::kernel::Inferred;
 
@@ -221,6 +221,7 @@ impl Replayer {
             cpu: d.cpu,
             ts_ns: d.ts_ns,
             page: d.page,
+            who: Who::UNKNOWN,
             kind: EventKind::Free {
                 pfn: d.pfn,
                 order: d.order,

@@ -120,6 +120,7 @@ fn kswapd_awake_makes_frees_shrink_the_lists() {
         cpu: Some(0),
         ts_ns: None,
         page: PagePtr::Present,
+        who: Who::UNKNOWN,
         kind,
     };
     let run = |wake: bool| {
@@ -169,6 +170,7 @@ fn samples_are_computed_from_the_state_they_were_taken_in() {
         cpu: Some(0),
         ts_ns: None,
         page: PagePtr::Present,
+        who: Who::UNKNOWN,
         kind: EventKind::Alloc {
             pfn,
             order: 0,
@@ -215,6 +217,7 @@ fn touched_memory_comes_online_block_by_block() {
         cpu: Some(0),
         ts_ns: None,
         page: PagePtr::Present,
+        who: Who::UNKNOWN,
         kind: EventKind::Alloc {
             pfn: 0x1234,
             order: 0,
@@ -251,23 +254,6 @@ fn touched_memory_comes_online_block_by_block() {
         .contains("--zone-start"));
 }
 
-#[test]
-fn decay_ticks_saturate_at_the_end_of_time() {
-    const S: u64 = SECOND_NS;
-    // At 0: the first tick one second in; a gap of 2.5 s passes two ticks.
-    assert_eq!(next_tick_after(S, 0), None);
-    assert_eq!(next_tick_after(S, S), Some(2 * S));
-    assert_eq!(next_tick_after(S, 3 * S + S / 2), Some(4 * S));
-    // Near 2^64 ns the next tick saturates at u64::MAX and none is due after it: a
-    // wrapped `ts + SECOND` made every later event a tick.
-    let late = u64::MAX - S / 2;
-    assert_eq!(late.saturating_add(S), u64::MAX);
-    assert_eq!(next_tick_after(u64::MAX, late), None);
-    assert_eq!(next_tick_after(u64::MAX, u64::MAX), None);
-    assert_eq!(next_tick_after(late - S, late), Some(u64::MAX));
-    assert_eq!(next_tick_after(u64::MAX - 3 * S, u64::MAX), Some(u64::MAX));
-}
-
 /// The vmstat worker's decay runs on each CPU (`vmstat_update` is per-CPU work), so the
 /// kernel's trace stamps a decay drain with the CPU whose list it drains: the counts (the
 /// report and JSON) and `--emit` book it there, not on the CPU of the event that happened
@@ -293,6 +279,7 @@ fn a_decay_drain_is_booked_and_emitted_on_the_cpu_it_drains() {
         cpu: Some(cpu),
         ts_ns: Some(ts_ns),
         page: PagePtr::Present,
+        who: Who::UNKNOWN,
         kind,
     };
     let alloc = |pfn| EventKind::Alloc {

@@ -3,13 +3,14 @@
 //! same CPU, and a batch that straddles the window's start.
 
 use super::*;
-use crate::trace::parse::PagePtr;
+use crate::trace::parse::{PagePtr, Who};
 
 fn ev(cpu: u32, kind: EventKind<'static>) -> Event<'static> {
     Event {
         cpu: Some(cpu),
         ts_ns: None,
         page: PagePtr::Present,
+        who: Who::UNKNOWN,
         kind,
     }
 }

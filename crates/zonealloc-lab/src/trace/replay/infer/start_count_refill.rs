@@ -1,0 +1,79 @@
+//! The start-count walk's refill runs: which `mm_page_alloc_zone_locked` and
+//! `mm_page_alloc_extfrag` lines on a CPU belong to one `rmqueue_bulk` batch, and the pages
+//! it put on the CPU's lists.
+
+use super::Walk;
+
+impl Walk {
+    /// An `mm_page_alloc_zone_locked` on `cpu`: a direct buddy allocation's
+    /// (`percpu_refill=0`), or a page of a refill. `rmqueue_bulk` takes a batch of one order
+    /// and migratetype under one zone-lock hold with interrupts off: nothing else runs on the
+    /// CPU meanwhile, so a refill of the run's order and migratetype continues it (other
+    /// CPUs' events interleave in the merged trace, and touch only their own runs). Each run
+    /// is one `nr_pcp_alloc`, which may raise the tuned `high` once. A run that straddles the
+    /// window's start is one run too: its raise came before the marker (and, the snapshot
+    /// being read before, may not be in zoneinfo's `high`: the bound keeps it).
+    pub(super) fn refill(
+        &mut self,
+        zone: usize,
+        cpu: u32,
+        pfn: u64,
+        order: u8,
+        mt: u8,
+        refill: bool,
+    ) {
+        let was = self.at(zone, cpu).and_then(|c| c.in_refill);
+        let fallback = self.at(zone, cpu).and_then(|c| c.fallback);
+        self.other(cpu);
+        if !refill {
+            self.direct[cpu as usize] = true;
+            return;
+        }
+        let same = |r: Option<(u8, u8, u64)>| r.is_some_and(|(o, m, _)| (o, m) == (order, mt));
+        let Some(c) = self.at(zone, cpu) else {
+            return;
+        };
+        if !same(was) {
+            // nr_pcp_alloc: each refill may raise the tuned high.
+            c.high.hi = (c.high.hi + c.high.grow).min(c.high.max);
+        }
+        c.in_refill = Some((order, mt, pfn));
+        let mut pages = 1i64 << order;
+        // The batch's first page was a fallback that printed no zone_locked.
+        if !same(was) && same(fallback) && fallback.is_some_and(|(_, _, p)| p != pfn) {
+            pages += 1i64 << order;
+        }
+        self.add(zone, cpu, pages);
+    }
+
+    /// An `mm_page_alloc_extfrag` on `cpu`. Inside a refill run of its order and
+    /// migratetype it is one of the run's pages falling back (`__rmqueue_claim`,
+    /// `__rmqueue_steal` from `rmqueue_bulk`'s `__rmqueue`): the run goes on. From 6.15 it
+    /// names the page taken, which goes onto the list; a claim below `pageblock_order`
+    /// printed it as `zone_locked` just before, a steal or a whole pageblock's claim did not.
+    /// Before 6.15 it names the block fallen back to, and the retry's `zone_locked` the page.
+    /// Outside a run: a direct allocation's fallback, or the first page of a refill (kept
+    /// for the refill that may follow).
+    pub(super) fn fallback(&mut self, zone: usize, cpu: u32, pfn: u64, order: u8, mt: u8) {
+        let names_page = self.extfrag_names_page;
+        let run = self.at(zone, cpu).and_then(|c| c.in_refill);
+        match run {
+            Some((o, m, last)) if (o, m) == (order, mt) => {
+                if names_page && last != pfn {
+                    if let Some(c) = self.at(zone, cpu) {
+                        c.in_refill = Some((o, m, pfn));
+                    }
+                    self.add(zone, cpu, 1i64 << order);
+                }
+            }
+            _ => {
+                self.other(cpu);
+                if names_page {
+                    if let Some(c) = self.at(zone, cpu) {
+                        c.fallback = Some((order, mt, pfn));
+                    }
+                }
+            }
+        }
+    }
+}

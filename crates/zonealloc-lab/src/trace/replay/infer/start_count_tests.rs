@@ -1,0 +1,405 @@
+//! The start-count walk's tests: crafted traces on the shipped snapshots.
+
+use super::*;
+use crate::trace::ingest::input;
+use crate::trace::migratetype::Numbering;
+use crate::trace::replay::first_events::{self, Which};
+use crate::trace::replay::proc_setup;
+use crate::trace::replay::{self, ReplayOptions};
+use std::path::Path;
+
+fn snap_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/proc/linux-6.1-p1-before")
+}
+
+fn line(cpu: u32, ts: u32, ev: &str) -> String {
+    format!("            x-1     [{cpu:03}] .....    {ts}.{cpu:06}: {ev}\n")
+}
+
+/// A trace whose CPU 1 held `count` pages of DMA32 at the start marker (zoneinfo says
+/// 771, high 3492, batch 63): ten allocations off its lists, then frees up to `high`,
+/// then the drain the last free triggers; CPU 2 frees too, and drains nothing.
+fn trace(count: u32) -> String {
+    let mut t = String::from("# tracer: nop\n");
+    t += &line(0, 1, "tracing_mark_write: KT_SNAPSHOT_BEFORE_END t");
+    for i in 0..10 {
+        let pfn = 0x20000 + i;
+        t += &line(1, 2, &format!("mm_page_alloc: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE"));
+    }
+    for i in 0..(3492 - count + 10) {
+        let pfn = 0x10000 + i;
+        t += &line(
+            1,
+            3,
+            &format!("mm_page_free: page=(____ptrval____) pfn={pfn:#x} order=0"),
+        );
+        t += &line(
+            2,
+            3,
+            &format!(
+                "mm_page_free: page=(____ptrval____) pfn={:#x} order=0",
+                pfn + 0x8000
+            ),
+        );
+    }
+    for i in 0..63 {
+        let pfn = 0x10000 + i;
+        t += &line(
+            1,
+            4,
+            &format!(
+                "mm_page_pcpu_drain: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype=1"
+            ),
+        );
+    }
+    t += &line(1, 5, "mm_page_alloc: page=(____ptrval____) pfn=0x10100 order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE");
+    t += &line(0, 6, "tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN t");
+    t
+}
+
+/// The start counts `trace` gives on the 6.1 snapshot (a fixed `high`).
+fn counts_of(trace: &str) -> StartCounts {
+    let snap = ProcSnapshot::read_dir(&snap_dir()).unwrap();
+    let geo = proc_setup::geometry(&snap, None, Numbering::Current).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("t.txt");
+    std::fs::write(&p, trace).unwrap();
+    let which = Which {
+        lists: false,
+        ..which()
+    };
+    let first = first_events::of_file(&p, &window(), &geo, &snap, which);
+    first.counts.unwrap()
+}
+
+fn which() -> Which {
+    Which::both_on_6_1()
+}
+
+fn window() -> input::Window {
+    input::Window {
+        from: Some("KT_SNAPSHOT_BEFORE_END".into()),
+        to: Some("KT_SNAPSHOT_AFTER_BEGIN".into()),
+    }
+}
+
+#[test]
+fn the_first_free_triggered_drain_pins_the_count_zoneinfo_got_wrong() {
+    let snap = ProcSnapshot::read_dir(&snap_dir()).unwrap();
+    let geo = proc_setup::geometry(&snap, None, Numbering::Current).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("t.txt");
+    std::fs::write(&p, trace(800)).unwrap();
+    let sc = first_events::of_file(&p, &window(), &geo, &snap, which())
+        .counts
+        .unwrap();
+    let c1 = sc
+        .cpus
+        .iter()
+        .find(|c| c.zone == "DMA32" && c.cpu == 1)
+        .unwrap();
+    // 800 + 3492 - 800 + 10 frees - 10 allocations reach high = 3492 at the last free.
+    assert_eq!(
+        (c1.zoneinfo, c1.inferred, c1.found),
+        (771, 800, Found::Pinned)
+    );
+    assert_eq!(sc.count("DMA32", 1), Some(800));
+    // CPU 2 freed 2702 pages without a drain; all but the last are followed by another
+    // event on CPU 2 (that shows no drain): below high, so at most 3492 - 1 - 2701.
+    let c2 = sc
+        .cpus
+        .iter()
+        .find(|c| c.cpu == 2 && c.zone == "DMA32")
+        .unwrap();
+    assert_eq!((c2.bounds, c2.inferred), ((0, Some(790)), 764));
+}
+
+/// CPU 1 of DMA32 (zoneinfo: 771, high 3492, batch 63) at 800: ten allocations, 2700
+/// order-0 frees and an order-1 free take it to 3492, and a drain of 63 pages follows
+/// (nr_pcp_free's, or free_high's of everything: 6.1 cannot tell from 63 pages); then an
+/// allocation, after a refill when `refill`.
+fn order_1_trace(refill: bool) -> String {
+    let mut t = String::from("# tracer: nop\n");
+    t += &line(0, 1, "tracing_mark_write: KT_SNAPSHOT_BEFORE_END t");
+    let alloc = |pfn: u64| {
+        format!("mm_page_alloc: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE")
+    };
+    for i in 0..10 {
+        t += &line(1, 2, &alloc(0x20000 + i));
+    }
+    for i in 0..2700 {
+        t += &line(
+            1,
+            3,
+            &format!(
+                "mm_page_free: page=(____ptrval____) pfn={:#x} order=0",
+                0x10000 + i
+            ),
+        );
+    }
+    t += &line(
+        1,
+        3,
+        "mm_page_free: page=(____ptrval____) pfn=0x30000 order=1",
+    );
+    for i in 0..63 {
+        t += &line(
+            1,
+            4,
+            &format!(
+                "mm_page_pcpu_drain: page=(____ptrval____) pfn={:#x} order=0 migratetype=1",
+                0x10000 + i
+            ),
+        );
+    }
+    if refill {
+        t += &line(1, 5, "mm_page_alloc_zone_locked: page=(____ptrval____) pfn=0x40000 order=0 migratetype=1 percpu_refill=1");
+    }
+    t += &line(1, 5, &alloc(0x40000));
+    t += &line(0, 6, "tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN t");
+    t
+}
+
+#[test]
+fn an_order_1_drain_pins_once_the_next_allocation_finds_a_page_on_a_list() {
+    let cpu1 = |refill: bool| {
+        let sc = counts_of(&order_1_trace(refill));
+        let c = sc
+            .cpus
+            .into_iter()
+            .find(|c| c.zone == "DMA32" && c.cpu == 1);
+        c.unwrap()
+    };
+    // The lists were not emptied, so nr_pcp_free drained: 3492 <= c0 + 2692 <= 3493.
+    let c = cpu1(false);
+    assert_eq!(
+        (c.bounds, c.inferred, c.found),
+        ((800, Some(801)), 800, Found::Bounded)
+    );
+    // A refill first: free_high may have emptied them; only the frees bound the count
+    // (3492 - 1 - 2690 after the last order-0 free).
+    let c = cpu1(true);
+    assert_eq!(
+        (c.bounds, c.inferred, c.found),
+        ((10, Some(801)), 771, Found::Zoneinfo)
+    );
+}
+
+#[test]
+fn a_batched_free_reaches_the_list_at_its_commit_not_at_mm_page_free() {
+    // CPU 1 of DMA32 at 800 (zoneinfo: 771): ten allocations, 2698 single frees, then a
+    // batch of ten (free_unref_folios: ten mm_page_free, then the ten commits, each
+    // mm_page_free_batched); the fourth commit reaches high = 3492 and drains.
+    let mut t = String::from("# tracer: nop\n");
+    t += &line(0, 1, "tracing_mark_write: KT_SNAPSHOT_BEFORE_END t");
+    for i in 0..10 {
+        t += &line(1, 2, &format!("mm_page_alloc: page=(____ptrval____) pfn={:#x} order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE", 0x20000 + i));
+    }
+    let free = |pfn: u64| format!("mm_page_free: page=(____ptrval____) pfn={pfn:#x} order=0");
+    let batched =
+        |pfn: u64| format!("mm_page_free_batched: page=(____ptrval____) pfn={pfn:#x} order=0");
+    for i in 0..2698 {
+        t += &line(1, 3, &free(0x10000 + i));
+    }
+    for i in 0..10 {
+        t += &line(1, 4, &free(0x30000 + i));
+    }
+    for i in 0..10 {
+        t += &line(1, 4, &batched(0x30000 + i));
+        if i == 3 {
+            for j in 0..63 {
+                t += &line(
+                    1,
+                    4,
+                    &format!(
+                        "mm_page_pcpu_drain: page=(____ptrval____) pfn={:#x} order=0 migratetype=1",
+                        0x10000 + j
+                    ),
+                );
+            }
+        }
+    }
+    t += &line(0, 6, "tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN t");
+    let sc = counts_of(&t);
+    // Counted at mm_page_free, the six pages committed after the drain would make it 794.
+    assert_eq!(sc.count("DMA32", 1), Some(800));
+}
+
+#[test]
+fn the_replay_starts_from_the_pinned_count_only_with_the_inference() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("t.txt");
+    std::fs::write(&p, trace(800)).unwrap();
+    let run = |start_count: Option<bool>| {
+        let opts = ReplayOptions {
+            samples: 10,
+            strict: true,
+            infer_start_count: start_count,
+            proc: Some(snap_dir()),
+            ..ReplayOptions::default()
+        };
+        replay::run(&p, &opts, &|_| {}).unwrap()
+    };
+    let pcp = |r: &replay::ReplayRun| {
+        let f = r.replayers[0]
+            .setup
+            .iter()
+            .find(|f| f.zone.contains("DMA32"));
+        f.unwrap().pcp
+    };
+    let (with, without) = (run(Some(true)), run(None));
+    // zoneinfo: 776 + 771 + 764 + 217; the trace puts CPU 1 at 800, not 771.
+    assert_eq!(pcp(&without), (2528, 2528));
+    assert_eq!(pcp(&with), (2528, 2528 - 771 + 800));
+    assert_eq!(with.start_counts.unwrap().count("DMA32", 1), Some(800));
+    assert!(without.start_counts.is_none());
+}
+
+/// The start counts `trace` gives on the 7.2 snapshot (DMA32 CPU 1: count 1294, `high`
+/// 3492 = `high_min`, `high_max` 15551, batch 63: a refill run may raise `high` by
+/// `63 << 5` = 2016), with `mm_page_alloc_extfrag` naming the page taken or (before 6.15)
+/// the block fallen back to.
+fn counts_on_7_2(trace: &str, names_page: bool) -> CpuStart {
+    let dir_72 = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/proc/linux-7.2-p1-before");
+    let snap = ProcSnapshot::read_dir(&dir_72).unwrap();
+    let geo = proc_setup::geometry(&snap, None, Numbering::Current).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("t.txt");
+    std::fs::write(&p, trace).unwrap();
+    let which = Which {
+        lists: false,
+        fixed_high: false,
+        extfrag_names_page: names_page,
+        ..which()
+    };
+    let sc = first_events::of_file(&p, &window(), &geo, &snap, which)
+        .counts
+        .unwrap();
+    sc.cpus
+        .into_iter()
+        .find(|c| c.zone == "DMA32" && c.cpu == 1)
+        .unwrap()
+}
+
+fn zone_locked(pfn: u64, order: u8, refill: bool) -> String {
+    format!(
+        "mm_page_alloc_zone_locked: page=(____ptrval____) pfn={pfn:#x} order={order} migratetype=1 percpu_refill={}",
+        u8::from(refill)
+    )
+}
+
+fn extfrag(pfn: u64) -> String {
+    format!("mm_page_alloc_extfrag: page=(____ptrval____) pfn={pfn:#x} alloc_order=0 fallback_order=9 pageblock_order=9 alloc_migratetype=1 fallback_migratetype=0 fragmenting=0 change_ownership=1")
+}
+
+fn alloc(pfn: u64, order: u8) -> String {
+    format!("mm_page_alloc: page=(____ptrval____) pfn={pfn:#x} order={order} migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE")
+}
+
+/// The window's start, CPU 1's events `run`, then an allocation of the run's first page,
+/// a free and an allocation after it (the free drained nothing: `c0 + delta < high`, the
+/// bound this reads), and the window's end.
+fn after_run(run: &[String]) -> String {
+    after_run_from(run, 0x30000)
+}
+
+/// [`after_run`] whose run begins with page `first`.
+fn after_run_from(run: &[String], first: u64) -> String {
+    let mut t = String::from("# tracer: nop\n");
+    t += &line(0, 1, "tracing_mark_write: KT_SNAPSHOT_BEFORE_END t");
+    for ev in run {
+        t += &line(1, 2, ev);
+    }
+    t += &line(1, 3, &alloc(first, 0));
+    t += &line(
+        1,
+        3,
+        "mm_page_free: page=(____ptrval____) pfn=0x50000 order=0",
+    );
+    t += &line(1, 4, &alloc(0x50000, 0));
+    t += &line(0, 6, "tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN t");
+    t
+}
+
+/// The upper bound `after_run` gives for a run that put `pages` on the list and raised
+/// `high` `raises` times: `high - 1 - delta` after the free, `delta = pages - 1 + 1`.
+fn bound(pages: i64, raises: i64) -> Option<u64> {
+    Some((3492 + 2016 * raises - 1 - pages) as u64)
+}
+
+#[test]
+fn a_fallback_inside_a_refill_run_does_not_end_it() {
+    let zl = |i: u64| zone_locked(0x30000 + i, 0, true);
+    // 6.15 on: a steal's page inside the batch, printed only as extfrag, goes on the list.
+    let steal: Vec<String> = vec![zl(0), zl(1), zl(2), extfrag(0x40000), zl(3), zl(4), zl(5)];
+    let c = counts_on_7_2(&after_run(&steal), true);
+    assert_eq!(c.bounds, (0, bound(7, 1)));
+    // A claim below pageblock_order prints the page as zone_locked, then extfrag of it.
+    let claim: Vec<String> = vec![zl(0), zl(1), zl(2), extfrag(0x30002), zl(3), zl(4), zl(5)];
+    assert_eq!(
+        counts_on_7_2(&after_run(&claim), true).bounds,
+        (0, bound(6, 1))
+    );
+    // Before 6.15: extfrag names the block fallen back to, the retry's zone_locked the page.
+    let old: Vec<String> = vec![zl(0), zl(1), zl(2), extfrag(0x40000), zl(3), zl(4), zl(5)];
+    assert_eq!(
+        counts_on_7_2(&after_run(&old), false).bounds,
+        (0, bound(6, 1))
+    );
+    // A steal first in a batch (no run yet): its page starts the run (and is the first the
+    // allocation takes off the list).
+    let first: Vec<String> = vec![extfrag(0x40000), zl(0), zl(1)];
+    let t = after_run_from(&first, 0x40000);
+    assert_eq!(counts_on_7_2(&t, true).bounds, (0, bound(3, 1)));
+}
+
+#[test]
+fn other_cpus_events_interleave_a_run_and_another_order_starts_a_new_one() {
+    let zl = |i: u64| zone_locked(0x30000 + i, 0, true);
+    let mut t = String::from("# tracer: nop\n");
+    t += &line(0, 1, "tracing_mark_write: KT_SNAPSHOT_BEFORE_END t");
+    t += &line(1, 2, &zl(0));
+    // Other CPUs' refills, direct allocations of other orders and fallbacks, merged in.
+    t += &line(2, 2, &zone_locked(0x60000, 0, true));
+    t += &line(2, 2, &zone_locked(0x60100, 4, false));
+    t += &line(0, 2, &extfrag(0x61000));
+    t += &line(3, 2, &zone_locked(0x60200, 2, true));
+    t += &line(1, 2, &zl(1));
+    t += &line(1, 2, &zl(2));
+    // An order-2 refill on CPU 1 right after: a new rmqueue_bulk, a new nr_pcp_alloc.
+    t += &line(1, 2, &zone_locked(0x30010, 2, true));
+    t += &line(1, 3, &alloc(0x30000, 0));
+    t += &line(
+        1,
+        3,
+        "mm_page_free: page=(____ptrval____) pfn=0x50000 order=0",
+    );
+    t += &line(1, 4, &alloc(0x50000, 0));
+    t += &line(0, 6, "tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN t");
+    // Three order-0 pages and an order-2 block; high raised twice.
+    assert_eq!(counts_on_7_2(&t, true).bounds, (0, bound(3 + 4, 2)));
+}
+
+#[test]
+fn a_refill_run_straddling_the_window_start_counts_its_pages_in_the_window() {
+    let zl = |i: u64| zone_locked(0x30000 + i, 0, true);
+    let mut t = String::from("# tracer: nop\n");
+    // The run begins before the marker (on another CPU) and goes on after it.
+    t += &line(1, 1, &zl(0));
+    t += &line(1, 1, &zl(1));
+    t += &line(0, 1, "tracing_mark_write: KT_SNAPSHOT_BEFORE_END t");
+    for i in 2..5 {
+        t += &line(1, 2, &zl(i));
+    }
+    t += &line(1, 3, &alloc(0x30000, 0));
+    t += &line(
+        1,
+        3,
+        "mm_page_free: page=(____ptrval____) pfn=0x50000 order=0",
+    );
+    t += &line(1, 4, &alloc(0x50000, 0));
+    t += &line(0, 6, "tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN t");
+    // The three pages after the marker count (the two before are in the start count);
+    // its raise came before the marker, maybe after zoneinfo was read: the bound keeps it.
+    assert_eq!(counts_on_7_2(&t, true).bounds, (0, bound(3, 1)));
+}

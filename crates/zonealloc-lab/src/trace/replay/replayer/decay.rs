@@ -1,0 +1,133 @@
+//! The vmstat workers in a replay: their runs before each event ([`super::Vmstat`]), a run
+//! of `decay_pcp_high` on every zone, and the trace's own drains, told apart by who ran them.
+
+use std::io;
+
+use zonealloc::CpuId;
+
+use super::Replayer;
+use crate::trace::parse::{Event, EventKind, PagePtr, Who};
+use crate::trace::replay::infer::kernel::Inferred;
+use crate::trace::replay::vmstat::{Run, Vmstat};
+
+impl Replayer {
+    /// The vmstat workers' `HZ` (`None`: [`crate::trace::replay::vmstat::DEFAULT_HZ`]),
+    /// whether an idle CPU's expired worker waits for its next event
+    /// ([`Vmstat::set_defer_to_event`]), and their phase if given ([`Vmstat::set_phase`]).
+    pub fn set_vmstat(&mut self, hz: Option<u32>, waits_for_event: bool, phase_ns: Option<u64>) {
+        if let Some(hz) = hz {
+            self.hz = hz.max(1);
+        }
+        self.decay_waits_for_event = waits_for_event;
+        self.jiffies_phase_ns = phase_ns;
+    }
+
+    /// The vmstat workers' runs due before an event on `cpu` at `ts` ([`Vmstat::due`]),
+    /// then the event marks the CPU awake and its counters moved. (Every event asks: the
+    /// test that nothing is due inline, the rest out of line.)
+    #[inline(always)]
+    pub(super) fn vmstat_due(&mut self, cpu: u32, ts: u64) -> io::Result<()> {
+        if let Some(vm) = self.vmstat.as_mut() {
+            if !vm.is_due(cpu, ts) {
+                vm.event(cpu, ts);
+                return Ok(());
+            }
+        }
+        self.vmstat_runs(cpu, ts)
+    }
+
+    /// [`Replayer::vmstat_due`] when something may be due (or at the first event).
+    #[inline(never)]
+    fn vmstat_runs(&mut self, cpu: u32, ts: u64) -> io::Result<()> {
+        let cpus = self.geo.cpus;
+        let hz = self.hz;
+        let (wait, phase) = (self.decay_waits_for_event, self.jiffies_phase_ns);
+        let vm = self.vmstat.get_or_insert_with(|| {
+            let mut v = Vmstat::new(cpus, hz);
+            v.set_defer_to_event(wait);
+            if let Some(p) = phase {
+                v.set_phase(p);
+            }
+            v
+        });
+        let mut runs = std::mem::take(&mut self.runs);
+        vm.due(cpu, ts, &mut runs);
+        for &run in &runs {
+            self.run_worker(run)?;
+        }
+        self.runs = runs;
+        if let Some(vm) = self.vmstat.as_mut() {
+            vm.event(cpu, ts);
+        }
+        Ok(())
+    }
+
+    /// `vmstat_update` on CPU `run.cpu`: `refresh_cpu_vm_stats(true)` runs `decay_pcp_high`
+    /// on every populated zone in zone order (`mm/vmstat.c`); its drains are booked on that
+    /// CPU and stamped with it and the run's time (the kernel's trace stamps the executing
+    /// CPU, and the work runs on the CPU it decays).
+    #[inline(never)]
+    fn run_worker(&mut self, run: Run) -> io::Result<()> {
+        let stamp = Event {
+            cpu: Some(run.cpu),
+            ts_ns: Some(run.at_ns),
+            page: PagePtr::Present,
+            kind: EventKind::FreeBatched { pfn: 0 },
+            who: Who::UNKNOWN,
+        };
+        let mut todo = false;
+        for z in 0..self.zones.len() {
+            let out = self.zones[z].decay_pcp_high(CpuId(run.cpu));
+            todo |= out.todo;
+            self.counts.decay_drained_pages += out.drained.max(0) as u64;
+            self.flush_zone_events(&stamp, z, run.cpu)?;
+        }
+        if let Some(vm) = self.vmstat.as_mut() {
+            vm.ran(run, todo);
+        }
+        Ok(())
+    }
+
+    /// A traced `mm_page_pcpu_drain` on `cpu`. The vmstat worker's own run (a kworker of the
+    /// CPU at preempt depth 2, [`Who::is_worker_drain`], draining its own CPU's lists, on a
+    /// kernel with the decay) is `decay_pcp_high`, which drains `count - high` in chunks of
+    /// `batch`, never the whole list: at the run's first line the replay runs that CPU's
+    /// worker, its timer aligned to it ([`Vmstat::mark`]). Another run the kernel side found
+    /// no free for ([`kernel`]) is, at its first line that drains CPU `owner`'s lists,
+    /// `drain_pages_zone` (`drain_all_pages`, `drain_local_pages`: direct reclaim,
+    /// compaction, `alloc_contig_range`; or 6.1's `free_high`), which empties the owner's
+    /// list of the page's zone.
+    pub(super) fn traced_drain(
+        &mut self,
+        ev: &Event<'_>,
+        cpu: u32,
+        pfn: u64,
+        inferred: Inferred,
+    ) -> io::Result<()> {
+        let remote = matches!(inferred, Inferred::Drain { owner } if owner % self.geo.cpus != cpu);
+        if self.decay && !remote && ev.who.is_worker_drain() {
+            if let (Some(vm), Some(ts)) = (self.vmstat.as_mut(), ev.ts_ns) {
+                let c = cpu as usize;
+                if !self.worker_run.get(c).copied().unwrap_or(true) {
+                    self.worker_run[c] = true;
+                    if let Some(run) = vm.mark(cpu, ts) {
+                        self.run_worker(run)?;
+                    }
+                }
+                return Ok(());
+            }
+        }
+        let Inferred::Drain { owner } = inferred else {
+            return Ok(());
+        };
+        let owner = owner % self.geo.cpus;
+        let z = self.geo.zone_of(pfn).unwrap_or(0);
+        self.counts.inferred_drains += 1;
+        self.zones[z].drain_cpu(CpuId(owner));
+        self.flush_zone_events(ev, z, cpu)
+    }
+}
+
+#[cfg(test)]
+#[path = "decay_tests.rs"]
+mod tests;

@@ -1,0 +1,532 @@
+//! The per-CPU vmstat worker as the kernel schedules it (6.7 and later, where
+//! `refresh_cpu_vm_stats` calls `decay_pcp_high`; `mm/vmstat.c`), for the replay to run
+//! [`zonealloc::Zone::decay_pcp_high`] when the kernel's worker would have
+//! (docs/kernel-versions/vmstat-decay.md).
+//!
+//! - Each CPU `c` has its own `vmstat_work`, a deferrable delayed work re-queued by
+//!   `vmstat_update` with `round_jiffies_relative(sysctl_stat_interval)` (HZ jiffies) only
+//!   when `refresh_cpu_vm_stats` returned `changed` (a counter folded, or `decay_pcp_high`
+//!   has more to do). `round_jiffies_relative` rounds to the CPU's own whole second, skewed
+//!   `3 * c` jiffies early (`round_jiffies_common`, `kernel/time/timer.c`): [`round_rel`].
+//! - Deferrable (`TIMER_DEFERRABLE`): an idle CPU is not woken for it; it runs at the CPU's
+//!   first tick at or after the expiry, which on an idle CPU is when it next wakes. Here: at
+//!   the expiry when the CPU had an event within a tick before it, else at its next event.
+//! - `quiet_vmstat` folds an idle CPU's counters without decay when its tick stops, so a run
+//!   on waking has nothing to fold: it re-queues only if decay has more to do.
+//! - `vmstat_shepherd` (deferrable, every `round_jiffies_relative(HZ)`, on the CPU it last
+//!   ran on, taken as CPU 0) queues, with delay 0, the work of every CPU that is not pending
+//!   and `need_update`: it runs at once on that CPU (queueing wakes it).
+//! - `need_update(c)`: a per-CPU counter diff is not zero. Nearly every event the trace shows
+//!   moves one (a buddy operation moves `NR_FREE_PAGES`; page cache, anon and slab pages move
+//!   node counters); an event on `c` marks it so.
+//!
+//! Time is jiffies from a phase: the trace time of a jiffies-second boundary (`jiffies % HZ
+//! == 0`). The trace does not show jiffies: the phase is assumed (the first event's time)
+//! until a worker's own drain in the trace ([`Vmstat::mark`]) shows a CPU's boundary.
+
+/// The kernel's `HZ` when not told (Debian amd64's `CONFIG_HZ`).
+pub const DEFAULT_HZ: u32 = 250;
+
+const SECOND_NS: i128 = 1_000_000_000;
+
+/// `round_jiffies_common(j0 + HZ, cpu, false)` for a `round_jiffies_relative(HZ)` called at
+/// jiffy `j0` on CPU `cpu`, as an absolute jiffy (`kernel/time/timer.c`): `j` skewed by `3 *
+/// cpu`, rounded down to a whole second when less than a quarter past it, else up, the skew
+/// taken off again; the unrounded `j` if that is not after `j0`. Jiffies count from the
+/// phase, a jiffies-second boundary, so their remainders are the kernel's.
+pub fn round_rel(j0: i64, cpu: u32, hz: u32) -> i64 {
+    let hz = i64::from(hz.max(1));
+    let original = j0 + hz;
+    let skew = 3 * i64::from(cpu);
+    let j = original + skew;
+    let rem = j.rem_euclid(hz);
+    let rounded = if rem < hz / 4 { j - rem } else { j - rem + hz } - skew;
+    if rounded > j0 {
+        rounded
+    } else {
+        original
+    }
+}
+
+/// One CPU's `vmstat_work`.
+#[derive(Clone, Copy, Debug, Default)]
+struct Work {
+    /// Queued (its timer armed).
+    pending: bool,
+    /// When pending: the jiffy its timer expires at.
+    expires: i64,
+    /// `need_update`: an event on the CPU since its last fold.
+    dirty: bool,
+    /// The trace time of the CPU's last event.
+    last_ns: Option<u64>,
+    /// Expired while the CPU was idle: it runs at the CPU's next event.
+    waiting: bool,
+    /// The jiffy of its last run.
+    ran: Option<i64>,
+}
+
+/// A run of one CPU's worker the replay is to do: `refresh_cpu_vm_stats(true)` on `cpu` at
+/// trace time `at_ns`, then [`Vmstat::ran`] with what its `decay_pcp_high` calls said.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Run {
+    /// The CPU.
+    pub cpu: u32,
+    /// When, in trace time.
+    pub at_ns: u64,
+    /// The CPU woke for it (idle before): `quiet_vmstat` folded its counters already.
+    pub woken: bool,
+}
+
+/// Every CPU's vmstat worker and the shepherd.
+#[derive(Clone, Debug)]
+pub struct Vmstat {
+    hz: u32,
+    /// The trace time of a jiffies-second boundary; `None` before the first event.
+    phase_ns: Option<u64>,
+    /// Whether the phase was taken from a worker's run in the trace or given (else assumed).
+    aligned: bool,
+    /// The first event has set the timers up.
+    started: bool,
+    work: Vec<Work>,
+    /// The shepherd's expiry (jiffy).
+    shepherd: i64,
+    /// The earliest time a timer expires at (trace time): nothing to do before it.
+    next_due_ns: u64,
+    /// An idle CPU's expired worker waits for the CPU's next traced event (else it runs at
+    /// its expiry: [`Vmstat::set_defer_to_event`]).
+    defer_to_event: bool,
+    /// Runs done, runs aligned to the trace's marks, marks whose run the simulation had
+    /// done already.
+    pub runs: u64,
+    /// Worker runs the trace showed ([`Vmstat::mark`]).
+    pub marks: u64,
+    /// Marks that found the CPU's worker run already this second (not run again).
+    pub marks_ran_already: u64,
+}
+
+impl Vmstat {
+    /// The workers of `cpus` CPUs under `hz` (0: [`DEFAULT_HZ`]).
+    pub fn new(cpus: u32, hz: u32) -> Vmstat {
+        Vmstat {
+            hz: if hz == 0 { DEFAULT_HZ } else { hz },
+            phase_ns: None,
+            aligned: false,
+            started: false,
+            work: vec![Work::default(); cpus.max(1) as usize],
+            shepherd: 0,
+            next_due_ns: 0,
+            defer_to_event: false,
+            runs: 0,
+            marks: 0,
+            marks_ran_already: 0,
+        }
+    }
+
+    /// Takes the phase as given: `phase_ns`, the trace time of a jiffies-second boundary
+    /// (`jiffies % HZ == 0`; any one: it is taken modulo a second), as a worker's run in
+    /// another capture of the same boot shows it. Before the first event.
+    pub fn set_phase(&mut self, phase_ns: u64) {
+        self.phase_ns = Some(phase_ns % 1_000_000_000);
+        self.aligned = true;
+    }
+
+    /// Whether an idle CPU's expired worker waits for the CPU's next traced event. The
+    /// kernel runs it when the CPU next wakes, for any reason: a timer, an interrupt, a task,
+    /// most of which the trace (kmem events only) does not show. Off (the default), it runs
+    /// at its expiry, as if the CPU woke then; either way `quiet_vmstat` folded an idle
+    /// CPU's counters without decay, so the run re-queues only while decay has more to do.
+    /// (The shipped 7.2 `p2_procs_pipe`: CPU 3 has no event from 27.9 s to the end at
+    /// 36.1 s, and its `high` still decayed to `high_min`, eight steps from where its last
+    /// refill left it.)
+    pub fn set_defer_to_event(&mut self, on: bool) {
+        self.defer_to_event = on;
+    }
+
+    /// Whether the phase came from the trace (a worker's drain), not assumed.
+    pub fn aligned(&self) -> bool {
+        self.aligned
+    }
+
+    /// A tick, in nanoseconds.
+    fn tick_ns(&self) -> u64 {
+        1_000_000_000 / u64::from(self.hz)
+    }
+
+    /// The jiffy at trace time `t` (floor).
+    fn jiffy(&self, t: u64) -> i64 {
+        jiffy_at(self.phase_ns, self.hz, t)
+    }
+
+    /// The trace time jiffy `j` begins at.
+    fn ns_of(&self, j: i64) -> u64 {
+        ns_of_at(self.phase_ns, self.hz, j)
+    }
+
+    /// The first event, at `t`: the phase assumed there, every CPU's worker pending at its
+    /// next boundary (a machine whose workers run), the shepherd at CPU 0's.
+    fn start(&mut self, t: u64) {
+        if !self.aligned {
+            self.phase_ns = Some(t);
+        }
+        let j = self.jiffy(t);
+        for c in 0..self.work.len() {
+            self.work[c] = Work {
+                pending: true,
+                expires: next_boundary(j, c as u32, self.hz),
+                ..Work::default()
+            };
+        }
+        self.shepherd = round_rel(j, 0, self.hz);
+        self.refresh_due();
+    }
+
+    fn refresh_due(&mut self) {
+        let mut due = self.shepherd;
+        for w in &self.work {
+            if w.pending && !w.waiting {
+                due = due.min(w.expires);
+            }
+        }
+        self.next_due_ns = self.ns_of(due);
+    }
+
+    /// Whether [`Vmstat::due`] may have runs for an event on `cpu` at `t` (`false`: none;
+    /// one compare and one load, as every event asks).
+    #[inline(always)]
+    pub fn is_due(&self, cpu: u32, t: u64) -> bool {
+        t >= self.next_due_ns || self.work.get(cpu as usize).is_none_or(|w| w.waiting)
+    }
+
+    /// The runs due before an event on `cpu` at `t`, in time order, into `runs` (cleared
+    /// first). The replay does each and calls [`Vmstat::ran`], then [`Vmstat::event`].
+    #[inline]
+    pub fn due(&mut self, cpu: u32, t: u64, runs: &mut Vec<Run>) {
+        runs.clear();
+        let c = cpu as usize % self.work.len();
+        if t < self.next_due_ns && !self.work[c].waiting {
+            return;
+        }
+        self.due_slow(c, t, runs);
+    }
+
+    #[inline(never)]
+    fn due_slow(&mut self, c: usize, t: u64, runs: &mut Vec<Run>) {
+        if !self.started {
+            self.started = true;
+            self.start(t);
+        }
+        let now = self.jiffy(t);
+        let (tick, phase, hz, defer) =
+            (self.tick_ns(), self.phase_ns, self.hz, self.defer_to_event);
+        for (i, w) in self.work.iter_mut().enumerate() {
+            if !w.pending || w.expires > now {
+                continue;
+            }
+            let expiry_ns = ns_of_at(phase, hz, w.expires);
+            let busy = w.last_ns.is_some_and(|l| l + tick >= expiry_ns);
+            if busy || !defer {
+                runs.push(Run {
+                    cpu: i as u32,
+                    at_ns: expiry_ns.min(t),
+                    woken: !busy,
+                });
+                w.pending = false;
+            } else if i == c {
+                runs.push(Run {
+                    cpu: i as u32,
+                    at_ns: t,
+                    woken: true,
+                });
+                w.pending = false;
+                w.waiting = false;
+            } else {
+                w.waiting = true;
+            }
+        }
+        if self.work[c].waiting {
+            self.work[c].waiting = false;
+            self.work[c].pending = false;
+            runs.push(Run {
+                cpu: c as u32,
+                at_ns: t,
+                woken: true,
+            });
+        }
+        if self.shepherd <= now {
+            let at = ns_of_at(self.phase_ns, self.hz, self.shepherd).min(t);
+            for (i, w) in self.work.iter_mut().enumerate() {
+                let queued = runs.iter().any(|r| r.cpu == i as u32);
+                if !w.pending && !queued && w.dirty {
+                    runs.push(Run {
+                        cpu: i as u32,
+                        at_ns: at,
+                        woken: false,
+                    });
+                }
+            }
+            let j = self.jiffy(at);
+            self.shepherd = round_rel(j, 0, self.hz).max(now + 1);
+        }
+        runs.sort_by_key(|r| r.at_ns);
+        self.refresh_due();
+    }
+
+    /// CPU `cpu`'s worker ran at `run.at_ns`; its `decay_pcp_high` calls returned `todo`
+    /// (any of them). It folded the counters (`dirty` unless `quiet_vmstat` had, on a woken
+    /// CPU) and re-queues itself if anything changed.
+    pub fn ran(&mut self, run: Run, todo: bool) {
+        let c = run.cpu as usize % self.work.len();
+        let j = self.jiffy(run.at_ns);
+        let w = &mut self.work[c];
+        let changed = todo || (w.dirty && !run.woken);
+        w.dirty = false;
+        w.waiting = false;
+        w.ran = Some(j);
+        w.pending = changed;
+        if changed {
+            w.expires = round_rel(j, run.cpu, self.hz);
+        }
+        self.runs += 1;
+        self.refresh_due();
+    }
+
+    /// An event on `cpu` at `t` (after its runs): the CPU is awake and its counters moved.
+    #[inline(always)]
+    pub fn event(&mut self, cpu: u32, t: u64) {
+        // The replay's CPUs are folded already: the modulo only for other callers.
+        let n = self.work.len();
+        let c = cpu as usize;
+        let w = match self.work.get_mut(c) {
+            Some(w) => w,
+            None => &mut self.work[c % n],
+        };
+        w.dirty = true;
+        w.last_ns = Some(t);
+    }
+
+    /// The trace shows CPU `cpu`'s worker draining at `t` (a `kworker/cpu:*` at preempt
+    /// depth 2, [`crate::trace::parse::Who::is_worker_drain`]): its timer expired just
+    /// before. The phase is taken from it if none was yet (`t` a tick after the CPU's
+    /// skewed boundary at most), moving every pending timer onto it. Whether to run the
+    /// worker now: not if it ran in this second already (the simulation's run was this one,
+    /// early: what it did cannot be undone).
+    pub fn mark(&mut self, cpu: u32, t: u64) -> Option<Run> {
+        self.marks += 1;
+        if !self.started {
+            self.started = true;
+            self.start(t);
+        }
+        if !self.aligned {
+            self.align(cpu, t);
+        }
+        let c = cpu as usize % self.work.len();
+        let j = self.jiffy(t);
+        let boundary = j - (j + 3 * i64::from(cpu)).rem_euclid(i64::from(self.hz));
+        if self.work[c].ran.is_some_and(|r| r >= boundary) {
+            self.marks_ran_already += 1;
+            return None;
+        }
+        self.work[c].waiting = false;
+        self.work[c].pending = false;
+        Some(Run {
+            cpu,
+            at_ns: t,
+            woken: false,
+        })
+    }
+
+    /// The phase from a worker's run of CPU `cpu` at `t`: its boundary (`jiffies + 3 * cpu
+    /// ≡ 0 mod HZ`) in the tick before `t`; pending timers move to the same place in their
+    /// CPU's second on it.
+    fn align(&mut self, cpu: u32, t: u64) {
+        let old: Vec<(bool, i64)> = self.work.iter().map(|w| (w.pending, w.expires)).collect();
+        let old_ns: Vec<u64> = old.iter().map(|&(_, e)| self.ns_of(e)).collect();
+        let tick = self.tick_ns();
+        // The boundary jiffy starts at `t - tick` at the latest: jiffies-second boundaries
+        // lie `3 * cpu` jiffies after it, modulo a second.
+        let boundary_ns = t.saturating_sub(tick);
+        let skew_ns = 3 * u64::from(cpu) * tick;
+        self.phase_ns = Some((boundary_ns + skew_ns) % 1_000_000_000);
+        self.aligned = true;
+        let now = self.jiffy(t);
+        for (c, w) in self.work.iter_mut().enumerate() {
+            if !old[c].0 {
+                continue;
+            }
+            // The first boundary of CPU `c` at or after the old expiry's time.
+            let j = jiffy_at(self.phase_ns, self.hz, old_ns[c]);
+            w.expires = next_boundary(j - 1, c as u32, self.hz).max(now + 1);
+        }
+        self.refresh_due();
+    }
+}
+
+/// The first jiffy after `j` that is CPU `cpu`'s boundary (`(jiffy + 3 * cpu) % HZ == 0`).
+fn next_boundary(j: i64, cpu: u32, hz: u32) -> i64 {
+    let hz = i64::from(hz.max(1));
+    let rem = (j + 3 * i64::from(cpu)).rem_euclid(hz);
+    j - rem + hz
+}
+
+/// The trace time jiffy `j` begins at, for a phase and HZ (saturating at the ends of `u64`).
+fn ns_of_at(phase: Option<u64>, hz: u32, j: i64) -> u64 {
+    let hz = i128::from(hz.max(1));
+    let n = i128::from(j) * SECOND_NS;
+    let t = i128::from(phase.unwrap_or(0)) + n.div_euclid(hz) + i128::from(n.rem_euclid(hz) != 0);
+    t.clamp(0, i128::from(u64::MAX)) as u64
+}
+
+/// The jiffy at trace time `t` for a phase and HZ (floor; the phase `t` itself if none).
+fn jiffy_at(phase: Option<u64>, hz: u32, t: u64) -> i64 {
+    let d = (i128::from(t) - i128::from(phase.unwrap_or(t))) * i128::from(hz.max(1));
+    d.div_euclid(SECOND_NS) as i64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HZ: u32 = 250;
+    const TICK: u64 = 4_000_000;
+    const S: u64 = 1_000_000_000;
+
+    /// Feeds an event on `cpu` at `t`, doing its due runs with `todo` as their decay's
+    /// answer; the runs done.
+    fn step(v: &mut Vmstat, cpu: u32, t: u64, todo: bool) -> Vec<Run> {
+        let mut runs = Vec::new();
+        v.due(cpu, t, &mut runs);
+        for &r in &runs {
+            v.ran(r, todo);
+        }
+        v.event(cpu, t);
+        runs
+    }
+
+    #[test]
+    fn round_jiffies_relative_lands_on_the_cpus_skewed_second() {
+        // From a run at a CPU's boundary: the next one a second later, `3 * cpu` early.
+        for cpu in 0..4u32 {
+            let j0 = 10 * 250 - 3 * i64::from(cpu);
+            assert_eq!(round_rel(j0, cpu, HZ), j0 + 250);
+        }
+        // Late by less than a quarter second: rounded down, back onto the rhythm.
+        assert_eq!(round_rel(2500 + 61, 0, HZ), 2750);
+        // Late by a quarter or more: rounded up to the boundary after.
+        assert_eq!(round_rel(2500 + 62, 0, HZ), 3000);
+        // CPU 2 from the shepherd's second (CPU 0's): onto its own, 6 jiffies early.
+        assert_eq!(round_rel(2500, 2, HZ), 2744);
+        // HZ 1: a quarter second is no jiffy, every expiry rounds up.
+        assert_eq!(round_rel(7, 0, 1), 9);
+    }
+
+    #[test]
+    fn a_busy_cpu_runs_its_worker_on_its_own_second() {
+        let mut v = Vmstat::new(4, HZ);
+        let mut ran = Vec::new();
+        // CPU 3 busy (an event every ms) for five seconds from t = 10 s (the assumed phase).
+        for ms in 0..5000u64 {
+            ran.extend(step(&mut v, 3, 10 * S + ms * 1_000_000, false));
+        }
+        let mine: Vec<u64> = ran.iter().filter(|r| r.cpu == 3).map(|r| r.at_ns).collect();
+        // At 9 jiffies (36 ms) before each second from the phase: 10.964, 11.964, ...
+        let want: Vec<u64> = (1..=5).map(|k| 10 * S + k * S - 9 * TICK).collect();
+        assert_eq!(mine, want);
+        assert!(ran.iter().all(|r| r.cpu != 3 || !r.woken));
+    }
+
+    #[test]
+    fn an_idle_cpu_runs_at_expiry_or_at_its_next_event() {
+        for defer in [false, true] {
+            let mut v = Vmstat::new(2, HZ);
+            v.set_defer_to_event(defer);
+            step(&mut v, 1, 10 * S, false);
+            // CPU 1 idle for 5 s; CPU 0 busy (an event every 10 ms).
+            let mut ran = Vec::new();
+            for k in 1..500u64 {
+                ran.extend(step(&mut v, 0, 10 * S + k * 10_000_000, true));
+            }
+            let cpu1 = |ran: &[Run]| ran.iter().filter(|r| r.cpu == 1).count();
+            // Decay has more to do (todo): at expiry, every second; deferred, none yet.
+            assert_eq!(cpu1(&ran), if defer { 0 } else { 5 }, "defer {defer}");
+            assert!(ran.iter().filter(|r| r.cpu == 1).all(|r| r.woken));
+            // CPU 1 wakes: a deferred worker runs now, once, woken.
+            let woke = step(&mut v, 1, 15 * S + 500_000, true);
+            let at = woke.iter().filter(|r| r.cpu == 1).count();
+            assert_eq!(at, usize::from(defer), "defer {defer}");
+        }
+    }
+
+    #[test]
+    fn a_stopped_worker_is_requeued_by_the_shepherd_when_its_counters_move() {
+        let mut v = Vmstat::new(2, HZ);
+        step(&mut v, 1, 10 * S, false);
+        // CPU 1's first run: nothing moved on it since (woken, no todo): it stops.
+        let mut ran = Vec::new();
+        for k in 1..300u64 {
+            ran.extend(step(&mut v, 0, 10 * S + k * 10_000_000, false));
+        }
+        assert_eq!(ran.iter().filter(|r| r.cpu == 1).count(), 1);
+        // An event on CPU 1 at 13.5 s: `need_update`; the shepherd (CPU 0's second, 14 s)
+        // queues it with no delay, then it runs on its own second (6 jiffies early).
+        step(&mut v, 1, 13 * S + S / 2, false);
+        let mut ran = Vec::new();
+        for k in 0..200u64 {
+            let t = 13 * S + S / 2 + 1_000_000 + k * 10_000_000;
+            ran.extend(step(&mut v, 1, t, true));
+        }
+        let cpu1: Vec<u64> = ran.iter().filter(|r| r.cpu == 1).map(|r| r.at_ns).collect();
+        assert_eq!(cpu1, vec![14 * S, 15 * S - 3 * TICK]);
+    }
+
+    #[test]
+    fn a_workers_run_in_the_trace_sets_the_phase_and_is_not_run_twice() {
+        let mut v = Vmstat::new(4, HZ);
+        step(&mut v, 2, 10 * S, true);
+        // The trace shows CPU 2's worker at 10.5 s: CPU 2's second ends 1 tick before it.
+        let run = v.mark(2, 10 * S + S / 2).expect("not run yet");
+        v.ran(run, true);
+        assert!(v.aligned());
+        // Its next run: a second later, on the new phase.
+        let mut ran = Vec::new();
+        for ms in 1..1100u64 {
+            ran.extend(step(&mut v, 2, 10 * S + S / 2 + ms * 1_000_000, true));
+        }
+        let cpu2: Vec<u64> = ran.iter().filter(|r| r.cpu == 2).map(|r| r.at_ns).collect();
+        assert_eq!(cpu2, vec![11 * S + S / 2 - TICK]);
+        // A mark in the same second as that run: the simulation ran it already.
+        assert_eq!(v.mark(2, 11 * S + S / 2), None);
+        assert_eq!(v.marks_ran_already, 1);
+    }
+
+    #[test]
+    fn times_at_the_end_of_u64_neither_panic_nor_run_every_event() {
+        let mut v = Vmstat::new(2, HZ);
+        let mut n = 0;
+        for k in 0..1000u64 {
+            n += step(&mut v, (k % 2) as u32, u64::MAX - 1000 + k, true).len();
+        }
+        assert!(n <= 4, "{n} runs in a microsecond");
+        // A jump of centuries: each CPU's worker runs once, not once per second passed.
+        let mut v = Vmstat::new(2, HZ);
+        step(&mut v, 0, 0, true);
+        assert!(step(&mut v, 0, u64::MAX / 2, true).len() <= 2);
+    }
+
+    #[test]
+    fn a_given_phase_places_every_cpus_second_and_a_mark_does_not_move_it() {
+        let mut v = Vmstat::new(4, HZ);
+        // A jiffies-second boundary at x.171788 (CPU 2's worker drained at 22.151788).
+        v.set_phase(22_171_788_000);
+        let mut ran = Vec::new();
+        for ms in 0..2000u64 {
+            ran.extend(step(&mut v, 2, 7 * S + 500_000_000 + ms * 1_000_000, true));
+        }
+        let cpu2: Vec<u64> = ran.iter().filter(|r| r.cpu == 2).map(|r| r.at_ns).collect();
+        // CPU 2: 6 jiffies (24 ms) before each boundary: 8.147788, 9.147788.
+        assert_eq!(cpu2, vec![8_147_788_000, 9_147_788_000]);
+        assert!(v.aligned());
+        // A run the trace shows in that second: the simulation's, already done; no realign.
+        assert_eq!(v.mark(2, 9 * S + 600_000_000), None);
+        assert_eq!(v.phase_ns, Some(171_788_000));
+    }
+}
