@@ -395,6 +395,10 @@ mod fuzz {
                     ProcFile::Zoneinfo => 0,
                     ProcFile::Pagetypeinfo => 1,
                     ProcFile::Buddyinfo => 2,
+                    ProcFile::Layout => {
+                        prop_assert!(false, "no layout was given: {e}");
+                        0
+                    }
                 };
                 let lines = t[i].lines().count();
                 prop_assert!(e.line <= lines + 1, "{e}");
