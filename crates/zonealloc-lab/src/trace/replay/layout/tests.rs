@@ -1,0 +1,156 @@
+//! The layouts against the shipped snapshots and small crafted ones.
+
+use zonealloc::{FrameState, MigrateType, Order, Pfn, Zone, ZoneConfig, ZoneType};
+
+use super::*;
+use crate::procfs::parse_layout;
+use crate::trace::replay::proc_setup;
+
+fn snap(kernel: &str) -> ProcSnapshot {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("tests/data/proc/{kernel}-p1-before"));
+    ProcSnapshot::read_dir(&dir).unwrap()
+}
+
+/// A fresh replay zone for kernel zone `z` of `snap`, with `cpus` CPUs.
+fn zone_for(snap: &ProcSnapshot, z: &ZoneSnapshot, cpus: u32) -> Zone {
+    let kernel = proc_setup::kernel_of(snap);
+    let mut base = ZoneConfig::default();
+    kernel.apply(&mut base);
+    let cfg = proc_setup::zone_config(&base, z, kernel).with_cpus(cpus);
+    let end = z.start_pfn + z.spanned_pages;
+    Zone::new(z.zone, Pfn(z.start_pfn), Pfn(end), cfg).unwrap()
+}
+
+#[test]
+fn a_synthesised_start_has_the_snapshots_free_blocks_per_order_and_type_exactly() {
+    for kernel in ["linux-6.1", "linux-7.2"] {
+        let snap = snap(kernel);
+        for z in &snap.zones {
+            let zone = zone_for(&snap, z, 5);
+            let (pb, max) = (zone.config().pageblock_order, zone.config().max_order);
+            let t = targets(&snap, z, usize::from(max) + 1);
+            let mut l = ZoneLayout::synthesise(z, &t, [0; 5], pb, max);
+            l.place_absent();
+            assert_eq!(
+                (l.unplaced, l.synthesised),
+                (0, true),
+                "{kernel} {}",
+                z.label()
+            );
+            assert_eq!(l.free_by_type(), t.0, "{kernel} {}", z.label());
+            assert_eq!(l.managed(), z.managed_pages);
+            l.apply(&zone).unwrap();
+            zone.check().unwrap();
+            let s = zone.snapshot(0);
+            for mt in MigrateType::ALL {
+                let ours = &s.free_by_type[mt.index()][..=usize::from(max)];
+                assert_eq!(ours, &t.0[mt.index()][..], "{kernel} {} {mt:?}", z.label());
+                assert_eq!(s.pageblocks_by_type[mt.index()], t.1[mt.index()], "{mt:?}");
+            }
+            assert_eq!(zone.managed_pages(), z.managed_pages);
+            assert_eq!(Some(zone.free_pages()), z.buddy_free_pages());
+        }
+    }
+}
+
+#[test]
+fn populate_starts_dma_as_the_kernel_had_it() {
+    // DMA is `0 0 0 0 0 0 1 1 0 1 3` on both kernels, one Unmovable pageblock: before this
+    // layout, the set-up handed the managed pages over from pfn 1 and allocated its pages in
+    // use out of them, starting `2 1 1 1 1 1 2 2 3 3 1` with two Unmovable pageblocks.
+    for kernel in ["linux-6.1", "linux-7.2"] {
+        let snap = snap(kernel);
+        let z = snap.zone(0, ZoneType::Dma).unwrap();
+        let zone = zone_for(&snap, z, 5);
+        let (_, facts) = proc_setup::populate(&zone, &snap, z, None).unwrap();
+        assert_eq!(
+            zone.nr_free()[..11],
+            [0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 3],
+            "{kernel}"
+        );
+        assert_eq!(facts.pageblocks.0, facts.pageblocks.1, "{kernel}");
+        assert_eq!(facts.free_blocks.0, facts.free_blocks.1, "{kernel}");
+        assert_eq!(facts.layout, "synthesised");
+    }
+}
+
+/// The 6.1 snapshot's DMA (`0 0 0 0 0 0 1 1 0 1 3`; Unmovable order 6 and 7, Movable order 9
+/// and three of 10; one Unmovable pageblock of 8) as a kernel's layout: pfn 0 reserved,
+/// slab pages and user pages around the Unmovable blocks, two flagless pages.
+const DMA_LAYOUT: &str = "# zonealloc pfn layout 1: start_pfn count class; max_order 10\n\
+    0 1 R\n1 185 M\n186 1 F\n187 1 M\n188 1 B\n189 1 F\n190 2 M\n192 192 B\n384 128 S\n\
+    512 3584 B\n4096 520192 R\nend 524288\n";
+
+#[test]
+fn a_kernel_layout_puts_the_free_blocks_at_its_pfns_and_types_pageblocks_by_pagetypeinfo() {
+    let snap = snap("linux-6.1");
+    let layout = parse_layout(DMA_LAYOUT).unwrap();
+    snap.check_layout(&layout).unwrap();
+    let z = snap.zone(0, ZoneType::Dma).unwrap();
+    let t = targets(&snap, z, 11);
+    let mut l = ZoneLayout::from_kernel(&layout, z, &t, 9, 10);
+    // Pageblock 0 (slab and the order-6 and -7 blocks) is the Unmovable one.
+    assert_eq!(l.blocks[0], MigrateType::Unmovable);
+    assert!(l.blocks[1..].iter().all(|&b| b == MigrateType::Movable));
+    let mut want = t.0.clone();
+    // The extra order-0 block at 188 (read a moment apart from pagetypeinfo) is Unmovable.
+    want[MigrateType::Unmovable.index()][0] += 1;
+    assert_eq!(l.free_by_type(), want);
+    // One order-0 Unmovable page on CPU 1's lists: the flagless page whose buddy is free
+    // (189, buddy 188), not the lower one (186, buddy 187 in use).
+    assert_eq!(l.choose_pcp(&[(1, vec![(0, 0, 1)])]), 0);
+    assert_eq!(l.pcp, vec![(1, 189, 0)]);
+    // More than there are flagless pages: the rest from pages in use of the type.
+    let mut l2 = l.clone();
+    assert_eq!(l2.choose_pcp(&[(0, vec![(0, 0, 3)])]), 0);
+    assert_eq!(l2.pcp[1..], [(0, 186, 0), (0, 1, 0), (0, 2, 0)]);
+    let zone = zone_for(&snap, z, 2);
+    l.apply(&zone).unwrap();
+    zone.check().unwrap();
+    assert_eq!(
+        zone.frame_state(Pfn(192)),
+        Some(FrameState::Buddy(Order::new(6).unwrap()))
+    );
+    assert_eq!(
+        zone.frame_state(Pfn(1024)),
+        Some(FrameState::Buddy(Order::new(10).unwrap()))
+    );
+    assert_eq!(zone.frame_state(Pfn(0)), None);
+    assert_eq!(
+        zone.frame_state(Pfn(189)),
+        Some(FrameState::Allocated(Order::ZERO, MigrateType::Unmovable))
+    );
+    assert_eq!(zone.managed_pages(), 4095);
+    assert_eq!(zone.nr_free()[..11], [1, 0, 0, 0, 0, 0, 1, 1, 0, 1, 3]);
+}
+
+#[test]
+fn without_a_fitting_unit_the_pageblock_counts_still_hold() {
+    // 7.2's DMA32 has 152 Unmovable pageblocks; a layout with every pfn free but one page
+    // per pageblock still types 152 of them Unmovable, though their free blocks cannot fit.
+    let snap = snap("linux-7.2");
+    let z = snap.zone(0, ZoneType::Dma32).unwrap();
+    let (start, end) = (
+        z.start_pfn,
+        (z.start_pfn + z.spanned_pages).div_ceil(512) * 512,
+    );
+    let mut text = String::from("# zonealloc pfn layout 1: x; max_order 10\n");
+    text.push_str(&format!("0 {start} R\n"));
+    for pfn in (start..end).step_by(512) {
+        text.push_str(&format!("{pfn} 1 S\n{} 511 B\n", pfn + 1));
+    }
+    text.push_str(&format!("end {end}\n"));
+    let layout = parse_layout(&text).unwrap();
+    let t = targets(&snap, z, 11);
+    let l = ZoneLayout::from_kernel(&layout, z, &t, 9, 10);
+    let n = |mt: MigrateType| l.blocks.iter().filter(|&&b| b == mt).count() as u64;
+    assert_eq!(
+        n(MigrateType::Unmovable),
+        t.1[MigrateType::Unmovable.index()]
+    );
+    assert_eq!(
+        n(MigrateType::Reclaimable),
+        t.1[MigrateType::Reclaimable.index()]
+    );
+}
