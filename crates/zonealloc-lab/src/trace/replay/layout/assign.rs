@@ -15,6 +15,9 @@
 //!   after a fallback): first units whose free blocks all fit in what the type still lacks
 //!   per order, then units without free blocks, then those with the fewest free pages beyond
 //!   what the type lacks;
+//! - pages managed: every class but holes, reserved and offline pages, less the longest
+//!   flagless runs where that leaves more than zoneinfo's `managed` (newer kernels read a
+//!   hole as flagless);
 //! - each free block goes on its pageblock's list (which is the rule from 6.10 on; 6.1 may
 //!   leave a block on another type's list after a fallback, which the layout cannot show).
 //!
@@ -89,6 +92,7 @@ impl ZoneLayout {
         for p in l.pages.iter_mut().filter(|p| **p == Page::Open) {
             *p = Page::Absent;
         }
+        l.holes_from_flagless(layout, z.managed_pages);
         let free = layout.free_blocks(span, max_order);
         // Units: a block above pageblock order joins the pageblocks it spans.
         let mut head: Vec<usize> = (0..l.blocks.len()).collect();
@@ -120,6 +124,29 @@ impl ZoneLayout {
             })
             .collect();
         l
+    }
+
+    /// Newer kernels' `kpage_read` writes 0 for a pfn without a `struct page`, so a hole
+    /// reads as flagless (`F`) there (scripts/README.md). Where the layout shows more pages
+    /// managed than zoneinfo's `managed`, the longest flagless runs, the holes' shape (the
+    /// PCI hole below 4 GiB is one run of 262,144 pfns; pages on per-CPU lists and flagless
+    /// kernel pages lie in short runs), are taken as absent until the two agree.
+    fn holes_from_flagless(&mut self, layout: &Layout, managed: u64) {
+        let mut excess = self.managed().saturating_sub(managed);
+        let mut runs: Vec<_> = layout
+            .runs_in(self.start..self.end())
+            .filter(|r| r.class == PageClass::Flagless)
+            .collect();
+        runs.sort_by_key(|r| std::cmp::Reverse(r.count));
+        for r in runs {
+            if excess == 0 {
+                break;
+            }
+            let n = r.count.min(excess);
+            let i = (r.start - self.start) as usize;
+            self.pages[i..i + n as usize].fill(Page::Absent);
+            excess -= n;
+        }
     }
 
     /// Types the pageblocks of `units` (module docs).

@@ -77,10 +77,11 @@ fn populate_starts_dma_as_the_kernel_had_it() {
 
 /// The 6.1 snapshot's DMA (`0 0 0 0 0 0 1 1 0 1 3`; Unmovable order 6 and 7, Movable order 9
 /// and three of 10; one Unmovable pageblock of 8) as a kernel's layout: pfn 0 reserved,
-/// slab pages and user pages around the Unmovable blocks, two flagless pages.
+/// slab pages and user pages around the Unmovable blocks, two flagless pages, and 255 pages
+/// reserved, so that 3840 are managed as zoneinfo says.
 const DMA_LAYOUT: &str = "# zonealloc pfn layout 1: start_pfn count class; max_order 10\n\
-    0 1 R\n1 185 M\n186 1 F\n187 1 M\n188 1 B\n189 1 F\n190 2 M\n192 192 B\n384 128 S\n\
-    512 3584 B\n4096 520192 R\nend 524288\n";
+    0 1 R\n1 24 M\n25 155 R\n180 6 M\n186 1 F\n187 1 M\n188 1 B\n189 1 F\n190 2 M\n\
+    192 192 B\n384 28 S\n412 100 R\n512 3584 B\n4096 520192 R\nend 524288\n";
 
 #[test]
 fn a_kernel_layout_puts_the_free_blocks_at_its_pfns_and_types_pageblocks_by_pagetypeinfo() {
@@ -121,8 +122,30 @@ fn a_kernel_layout_puts_the_free_blocks_at_its_pfns_and_types_pageblocks_by_page
         zone.frame_state(Pfn(189)),
         Some(FrameState::Allocated(Order::ZERO, MigrateType::Unmovable))
     );
-    assert_eq!(zone.managed_pages(), 4095);
+    assert_eq!(zone.managed_pages(), 3840);
     assert_eq!(zone.nr_free()[..11], [1, 0, 0, 0, 0, 0, 1, 1, 0, 1, 3]);
+}
+
+#[test]
+fn long_flagless_runs_beyond_the_managed_pages_are_holes() {
+    // 6.1's DMA has 3840 managed pages of its 4095: a layout that reads all of them in use
+    // (a kernel that prints holes as flagless) leaves the longest flagless run absent.
+    let snap = snap("linux-6.1");
+    let z = snap.zone(0, ZoneType::Dma).unwrap();
+    let text = "# zonealloc pfn layout 1: x; max_order 10\n0 1 R\n1 9 F\n10 10 M\n\
+                20 400 F\n420 3676 M\n4096 520192 R\nend 524288\n";
+    let l = ZoneLayout::from_kernel(
+        &parse_layout(text).unwrap(),
+        z,
+        &targets(&snap, z, 11),
+        9,
+        10,
+    );
+    assert_eq!(l.managed(), 3840);
+    assert_eq!(l.page(20), Page::Absent);
+    assert_eq!(l.page(20 + 254), Page::Absent);
+    assert_eq!(l.page(20 + 255), Page::Flagless);
+    assert_eq!(l.page(5), Page::Flagless);
 }
 
 #[test]
