@@ -157,7 +157,10 @@ fn a_zone_the_trace_never_touches_ends_as_it_began() {
         let dma_free = serde_json::json!([0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 3]);
         assert_eq!(dma["kernel_free_blocks"], dma_free);
         assert_eq!(dma["ours_free_blocks"], dma_free, "{dma}");
-        assert_eq!(dma["ours_free_by_type"], dma["kernel_free_by_type"], "{dma}");
+        assert_eq!(
+            dma["ours_free_by_type"], dma["kernel_free_by_type"],
+            "{dma}"
+        );
         assert_eq!(dma["pageblocks"][0], dma["pageblocks"][1], "{dma}");
         assert_eq!(dma["start_layout"], "synthesised");
     }
