@@ -147,13 +147,54 @@ fn tuning(ps: &crate::procfs::PagesetSnapshot) -> PcpTuning {
 
 /// A zone's pages in use at the snapshot, handed out to frees of pages allocated before the
 /// trace: per migratetype of the pageblock they lie in (Unmovable, Movable, Reclaimable), so
-/// that a free goes to the list of the type the kernel's page had.
+/// that a free goes to the list of the type the kernel's page had. Set up from the kernel's
+/// layout, the pool's pages are the kernel's own pfns, and a free of one of them frees that
+/// very page ([`Pool::take_at`]).
 #[derive(Debug, Default)]
 pub struct Pool {
     pages: [Vec<u64>; 3],
+    /// With the kernel's layout: the span's first pfn, and a bit per pfn still in the pool
+    /// (a page taken by pfn stays in `pages` until a `take` pops and skips it).
+    at: Option<(u64, Vec<u64>)>,
+    left: usize,
 }
 
 impl Pool {
+    /// A pool of `pages` (per migratetype index, in pfn order); `exact` gives the span
+    /// (`start..end`) where the pages are the kernel's own pfns.
+    pub fn new(pages: [Vec<u64>; 3], exact: Option<std::ops::Range<u64>>) -> Pool {
+        let at = exact.map(|span| {
+            let mut bits = vec![0u64; (span.end - span.start).div_ceil(64) as usize];
+            for &p in pages.iter().flatten() {
+                let i = p - span.start;
+                bits[(i / 64) as usize] |= 1 << (i % 64);
+            }
+            (span.start, bits)
+        });
+        let left = pages.iter().map(Vec::len).sum();
+        Pool { pages, at, left }
+    }
+
+    /// Whether `pfn` is still in the pool (always, for a pool without pfns of its own).
+    fn has(&self, pfn: u64) -> bool {
+        let Some((start, bits)) = &self.at else {
+            return true;
+        };
+        let Some(i) = pfn.checked_sub(*start) else {
+            return false;
+        };
+        bits.get((i / 64) as usize)
+            .is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+
+    fn clear(&mut self, pfn: u64) {
+        if let Some((start, bits)) = &mut self.at {
+            let i = pfn - *start;
+            bits[(i / 64) as usize] &= !(1 << (i % 64));
+        }
+        self.left -= 1;
+    }
+
     /// Takes `n` pages (fewer if the pool runs dry), the most recently allocated first, from
     /// pageblocks of migratetype index `mt` (0 Unmovable, 1 Movable, 2 Reclaimable), then
     /// Movable, Unmovable and Reclaimable ones (Movable first when `mt` is `None`).
@@ -161,17 +202,39 @@ impl Pool {
         let mut got = Vec::new();
         let first = mt.filter(|&t| t < TYPES.len()).unwrap_or(1);
         for t in [first, 1, 0, 2] {
-            let want = (n as usize).saturating_sub(got.len());
-            let pages = &mut self.pages[t];
-            let keep = pages.len().saturating_sub(want);
-            got.extend(pages.drain(keep..));
+            // The last pages of the list, in list order.
+            let mut chunk = Vec::new();
+            while ((got.len() + chunk.len()) as u64) < n {
+                let Some(p) = self.pages[t].pop() else { break };
+                if self.has(p) {
+                    self.clear(p);
+                    chunk.push(p);
+                }
+            }
+            got.extend(chunk.into_iter().rev());
         }
         got
     }
 
+    /// The `n` pages from `pfn` on where all are in the pool with their own pfns (the
+    /// kernel's page at the kernel's pfn), else [`Pool::take`]'s.
+    pub fn take_at(&mut self, pfn: u64, n: u64, mt: Option<usize>) -> Vec<u64> {
+        let exact = self.at.is_some()
+            && pfn
+                .checked_add(n)
+                .is_some_and(|end| (pfn..end).all(|p| self.has(p)));
+        if !exact {
+            return self.take(n, mt);
+        }
+        for p in pfn..pfn + n {
+            self.clear(p);
+        }
+        (pfn..pfn + n).collect()
+    }
+
     /// Pages left.
     pub fn len(&self) -> usize {
-        self.pages.iter().map(Vec::len).sum()
+        self.left
     }
 
     /// Whether it is empty.
@@ -197,6 +260,8 @@ pub struct SetupFacts {
     pub free_blocks: (Vec<u64>, Vec<u64>),
     /// Free blocks a synthesised layout found no place for.
     pub unplaced: u64,
+    /// Free blocks of the kernel's layout beyond pagetypeinfo's counts, taken as in use.
+    pub trimmed: u64,
     /// Pages of the CPUs' lists for which no page in use was found.
     pub pcp_missing: u64,
     /// PCP pages: the kernel's, ours.
@@ -304,7 +369,9 @@ pub fn populate(
     let [u, mut m, r, h, i] = used;
     m.extend(h);
     m.extend(i);
-    let pool = Pool { pages: [u, m, r] };
+    m.sort_unstable();
+    let exact = (!l.synthesised).then(|| l.start..l.end());
+    let pool = Pool::new([u, m, r], exact);
     fill_lists(zone, z, &l).map_err(|e| err(&e))?;
     let (kblocks, _) = kernel_types(snap, z);
     let start = z.start_pfn;
@@ -328,6 +395,7 @@ pub fn populate(
             zone.nr_free()[..=usize::from(max_order)].to_vec(),
         ),
         unplaced: l.unplaced,
+        trimmed: l.trimmed,
         pcp_missing,
         pcp: (z.pcp_pages(), zone.pcp_pages()),
         pageblocks: (kblocks, blocks_of(zone, start, start + z.spanned_pages)),
@@ -433,14 +501,26 @@ mod tests {
 
     #[test]
     fn the_pool_hands_out_pages_of_the_asked_type_first() {
-        let mut pool = Pool {
-            pages: [vec![1, 2], vec![10, 11, 12], vec![20]],
-        };
+        let mut pool = Pool::new([vec![1, 2], vec![10, 11, 12], vec![20]], None);
         assert_eq!(pool.take(1, Some(2)), vec![20]);
         // Reclaimable ran dry: the rest from Movable (none asked: Movable first).
         assert_eq!(pool.take(2, Some(2)), vec![11, 12]);
         assert_eq!(pool.take(2, Some(0)), vec![1, 2]);
         assert_eq!(pool.take(5, None), vec![10]);
         assert!(pool.is_empty());
+    }
+
+    #[test]
+    fn a_pool_of_the_kernels_pfns_frees_the_kernels_page() {
+        let mut pool = Pool::new([vec![1, 2], vec![10, 11, 12, 13], vec![20]], Some(0..64));
+        // The kernel frees its order-1 block at 10: our pages 10 and 11, whatever the type.
+        assert_eq!(pool.take_at(10, 2, Some(0)), vec![10, 11]);
+        // Not all in the pool (11 went): by type, most recent first, 11 skipped.
+        assert_eq!(pool.take_at(11, 2, Some(1)), vec![12, 13]);
+        assert_eq!(pool.take(2, Some(1)), vec![1, 2]);
+        assert_eq!(pool.len(), 1);
+        // Without pfns of its own, `take_at` is `take`.
+        let mut pool = Pool::new([vec![1, 2], vec![], vec![]], None);
+        assert_eq!(pool.take_at(1, 1, Some(0)), vec![2]);
     }
 }

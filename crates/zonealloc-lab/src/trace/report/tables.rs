@@ -234,6 +234,13 @@ pub(super) fn setup_table(r: &Replayer) -> Table {
         if f.unplaced > 0 {
             row("free blocks the synthesis did not place", 0, f.unplaced);
         }
+        if f.trimmed > 0 {
+            row(
+                "free blocks of the layout beyond pagetypeinfo's",
+                f.trimmed,
+                0,
+            );
+        }
         if f.pcp_missing > 0 {
             row("PCP pages without a page to hold them", 0, f.pcp_missing);
         }

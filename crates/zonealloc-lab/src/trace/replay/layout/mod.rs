@@ -67,6 +67,8 @@ pub struct ZoneLayout {
     pub synthesised: bool,
     /// Free blocks the synthesis found no place for.
     pub unplaced: u64,
+    /// Free blocks of the kernel's layout beyond pagetypeinfo's counts, taken as in use.
+    pub trimmed: u64,
     /// Pages in use the synthesis is still to mark not managed ([`ZoneLayout::place_absent`]).
     pub absent: u64,
 }
@@ -87,6 +89,7 @@ impl ZoneLayout {
             pcp: Vec::new(),
             synthesised,
             unplaced: 0,
+            trimmed: 0,
             absent: 0,
         }
     }
