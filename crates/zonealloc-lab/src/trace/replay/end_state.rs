@@ -5,7 +5,7 @@
 use zonealloc::{CpuId, FrameState, MigrateType, Pfn, Zone};
 
 use super::layout::targets;
-use super::proc_setup::{kernel_types, TYPES};
+use super::proc_setup::{blocks_of, kernel_types, SetupFacts, TYPES};
 use crate::procfs::{ProcSnapshot, ZoneSnapshot};
 
 /// The end state against `--proc-after`, one zone.
@@ -69,14 +69,15 @@ fn off(k: &[u64], a: &[u64]) -> Option<f64> {
     (total > 0).then(|| 100.0 * diff as f64 / total as f64)
 }
 
-/// Compares `zone` (the replay's zone for kernel zone `z` of the after-snapshot `snap`);
-/// `start_layout` is [`EndState::start_layout`].
+/// Compares `zone` (the replay's zone for kernel zone `z` of the after-snapshot `snap`) as
+/// its set-up left it (`setup`: the layout, and the pageblocks of holes).
 pub fn end_state(
     zone: &Zone,
     snap: &ProcSnapshot,
     z: &ZoneSnapshot,
-    start_layout: &'static str,
+    setup: &SetupFacts,
 ) -> EndState {
+    let start_layout = setup.layout;
     let kernel_free_blocks = z.free_blocks().unwrap_or_default();
     let ours = zone.snapshot(0);
     let orders = kernel_free_blocks
@@ -93,7 +94,12 @@ pub fn end_state(
             .map(|(o, n)| n << o)
             .sum::<u64>()
     });
-    let oblocks = TYPES.map(|mt| ours.pageblocks_by_type[mt.index()]);
+    let oblocks = blocks_of(
+        zone,
+        z.start_pfn,
+        z.start_pfn + z.spanned_pages,
+        &setup.holes,
+    );
     let kernel_free_by_type: Vec<Vec<u64>> = targets(snap, z, orders).0.to_vec();
     let ours_free_by_type: Vec<Vec<u64>> = MigrateType::ALL
         .iter()

@@ -268,6 +268,9 @@ pub struct SetupFacts {
     pub pcp: (u64, u64),
     /// Pageblocks per migratetype (Unmovable, Movable, Reclaimable): the kernel's, ours.
     pub pageblocks: ([u64; 3], [u64; 3]),
+    /// The first pfn of each pageblock of holes, which pagetypeinfo does not count.
+    #[serde(skip)]
+    pub holes: Vec<u64>,
 }
 
 pub(super) const TYPES: [MigrateType; 3] = [
@@ -276,10 +279,25 @@ pub(super) const TYPES: [MigrateType; 3] = [
     MigrateType::Reclaimable,
 ];
 
-/// Our zone's pageblocks of `start..end` per migratetype of [`TYPES`].
-fn blocks_of(zone: &Zone, start: u64, end: u64) -> [u64; 3] {
-    let n = zone.pageblocks_by_type(Pfn(start), Pfn(end));
-    TYPES.map(|mt| n[mt.index()])
+/// Our zone's pageblocks of `start..end` per migratetype of [`TYPES`], those the kernel's
+/// pagetypeinfo counts: `pagetypeinfo_showblockcount_print` skips a pageblock without an
+/// online `struct page` (`pfn_to_online_page`: a hole such as the PCI hole below 4 GiB),
+/// here those of `holes` (first pfns in the span, sorted: [`ZoneLayout::hole_blocks`]).
+pub(super) fn blocks_of(zone: &Zone, start: u64, end: u64, holes: &[u64]) -> [u64; 3] {
+    let pb = 1u64 << zone.config().pageblock_order;
+    let mut n = [0u64; 3];
+    let mut first = start;
+    while first < end {
+        let next = ((first / pb) + 1) * pb;
+        if holes.binary_search(&first).is_err() {
+            let mt = zone.pageblock_migratetype(Pfn(first));
+            if let Some(t) = TYPES.iter().position(|&x| Some(x) == mt) {
+                n[t] += 1;
+            }
+        }
+        first = next;
+    }
+    n
 }
 
 /// Per migratetype of [`TYPES`]: pageblocks and free pages pagetypeinfo shows.
@@ -374,6 +392,7 @@ pub fn populate(
     let pool = Pool::new([u, m, r], exact);
     fill_lists(zone, z, &l).map_err(|e| err(&e))?;
     let (kblocks, _) = kernel_types(snap, z);
+    let holes = l.hole_blocks();
     let start = z.start_pfn;
     let facts = SetupFacts {
         zone: label,
@@ -398,7 +417,11 @@ pub fn populate(
         trimmed: l.trimmed,
         pcp_missing,
         pcp: (z.pcp_pages(), zone.pcp_pages()),
-        pageblocks: (kblocks, blocks_of(zone, start, start + z.spanned_pages)),
+        pageblocks: (
+            kblocks,
+            blocks_of(zone, start, start + z.spanned_pages, &holes),
+        ),
+        holes,
     };
     Ok((pool, facts))
 }

@@ -280,9 +280,9 @@ fn end(setup: Setup, parser: Parser, replay_s: f64, window: (Window, Option<bool
                     .zip(&r.zones)
                     .enumerate()
                     .filter_map(|(i, (span, zone))| {
-                        let start = r.setup.get(i).map_or("synthesised", |f| f.layout);
+                        let setup = r.setup.get(i).cloned().unwrap_or_default();
                         a.zone(0, span.zone_type)
-                            .map(|kz| super::end_state(zone, a, kz, start))
+                            .map(|kz| super::end_state(zone, a, kz, &setup))
                     })
                     .collect()
             })

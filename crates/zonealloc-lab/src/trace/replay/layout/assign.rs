@@ -65,6 +65,7 @@ impl ZoneLayout {
         for run in layout.runs_in(span.clone()) {
             let page = match run.class {
                 PageClass::Buddy => Page::Free,
+                PageClass::NoPage => Page::Hole,
                 c if !c.managed() => Page::Absent,
                 PageClass::Flagless => Page::Flagless,
                 _ => Page::Used,
@@ -92,7 +93,7 @@ impl ZoneLayout {
         }
         // Beyond the layout's end (a capture cut at `max_pfn`): nothing there.
         for p in l.pages.iter_mut().filter(|p| **p == Page::Open) {
-            *p = Page::Absent;
+            *p = Page::Hole;
         }
         l.holes_from_flagless(layout, z.managed_pages);
         let free = layout.free_blocks(span, max_order);
@@ -178,7 +179,7 @@ impl ZoneLayout {
             }
             let n = r.count.min(excess);
             let i = (r.start - self.start) as usize;
-            self.pages[i..i + n as usize].fill(Page::Absent);
+            self.pages[i..i + n as usize].fill(Page::Hole);
             excess -= n;
         }
     }

@@ -33,8 +33,11 @@ pub enum Page {
     Open,
     /// In a free block.
     Free,
-    /// Not managed: a hole, a reserved or an offline page.
+    /// Not managed: a reserved or an offline page (it has a `struct page`).
     Absent,
+    /// Not managed, and no `struct page` either: a hole, whose pageblocks pagetypeinfo does
+    /// not count (`pfn_to_online_page`).
+    Hole,
     /// In use, with a flag that says so (slab, page table, user memory, ...).
     Used,
     /// In use without any flag: where the kernel's per-CPU lists are (layout class `F`).
@@ -127,9 +130,27 @@ impl ZoneLayout {
         n
     }
 
-    /// Pages that are not absent.
+    /// Pages that are neither absent nor holes.
     pub fn managed(&self) -> u64 {
-        self.pages.iter().filter(|&&p| p != Page::Absent).count() as u64
+        let managed = |p: &&Page| !matches!(p, Page::Absent | Page::Hole);
+        self.pages.iter().filter(managed).count() as u64
+    }
+
+    /// The first pfn of each pageblock whose pfns in the span are all holes: pageblocks the
+    /// kernel's pagetypeinfo does not count.
+    pub fn hole_blocks(&self) -> Vec<u64> {
+        let pb = 1u64 << self.pb_order;
+        let mut out = Vec::new();
+        let mut first = self.start;
+        while first < self.end() {
+            let next = ((first / pb + 1) * pb).min(self.end());
+            let (i, j) = ((first - self.start) as usize, (next - self.start) as usize);
+            if self.pages[i..j].iter().all(|&p| p == Page::Hole) {
+                out.push(first);
+            }
+            first = next;
+        }
+        out
     }
 
     /// Puts `zone` (fresh, spanning this layout's span) in this state: pageblock types,

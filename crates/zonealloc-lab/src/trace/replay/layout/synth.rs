@@ -12,8 +12,10 @@
 //!   block one order up) is not free as a whole: if the buddy has no page taken, its last
 //!   page becomes a page in use. Then no placed block has a free buddy of its order, so
 //!   `__free_one_page` merges nothing and the zone holds exactly these blocks.
+//! - Holes (`spanned - present`): the highest pfns left (a 4 GiB machine's PCI hole ends
+//!   DMA32; the free blocks gather at the low end).
 //! - Everything else is in use, without a flag, so that the per-CPU lists may be chosen
-//!   among it; then the pages not managed (`spanned - managed`) are the lowest pfns left
+//!   among it; then the reserved pages (`present - managed`) are the lowest pfns left
 //!   ([`ZoneLayout::place_absent`]). Placed before the lists' pick, they would take pages
 //!   the lists need.
 
@@ -104,10 +106,16 @@ impl ZoneLayout {
         l.free.sort_by_key(|b| b.pfn);
         // The rest in use; `spanned - managed` of them are not managed, placed once the
         // per-CPU lists have had their pick ([`ZoneLayout::place_absent`]).
-        for p in l.pages.iter_mut().filter(|p| **p == Page::Open) {
-            *p = Page::Flagless;
+        let mut holes = z.spanned_pages.saturating_sub(z.present_pages);
+        for p in l.pages.iter_mut().rev().filter(|p| **p == Page::Open) {
+            *p = if holes > 0 {
+                holes -= 1;
+                Page::Hole
+            } else {
+                Page::Flagless
+            };
         }
-        l.absent = z.spanned_pages.saturating_sub(z.managed_pages);
+        l.absent = z.present_pages.saturating_sub(z.managed_pages);
         l
     }
 

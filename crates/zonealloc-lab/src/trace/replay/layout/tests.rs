@@ -161,8 +161,8 @@ fn long_flagless_runs_beyond_the_managed_pages_are_holes() {
         10,
     );
     assert_eq!(l.managed(), 3840);
-    assert_eq!(l.page(20), Page::Absent);
-    assert_eq!(l.page(20 + 254), Page::Absent);
+    assert_eq!(l.page(20), Page::Hole);
+    assert_eq!(l.page(20 + 254), Page::Hole);
     assert_eq!(l.page(20 + 255), Page::Flagless);
     assert_eq!(l.page(5), Page::Flagless);
 }
