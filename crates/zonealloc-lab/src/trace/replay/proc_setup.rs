@@ -347,7 +347,7 @@ pub fn populate(
     let targets = layout::targets(snap, z, usize::from(max_order) + 1);
     // The set-up CPU is one past the trace's; a traced CPU `c` is `c % cpus`.
     let setup_cpu = zone.cpus() - 1;
-    let lists: Vec<(u32, Vec<(u8, usize, u64)>)> = z
+    let lists: Vec<layout::CpuLists> = z
         .pagesets
         .iter()
         .map(|ps| {

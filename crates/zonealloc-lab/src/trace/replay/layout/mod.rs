@@ -21,6 +21,8 @@ mod synth;
 #[cfg(test)]
 mod tests;
 
+pub use pcp::CpuLists;
+
 use zonealloc::{LayoutBlock, MigrateType, Order, Pfn, Zone};
 
 use crate::procfs::{MigrateTypeName, ProcSnapshot, ZoneSnapshot};

@@ -24,6 +24,9 @@ use zonealloc::MigrateType;
 
 use super::{Page, ZoneLayout};
 
+/// One CPU's lists: the CPU, and its lists as `(order, migratetype index, blocks)`.
+pub type CpuLists = (u32, Vec<(u8, usize, u64)>);
+
 /// Candidate block heads of one tier, and how far they have been taken.
 #[derive(Default)]
 struct Tier {
@@ -35,7 +38,7 @@ impl ZoneLayout {
     /// Chooses the blocks each CPU's lists hold: `lists` has per CPU its lists as `(order,
     /// migratetype index, blocks)`. Marks them [`Page::Pcp`] and records them in
     /// [`ZoneLayout::pcp`]; returns the pages for which no block was found.
-    pub fn choose_pcp(&mut self, lists: &[(u32, Vec<(u8, usize, u64)>)]) -> u64 {
+    pub fn choose_pcp(&mut self, lists: &[CpuLists]) -> u64 {
         let free: HashMap<u64, u8> = self.free.iter().map(|b| (b.pfn.0, b.order.get())).collect();
         let mut tiers: HashMap<(u8, usize, u8), Tier> = HashMap::new();
         let mut missing = 0u64;
@@ -72,7 +75,7 @@ impl ZoneLayout {
     fn tier(&self, order: u8, mt: usize, tier: u8, free: &HashMap<u64, u8>) -> Tier {
         let size = 1u64 << order;
         let class = if tier < 2 { Page::Flagless } else { Page::Used };
-        let typed = tier % 2 == 0;
+        let typed = tier.is_multiple_of(2);
         let mt = MigrateType::from_index(mt).unwrap_or(MigrateType::Movable);
         let (mut first, mut rest) = (Vec::new(), Vec::new());
         let mut pfn = self.start.div_ceil(size) * size;
