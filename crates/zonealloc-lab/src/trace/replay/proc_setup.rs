@@ -262,6 +262,8 @@ pub struct SetupFacts {
     pub unplaced: u64,
     /// Free blocks of the kernel's layout beyond pagetypeinfo's counts, taken as in use.
     pub trimmed: u64,
+    /// Free blocks made from pages in use where the kernel's layout fell short of them.
+    pub made_up: u64,
     /// Pages of the CPUs' lists for which no page in use was found.
     pub pcp_missing: u64,
     /// PCP pages: the kernel's, ours.
@@ -415,6 +417,7 @@ pub fn populate(
         ),
         unplaced: l.unplaced,
         trimmed: l.trimmed,
+        made_up: l.made_up,
         pcp_missing,
         pcp: (z.pcp_pages(), zone.pcp_pages()),
         pageblocks: (

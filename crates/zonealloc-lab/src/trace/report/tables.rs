@@ -241,6 +241,13 @@ pub(super) fn setup_table(r: &Replayer) -> Table {
                 0,
             );
         }
+        if f.made_up > 0 {
+            row(
+                "free blocks made up from pages in use of the layout",
+                0,
+                f.made_up,
+            );
+        }
         if f.pcp_missing > 0 {
             row("PCP pages without a page to hold them", 0, f.pcp_missing);
         }

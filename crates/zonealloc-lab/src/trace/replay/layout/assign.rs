@@ -18,8 +18,8 @@
 //! - pages managed: every class but holes, reserved and offline pages, less the longest
 //!   flagless runs where that leaves more than zoneinfo's `managed` (newer kernels read a
 //!   hole as flagless);
-//! - free blocks beyond pagetypeinfo's count of their order and type are taken as in use
-//!   (`trim`: the layout is read seconds before the counts);
+//! - the free blocks are then brought to pagetypeinfo's count of each order and type
+//!   ([`super::reconcile`]: the layout is read seconds before the counts);
 //! - each free block goes on its pageblock's list (which is the rule from 6.10 on; 6.1 may
 //!   leave a block on another type's list after a fallback, which the layout cannot show).
 //!
@@ -127,38 +127,8 @@ impl ZoneLayout {
             })
             .collect();
         l.trim(&targets.0);
+        l.make_up(&targets.0);
         l
-    }
-
-    /// The layout is read seconds before pagetypeinfo (capture-kmem reads it first, as far
-    /// from the window as it can), and a busy zone's small blocks change meanwhile: where
-    /// the layout has more free blocks of an order and type than pagetypeinfo, the excess
-    /// (the highest pfns: which ones the kernel allocated the layout cannot say) is taken as
-    /// in use, without a flag (a refill may have moved it to a per-CPU list). Fewer cannot be
-    /// made up. Counted in [`ZoneLayout::trimmed`].
-    fn trim(&mut self, want: &[Vec<u64>; 5]) {
-        let mut have = self.free_by_type();
-        let start = self.start;
-        let pages = &mut self.pages;
-        let mut trimmed = 0u64;
-        let mut keep: Vec<bool> = vec![true; self.free.len()];
-        for (k, b) in self.free.iter().enumerate().rev() {
-            let (t, o) = (b.list.index(), b.order.index());
-            let target = want[t].get(o).copied().unwrap_or(0);
-            if have[t][o] > target {
-                have[t][o] -= 1;
-                keep[k] = false;
-                trimmed += 1;
-                let i = (b.pfn.0 - start) as usize;
-                pages[i..i + (1usize << o)].fill(Page::Flagless);
-            }
-        }
-        let mut k = 0;
-        self.free.retain(|_| {
-            k += 1;
-            keep[k - 1]
-        });
-        self.trimmed = trimmed;
     }
 
     /// Newer kernels' `kpage_read` writes 0 for a pfn without a `struct page`, so a hole

@@ -17,6 +17,7 @@
 
 mod assign;
 mod pcp;
+mod reconcile;
 mod synth;
 #[cfg(test)]
 mod tests;
@@ -74,6 +75,8 @@ pub struct ZoneLayout {
     pub unplaced: u64,
     /// Free blocks of the kernel's layout beyond pagetypeinfo's counts, taken as in use.
     pub trimmed: u64,
+    /// Free blocks made from pages in use where the kernel's layout fell short of them.
+    pub made_up: u64,
     /// Pages in use the synthesis is still to mark not managed ([`ZoneLayout::place_absent`]).
     pub absent: u64,
 }
@@ -95,6 +98,7 @@ impl ZoneLayout {
             synthesised,
             unplaced: 0,
             trimmed: 0,
+            made_up: 0,
             absent: 0,
         }
     }

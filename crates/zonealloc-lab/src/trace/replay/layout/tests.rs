@@ -196,3 +196,25 @@ fn without_a_fitting_unit_the_pageblock_counts_still_hold() {
         t.1[MigrateType::Reclaimable.index()]
     );
 }
+
+#[test]
+fn a_free_block_the_layout_lacks_is_made_from_pages_in_use_that_merge_with_nothing() {
+    // The order-6 Unmovable block pagetypeinfo has is slab in this layout (it was allocated
+    // between the two reads, say): the lowest 64 pages in use of the Unmovable pageblock
+    // whose buddy is not a free order-6 block (192: 25..180 is reserved) become it.
+    let snap = snap("linux-6.1");
+    let z = snap.zone(0, ZoneType::Dma).unwrap();
+    let text = DMA_LAYOUT.replace("192 192 B", "192 64 S\n256 128 B");
+    let layout = parse_layout(&text).unwrap();
+    let t = targets(&snap, z, 11);
+    let l = ZoneLayout::from_kernel(&layout, z, &t, 9, 10);
+    assert_eq!(l.free_by_type(), t.0);
+    assert_eq!(
+        (l.made_up, l.trimmed, l.page(192), l.page(191)),
+        (1, 1, Page::Free, Page::Used)
+    );
+    let zone = zone_for(&snap, z, 2);
+    l.apply(&zone).unwrap();
+    zone.check().unwrap();
+    assert_eq!(zone.nr_free()[..11], [0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 3]);
+}
