@@ -8,26 +8,26 @@
 //!   (`wmark_pages` adds the boost);
 //! - `batch` from the pagesets; `high_min = high_max = high` on kernels with one fixed
 //!   `high` (before 6.7, `pageset_update`), zoneinfo's `high_min`/`high_max` after;
-//! - `managed` pages handed to the allocator from the zone's start; the rest of the span
-//!   (holes and reserved pages: `spanned - managed`) stays absent;
-//! - pageblocks: as many Unmovable and Reclaimable pageblocks as pagetypeinfo counts, claimed
-//!   the way the kernel claims them (an allocation of `pageblock_order - 1` that falls back
-//!   takes the whole pageblock, `try_to_claim_block`), the rest Movable as at boot;
-//! - the pages in use (`managed - buddy free - PCP`): order-0 pages allocated per
-//!   migratetype so that each type's pageblocks keep about the free pages pagetypeinfo shows
-//!   in them; they form the zone's *pool*, kept per pageblock type, from which a traced free
-//!   of a page allocated before the trace frees a block of its order (as order-0 frees: the kernel's block was
-//!   allocated before we could see its order);
-//! - each CPU's PCP `count`: pages allocated on that CPU and freed back onto its lists (with
-//!   `--infer start-count=on`, the count the trace pins at the start marker,
-//!   [`super::start_count`], where zoneinfo's was read before it);
+//! - where the free blocks lie, which pages are in use or absent and each pageblock's
+//!   migratetype: the kernel's pfn layout (`DIR/layout`) where the snapshot has one, else
+//!   one synthesised with pagetypeinfo's free blocks per order and migratetype exactly
+//!   ([`super::layout`]), put in place with `Zone::add_free_blocks` and its siblings, so
+//!   that a zone the trace never touches ends exactly as it began;
+//! - the pages in use form the zone's *pool*, kept per pageblock type, from which a traced
+//!   free of a page allocated before the trace frees a block of its order (as order-0 frees:
+//!   the kernel's block was allocated before we could see its order); with the kernel's
+//!   layout, the kernel's own page where it is still in use here ([`Pool::take_at`]);
+//! - each CPU's PCP `count`: pages in use chosen for its lists ([`ZoneLayout::choose_pcp`])
+//!   and freed onto them (with `--infer start-count=on`, the count the trace pins at the
+//!   start marker, [`super::start_count`], where zoneinfo's was read before it);
 //! - each CPU's current `high` where zoneinfo prints an auto-tuned one (6.7 on), and which
 //!   lists its `count` pages are on as the trace's first events show ([`super::pcp_state`]).
 //!
-//! What is not reproduced, and said in the report: where the free blocks lie and so their
-//! exact split by order (it follows from the order in which the pool is allocated, not from
-//! the kernel's history), and the per-CPU state zoneinfo does not print (6.1's `free_factor`,
-//! 6.7+'s `free_count`, `alloc_factor` and `PCPF_*` flags start at zero).
+//! What is not reproduced, and said in the report: without a layout, where the free blocks
+//! lie (the counts per order and migratetype are the kernel's, the pfns ours); with one, the
+//! pageblock migratetypes and which flagless pages were on the lists are inferred; the
+//! per-CPU state zoneinfo does not print (6.1's `free_factor`, 6.7+'s `free_count`,
+//! `alloc_factor` and `PCPF_*` flags) starts at zero.
 //!
 //! Lowmem protection is zoneinfo's `protection:` line ([`Zone::set_lowmem_reserve`]): a
 //! request lands in the zone the trace names, and its gfp zone (`__GFP_DMA`, `__GFP_DMA32`, else
