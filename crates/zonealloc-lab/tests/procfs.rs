@@ -395,10 +395,40 @@ mod fuzz {
                     ProcFile::Zoneinfo => 0,
                     ProcFile::Pagetypeinfo => 1,
                     ProcFile::Buddyinfo => 2,
+                    ProcFile::Layout => {
+                        prop_assert!(false, "no layout was given: {e}");
+                        0
+                    }
                 };
                 let lines = t[i].lines().count();
                 prop_assert!(e.line <= lines + 1, "{e}");
                 let _ = e.to_string();
+            }
+        }
+
+        /// A damaged pfn layout is refused with its line or read whole, never a panic; what
+        /// is read covers every pfn to its end once, and its free blocks are aligned.
+        #[test]
+        fn damaged_layouts_never_panic(
+            kind in any::<u8>(),
+            at in any::<usize>(),
+            ch in prop::sample::select(vec!['0', '9', ' ', '\n', 'B', 'F', 'x', '#', 'e']),
+        ) {
+            let good = "# zonealloc pfn layout 1: start_pfn count class; max_order 3\n\
+                        0 1 R\n1 14 B\n15 1 F\n16 5 M\n21 11 B\nend 32\n";
+            let text = damage(good, kind, at, ch);
+            match zonealloc_lab::procfs::parse_layout(&text) {
+                Ok(l) => {
+                    let pages: u64 = l.runs_in(0..l.end).map(|r| r.count).sum();
+                    prop_assert_eq!(pages, l.end);
+                    for (pfn, order) in l.free_blocks(0..l.end, l.max_order) {
+                        prop_assert!(pfn % (1 << order) == 0 && order <= l.max_order);
+                    }
+                }
+                Err(e) => {
+                    prop_assert!(e.line <= text.lines().count() + 1, "{e}");
+                    prop_assert_eq!(e.file, ProcFile::Layout);
+                }
             }
         }
     }
@@ -616,4 +646,48 @@ fn snapshots_of_different_kernels_or_zones_are_not_the_same_machine() {
         "{e}"
     );
     assert!(e.contains("520158"), "{e}");
+}
+
+#[test]
+fn a_layout_beside_the_snapshot_is_read_and_checked_by_name_and_line() {
+    let header = "# zonealloc pfn layout 1: start_pfn count class; max_order 10\n";
+    let cases: [(&str, Option<(usize, &str)>); 4] = [
+        ("0 1 R\n1 4095 B\n4096 520192 M\nend 524288\n", None),
+        ("0 1 R\n1 4095 B\n4096 520192 M\n", Some((5, "cut short"))),
+        (
+            "0 1 R\n1 4095 B\n4096 10 M\nend 4106\n",
+            Some((1, "inside Node 0, zone DMA32")),
+        ),
+        (
+            "0 1 R\n1 4095 B\n4096 520192 Q\nend 524288\n",
+            Some((4, "class letter")),
+        ),
+    ];
+    for (runs, want) in cases {
+        let text = format!("{header}{runs}");
+        let dir = scratch("linux-6.1-p1-before", &[], |t| t);
+        std::fs::write(dir.path().join("layout"), &text).unwrap();
+        match (ProcSnapshot::read_dir(dir.path()), want) {
+            (Ok(s), None) => {
+                let l = s.layout.expect("the layout");
+                assert_eq!((l.max_order, l.end), (10, 524288));
+                assert_eq!(
+                    l.free_per_order(1..4096, 10),
+                    vec![1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 3]
+                );
+            }
+            (Err(e), Some((line, what))) => {
+                assert_eq!((e.file, e.line), (ProcFile::Layout, line), "{e}");
+                assert!(e.to_string().contains(what), "{e}");
+                assert!(e.to_string().contains("/layout:"), "{e}");
+            }
+            (got, _) => panic!("{runs:?}: {:?}", got.map(|_| ())),
+        }
+    }
+    // A layout of 9 orders beside a snapshot of 11.
+    let dir = scratch("linux-6.1-p1-before", &[], |t| t);
+    let text = "# zonealloc pfn layout 1: x; max_order 8\n0 524288 M\nend 524288\n";
+    std::fs::write(dir.path().join("layout"), text).unwrap();
+    let e = ProcSnapshot::read_dir(dir.path()).unwrap_err();
+    assert!(e.to_string().contains("max_order 8"), "{e}");
 }

@@ -134,3 +134,36 @@ fn the_text_rendering_fits_100_columns_and_leads_with_the_same_screen() {
         );
     }
 }
+
+/// A zone the trace never touches (the sample's frames all lie in DMA32) ends exactly as the
+/// snapshot had it: DMA's free blocks per order and migratetype and its pageblocks (before the
+/// set-up placed the free blocks per order and migratetype, DMA ended `2 1 1 1 1 1 2 2 3 3 1`
+/// against the kernel's `0 0 0 0 0 0 1 1 0 1 3`, with one Unmovable pageblock more), and the
+/// report says where it prints the end-state figure that the start layout was synthesised.
+#[test]
+fn a_zone_the_trace_never_touches_ends_as_it_began() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    let (md, _, _) = replay(&out, true);
+    let text = std::fs::read_to_string(out.join("results.json")).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let ends = &json["experiments"][0]["config"]["end_state"];
+    for variant in ends.as_array().unwrap() {
+        let zones = variant["zones"].as_array().unwrap();
+        let dma = zones
+            .iter()
+            .find(|z| z["zone"] == "Node 0, zone DMA")
+            .expect("DMA's end state");
+        let dma_free = serde_json::json!([0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 3]);
+        assert_eq!(dma["kernel_free_blocks"], dma_free);
+        assert_eq!(dma["ours_free_blocks"], dma_free, "{dma}");
+        assert_eq!(
+            dma["ours_free_by_type"], dma["kernel_free_by_type"],
+            "{dma}"
+        );
+        assert_eq!(dma["pageblocks"][0], dma["pageblocks"][1], "{dma}");
+        assert_eq!(dma["start_layout"], "synthesised");
+    }
+    let line = "end state, Node 0, zone DMA: free blocks off (start layout synthesised)";
+    assert!(md.contains(line), "{md}");
+}

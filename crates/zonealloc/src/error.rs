@@ -121,6 +121,25 @@ pub enum RangeError {
         /// First frame that is already managed.
         pfn: Pfn,
     },
+    /// A block or range not aligned to its order, or of an order above `max_order`
+    /// ([`Zone::add_allocated_range`](crate::Zone::add_allocated_range),
+    /// [`Zone::add_free_blocks`](crate::Zone::add_free_blocks)).
+    Misaligned {
+        /// The frame.
+        pfn: Pfn,
+        /// The order.
+        order: crate::types::Order,
+    },
+    /// A free block named for a list other than its pageblock's migratetype, where the
+    /// zone's rules keep the two together ([`Zone::add_free_blocks`](crate::Zone::add_free_blocks)).
+    WrongList {
+        /// A frame of the block in the pageblock of the other type.
+        pfn: Pfn,
+        /// The list asked for.
+        list: crate::types::MigrateType,
+        /// The pageblock's type.
+        block: crate::types::MigrateType,
+    },
 }
 
 /// Why a [`CpuHandle`](crate::CpuHandle) could not be created.
@@ -303,6 +322,15 @@ impl fmt::Display for RangeError {
             RangeError::Empty { start, end } => write!(f, "empty range {start}..{end}"),
             RangeError::OutOfZone { pfn } => write!(f, "frame {pfn} is outside the zone span"),
             RangeError::Overlap { pfn } => write!(f, "frame {pfn} was already added"),
+            RangeError::Misaligned { pfn, order } => write!(
+                f,
+                "frame {pfn} is not the start of a block of order {} the zone takes",
+                order.get()
+            ),
+            RangeError::WrongList { pfn, list, block } => write!(
+                f,
+                "a free block on the {list:?} list, but frame {pfn}'s pageblock is {block:?}"
+            ),
         }
     }
 }

@@ -147,4 +147,4 @@ pub use stats::{FreeAreaSnapshot, ZoneStats};
 pub use ticker::Ticker;
 pub use tracepoint::ZoneEvent;
 pub use types::{CpuId, MigrateType, Order, PageCount, Pfn, ZoneType, MAX_ORDER_LIMIT};
-pub use zone::{CpuHandle, Zone};
+pub use zone::{CpuHandle, LayoutBlock, Zone};

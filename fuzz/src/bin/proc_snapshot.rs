@@ -2,22 +2,32 @@
 //! each parsed alone and then together under every tolerance, never panic, and what they
 //! accept holds the bounds the replay sizes its arrays by (CPU ids below `MAX_CPUS`, spans
 //! below `MAX_PFN` and apart, each zone once). The input is the three files separated by NUL
-//! bytes (`zoneinfo \0 pagetypeinfo \0 buddyinfo`; a missing part is an absent file);
+//! bytes (`zoneinfo \0 pagetypeinfo \0 buddyinfo`; a missing part is an absent file), and
+//! optionally a fourth, the pfn `layout` (`parse_layout`, then checked against each accepted
+//! snapshot; its free blocks are aligned, within the range asked and at most `max_order`);
 //! `fuzz/seeds/proc_snapshot/` holds the real 6.1 and 7.2 snapshots in that form.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use zonealloc_lab::procfs::{
-    parse_buddyinfo, parse_pagetypeinfo, parse_zoneinfo, ProcSnapshot, Tolerance, MAX_CPUS, MAX_PFN,
+    parse_buddyinfo, parse_layout, parse_pagetypeinfo, parse_zoneinfo, Layout, ProcSnapshot,
+    Tolerance, MAX_CPUS, MAX_PFN,
 };
 
 fuzz_target!(|data: &[u8]| {
-    let mut parts = data.splitn(3, |&b| b == 0).map(std::str::from_utf8);
+    let mut parts = data.splitn(4, |&b| b == 0).map(std::str::from_utf8);
     let Some(Ok(zoneinfo)) = parts.next() else {
         return;
     };
     let pagetypeinfo = parts.next().and_then(Result::ok);
     let buddyinfo = parts.next().and_then(Result::ok);
+    let layout = parts
+        .next()
+        .and_then(Result::ok)
+        .and_then(|t| parse_layout(t).ok());
+    if let Some(l) = &layout {
+        check_layout(l);
+    }
     let _ = parse_zoneinfo(zoneinfo);
     if let Some(p) = pagetypeinfo {
         let _ = parse_pagetypeinfo(p);
@@ -30,8 +40,26 @@ fuzz_target!(|data: &[u8]| {
             continue;
         };
         check(&s);
+        if let Some(l) = &layout {
+            let _ = s.check_layout(l);
+        }
     }
 });
+
+/// What an accepted layout promises the set-up: free blocks aligned, of at most `max_order`,
+/// inside the range asked, in pfn order without overlap.
+fn check_layout(l: &Layout) {
+    assert!(l.end <= MAX_PFN);
+    let (from, to) = (l.end / 3, l.end - l.end / 5);
+    let mut next = from;
+    for (pfn, order) in l.free_blocks(from..to, l.max_order) {
+        assert!(order <= l.max_order && pfn % (1 << order) == 0, "{pfn} {order}");
+        assert!(pfn >= next && pfn + (1 << order) <= to, "{pfn} {order} in {from}..{to}");
+        next = pfn + (1 << order);
+    }
+    let pages: u64 = l.runs_in(0..l.end).map(|r| r.count).sum();
+    assert_eq!(pages, l.end);
+}
 
 /// What an accepted snapshot promises the replay.
 fn check(s: &ProcSnapshot) {

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-/// The three `/proc` files a snapshot is read from.
+/// The files a snapshot is read from: three `/proc` files and the optional pfn layout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProcFile {
     /// `/proc/zoneinfo`.
@@ -12,6 +12,8 @@ pub enum ProcFile {
     Pagetypeinfo,
     /// `/proc/buddyinfo`.
     Buddyinfo,
+    /// `layout`: the pfn layout `capture-kmem` writes from `/proc/kpageflags`.
+    Layout,
 }
 
 impl ProcFile {
@@ -21,6 +23,16 @@ impl ProcFile {
             ProcFile::Zoneinfo => "zoneinfo",
             ProcFile::Pagetypeinfo => "pagetypeinfo",
             ProcFile::Buddyinfo => "buddyinfo",
+            ProcFile::Layout => "layout",
+        }
+    }
+
+    /// The most bytes read of the file: [`super::MAX_FILE_BYTES`], or
+    /// [`super::MAX_LAYOUT_BYTES`] for the layout.
+    pub const fn max_bytes(self) -> u64 {
+        match self {
+            ProcFile::Layout => super::MAX_LAYOUT_BYTES,
+            _ => super::MAX_FILE_BYTES,
         }
     }
 }

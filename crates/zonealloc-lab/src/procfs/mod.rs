@@ -54,6 +54,7 @@ mod buddyinfo;
 mod check;
 mod error;
 mod format;
+mod layout;
 mod names;
 mod pagetypeinfo;
 mod read;
@@ -72,6 +73,7 @@ pub use buddyinfo::{parse_buddyinfo, BuddyZone};
 pub use check::{Skew, Tolerance};
 pub use error::{ErrorKind, ProcError, ProcFile};
 pub use format::{infer_format, ZoneinfoFeatures, ZoneinfoFormat};
+pub use layout::{free_blocks, parse_layout, Layout, LayoutRun, PageClass, MAX_LAYOUT_BYTES};
 pub use names::MigrateTypeName;
 pub use pagetypeinfo::{parse_pagetypeinfo, FreeArea, FreeCount, PagetypeZone, Pagetypeinfo};
 pub use read::MAX_FILE_BYTES;
@@ -294,6 +296,9 @@ pub struct ProcSnapshot {
     /// (and what the replay then lacks), a drift [`Tolerance::Busy`] let through. One
     /// sentence each, for `warning:` lines.
     pub warnings: Vec<String>,
+    /// The pfn layout (`layout` beside the three files, [`parse_layout`]), where there is one:
+    /// where the free blocks lie. Without it a replay synthesises one.
+    pub layout: Option<Layout>,
 }
 
 impl ProcSnapshot {
@@ -335,6 +340,17 @@ impl ProcSnapshot {
             e
         })?;
         // The parse's warnings name a file as `NAME:LINE:`; here it has a folder.
+        if let Some(text) = read(ProcFile::Layout)? {
+            let layout = parse_layout(&text).map_err(|mut e| {
+                e.path = dir.join(ProcFile::Layout.name());
+                e
+            })?;
+            snap.check_layout(&layout).map_err(|mut e| {
+                e.path = dir.join(ProcFile::Layout.name());
+                e
+            })?;
+            snap.layout = Some(layout);
+        }
         for w in &mut snap.warnings {
             let file = [
                 ProcFile::Zoneinfo,
@@ -397,6 +413,7 @@ impl ProcSnapshot {
             migratetypes: Vec::new(),
             skews: Vec::new(),
             warnings: Vec::new(),
+            layout: None,
         };
         let index: HashMap<(u32, ZoneType), usize> = snap
             .zones
@@ -467,6 +484,33 @@ impl ProcSnapshot {
             )?;
         }
         Ok(snap)
+    }
+
+    /// Whether `layout` can be this snapshot's: its `max_order` is the free lists' highest
+    /// order, and it covers every zone's span (the capture reads pfns up to `max_pfn`
+    /// rounded up to a memory section, past every zone's end).
+    pub fn check_layout(&self, layout: &Layout) -> Result<(), ProcError> {
+        let fail = |what: String| ProcError::inconsistent(ProcFile::Layout, 1, what);
+        if self.orders != usize::from(layout.max_order) + 1 {
+            return Err(fail(format!(
+                "max_order {}, but the snapshot prints {} orders",
+                layout.max_order, self.orders
+            )));
+        }
+        if let Some(z) = self
+            .zones
+            .iter()
+            .find(|z| z.start_pfn.saturating_add(z.spanned_pages) > layout.end)
+        {
+            return Err(fail(format!(
+                "the layout ends at pfn {}, inside {} ({} + {} pages)",
+                layout.end,
+                z.label(),
+                z.start_pfn,
+                z.spanned_pages
+            )));
+        }
+        Ok(())
     }
 
     /// The populated zone `zone` of `node`.

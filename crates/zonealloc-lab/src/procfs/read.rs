@@ -14,7 +14,7 @@ use super::error::{ErrorKind, ProcError, ProcFile};
 pub const MAX_FILE_BYTES: u64 = 8 << 20;
 
 /// Reads `path` as snapshot file `file`: `Ok(None)` if it does not exist, an error naming it
-/// if it is not a regular file, is larger than [`MAX_FILE_BYTES`] or is not UTF-8 (the error
+/// if it is not a regular file, is larger than [`ProcFile::max_bytes`] or is not UTF-8 (the error
 /// names the line of the first invalid byte).
 pub(super) fn read_file(path: &Path, file: ProcFile) -> Result<Option<String>, ProcError> {
     let fail = |line, kind| ProcError {
@@ -35,12 +35,12 @@ pub(super) fn read_file(path: &Path, file: ProcFile) -> Result<Option<String>, P
     }
     let f = std::fs::File::open(path).map_err(|e| fail(0, ErrorKind::Io(e)))?;
     // `/proc` files report a size of 0, so the bound is on what is read, not on the size.
+    let limit = file.max_bytes();
     let mut bytes = Vec::new();
-    f.take(MAX_FILE_BYTES + 1)
+    f.take(limit + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| fail(0, ErrorKind::Io(e)))?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        let limit = MAX_FILE_BYTES;
+    if bytes.len() as u64 > limit {
         return Err(fail(0, ErrorKind::TooLarge { limit }));
     }
     text(bytes)

@@ -27,6 +27,8 @@
 //! - `pcp.rs`: [`PcpGuard`](pcp::PcpGuard), the calling CPU, instrumentation switches.
 //! - `handle.rs`: [`CpuHandle`], a thread's claim on one CPU's lists.
 //! - `inspect.rs`: snapshots, counters, `/proc` text, tracepoint switches, `check`.
+//! - `layout.rs`: a zone set up at a snapshot's page layout (pageblock types, pages in use,
+//!   free blocks at their frames), beside boot's `add_free_range`.
 
 // In the order of the walk above (each group on its own so that rustfmt keeps the order).
 mod boot;
@@ -47,7 +49,10 @@ mod handle;
 
 mod inspect;
 
+mod layout;
+
 pub use handle::CpuHandle;
+pub use layout::LayoutBlock;
 pub(crate) use walk::{alloc_walk, ZoneList};
 
 use core::ops::{Deref, DerefMut};

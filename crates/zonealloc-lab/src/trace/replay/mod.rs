@@ -39,10 +39,12 @@
 //! `sampling` and [`preset`] are the pieces below them.
 
 mod counts;
+mod end_state;
 mod frames;
 mod geometry;
 mod gfp;
 pub mod infer;
+pub mod layout;
 mod options;
 pub mod preset;
 pub mod proc_setup;
@@ -54,6 +56,7 @@ pub mod tally;
 pub mod vmstat;
 
 pub use counts::{FragSample, ReplayCounts};
+pub use end_state::{end_state, EndState, LayoutEnd};
 pub use geometry::{
     pick_cpus, span_from_trace, Geometry, Online, ZoneSpan, DEFAULT_ZONE_PAGES, MAX_CPUS,
 };

@@ -8,37 +8,36 @@
 //!   (`wmark_pages` adds the boost);
 //! - `batch` from the pagesets; `high_min = high_max = high` on kernels with one fixed
 //!   `high` (before 6.7, `pageset_update`), zoneinfo's `high_min`/`high_max` after;
-//! - `managed` pages handed to the allocator from the zone's start; the rest of the span
-//!   (holes and reserved pages: `spanned - managed`) stays absent;
-//! - pageblocks: as many Unmovable and Reclaimable pageblocks as pagetypeinfo counts, claimed
-//!   the way the kernel claims them (an allocation of `pageblock_order - 1` that falls back
-//!   takes the whole pageblock, `try_to_claim_block`), the rest Movable as at boot;
-//! - the pages in use (`managed - buddy free - PCP`): order-0 pages allocated per
-//!   migratetype so that each type's pageblocks keep about the free pages pagetypeinfo shows
-//!   in them; they form the zone's *pool*, kept per pageblock type, from which a traced free
-//!   of a page allocated before the trace frees a block of its order (as order-0 frees: the kernel's block was
-//!   allocated before we could see its order);
-//! - each CPU's PCP `count`: pages allocated on that CPU and freed back onto its lists (with
-//!   `--infer start-count=on`, the count the trace pins at the start marker,
-//!   [`super::start_count`], where zoneinfo's was read before it);
+//! - where the free blocks lie, which pages are in use or absent and each pageblock's
+//!   migratetype: the kernel's pfn layout (`DIR/layout`) where the snapshot has one, else
+//!   one synthesised with pagetypeinfo's free blocks per order and migratetype exactly
+//!   ([`super::layout`]), put in place with `Zone::add_free_blocks` and its siblings, so
+//!   that a zone the trace never touches ends exactly as it began;
+//! - the pages in use form the zone's *pool*, kept per pageblock type, from which a traced
+//!   free of a page allocated before the trace frees a block of its order (as order-0 frees:
+//!   the kernel's block was allocated before we could see its order); with the kernel's
+//!   layout, the kernel's own page where it is still in use here ([`Pool::take_at`]);
+//! - each CPU's PCP `count`: pages in use chosen for its lists ([`ZoneLayout::choose_pcp`])
+//!   and freed onto them (with `--infer start-count=on`, the count the trace pins at the
+//!   start marker, [`super::start_count`], where zoneinfo's was read before it);
 //! - each CPU's current `high` where zoneinfo prints an auto-tuned one (6.7 on), and which
 //!   lists its `count` pages are on as the trace's first events show ([`super::pcp_state`]).
 //!
-//! What is not reproduced, and said in the report: where the free blocks lie and so their
-//! exact split by order (it follows from the order in which the pool is allocated, not from
-//! the kernel's history), and the per-CPU state zoneinfo does not print (6.1's `free_factor`,
-//! 6.7+'s `free_count`, `alloc_factor` and `PCPF_*` flags start at zero).
+//! What is not reproduced, and said in the report: without a layout, where the free blocks
+//! lie (the counts per order and migratetype are the kernel's, the pfns ours); with one, the
+//! pageblock migratetypes and which flagless pages were on the lists are inferred; the
+//! per-CPU state zoneinfo does not print (6.1's `free_factor`, 6.7+'s `free_count`,
+//! `alloc_factor` and `PCPF_*` flags) starts at zero.
 //!
 //! Lowmem protection is zoneinfo's `protection:` line ([`Zone::set_lowmem_reserve`]): a
 //! request lands in the zone the trace names, and its gfp zone (`__GFP_DMA`, `__GFP_DMA32`, else
 //! Normal or Movable) picks the entry its watermark checks add.
 
-use zonealloc::{
-    AllocRequest, CpuId, MigrateType, Order, PcpTuning, Pfn, WatermarkConfig, Zone, ZoneConfig,
-};
+use zonealloc::{CpuId, MigrateType, Order, PcpTuning, Pfn, WatermarkConfig, Zone, ZoneConfig};
 
 use super::geometry::{Geometry, Online, ZoneSpan, MAX_CPUS};
 use super::infer::pcp_state::ListDemand;
+use super::layout::{self, ZoneLayout};
 use super::preset::Kernel;
 use crate::procfs::{MigrateTypeName, ProcSnapshot, ZoneSnapshot};
 use crate::trace::migratetype::Numbering;
@@ -148,13 +147,54 @@ fn tuning(ps: &crate::procfs::PagesetSnapshot) -> PcpTuning {
 
 /// A zone's pages in use at the snapshot, handed out to frees of pages allocated before the
 /// trace: per migratetype of the pageblock they lie in (Unmovable, Movable, Reclaimable), so
-/// that a free goes to the list of the type the kernel's page had.
+/// that a free goes to the list of the type the kernel's page had. Set up from the kernel's
+/// layout, the pool's pages are the kernel's own pfns, and a free of one of them frees that
+/// very page ([`Pool::take_at`]).
 #[derive(Debug, Default)]
 pub struct Pool {
     pages: [Vec<u64>; 3],
+    /// With the kernel's layout: the span's first pfn, and a bit per pfn still in the pool
+    /// (a page taken by pfn stays in `pages` until a `take` pops and skips it).
+    at: Option<(u64, Vec<u64>)>,
+    left: usize,
 }
 
 impl Pool {
+    /// A pool of `pages` (per migratetype index, in pfn order); `exact` gives the span
+    /// (`start..end`) where the pages are the kernel's own pfns.
+    pub fn new(pages: [Vec<u64>; 3], exact: Option<std::ops::Range<u64>>) -> Pool {
+        let at = exact.map(|span| {
+            let mut bits = vec![0u64; (span.end - span.start).div_ceil(64) as usize];
+            for &p in pages.iter().flatten() {
+                let i = p - span.start;
+                bits[(i / 64) as usize] |= 1 << (i % 64);
+            }
+            (span.start, bits)
+        });
+        let left = pages.iter().map(Vec::len).sum();
+        Pool { pages, at, left }
+    }
+
+    /// Whether `pfn` is still in the pool (always, for a pool without pfns of its own).
+    fn has(&self, pfn: u64) -> bool {
+        let Some((start, bits)) = &self.at else {
+            return true;
+        };
+        let Some(i) = pfn.checked_sub(*start) else {
+            return false;
+        };
+        bits.get((i / 64) as usize)
+            .is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+
+    fn clear(&mut self, pfn: u64) {
+        if let Some((start, bits)) = &mut self.at {
+            let i = pfn - *start;
+            bits[(i / 64) as usize] &= !(1 << (i % 64));
+        }
+        self.left -= 1;
+    }
+
     /// Takes `n` pages (fewer if the pool runs dry), the most recently allocated first, from
     /// pageblocks of migratetype index `mt` (0 Unmovable, 1 Movable, 2 Reclaimable), then
     /// Movable, Unmovable and Reclaimable ones (Movable first when `mt` is `None`).
@@ -162,17 +202,39 @@ impl Pool {
         let mut got = Vec::new();
         let first = mt.filter(|&t| t < TYPES.len()).unwrap_or(1);
         for t in [first, 1, 0, 2] {
-            let want = (n as usize).saturating_sub(got.len());
-            let pages = &mut self.pages[t];
-            let keep = pages.len().saturating_sub(want);
-            got.extend(pages.drain(keep..));
+            // The last pages of the list, in list order.
+            let mut chunk = Vec::new();
+            while ((got.len() + chunk.len()) as u64) < n {
+                let Some(p) = self.pages[t].pop() else { break };
+                if self.has(p) {
+                    self.clear(p);
+                    chunk.push(p);
+                }
+            }
+            got.extend(chunk.into_iter().rev());
         }
         got
     }
 
+    /// The `n` pages from `pfn` on where all are in the pool with their own pfns (the
+    /// kernel's page at the kernel's pfn), else [`Pool::take`]'s.
+    pub fn take_at(&mut self, pfn: u64, n: u64, mt: Option<usize>) -> Vec<u64> {
+        let exact = self.at.is_some()
+            && pfn
+                .checked_add(n)
+                .is_some_and(|end| (pfn..end).all(|p| self.has(p)));
+        if !exact {
+            return self.take(n, mt);
+        }
+        for p in pfn..pfn + n {
+            self.clear(p);
+        }
+        (pfn..pfn + n).collect()
+    }
+
     /// Pages left.
     pub fn len(&self) -> usize {
-        self.pages.iter().map(Vec::len).sum()
+        self.left
     }
 
     /// Whether it is empty.
@@ -186,32 +248,62 @@ impl Pool {
 pub struct SetupFacts {
     /// The zone.
     pub zone: String,
-    /// Managed pages (ours = the kernel's).
-    pub managed: u64,
+    /// Where the free blocks lie: the kernel's `layout`, or `synthesised` from the counts.
+    pub layout: &'static str,
+    /// Managed pages: the kernel's, ours (equal unless a kernel layout disagrees).
+    pub managed: (u64, u64),
     /// Pages in use: the kernel's, ours.
     pub used: (u64, u64),
     /// Buddy free pages: the kernel's, ours.
     pub free: (u64, u64),
+    /// Free blocks per order: the kernel's (pagetypeinfo), ours.
+    pub free_blocks: (Vec<u64>, Vec<u64>),
+    /// Free blocks a synthesised layout found no place for.
+    pub unplaced: u64,
+    /// Free blocks of the kernel's layout beyond pagetypeinfo's counts, taken as in use.
+    pub trimmed: u64,
+    /// Free blocks made from pages in use where the kernel's layout fell short of them.
+    pub made_up: u64,
+    /// Pages of the CPUs' lists for which no page in use was found.
+    pub pcp_missing: u64,
     /// PCP pages: the kernel's, ours.
     pub pcp: (u64, u64),
     /// Pageblocks per migratetype (Unmovable, Movable, Reclaimable): the kernel's, ours.
     pub pageblocks: ([u64; 3], [u64; 3]),
+    /// The first pfn of each pageblock of holes, which pagetypeinfo does not count.
+    #[serde(skip)]
+    pub holes: Vec<u64>,
 }
 
-const TYPES: [MigrateType; 3] = [
+pub(super) const TYPES: [MigrateType; 3] = [
     MigrateType::Unmovable,
     MigrateType::Movable,
     MigrateType::Reclaimable,
 ];
 
-/// Our zone's pageblocks of `start..end` per migratetype of [`TYPES`].
-fn blocks_of(zone: &Zone, start: u64, end: u64) -> [u64; 3] {
-    let n = zone.pageblocks_by_type(Pfn(start), Pfn(end));
-    TYPES.map(|mt| n[mt.index()])
+/// Our zone's pageblocks of `start..end` per migratetype of [`TYPES`], those the kernel's
+/// pagetypeinfo counts: `pagetypeinfo_showblockcount_print` skips a pageblock without an
+/// online `struct page` (`pfn_to_online_page`: a hole such as the PCI hole below 4 GiB),
+/// here those of `holes` (first pfns in the span, sorted: [`ZoneLayout::hole_blocks`]).
+pub(super) fn blocks_of(zone: &Zone, start: u64, end: u64, holes: &[u64]) -> [u64; 3] {
+    let pb = 1u64 << zone.config().pageblock_order;
+    let mut n = [0u64; 3];
+    let mut first = start;
+    while first < end {
+        let next = ((first / pb) + 1) * pb;
+        if holes.binary_search(&first).is_err() {
+            let mt = zone.pageblock_migratetype(Pfn(first));
+            if let Some(t) = TYPES.iter().position(|&x| Some(x) == mt) {
+                n[t] += 1;
+            }
+        }
+        first = next;
+    }
+    n
 }
 
 /// Per migratetype of [`TYPES`]: pageblocks and free pages pagetypeinfo shows.
-fn kernel_types(snap: &ProcSnapshot, z: &ZoneSnapshot) -> ([u64; 3], [u64; 3]) {
+pub(super) fn kernel_types(snap: &ProcSnapshot, z: &ZoneSnapshot) -> ([u64; 3], [u64; 3]) {
     let (mut blocks, mut free) = ([0u64; 3], [0u64; 3]);
     if let Some(area) = &z.free_area {
         for (i, name) in snap.migratetypes.iter().enumerate() {
@@ -237,6 +329,11 @@ fn kernel_types(snap: &ProcSnapshot, z: &ZoneSnapshot) -> ([u64; 3], [u64; 3]) {
 /// Brings a fresh `zone` (spanning the kernel zone `z`, with one CPU more than the trace's:
 /// the set-up CPU, see [`SETUP_CPUS`]) to the snapshot's state; returns the pool of pages in
 /// use and what was reached. Call before recording events.
+///
+/// The state is the kernel's layout where the snapshot has one, else one synthesised from
+/// its counts ([`ZoneLayout`]); each CPU's `count` pages (or the count the trace pins,
+/// [`super::start_count`]) are chosen among the pages in use and freed onto its lists, in
+/// the lists the trace's first events show ([`ListDemand`]).
 pub fn populate(
     zone: &Zone,
     snap: &ProcSnapshot,
@@ -245,13 +342,41 @@ pub fn populate(
 ) -> Result<(Pool, SetupFacts), String> {
     let label = z.label();
     let err = |what: &str| format!("--proc: setting up {label}: {what}");
-    let start = z.start_pfn;
-    let end = start + z.managed_pages.min(z.spanned_pages);
     if z.managed_pages == 0 {
         return Ok((Pool::default(), SetupFacts::default()));
     }
-    zone.add_free_range(Pfn(start), Pfn(end))
-        .map_err(|e| err(&e.to_string()))?;
+    let (pb_order, max_order) = (zone.config().pageblock_order, zone.config().max_order);
+    let targets = layout::targets(snap, z, usize::from(max_order) + 1);
+    // The set-up CPU is one past the trace's; a traced CPU `c` is `c % cpus`.
+    let setup_cpu = zone.cpus() - 1;
+    let lists: Vec<layout::CpuLists> = z
+        .pagesets
+        .iter()
+        .map(|ps| {
+            let cpu = ps.cpu % setup_cpu.max(1);
+            // The count at the trace's start where the trace pins it.
+            let left = demand
+                .and_then(|d| d.start_count.get(ps.cpu as usize).copied().flatten())
+                .unwrap_or(u64::from(ps.count));
+            let lists = demand.map_or_else(|| vec![(0, 1, left)], |d| d.fit(cpu, left));
+            (cpu, lists)
+        })
+        .collect();
+    let mut pcp = [0u64; 5];
+    for (_, cpu_lists) in &lists {
+        for &(order, mt, n) in cpu_lists {
+            if let Some(p) = pcp.get_mut(mt) {
+                *p += n << order;
+            }
+        }
+    }
+    let mut l = match &snap.layout {
+        Some(k) => ZoneLayout::from_kernel(k, z, &targets, pb_order, max_order),
+        None => ZoneLayout::synthesise(z, &targets, pcp, pb_order, max_order),
+    };
+    let pcp_missing = l.choose_pcp(&lists);
+    l.place_absent();
+    let used = l.apply(zone).map_err(|e| err(&e))?;
     // Lowmem protection as zoneinfo printed it (`protection: (...)`); set after the pages
     // came online, which recomputes the zone's own.
     let mut reserve = [0u64; zonealloc::ZoneType::ALL.len()];
@@ -261,98 +386,71 @@ pub fn populate(
         }
     }
     zone.set_lowmem_reserve(reserve);
-    let pb_order = zone.config().pageblock_order;
-    let (kblocks, kfree) = kernel_types(snap, z);
-    let grab = |mt: MigrateType, order: u8, cpu: u32| {
-        let req = AllocRequest::new(mt).no_watermarks().on_cpu(CpuId(cpu));
-        let req = AllocRequest { high: true, ..req };
-        zone.alloc_with(Order::new(order)?, req).ok()
+    let [u, mut m, r, h, i] = used;
+    m.extend(h);
+    m.extend(i);
+    m.sort_unstable();
+    let exact = (!l.synthesised).then(|| l.start..l.end());
+    let pool = Pool::new([u, m, r], exact);
+    fill_lists(zone, z, &l).map_err(|e| err(&e))?;
+    let (kblocks, _) = kernel_types(snap, z);
+    let holes = l.hole_blocks();
+    let start = z.start_pfn;
+    let facts = SetupFacts {
+        zone: label,
+        layout: if l.synthesised {
+            "synthesised"
+        } else {
+            "kernel"
+        },
+        managed: (z.managed_pages, zone.managed_pages()),
+        used: (z.used_pages().unwrap_or(0), pool.len() as u64),
+        free: (
+            z.buddy_free_pages().unwrap_or(z.free_pages),
+            zone.free_pages(),
+        ),
+        free_blocks: (
+            (0..=usize::from(max_order))
+                .map(|o| targets.0.iter().map(|f| f[o]).sum())
+                .collect(),
+            zone.nr_free()[..=usize::from(max_order)].to_vec(),
+        ),
+        unplaced: l.unplaced,
+        trimmed: l.trimmed,
+        made_up: l.made_up,
+        pcp_missing,
+        pcp: (z.pcp_pages(), zone.pcp_pages()),
+        pageblocks: (
+            kblocks,
+            blocks_of(zone, start, start + z.spanned_pages, &holes),
+        ),
+        holes,
     };
+    Ok((pool, facts))
+}
 
-    // Pageblocks: claim Unmovable and Reclaimable ones by falling back at pageblock_order - 1
-    // (no per-CPU list takes that order).
-    let claim_order = pb_order.saturating_sub(1).max(4);
-    let mut claimed = Vec::new();
-    for (t, &mt) in TYPES.iter().enumerate() {
-        if mt == MigrateType::Movable {
-            continue;
-        }
-        while blocks_of(zone, start, end)[t] < kblocks[t] {
-            match grab(mt, claim_order, 0) {
-                Some(p) => claimed.push(p),
-                None => break,
-            }
-        }
-    }
-    let claim = Order::new(claim_order).ok_or_else(|| err("pageblock order out of range"))?;
-    for p in claimed {
-        zone.free(p, claim).map_err(|e| err(&e.to_string()))?;
-    }
-
-    // Everything below is allocated on the set-up CPU, one past the trace's: allocations
-    // there grow that CPU's `high` (refills in `nr_pcp_alloc`), not a traced CPU's.
+/// Frees each CPU's chosen blocks onto its lists, at the kernel's current `high`.
+fn fill_lists(zone: &Zone, z: &ZoneSnapshot, l: &ZoneLayout) -> Result<(), String> {
     let setup_cpu = zone.cpus() - 1;
-
-    // Pages in use, by migratetype: what each type's pageblocks hold beyond their free pages.
-    let used = z.used_pages().unwrap_or(0);
-    let per_page = 1u64 << pb_order;
-    let mut want = [0u64; 3];
-    let have = blocks_of(zone, start, end);
-    for t in [0, 2] {
-        want[t] = (have[t] * per_page).saturating_sub(kfree[t]);
-    }
-    let others = want[0] + want[2];
-    if others > used {
-        let scale = |w: u64| w * used / others.max(1);
-        want = [scale(want[0]), 0, scale(want[2])];
-    }
-    want[1] = used.saturating_sub(want[0] + want[2]);
-    let mut pool = Pool::default();
-    for (t, &mt) in TYPES.iter().enumerate() {
-        for _ in 0..want[t] {
-            match grab(mt, 0, setup_cpu) {
-                Some(p) => {
-                    let block = zone.pageblock_migratetype(p).unwrap_or(mt);
-                    let i = TYPES.iter().position(|&x| x == block).unwrap_or(1);
-                    pool.pages[i].push(p.0);
-                }
-                None => return Err(err("the pages in use do not fit in the managed pages")),
-            }
-        }
-        // What the refills left on the set-up CPU's lists goes back to the buddy.
-        zone.drain_cpu(CpuId(setup_cpu));
-    }
-
-    // Each CPU's lists: count pages allocated on the set-up CPU, freed onto them: the blocks
-    // the trace's first events show each list held ([`ListDemand`]), the rest order-0 Movable.
     for ps in &z.pagesets {
         let cpu = ps.cpu % setup_cpu.max(1);
-        let mut blocks = Vec::with_capacity(ps.count as usize);
-        // The count at the trace's start where the trace pins it ([`super::start_count`]).
-        let left = demand
-            .and_then(|d| d.start_count.get(ps.cpu as usize).copied().flatten())
-            .unwrap_or(u64::from(ps.count));
-        let lists = demand.map_or_else(|| vec![(0, 1, left)], |d| d.fit(cpu, left));
-        for (order, mt, n) in lists {
-            for _ in 0..n {
-                match grab(TYPES[mt], order, setup_cpu) {
-                    Some(p) => blocks.push((p, order)),
-                    None => break,
-                }
-            }
-        }
-        zone.drain_cpu(CpuId(setup_cpu));
         // The kernel's current `high` (printed from 6.7 on; clamped into high_min..=high_max),
         // before the frees, so that they do not drain what the kernel kept.
         let high = tuning(ps);
         zone.set_pcp_tuning(CpuId(cpu), high);
+        let mut blocks: Vec<(u64, u8)> = l
+            .pcp
+            .iter()
+            .filter(|b| b.0 == cpu)
+            .map(|b| (b.1, b.2))
+            .collect();
         // Higher orders first: a run of order-1..3 frees after `free_count` has grown would
         // be taken for a `free_high` streak and drain the lists (free_frozen_page_commit).
         blocks.sort_by_key(|&(_, order)| std::cmp::Reverse(order));
         for (p, order) in blocks {
-            let order = Order::new(order).ok_or_else(|| err("PCP order out of range"))?;
-            zone.free_on(CpuId(cpu), p, order)
-                .map_err(|e| err(&e.to_string()))?;
+            let order = Order::new(order).ok_or("PCP order out of range")?;
+            zone.free_on(CpuId(cpu), Pfn(p), order)
+                .map_err(|e| e.to_string())?;
         }
         // The set-up's frees are not the kernel's history: its free and refill scaling
         // restart from zero (the kernel's are not printed), `high` is the kernel's again.
@@ -366,95 +464,13 @@ pub fn populate(
             },
         );
     }
-
-    let facts = SetupFacts {
-        zone: label,
-        managed: zone.managed_pages(),
-        used: (used, pool.len() as u64),
-        free: (
-            z.buddy_free_pages().unwrap_or(z.free_pages),
-            zone.free_pages(),
-        ),
-        pcp: (z.pcp_pages(), zone.pcp_pages()),
-        pageblocks: (kblocks, blocks_of(zone, start, start + z.spanned_pages)),
-    };
-    Ok((pool, facts))
-}
-
-/// The end state against `--proc-after`: per zone, free blocks per order (buddyinfo) and,
-/// per migratetype, free pages and pageblocks (pagetypeinfo), the kernel's and ours.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct EndState {
-    /// The zone.
-    pub zone: String,
-    /// Free blocks per order: the kernel's.
-    pub kernel_free_blocks: Vec<u64>,
-    /// Free blocks per order: ours.
-    pub ours_free_blocks: Vec<u64>,
-    /// Free pages per migratetype (Unmovable, Movable, Reclaimable): the kernel's, ours.
-    pub free_pages_by_type: ([u64; 3], [u64; 3]),
-    /// Pageblocks per migratetype: the kernel's, ours.
-    pub pageblocks: ([u64; 3], [u64; 3]),
-    /// PCP pages: the kernel's, ours.
-    pub pcp: (u64, u64),
-    /// Per CPU: `(count, high)` the kernel's, ours.
-    pub pagesets: Vec<((u32, u32), (i32, i32))>,
-    /// Sum over orders of |ours - kernel| free blocks over the kernel's free blocks, in %.
-    pub free_blocks_off_pct: Option<f64>,
-}
-
-/// Compares `zone` (the replay's zone for kernel zone `z` of the after-snapshot).
-pub fn end_state(zone: &Zone, snap: &ProcSnapshot, z: &ZoneSnapshot) -> EndState {
-    let kernel_free_blocks = z.free_blocks().unwrap_or_default();
-    let ours = zone.snapshot(0);
-    let orders = kernel_free_blocks
-        .len()
-        .max(usize::from(ours.max_order) + 1);
-    let ours_free_blocks: Vec<u64> = (0..orders)
-        .map(|o| ours.nr_free.get(o).copied().unwrap_or(0))
-        .collect();
-    let (kblocks, kfree) = kernel_types(snap, z);
-    let ofree = TYPES.map(|mt| {
-        ours.free_by_type[mt.index()]
-            .iter()
-            .enumerate()
-            .map(|(o, n)| n << o)
-            .sum::<u64>()
-    });
-    let oblocks = TYPES.map(|mt| ours.pageblocks_by_type[mt.index()]);
-    let ktotal: u64 = kernel_free_blocks.iter().sum();
-    let diff: u64 = (0..orders)
-        .map(|o| {
-            kernel_free_blocks
-                .get(o)
-                .copied()
-                .unwrap_or(0)
-                .abs_diff(ours_free_blocks[o])
-        })
-        .sum();
-    EndState {
-        zone: z.label(),
-        kernel_free_blocks,
-        ours_free_blocks,
-        free_pages_by_type: (kfree, ofree),
-        pageblocks: (kblocks, oblocks),
-        pcp: (z.pcp_pages(), zone.pcp_pages()),
-        pagesets: z
-            .pagesets
-            .iter()
-            .map(|ps| {
-                let ours = zone.pcp_info(CpuId(ps.cpu));
-                ((ps.count, ps.high), (ours.count, ours.high))
-            })
-            .collect(),
-        free_blocks_off_pct: (ktotal > 0).then(|| 100.0 * diff as f64 / ktotal as f64),
-    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use zonealloc::ZoneType;
+    use zonealloc::{AllocRequest, ZoneType};
 
     /// The 6.1 snapshot with DMA's protection raised to `protection` pages.
     fn snapshot_with_protection(protection: u64) -> (tempfile::TempDir, ProcSnapshot) {
@@ -511,14 +527,26 @@ mod tests {
 
     #[test]
     fn the_pool_hands_out_pages_of_the_asked_type_first() {
-        let mut pool = Pool {
-            pages: [vec![1, 2], vec![10, 11, 12], vec![20]],
-        };
+        let mut pool = Pool::new([vec![1, 2], vec![10, 11, 12], vec![20]], None);
         assert_eq!(pool.take(1, Some(2)), vec![20]);
         // Reclaimable ran dry: the rest from Movable (none asked: Movable first).
         assert_eq!(pool.take(2, Some(2)), vec![11, 12]);
         assert_eq!(pool.take(2, Some(0)), vec![1, 2]);
         assert_eq!(pool.take(5, None), vec![10]);
         assert!(pool.is_empty());
+    }
+
+    #[test]
+    fn a_pool_of_the_kernels_pfns_frees_the_kernels_page() {
+        let mut pool = Pool::new([vec![1, 2], vec![10, 11, 12, 13], vec![20]], Some(0..64));
+        // The kernel frees its order-1 block at 10: our pages 10 and 11, whatever the type.
+        assert_eq!(pool.take_at(10, 2, Some(0)), vec![10, 11]);
+        // Not all in the pool (11 went): by type, most recent first, 11 skipped.
+        assert_eq!(pool.take_at(11, 2, Some(1)), vec![12, 13]);
+        assert_eq!(pool.take(2, Some(1)), vec![1, 2]);
+        assert_eq!(pool.len(), 1);
+        // Without pfns of its own, `take_at` is `take`.
+        let mut pool = Pool::new([vec![1, 2], vec![], vec![]], None);
+        assert_eq!(pool.take_at(1, 1, Some(0)), vec![2]);
     }
 }

@@ -10,7 +10,6 @@ use super::infer::kernel::{self, KernelSide};
 use super::infer::start_count;
 use super::options::ReplayOptions;
 use super::preset::Kernel;
-use super::proc_setup;
 use super::replayer::Replayer;
 use super::sampling::FRAG_ORDERS;
 use super::setup::{Setup, Snapshots};
@@ -37,7 +36,7 @@ pub struct ReplayRun {
     /// The window replayed, and whether its start marker was found.
     pub window: (Window, Option<bool>),
     /// Per variant, per zone: the end state against `--proc-after`.
-    pub end_states: Vec<Vec<proc_setup::EndState>>,
+    pub end_states: Vec<Vec<super::EndState>>,
     /// Whether causes were inferred ([`kernel`]).
     pub infer: bool,
     /// Whether the zones come from `--proc`.
@@ -279,9 +278,11 @@ fn end(setup: Setup, parser: Parser, replay_s: f64, window: (Window, Option<bool
                 geo.zones
                     .iter()
                     .zip(&r.zones)
-                    .filter_map(|(span, zone)| {
+                    .enumerate()
+                    .filter_map(|(i, (span, zone))| {
+                        let setup = r.setup.get(i).cloned().unwrap_or_default();
                         a.zone(0, span.zone_type)
-                            .map(|kz| proc_setup::end_state(zone, a, kz))
+                            .map(|kz| super::end_state(zone, a, kz, &setup))
                     })
                     .collect()
             })

@@ -315,7 +315,14 @@ fn closeness(result: &ExperimentResult, run: &ReplayRun, text: bool) -> String {
         .map(|e| e.iter().map(|z| z.zone.as_str()).collect())
         .unwrap_or_default();
     for (z, zone) in zones.iter().enumerate() {
-        let mut row = vec![format!("end state, {zone}: free blocks off")];
+        let start = run
+            .end_states
+            .first()
+            .and_then(|e| e.get(z))
+            .map_or("synthesised", |e| e.start_layout);
+        let mut row = vec![format!(
+            "end state, {zone}: free blocks off (start layout {start})"
+        )];
         for ends in &run.end_states {
             row.push(
                 ends.get(z)
@@ -383,10 +390,21 @@ fn best_worst(result: &ExperimentResult, text: bool) -> String {
 /// The caveats that change how the figures read.
 fn caveats(run: &ReplayRun, text: bool) -> String {
     let mut c = Vec::new();
-    if run.setup_from_proc {
+    let synthesised = run
+        .replayers
+        .first()
+        .is_some_and(|r| r.setup.iter().any(|f| f.layout == "synthesised"));
+    if run.setup_from_proc && synthesised {
         c.push(
-            "free-page layout synthesised from counts: --proc gives how many blocks of each \
-             order were free, not which frames, so which frame an allocation gets is ours"
+            "free-page layout synthesised from counts: the --proc folder has no `layout`, so \
+             the free blocks per order and migratetype are the kernel's but not their frames, \
+             and which frame an allocation gets is ours"
+                .to_owned(),
+        );
+    } else if run.setup_from_proc {
+        c.push(
+            "free-page layout from the kernel's `layout`: the free blocks at the kernel's \
+             frames; pageblock types and which pages were on per-CPU lists are inferred"
                 .to_owned(),
         );
     } else {

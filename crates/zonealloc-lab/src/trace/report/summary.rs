@@ -37,9 +37,9 @@ pub fn summary(result: &ExperimentResult, run: &ReplayRun) -> String {
         for e in ends {
             if let Some(v) = e.free_blocks_off_pct {
                 out.push_str(&format!(
-                    "end state ({}), {}: free blocks per order {v:.1}% off the kernel's, PCP \
-                     pages {} vs {}\n",
-                    r.variant.name, e.zone, e.pcp.1, e.pcp.0
+                    "end state ({}), {}: free blocks per order {v:.1}% off the kernel's \
+                     (start layout {}), PCP pages {} vs {}\n",
+                    r.variant.name, e.zone, e.start_layout, e.pcp.1, e.pcp.0
                 ));
             }
         }

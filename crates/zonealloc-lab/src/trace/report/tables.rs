@@ -5,7 +5,7 @@
 use super::diff::diff_pct;
 use crate::report::Table;
 use crate::trace::replay::tally::{self, KINDS};
-use crate::trace::replay::{proc_setup, start_count, ReplayRun, Replayer};
+use crate::trace::replay::{start_count, EndState, ReplayRun, Replayer};
 
 /// One kind per CPU, summed over zones.
 pub(super) fn per_cpu(g: &tally::Grid, f: fn(&tally::Tally) -> u64) -> Vec<u64> {
@@ -201,6 +201,15 @@ pub(super) fn per_cpu_table(run: &ReplayRun, names: &[String]) -> Table {
 
 const TYPE_NAMES: [&str; 3] = ["Unmovable", "Movable", "Reclaimable"];
 
+/// Every migratetype's name, in [`zonealloc::MigrateType::index`] order.
+const ALL_TYPE_NAMES: [&str; 5] = [
+    "Unmovable",
+    "Movable",
+    "Reclaimable",
+    "HighAtomic",
+    "Isolate",
+];
+
 /// What the `/proc` set-up reached against the snapshot (the first variant's zones; every
 /// variant is set up the same way).
 pub(super) fn setup_table(r: &Replayer) -> Table {
@@ -214,7 +223,34 @@ pub(super) fn setup_table(r: &Replayer) -> Table {
                 o.to_string(),
             ])
         };
-        row("managed pages", f.managed, f.managed);
+        row("managed pages", f.managed.0, f.managed.1);
+        for (o, (&k, &ours)) in f.free_blocks.0.iter().zip(&f.free_blocks.1).enumerate() {
+            row(
+                &format!("free blocks, order {o} ({} layout)", f.layout),
+                k,
+                ours,
+            );
+        }
+        if f.unplaced > 0 {
+            row("free blocks the synthesis did not place", 0, f.unplaced);
+        }
+        if f.trimmed > 0 {
+            row(
+                "free blocks of the layout beyond pagetypeinfo's",
+                f.trimmed,
+                0,
+            );
+        }
+        if f.made_up > 0 {
+            row(
+                "free blocks made up from pages in use of the layout",
+                0,
+                f.made_up,
+            );
+        }
+        if f.pcp_missing > 0 {
+            row("PCP pages without a page to hold them", 0, f.pcp_missing);
+        }
         row("pages in use", f.used.0, f.used.1);
         row("buddy free pages", f.free.0, f.free.1);
         row("PCP pages", f.pcp.0, f.pcp.1);
@@ -289,7 +325,7 @@ pub(super) fn start_count_table(sc: &start_count::StartCounts) -> Table {
 /// The end state against `--proc-after`, per zone: buddyinfo per order, pagetypeinfo per
 /// migratetype, PCP pages; the kernel's column, then one per variant (`ends`: per variant,
 /// per zone).
-pub(super) fn end_state_table(names: &[String], ends: &[Vec<proc_setup::EndState>]) -> Table {
+pub(super) fn end_state_table(names: &[String], ends: &[Vec<EndState>]) -> Table {
     let mut rows: Vec<Vec<String>> = Vec::new();
     for (v, zones) in ends.iter().enumerate() {
         let mut i = 0;
@@ -315,7 +351,7 @@ pub(super) fn end_state_table(names: &[String], ends: &[Vec<proc_setup::EndState
 }
 
 /// One zone's end state as `(what, the kernel's, ours with the change)` rows.
-fn end_state_rows(e: &proc_setup::EndState) -> Vec<(String, String, String)> {
+fn end_state_rows(e: &EndState) -> Vec<(String, String, String)> {
     let diff =
         |what: String, k: u64, o: u64| (what, k.to_string(), format!("{o} ({})", diff_pct(o, k)));
     let mut rows = Vec::new();
@@ -326,6 +362,39 @@ fn end_state_rows(e: &proc_setup::EndState) -> Vec<(String, String, String)> {
         .enumerate()
     {
         rows.push(diff(format!("free blocks, order {o}"), *k, *ours));
+    }
+    for (t, (k, ours)) in e
+        .kernel_free_by_type
+        .iter()
+        .zip(&e.ours_free_by_type)
+        .enumerate()
+    {
+        if k.iter().chain(ours).all(|&n| n == 0) {
+            continue;
+        }
+        let tn = ALL_TYPE_NAMES.get(t).copied().unwrap_or("?");
+        for (o, (&k, &ours)) in k.iter().zip(ours).enumerate() {
+            if k > 0 || ours > 0 {
+                rows.push(diff(format!("{tn} free blocks, order {o}"), k, ours));
+            }
+        }
+        let pct = e.type_off_pct.get(t).copied().flatten();
+        rows.push((
+            format!("{tn} free blocks off the kernel (sum over orders)"),
+            "-".to_owned(),
+            pct.map_or_else(|| "-".to_owned(), |v| format!("{v:.1}%")),
+        ));
+    }
+    if let Some(l) = &e.layout {
+        for (o, (&k, &same)) in l.kernel_free_blocks.iter().zip(&l.same_place).enumerate() {
+            if k > 0 {
+                rows.push((
+                    format!("order-{o} free blocks of the kernel's layout at the same pfn"),
+                    k.to_string(),
+                    format!("{same} ({:.1}%)", 100.0 * same as f64 / k as f64),
+                ));
+            }
+        }
     }
     for (t, tn) in TYPE_NAMES.iter().enumerate() {
         let (k, o) = (e.free_pages_by_type.0[t], e.free_pages_by_type.1[t]);
@@ -342,7 +411,10 @@ fn end_state_rows(e: &proc_setup::EndState) -> Vec<(String, String, String)> {
         ));
     }
     rows.push((
-        "free blocks off the kernel (sum over orders)".to_owned(),
+        format!(
+            "free blocks off the kernel (sum over orders; start layout {})",
+            e.start_layout
+        ),
         "-".to_owned(),
         e.free_blocks_off_pct
             .map_or_else(|| "-".to_owned(), |v| format!("{v:.1}%")),

@@ -146,7 +146,7 @@ impl Replayer {
             }
             _ => None,
         };
-        let pages = pool.take(pages, mt);
+        let pages = pool.take_at(pfn, pages, mt);
         if !pages.is_empty() {
             self.counts.frees_from_snapshot += 1;
         }

@@ -1,0 +1,229 @@
+//! The kernel's own layout for a zone, and the pageblock migratetypes it does not record.
+//!
+//! kpageflags has no migratetype; pagetypeinfo has, per zone, the pageblocks of each type and
+//! the free blocks per order and type. Pageblocks are given types so that both agree as far
+//! as a greedy choice gets:
+//!
+//! - a free block above `pageblock_order` spans several pageblocks, which take one type
+//!   together (a *unit*; `__free_one_page` merges only blocks whose types may merge, and
+//!   from 6.10 it retypes the buddy's pageblocks to the block's);
+//! - every unit starts Movable (boot's type); then for Unmovable, Reclaimable, HighAtomic and
+//!   Isolate in turn, as many pageblocks as pagetypeinfo counts are taken from the units
+//!   least like user memory (for Reclaimable: the most slab pages, `S`, the class reclaimable
+//!   slab caches are in; for the others: the most pages in use that are not user memory,
+//!   `S`/`T`/`U`/`F`/`H`, against the user pages, `M`, which sit in Movable pageblocks except
+//!   after a fallback): first units whose free blocks all fit in what the type still lacks
+//!   per order, then units without free blocks, then those with the fewest free pages beyond
+//!   what the type lacks;
+//! - pages managed: every class but holes, reserved and offline pages, less the longest
+//!   flagless runs where that leaves more than zoneinfo's `managed` (newer kernels read a
+//!   hole as flagless);
+//! - the free blocks are then brought to pagetypeinfo's count of each order and type
+//!   ([`super::reconcile`]: the layout is read seconds before the counts);
+//! - each free block goes on its pageblock's list (which is the rule from 6.10 on; 6.1 may
+//!   leave a block on another type's list after a fallback, which the layout cannot show).
+//!
+//! Free blocks then agree with pagetypeinfo per order and type wherever the choice of whole
+//! units allows it, and the pageblock counts agree exactly unless the span holds fewer.
+
+use zonealloc::{LayoutBlock, MigrateType, Order, Pfn};
+
+use super::{Page, Targets, ZoneLayout};
+use crate::procfs::{Layout, PageClass, ZoneSnapshot};
+
+/// Per unit: its pageblocks, free blocks per order, and its pages by kind.
+#[derive(Clone, Debug, Default)]
+struct Unit {
+    first: usize,
+    blocks: usize,
+    free: Vec<u64>,
+    user: u64,
+    slab: u64,
+    kernel: u64,
+}
+
+impl ZoneLayout {
+    /// Zone `z`'s part of the kernel's `layout`, typed as module docs say with the counts
+    /// `targets`.
+    pub fn from_kernel(
+        layout: &Layout,
+        z: &ZoneSnapshot,
+        targets: &Targets,
+        pb_order: u8,
+        max_order: u8,
+    ) -> ZoneLayout {
+        let mut l = ZoneLayout::empty(z, pb_order, max_order, false);
+        let span = l.start..l.end();
+        let mut units: Vec<Unit> = (0..l.blocks.len())
+            .map(|b| Unit {
+                first: b,
+                blocks: 1,
+                free: vec![0; usize::from(max_order) + 1],
+                ..Unit::default()
+            })
+            .collect();
+        for run in layout.runs_in(span.clone()) {
+            let page = match run.class {
+                PageClass::Buddy => Page::Free,
+                PageClass::NoPage => Page::Hole,
+                c if !c.managed() => Page::Absent,
+                PageClass::Flagless => Page::Flagless,
+                _ => Page::Used,
+            };
+            let i = (run.start - l.start) as usize;
+            l.pages[i..i + run.count as usize].fill(page);
+            // The run's pages per pageblock.
+            let mut pfn = run.start;
+            while pfn < run.end() {
+                let b = l.block_of(pfn);
+                let next = (((pfn >> pb_order) + 1) << pb_order).min(run.end());
+                let n = next - pfn;
+                let u = &mut units[b];
+                match run.class {
+                    PageClass::Mapped => u.user += n,
+                    PageClass::Slab => u.slab += n,
+                    PageClass::PageTable
+                    | PageClass::Used
+                    | PageClass::Flagless
+                    | PageClass::Huge => u.kernel += n,
+                    _ => {}
+                }
+                pfn = next;
+            }
+        }
+        // Beyond the layout's end (a capture cut at `max_pfn`): nothing there.
+        for p in l.pages.iter_mut().filter(|p| **p == Page::Open) {
+            *p = Page::Hole;
+        }
+        l.holes_from_flagless(layout, z.managed_pages);
+        let free = layout.free_blocks(span, max_order);
+        // Units: a block above pageblock order joins the pageblocks it spans.
+        let mut head: Vec<usize> = (0..l.blocks.len()).collect();
+        for &(pfn, order) in &free {
+            let b = l.block_of(pfn);
+            if order > pb_order {
+                let n = (1usize << (order - pb_order)).min(l.blocks.len() - b);
+                for k in 1..n {
+                    head[b + k] = b;
+                    let u = std::mem::take(&mut units[b + k]);
+                    let h = &mut units[b];
+                    h.blocks += 1;
+                    (h.user, h.slab, h.kernel) =
+                        (h.user + u.user, h.slab + u.slab, h.kernel + u.kernel);
+                }
+            }
+            units[head[b]].free[usize::from(order)] += 1;
+        }
+        units.retain(|u| u.blocks > 0);
+        l.assign(&units, targets);
+        l.free = free
+            .into_iter()
+            .filter_map(|(pfn, order)| {
+                Some(LayoutBlock {
+                    pfn: Pfn(pfn),
+                    order: Order::new(order)?,
+                    list: l.type_of(pfn),
+                })
+            })
+            .collect();
+        l.trim(&targets.0);
+        l.make_up(&targets.0);
+        l
+    }
+
+    /// Newer kernels' `kpage_read` writes 0 for a pfn without a `struct page`, so a hole
+    /// reads as flagless (`F`) there (scripts/README.md). Where the layout shows more pages
+    /// managed than zoneinfo's `managed`, the longest flagless runs, the holes' shape (the
+    /// PCI hole below 4 GiB is one run of 262,144 pfns; pages on per-CPU lists and flagless
+    /// kernel pages lie in short runs), are taken as absent until the two agree.
+    fn holes_from_flagless(&mut self, layout: &Layout, managed: u64) {
+        let mut excess = self.managed().saturating_sub(managed);
+        let mut runs: Vec<_> = layout
+            .runs_in(self.start..self.end())
+            .filter(|r| r.class == PageClass::Flagless)
+            .collect();
+        runs.sort_by_key(|r| std::cmp::Reverse(r.count));
+        for r in runs {
+            if excess == 0 {
+                break;
+            }
+            let n = r.count.min(excess);
+            let i = (r.start - self.start) as usize;
+            self.pages[i..i + n as usize].fill(Page::Hole);
+            excess -= n;
+        }
+    }
+
+    /// Types the pageblocks of `units` (module docs).
+    fn assign(&mut self, units: &[Unit], targets: &Targets) {
+        let (kfree, kblocks) = targets;
+        let mut taken = vec![false; units.len()];
+        for mt in [
+            MigrateType::Unmovable,
+            MigrateType::Reclaimable,
+            MigrateType::HighAtomic,
+            MigrateType::Isolate,
+        ] {
+            let t = mt.index();
+            let mut lack_blocks = kblocks[t] as usize;
+            let mut lack = kfree[t].clone();
+            let score = |u: &Unit| -> i64 {
+                let like = if mt == MigrateType::Reclaimable {
+                    u.slab
+                } else {
+                    u.slab + u.kernel
+                };
+                like as i64 - u.user as i64
+            };
+            let mut order: Vec<usize> = (0..units.len()).collect();
+            order.sort_by_key(|&i| std::cmp::Reverse(score(&units[i])));
+            // The last pass's order: the fewest free pages beyond what the type lacks (as
+            // it stands when that pass begins), then the score.
+            let mut closest = Vec::new();
+            for pass in 0..3 {
+                if pass == 2 {
+                    let excess = |u: &Unit| -> u64 {
+                        let lack = lack.iter().chain(std::iter::repeat(&0));
+                        u.free
+                            .iter()
+                            .zip(lack)
+                            .enumerate()
+                            .map(|(o, (&n, &l))| n.saturating_sub(l) << o)
+                            .sum()
+                    };
+                    closest = order.clone();
+                    closest.sort_by_key(|&i| excess(&units[i]));
+                }
+                let walk = if pass == 2 { &closest } else { &order };
+                for &i in walk {
+                    let u = &units[i];
+                    if lack_blocks == 0 {
+                        break;
+                    }
+                    if taken[i] || u.blocks > lack_blocks {
+                        continue;
+                    }
+                    let has_free = u.free.iter().any(|&n| n > 0);
+                    let fits = u
+                        .free
+                        .iter()
+                        .zip(lack.iter().chain(std::iter::repeat(&0)))
+                        .all(|(&n, &l)| n <= l);
+                    let ok = match pass {
+                        0 => has_free && fits,
+                        1 => !has_free,
+                        _ => true,
+                    };
+                    if ok {
+                        taken[i] = true;
+                        lack_blocks -= u.blocks;
+                        for (l, &n) in lack.iter_mut().zip(&u.free) {
+                            *l = l.saturating_sub(n);
+                        }
+                        self.blocks[u.first..u.first + u.blocks].fill(mt);
+                    }
+                }
+            }
+        }
+    }
+}

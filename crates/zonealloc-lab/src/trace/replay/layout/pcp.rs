@@ -1,0 +1,101 @@
+//! Which pages are on the per-CPU lists at the snapshot.
+//!
+//! kpageflags shows a page on a per-CPU list as a page without any flag (`F`):
+//! `free_pages_prepare` clears the flags, and `PageBuddy` is not set on it. So are pages the
+//! kernel allocated without a flag, and the layout cannot tell them apart. zoneinfo gives
+//! each CPU's `count`, and the trace's first events which lists hold it (order and
+//! migratetype, [`super::super::pcp_state`]). A block of order `k` on a list of type `t` is
+//! taken, in this order of preference, from
+//!
+//! 1. flagless pages in a pageblock of type `t` whose buddy of order `k` is a free block of
+//!    order `k`: the buddy allocator would have merged the two, so the page is not in it,
+//!    and a page freed onto a per-CPU list is held out of it exactly so
+//!    (`free_frozen_page_commit`); then the other flagless pages of such pageblocks;
+//! 2. flagless pages of any pageblock (a list's type is the pageblock's at the free, which
+//!    may have changed since);
+//! 3. pages in use with a flag, of a type-`t` pageblock, then of any (a busy machine's pages
+//!    change state while the layout is read);
+//!
+//! each tier in pfn order. A synthesised layout has only flagless pages in use.
+
+use std::collections::HashMap;
+
+use zonealloc::MigrateType;
+
+use super::{Page, ZoneLayout};
+
+/// One CPU's lists: the CPU, and its lists as `(order, migratetype index, blocks)`.
+pub type CpuLists = (u32, Vec<(u8, usize, u64)>);
+
+/// Candidate block heads of one tier, and how far they have been taken.
+#[derive(Default)]
+struct Tier {
+    heads: Vec<u64>,
+    next: usize,
+}
+
+impl ZoneLayout {
+    /// Chooses the blocks each CPU's lists hold: `lists` has per CPU its lists as `(order,
+    /// migratetype index, blocks)`. Marks them [`Page::Pcp`] and records them in
+    /// [`ZoneLayout::pcp`]; returns the pages for which no block was found.
+    pub fn choose_pcp(&mut self, lists: &[CpuLists]) -> u64 {
+        let free: HashMap<u64, u8> = self.free.iter().map(|b| (b.pfn.0, b.order.get())).collect();
+        let mut tiers: HashMap<(u8, usize, u8), Tier> = HashMap::new();
+        let mut missing = 0u64;
+        for (cpu, cpu_lists) in lists {
+            for &(order, mt, n) in cpu_lists {
+                let mut left = n;
+                for tier in 0..4u8 {
+                    if left == 0 {
+                        break;
+                    }
+                    let t = tiers
+                        .entry((order, mt, tier))
+                        .or_insert_with(|| self.tier(order, mt, tier, &free));
+                    while left > 0 && t.next < t.heads.len() {
+                        let pfn = t.heads[t.next];
+                        t.next += 1;
+                        let (i, size) = ((pfn - self.start) as usize, 1usize << order);
+                        let class = if tier < 2 { Page::Flagless } else { Page::Used };
+                        if self.pages[i..i + size].iter().all(|&p| p == class) {
+                            self.pages[i..i + size].fill(Page::Pcp);
+                            self.pcp.push((*cpu, pfn, order));
+                            left -= 1;
+                        }
+                    }
+                }
+                missing += left << order;
+            }
+        }
+        missing
+    }
+
+    /// The heads of tier `tier` (module docs: 0 the flagless pages of type `mt`, those with
+    /// a free buddy first; 1 flagless of any type; 2 in use of type `mt`; 3 in use of any).
+    fn tier(&self, order: u8, mt: usize, tier: u8, free: &HashMap<u64, u8>) -> Tier {
+        let size = 1u64 << order;
+        let class = if tier < 2 { Page::Flagless } else { Page::Used };
+        let typed = tier.is_multiple_of(2);
+        let mt = MigrateType::from_index(mt).unwrap_or(MigrateType::Movable);
+        let (mut first, mut rest) = (Vec::new(), Vec::new());
+        let mut pfn = self.start.div_ceil(size) * size;
+        while pfn + size <= self.end() {
+            let i = (pfn - self.start) as usize;
+            let ok = (!typed || self.type_of(pfn) == mt)
+                && self.pages[i..i + size as usize].iter().all(|&p| p == class);
+            if ok {
+                if typed && free.get(&(pfn ^ size)) == Some(&order) {
+                    first.push(pfn);
+                } else {
+                    rest.push(pfn);
+                }
+            }
+            pfn += size;
+        }
+        first.extend(rest);
+        Tier {
+            heads: first,
+            next: 0,
+        }
+    }
+}

@@ -1,0 +1,220 @@
+//! The layouts against the shipped snapshots and small crafted ones.
+
+use zonealloc::{FrameState, MigrateType, Order, Pfn, Zone, ZoneConfig, ZoneType};
+
+use super::*;
+use crate::procfs::parse_layout;
+use crate::trace::replay::proc_setup;
+
+fn snap(kernel: &str) -> ProcSnapshot {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("tests/data/proc/{kernel}-p1-before"));
+    ProcSnapshot::read_dir(&dir).unwrap()
+}
+
+/// A fresh replay zone for kernel zone `z` of `snap`, with `cpus` CPUs.
+fn zone_for(snap: &ProcSnapshot, z: &ZoneSnapshot, cpus: u32) -> Zone {
+    let kernel = proc_setup::kernel_of(snap);
+    let mut base = ZoneConfig::default();
+    kernel.apply(&mut base);
+    let cfg = proc_setup::zone_config(&base, z, kernel).with_cpus(cpus);
+    let end = z.start_pfn + z.spanned_pages;
+    Zone::new(z.zone, Pfn(z.start_pfn), Pfn(end), cfg).unwrap()
+}
+
+#[test]
+fn a_synthesised_start_has_the_snapshots_free_blocks_per_order_and_type_exactly() {
+    for kernel in ["linux-6.1", "linux-7.2"] {
+        let snap = snap(kernel);
+        for z in &snap.zones {
+            let zone = zone_for(&snap, z, 5);
+            let (pb, max) = (zone.config().pageblock_order, zone.config().max_order);
+            let t = targets(&snap, z, usize::from(max) + 1);
+            let mut l = ZoneLayout::synthesise(z, &t, [0; 5], pb, max);
+            l.place_absent();
+            assert_eq!(
+                (l.unplaced, l.synthesised),
+                (0, true),
+                "{kernel} {}",
+                z.label()
+            );
+            assert_eq!(l.free_by_type(), t.0, "{kernel} {}", z.label());
+            assert_eq!(l.managed(), z.managed_pages);
+            l.apply(&zone).unwrap();
+            zone.check().unwrap();
+            let s = zone.snapshot(0);
+            for mt in MigrateType::ALL {
+                let ours = &s.free_by_type[mt.index()][..=usize::from(max)];
+                assert_eq!(ours, &t.0[mt.index()][..], "{kernel} {} {mt:?}", z.label());
+                assert_eq!(s.pageblocks_by_type[mt.index()], t.1[mt.index()], "{mt:?}");
+            }
+            assert_eq!(zone.managed_pages(), z.managed_pages);
+            assert_eq!(Some(zone.free_pages()), z.buddy_free_pages());
+        }
+    }
+}
+
+#[test]
+fn populate_starts_dma_as_the_kernel_had_it() {
+    // DMA is `0 0 0 0 0 0 1 1 0 1 3` on both kernels, one Unmovable pageblock: before this
+    // layout, the set-up handed the managed pages over from pfn 1 and allocated its pages in
+    // use out of them, starting `2 1 1 1 1 1 2 2 3 3 1` with two Unmovable pageblocks.
+    for kernel in ["linux-6.1", "linux-7.2"] {
+        let snap = snap(kernel);
+        let z = snap.zone(0, ZoneType::Dma).unwrap();
+        let zone = zone_for(&snap, z, 5);
+        let (_, facts) = proc_setup::populate(&zone, &snap, z, None).unwrap();
+        assert_eq!(
+            zone.nr_free()[..11],
+            [0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 3],
+            "{kernel}"
+        );
+        assert_eq!(facts.pageblocks.0, facts.pageblocks.1, "{kernel}");
+        assert_eq!(facts.free_blocks.0, facts.free_blocks.1, "{kernel}");
+        assert_eq!(facts.layout, "synthesised");
+    }
+}
+
+/// The 6.1 snapshot's DMA (`0 0 0 0 0 0 1 1 0 1 3`; Unmovable order 6 and 7, Movable order 9
+/// and three of 10; one Unmovable pageblock of 8) as a kernel's layout: pfn 0 reserved,
+/// slab pages and user pages around the Unmovable blocks, two flagless pages, and 255 pages
+/// reserved, so that 3840 are managed as zoneinfo says.
+const DMA_LAYOUT: &str = "# zonealloc pfn layout 1: start_pfn count class; max_order 10\n\
+    0 1 R\n1 24 M\n25 155 R\n180 6 M\n186 1 F\n187 1 M\n188 1 B\n189 1 F\n190 2 M\n\
+    192 192 B\n384 28 S\n412 100 R\n512 3584 B\n4096 520192 R\nend 524288\n";
+
+#[test]
+fn a_kernel_layout_puts_the_free_blocks_at_its_pfns_and_types_pageblocks_by_pagetypeinfo() {
+    let snap = snap("linux-6.1");
+    let layout = parse_layout(DMA_LAYOUT).unwrap();
+    snap.check_layout(&layout).unwrap();
+    let z = snap.zone(0, ZoneType::Dma).unwrap();
+    let t = targets(&snap, z, 11);
+    let mut l = ZoneLayout::from_kernel(&layout, z, &t, 9, 10);
+    // Pageblock 0 (slab and the order-6 and -7 blocks) is the Unmovable one.
+    assert_eq!(l.blocks[0], MigrateType::Unmovable);
+    assert!(l.blocks[1..].iter().all(|&b| b == MigrateType::Movable));
+    // The extra order-0 block at 188 (read a moment apart from pagetypeinfo) is taken as
+    // in use, without a flag.
+    assert_eq!(l.free_by_type(), t.0);
+    assert_eq!((l.trimmed, l.page(188)), (1, Page::Flagless));
+    // One order-0 Unmovable page on CPU 1's lists: the lowest flagless page of the type.
+    assert_eq!(l.choose_pcp(&[(1, vec![(0, 0, 1)])]), 0);
+    assert_eq!(l.pcp, vec![(1, 186, 0)]);
+    // More than there are flagless pages: the rest from pages in use of the type.
+    let mut l2 = l.clone();
+    assert_eq!(l2.choose_pcp(&[(0, vec![(0, 0, 3)])]), 0);
+    assert_eq!(l2.pcp[1..], [(0, 188, 0), (0, 189, 0), (0, 1, 0)]);
+    let zone = zone_for(&snap, z, 2);
+    l.apply(&zone).unwrap();
+    zone.check().unwrap();
+    assert_eq!(
+        zone.frame_state(Pfn(192)),
+        Some(FrameState::Buddy(Order::new(6).unwrap()))
+    );
+    assert_eq!(
+        zone.frame_state(Pfn(1024)),
+        Some(FrameState::Buddy(Order::new(10).unwrap()))
+    );
+    assert_eq!(zone.frame_state(Pfn(0)), None);
+    assert_eq!(
+        zone.frame_state(Pfn(186)),
+        Some(FrameState::Allocated(Order::ZERO, MigrateType::Unmovable))
+    );
+    assert_eq!(zone.managed_pages(), 3840);
+    assert_eq!(zone.nr_free()[..11], [0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 3]);
+}
+
+#[test]
+fn a_flagless_page_whose_buddy_is_free_is_taken_for_the_lists_first() {
+    let snap = snap("linux-6.1");
+    let z = snap.zone(0, ZoneType::Dma).unwrap();
+    let mut l = ZoneLayout::empty(z, 9, 10, false);
+    l.pages.fill(Page::Used);
+    for pfn in [186, 189] {
+        l.pages[(pfn - l.start) as usize] = Page::Flagless;
+    }
+    // 188 is free: 189 would have merged with it, so it is not in the buddy allocator.
+    l.pages[(188 - l.start) as usize] = Page::Free;
+    l.free.push(zonealloc::LayoutBlock {
+        pfn: Pfn(188),
+        order: Order::ZERO,
+        list: MigrateType::Movable,
+    });
+    assert_eq!(l.choose_pcp(&[(1, vec![(0, 1, 2)])]), 0);
+    assert_eq!(l.pcp, vec![(1, 189, 0), (1, 186, 0)]);
+}
+
+#[test]
+fn long_flagless_runs_beyond_the_managed_pages_are_holes() {
+    // 6.1's DMA has 3840 managed pages of its 4095: a layout that reads all of them in use
+    // (a kernel that prints holes as flagless) leaves the longest flagless run absent.
+    let snap = snap("linux-6.1");
+    let z = snap.zone(0, ZoneType::Dma).unwrap();
+    let text = "# zonealloc pfn layout 1: x; max_order 10\n0 1 R\n1 9 F\n10 10 M\n\
+                20 400 F\n420 3676 M\n4096 520192 R\nend 524288\n";
+    let l = ZoneLayout::from_kernel(
+        &parse_layout(text).unwrap(),
+        z,
+        &targets(&snap, z, 11),
+        9,
+        10,
+    );
+    assert_eq!(l.managed(), 3840);
+    assert_eq!(l.page(20), Page::Hole);
+    assert_eq!(l.page(20 + 254), Page::Hole);
+    assert_eq!(l.page(20 + 255), Page::Flagless);
+    assert_eq!(l.page(5), Page::Flagless);
+}
+
+#[test]
+fn without_a_fitting_unit_the_pageblock_counts_still_hold() {
+    // 7.2's DMA32 has 152 Unmovable pageblocks; a layout with every pfn free but one page
+    // per pageblock still types 152 of them Unmovable, though their free blocks cannot fit.
+    let snap = snap("linux-7.2");
+    let z = snap.zone(0, ZoneType::Dma32).unwrap();
+    let (start, end) = (
+        z.start_pfn,
+        (z.start_pfn + z.spanned_pages).div_ceil(512) * 512,
+    );
+    let mut text = String::from("# zonealloc pfn layout 1: x; max_order 10\n");
+    text.push_str(&format!("0 {start} R\n"));
+    for pfn in (start..end).step_by(512) {
+        text.push_str(&format!("{pfn} 1 S\n{} 511 B\n", pfn + 1));
+    }
+    text.push_str(&format!("end {end}\n"));
+    let layout = parse_layout(&text).unwrap();
+    let t = targets(&snap, z, 11);
+    let l = ZoneLayout::from_kernel(&layout, z, &t, 9, 10);
+    let n = |mt: MigrateType| l.blocks.iter().filter(|&&b| b == mt).count() as u64;
+    assert_eq!(
+        n(MigrateType::Unmovable),
+        t.1[MigrateType::Unmovable.index()]
+    );
+    assert_eq!(
+        n(MigrateType::Reclaimable),
+        t.1[MigrateType::Reclaimable.index()]
+    );
+}
+
+#[test]
+fn a_free_block_the_layout_lacks_is_made_from_pages_in_use_that_merge_with_nothing() {
+    // The order-6 Unmovable block pagetypeinfo has is slab in this layout (it was allocated
+    // between the two reads, say): the lowest 64 pages in use of the Unmovable pageblock
+    // whose buddy is not a free order-6 block (192: 25..180 is reserved) become it.
+    let snap = snap("linux-6.1");
+    let z = snap.zone(0, ZoneType::Dma).unwrap();
+    let text = DMA_LAYOUT.replace("192 192 B", "192 64 S\n256 128 B");
+    let layout = parse_layout(&text).unwrap();
+    let t = targets(&snap, z, 11);
+    let l = ZoneLayout::from_kernel(&layout, z, &t, 9, 10);
+    assert_eq!(l.free_by_type(), t.0);
+    assert_eq!(
+        (l.made_up, l.trimmed, l.page(192), l.page(191)),
+        (1, 1, Page::Free, Page::Used)
+    );
+    let zone = zone_for(&snap, z, 2);
+    l.apply(&zone).unwrap();
+    zone.check().unwrap();
+    assert_eq!(zone.nr_free()[..11], [0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 3]);
+}
