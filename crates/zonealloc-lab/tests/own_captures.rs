@@ -239,6 +239,19 @@ fn check(p: &Phase) -> Vec<String> {
             n("partial_frees")
         ),
     );
+    bad.extend(report_rows(exp, &text, &p.dir, &w));
+    bad
+}
+
+/// The report's rows: the kernel beside us (its refill and drain events the window's own),
+/// the `--proc` set-up equal to the snapshot, the end state per zone and order, and its line.
+fn report_rows(exp: &Value, text: &str, dir: &Path, w: &Window) -> Vec<String> {
+    let mut bad = Vec::new();
+    let mut want = |ok: bool, what: String| {
+        if !ok {
+            bad.push(what);
+        }
+    };
     let beside = table(exp, "The kernel beside us");
     for (kind, traced) in [("refill events", w.refills), ("drain events", w.drains)] {
         let row = beside.iter().find(|r| cell(r, 0) == kind);
@@ -272,7 +285,7 @@ fn check(p: &Phase) -> Vec<String> {
         }
     }
     let end = table(exp, "The end state against --proc-after");
-    for (zone, orders) in zones(&p.dir.join("after/buddyinfo")) {
+    for (zone, orders) in zones(&dir.join("after/buddyinfo")) {
         let label = format!("Node 0, zone {zone}");
         for k in 0..orders {
             let what = format!("free blocks, order {k}");
