@@ -12,14 +12,17 @@
  *   kmem-phases thp MIB [madvise]
  *       maps MIB of 2 MiB-aligned anonymous memory, with MADV_HUGEPAGE when `madvise` is given,
  *       touches one byte a page (THP faults where the kernel's `enabled` allows them), unmaps.
- *   kmem-phases pressure TAIL_MIB MARGIN_MIB
+ *   kmem-phases pressure TAIL_MIB MARGIN_MIB [CPU...]
  *       reads /proc/zoneinfo and allocates what takes every zone halfway between its min and
  *       low watermarks (usable_pages), less MARGIN_MIB: all but the last TAIL_MIB as THP-eligible memory without MADV_HUGEPAGE
  *       (with enabled=always: few, large faults that never reclaim or compact), the
  *       last TAIL_MIB with MADV_NOHUGEPAGE (order-0 faults into the low watermark: kswapd
  *       wakes). Stops early once the zones are 4 MiB above their min watermarks (protection
  *       added; read from /proc/zoneinfo every 4 MiB), so that no allocation needs direct reclaim (there is no
- *       swap: that would be the OOM killer). Holds 1 s, unmaps, and prints what it did.
+ *       swap: that would be the OOM killer). Holds 1 s, unmaps, and prints what it did. With
+ *       CPUs, each 4 MiB step runs pinned to the next of them in turn: on two nodes, THP faults
+ *       are node-local (__GFP_THISNODE), so one CPU alone would fill the other node with order-0
+ *       pages (450k frees at 4 GiB: a lost trace).
  *   kmem-phases burst CPU MIB
  *       on CPU, maps MIB of order-0 anonymous memory, touches it and unmaps it.
  *
@@ -224,8 +227,9 @@ static long meminfo_kb(const char *key)
 
 static int pressure(int argc, char **argv)
 {
-	if (argc != 4)
-		return fprintf(stderr, "usage: kmem-phases pressure TAIL_MIB MARGIN_MIB\n"), 1;
+	if (argc < 4)
+		return fprintf(stderr, "usage: kmem-phases pressure TAIL_MIB MARGIN_MIB [CPU...]\n"), 1;
+	int ncpus = argc - 4;
 	unsigned long tail = num(argv[2], "TAIL_MIB") << 20;
 	unsigned long margin = num(argv[3], "MARGIN_MIB") << 20;
 	long usable = usable_pages(1);
@@ -238,8 +242,11 @@ static int pressure(int argc, char **argv)
 	char *t = map(tail ? tail : PAGE, 0, MADV_NOHUGEPAGE);
 	unsigned long done = 0, step = 4UL << 20;
 	int stopped = 0;
-	for (unsigned long off = 0; off < want && !stopped; off += step) {
+	for (unsigned long off = 0, i = 0; off < want && !stopped; off += step, i++) {
 		unsigned long n = want - off < step ? want - off : step;
+		/* Round-robin over the CPUs given: each node's memory filled from its own CPUs. */
+		if (ncpus)
+			pin(num(argv[4 + i % ncpus], "CPU"));
 		if (off < bulk)
 			touch(b + off, n > bulk - off ? bulk - off : n);
 		if (off + n > bulk) {

@@ -1,3 +1,4 @@
+#!/usr/bin/env bash
 # shellcheck shell=bash
 # Shared by scripts/test-capture-qemu.sh and scripts/qemu-phases (sourced, bash): fetch a Debian
 # kernel package, build a busybox initramfs, boot it under QEMU (TCG), and bring back what the
