@@ -18,54 +18,20 @@ repo=$(cd "$here/.." && pwd)
 work=${1:-${TMPDIR:-/tmp}/capture-kmem-qemu}
 qemu_timeout=${QEMU_TIMEOUT:-900}
 
-SECONDS=0
-step_start=0
-section() {
-    printf '\n==== [%4ds] %s\n' "$SECONDS" "$*"
-    step_start=$SECONDS
-}
-took() { printf '     (%ds)\n' $((SECONDS - step_start)); }
-run() {
-    printf '+'
-    printf ' %q' "$@"
-    printf '\n'
-    "$@"
-}
-fail() {
-    printf 'FAIL: %s\n' "$*" >&2
-    exit 1
-}
+# shellcheck source=scripts/qemu-lib.sh
+. "$here/qemu-lib.sh"
 
-for tool in apt-get apt-cache dpkg-deb cpio gzip base64 tar md5sum timeout qemu-system-x86_64; do
-    command -v "$tool" >/dev/null 2>&1 ||
-        fail "'$tool' not found (qemu-system-x86_64: apt-get install qemu-system-x86)"
-done
+need apt-get apt-cache dpkg-deb cpio gzip base64 tar md5sum timeout qemu-system-x86_64
 
-section "packages"
+section "packages, initramfs"
 mkdir -p "$work/dl"
-kernel_pkg=${KERNEL_PKG:-$(apt-cache search --names-only '^linux-image-6\.1\.0-[0-9]+-amd64$' |
-    awk '{ print $1 }' | sort -V | tail -n 1)}
+kernel_pkg=${KERNEL_PKG:-$(newest_pkg '^linux-image-6\.1\.0-[0-9]+-amd64$')}
 [ -n "$kernel_pkg" ] || fail "apt knows no linux-image-6.1.0-N-amd64 (apt-get update? bookworm sources?)"
 echo "kernel package: $kernel_pkg"
-for pkg in "$kernel_pkg" busybox-static; do
-    if ! compgen -G "$work/dl/${pkg}_*.deb" >/dev/null; then
-        # apt-get download writes into the current folder.
-        (cd "$work/dl" && run apt-get download -q "$pkg")
-    fi
-done
-took
-
-section "initramfs"
-rm -rf "$work/k" "$work/bb" "$work/root" "$work/capture" "$work/ttyS1.out"
-run dpkg-deb -x "$(compgen -G "$work/dl/${kernel_pkg}_*.deb" | head -n 1)" "$work/k"
-run dpkg-deb -x "$(compgen -G "$work/dl/busybox-static_*.deb" | head -n 1)" "$work/bb"
-vmlinuz=$(compgen -G "$work/k/boot/vmlinuz-*" | head -n 1)
-[ -n "$vmlinuz" ] || fail "no vmlinuz in $kernel_pkg"
+rm -rf "$work/capture" "$work/ttyS1.out"
+vmlinuz=$(kernel_vmlinuz "$kernel_pkg" "$work/dl" "$work/k")
 root=$work/root
-mkdir -p "$root/bin" "$root/dev" "$root/proc" "$root/sys" "$root/tmp"
-cp "$work/bb/bin/busybox" "$root/bin/busybox"
-ln -s busybox "$root/bin/sh"
-cp "$here/capture-kmem" "$root/capture-kmem"
+busybox_root "$root" "$work/dl"
 # /init: mount the pseudo filesystems (tracefs is left to capture-kmem, which mounts it), run
 # the capture (and one with too small a buffer), send it as base64 of a tar.gz over ttyS1 (a file on the host), power off.
 cat > "$root/init" <<'EOF'
@@ -88,44 +54,21 @@ ls /sys/kernel/tracing/instances 2>/dev/null | sed 's/^/guest: instance left beh
     sh -c 'dd if=/dev/zero of=/tmp/f bs=1M count=16; rm /tmp/f' >/dev/null 2>&1
 rc_small=$?
 echo "guest: capture-kmem --buffer-kb 64 exit $rc_small, $(head -n 1 /capture-small/stats/lost)"
-tar -czf /capture.tgz capture
-stty -F /dev/ttyS1 raw -echo
-{
-    echo BEGIN-CAPTURE
-    base64 /capture.tgz
-    echo "END-CAPTURE rc=$rc rc_small=$rc_small md5=$(md5sum /capture.tgz | cut -d' ' -f1)"
-} > /dev/ttyS1
-sync
+/send-back / capture "rc=$rc rc_small=$rc_small"
 poweroff -f
 EOF
 chmod +x "$root/init"
-(cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet | gzip -9) > "$work/initramfs.cpio.gz"
-ls -l "$vmlinuz" "$work/initramfs.cpio.gz"
+make_initramfs "$root" "$work/initramfs.cpio.gz"
+ls -l "$vmlinuz"
 took
 
 section "boot (TCG, 2 CPUs, 512 MiB)"
-# no_timer_check: on a loaded host TCG is too slow for the kernel's IO-APIC timer check, which
-# then panics ("IO-APIC + timer doesn't work!") before the initramfs runs.
-qemu=(qemu-system-x86_64 -accel tcg -m 512 -smp 2 -nographic -no-reboot -nic none
-    -kernel "$vmlinuz" -initrd "$work/initramfs.cpio.gz"
+boot "$qemu_timeout" "$work" -m 512 -smp 2 -kernel "$vmlinuz" -initrd "$work/initramfs.cpio.gz" \
     -append "console=ttyS0 panic=-1 quiet no_timer_check"
-    -serial mon:stdio -serial "file:$work/ttyS1.out")
-printf '+ timeout %s' "$qemu_timeout"
-printf ' %q' "${qemu[@]}"
-printf ' </dev/null | tee %q\n' "$work/console.log"
-timeout "$qemu_timeout" "${qemu[@]}" </dev/null | tee "$work/console.log" ||
-    fail "qemu failed or timed out (console: $work/console.log)"
 took
 
 section "extract"
-[ -s "$work/ttyS1.out" ] || fail "nothing came back on ttyS1"
-tr -d '\r' < "$work/ttyS1.out" > "$work/ttyS1.txt"
-end=$(grep '^END-CAPTURE ' "$work/ttyS1.txt") || fail "no END-CAPTURE line: the transfer was cut"
-sed -n '/^BEGIN-CAPTURE$/,/^END-CAPTURE /p' "$work/ttyS1.txt" | sed '1d;$d' |
-    base64 -d > "$work/capture.tgz"
-want_md5=${end##*md5=}
-got_md5=$(md5sum "$work/capture.tgz" | cut -d' ' -f1)
-[ "$want_md5" = "$got_md5" ] || fail "capture.tgz md5 $got_md5, the guest sent $want_md5"
+end=$(receive "$work")
 run tar -xzf "$work/capture.tgz" -C "$work"
 cap=$work/capture
 echo "capture folder: $cap"
@@ -133,11 +76,9 @@ echo "capture folder: $cap"
 took
 
 section "check"
-guest_rc=${end#*rc=}
-guest_rc=${guest_rc%% *}
+guest_rc=$(end_word "$end" rc)
 [ "$guest_rc" = 0 ] || fail "capture-kmem exited $guest_rc in the guest"
-small_rc=${end#*rc_small=}
-small_rc=${small_rc%% *}
+small_rc=$(end_word "$end" rc_small)
 [ "$small_rc" = 2 ] || fail "capture-kmem --buffer-kb 64 exited $small_rc, want 2 (events lost)"
 ! grep -q '^guest: tracefs still mounted\|^guest: instance left behind' "$work/console.log" ||
     fail "capture-kmem did not clean up (see $work/console.log)"
