@@ -74,11 +74,33 @@ impl Machine {
     /// node: node `i`'s zones are built from its regions as [`Node::from_memory_map`] builds
     /// one node's (every zone with a pageset for every CPU, `high` split across the node's
     /// own CPUs: `zone_highsize`'s `cpumask_of_node`), then the watermarks are set over all
-    /// nodes ([`Machine::setup_watermarks`]) and the zonelists built (`build_all_zonelists`).
-    /// Node ids must be `0..dist.nodes()`; every node needs memory (memoryless nodes are not
-    /// modelled) and every CPU a node.
+    /// nodes ([`Machine::setup_watermarks`]) and the zonelists built (`build_all_zonelists`):
+    /// [`Machine::boot_with`] without init memory. Node ids must be `0..dist.nodes()`; every
+    /// node needs memory (memoryless nodes are not modelled) and every CPU a node.
     pub fn from_memory_map(
         regions: &[super::NodeRegion],
+        dist: Distances,
+        cpu_node: &[u32],
+        cfg: crate::config::ZoneConfig,
+        numa: NumaConfig,
+    ) -> Result<Machine, ConfigError> {
+        let nothing = crate::node::BootFrees::default();
+        Machine::boot_with(regions, &nothing, dist, cpu_node, cfg, numa)
+    }
+
+    /// A machine booted the way the kernel boots one (`init/main.c`), as [`Node::boot_with`]
+    /// boots a single node, with every step over all nodes at once: each node's zones get
+    /// their usable frames except the init memory of `frees` (`memblock_free_all`, whose
+    /// ranges may lie on any node); then `init_per_zone_wmark_min` (`calculate_min_free_kbytes`
+    /// from the machine's `nr_free_buffer_pages`, the watermarks split over every lowmem zone
+    /// of every node, each node's lowmem reserve and PCP sizes, `high` split over the node's
+    /// own CPUs); the SMP-alternatives memory at its `arch_initcall` where the configuration
+    /// says so; `hugepage_init` (`set_recommended_min_free_kbytes` counts the populated zones
+    /// of every node); then the late frees, which change no watermark. Each range of
+    /// `frees` goes to the node that spans it.
+    pub fn boot_with(
+        regions: &[super::NodeRegion],
+        frees: &crate::node::BootFrees<'_>,
         dist: Distances,
         cpu_node: &[u32],
         cfg: crate::config::ZoneConfig,
@@ -93,6 +115,7 @@ impl Machine {
         }
         let cpus = cpu_node.len() as u32;
         let mut nodes = std::vec::Vec::with_capacity(n);
+        let mut arch_initcall = false;
         for id in 0..n as u32 {
             let mine: std::vec::Vec<crate::memmap::MemoryRegion> = regions
                 .iter()
@@ -102,13 +125,80 @@ impl Machine {
             let local = cpu_node.iter().filter(|&&c| c == id).count() as u32;
             let mut c = cfg;
             c.pcp = c.pcp.with_cpus(cpus).with_split_cpus(Some(local));
-            let node = Node::from_memory_map(id, &mine, c)?;
+            let node = Node::zones_of_map(id, &mine, c)?;
             if node.zones().next().is_none() {
                 return Err(ConfigError::BadNuma("a node has no memory"));
             }
+            arch_initcall = node.add_early_memory(&mine, frees, c)?;
             nodes.push(node);
         }
-        Machine::new(nodes, dist, cpu_node, numa)
+        check_nodes(&nodes, &dist, cpu_node)?;
+        let mut nodes: std::vec::Vec<NumaNode<crate::DefaultPlatform>> =
+            nodes.into_iter().map(numa_node).collect();
+        build_orders(&mut nodes, &dist, cpu_node);
+        let slots: std::vec::Vec<NumaSlot> = slots_of(cpu_node, n).collect();
+        let m = Machine::unset(
+            StaticSlice::from_box(nodes.into_boxed_slice()),
+            StaticSlice::from_box(slots.into_boxed_slice()),
+            dist,
+            numa,
+        );
+        let mfk = m.init_per_zone_wmark_min();
+        if arch_initcall {
+            for &(s, e) in frees.smp_alternatives {
+                m.free_reserved_area(s, e)?;
+            }
+        }
+        m.hugepage_init(mfk);
+        for &(s, e) in frees.late {
+            m.free_reserved_area(s, e)?;
+        }
+        Ok(m)
+    }
+
+    /// `init_per_zone_wmark_min` over the machine: `calculate_min_free_kbytes` (no high
+    /// marks yet), `setup_per_zone_wmarks`, `setup_per_zone_lowmem_reserve`. Returns the
+    /// `min_free_kbytes` it set.
+    fn init_per_zone_wmark_min(&self) -> u64 {
+        use crate::buddy::{calculate_min_free_kbytes, setup_per_zone_wmarks_into};
+        self.with_scratch(|sizes, cfgs, wm| {
+            let mfk = calculate_min_free_kbytes(sizes, cfgs, wm);
+            setup_per_zone_wmarks_into(sizes, cfgs, mfk, wm);
+            self.apply_marks(sizes, cfgs, wm, true);
+            mfk
+        })
+    }
+
+    /// `hugepage_init` over the machine, `mfk` being the `min_free_kbytes` of before: where
+    /// khugepaged starts, `set_recommended_min_free_kbytes` over the managed pages and marks
+    /// of now and its `setup_per_zone_wmarks`; the lowmem reserve stays.
+    fn hugepage_init(&self, mfk: u64) {
+        use crate::buddy::{khugepaged_min_free_kbytes, setup_per_zone_wmarks_into};
+        self.with_scratch(|sizes, cfgs, wm| {
+            for (w, z) in wm.iter_mut().zip(self.nodes().flat_map(|x| x.zones())) {
+                *w = z.watermarks();
+            }
+            if let Some(raised) = khugepaged_min_free_kbytes(sizes, cfgs, wm, mfk) {
+                setup_per_zone_wmarks_into(sizes, cfgs, raised, wm);
+                self.apply_marks(sizes, cfgs, wm, false);
+            }
+        });
+    }
+
+    /// `free_reserved_area` on the node that spans `start` (see
+    /// [`Node::free_reserved_area`]); the range must lie on one node.
+    pub fn free_reserved_area(
+        &self,
+        start: crate::Pfn,
+        end: crate::Pfn,
+    ) -> Result<u64, ConfigError> {
+        let node = self
+            .node_of(start)
+            .ok_or(ConfigError::Range(crate::RangeError::OutOfZone {
+                pfn: start,
+            }))?;
+        node.free_reserved_area(start, end)
+            .map_err(ConfigError::Range)
     }
 }
 
@@ -195,6 +285,19 @@ impl<P: Platform> Machine<P> {
         dist: Distances,
         cfg: NumaConfig,
     ) -> Self {
+        let m = Machine::unset(nodes, slots, dist, cfg);
+        m.setup_watermarks();
+        m
+    }
+
+    /// The machine over checked storage with its node orders and its `policy_zone`, the
+    /// watermarks not set over the machine yet.
+    fn unset(
+        nodes: StaticSlice<NumaNode<P>>,
+        slots: StaticSlice<NumaSlot>,
+        dist: Distances,
+        cfg: NumaConfig,
+    ) -> Self {
         // check_highest_zone: the highest populated zone type but Movable.
         let policy_zone = nodes
             .get()
@@ -203,15 +306,13 @@ impl<P: Platform> Machine<P> {
             .filter(|&t| t != ZoneType::Movable)
             .max()
             .unwrap_or(ZoneType::Normal);
-        let m = Machine {
+        Machine {
             nodes,
             slots,
             dist,
             cfg,
             policy_zone,
-        };
-        m.setup_watermarks();
-        m
+        }
     }
 }
 

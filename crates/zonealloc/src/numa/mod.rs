@@ -12,6 +12,8 @@
 //! system keeps using [`Node`] and [`Zone`], whose paths this layer does not touch.
 
 mod boot;
+#[cfg(test)]
+mod boot_tests;
 mod policy;
 mod stats;
 #[cfg(test)]
@@ -193,6 +195,23 @@ impl<P: Platform> Machine<P> {
     /// too), then `setup_per_zone_lowmem_reserve` node by node (it walks each pgdat's own
     /// zones), then `page_group_by_mobility_disabled` from `vm_total_pages` of the machine.
     pub fn setup_watermarks(&self) {
+        self.with_scratch(|sizes, cfgs, wm| {
+            // No high marks yet: `wm` is all zero here.
+            let mfk = calculate_min_free_kbytes(sizes, cfgs, wm);
+            setup_per_zone_wmarks_into(sizes, cfgs, mfk, wm);
+            if let Some(raised) = khugepaged_min_free_kbytes(sizes, cfgs, wm, mfk) {
+                setup_per_zone_wmarks_into(sizes, cfgs, raised, wm);
+            }
+            self.apply_marks(sizes, cfgs, wm, true);
+        });
+    }
+
+    /// Runs `f` over scratch of one entry per zone of the machine, nodes in id order: the
+    /// zones' managed pages and configurations, and watermarks all zero.
+    fn with_scratch<R>(
+        &self,
+        f: impl FnOnce(&mut [ZoneSize], &mut [ZoneConfig], &mut [Watermarks]) -> R,
+    ) -> R {
         const BLANK_SIZE: ZoneSize = ZoneSize {
             zone_type: ZoneType::Normal,
             managed: 0,
@@ -213,33 +232,32 @@ impl<P: Platform> Machine<P> {
             [Watermarks::default(); NO_STD_MACHINE_ZONES],
         );
         let k = k.min(sizes.len());
-        self.setup_watermarks_in(&mut sizes[..k], &mut cfgs[..k], &mut wm[..k]);
-    }
-
-    /// [`Machine::setup_watermarks`] with scratch of one entry per zone of the machine.
-    fn setup_watermarks_in(
-        &self,
-        sizes: &mut [ZoneSize],
-        cfgs: &mut [ZoneConfig],
-        wm: &mut [Watermarks],
-    ) {
+        let (sizes, cfgs) = (&mut sizes[..k], &mut cfgs[..k]);
         let mut at = 0;
         for x in self.nodes() {
-            let (s, c, k) = x.sizes();
-            let k = k.min(sizes.len() - at);
-            sizes[at..at + k].copy_from_slice(&s[..k]);
-            cfgs[at..at + k].copy_from_slice(&c[..k]);
-            at += k;
+            let (s, c, n) = x.sizes();
+            let n = n.min(k - at);
+            sizes[at..at + n].copy_from_slice(&s[..n]);
+            cfgs[at..at + n].copy_from_slice(&c[..n]);
+            at += n;
         }
-        // No high marks yet: `wm` is all zero here.
-        let mfk = calculate_min_free_kbytes(sizes, cfgs, wm);
-        setup_per_zone_wmarks_into(sizes, cfgs, mfk, wm);
-        if let Some(raised) = khugepaged_min_free_kbytes(sizes, cfgs, wm, mfk) {
-            setup_per_zone_wmarks_into(sizes, cfgs, raised, wm);
-        }
+        f(sizes, cfgs, &mut wm[..k])
+    }
+
+    /// Sets every zone's marks `wm` (scratch order) and `page_group_by_mobility_disabled`
+    /// from `vm_total_pages` of the machine (`build_all_zonelists`); with `reserve`, also
+    /// `setup_per_zone_lowmem_reserve`, node by node (it walks each pgdat's own zones),
+    /// else each zone keeps its reserve.
+    fn apply_marks(
+        &self,
+        sizes: &[ZoneSize],
+        cfgs: &[ZoneConfig],
+        wm: &[Watermarks],
+        reserve: bool,
+    ) {
         let above_high: u64 = sizes
             .iter()
-            .zip(wm.iter())
+            .zip(wm)
             .map(|(s, w)| s.managed.saturating_sub(w.high))
             .sum();
         let pb_pages = 1u64 << cfgs.first().map_or(9, |c| c.pageblock_order);
@@ -248,8 +266,15 @@ impl<P: Platform> Machine<P> {
         for x in self.nodes() {
             let (s, c, k) = x.sizes();
             let k = k.min(wm.len() - at);
-            let reserve = setup_per_zone_lowmem_reserve(&s[..k], &c[..k]);
-            x.apply_marks(&wm[at..at + k], &reserve, disabled);
+            let mut r = [[0; MAX_NR_ZONES]; MAX_NR_ZONES];
+            if reserve {
+                r = setup_per_zone_lowmem_reserve(&s[..k], &c[..k]);
+            } else {
+                for (i, z) in x.zones().enumerate().take(k) {
+                    r[i] = z.lowmem_reserve();
+                }
+            }
+            x.apply_marks(&wm[at..at + k], &r, disabled);
             at += k;
         }
     }
