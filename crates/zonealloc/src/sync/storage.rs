@@ -415,4 +415,15 @@ mod tests {
         drop(s);
         assert_eq!(DATA[3], 4);
     }
+
+    #[test]
+    fn init_prefix_hands_back_the_written_prefix_only() {
+        static THREE: StaticStorage<u64, 3> = StaticStorage::new();
+        let got = init_prefix(THREE.take().unwrap(), [7, 8]).unwrap();
+        assert_eq!(got, &[7, 8]);
+        got[1] = 9; // the exclusive borrow moved to the result
+        assert_eq!(got, &[7, 9]);
+        static ONE: StaticStorage<u64, 1> = StaticStorage::new();
+        assert!(init_prefix(ONE.take().unwrap(), [1, 2]).is_none());
+    }
 }
