@@ -191,7 +191,9 @@ fn read_capture(name: String, dir: &Path) -> Capture {
     let dmesg = read(&dir.join("info/dmesg"));
     // "Early memory node ranges", then one "  node   N: [mem A-B]" line per range.
     let mut ram = vec![Vec::new(); n as usize];
-    let mut lines = dmesg.lines().skip_while(|l| !l.contains("Early memory node ranges"));
+    let mut lines = dmesg
+        .lines()
+        .skip_while(|l| !l.contains("Early memory node ranges"));
     lines.next();
     for line in lines {
         let t = line.split("] ").nth(1).unwrap_or("").trim_start();
@@ -278,7 +280,10 @@ fn predict(c: &Capture) -> Machine {
         smp_alternatives: &smp,
         late: &late,
     };
-    let m = Machine::boot_with(
+    // No 6.1 reserve recompute here (boot_snapshots.rs has one): qemu-phases' /init reads
+    // zoneinfo before anything under /proc/sys/vm, whose lowmem_reserve_ratio read would redo
+    // 6.1's reserve over the managed pages after the late frees.
+    Machine::boot_with(
         &regions,
         &frees,
         dist,
@@ -286,15 +291,7 @@ fn predict(c: &Capture) -> Machine {
         cfg,
         NumaConfig::for_kernel(c.kernel),
     )
-    .unwrap_or_else(|e| panic!("{}: {e}", c.name));
-    if c.kernel == KernelVersion::V6_1 {
-        // 6.1 recomputes the reserve when /proc/sys/vm is read, which the capture did before
-        // its boot snapshot (docs/kernel-versions.md §5.6).
-        for x in m.nodes() {
-            x.setup_lowmem_reserve();
-        }
-    }
-    m
+    .unwrap_or_else(|e| panic!("{}: {e}", c.name))
 }
 
 /// (rows compared, what missed).
