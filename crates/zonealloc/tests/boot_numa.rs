@@ -10,6 +10,13 @@
 //! node, the SLIT), and `boot/zoneinfo`'s present and managed pages (how many frames the
 //! kernel reserved in each zone, placed below the frees at the top of the zone's RAM on its
 //! node, as `boot_snapshots.rs` places them on one node).
+//!
+//! What it shows on two nodes (`7.2-4g-2node`: 2 GiB each, CPUs 0-1 and 2-3): the kernel's
+//! marks add up to one machine-wide `min_free_kbytes` (22527 pages of min over four zones:
+//! `set_recommended_min_free_kbytes` counts the populated zones of both nodes, 4 * 512 * 11
+//! pages), split by managed pages over both nodes, and each node's `high` is split over its
+//! own two CPUs; nodes booted one by one would give node 0's DMA32 a min of 11180, not the
+//! kernel's 11514.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
