@@ -10,8 +10,9 @@
 
 use crate::{boot_main, secondary_main, MAX_CPUS};
 
-/// Stack bytes per hart, as a shift (the entry code has no `mul`): 64 KiB.
-const STACK_SHIFT: usize = 16;
+/// Stack bytes per hart, as a shift (the entry code has no `mul`): 256 KiB (a NUMA node,
+/// some 45 KiB, passes through the boot hart's stack while the machine is built).
+const STACK_SHIFT: usize = 18;
 
 core::arch::global_asm!(
     r#"

@@ -1,7 +1,12 @@
 //! A minimal reader of the flattened device tree (Devicetree Specification v0.4, chapter 5)
 //! for what the kernel needs: RAM (`/memory@*` `reg`), reserved memory (the memory
-//! reservation block and `/reserved-memory/*` `reg`), the harts (`/cpus/cpu@*` `reg`) and
-//! the timebase frequency. Safe code over a byte slice; every offset is bounds-checked.
+//! reservation block and `/reserved-memory/*` `reg`), the harts (`/cpus/cpu@*` `reg`), the
+//! timebase frequency, and the NUMA layout as Linux's `drivers/of/of_numa.c` reads it: the
+//! `numa-node-id` of each memory and cpu node (`of_numa_parse_memory_nodes`,
+//! `of_numa_parse_cpu_nodes`) and `/distance-map`'s `distance-matrix` of (from, to,
+//! distance) triplets (`of_numa_parse_distance_map_v1`). QEMU's virt machine writes all three
+//! for `-numa node,...` and `-numa dist,...`. Safe code over a byte slice; every offset is
+//! bounds-checked.
 
 /// A physical address range `start..end` in bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -16,12 +21,18 @@ pub struct Range {
 pub const MAX_RANGES: usize = 16;
 /// Most harts the kernel records.
 pub const MAX_HARTS: usize = 8;
+/// Most NUMA nodes the kernel records.
+pub const MAX_NODES: usize = 4;
+/// Most `distance-matrix` entries the kernel records (every pair of nodes).
+pub const MAX_DISTANCES: usize = MAX_NODES * MAX_NODES;
 
 /// What the kernel reads from the device tree.
 #[derive(Debug, Default)]
 pub struct MachineInfo {
     /// RAM banks.
     pub ram: [Range; MAX_RANGES],
+    /// The `numa-node-id` of each RAM bank's memory node (0 where it has none).
+    pub ram_node: [u32; MAX_RANGES],
     /// Used entries of `ram`.
     pub ram_len: usize,
     /// Reserved ranges (memory reservation block, `/reserved-memory`, the blob itself).
@@ -30,8 +41,16 @@ pub struct MachineInfo {
     pub reserved_len: usize,
     /// Hart ids of the enabled CPUs, in device tree order.
     pub harts: [u32; MAX_HARTS],
+    /// The `numa-node-id` of each of `harts` (0 where its cpu node has none).
+    pub hart_node: [u32; MAX_HARTS],
     /// Used entries of `harts`.
     pub harts_len: usize,
+    /// `/distance-map` `distance-matrix` entries: (from, to, distance).
+    pub distances: [(u32, u32, u32); MAX_DISTANCES],
+    /// Used entries of `distances`.
+    pub distances_len: usize,
+    /// Whether any memory or cpu node carries a `numa-node-id`.
+    pub numa: bool,
     /// `/cpus/timebase-frequency`, the `time` CSR's rate.
     pub timebase_hz: u64,
 }
@@ -91,6 +110,7 @@ enum Kind {
     Reserved,
     Cpus,
     Cpu,
+    DistanceMap,
     Other,
 }
 
@@ -122,6 +142,10 @@ pub fn parse(blob: &[u8]) -> Result<MachineInfo, &'static str> {
     let mut size_cells = [1u32; MAX_DEPTH];
     let mut cpu_reg: Option<u32> = None;
     let mut cpu_disabled = false;
+    // The `numa-node-id` of the memory or cpu node being read, and the first RAM bank it
+    // added (the property may come before or after `reg`).
+    let mut node_id: Option<u32> = None;
+    let mut first_bank = 0;
     let mut depth = 0usize;
     let mut off = off_struct;
     loop {
@@ -148,6 +172,7 @@ pub fn parse(blob: &[u8]) -> Result<MachineInfo, &'static str> {
                     (Some(Kind::Root), b"cpus") => Kind::Cpus,
                     (Some(Kind::ReservedMemory), _) => Kind::Reserved,
                     (Some(Kind::Cpus), n) if n.starts_with(b"cpu@") => Kind::Cpu,
+                    (Some(Kind::Root), b"distance-map") => Kind::DistanceMap,
                     _ => Kind::Other,
                 };
                 addr_cells[depth] = 2;
@@ -155,6 +180,10 @@ pub fn parse(blob: &[u8]) -> Result<MachineInfo, &'static str> {
                 if kind[depth] == Kind::Cpu {
                     cpu_reg = None;
                     cpu_disabled = false;
+                }
+                if matches!(kind[depth], Kind::Cpu | Kind::Memory) {
+                    node_id = None;
+                    first_bank = info.ram_len;
                 }
             }
             FDT_END_NODE => {
@@ -164,6 +193,12 @@ pub fn parse(blob: &[u8]) -> Result<MachineInfo, &'static str> {
                 if kind[depth] == Kind::Cpu && !cpu_disabled {
                     if let Some(hart) = cpu_reg {
                         push(&mut info.harts, &mut info.harts_len, hart)?;
+                        info.hart_node[info.harts_len - 1] = node_id.unwrap_or(0);
+                    }
+                }
+                if kind[depth] == Kind::Memory {
+                    for n in &mut info.ram_node[first_bank..info.ram_len] {
+                        *n = node_id.unwrap_or(0);
                     }
                 }
                 depth -= 1;
@@ -210,6 +245,21 @@ pub fn parse(blob: &[u8]) -> Result<MachineInfo, &'static str> {
                         info.timebase_hz = cells(blob, value, (len / 4) as u32)?;
                     }
                     (Kind::Cpu, b"reg") => cpu_reg = Some(cells(blob, value, ac)? as u32),
+                    (Kind::Cpu | Kind::Memory, b"numa-node-id") => {
+                        let id = be32(blob, value)?;
+                        if id as usize >= MAX_NODES {
+                            return Err("device tree: numa-node-id beyond MAX_NODES");
+                        }
+                        node_id = Some(id);
+                        info.numa = true;
+                    }
+                    (Kind::DistanceMap, b"distance-matrix") => {
+                        for e in 0..len / 12 {
+                            let at = value + e * 12;
+                            let t = (be32(blob, at)?, be32(blob, at + 4)?, be32(blob, at + 8)?);
+                            push(&mut info.distances, &mut info.distances_len, t)?;
+                        }
+                    }
                     (Kind::Cpu, b"status") => {
                         cpu_disabled = blob
                             .get(value..value + len)

@@ -16,6 +16,7 @@
 mod boot;
 mod fdt;
 mod memory;
+mod numa;
 mod platform;
 mod sbi;
 mod serial;
@@ -24,11 +25,11 @@ mod workload;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 use zonealloc::platform::StaticStorage;
-use zonealloc::{stats, CpuId, PcpSlot, Zone, ZoneConfig};
+use zonealloc::{stats, CpuId, Machine, PcpSlot, Zone, ZoneConfig};
 
 use crate::fdt::Range;
 use crate::platform::Hart;
-use crate::workload::CpuCounters;
+use crate::workload::{CpuCounters, Pages};
 
 /// Most CPUs the kernel runs on (stacks and per-CPU slots are static).
 pub const MAX_CPUS: usize = fdt::MAX_HARTS;
@@ -37,6 +38,8 @@ pub const MAX_CPUS: usize = fdt::MAX_HARTS;
 static PCPS: StaticStorage<PcpSlot, MAX_CPUS> = StaticStorage::new();
 /// The zone, on this kernel's platform, set once by the boot hart before it starts the others.
 static ZONE: spin::Once<Zone<Hart>> = spin::Once::new();
+/// Or, where the device tree names several NUMA nodes, the machine of them.
+static MACHINE: spin::Once<Machine<Hart>> = spin::Once::new();
 /// Per-CPU results of the workload.
 static COUNTERS: [CpuCounters; MAX_CPUS] = [const { CpuCounters::new() }; MAX_CPUS];
 /// CPUs that will run, set before the others start.
@@ -55,7 +58,7 @@ fn wait_for(counter: &AtomicUsize, n: usize) {
 }
 
 /// Every CPU's part: wait for all, run the workload, report done.
-fn run_workload(zone: &Zone<Hart>, cpu: usize) {
+fn run_workload(zone: &impl Pages, cpu: usize) {
     let n = CPUS.load(Ordering::Acquire);
     ARRIVED.fetch_add(1, Ordering::AcqRel);
     wait_for(&ARRIVED, n);
@@ -84,10 +87,14 @@ extern "C" fn boot_main(hartid: usize, dtb: usize, cpu: usize) -> ! {
 /// A secondary hart, from `sbi_hart_start` (its CPU index is the `opaque` argument).
 extern "C" fn secondary_main(_hartid: usize, _zero: usize, cpu: usize) -> ! {
     assert_eq!(cpu, sbi::cpu_index(), "tp holds the CPU index");
-    let zone = ZONE
-        .get()
-        .expect("the boot hart sets the zone before starting others");
-    run_workload(zone, cpu);
+    if let Some(machine) = MACHINE.get() {
+        run_workload(machine, cpu);
+    } else {
+        let zone = ZONE
+            .get()
+            .expect("the boot hart sets the zone before starting others");
+        run_workload(zone, cpu);
+    }
     loop {
         core::hint::spin_loop();
     }
@@ -140,6 +147,9 @@ fn boot(hartid: usize, dtb: usize, cpu: usize) -> Result<(), &'static str> {
     }
 
     platform::set_timebase(info.timebase_hz);
+    if info.numa && numa::node_count(&info) > 1 {
+        return boot_numa(&info, &harts[..n], cpu);
+    }
     let pcps = PCPS.take().ok_or("per-CPU slots taken twice")?;
     let (zone, layout) = memory::build_zone(&info, ZoneConfig::default(), &mut pcps[..n])?;
     println!(
@@ -163,34 +173,75 @@ fn boot(hartid: usize, dtb: usize, cpu: usize) -> Result<(), &'static str> {
     }
     let zone = ZONE.call_once(|| zone);
 
-    CPUS.store(n, Ordering::Release);
-    for (c, &h) in harts[..n].iter().enumerate().skip(1) {
-        if sbi::hart_start(h as usize, boot::secondary_entry(), c) != 0 {
-            return Err("sbi_hart_start failed");
-        }
-    }
     println!(
         "workload: {} steps per cpu, orders 0..=3 and 9, every page written and checked",
         workload::STEPS
     );
-    run_workload(zone, cpu);
-    wait_for(&FINISHED, n);
+    run_all(zone, &harts[..n], cpu)?;
     report(zone, n, info.timebase_hz)
 }
 
-fn report(zone: &Zone<Hart>, n: usize, timebase_hz: u64) -> Result<(), &'static str> {
-    let (mut allocs, mut frees) = (0, 0);
+/// Starts the other harts on `pages`, runs the boot hart's part, waits for all.
+fn run_all(pages: &impl Pages, harts: &[u32], cpu: usize) -> Result<(), &'static str> {
+    let n = harts.len();
+    CPUS.store(n, Ordering::Release);
+    for (c, &h) in harts.iter().enumerate().skip(1) {
+        if sbi::hart_start(h as usize, boot::secondary_entry(), c) != 0 {
+            return Err("sbi_hart_start failed");
+        }
+    }
+    run_workload(pages, cpu);
+    wait_for(&FINISHED, n);
+    Ok(())
+}
+
+/// The machine of several nodes: built from the device tree's NUMA layout, the workload
+/// with node-local allocation (`MPOL_LOCAL`) and each CPU's vmstat worker, then the
+/// per-node report.
+fn boot_numa(info: &fdt::MachineInfo, harts: &[u32], cpu: usize) -> Result<(), &'static str> {
+    let n = harts.len();
+    let mut cpu_node = [0u32; MAX_CPUS];
+    for (c, &h) in harts.iter().enumerate() {
+        let at = info.harts[..info.harts_len].iter().position(|&x| x == h);
+        cpu_node[c] = at.map_or(0, |i| info.hart_node[i]);
+    }
+    let (machine, layouts) = numa::build(info, &cpu_node[..n])?;
+    let machine = MACHINE.call_once(|| machine);
+    numa::print_layout(machine, info, &layouts);
+    println!(
+        "workload: {} steps per cpu, orders 0..=3 and 9, every page written and checked, node-local (MPOL_LOCAL), vmstat worker every {} steps",
+        workload::STEPS,
+        workload::VMSTAT_EVERY
+    );
+    run_all(machine, harts, cpu)?;
+    let (allocs, local) = cpu_totals(n, info.timebase_hz, |c| {
+        machine.cpu_to_node(CpuId(c as u32)).unwrap_or(0)
+    })?;
+    numa::report(machine, allocs, local)
+}
+
+/// Prints each CPU's counters (with its node where `node_of` is given) and checks them;
+/// returns the allocations and the node-local ones.
+fn cpu_totals(
+    n: usize,
+    timebase_hz: u64,
+    node_of: impl Fn(usize) -> u32,
+) -> Result<(u64, u64), &'static str> {
+    let (mut allocs, mut frees, mut local) = (0, 0, 0);
     for (c, k) in COUNTERS[..n].iter().enumerate() {
         let get = |a: &core::sync::atomic::AtomicU64| a.load(Ordering::Acquire);
         let ms = get(&k.ticks) * 1000 / timebase_hz.max(1);
         println!(
-            "cpu {c} (hart {}): {} allocs, {} frees ({} from another cpu), {} refused, {} pages written and checked, {} ms",
+            "cpu {c} (hart {}, node {}): {} allocs ({} on its node), {} frees ({} from another cpu), {} refused, {} pages written and checked, vmstat changes {}, {} ms",
             get(&k.hart),
+            node_of(c),
             get(&k.allocs),
+            get(&k.local_allocs),
             get(&k.frees),
             get(&k.remote_frees),
             get(&k.failed),
             get(&k.pages),
+            get(&k.vmstat_changes),
             ms
         );
         if get(&k.allocs) == 0 || (n > 1 && get(&k.remote_frees) == 0) {
@@ -198,12 +249,17 @@ fn report(zone: &Zone<Hart>, n: usize, timebase_hz: u64) -> Result<(), &'static 
         }
         allocs += get(&k.allocs);
         frees += get(&k.frees);
+        local += get(&k.local_allocs);
     }
-    println!("total: {allocs} allocs, {frees} frees");
+    println!("total: {allocs} allocs ({local} node-local), {frees} frees");
     if allocs != frees {
         return Err("allocs and frees differ");
     }
+    Ok((allocs, local))
+}
 
+fn report(zone: &Zone<Hart>, n: usize, timebase_hz: u64) -> Result<(), &'static str> {
+    cpu_totals(n, timebase_hz, |_| 0)?;
     println!("per-CPU lists before drain: {} pages", zone.pcp_pages());
     zone.drain_all();
     for c in 0..n {
@@ -252,20 +308,20 @@ fn report(zone: &Zone<Hart>, n: usize, timebase_hz: u64) -> Result<(), &'static 
 }
 
 /// A fixed buffer implementing `fmt::Write` (no heap here).
-struct Text {
+pub(crate) struct Text {
     buf: [u8; 512],
     len: usize,
 }
 
 impl Text {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Text {
             buf: [0; 512],
             len: 0,
         }
     }
 
-    fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         core::str::from_utf8(&self.buf[..self.len]).unwrap_or("")
     }
 }

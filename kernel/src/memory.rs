@@ -50,13 +50,15 @@ fn merged_reserved(info: &MachineInfo) -> ([Range; crate::fdt::MAX_RANGES], usiz
     (r, m)
 }
 
-/// Calls `f` on each page-aligned piece of RAM that no reserved range covers.
+/// Calls `f` on each page-aligned piece of RAM (of node `node`'s banks, or of all) that no
+/// reserved range covers.
 fn for_each_free(
     info: &MachineInfo,
+    node: Option<u32>,
     mut f: impl FnMut(Range) -> Result<(), &'static str>,
 ) -> Result<(), &'static str> {
     let (res, n) = merged_reserved(info);
-    for bank in &info.ram[..info.ram_len] {
+    for (bank, _) in banks(info, node) {
         let mut cur = bank.start.next_multiple_of(PAGE_SIZE);
         let end = bank.end / PAGE_SIZE * PAGE_SIZE;
         for r in &res[..n] {
@@ -88,15 +90,40 @@ pub fn build_zone(
     cfg: ZoneConfig,
     pcps: &'static mut [MaybeUninit<PcpSlot>],
 ) -> Result<(Zone<Hart>, Layout), &'static str> {
-    let ram = &info.ram[..info.ram_len];
-    let lo = ram.iter().map(|r| r.start).min().ok_or("no RAM")?;
-    let hi = ram.iter().map(|r| r.end).max().ok_or("no RAM")?;
+    build_zone_of(info, None, cfg, pcps)
+}
+
+/// The RAM banks of node `node` (all banks for `None`), with their node.
+pub fn banks(info: &MachineInfo, node: Option<u32>) -> impl Iterator<Item = (&Range, u32)> + '_ {
+    info.ram[..info.ram_len]
+        .iter()
+        .zip(info.ram_node)
+        .filter(move |&(_, n)| node.is_none_or(|want| n == want))
+}
+
+/// [`build_zone`] over the RAM of node `node` only (all RAM for `None`): the table is
+/// carved from the node's own memory, as Linux places a node's memmap on the node
+/// (`memblock_alloc_node` in `alloc_node_mem_map`).
+pub fn build_zone_of(
+    info: &MachineInfo,
+    node: Option<u32>,
+    cfg: ZoneConfig,
+    pcps: &'static mut [MaybeUninit<PcpSlot>],
+) -> Result<(Zone<Hart>, Layout), &'static str> {
+    let lo = banks(info, node)
+        .map(|(r, _)| r.start)
+        .min()
+        .ok_or("no RAM")?;
+    let hi = banks(info, node)
+        .map(|(r, _)| r.end)
+        .max()
+        .ok_or("no RAM")?;
     let span = (Pfn(lo.div_ceil(PAGE_SIZE)), Pfn(hi / PAGE_SIZE));
     let entries = Zone::table_entries(span.0, span.1, &cfg);
     let bytes = (entries * core::mem::size_of::<FrameMeta>() as u64).next_multiple_of(PAGE_SIZE);
 
     let mut table = None;
-    for_each_free(info, |r| {
+    for_each_free(info, node, |r| {
         if table.is_none() && r.end - r.start >= bytes {
             table = Some(Range {
                 start: r.start,
@@ -129,7 +156,7 @@ pub fn build_zone(
     )
     .map_err(|_| "Zone::from_uninit_carved refused the layout")?;
     let (mut free_pages, mut free_ranges) = (0, 0);
-    for_each_free(info, |r| {
+    for_each_free(info, node, |r| {
         free_pages += zone
             .add_free_range(Pfn(r.start / PAGE_SIZE), Pfn(r.end / PAGE_SIZE))
             .map_err(|_| "add_free_range refused a range")?;

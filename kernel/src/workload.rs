@@ -10,7 +10,10 @@
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use zonealloc::{MigrateType, Order, Pfn, Zone};
+use zonealloc::numa::{MemPolicy, TaskPolicy};
+use zonealloc::{
+    AllocError, AllocRequest, CpuId, FreeError, Machine, MigrateType, Order, Pfn, Zone,
+};
 
 use crate::platform::Hart;
 
@@ -18,6 +21,62 @@ use crate::memory::PAGE_SIZE;
 
 /// Steps per hart.
 pub const STEPS: u32 = 10_000;
+/// Steps between two runs of a CPU's vmstat worker (on a machine of several nodes).
+pub const VMSTAT_EVERY: u32 = 64;
+
+/// What the workload allocates from: one zone, or a machine of several nodes.
+pub trait Pages: Sync {
+    /// Allocates on the calling CPU.
+    fn alloc(&self, order: Order, mt: MigrateType) -> Result<Pfn, AllocError>;
+    /// Frees on the calling CPU.
+    fn free(&self, pfn: Pfn, order: Order) -> Result<(), FreeError>;
+    /// Whether `pfn` lies on CPU `cpu`'s node.
+    fn local(&self, cpu: u32, pfn: Pfn) -> bool;
+    /// CPU `cpu`'s periodic work; what it changed.
+    fn tick(&self, cpu: u32) -> u32;
+}
+
+impl Pages for Zone<Hart> {
+    fn alloc(&self, order: Order, mt: MigrateType) -> Result<Pfn, AllocError> {
+        Zone::alloc(self, order, mt)
+    }
+
+    fn free(&self, pfn: Pfn, order: Order) -> Result<(), FreeError> {
+        Zone::free(self, pfn, order)
+    }
+
+    fn local(&self, _cpu: u32, _pfn: Pfn) -> bool {
+        true
+    }
+
+    fn tick(&self, _cpu: u32) -> u32 {
+        0
+    }
+}
+
+impl Pages for Machine<Hart> {
+    /// The default policy, `MPOL_LOCAL`: the calling CPU's node first (`numa_node_id()`),
+    /// then the others in its zonelist's order.
+    fn alloc(&self, order: Order, mt: MigrateType) -> Result<Pfn, AllocError> {
+        let mut task = TaskPolicy::new(MemPolicy::Local);
+        self.alloc_policy(order, AllocRequest::new(mt), &mut task)
+    }
+
+    /// To the calling CPU's pageset of the page's own zone, whichever node it is on.
+    fn free(&self, pfn: Pfn, order: Order) -> Result<(), FreeError> {
+        Machine::free(self, pfn, order)
+    }
+
+    fn local(&self, cpu: u32, pfn: Pfn) -> bool {
+        let home = self.cpu_to_node(CpuId(cpu));
+        self.node_of(pfn).is_some_and(|x| Some(x.id()) == home)
+    }
+
+    /// The CPU's vmstat worker (`refresh_cpu_vm_stats`): expires its remote pagesets.
+    fn tick(&self, cpu: u32) -> u32 {
+        self.vmstat_tick(CpuId(cpu))
+    }
+}
 /// Blocks a hart holds at most.
 const SLOTS: usize = 32;
 const WORDS_PER_PAGE: usize = (PAGE_SIZE / 8) as usize;
@@ -29,6 +88,10 @@ pub struct CpuCounters {
     pub hart: AtomicU64,
     /// Successful allocations.
     pub allocs: AtomicU64,
+    /// Of `allocs`, those on the CPU's own node.
+    pub local_allocs: AtomicU64,
+    /// What the CPU's vmstat worker changed (remote pagesets expired and drained).
+    pub vmstat_changes: AtomicU64,
     /// Frees.
     pub frees: AtomicU64,
     /// Allocations refused (a full zone, a watermark).
@@ -47,6 +110,8 @@ impl CpuCounters {
         CpuCounters {
             hart: AtomicU64::new(0),
             allocs: AtomicU64::new(0),
+            local_allocs: AtomicU64::new(0),
+            vmstat_changes: AtomicU64::new(0),
             frees: AtomicU64::new(0),
             failed: AtomicU64::new(0),
             remote_frees: AtomicU64::new(0),
@@ -156,11 +221,12 @@ fn pick_order(r: u64) -> Order {
 
 /// The loop of one hart, on CPU `cpu` of `cpus` of `zone`. `all_posted` returns once every
 /// CPU has stopped handing blocks over, so that the last mailbox sweep finds everything.
-pub fn run(zone: &Zone<Hart>, cpu: u32, cpus: usize, out: &CpuCounters, all_posted: impl Fn()) {
+pub fn run(zone: &impl Pages, cpu: u32, cpus: usize, out: &CpuCounters, all_posted: impl Fn()) {
     let mut rng =
         Rng(0x9e37_79b9_7f4a_7c15 ^ (u64::from(cpu) + 1).wrapping_mul(0xd1b5_4a32_d192_ed03));
     let mut held: [Option<(Pfn, Order)>; SLOTS] = [None; SLOTS];
     let (mut allocs, mut frees, mut remote_frees, mut failed, mut pages) = (0u64, 0, 0, 0, 0);
+    let (mut local_allocs, mut vmstat_changes) = (0u64, 0u64);
     let next = (cpu as usize + 1) % cpus;
     let start = crate::sbi::rdtime();
     // Checks the pattern `owner` wrote, then frees on this CPU's lists.
@@ -201,6 +267,7 @@ pub fn run(zone: &Zone<Hart>, cpu: u32, cpus: usize, out: &CpuCounters, all_post
                         fill(cpu, pfn, order);
                         held[slot] = Some((pfn, order));
                         allocs += 1;
+                        local_allocs += u64::from(zone.local(cpu, pfn));
                         pages += order.pages();
                     }
                     Err(_) => failed += 1,
@@ -209,6 +276,9 @@ pub fn run(zone: &Zone<Hart>, cpu: u32, cpus: usize, out: &CpuCounters, all_post
         }
         if step % 16 == 15 {
             sweep(&mut frees, &mut remote_frees);
+        }
+        if step % VMSTAT_EVERY == VMSTAT_EVERY - 1 {
+            vmstat_changes += u64::from(zone.tick(cpu));
         }
     }
     for (pfn, order) in held.iter_mut().filter_map(Option::take) {
@@ -220,6 +290,8 @@ pub fn run(zone: &Zone<Hart>, cpu: u32, cpus: usize, out: &CpuCounters, all_post
     out.ticks
         .store(crate::sbi::rdtime() - start, Ordering::Relaxed);
     out.allocs.store(allocs, Ordering::Relaxed);
+    out.local_allocs.store(local_allocs, Ordering::Relaxed);
+    out.vmstat_changes.store(vmstat_changes, Ordering::Relaxed);
     out.frees.store(frees, Ordering::Relaxed);
     out.remote_frees.store(remote_frees, Ordering::Relaxed);
     out.failed.store(failed, Ordering::Relaxed);

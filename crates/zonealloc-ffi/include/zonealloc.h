@@ -13,9 +13,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Opaque handles: a zone of frame numbers, and an arena of real memory. */
+/* Opaque handles: a zone of frame numbers, an arena of real memory, and a machine of
+ * several NUMA nodes. */
 typedef struct za_zone za_zone;
 typedef struct za_arena za_arena;
+typedef struct za_machine za_machine;
 
 // Flag of `za_arena_config::flags`: fault every page in at creation (`MAP_POPULATE`).
 #define ZA_ARENA_POPULATE 1
@@ -31,6 +33,16 @@ typedef struct za_arena za_arena;
 
 // Flag: explicit huge pages (`MAP_HUGETLB`); needs `vm.nr_hugepages` reserved.
 #define ZA_ARENA_HUGETLB 16
+
+// `node` of `za_machine_alloc`: the calling CPU's node (`numa_node_id()`, `MPOL_LOCAL`).
+#define ZA_NODE_LOCAL -1
+
+// Flag of `za_machine_alloc`: `__GFP_THISNODE`, the preferred node's zones only
+// (`ZONELIST_NOFALLBACK`).
+#define ZA_ALLOC_THISNODE 1
+
+// Most regions and CPUs a `za_machine_config` may name (arrays the library reads).
+#define ZA_MACHINE_MAX_ENTRIES (1 << 16)
 
 // Flag of `za_zone_config::flags`: compute watermarks from the zone size as the kernel does
 // (`min_free_kbytes`). Without it every free page can be allocated.
@@ -126,6 +138,53 @@ typedef struct za_stats {
   // Write-after-free reports (arenas with `ZA_ARENA_POISON`; 0 otherwise).
   uint64_t poison_reports;
 } za_stats;
+
+// One region of usable RAM and its node (an ACPI SRAT memory affinity entry, or a device
+// tree memory node's `numa-node-id`).
+typedef struct za_node_region {
+  // The node id, below `za_machine_config::nodes`.
+  uint32_t node;
+  // First byte.
+  uint64_t start;
+  // Length in bytes.
+  uint64_t len;
+} za_node_region;
+
+// How to build a machine. Every node needs memory and every CPU a node; zones are laid out
+// as on x86-64 (DMA below 16 MiB, DMA32 below 4 GiB, Normal above), 4 KiB pages.
+typedef struct za_machine_config {
+  // `region_count` regions of usable RAM.
+  const struct za_node_region *regions;
+  // Entries of `regions` (at most `ZA_MACHINE_MAX_ENTRIES`).
+  size_t region_count;
+  // The node count, 1 to 64.
+  uint32_t nodes;
+  // `nodes * nodes` distances, row `from`, column `to` (10 on the diagonal, more than 10
+  // and at most 255 elsewhere).
+  const uint32_t *distances;
+  // The CPU count (at least 1, at most `ZA_MACHINE_MAX_ENTRIES`).
+  uint32_t cpus;
+  // `cpus` node ids: CPU `c` is on node `cpu_node[c]`.
+  const uint32_t *cpu_node;
+  // `ZA_ZONE_WATERMARKS` (the kernel's watermarks, split over every node), or 0.
+  uint32_t flags;
+} za_machine_config;
+
+// One node's `numastat` counters (`/sys/devices/system/node/nodeN/numastat`).
+typedef struct za_numastat {
+  // Allocated here, and here was the preferred node.
+  uint64_t numa_hit;
+  // Allocated here although another node was preferred.
+  uint64_t numa_miss;
+  // Preferred here but allocated on another node.
+  uint64_t numa_foreign;
+  // An interleave policy picked this node and got it.
+  uint64_t interleave_hit;
+  // Allocated here by a CPU of this node.
+  uint64_t local_node;
+  // Allocated here by a CPU of another node.
+  uint64_t other_node;
+} za_numastat;
 
 // How to build a zone. Start from `za_zone_config_default`.
 typedef struct za_zone_config {
@@ -224,6 +283,113 @@ enum za_status za_arena_buddyinfo(const za_arena *arena, char *buf, size_t len, 
 // # Safety
 // As for `za_zone_buddyinfo`, with an arena handle.
 enum za_status za_arena_zoneinfo(const za_arena *arena, char *buf, size_t len, size_t *needed);
+
+// Creates a machine from `config` and stores its handle in `*out` (left untouched on
+// error): each node's zones from its regions, pagesets for every CPU with `high` split over
+// the node's own CPUs, watermarks over all nodes, zonelists by distance.
+//
+// # Safety
+// `config` is NULL or points to a `za_machine_config` whose arrays are readable for the
+// counts it gives; `out` is NULL or writable.
+enum za_status za_machine_create(const struct za_machine_config *config, za_machine **out);
+
+// Destroys a machine. Blocks still allocated are forgotten with it.
+//
+// # Safety
+// `machine` is NULL or a live handle, used by no other thread during or after this call.
+enum za_status za_machine_destroy(za_machine *machine);
+
+// Allocates `2^order` frames of `migratetype` for CPU `cpu`, preferring node `node`
+// (`ZA_NODE_LOCAL`: the CPU's own node) and falling back along its zonelist (node order by
+// distance, zones high to low), or only its own zones with `ZA_ALLOC_THISNODE`; `nodemask`
+// (bit `n` for node `n`; 0 for every node) limits the nodes, as `MPOL_BIND` does. Counts
+// the nodes' `numastat`. The first frame goes to `*pfn_out`, its node to `*node_out` (if not
+// NULL).
+//
+// # Safety
+// `machine` is NULL or a live handle; `pfn_out` is NULL or writable; `node_out` is NULL or
+// writable.
+enum za_status za_machine_alloc(const za_machine *machine,
+                                uint32_t cpu,
+                                int32_t node,
+                                uint64_t nodemask,
+                                uint32_t flags,
+                                uint32_t order,
+                                uint32_t migratetype,
+                                uint64_t *pfn_out,
+                                uint32_t *node_out);
+
+// Frees the block of `2^order` frames at `pfn` on CPU `cpu`: to that CPU's pageset of the
+// block's own zone, whichever node it is on (`free_unref_page`). Bad frees return their
+// error code and change nothing.
+//
+// # Safety
+// `machine` is NULL or a live handle.
+enum za_status za_machine_free(const za_machine *machine,
+                               uint32_t cpu,
+                               uint64_t pfn,
+                               uint32_t order);
+
+// Stores the node of frame `pfn` in `*node_out`; `ZA_ERR_OUT_OF_ZONE` where no node spans it.
+//
+// # Safety
+// `machine` is NULL or a live handle; `node_out` is NULL or writable.
+enum za_status za_machine_node_of(const za_machine *machine, uint64_t pfn, uint32_t *node_out);
+
+// Stores CPU `cpu`'s node in `*node_out` (`cpu_to_node`).
+//
+// # Safety
+// `machine` is NULL or a live handle; `node_out` is NULL or writable.
+enum za_status za_machine_cpu_node(const za_machine *machine, uint32_t cpu, uint32_t *node_out);
+
+// Fills `*out` with node `node`'s `numastat` counters.
+//
+// # Safety
+// `machine` is NULL or a live handle; `out` is NULL or writable.
+enum za_status za_machine_numastat(const za_machine *machine,
+                                   uint32_t node,
+                                   struct za_numastat *out);
+
+// Fills `*out` with node `node`'s counters, summed over its zones.
+//
+// # Safety
+// `machine` is NULL or a live handle; `out` is NULL or writable.
+enum za_status za_machine_node_stats(const za_machine *machine,
+                                     uint32_t node,
+                                     struct za_stats *out);
+
+// One run of CPU `cpu`'s vmstat worker (`refresh_cpu_vm_stats`): a pageset of a remote
+// node's zone is drained by a batch three runs after the CPU last moved pages there
+// (`pcp->expire`, `drain_zone_pages`). `*changes` (if not NULL) gets the kernel's count of
+// changes.
+//
+// # Safety
+// `machine` is NULL or a live handle; `changes` is NULL or writable.
+enum za_status za_machine_vmstat_tick(const za_machine *machine, uint32_t cpu, uint32_t *changes);
+
+// Drains every CPU's pagesets in every zone of every node.
+//
+// # Safety
+// `machine` is NULL or a live handle.
+enum za_status za_machine_drain(const za_machine *machine);
+
+// Checks every invariant of every zone of every node; `ZA_ERR_CHECK_FAILED` if one is broken.
+//
+// # Safety
+// `machine` is NULL or a live handle.
+enum za_status za_machine_check(const za_machine *machine);
+
+// Writes node `node`'s `numastat` file text (`node < nodes`) or, for `node` = -1, the
+// machine's `/proc/buddyinfo` (a line per zone of every node), NUL-terminated, into `buf`
+// with the protocol of `za_zone_buddyinfo`.
+//
+// # Safety
+// As for `za_zone_buddyinfo`.
+enum za_status za_machine_text(const za_machine *machine,
+                               int32_t node,
+                               char *buf,
+                               size_t len,
+                               size_t *needed);
 
 // A static, NUL-terminated English description of a status code (the integer value of a
 // `za_status`); "unknown status" for any other value. Never NULL.

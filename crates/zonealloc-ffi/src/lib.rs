@@ -6,13 +6,18 @@
 //! when the checked-in header is stale; `ZONEALLOC_BLESS=1 cargo test -p zonealloc-ffi --test
 //! header` rewrites it).
 //!
-//! Two handle types:
+//! Three handle types:
 //! - `za_zone`: a zone of frame numbers (`za_zone_create` from a `za_zone_config`,
 //!   `za_zone_alloc` / `za_zone_free` by pfn);
 //! - `za_arena`: a `PageArena` over real memory (`za_arena_create` from a
-//!   `za_arena_config`, `za_arena_alloc` / `za_arena_free` by pointer).
+//!   `za_arena_config`, `za_arena_alloc` / `za_arena_free` by pointer);
+//! - `za_machine`: several NUMA nodes (`za_machine_create` from a memory map with node ids,
+//!   a distance table and each CPU's node; `za_machine_alloc` by CPU, preferred node
+//!   (`ZA_NODE_LOCAL` for the CPU's own), nodemask and `ZA_ALLOC_THISNODE`;
+//!   `za_machine_free` to a CPU's pageset; per-node `numastat`, the vmstat worker's
+//!   expiry).
 //!
-//! Both have `drain`, `tick`, `stats`, `check`, and `/proc/buddyinfo` and `/proc/zoneinfo`
+//! Zones and arenas have `drain`, `tick`, `stats`, `check`, and `/proc/buddyinfo` and `/proc/zoneinfo`
 //! text written into a caller buffer.
 //!
 //! # Error handling
@@ -36,11 +41,13 @@
 
 mod arena;
 mod handle;
+mod machine;
 mod status;
 mod text;
 mod zone;
 
 pub use arena::*;
+pub use machine::*;
 pub use status::*;
 pub use zone::*;
 

@@ -147,3 +147,70 @@ fn spans_ending_near_2_pow_64_are_a_config_error() {
         assert!(z.is_null());
     }
 }
+
+#[test]
+fn machine_handle_round_trip_with_bad_inputs_refused() {
+    let regions = [
+        za_node_region {
+            node: 0,
+            start: 16 << 20,
+            len: 4 << 20,
+        },
+        za_node_region {
+            node: 1,
+            start: 4 << 30,
+            len: 4 << 20,
+        },
+    ];
+    let (dist, cpu_node) = ([10u32, 20, 20, 10], [0u32, 1]);
+    let c = za_machine_config {
+        regions: regions.as_ptr(),
+        region_count: 2,
+        nodes: 2,
+        distances: dist.as_ptr(),
+        cpus: 2,
+        cpu_node: cpu_node.as_ptr(),
+        flags: 0,
+    };
+    let mut m: *mut za_machine = ptr::null_mut();
+    // SAFETY: valid pointers to a config (its arrays live above) and an out-pointer.
+    assert_eq!(unsafe { za_machine_create(&c, &mut m) }, ZA_OK);
+    let (mut pfn, mut node) = (0u64, 9u32);
+    // SAFETY: `m` is live; the out-pointers are valid.
+    unsafe {
+        assert_eq!(
+            za_machine_alloc(m, 1, ZA_NODE_LOCAL, 0, 0, 1, 1, &mut pfn, &mut node),
+            ZA_OK
+        );
+        assert_eq!(node, 1);
+        assert_eq!(
+            za_machine_alloc(m, 2, ZA_NODE_LOCAL, 0, 0, 0, 1, &mut pfn, ptr::null_mut()),
+            ZA_ERR_INVALID_ARGUMENT
+        );
+        let mut s = za_numastat::default();
+        assert_eq!(za_machine_numastat(m, 1, &mut s), ZA_OK);
+        assert_eq!((s.numa_hit, s.local_node), (1, 1));
+        // CPU 0 frees node 1's block to its own pageset of node 1's zone.
+        assert_eq!(za_machine_free(m, 0, pfn, 0), ZA_ERR_WRONG_ORDER);
+        assert_eq!(za_machine_free(m, 0, pfn, 1), ZA_OK);
+        let mut changes = 0;
+        assert_eq!(za_machine_vmstat_tick(m, 0, &mut changes), ZA_OK);
+        let mut buf = [0 as core::ffi::c_char; 256];
+        let mut needed = 0usize;
+        assert_eq!(
+            za_machine_text(m, 1, buf.as_mut_ptr(), buf.len(), &mut needed),
+            ZA_OK
+        );
+        assert_eq!(
+            za_machine_text(m, -1, buf.as_mut_ptr(), 2, &mut needed),
+            ZA_ERR_BUFFER_TOO_SMALL
+        );
+        assert_eq!(za_machine_drain(m), ZA_OK);
+        assert_eq!(za_machine_check(m), ZA_OK);
+        let mut z: *mut za_zone = ptr::null_mut();
+        assert_eq!(za_zone_create(&zone_cfg(), &mut z), ZA_OK);
+        assert_eq!(za_machine_check(z.cast()), ZA_ERR_BAD_HANDLE);
+        assert_eq!(za_zone_destroy(z), ZA_OK);
+        assert_eq!(za_machine_destroy(m), ZA_OK);
+    }
+}

@@ -66,7 +66,7 @@
 //! | [`FrameMeta`] / [`FrameState`] | `struct page` (`PageBuddy`, `page_private`) |
 //! | [`Zone`] | `struct zone`; its lock is `zone->lock` |
 //! | [`Node`] | `pg_data_t` and its zonelist |
-//! | `Machine` (module `numa`, `std`) | the nodes, `build_all_zonelists`, `mempolicy`, `numastat` |
+//! | `Machine` (module `numa`) | the nodes, `build_all_zonelists`, `mempolicy`, `numastat` |
 //! | [`Zone::add_free_range`] | `memblock_free_all` → `__free_pages_core` |
 //! | [`Zone::alloc_with`] | `__alloc_pages` → `get_page_from_freelist` → `rmqueue_buddy` |
 //! | [`Zone::free`] | `__free_pages` → `free_one_page` → `__free_one_page` |
@@ -112,7 +112,7 @@ mod list;
 pub mod memmap;
 mod meta;
 mod node;
-#[cfg(all(feature = "std", not(loom)))]
+#[cfg(not(loom))]
 pub mod numa;
 mod pcp;
 pub mod platform;
@@ -137,7 +137,7 @@ pub use error::{AllocError, ConfigError, DrainError, FreeError, HandleError, Ran
 pub use memmap::{MemoryRegion, RegionKind};
 pub use meta::{FrameMeta, FrameState};
 pub use node::{BootFrees, Node};
-#[cfg(all(feature = "std", not(loom)))]
+#[cfg(not(loom))]
 pub use numa::Machine;
 pub use pcp::{DecayOutcome, PcpInfo, PcpSlot, PcpStats, PcpTuning};
 pub use platform::{DefaultPlatform, Platform};

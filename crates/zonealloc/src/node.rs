@@ -84,6 +84,31 @@ impl Node {
         cfg: ZoneConfig,
     ) -> Result<Node, ConfigError> {
         let node = Node::zones_of_map(id, regions, cfg)?;
+        let at_arch_initcall = node.add_early_memory(regions, frees, cfg)?;
+        let mfk = node.init_per_zone_wmark_min();
+        if at_arch_initcall {
+            for &(s, e) in frees.smp_alternatives {
+                node.free_reserved_area(s, e).map_err(ConfigError::Range)?;
+            }
+        }
+        node.hugepage_init(mfk);
+        for &(s, e) in frees.late {
+            node.free_reserved_area(s, e).map_err(ConfigError::Range)?;
+        }
+        Ok(node)
+    }
+
+    /// `memblock_free_all` for one node: its usable pieces of `regions` less the memory
+    /// `frees` hands back later (the late frees, and the SMP-alternatives memory where
+    /// `cfg` frees it at an `arch_initcall`, which the result says).
+    #[cfg(feature = "std")]
+    pub(crate) fn add_early_memory(
+        &self,
+        regions: &[crate::memmap::MemoryRegion],
+        frees: &BootFrees<'_>,
+        cfg: ZoneConfig,
+    ) -> Result<bool, ConfigError> {
+        let node = self;
         let at_arch_initcall = cfg.smp_locks_free == crate::config::SmpLocksFree::ArchInitcall;
         let held: std::vec::Vec<(Pfn, Pfn)> = frees
             .late
@@ -113,22 +138,12 @@ impl Node {
                 cur = resume;
             }
         }
-        let mfk = node.init_per_zone_wmark_min();
-        if at_arch_initcall {
-            for &(s, e) in frees.smp_alternatives {
-                node.free_reserved_area(s, e).map_err(ConfigError::Range)?;
-            }
-        }
-        node.hugepage_init(mfk);
-        for &(s, e) in frees.late {
-            node.free_reserved_area(s, e).map_err(ConfigError::Range)?;
-        }
-        Ok(node)
+        Ok(at_arch_initcall)
     }
 
     /// The zones of [`Node::from_memory_map`], with their present pages and nothing free.
     #[cfg(feature = "std")]
-    fn zones_of_map(
+    pub(crate) fn zones_of_map(
         id: u32,
         regions: &[crate::memmap::MemoryRegion],
         cfg: ZoneConfig,

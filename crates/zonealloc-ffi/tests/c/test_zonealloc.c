@@ -370,12 +370,162 @@ static void test_last_panic_message(void) {
     CHECK(strstr(za_strerror(ZA_ERR_PANIC), "za_last_panic_message") != NULL);
 }
 
+/* Issue 30: a machine of two NUMA nodes. Node 0: 16..80 MiB (DMA32), CPUs 0, 1; node 1: 64 MiB
+ * at 4 GiB (Normal), CPUs 2, 3; SLIT 10 20 / 20 10. */
+static za_machine_config machine_config(const za_node_region *r, const uint32_t *d,
+                                        const uint32_t *cpu_node) {
+    za_machine_config c;
+    memset(&c, 0, sizeof c);
+    c.regions = r;
+    c.region_count = 2;
+    c.nodes = 2;
+    c.distances = d;
+    c.cpus = 4;
+    c.cpu_node = cpu_node;
+    c.flags = ZA_ZONE_WATERMARKS;
+    return c;
+}
+
+static void test_machine_config_errors(void) {
+    za_node_region r[2] = {{0, 16u << 20, 64u << 20}, {1, 4ull << 30, 64u << 20}};
+    uint32_t d[4] = {10, 20, 20, 10}, cpu_node[4] = {0, 0, 1, 1};
+    za_machine *m = NULL;
+    za_machine_config c = machine_config(r, d, cpu_node);
+    EXPECT(za_machine_create(NULL, &m), ZA_ERR_NULL);
+    EXPECT(za_machine_create(&c, NULL), ZA_ERR_NULL);
+    za_machine_config bad = c;
+    bad.regions = NULL;
+    EXPECT(za_machine_create(&bad, &m), ZA_ERR_NULL);
+    bad = c;
+    bad.flags = 0x80;
+    EXPECT(za_machine_create(&bad, &m), ZA_ERR_INVALID_ARGUMENT);
+    bad = c;
+    bad.nodes = 65;
+    EXPECT(za_machine_create(&bad, &m), ZA_ERR_INVALID_ARGUMENT);
+    bad = c;
+    bad.nodes = 0;
+    EXPECT(za_machine_create(&bad, &m), ZA_ERR_CONFIG);
+    uint32_t bad_d[4] = {10, 20, 20, 11}; /* slit_valid: 10 on the diagonal */
+    bad = c;
+    bad.distances = bad_d;
+    EXPECT(za_machine_create(&bad, &m), ZA_ERR_CONFIG);
+    uint32_t wide_d[4] = {10, 256, 256, 10}; /* numa_set_distance: a byte */
+    bad.distances = wide_d;
+    EXPECT(za_machine_create(&bad, &m), ZA_ERR_CONFIG);
+    uint32_t far_cpu[4] = {0, 0, 1, 2}; /* a CPU on a node the table lacks */
+    bad = c;
+    bad.cpu_node = far_cpu;
+    EXPECT(za_machine_create(&bad, &m), ZA_ERR_CONFIG);
+    za_node_region one[2] = {{0, 16u << 20, 64u << 20}, {0, 4ull << 30, 64u << 20}};
+    bad = c;
+    bad.regions = one; /* node 1 without memory */
+    EXPECT(za_machine_create(&bad, &m), ZA_ERR_CONFIG);
+    CHECK(m == NULL); /* untouched on error */
+}
+
+static void test_machine(void) {
+    za_node_region r[2] = {{0, 16u << 20, 64u << 20}, {1, 4ull << 30, 64u << 20}};
+    uint32_t d[4] = {10, 20, 20, 10}, cpu_node[4] = {0, 0, 1, 1};
+    za_machine_config c = machine_config(r, d, cpu_node);
+    za_machine *m = NULL;
+    EXPECT(za_machine_create(&c, &m), ZA_OK);
+    if (m == NULL) return;
+    uint32_t node = 9;
+    EXPECT(za_machine_cpu_node(m, 2, &node), ZA_OK);
+    CHECK(node == 1);
+    EXPECT(za_machine_cpu_node(m, 4, &node), ZA_ERR_INVALID_ARGUMENT);
+
+    /* MPOL_LOCAL on CPU 2: node 1, a hit and a local allocation there. */
+    uint64_t pfn = 0, far = 0, bound = 0;
+    EXPECT(za_machine_alloc(m, 2, ZA_NODE_LOCAL, 0, 0, 0, 1, &pfn, &node), ZA_OK);
+    CHECK(node == 1 && pfn >= (4ull << 30) / 4096);
+    EXPECT(za_machine_node_of(m, pfn, &node), ZA_OK);
+    CHECK(node == 1);
+    /* CPU 0 prefers node 1: a hit on node 1 by another node's CPU (other_node). */
+    EXPECT(za_machine_alloc(m, 0, 1, 0, ZA_ALLOC_THISNODE, 0, 1, &far, &node), ZA_OK);
+    CHECK(node == 1);
+    /* CPU 0, local policy, bound to node 1 (MPOL_BIND): its zonelist, node 0 left out; the
+     * preferred zone is the first the mask allows (first_zones_zonelist), so a hit too. */
+    EXPECT(za_machine_alloc(m, 0, ZA_NODE_LOCAL, 1u << 1, 0, 3, 1, &bound, &node), ZA_OK);
+    CHECK(node == 1 && bound % 8 == 0);
+    za_numastat s0, s1;
+    EXPECT(za_machine_numastat(m, 0, &s0), ZA_OK);
+    EXPECT(za_machine_numastat(m, 1, &s1), ZA_OK);
+    CHECK(s1.numa_hit == 3 && s1.local_node == 1 && s1.other_node == 2);
+    CHECK(s1.numa_miss == 0 && s0.numa_foreign == 0 && s0.numa_hit == 0);
+    EXPECT(za_machine_numastat(m, 2, &s0), ZA_ERR_INVALID_ARGUMENT);
+
+    /* Bad requests: their codes, nothing counted. */
+    uint64_t none = 0;
+    EXPECT(za_machine_alloc(m, 4, ZA_NODE_LOCAL, 0, 0, 0, 1, &none, NULL), ZA_ERR_INVALID_ARGUMENT);
+    EXPECT(za_machine_alloc(m, 0, 2, 0, 0, 0, 1, &none, NULL), ZA_ERR_INVALID_ARGUMENT);
+    EXPECT(za_machine_alloc(m, 0, -2, 0, 0, 0, 1, &none, NULL), ZA_ERR_INVALID_ARGUMENT);
+    EXPECT(za_machine_alloc(m, 0, 0, 1u << 5, 0, 0, 1, &none, NULL), ZA_ERR_INVALID_ARGUMENT);
+    EXPECT(za_machine_alloc(m, 0, 0, 0, 4, 0, 1, &none, NULL), ZA_ERR_INVALID_ARGUMENT);
+    EXPECT(za_machine_alloc(m, 0, 0, 0, 0, 40, 1, &none, NULL), ZA_ERR_ORDER_TOO_LARGE);
+    EXPECT(za_machine_alloc(m, 0, 0, 0, 0, 0, 7, &none, NULL), ZA_ERR_INVALID_MIGRATETYPE);
+    EXPECT(za_machine_alloc(m, 0, 0, 0, 0, 0, 1, NULL, NULL), ZA_ERR_NULL);
+    CHECK(none == 0);
+    za_numastat again;
+    EXPECT(za_machine_numastat(m, 1, &again), ZA_OK);
+    CHECK(memcmp(&again, &s1, sizeof again) == 0);
+
+    /* CPU 0 frees node 1's page: it waits on CPU 0's pageset of node 1's zone until CPU 0's
+     * vmstat worker expires it (three runs). */
+    za_stats n1;
+    EXPECT(za_machine_free(m, 0, far, 0), ZA_OK);
+    EXPECT(za_machine_node_stats(m, 1, &n1), ZA_OK);
+    CHECK(n1.pcp_pages > 0);
+    uint32_t changes = 0, total = 0;
+    for (int i = 0; i < 3; i++) {
+        EXPECT(za_machine_vmstat_tick(m, 0, &changes), ZA_OK);
+        total += changes;
+    }
+    CHECK(total > 0);
+    EXPECT(za_machine_vmstat_tick(m, 4, NULL), ZA_ERR_INVALID_ARGUMENT);
+    EXPECT(za_machine_free(m, 0, far, 0), ZA_ERR_DOUBLE_FREE);
+    EXPECT(za_machine_free(m, 0, 1, 0), ZA_ERR_OUT_OF_ZONE);
+    EXPECT(za_machine_free(m, 9, pfn, 0), ZA_ERR_INVALID_ARGUMENT);
+    EXPECT(za_machine_node_of(m, 1, &node), ZA_ERR_OUT_OF_ZONE);
+    EXPECT(za_machine_free(m, 2, pfn, 0), ZA_OK);
+    EXPECT(za_machine_free(m, 1, bound, 3), ZA_OK);
+
+    char buf[1024];
+    size_t needed = 0;
+    EXPECT(za_machine_text(m, 1, buf, sizeof buf, &needed), ZA_OK);
+    CHECK(strncmp(buf, "numa_hit 3\nnuma_miss 0\n", 23) == 0 && strlen(buf) + 1 == needed);
+    EXPECT(za_machine_text(m, -1, buf, sizeof buf, &needed), ZA_OK);
+    CHECK(strstr(buf, "Node 0, zone    DMA32") != NULL);
+    CHECK(strstr(buf, "Node 1, zone   Normal") != NULL);
+    EXPECT(za_machine_text(m, 2, buf, sizeof buf, &needed), ZA_ERR_INVALID_ARGUMENT);
+    EXPECT(za_machine_text(m, -1, buf, 4, &needed), ZA_ERR_BUFFER_TOO_SMALL);
+
+    EXPECT(za_machine_drain(m), ZA_OK);
+    EXPECT(za_machine_check(m), ZA_OK);
+    for (uint32_t n = 0; n < 2; n++) {
+        za_stats st;
+        EXPECT(za_machine_node_stats(m, n, &st), ZA_OK);
+        CHECK(st.managed_pages > 0 && st.free_pages == st.managed_pages && st.pcp_pages == 0);
+    }
+    /* A handle of another type is refused, and so is a destroyed one while mapped. */
+    za_zone_config zc;
+    za_zone *z = NULL;
+    EXPECT(za_zone_config_default(&zc), ZA_OK);
+    EXPECT(za_zone_create(&zc, &z), ZA_OK);
+    EXPECT(za_machine_check((const za_machine *)z), ZA_ERR_BAD_HANDLE);
+    EXPECT(za_zone_destroy(z), ZA_OK);
+    EXPECT(za_machine_destroy(m), ZA_OK);
+    EXPECT(za_machine_destroy(NULL), ZA_ERR_NULL);
+}
+
 int main(void) {
     test_strerror();
     test_last_panic_message();
     test_zone_config_errors();
     test_zone();
     test_arena();
+    test_machine_config_errors();
+    test_machine();
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures;
 }

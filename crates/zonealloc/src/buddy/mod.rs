@@ -38,11 +38,12 @@ mod watermark;
 
 pub use check::CheckFacts;
 pub(crate) use fallback::RmqueueMode;
-pub use watermark::Watermarks;
 #[cfg(feature = "std")]
+pub(crate) use watermark::setup_per_zone_wmarks;
+pub use watermark::Watermarks;
+// The machine-wide setup (`numa`) needs these without `std` too.
 pub(crate) use watermark::{
-    calculate_min_free_kbytes, khugepaged_min_free_kbytes, setup_per_zone_wmarks,
-    setup_per_zone_wmarks_into,
+    calculate_min_free_kbytes, khugepaged_min_free_kbytes, setup_per_zone_wmarks_into,
 };
 pub(crate) use watermark::{setup_node_watermarks, setup_per_zone_lowmem_reserve, ZoneSize};
 

@@ -3,37 +3,46 @@
 //! and nodemask of a request, node counters (`numastat`) and the vmstat worker's expiry
 //! drain of remote-node pagesets.
 //!
-//! Needs `std`: the number of nodes, their zonelists and the per-CPU expiry state are sized
-//! at boot from the firmware tables, so they live on the heap. A single-node system keeps
-//! using [`Node`] and [`Zone`], whose paths this layer does not touch.
+//! Without `std` too: what is sized by the node count (the distance table, each node's
+//! fallback order, the scratch of a watermark setup) is kept in fixed arrays of
+//! [`MAX_NUMNODES`], and what grows with the nodes and CPUs the firmware reports lives in
+//! storage the embedder hands over, as a zone's table and per-CPU slots do: one
+//! [`NumaNode`] per node and one [`NumaSlot`] per CPU and node ([`Machine::from_uninit`],
+//! in `boot.rs`); with `std` the machine allocates them ([`Machine::new`]). A single-node
+//! system keeps using [`Node`] and [`Zone`], whose paths this layer does not touch.
 
+mod boot;
+#[cfg(test)]
+mod boot_tests;
 mod policy;
 mod stats;
 #[cfg(test)]
 mod tests;
 mod zonelist;
 
-use std::vec::Vec;
-
+#[cfg(not(feature = "std"))]
+use boot::NO_STD_MACHINE_ZONES;
+pub use boot::{NumaNode, NumaSlot};
 pub use policy::{interleave_nodes, offset_il_node, MemPolicy, NodeMask, NodeTarget, TaskPolicy};
 pub use stats::NumaStat;
-pub use zonelist::{build_node_orders, Distances, LOCAL_DISTANCE};
+#[cfg(feature = "std")]
+pub use zonelist::build_node_orders;
+pub use zonelist::{Distances, LOCAL_DISTANCE, MAX_NUMNODES};
 
 use crate::buddy::{
     calculate_min_free_kbytes, khugepaged_min_free_kbytes, setup_per_zone_lowmem_reserve,
-    setup_per_zone_wmarks_into, Watermarks,
+    setup_per_zone_wmarks_into, Watermarks, ZoneSize,
 };
 use crate::config::{KernelVersion, ZoneConfig};
-use crate::error::{AllocError, ConfigError, FreeError};
+use crate::error::{AllocError, FreeError};
 use crate::memmap::MemoryRegion;
 use crate::node::Node;
 use crate::pcp::PcpAccess;
 use crate::platform::{DefaultPlatform, Platform};
 use crate::request::AllocRequest;
-use crate::sync::{AtomicU64, AtomicU8, Ordering};
+use crate::sync::{Ordering, StaticSlice};
 use crate::types::{CpuId, Order, Pfn, ZoneType, MAX_NR_ZONES};
 use crate::zone::{alloc_walk, Zone, ZoneList};
-use stats::NodeCounters;
 
 /// One region of a memory map and the node it belongs to (an ACPI SRAT memory affinity
 /// entry, or a device tree `memory` node's `numa-node-id`).
@@ -79,139 +88,36 @@ impl Default for NumaConfig {
 
 /// Several NUMA nodes on the [`Platform`] `P`: node `i` has id `i`.
 pub struct Machine<P: Platform = DefaultPlatform> {
-    nodes: Vec<Node<P>>,
+    /// Per node: the node, its counters, its fallback order.
+    nodes: StaticSlice<NumaNode<P>>,
+    /// Per CPU, per node (`cpu * nodes + node`): the CPU's node and the expiry state of its
+    /// pagesets in that node's zones.
+    slots: StaticSlice<NumaSlot>,
     dist: Distances,
-    cpu_node: Vec<u32>,
-    /// `build_zonelists`' fallback node order of each node.
-    orders: Vec<Vec<usize>>,
-    counters: Vec<NodeCounters>,
     cfg: NumaConfig,
     /// The highest zone type of any node except Movable (`policy_zone`).
     policy_zone: ZoneType,
-    /// Per CPU, per node, per zone slot: `pcp->expire`.
-    expire: Vec<AtomicU8>,
-    /// Per CPU, per node, per zone slot: the CPU's buddy transfers of the zone at its last
-    /// tick (stands for `vm_stat_diff` being non-zero).
-    seen: Vec<AtomicU64>,
 }
 
 impl<P: Platform> core::fmt::Debug for Machine<P> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Machine")
-            .field("nodes", &self.nodes)
-            .field("cpu_node", &self.cpu_node)
-            .field("orders", &self.orders)
+            .field("nodes", &self.nodes.get())
+            .field("dist", &self.dist)
+            .field("cpus", &self.cpus())
             .finish_non_exhaustive()
     }
 }
 
-impl Machine {
-    /// A machine booted from a memory map with node ids, a distance table and each CPU's
-    /// node: node `i`'s zones are built from its regions as [`Node::from_memory_map`] builds
-    /// one node's (every zone with a pageset for every CPU, `high` split across the node's
-    /// own CPUs: `zone_highsize`'s `cpumask_of_node`), then the watermarks are set over all
-    /// nodes ([`Machine::setup_watermarks`]) and the zonelists built (`build_all_zonelists`).
-    /// Node ids must be `0..dist.nodes()`; every node needs memory (memoryless nodes are not
-    /// modelled) and every CPU a node.
-    pub fn from_memory_map(
-        regions: &[NodeRegion],
-        dist: Distances,
-        cpu_node: &[u32],
-        cfg: ZoneConfig,
-        numa: NumaConfig,
-    ) -> Result<Machine, ConfigError> {
-        let n = dist.nodes();
-        if cpu_node.is_empty() || cpu_node.iter().any(|&c| c as usize >= n) {
-            return Err(ConfigError::BadNuma(
-                "every CPU needs a node below the node count",
-            ));
-        }
-        if regions.iter().any(|r| r.node as usize >= n) {
-            return Err(ConfigError::BadNuma(
-                "a region names a node the distance table lacks",
-            ));
-        }
-        let cpus = cpu_node.len() as u32;
-        let mut nodes = Vec::with_capacity(n);
-        for id in 0..n as u32 {
-            let mine: Vec<MemoryRegion> = regions
-                .iter()
-                .filter(|r| r.node == id)
-                .map(|r| r.region)
-                .collect();
-            let local = cpu_node.iter().filter(|&&c| c == id).count() as u32;
-            let mut c = cfg;
-            c.pcp = c.pcp.with_cpus(cpus).with_split_cpus(Some(local));
-            let node = Node::from_memory_map(id, &mine, c)?;
-            if node.zones().next().is_none() {
-                return Err(ConfigError::BadNuma("a node has no memory"));
-            }
-            nodes.push(node);
-        }
-        Machine::new(nodes, dist, cpu_node, numa)
-    }
-}
-
 impl<P: Platform> Machine<P> {
-    /// A machine of the given nodes (node `i` with id `i`, each with zones whose pagesets
-    /// cover every CPU of `cpu_node`), with its watermarks set over all of them and its
-    /// zonelists built.
-    pub fn new(
-        nodes: Vec<Node<P>>,
-        dist: Distances,
-        cpu_node: &[u32],
-        cfg: NumaConfig,
-    ) -> Result<Self, ConfigError> {
-        let n = dist.nodes();
-        if nodes.len() != n || nodes.iter().enumerate().any(|(i, x)| x.id() as usize != i) {
-            return Err(ConfigError::BadNuma(
-                "node i must have id i, one per table row",
-            ));
-        }
-        if cpu_node.is_empty() || cpu_node.iter().any(|&c| c as usize >= n) {
-            return Err(ConfigError::BadNuma(
-                "every CPU needs a node below the node count",
-            ));
-        }
-        // Every CPU needs a pageset in every zone of every node.
-        let short = nodes
-            .iter()
-            .flat_map(|x| x.zones())
-            .any(|z| z.config().pcp.enabled && (z.cpus() as usize) < cpu_node.len());
-        if short {
-            return Err(ConfigError::BadNuma(
-                "a zone has fewer pagesets than the machine has CPUs",
-            ));
-        }
-        let has_cpus: Vec<bool> = (0..n as u32).map(|i| cpu_node.contains(&i)).collect();
-        let has_memory: Vec<bool> = nodes.iter().map(|x| x.zones().next().is_some()).collect();
-        let orders = build_node_orders(&dist, &has_cpus, &has_memory);
-        // check_highest_zone: the highest populated zone type but Movable.
-        let policy_zone = nodes
-            .iter()
-            .flat_map(|x| x.zones().map(|z| z.zone_type()))
-            .filter(|&t| t != ZoneType::Movable)
-            .max()
-            .unwrap_or(ZoneType::Normal);
-        let slots = cpu_node.len() * n * MAX_NR_ZONES;
-        let m = Machine {
-            counters: (0..n).map(|_| NodeCounters::default()).collect(),
-            expire: (0..slots).map(|_| AtomicU8::new(0)).collect(),
-            seen: (0..slots).map(|_| AtomicU64::new(0)).collect(),
-            nodes,
-            dist,
-            cpu_node: cpu_node.to_vec(),
-            orders,
-            cfg,
-            policy_zone,
-        };
-        m.setup_watermarks();
-        Ok(m)
+    /// The nodes, by id.
+    pub fn nodes(&self) -> impl ExactSizeIterator<Item = &Node<P>> + Clone + '_ {
+        self.nodes.get().iter().map(|x| &x.node)
     }
 
-    /// The nodes, by id.
-    pub fn nodes(&self) -> &[Node<P>] {
-        &self.nodes
+    /// Node `id`, or `None` past the last.
+    pub fn node(&self, id: u32) -> Option<&Node<P>> {
+        self.nodes.get().get(id as usize).map(|x| &x.node)
     }
 
     /// The distance table.
@@ -219,25 +125,43 @@ impl<P: Platform> Machine<P> {
         &self.dist
     }
 
+    /// The CPUs, each with a pageset in every zone of every node.
+    pub fn cpus(&self) -> usize {
+        self.slots.get().len() / self.nodes.get().len()
+    }
+
     /// `cpu_to_node(cpu)`, or `None` for an unknown CPU.
     pub fn cpu_to_node(&self, cpu: CpuId) -> Option<u32> {
-        self.cpu_node.get(cpu.0 as usize).copied()
+        let n = self.nodes.get().len();
+        self.slots
+            .get()
+            .get((cpu.0 as usize).checked_mul(n)?)
+            .map(|s| s.cpu_node)
     }
 
     /// The fallback node order of `node`'s `ZONELIST_FALLBACK` ("Fallback order for Node
     /// N" of the boot log).
-    pub fn node_order(&self, node: u32) -> Option<&[usize]> {
-        self.orders.get(node as usize).map(|v| v.as_slice())
+    pub fn node_order(&self, node: u32) -> Option<&[u8]> {
+        self.nodes.get().get(node as usize).map(|x| x.order())
     }
 
     /// The zonelist of `node` as `(node, zone type)` pairs, preferred first: its
     /// `ZONELIST_FALLBACK` (`build_zonelists_in_node_order`: nodes in fallback order, each
     /// node's zones high to low, `build_zonerefs_node`), or with `this_node` its
     /// `ZONELIST_NOFALLBACK` (`build_thisnode_zonelists`: its own zones only).
-    pub fn zonelist(&self, node: u32, this_node: bool) -> Vec<(u32, ZoneType)> {
+    pub fn zonelist_iter(
+        &self,
+        node: u32,
+        this_node: bool,
+    ) -> impl Iterator<Item = (u32, ZoneType)> + '_ {
         self.zonelist_zones(node, this_node)
             .map(|(nid, z)| (nid, z.zone_type()))
-            .collect()
+    }
+
+    /// [`Machine::zonelist_iter`], collected.
+    #[cfg(feature = "std")]
+    pub fn zonelist(&self, node: u32, this_node: bool) -> std::vec::Vec<(u32, ZoneType)> {
+        self.zonelist_iter(node, this_node).collect()
     }
 
     fn zonelist_zones(
@@ -245,14 +169,24 @@ impl<P: Platform> Machine<P> {
         node: u32,
         this_node: bool,
     ) -> impl Iterator<Item = (u32, &Zone<P>)> + '_ {
-        let order: &[usize] = match self.orders.get(node as usize) {
-            Some(o) if this_node => &o[..o.len().min(1)],
-            Some(o) => o,
+        let order: &[u8] = match self.nodes.get().get(node as usize) {
+            Some(x) if this_node => &x.order()[..x.order().len().min(1)],
+            Some(x) => x.order(),
             None => &[],
         };
-        order
-            .iter()
-            .flat_map(move |&i| self.nodes[i].zones().rev().map(move |z| (i as u32, z)))
+        let nodes = self.nodes.get();
+        order.iter().flat_map(move |&i| {
+            nodes[i as usize]
+                .node
+                .zones()
+                .rev()
+                .map(move |z| (i as u32, z))
+        })
+    }
+
+    /// The populated zones of the machine.
+    fn zone_count(&self) -> usize {
+        self.nodes().map(|x| x.zones().count()).sum()
     }
 
     /// `__setup_per_zone_wmarks` over every zone of every node (`min_free_kbytes` split in
@@ -261,39 +195,93 @@ impl<P: Platform> Machine<P> {
     /// too), then `setup_per_zone_lowmem_reserve` node by node (it walks each pgdat's own
     /// zones), then `page_group_by_mobility_disabled` from `vm_total_pages` of the machine.
     pub fn setup_watermarks(&self) {
-        let mut sizes = Vec::new();
-        let mut cfgs = Vec::new();
-        for x in &self.nodes {
-            let (s, c, k) = x.sizes();
-            sizes.extend_from_slice(&s[..k]);
-            cfgs.extend_from_slice(&c[..k]);
+        self.with_scratch(|sizes, cfgs, wm| {
+            // No high marks yet: `wm` is all zero here.
+            let mfk = calculate_min_free_kbytes(sizes, cfgs, wm);
+            setup_per_zone_wmarks_into(sizes, cfgs, mfk, wm);
+            if let Some(raised) = khugepaged_min_free_kbytes(sizes, cfgs, wm, mfk) {
+                setup_per_zone_wmarks_into(sizes, cfgs, raised, wm);
+            }
+            self.apply_marks(sizes, cfgs, wm, true);
+        });
+    }
+
+    /// Runs `f` over scratch of one entry per zone of the machine, nodes in id order: the
+    /// zones' managed pages and configurations, and watermarks all zero.
+    fn with_scratch<R>(
+        &self,
+        f: impl FnOnce(&mut [ZoneSize], &mut [ZoneConfig], &mut [Watermarks]) -> R,
+    ) -> R {
+        const BLANK_SIZE: ZoneSize = ZoneSize {
+            zone_type: ZoneType::Normal,
+            managed: 0,
+        };
+        let k = self.zone_count();
+        #[cfg(feature = "std")]
+        let (mut sizes, mut cfgs, mut wm) = (
+            std::vec![BLANK_SIZE; k],
+            std::vec![ZoneConfig::default(); k],
+            std::vec![Watermarks::default(); k],
+        );
+        // Without a heap the scratch is on the stack: at most NO_STD_MACHINE_ZONES zones
+        // (the constructors refuse more).
+        #[cfg(not(feature = "std"))]
+        let (mut sizes, mut cfgs, mut wm) = (
+            [BLANK_SIZE; NO_STD_MACHINE_ZONES],
+            [ZoneConfig::default(); NO_STD_MACHINE_ZONES],
+            [Watermarks::default(); NO_STD_MACHINE_ZONES],
+        );
+        let k = k.min(sizes.len());
+        let (sizes, cfgs) = (&mut sizes[..k], &mut cfgs[..k]);
+        let mut at = 0;
+        for x in self.nodes() {
+            let (s, c, n) = x.sizes();
+            let n = n.min(k - at);
+            sizes[at..at + n].copy_from_slice(&s[..n]);
+            cfgs[at..at + n].copy_from_slice(&c[..n]);
+            at += n;
         }
-        let unset = std::vec![Watermarks::default(); sizes.len()];
-        let mut wm = std::vec![Watermarks::default(); sizes.len()];
-        let mfk = calculate_min_free_kbytes(&sizes, &cfgs, &unset);
-        setup_per_zone_wmarks_into(&sizes, &cfgs, mfk, &mut wm);
-        if let Some(raised) = khugepaged_min_free_kbytes(&sizes, &cfgs, &wm, mfk) {
-            setup_per_zone_wmarks_into(&sizes, &cfgs, raised, &mut wm);
-        }
+        f(sizes, cfgs, &mut wm[..k])
+    }
+
+    /// Sets every zone's marks `wm` (scratch order) and `page_group_by_mobility_disabled`
+    /// from `vm_total_pages` of the machine (`build_all_zonelists`); with `reserve`, also
+    /// `setup_per_zone_lowmem_reserve`, node by node (it walks each pgdat's own zones),
+    /// else each zone keeps its reserve.
+    fn apply_marks(
+        &self,
+        sizes: &[ZoneSize],
+        cfgs: &[ZoneConfig],
+        wm: &[Watermarks],
+        reserve: bool,
+    ) {
         let above_high: u64 = sizes
             .iter()
-            .zip(&wm)
+            .zip(wm)
             .map(|(s, w)| s.managed.saturating_sub(w.high))
             .sum();
         let pb_pages = 1u64 << cfgs.first().map_or(9, |c| c.pageblock_order);
         let disabled = above_high < pb_pages * crate::types::MIGRATE_TYPES as u64;
         let mut at = 0;
-        for x in &self.nodes {
+        for x in self.nodes() {
             let (s, c, k) = x.sizes();
-            let reserve = setup_per_zone_lowmem_reserve(&s[..k], &c[..k]);
-            x.apply_marks(&wm[at..at + k], &reserve, disabled);
+            let k = k.min(wm.len() - at);
+            let mut r = [[0; MAX_NR_ZONES]; MAX_NR_ZONES];
+            if reserve {
+                r = setup_per_zone_lowmem_reserve(&s[..k], &c[..k]);
+            } else {
+                for (i, z) in x.zones().enumerate().take(k) {
+                    r[i] = z.lowmem_reserve();
+                }
+            }
+            x.apply_marks(&wm[at..at + k], &r, disabled);
             at += k;
         }
     }
 
     /// The node a frame belongs to.
     pub fn node_of(&self, pfn: Pfn) -> Option<&Node<P>> {
-        self.nodes.iter().find(|x| x.zone_of(pfn).is_some())
+        self.nodes().find(|x| x.zone_of(pfn).is_some())
     }
 
     /// Allocates for a task with `task`'s memory policy on the CPU of `req` (or the calling
@@ -307,13 +295,13 @@ impl<P: Platform> Machine<P> {
         task: &mut TaskPolicy,
     ) -> Result<Pfn, AllocError> {
         let cpu = self.cpu_of(&req);
-        let local = self.cpu_node.get(cpu).copied().unwrap_or(0);
+        let local = self.cpu_to_node(CpuId(cpu as u32)).unwrap_or(0);
         let (target, il) = policy::resolve(task, local, req.highest_zone, self.policy_zone)
             .ok_or(AllocError::NoZone)?;
         let pfn = self.alloc(order, req, target)?;
         if let Some(nid) = il {
             if self.node_of(pfn).is_some_and(|x| x.id() == nid) {
-                self.counters[nid as usize].interleave_hit();
+                self.nodes.get()[nid as usize].counters.interleave_hit();
             }
         }
         Ok(pfn)
@@ -331,27 +319,36 @@ impl<P: Platform> Machine<P> {
         target: NodeTarget,
     ) -> Result<Pfn, AllocError> {
         let cpu = self.cpu_of(&req);
-        let Some(&cpu_node) = self.cpu_node.get(cpu) else {
+        let Some(cpu_node) = u32::try_from(cpu)
+            .ok()
+            .and_then(|c| self.cpu_to_node(CpuId(c)))
+        else {
             return Err(AllocError::NoZone);
         };
-        let mut zones: Vec<&Zone<P>> = Vec::with_capacity(self.nodes.len() * MAX_NR_ZONES);
-        let mut nids: Vec<u32> = Vec::with_capacity(zones.capacity());
-        for (nid, z) in self.zonelist_zones(target.preferred, target.this_node) {
-            if z.zone_type() <= req.highest_zone && allows(target.nodemask, nid) {
-                zones.push(z);
-                nids.push(nid);
-            }
-        }
-        if zones.is_empty() {
+        let mut allowed = self
+            .zonelist_zones(target.preferred, target.this_node)
+            .filter(|&(nid, z)| z.zone_type() <= req.highest_zone && allows(target.nodemask, nid));
+        let Some((first_nid, first)) = allowed.next() else {
             return Err(AllocError::NoZone);
+        };
+        // The zonelist in place: at most every zone of every node.
+        let mut zones = [first; MAX_NUMNODES * MAX_NR_ZONES];
+        let mut nids = [first_nid; MAX_NUMNODES * MAX_NR_ZONES];
+        let mut n = 1;
+        for (nid, z) in allowed {
+            zones[n] = z;
+            nids[n] = nid;
+            n += 1;
         }
+        let multi = self.nodes.get().len() > 1;
         let list = ZoneList {
-            zones: &zones,
-            nids: if self.nodes.len() > 1 { &nids } else { &[] },
+            zones: &zones[..n],
+            nids: if multi { &nids[..n] } else { &[] },
         };
         let pfn = alloc_walk(&list, order, req, &mut PcpAccess::Cpu(cpu))?;
         if let Some(got) = self.node_of(pfn) {
-            stats::zone_statistics(&self.counters, nids[0], got.id(), cpu_node);
+            let counters = self.nodes.get().iter().map(|x| &x.counters);
+            stats::zone_statistics(counters, first_nid, got.id(), cpu_node);
         }
         Ok(pfn)
     }
@@ -377,10 +374,14 @@ impl<P: Platform> Machine<P> {
 
     /// Node `node`'s counters, or `None` for an unknown node.
     pub fn numastat(&self, node: u32) -> Option<NumaStat> {
-        self.counters.get(node as usize).map(|c| c.read())
+        self.nodes
+            .get()
+            .get(node as usize)
+            .map(|x| x.counters.read())
     }
 
     /// The text of `/sys/devices/system/node/node<node>/numastat`.
+    #[cfg(feature = "std")]
     pub fn numastat_text(&self, node: u32) -> Option<std::string::String> {
         self.numastat(node).map(|s| s.numastat_text())
     }
@@ -394,14 +395,15 @@ impl<P: Platform> Machine<P> {
     /// `changes` from this block (drains, and with
     /// [`NumaConfig::expire_counts_pending`] countdown steps).
     pub fn vmstat_tick(&self, cpu: CpuId) -> u32 {
-        let c = cpu.0 as usize;
-        let Some(&home) = self.cpu_node.get(c) else {
+        let Some(home) = self.cpu_to_node(cpu) else {
             return 0;
         };
+        let n = self.nodes.get().len();
         let mut changes = 0;
-        for (ni, x) in self.nodes.iter().enumerate() {
+        for (ni, x) in self.nodes().enumerate() {
+            let slot = &self.slots.get()[cpu.0 as usize * n + ni];
             for (zi, z) in x.zones().enumerate() {
-                let slot = (c * self.nodes.len() + ni) * MAX_NR_ZONES + zi;
+                let (seen, expire) = (&slot.seen[zi], &slot.expire[zi]);
                 let info = z.pcp_info(cpu);
                 let s = info.stats;
                 let moved = s.refill_pages
@@ -409,25 +411,25 @@ impl<P: Platform> Machine<P> {
                     + s.drain_free_high_pages
                     + s.drain_decay_pages
                     + s.drain_local_pages;
-                if self.seen[slot].swap(moved, Ordering::Relaxed) != moved {
+                if seen.swap(moved, Ordering::Relaxed) != moved {
                     // "3 seconds idle till flush"
-                    self.expire[slot].store(3, Ordering::Relaxed);
+                    expire.store(3, Ordering::Relaxed);
                 }
                 z.decay_pcp_high(cpu);
                 if !self.cfg.expire_drain {
                     continue;
                 }
                 let count = z.pcp_info(cpu).count;
-                let exp = self.expire[slot].load(Ordering::Relaxed);
+                let exp = expire.load(Ordering::Relaxed);
                 if exp == 0 || count == 0 {
                     continue;
                 }
                 // "We never drain zones local to this processor."
                 if ni as u32 == home {
-                    self.expire[slot].store(0, Ordering::Relaxed);
+                    expire.store(0, Ordering::Relaxed);
                     continue;
                 }
-                self.expire[slot].store(exp - 1, Ordering::Relaxed);
+                expire.store(exp - 1, Ordering::Relaxed);
                 if exp > 1 {
                     changes += self.cfg.expire_counts_pending as u32;
                     continue;
@@ -442,7 +444,7 @@ impl<P: Platform> Machine<P> {
 
     /// Drains every CPU's lists in every zone of every node.
     pub fn drain_all(&self) {
-        for x in &self.nodes {
+        for x in self.nodes() {
             x.drain_all();
         }
     }
@@ -450,7 +452,7 @@ impl<P: Platform> Machine<P> {
     /// Checks every node's invariants and returns what they counted, summed.
     pub fn check(&self) -> Result<crate::CheckFacts, crate::CheckError> {
         let mut total = crate::CheckFacts::default();
-        for x in &self.nodes {
+        for x in self.nodes() {
             let f = x.check()?;
             total.free_pages += f.free_pages;
             total.allocated_pages += f.allocated_pages;

@@ -2,9 +2,6 @@
 //! of `/sys/devices/system/node/nodeN/numastat` (`node_read_numastat`,
 //! `drivers/base/node.c`, the same in 6.1 and 7.2).
 
-use core::fmt::Write as _;
-use std::string::String;
-
 use crate::sync::{AtomicU64, Ordering};
 
 /// One node's NUMA events, summed over its zones (`sum_zone_numa_event_state`).
@@ -25,13 +22,11 @@ pub struct NumaStat {
 }
 
 impl NumaStat {
-    /// The `numastat` file's text, as `node_read_numastat` prints it.
-    pub fn numastat_text(&self) -> String {
-        let mut s = String::new();
-        // sysfs_emit(buf, "numa_hit %lu\n" "numa_miss %lu\n" ...): writing to a String
-        // cannot fail.
-        let _ = write!(
-            s,
+    /// Writes the `numastat` file's text, as `node_read_numastat` prints it
+    /// (`sysfs_emit(buf, "numa_hit %lu\n" "numa_miss %lu\n" ...)`).
+    pub fn write_numastat(&self, out: &mut impl core::fmt::Write) -> core::fmt::Result {
+        write!(
+            out,
             "numa_hit {}\nnuma_miss {}\nnuma_foreign {}\ninterleave_hit {}\nlocal_node {}\nother_node {}\n",
             self.numa_hit,
             self.numa_miss,
@@ -39,7 +34,15 @@ impl NumaStat {
             self.interleave_hit,
             self.local_node,
             self.other_node
-        );
+        )
+    }
+
+    /// The `numastat` file's text ([`NumaStat::write_numastat`]).
+    #[cfg(feature = "std")]
+    pub fn numastat_text(&self) -> std::string::String {
+        let mut s = std::string::String::new();
+        // Writing to a String cannot fail.
+        let _ = self.write_numastat(&mut s);
         s
     }
 }
@@ -73,9 +76,17 @@ impl NodeCounters {
 }
 
 /// `zone_statistics(preferred_zone, z, 1)` (one per allocation, whatever its order, as
-/// `rmqueue_pcplist` and `rmqueue` call it): `counters[i]` is node `i`'s.
-pub(crate) fn zone_statistics(counters: &[NodeCounters], preferred: u32, got: u32, cpu_node: u32) {
-    let (Some(z), Some(p)) = (counters.get(got as usize), counters.get(preferred as usize)) else {
+/// `rmqueue_pcplist` and `rmqueue` call it): the `i`-th of `counters` is node `i`'s.
+pub(crate) fn zone_statistics<'a>(
+    counters: impl Iterator<Item = &'a NodeCounters> + Clone,
+    preferred: u32,
+    got: u32,
+    cpu_node: u32,
+) {
+    let (Some(z), Some(p)) = (
+        counters.clone().nth(got as usize),
+        counters.clone().nth(preferred as usize),
+    ) else {
         return;
     };
     if got == preferred {

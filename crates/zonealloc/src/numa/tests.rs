@@ -120,7 +120,7 @@ fn min_free_kbytes_is_split_across_both_nodes_by_managed_pages() {
         min_free_kbytes: Some(8192),
     });
     let m = two_nodes(cfg);
-    let zones: Vec<&Zone> = m.nodes().iter().flat_map(|x| x.zones()).collect();
+    let zones: Vec<&Zone> = m.nodes().flat_map(|x| x.zones()).collect();
     let lowmem: u64 = zones.iter().map(|z| z.managed_pages()).sum();
     let pages_min = 8192 * 1024 / 4096;
     let mut total = 0;
@@ -138,7 +138,7 @@ fn min_free_kbytes_is_split_across_both_nodes_by_managed_pages() {
         cfg.with_pcp(crate::config::PcpConfig::new().with_cpus(4)),
     )
     .unwrap();
-    let n1 = m.nodes()[1].zone(ZoneType::Normal).unwrap();
+    let n1 = m.node(1).unwrap().zone(ZoneType::Normal).unwrap();
     assert_eq!(
         alone.zone(ZoneType::Normal).unwrap().watermarks().min,
         pages_min
@@ -167,8 +167,8 @@ fn pcp_high_is_split_across_the_cpus_of_the_node() {
     cfg.pcp = cfg.pcp.with_high_fraction(8).with_batch(Some(1));
     let m = Machine::from_memory_map(&regions, d, &[0, 0, 0, 0, 1], cfg, NumaConfig::default())
         .unwrap();
-    let z0 = m.nodes()[0].zone(ZoneType::Normal).unwrap();
-    let z1 = m.nodes()[1].zone(ZoneType::Normal).unwrap();
+    let z0 = m.node(0).unwrap().zone(ZoneType::Normal).unwrap();
+    let z1 = m.node(1).unwrap().zone(ZoneType::Normal).unwrap();
     let managed = z0.managed_pages();
     assert_eq!(z1.managed_pages(), managed);
     assert_eq!(z0.pcp_info(CpuId(0)).high_min as u64, managed / 8 / 4);
@@ -315,7 +315,7 @@ fn frees_go_to_the_freeing_cpu_and_remote_pagesets_expire_after_three_ticks() {
     // 6.1: no decay_pcp_high, so only the expiry moves pages.
     let cfg = ZoneConfig::for_kernel(KernelVersion::V6_1);
     let m = two_nodes_with(cfg, NumaConfig::for_kernel(KernelVersion::V6_1));
-    let z1 = m.nodes()[1].zone(ZoneType::Normal).unwrap();
+    let z1 = m.node(1).unwrap().zone(ZoneType::Normal).unwrap();
     let req = AllocRequest::new(MigrateType::Movable).on_cpu(CpuId(0));
     let pages: Vec<Pfn> = (0..4)
         .map(|_| m.alloc(Order::ZERO, req, NodeTarget::node(1)).unwrap())
@@ -337,7 +337,7 @@ fn frees_go_to_the_freeing_cpu_and_remote_pagesets_expire_after_three_ticks() {
     assert_eq!(m.vmstat_tick(CpuId(0)), 1);
     assert_eq!(z1.pcp_info(CpuId(0)).count, count - count.min(batch));
     // CPU 0's own node's pagesets are never expired.
-    let z0 = m.nodes()[0].zone(ZoneType::Dma32).unwrap();
+    let z0 = m.node(0).unwrap().zone(ZoneType::Dma32).unwrap();
     let local = m.alloc(Order::ZERO, req, NodeTarget::node(0)).unwrap();
     m.free_on(CpuId(0), local, Order::ZERO).unwrap();
     let own = z0.pcp_info(CpuId(0)).count;
@@ -368,7 +368,7 @@ fn the_expiry_knobs_follow_the_kernel() {
         ..NumaConfig::default()
     };
     let m = two_nodes_with(cfg, off);
-    let z1 = m.nodes()[1].zone(ZoneType::Normal).unwrap();
+    let z1 = m.node(1).unwrap().zone(ZoneType::Normal).unwrap();
     let p = m.alloc(Order::ZERO, req, NodeTarget::node(1)).unwrap();
     m.free_on(CpuId(0), p, Order::ZERO).unwrap();
     let count = z1.pcp_info(CpuId(0)).count;
@@ -450,4 +450,119 @@ fn interleave_positions_follow_next_node_in_and_offset_il_node() {
     let got: Vec<u32> = (0..4).map(|n| offset_il_node(mask, n, 0)).collect();
     assert_eq!(got, [1, 3, 6, 1]);
     assert_eq!(offset_il_node(NodeMask::default(), 5, 2), 2);
+}
+
+/// Node `id` of [`two_nodes`], built as an embedder without `Machine::from_memory_map`
+/// builds it (each zone with pagesets for the four CPUs, `high` split over its node's two).
+/// Nodes are large (some 45 KiB): tests make them one at a time.
+fn plain_node(id: u32, cfg: ZoneConfig) -> Node {
+    let mut c = cfg;
+    c.pcp = c.pcp.with_cpus(4).with_split_cpus(Some(2));
+    let map = match id {
+        0 => MemoryRegion::usable(MIB, 255 * MIB),
+        _ => MemoryRegion::usable(4 * GIB, 32 * MIB),
+    };
+    Node::from_memory_map(id, &[map], c).unwrap()
+}
+
+fn plain_nodes(ids: &[u32], cfg: ZoneConfig) -> impl Iterator<Item = Node> + '_ {
+    ids.iter().map(move |&i| plain_node(i, cfg))
+}
+
+#[test]
+fn a_machine_in_caller_storage_matches_one_on_the_heap() {
+    use crate::platform::StaticStorage;
+    static NODES: StaticStorage<NumaNode<DefaultPlatform>, 4> = StaticStorage::new();
+    static SLOTS: StaticStorage<NumaSlot, 8> = StaticStorage::new();
+    // 6.1: no decay_pcp_high, so only the expiry moves pages.
+    let cfg = ZoneConfig::for_kernel(KernelVersion::V6_1);
+    let numa = NumaConfig::for_kernel(KernelVersion::V6_1);
+    let heap = two_nodes_with(cfg, numa);
+    let dist = Distances::new(2, &[10, 20, 20, 10]).unwrap();
+    let m = Machine::from_uninit(
+        plain_nodes(&[0, 1], cfg),
+        dist,
+        &[0, 0, 1, 1],
+        numa,
+        NODES.take().unwrap(),
+        SLOTS.take().unwrap(),
+    )
+    .unwrap();
+    assert_eq!(m.cpus(), 4);
+    for node in 0..2 {
+        assert_eq!(m.node_order(node), heap.node_order(node));
+        assert!(m
+            .zonelist_iter(node, false)
+            .eq(heap.zonelist_iter(node, false)));
+        let (a, b) = (m.node(node).unwrap(), heap.node(node).unwrap());
+        for (za, zb) in a.zones().zip(b.zones()) {
+            // The machine-wide watermark split, the same from either storage.
+            assert_eq!(za.watermarks(), zb.watermarks(), "node {node}");
+            assert_eq!(za.lowmem_reserve(), zb.lowmem_reserve(), "node {node}");
+            assert_eq!(za.pcp_info(CpuId(0)).high, zb.pcp_info(CpuId(0)).high);
+        }
+    }
+    for cpu in 0..4 {
+        assert_eq!(m.cpu_to_node(CpuId(cpu)), heap.cpu_to_node(CpuId(cpu)));
+    }
+    assert_eq!(m.cpu_to_node(CpuId(4)), None);
+    // CPU 2 (node 1) allocates locally, CPU 0 (node 0) remotely and frees the page to its
+    // own pageset of node 1's zone, where it stays until three vmstat runs expire a batch.
+    let req = AllocRequest::new(MigrateType::Movable);
+    let pfn = m.alloc(Order::ZERO, req.on_cpu(CpuId(2)), NodeTarget::node(1));
+    assert_eq!(nid(&m, pfn.unwrap()), 1);
+    let far = m.alloc(Order::ZERO, req.on_cpu(CpuId(0)), NodeTarget::node(1));
+    assert_eq!(nid(&m, far.unwrap()), 1);
+    let s = m.numastat(1).unwrap();
+    assert_eq!((s.numa_hit, s.local_node, s.other_node), (2, 1, 1));
+    m.free_on(CpuId(0), far.unwrap(), Order::ZERO).unwrap();
+    let z1 = m.node(1).unwrap().zone(ZoneType::Normal).unwrap();
+    let (count, batch) = (z1.pcp_info(CpuId(0)).count, z1.pcp_info(CpuId(0)).batch);
+    assert!(count > 0);
+    m.vmstat_tick(CpuId(0));
+    m.vmstat_tick(CpuId(0));
+    assert_eq!(z1.pcp_info(CpuId(0)).count, count);
+    m.vmstat_tick(CpuId(0));
+    assert_eq!(z1.pcp_info(CpuId(0)).count, count - count.min(batch));
+    m.free_on(CpuId(2), pfn.unwrap(), Order::ZERO).unwrap();
+    m.drain_all();
+    let f = m.check().unwrap();
+    assert_eq!(f.allocated_pages, 0);
+}
+
+#[test]
+fn short_storage_and_wide_distances_are_refused() {
+    use crate::platform::StaticStorage;
+    static FEW_NODES: StaticStorage<NumaNode<DefaultPlatform>, 1> = StaticStorage::new();
+    static FEW_SLOTS: StaticStorage<NumaSlot, 7> = StaticStorage::new();
+    static NODES: StaticStorage<NumaNode<DefaultPlatform>, 2> = StaticStorage::new();
+    static SLOTS: StaticStorage<NumaSlot, 8> = StaticStorage::new();
+    static NODES2: StaticStorage<NumaNode<DefaultPlatform>, 2> = StaticStorage::new();
+    static SLOTS2: StaticStorage<NumaSlot, 8> = StaticStorage::new();
+    let cfg = ZoneConfig::default();
+    let d = || Distances::new(2, &[10, 20, 20, 10]).unwrap();
+    let cpus = [0, 0, 1, 1];
+    let nd = NumaConfig::default();
+    // numa_set_distance: a distance must be a byte.
+    assert!(Distances::new(2, &[10, 256, 256, 10]).is_err());
+    assert_eq!(
+        Distances::new(2, &[10, 255, 255, 10]).unwrap().get(0, 1),
+        255
+    );
+    // One node's storage for two nodes; seven slots for four CPUs on two nodes.
+    let two = || plain_nodes(&[0, 1], cfg);
+    let few = FEW_NODES.take().unwrap();
+    let slots = SLOTS.take().unwrap();
+    assert!(Machine::from_uninit(two(), d(), &cpus, nd, few, slots).is_err());
+    let nodes = NODES.take().unwrap();
+    let few = FEW_SLOTS.take().unwrap();
+    assert!(Machine::from_uninit(two(), d(), &cpus, nd, nodes, few).is_err());
+    // Three nodes for a table of two: the storage holds two, the third is refused.
+    let three = plain_nodes(&[0, 1, 0], cfg);
+    let (nodes, slots) = (NODES2.take().unwrap(), SLOTS2.take().unwrap());
+    let err = Machine::from_uninit(three, d(), &cpus, nd, nodes, slots).unwrap_err();
+    assert_eq!(
+        err,
+        crate::ConfigError::BadNuma("more nodes than storage for them")
+    );
 }

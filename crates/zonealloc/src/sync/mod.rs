@@ -45,4 +45,4 @@ pub(crate) use lock::{relax_hard, Lock, LockGuard, SpinGuard, SpinLock};
 pub use storage::StaticStorage;
 #[cfg(all(feature = "std", not(loom)))]
 pub(crate) use storage::Zeroable;
-pub(crate) use storage::{init_slice, StaticSlice};
+pub(crate) use storage::{init_prefix, init_slice, StaticSlice};

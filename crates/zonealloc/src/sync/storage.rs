@@ -23,6 +23,33 @@ pub(crate) fn init_slice<T>(
     }
 }
 
+/// Writes the items of `items` to the first elements of `slice` and returns those as
+/// initialised (the rest stays uninitialised and unused); `None` where `items` has more than
+/// `slice` holds (the items written are then leaked, never dropped: boot memory).
+pub(crate) fn init_prefix<T>(
+    slice: &'static mut [core::mem::MaybeUninit<T>],
+    items: impl IntoIterator<Item = T>,
+) -> Option<&'static mut [T]> {
+    let mut items = items.into_iter();
+    let mut len = 0;
+    for e in slice.iter_mut() {
+        let Some(item) = items.next() else { break };
+        e.write(item);
+        len += 1;
+    }
+    if items.next().is_some() {
+        return None;
+    }
+    let ptr = slice.as_mut_ptr().cast::<T>();
+    // SAFETY: the first `len` elements were written just above, `MaybeUninit<T>` has the
+    // layout of `T`, and the exclusive `'static` borrow of the memory moves from `slice`
+    // (consumed) to the result, so nothing else can reach it.
+    #[allow(unsafe_code)]
+    unsafe {
+        Some(core::slice::from_raw_parts_mut(ptr, len))
+    }
+}
+
 /// `N` uninitialised `T`s in a `static` (so in `.bss`), handed out once as the
 /// `&'static mut [MaybeUninit<T>]` that [`Zone::from_uninit`](crate::Zone::from_uninit)
 /// takes: a `no_std` embedder gets its boot storage without `static mut` or `unsafe`.
@@ -387,5 +414,16 @@ mod tests {
         assert_eq!(s.get(), &[1, 2, 3, 4]);
         drop(s);
         assert_eq!(DATA[3], 4);
+    }
+
+    #[test]
+    fn init_prefix_hands_back_the_written_prefix_only() {
+        static THREE: StaticStorage<u64, 3> = StaticStorage::new();
+        let got = init_prefix(THREE.take().unwrap(), [7, 8]).unwrap();
+        assert_eq!(got, &[7, 8]);
+        got[1] = 9; // the exclusive borrow moved to the result
+        assert_eq!(got, &[7, 9]);
+        static ONE: StaticStorage<u64, 1> = StaticStorage::new();
+        assert!(init_prefix(ONE.take().unwrap(), [1, 2]).is_none());
     }
 }
