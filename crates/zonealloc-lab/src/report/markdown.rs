@@ -423,6 +423,8 @@ pub(crate) mod tests {
             deterministic: false,
             caveat: None,
             noise_floor: None,
+            bound: None,
+            tail_of: None,
             criterion: Criterion::Direction {
                 metric: "hold",
                 against: "off",
