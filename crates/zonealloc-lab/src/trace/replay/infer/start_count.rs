@@ -622,8 +622,6 @@ impl Walk {
     }
 }
 
-#[path = "start_count_refill.rs"]
 mod refill;
 #[cfg(test)]
-#[path = "start_count_tests.rs"]
 mod tests;

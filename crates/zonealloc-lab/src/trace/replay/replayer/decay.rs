@@ -129,5 +129,4 @@ impl Replayer {
 }
 
 #[cfg(test)]
-#[path = "decay_tests.rs"]
 mod tests;
