@@ -21,7 +21,7 @@
 
 use zonealloc::{LayoutBlock, MigrateType, Order, Pfn};
 
-use super::{Page, Targets, ZoneLayout};
+use super::canvas::{Page, Targets, ZoneLayout};
 use crate::procfs::ZoneSnapshot;
 
 /// The types placed from the span's start, in this order; Movable takes the rest.
