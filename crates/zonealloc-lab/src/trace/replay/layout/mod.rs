@@ -6,12 +6,12 @@
 //! Two sources:
 //! - the kernel's own layout (`--proc DIR` with `DIR/layout`, [`ZoneLayout::from_kernel`]):
 //!   the free blocks at the kernel's pfns and orders, its holes and reserved pages absent;
-//!   pageblock types chosen to agree with pagetypeinfo ([`assign`]);
+//!   pageblock types chosen to agree with pagetypeinfo (`assign.rs`);
 //! - without it, one synthesised from the snapshot's counts ([`ZoneLayout::synthesise`]): the
 //!   free blocks per order and migratetype exactly as pagetypeinfo has them, at pfns chosen
-//!   so that no two free buddies of one order lie side by side ([`synth`]).
+//!   so that no two free buddies of one order lie side by side (`synth.rs`).
 //!
-//! Either way the pages on per-CPU lists are then chosen among the pages in use ([`pcp`]).
+//! Either way the pages on per-CPU lists are then chosen among the pages in use (`pcp.rs`).
 //! The canvas is one byte per pfn of the span (24 MB for a 96 GiB zone), built once per zone
 //! and variant and dropped after the set-up.
 
