@@ -330,10 +330,12 @@ fn proc_sets_the_zones_up_as_the_kernel_had_them_and_compares_the_end_state() {
         .collect();
     assert_eq!(zones, ["Dma", "Dma32"]);
     assert_eq!(cfg["cpus"], 4);
-    // The set-up reaches the snapshot's managed, in-use, free and PCP pages.
+    // The set-up reaches the snapshot's managed, in-use, free and PCP pages, and its free
+    // blocks per order (synthesised: the snapshot has no layout).
     let dma32 = &cfg["setup"][1];
-    assert_eq!(dma32["managed"], 499_571);
-    for what in ["used", "free", "pcp"] {
+    assert_eq!(dma32["managed"], serde_json::json!([499_571, 499_571]));
+    assert_eq!(dma32["layout"], "synthesised");
+    for what in ["used", "free", "pcp", "free_blocks"] {
         assert_eq!(dma32[what][0], dma32[what][1], "{what}: {dma32}");
     }
     // Frees of pages allocated before the trace are replayed, not skipped.

@@ -17,9 +17,9 @@
 //!   (on the logarithms, since timings change by factors), never on the point alone:
 //!   `reproduced` when the whole interval is beyond ×`min_ratio`, `not reproduced` when it is
 //!   wholly the wrong way (or, for a sized claim, wholly short of ×`min_ratio` while reaching
-//!   no change), `partly` when it is wholly the right way but short of (or straddling, with a
-//!   half-width under the claimed factor) ×`min_ratio`, and `not measurable here` when it
-//!   holds both no change and the claimed effect (an unsized claim: when it holds no change).
+//!   no change), `partly` when it is wholly the right way but short of ×`min_ratio`, and
+//!   `undecided here` when it straddles ×`min_ratio` or holds both no change and the claimed
+//!   effect (an unsized claim: when it holds no change).
 //!   A verdict then changes only when the interval moves past a boundary, not with the
 //!   point's noise.
 //! - *Grows* over a sweep: the same, between the sweep's ends, and the summaries must rise at

@@ -830,3 +830,31 @@ fn a_timing_beside_a_deciding_proxy_is_undecided() {
     let both = judge_all(&[timing, proxy], &[r], &[]);
     assert_eq!(both[0].verdict, Verdict::Reproduced);
 }
+
+/// The right way, but the claimed factor inside the interval (×2.4..×3.5 against ×3): a
+/// straddle, `undecided here`, where the next run may land either side.
+#[test]
+fn a_timing_that_straddles_its_factor_is_undecided() {
+    let c = claim(
+        false,
+        Criterion::Direction {
+            metric: "m",
+            against: "off",
+            variant: "on",
+            expect: Expect::Decrease,
+            min_ratio: 3.0,
+        },
+    );
+    let r = report(
+        "m",
+        MetricKind::Latency,
+        "ns",
+        &[
+            ("off", &[30.0, 30.0, 30.0, 30.0, 30.0]),
+            ("on", &[10.0, 12.0, 9.0, 11.0, 8.0]),
+        ],
+    );
+    let j = judge(&c, &r);
+    assert_eq!(j.verdict, Verdict::Undecided, "{j:?}");
+    assert!(j.reason.contains("whether it reaches ×3"), "{}", j.reason);
+}

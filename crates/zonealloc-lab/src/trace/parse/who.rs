@@ -40,7 +40,7 @@ impl Task {
         Task::Other,
     ];
 
-    /// The index of this kind in [`Task::ALL`].
+    /// The index of this kind (its place in the declaration).
     pub fn index(self) -> u8 {
         self as u8
     }

@@ -16,7 +16,9 @@
 //! - the pages in use form the zone's *pool*, kept per pageblock type, from which a traced
 //!   free of a page allocated before the trace frees a block of its order (as order-0 frees:
 //!   the kernel's block was allocated before we could see its order); with the kernel's
-//!   layout, the kernel's own page where it is still in use here ([`Pool::take_at`]);
+//!   layout, the kernel's own page where it is still in use here and its pageblock has the
+//!   type the trace names for the kernel's, else a page of that type, so that the free goes
+//!   to the list the kernel's went to ([`Pool::take_at`]);
 //! - each CPU's PCP `count`: pages in use chosen for its lists ([`ZoneLayout::choose_pcp`])
 //!   and freed onto them (with `--infer start-count=on`, the count the trace pins at the
 //!   start marker, [`super::start_count`], where zoneinfo's was read before it);
@@ -25,7 +27,9 @@
 //!
 //! What is not reproduced, and said in the report: without a layout, where the free blocks
 //! lie (the counts per order and migratetype are the kernel's, the pfns ours); with one, the
-//! pageblock migratetypes and which flagless pages were on the lists are inferred; the
+//! pageblock migratetypes and which flagless pages were on the lists are inferred (kpageflags
+//! records no migratetype: where the trace later shows a pageblock of another type than
+//! ours, a free there frees a page of the trace's type elsewhere, not the kernel's pfn); the
 //! per-CPU state zoneinfo does not print (6.1's `free_factor`, 6.7+'s `free_count`,
 //! `alloc_factor` and `PCPF_*` flags) starts at zero.
 //!
@@ -153,9 +157,10 @@ fn tuning(ps: &crate::procfs::PagesetSnapshot) -> PcpTuning {
 #[derive(Debug, Default)]
 pub struct Pool {
     pages: [Vec<u64>; 3],
-    /// With the kernel's layout: the span's first pfn, and a bit per pfn still in the pool
-    /// (a page taken by pfn stays in `pages` until a `take` pops and skips it).
-    at: Option<(u64, Vec<u64>)>,
+    /// With the kernel's layout: the span's first pfn, and per pfn still in the pool its
+    /// pageblock's type index + 1, 0 for one not in the pool (a page taken by pfn stays in
+    /// `pages` until a `take` pops and skips it).
+    at: Option<(u64, Vec<u8>)>,
     left: usize,
 }
 
@@ -164,12 +169,13 @@ impl Pool {
     /// (`start..end`) where the pages are the kernel's own pfns.
     pub fn new(pages: [Vec<u64>; 3], exact: Option<std::ops::Range<u64>>) -> Pool {
         let at = exact.map(|span| {
-            let mut bits = vec![0u64; (span.end - span.start).div_ceil(64) as usize];
-            for &p in pages.iter().flatten() {
-                let i = p - span.start;
-                bits[(i / 64) as usize] |= 1 << (i % 64);
+            let mut types = vec![0u8; (span.end - span.start) as usize];
+            for (t, list) in pages.iter().enumerate() {
+                for &p in list {
+                    types[(p - span.start) as usize] = t as u8 + 1;
+                }
             }
-            (span.start, bits)
+            (span.start, types)
         });
         let left = pages.iter().map(Vec::len).sum();
         Pool { pages, at, left }
@@ -177,20 +183,19 @@ impl Pool {
 
     /// Whether `pfn` is still in the pool (always, for a pool without pfns of its own).
     fn has(&self, pfn: u64) -> bool {
-        let Some((start, bits)) = &self.at else {
-            return true;
-        };
-        let Some(i) = pfn.checked_sub(*start) else {
-            return false;
-        };
-        bits.get((i / 64) as usize)
-            .is_some_and(|w| w & (1 << (i % 64)) != 0)
+        self.at.is_none() || self.type_at(pfn).is_some()
+    }
+
+    /// The type index of the pageblock of `pfn`, a page still in the pool with its own pfn.
+    fn type_at(&self, pfn: u64) -> Option<usize> {
+        let (start, types) = self.at.as_ref()?;
+        let i = usize::try_from(pfn.checked_sub(*start)?).ok()?;
+        types.get(i).and_then(|&t| usize::from(t).checked_sub(1))
     }
 
     fn clear(&mut self, pfn: u64) {
-        if let Some((start, bits)) = &mut self.at {
-            let i = pfn - *start;
-            bits[(i / 64) as usize] &= !(1 << (i % 64));
+        if let Some((start, types)) = &mut self.at {
+            types[(pfn - *start) as usize] = 0;
         }
         self.left -= 1;
     }
@@ -217,12 +222,18 @@ impl Pool {
     }
 
     /// The `n` pages from `pfn` on where all are in the pool with their own pfns (the
-    /// kernel's page at the kernel's pfn), else [`Pool::take`]'s.
+    /// kernel's page at the kernel's pfn) in pageblocks of the type `mt` the trace names for
+    /// the kernel's (a HighAtomic one as Movable), else [`Pool::take`]'s. The list a free
+    /// goes to is the pageblock's type (`free_frozen_pages`, `get_pfnblock_migratetype`),
+    /// which the layout only infers: where the trace shows the kernel's pageblock was of
+    /// another type than ours, its page went to another list than ours would, and a page of
+    /// the named type keeps the CPU's lists, and so its refills and drains, the kernel's.
     pub fn take_at(&mut self, pfn: u64, n: u64, mt: Option<usize>) -> Vec<u64> {
+        let want = mt.map(|t| if t < TYPES.len() { t } else { 1 });
         let exact = self.at.is_some()
-            && pfn
-                .checked_add(n)
-                .is_some_and(|end| (pfn..end).all(|p| self.has(p)));
+            && pfn.checked_add(n).is_some_and(|end| {
+                (pfn..end).all(|p| self.type_at(p).is_some_and(|t| want.is_none_or(|w| w == t)))
+            });
         if !exact {
             return self.take(n, mt);
         }
@@ -539,14 +550,33 @@ mod tests {
     #[test]
     fn a_pool_of_the_kernels_pfns_frees_the_kernels_page() {
         let mut pool = Pool::new([vec![1, 2], vec![10, 11, 12, 13], vec![20]], Some(0..64));
-        // The kernel frees its order-1 block at 10: our pages 10 and 11, whatever the type.
-        assert_eq!(pool.take_at(10, 2, Some(0)), vec![10, 11]);
+        // The kernel frees its order-1 block at 10, in a Movable pageblock as ours.
+        assert_eq!(pool.take_at(10, 2, Some(1)), vec![10, 11]);
         // Not all in the pool (11 went): by type, most recent first, 11 skipped.
         assert_eq!(pool.take_at(11, 2, Some(1)), vec![12, 13]);
-        assert_eq!(pool.take(2, Some(1)), vec![1, 2]);
-        assert_eq!(pool.len(), 1);
+        // No type named: the kernel's page.
+        assert_eq!(pool.take_at(20, 1, None), vec![20]);
+        // HighAtomic pageblocks' pages free to Movable lists, and are in Movable's pool.
+        let mut pool = Pool::new([vec![], vec![5], vec![]], Some(0..64));
+        assert_eq!(pool.take_at(5, 1, Some(3)), vec![5]);
         // Without pfns of its own, `take_at` is `take`.
         let mut pool = Pool::new([vec![1, 2], vec![], vec![]], None);
         assert_eq!(pool.take_at(1, 1, Some(0)), vec![2]);
+    }
+
+    /// p_prodcons (7.2, 4 GiB): CPU 3 frees pages in use before the trace, which it then
+    /// hands out as Unmovable PCP hits (so the kernel's pageblocks were Unmovable); freed by
+    /// pfn into pageblocks the layout typed otherwise, they went to our other lists, CPU 3's
+    /// Unmovable list ran dry and refilled at 102.392667 where the kernel's did not (refill
+    /// events 1.12% off the kernel; 0.00% with this rule).
+    #[test]
+    fn a_free_of_a_pageblock_the_trace_types_otherwise_takes_a_page_of_that_type() {
+        let mut pool = Pool::new([vec![1, 2], vec![10, 11], vec![20]], Some(0..64));
+        // Page 10 is ours in a Movable pageblock; the kernel's was Unmovable.
+        assert_eq!(pool.take_at(10, 1, Some(0)), vec![2]);
+        assert_eq!(pool.take_at(11, 1, Some(2)), vec![20]);
+        assert_eq!(pool.take_at(10, 1, Some(1)), vec![10]);
+        assert_eq!(pool.take_at(11, 1, Some(1)), vec![11]);
+        assert_eq!(pool.len(), 1);
     }
 }

@@ -5,6 +5,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use super::end_state::{end_state, EndState};
 use super::geometry::Geometry;
 use super::infer::kernel::{self, KernelSide};
 use super::infer::start_count;
@@ -36,7 +37,7 @@ pub struct ReplayRun {
     /// The window replayed, and whether its start marker was found.
     pub window: (Window, Option<bool>),
     /// Per variant, per zone: the end state against `--proc-after`.
-    pub end_states: Vec<Vec<super::EndState>>,
+    pub end_states: Vec<Vec<EndState>>,
     /// Whether causes were inferred ([`kernel`]).
     pub infer: bool,
     /// Whether the zones come from `--proc`.
@@ -282,7 +283,7 @@ fn end(setup: Setup, parser: Parser, replay_s: f64, window: (Window, Option<bool
                     .filter_map(|(i, (span, zone))| {
                         let setup = r.setup.get(i).cloned().unwrap_or_default();
                         a.zone(0, span.zone_type)
-                            .map(|kz| super::end_state(zone, a, kz, &setup))
+                            .map(|kz| end_state(zone, a, kz, &setup))
                     })
                     .collect()
             })

@@ -365,9 +365,12 @@ impl KernelSide {
                 if new_run {
                     self.run_owners[c].clear();
                 }
+                // A worker's drain (a kworker of the CPU at preempt depth 2: `decay_pcp_high`,
+                // `drain_pages_zone`) is no free's, whatever came before it: the free path
+                // drains with the CPU pinned, depth 3 and up.
                 let explained = match prev {
                     Prev::Drain { explained } => explained,
-                    Prev::Free => true,
+                    Prev::Free => !ev.who.is_worker_drain(),
                     Prev::Other => false,
                 };
                 if new_run && !explained {
@@ -594,6 +597,39 @@ mod tests {
         assert_eq!(k.remote_drained_blocks, 1);
         let t = k.grid.get(0, 0);
         assert_eq!((t.drains, t.drain_pages), (5, 5));
+    }
+
+    #[test]
+    fn a_workers_depth_2_drain_after_a_free_is_not_the_frees() {
+        use crate::trace::parse::{Ctx, Task};
+        let mut k = KernelSide::new(1, 2);
+        let free = EventKind::Free {
+            pfn: 0x20,
+            order: 0,
+        };
+        let drain = EventKind::PcpuDrain {
+            pfn: 0x20,
+            order: 0,
+            migratetype: 1,
+        };
+        let at = |task, ctx: &[u8], kind| Event {
+            who: Who::new(task, Some(32), Ctx::parse(ctx)),
+            ..ev(1, kind)
+        };
+        // The kworker's own free path drains at depth 3: the free's.
+        k.add(&at(Task::CpuWorker, b".....", free.clone()), 0);
+        assert_eq!(
+            k.add(&at(Task::CpuWorker, b"d..3.", drain.clone()), 0),
+            Inferred::None
+        );
+        // Its vmstat work at depth 2 right after a free: not the free's.
+        k.add(&at(Task::CpuWorker, b".....", free), 0);
+        assert_eq!(
+            k.add(&at(Task::CpuWorker, b"d..2.", drain), 0),
+            Inferred::Drain { owner: 1 }
+        );
+        assert_eq!(k.last_drain, Some((1, false)));
+        assert_eq!(k.unexplained_runs, 1);
     }
 
     #[test]

@@ -201,7 +201,7 @@ pub struct Walk {
     direct: Vec<bool>,
     /// Per CPU: frees `mm_page_free` printed and not committed yet (pfn, zone, order): the
     /// page goes on the list at its `mm_page_free_batched`, or before the CPU's next other
-    /// event (drains aside), as the replay commits them ([`super::Replayer`]'s `Deferred`).
+    /// event (drains aside), as the replay commits them ([`crate::trace::replay::Replayer`]'s `Deferred`).
     deferred: Vec<Vec<(u64, usize, u8)>>,
     /// Per CPU: a batched commit has begun (a drain then belongs to it; otherwise a drain
     /// follows a single free, which was committed before it).
@@ -622,8 +622,6 @@ impl Walk {
     }
 }
 
-#[path = "start_count_refill.rs"]
 mod refill;
 #[cfg(test)]
-#[path = "start_count_tests.rs"]
 mod tests;

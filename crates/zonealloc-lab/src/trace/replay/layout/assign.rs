@@ -28,7 +28,7 @@
 
 use zonealloc::{LayoutBlock, MigrateType, Order, Pfn};
 
-use super::{Page, Targets, ZoneLayout};
+use super::canvas::{Page, Targets, ZoneLayout};
 use crate::procfs::{Layout, PageClass, ZoneSnapshot};
 
 /// Per unit: its pageblocks, free blocks per order, and its pages by kind.

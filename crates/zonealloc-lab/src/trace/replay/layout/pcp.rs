@@ -22,7 +22,7 @@ use std::collections::HashMap;
 
 use zonealloc::MigrateType;
 
-use super::{Page, ZoneLayout};
+use super::canvas::{Page, ZoneLayout};
 
 /// One CPU's lists: the CPU, and its lists as `(order, migratetype index, blocks)`.
 pub type CpuLists = (u32, Vec<(u8, usize, u64)>);

@@ -19,7 +19,7 @@ use std::collections::HashMap;
 
 use zonealloc::{LayoutBlock, MigrateType, Order, Pfn};
 
-use super::{Page, ZoneLayout};
+use super::canvas::{Page, ZoneLayout};
 
 impl ZoneLayout {
     /// Free blocks beyond `want` (per migratetype index and order) taken as in use (module

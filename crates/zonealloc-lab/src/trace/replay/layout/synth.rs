@@ -21,7 +21,7 @@
 
 use zonealloc::{LayoutBlock, MigrateType, Order, Pfn};
 
-use super::{Page, Targets, ZoneLayout};
+use super::canvas::{Page, Targets, ZoneLayout};
 use crate::procfs::ZoneSnapshot;
 
 /// The types placed from the span's start, in this order; Movable takes the rest.
@@ -70,7 +70,7 @@ pub fn room(targets: &Targets, pcp: [u64; 5], pb_order: u8, max_order: u8) -> [u
 impl ZoneLayout {
     /// The layout of module docs for zone `z` with the counts `targets`, and room for
     /// `pcp[t]` pages of per-CPU lists of each migratetype index `t` in pageblocks of that
-    /// type ([`room`]).
+    /// type (`room`).
     pub fn synthesise(
         z: &ZoneSnapshot,
         targets: &Targets,

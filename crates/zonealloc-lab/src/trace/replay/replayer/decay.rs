@@ -93,7 +93,7 @@ impl Replayer {
     /// kernel with the decay) is `decay_pcp_high`, which drains `count - high` in chunks of
     /// `batch`, never the whole list: at the run's first line the replay runs that CPU's
     /// worker, its timer aligned to it ([`Vmstat::mark`]). Another run the kernel side found
-    /// no free for ([`kernel`]) is, at its first line that drains CPU `owner`'s lists,
+    /// no free for ([`crate::trace::replay::kernel`]) is, at its first line that drains CPU `owner`'s lists,
     /// `drain_pages_zone` (`drain_all_pages`, `drain_local_pages`: direct reclaim,
     /// compaction, `alloc_contig_range`; or 6.1's `free_high`), which empties the owner's
     /// list of the page's zone.
@@ -129,5 +129,4 @@ impl Replayer {
 }
 
 #[cfg(test)]
-#[path = "decay_tests.rs"]
 mod tests;
