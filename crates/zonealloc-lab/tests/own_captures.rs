@@ -318,6 +318,8 @@ const KNOWN: &[(&str, &str)] = &[
     // past the 4 MiB in which the replay looks for it: it replays from the trace's start.
     ("6.1-4g/p_prodcons", "not the snapshot's window"),
     ("6.1-4g/p_idle", "not the snapshot's window"),
+    ("6.12-4g/p_prodcons", "not the snapshot's window"),
+    ("6.12-4g/p_pressure", "not the snapshot's window"),
     // 6.1 under memory pressure too (no extfrag inside a refill there).
     ("6.1-4g/p_pressure", "re-allocations without a traced free"),
 ];

@@ -50,8 +50,11 @@ use super::compare::{self, fmt_value, summarise};
 use super::{stats, ExperimentReport, MetricDef, MetricKind};
 
 mod criteria;
+mod noise;
 mod tally;
 
+use noise::preempted_tail;
+pub use noise::PREEMPTED;
 pub use tally::{tally, Tally};
 
 use criteria::{direction, highest, largest_under, within};
@@ -308,35 +311,6 @@ pub struct Claim {
     pub criterion: Criterion,
 }
 
-/// How many times its median a repetition's tail must be to be the scheduler's: the seeds'
-/// tails are under twice their averages; a preempted holder adds a tick (milliseconds).
-pub const PREEMPTED: f64 = 10.0;
-
-/// Where `c` reads a tail that some repetition measured preempted: the reason, in words.
-fn preempted_tail(c: &Claim, e: &ExperimentReport) -> Option<String> {
-    let median = c.tail_of?;
-    let metric = c.criterion.metric();
-    let mut hit: Vec<String> = Vec::new();
-    for v in c.criterion.variants() {
-        let tails = compare::values(&e.result, metric, v);
-        let medians = compare::values(&e.result, median, v);
-        let n = tails
-            .iter()
-            .zip(&medians)
-            .filter(|(t, m)| **m > 0.0 && **t >= PREEMPTED * **m)
-            .count();
-        if n > 0 {
-            hit.push(format!("{v} {n}/{}", tails.len()));
-        }
-    }
-    (!hit.is_empty()).then(|| {
-        format!(
-            "the tail is the scheduler's: repetitions with a {metric} of ×{PREEMPTED} or more their {median} (a preempted holder): {}",
-            hit.join(", ")
-        )
-    })
-}
-
 /// When a run's own figure shows that a claim's metric measures the machine (its scheduler)
 /// rather than the allocator, e.g. a p99 when more than 1% of the operations waited in the
 /// run queue.
@@ -428,31 +402,7 @@ pub fn judge_all(
             }
         })
         .collect();
-    let decided_by_proxy: Vec<(&str, &str)> = out
-        .iter()
-        .filter(|j| {
-            let c = &j.claim;
-            c.deterministic && c.proxy.is_some() && c.kind == ClaimKind::Experiment
-        })
-        .filter(|j| !matches!(j.verdict, Verdict::NotMeasurable | Verdict::NotModelled))
-        .map(|j| (j.claim.item, j.claim.criterion.metric()))
-        .collect();
-    for j in &mut out {
-        let decided = matches!(
-            j.verdict,
-            Verdict::Reproduced | Verdict::Partly | Verdict::NotReproduced
-        );
-        if j.claim.deterministic || !decided {
-            continue;
-        }
-        if let Some((_, proxy)) = decided_by_proxy.iter().find(|p| p.0 == j.claim.item) {
-            j.reason = format!(
-                "the wall clock beside the proxy that decides this entry ({proxy}); by its own 95% CI it reads '{}' on this run",
-                j.verdict.label()
-            );
-            j.verdict = Verdict::Undecided;
-        }
-    }
+    noise::beside_proxies(&mut out);
     out
 }
 
@@ -714,3 +664,5 @@ pub fn is_timing(kind: MetricKind) -> bool {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod undecided_tests;
