@@ -142,8 +142,9 @@ pub struct TraceReplayArgs {
     /// pagetypeinfo per migratetype, PCP pages).
     #[arg(long, value_name = "DIR", requires = "proc")]
     pub proc_after: Option<PathBuf>,
-    /// Replay from the line after the first one containing TEXT (found in the trace's first
-    /// 4 MiB; default with --proc: KT_SNAPSHOT_BEFORE_END, where the trace has it).
+    /// Replay from the line after the first one containing TEXT (a trace without it is an
+    /// error: nothing would be replayed; default with --proc: KT_SNAPSHOT_BEFORE_END, where the
+    /// trace has it: in its first 4 MiB, or after a KT_SNAPSHOT_BEFORE_BEGIN there).
     #[arg(long, value_name = "TEXT")]
     pub from_marker: Option<String>,
     /// Stop before the first line containing TEXT (default with --proc:

@@ -148,6 +148,7 @@ fn replay_options(args: &TraceReplayArgs) -> Result<replay::ReplayOptions, Exit>
         window: trace::ingest::Window {
             from: args.from_marker.clone(),
             to: args.to_marker.clone(),
+            beyond_prefix_if: None,
         },
         whole_file: args.whole_file,
     })

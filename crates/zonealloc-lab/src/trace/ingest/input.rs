@@ -26,6 +26,7 @@
 
 use std::io::{self, BufRead, BufReader, Cursor, Read};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 
@@ -132,6 +133,10 @@ pub struct Window {
     pub from: Option<String>,
     /// Text of the marker line the replay stops before.
     pub to: Option<String>,
+    /// Where `from` is not in the prefix: look for it in the rest of the stream always
+    /// (`None`), or only where the prefix holds this text (the default window's
+    /// `KT_SNAPSHOT_BEFORE_BEGIN`: the capture's snapshot read began, so its end follows).
+    pub beyond_prefix_if: Option<String>,
 }
 
 /// Opens `path` (`-`: standard input), decompressing as [`parse::open`] does, and reads
@@ -140,9 +145,32 @@ pub fn open(path: &Path) -> io::Result<Input> {
     open_window(path, &Window::default()).map(|(i, _)| i)
 }
 
+/// Whether a window's `from` marker was found: known at once where the prefix holds it,
+/// else set by the stream when it reaches the marker (read it after the stream's end).
+#[derive(Clone, Debug)]
+pub struct Found(Arc<AtomicBool>, bool);
+
+impl Found {
+    fn new(found: bool) -> Found {
+        Found(Arc::new(AtomicBool::new(found)), false)
+    }
+
+    /// Whether the marker has been found so far.
+    pub fn get(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// Whether the stream looks for the marker (it was not in the prefix): then, if it is
+    /// not found by the end, nothing was replayed.
+    pub fn searched(&self) -> bool {
+        self.1
+    }
+}
+
 /// [`open`], keeping only `window` of the trace; also says whether the `from` marker was
-/// found (`None` without one).
-pub fn open_window(path: &Path, window: &Window) -> io::Result<(Input, Option<bool>)> {
+/// found (`None` without one). A marker past the prefix is looked for in the stream, which
+/// drops every line up to and including the marker's ([`SkipPast`]).
+pub fn open_window(path: &Path, window: &Window) -> io::Result<(Input, Option<Found>)> {
     let mut mapped_prefix = None;
     let mut src: Box<dyn BufRead + Send> = if path.as_os_str() == "-" {
         Box::new(ReadAhead::spawn(|| {
@@ -171,38 +199,60 @@ pub fn open_window(path: &Path, window: &Window) -> io::Result<(Input, Option<bo
     };
     let bytes = prefix.as_ref();
     let mut found = None;
+    // The marker when it is not in the prefix: the stream looks for it.
+    let mut beyond = None;
     // The part of the prefix the window cuts out of the stream.
     let mut cut = bytes.len()..bytes.len();
+    // The header (the comment lines) is kept whatever the window cuts.
+    let header = bytes
+        .split_inclusive(|&b| b == b'\n')
+        .take_while(|l| l.starts_with(b"#"))
+        .map(<[u8]>::len)
+        .sum::<usize>();
     if let Some(from) = &window.from {
         let at = memchr::memmem::find(bytes, from.as_bytes());
-        found = Some(at.is_some());
-        if let Some(at) = at {
-            // Keep the header (the comment lines) and everything after the marker's line.
-            let header = bytes
-                .split_inclusive(|&b| b == b'\n')
-                .take_while(|l| l.starts_with(b"#"))
-                .map(<[u8]>::len)
-                .sum::<usize>()
-                .min(at);
-            let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |nl| at + nl + 1);
-            cut = header..end;
+        let f = Found::new(at.is_some());
+        found = Some(f.clone());
+        match at {
+            Some(at) => {
+                // Everything after the marker's line.
+                let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |nl| at + nl + 1);
+                cut = header.min(at)..end;
+            }
+            None if window.beyond_prefix_if.as_ref().map_or(true, |t| {
+                memchr::memmem::find(bytes, t.as_bytes()).is_some()
+            }) =>
+            {
+                cut = header..header;
+                let f = Found(f.0, true);
+                found = Some(f.clone());
+                beyond = Some((from.as_bytes().to_vec(), f));
+            }
+            None => {}
         }
     }
-    // A `to` marker in the prefix shortens the stream: the whole prefix is sniffed then.
+    // A `to` marker in the prefix shortens the stream: the whole prefix is sniffed then, as
+    // it is when the stream, not the prefix, finds the `from` marker.
     let to_in_prefix = window
         .to
         .as_ref()
         .is_some_and(|to| memchr::memmem::find(bytes, to.as_bytes()).is_some());
-    let split = (!to_in_prefix)
+    let split = (!to_in_prefix && beyond.is_none())
         .then(|| Split::new(bytes, cut.clone()))
         .flatten();
     // The prefix without the cut, shared with the caller (not copied).
     let mut after = Cursor::new(prefix.clone());
     after.set_position(cut.end as u64);
+    let rest: Box<dyn BufRead + Send> = match beyond {
+        Some((marker, f)) => Box::new(BufReader::with_capacity(
+            1 << 16,
+            SkipPast::new(after.chain(src), marker, f),
+        )),
+        None => Box::new(after.chain(src)),
+    };
     let stream = Cursor::new(prefix.clone())
         .take(cut.start as u64)
-        .chain(after)
-        .chain(src);
+        .chain(rest);
     let reader: Box<dyn BufRead + Send> = match &window.to {
         Some(to) => Box::new(BufReader::with_capacity(
             1 << 16,
@@ -423,6 +473,83 @@ impl Read for ReadAhead {
     }
 }
 
+/// A reader that drops everything up to and including the first line containing `marker`,
+/// then hands the rest over unchanged; at the marker it sets `found`. Holds at most the
+/// marker's length less one byte of what it dropped (a marker split across reads).
+struct SkipPast<R> {
+    inner: BufReader<R>,
+    marker: Vec<u8>,
+    /// The last `marker.len() - 1` bytes dropped, for a marker split across reads.
+    tail: Vec<u8>,
+    /// The marker was seen: dropping the rest of its line.
+    in_line: bool,
+    found: Found,
+}
+
+impl<R: Read> SkipPast<R> {
+    fn new(inner: R, marker: Vec<u8>, found: Found) -> Self {
+        SkipPast {
+            inner: BufReader::with_capacity(1 << 16, inner),
+            marker,
+            tail: Vec::new(),
+            in_line: false,
+            found,
+        }
+    }
+
+    /// Drops input until just after the marker's line; `false` at the end of the input.
+    fn skip(&mut self) -> io::Result<bool> {
+        let m = self.marker.len().max(1);
+        loop {
+            let buf = self.inner.fill_buf()?;
+            if buf.is_empty() {
+                return Ok(false);
+            }
+            let n = buf.len();
+            if self.in_line {
+                if let Some(nl) = memchr::memchr(b'\n', buf) {
+                    self.inner.consume(nl + 1);
+                    self.found.0.store(true, Ordering::Relaxed);
+                    return Ok(true);
+                }
+                self.inner.consume(n);
+                continue;
+            }
+            let mut seam = std::mem::take(&mut self.tail);
+            let old = seam.len();
+            seam.extend_from_slice(&buf[..n.min(m - 1)]);
+            // Where the marker starts, as an offset into `buf` (0 if it began in the tail).
+            let hit = memchr::memmem::find(&seam, &self.marker)
+                .map(|at| at.saturating_sub(old))
+                .or_else(|| memchr::memmem::find(buf, &self.marker));
+            if let Some(at) = hit {
+                // The marker holds no newline: its line ends at the next one after it.
+                self.in_line = true;
+                self.inner.consume(at);
+                continue;
+            }
+            if n >= m - 1 {
+                seam.clear();
+                seam.extend_from_slice(&buf[n - (m - 1)..]);
+            } else {
+                let keep = seam.len().saturating_sub(m - 1);
+                seam.drain(..keep);
+            }
+            self.tail = seam;
+            self.inner.consume(n);
+        }
+    }
+}
+
+impl<R: Read> Read for SkipPast<R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if !self.found.get() && !self.skip()? {
+            return Ok(0);
+        }
+        self.inner.read(out)
+    }
+}
+
 /// A stream that ends where `marker` first appears: the bytes before it (or, for a marker
 /// split across two reads, before its second part), then a newline
 /// (the marker's line, cut, is an `other` line to the parser: `tracing_mark_write` is no
@@ -596,6 +723,110 @@ mod tests {
         (dir, p, text)
     }
 
+    /// A capture whose start marker lies past the prefix (a 4 GiB machine's layout walk
+    /// between the snapshot markers): `header`, `BEFORE_BEGIN`, `filler` bytes, the end
+    /// marker, two events.
+    fn late_marker(begin: &str, filler: usize) -> (tempfile::TempDir, std::path::PathBuf) {
+        let mut t = format!("# tracer: nop\n#P:4\na-1 [000] 1.0: tracing_mark_write: {begin}\n");
+        let line = "a-1 [000] 1.1: mm_page_alloc: page=p pfn=0x9 order=0 migratetype=0 \
+                    gfp_flags=GFP_KERNEL\n";
+        while t.len() < filler {
+            t.push_str(line);
+        }
+        t.push_str("a-1 [000] 1.2: tracing_mark_write: KT_SNAPSHOT_BEFORE_END p\n");
+        t.push_str("a-1 [000] 1.3: mm_page_free: page=p pfn=0x1 order=0\n");
+        t.push_str("a-1 [000] 1.4: mm_page_free: page=p pfn=0x2 order=0\n");
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.txt");
+        std::fs::write(&p, t).unwrap();
+        (dir, p)
+    }
+
+    fn default_window() -> Window {
+        Window {
+            from: Some("KT_SNAPSHOT_BEFORE_END".into()),
+            to: None,
+            beyond_prefix_if: Some("KT_SNAPSHOT_BEFORE_BEGIN".into()),
+        }
+    }
+
+    #[test]
+    fn a_start_marker_past_the_prefix_is_found_by_the_stream() {
+        let (_d, p) = late_marker("KT_SNAPSHOT_BEFORE_BEGIN p", PREFIX_BYTES + (1 << 20));
+        let (mut input, found) = open_window(&p, &default_window()).unwrap();
+        let found = found.unwrap();
+        assert!(!found.get() && found.searched());
+        let mut back = String::new();
+        input.reader.read_to_string(&mut back).unwrap();
+        assert!(found.get());
+        assert_eq!(
+            back,
+            "# tracer: nop\n#P:4\n\
+             a-1 [000] 1.3: mm_page_free: page=p pfn=0x1 order=0\n\
+             a-1 [000] 1.4: mm_page_free: page=p pfn=0x2 order=0\n"
+        );
+        // The look sniffs the whole prefix on its own: the stream does not carry it.
+        assert!(input.split.is_none());
+    }
+
+    #[test]
+    fn without_the_begin_marker_in_the_prefix_the_stream_is_replayed_from_its_start() {
+        let (_d, p) = late_marker("SOMETHING_ELSE", PREFIX_BYTES + (1 << 20));
+        let (mut input, found) = open_window(&p, &default_window()).unwrap();
+        let found = found.unwrap();
+        let mut back = Vec::new();
+        input.reader.read_to_end(&mut back).unwrap();
+        assert!(!found.get() && !found.searched());
+        assert_eq!(back, std::fs::read(&p).unwrap());
+    }
+
+    #[test]
+    fn a_named_marker_absent_from_the_whole_trace_leaves_nothing_and_says_so() {
+        let (_d, p) = late_marker("KT_SNAPSHOT_BEFORE_BEGIN p", 1000);
+        let w = Window {
+            from: Some("NOT_THERE".into()),
+            to: None,
+            beyond_prefix_if: None,
+        };
+        let (mut input, found) = open_window(&p, &w).unwrap();
+        let found = found.unwrap();
+        let mut back = String::new();
+        input.reader.read_to_string(&mut back).unwrap();
+        assert_eq!(back, "# tracer: nop\n#P:4\n");
+        assert!(found.searched() && !found.get());
+    }
+
+    #[test]
+    fn skip_past_finds_a_marker_split_across_reads_and_not_a_line_before_it() {
+        /// Hands out at most 3 bytes a read.
+        struct Trickle(io::Cursor<Vec<u8>>);
+        impl Read for Trickle {
+            fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+                let n = out.len().min(3);
+                self.0.read(&mut out[..n])
+            }
+        }
+        for text in [
+            "x\nyyMARKERzz\nafter\n",
+            "MARKER\nafter\n",
+            "a\nMARKER",
+            "MAR\nafter\n",
+        ] {
+            let f = Found::new(false);
+            let inner = Trickle(io::Cursor::new(text.as_bytes().to_vec()));
+            let mut r = SkipPast::new(inner, b"MARKER".to_vec(), f.clone());
+            let mut back = String::new();
+            r.read_to_string(&mut back).unwrap();
+            let want = if text.contains("MARKER\n") || text.contains("MARKERzz\n") {
+                "after\n"
+            } else {
+                ""
+            };
+            assert_eq!(back, want, "{text:?}");
+            assert_eq!(f.get(), !want.is_empty(), "{text:?}");
+        }
+    }
+
     #[test]
     fn a_mapped_file_hands_over_every_byte_and_releases_what_was_read() {
         // Several slices and releases, and an odd tail.
@@ -685,11 +916,12 @@ mod tests {
         let w = Window {
             from: Some("KT_SNAPSHOT_BEFORE_END".into()),
             to: Some("KT_SNAPSHOT_AFTER_BEGIN".into()),
+            beyond_prefix_if: None,
         };
         let (mut input, found) = open_window(&p, &w).unwrap();
         let mut back = String::new();
         input.reader.read_to_string(&mut back).unwrap();
-        assert_eq!(found, Some(true));
+        assert_eq!(found.map(|f| f.get()), Some(true));
         // The prefix to sniff is the input as read, the lines outside the window included.
         assert_eq!(input.prefix.as_ref(), text.as_bytes());
         assert!(back.starts_with("# tracer: nop\n# entries"), "{back}");
@@ -748,6 +980,7 @@ mod tests {
         let to = |m: &str| Window {
             from: None,
             to: Some(m.into()),
+            beyond_prefix_if: None,
         };
         assert!(open_window(&f, &to("mark")).unwrap().0.split.is_none());
         assert!(open_window(&f, &to("absent")).unwrap().0.split.is_some());

@@ -30,7 +30,7 @@ pub struct Source {
     /// handed out first, in order.
     held: VecDeque<Chunk>,
     window: Window,
-    found: Option<bool>,
+    found: Option<input::Found>,
 }
 
 impl Source {
@@ -47,9 +47,18 @@ impl Source {
         })
     }
 
-    /// The window read, and whether its start marker was found (`None` without one).
+    /// Whether the stream looked for the start marker beyond the prefix and, at the end of
+    /// the input, has not found it: nothing was replayed.
+    pub fn marker_missing(&self) -> bool {
+        self.found
+            .as_ref()
+            .is_some_and(|f| f.searched() && !f.get())
+    }
+
+    /// The window read, and whether its start marker was found (`None` without one). A
+    /// marker beyond the prefix is found by the stream: ask after the events are read.
     pub fn window(&self) -> (&Window, Option<bool>) {
-        (&self.window, self.found)
+        (&self.window, self.found.as_ref().map(input::Found::get))
     }
 
     /// What the prefix's look knows so far: the header's CPU count is final, the events'

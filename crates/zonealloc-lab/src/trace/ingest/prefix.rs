@@ -183,6 +183,7 @@ mod tests {
         let from = Window {
             from: Some("FROM".into()),
             to: None,
+            beyond_prefix_if: None,
         };
         let (s, events, whole) = look(text.as_bytes(), &from);
         same(&s, &whole);
@@ -192,6 +193,7 @@ mod tests {
         let to = Window {
             from: None,
             to: Some("a-10 ".into()),
+            beyond_prefix_if: None,
         };
         let (s, events, whole) = look(text.as_bytes(), &to);
         same(&s, &whole);
@@ -241,6 +243,7 @@ mod tests {
         let from = Window {
             from: Some("FROM".into()),
             to: None,
+            beyond_prefix_if: None,
         };
         // In the cut region: the region's parse stops, so the whole prefix is sniffed here.
         let mut t = base.clone();

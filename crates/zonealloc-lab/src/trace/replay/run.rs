@@ -131,13 +131,23 @@ pub fn run_unchecked(
     // so the zones are built while it parses.
     let mut source = Source::open(path, &window).map_err(read_err)?;
     let mut setup = Setup::new(opts, snaps, &mut source)?;
-    let window = (source.window().0.clone(), source.window().1);
     let (done, failure) = pass(&mut setup, &mut source, opts.samples, progress);
+    // After the pass: a start marker beyond the prefix is found by the stream.
+    let window = (source.window().0.clone(), source.window().1);
+    let source_missing = source.marker_missing();
     // The parser reads to the end even after a failure here: a read error comes first.
     let (parser, read) = source.finish();
     read.map_err(read_err)?;
     if let Some(e) = failure {
         return Err(e.to_string());
+    }
+    if source_missing {
+        return Err(format!(
+            "{}: the start marker '{}' is not in the trace, so nothing was replayed \
+             (name another with --from-marker, or replay it all with --whole-file)",
+            path.display(),
+            window.0.from.as_deref().unwrap_or_default()
+        ));
     }
     if opts.strict && parser.malformed > 0 {
         return Err(format!(

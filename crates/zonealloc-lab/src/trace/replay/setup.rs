@@ -74,6 +74,7 @@ impl Snapshots {
         {
             window.from = Some("KT_SNAPSHOT_BEFORE_END".to_owned());
             window.to = Some("KT_SNAPSHOT_AFTER_BEGIN".to_owned());
+            window.beyond_prefix_if = Some("KT_SNAPSHOT_BEFORE_BEGIN".to_owned());
         }
         window
     }

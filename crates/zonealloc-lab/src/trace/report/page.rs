@@ -273,7 +273,8 @@ fn first_screen(result: &ExperimentResult, run: &ReplayRun, file: &Path, text: b
         match (&w.from, run.window.1) {
             (None, _) => "the start".to_owned(),
             (Some(f), Some(true)) => format!("after `{f}`"),
-            (Some(f), _) => format!("the start (`{f}` not found in the first 4 MiB)"),
+            (Some(f), _) =>
+                format!("the start (`{f}` not in the first 4 MiB, nor looked for after it)"),
         },
         w.to.as_deref()
             .map_or("the end".to_owned(), |t| format!("`{t}`")),

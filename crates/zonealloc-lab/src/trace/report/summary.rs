@@ -28,7 +28,7 @@ pub fn summary(result: &ExperimentResult, run: &ReplayRun) -> String {
             if found == Some(true) {
                 ""
             } else {
-                " (not found in the trace's first 4 MiB: from the start)"
+                " (not in the trace's first 4 MiB, and no KT_SNAPSHOT_BEFORE_BEGIN there: from the start)"
             },
             run.window.0.to.as_deref().unwrap_or("the end"),
         ));

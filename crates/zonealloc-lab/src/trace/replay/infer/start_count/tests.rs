@@ -80,6 +80,7 @@ fn window() -> input::Window {
     input::Window {
         from: Some("KT_SNAPSHOT_BEFORE_END".into()),
         to: Some("KT_SNAPSHOT_AFTER_BEGIN".into()),
+        beyond_prefix_if: None,
     }
 }
 
