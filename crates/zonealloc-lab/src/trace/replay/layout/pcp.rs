@@ -11,12 +11,16 @@
 //!    order `k`: the buddy allocator would have merged the two, so the page is not in it,
 //!    and a page freed onto a per-CPU list is held out of it exactly so
 //!    (`free_frozen_page_commit`); then the other flagless pages of such pageblocks;
-//! 2. flagless pages of any pageblock (a list's type is the pageblock's at the free, which
-//!    may have changed since);
-//! 3. pages in use with a flag, of a type-`t` pageblock, then of any (a busy machine's pages
-//!    change state while the layout is read);
+//! 2. pages in use with a flag, of a type-`t` pageblock (a busy machine's pages change state
+//!    while the layout is read);
+//! 3. flagless pages, then pages in use, of any pageblock (a list's type is the pageblock's
+//!    at the free, which may have changed since);
 //!
-//! each tier in pfn order. A synthesised layout has only flagless pages in use.
+//! each tier in pfn order. A block goes onto the list of its pageblock's type here, as the
+//! set-up frees it (`free_frozen_pages` picks the list by `get_pfnblock_migratetype`): one
+//! of another type's pageblock would land on that type's list, one list long by what
+//! another lacks, so a page of the type, even one read in use, comes before it. A
+//! synthesised layout has only flagless pages in use.
 
 use std::collections::HashMap;
 
@@ -45,7 +49,8 @@ impl ZoneLayout {
         for (cpu, cpu_lists) in lists {
             for &(order, mt, n) in cpu_lists {
                 let mut left = n;
-                for tier in 0..4u8 {
+                // Typed tiers first (module docs): flagless, in use, then of any type.
+                for tier in [0u8, 2, 1, 3] {
                     if left == 0 {
                         break;
                     }
@@ -70,8 +75,9 @@ impl ZoneLayout {
         missing
     }
 
-    /// The heads of tier `tier` (module docs: 0 the flagless pages of type `mt`, those with
-    /// a free buddy first; 1 flagless of any type; 2 in use of type `mt`; 3 in use of any).
+    /// The heads of tier `tier` (0 the flagless pages of type `mt`, those with a free buddy
+    /// first; 2 in use of type `mt`; 1 flagless of any type; 3 in use of any), taken in the
+    /// order 0, 2, 1, 3 (module docs).
     fn tier(&self, order: u8, mt: usize, tier: u8, free: &HashMap<u64, u8>) -> Tier {
         let size = 1u64 << order;
         let class = if tier < 2 { Page::Flagless } else { Page::Used };

@@ -145,6 +145,29 @@ fn a_flagless_page_whose_buddy_is_free_is_taken_for_the_lists_first() {
     assert_eq!(l.pcp, vec![(1, 189, 0), (1, 186, 0)]);
 }
 
+/// The set-up frees a list's block into its pageblock here, and `free_frozen_pages` puts it
+/// on that pageblock type's list: on 6.18 (c2, 24 GiB), CPU 1's order-3 Movable blocks were
+/// flagless ones of other types' pageblocks, landed on other lists, and CPU 1 refilled order
+/// 3 at its first order-3 allocation where the kernel did not.
+#[test]
+fn a_list_takes_a_page_of_its_type_in_use_before_a_flagless_one_of_another_type() {
+    let snap = snap("linux-6.1");
+    let z = snap.zone(0, ZoneType::Dma).unwrap();
+    let mut l = ZoneLayout::empty(z, 9, 10, false);
+    l.pages.fill(Page::Used);
+    l.blocks.fill(MigrateType::Movable);
+    l.blocks[0] = MigrateType::Unmovable;
+    assert_eq!(l.type_of(186), MigrateType::Unmovable);
+    l.pages[(186 - l.start) as usize] = Page::Flagless;
+    // One order-0 Movable block: the first page of a Movable pageblock, though in use.
+    assert_eq!(l.choose_pcp(&[(1, vec![(0, 1, 1)])]), 0);
+    assert_eq!(l.pcp, vec![(1, 512, 0)]);
+    assert_eq!(l.type_of(512), MigrateType::Movable);
+    // The flagless page is still there for a list of its own type.
+    assert_eq!(l.choose_pcp(&[(0, vec![(0, 0, 1)])]), 0);
+    assert_eq!(l.pcp[1], (0, 186, 0));
+}
+
 #[test]
 fn long_flagless_runs_beyond_the_managed_pages_are_holes() {
     // 6.1's DMA has 3840 managed pages of its 4095: a layout that reads all of them in use
