@@ -219,9 +219,10 @@ pub fn open_window(path: &Path, window: &Window) -> io::Result<(Input, Option<Fo
                 let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |nl| at + nl + 1);
                 cut = header.min(at)..end;
             }
-            None if window.beyond_prefix_if.as_ref().map_or(true, |t| {
-                memchr::memmem::find(bytes, t.as_bytes()).is_some()
-            }) =>
+            None if window
+                .beyond_prefix_if
+                .as_ref()
+                .is_none_or(|t| memchr::memmem::find(bytes, t.as_bytes()).is_some()) =>
             {
                 cut = header..header;
                 let f = Found(f.0, true);
