@@ -151,7 +151,7 @@ fn totals(variant: &str, machine: Machine, messages: u64, seed: u64) -> Result<[
 }
 
 /// The cost per message of each of `variants` on each of [`MACHINES`] (`[variant][machine]`),
-/// seed `seed`: the growth from [`N1`] to [`N2`] messages. The runs share the machine's cores.
+/// seed `seed`: the growth from `N1` to `N2` messages. The runs share the machine's cores.
 pub fn per_message(variants: &[&str], seed: u64) -> Result<Vec<Vec<PerMessage>>, String> {
     let jobs: Vec<(usize, usize, u64)> = (0..variants.len())
         .flat_map(|v| (0..MACHINES.len()).flat_map(move |m| [(v, m, N1), (v, m, N2)]))

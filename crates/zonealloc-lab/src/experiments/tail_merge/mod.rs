@@ -46,7 +46,7 @@ const LIFETIME_ALPHA: f64 = 0.7;
 pub const M_SUCCESS: &str = "order-9 success under load";
 /// Order-9 blocks allocated at rest, after the churn (deterministic).
 pub const M_REST: &str = "order-9 successes at rest";
-/// The same on a zone of [`REST_ZONE_PAGES`], where one block is under 1% of the count
+/// The same on a zone of `REST_ZONE_PAGES`, where one block is under 1% of the count
 /// (deterministic).
 pub const M_REST_BIG: &str = "order-9 successes at rest, 4 GiB zone";
 /// The at-rest zone: 1 Mi pages (4 GiB, 2048 order-9 blocks). With the default zone's 128
@@ -92,7 +92,7 @@ fn params(opts: &LabOpts) -> Result<Params, LabError> {
     })
 }
 
-/// The at-rest runs: the same churn on a zone of [`REST_ZONE_PAGES`] (`--quick`: the quick
+/// The at-rest runs: the same churn on a zone of `REST_ZONE_PAGES` (`--quick`: the quick
 /// zone), over one occupancy cycle, on the first [`REST_SEEDS`] seeds; per seed, each
 /// variant's order-9 successes at rest. Deterministic, so the seeds run side by side.
 fn rest_runs(

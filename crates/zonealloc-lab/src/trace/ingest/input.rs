@@ -169,7 +169,7 @@ impl Found {
 
 /// [`open`], keeping only `window` of the trace; also says whether the `from` marker was
 /// found (`None` without one). A marker past the prefix is looked for in the stream, which
-/// drops every line up to and including the marker's ([`SkipPast`]).
+/// drops every line up to and including the marker's (`SkipPast`).
 pub fn open_window(path: &Path, window: &Window) -> io::Result<(Input, Option<Found>)> {
     let mut mapped_prefix = None;
     let mut src: Box<dyn BufRead + Send> = if path.as_os_str() == "-" {
