@@ -10,8 +10,10 @@ use super::zoneinfo::parse_zoneinfo;
 ///
 /// The rule, applied by [`infer_format`]: a file whose pagesets print `high_min` and
 /// `high_max` is [`HighMinMax`](ZoneinfoFormat::HighMinMax), one whose pagesets print only
-/// `count`, `high` and `batch` is [`Pre6_7`](ZoneinfoFormat::Pre6_7). Linux 6.7 added the two
-/// lines with PCP high auto-tuning (`pcp->high` moves between `high_min` and `high_max`,
+/// `count`, `high` and `batch` is [`Pre6_7`](ZoneinfoFormat::Pre6_7). Linux 6.7 added PCP high
+/// auto-tuning, but the two lines came later (6.12.117 prints neither; 7.2 both), so a
+/// `Pre6_7` file may come from an auto-tuning kernel (the `promo` line tells 6.12 from 6.1);
+/// the lines belong to the auto-tuning (`pcp->high` moves between `high_min` and `high_max`,
 /// `decay_pcp_high` / `nr_pcp_high`) and re-aligned the block (`count:    %i`); before it
 /// `high` was fixed by `zone_highsize`. The other fields that came and went are reported in
 /// [`ZoneinfoFeatures`] but do not change the family:
@@ -20,7 +22,7 @@ use super::zoneinfo::parse_zoneinfo;
 /// |---|---|---|
 /// | `boost` | 5.0 on (watermark boosting) | 6.1 and 7.2 |
 /// | `promo` | after 6.1 (`WMARK_PROMO` of NUMA memory tiering) | 7.2 only |
-/// | `high_min`, `high_max` | 6.7 on | 7.2 only |
+/// | `high_min`, `high_max` | after 6.12 (not in 6.12.117) | 7.2 only |
 /// | `nr_free_pages_blocks` | 6.15 on (`defrag_mode`: free pages in whole pageblocks) | 7.2 only |
 /// | `reserved_highatomic`, `free_highatomic` | after 6.18 (patch of October 2025) | 7.2 only |
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,7 +7,9 @@
 //! - watermarks fixed at zoneinfo's `min`/`low`/`high` less the printed `boost`
 //!   (`wmark_pages` adds the boost);
 //! - `batch` from the pagesets; `high_min = high_max = high` on kernels with one fixed
-//!   `high` (before 6.7, `pageset_update`), zoneinfo's `high_min`/`high_max` after;
+//!   `high` (before 6.7, `pageset_update`), zoneinfo's `high_min`/`high_max` where it prints
+//!   them (7.2), else (6.7 to 6.14, e.g. 6.12.117) the preset's `zone_highsize` range with
+//!   each CPU's printed `high` as its current value;
 //! - where the free blocks lie, which pages are in use or absent and each pageblock's
 //!   migratetype: the kernel's pfn layout (`DIR/layout`) where the snapshot has one, else
 //!   one synthesised with pagetypeinfo's free blocks per order and migratetype exactly
