@@ -291,7 +291,18 @@ fn owner_drain_waits_for_the_owner_and_remote_drain_does_not() {
                 z.drain_all();
                 drained.store(true, Ordering::SeqCst);
             });
-            std::thread::sleep(std::time::Duration::from_millis(50));
+            // A remote drain must finish while the owner never polls: wait for it (bounded,
+            // so a broken drain fails instead of hanging). An owner drain must not finish
+            // before the poll: 50 ms without it is the check (a slow machine can only make
+            // this pass late, never fail wrongly).
+            let wait = match drain {
+                DrainMode::Remote => std::time::Duration::from_secs(60),
+                DrainMode::Owner => std::time::Duration::from_millis(50),
+            };
+            let start = std::time::Instant::now();
+            while !drained.load(Ordering::SeqCst) && start.elapsed() < wait {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
             let before_poll = drained.load(Ordering::SeqCst);
             polled.store(true, Ordering::SeqCst);
             h.poll();
