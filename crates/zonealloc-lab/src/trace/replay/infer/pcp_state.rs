@@ -286,9 +286,11 @@ fn balance(
             if let (Some(s), true) = (slot_of(order, thp_order), mt < TYPES) {
                 if !refilled[c][s][mt] {
                     // The list is empty at its first refill: it held exactly what was taken
-                    // from it before, less what was put on it.
+                    // from it before, less what was put on it; and never less than the most
+                    // it served before (a free read onto this list that went to another in
+                    // the kernel must not undo an allocation the list did serve).
                     refilled[c][s][mt] = true;
-                    at_refill[c][s][mt] = balance[c][s][mt].min(0);
+                    at_refill[c][s][mt] = balance[c][s][mt].min(low[c][s][mt]).min(0);
                 }
             }
         }
@@ -440,5 +442,35 @@ mod tests {
         // Scaled into a small count.
         assert_eq!(high.fit(1, 4), vec![(2, 2, 1)]);
         assert_eq!(h.first_named.first(), Some(&(0x1000, 0)));
+    }
+
+    #[test]
+    fn a_refill_never_lowers_what_the_list_served_before_it() {
+        let mut head = String::new();
+        // Pageblock 0x2000 is named Unmovable; CPU 0 frees one of its pages, allocates two
+        // Unmovable pages (the list served one more than it was given), then frees two more
+        // pages read onto that list, and refills it. The balance at the refill is +1, but the
+        // list must have held one page at the start to serve the second allocation.
+        head += &line(1, 1, "mm_page_alloc: page=(____ptrval____) pfn=0x2000 order=0 migratetype=0 gfp_flags=GFP_KERNEL");
+        for pfn in [0x2001, 0x1000, 0x1001, 0x2002, 0x2003] {
+            let ev = if pfn >= 0x2000 {
+                format!("mm_page_free: page=(____ptrval____) pfn={pfn:#x} order=0")
+            } else {
+                format!("mm_page_alloc: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype=0 gfp_flags=GFP_KERNEL")
+            };
+            head += &line(0, 2, &ev);
+        }
+        head += &line(0, 3, "mm_page_alloc_zone_locked: page=(____ptrval____) pfn=0x1100 order=0 migratetype=0 percpu_refill=1");
+        let h = infer(
+            head.as_bytes(),
+            2,
+            std::slice::from_ref(&(0..1 << 20)),
+            9,
+            Some(9),
+            Numbering::Current,
+        );
+        let d = &h.zones[0];
+        assert!(d.refilled[0][0][0]);
+        assert_eq!(d.blocks[0][0][0], 1);
     }
 }
