@@ -53,7 +53,8 @@ use crate::trace::migratetype::Numbering;
 /// traced event runs on it.
 pub const SETUP_CPUS: u32 = 1;
 
-/// The zones of `snap` (node 0), and its CPUs unless `cpus` is given.
+/// The zones of `snap`, node by node in zone order, its CPUs unless `cpus` is given, and
+/// each CPU's node (`nodes/nodeN/cpulist`; node 0 where the snapshot has no `nodes/`).
 pub fn geometry(
     snap: &ProcSnapshot,
     cpus: Option<u32>,
@@ -62,19 +63,17 @@ pub fn geometry(
     let zones: Vec<ZoneSpan> = snap
         .zones
         .iter()
-        .filter(|z| z.node == 0)
         .map(|z| ZoneSpan {
+            node: z.node,
             zone_type: z.zone,
             start: z.start_pfn,
             pages: z.spanned_pages,
         })
         .collect();
     if zones.is_empty() {
-        return Err("--proc: zoneinfo has no populated zone on node 0".to_owned());
+        return Err("--proc: zoneinfo has no populated zone".to_owned());
     }
-    if snap.zones.iter().any(|z| z.node != 0) {
-        return Err("--proc: zones on more than one NUMA node are not replayed yet".to_owned());
-    }
+    check_nodes(snap, &zones)?;
     // Checked before anything is sized from it: the set-up's own CPU comes on top of the
     // traced ones, within the core's `MAX_CPUS`. The reader bounds CPU ids by
     // `procfs::MAX_CPUS`, so `max + 1` cannot wrap.
@@ -93,13 +92,46 @@ pub fn geometry(
             most - 1
         ));
     }
+    let cpu_nodes = if zones.iter().any(|z| z.node != 0) {
+        (0..cpus).map(|c| snap.cpu_node(c).unwrap_or(0)).collect()
+    } else {
+        Vec::new()
+    };
     Ok(Geometry {
         zones,
         online: Online::Snapshot,
         cpus,
         cpus_from,
         numbering,
+        cpu_nodes,
     })
+}
+
+/// Several nodes need the snapshot's `nodes/` (which CPU is whose) and zones that do not
+/// overlap (a traced pfn names one zone).
+fn check_nodes(snap: &ProcSnapshot, zones: &[ZoneSpan]) -> Result<(), String> {
+    let mut nodes: Vec<u32> = zones.iter().map(|z| z.node).collect();
+    nodes.dedup();
+    if nodes.len() > 1 || nodes.first().is_some_and(|&n| n != 0) {
+        for n in &nodes {
+            if !snap.nodes.iter().any(|x| x.id == *n) {
+                return Err(format!(
+                    "--proc: zoneinfo has zones on node {n}, but the snapshot's nodes/ \
+                     folder has no node{n}/cpulist: which CPUs are whose is not known"
+                ));
+            }
+        }
+    }
+    let mut spans: Vec<(u64, u64)> = zones.iter().map(|z| (z.start, z.end())).collect();
+    spans.sort_unstable();
+    if let Some(w) = spans.windows(2).find(|w| w[1].0 < w[0].1) {
+        return Err(format!(
+            "--proc: zones {:#x}..{:#x} and {:#x}..{:#x} overlap (node spans interleaved): \
+             not replayed",
+            w[0].0, w[0].1, w[1].0, w[1].1
+        ));
+    }
+    Ok(())
 }
 
 /// The kernel family a snapshot's zoneinfo format names (docs/kernel-versions.md §6.1).

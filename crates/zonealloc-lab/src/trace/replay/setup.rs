@@ -221,7 +221,7 @@ impl Setup {
                 .snaps
                 .before
                 .as_ref()
-                .and_then(|s| s.zone(0, z.zone_type));
+                .and_then(|s| s.zone(z.node, z.zone_type));
             let zbase = match kz {
                 Some(kz) => proc_setup::zone_config(&self.base, kz, self.preset.0),
                 None => self.base,

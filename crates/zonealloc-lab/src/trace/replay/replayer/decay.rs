@@ -77,9 +77,17 @@ impl Replayer {
         };
         let mut todo = false;
         for z in 0..self.zones.len() {
+            if let Some(n) = self.numa.as_mut() {
+                n.expiry.fold(&self.zones[z], z, run.cpu);
+            }
             let out = self.zones[z].decay_pcp_high(CpuId(run.cpu));
             todo |= out.todo;
             self.counts.decay_drained_pages += out.drained.max(0) as u64;
+            // Then the CONFIG_NUMA block: a remote node's pageset expires.
+            if let Some(n) = self.numa.as_mut() {
+                let local = self.geo.zones[z].node == self.geo.cpu_node(run.cpu);
+                todo |= n.expiry.step(&self.zones[z], z, run.cpu, local);
+            }
             self.flush_zone_events(&stamp, z, run.cpu)?;
         }
         if let Some(vm) = self.vmstat.as_mut() {
@@ -123,7 +131,20 @@ impl Replayer {
         let owner = owner % self.geo.cpus;
         let z = self.geo.zone_of(pfn).unwrap_or(0);
         self.counts.inferred_drains += 1;
-        self.zones[z].drain_cpu(CpuId(owner));
+        // The worker draining its own CPU's pageset of a remote node's zone: the expiry
+        // drain (`refresh_cpu_vm_stats` -> `drain_zone_pages`), `min(count, batch)` pages,
+        // not the whole list (6.1's 2-node captures: every worker drain is of a remote
+        // node's zone, in runs of 63, the batch).
+        let remote_node = self.geo.zones[z].node != self.geo.cpu_node(owner);
+        if remote_node && owner == cpu && ev.who.is_worker_drain() {
+            let pages = self.zones[z].drain_zone_pages(CpuId(owner));
+            if let Some(n) = self.numa.as_mut() {
+                n.expiry.drains += u64::from(pages > 0);
+                n.expiry.drained_pages += u64::from(pages);
+            }
+        } else {
+            self.zones[z].drain_cpu(CpuId(owner));
+        }
         self.flush_zone_events(ev, z, cpu)
     }
 }
