@@ -48,6 +48,9 @@ pub struct ReplayRun {
     /// The kernel's unusable free space index of the highest zone (thousandths, per
     /// [`FRAG_ORDERS`]) at `--proc` (the trace's start) and `--proc-after` (its end).
     pub kernel_frag: (Option<[u32; 3]>, Option<[u32; 3]>),
+    /// Per node, what its `numastat` moved by from `--proc` to `--proc-after`
+    /// ([`super::numa::numastat_moved`]); empty without both or without `nodes/`.
+    pub numastat_moved: Vec<(u32, zonealloc::numa::NumaStat)>,
     /// What the `/proc` snapshots' reader accepted with a warning
     /// ([`ProcSnapshot::warnings`]), each prefixed with its flag.
     pub proc_warnings: Vec<String>,
@@ -314,6 +317,10 @@ fn end(setup: Setup, parser: Parser, replay_s: f64, window: (Window, Option<bool
         None => (None, None),
     };
     let proc_warnings = snaps.warnings();
+    let numastat_moved = match (&snaps.before, &snaps.after) {
+        (Some(b), Some(a)) => super::numa::numastat_moved(b, a),
+        _ => Vec::new(),
+    };
     ReplayRun {
         kernel,
         preset,
@@ -329,5 +336,6 @@ fn end(setup: Setup, parser: Parser, replay_s: f64, window: (Window, Option<bool
         start_counts,
         kernel_frag,
         proc_warnings,
+        numastat_moved,
     }
 }

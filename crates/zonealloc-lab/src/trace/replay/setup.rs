@@ -204,6 +204,10 @@ impl Setup {
             r.set_vmstat(opts.hz, opts.decay_waits_for_event, opts.jiffies_phase_ns);
             // A kernel's batched frees reach the lists at their commits.
             r.commit_at_batched = self.infer;
+            // A kernel's trace shows the remote pagesets' expiry drains (numa::Expiry).
+            if let Some(n) = r.numa.as_mut() {
+                n.expiry.modelled = !self.infer;
+            }
             self.replayers.push(r);
         }
         Ok(())

@@ -13,6 +13,12 @@ use zonealloc::{CpuId, Zone};
 
 /// Each CPU's `expire` per zone, and what the drains gave back.
 pub struct Expiry {
+    /// The worker's runs count `expire` down and drain ([`Expiry::step`]): for a trace
+    /// without the inferences (our own). A kernel's trace shows the worker's expiry drains,
+    /// which the replay then does where the trace does (`Replayer::expiry_drain`): the
+    /// kernel's `expire` at the snapshot is not printed, so a countdown of ours would drain
+    /// at other runs than the kernel's.
+    pub modelled: bool,
     zones: usize,
     /// Per CPU and zone: the pages moved at the last fold.
     seen: Vec<u64>,
@@ -29,6 +35,7 @@ impl Expiry {
     pub fn new(cpus: u32, zones: usize) -> Expiry {
         let n = cpus as usize * zones;
         Expiry {
+            modelled: true,
             zones,
             seen: vec![0; n],
             expire: vec![0; n],
@@ -45,14 +52,18 @@ impl Expiry {
     /// The fold of zone `z`'s counters on `cpu` (before its `decay_pcp_high`).
     pub fn fold(&mut self, zone: &Zone, z: usize, cpu: u32) {
         let Some(i) = self.index(z, cpu) else { return };
-        let s = zone.pcp_info(CpuId(cpu)).stats;
-        let moved = s.refill_pages
-            + s.drain_high_pages
-            + s.drain_free_high_pages
-            + s.drain_decay_pages
-            + s.drain_local_pages;
-        if std::mem::replace(&mut self.seen[i], moved) != moved {
+        let now = moved(zone, cpu);
+        if std::mem::replace(&mut self.seen[i], now) != now {
             self.expire[i] = 3;
+        }
+    }
+
+    /// Zone `z`'s pageset on `cpu` drained for expiry where the trace shows it: its
+    /// countdown is over, and restarts when pages move again.
+    pub fn restart(&mut self, zone: &Zone, z: usize, cpu: u32) {
+        if let Some(i) = self.index(z, cpu) {
+            self.expire[i] = 0;
+            self.seen[i] = moved(zone, cpu);
         }
     }
 
@@ -81,6 +92,17 @@ impl Expiry {
         }
         true
     }
+}
+
+/// Pages moved between `cpu`'s pageset of `zone` and its buddy so far (the core's
+/// `Machine::vmstat_tick` takes the same for a non-zero `vm_stat_diff`).
+fn moved(zone: &Zone, cpu: u32) -> u64 {
+    let s = zone.pcp_info(CpuId(cpu)).stats;
+    s.refill_pages
+        + s.drain_high_pages
+        + s.drain_free_high_pages
+        + s.drain_decay_pages
+        + s.drain_local_pages
 }
 
 #[cfg(test)]

@@ -17,9 +17,11 @@
 
 mod counts;
 mod expire;
+mod fidelity;
 
 pub use counts::NumaCounts;
 pub use expire::Expiry;
+pub use fidelity::{node_cpu, node_fidelity, numastat_moved};
 
 use super::geometry::Geometry;
 
