@@ -47,8 +47,8 @@ const LIMITS: &[(&str, (f64, f64), [(f64, f64); 2])] = &[
         [(1.0, 1.0), (1.0, 4.0)],
     ),
     // Node 1's pagesets decay and expire while idle: 7.2's worker runs are timed by the
-    // replay's own vmstat model.
-    ("7.2-4g-2node/p_idle", (1.0, 5.0), [(1.0, 3.0), (1.0, 75.0)]),
+    // replay's own vmstat model (node 1's drain events 19.4% off, pages 3.4%).
+    ("7.2-4g-2node/p_idle", (1.0, 3.5), [(1.0, 3.0), (1.0, 25.0)]),
     (
         "7.2-4g-2node/p_prodcons",
         (1.0, 1.0),

@@ -24,6 +24,10 @@ pub struct Expiry {
     seen: Vec<u64>,
     /// Per CPU and zone: `pcp->expire`.
     expire: Vec<u8>,
+    /// Per CPU: the worker runs the trace showed ([`Expiry::new_run`]).
+    runs: Vec<u64>,
+    /// Per CPU and zone: the run (+ 1) whose first line in the zone was seen.
+    run_seen: Vec<u64>,
     /// `drain_zone_pages` calls that drained.
     pub drains: u64,
     /// Pages they drained.
@@ -39,6 +43,8 @@ impl Expiry {
             zones,
             seen: vec![0; n],
             expire: vec![0; n],
+            runs: vec![0; cpus as usize],
+            run_seen: vec![0; n],
             drains: 0,
             drained_pages: 0,
         }
@@ -47,6 +53,22 @@ impl Expiry {
     fn index(&self, z: usize, cpu: u32) -> Option<usize> {
         let i = (cpu as usize).checked_mul(self.zones)?.checked_add(z)?;
         (z < self.zones && i < self.expire.len()).then_some(i)
+    }
+
+    /// A run of `cpu`'s worker begins in the trace (its first drain line).
+    pub fn new_run(&mut self, cpu: u32) {
+        if let Some(r) = self.runs.get_mut(cpu as usize) {
+            *r += 1;
+        }
+    }
+
+    /// Whether this is the first line in zone `z` of `cpu`'s current worker run (and notes
+    /// that it was seen).
+    pub fn first_in_run(&mut self, z: usize, cpu: u32) -> bool {
+        let (Some(i), Some(&run)) = (self.index(z, cpu), self.runs.get(cpu as usize)) else {
+            return false;
+        };
+        std::mem::replace(&mut self.run_seen[i], run + 1) != run + 1
     }
 
     /// The fold of zone `z`'s counters on `cpu` (before its `decay_pcp_high`).
@@ -139,5 +161,12 @@ mod tests {
         assert_eq!(remote.drained_pages, count.min(batch) as u64);
         // Out of range: nothing, no panic.
         assert!(!remote.step(&zone, 3, 9, false));
+        assert!(!remote.first_in_run(3, 9));
+        // A zone's first line in each worker run, once.
+        remote.new_run(0);
+        assert!(remote.first_in_run(0, 0));
+        assert!(!remote.first_in_run(0, 0));
+        remote.new_run(0);
+        assert!(remote.first_in_run(0, 0));
     }
 }

@@ -119,12 +119,23 @@ impl Replayer {
                 let c = cpu as usize;
                 if !self.worker_run.get(c).copied().unwrap_or(true) {
                     self.worker_run[c] = true;
+                    if let Some(n) = self.numa.as_mut() {
+                        n.expiry.new_run(cpu);
+                    }
                     if let Some(run) = vm.mark(cpu, ts) {
                         self.run_worker(run)?;
                     }
                 }
-                if matches!(inferred, Inferred::Drain { .. }) {
-                    self.expiry_drain(ev, cpu, pfn)?;
+                // The run's first line in a remote node's zone (a free before the run or
+                // not: the worker's own lines say who drained).
+                if let Some(z) = self.geo.zone_of(pfn) {
+                    if self
+                        .numa
+                        .as_mut()
+                        .is_some_and(|n| n.expiry.first_in_run(z, cpu))
+                    {
+                        self.expiry_drain(ev, cpu, pfn)?;
+                    }
                 }
                 return Ok(());
             }
