@@ -395,8 +395,8 @@ mod fuzz {
                     ProcFile::Zoneinfo => 0,
                     ProcFile::Pagetypeinfo => 1,
                     ProcFile::Buddyinfo => 2,
-                    ProcFile::Layout => {
-                        prop_assert!(false, "no layout was given: {e}");
+                    ProcFile::Layout | ProcFile::Nodes => {
+                        prop_assert!(false, "no layout or nodes/ was given: {e}");
                         0
                     }
                 };

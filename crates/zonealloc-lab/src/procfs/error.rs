@@ -14,6 +14,8 @@ pub enum ProcFile {
     Buddyinfo,
     /// `layout`: the pfn layout `capture-kmem` writes from `/proc/kpageflags`.
     Layout,
+    /// `nodes/nodeN/{cpulist,distance,numastat}`: a NUMA machine's nodes (`super::nodes`).
+    Nodes,
 }
 
 impl ProcFile {
@@ -24,6 +26,7 @@ impl ProcFile {
             ProcFile::Pagetypeinfo => "pagetypeinfo",
             ProcFile::Buddyinfo => "buddyinfo",
             ProcFile::Layout => "layout",
+            ProcFile::Nodes => "nodes",
         }
     }
 

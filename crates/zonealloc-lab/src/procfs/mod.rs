@@ -56,6 +56,7 @@ mod error;
 mod format;
 mod layout;
 mod names;
+mod nodes;
 mod pagetypeinfo;
 mod read;
 mod same;
@@ -75,6 +76,7 @@ pub use error::{ErrorKind, ProcError, ProcFile};
 pub use format::{infer_format, ZoneinfoFeatures, ZoneinfoFormat};
 pub use layout::{free_blocks, parse_layout, Layout, LayoutRun, PageClass, MAX_LAYOUT_BYTES};
 pub use names::MigrateTypeName;
+pub use nodes::{numastat_fields, numastat_since, read_nodes, NodeSnapshot};
 pub use pagetypeinfo::{parse_pagetypeinfo, FreeArea, FreeCount, PagetypeZone, Pagetypeinfo};
 pub use read::MAX_FILE_BYTES;
 pub use zoneinfo::{parse_zoneinfo, Zoneinfo};
@@ -299,6 +301,9 @@ pub struct ProcSnapshot {
     /// The pfn layout (`layout` beside the three files, [`parse_layout`]), where there is one:
     /// where the free blocks lie. Without it a replay synthesises one.
     pub layout: Option<Layout>,
+    /// The NUMA nodes (`nodes/nodeN/`, [`read_nodes`]) where the snapshot has them, in id
+    /// order; empty for a machine without them (every CPU then node 0's).
+    pub nodes: Vec<NodeSnapshot>,
 }
 
 impl ProcSnapshot {
@@ -351,6 +356,7 @@ impl ProcSnapshot {
             })?;
             snap.layout = Some(layout);
         }
+        snap.nodes = read_nodes(dir)?;
         for w in &mut snap.warnings {
             let file = [
                 ProcFile::Zoneinfo,
@@ -414,6 +420,7 @@ impl ProcSnapshot {
             skews: Vec::new(),
             warnings: Vec::new(),
             layout: None,
+            nodes: Vec::new(),
         };
         let index: HashMap<(u32, ZoneType), usize> = snap
             .zones
@@ -511,6 +518,15 @@ impl ProcSnapshot {
             )));
         }
         Ok(())
+    }
+
+    /// The node of `cpu` (`nodes/nodeN/cpulist`); `None` where no node lists it (a snapshot
+    /// without `nodes/`, a CPU offline when it was read).
+    pub fn cpu_node(&self, cpu: u32) -> Option<u32> {
+        self.nodes
+            .iter()
+            .find(|n| n.cpus.binary_search(&cpu).is_ok())
+            .map(|n| n.id)
     }
 
     /// The populated zone `zone` of `node`.

@@ -46,9 +46,12 @@ pub enum Online {
     Snapshot,
 }
 
-/// One replay zone: its type and span.
+/// One replay zone: its node, type and span.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct ZoneSpan {
+    /// The NUMA node (0 but for a `--proc` snapshot of several nodes).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub node: u32,
     /// The zone type (DMA, DMA32, Normal, ...).
     #[serde(serialize_with = "zone_type_name")]
     pub zone_type: ZoneType,
@@ -56,6 +59,10 @@ pub struct ZoneSpan {
     pub start: u64,
     /// Frames spanned.
     pub pages: u64,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 fn zone_type_name<S: serde::Serializer>(t: &ZoneType, s: S) -> Result<S::Ok, S::Error> {
@@ -83,6 +90,10 @@ pub struct Geometry {
     pub cpus_from: &'static str,
     /// How the trace numbers migratetypes.
     pub numbering: Numbering,
+    /// Per replay CPU, its node (`nodes/nodeN/cpulist` of a `--proc` snapshot); empty when
+    /// every CPU is node 0's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cpu_nodes: Vec<u32>,
 }
 
 impl Geometry {
@@ -120,6 +131,7 @@ impl Geometry {
         }
         Ok(Geometry {
             zones: vec![ZoneSpan {
+                node: 0,
                 zone_type: ZoneType::Normal,
                 start,
                 pages,
@@ -128,7 +140,52 @@ impl Geometry {
             cpus,
             cpus_from,
             numbering,
+            cpu_nodes: Vec::new(),
         })
+    }
+
+    /// Whether the zones lie on more than one node.
+    pub fn multi_node(&self) -> bool {
+        self.zones.iter().any(|z| z.node != 0)
+    }
+
+    /// The nodes: one past the highest node of a zone or CPU.
+    pub fn nodes(&self) -> u32 {
+        let zones = self.zones.iter().map(|z| z.node);
+        zones
+            .chain(self.cpu_nodes.iter().copied())
+            .max()
+            .unwrap_or(0)
+            + 1
+    }
+
+    /// The node of replay CPU `cpu` (0 where not known).
+    #[inline]
+    pub fn cpu_node(&self, cpu: u32) -> u32 {
+        self.cpu_nodes.get(cpu as usize).copied().unwrap_or(0)
+    }
+
+    /// The zone an allocation on `cpu` prefers when the trace does not name one (a traced
+    /// failure): the highest zone of the CPU's node, the first entry of its node's zonelist
+    /// (`numa_node_id()` as the preferred node: the trace does not carry the mempolicy),
+    /// else the highest zone of all.
+    pub fn preferred_zone(&self, cpu: u32) -> usize {
+        let node = self.cpu_node(cpu);
+        let last = self.zones.len().saturating_sub(1);
+        self.zones
+            .iter()
+            .rposition(|z| z.node == node)
+            .unwrap_or(last)
+    }
+
+    /// Zone `z`'s name in reports: its type (`Normal`), with its node where there are
+    /// several (`Node 1 Normal`).
+    pub fn zone_label(&self, z: usize) -> String {
+        match self.zones.get(z) {
+            Some(s) if self.multi_node() => format!("Node {} {:?}", s.node, s.zone_type),
+            Some(s) => format!("{:?}", s.zone_type),
+            None => z.to_string(),
+        }
     }
 
     /// The pfns from the lowest zone's start to the highest zone's end (empty without zones).

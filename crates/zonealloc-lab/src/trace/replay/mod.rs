@@ -36,7 +36,8 @@
 //! [`run`] is the pass, one [`Replayer`] per variant beside the kernel's side
 //! ([`infer::kernel`]), into a [`ReplayRun`]. [`infer`] holds each inference, one module each;
 //! [`tally`], [`counts`](ReplayCounts), `frames`, `gfp`, [`geometry`](Geometry),
-//! `sampling` and [`preset`] are the pieces below them.
+//! `sampling` and [`preset`] are the pieces below them; [`numa`] what a machine of several
+//! nodes adds (node counters, the remote pagesets' expiry).
 
 mod counts;
 mod end_state;
@@ -45,6 +46,7 @@ mod geometry;
 mod gfp;
 pub mod infer;
 pub mod layout;
+pub mod numa;
 mod options;
 pub mod preset;
 pub mod proc_setup;

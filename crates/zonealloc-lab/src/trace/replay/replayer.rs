@@ -16,6 +16,7 @@ use super::geometry::{Geometry, Online};
 use super::gfp;
 use super::infer::kernel::Inferred;
 use super::infer::pcp_state;
+use super::numa::NumaReplay;
 use super::proc_setup;
 use super::sampling::Samples;
 use super::tally::Grid;
@@ -78,6 +79,8 @@ pub struct Replayer {
     runs: Vec<Run>,
     /// Per CPU: its last event was a drain of its vmstat worker ([`Replayer::traced_drain`]).
     worker_run: Vec<bool>,
+    /// Zones on several nodes: node counters and remote pagesets' expiry ([`NumaReplay`]).
+    pub numa: Option<Box<NumaReplay>>,
 
     /// Fragmentation over time (from the samples kept, at [`Replayer::finish`]).
     pub frag: Vec<FragSample>,
@@ -138,9 +141,9 @@ impl Replayer {
                         .map_err(|e| err(&e))?;
                 }
                 (Online::Snapshot, Some(snap)) => {
-                    let kz = snap.zone(0, span.zone_type).ok_or_else(|| {
-                        err(&format!("no {:?} zone in the snapshot", span.zone_type))
-                    })?;
+                    let kz = snap
+                        .zone(span.node, span.zone_type)
+                        .ok_or_else(|| err(&format!("no {} in the snapshot", geo.zone_label(i))))?;
                     let (pool, facts) = proc_setup::populate(&zone, snap, kz, demand.get(i))
                         .map_err(|e| err(&e))?;
                     pools.push(pool);
@@ -187,6 +190,7 @@ impl Replayer {
             jiffies_phase_ns: None,
             runs: Vec::new(),
             worker_run: vec![false; geo.cpus as usize],
+            numa: NumaReplay::for_geometry(geo),
 
             frag: Vec::new(),
             samples: Samples::default(),
@@ -375,13 +379,17 @@ impl Replayer {
             // kswapd's `balance_pgdat` sets `ZONE_RECLAIM_ACTIVE` on the node's zones while it
             // reclaims (`set_reclaim_active`) and clears it before it sleeps
             // (`clear_reclaim_active`); frees then shrink the lists hard (`nr_pcp_high`). The
-            // trace shows the wake and the sleep: the flag is set from one to the other. One
-            // node is replayed (node 0's zones).
-            EventKind::KswapdWake { nid: 0, .. } | EventKind::KswapdSleep { nid: 0 } => {
+            // trace shows the wake and the sleep: the flag is set from one to the other, on
+            // the zones of the node kswapd runs for (each node has its own kswapd).
+            EventKind::KswapdWake { nid, .. } | EventKind::KswapdSleep { nid }
+                if self.geo.zones.iter().any(|z| z.node == nid) =>
+            {
                 let on = matches!(ev.kind, EventKind::KswapdWake { .. });
                 self.counts.kswapd_wakes += u64::from(on);
-                for z in &self.zones {
-                    z.set_reclaim_active(on);
+                for (z, span) in self.zones.iter().zip(&self.geo.zones) {
+                    if span.node == nid {
+                        z.set_reclaim_active(on);
+                    }
                 }
             }
             EventKind::ZoneLocked { .. }
@@ -407,10 +415,14 @@ impl Replayer {
         let failed_in_trace = ev.is_failed_alloc();
         let z = if failed_in_trace {
             self.counts.kernel_failures += 1;
-            // A failure names no zone: try the preferred (highest) one.
-            self.zones.len() - 1
+            // A failure names no zone: try the preferred one (the highest of the CPU's node).
+            self.geo.preferred_zone(cpu)
         } else {
             let z = self.zone_for(pfn)?;
+            if let Some(n) = self.numa.as_mut() {
+                n.kernel
+                    .count(self.geo.zones[z].node, self.geo.cpu_node(cpu));
+            }
             if let Some(old) = self.frames.take_live(pfn) {
                 self.counts.implicit_frees += 1;
                 self.free_ours(ev, cpu, old)?;
@@ -450,6 +462,9 @@ impl Replayer {
             zone: z as u8,
             freed: 0,
         };
+        if let (Some(n), Ok(_)) = (self.numa.as_mut(), got) {
+            n.ours.count(self.geo.zones[z].node, self.geo.cpu_node(cpu));
+        }
         match got {
             Ok(p) if failed_in_trace => {
                 self.counts.kernel_failures_satisfied += 1;

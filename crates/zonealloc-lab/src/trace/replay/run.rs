@@ -48,21 +48,24 @@ pub struct ReplayRun {
     /// The kernel's unusable free space index of the highest zone (thousandths, per
     /// [`FRAG_ORDERS`]) at `--proc` (the trace's start) and `--proc-after` (its end).
     pub kernel_frag: (Option<[u32; 3]>, Option<[u32; 3]>),
+    /// Per node, what its `numastat` moved by from `--proc` to `--proc-after`
+    /// ([`super::numa::numastat_moved`]); empty without both or without `nodes/`.
+    pub numastat_moved: Vec<(u32, zonealloc::numa::NumaStat)>,
     /// What the `/proc` snapshots' reader accepted with a warning
     /// ([`ProcSnapshot::warnings`]), each prefixed with its flag.
     pub proc_warnings: Vec<String>,
 }
 
 /// The unusable free space index of a snapshot's zone, per [`FRAG_ORDERS`].
-fn kernel_unusable(snap: &ProcSnapshot, zone: zonealloc::ZoneType) -> Option<[u32; 3]> {
-    let z = snap.zone(0, zone)?;
+fn kernel_unusable(snap: &ProcSnapshot, node: u32, zone: zonealloc::ZoneType) -> Option<[u32; 3]> {
+    let z = snap.zone(node, zone)?;
     let blocks = z.free_blocks()?;
     let mut nr_free = [0u64; zonealloc::MAX_ORDER_LIMIT as usize + 1];
     for (o, n) in blocks.iter().enumerate().take(nr_free.len()) {
         nr_free[o] = *n;
     }
     let s = zonealloc::FreeAreaSnapshot {
-        node: 0,
+        node,
         zone_name: zone.name(),
         max_order: (blocks.len().max(1) - 1) as u8,
         pageblock_order: snap.pageblock_order.unwrap_or(9),
@@ -292,7 +295,7 @@ fn end(setup: Setup, parser: Parser, replay_s: f64, window: (Window, Option<bool
                     .enumerate()
                     .filter_map(|(i, (span, zone))| {
                         let setup = r.setup.get(i).cloned().unwrap_or_default();
-                        a.zone(0, span.zone_type)
+                        a.zone(span.node, span.zone_type)
                             .map(|kz| end_state(zone, a, kz, &setup))
                     })
                     .collect()
@@ -305,15 +308,19 @@ fn end(setup: Setup, parser: Parser, replay_s: f64, window: (Window, Option<bool
             snaps
                 .before
                 .as_ref()
-                .and_then(|s| kernel_unusable(s, z.zone_type)),
+                .and_then(|s| kernel_unusable(s, z.node, z.zone_type)),
             snaps
                 .after
                 .as_ref()
-                .and_then(|s| kernel_unusable(s, z.zone_type)),
+                .and_then(|s| kernel_unusable(s, z.node, z.zone_type)),
         ),
         None => (None, None),
     };
     let proc_warnings = snaps.warnings();
+    let numastat_moved = match (&snaps.before, &snaps.after) {
+        (Some(b), Some(a)) => super::numa::numastat_moved(b, a),
+        _ => Vec::new(),
+    };
     ReplayRun {
         kernel,
         preset,
@@ -329,5 +336,6 @@ fn end(setup: Setup, parser: Parser, replay_s: f64, window: (Window, Option<bool
         start_counts,
         kernel_frag,
         proc_warnings,
+        numastat_moved,
     }
 }

@@ -204,6 +204,10 @@ impl Setup {
             r.set_vmstat(opts.hz, opts.decay_waits_for_event, opts.jiffies_phase_ns);
             // A kernel's batched frees reach the lists at their commits.
             r.commit_at_batched = self.infer;
+            // A kernel's trace shows the remote pagesets' expiry drains (numa::Expiry).
+            if let Some(n) = r.numa.as_mut() {
+                n.expiry.modelled = !self.infer;
+            }
             self.replayers.push(r);
         }
         Ok(())
@@ -221,7 +225,7 @@ impl Setup {
                 .snaps
                 .before
                 .as_ref()
-                .and_then(|s| s.zone(0, z.zone_type));
+                .and_then(|s| s.zone(z.node, z.zone_type));
             let zbase = match kz {
                 Some(kz) => proc_setup::zone_config(&self.base, kz, self.preset.0),
                 None => self.base,

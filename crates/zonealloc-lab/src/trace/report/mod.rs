@@ -10,6 +10,7 @@
 mod config;
 mod diff;
 mod metrics;
+mod numa;
 mod page;
 mod plots;
 mod result;

@@ -7,7 +7,7 @@ use super::tables::{
     accounting_table, beside_table, end_state_table, fidelity_table, per_cpu_table, reuse_table,
     setup_table, start_count_table, REUSE_ROWS,
 };
-use super::{config, metrics, plots};
+use super::{config, metrics, numa, plots};
 use crate::report::{ExperimentResult, Table};
 use crate::trace::replay::{ReplayOptions, ReplayRun};
 
@@ -61,6 +61,10 @@ fn tables(run: &ReplayRun, names: &[String], reused: &[Vec<(u64, u32)>]) -> Vec<
         per_cpu_table(run, names),
     ];
     tables.extend(run.replayers.iter().map(|r| beside_table(run, r)));
+    if run.geo.multi_node() {
+        tables.extend(run.replayers.iter().map(|r| numa::per_node_table(run, r)));
+        tables.push(numa::numastat_table(run, names));
+    }
     if let Some(r) = run.replayers.first() {
         if !r.setup.is_empty() {
             tables.push(setup_table(r));

@@ -14,10 +14,13 @@ pub fn summary(result: &ExperimentResult, run: &ReplayRun) -> String {
         .geo
         .zones
         .iter()
-        .map(|z| {
+        .enumerate()
+        .map(|(i, z)| {
             format!(
-                "{:?} {} pages from pfn {:#x}",
-                z.zone_type, z.pages, z.start
+                "{} {} pages from pfn {:#x}",
+                run.geo.zone_label(i),
+                z.pages,
+                z.start
             )
         })
         .collect();
@@ -44,6 +47,7 @@ pub fn summary(result: &ExperimentResult, run: &ReplayRun) -> String {
             }
         }
     }
+    out.push_str(&super::numa::node_lines(run));
     out.push_str(&format!(
         "\nkernel rules: {}; zones: {} (memory: {:?}), {} CPUs (from {}), migratetypes {:?}\n\
          kernel: {} refill and {} drain events, {} drain runs without a free before them \

@@ -15,10 +15,7 @@ pub(super) fn per_cpu(g: &tally::Grid, f: fn(&tally::Tally) -> u64) -> Vec<u64> 
 }
 
 fn zone_name(run: &ReplayRun, z: usize) -> String {
-    run.geo
-        .zones
-        .get(z)
-        .map_or_else(|| z.to_string(), |s| format!("{:?}", s.zone_type))
+    run.geo.zone_label(z)
 }
 
 /// The headline: each event kind's kernel total, and per variant its total and how far off

@@ -224,7 +224,7 @@ impl Walk {
         let cpus = geo.cpus.max(1);
         let mut per = vec![None; geo.zones.len() * cpus as usize];
         for (z, span) in geo.zones.iter().enumerate() {
-            let Some(kz) = snap.zone(0, span.zone_type) else {
+            let Some(kz) = snap.zone(span.node, span.zone_type) else {
                 continue;
             };
             let zone_high = kz.pagesets.iter().map(|p| p.high).max().unwrap_or(0);

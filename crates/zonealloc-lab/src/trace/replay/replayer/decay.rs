@@ -77,9 +77,17 @@ impl Replayer {
         };
         let mut todo = false;
         for z in 0..self.zones.len() {
+            if let Some(n) = self.numa.as_mut().filter(|n| n.expiry.modelled) {
+                n.expiry.fold(&self.zones[z], z, run.cpu);
+            }
             let out = self.zones[z].decay_pcp_high(CpuId(run.cpu));
             todo |= out.todo;
             self.counts.decay_drained_pages += out.drained.max(0) as u64;
+            // Then the CONFIG_NUMA block: a remote node's pageset expires.
+            if let Some(n) = self.numa.as_mut().filter(|n| n.expiry.modelled) {
+                let local = self.geo.zones[z].node == self.geo.cpu_node(run.cpu);
+                todo |= n.expiry.step(&self.zones[z], z, run.cpu, local);
+            }
             self.flush_zone_events(&stamp, z, run.cpu)?;
         }
         if let Some(vm) = self.vmstat.as_mut() {
@@ -96,7 +104,8 @@ impl Replayer {
     /// no free for ([`crate::trace::replay::kernel`]) is, at its first line that drains CPU `owner`'s lists,
     /// `drain_pages_zone` (`drain_all_pages`, `drain_local_pages`: direct reclaim,
     /// compaction, `alloc_contig_range`; or 6.1's `free_high`), which empties the owner's
-    /// list of the page's zone.
+    /// list of the page's zone; but the worker's drain of its own pageset of a remote node's
+    /// zone is the expiry drain ([`Replayer::expiry_drain`]).
     pub(super) fn traced_drain(
         &mut self,
         ev: &Event<'_>,
@@ -110,8 +119,22 @@ impl Replayer {
                 let c = cpu as usize;
                 if !self.worker_run.get(c).copied().unwrap_or(true) {
                     self.worker_run[c] = true;
+                    if let Some(n) = self.numa.as_mut() {
+                        n.expiry.new_run(cpu);
+                    }
                     if let Some(run) = vm.mark(cpu, ts) {
                         self.run_worker(run)?;
+                    }
+                }
+                // The run's first line in a remote node's zone (a free before the run or
+                // not: the worker's own lines say who drained).
+                if let Some(z) = self.geo.zone_of(pfn) {
+                    if self
+                        .numa
+                        .as_mut()
+                        .is_some_and(|n| n.expiry.first_in_run(z, cpu))
+                    {
+                        self.expiry_drain(ev, cpu, pfn)?;
                     }
                 }
                 return Ok(());
@@ -121,10 +144,38 @@ impl Replayer {
             return Ok(());
         };
         let owner = owner % self.geo.cpus;
+        if owner == cpu && ev.who.is_worker_drain() && self.expiry_drain(ev, cpu, pfn)? {
+            return Ok(());
+        }
         let z = self.geo.zone_of(pfn).unwrap_or(0);
         self.counts.inferred_drains += 1;
         self.zones[z].drain_cpu(CpuId(owner));
         self.flush_zone_events(ev, z, cpu)
+    }
+
+    /// The vmstat worker on `cpu` draining its pageset of `pfn`'s zone, at the first line of
+    /// a run the kernel side found no free for: where the zone is a remote node's, that is
+    /// `refresh_cpu_vm_stats`' expiry drain (CONFIG_NUMA, 6.1 and 7.2: `drain_zone_pages`,
+    /// `min(count, batch)` pages, not the whole list; in 6.1's two-node captures every
+    /// worker drain is of a remote node's zone, in runs of 63 blocks, the batch). Whether it
+    /// was one. The modelled countdown ([`crate::trace::replay::numa::Expiry`]) restarts.
+    fn expiry_drain(&mut self, ev: &Event<'_>, cpu: u32, pfn: u64) -> io::Result<bool> {
+        let Some(z) = self.geo.zone_of(pfn) else {
+            return Ok(false);
+        };
+        let Some(n) = self.numa.as_mut() else {
+            return Ok(false);
+        };
+        if self.geo.zones[z].node == self.geo.cpu_node(cpu) {
+            return Ok(false);
+        }
+        self.counts.inferred_drains += 1;
+        let pages = self.zones[z].drain_zone_pages(CpuId(cpu));
+        n.expiry.drains += u64::from(pages > 0);
+        n.expiry.drained_pages += u64::from(pages);
+        n.expiry.restart(&self.zones[z], z, cpu);
+        self.flush_zone_events(ev, z, cpu)?;
+        Ok(true)
     }
 }
 

@@ -1,0 +1,240 @@
+//! Replays of our two-node captures (`data/kernel-own/*-2node`: 6.1 and 7.2 under QEMU, two
+//! nodes of 2 GiB, CPUs 0-1 on node 0 and 2-3 on node 1), with `--proc` and `--proc-after`,
+//! checked against the kernel beside them:
+//!
+//! - refill and drain events, per zone and CPU (the headline) and per node, within each
+//!   phase's threshold (`LIMITS`: today's figures with some room; `scripts/fidelity-table`
+//!   prints the one-node rows);
+//! - the node counters: the trace's allocations, counted as `zone_statistics` does with the
+//!   allocating CPU's node preferred, miss and are foreign exactly as often as the
+//!   snapshots' `numastat` moved by (the trace carries no mempolicy: this is the check that
+//!   the CPU's node is the preferred one), and hit at most as often (`alloc_pages_bulk` and
+//!   the snapshot reads allocate untraced); ours count what the trace's do, but for
+//!   allocations that fail here;
+//! - the end state of every zone of both nodes against `--proc-after`.
+
+mod common;
+
+use common::{assert_no_panic, stderr, stdout, zonealloc};
+use std::path::{Path, PathBuf};
+
+/// (machine/phase, the most its refill events and drain events may be off the kernel, %:
+/// per zone and CPU, then per node 0 and 1).
+#[allow(clippy::type_complexity)]
+const LIMITS: &[(&str, (f64, f64), [(f64, f64); 2])] = &[
+    (
+        "6.1-4g-2node/p_crossnode",
+        (1.0, 1.0),
+        [(1.0, 1.0), (1.0, 1.0)],
+    ),
+    ("6.1-4g-2node/p_idle", (3.0, 1.0), [(1.0, 1.0), (1.0, 1.0)]),
+    // Under memory pressure: kswapd, direct reclaim's drain_all_pages, and allocations
+    // falling back to node 1 (numa_miss 11934 on node 0).
+    (
+        "6.1-4g-2node/p_pressure",
+        (12.0, 80.0),
+        [(13.0, 60.0), (6.0, 210.0)],
+    ),
+    (
+        "6.1-4g-2node/p_prodcons",
+        (2.0, 1.0),
+        [(1.0, 1.0), (1.0, 1.0)],
+    ),
+    ("6.1-4g-2node/p_thp", (3.0, 1.0), [(10.0, 6.0), (2.0, 1.0)]),
+    (
+        "7.2-4g-2node/p_crossnode",
+        (1.0, 1.0),
+        [(1.0, 1.0), (1.0, 4.0)],
+    ),
+    // Node 1's pagesets decay and expire while idle: 7.2's worker runs are timed by the
+    // replay's own vmstat model (node 1's drain events 19.4% off, pages 3.4%).
+    ("7.2-4g-2node/p_idle", (1.0, 3.5), [(1.0, 3.0), (1.0, 25.0)]),
+    (
+        "7.2-4g-2node/p_prodcons",
+        (1.0, 1.0),
+        [(1.0, 1.0), (1.0, 1.0)],
+    ),
+    ("7.2-4g-2node/p_thp", (1.0, 1.0), [(1.0, 1.0), (1.0, 1.0)]),
+];
+
+fn phase_dir(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../data/kernel-own")
+        .join(name)
+}
+
+/// The replay's stdout.
+fn replay(dir: &Path) -> Result<String, String> {
+    let out = tempfile::tempdir().unwrap();
+    let s = |p: PathBuf| p.to_str().unwrap().to_owned();
+    let o = zonealloc(&[
+        "trace",
+        "replay",
+        &s(dir.join("trace.txt.xz")),
+        "--proc",
+        &s(dir.join("before")),
+        "--proc-after",
+        &s(dir.join("after")),
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    assert_no_panic(&o);
+    if !o.status.success() {
+        return Err(stderr(&o));
+    }
+    Ok(stdout(&o))
+}
+
+/// A headline figure: `<kind> off the kernel [%]   N`.
+fn headline(text: &str, kind: &str) -> Option<f64> {
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&format!("{kind} off the kernel [%]")))?;
+    line.split_whitespace().last()?.parse().ok()
+}
+
+/// `node N (variant): refill events/pages a/b%, drain events/pages c/d% off the kernel`:
+/// (refill events, drain events), `-` (the kernel has none there) as 0.
+fn node_figures(text: &str, node: u32) -> Option<(f64, f64)> {
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&format!("node {node} (")) && l.contains("refill events"))?;
+    let pair = |after: &str| -> Option<f64> {
+        let rest = line.split(after).nth(1)?.trim_start();
+        let first = rest.split('/').next()?;
+        Some(first.parse().unwrap_or(0.0))
+    };
+    Some((pair("refill events/pages")?, pair("drain events/pages")?))
+}
+
+/// `node N numastat: /proc moved hit .. miss .. foreign ..; trace's allocations ...; ours
+/// ...`: the three, each (hit, miss, foreign, local, other).
+fn numastat(text: &str, node: u32) -> Option<[[u64; 5]; 3]> {
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&format!("node {node} numastat: ")))?;
+    let mut out = [[0u64; 5]; 3];
+    for (i, part) in line.split(';').enumerate().take(3) {
+        let nums: Vec<u64> = part
+            .split_whitespace()
+            .filter_map(|w| w.parse().ok())
+            .collect();
+        // "node N numastat:" puts N first in the first part.
+        let nums = if i == 0 { &nums[1..] } else { &nums[..] };
+        out[i] = nums.try_into().ok()?;
+    }
+    Some(out)
+}
+
+fn check(name: &str, limits: (f64, f64), per_node: [(f64, f64); 2]) -> Vec<String> {
+    let dir = phase_dir(name);
+    let text = match replay(&dir) {
+        Ok(t) => t,
+        Err(e) => return vec![format!("refused: {e}")],
+    };
+    let mut bad = Vec::new();
+    for (kind, max) in [("refill events", limits.0), ("drain events", limits.1)] {
+        match headline(&text, kind) {
+            Some(v) if v <= max => {}
+            v => bad.push(format!("{kind} off the kernel {v:?}%, at most {max}%")),
+        }
+    }
+    for (node, (refill, drain)) in per_node.into_iter().enumerate() {
+        let node = node as u32;
+        match node_figures(&text, node) {
+            Some((r, d)) if r <= refill && d <= drain => {}
+            v => bad.push(format!(
+                "node {node}: refill/drain events off the kernel {v:?}%, at most {refill}/{drain}%"
+            )),
+        }
+        let Some([sys, trace, ours]) = numastat(&text, node) else {
+            bad.push(format!("node {node}: no numastat line"));
+            continue;
+        };
+        // miss and foreign exactly; hit at most (untraced allocations count there too).
+        if trace[1..3] != sys[1..3] || trace[0] > sys[0] || ours[1..3] != trace[1..3] {
+            bad.push(format!(
+                "node {node} numastat (hit miss foreign local other): /proc moved {sys:?}, \
+                 trace {trace:?}, ours {ours:?}"
+            ));
+        }
+    }
+    let zones = [
+        "Node 0, zone DMA",
+        "Node 0, zone DMA32",
+        "Node 1, zone DMA32",
+        "Node 1, zone Normal",
+    ];
+    for z in zones {
+        if !text.lines().any(|l| {
+            l.starts_with("end state (") && l.contains(&format!("{z}: free blocks per order"))
+        }) {
+            bad.push(format!("no end state for {z}"));
+        }
+    }
+    bad
+}
+
+#[test]
+fn two_node_captures_replay_within_their_limits_per_node() {
+    let problems: Vec<String> = LIMITS
+        .iter()
+        .flat_map(|&(name, l, n)| {
+            check(name, l, n)
+                .into_iter()
+                .map(move |b| format!("{name}: {b}"))
+        })
+        .collect();
+    assert!(
+        problems.is_empty(),
+        "two-node replays:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_limits_cover_every_two_node_phase() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/kernel-own");
+    let mut found = Vec::new();
+    for m in std::fs::read_dir(&root).unwrap() {
+        let m = m.unwrap().path();
+        let machine = m.file_name().unwrap().to_string_lossy().into_owned();
+        if !machine.ends_with("-2node") {
+            continue;
+        }
+        for p in std::fs::read_dir(&m).unwrap() {
+            let p = p.unwrap().path();
+            if p.join("trace.txt.xz").is_file() {
+                found.push(format!(
+                    "{machine}/{}",
+                    p.file_name().unwrap().to_string_lossy()
+                ));
+            }
+        }
+    }
+    found.sort();
+    let mut listed: Vec<String> = LIMITS.iter().map(|l| l.0.to_owned()).collect();
+    listed.sort();
+    assert_eq!(found, listed);
+}
+
+#[test]
+fn a_two_node_snapshot_without_its_nodes_folder_is_refused_naming_it() {
+    let src = phase_dir("7.2-4g-2node/p_crossnode/before");
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["zoneinfo", "pagetypeinfo", "buddyinfo"] {
+        std::fs::copy(src.join(f), dir.path().join(f)).unwrap();
+    }
+    let trace = phase_dir("7.2-4g-2node/p_crossnode/trace.txt.xz");
+    let o = zonealloc(&[
+        "trace",
+        "replay",
+        trace.to_str().unwrap(),
+        "--proc",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_no_panic(&o);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(e.contains("nodes/") && e.contains("/cpulist"), "{e}");
+}
