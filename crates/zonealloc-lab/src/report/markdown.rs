@@ -69,9 +69,10 @@ fn render_into(
     )?;
     writeln!(
         out,
-        "- zone pages: {}\n",
+        "- zone pages: {}",
         opt(o.zone_pages.map(|v| v.to_string()))
     )?;
+    writeln!(out, "- NUMA nodes: {}\n", o.nodes)?;
     writeln!(out, "## How to read the tables\n")?;
     writeln!(
         out,
