@@ -82,9 +82,9 @@ pub fn peer_of(cpu_node: &[u32], cpu: usize) -> usize {
 /// One zone, or a machine of several nodes.
 pub enum Memory {
     /// The one-node configuration: the experiment's zone, as without `--nodes`.
-    One(Zone),
+    One(Box<Zone>),
     /// Several nodes.
-    Nodes(Machine),
+    Nodes(Box<Machine>),
 }
 
 impl Memory {
@@ -104,7 +104,7 @@ impl Memory {
                 .map_err(|e| format!("zone: {e:?}"))?;
             zone.add_free_range(Pfn(0), Pfn(pages))
                 .map_err(|e| format!("add_free_range: {e:?}"))?;
-            return Ok(Memory::One(zone));
+            return Ok(Memory::One(Box::new(zone)));
         }
         let mut list = Vec::with_capacity(nodes);
         for id in 0..nodes {
@@ -135,7 +135,7 @@ impl Memory {
                     .map_err(|e| format!("node {} add_free_range: {e:?}", x.id()))?;
             }
         }
-        Ok(Memory::Nodes(m))
+        Ok(Memory::Nodes(Box::new(m)))
     }
 
     /// Every zone, node by node.
@@ -200,7 +200,7 @@ impl Memory {
         };
         (0..z.cpus())
             .filter(|&c| {
-                let s = z.pcp_info(CpuId(c as u32)).stats;
+                let s = z.pcp_info(CpuId(c)).stats;
                 s.alloc_misses
                     + s.drain_high_pages
                     + s.drain_free_high_pages

@@ -63,7 +63,7 @@ pub(super) fn probe(
     let cpu = |i: usize| CpuId((FIRST_OWNER + i) as u32);
     let stats = |z: &Zone, i: usize| z.pcp_info(cpu(i)).stats;
     let before: Vec<Vec<_>> = (0..owners)
-        .map(|i| zones.iter().map(|z| stats(*z, i)).collect())
+        .map(|i| zones.iter().map(|z| stats(z, i)).collect())
         .collect();
     let results = std::thread::scope(|s| {
         let (zones, ready, stop) = (&zones, &ready, &stop);
@@ -117,7 +117,7 @@ pub(super) fn probe(
     for (i, b) in before.iter().enumerate() {
         let mut served = false;
         for (z, b) in zones.iter().zip(b) {
-            let a = stats(*z, i);
+            let a = stats(z, i);
             let local = a.drain_local_pages - b.drain_local_pages;
             let remote = a.drain_remote_pages - b.drain_remote_pages;
             served |= local > 0;
