@@ -390,3 +390,33 @@ fn run_one(
     }
     result
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(v: &[&'static dyn Experiment]) -> Vec<&'static str> {
+        v.iter().map(|e| e.name()).collect()
+    }
+
+    #[test]
+    fn several_nodes_select_only_the_experiments_that_take_them() {
+        let all = experiments::all();
+        assert_eq!(names(&select(&all, None, 1).unwrap()).len(), 5);
+        assert_eq!(
+            names(&select(&all, None, 2).unwrap()),
+            ["batch-scale", "drain"]
+        );
+        assert_eq!(names(&select(&all, Some("drain"), 2).unwrap()), ["drain"]);
+        let Err(e) = select(&all, Some("free-high"), 2) else {
+            panic!("free-high on two nodes");
+        };
+        assert!(e.contains("runs on one node only"), "{e}");
+        assert!(e.contains("batch-scale, drain"), "{e}");
+        assert_eq!(
+            names(&select(&all, Some("free-high"), 1).unwrap()),
+            ["free-high"]
+        );
+        assert!(select(&all, Some("nope"), 2).is_err());
+    }
+}
