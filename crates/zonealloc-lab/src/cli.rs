@@ -363,9 +363,15 @@ pub struct LabArgs {
     /// Repetitions of each measurement (default: each experiment's own).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub iterations: Option<u64>,
-    /// Zone size in pages (default: each experiment's own).
+    /// Zone size in pages (default: each experiment's own); with --nodes, each node's zone.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=(1u64 << 40)))]
     pub zone_pages: Option<u64>,
+    /// Run on a machine of this many NUMA nodes: the experiments whose effect depends on
+    /// nodes (drain: seed 004, batch-scale: seed 001) split their workers' CPUs across the
+    /// nodes, each node one zone, allocation node-local. Above 1, only those experiments run
+    /// when none is named, and naming another is an error.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=8))]
+    pub nodes: u64,
     /// Run only these variants (comma-separated names as the report prints them); the
     /// baseline always runs too, since every comparison is against it.
     #[arg(long, value_delimiter = ',')]
@@ -550,5 +556,25 @@ mod tests {
             panic!("not a replay");
         };
         assert_eq!(args.infer, [Infer::All(false), Infer::StartCount(true)]);
+    }
+
+    fn lab_args(extra: &[&str]) -> Result<LabArgs, clap::Error> {
+        let cli = Cli::try_parse_from(["zonealloc", "lab"].iter().chain(extra))?;
+        let TopCommand::Run(Command::Lab(args)) = cli.command else {
+            panic!("not a lab run");
+        };
+        Ok(args)
+    }
+
+    #[test]
+    fn lab_nodes_default_to_one_and_take_one_to_eight() {
+        assert_eq!(lab_args(&["drain"]).unwrap().nodes, 1);
+        let a = lab_args(&["drain", "--nodes", "2", "--quick"]).unwrap();
+        assert_eq!((a.nodes, a.quick), (2, true));
+        assert_eq!(a.experiment.as_deref(), Some("drain"));
+        assert_eq!(lab_args(&["--nodes=8"]).unwrap().nodes, 8);
+        for bad in ["0", "9", "two", "-1"] {
+            assert!(lab_args(&["--nodes", bad]).is_err(), "{bad}");
+        }
     }
 }

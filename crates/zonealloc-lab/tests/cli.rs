@@ -21,6 +21,8 @@ fn impossible_sizes_are_usage_errors() {
         ["lab", "--zone-pages", "0"],
         ["lab", "--seed", "-1"],
         ["lab", "--threads", "many"],
+        ["lab", "--nodes", "0"],
+        ["lab", "--nodes", "9"],
     ] {
         let o = zonealloc(&args);
         assert_eq!(o.status.code(), Some(2), "{args:?}");
@@ -51,6 +53,27 @@ fn unknown_experiment_exits_2_and_lists_the_known_ones() {
         }
     }
     assert!(stdout(&o).is_empty());
+}
+
+#[test]
+fn an_experiment_that_runs_on_one_node_refuses_nodes_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let o = zonealloc(&[
+        "lab",
+        "free-high",
+        "--nodes",
+        "2",
+        "--quick",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("'free-high' runs on one node only"), "{err}");
+    assert!(err.contains("batch-scale, drain"), "{err}");
+    assert!(!out.exists());
+    assert_no_panic(&o);
 }
 
 #[test]

@@ -20,20 +20,39 @@ use zonealloc_lab::report::{self, runs, verdict, ExperimentReport, Failure, LabR
 use super::{command_line, emit, progress_bar, Exit};
 use crate::cli::{known_names, LabAction, LabArgs, LabCompareArgs};
 
-/// Picks the experiments to run: all, or the one named.
+/// Picks the experiments to run: all, or the one named. With several `nodes`, only those that
+/// take nodes: all of them when none is named, and naming another is an error.
 fn select(
     all: &[&'static dyn Experiment],
     name: Option<&str>,
+    nodes: u64,
 ) -> Result<Vec<&'static dyn Experiment>, String> {
-    match name {
-        None => Ok(all.to_vec()),
+    let chosen = match name {
+        None => all.to_vec(),
         Some(name) => match all.iter().find(|e| e.name() == name) {
-            Some(e) => Ok(vec![*e]),
-            None => Err(format!(
-                "unknown experiment '{name}'; known experiments:\n{}",
-                known_names(all)
-            )),
+            Some(e) => vec![*e],
+            None => {
+                return Err(format!(
+                    "unknown experiment '{name}'; known experiments:\n{}",
+                    known_names(all)
+                ))
+            }
         },
+    };
+    if nodes <= 1 {
+        return Ok(chosen);
+    }
+    let takes: Vec<&str> = all
+        .iter()
+        .filter(|e| e.takes_nodes())
+        .map(|e| e.name())
+        .collect();
+    match name {
+        Some(n) if !chosen.iter().all(|e| e.takes_nodes()) => Err(format!(
+            "--nodes {nodes}: experiment '{n}' runs on one node only; --nodes applies to {}",
+            takes.join(", ")
+        )),
+        _ => Ok(chosen.into_iter().filter(|e| e.takes_nodes()).collect()),
     }
 }
 
@@ -50,6 +69,7 @@ fn lab_opts(args: &LabArgs) -> Result<LabOpts, String> {
         threads: to_usize(args.threads, "threads")?,
         iterations: to_usize(args.iterations, "iterations")?,
         zone_pages: args.zone_pages,
+        nodes: to_usize(Some(args.nodes), "nodes")?.unwrap_or(1),
         variants: args.variants.clone(),
         record_traces: args.record_traces.clone(),
         validate_only: false,
@@ -156,7 +176,15 @@ pub fn lab(args: &LabArgs) -> Result<(), Exit> {
     if args.list {
         return emit(&format!("{}\n", known_names(&all)));
     }
-    let chosen = select(&all, args.experiment.as_deref()).map_err(Exit::Usage)?;
+    let chosen = select(&all, args.experiment.as_deref(), args.nodes).map_err(Exit::Usage)?;
+    if args.nodes > 1 && args.experiment.is_none() {
+        let names: Vec<&str> = chosen.iter().map(|e| e.name()).collect();
+        eprintln!(
+            "lab: --nodes {}: running the experiments that take nodes: {}",
+            args.nodes,
+            names.join(", ")
+        );
+    }
     let opts = lab_opts(args).map_err(Exit::Usage)?;
     validate(&chosen, &opts).map_err(Exit::Usage)?;
     let mut run = machine::RunInfo::start();
@@ -361,4 +389,34 @@ fn run_one(
         Err(_) => bar.abandon_with_message("failed"),
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(v: &[&'static dyn Experiment]) -> Vec<&'static str> {
+        v.iter().map(|e| e.name()).collect()
+    }
+
+    #[test]
+    fn several_nodes_select_only_the_experiments_that_take_them() {
+        let all = experiments::all();
+        assert_eq!(names(&select(&all, None, 1).unwrap()).len(), 5);
+        assert_eq!(
+            names(&select(&all, None, 2).unwrap()),
+            ["batch-scale", "drain"]
+        );
+        assert_eq!(names(&select(&all, Some("drain"), 2).unwrap()), ["drain"]);
+        let Err(e) = select(&all, Some("free-high"), 2) else {
+            panic!("free-high on two nodes");
+        };
+        assert!(e.contains("runs on one node only"), "{e}");
+        assert!(e.contains("batch-scale, drain"), "{e}");
+        assert_eq!(
+            names(&select(&all, Some("free-high"), 1).unwrap()),
+            ["free-high"]
+        );
+        assert!(select(&all, Some("nope"), 2).is_err());
+    }
 }

@@ -9,6 +9,7 @@
 pub mod batch_scale;
 pub mod drain;
 pub mod free_high;
+pub mod numa;
 pub mod pcp_lock;
 pub mod repeat;
 pub mod seeds;
@@ -168,6 +169,10 @@ pub trait Experiment: Sync {
     fn name(&self) -> &'static str;
     /// One line for `--help`.
     fn about(&self) -> &'static str;
+    /// Whether it runs on several NUMA nodes (`--nodes`); one that does not refuses it.
+    fn takes_nodes(&self) -> bool {
+        false
+    }
     /// Runs it.
     fn run(&self, opts: &LabOpts, progress: Progress<'_>) -> Result<ExperimentResult, LabError>;
 }

@@ -25,6 +25,16 @@ fn render_into(
     plot_errors: &[(String, String)],
 ) -> std::fmt::Result {
     writeln!(out, "# zonealloc lab report\n")?;
+    let nodes = report.opts.nodes;
+    if nodes > 1 {
+        writeln!(
+            out,
+            "> **Run on {nodes} NUMA nodes (`--nodes {nodes}`).** The claims are judged as on \
+             one node; each experiment's configuration (`numa`) says how its CPUs, \
+             allocations, frees and drains cross the nodes and which figures compare with a \
+             one-node run.\n"
+        )?;
+    }
     if !report.verdicts.is_empty() {
         verdicts(out, &report.verdicts)?;
     }
@@ -69,9 +79,10 @@ fn render_into(
     )?;
     writeln!(
         out,
-        "- zone pages: {}\n",
+        "- zone pages: {}",
         opt(o.zone_pages.map(|v| v.to_string()))
     )?;
+    writeln!(out, "- NUMA nodes: {}\n", o.nodes)?;
     writeln!(out, "## How to read the tables\n")?;
     writeln!(
         out,
@@ -477,6 +488,19 @@ pub(crate) mod tests {
         assert!(md.contains("### extra | table"));
         assert!(md.contains("| 1 |  |  |"), "{md}");
         assert!(md.contains("| 2 | 3 | 4 |"));
+    }
+
+    #[test]
+    fn a_run_on_several_nodes_says_so_first() {
+        let md = render(&report(false), &[]);
+        assert!(md.contains("- NUMA nodes: 1\n"), "{md}");
+        assert!(!md.contains("Run on"), "{md}");
+        let mut two = report(false);
+        two.opts.nodes = 2;
+        let md = render(&two, &[]);
+        assert!(md.contains("- NUMA nodes: 2\n"), "{md}");
+        let top = md.lines().take(3).collect::<Vec<_>>().join("\n");
+        assert!(top.contains("Run on 2 NUMA nodes (`--nodes 2`)"), "{top}");
     }
 
     #[test]

@@ -20,8 +20,11 @@ pub struct LabOpts {
     pub threads: Option<usize>,
     /// Repetitions of each measurement (None: the experiment's default).
     pub iterations: Option<usize>,
-    /// Zone size in pages (None: the experiment's default).
+    /// Zone size in pages (None: the experiment's default); with several nodes, each node's.
     pub zone_pages: Option<u64>,
+    /// NUMA nodes of the machine the experiments that take nodes run on (`--nodes`; 1: the
+    /// one zone every experiment runs on without it). See `experiments::numa`.
+    pub nodes: usize,
     /// Variants to run besides the baseline (None: all).
     pub variants: Option<Vec<String>>,
     /// Write the first iteration of each variant of the deterministic experiments as a
@@ -44,6 +47,7 @@ impl LabOpts {
             threads: None,
             iterations: None,
             zone_pages: None,
+            nodes: 1,
             variants: None,
             record_traces: None,
             validate_only: false,

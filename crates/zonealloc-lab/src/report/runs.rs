@@ -186,10 +186,15 @@ fn settings(run: &Value) -> Vec<(&'static str, String)> {
         "threads",
         "iterations",
         "zone_pages",
+        "nodes",
         "variants",
     ]
     .into_iter()
-    .map(|k| (k, o[k].to_string()))
+    // Runs from before `--nodes` ran on one node.
+    .map(|k| match &o[k] {
+        Value::Null if k == "nodes" => (k, "1".to_owned()),
+        v => (k, v.to_string()),
+    })
     .chain(std::iter::once(("experiments", names.join(","))))
     .collect()
 }
@@ -399,6 +404,21 @@ mod tests {
         assert!(t.contains("quick: q=true f=false"), "{t}");
         // The claim only the quick run judged is no disagreement.
         assert!(t.contains("agree on every claim"), "{t}");
+    }
+
+    #[test]
+    fn runs_on_different_node_counts_are_flagged() {
+        let mut one = run("one", 100.0, "reproduced");
+        // A run from before `--nodes` ran on one node: no difference from nodes = 1.
+        one.json["opts"] = serde_json::json!({ "quick": true, "seed": 1 });
+        let mut same = run("same", 100.0, "reproduced");
+        same.json["opts"] = serde_json::json!({ "quick": true, "seed": 1, "nodes": 1 });
+        let t = compare_table(&[one.clone(), same]);
+        assert!(!t.contains("nodes:"), "{t}");
+        let mut two = run("two", 100.0, "reproduced");
+        two.json["opts"] = serde_json::json!({ "quick": true, "seed": 1, "nodes": 2 });
+        let t = compare_table(&[one, two]);
+        assert!(t.contains("nodes: one=1 two=2"), "{t}");
     }
 
     #[test]

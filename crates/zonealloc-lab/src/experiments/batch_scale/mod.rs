@@ -11,11 +11,8 @@
 //! The workload is page_fault1-like: each worker, on its own CPU's lists (a
 //! [`zonealloc::CpuHandle`]), allocates 32768 order-0 pages and frees them all, repeatedly.
 
-use crate::gate::{Cancelled, Gate, SpawnError, Spawner};
-use std::time::{Duration, Instant};
-
 use serde_json::json;
-use zonealloc::{CpuId, MigrateType, Order, PcpConfig, Pfn, Zone, ZoneConfig, ZoneType};
+use zonealloc::PcpConfig;
 
 use super::{
     Experiment, ExperimentResult, LabError, LabOpts, MetricDef, MetricKind, Plot, PlotKind,
@@ -25,6 +22,9 @@ use conclusion::{conclusion_table, largest_cap_under};
 
 mod conclusion;
 pub mod icount;
+mod run;
+
+use run::{numa_config, run_once, Params};
 
 /// The `batch-scale` experiment (seed 001): zone-lock hold time and throughput against the
 /// PCP batch size, and the scale cap 0 vs 5 on the default zone.
@@ -70,6 +70,10 @@ pub const M_INSNS: &str = "instructions/page";
 /// Pages per 1000 instructions: [`M_INSNS`] as a throughput, the deterministic proxy of the
 /// seed's page/s.
 pub const M_PAGES_PER_KINSN: &str = "pages per 1000 instructions";
+/// With several nodes: the most CPUs that took one zone's lock for their lists, over the
+/// zones (deterministic). Node-local allocation gives each node's zone lock to that node's
+/// CPUs only, where one node's lock serves every CPU.
+pub const M_LOCK_SHARERS: &str = "CPUs per zone lock";
 /// The seed's latency bound.
 const LIMIT_NS: f64 = 100_000.0;
 
@@ -103,154 +107,23 @@ fn specs() -> Vec<Spec> {
     v
 }
 
-/// What one run of one variant measured.
-struct RunOut {
-    pages_per_s: f64,
-    refill_avg: f64,
-    refill_p99: f64,
-    free_avg: f64,
-    free_p99: f64,
-    free_p50: f64,
-    refill_p50: f64,
-    refill_pages: f64,
-    lock_pages: f64,
-    batch: i32,
-    high: i32,
-}
-
-fn lab_err(what: &str, e: impl std::fmt::Display) -> LabError {
-    LabError(format!("batch-scale: {what}: {e}"))
-}
-
-/// One worker: `rounds` times, allocate `pages` order-0 pages on `cpu` and free them all.
-fn worker(
-    zone: &Zone,
-    cpu: u32,
-    pages: usize,
-    warmup: usize,
-    rounds: usize,
-    gate: &Gate,
-) -> Result<Duration, LabError> {
-    let order0 = Order::new(0).ok_or_else(|| lab_err("order", 0))?;
-    let mut h = zone
-        .cpu_handle(CpuId(cpu))
-        .map_err(|e| lab_err("cpu_handle", e))?;
-    let mut held: Vec<Pfn> = Vec::with_capacity(pages);
-    let mut round = |h: &mut zonealloc::CpuHandle<'_>| -> Result<(), LabError> {
-        for _ in 0..pages {
-            held.push(
-                h.alloc(order0, MigrateType::Movable)
-                    .map_err(|e| lab_err("alloc", e))?,
-            );
-        }
-        for pfn in held.drain(..) {
-            h.free(pfn, order0).map_err(|e| lab_err("free", e))?;
-        }
-        Ok(())
-    };
-    for _ in 0..warmup {
-        round(&mut h)?;
-    }
-    let at_gate = || gate.wait().map_err(|e| lab_err("start", e));
-    at_gate()?;
-    // The first thread through turns recording on; all start timing after the second wait.
-    at_gate()?;
-    let start = Instant::now();
-    for _ in 0..rounds {
-        round(&mut h)?;
-    }
-    Ok(start.elapsed())
-}
-
-#[derive(Clone, Copy, Debug)]
-struct Params {
-    threads: usize,
-    pages: usize,
-    rounds: usize,
-    zone_pages: u64,
-}
-
-fn run_once(p: Params, pcp: PcpConfig) -> Result<RunOut, LabError> {
-    let cfg = ZoneConfig::without_watermarks().with_pcp(pcp.with_cpus(p.threads as u32));
-    let zone = Zone::new(ZoneType::Normal, Pfn(0), Pfn(p.zone_pages), cfg)
-        .map_err(|e| lab_err("zone", e))?;
-    zone.add_free_range(Pfn(0), Pfn(p.zone_pages))
-        .map_err(|e| lab_err("add_free_range", e))?;
-    let gate = Gate::new(p.threads + 1);
-    let results = std::thread::scope(|s| {
-        let (zone, gate) = (&zone, &gate);
-        let spawner = Spawner::new("batch-scale");
-        let handles = spawner.spawn_each(s, p.threads, gate, |cpu| {
-            move || {
-                let r = worker(zone, cpu as u32, p.pages, 1, p.rounds, gate);
-                if r.is_err() {
-                    gate.cancel(); // never leave the others at the gate
-                }
-                r
-            }
-        })?;
-        if gate.wait().is_ok() {
-            zone.set_instrumentation(true);
-            let _ = gate.wait();
-        }
-        Ok::<Vec<Result<Duration, LabError>>, SpawnError>(
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(LabError("batch-scale: worker panicked".into())))
-                })
-                .collect(),
-        )
-    })
-    .map_err(|e| lab_err("threads", e));
-    let mut results = results?;
-    // The cause first, not the workers that the gate's cancel stopped.
-    results.sort_by_key(|r| matches!(r, Err(e) if e.0.ends_with(&Cancelled.to_string())));
-    let mut longest = Duration::ZERO;
-    for r in results {
-        longest = longest.max(r?);
-    }
-    zone.set_instrumentation(false);
-    let hold = zone.hold_times();
-    let info = zone.pcp_info(CpuId(0));
-    let pcp = zone.pcp_stats();
-    // Every zone-lock acquisition of this workload is a refill or a bulk free (order 0 only,
-    // no watermarks): the pages moved per acquisition are the work each hold does.
-    let locks = zone.stats().zone_lock_acquisitions.max(1) as f64;
-    let moved = pcp.refill_pages + pcp.drain_high_pages + pcp.drain_free_high_pages;
-    zone.drain_all();
-    zone.check()
-        .map_err(|e| LabError(format!("batch-scale: zone check failed: {e:?}")))?;
-    let pages = (p.threads * p.pages * p.rounds) as f64;
-    Ok(RunOut {
-        pages_per_s: pages / longest.as_secs_f64().max(1e-9),
-        refill_avg: hold.refill.mean() as f64,
-        refill_p99: hold.refill.quantile(0.99) as f64,
-        free_avg: hold.bulk_free.mean() as f64,
-        free_p99: hold.bulk_free.quantile(0.99) as f64,
-        free_p50: hold.bulk_free.quantile(0.5) as f64,
-        refill_p50: hold.refill.quantile(0.5) as f64,
-        refill_pages: pcp.refill_pages as f64 / pcp.alloc_misses.max(1) as f64,
-        lock_pages: moved as f64 / locks,
-        batch: info.batch,
-        high: info.high_max,
-    })
-}
-
 fn params(opts: &LabOpts) -> Result<Params, LabError> {
-    let threads = opts.threads.unwrap_or(1);
+    // One worker per node by default.
+    let threads = opts.threads.unwrap_or(opts.nodes.max(1));
     if !(1..=256).contains(&threads) {
         return Err(LabError(format!(
             "batch-scale: {threads} threads: must be 1..=256"
         )));
     }
+    let nodes = opts.nodes_for(threads, "batch-scale")?;
     // The same with --quick (fewer rounds): enough for batch 8191 (high 16382) to refill
     // and drain within a round.
     let pages = 32768;
     let rounds = if opts.quick { 2 } else { 64 };
-    // Every worker's pages, plus room for the per-CPU lists (high up to 2 x 8191 per CPU).
-    let needed = (threads * pages) as u64 + threads as u64 * 16384 + 4096;
+    // Every worker's pages, plus room for the per-CPU lists (high up to 2 x 8191 per CPU):
+    // in the zone, or in each node's zone for the workers of the node with the most.
+    let local = threads.div_ceil(nodes);
+    let needed = (local * pages) as u64 + local as u64 * 16384 + 4096;
     let zone_pages = match opts.zone_pages {
         Some(z) if z < needed => {
             return Err(LabError(format!(
@@ -272,6 +145,7 @@ fn params(opts: &LabOpts) -> Result<Params, LabError> {
         pages,
         rounds,
         zone_pages,
+        nodes,
     })
 }
 
@@ -282,6 +156,10 @@ impl Experiment for BatchScale {
 
     fn about(&self) -> &'static str {
         "seed 001: page_fault1-like alloc/free; zone-lock hold time and pages/s against PCP batch and the scale cap (0..=5)"
+    }
+
+    fn takes_nodes(&self) -> bool {
+        true
     }
 
     fn run(&self, opts: &LabOpts, progress: Progress<'_>) -> Result<ExperimentResult, LabError> {
@@ -313,7 +191,10 @@ impl Experiment for BatchScale {
                     (M_REFILL_P50, r.refill_p50),
                     (M_REFILL_PAGES, r.refill_pages),
                     (M_LOCK_PAGES, r.lock_pages),
-                ] {
+                ]
+                .into_iter()
+                .chain((p.nodes > 1).then_some((M_LOCK_SHARERS, r.lock_sharers as f64)))
+                {
                     samples.push(Sample {
                         variant: spec.name.clone(),
                         metric: metric.to_string(),
@@ -417,6 +298,15 @@ impl Experiment for BatchScale {
                 ),
             ]
             .into_iter()
+            .chain((p.nodes > 1).then(|| {
+                metric(
+                    M_LOCK_SHARERS,
+                    MetricKind::Count {
+                        higher_is_better: false,
+                    },
+                    "CPUs",
+                )
+            }))
             .chain(counted.is_ok().then(|| {
                 [
                     metric(
@@ -536,6 +426,8 @@ impl Experiment for BatchScale {
                 "warmup_rounds": 1,
                 "iterations": iterations,
                 "zone_pages": p.zone_pages,
+                "nodes": p.nodes,
+                "numa": numa_config(p),
                 "watermarks": "none",
                 "thp_lists": false,
                 "variants": specs.iter().zip(&effective).map(|(s, (b, h))| json!({

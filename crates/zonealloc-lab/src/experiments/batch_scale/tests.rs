@@ -1,3 +1,4 @@
+use super::run::RunOut;
 use super::*;
 
 #[test]
@@ -9,8 +10,9 @@ fn quick_run_has_the_expected_structure() {
     assert_eq!(r.variants.len(), 14);
     assert_eq!(r.baseline, "batch=63");
     assert_eq!(r.variants[0], r.baseline);
-    // No instruction counts with --quick.
+    // No instruction counts with --quick; no node metric on one node.
     assert_eq!(r.metrics.len(), 10);
+    assert!(r.config["numa"].is_null());
     // Nine metrics per variant and iteration, and the cap conclusion once per iteration.
     assert_eq!(r.samples.len(), 14 * 9 * 2 + 2);
     for m in r.metrics.iter().filter(|m| m.name != M_CAP) {
@@ -70,6 +72,7 @@ fn hold_work_grows_with_batch_and_scale_cap() {
         pages: 4096,
         rounds: 2,
         zone_pages: 1 << 14,
+        nodes: 1,
     };
     let swept: Vec<RunOut> = [63, 255, 1023]
         .iter()
@@ -132,4 +135,53 @@ fn largest_cap_under_the_bound() {
     );
     assert_eq!(largest_cap_under(&p(&[2e5, 4e3, 8e3]), 1e5), 2.0);
     assert_eq!(largest_cap_under(&p(&[2e5, 4e5]), 1e5), -1.0);
+}
+
+/// Two nodes, node-local allocation: each node's zone lock is taken by that node's CPUs
+/// only, where one node's lock serves them all; the work done under each hold, which the
+/// seed's claims judge, does not change.
+#[test]
+fn on_two_nodes_each_zone_lock_serves_its_own_cpus() {
+    let p = |nodes: usize| Params {
+        threads: 2,
+        pages: 4096,
+        rounds: 2,
+        zone_pages: 1 << 15,
+        nodes,
+    };
+    let pcp = specs()[0].pcp;
+    let one = run_once(p(1), pcp).unwrap();
+    let two = run_once(p(2), pcp).unwrap();
+    assert_eq!((one.lock_sharers, two.lock_sharers), (2, 1));
+    assert!(
+        (one.lock_pages - two.lock_pages).abs() <= 0.01 * one.lock_pages,
+        "{} {}",
+        one.lock_pages,
+        two.lock_pages
+    );
+    assert_eq!(one.refill_pages, two.refill_pages);
+}
+
+#[test]
+fn quick_run_on_two_nodes_says_so() {
+    let mut opts = LabOpts::quick_test(1);
+    opts.nodes = 2;
+    opts.variants = Some(vec!["default scale=5".into()]);
+    let r = BatchScale.run(&opts, &|_, _| {}).unwrap();
+    assert_eq!(r.check_pairing(), Ok(()));
+    assert_eq!(r.variants, ["batch=63", "default scale=5"]);
+    assert_eq!(r.config["nodes"], 2);
+    assert_eq!(r.config["threads"], 2);
+    assert_eq!(r.config["numa"]["cpu_nodes"], serde_json::json!([0, 1]));
+    assert!(r.metrics.iter().any(|m| m.name == M_LOCK_SHARERS));
+    let sharers: Vec<f64> = r
+        .samples
+        .iter()
+        .filter(|s| s.metric == M_LOCK_SHARERS)
+        .map(|s| s.value)
+        .collect();
+    // One per variant; one node has no such metric (`quick_run_has_the_expected_structure`).
+    assert_eq!(sharers, [1.0, 1.0]);
+    opts.threads = Some(1);
+    assert!(BatchScale.run(&opts, &|_, _| {}).is_err());
 }

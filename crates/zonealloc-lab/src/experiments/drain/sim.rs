@@ -72,8 +72,15 @@ impl Worker {
     }
 }
 
-/// The lengths, in steps, of `drains` drains under `mode` with `workers` workers on `seed`.
-pub(super) fn drain_steps(mode: DrainMode, workers: usize, drains: usize, seed: u64) -> Vec<u64> {
+/// The lengths, in steps, of `drains` drains under `mode` with `workers` workers on `seed`,
+/// each CPU with a pageset in `zones` populated zones (one per node).
+pub(super) fn drain_steps(
+    mode: DrainMode,
+    workers: usize,
+    zones: u64,
+    drains: usize,
+    seed: u64,
+) -> Vec<u64> {
     let mut ws: Vec<Worker> = (0..workers).map(|w| Worker::new(seed, w)).collect();
     (1..=drains as u64)
         .map(|k| {
@@ -82,15 +89,17 @@ pub(super) fn drain_steps(mode: DrainMode, workers: usize, drains: usize, seed: 
                 DrainMode::Owner => {
                     let mut longest = 0;
                     for w in &mut ws {
-                        // Served at its next call, which its drain then takes one step of.
-                        let wait = w.steps_to_next_call(t) + 1;
-                        w.delay(t + wait - 1, 1);
+                        // Served at its next call, which its drain then takes one step per
+                        // zone of (`drain_local_pages` -> `drain_pages`: every populated zone).
+                        let wait = w.steps_to_next_call(t) + zones;
+                        w.delay(t + wait - zones, zones);
                         longest = longest.max(wait);
                     }
                     longest
                 }
-                // One step per CPU, whatever its owner is doing.
-                DrainMode::Remote => workers as u64,
+                // One step per CPU and zone, whatever its owner is doing (`drain_pages`
+                // takes each zone's `pcp->lock` in turn).
+                DrainMode::Remote => workers as u64 * zones,
             }
         })
         .collect()
@@ -120,13 +129,25 @@ mod tests {
 
     #[test]
     fn remote_drains_take_one_step_per_cpu_and_owner_drains_vary_with_the_requests() {
-        let remote = drain_steps(DrainMode::Remote, 2, 50, 7);
+        let remote = drain_steps(DrainMode::Remote, 2, 1, 50, 7);
         assert!(remote.iter().all(|&s| s == 2));
-        let owner = drain_steps(DrainMode::Owner, 2, 50, 7);
-        assert_eq!(owner, drain_steps(DrainMode::Owner, 2, 50, 7));
+        let owner = drain_steps(DrainMode::Owner, 2, 1, 50, 7);
+        assert_eq!(owner, drain_steps(DrainMode::Owner, 2, 1, 50, 7));
         assert!(owner.iter().all(|&s| s >= 1));
         // Some drain found an owner processing a request of more than one page.
         assert!(owner.iter().any(|&s| s > 2), "{owner:?}");
-        assert_ne!(owner, drain_steps(DrainMode::Owner, 2, 50, 8));
+        assert_ne!(owner, drain_steps(DrainMode::Owner, 2, 1, 50, 8));
+    }
+
+    /// Two nodes: every CPU has a pageset in both nodes' zones. A remote drain takes each of
+    /// them in turn, twice the steps of one node; an owner drains both in its one work item,
+    /// so its drain waits for the same owners as on one node, plus a step per zone.
+    #[test]
+    fn on_two_nodes_a_remote_drain_takes_every_pageset_and_an_owner_both_zones() {
+        let remote = drain_steps(DrainMode::Remote, 2, 2, 50, 7);
+        assert!(remote.iter().all(|&s| s == 4));
+        let two = drain_steps(DrainMode::Owner, 2, 2, 50, 7);
+        assert!(two.iter().all(|&s| s >= 2), "{two:?}");
+        assert!(two.iter().any(|&s| s > 4), "{two:?}");
     }
 }

@@ -73,8 +73,8 @@ fn one_and_three_workers_finish() {
 #[test]
 fn remote_drain_needs_no_owner_handshake() {
     for owners in [1, 2, 3] {
-        let owner = probe::probe(DrainMode::Owner, owners, 64).unwrap();
-        let remote = probe::probe(DrainMode::Remote, owners, 64).unwrap();
+        let owner = probe::probe(DrainMode::Owner, owners, 64, 1).unwrap();
+        let remote = probe::probe(DrainMode::Remote, owners, 64, 1).unwrap();
         assert_eq!(owner.owner_served, owners as u32, "{owner:?}");
         assert_eq!(owner.remote_pages, 0, "{owner:?}");
         assert_eq!(remote.owner_served, 0, "{remote:?}");
@@ -107,4 +107,55 @@ fn a_drain_split_adds_up() {
         },
     );
     assert_eq!((s.cpu, s.runqueue, s.blocked), (300, 0, 300));
+}
+
+/// Two nodes: every CPU has a pageset in both nodes' zones, and `drain_all_pages` empties
+/// them all (`drain_pages` walks every populated zone). A remote drain still asks no owner;
+/// an owner drain asks each busy owner once (its work item drains both zones).
+#[test]
+fn on_two_nodes_a_drain_empties_every_pageset_of_every_cpu() {
+    let one = probe::probe(DrainMode::Remote, 2, 64, 1).unwrap();
+    let two = probe::probe(DrainMode::Remote, 2, 64, 2).unwrap();
+    assert_eq!((one.pagesets, two.pagesets), (2, 4), "{one:?} {two:?}");
+    assert_eq!(two.owner_served, 0, "{two:?}");
+    // Each owner's pages of the other node's zone too.
+    assert!(two.remote_pages > one.remote_pages, "{one:?} {two:?}");
+    let owner = probe::probe(DrainMode::Owner, 2, 64, 2).unwrap();
+    assert_eq!((owner.owner_served, owner.pagesets), (2, 4), "{owner:?}");
+    assert_eq!(owner.remote_pages, 0, "{owner:?}");
+}
+
+#[test]
+fn quick_run_on_two_nodes_says_so_and_doubles_remote_drain_work() {
+    let r = run_guarded(LabOpts {
+        nodes: 2,
+        iterations: Some(1),
+        ..LabOpts::quick_test(1)
+    })
+    .unwrap();
+    assert_eq!(r.check_pairing(), Ok(()));
+    assert_eq!(r.config["nodes"], 2);
+    assert_eq!(r.config["numa"]["cpu_nodes"], serde_json::json!([0, 1]));
+    assert_eq!(r.metrics.len(), 12);
+    // One step per CPU and zone: 2 x 2 (one node: 2, `quick_run_has_the_expected_structure`).
+    assert!(r
+        .samples_of("remote drain", M_SIM_MAX)
+        .all(|s| s.value == 4.0));
+    for v in ["owner drain", "remote drain"] {
+        assert!(r.samples_of(v, M_PAGESETS).all(|s| s.value == 4.0), "{v}");
+    }
+    assert!(r
+        .samples_of("remote drain", M_HANDSHAKES)
+        .all(|s| s.value == 0.0));
+    assert!(r
+        .samples_of(r.baseline.as_str(), M_OPS)
+        .all(|s| s.value > 0.0));
+    // One worker cannot stand on two nodes.
+    let e = run_guarded(LabOpts {
+        nodes: 2,
+        threads: Some(1),
+        ..LabOpts::quick_test(1)
+    })
+    .unwrap_err();
+    assert!(e.0.contains("every node needs a worker"), "{e}");
 }

@@ -237,6 +237,7 @@ impl Experiment for FreeHighExp {
     }
 
     fn run(&self, opts: &LabOpts, progress: Progress<'_>) -> Result<ExperimentResult, LabError> {
+        opts.one_node_only(self.name())?;
         let iterations = opts.iterations_or(2, 5, self.name())?;
         let pages = opts
             .zone_pages

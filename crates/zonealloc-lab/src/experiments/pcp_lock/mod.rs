@@ -204,6 +204,7 @@ impl Experiment for PcpLockExp {
     }
 
     fn run(&self, opts: &LabOpts, progress: Progress<'_>) -> Result<ExperimentResult, LabError> {
+        opts.one_node_only(self.name())?;
         let kmax = opts.threads_or(2, 1024, self.name())?;
         let iterations = opts.iterations_or(2, 5, self.name())?;
         let variants = opts.pick(&VARIANTS, |v| v.0, self.name())?;

@@ -176,6 +176,7 @@ impl Experiment for TailMerge {
     }
 
     fn run(&self, opts: &LabOpts, progress: Progress<'_>) -> Result<ExperimentResult, LabError> {
+        opts.one_node_only(self.name())?;
         let p = params(opts)?;
         // At least 10 seeds, so that the paired comparison has something to stand on.
         let iterations = opts.iterations_or(10, 12, self.name())?;

@@ -136,6 +136,7 @@ fn lab_opts(run: &ReplayRun, variants: &[String]) -> LabOpts {
         threads: Some(1),
         iterations: Some(1),
         zone_pages: Some(run.geo.zones.iter().map(|z| z.pages).sum()),
+        nodes: 1,
         variants: Some(variants.to_vec()),
         record_traces: None,
         validate_only: false,
