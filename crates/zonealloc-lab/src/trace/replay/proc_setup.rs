@@ -526,15 +526,17 @@ mod tests {
         (dir, snap)
     }
 
+    /// A snapshot of our own captures (`data/kernel-own/<rel>`).
+    fn own_snapshot(rel: &str) -> ProcSnapshot {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/kernel-own");
+        ProcSnapshot::read_dir(&dir.join(rel)).unwrap()
+    }
+
     #[test]
     fn a_6_12_zoneinfo_without_high_min_keeps_the_auto_tuned_range() {
         // 6.12.117 prints only each CPU's current `high` (e.g. 1923 in Normal on CPU 0):
         // its range must be the kernel's zone_highsize, not pinned at the printed value.
-        let dir = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../data/kernel-own/6.12-4g/p_thp/before"
-        );
-        let snap = ProcSnapshot::read_dir(std::path::Path::new(dir)).unwrap();
+        let snap = own_snapshot("6.12-4g/p_thp/before");
         assert_eq!(kernel_of(&snap), Kernel::V6_12);
         let kz = snap.zone(0, ZoneType::Normal).unwrap();
         let printed = kz.pagesets.iter().map(|p| p.high).max().unwrap();
@@ -564,11 +566,7 @@ mod tests {
     #[test]
     fn a_cpu_whose_count_was_its_high_starts_with_its_whole_count() {
         // 7.2-4g p_idle's after/ snapshot: Normal's CPU 1 holds 1283 pages at high 1283.
-        let dir = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../data/kernel-own/7.2-4g/p_idle/after"
-        );
-        let snap = ProcSnapshot::read_dir(std::path::Path::new(dir)).unwrap();
+        let snap = own_snapshot("7.2-4g/p_idle/after");
         let kernel = kernel_of(&snap);
         let kz = snap.zone(0, ZoneType::Normal).unwrap();
         let ps = kz.pagesets.iter().find(|p| p.cpu == 1).unwrap();
