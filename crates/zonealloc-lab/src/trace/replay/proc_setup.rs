@@ -389,12 +389,19 @@ fn fill_lists(zone: &Zone, z: &ZoneSnapshot, l: &ZoneLayout) -> Result<(), Strin
     for ps in &z.pagesets {
         let cpu = ps.cpu % setup_cpu.max(1);
         // The kernel's current `high` (printed from 6.7 on; clamped into high_min..=high_max),
-        // before the frees, so that they do not drain what the kernel kept.
+        // set back after the frees. During them `high` is as high as nr_pcp_high lets it be
+        // (high_max), so that they do not drain what the kernel kept: a CPU whose count was
+        // its `high` (7.2-4g p_idle after: CPU 1, 1283 of 1283) drained 1220 pages on its
+        // last free (`count >= high`) and started the replay with 63.
         let high = tuning(
             ps,
             zone.config().pcp.high_mode != zonealloc::HighMode::Fixed,
         );
-        zone.set_pcp_tuning(CpuId(cpu), high);
+        let filling = PcpTuning {
+            high: high.high.map(|_| i32::MAX),
+            ..high
+        };
+        zone.set_pcp_tuning(CpuId(cpu), filling);
         let mut blocks: Vec<(u64, u8)> = l
             .pcp
             .iter()
@@ -449,15 +456,17 @@ mod tests {
         (dir, snap)
     }
 
+    /// A snapshot of our own captures (`data/kernel-own/<rel>`).
+    fn own_snapshot(rel: &str) -> ProcSnapshot {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/kernel-own");
+        ProcSnapshot::read_dir(&dir.join(rel)).unwrap()
+    }
+
     #[test]
     fn a_6_12_zoneinfo_without_high_min_keeps_the_auto_tuned_range() {
         // 6.12.117 prints only each CPU's current `high` (e.g. 1923 in Normal on CPU 0):
         // its range must be the kernel's zone_highsize, not pinned at the printed value.
-        let dir = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../data/kernel-own/6.12-4g/p_thp/before"
-        );
-        let snap = ProcSnapshot::read_dir(std::path::Path::new(dir)).unwrap();
+        let snap = own_snapshot("6.12-4g/p_thp/before");
         assert_eq!(kernel_of(&snap), Kernel::V6_12);
         let kz = snap.zone(0, ZoneType::Normal).unwrap();
         let printed = kz.pagesets.iter().map(|p| p.high).max().unwrap();
@@ -482,6 +491,24 @@ mod tests {
         let fixed = zone_config(&base, kz, Kernel::V6_1);
         assert_eq!(fixed.pcp.high_min, Some(printed));
         assert_eq!(fixed.pcp.high_max, Some(printed));
+    }
+
+    #[test]
+    fn a_cpu_whose_count_was_its_high_starts_with_its_whole_count() {
+        // 7.2-4g p_idle's after/ snapshot: Normal's CPU 1 holds 1283 pages at high 1283.
+        let snap = own_snapshot("7.2-4g/p_idle/after");
+        let kernel = kernel_of(&snap);
+        let kz = snap.zone(0, ZoneType::Normal).unwrap();
+        let ps = kz.pagesets.iter().find(|p| p.cpu == 1).unwrap();
+        assert_eq!((ps.count, ps.high), (1283, 1283));
+        let base = ZoneConfig::for_kernel(kernel.version()).with_cpus(5);
+        let cfg = zone_config(&base, kz, kernel);
+        let end = kz.start_pfn + kz.spanned_pages;
+        let zone = Zone::new(ZoneType::Normal, Pfn(kz.start_pfn), Pfn(end), cfg).unwrap();
+        populate(&zone, &snap, kz, None).unwrap();
+        let info = zone.pcp_info(CpuId(1));
+        assert_eq!((info.count, info.high), (1283, 1283), "{info:?}");
+        assert_eq!(zone.pcp_stats().drain_high_pages, 0);
     }
 
     #[test]

@@ -63,6 +63,9 @@ struct Work {
     waiting: bool,
     /// The jiffy of its last run.
     ran: Option<i64>,
+    /// The CPU's own phase (the trace time of a jiffies-second boundary on its clock), from
+    /// its last worker run in the trace; `None`: the shared one.
+    phase_ns: Option<u64>,
 }
 
 /// A run of one CPU's worker the replay is to do: `refresh_cpu_vm_stats(true)` on `cpu` at
@@ -85,6 +88,8 @@ pub struct Vmstat {
     phase_ns: Option<u64>,
     /// Whether the phase was taken from a worker's run in the trace or given (else assumed).
     aligned: bool,
+    /// The phase was given ([`Vmstat::set_phase`]): marks do not move any CPU's.
+    given: bool,
     /// The first event has set the timers up.
     started: bool,
     work: Vec<Work>,
@@ -111,6 +116,7 @@ impl Vmstat {
             hz: if hz == 0 { DEFAULT_HZ } else { hz },
             phase_ns: None,
             aligned: false,
+            given: false,
             started: false,
             work: vec![Work::default(); cpus.max(1) as usize],
             shepherd: 0,
@@ -128,6 +134,7 @@ impl Vmstat {
     pub fn set_phase(&mut self, phase_ns: u64) {
         self.phase_ns = Some(phase_ns % 1_000_000_000);
         self.aligned = true;
+        self.given = true;
     }
 
     /// Whether an idle CPU's expired worker waits for the CPU's next traced event. The
@@ -181,13 +188,13 @@ impl Vmstat {
     }
 
     fn refresh_due(&mut self) {
-        let mut due = self.shepherd;
+        let mut due = self.ns_of(self.shepherd);
         for w in &self.work {
             if w.pending && !w.waiting {
-                due = due.min(w.expires);
+                due = due.min(ns_of_at(w.phase_ns.or(self.phase_ns), self.hz, w.expires));
             }
         }
-        self.next_due_ns = self.ns_of(due);
+        self.next_due_ns = due;
     }
 
     /// Whether [`Vmstat::due`] may have runs for an event on `cpu` at `t` (`false`: none;
@@ -219,10 +226,11 @@ impl Vmstat {
         let (tick, phase, hz, defer) =
             (self.tick_ns(), self.phase_ns, self.hz, self.defer_to_event);
         for (i, w) in self.work.iter_mut().enumerate() {
-            if !w.pending || w.expires > now {
+            let own = w.phase_ns.or(phase);
+            if !w.pending || w.expires > jiffy_at(own, hz, t) {
                 continue;
             }
-            let expiry_ns = ns_of_at(phase, hz, w.expires);
+            let expiry_ns = ns_of_at(own, hz, w.expires);
             let busy = w.last_ns.is_some_and(|l| l + tick >= expiry_ns);
             if busy || !defer {
                 runs.push(Run {
@@ -276,7 +284,7 @@ impl Vmstat {
     /// CPU) and re-queues itself if anything changed.
     pub fn ran(&mut self, run: Run, todo: bool) {
         let c = run.cpu as usize % self.work.len();
-        let j = self.jiffy(run.at_ns);
+        let j = jiffy_at(self.work[c].phase_ns.or(self.phase_ns), self.hz, run.at_ns);
         let w = &mut self.work[c];
         let changed = todo || (w.dirty && !run.woken);
         w.dirty = false;
@@ -320,9 +328,13 @@ impl Vmstat {
             self.align(cpu, t);
         }
         let c = cpu as usize % self.work.len();
-        let j = self.jiffy(t);
+        let j = jiffy_at(self.work[c].phase_ns.or(self.phase_ns), self.hz, t);
         let boundary = j - (j + 3 * i64::from(cpu)).rem_euclid(i64::from(self.hz));
-        if self.work[c].ran.is_some_and(|r| r >= boundary) {
+        let ran_already = self.work[c].ran.is_some_and(|r| r >= boundary);
+        if !self.given {
+            self.align_cpu(c, cpu, t);
+        }
+        if ran_already {
             self.marks_ran_already += 1;
             return None;
         }
@@ -333,6 +345,29 @@ impl Vmstat {
             at_ns: t,
             woken: false,
         })
+    }
+
+    /// CPU `cpu`'s own phase from its worker's run at `t` (slot `c`), as [`Vmstat::align`]
+    /// places it: each CPU's timer keeps to the seconds its own runs show. Under QEMU the
+    /// workers' seconds drift against the trace clock and apart (6.12-4g p_idle: CPU 0's
+    /// worker drains at 626.825, 627.817, 628.813, 629.801 and 630.825 s, CPU 1's at
+    /// 565.042 s), so the first run seen, on whichever CPU, placed CPU 0's decay 0.77 s
+    /// early. A pending timer moves to the CPU's next boundary on it (the run re-queues
+    /// there, `round_jiffies_relative`); the jiffy of its last run moves with it.
+    fn align_cpu(&mut self, c: usize, cpu: u32, t: u64) {
+        let tick = self.tick_ns();
+        let phase = (t.saturating_sub(tick) + 3 * u64::from(cpu) * tick) % 1_000_000_000;
+        let (hz, old) = (self.hz, self.work[c].phase_ns.or(self.phase_ns));
+        let w = &mut self.work[c];
+        w.phase_ns = Some(phase);
+        let j = jiffy_at(w.phase_ns, hz, t);
+        if w.pending {
+            w.expires = next_boundary(j, cpu, hz);
+        }
+        if let Some(r) = w.ran {
+            w.ran = Some(jiffy_at(w.phase_ns, hz, ns_of_at(old, hz, r)));
+        }
+        self.refresh_due();
     }
 
     /// The phase from a worker's run of CPU `cpu` at `t`: its boundary (`jiffies + 3 * cpu
@@ -496,6 +531,34 @@ mod tests {
         // A mark in the same second as that run: the simulation ran it already.
         assert_eq!(v.mark(2, 11 * S + S / 2), None);
         assert_eq!(v.marks_ran_already, 1);
+    }
+
+    #[test]
+    fn each_cpus_runs_in_the_trace_place_its_own_timer() {
+        // 6.12-4g p_idle: CPU 1's worker drained first (565.042 s), CPU 0's at x.825 s.
+        let mut v = Vmstat::new(4, HZ);
+        step(&mut v, 1, 10 * S, true);
+        let run = v.mark(1, 10 * S + 42_000_000).expect("not run yet");
+        v.ran(run, true);
+        let mut ran = Vec::new();
+        let busy = |v: &mut Vmstat, ran: &mut Vec<Run>, from: u64, to: u64| {
+            for ms in from..to {
+                ran.extend(step(v, 0, ms * 1_000_000, true));
+            }
+        };
+        busy(&mut v, &mut ran, 10_043, 11_825);
+        // On the shared phase CPU 0's worker ran at 11.050 s; the trace shows it at 11.825.
+        if let Some(run) = v.mark(0, 11 * S + 825_000_000) {
+            v.ran(run, true);
+        }
+        ran.clear();
+        busy(&mut v, &mut ran, 11_826, 13_900);
+        let cpu0: Vec<u64> = ran.iter().filter(|r| r.cpu == 0).map(|r| r.at_ns).collect();
+        // A tick before x.825 each second after it, not at x.050 (the shared phase).
+        assert_eq!(cpu0, vec![12_821_000_000, 13_821_000_000]);
+        // CPU 1 keeps the phase its own run gave: a tick before x.042.
+        let cpu1: Vec<u64> = ran.iter().filter(|r| r.cpu == 1).map(|r| r.at_ns).collect();
+        assert_eq!(cpu1, vec![12_038_000_000, 13_038_000_000]);
     }
 
     #[test]

@@ -316,3 +316,42 @@ fn a_decay_drain_is_booked_and_emitted_on_the_cpu_it_drains() {
     };
     assert_eq!((emitted(0), emitted(1)), ours);
 }
+
+/// `zone_highsize` splits `high` across the traced machine's CPUs (`nr_split_cpus`, the
+/// CPUs of the zone's node), not the set-up's extra one. 6.12.117 prints neither `high_min`
+/// nor `high_max`, so the replay computes them: Normal of the 6.12-4g capture has low
+/// watermark 5126 and 243699 managed pages on 4 CPUs, so 1281 (every CPU's floor in its
+/// zoneinfo) and 7615 (CPU 0 ends p_thp at high 7266, above a five-way 6092).
+#[test]
+fn a_proc_zone_splits_high_across_the_traced_cpus_not_the_setup_one() {
+    let dir = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../data/kernel-own/6.12-4g/p_thp/before"
+    );
+    let snap = crate::procfs::ProcSnapshot::read_dir(std::path::Path::new(dir)).unwrap();
+    let g = proc_setup::geometry(&snap, None, Numbering::Current).unwrap();
+    assert_eq!(g.cpus, 4);
+    let kernel = proc_setup::kernel_of(&snap);
+    let mut base = zonealloc::ZoneConfig::default();
+    kernel.apply(&mut base);
+    let cfgs: Vec<_> = g
+        .zones
+        .iter()
+        .map(|s| proc_setup::zone_config(&base, snap.zone(0, s.zone_type).unwrap(), kernel))
+        .collect();
+    let v = Variant::parse_on("upstream", &base).unwrap();
+    let r = Replayer::with_zones(v, &g, None, &cfgs, Some(&snap), &[]).unwrap();
+    let normal = g
+        .zones
+        .iter()
+        .position(|s| s.zone_type == ZoneType::Normal)
+        .unwrap();
+    for cpu in 0..4 {
+        let info = r.zones[normal].pcp_info(CpuId(cpu));
+        assert_eq!(
+            (info.high_min, info.high_max),
+            (5126 / 4, 243_699 / 8 / 4),
+            "CPU {cpu}"
+        );
+    }
+}
