@@ -1084,10 +1084,12 @@ fn owner_only_drain_all_hands_over_to_a_handle_registered_mid_drain() {
             drainer.join().unwrap();
             continue;
         }
-        // The owner polls, as owners must; the drain should be able to finish.
+        // The owner polls, as owners must; the drain should be able to finish. The bound
+        // only turns a hang into a failure: a loaded machine (CI, helpers building) can
+        // leave the drainer unscheduled for seconds, so it is generous.
         let t = Instant::now();
         let mut done = false;
-        while t.elapsed() < Duration::from_secs(2) {
+        while t.elapsed() < Duration::from_secs(60) {
             h.poll();
             if rx.try_recv().is_ok() {
                 done = true;
@@ -1099,7 +1101,7 @@ fn owner_only_drain_all_hands_over_to_a_handle_registered_mid_drain() {
         drainer.join().unwrap();
         assert!(
             done,
-            "drain_all stayed blocked for 2 s on a CPU whose new owner kept polling"
+            "drain_all stayed blocked for 60 s on a CPU whose new owner kept polling"
         );
         return;
     }
