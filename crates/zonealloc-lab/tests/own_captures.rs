@@ -311,13 +311,6 @@ fn report_rows(exp: &Value, text: &str, dir: &Path, w: &Window) -> Vec<String> {
 /// the problem's text). The test fails on any other problem, and on a known one that is gone
 /// (then delete its line here): this list is exactly what the replay gets wrong.
 const KNOWN: &[(&str, &str)] = &[
-    // 7.2 under memory pressure: pages of one refill run are read as allocated untraced and
-    // later allocated again (issue 29, "A fallback inside a refill batch").
-    ("7.2-4g/p_pressure", "re-allocations without a traced free"),
-    // 6.1 and 6.12 under memory pressure too (no extfrag inside a refill there). 6.12's
-    // showed once the replay found its start marker past the 4 MiB prefix.
-    ("6.1-4g/p_pressure", "re-allocations without a traced free"),
-    ("6.12-4g/p_pressure", "re-allocations without a traced free"),
     // The layout start cannot make up pagetypeinfo's Reclaimable free blocks of orders 9, 6,
     // 4, 3, 1 and 0 (603 pages) in the zone's 4 Reclaimable pageblocks: the pageblocks typed
     // Reclaimable (the most slab) hold no room for them, and `make_up` does not retype one.
