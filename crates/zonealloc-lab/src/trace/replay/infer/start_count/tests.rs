@@ -397,7 +397,7 @@ fn a_thp_refill_raises_high_by_the_base_batch() {
     for run in 0..2u64 {
         t += &line(1, 2, &thp(2 * run));
         t += &line(1, 2, &thp(2 * run + 1));
-        t += &line(1, 2, &alloc(0x30000 + (2 * run << 9), 9));
+        t += &line(1, 2, &alloc(0x30000 + ((2 * run) << 9), 9));
     }
     t += &line(
         1,
