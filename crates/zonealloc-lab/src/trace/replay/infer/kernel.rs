@@ -30,7 +30,9 @@
 //! CPU, so only the batch's own fallbacks (`mm_page_alloc_extfrag`) interleave it there; the
 //! trace is merged from the per-CPU buffers in timestamp order (the shipped captures never go
 //! back in time), so other CPUs' events interleave freely, and runs are kept per CPU
-//! (`KernelSide::refill_run`). A run that straddles the window's start begins at its first
+//! (`KernelSide::refill_run`) and per zone: each zone has its own lists, and under pressure an
+//! allocation falls back from Normal to DMA32 and back (the zonelist walk of
+//! `get_page_from_freelist`), refilling one zone's list while the other's still holds pages. A run that straddles the window's start begins at its first
 //! page inside the window: the pages before sit ahead of it on the list and their
 //! allocations, with no refill recorded, touch no run.
 //!
@@ -160,12 +162,16 @@ pub struct KernelSide {
     pfns: PfnMap,
     /// Frees of pages that only an untraced allocation can have taken off the lists.
     pub untraced_allocs: u64,
-    /// Per CPU and migratetype (the trace's numbering, `& 7`): the order-0 pages of the
-    /// list's last refill run not allocated, drained or freed since, in refill order.
+    /// Per zone, CPU and migratetype (the trace's numbering, `& 7`): the order-0 pages of the
+    /// list's last refill run not allocated, drained or freed since, in refill order. Each
+    /// zone has its own lists (`zone->per_cpu_pageset`): a refill of one zone's list says
+    /// nothing of another zone's ([`KernelSide::list`]).
     runs: Vec<std::collections::VecDeque<u64>>,
-    /// Per CPU: the last event was an order-0 refill of this migratetype (or a fallback inside
-    /// one: [`KernelSide::refill_run`]).
-    in_refill: Vec<Option<u8>>,
+    /// Per CPU: the last event was an order-0 refill of this zone and migratetype (or a
+    /// fallback inside one: [`KernelSide::refill_run`]).
+    in_refill: Vec<Option<(usize, u8)>>,
+    /// Zones the runs are kept for.
+    zones: usize,
     /// `mm_page_alloc_extfrag` names the page the allocation took (6.15 on: `__rmqueue_claim`
     /// and `__rmqueue_steal` return it, and only a claim below `pageblock_order` prints
     /// `mm_page_alloc_zone_locked` for it too); before 6.15 it names the block fallen back to
@@ -211,13 +217,14 @@ impl KernelSide {
             run_owners: vec![Vec::new(); cpus as usize],
             pfns: PfnMap::default(),
             untraced_allocs: 0,
-            runs: vec![std::collections::VecDeque::new(); cpus as usize * 8],
+            runs: vec![std::collections::VecDeque::new(); zones.max(1) * cpus as usize * 8],
             in_refill: vec![None; cpus as usize],
             extfrag_names_page: true,
             untraced_now: Vec::new(),
             untraced_early: 0,
             block_types: BlockTypes::new(9),
             last_drain: None,
+            zones: zones.max(1),
             cpus,
         }
     }
@@ -275,7 +282,7 @@ impl KernelSide {
         let mut inferred = Inferred::None;
         self.untraced_now.clear();
         self.last_drain = None;
-        self.refill_run(ev, cpu);
+        self.refill_run(ev, zone, cpu);
         let prev = self.prev[c];
         self.prev[c] = match ev.kind {
             EventKind::Alloc {
@@ -299,7 +306,7 @@ impl KernelSide {
                 };
                 // Only a page refilled by this CPU can come from one of its runs.
                 if order == 0 && refilled.is_some_and(|(by, _)| by == cpu) {
-                    self.bulk(ev, cpu, refilled);
+                    self.bulk(ev, zone, cpu, refilled);
                 }
                 Prev::Other
             }
@@ -308,7 +315,7 @@ impl KernelSide {
                 f.set_last_free_cpu(Some(cpu));
                 let refilled = f.take_refilled();
                 if refilled.is_some() {
-                    self.bulk(ev, cpu, refilled);
+                    self.bulk(ev, zone, cpu, refilled);
                 }
                 if let Some((by, migratetype)) = refilled {
                     self.untraced_allocs += 1;
@@ -359,7 +366,7 @@ impl KernelSide {
                 }
                 let facts = self.pfns.get(pfn);
                 if facts.refilled().is_some() {
-                    self.bulk(ev, cpu, facts.refilled());
+                    self.bulk(ev, zone, cpu, facts.refilled());
                 }
                 let new_run = !matches!(prev, Prev::Drain { .. });
                 if new_run {
@@ -408,7 +415,7 @@ impl KernelSide {
     /// An allocation, free or drain of a page, given the page's refill before the event
     /// (`refilled`): an order-0 allocation from a run takes the pages before it as untraced; a
     /// free or drain takes the page off its run.
-    fn bulk(&mut self, ev: &Event<'_>, cpu: u32, refilled: Option<(u32, u8)>) {
+    fn bulk(&mut self, ev: &Event<'_>, zone: usize, cpu: u32, refilled: Option<(u32, u8)>) {
         match ev.kind {
             EventKind::Alloc {
                 pfn,
@@ -419,7 +426,7 @@ impl KernelSide {
                 if refilled.map(|(by, _)| by) != Some(cpu) {
                     return;
                 }
-                let list = cpu as usize * 8 + usize::from(migratetype & 7);
+                let list = self.list(zone, cpu, migratetype);
                 if let Some(k) = self.runs[list].iter().position(|&p| p == pfn) {
                     self.take_untraced(list, k, cpu, migratetype);
                     self.runs[list].pop_front();
@@ -429,7 +436,8 @@ impl KernelSide {
             | EventKind::Free { pfn, .. }
             | EventKind::FreeBatched { pfn } => {
                 if let Some((by, mt)) = refilled {
-                    let run = &mut self.runs[(by as usize) * 8 + usize::from(mt & 7)];
+                    let list = self.list(zone, by, mt);
+                    let run = &mut self.runs[list];
                     if let Some(k) = run.iter().position(|&p| p == pfn) {
                         run.remove(k);
                     }
@@ -455,7 +463,7 @@ impl KernelSide {
     /// A fallback first in a batch starts the run as a refill page would. An order-0 fallback
     /// outside a refill (`rmqueue_buddy` when the lists' lock is contended) reads as one.
     #[inline(always)]
-    fn refill_run(&mut self, ev: &Event<'_>, cpu: u32) {
+    fn refill_run(&mut self, ev: &Event<'_>, zone: usize, cpu: u32) {
         let c = cpu as usize;
         let (pfn, refill, page) = match ev.kind {
             EventKind::ZoneLocked {
@@ -472,12 +480,13 @@ impl KernelSide {
             } => (pfn, Some(alloc_migratetype), self.extfrag_names_page),
             _ => (0, None, false),
         };
-        let was = std::mem::replace(&mut self.in_refill[c], refill);
+        let zone = zone % self.zones;
+        let was = std::mem::replace(&mut self.in_refill[c], refill.map(|mt| (zone, mt)));
         let Some(mt) = refill else {
             return;
         };
-        let list = c * 8 + usize::from(mt & 7);
-        if was != Some(mt) {
+        let list = self.list(zone, cpu, mt);
+        if was != Some((zone, mt)) {
             // A new batch: the list was empty, what was left of the last run is gone.
             let n = self.runs[list].len();
             self.take_untraced(list, n, cpu, mt);
@@ -492,6 +501,13 @@ impl KernelSide {
             }
             self.runs[list].push_back(pfn);
         }
+    }
+
+    /// The run of zone `zone`'s list of `migratetype` on `cpu` (`runs`' index). Zones past the
+    /// ones counted (a frame outside the geometry's zones, read as zone 0 elsewhere) fold.
+    #[inline(always)]
+    fn list(&self, zone: usize, cpu: u32, migratetype: u8) -> usize {
+        ((zone % self.zones) * self.cpus as usize + cpu as usize) * 8 + usize::from(migratetype & 7)
     }
 
     /// The first `n` pages of run `list`, taken off it: allocated untraced unless something

@@ -28,7 +28,8 @@
 //! `high` is the zone's one fixed value before 6.7 (`pageset_update`); from 6.7 it is tuned per
 //! CPU, and the walk keeps it between `high_min` (where `decay_pcp_high` and
 //! `ZONE_BELOW_HIGH` take it down to) and zoneinfo's current `high` raised by each refill as
-//! `nr_pcp_alloc` raises it (at most `batch << CONFIG_PCP_BATCH_SCALE_MAX`, capped at
+//! `nr_pcp_alloc` raises it (an order-0 refill by at most `batch <<
+//! CONFIG_PCP_BATCH_SCALE_MAX`, a higher order's, THP's included, by `batch`; capped at
 //! `high_max`). With kswapd awake (`ZONE_RECLAIM_ACTIVE`, from the trace's wake and sleep),
 //! `nr_pcp_high` returns at most `batch << 2`.
 //!

@@ -140,6 +140,40 @@ fn a_fallback_first_in_a_batch_starts_a_new_run() {
     }
 }
 
+/// Each zone has its own lists (`zone->per_cpu_pageset`). Under pressure (6.1-4g/p_pressure
+/// line 62228: CPU 3 refills DMA32's Movable list with 0xb7d62.., takes 0xb7d62, then its
+/// allocations go back to Normal, whose list refills at line 62368, and from line 64417 on
+/// it takes 0xb7d63.. off DMA32's list in order) a refill of one zone's list leaves the
+/// other zone's run as it was: nothing was allocated untraced. Before the runs were kept
+/// per zone, the Normal refill read DMA32's run as used up (199 pages on 6.1, 1679 on 6.12,
+/// 2036 on 7.2), and their allocations as re-allocations without a traced free.
+#[test]
+fn a_refill_of_another_zones_list_leaves_this_zones_run() {
+    let mut k = KernelSide::new(2, 1);
+    let (dma32, normal) = (0, 1);
+    for (zone, events) in [
+        (
+            dma32,
+            vec![refill(0xb7d62), refill(0xb7d63), refill(0xb7d64)],
+        ),
+        (dma32, vec![alloc0(0xb7d62)]),
+        (
+            normal,
+            vec![refill(0x1028b9), refill(0x1028ba), alloc0(0x1028b9)],
+        ),
+        (dma32, vec![alloc0(0xb7d63), alloc0(0xb7d64)]),
+    ] {
+        for e in events {
+            k.add(&ev(0, e.clone()), zone);
+            assert!(k.untraced_now.is_empty(), "{e:?}: {:?}", k.untraced_now);
+        }
+    }
+    assert_eq!(k.untraced_early, 0);
+    // The zone's own next batch still finds its list empty: Normal's last page is gone.
+    k.add(&ev(0, refill(0x102900)), normal);
+    assert_eq!(k.untraced_now, vec![(0x1028ba, 0, 0)]);
+}
+
 /// Other CPUs' events interleave a refill in the merged trace (each CPU's buffer is in
 /// order, the merge is by timestamp), and so does their own refill of the same zone once
 /// the lock is theirs: neither ends this CPU's run. An event on the refilling CPU that is

@@ -34,8 +34,15 @@ impl Walk {
             return;
         };
         if !same(was) {
-            // nr_pcp_alloc: each refill may raise the tuned high.
-            c.high.hi = (c.high.hi + c.high.grow).min(c.high.max);
+            // nr_pcp_alloc: each refill may raise the tuned high, by `batch <<
+            // alloc_factor` for order 0 (at most `grow`), by the base `batch` alone for a
+            // higher order (`if (order) batch = base_batch;`, before the order scaling).
+            let grow = if order == 0 {
+                c.high.grow
+            } else {
+                c.high.grow.min(c.high.batch)
+            };
+            c.high.hi = (c.high.hi + grow).min(c.high.max);
         }
         c.in_refill = Some((order, mt, pfn));
         let mut pages = 1i64 << order;

@@ -377,8 +377,40 @@ fn other_cpus_events_interleave_a_run_and_another_order_starts_a_new_one() {
     );
     t += &line(1, 4, &alloc(0x50000, 0));
     t += &line(0, 6, "tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN t");
-    // Three order-0 pages and an order-2 block; high raised twice.
-    assert_eq!(counts_on_7_2(&t, true).bounds, (0, bound(3 + 4, 2)));
+    // Three order-0 pages and an order-2 block; high raised twice, the second time by the
+    // base batch alone (nr_pcp_alloc: `if (order) batch = base_batch;`).
+    assert_eq!(
+        counts_on_7_2(&t, true).bounds,
+        (0, bound(3 + 4, 1).map(|b| b + 63))
+    );
+}
+
+/// 7.2-4g/p_pressure, CPU 1 of Normal (lines 14704-14804): THP refill runs of two
+/// order-9 blocks each raise `high` by the base batch (63), not by `batch <<
+/// CONFIG_PCP_BATCH_SCALE_MAX` (2016) as an order-0 run may; the free after them drained
+/// nothing, which bounds the count that far tighter.
+#[test]
+fn a_thp_refill_raises_high_by_the_base_batch() {
+    let thp = |i: u64| zone_locked(0x30000 + (i << 9), 9, true);
+    let mut t = String::from("# tracer: nop\n");
+    t += &line(0, 1, "tracing_mark_write: KT_SNAPSHOT_BEFORE_END t");
+    for run in 0..2u64 {
+        t += &line(1, 2, &thp(2 * run));
+        t += &line(1, 2, &thp(2 * run + 1));
+        t += &line(1, 2, &alloc(0x30000 + ((2 * run) << 9), 9));
+    }
+    t += &line(
+        1,
+        3,
+        "mm_page_free: page=(____ptrval____) pfn=0x50000 order=0",
+    );
+    t += &line(1, 4, &alloc(0x50000, 0));
+    t += &line(0, 6, "tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN t");
+    // Two runs: 4 blocks in, 2 out (1024 pages), then the free: c0 + 1025 < 3492 + 2 * 63.
+    assert_eq!(
+        counts_on_7_2(&t, true).bounds,
+        (0, Some(3492 + 2 * 63 - 1 - 1025))
+    );
 }
 
 #[test]
