@@ -4,6 +4,7 @@
 
 use zonealloc::{LayoutBlock, MigrateType, Order, Pfn, Zone};
 
+use super::hints::PcpHint;
 use crate::procfs::ZoneSnapshot;
 
 /// What a pfn of the span is at the snapshot.
@@ -57,6 +58,9 @@ pub struct ZoneLayout {
     pub made_up: u64,
     /// Pages in use the synthesis is still to mark not managed ([`ZoneLayout::place_absent`]).
     pub absent: u64,
+    /// Blocks the trace shows on per-CPU lists at the start ([`super::hints`]), taken first
+    /// by [`ZoneLayout::choose_pcp`].
+    pub pcp_hints: Vec<PcpHint>,
 }
 
 impl ZoneLayout {
@@ -83,6 +87,7 @@ impl ZoneLayout {
             trimmed: 0,
             made_up: 0,
             absent: 0,
+            pcp_hints: Vec::new(),
         }
     }
 
