@@ -137,6 +137,7 @@ impl ZoneLayout {
         units.retain(|u| u.blocks > 0);
         l.assign(&units, targets, &hints.block_types);
         l.pcp_hints = hints.pcp.clone();
+        l.taken_hints = hints.taken.clone();
         l.free = free
             .into_iter()
             .filter_map(|(pfn, order)| {

@@ -21,9 +21,15 @@
 //!   is the event's (a drain by the vmstat worker runs on the list's own CPU,
 //!   `refresh_cpu_vm_stats`; a remote drain is stamped with the draining CPU).
 //!
+//! - **the order of a free list**: the free blocks holding the pfns first named taken off a
+//!   free list, in the order taken, were at the head of their lists in that order
+//!   (`__rmqueue_smallest` takes the first entry; `expand` puts what it splits off at the
+//!   head of lower orders' lists, where the next take finds it).
+//!
 //! The layout then gives hinted pageblocks their type before matching pagetypeinfo's counts
 //! ([`super::assign`]), and puts hinted blocks on their lists first, in an order that makes
-//! the kernel's first drains and allocations take them again ([`super::pcp`]).
+//! the kernel's first drains and allocations take them again ([`super::pcp`]), and puts the
+//! free blocks on their lists in the order the kernel took them ([`ZoneLayout::apply`]).
 
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
@@ -55,6 +61,11 @@ pub struct StartHints {
     pub block_types: HashMap<u64, MigrateType>,
     /// Blocks on per-CPU lists at the start, in the order the trace first names them.
     pub pcp: Vec<PcpHint>,
+    /// Pfns first named taken off a free list (`mm_page_alloc_zone_locked`,
+    /// `mm_page_alloc_extfrag`), in the trace's order: the free blocks holding them were
+    /// free at the start, and the first taken of a list was at its head
+    /// (`get_page_from_free_area` takes the first entry).
+    pub taken: Vec<u64>,
 }
 
 /// Collects [`StartHints`] per zone, one event at a time.
@@ -99,13 +110,13 @@ impl HintCollector {
                 ..
             } => {
                 self.name_block(z, pfn, 0, fallback_migratetype);
-                self.seen.insert(pfn);
+                self.off_free_list(z, pfn);
             }
             EventKind::ZoneLocked {
                 order, migratetype, ..
             } => {
                 self.name_block(z, pfn, order, migratetype);
-                self.seen.insert(pfn);
+                self.off_free_list(z, pfn);
             }
             EventKind::PcpuDrain {
                 order, migratetype, ..
@@ -136,6 +147,13 @@ impl HintCollector {
         let n = 1u64 << order.saturating_sub(self.pageblock_order).min(10);
         for b in first..first + n {
             self.hints[z].block_types.entry(b).or_insert(mt);
+        }
+    }
+
+    /// `pfn` was taken off a free list: recorded if this is the first event naming it.
+    fn off_free_list(&mut self, z: usize, pfn: u64) {
+        if self.seen.insert(pfn) {
+            self.hints[z].taken.push(pfn);
         }
     }
 
@@ -252,6 +270,7 @@ mod tests {
             mt,
             drained,
         };
+        assert_eq!(h.taken, [0x1000, 0x1a00]);
         assert_eq!(
             h.pcp,
             [

@@ -191,6 +191,37 @@ fn the_blocks_the_trace_shows_on_a_list_go_on_it_in_the_kernels_order() {
     zone.check().unwrap();
 }
 
+/// The free blocks the trace takes first are at their lists' heads, in the order taken: the
+/// kernel took 3072's order-10 block, then 1024's, where the layout's pfn order would give
+/// 1024 first.
+#[test]
+fn the_free_blocks_the_trace_takes_first_head_their_lists_in_its_order() {
+    let snap = snap("linux-6.1");
+    let layout = parse_layout(DMA_LAYOUT).unwrap();
+    let z = snap.zone(0, ZoneType::Dma).unwrap();
+    let t = targets(&snap, z, 11);
+    let hints = StartHints {
+        // 5000 lies in no free block of the zone: no rank.
+        taken: vec![5000, 3072 + 5, 1024 + 1, 3072],
+        ..StartHints::default()
+    };
+    let l = ZoneLayout::from_kernel_hinted(&layout, z, &t, 9, 10, &hints);
+    let waves = l.free_waves();
+    let pfns = |w: &[zonealloc::LayoutBlock]| w.iter().map(|b| b.pfn.0).collect::<Vec<_>>();
+    assert_eq!(waves.len(), 3);
+    assert_eq!((pfns(&waves[0]), pfns(&waves[1])), (vec![3072], vec![1024]));
+    assert_eq!(pfns(&waves[2]), [192, 256, 512, 2048]);
+    let zone = zone_for(&snap, z, 2);
+    l.apply(&zone).unwrap();
+    zone.check().unwrap();
+    let ten = Order::new(10).unwrap();
+    let req = || zonealloc::AllocRequest::new(MigrateType::Movable).on_cpu(zonealloc::CpuId(0));
+    let got: Vec<u64> = (0..3)
+        .map(|_| zone.alloc_with(ten, req()).unwrap().0)
+        .collect();
+    assert_eq!(got, [3072, 1024, 2048]);
+}
+
 #[test]
 fn a_flagless_page_whose_buddy_is_free_is_taken_for_the_lists_first() {
     let snap = snap("linux-6.1");
