@@ -187,7 +187,8 @@ mod tests {
     }
 
     fn collect(text: &str) -> StartHints {
-        let mut c = HintCollector::new(4, &[0x1000..0x2000], 9, Numbering::Current);
+        let zone = 0x1000..0x2000;
+        let mut c = HintCollector::new(4, std::slice::from_ref(&zone), 9, Numbering::Current);
         Parser::new()
             .read_all(text.as_bytes(), |ev| c.feed(ev))
             .unwrap();
