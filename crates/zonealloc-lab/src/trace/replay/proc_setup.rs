@@ -325,7 +325,11 @@ pub fn populate(
         }
     }
     let mut l = match &snap.layout {
-        Some(k) => ZoneLayout::from_kernel(k, z, &targets, pb_order, max_order),
+        Some(k) => {
+            let none = layout::StartHints::default();
+            let hints = demand.map_or(&none, |d| &d.hints);
+            ZoneLayout::from_kernel_hinted(k, z, &targets, pb_order, max_order, hints)
+        }
         None => ZoneLayout::synthesise(z, &targets, pcp, pb_order, max_order),
     };
     let pcp_missing = l.choose_pcp(&lists);

@@ -138,6 +138,12 @@ impl Setup {
         let first = first(opts, snap, source, &geo, preset.0, &base);
         let mut head = first.lists.unwrap_or_default();
         let start_counts = first.counts;
+        for (z, h) in first.hints.into_iter().flatten().enumerate() {
+            if head.zones.len() <= z {
+                head.zones.resize(z + 1, pcp_state::ListDemand::default());
+            }
+            head.zones[z].hints = h;
+        }
         if let Some(sc) = &start_counts {
             for (z, span) in geo.zones.iter().enumerate() {
                 if head.zones.len() <= z {

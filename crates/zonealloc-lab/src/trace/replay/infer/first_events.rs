@@ -13,6 +13,7 @@ use super::start_count::{StartCounts, Walk};
 use crate::procfs::ProcSnapshot;
 use crate::trace::ingest::Chunk;
 use crate::trace::replay::geometry::Geometry;
+use crate::trace::replay::layout::{HintCollector, StartHints};
 
 /// Events of the window the inferences read at most: 512 Ki events, some 70 MiB of ftrace
 /// text (a list's first refill can come many seconds in).
@@ -46,6 +47,9 @@ pub struct FirstEvents {
     pub counts: Option<StartCounts>,
     /// The lists' start (`None`: not asked for).
     pub lists: Option<pcp_state::Head>,
+    /// Per zone, what the events show of the layout's start (with `lists`,
+    /// [`crate::trace::replay::layout::StartHints`]).
+    pub hints: Option<Vec<StartHints>>,
 }
 
 /// Takes chunks off `next` and feeds their events to the inferences `which` asks for, until
@@ -83,6 +87,9 @@ pub fn take(
             geo.numbering,
         )
     });
+    let mut hints = which
+        .lists
+        .then(|| HintCollector::new(geo.cpus, &spans, which.pageblock_order, geo.numbering));
     let mut events = 0usize;
     let done = |w: &Option<Walk>, c: &Option<Collector>, n: usize| {
         n >= limit || (w.as_ref().is_none_or(Walk::done) && c.is_none())
@@ -99,6 +106,9 @@ pub fn take(
             if let Some(c) = collect.as_mut() {
                 c.feed(&ev);
             }
+            if let Some(h) = hints.as_mut() {
+                h.feed(&ev);
+            }
         }
         events += chunk.len();
         held.push(chunk);
@@ -107,6 +117,7 @@ pub fn take(
         held,
         counts: walk.map(Walk::finish),
         lists: collect.map(Collector::finish),
+        hints: hints.map(HintCollector::finish),
     }
 }
 

@@ -59,6 +59,9 @@ pub struct ListDemand {
     /// Per CPU: the count at the trace's start where [`super::start_count`] inferred it
     /// (else the snapshot's).
     pub start_count: Vec<Option<u64>>,
+    /// What the head shows of the zone's layout at the start
+    /// ([`crate::trace::replay::layout::StartHints`]).
+    pub hints: crate::trace::replay::layout::StartHints,
 }
 
 impl ListDemand {
@@ -358,6 +361,7 @@ fn balance(
         thp_order,
         events: n,
         start_count: Vec::new(),
+        hints: Default::default(),
     }
 }
 

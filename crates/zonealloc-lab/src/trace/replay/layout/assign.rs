@@ -7,7 +7,9 @@
 //! - a free block above `pageblock_order` spans several pageblocks, which take one type
 //!   together (a *unit*; `__free_one_page` merges only blocks whose types may merge, and
 //!   from 6.10 it retypes the buddy's pageblocks to the block's);
-//! - every unit starts Movable (boot's type); then for Unmovable, Reclaimable, HighAtomic and
+//! - a unit with a pageblock whose type the window's first events name takes that type
+//!   ([`super::hints`]: the trace's word beats a guess from page classes);
+//! - every other unit starts Movable (boot's type); then for Unmovable, Reclaimable, HighAtomic and
 //!   Isolate in turn, as many pageblocks as pagetypeinfo counts are taken from the units
 //!   least like user memory (for Reclaimable: the most slab pages, `S`, the class reclaimable
 //!   slab caches are in; for the others: the most pages in use that are not user memory,
@@ -26,9 +28,12 @@
 //! Free blocks then agree with pagetypeinfo per order and type wherever the choice of whole
 //! units allows it, and the pageblock counts agree exactly unless the span holds fewer.
 
+use std::collections::HashMap;
+
 use zonealloc::{LayoutBlock, MigrateType, Order, Pfn};
 
 use super::canvas::{Page, Targets, ZoneLayout};
+use super::hints::StartHints;
 use crate::procfs::{Layout, PageClass, ZoneSnapshot};
 
 /// Per unit: its pageblocks, free blocks per order, and its pages by kind.
@@ -51,6 +56,21 @@ impl ZoneLayout {
         targets: &Targets,
         pb_order: u8,
         max_order: u8,
+    ) -> ZoneLayout {
+        let none = StartHints::default();
+        ZoneLayout::from_kernel_hinted(layout, z, targets, pb_order, max_order, &none)
+    }
+
+    /// [`ZoneLayout::from_kernel`], with what the trace shows of the start (`hints`): the
+    /// pageblocks it names take its type before the counts are matched, and the blocks it
+    /// shows on per-CPU lists go there first ([`ZoneLayout::choose_pcp`]).
+    pub fn from_kernel_hinted(
+        layout: &Layout,
+        z: &ZoneSnapshot,
+        targets: &Targets,
+        pb_order: u8,
+        max_order: u8,
+        hints: &StartHints,
     ) -> ZoneLayout {
         let mut l = ZoneLayout::empty(z, pb_order, max_order, false);
         let span = l.start..l.end();
@@ -115,7 +135,9 @@ impl ZoneLayout {
             units[head[b]].free[usize::from(order)] += 1;
         }
         units.retain(|u| u.blocks > 0);
-        l.assign(&units, targets);
+        l.assign(&units, targets, &hints.block_types);
+        l.pcp_hints = hints.pcp.clone();
+        l.taken_hints = hints.taken.clone();
         l.free = free
             .into_iter()
             .filter_map(|(pfn, order)| {
@@ -154,10 +176,31 @@ impl ZoneLayout {
         }
     }
 
-    /// Types the pageblocks of `units` (module docs).
-    fn assign(&mut self, units: &[Unit], targets: &Targets) {
+    /// Types the pageblocks of `units` (module docs): a unit with a pageblock the trace names
+    /// (`named`: pageblock number -> type, [`super::hints`]) takes the type named first
+    /// (its lowest pageblock's, where they differ), the rest as the counts say.
+    fn assign(&mut self, units: &[Unit], targets: &Targets, named: &HashMap<u64, MigrateType>) {
         let (kfree, kblocks) = targets;
         let mut taken = vec![false; units.len()];
+        let base = self.start >> self.pb_order;
+        // What the named units already give each type: pageblocks, free blocks per order.
+        let mut given_blocks = [0usize; 5];
+        let mut given_free: [Vec<u64>; 5] = std::array::from_fn(|_| Vec::new());
+        for (i, u) in units.iter().enumerate() {
+            let first = base + u.first as u64;
+            let Some(&mt) = (first..first + u.blocks as u64).find_map(|b| named.get(&b)) else {
+                continue;
+            };
+            taken[i] = true;
+            self.blocks[u.first..u.first + u.blocks].fill(mt);
+            let t = mt.index();
+            given_blocks[t] += u.blocks;
+            let g = &mut given_free[t];
+            g.resize(g.len().max(u.free.len()), 0);
+            for (o, &n) in u.free.iter().enumerate() {
+                g[o] += n;
+            }
+        }
         for mt in [
             MigrateType::Unmovable,
             MigrateType::Reclaimable,
@@ -165,8 +208,11 @@ impl ZoneLayout {
             MigrateType::Isolate,
         ] {
             let t = mt.index();
-            let mut lack_blocks = kblocks[t] as usize;
+            let mut lack_blocks = (kblocks[t] as usize).saturating_sub(given_blocks[t]);
             let mut lack = kfree[t].clone();
+            for (l, &n) in lack.iter_mut().zip(&given_free[t]) {
+                *l = l.saturating_sub(n);
+            }
             let score = |u: &Unit| -> i64 {
                 let like = if mt == MigrateType::Reclaimable {
                     u.slab

@@ -4,6 +4,7 @@
 
 use zonealloc::{LayoutBlock, MigrateType, Order, Pfn, Zone};
 
+use super::hints::PcpHint;
 use crate::procfs::ZoneSnapshot;
 
 /// What a pfn of the span is at the snapshot.
@@ -57,6 +58,11 @@ pub struct ZoneLayout {
     pub made_up: u64,
     /// Pages in use the synthesis is still to mark not managed ([`ZoneLayout::place_absent`]).
     pub absent: u64,
+    /// Blocks the trace shows on per-CPU lists at the start ([`super::hints`]), taken first
+    /// by [`ZoneLayout::choose_pcp`].
+    pub pcp_hints: Vec<PcpHint>,
+    /// Pfns the trace first shows taken off a free list, in its order ([`super::hints`]).
+    pub taken_hints: Vec<u64>,
 }
 
 impl ZoneLayout {
@@ -83,6 +89,8 @@ impl ZoneLayout {
             trimmed: 0,
             made_up: 0,
             absent: 0,
+            pcp_hints: Vec::new(),
+            taken_hints: Vec::new(),
         }
     }
 
@@ -178,8 +186,43 @@ impl ZoneLayout {
             zone.add_allocated_range(Pfn(pfn), Pfn(pfn + (1u64 << order)), o)
                 .map_err(|x| e("a per-CPU block", &x))?;
         }
-        zone.add_free_blocks(&self.free)
-            .map_err(|x| e("free blocks", &x))?;
+        // Each call adds its blocks at their lists' tails (`FreePlacement::ToTail`).
+        for wave in self.free_waves() {
+            zone.add_free_blocks(&wave)
+                .map_err(|x| e("free blocks", &x))?;
+        }
         Ok(used)
+    }
+
+    /// The free blocks in the calls that give each free list the kernel's head
+    /// ([`ZoneLayout::taken_hints`]): wave `k` holds the `k`-th block the trace takes off each
+    /// list, the last wave the blocks it does not take; each in pfn order.
+    pub fn free_waves(&self) -> Vec<Vec<LayoutBlock>> {
+        let mut ranked = vec![false; self.free.len()];
+        let mut pos: std::collections::HashMap<(u8, usize), usize> = Default::default();
+        let mut waves: Vec<Vec<LayoutBlock>> = Vec::new();
+        for &pfn in &self.taken_hints {
+            let k = self.free.partition_point(|b| b.pfn.0 <= pfn);
+            let Some(k) = k.checked_sub(1) else {
+                continue;
+            };
+            let b = self.free[k];
+            if ranked[k] || pfn >= b.pfn.0 + (1u64 << b.order.get()) {
+                continue;
+            }
+            ranked[k] = true;
+            let p = pos.entry((b.order.get(), b.list.index())).or_insert(0);
+            if waves.len() <= *p {
+                waves.push(Vec::new());
+            }
+            waves[*p].push(b);
+            *p += 1;
+        }
+        let rest = (self.free.iter().zip(&ranked)).filter(|(_, &r)| !r);
+        waves.push(rest.map(|(b, _)| *b).collect());
+        for w in &mut waves {
+            w.sort_by_key(|b| b.pfn);
+        }
+        waves
     }
 }

@@ -11,12 +11,15 @@
 //!   free blocks per order and migratetype exactly as pagetypeinfo has them, at pfns chosen
 //!   so that no two free buddies of one order lie side by side (`synth.rs`).
 //!
-//! Either way the pages on per-CPU lists are then chosen among the pages in use (`pcp.rs`).
+//! With the kernel's layout, the window's first events name some pageblocks' types and some
+//! blocks on per-CPU lists at the start (`hints.rs`); those come first. Either way the pages
+//! on per-CPU lists are then chosen among the pages in use (`pcp.rs`).
 //! The canvas is one byte per pfn of the span (24 MB for a 96 GiB zone), built once per zone
 //! and variant and dropped after the set-up.
 
 mod assign;
 mod canvas;
+mod hints;
 mod pcp;
 mod reconcile;
 mod synth;
@@ -24,6 +27,7 @@ mod synth;
 mod tests;
 
 pub use canvas::{Page, Targets, ZoneLayout};
+pub use hints::{HintCollector, PcpHint, StartHints};
 pub use pcp::CpuLists;
 
 use zonealloc::MigrateType;

@@ -7,6 +7,10 @@
 //! migratetype, [`super::super::pcp_state`]). A block of order `k` on a list of type `t` is
 //! taken, in this order of preference, from
 //!
+//! 0. the blocks the window's first events show on that CPU's list of the order and type
+//!    ([`super::hints`]: drained or allocated before anything put them there), where the
+//!    layout has them in use in a pageblock of the type; the drained ones go on first (the
+//!    list's tail, drained first), the allocated ones last (its head, allocated first);
 //! 1. flagless pages in a pageblock of type `t` whose buddy of order `k` is a free block of
 //!    order `k`: the buddy allocator would have merged the two, so the page is not in it,
 //!    and a page freed onto a per-CPU list is held out of it exactly so
@@ -49,6 +53,12 @@ impl ZoneLayout {
         for (cpu, cpu_lists) in lists {
             for &(order, mt, n) in cpu_lists {
                 let mut left = n;
+                // The blocks the trace shows on this list first (module docs); those it
+                // shows allocated go on last, at the list's head.
+                let (tail, head) = self.hinted(*cpu, order, mt, &mut left);
+                for &pfn in &tail {
+                    self.pcp.push((*cpu, pfn, order));
+                }
                 // Typed tiers first (module docs): flagless, in use, then of any type.
                 for tier in [0u8, 2, 1, 3] {
                     if left == 0 {
@@ -69,10 +79,45 @@ impl ZoneLayout {
                         }
                     }
                 }
+                for &pfn in head.iter().rev() {
+                    self.pcp.push((*cpu, pfn, order));
+                }
                 missing += left << order;
             }
         }
         missing
+    }
+
+    /// Takes, up to `left` blocks, the blocks the trace shows on `cpu`'s list of `order` and
+    /// type `mt` at the start ([`ZoneLayout::pcp_hints`]) where the layout has them in use
+    /// in a pageblock of the type (a block it shows free was allocated after the layout was
+    /// read; one in another type's pageblock would be freed onto that type's list). Marks
+    /// them [`Page::Pcp`]; returns those first drained (in the order drained: the list's
+    /// tail, where `free_pcppages_bulk` takes from) and those first allocated (in the order
+    /// allocated: the list's head, where `rmqueue_pcplist` takes from).
+    fn hinted(&mut self, cpu: u32, order: u8, mt: usize, left: &mut u64) -> (Vec<u64>, Vec<u64>) {
+        let (mut tail, mut head) = (Vec::new(), Vec::new());
+        let typ = MigrateType::from_index(mt);
+        let size = 1usize << order;
+        for h in std::mem::take(&mut self.pcp_hints) {
+            let i = h.pfn.wrapping_sub(self.start) as usize;
+            let fits = *left > 0
+                && (h.cpu, h.order, h.mt) == (cpu, order, mt)
+                && h.pfn >= self.start
+                && h.pfn.is_multiple_of(size as u64)
+                && i + size <= self.pages.len()
+                && Some(self.type_of(h.pfn)) == typ
+                && self.pages[i..i + size]
+                    .iter()
+                    .all(|&p| matches!(p, Page::Flagless | Page::Used));
+            if fits {
+                self.pages[i..i + size].fill(Page::Pcp);
+                *left -= 1;
+                if h.drained { &mut tail } else { &mut head }.push(h.pfn);
+            }
+            self.pcp_hints.push(h);
+        }
+        (tail, head)
     }
 
     /// The heads of tier `tier` (0 the flagless pages of type `mt`, those with a free buddy

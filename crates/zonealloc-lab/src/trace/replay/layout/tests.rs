@@ -125,6 +125,103 @@ fn a_kernel_layout_puts_the_free_blocks_at_its_pfns_and_types_pageblocks_by_page
     assert_eq!(zone.nr_free()[..11], [0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 3]);
 }
 
+/// A pageblock the trace names keeps the trace's type: without the hint, pageblock 0 (slab
+/// around the Unmovable free blocks) is the one Unmovable pageblock pagetypeinfo counts; with
+/// the trace naming pageblock 1 Unmovable, pageblock 1 is, and 0 stays Movable.
+#[test]
+fn a_pageblock_the_trace_names_takes_its_type_before_the_counts_are_matched() {
+    let snap = snap("linux-6.1");
+    let layout = parse_layout(DMA_LAYOUT).unwrap();
+    let z = snap.zone(0, ZoneType::Dma).unwrap();
+    let t = targets(&snap, z, 11);
+    let mut hints = StartHints::default();
+    hints.block_types.insert(1, MigrateType::Unmovable);
+    let l = ZoneLayout::from_kernel_hinted(&layout, z, &t, 9, 10, &hints);
+    assert_eq!(l.blocks[0], MigrateType::Movable);
+    assert_eq!(l.blocks[1], MigrateType::Unmovable);
+    assert!(l.blocks[2..].iter().all(|&b| b == MigrateType::Movable));
+    // A Movable name keeps a pageblock out of the other types' pick.
+    hints.block_types.clear();
+    hints.block_types.insert(0, MigrateType::Movable);
+    let l = ZoneLayout::from_kernel_hinted(&layout, z, &t, 9, 10, &hints);
+    assert_eq!(l.blocks[0], MigrateType::Movable);
+    assert_eq!(
+        l.blocks
+            .iter()
+            .filter(|&&b| b == MigrateType::Unmovable)
+            .count(),
+        1
+    );
+}
+
+/// The blocks the trace shows on a list come first: the drained ones at the list's tail
+/// (freed onto it first), the allocated ones at its head (freed last, the first allocated
+/// last of all); a hint for another CPU, or for a page the layout has absent, is not taken.
+#[test]
+fn the_blocks_the_trace_shows_on_a_list_go_on_it_in_the_kernels_order() {
+    let snap = snap("linux-6.1");
+    let layout = parse_layout(DMA_LAYOUT).unwrap();
+    let z = snap.zone(0, ZoneType::Dma).unwrap();
+    let t = targets(&snap, z, 11);
+    let hint = |cpu, pfn, drained| PcpHint {
+        cpu,
+        pfn,
+        order: 0,
+        mt: 0,
+        drained,
+    };
+    let hints = StartHints {
+        pcp: vec![
+            hint(1, 190, false),
+            hint(1, 189, true),
+            hint(1, 25, true),
+            hint(0, 187, true),
+            hint(1, 191, false),
+        ],
+        ..StartHints::default()
+    };
+    let mut l = ZoneLayout::from_kernel_hinted(&layout, z, &t, 9, 10, &hints);
+    assert_eq!(l.blocks[0], MigrateType::Unmovable);
+    assert_eq!(l.choose_pcp(&[(1, vec![(0, 0, 4)])]), 0);
+    // 189 drained, 186 the lowest flagless page of the type, then 191 and 190 (190 was
+    // allocated first: it goes on last).
+    assert_eq!(l.pcp, [(1, 189, 0), (1, 186, 0), (1, 191, 0), (1, 190, 0)]);
+    let zone = zone_for(&snap, z, 2);
+    l.apply(&zone).unwrap();
+    zone.check().unwrap();
+}
+
+/// The free blocks the trace takes first are at their lists' heads, in the order taken: the
+/// kernel took 3072's order-10 block, then 1024's, where the layout's pfn order would give
+/// 1024 first.
+#[test]
+fn the_free_blocks_the_trace_takes_first_head_their_lists_in_its_order() {
+    let snap = snap("linux-6.1");
+    let layout = parse_layout(DMA_LAYOUT).unwrap();
+    let z = snap.zone(0, ZoneType::Dma).unwrap();
+    let t = targets(&snap, z, 11);
+    let hints = StartHints {
+        // 5000 lies in no free block of the zone: no rank.
+        taken: vec![5000, 3072 + 5, 1024 + 1, 3072],
+        ..StartHints::default()
+    };
+    let l = ZoneLayout::from_kernel_hinted(&layout, z, &t, 9, 10, &hints);
+    let waves = l.free_waves();
+    let pfns = |w: &[zonealloc::LayoutBlock]| w.iter().map(|b| b.pfn.0).collect::<Vec<_>>();
+    assert_eq!(waves.len(), 3);
+    assert_eq!((pfns(&waves[0]), pfns(&waves[1])), (vec![3072], vec![1024]));
+    assert_eq!(pfns(&waves[2]), [192, 256, 512, 2048]);
+    let zone = zone_for(&snap, z, 2);
+    l.apply(&zone).unwrap();
+    zone.check().unwrap();
+    let ten = Order::new(10).unwrap();
+    let req = || zonealloc::AllocRequest::new(MigrateType::Movable).on_cpu(zonealloc::CpuId(0));
+    let got: Vec<u64> = (0..3)
+        .map(|_| zone.alloc_with(ten, req()).unwrap().0)
+        .collect();
+    assert_eq!(got, [3072, 1024, 2048]);
+}
+
 #[test]
 fn a_flagless_page_whose_buddy_is_free_is_taken_for_the_lists_first() {
     let snap = snap("linux-6.1");

@@ -1,0 +1,284 @@
+//! What the window's first events show of the start that the kernel's layout file cannot:
+//! kpageflags records no migratetype, and shows a page on a per-CPU list as a page without a
+//! flag, like any other flagless page in use. The trace names both, for the pageblocks and
+//! pages it touches ([`HintCollector`], fed the events [`super::super::first_events`] holds):
+//!
+//! - **a pageblock's type at the start**: the first event in the window that names the type
+//!   of a page's pageblock. `mm_page_alloc_extfrag` prints the list it fell back to
+//!   (`fallback_migratetype`: the pageblock's type before any claim, `__rmqueue_claim`,
+//!   `__rmqueue_steal`); `mm_page_alloc_zone_locked` the free list the block came off
+//!   (`__rmqueue_smallest` takes only from the requested type's list, and from 6.10 a free
+//!   block sits on its pageblock's list); `mm_page_pcpu_drain` the pageblock's type at the
+//!   drain (`free_pcppages_bulk`: `get_pfnblock_migratetype` from 6.10 on; 6.1's
+//!   `get_pcppage_migratetype`, the type at the free). `mm_page_alloc` prints the requested
+//!   type, not the pageblock's, and names nothing here. The first event is taken: a later
+//!   one may follow a claim that retyped the pageblock.
+//! - **a block on a per-CPU list at the start**: a block whose first event in the window is
+//!   its drain (`free_pcppages_bulk` takes it off a list), or its allocation without a
+//!   `mm_page_alloc_zone_locked` for it before (`rmqueue_pcplist` served it from a list:
+//!   an allocation from the buddy prints `zone_locked` first, and a fallback
+//!   `extfrag`). A block first freed, refilled or fallen back to was not on a list. The CPU
+//!   is the event's (a drain by the vmstat worker runs on the list's own CPU,
+//!   `refresh_cpu_vm_stats`; a remote drain is stamped with the draining CPU).
+//!
+//! - **the order of a free list**: the free blocks holding the pfns first named taken off a
+//!   free list, in the order taken, were at the head of their lists in that order
+//!   (`__rmqueue_smallest` takes the first entry; `expand` puts what it splits off at the
+//!   head of lower orders' lists, where the next take finds it).
+//!
+//! The layout then gives hinted pageblocks their type before matching pagetypeinfo's counts
+//! ([`super::assign`]), and puts hinted blocks on their lists first, in an order that makes
+//! the kernel's first drains and allocations take them again ([`super::pcp`]), and puts the
+//! free blocks on their lists in the order the kernel took them ([`ZoneLayout::apply`]).
+
+use std::collections::{HashMap, HashSet};
+use std::ops::Range;
+
+use zonealloc::MigrateType;
+
+use crate::trace::migratetype::Numbering;
+use crate::trace::parse::{Event, EventKind};
+
+/// A block the trace shows on a per-CPU list at the start (module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PcpHint {
+    /// The CPU (trace CPU modulo the zone's CPUs).
+    pub cpu: u32,
+    /// The block's first pfn.
+    pub pfn: u64,
+    /// Its order.
+    pub order: u8,
+    /// The list's migratetype index (current numbering).
+    pub mt: usize,
+    /// First seen drained (the list's tail), else allocated (its head).
+    pub drained: bool,
+}
+
+/// What the trace shows of one zone's start (module docs).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StartHints {
+    /// Pageblock number (`pfn >> pageblock_order`) -> its type at the start.
+    pub block_types: HashMap<u64, MigrateType>,
+    /// Blocks on per-CPU lists at the start, in the order the trace first names them.
+    pub pcp: Vec<PcpHint>,
+    /// Pfns first named taken off a free list (`mm_page_alloc_zone_locked`,
+    /// `mm_page_alloc_extfrag`), in the trace's order: the free blocks holding them were
+    /// free at the start, and the first taken of a list was at its head
+    /// (`get_page_from_free_area` takes the first entry).
+    pub taken: Vec<u64>,
+}
+
+/// Collects [`StartHints`] per zone, one event at a time.
+pub struct HintCollector {
+    cpus: u32,
+    zones: Vec<Range<u64>>,
+    pageblock_order: u8,
+    numbering: Numbering,
+    seen: HashSet<u64>,
+    hints: Vec<StartHints>,
+}
+
+impl HintCollector {
+    /// Nothing fed yet: zones spanning `zones`, on `cpus` CPUs (trace CPU `c` is
+    /// `c % cpus`), pageblocks of `1 << pageblock_order` pages.
+    pub fn new(
+        cpus: u32,
+        zones: &[Range<u64>],
+        pageblock_order: u8,
+        numbering: Numbering,
+    ) -> HintCollector {
+        HintCollector {
+            cpus: cpus.max(1),
+            zones: zones.to_vec(),
+            pageblock_order,
+            numbering,
+            seen: HashSet::new(),
+            hints: vec![StartHints::default(); zones.len()],
+        }
+    }
+
+    /// Takes one event.
+    pub fn feed(&mut self, ev: &Event<'_>) {
+        let cpu = ev.cpu.unwrap_or(0) % self.cpus;
+        let pfn = ev.kind.pfn();
+        let Some(z) = self.zones.iter().position(|r| r.contains(&pfn)) else {
+            return;
+        };
+        match ev.kind {
+            EventKind::Extfrag {
+                fallback_migratetype,
+                ..
+            } => {
+                self.name_block(z, pfn, 0, fallback_migratetype);
+                self.off_free_list(z, pfn);
+            }
+            EventKind::ZoneLocked {
+                order, migratetype, ..
+            } => {
+                self.name_block(z, pfn, order, migratetype);
+                self.off_free_list(z, pfn);
+            }
+            EventKind::PcpuDrain {
+                order, migratetype, ..
+            } => {
+                self.name_block(z, pfn, 0, migratetype);
+                self.on_list(z, cpu, pfn, order, migratetype, true);
+            }
+            EventKind::Alloc {
+                order, migratetype, ..
+            } if !ev.is_failed_alloc() => {
+                self.on_list(z, cpu, pfn, order, migratetype, false);
+            }
+            EventKind::Alloc { .. } | EventKind::Free { .. } | EventKind::FreeBatched { .. } => {
+                self.seen.insert(pfn);
+            }
+            EventKind::KswapdWake { .. } | EventKind::KswapdSleep { .. } => {}
+        }
+    }
+
+    /// The pageblocks of the block `pfn` of `order` were of type `m` (trace numbering), unless
+    /// an earlier event named them.
+    fn name_block(&mut self, z: usize, pfn: u64, order: u8, m: u8) {
+        let Some(mt) = MigrateType::from_index(usize::from(self.numbering.to_current(m))) else {
+            return;
+        };
+        let first = pfn >> self.pageblock_order;
+        // A block above pageblock order spans several (at most 2^(MAX_ORDER - pb order)).
+        let n = 1u64 << order.saturating_sub(self.pageblock_order).min(10);
+        for b in first..first + n {
+            self.hints[z].block_types.entry(b).or_insert(mt);
+        }
+    }
+
+    /// `pfn` was taken off a free list: recorded if this is the first event naming it.
+    fn off_free_list(&mut self, z: usize, pfn: u64) {
+        if self.seen.insert(pfn) {
+            self.hints[z].taken.push(pfn);
+        }
+    }
+
+    /// The block `pfn` was on `cpu`'s list of `order` and type `m` at the start, if this is
+    /// the first event naming it.
+    fn on_list(&mut self, z: usize, cpu: u32, pfn: u64, order: u8, m: u8, drained: bool) {
+        if self.seen.insert(pfn) {
+            self.hints[z].pcp.push(PcpHint {
+                cpu,
+                pfn,
+                order,
+                mt: usize::from(self.numbering.to_current(m)),
+                drained,
+            });
+        }
+    }
+
+    /// The hints per zone (as the `zones` given to [`HintCollector::new`]).
+    pub fn finish(self) -> Vec<StartHints> {
+        self.hints
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::parse::Parser;
+
+    fn line(cpu: u32, ts: u32, ev: &str) -> String {
+        format!("            x-1     [{cpu:03}] .....    {ts}.000001: {ev}\n")
+    }
+
+    fn collect(text: &str) -> StartHints {
+        let zone = 0x1000..0x2000;
+        let mut c = HintCollector::new(4, std::slice::from_ref(&zone), 9, Numbering::Current);
+        Parser::new()
+            .read_all(text.as_bytes(), |ev| c.feed(ev))
+            .unwrap();
+        let mut h = c.finish();
+        assert_eq!(h.len(), 1);
+        h.pop().unwrap()
+    }
+
+    #[test]
+    fn the_first_event_naming_a_pageblock_types_it_and_first_drains_and_hits_were_on_lists() {
+        let p = "page=(____ptrval____)";
+        let mut t = String::new();
+        // Refilled from the Unmovable list: pageblock 8 Unmovable; not on a list before.
+        t += &line(
+            0,
+            1,
+            &format!(
+                "mm_page_alloc_zone_locked: {p} pfn=0x1000 order=0 migratetype=0 percpu_refill=1"
+            ),
+        );
+        t += &line(
+            0,
+            1,
+            &format!("mm_page_alloc: {p} pfn=0x1000 order=0 migratetype=0 gfp_flags=GFP_KERNEL"),
+        );
+        // Drained first: on CPU 1's Reclaimable list; pageblock 10 Reclaimable, and a later
+        // drain naming another type does not retype it.
+        t += &line(
+            1,
+            2,
+            &format!("mm_page_pcpu_drain: {p} pfn=0x1400 order=0 migratetype=2"),
+        );
+        t += &line(
+            1,
+            2,
+            &format!("mm_page_pcpu_drain: {p} pfn=0x1401 order=0 migratetype=1"),
+        );
+        // Freed, then allocated: in use at the start.
+        t += &line(2, 3, &format!("mm_page_free: {p} pfn=0x1600 order=0"));
+        t += &line(
+            2,
+            3,
+            &format!("mm_page_alloc: {p} pfn=0x1600 order=0 migratetype=1 gfp_flags=GFP_USER"),
+        );
+        // Allocated first: a hit on CPU 3's order-1 Movable list (the request names no
+        // pageblock type).
+        t += &line(
+            3,
+            4,
+            &format!("mm_page_alloc: {p} pfn=0x1802 order=1 migratetype=1 gfp_flags=GFP_USER"),
+        );
+        // A fallback names the pageblock's type before its claim; the page was free.
+        t += &line(0, 5, &format!("mm_page_alloc_extfrag: {p} pfn=0x1a00 alloc_order=0 fallback_order=9 pageblock_order=9 alloc_migratetype=0 fallback_migratetype=1 fragmenting=0 change_ownership=1"));
+        t += &line(
+            0,
+            5,
+            &format!("mm_page_pcpu_drain: {p} pfn=0x1a00 order=0 migratetype=0"),
+        );
+        // Outside the zone: nothing.
+        t += &line(
+            0,
+            6,
+            &format!("mm_page_pcpu_drain: {p} pfn=0x3000 order=0 migratetype=0"),
+        );
+        let h = collect(&t);
+        let mut types: Vec<_> = h.block_types.iter().map(|(&b, &m)| (b, m)).collect();
+        types.sort_unstable();
+        assert_eq!(
+            types,
+            [
+                (8, MigrateType::Unmovable),
+                (10, MigrateType::Reclaimable),
+                (13, MigrateType::Movable)
+            ]
+        );
+        let hint = |cpu, pfn, order, mt, drained| PcpHint {
+            cpu,
+            pfn,
+            order,
+            mt,
+            drained,
+        };
+        assert_eq!(h.taken, [0x1000, 0x1a00]);
+        assert_eq!(
+            h.pcp,
+            [
+                hint(1, 0x1400, 0, 2, true),
+                hint(1, 0x1401, 0, 1, true),
+                hint(3, 0x1802, 1, 1, false)
+            ]
+        );
+    }
+}
