@@ -318,6 +318,11 @@ const KNOWN: &[(&str, &str)] = &[
     // showed once the replay found its start marker past the 4 MiB prefix.
     ("6.1-4g/p_pressure", "re-allocations without a traced free"),
     ("6.12-4g/p_pressure", "re-allocations without a traced free"),
+    // 7.2 at 8 GiB, the same: CPU 1's refill run reaches DMA32's pfn 0x13ff, then
+    // `mm_page_alloc_extfrag: pfn=0x38400 alloc_order=0 fallback_order=10` (trace line
+    // 19014) and refill lines from 0x38401 on; 0x38400 itself has no
+    // `mm_page_alloc_zone_locked` line and is allocated at line 21138 (2572 pages so).
+    ("7.2-8g/p_pressure", "re-allocations without a traced free"),
     // The layout start cannot make up pagetypeinfo's Reclaimable free blocks of orders 9, 6,
     // 4, 3, 1 and 0 (603 pages) in the zone's 4 Reclaimable pageblocks: the pageblocks typed
     // Reclaimable (the most slab) hold no room for them, and `make_up` does not retype one.
