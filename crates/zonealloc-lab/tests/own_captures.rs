@@ -323,6 +323,20 @@ const KNOWN: &[(&str, &str)] = &[
     // 19014) and refill lines from 0x38401 on; 0x38400 itself has no
     // `mm_page_alloc_zone_locked` line and is allocated at line 21138 (2572 pages so).
     ("7.2-8g/p_pressure", "re-allocations without a traced free"),
+    // 6.1 at 8 GiB under memory pressure, the same class (16 pages; the workload of
+    // 267d0da, which stopped at halfway without the OOM killer).
+    ("6.1-8g/p_pressure", "re-allocations without a traced free"),
+    // 6.1 at 8 GiB: the layout start cannot make up pagetypeinfo's free blocks of order 9
+    // (p_prodcons, 512 pages) and of orders 7, 4, 2 and 0 (p_thp, 149 pages); as 6.12-8g's
+    // p_pressure below.
+    (
+        "6.1-8g/p_prodcons",
+        "zone Normal buddy free pages: kernel 1214693, ours 1214181",
+    ),
+    (
+        "6.1-8g/p_thp",
+        "zone Normal buddy free pages: kernel 1214165, ours 1214016",
+    ),
     // 6.12 at 8 GiB under memory pressure, the same class (extfrag at pfn 0x38400 and
     // 0x77000, trace lines 47409 and 49932, inside CPU 2's and CPU 1's refills).
     ("6.12-8g/p_pressure", "re-allocations without a traced free"),
