@@ -520,7 +520,11 @@ mod tests {
         for r in &setup.replayers {
             seen += &format!("\n{:?} {:?} {:?}", r.counts, r.ours, r.frag);
         }
-        let inferred = k.inferred_drains + k.untraced_allocs;
+        // The untraced allocations the replayers were handed, and the drains inferred.
+        let inferred = k.inferred_drains
+            + (setup.replayers.iter())
+                .map(|r| r.counts.untraced_allocs)
+                .sum::<u64>();
         (done, failure.map(|e| e.to_string()), inferred, seen)
     }
 
