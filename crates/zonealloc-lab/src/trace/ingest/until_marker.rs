@@ -9,7 +9,7 @@ use std::io::{self, BufRead, Read};
 /// page-allocator event). It hands out the inner reader's own buffers: a mapped file is
 /// parsed where it lies, not copied (a copy was 19 M of 7.2 p2's 505 M instructions with
 /// `--proc`, on the parse's thread).
-pub(super) struct UntilMarker<R> {
+pub(crate) struct UntilMarker<R> {
     inner: R,
     /// The marker, searched for with a searcher built once.
     finder: memchr::memmem::Finder<'static>,
@@ -32,7 +32,7 @@ enum Cut {
 }
 
 impl<R: BufRead> UntilMarker<R> {
-    pub(super) fn new(inner: R, marker: &[u8]) -> Self {
+    pub(crate) fn new(inner: R, marker: &[u8]) -> Self {
         UntilMarker {
             inner,
             finder: memchr::memmem::Finder::new(marker).into_owned(),
@@ -131,7 +131,7 @@ impl<R: BufRead> Read for UntilMarker<R> {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// Hands out at most `.1` bytes of `.0` a buffer.
