@@ -874,7 +874,7 @@ mod tests {
         );
         // A marker split across the inner reader's buffers is found too.
         let mut u = UntilMarker::new(
-            super::super::until_marker::tests::Slices(b"abcMARKERdef", 5),
+            super::super::until_marker::Slices(b"abcMARKERdef", 5),
             b"MARKER",
         );
         let mut got = Vec::new();

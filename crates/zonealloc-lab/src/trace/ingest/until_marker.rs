@@ -130,28 +130,31 @@ impl<R: BufRead> Read for UntilMarker<R> {
     }
 }
 
+/// Hands out at most `.1` bytes of `.0` a buffer (for tests).
 #[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
+pub(crate) struct Slices(pub &'static [u8], pub usize);
+#[cfg(test)]
+impl BufRead for Slices {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        Ok(&self.0[..self.0.len().min(self.1)])
+    }
+    fn consume(&mut self, n: usize) {
+        self.0 = &self.0[n..];
+    }
+}
+#[cfg(test)]
+impl Read for Slices {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let n = self.1.min(self.0.len()).min(out.len());
+        out[..n].copy_from_slice(&self.0[..n]);
+        self.0 = &self.0[n..];
+        Ok(n)
+    }
+}
 
-    /// Hands out at most `.1` bytes of `.0` a buffer.
-    pub(crate) struct Slices(pub &'static [u8], pub usize);
-    impl BufRead for Slices {
-        fn fill_buf(&mut self) -> io::Result<&[u8]> {
-            Ok(&self.0[..self.0.len().min(self.1)])
-        }
-        fn consume(&mut self, n: usize) {
-            self.0 = &self.0[n..];
-        }
-    }
-    impl Read for Slices {
-        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-            let n = self.1.min(self.0.len()).min(out.len());
-            out[..n].copy_from_slice(&self.0[..n]);
-            self.0 = &self.0[n..];
-            Ok(n)
-        }
-    }
+#[cfg(test)]
+mod tests {
+    use super::*;
 
     #[test]
     fn until_marker_hands_out_the_inner_buffers_and_ends_at_the_marker_s_line() {
