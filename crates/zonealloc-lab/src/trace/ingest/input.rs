@@ -30,6 +30,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 
+use super::until_marker::UntilMarker;
 use crate::trace::migratetype::Evidence;
 use crate::trace::parse::{self, Event, EventKind, Parser};
 
@@ -255,11 +256,8 @@ pub fn open_window(path: &Path, window: &Window) -> io::Result<(Input, Option<Fo
         .take(cut.start as u64)
         .chain(rest);
     let reader: Box<dyn BufRead + Send> = match &window.to {
-        Some(to) => Box::new(BufReader::with_capacity(
-            1 << 16,
-            UntilMarker::new(stream, to.as_bytes()),
-        )),
-        // Both halves are buffered already.
+        // Both halves are buffered already: the marker is looked for in their buffers.
+        Some(to) => Box::new(UntilMarker::new(stream, to.as_bytes())),
         None => Box::new(stream),
     };
     Ok((
@@ -548,61 +546,6 @@ impl<R: Read> Read for SkipPast<R> {
             return Ok(0);
         }
         self.inner.read(out)
-    }
-}
-
-/// A stream that ends where `marker` first appears: the bytes before it (or, for a marker
-/// split across two reads, before its second part), then a newline
-/// (the marker's line, cut, is an `other` line to the parser: `tracing_mark_write` is no
-/// page-allocator event).
-struct UntilMarker<R> {
-    inner: R,
-    marker: Vec<u8>,
-    /// The last `marker.len() - 1` bytes handed out, for a marker split across reads.
-    tail: Vec<u8>,
-    done: bool,
-}
-
-impl<R: Read> UntilMarker<R> {
-    fn new(inner: R, marker: &[u8]) -> Self {
-        UntilMarker {
-            inner,
-            marker: marker.to_vec(),
-            tail: Vec::new(),
-            done: marker.is_empty(),
-        }
-    }
-}
-
-impl<R: Read> Read for UntilMarker<R> {
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        if self.done || out.is_empty() {
-            return Ok(0);
-        }
-        let n = self.inner.read(out)?;
-        let m = self.marker.len();
-        // A marker that began in the bytes already handed out.
-        let mut seam = self.tail.clone();
-        seam.extend_from_slice(&out[..n.min(m - 1)]);
-        let cut = match memchr::memmem::find(&seam, &self.marker) {
-            Some(_) => Some(0),
-            None => memchr::memmem::find(&out[..n], &self.marker),
-        };
-        if let Some(cut) = cut {
-            self.done = true;
-            out[cut] = b'\n';
-            return Ok(cut + 1);
-        }
-        // The last m - 1 bytes of the old tail and this read (not the whole read copied).
-        if n >= m - 1 {
-            self.tail.clear();
-            self.tail.extend_from_slice(&out[n - (m - 1)..n]);
-        } else {
-            self.tail.extend_from_slice(&out[..n]);
-            let keep = self.tail.len().saturating_sub(m - 1);
-            self.tail.drain(..keep);
-        }
-        Ok(n)
     }
 }
 
@@ -929,17 +872,13 @@ mod tests {
         assert!(
             back.contains("pfn=0x2") && !back.contains("pfn=0x1 ") && !back.contains("pfn=0x3")
         );
-        // A marker split across reads is found too.
-        let mut u = UntilMarker::new(io::Cursor::new(b"abcMARKERdef".to_vec()), b"MARKER");
+        // A marker split across the inner reader's buffers is found too.
+        let mut u = UntilMarker::new(
+            super::super::until_marker::Slices(b"abcMARKERdef", 5),
+            b"MARKER",
+        );
         let mut got = Vec::new();
-        let mut buf = [0u8; 5];
-        loop {
-            let n = u.read(&mut buf).unwrap();
-            if n == 0 {
-                break;
-            }
-            got.extend_from_slice(&buf[..n]);
-        }
+        u.read_to_end(&mut got).unwrap();
         // (The marker's first bytes were handed out before it was seen: its line is cut.)
         assert_eq!(got, b"abcMA\n");
     }

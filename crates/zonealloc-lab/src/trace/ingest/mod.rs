@@ -1,8 +1,9 @@
 //! The replay's first stage: a trace as one [`Source`] of parsed events. It opens the input
 //! (a file, mapped where it can be, standard input, gzip, zstd or xz: [`input`]), cuts the
-//! window, parses on a thread of its own ([`pipe`]) and looks at the prefix ([`prefix`]: the
-//! CPU count of ftrace's header, the migratetype numbering's evidence), and hands the replay
-//! event [`Chunk`]s in order, the ones its look (or an inference) took first.
+//! window (its end: `until_marker`), parses on a thread of its own ([`pipe`]) and looks at the
+//! prefix ([`prefix`]: the CPU count of ftrace's header, the migratetype numbering's
+//! evidence), and hands the replay event [`Chunk`]s in order, the ones its look (or an
+//! inference) took first.
 //!
 //! Below it: [`crate::trace::input`] and [`crate::trace::zstd`] (bytes),
 //! [`crate::trace::parse`] (events), [`crate::trace::migratetype`] (numbering evidence).
@@ -10,6 +11,7 @@
 pub mod input;
 pub mod pipe;
 pub mod prefix;
+mod until_marker;
 
 use std::collections::VecDeque;
 use std::io;

@@ -3,6 +3,7 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::time::Instant;
 
 use super::end_state::{end_state, EndState};
@@ -15,7 +16,7 @@ use super::replayer::Replayer;
 use super::sampling::FRAG_ORDERS;
 use super::setup::{Setup, Snapshots};
 use crate::procfs::ProcSnapshot;
-use crate::trace::ingest::{Source, Window};
+use crate::trace::ingest::{Chunk, Source, Window};
 use crate::trace::parse::Parser;
 
 /// A finished replay.
@@ -207,13 +208,115 @@ impl Sampling {
     }
 }
 
+/// What the kernel's side inferred for a chunk's events, computed a chunk ahead of the
+/// replayers on a thread of its own ([`kernel_side`]): per event its [`kernel::Inferred`] and
+/// the end of its pages in `untraced` (which start where the event before's end).
+#[derive(Default)]
+struct Notes {
+    inferred: Vec<kernel::Inferred>,
+    untraced_end: Vec<u32>,
+    untraced: Vec<(u64, u32, u8)>,
+}
+
+/// Chunks the kernel's side runs ahead of the replayers (of
+/// [`crate::trace::ingest::CHUNK_EVENTS`] events each).
+const NOTES_AHEAD: usize = 4;
+
+/// The kernel's side of a pass with the inferences: every event of `source`, in order, to
+/// `kernel`, each chunk sent on `tx` with its [`Notes`]; the replayers' spent chunks and
+/// notes come back on `back`. Stops at the end of the input or when the replayers stop.
+fn kernel_side(
+    source: &mut Source,
+    kernel: &mut KernelSide,
+    geo: &Geometry,
+    tx: SyncSender<(Chunk, Notes)>,
+    back: Receiver<(Chunk, Notes)>,
+) {
+    while let Some(chunk) = source.next_chunk() {
+        let mut notes = match back.try_recv() {
+            Ok((spent, notes)) => {
+                source.recycle(spent);
+                notes
+            }
+            Err(_) => Notes::default(),
+        };
+        notes.inferred.clear();
+        notes.untraced_end.clear();
+        notes.untraced.clear();
+        for ev in chunk.events() {
+            notes
+                .inferred
+                .push(kernel.add(&ev, geo.zone_of(ev.kind.pfn()).unwrap_or(0)));
+            notes.untraced.extend_from_slice(&kernel.untraced_now);
+            // A chunk's untraced pages are far fewer than 4 Gi.
+            notes.untraced_end.push(notes.untraced.len() as u32);
+        }
+        if tx.send((chunk, notes)).is_err() {
+            return;
+        }
+    }
+}
+
+/// The replayers' side of a pass: every variant fed each event in order, with the
+/// fragmentation samples and the progress.
+struct Feed<'a> {
+    replayers: &'a mut [Replayer],
+    sampling: Sampling,
+    done: u64,
+    last_ts: Option<u64>,
+    progress: &'a dyn Fn(u64),
+}
+
+impl Feed<'_> {
+    /// Feeds `ev` to every replayer, after the allocations of `untraced` that the kernel's
+    /// side inferred; the first replayer's failure.
+    #[inline(always)]
+    fn event(
+        &mut self,
+        ev: &crate::trace::parse::Event<'_>,
+        inferred: kernel::Inferred,
+        untraced: &[(u64, u32, u8)],
+    ) -> io::Result<()> {
+        for r in self.replayers.iter_mut() {
+            if !untraced.is_empty() {
+                r.untraced_allocs(ev, untraced)?;
+            }
+            r.feed(ev, inferred)?;
+        }
+        self.done += 1;
+        self.last_ts = ev.ts_ns.or(self.last_ts);
+        self.sampling.after(self.done, self.last_ts, self.replayers);
+        if self.done.is_multiple_of(65_536) {
+            (self.progress)(self.done);
+        }
+        Ok(())
+    }
+}
+
 /// The pass: every event of `source` to the kernel's side and every replayer, in order, with
-/// the fragmentation samples; the events done and the first replayer's failure.
+/// the fragmentation samples; the events done and the first replayer's failure. With the
+/// inferences, on a machine of more than one core, the kernel's side ([`kernel_side`]) runs
+/// on a thread of its own, a few chunks ahead: it reads nothing of the replayers, so the two
+/// share the pass on two cores (the parse is over by then on a trace the inferences read
+/// whole). Without them it only counts, here.
 fn pass(
     setup: &mut Setup,
     source: &mut Source,
     samples: u64,
     progress: &dyn Fn(u64),
+) -> (u64, Option<io::Error>) {
+    // (Asked only with the inferences: it reads the cgroup's CPU quota.)
+    let beside = setup.infer && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+    pass_with(setup, source, samples, progress, beside)
+}
+
+/// [`pass`], the kernel's side beside the replayers or not.
+fn pass_with(
+    setup: &mut Setup,
+    source: &mut Source,
+    samples: u64,
+    progress: &dyn Fn(u64),
+    beside: bool,
 ) -> (u64, Option<io::Error>) {
     let Setup {
         infer,
@@ -223,52 +326,89 @@ fn pass(
         replayers,
         ..
     } = setup;
-    let (infer, counted) = (*infer, *counted);
-    let mut sampling = Sampling {
-        samples: samples.max(1),
-        interval: FIRST_SAMPLE_INTERVAL,
+    let mut feed = Feed {
+        replayers,
+        sampling: Sampling {
+            samples: samples.max(1),
+            interval: FIRST_SAMPLE_INTERVAL,
+        },
+        done: 0,
+        last_ts: None,
+        progress,
     };
-    let mut failure: Option<io::Error> = None;
-    let mut done = 0u64;
-    let mut last_ts = None;
-    'replay: while let Some(chunk) = source.next_chunk() {
+    let failure = if beside && *infer {
+        pass_beside(&mut feed, source, kernel, geo)
+    } else {
+        pass_here(&mut feed, source, kernel, geo, (*infer, *counted))
+    };
+    if failure.is_none() {
+        feed.sampling.last(feed.done, feed.last_ts, feed.replayers);
+    }
+    (feed.done, failure)
+}
+
+/// [`pass`] with the kernel's side here, event by event: with the inferences when `infer`,
+/// else counting each event from the `counted`-th on (the look counted those before).
+fn pass_here(
+    feed: &mut Feed<'_>,
+    source: &mut Source,
+    kernel: &mut KernelSide,
+    geo: &Geometry,
+    (infer, counted): (bool, u64),
+) -> Option<io::Error> {
+    while let Some(chunk) = source.next_chunk() {
         for ev in chunk.events() {
-            let ev = &ev;
+            let zone = geo.zone_of(ev.kind.pfn()).unwrap_or(0);
             // Without the inferences the kernel side only counts (the same figures).
             let inferred = if infer {
-                kernel.add(ev, geo.zone_of(ev.kind.pfn()).unwrap_or(0))
+                kernel.add(&ev, zone)
             } else {
-                if done >= counted {
-                    kernel.add_counts(ev, geo.zone_of(ev.kind.pfn()).unwrap_or(0));
+                if feed.done >= counted {
+                    kernel.add_counts(&ev, zone);
                 }
                 kernel::Inferred::None
             };
             let untraced: &[_] = if infer { &kernel.untraced_now } else { &[] };
-            for r in replayers.iter_mut() {
-                if !untraced.is_empty() {
-                    if let Err(e) = r.untraced_allocs(ev, untraced) {
-                        failure = Some(e);
-                        break 'replay;
-                    }
-                }
-                if let Err(e) = r.feed(ev, inferred) {
-                    failure = Some(e);
-                    break 'replay;
-                }
-            }
-            done += 1;
-            last_ts = ev.ts_ns.or(last_ts);
-            sampling.after(done, last_ts, replayers);
-            if done.is_multiple_of(65_536) {
-                progress(done);
+            if let Err(e) = feed.event(&ev, inferred, untraced) {
+                return Some(e);
             }
         }
         source.recycle(chunk);
     }
-    if failure.is_none() {
-        sampling.last(done, last_ts, replayers);
-    }
-    (done, failure)
+    None
+}
+
+/// [`pass`] with the inferences: the kernel's side on a thread of its own
+/// ([`kernel_side`]), the replayers here.
+fn pass_beside(
+    feed: &mut Feed<'_>,
+    source: &mut Source,
+    kernel: &mut KernelSide,
+    geo: &Geometry,
+) -> Option<io::Error> {
+    std::thread::scope(|s| {
+        let (tx, rx) = sync_channel(NOTES_AHEAD);
+        let (spent, back) = sync_channel(NOTES_AHEAD + 2);
+        let side = std::thread::Builder::new()
+            .name("trace-kernel".into())
+            .spawn_scoped(s, move || kernel_side(source, kernel, geo, tx, back));
+        if let Err(e) = side {
+            return Some(e);
+        }
+        // Leaving the loop early drops `rx`: the kernel's side stops at its next chunk.
+        for (chunk, notes) in rx {
+            let mut from = 0usize;
+            for (i, ev) in chunk.events().enumerate() {
+                let to = notes.untraced_end[i] as usize;
+                if let Err(e) = feed.event(&ev, notes.inferred[i], &notes.untraced[from..to]) {
+                    return Some(e);
+                }
+                from = to;
+            }
+            let _ = spent.try_send((chunk, notes));
+        }
+        None
+    })
 }
 
 /// The finished run: `setup`'s replayers and kernel side, with the end states against
@@ -337,5 +477,98 @@ fn end(setup: Setup, parser: Parser, replay_s: f64, window: (Window, Option<bool
         kernel_frag,
         proc_warnings,
         numastat_moved,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shared 6.1 sample, `copies` times, in a file, and a replay of it from the 6.1
+    /// snapshot with the inferences.
+    fn sample(copies: usize) -> (tempfile::TempDir, std::path::PathBuf, ReplayOptions) {
+        let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+        let text = std::fs::read_to_string(data.join("linux-6.1-ftrace-sample.txt")).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.txt");
+        std::fs::write(&path, text.repeat(copies)).unwrap();
+        let opts = ReplayOptions {
+            proc: Some(data.join("proc/linux-6.1-p1-before")),
+            infer: Some(true),
+            samples: 16,
+            ..ReplayOptions::default()
+        };
+        (dir, path, opts)
+    }
+
+    /// What a pass left: the events done, the failure, the drains and allocations the kernel's
+    /// side inferred, and that side and every replayer's counts and samples, as text.
+    fn pass_of(
+        path: &Path,
+        opts: &ReplayOptions,
+        beside: bool,
+    ) -> (u64, Option<String>, u64, String) {
+        let snaps = Snapshots::read(opts).unwrap();
+        let window = snaps.window(opts);
+        let mut source = Source::open(path, &window).unwrap();
+        let mut setup = Setup::new(opts, snaps, &mut source).unwrap();
+        let (done, failure) = pass_with(&mut setup, &mut source, opts.samples, &|_| {}, beside);
+        source.finish().1.unwrap();
+        let k = &setup.kernel;
+        let mut seen = format!(
+            "{:?} {:?} {} {} {} {} {}",
+            k.grid,
+            k.events_per_cpu,
+            k.unexplained_runs,
+            k.inferred_drains,
+            k.untraced_allocs,
+            k.untraced_early,
+            k.remote_drained_blocks
+        );
+        for r in &setup.replayers {
+            seen += &format!("\n{:?} {:?} {:?}", r.counts, r.ours, r.frag);
+        }
+        // The untraced allocations the replayers were handed, and the drains inferred.
+        let inferred = k.inferred_drains
+            + (setup.replayers.iter())
+                .map(|r| r.counts.untraced_allocs)
+                .sum::<u64>();
+        (done, failure.map(|e| e.to_string()), inferred, seen)
+    }
+
+    #[test]
+    fn the_kernel_side_beside_the_replayers_gives_what_it_gives_in_line() {
+        // Over many chunks, so the kernel's side runs chunks ahead of the replayers.
+        let (_dir, path, opts) = sample(40);
+        let here = pass_of(&path, &opts, false);
+        let beside = pass_of(&path, &opts, true);
+        assert!(
+            here.0 > 20 * crate::trace::ingest::CHUNK_EVENTS as u64,
+            "{}",
+            here.0
+        );
+        assert_eq!(here.1, None);
+        // The inferences did infer something.
+        assert!(here.2 > 0, "{}", here.3);
+        assert_eq!(here, beside);
+    }
+
+    #[test]
+    fn a_replayer_failure_beside_the_kernel_side_stops_the_pass_and_says_so() {
+        // An allocation of a frame the zones do not span, after many chunks.
+        let (dir, path, opts) = sample(8);
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str(
+            " a-1 [000] .... 9.000001: mm_page_alloc: page=0x1 pfn=0xfffffffff order=0 \
+             migratetype=1 gfp_flags=GFP_KERNEL\n",
+        );
+        text.push_str(&std::fs::read_to_string(&path).unwrap());
+        let bad = dir.path().join("bad.txt");
+        std::fs::write(&bad, text).unwrap();
+        let here = pass_of(&bad, &opts, false);
+        let beside = pass_of(&bad, &opts, true);
+        assert!(here.1.is_some(), "{here:?}");
+        assert_eq!(here.0, beside.0);
+        assert_eq!(here.1, beside.1);
     }
 }

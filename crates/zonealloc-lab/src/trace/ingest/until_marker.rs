@@ -1,0 +1,205 @@
+//! The end of a trace's window: a reader that stops at a marker ([`UntilMarker`]), handing out
+//! its inner reader's buffers where they lie.
+
+use std::io::{self, BufRead, Read};
+
+/// A stream that ends where `marker` first appears: the bytes before it (or, for a marker
+/// split across two of the inner reader's buffers, before its second part), then a newline
+/// (the marker's line, cut, is an `other` line to the parser: `tracing_mark_write` is no
+/// page-allocator event). It hands out the inner reader's own buffers: a mapped file is
+/// parsed where it lies, not copied (a copy was 19 M of 7.2 p2's 505 M instructions with
+/// `--proc`, on the parse's thread).
+pub(crate) struct UntilMarker<R> {
+    inner: R,
+    /// The marker, searched for with a searcher built once.
+    finder: memchr::memmem::Finder<'static>,
+    /// The last `marker.len() - 1` bytes handed out, for a marker split across buffers.
+    tail: Vec<u8>,
+    cut: Cut,
+}
+
+/// How far an [`UntilMarker`] has come.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cut {
+    /// The marker not seen yet.
+    Before,
+    /// The marker lies this many bytes into the inner reader's buffer.
+    At(usize),
+    /// The bytes before the marker handed out: the newline is next.
+    Newline,
+    /// The end.
+    Done,
+}
+
+impl<R: BufRead> UntilMarker<R> {
+    pub(crate) fn new(inner: R, marker: &[u8]) -> Self {
+        UntilMarker {
+            inner,
+            finder: memchr::memmem::Finder::new(marker).into_owned(),
+            tail: Vec::new(),
+            cut: if marker.is_empty() {
+                Cut::Done
+            } else {
+                Cut::Before
+            },
+        }
+    }
+}
+
+impl<R: BufRead> BufRead for UntilMarker<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        match self.cut {
+            Cut::Done => return Ok(&[]),
+            Cut::Newline => return Ok(b"\n"),
+            Cut::At(_) | Cut::Before => {}
+        }
+        let m = self.finder.needle().len();
+        let buf = self.inner.fill_buf()?;
+        if let Cut::At(n) = self.cut {
+            return Ok(&buf[..n.min(buf.len())]);
+        }
+        if buf.is_empty() {
+            return Ok(buf);
+        }
+        // A marker that began in the bytes already handed out.
+        let mut seam = std::mem::take(&mut self.tail);
+        let kept = seam.len();
+        seam.extend_from_slice(&buf[..buf.len().min(m - 1)]);
+        let cut = match self.finder.find(&seam) {
+            Some(_) => Some(0),
+            None => self.finder.find(buf),
+        };
+        seam.truncate(kept);
+        self.tail = seam;
+        Ok(match cut {
+            Some(0) => {
+                self.cut = Cut::Newline;
+                b"\n"
+            }
+            Some(n) => {
+                self.cut = Cut::At(n);
+                &buf[..n]
+            }
+            None => buf,
+        })
+    }
+
+    fn consume(&mut self, n: usize) {
+        match self.cut {
+            Cut::Done => return,
+            Cut::Newline => {
+                if n > 0 {
+                    self.cut = Cut::Done;
+                }
+                return;
+            }
+            Cut::At(left) => {
+                let left = left.saturating_sub(n);
+                self.cut = if left == 0 {
+                    Cut::Newline
+                } else {
+                    Cut::At(left)
+                };
+            }
+            Cut::Before => {}
+        }
+        // The last m - 1 bytes of the old tail and these (not the whole buffer copied).
+        let keep = self.finder.needle().len() - 1;
+        if let Ok(buf) = self.inner.fill_buf() {
+            let buf = &buf[..n.min(buf.len())];
+            if buf.len() >= keep {
+                self.tail.clear();
+                self.tail.extend_from_slice(&buf[buf.len() - keep..]);
+            } else {
+                self.tail.extend_from_slice(buf);
+                let drop = self.tail.len().saturating_sub(keep);
+                self.tail.drain(..drop);
+            }
+        }
+        self.inner.consume(n);
+    }
+}
+
+impl<R: BufRead> Read for UntilMarker<R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let buf = self.fill_buf()?;
+        let n = buf.len().min(out.len());
+        out[..n].copy_from_slice(&buf[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+/// Hands out at most `.1` bytes of `.0` a buffer (for tests).
+#[cfg(test)]
+pub(crate) struct Slices(pub &'static [u8], pub usize);
+#[cfg(test)]
+impl BufRead for Slices {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        Ok(&self.0[..self.0.len().min(self.1)])
+    }
+    fn consume(&mut self, n: usize) {
+        self.0 = &self.0[n..];
+    }
+}
+#[cfg(test)]
+impl Read for Slices {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let n = self.1.min(self.0.len()).min(out.len());
+        out[..n].copy_from_slice(&self.0[..n]);
+        self.0 = &self.0[n..];
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn until_marker_hands_out_the_inner_buffers_and_ends_at_the_marker_s_line() {
+        for text in [
+            &b"abcMARKERdef"[..],
+            b"MARKER\nafter",
+            b"a\nMAR\nMARKER",
+            b"MARKEMARKERx",
+            b"no marker\n",
+            b"",
+        ] {
+            let at = memchr::memmem::find(text, b"MARKER");
+            for k in 1..=text.len() + 1 {
+                let mut u = UntilMarker::new(Slices(text, k), b"MARKER");
+                let mut got = Vec::new();
+                // The parser's way: buffer by buffer.
+                loop {
+                    let b = u.fill_buf().unwrap();
+                    if b.is_empty() {
+                        break;
+                    }
+                    // Not copied: the inner's bytes where they lie (but the newline).
+                    if b != b"\n" {
+                        let within = text.as_ptr_range();
+                        assert!(within.contains(&b.as_ptr()), "{text:?} by {k}");
+                    }
+                    let n = b.len().min(3);
+                    got.extend_from_slice(&b[..n]);
+                    u.consume(n);
+                }
+                match at {
+                    None => assert_eq!(got, text, "{text:?} by {k}"),
+                    Some(at) => {
+                        // The bytes before the marker, at most its first bytes but one, then
+                        // a newline: exactly the bytes before it when one buffer holds it.
+                        let (line, nl) = got.split_at(got.len() - 1);
+                        assert_eq!(nl, b"\n", "{text:?} by {k}");
+                        assert!(text.starts_with(line), "{text:?} by {k}");
+                        assert!(line.len() >= at && line.len() < at + 6, "{text:?} by {k}");
+                        if k > text.len() {
+                            assert_eq!(line, &text[..at]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
