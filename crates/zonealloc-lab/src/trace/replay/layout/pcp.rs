@@ -26,7 +26,7 @@
 //! another lacks, so a page of the type, even one read in use, comes before it. A
 //! synthesised layout has only flagless pages in use.
 
-use std::collections::HashMap;
+use crate::trace::stats::HashMap;
 
 use zonealloc::MigrateType;
 
@@ -48,7 +48,7 @@ impl ZoneLayout {
     /// [`ZoneLayout::pcp`]; returns the pages for which no block was found.
     pub fn choose_pcp(&mut self, lists: &[CpuLists]) -> u64 {
         let free: HashMap<u64, u8> = self.free.iter().map(|b| (b.pfn.0, b.order.get())).collect();
-        let mut tiers: HashMap<(u8, usize, u8), Tier> = HashMap::new();
+        let mut tiers: HashMap<(u8, usize, u8), Tier> = HashMap::default();
         let mut missing = 0u64;
         for (cpu, cpu_lists) in lists {
             for &(order, mt, n) in cpu_lists {
