@@ -58,10 +58,10 @@ pub struct ZoneLayout {
     pub made_up: u64,
     /// Pages in use the synthesis is still to mark not managed ([`ZoneLayout::place_absent`]).
     pub absent: u64,
-    /// Blocks the trace shows on per-CPU lists at the start ([`super::hints`]), taken first
+    /// Blocks the trace shows on per-CPU lists at the start (`layout::hints`), taken first
     /// by [`ZoneLayout::choose_pcp`].
     pub pcp_hints: Vec<PcpHint>,
-    /// Pfns the trace first shows taken off a free list, in its order ([`super::hints`]).
+    /// Pfns the trace first shows taken off a free list, in its order (`layout::hints`).
     pub taken_hints: Vec<u64>,
 }
 
