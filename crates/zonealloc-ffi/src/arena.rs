@@ -141,13 +141,12 @@ pub unsafe extern "C" fn za_arena_create(
         // pattern is a valid `za_arena_config` (integers only).
         let c = unsafe { config.read() };
         let arena = PageArena::new(arena_config(&c)?)?;
-        let h = handle::into_handle(za_arena {
+        let h = za_arena {
             tag: za_arena::TAG,
             arena,
-        });
-        // SAFETY: checked non-null and aligned; writable by the contract.
-        unsafe { out.write(h) };
-        Ok(())
+        };
+        // SAFETY: `out` is writable by the contract.
+        unsafe { handle::publish(out, h) }
     })
 }
 

@@ -36,24 +36,35 @@ pub(crate) unsafe fn live<'a, T: Handle>(p: *const T) -> Result<&'a T, za_status
     if tag != T::TAG {
         return Err(ZA_ERR_BAD_HANDLE);
     }
-    // SAFETY: the tag says this is a live `T` made by `into_handle`, which is only freed by
+    // SAFETY: the tag says this is a live `T` made by `publish`, which is only freed by
     // `destroy` (after which the tag no longer matches while the memory stays readable).
     Ok(unsafe { &*p })
 }
 
-/// Moves `value` to the heap and returns the handle for C.
-pub(crate) fn into_handle<T: Handle>(value: T) -> *mut T {
-    Box::into_raw(Box::new(value))
+/// Checks `out`, moves `value` to the heap and stores its handle in `*out` for C.
+///
+/// # Safety
+/// `out` is NULL or points to memory writable for a pointer.
+pub(crate) unsafe fn publish<T: Handle>(out: *mut *mut T, value: T) -> Result<(), za_status> {
+    if out.is_null() {
+        return Err(ZA_ERR_NULL);
+    }
+    if !out.is_aligned() {
+        return Err(ZA_ERR_MISALIGNED);
+    }
+    // SAFETY: checked non-null and aligned; writable by the contract.
+    unsafe { out.write(Box::into_raw(Box::new(value))) };
+    Ok(())
 }
 
-/// Checks `p`, clears its tag and frees it.
+/// Checks `p`, clears its tag and frees it (a handle made by [`publish`]).
 ///
 /// # Safety
 /// As for [`live`]; and no other thread uses the handle during or after this call.
 pub(crate) unsafe fn destroy<T: Handle>(p: *mut T) -> Result<(), za_status> {
     // SAFETY: forwarded contract.
     unsafe { live(p.cast_const())? };
-    // SAFETY: `p` is a live handle made by `into_handle` (`Box::into_raw`), used by no one
+    // SAFETY: `p` is a live handle made by `publish` (`Box::into_raw`), used by no one
     // else (the contract); clearing the tag first makes a later use of the dangling handle
     // fail the tag check while the allocator has not reused the memory.
     unsafe {

@@ -165,13 +165,12 @@ pub unsafe extern "C" fn za_machine_create(
         };
         let machine =
             Machine::from_memory_map(&regions, dist, cpu_node, cfg, NumaConfig::default())?;
-        let h = handle::into_handle(za_machine {
+        let h = za_machine {
             tag: za_machine::TAG,
             machine,
-        });
-        // SAFETY: checked non-null and aligned; writable by the contract.
-        unsafe { out.write(h) };
-        Ok(())
+        };
+        // SAFETY: `out` is writable by the contract.
+        unsafe { handle::publish(out, h) }
     })
 }
 

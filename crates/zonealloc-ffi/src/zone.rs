@@ -139,13 +139,12 @@ pub unsafe extern "C" fn za_zone_create(
         let zone = Zone::new(ZoneType::Normal, start, end, cfg)?;
         zone.add_free_range(Pfn(c.start_pfn), Pfn(c.end_pfn))
             .map_err(|_| ZA_ERR_CONFIG)?;
-        let h = handle::into_handle(za_zone {
+        let h = za_zone {
             tag: za_zone::TAG,
             zone,
-        });
-        // SAFETY: checked non-null and aligned; writable by the contract.
-        unsafe { out.write(h) };
-        Ok(())
+        };
+        // SAFETY: `out` is writable by the contract.
+        unsafe { handle::publish(out, h) }
     })
 }
 
