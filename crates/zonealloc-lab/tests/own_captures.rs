@@ -323,10 +323,10 @@ const KNOWN: &[(&str, &str)] = &[
     // pageblocks typed so (`make_up` does not retype one). With the pageblocks the trace names
     // typed first (layout/hints.rs), 7.2 p_thp's Reclaimable blocks now fit, and these fall
     // short: one order-9 block on 6.1 p_thp, 256 pages on 6.12 p_idle.
-    // 6.12 at 8 GiB: the set-up's lists cannot hold the kernel's PCP pages. Its zoneinfo
-    // prints `high` 3307 (= Normal's low 13228 / 4 CPUs, the kernel's `high_min`) and 4139 on
-    // CPU 0 (p_idle: count 3064); ours end at 2645-2771 (2645 = min 10583 / 4), so the
-    // set-up's frees drain the rest to the buddy lists (196 pages in p_idle, 324 in p_thp).
+    // 6.12 at 8 GiB: the set-up ends short of the kernel's PCP pages (196 in p_idle, 324 in
+    // p_thp; the buddy lists hold them). Not `high`: the set-up's is the kernel's 3307
+    // (Normal's low 13228 / 4 CPUs) since `high` is split across the traced CPUs only; the
+    // 2645 first seen here was 13228 / 5. Where the pages go is not found yet.
     // p_thp's buddy pages are also short of free blocks `make_up` cannot retype (700 pages
     // fewer than the kernel's, net, with the pageblocks the trace names typed first).
     (
