@@ -3,6 +3,7 @@
 
 mod decay;
 mod frees;
+mod held;
 #[cfg(test)]
 mod tests;
 
@@ -49,6 +50,10 @@ pub struct Replayer {
     /// Per CPU: a batched commit has begun (a drain belongs to it; otherwise a drain follows
     /// a single free, committed before it).
     batching: Vec<bool>,
+    /// Per CPU: the zone whose lists a traced refill holds ([`held`]).
+    held: Vec<Option<usize>>,
+    /// The free being replayed found its CPU's lists held: it goes to the buddy.
+    lists_held: bool,
     /// The requests of the `gfp_flags` strings seen.
     gfp: gfp::GfpCache,
     /// The counts.
@@ -183,6 +188,8 @@ impl Replayer {
             commit_at_batched: false,
             deferred: vec![Vec::new(); geo.cpus as usize],
             batching: vec![false; geo.cpus as usize],
+            held: vec![None; geo.cpus as usize],
+            lists_held: false,
             gfp: gfp::GfpCache::default(),
             counts: ReplayCounts::default(),
             ours: Grid::new(geo.zones.len(), geo.cpus),
@@ -315,7 +322,10 @@ impl Replayer {
             EventKind::Free { pfn, order } if !self.commit_at_batched => {
                 self.zone_for(pfn)?;
                 self.frames.set_pending_batched(pfn, true);
-                self.free_traced(ev, cpu, pfn, order, inferred)?;
+                self.lists_held = self.lists_held_for(ev, cpu, pfn);
+                let done = self.free_traced(ev, cpu, pfn, order, inferred);
+                self.lists_held = false;
+                done?;
             }
             EventKind::FreeBatched { pfn } if !self.commit_at_batched => {
                 if self.frames.set_pending_batched(pfn, false) {
@@ -330,6 +340,7 @@ impl Replayer {
                 if let Some(at) = self.frames.deferred_at(pfn) {
                     self.flush_deferred(at)?;
                 }
+                let held = self.lists_held_for(ev, cpu, pfn);
                 self.deferred[cpu as usize].push(Deferred {
                     ts_ns: ev.ts_ns,
                     cpu: ev.cpu,
@@ -337,6 +348,7 @@ impl Replayer {
                     pfn,
                     order,
                     inferred,
+                    held,
                 });
                 self.frames.set_deferred_at(pfn, Some(cpu));
             }
@@ -404,6 +416,7 @@ impl Replayer {
             | EventKind::KswapdWake { .. }
             | EventKind::KswapdSleep { .. } => {}
         }
+        self.track_held(ev, cpu);
         Ok(())
     }
 
