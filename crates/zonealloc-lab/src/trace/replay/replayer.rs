@@ -461,6 +461,16 @@ impl Replayer {
             return Ok(());
         };
         let req = self.gfp.request(mt, gfp_flags).on_cpu(CpuId(cpu));
+        // The trace shows the kernel took this page from this zone: below its watermark in
+        // ours, the replay takes it anyway rather than fail into the slow path's
+        // `drain_all_pages` (a drain the kernel did shows in the trace, and is replayed from
+        // there). 7.2-8g p_pressure: the OOM victim's allocation at 1593.014560 (ALLOC_OOM)
+        // came from Normal's list below min; ours drained every list (7967 pages) first.
+        let req = if failed_in_trace {
+            req
+        } else {
+            req.no_watermarks()
+        };
         let got = self.zones[z].alloc_with(ord, req);
         self.flush_zone_events(ev, z, cpu)?;
         self.emit_event(

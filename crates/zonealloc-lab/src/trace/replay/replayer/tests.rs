@@ -414,3 +414,42 @@ fn an_interrupt_free_into_a_held_refill_goes_to_the_buddy() {
         assert_eq!(free, (count + 12, 0), "free, at_batched {at_batched}");
     }
 }
+
+/// A traced allocation that succeeded is taken from its zone even where ours is below the
+/// watermark: no slow-path `drain_all_pages` of our own (the kernel's drains are in the
+/// trace). 7.2-8g p_pressure's OOM victim allocated from Normal's list below min; the replay
+/// drained every list first (7967 pages).
+#[test]
+fn a_traced_allocation_below_the_watermark_drains_no_list() {
+    let g = one_cpu_zone(1 << 16);
+    let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &g, None).unwrap();
+    let min = r.zones[0].watermarks().min;
+    let alloc = |pfn| Event {
+        cpu: Some(0),
+        ts_ns: None,
+        page: PagePtr::Present,
+        who: Who::UNKNOWN,
+        kind: EventKind::Alloc {
+            pfn,
+            order: 0,
+            migratetype: 1,
+            gfp_flags: "GFP_HIGHUSER_MOVABLE",
+        },
+    };
+    // Down to half the min watermark free (the lists' pages included).
+    let n = (1u64 << 16) - min / 2;
+    for pfn in 0..n {
+        r.feed(&alloc(pfn), Inferred::None).unwrap();
+    }
+    assert!(r.zones[0].free_pages() < min, "{}", r.zones[0].free_pages());
+    let s = r.zones[0].pcp_stats();
+    assert_eq!(
+        (
+            s.drain_local_pages,
+            s.drain_remote_pages,
+            r.zones[0].stats().alloc_failures
+        ),
+        (0, 0, 0)
+    );
+    assert!(r.frames.is_live(n - 1));
+}
