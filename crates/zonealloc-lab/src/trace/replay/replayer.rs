@@ -4,6 +4,7 @@
 mod decay;
 mod frees;
 mod held;
+mod kswapd;
 #[cfg(test)]
 mod tests;
 
@@ -54,6 +55,8 @@ pub struct Replayer {
     held: Vec<Option<usize>>,
     /// The free being replayed found its CPU's lists held: it goes to the buddy.
     lists_held: bool,
+    /// Per zone: the watermark boost when the kswapd pass under way began ([`kswapd`]).
+    pass_boosts: Vec<Option<u64>>,
     /// The requests of the `gfp_flags` strings seen.
     gfp: gfp::GfpCache,
     /// The counts.
@@ -190,6 +193,7 @@ impl Replayer {
             batching: vec![false; geo.cpus as usize],
             held: vec![None; geo.cpus as usize],
             lists_held: false,
+            pass_boosts: vec![None; geo.zones.len()],
             gfp: gfp::GfpCache::default(),
             counts: ReplayCounts::default(),
             ours: Grid::new(geo.zones.len(), geo.cpus),
@@ -395,21 +399,11 @@ impl Replayer {
                 }
             }
             EventKind::PcpuDrain { pfn, .. } => self.traced_drain(ev, cpu, pfn, inferred)?,
-            // kswapd's `balance_pgdat` sets `ZONE_RECLAIM_ACTIVE` on the node's zones while it
-            // reclaims (`set_reclaim_active`) and clears it before it sleeps
-            // (`clear_reclaim_active`); frees then shrink the lists hard (`nr_pcp_high`). The
-            // trace shows the wake and the sleep: the flag is set from one to the other, on
-            // the zones of the node kswapd runs for (each node has its own kswapd).
+            // kswapd's passes on the node's zones ([`kswapd`]; each node has its own kswapd).
             EventKind::KswapdWake { nid, .. } | EventKind::KswapdSleep { nid }
                 if self.geo.zones.iter().any(|z| z.node == nid) =>
             {
-                let on = matches!(ev.kind, EventKind::KswapdWake { .. });
-                self.counts.kswapd_wakes += u64::from(on);
-                for (z, span) in self.zones.iter().zip(&self.geo.zones) {
-                    if span.node == nid {
-                        z.set_reclaim_active(on);
-                    }
-                }
+                self.kswapd(nid, matches!(ev.kind, EventKind::KswapdWake { .. }));
             }
             EventKind::ZoneLocked { .. }
             | EventKind::Extfrag { .. }

@@ -453,3 +453,46 @@ fn a_traced_allocation_below_the_watermark_drains_no_list() {
     );
     assert!(r.frames.is_live(n - 1));
 }
+
+/// A kswapd pass takes off the watermark boost it found when it began (`balance_pgdat`); a
+/// boost raised during the pass stays for the next one. The replay never lowered a boost.
+#[test]
+fn a_kswapd_pass_ends_the_boost_it_began_with() {
+    let g = one_cpu_zone(1 << 12);
+    let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &g, None).unwrap();
+    let at = |kind| Event {
+        cpu: Some(0),
+        ts_ns: None,
+        page: PagePtr::Present,
+        who: Who::UNKNOWN,
+        kind,
+    };
+    let alloc = |pfn, migratetype| {
+        at(EventKind::Alloc {
+            pfn,
+            order: 0,
+            migratetype,
+            gfp_flags: "GFP_KERNEL",
+        })
+    };
+    // Movable pages until no free block is a whole pageblock; then an Unmovable one falls
+    // back to a smaller Movable block: `boost_watermark`.
+    for pfn in 0..3700 {
+        r.feed(&alloc(pfn, 1), Inferred::None).unwrap();
+    }
+    let wake = at(EventKind::KswapdWake { nid: 0, order: 0 });
+    let sleep = at(EventKind::KswapdSleep { nid: 0 });
+    r.feed(&wake, Inferred::None).unwrap();
+    assert_eq!(r.zones[0].watermarks().boost, 0);
+    r.feed(&alloc(3800, 0), Inferred::None).unwrap();
+    let boost = r.zones[0].watermarks().boost;
+    assert!(boost > 0);
+    // Raised during the pass: it stays.
+    r.feed(&sleep, Inferred::None).unwrap();
+    assert_eq!(r.zones[0].watermarks().boost, boost);
+    // The next pass began with it: gone at its end (here the next wake).
+    r.feed(&wake, Inferred::None).unwrap();
+    assert_eq!(r.zones[0].watermarks().boost, boost);
+    r.feed(&wake, Inferred::None).unwrap();
+    assert_eq!(r.zones[0].watermarks().boost, 0);
+}
