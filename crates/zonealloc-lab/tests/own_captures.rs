@@ -319,6 +319,13 @@ const KNOWN: &[(&str, &str)] = &[
     // 6.12's (one more 2255-page drain of DMA32 on CPU 1 at the workload's end; 226 decay
     // drains on idle CPU 3, none in the kernel), 7.2's refills (Normal CPU 1's Unmovable list,
     // which the kernel refilled at line 15059 and ours did not, shifts `alloc_factor`).
+    // 7.2 at 8 GiB is within 2% since two rules: a softirq free between a refill and its
+    // `mm_page_alloc` (p_thp CPU 2, 13 frees at `..s3.` from 755.241894) finds the lists
+    // locked and goes to the buddy (`__free_frozen_pages`), keeping `alloc_factor`; a traced
+    // allocation below our watermark (p_pressure's OOM victim at 1593.014560, Normal 10221
+    // free, min 10500) takes its page without our slow path's `drain_all_pages`. What is left
+    // (63 refills each) is CPU 3's Movable list at the start: the kernel serves 0x237dca
+    // (p_thp, 754.408461) and 0x120d40 (p_pressure, 1539.981872) from it, ours refills.
     // The layout start cannot make up all of pagetypeinfo's free blocks of a type in the
     // pageblocks typed so (`make_up` does not retype one). With the pageblocks the trace names
     // typed first (layout/hints.rs), 7.2 p_thp's Reclaimable blocks now fit, and these fall

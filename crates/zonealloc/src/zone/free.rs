@@ -237,6 +237,17 @@ impl<P: Platform> Zone<P> {
         self.free_via(pfn, order, Some(cpu))
     }
 
+    /// Frees as `__free_frozen_pages` does when its `pcp_spin_trylock` fails: the CPU's lists
+    /// are held by the code an interrupt cut into (a refill in `rmqueue_pcplist`), so the
+    /// block goes straight to the buddy (`free_one_page`), leaving the lists and their tuning
+    /// (`alloc_factor`, `free_count`, `high`) as they were.
+    pub fn free_while_lists_held(&self, pfn: Pfn, order: Order) -> Result<(), FreeError> {
+        let idx = self.validate_free(pfn, order)?;
+        let done = self.free_to_buddy(idx, pfn, order);
+        self.debug_check("free");
+        done
+    }
+
     /// `__free_pages_ok`: validated and claimed here, then `free_one_page`.
     pub(crate) fn free_to_buddy(&self, idx: u32, pfn: Pfn, order: Order) -> Result<(), FreeError> {
         self.claim_for_free(idx, pfn, order)?;

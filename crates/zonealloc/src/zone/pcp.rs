@@ -96,6 +96,18 @@ impl<P: Platform> Zone<P> {
         }
     }
 
+    /// The end of a kswapd pass (`balance_pgdat`'s exit): the watermark boost falls by
+    /// `by`, what it was when the pass began (`zone->watermark_boost -= min(boost,
+    /// zone_boosts[i])`); a boost raised during the pass stays for the next one.
+    pub fn end_boost_reclaim(&self, by: u64) {
+        let mut z = self.lock();
+        let cut = z.wmark.boost.min(by);
+        if cut != 0 {
+            z.wmark.boost -= cut;
+            z.marks_dirty = true;
+        }
+    }
+
     /// Number of CPUs with per-CPU lists.
     pub fn cpus(&self) -> u32 {
         self.pcp.cpus() as u32

@@ -3,6 +3,8 @@
 
 mod decay;
 mod frees;
+mod held;
+mod kswapd;
 #[cfg(test)]
 mod tests;
 
@@ -49,6 +51,12 @@ pub struct Replayer {
     /// Per CPU: a batched commit has begun (a drain belongs to it; otherwise a drain follows
     /// a single free, committed before it).
     batching: Vec<bool>,
+    /// Per CPU: the zone whose lists a traced refill holds ([`held`]).
+    held: Vec<Option<usize>>,
+    /// The free being replayed found its CPU's lists held: it goes to the buddy.
+    lists_held: bool,
+    /// Per zone: the watermark boost when the kswapd pass under way began ([`kswapd`]).
+    pass_boosts: Vec<Option<u64>>,
     /// The requests of the `gfp_flags` strings seen.
     gfp: gfp::GfpCache,
     /// The counts.
@@ -183,6 +191,9 @@ impl Replayer {
             commit_at_batched: false,
             deferred: vec![Vec::new(); geo.cpus as usize],
             batching: vec![false; geo.cpus as usize],
+            held: vec![None; geo.cpus as usize],
+            lists_held: false,
+            pass_boosts: vec![None; geo.zones.len()],
             gfp: gfp::GfpCache::default(),
             counts: ReplayCounts::default(),
             ours: Grid::new(geo.zones.len(), geo.cpus),
@@ -315,7 +326,10 @@ impl Replayer {
             EventKind::Free { pfn, order } if !self.commit_at_batched => {
                 self.zone_for(pfn)?;
                 self.frames.set_pending_batched(pfn, true);
-                self.free_traced(ev, cpu, pfn, order, inferred)?;
+                self.lists_held = self.lists_held_for(ev, cpu, pfn);
+                let done = self.free_traced(ev, cpu, pfn, order, inferred);
+                self.lists_held = false;
+                done?;
             }
             EventKind::FreeBatched { pfn } if !self.commit_at_batched => {
                 if self.frames.set_pending_batched(pfn, false) {
@@ -330,6 +344,7 @@ impl Replayer {
                 if let Some(at) = self.frames.deferred_at(pfn) {
                     self.flush_deferred(at)?;
                 }
+                let held = self.lists_held_for(ev, cpu, pfn);
                 self.deferred[cpu as usize].push(Deferred {
                     ts_ns: ev.ts_ns,
                     cpu: ev.cpu,
@@ -337,6 +352,7 @@ impl Replayer {
                     pfn,
                     order,
                     inferred,
+                    held,
                 });
                 self.frames.set_deferred_at(pfn, Some(cpu));
             }
@@ -383,27 +399,18 @@ impl Replayer {
                 }
             }
             EventKind::PcpuDrain { pfn, .. } => self.traced_drain(ev, cpu, pfn, inferred)?,
-            // kswapd's `balance_pgdat` sets `ZONE_RECLAIM_ACTIVE` on the node's zones while it
-            // reclaims (`set_reclaim_active`) and clears it before it sleeps
-            // (`clear_reclaim_active`); frees then shrink the lists hard (`nr_pcp_high`). The
-            // trace shows the wake and the sleep: the flag is set from one to the other, on
-            // the zones of the node kswapd runs for (each node has its own kswapd).
+            // kswapd's passes on the node's zones ([`kswapd`]; each node has its own kswapd).
             EventKind::KswapdWake { nid, .. } | EventKind::KswapdSleep { nid }
                 if self.geo.zones.iter().any(|z| z.node == nid) =>
             {
-                let on = matches!(ev.kind, EventKind::KswapdWake { .. });
-                self.counts.kswapd_wakes += u64::from(on);
-                for (z, span) in self.zones.iter().zip(&self.geo.zones) {
-                    if span.node == nid {
-                        z.set_reclaim_active(on);
-                    }
-                }
+                self.kswapd(nid, matches!(ev.kind, EventKind::KswapdWake { .. }));
             }
             EventKind::ZoneLocked { .. }
             | EventKind::Extfrag { .. }
             | EventKind::KswapdWake { .. }
             | EventKind::KswapdSleep { .. } => {}
         }
+        self.track_held(ev, cpu);
         Ok(())
     }
 
@@ -448,6 +455,16 @@ impl Replayer {
             return Ok(());
         };
         let req = self.gfp.request(mt, gfp_flags).on_cpu(CpuId(cpu));
+        // The trace shows the kernel took this page from this zone: below its watermark in
+        // ours, the replay takes it anyway rather than fail into the slow path's
+        // `drain_all_pages` (a drain the kernel did shows in the trace, and is replayed from
+        // there). 7.2-8g p_pressure: the OOM victim's allocation at 1593.014560 (ALLOC_OOM)
+        // came from Normal's list below min; ours drained every list (7967 pages) first.
+        let req = if failed_in_trace {
+            req
+        } else {
+            req.no_watermarks()
+        };
         let got = self.zones[z].alloc_with(ord, req);
         self.flush_zone_events(ev, z, cpu)?;
         self.emit_event(

@@ -25,6 +25,8 @@ pub(super) struct Deferred {
     pub(super) pfn: u64,
     pub(super) order: u8,
     pub(super) inferred: Inferred,
+    /// It found its CPU's lists held by a refill it interrupted ([`super::held`]).
+    pub(super) held: bool,
 }
 
 impl Replayer {
@@ -187,7 +189,13 @@ impl Replayer {
         let ord = Order::new(order)
             .ok_or_else(|| io::Error::other(format!("order {order} out of range")))?;
         let z = usize::from(l.zone);
-        if let Err(e) = self.zones[z].free_on(CpuId(cpu), Pfn(ours), ord) {
+        let freed = if self.lists_held {
+            // `__free_frozen_pages`' trylock failed: `free_one_page`.
+            self.zones[z].free_while_lists_held(Pfn(ours), ord)
+        } else {
+            self.zones[z].free_on(CpuId(cpu), Pfn(ours), ord)
+        };
+        if let Err(e) = freed {
             return Err(io::Error::other(format!(
                 "variant '{}': freeing our own block {ours:#x} order {order} failed: {e}",
                 self.variant.name
@@ -227,6 +235,9 @@ impl Replayer {
                 order: d.order,
             },
         };
-        self.free_traced(&e, cpu, d.pfn, d.order, d.inferred)
+        self.lists_held = d.held;
+        let done = self.free_traced(&e, cpu, d.pfn, d.order, d.inferred);
+        self.lists_held = false;
+        done
     }
 }

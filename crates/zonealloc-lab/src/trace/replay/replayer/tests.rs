@@ -355,3 +355,144 @@ fn a_proc_zone_splits_high_across_the_traced_cpus_not_the_setup_one() {
         );
     }
 }
+
+/// A softirq's free that cut into a refill (`percpu_refill=1` printed, its `mm_page_alloc`
+/// not yet: the CPU's lists held, preempt depth 3) goes to the buddy and leaves the lists'
+/// `alloc_factor` alone (`__free_frozen_pages`' failed trylock, `free_one_page`); one at
+/// depth 0 (the lists free again) goes on the list and halves it. 7.2-8g p_thp's CPU 2.
+#[test]
+fn an_interrupt_free_into_a_held_refill_goes_to_the_buddy() {
+    use crate::trace::parse::{Ctx, Task};
+    let g = one_cpu_zone(1 << 16);
+    let at = |kind, ctx| Event {
+        cpu: Some(0),
+        ts_ns: None,
+        page: PagePtr::Present,
+        who: Who::new(Task::Unknown, None, ctx),
+        kind,
+    };
+    let plain = Ctx::new(false, false, false, 0);
+    let alloc = |pfn| EventKind::Alloc {
+        pfn,
+        order: 0,
+        migratetype: 1,
+        gfp_flags: "GFP_HIGHUSER_MOVABLE",
+    };
+    // (count, alloc_factor) before the frees and after the allocation that ends the refill.
+    let run = |depth: u8, at_batched: bool| {
+        let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &g, None).unwrap();
+        r.commit_at_batched = at_batched;
+        for pfn in 0..200 {
+            r.feed(&at(alloc(pfn), plain), Inferred::None).unwrap();
+        }
+        let before = r.zones[0].pcp_info(CpuId(0));
+        let refill = EventKind::ZoneLocked {
+            pfn: 5000,
+            order: 0,
+            migratetype: 1,
+            percpu_refill: true,
+        };
+        r.feed(&at(refill, Ctx::new(true, false, false, 3)), Inferred::None)
+            .unwrap();
+        let softirq = Ctx::new(false, true, false, depth);
+        for pfn in 0..13 {
+            let free = EventKind::Free { pfn, order: 0 };
+            r.feed(&at(free, softirq), Inferred::None).unwrap();
+        }
+        r.feed(&at(alloc(5000), plain), Inferred::None).unwrap();
+        let after = r.zones[0].pcp_info(CpuId(0));
+        (
+            (before.count, before.alloc_factor),
+            (after.count, after.alloc_factor),
+        )
+    };
+    for at_batched in [false, true] {
+        let ((count, factor), held) = run(3, at_batched);
+        assert!(factor > 0 && count > 0, "{count} pages, factor {factor}");
+        assert_eq!(held, (count - 1, factor), "held, at_batched {at_batched}");
+        let (_, free) = run(0, at_batched);
+        assert_eq!(free, (count + 12, 0), "free, at_batched {at_batched}");
+    }
+}
+
+/// A traced allocation that succeeded is taken from its zone even where ours is below the
+/// watermark: no slow-path `drain_all_pages` of our own (the kernel's drains are in the
+/// trace). 7.2-8g p_pressure's OOM victim allocated from Normal's list below min; the replay
+/// drained every list first (7967 pages).
+#[test]
+fn a_traced_allocation_below_the_watermark_drains_no_list() {
+    let g = one_cpu_zone(1 << 16);
+    let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &g, None).unwrap();
+    let min = r.zones[0].watermarks().min;
+    let alloc = |pfn| Event {
+        cpu: Some(0),
+        ts_ns: None,
+        page: PagePtr::Present,
+        who: Who::UNKNOWN,
+        kind: EventKind::Alloc {
+            pfn,
+            order: 0,
+            migratetype: 1,
+            gfp_flags: "GFP_HIGHUSER_MOVABLE",
+        },
+    };
+    // Down to half the min watermark free (the lists' pages included).
+    let n = (1u64 << 16) - min / 2;
+    for pfn in 0..n {
+        r.feed(&alloc(pfn), Inferred::None).unwrap();
+    }
+    assert!(r.zones[0].free_pages() < min, "{}", r.zones[0].free_pages());
+    let s = r.zones[0].pcp_stats();
+    assert_eq!(
+        (
+            s.drain_local_pages,
+            s.drain_remote_pages,
+            r.zones[0].stats().alloc_failures
+        ),
+        (0, 0, 0)
+    );
+    assert!(r.frames.is_live(n - 1));
+}
+
+/// A kswapd pass takes off the watermark boost it found when it began (`balance_pgdat`); a
+/// boost raised during the pass stays for the next one. The replay never lowered a boost.
+#[test]
+fn a_kswapd_pass_ends_the_boost_it_began_with() {
+    let g = one_cpu_zone(1 << 12);
+    let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &g, None).unwrap();
+    let at = |kind| Event {
+        cpu: Some(0),
+        ts_ns: None,
+        page: PagePtr::Present,
+        who: Who::UNKNOWN,
+        kind,
+    };
+    let alloc = |pfn, migratetype| {
+        at(EventKind::Alloc {
+            pfn,
+            order: 0,
+            migratetype,
+            gfp_flags: "GFP_KERNEL",
+        })
+    };
+    // Movable pages until no free block is a whole pageblock; then an Unmovable one falls
+    // back to a smaller Movable block: `boost_watermark`.
+    for pfn in 0..3700 {
+        r.feed(&alloc(pfn, 1), Inferred::None).unwrap();
+    }
+    let wake = at(EventKind::KswapdWake { nid: 0, order: 0 });
+    let sleep = at(EventKind::KswapdSleep { nid: 0 });
+    r.feed(&wake, Inferred::None).unwrap();
+    assert_eq!(r.zones[0].watermarks().boost, 0);
+    r.feed(&alloc(3800, 0), Inferred::None).unwrap();
+    let boost = r.zones[0].watermarks().boost;
+    assert!(boost > 0);
+    // Raised during the pass: it stays.
+    r.feed(&sleep, Inferred::None).unwrap();
+    assert_eq!(r.zones[0].watermarks().boost, boost);
+    // The next pass began with it: gone at its end (here the next wake).
+    r.feed(&wake, Inferred::None).unwrap();
+    assert_eq!(r.zones[0].watermarks().boost, boost);
+    r.feed(&wake, Inferred::None).unwrap();
+    assert_eq!(r.zones[0].watermarks().boost, 0);
+}
