@@ -323,27 +323,13 @@ const KNOWN: &[(&str, &str)] = &[
     // pageblocks typed so (`make_up` does not retype one). With the pageblocks the trace names
     // typed first (layout/hints.rs), 7.2 p_thp's Reclaimable blocks now fit, and these fall
     // short: one order-9 block on 6.1 p_thp, 256 pages on 6.12 p_idle.
-    // 6.12 at 8 GiB: the set-up ends short of the kernel's PCP pages (196 in p_idle, 324 in
-    // p_thp; the buddy lists hold them). Not `high`: the set-up's is the kernel's 3307
-    // (Normal's low 13228 / 4 CPUs) since `high` is split across the traced CPUs only; the
-    // 2645 first seen here was 13228 / 5. Where the pages go is not found yet.
-    // p_thp's buddy pages are also short of free blocks `make_up` cannot retype (700 pages
-    // fewer than the kernel's, net, with the pageblocks the trace names typed first).
-    (
-        "6.12-8g/p_idle",
-        "zone Normal buddy free pages: kernel 1225070, ours 1225266",
-    ),
-    (
-        "6.12-8g/p_idle",
-        "zone Normal PCP pages: kernel 7617, ours 7421",
-    ),
+    // 6.12-8g p_thp's buddy pages are short of free blocks `make_up` cannot retype (1024
+    // pages fewer than the kernel's, net, with the pageblocks the trace names typed first).
+    // (Its PCP pages, and p_idle's, now match: the set-up's frees of orders 1..=3 drained
+    // as a `free_high` streak, proc_setup.rs `fill_lists`.)
     (
         "6.12-8g/p_thp",
-        "zone Normal buddy free pages: kernel 1225505, ours 1224805",
-    ),
-    (
-        "6.12-8g/p_thp",
-        "zone Normal PCP pages: kernel 7477, ours 7153",
+        "zone Normal buddy free pages: kernel 1225505, ours 1224481",
     ),
     // The layout start leaves free blocks of orders 1, 4, 5, 6 and 7 (241 pages) unmade:
     // pagetypeinfo counts them, the layout's free runs (8 beyond pagetypeinfo's) and the
