@@ -316,9 +316,14 @@ const KNOWN: &[(&str, &str)] = &[
     // refill). Figures above 2% in `scripts/fidelity-table` are no rule: 6.1's drain events
     // (our CPU 3 drains 441 Movable order-0 Normal pages amid the munmap's batched commits
     // of lines 109951-110460, where the kernel drains none: our list holds more by then),
-    // 6.12's (one more 2255-page drain of DMA32 on CPU 1 at the workload's end; 226 decay
-    // drains on idle CPU 3, none in the kernel), 7.2's refills (Normal CPU 1's Unmovable list,
-    // which the kernel refilled at line 15059 and ours did not, shifts `alloc_factor`).
+    // 6.12-4g's (DMA32 is exact now; Normal CPU 1's count is stale, zoneinfo read from 655.69 s,
+    // the window opening at 777.46 s, and the decay timers' phase is assumed: with the phase
+    // of the workers' runs before the window, `--jiffies-phase 768.803412`, 0.16% / 2.14%),
+    // 6.12-8g's (Normal CPU 2's stale count goes to its Reclaimable list, whose 6 pageblocks
+    // lack pages in use, so the set-up frees Unmovable pageblocks' pages onto the Unmovable
+    // list, which the kernel refilled at line 37430 and ours 70 s later), 7.2's refills
+    // (Normal CPU 1's Unmovable list, which the kernel refilled at line 15059 and ours did
+    // not, shifts `alloc_factor`).
     // The layout start cannot make up all of pagetypeinfo's free blocks of a type in the
     // pageblocks typed so (`make_up` does not retype one). With the pageblocks the trace names
     // typed first (layout/hints.rs), 7.2 p_thp's Reclaimable blocks now fit, and these fall
