@@ -513,7 +513,8 @@ mod tests {
         let h = infer(
             head.as_bytes(),
             3,
-            &[0..1 << 20],
+            // A second zone, which no event names (a one-range array reads as a mistake).
+            &[0..1 << 20, 1 << 20..2 << 20],
             9,
             Some(9),
             Numbering::Current,
