@@ -316,9 +316,14 @@ const KNOWN: &[(&str, &str)] = &[
     // refill). Figures above 2% in `scripts/fidelity-table` are no rule: 6.1's drain events
     // (our CPU 3 drains 441 Movable order-0 Normal pages amid the munmap's batched commits
     // of lines 109951-110460, where the kernel drains none: our list holds more by then),
-    // 6.12's (one more 2255-page drain of DMA32 on CPU 1 at the workload's end; 226 decay
-    // drains on idle CPU 3, none in the kernel), 7.2's refills (Normal CPU 1's Unmovable list,
-    // which the kernel refilled at line 15059 and ours did not, shifts `alloc_factor`).
+    // 6.12-4g's (DMA32 is exact now; Normal CPU 1's count is stale, zoneinfo read from 655.69 s,
+    // the window opening at 777.46 s, and the decay timers' phase is assumed: with the phase
+    // of the workers' runs before the window, `--jiffies-phase 768.803412`, 0.16% / 2.14%),
+    // 6.12-8g's (Normal CPU 2's stale count goes to its Reclaimable list, whose 6 pageblocks
+    // lack pages in use, so the set-up frees Unmovable pageblocks' pages onto the Unmovable
+    // list, which the kernel refilled at line 37430 and ours 70 s later), 7.2's refills
+    // (Normal CPU 1's Unmovable list, which the kernel refilled at line 15059 and ours did
+    // not, shifts `alloc_factor`).
     // 7.2 at 8 GiB is within 2% since two rules: a softirq free between a refill and its
     // `mm_page_alloc` (p_thp CPU 2, 13 frees at `..s3.` from 755.241894) finds the lists
     // locked and goes to the buddy (`__free_frozen_pages`), keeping `alloc_factor`; a traced
@@ -330,33 +335,13 @@ const KNOWN: &[(&str, &str)] = &[
     // pageblocks typed so (`make_up` does not retype one). With the pageblocks the trace names
     // typed first (layout/hints.rs), 7.2 p_thp's Reclaimable blocks now fit, and these fall
     // short: one order-9 block on 6.1 p_thp, 256 pages on 6.12 p_idle.
-    // 6.12 at 8 GiB: the set-up ends short of the kernel's PCP pages (196 in p_idle, 324 in
-    // p_thp; the buddy lists hold them). Not `high`: the set-up's is the kernel's 3307
-    // (Normal's low 13228 / 4 CPUs) since `high` is split across the traced CPUs only; the
-    // 2645 first seen here was 13228 / 5. Where the pages go is not found yet.
-    // p_thp's buddy pages are also short of free blocks `make_up` cannot retype (700 pages
-    // fewer than the kernel's, net, with the pageblocks the trace names typed first).
-    // 6.12 at 2 GiB, p_pressure: DMA32's lists short by 512 (9630 against 9118) with the
-    // same `high` as the kernel's (3493, DMA32's low 13972 / 4 CPUs): the same puzzle.
-    (
-        "6.12-2g/p_pressure",
-        "zone DMA32 PCP pages: kernel 9630, ours 9118",
-    ),
-    (
-        "6.12-8g/p_idle",
-        "zone Normal buddy free pages: kernel 1225070, ours 1225266",
-    ),
-    (
-        "6.12-8g/p_idle",
-        "zone Normal PCP pages: kernel 7617, ours 7421",
-    ),
+    // 6.12-8g p_thp's buddy pages are short of free blocks `make_up` cannot retype (1024
+    // pages fewer than the kernel's, net, with the pageblocks the trace names typed first).
+    // (Its PCP pages, and p_idle's, now match: the set-up's frees of orders 1..=3 drained
+    // as a `free_high` streak, proc_setup.rs `fill_lists`.)
     (
         "6.12-8g/p_thp",
-        "zone Normal buddy free pages: kernel 1225505, ours 1224805",
-    ),
-    (
-        "6.12-8g/p_thp",
-        "zone Normal PCP pages: kernel 7477, ours 7153",
+        "zone Normal buddy free pages: kernel 1225505, ours 1224481",
     ),
     // The layout start leaves free blocks of orders 1, 4, 5, 6 and 7 (241 pages) unmade:
     // pagetypeinfo counts them, the layout's free runs (8 beyond pagetypeinfo's) and the

@@ -350,7 +350,7 @@ pub fn populate(
     m.sort_unstable();
     let exact = (!l.synthesised).then(|| l.start..l.end());
     let pool = Pool::new([u, m, r], exact);
-    fill_lists(zone, z, &l).map_err(|e| err(&e))?;
+    fill_lists(zone, z, &l, demand).map_err(|e| err(&e))?;
     let (kblocks, _) = kernel_types(snap, z);
     let holes = l.hole_blocks();
     let start = z.start_pfn;
@@ -388,8 +388,14 @@ pub fn populate(
 }
 
 /// Frees each CPU's chosen blocks onto its lists, at the kernel's current `high`.
-fn fill_lists(zone: &Zone, z: &ZoneSnapshot, l: &ZoneLayout) -> Result<(), String> {
+fn fill_lists(
+    zone: &Zone,
+    z: &ZoneSnapshot,
+    l: &ZoneLayout,
+    demand: Option<&ListDemand>,
+) -> Result<(), String> {
     let setup_cpu = zone.cpus() - 1;
+    let pcp_cfg = zone.config().pcp;
     for ps in &z.pagesets {
         let cpu = ps.cpu % setup_cpu.max(1);
         // The kernel's current `high` (printed from 6.7 on; clamped into high_min..=high_max),
@@ -412,20 +418,38 @@ fn fill_lists(zone: &Zone, z: &ZoneSnapshot, l: &ZoneLayout) -> Result<(), Strin
             .filter(|b| b.0 == cpu)
             .map(|b| (b.1, b.2))
             .collect();
-        // Higher orders first: a run of order-1..3 frees after `free_count` has grown would
-        // be taken for a `free_high` streak and drain the lists (free_frozen_page_commit).
+        // Higher orders first, and `free_count` back at 0 before each free of orders 1..=3:
+        // the set-up's frees are no streak of the kernel's. A second order-1..3 free once
+        // `free_count` reached `batch` is a `free_high` one (6.12 `free_unref_page_commit`,
+        // 7.2 `free_frozen_page_commit`; 6.1's `free_factor`), and `nr_pcp_high` returns 0
+        // for it: the lists drained `min(count, batch << 5)` pages to the buddy. 6.12-8g
+        // p_idle's Normal set-up ended 196 PCP pages short so, p_thp's 324.
         blocks.sort_by_key(|&(_, order)| std::cmp::Reverse(order));
         for (p, order) in blocks {
             let order = Order::new(order).ok_or("PCP order out of range")?;
+            if (1..=3).contains(&order.get()) {
+                zone.set_pcp_tuning(
+                    CpuId(cpu),
+                    PcpTuning {
+                        free_count: Some(0),
+                        ..PcpTuning::default()
+                    },
+                );
+            }
             zone.free_on(CpuId(cpu), Pfn(p), order)
                 .map_err(|e| e.to_string())?;
         }
-        // The set-up's frees are not the kernel's history: its free and refill scaling
-        // restart from zero (the kernel's are not printed), `high` is the kernel's again.
+        // The set-up's frees are not the kernel's history: its free scaling restarts from
+        // zero, its refill scaling is what the CPU's first refill shows (else zero: zoneinfo
+        // prints neither), `high` is the kernel's again.
+        let alloc_factor = demand
+            .filter(|_| pcp_cfg.alloc_scaling)
+            .and_then(|d| d.alloc_factor(cpu, u64::from(ps.batch), pcp_cfg.batch_scale_max))
+            .unwrap_or(0);
         zone.set_pcp_tuning(
             CpuId(cpu),
             PcpTuning {
-                alloc_factor: Some(0),
+                alloc_factor: Some(alloc_factor),
                 free_count: Some(0),
                 prev_free_high_order: Some(false),
                 ..high
@@ -513,6 +537,45 @@ mod tests {
         let info = zone.pcp_info(CpuId(1));
         assert_eq!((info.count, info.high), (1283, 1283), "{info:?}");
         assert_eq!(zone.pcp_stats().drain_high_pages, 0);
+    }
+
+    #[test]
+    fn the_setup_keeps_its_high_order_blocks_and_takes_the_traced_alloc_factor() {
+        // 6.12-8g p_idle's before/ snapshot: Normal's CPU 0 holds 3064 pages (high 4139,
+        // batch 63). With lists of orders 1..=3 the trace shows (here 20 order-3 Unmovable
+        // and 30 order-1 Movable blocks), the second such free once `free_count` reached the
+        // batch was a `free_high` one and drained up to `batch << 5` pages to the buddy: the
+        // replay's set-up ended 196 PCP pages short of the kernel's in this phase.
+        let snap = own_snapshot("6.12-8g/p_idle/before");
+        let kernel = kernel_of(&snap);
+        assert_eq!(kernel, Kernel::V6_12);
+        let kz = snap.zone(0, ZoneType::Normal).unwrap();
+        let n = kz.pagesets.len();
+        let mut demand = ListDemand {
+            blocks: vec![[[0u64; 3]; 5]; n],
+            refilled: vec![[[false; 3]; 5]; n],
+            ..ListDemand::default()
+        };
+        demand.blocks[0][3][0] = 20;
+        demand.blocks[0][1][1] = 30;
+        // CPU 0's first refill in the trace was of 252 = 63 << 2 pages, CPU 1's of 100.
+        demand.first_refill = vec![Some(252), Some(100)];
+        let base = ZoneConfig::for_kernel(kernel.version()).with_cpus(5);
+        let cfg = zone_config(&base, kz, kernel);
+        let end = kz.start_pfn + kz.spanned_pages;
+        let zone = Zone::new(ZoneType::Normal, Pfn(kz.start_pfn), Pfn(end), cfg).unwrap();
+        let (_, facts) = populate(&zone, &snap, kz, Some(&demand)).unwrap();
+        assert_eq!(facts.pcp.0, facts.pcp.1, "{facts:?}");
+        assert_eq!(facts.free.0, facts.free.1, "{facts:?}");
+        let info = zone.pcp_info(CpuId(0));
+        assert_eq!(info.count, 3064, "{info:?}");
+        // order_to_pindex: migratetype + order * MIGRATE_PCPTYPES.
+        assert_eq!(info.list_pages[9], 20 << 3, "{info:?}");
+        assert_eq!(info.list_pages[4], 30 << 1, "{info:?}");
+        assert_eq!(zone.pcp_stats().drain_free_high_pages, 0);
+        // `alloc_factor` as the first refills show it: 2, and unknown (0) on CPU 1.
+        assert_eq!(info.alloc_factor, 2, "{info:?}");
+        assert_eq!(zone.pcp_info(CpuId(1)).alloc_factor, 0);
     }
 
     #[test]

@@ -62,9 +62,24 @@ pub struct ListDemand {
     /// What the head shows of the zone's layout at the start
     /// ([`crate::trace::replay::layout::StartHints`]).
     pub hints: crate::trace::replay::layout::StartHints,
+    /// Per CPU: the pages of its first order-0 refill where no free on the CPU's lists came
+    /// before it ([`ListDemand::alloc_factor`]).
+    pub first_refill: Vec<Option<u64>>,
 }
 
 impl ListDemand {
+    /// CPU `cpu`'s `alloc_factor` at the start (6.7 on), where its first order-0 refill
+    /// shows it: `nr_pcp_alloc` refills `batch << alloc_factor` pages unless `high` caps it
+    /// (`max_nr_alloc`), and only a free changes the factor before a refill
+    /// (`free_unref_page_commit`: `alloc_factor >>= 1`), so a refill of exactly `batch << k`
+    /// pages (`k` up to `CONFIG_PCP_BATCH_SCALE_MAX`, `max_scale`) with no free before it
+    /// started at `k`. 6.12-8g p_thp: Normal's CPU 2 refills 252 pages at its first
+    /// allocation off an empty list (line 37469), `alloc_factor` 2; zoneinfo prints none.
+    pub fn alloc_factor(&self, cpu: u32, batch: u64, max_scale: u8) -> Option<u8> {
+        let n = self.first_refill.get(cpu as usize).copied().flatten()?;
+        (0..=max_scale).find(|&k| batch > 0 && batch << k == n)
+    }
+
     /// The lists of `cpu` as `(order, migratetype index, blocks)` holding `count` pages: the
     /// inferred blocks (scaled down in proportion when they exceed `count`), and the rest of
     /// `count` as order-0 pages of the first type whose list the head never shows refilled
@@ -278,10 +293,23 @@ fn balance(
     let mut at_refill = vec![[[0i64; TYPES]; SLOTS]; cpus as usize];
     let mut named: HashMap<u64, usize> = HashMap::default();
     let mut pending_batched: Vec<u64> = Vec::new();
+    // Per CPU: the first order-0 refill run (pages so far), and whether it is over (or a
+    // free came first, which leaves it unknown).
+    let mut first_refill: Vec<Option<u64>> = vec![None; cpus as usize];
+    let mut first_done = vec![false; cpus as usize];
     let mut n = 0;
     for (cpu, rec, name) in events {
         n += 1;
         let c = cpu as usize;
+        if !first_done[c] {
+            match rec {
+                Rec::ZoneLocked(0, _, true) => *first_refill[c].get_or_insert(0) += 1,
+                Rec::Free(..) | Rec::FreeBatched(..) if first_refill[c].is_none() => {
+                    first_done[c] = true;
+                }
+                _ => first_done[c] = first_refill[c].is_some(),
+            }
+        }
         if let Some((block, mt)) = name {
             named.insert(block, mt);
         }
@@ -362,6 +390,7 @@ fn balance(
         events: n,
         start_count: Vec::new(),
         hints: Default::default(),
+        first_refill,
     }
 }
 
@@ -446,6 +475,57 @@ mod tests {
         // Scaled into a small count.
         assert_eq!(high.fit(1, 4), vec![(2, 2, 1)]);
         assert_eq!(h.first_named.first(), Some(&(0x1000, 0)));
+    }
+
+    #[test]
+    fn a_first_refill_of_batch_times_a_power_of_two_shows_the_alloc_factor() {
+        let alloc = |pfn: u64| {
+            format!("mm_page_alloc: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype=0 gfp_flags=GFP_KERNEL")
+        };
+        let refill = |pfn: u64| {
+            format!("mm_page_alloc_zone_locked: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype=0 percpu_refill=1")
+        };
+        let mut head = String::new();
+        // CPU 0: an allocation off its list, then a refill of 252 = 63 << 2 pages.
+        head += &line(0, 1, &alloc(0x1000));
+        head += &(0..252)
+            .map(|i| line(0, 2, &refill(0x2000 + i)))
+            .collect::<String>();
+        head += &line(0, 2, &alloc(0x2000));
+        // CPU 1: a free before its refill of 252: the factor was halved on the way.
+        head += &line(
+            1,
+            3,
+            "mm_page_free: page=(____ptrval____) pfn=0x3000 order=0",
+        );
+        head += &(0..252)
+            .map(|i| line(1, 4, &refill(0x4000 + i)))
+            .collect::<String>();
+        head += &line(1, 4, &alloc(0x4000));
+        // CPU 2: a refill `high` capped (100 pages), then a second of 126 pages.
+        head += &(0..100)
+            .map(|i| line(2, 5, &refill(0x5000 + i)))
+            .collect::<String>();
+        head += &line(2, 5, &alloc(0x5000));
+        head += &(0..126)
+            .map(|i| line(2, 6, &refill(0x6000 + i)))
+            .collect::<String>();
+        let h = infer(
+            head.as_bytes(),
+            3,
+            // A second zone, which no event names (a one-range array reads as a mistake).
+            &[0..1 << 20, 1 << 20..2 << 20],
+            9,
+            Some(9),
+            Numbering::Current,
+        );
+        let d = &h.zones[0];
+        assert_eq!(d.first_refill, vec![Some(252), None, Some(100)]);
+        assert_eq!(d.alloc_factor(0, 63, 5), Some(2));
+        // Above CONFIG_PCP_BATCH_SCALE_MAX it cannot be.
+        assert_eq!(d.alloc_factor(0, 63, 1), None);
+        assert_eq!(d.alloc_factor(1, 63, 5), None);
+        assert_eq!(d.alloc_factor(2, 63, 5), None);
     }
 
     #[test]
