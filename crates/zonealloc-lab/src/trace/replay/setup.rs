@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use super::geometry::Geometry;
 use super::infer::first_events::{self, FirstEvents};
 use super::infer::kernel::{self, KernelSide};
-use super::infer::{pcp_state, start_count};
+use super::infer::{free_factor, pcp_state, start_count};
 use super::options::ReplayOptions;
 use super::preset::Kernel;
 use super::proc_setup;
@@ -170,6 +170,12 @@ impl Setup {
             snaps,
         };
         setup.add_replayers(opts, &head)?;
+        // Before 6.7 a CPU's `free_factor` decides its drains, and only the trace before
+        // the marker shows it.
+        if infer && setup.snaps.before.is_some() && base.pcp.free_scaling.is_free_factor() {
+            let text = source.before_window();
+            free_factor::apply(&text, &setup.geo, &setup.replayers, &base);
+        }
         setup.kernel.block_types = kernel::BlockTypes::new(base.pageblock_order);
         setup
             .kernel
