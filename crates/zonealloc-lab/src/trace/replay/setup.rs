@@ -150,7 +150,7 @@ impl Setup {
                     head.zones.resize(z + 1, pcp_state::ListDemand::default());
                 }
                 head.zones[z].start_count = (0..geo.cpus)
-                    .map(|c| sc.count(span.zone_type.name(), c))
+                    .map(|c| sc.count_on(span.node, span.zone_type.name(), c))
                     .collect();
             }
         }
