@@ -19,6 +19,8 @@ struct Kept {
     bytes: Vec<u8>,
     /// The front was dropped ([`BEFORE_BYTES`]): the first line may be cut.
     trimmed: bool,
+    /// Nobody will ask: nothing is kept.
+    off: bool,
 }
 
 impl BeforeWindow {
@@ -26,6 +28,9 @@ impl BeforeWindow {
     /// [`BEFORE_BYTES`].
     pub fn push(&self, bytes: &[u8]) {
         let mut k = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if k.off {
+            return;
+        }
         k.bytes.extend_from_slice(bytes);
         // Dropped in halves, not per push: each byte is moved at most once or twice.
         if k.bytes.len() > 2 * BEFORE_BYTES {
@@ -33,6 +38,13 @@ impl BeforeWindow {
             k.bytes.drain(..cut);
             k.trimmed = true;
         }
+    }
+
+    /// Keeps nothing from now on, and drops what was kept (for a replay that will not ask).
+    pub fn stop(&self) {
+        let mut k = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        k.off = true;
+        k.bytes = Vec::new();
     }
 
     /// The text kept, from its first whole line, handed over (the kept text is emptied).
@@ -58,6 +70,10 @@ mod tests {
         b.push(b"o\n");
         assert_eq!(b.take(), b"one\ntwo\n");
         assert!(b.take().is_empty(), "taken once");
+        b.push(b"three\n");
+        b.stop();
+        b.push(b"four\n");
+        assert!(b.take().is_empty(), "stopped");
     }
 
     #[test]

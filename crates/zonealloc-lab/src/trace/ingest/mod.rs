@@ -77,6 +77,12 @@ impl Source {
         }
     }
 
+    /// Keeps no more of the text before the window's start ([`Source::before_window`] will
+    /// not be asked for), and drops what was kept.
+    pub fn drop_before_window(&self) {
+        self.before.stop();
+    }
+
     /// Whether the stream looked for the start marker beyond the prefix and, at the end of
     /// the input, has not found it: nothing was replayed.
     pub fn marker_missing(&self) -> bool {

@@ -135,6 +135,12 @@ impl Setup {
         if opts.kernel.is_some() || snap.is_some() {
             preset.0.apply(&mut base);
         }
+        // Only a free_factor start (below) reads the text before the window.
+        let infer = opts.infer.unwrap_or(snap.is_some());
+        let wants_before = infer && snap.is_some() && base.pcp.free_scaling.is_free_factor();
+        if !wants_before {
+            source.drop_before_window();
+        }
         let first = first(opts, snap, source, &geo, preset.0, &base);
         let mut head = first.lists.unwrap_or_default();
         let start_counts = first.counts;
@@ -155,8 +161,7 @@ impl Setup {
             }
         }
         // The inferences read a kernel's trace, where untraced work leaves its marks; a trace
-        // we wrote ourselves is a closed world (its slow-path drains are our own).
-        let infer = opts.infer.unwrap_or(snap.is_some());
+        // we wrote ourselves is a closed world (its slow-path drains are our own): `infer`.
         let mut setup = Setup {
             preset,
             base,
@@ -172,7 +177,7 @@ impl Setup {
         setup.add_replayers(opts, &head)?;
         // Before 6.7 a CPU's `free_factor` decides its drains, and only the trace before
         // the marker shows it.
-        if infer && setup.snaps.before.is_some() && base.pcp.free_scaling.is_free_factor() {
+        if wants_before {
             let text = source.before_window();
             free_factor::apply(&text, &setup.geo, &setup.replayers, &base);
         }
