@@ -164,6 +164,35 @@ impl<P: Platform> Zone<P> {
         Ok(pages)
     }
 
+    /// Makes the `1 << order` order-0 pages in use from `start` one allocated block of
+    /// `order` (a compound page in use at a snapshot, whose pages the snapshot shows only as
+    /// pages in use): freed later, it is one free of `order`, as the kernel's was. Refused
+    /// with nothing changed ([`RangeError::Misaligned`], [`RangeError::OutOfZone`], or
+    /// [`RangeError::Overlap`] naming the first frame that is not an order-0 page in use).
+    pub fn join_allocated(&self, start: Pfn, order: Order) -> Result<(), RangeError> {
+        if order.get() > self.config().max_order || !start.is_aligned(order) {
+            return Err(RangeError::Misaligned { pfn: start, order });
+        }
+        let n = 1u32 << order.get();
+        let first = self.layout_index(start)?;
+        let last = self.layout_index(Pfn(start.0 + u64::from(n) - 1))?;
+        if last - first != n - 1 {
+            return Err(RangeError::OutOfZone { pfn: start });
+        }
+        let z = self.lock();
+        let t = &self.table;
+        if let Some(i) = (first..=last)
+            .find(|&i| !matches!(t.state(i), FrameState::Allocated(o, _) if o == Order::ZERO))
+        {
+            return Err(RangeError::Overlap { pfn: t.pfn_of(i) });
+        }
+        t.set_states(first..last + 1, FrameState::Tail);
+        t.set_state(first, FrameState::Allocated(order, z.block_mt(t, first)));
+        drop(z);
+        self.debug_check("join_allocated");
+        Ok(())
+    }
+
     /// The table index of `pfn`, a frame of the zone's span outside any carved-out table.
     fn layout_index(&self, pfn: Pfn) -> Result<u32, RangeError> {
         if !self.spans(pfn) {
@@ -312,5 +341,36 @@ mod tests {
         let s = z.snapshot(0);
         assert_eq!(s.free_by_type[MigrateType::Unmovable.index()][0], 1);
         assert_eq!(s.pageblocks_by_type[MigrateType::Movable.index()], 8);
+    }
+
+    #[test]
+    fn pages_in_use_joined_into_one_block_free_as_one() {
+        let z = zone(FallbackRule::ClaimSteal);
+        z.add_allocated_range(Pfn(64), Pfn(72), Order::ZERO)
+            .unwrap();
+        let one = Order::new(1).unwrap();
+        // Misaligned, or a frame that is not an order-0 page in use: nothing changes.
+        assert_eq!(
+            z.join_allocated(Pfn(65), one),
+            Err(RangeError::Misaligned {
+                pfn: Pfn(65),
+                order: one
+            })
+        );
+        assert_eq!(
+            z.join_allocated(Pfn(72), one),
+            Err(RangeError::Overlap { pfn: Pfn(72) })
+        );
+        z.join_allocated(Pfn(66), one).unwrap();
+        assert_eq!(
+            z.join_allocated(Pfn(64), Order::new(2).unwrap()),
+            Err(RangeError::Overlap { pfn: Pfn(66) })
+        );
+        z.check().unwrap();
+        // An order-0 free of the joined block's page is refused; the order-1 free is whole.
+        assert!(z.free(Pfn(66), Order::ZERO).is_err());
+        z.free(Pfn(66), one).unwrap();
+        assert_eq!(z.free_pages(), 2);
+        z.check().unwrap();
     }
 }

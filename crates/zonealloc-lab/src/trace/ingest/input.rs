@@ -30,6 +30,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 
+use super::before::BeforeWindow;
 use super::until_marker::UntilMarker;
 use crate::trace::migratetype::Evidence;
 use crate::trace::parse::{self, Event, EventKind, Parser};
@@ -61,6 +62,8 @@ pub struct Input {
     pub prefix: Shared,
     /// How a look at the prefix divides between the stream and the window's cut.
     pub split: Option<Split>,
+    /// The text the window's start cuts out of the stream, kept as the stream goes by.
+    pub before: BeforeWindow,
 }
 
 /// The prefix's complete lines (those [`sniff`] looks at) as two parts: the stream's first
@@ -245,10 +248,12 @@ pub fn open_window(path: &Path, window: &Window) -> io::Result<(Input, Option<Fo
     // The prefix without the cut, shared with the caller (not copied).
     let mut after = Cursor::new(prefix.clone());
     after.set_position(cut.end as u64);
+    let before = BeforeWindow::default();
+    before.push(&bytes[cut.clone()]);
     let rest: Box<dyn BufRead + Send> = match beyond {
         Some((marker, f)) => Box::new(BufReader::with_capacity(
             1 << 16,
-            SkipPast::new(after.chain(src), marker, f),
+            SkipPast::new(after.chain(src), marker, f).keeping(before.clone()),
         )),
         None => Box::new(after.chain(src)),
     };
@@ -265,6 +270,7 @@ pub fn open_window(path: &Path, window: &Window) -> io::Result<(Input, Option<Fo
             reader,
             prefix,
             split,
+            before,
         },
         found,
     ))
@@ -483,6 +489,8 @@ struct SkipPast<R> {
     /// The marker was seen: dropping the rest of its line.
     in_line: bool,
     found: Found,
+    /// Where the dropped text is kept.
+    kept: BeforeWindow,
 }
 
 impl<R: Read> SkipPast<R> {
@@ -493,7 +501,14 @@ impl<R: Read> SkipPast<R> {
             tail: Vec::new(),
             in_line: false,
             found,
+            kept: BeforeWindow::default(),
         }
+    }
+
+    /// Keeps the text it drops in `kept`.
+    fn keeping(mut self, kept: BeforeWindow) -> Self {
+        self.kept = kept;
+        self
     }
 
     /// Drops input until just after the marker's line; `false` at the end of the input.
@@ -507,10 +522,12 @@ impl<R: Read> SkipPast<R> {
             let n = buf.len();
             if self.in_line {
                 if let Some(nl) = memchr::memchr(b'\n', buf) {
+                    self.kept.push(&buf[..nl + 1]);
                     self.inner.consume(nl + 1);
                     self.found.0.store(true, Ordering::Relaxed);
                     return Ok(true);
                 }
+                self.kept.push(buf);
                 self.inner.consume(n);
                 continue;
             }
@@ -524,6 +541,7 @@ impl<R: Read> SkipPast<R> {
             if let Some(at) = hit {
                 // The marker holds no newline: its line ends at the next one after it.
                 self.in_line = true;
+                self.kept.push(&buf[..at]);
                 self.inner.consume(at);
                 continue;
             }
@@ -535,6 +553,7 @@ impl<R: Read> SkipPast<R> {
                 seam.drain(..keep);
             }
             self.tail = seam;
+            self.kept.push(buf);
             self.inner.consume(n);
         }
     }

@@ -8,6 +8,7 @@
 //! Below it: [`crate::trace::input`] and [`crate::trace::zstd`] (bytes),
 //! [`crate::trace::parse`] (events), [`crate::trace::migratetype`] (numbering evidence).
 
+pub mod before;
 pub mod input;
 pub mod pipe;
 pub mod prefix;
@@ -33,12 +34,14 @@ pub struct Source {
     held: VecDeque<Chunk>,
     window: Window,
     found: Option<input::Found>,
+    before: before::BeforeWindow,
 }
 
 impl Source {
     /// Opens `path` (`-`: standard input), keeping `window` of it, and starts its parse.
     pub fn open(path: &Path, window: &Window) -> io::Result<Source> {
         let (input, found) = input::open_window(path, window)?;
+        let before = input.before.clone();
         let (look, ahead) = PrefixLook::spawn(Parser::new(), input)?;
         Ok(Source {
             look,
@@ -46,7 +49,38 @@ impl Source {
             held: VecDeque::new(),
             window: window.clone(),
             found,
+            before,
         })
+    }
+
+    /// The text before the window's start marker (its last [`before::BEFORE_BYTES`]), once:
+    /// where the stream looks for the marker, the parse is first taken past it (the chunks
+    /// taken are put back). Empty without a start marker, or where it was not found.
+    pub fn before_window(&mut self) -> Vec<u8> {
+        // Chunks before the marker's are the header's, without events: few.
+        let mut taken = Vec::new();
+        while self
+            .found
+            .as_ref()
+            .is_some_and(|f| f.searched() && !f.get())
+        {
+            match self.next_chunk() {
+                Some(c) => taken.push(c),
+                None => break,
+            }
+        }
+        self.unread(taken);
+        if self.found.as_ref().is_some_and(input::Found::get) {
+            self.before.take()
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Keeps no more of the text before the window's start ([`Source::before_window`] will
+    /// not be asked for), and drops what was kept.
+    pub fn drop_before_window(&self) {
+        self.before.stop();
     }
 
     /// Whether the stream looked for the start marker beyond the prefix and, at the end of

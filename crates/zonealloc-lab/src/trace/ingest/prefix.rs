@@ -30,6 +30,7 @@ impl PrefixLook {
             reader,
             prefix,
             split,
+            ..
         } = input;
         let mark = split.as_ref().map(|s: &Split| s.stream_bytes);
         let ahead = ParseAhead::spawn_marked(parser, reader, mark)?;

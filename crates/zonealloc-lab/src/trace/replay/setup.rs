@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use super::geometry::Geometry;
 use super::infer::first_events::{self, FirstEvents};
 use super::infer::kernel::{self, KernelSide};
-use super::infer::{pcp_state, start_count};
+use super::infer::{free_factor, pcp_state, start_count};
 use super::options::ReplayOptions;
 use super::preset::Kernel;
 use super::proc_setup;
@@ -135,6 +135,12 @@ impl Setup {
         if opts.kernel.is_some() || snap.is_some() {
             preset.0.apply(&mut base);
         }
+        // Only a free_factor start (below) reads the text before the window.
+        let infer = opts.infer.unwrap_or(snap.is_some());
+        let wants_before = infer && snap.is_some() && base.pcp.free_scaling.is_free_factor();
+        if !wants_before {
+            source.drop_before_window();
+        }
         let first = first(opts, snap, source, &geo, preset.0, &base);
         let mut head = first.lists.unwrap_or_default();
         let start_counts = first.counts;
@@ -150,13 +156,12 @@ impl Setup {
                     head.zones.resize(z + 1, pcp_state::ListDemand::default());
                 }
                 head.zones[z].start_count = (0..geo.cpus)
-                    .map(|c| sc.count(span.zone_type.name(), c))
+                    .map(|c| sc.count_on(span.node, span.zone_type.name(), c))
                     .collect();
             }
         }
         // The inferences read a kernel's trace, where untraced work leaves its marks; a trace
-        // we wrote ourselves is a closed world (its slow-path drains are our own).
-        let infer = opts.infer.unwrap_or(snap.is_some());
+        // we wrote ourselves is a closed world (its slow-path drains are our own): `infer`.
         let mut setup = Setup {
             preset,
             base,
@@ -170,6 +175,12 @@ impl Setup {
             snaps,
         };
         setup.add_replayers(opts, &head)?;
+        // Before 6.7 a CPU's `free_factor` decides its drains, and only the trace before
+        // the marker shows it.
+        if wants_before {
+            let text = source.before_window();
+            free_factor::apply(&text, &setup.geo, &setup.replayers, &base);
+        }
         setup.kernel.block_types = kernel::BlockTypes::new(base.pageblock_order);
         setup
             .kernel

@@ -6,9 +6,12 @@
 //!   drain runs) and `alloc_pages_bulk`'s untraced allocations;
 //! - [`pcp_state`]: which per-CPU lists zoneinfo's `count` pages were on at the start;
 //! - [`start_count`]: each CPU's `count` at the start marker, which zoneinfo read earlier;
+//! - [`free_factor`]: each CPU's `free_factor` (before 6.7) at the start marker, from the
+//!   trace before it;
 //! - [`first_events`]: the window's first events, read once for the two before the replay.
 
 pub mod first_events;
+pub mod free_factor;
 pub mod kernel;
 pub mod pcp_state;
 pub mod start_count;

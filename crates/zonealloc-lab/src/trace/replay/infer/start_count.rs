@@ -85,6 +85,8 @@ pub enum Found {
 pub struct CpuStart {
     /// The zone's name (`DMA32`).
     pub zone: String,
+    /// The zone's node.
+    pub node: u32,
     /// The CPU.
     pub cpu: u32,
     /// zoneinfo's count.
@@ -116,6 +118,14 @@ impl StartCounts {
         self.cpus
             .iter()
             .find(|c| c.zone == zone && c.cpu == cpu)
+            .map(|c| c.inferred)
+    }
+
+    /// [`StartCounts::count`] of node `node`'s zone `zone` (two nodes each have a DMA32).
+    pub fn count_on(&self, node: u32, zone: &str, cpu: u32) -> Option<u64> {
+        self.cpus
+            .iter()
+            .find(|c| c.node == node && c.zone == zone && c.cpu == cpu)
             .map(|c| c.inferred)
     }
 }
@@ -158,6 +168,7 @@ struct Run {
 #[derive(Clone, Debug)]
 struct Cpu {
     zone_name: String,
+    node: u32,
     zoneinfo: i64,
     high: High,
     delta: i64,
@@ -259,6 +270,7 @@ impl Walk {
                 };
                 per[z * cpus as usize + ps.cpu as usize] = Some(Cpu {
                     zone_name: span.zone_type.name().to_owned(),
+                    node: span.node,
                     zoneinfo: i64::from(ps.count),
                     // A pageset whose high is below batch keeps no pages (nr_pcp_free's
                     // boot-pageset check): nothing to wait for.
@@ -603,6 +615,7 @@ impl Walk {
                 let inferred = c.zoneinfo.clamp(lo, hi.max(lo)).max(0) as u64;
                 CpuStart {
                     zone: c.zone_name.clone(),
+                    node: c.node,
                     cpu,
                     zoneinfo: c.zoneinfo as u64,
                     inferred,

@@ -436,3 +436,33 @@ fn a_refill_run_straddling_the_window_start_counts_its_pages_in_the_window() {
     // its raise came before the marker, maybe after zoneinfo was read: the bound keeps it.
     assert_eq!(counts_on_7_2(&t, true).bounds, (0, bound(3, 1)));
 }
+
+/// Two nodes each have a DMA32 zone (6.1-4g-2node p_pressure's before/ snapshot: node 1's
+/// pagesets hold 749 pages, node 0's 2158): each starts from its own node's counts. Looked
+/// up by the zone's name alone, node 1's DMA32 took node 0's (the set-up put 877 pages on
+/// its lists, and missed 318).
+#[test]
+fn each_nodes_zone_starts_from_its_own_counts() {
+    let before = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../data/kernel-own/6.1-4g-2node/p_pressure/before");
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("t.txt");
+    let mut t = String::from("# tracer: nop\n");
+    t += &line(0, 1, "tracing_mark_write: KT_SNAPSHOT_BEFORE_END t");
+    t += &line(0, 2, "mm_page_alloc: page=(____ptrval____) pfn=0x10100 order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE");
+    t += &line(0, 6, "tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN t");
+    std::fs::write(&p, t).unwrap();
+    let opts = ReplayOptions {
+        samples: 10,
+        infer_start_count: Some(true),
+        proc: Some(before),
+        ..ReplayOptions::default()
+    };
+    let run = replay::run(&p, &opts, &|_| {}).unwrap();
+    let pcp = |zone: &str| {
+        let f = run.replayers[0].setup.iter().find(|f| f.zone == zone);
+        f.unwrap().pcp
+    };
+    assert_eq!(pcp("Node 1, zone DMA32"), (749, 749));
+    assert_eq!(pcp("Node 0, zone DMA32").0, 2158);
+}
