@@ -467,3 +467,26 @@ impl<P: Platform> Machine<P> {
 fn allows(mask: Option<NodeMask>, nid: u32) -> bool {
     mask.map_or(true, |m| m.contains(nid))
 }
+
+/// `get_page_from_freelist` and the slow path over a zonelist the caller built, each zone
+/// with its node (`nids`, one per zone; empty on a single-node machine, where
+/// `ALLOC_NOFRAGMENT` never looks at nodes): for a caller that keeps its zones apart from a
+/// [`Machine`] (the trace replay's zones of several nodes), as [`Machine::alloc`] walks its
+/// own. The first zone is the preferred zone. On the CPU of `req` (or the calling one); no
+/// `zone_statistics` (the caller counts). `NoZone` for an empty list or a `nids` of another
+/// length.
+pub fn alloc_zonelist<P: Platform>(
+    zones: &[&Zone<P>],
+    nids: &[u32],
+    order: Order,
+    req: AllocRequest,
+) -> Result<Pfn, AllocError> {
+    if zones.is_empty() || !(nids.is_empty() || nids.len() == zones.len()) {
+        return Err(AllocError::NoZone);
+    }
+    let cpu = req
+        .cpu
+        .map_or_else(|| P::current_cpu() as usize, |c| c.0 as usize);
+    let list = ZoneList { zones, nids };
+    alloc_walk(&list, order, req, &mut PcpAccess::Cpu(cpu))
+}
