@@ -14,6 +14,8 @@
 mod boot;
 #[cfg(test)]
 mod boot_tests;
+#[cfg(test)]
+mod drain_tests;
 mod policy;
 mod stats;
 #[cfg(test)]
@@ -442,11 +444,32 @@ impl<P: Platform> Machine<P> {
         changes
     }
 
-    /// Drains every CPU's lists in every zone of every node.
+    /// Drains every CPU's lists in every zone of every node (`drain_all_pages(NULL)`): as
+    /// `__drain_all_pages` in 6.1 and earlier queues one work item per CPU, which drains all
+    /// its zones (`drain_local_pages` -> `drain_pages`), then flushes them once, every zone's
+    /// owners are asked first and then waited for together: one wait, however many nodes and
+    /// zones, where a drain zone by zone would wait for each zone's owners in turn.
     pub fn drain_all(&self) {
-        for x in self.nodes() {
-            x.drain_all();
+        self.drain_all_waits();
+    }
+
+    /// [`Machine::drain_all`], returning how many times it waited for owners: 0 where none
+    /// had to be asked (remote drain, or no pages), else 1.
+    pub fn drain_all_waits(&self) -> u32 {
+        let mut raised = [0u64; MAX_NUMNODES * MAX_NR_ZONES];
+        let zones = self.nodes().flat_map(|x| x.zones());
+        for (r, z) in raised.iter_mut().zip(zones.clone()) {
+            *r = z.raise_drains();
         }
+        if raised.iter().all(|&r| r == 0) {
+            return 0;
+        }
+        for (&r, z) in raised.iter().zip(zones) {
+            if r != 0 {
+                z.wait_raised(r);
+            }
+        }
+        1
     }
 
     /// Checks every node's invariants and returns what they counted, summed.
