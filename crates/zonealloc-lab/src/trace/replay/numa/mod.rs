@@ -16,7 +16,8 @@
 //!   does not carry the task's mempolicy;
 //! - [`Expiry`]: the vmstat worker's expiry drain of remote-node pagesets (`pcp->expire`,
 //!   `drain_zone_pages` in `refresh_cpu_vm_stats` under CONFIG_NUMA, 6.1 and 7.2 alike),
-//!   run where the replay runs the worker (the kernels with the decay of `high`).
+//!   counted down at the replay's worker runs in every variant (on several nodes the
+//!   workers run on kernels without the decay of `high` too), beside the trace's.
 
 mod counts;
 mod expire;
@@ -24,7 +25,7 @@ mod fidelity;
 mod zonelist;
 
 pub use counts::NumaCounts;
-pub use expire::Expiry;
+pub use expire::{Expiry, ExpiryDrains};
 pub use fidelity::{node_cpu, node_fidelity, numastat_moved};
 pub use zonelist::Zonelists;
 
@@ -56,10 +57,11 @@ impl NumaReplay {
         }
         let nodes = geo.nodes() as usize;
         let zonelists = Zonelists::build(geo, snap.map_or(&[], |s| &s.nodes))?;
+        let zone_nodes: Vec<u32> = geo.zones.iter().map(|z| z.node).collect();
         Ok(Some(Box::new(NumaReplay {
             kernel: NumaCounts::new(nodes),
             ours: NumaCounts::new(nodes),
-            expiry: Expiry::new(geo.cpus, geo.zones.len()),
+            expiry: Expiry::new(geo.cpus, &zone_nodes),
             zonelists,
         })))
     }
