@@ -444,11 +444,13 @@ impl<P: Platform> Machine<P> {
         changes
     }
 
-    /// Drains every CPU's lists in every zone of every node (`drain_all_pages(NULL)`): as
-    /// `__drain_all_pages` in 6.1 and earlier queues one work item per CPU, which drains all
-    /// its zones (`drain_local_pages` -> `drain_pages`), then flushes them once, every zone's
-    /// owners are asked first and then waited for together: one wait, however many nodes and
-    /// zones, where a drain zone by zone would wait for each zone's owners in turn.
+    /// Drains every CPU's lists in every zone of every node (`drain_all_pages(NULL)`). Under
+    /// owner drain, as `__drain_all_pages` before seed 004's remote drain (5.19 and earlier;
+    /// 6.1 already drains each CPU under its `pcp->lock` from the caller) queues one work
+    /// item per CPU, which drains all its zones (`drain_local_pages` -> `drain_pages`), then
+    /// flushes them once: every zone's owners are asked first, then waited for together, one
+    /// wait however many nodes and zones, where a drain zone by zone waited for each zone's
+    /// owners in turn.
     pub fn drain_all(&self) {
         self.drain_all_waits();
     }
