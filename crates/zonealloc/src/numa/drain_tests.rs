@@ -1,11 +1,11 @@
 //! A drain of every node's pagesets against busy owners: one wait, however many nodes and
 //! zones (`__drain_all_pages` queues one work item per CPU for all zones, then flushes).
 
-use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::vec::Vec;
 
 use super::*;
 use crate::config::{DrainMode, PcpLocking};
+use crate::sync::{AtomicBool, AtomicU32};
 use crate::types::MigrateType;
 
 const MIB: u64 = 1 << 20;
@@ -40,7 +40,7 @@ fn machine(nodes: usize, drain: DrainMode) -> Machine {
 /// and the pages left on any list after it.
 fn drain_with_busy_owners(m: &Machine) -> (u32, i64) {
     let zones: Vec<&Zone> = m.nodes().flat_map(|x| x.zones()).collect();
-    let ready = AtomicUsize::new(0);
+    let ready = AtomicU32::new(0);
     let done = AtomicBool::new(false);
     let cpus = m.cpus();
     std::thread::scope(|s| {
@@ -64,7 +64,7 @@ fn drain_with_busy_owners(m: &Machine) -> (u32, i64) {
                 }
             });
         }
-        while ready.load(Ordering::SeqCst) < cpus {
+        while (ready.load(Ordering::SeqCst) as usize) < cpus {
             std::thread::yield_now();
         }
         let before: i64 = pcp_pages(&zones, cpus);
