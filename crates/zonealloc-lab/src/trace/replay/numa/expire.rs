@@ -241,5 +241,4 @@ fn moved(zone: &Zone, cpu: u32) -> u64 {
 }
 
 #[cfg(test)]
-#[path = "expire_tests.rs"]
 mod tests;

@@ -10,8 +10,8 @@
 use zonealloc::numa::{alloc_zonelist, build_node_orders, Distances, LOCAL_DISTANCE};
 use zonealloc::{AllocError, AllocRequest, Order, Pfn, Zone, ZoneType};
 
-use super::super::geometry::Geometry;
 use crate::procfs::NodeSnapshot;
+use crate::trace::replay::geometry::Geometry;
 
 /// The distance between two nodes where the snapshot has no `nodes/` (the SLIT's usual
 /// remote distance; such a snapshot of several nodes is refused before a replay).
@@ -152,5 +152,4 @@ impl Zonelists {
 }
 
 #[cfg(test)]
-#[path = "zonelist_tests.rs"]
 mod tests;

@@ -6,7 +6,7 @@ use crate::trace::migratetype::Numbering;
 use crate::trace::parse::{Ctx, Event, EventKind, PagePtr, Task, Who};
 use crate::trace::replay::geometry::{Geometry, Online, ZoneSpan};
 use crate::trace::replay::infer::kernel::Inferred;
-use crate::trace::replay::Replayer;
+use crate::trace::replay::replayer::Replayer;
 use crate::trace::variant::Variant;
 use zonealloc::{MigrateType, Order, Pfn, ZoneConfig, ZoneType};
 

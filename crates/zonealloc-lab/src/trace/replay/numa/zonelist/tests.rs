@@ -180,7 +180,7 @@ fn a_distance_table_the_kernel_would_refuse_is_an_error() {
 fn a_replayed_allocation_falls_back_to_node_0_when_node_1_is_exhausted() {
     use crate::trace::parse::{Event, EventKind, PagePtr, Who};
     use crate::trace::replay::infer::kernel::Inferred;
-    use crate::trace::replay::Replayer;
+    use crate::trace::replay::replayer::Replayer;
     use crate::trace::variant::Variant;
 
     let geo = geometry(
