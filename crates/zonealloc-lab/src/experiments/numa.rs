@@ -174,7 +174,8 @@ impl Memory {
         })
     }
 
-    /// `drain_all_pages(NULL)`: every CPU's pagesets in every zone, node by node.
+    /// `drain_all_pages(NULL)`: every CPU's pagesets in every zone; on several nodes, owners
+    /// asked in every zone first and waited for once ([`Machine::drain_all`]).
     pub fn drain_all(&self) {
         match self {
             Memory::One(z) => z.drain_all(),

@@ -14,6 +14,8 @@
 mod boot;
 #[cfg(test)]
 mod boot_tests;
+#[cfg(test)]
+mod drain_tests;
 mod policy;
 mod stats;
 #[cfg(test)]
@@ -442,11 +444,34 @@ impl<P: Platform> Machine<P> {
         changes
     }
 
-    /// Drains every CPU's lists in every zone of every node.
+    /// Drains every CPU's lists in every zone of every node (`drain_all_pages(NULL)`). Under
+    /// owner drain, as `__drain_all_pages` before seed 004's remote drain (5.19 and earlier;
+    /// 6.1 already drains each CPU under its `pcp->lock` from the caller) queues one work
+    /// item per CPU, which drains all its zones (`drain_local_pages` -> `drain_pages`), then
+    /// flushes them once: every zone's owners are asked first, then waited for together, one
+    /// wait however many nodes and zones, where a drain zone by zone waited for each zone's
+    /// owners in turn.
     pub fn drain_all(&self) {
-        for x in self.nodes() {
-            x.drain_all();
+        self.drain_all_waits();
+    }
+
+    /// [`Machine::drain_all`], returning how many times it waited for owners: 0 where none
+    /// had to be asked (remote drain, or no pages), else 1.
+    pub fn drain_all_waits(&self) -> u32 {
+        let mut raised = [0u64; MAX_NUMNODES * MAX_NR_ZONES];
+        let zones = self.nodes().flat_map(|x| x.zones());
+        for (r, z) in raised.iter_mut().zip(zones.clone()) {
+            *r = z.raise_drains();
         }
+        if raised.iter().all(|&r| r == 0) {
+            return 0;
+        }
+        for (&r, z) in raised.iter().zip(zones) {
+            if r != 0 {
+                z.wait_raised(r);
+            }
+        }
+        1
     }
 
     /// Checks every node's invariants and returns what they counted, summed.
@@ -466,4 +491,27 @@ impl<P: Platform> Machine<P> {
 /// Whether a nodemask (`None`: every node) allows `nid`.
 fn allows(mask: Option<NodeMask>, nid: u32) -> bool {
     mask.map_or(true, |m| m.contains(nid))
+}
+
+/// `get_page_from_freelist` and the slow path over a zonelist the caller built, each zone
+/// with its node (`nids`, one per zone; empty on a single-node machine, where
+/// `ALLOC_NOFRAGMENT` never looks at nodes): for a caller that keeps its zones apart from a
+/// [`Machine`] (the trace replay's zones of several nodes), as [`Machine::alloc`] walks its
+/// own. The first zone is the preferred zone. On the CPU of `req` (or the calling one); no
+/// `zone_statistics` (the caller counts). `NoZone` for an empty list or a `nids` of another
+/// length.
+pub fn alloc_zonelist<P: Platform>(
+    zones: &[&Zone<P>],
+    nids: &[u32],
+    order: Order,
+    req: AllocRequest,
+) -> Result<Pfn, AllocError> {
+    if zones.is_empty() || !(nids.is_empty() || nids.len() == zones.len()) {
+        return Err(AllocError::NoZone);
+    }
+    let cpu = req
+        .cpu
+        .map_or_else(|| P::current_cpu() as usize, |c| c.0 as usize);
+    let list = ZoneList { zones, nids };
+    alloc_walk(&list, order, req, &mut PcpAccess::Cpu(cpu))
 }

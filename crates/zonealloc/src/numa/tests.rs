@@ -566,3 +566,28 @@ fn short_storage_and_wide_distances_are_refused() {
         crate::ConfigError::BadNuma("more nodes than storage for them")
     );
 }
+
+#[test]
+fn alloc_zonelist_walks_a_callers_list_and_refuses_a_bad_one() {
+    let m = two_nodes(ZoneConfig::default());
+    let n0 = m.node(0).unwrap().zone(ZoneType::Dma32).unwrap();
+    let n1 = m.node(1).unwrap().zone(ZoneType::Normal).unwrap();
+    let req = AllocRequest::new(MigrateType::Movable).on_cpu(CpuId(2));
+    let order = Order::new(9).unwrap();
+    // Node 1's Normal first: served there until it refuses, then node 0's DMA32.
+    let mut on = [0u32; 2];
+    for _ in 0..40 {
+        let p = alloc_zonelist(&[n1, n0], &[1, 0], order, req).unwrap();
+        on[nid(&m, p) as usize] += 1;
+    }
+    assert!(on[1] > 0 && on[0] > 0, "{on:?}");
+    assert_eq!(
+        alloc_zonelist::<DefaultPlatform>(&[], &[], order, req),
+        Err(AllocError::NoZone)
+    );
+    assert_eq!(
+        alloc_zonelist(&[n1, n0], &[1], order, req),
+        Err(AllocError::NoZone)
+    );
+    m.check().unwrap();
+}

@@ -372,6 +372,51 @@ impl<P: Platform> Zone<P> {
         unanswered.result()
     }
 
+    /// The queueing half of `__drain_all_pages` for this zone, for a drain of several zones
+    /// that waits once ([`Machine::drain_all`](crate::Machine::drain_all)): under the drain
+    /// mutex, every CPU with pages is drained in place where the caller may, else its owner
+    /// is asked. Returns one bit per CPU (of the first 64) whose owner must be waited for
+    /// ([`Zone::wait_raised`]); a later CPU is waited for at once, as in `drain_all`.
+    pub(crate) fn raise_drains(&self) -> u64 {
+        if !self.pcp.enabled() {
+            return 0;
+        }
+        let me = &mut self.caller();
+        let _m = loop {
+            if let Some(m) = self.pcp.drain_mutex.try_lock() {
+                break m;
+            }
+            self.serve_own(me); // the drainer holding the mutex may be waiting for us
+            relax_hard();
+        };
+        let mut raised = 0u64;
+        for c in 0..self.pcp.cpus() {
+            if self.pcp.slot(c).count_hint.load(Ordering::Relaxed) == 0 {
+                continue;
+            }
+            if let Some(ticket) = self.start_drain(c, me) {
+                if c < 64 {
+                    raised |= 1 << c;
+                } else {
+                    self.wait_owner(c, ticket, me, &mut GiveUp::Never);
+                }
+            }
+        }
+        raised
+    }
+
+    /// The flushing half: waits for the owners of the CPUs in `raised` to have served their
+    /// requests (every request raised by the time this looks: at least the one
+    /// [`Zone::raise_drains`] raised).
+    pub(crate) fn wait_raised(&self, raised: u64) {
+        let me = &mut self.caller();
+        for c in (0..64.min(self.pcp.cpus())).filter(|&c| raised & (1 << c) != 0) {
+            let ticket = self.pcp.slot(c).tickets_to_serve();
+            self.wait_owner(c, ticket, me, &mut GiveUp::Never);
+        }
+        self.debug_check("drain_all");
+    }
+
     /// The allocation slow path's drain (`drain_all_pages(NULL)`): skipped if another drain
     /// runs, and under `std` bounded by [`SLOW_PATH_DRAIN_WAIT_NS`] per call.
     pub(crate) fn drain_all_for_reclaim(&self, me: &mut PcpAccess<'_>) {

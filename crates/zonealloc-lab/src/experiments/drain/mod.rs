@@ -140,7 +140,7 @@ fn numa_config(nodes: usize, workers: usize) -> serde_json::Value {
         "zone_pages": "each node's",
         "allocation": "node-local: each worker allocates in the first zone of its node's zonelist",
         "cross_node_frees": format!("{:.0}% of a worker's requests are handed to its peer on the next node, which frees them to its pageset of the pages' own zone (a remote node's), where only a drain (or the vmstat worker's expiry, seconds later, not reached in a run) takes them back", run::HANDOFF * 100.0),
-        "drain": "Machine::drain_all, node by node: a remote drain takes every CPU's lock in every zone (drain_pages walks each populated zone); an owner serves every zone's request at its next allocator call, as its one drain work item would, though the model raises one request per zone where the kernel queues one work item per CPU",
+        "drain": "Machine::drain_all as __drain_all_pages before seed 004: a remote drain takes every CPU's lock in every zone (drain_pages walks each populated zone); an owner drain asks every owner in every zone first and then waits for them once, as the kernel queues one work item per CPU for all zones and flushes them once, and an owner serves every zone's request at its next allocator call, as its one work item would",
         "simulated_clock": "a remote drain takes one step per CPU and zone, an owner's drain one step per zone; the requests are laid out as on one node (hand-offs left out)",
         "comparable": "every claim judges the same drain_all against the same owners; on two nodes it empties twice the pagesets, so remote drain's own work doubles, and the owners it no longer waits for are the same",
     })

@@ -129,6 +129,7 @@ impl Replayer {
         let mut setup = Vec::new();
         let mut setup_counts = (0, 0, 0);
         let block_shift = u32::from(cfg.max_order);
+        let numa = NumaReplay::for_geometry(geo, snap).map_err(|e| err(&e))?;
         for (i, span) in geo.zones.iter().enumerate() {
             let (start, end) = (span.start, span.end());
             let extra = if snap.is_some() {
@@ -208,7 +209,7 @@ impl Replayer {
             jiffies_phase_ns: None,
             runs: Vec::new(),
             worker_run: vec![false; geo.cpus as usize],
-            numa: NumaReplay::for_geometry(geo),
+            numa,
 
             frag: Vec::new(),
             samples: Samples::default(),
@@ -465,7 +466,21 @@ impl Replayer {
         } else {
             req.no_watermarks()
         };
-        let got = self.zones[z].alloc_with(ord, req);
+        let (got, z) = match self.numa.as_deref() {
+            None => (self.zones[z].alloc_with(ord, req), z),
+            // Several nodes: the zonelist from the kernel's zone, or all of it for a failure.
+            Some(n) => {
+                let (kernel, node) = ((!failed_in_trace).then_some(z), self.geo.cpu_node(cpu));
+                let got = n
+                    .zonelists
+                    .alloc(&self.zones, kernel, node, gfp_flags, ord, req);
+                let at = got.ok().and_then(|p| self.geo.zone_of(p.0));
+                for other in 0..self.zones.len() {
+                    self.flush_zone_events(ev, other, cpu)?;
+                }
+                (got, at.unwrap_or(z))
+            }
+        };
         self.flush_zone_events(ev, z, cpu)?;
         self.emit_event(
             ev,

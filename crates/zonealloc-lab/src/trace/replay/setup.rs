@@ -217,13 +217,19 @@ impl Setup {
             };
             let snap = self.snaps.before.as_ref();
             let mut r = Replayer::with_zones(v, &self.geo, out, &cfgs, snap, &head.zones)?;
-            r.decay = cfgs.first().is_some_and(|c| c.pcp.decay && c.pcp.enabled) && !opts.no_decay;
+            let decay = cfgs.first().is_some_and(|c| c.pcp.decay && c.pcp.enabled);
+            // Several nodes: the workers run for the remote pagesets' expiry (numa::Expiry)
+            // on a kernel without the decay too (their decay then does nothing).
+            r.decay = (decay || r.numa.is_some()) && !opts.no_decay;
             r.set_vmstat(opts.hz, opts.decay_waits_for_event, opts.jiffies_phase_ns);
             // A kernel's batched frees reach the lists at their commits.
             r.commit_at_batched = self.infer;
-            // A kernel's trace shows the remote pagesets' expiry drains (numa::Expiry).
+            // The remote pagesets' countdowns at the snapshot (numa::Expiry).
             if let Some(n) = r.numa.as_mut() {
-                n.expiry.modelled = !self.infer;
+                n.expiry.start(&r.zones, |c| self.geo.cpu_node(c));
+                n.expiry.counts_pending =
+                    zonealloc::numa::NumaConfig::for_kernel(self.preset.0.version())
+                        .expire_counts_pending;
             }
             self.replayers.push(r);
         }

@@ -162,10 +162,22 @@ pub(super) fn node_lines(run: &ReplayRun) -> String {
             show(ours)
         ));
     }
-    if let Some(n) = first {
+    for r in &run.replayers {
+        let Some(e) = r.numa.as_ref().map(|n| &n.expiry) else {
+            continue;
+        };
+        for (node, (k, o)) in e.kernel.iter().zip(&e.ours).enumerate() {
+            out.push_str(&format!(
+                "node {node} ({}): remote pagesets' expiry drains of its zones \
+                 (drain_zone_pages): trace {} ({} pages), ours {} ({} pages)\n",
+                r.variant.name, k.drains, k.pages, o.drains, o.pages
+            ));
+        }
+        let (k, o) = (e.kernel_total(), e.ours_total());
         out.push_str(&format!(
-            "remote pagesets' expiry drains (drain_zone_pages): {} ({} pages)\n",
-            n.expiry.drains, n.expiry.drained_pages
+            "remote pagesets' expiry drains (drain_zone_pages, {}): trace {} ({} pages), ours \
+             {} ({} pages, {} of them where the trace's drain came first)\n",
+            r.variant.name, k.drains, k.pages, o.drains, o.pages, e.aligned
         ));
     }
     out

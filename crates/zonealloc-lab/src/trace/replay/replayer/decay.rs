@@ -77,14 +77,14 @@ impl Replayer {
         };
         let mut todo = false;
         for z in 0..self.zones.len() {
-            if let Some(n) = self.numa.as_mut().filter(|n| n.expiry.modelled) {
+            if let Some(n) = self.numa.as_mut() {
                 n.expiry.fold(&self.zones[z], z, run.cpu);
             }
             let out = self.zones[z].decay_pcp_high(CpuId(run.cpu));
             todo |= out.todo;
             self.counts.decay_drained_pages += out.drained.max(0) as u64;
             // Then the CONFIG_NUMA block: a remote node's pageset expires.
-            if let Some(n) = self.numa.as_mut().filter(|n| n.expiry.modelled) {
+            if let Some(n) = self.numa.as_mut() {
                 let local = self.geo.zones[z].node == self.geo.cpu_node(run.cpu);
                 todo |= n.expiry.step(&self.zones[z], z, run.cpu, local);
             }
@@ -126,14 +126,19 @@ impl Replayer {
                         self.run_worker(run)?;
                     }
                 }
-                // The run's first line in a remote node's zone (a free before the run or
-                // not: the worker's own lines say who drained).
+                // A line in a remote node's zone (a free before the run or not: the
+                // worker's own lines say who drained) is the kernel's expiry drain, which
+                // ours does itself where its countdown is not known yet (numa::Expiry).
+                let pages = match ev.kind {
+                    EventKind::PcpuDrain { order, .. } => 1u64 << order.min(63),
+                    _ => 1,
+                };
                 if let Some(z) = self.geo.zone_of(pfn) {
-                    if self
-                        .numa
-                        .as_mut()
-                        .is_some_and(|n| n.expiry.first_in_run(z, cpu))
-                    {
+                    let remote = self.geo.zones[z].node != self.geo.cpu_node(cpu);
+                    if self.numa.as_mut().is_some_and(|n| {
+                        let first = n.expiry.first_in_run(z, cpu);
+                        remote && n.expiry.traced(z, cpu, pages, first)
+                    }) {
                         self.expiry_drain(ev, cpu, pfn)?;
                     }
                 }
@@ -171,9 +176,7 @@ impl Replayer {
         }
         self.counts.inferred_drains += 1;
         let pages = self.zones[z].drain_zone_pages(CpuId(cpu));
-        n.expiry.drains += u64::from(pages > 0);
-        n.expiry.drained_pages += u64::from(pages);
-        n.expiry.restart(&self.zones[z], z, cpu);
+        n.expiry.restart(&self.zones[z], z, cpu, pages);
         self.flush_zone_events(ev, z, cpu)?;
         Ok(true)
     }
