@@ -319,16 +319,18 @@ const KNOWN: &[(&str, &str)] = &[
     // 6.12's (one more 2255-page drain of DMA32 on CPU 1 at the workload's end; 226 decay
     // drains on idle CPU 3, none in the kernel), 7.2's refills (Normal CPU 1's Unmovable list,
     // which the kernel refilled at line 15059 and ours did not, shifts `alloc_factor`).
-    // The layout start cannot make up all of pagetypeinfo's free blocks of a type in the
-    // pageblocks typed so (`make_up` does not retype one). With the pageblocks the trace names
-    // typed first (layout/hints.rs), 7.2 p_thp's Reclaimable blocks now fit, and these fall
-    // short: one order-9 block on 6.1 p_thp, 256 pages on 6.12 p_idle.
+    // The layout start makes up pagetypeinfo's free blocks of a type, retyping pageblocks as a
+    // fallback would where the type's have no room (layout/retype.rs): 6.1-4g p_thp,
+    // 6.12-4g p_idle and 6.12-8g p_pressure start with the kernel's buddy pages exactly.
     // 6.12 at 8 GiB: the set-up ends short of the kernel's PCP pages (196 in p_idle, 324 in
     // p_thp; the buddy lists hold them). Not `high`: the set-up's is the kernel's 3307
     // (Normal's low 13228 / 4 CPUs) since `high` is split across the traced CPUs only; the
     // 2645 first seen here was 13228 / 5. Where the pages go is not found yet.
-    // p_thp's buddy pages are also short of free blocks `make_up` cannot retype (700 pages
-    // fewer than the kernel's, net, with the pageblocks the trace names typed first).
+    // p_thp's buddy pages are also short of one Movable order-10 block (700 pages fewer than
+    // the kernel's, net): the layout shows no two aligned pageblocks all in use, not even by
+    // retyping (its Movable pageblocks all hold free blocks but three); probably one the
+    // kernel merged from lower orders between the layout's read and pagetypeinfo's (not
+    // checked).
     (
         "6.12-8g/p_idle",
         "zone Normal buddy free pages: kernel 1225070, ours 1225266",
@@ -344,21 +346,6 @@ const KNOWN: &[(&str, &str)] = &[
     (
         "6.12-8g/p_thp",
         "zone Normal PCP pages: kernel 7477, ours 7153",
-    ),
-    // The layout start leaves free blocks of orders 1, 4, 5, 6 and 7 (241 pages) unmade:
-    // pagetypeinfo counts them, the layout's free runs (8 beyond pagetypeinfo's) and the
-    // blocks made up from pages in use do not give them (`make_up` does not retype).
-    (
-        "6.12-8g/p_pressure",
-        "zone Normal buddy free pages: kernel 1224212, ours 1223971",
-    ),
-    (
-        "6.1-4g/p_thp",
-        "zone Normal buddy free pages: kernel 196830, ours 196318",
-    ),
-    (
-        "6.12-4g/p_idle",
-        "zone Normal buddy free pages: kernel 199067, ours 198811",
     ),
 ];
 
