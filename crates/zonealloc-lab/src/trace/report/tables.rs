@@ -503,7 +503,10 @@ mod tests {
             ["0", "-", "1 (-)"]
         );
         // The rows after it are not shifted into b's column.
-        assert_eq!(row("Normal", "PCP pages"), ["3", "4 (+33.33%)", "4 (+33.33%)"]);
+        assert_eq!(
+            row("Normal", "PCP pages"),
+            ["3", "4 (+33.33%)", "4 (+33.33%)"]
+        );
         assert_eq!(
             row("Normal", "CPU 0 PCP count / high"),
             ["3 / 10", "4 / 10", "4 / 10"]
