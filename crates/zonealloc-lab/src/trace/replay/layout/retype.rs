@@ -4,16 +4,17 @@
 //! A type's pageblocks may hold no pages in use where a free block it lacks fits: 6.12-8g
 //! p_pressure's six Reclaimable pageblocks are four reserved ones and two nearly free, and
 //! pagetypeinfo counts 241 Reclaimable pages free in blocks the layout does not show. In the
-//! kernel such a block comes from a fallback: `__rmqueue_fallback` (`try_to_claim_block` from
-//! 6.15, `steal_suitable_fallback` before) claims a pageblock of a type in `fallbacks[]` for the
-//! requested type (`change_pageblock_range` / `set_pageblock_migratetype`), and
-//! `move_freepages_block` moves its free pages to the new type's lists. Here a pageblock `P` of
-//! a fallback type, holding no free block and the pages in use where the block fits, takes the
-//! type, and the block is made there; a pageblock `Q` of the type, holding no free block either
-//! (the fewest pages in use first: the reserved ones above), takes `P`'s old type, so that
-//! pagetypeinfo's pageblocks per type still match. Neither holds a free block, so no free
-//! block changes lists; a pageblock the trace names ([`super::hints`]) keeps its type, and a
-//! pageblock of holes only (which pagetypeinfo does not count) is never a `Q`.
+//! kernel such a block comes from a fallback: `__rmqueue_fallback` (7.2's
+//! `try_to_claim_block`, 6.12's `try_to_steal_block`, 6.1's `steal_suitable_fallback`) claims
+//! a pageblock of a type in `fallbacks[]` for the requested type (`change_pageblock_range` /
+//! `set_pageblock_migratetype`), and `move_freepages_block` moves its free pages to the new
+//! type's lists. Here a pageblock `P` of a fallback type, holding no free block and the pages
+//! in use where the block fits, takes the type, and the block is made there; a pageblock `Q`
+//! of the type, holding no free block either (the fewest pages in use first: the reserved
+//! ones above), takes `P`'s old type, so that pagetypeinfo's pageblocks per type still match.
+//! Neither holds a free block, so no free block changes lists; a pageblock the trace names
+//! ([`super::hints`]) keeps its type, and a pageblock of holes only (which pagetypeinfo does
+//! not count) is never a `Q`.
 
 use std::collections::{HashMap, HashSet};
 
