@@ -57,6 +57,8 @@ pub struct ListDemand {
     /// is exact: refilled (a refill runs only on an empty list, `__rmqueue_pcplist`), or
     /// drained to empty (`drained_empty`).
     pub exact: Vec<[[bool; TYPES]; SLOTS]>,
+    /// `[cpu][slot][migratetype]`: of those, the ones shown refilled.
+    pub refilled: Vec<[[bool; TYPES]; SLOTS]>,
     /// The THP order slot 4 stands for.
     pub thp_order: Option<u8>,
     /// Events of the head read (of this zone).
@@ -73,12 +75,16 @@ impl ListDemand {
     /// The lists of `cpu` as `(order, migratetype index, blocks)` holding `count` pages: the
     /// inferred blocks (scaled down in proportion when they exceed `count`), and the rest of
     /// `count` as order-0 pages of the first type whose list the head never shows empty
-    /// (Movable, Unmovable, Reclaimable): such a list's start is known exactly. When every
-    /// order-0 list was shown empty, the rest is dropped: the snapshot's count is older than the
+    /// (Movable, Unmovable, Reclaimable): such a list's start is known exactly; where every
+    /// one was, of the first never shown refilled (a drain shows a list empty at one point
+    /// only). When every order-0 list was refilled, the rest is dropped: the snapshot's count is older than the
     /// trace's start (`/proc` is read before the start marker).
     pub fn fit(&self, cpu: u32, count: u64) -> Vec<(u8, usize, u64)> {
-        let (Some(b), Some(exact)) = (self.blocks.get(cpu as usize), self.exact.get(cpu as usize))
-        else {
+        let (Some(b), Some(exact), Some(refilled)) = (
+            self.blocks.get(cpu as usize),
+            self.exact.get(cpu as usize),
+            self.refilled.get(cpu as usize),
+        ) else {
             return vec![(0, MOVABLE, count)];
         };
         let mut lists = Vec::new();
@@ -104,7 +110,9 @@ impl ListDemand {
             lists.retain(|l| l.2 > 0);
         }
         let rest = count.saturating_sub(lists.iter().map(|&(o, _, n)| n << o).sum());
-        if let Some(mt) = [MOVABLE, 0, 2].into_iter().find(|&t| !exact[0][t]) {
+        let first =
+            |known: &[[bool; TYPES]; SLOTS]| [MOVABLE, 0, 2].into_iter().find(|&t| !known[0][t]);
+        if let Some(mt) = first(exact).or_else(|| first(refilled)) {
             if rest > 0 {
                 match lists.iter_mut().find(|l| l.0 == 0 && l.1 == mt) {
                     Some(l) => l.2 += rest,
@@ -278,6 +286,7 @@ fn balance(
     let mut low = vec![[[0i64; TYPES]; SLOTS]; cpus as usize];
     let mut direct = vec![false; cpus as usize];
     let mut exact = vec![[[false; TYPES]; SLOTS]; cpus as usize];
+    let mut refilled = exact.clone();
     let mut at_refill = vec![[[0i64; TYPES]; SLOTS]; cpus as usize];
     // Per CPU: the list of its last event, if that was a drain.
     let mut last_drain: Vec<Option<(usize, usize)>> = vec![None; cpus as usize];
@@ -305,6 +314,7 @@ fn balance(
             Rec::ZoneLocked(order, mt, true) => {
                 if let (Some(s), true) = (slot_of(order, thp_order), mt < TYPES) {
                     empty_here(s, mt);
+                    refilled[c][s][mt] = true;
                 }
             }
             Rec::Drain(order, mt) => {
@@ -380,6 +390,7 @@ fn balance(
         .collect();
     ListDemand {
         exact,
+        refilled,
         blocks,
         thp_order,
         events: n,
@@ -552,5 +563,10 @@ mod tests {
         assert_eq!(d.blocks[1][0], [2, 1, 2]);
         // The rest of a count goes to the first order-0 list not shown empty: Reclaimable.
         assert_eq!(d.fit(1, 10), vec![(0, 0, 2), (0, 1, 1), (0, 2, 7)]);
+        // Every order-0 list shown empty, none refilled: the rest goes to Movable's, not
+        // dropped (the drains show each list empty at one point, not the count wrong).
+        let mut all = d.clone();
+        all.exact[1][0][2] = true;
+        assert_eq!(all.fit(1, 10), vec![(0, 0, 2), (0, 1, 6), (0, 2, 2)]);
     }
 }
