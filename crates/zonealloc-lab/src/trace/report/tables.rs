@@ -323,21 +323,30 @@ pub(super) fn start_count_table(sc: &start_count::StartCounts) -> Table {
 /// migratetype, PCP pages; the kernel's column, then one per variant (`ends`: per variant,
 /// per zone).
 pub(super) fn end_state_table(names: &[String], ends: &[Vec<EndState>]) -> Table {
+    // Rows by (zone, what): a variant's rows differ from another's (a migratetype's rows
+    // show only where the kernel or that variant has its free blocks), so each cell goes to
+    // its own row, "-" where a variant has none; a row first seen in a later variant goes
+    // after its zone's rows.
     let mut rows: Vec<Vec<String>> = Vec::new();
-    for (v, zones) in ends.iter().enumerate() {
-        let mut i = 0;
-        for e in zones {
+    let mut at: std::collections::HashMap<(String, String), usize> = Default::default();
+    let mut zones: Vec<String> = Vec::new();
+    for (v, variant) in ends.iter().enumerate() {
+        for e in variant {
+            if !zones.contains(&e.zone) {
+                zones.push(e.zone.clone());
+            }
             for (what, kernel, ours) in end_state_rows(e) {
-                if v == 0 {
-                    rows.push(vec![e.zone.clone(), what, kernel]);
-                }
-                if let Some(row) = rows.get_mut(i) {
-                    row.push(ours);
-                }
-                i += 1;
+                let i = *at.entry((e.zone.clone(), what.clone())).or_insert_with(|| {
+                    let mut row = vec![e.zone.clone(), what, kernel];
+                    row.resize(3 + ends.len(), "-".to_owned());
+                    rows.push(row);
+                    rows.len() - 1
+                });
+                rows[i][3 + v] = ours;
             }
         }
     }
+    rows.sort_by_key(|r| zones.iter().position(|z| *z == r[0]));
     let mut header = vec!["zone".to_owned(), "what".to_owned(), "kernel".to_owned()];
     header.extend(names.iter().map(|n| format!("{n} (against the kernel)")));
     Table {
@@ -444,5 +453,67 @@ pub(super) fn reuse_table(run: &ReplayRun, names: &[String], ours: &[Vec<(u64, u
         title: "Most reused frames (seed 000's table): the kernel's and each variant's".to_owned(),
         header,
         rows,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A zone's end state with Movable blocks of orders 0 and 1 on both sides, and
+    /// `reclaimable` order-1 Reclaimable blocks of ours only.
+    fn end(zone: &str, reclaimable: u64) -> EndState {
+        EndState {
+            zone: zone.to_owned(),
+            start_layout: "kernel",
+            kernel_free_blocks: vec![1, 2],
+            ours_free_blocks: vec![1, 2 + reclaimable],
+            kernel_free_by_type: vec![vec![0, 0], vec![1, 2], vec![0, 0]],
+            ours_free_by_type: vec![vec![0, 0], vec![1, 2], vec![0, reclaimable]],
+            free_pages_by_type: ([0, 5, 0], [0, 5, 2 * reclaimable]),
+            pageblocks: ([1, 2, 0], [1, 2, 0]),
+            pcp: (3, 4),
+            pagesets: vec![((3, 10), (4, 10))],
+            free_blocks_off_pct: Some(0.0),
+            order_off_pct: vec![None; 2],
+            type_off_pct: vec![None; 3],
+            layout: None,
+        }
+    }
+
+    #[test]
+    fn a_row_only_one_variant_has_keeps_every_cell_in_its_own_row_and_column() {
+        let names = ["a".to_owned(), "b".to_owned()];
+        let ends = vec![
+            vec![end("DMA", 0), end("Normal", 0)],
+            vec![end("DMA", 0), end("Normal", 1)],
+        ];
+        let t = end_state_table(&names, &ends);
+        assert!(t.rows.iter().all(|r| r.len() == t.header.len()));
+        let row = |zone: &str, what: &str| {
+            t.rows
+                .iter()
+                .find(|r| r[0] == zone && r[1] == what)
+                .unwrap_or_else(|| panic!("no row {zone} {what}"))[2..]
+                .to_vec()
+        };
+        // Only b has Normal's Reclaimable rows: a's cells say so.
+        assert_eq!(
+            row("Normal", "Reclaimable free blocks, order 1"),
+            ["0", "-", "1 (-)"]
+        );
+        // The rows after it are not shifted into b's column.
+        assert_eq!(
+            row("Normal", "PCP pages"),
+            ["3", "4 (+33.33%)", "4 (+33.33%)"]
+        );
+        assert_eq!(
+            row("Normal", "CPU 0 PCP count / high"),
+            ["3 / 10", "4 / 10", "4 / 10"]
+        );
+        // One zone's rows together.
+        let zones: Vec<&str> = t.rows.iter().map(|r| r[0].as_str()).collect();
+        let first_normal = zones.iter().position(|&z| z == "Normal").unwrap();
+        assert!(zones[first_normal..].iter().all(|&z| z == "Normal"));
     }
 }

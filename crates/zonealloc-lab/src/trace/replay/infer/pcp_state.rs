@@ -13,7 +13,11 @@
 //! allocation of a PCP order (`rmqueue_pcplist` takes the head of the requested type's list) and
 //! for each drained block (`free_pcppages_bulk` prints the list's order and the page's
 //! migratetype). The lowest the balance goes below zero is the number of blocks the list
-//! must have held at the start: the kernel served that many without a refill.
+//! must have held at the start: the kernel served that many without a refill. Where the head
+//! shows a list empty, its start is exact (minus the balance there): at its first refill
+//! (`__rmqueue_pcplist` refills only an empty list), and where a run of drains moves on from
+//! it to a list of a higher `pindex` (`free_pcppages_bulk` empties a list before the next;
+//! [`drained_empty`]).
 //!
 //! A free's pageblock migratetype is read off the trace: the migratetype of an allocation or a
 //! drain in the same pageblock (the latest one before the free, else the first after it in the
@@ -49,8 +53,11 @@ const MOVABLE: usize = 1;
 pub struct ListDemand {
     /// `[cpu][slot][migratetype]` blocks (slot 4 is the THP order).
     pub blocks: Vec<[[u64; TYPES]; SLOTS]>,
-    /// `[cpu][slot][migratetype]`: the head shows the list refilled, so its start is exact (a
-    /// refill runs only on an empty list: `__rmqueue_pcplist`).
+    /// `[cpu][slot][migratetype]`: the head shows the list empty at some point, so its start
+    /// is exact: refilled (a refill runs only on an empty list, `__rmqueue_pcplist`), or
+    /// drained to empty (`drained_empty`).
+    pub exact: Vec<[[bool; TYPES]; SLOTS]>,
+    /// `[cpu][slot][migratetype]`: of those, the ones shown refilled.
     pub refilled: Vec<[[bool; TYPES]; SLOTS]>,
     /// The THP order slot 4 stands for.
     pub thp_order: Option<u8>,
@@ -82,13 +89,15 @@ impl ListDemand {
 
     /// The lists of `cpu` as `(order, migratetype index, blocks)` holding `count` pages: the
     /// inferred blocks (scaled down in proportion when they exceed `count`), and the rest of
-    /// `count` as order-0 pages of the first type whose list the head never shows refilled
-    /// (Movable, Unmovable, Reclaimable): a refilled list's start is known exactly. When every
-    /// order-0 list was refilled, the rest is dropped: the snapshot's count is older than the
+    /// `count` as order-0 pages of the first type whose list the head never shows empty
+    /// (Movable, Unmovable, Reclaimable): such a list's start is known exactly; where every
+    /// one was, of the first never shown refilled (a drain shows a list empty at one point
+    /// only). When every order-0 list was refilled, the rest is dropped: the snapshot's count is older than the
     /// trace's start (`/proc` is read before the start marker).
     pub fn fit(&self, cpu: u32, count: u64) -> Vec<(u8, usize, u64)> {
-        let (Some(b), Some(exact)) = (
+        let (Some(b), Some(exact), Some(refilled)) = (
             self.blocks.get(cpu as usize),
+            self.exact.get(cpu as usize),
             self.refilled.get(cpu as usize),
         ) else {
             return vec![(0, MOVABLE, count)];
@@ -116,7 +125,9 @@ impl ListDemand {
             lists.retain(|l| l.2 > 0);
         }
         let rest = count.saturating_sub(lists.iter().map(|&(o, _, n)| n << o).sum());
-        if let Some(mt) = [MOVABLE, 0, 2].into_iter().find(|&t| !exact[0][t]) {
+        let first =
+            |known: &[[bool; TYPES]; SLOTS]| [MOVABLE, 0, 2].into_iter().find(|&t| !known[0][t]);
+        if let Some(mt) = first(exact).or_else(|| first(refilled)) {
             if rest > 0 {
                 match lists.iter_mut().find(|l| l.0 == 0 && l.1 == mt) {
                     Some(l) => l.2 += rest,
@@ -289,8 +300,11 @@ fn balance(
     let mut balance = vec![[[0i64; TYPES]; SLOTS]; cpus as usize];
     let mut low = vec![[[0i64; TYPES]; SLOTS]; cpus as usize];
     let mut direct = vec![false; cpus as usize];
-    let mut refilled = vec![[[false; TYPES]; SLOTS]; cpus as usize];
+    let mut exact = vec![[[false; TYPES]; SLOTS]; cpus as usize];
+    let mut refilled = exact.clone();
     let mut at_refill = vec![[[0i64; TYPES]; SLOTS]; cpus as usize];
+    // Per CPU: the list of its last event, if that was a drain.
+    let mut last_drain: Vec<Option<(usize, usize)>> = vec![None; cpus as usize];
     let mut named: HashMap<u64, usize> = HashMap::default();
     let mut pending_batched: Vec<u64> = Vec::new();
     // Per CPU: the first order-0 refill run (pages so far), and whether it is over (or a
@@ -313,18 +327,37 @@ fn balance(
         if let Some((block, mt)) = name {
             named.insert(block, mt);
         }
-        if let Rec::ZoneLocked(order, mt, true) = rec {
-            if let (Some(s), true) = (slot_of(order, thp_order), mt < TYPES) {
-                if !refilled[c][s][mt] {
-                    // The list is empty at its first refill: it held exactly what was taken
-                    // from it before, less what was put on it; and never less than the most
-                    // it served before (a free read onto this list that went to another in
-                    // the kernel must not undo an allocation the list did serve).
+        // The list is empty here: it held exactly what was taken from it before, less what
+        // was put on it; and never less than the most it served before (a free read onto
+        // this list that went to another in the kernel must not undo an allocation the list
+        // did serve). The first time the head shows it empty counts.
+        let mut empty_here = |s: usize, mt: usize| {
+            if !exact[c][s][mt] {
+                exact[c][s][mt] = true;
+                at_refill[c][s][mt] = balance[c][s][mt].min(low[c][s][mt]).min(0);
+            }
+        };
+        match rec {
+            // A refill runs only on an empty list (`__rmqueue_pcplist`).
+            Rec::ZoneLocked(order, mt, true) => {
+                if let (Some(s), true) = (slot_of(order, thp_order), mt < TYPES) {
+                    empty_here(s, mt);
                     refilled[c][s][mt] = true;
-                    at_refill[c][s][mt] = balance[c][s][mt].min(low[c][s][mt]).min(0);
                 }
             }
+            Rec::Drain(order, mt) => {
+                if let (Some(s), Some((ps, pmt))) = (slot_of(order, thp_order), last_drain[c]) {
+                    if drained_empty((ps, pmt), (s, mt)) {
+                        empty_here(ps, pmt);
+                    }
+                }
+            }
+            _ => {}
         }
+        last_drain[c] = match rec {
+            Rec::Drain(order, mt) => slot_of(order, thp_order).map(|s| (s, mt)),
+            _ => None,
+        };
         let mut take = |slot: Option<usize>, mt: usize, d: i64| {
             if let (Some(s), true) = (slot, mt < TYPES) {
                 let b = &mut balance[c][s][mt];
@@ -372,7 +405,7 @@ fn balance(
             let mut b = [[0u64; TYPES]; SLOTS];
             for s in 0..SLOTS {
                 for t in 0..TYPES {
-                    let l = if refilled[c][s][t] {
+                    let l = if exact[c][s][t] {
                         at_refill[c][s][t]
                     } else {
                         low[c][s][t]
@@ -384,6 +417,7 @@ fn balance(
         })
         .collect();
     ListDemand {
+        exact,
         refilled,
         blocks,
         thp_order,
@@ -392,6 +426,20 @@ fn balance(
         hints: Default::default(),
         first_refill,
     }
+}
+
+/// Whether a drain of list `next` (slot, migratetype) right after a drain of list `prev` on
+/// the same CPU, with no other event of the zone on that CPU between, shows `prev` empty.
+/// `free_pcppages_bulk` empties a list before it moves on to the next non-empty one, in
+/// `pindex` order (`order_to_pindex`: `MIGRATE_PCPTYPES * order + migratetype` below the
+/// THP lists), wrapping round; a call after another without an event between starts at
+/// pindex 0 (`decay_pcp_high`, `drain_pages_zone`; the free path's call follows its free).
+/// So a move to a higher pindex shows `prev` empty whether or not a new call began; a move
+/// to a lower one may be a new call's start, and a THP list's type is not its list on 6.1
+/// (one list for all types), so neither is read.
+fn drained_empty(prev: (usize, usize), next: (usize, usize)) -> bool {
+    let pindex = |(s, mt): (usize, usize)| s * TYPES + mt;
+    prev.0 < SLOTS - 1 && prev.1 < TYPES && next.1 < TYPES && pindex(next) > pindex(prev)
 }
 
 /// One event of the head, reduced to what the inference reads.
@@ -422,6 +470,19 @@ mod tests {
         let mut c = Collector::new(cpus, zones, pageblock_order, thp_order, numbering);
         Parser::new().read_all(whole, |ev| c.feed(ev)).unwrap();
         c.finish()
+    }
+
+    /// [`infer`] on two CPUs, one zone of 4 GiB, pageblock and THP order 9.
+    fn infer_one_zone(head: &str) -> Head {
+        let zone = 0..1 << 20;
+        infer(
+            head.as_bytes(),
+            2,
+            std::slice::from_ref(&zone),
+            9,
+            Some(9),
+            Numbering::Current,
+        )
     }
 
     fn line(cpu: u32, ts: u32, ev: &str) -> String {
@@ -466,11 +527,11 @@ mod tests {
         // CPU 0: 2 Unmovable order-0 pages before the refill; the Movable allocation came
         // before the free that put a page back, so that list held one page.
         assert_eq!(d.blocks[0][0], [2, 1, 0]);
-        assert!(d.refilled[0][0][0] && !d.refilled[0][0][1]);
+        assert!(d.exact[0][0][0] && !d.exact[0][0][1]);
         assert_eq!(high.blocks[1][2], [0, 0, 2]);
         assert_eq!(high.blocks[0], [[0; TYPES]; SLOTS]);
         assert_eq!(d.blocks[1], [[0; TYPES]; SLOTS]);
-        // The rest of the count goes to the first order-0 list never refilled: Movable.
+        // The rest of the count goes to the first order-0 list never shown empty: Movable.
         assert_eq!(d.fit(0, 10), vec![(0, 0, 2), (0, 1, 8)]);
         // Scaled into a small count.
         assert_eq!(high.fit(1, 4), vec![(2, 2, 1)]);
@@ -545,16 +606,47 @@ mod tests {
             head += &line(0, 2, &ev);
         }
         head += &line(0, 3, "mm_page_alloc_zone_locked: page=(____ptrval____) pfn=0x1100 order=0 migratetype=0 percpu_refill=1");
-        let h = infer(
-            head.as_bytes(),
-            2,
-            std::slice::from_ref(&(0..1 << 20)),
-            9,
-            Some(9),
-            Numbering::Current,
-        );
+        let h = infer_one_zone(&head);
         let d = &h.zones[0];
-        assert!(d.refilled[0][0][0]);
+        assert!(d.exact[0][0][0]);
         assert_eq!(d.blocks[0][0][0], 1);
+    }
+
+    #[test]
+    fn a_drain_run_that_moves_on_to_a_higher_list_shows_the_one_before_empty() {
+        let ev = |pfn: u32, mt: u32, what: &str| {
+            let ev = match what {
+                "drain" => format!("mm_page_pcpu_drain: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype={mt}"),
+                _ => format!("mm_page_alloc: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype={mt} gfp_flags=GFP_KERNEL"),
+            };
+            line(1, 5, &ev)
+        };
+        let mut head = String::new();
+        // One drain run on CPU 1: 2 Unmovable pages, 1 Movable, 1 Reclaimable. Unmovable
+        // (pindex 0) and Movable (1) are empty where the run moves on to a higher pindex.
+        head += &ev(0x1001, 0, "drain");
+        head += &ev(0x1002, 0, "drain");
+        head += &ev(0x2001, 1, "drain");
+        head += &ev(0x3001, 2, "drain");
+        // Three Unmovable allocations with no refill: the kernel's list got pages the head
+        // reads onto other lists (say); its start stays the 2 it was shown to hold, not 5.
+        for pfn in [0x1005, 0x1006, 0x1007] {
+            head += &ev(pfn, 0, "alloc");
+        }
+        // A run from Reclaimable (pindex 2) down to Movable: perhaps a new call from pindex
+        // 0, so Reclaimable is not shown empty; its start is the lowest balance, 2.
+        head += &ev(0x3002, 2, "drain");
+        head += &ev(0x2002, 1, "drain");
+        let h = infer_one_zone(&head);
+        let d = &h.zones[0];
+        assert_eq!(d.exact[1][0], [true, true, false]);
+        assert_eq!(d.blocks[1][0], [2, 1, 2]);
+        // The rest of a count goes to the first order-0 list not shown empty: Reclaimable.
+        assert_eq!(d.fit(1, 10), vec![(0, 0, 2), (0, 1, 1), (0, 2, 7)]);
+        // Every order-0 list shown empty, none refilled: the rest goes to Movable's, not
+        // dropped (the drains show each list empty at one point, not the count wrong).
+        let mut all = d.clone();
+        all.exact[1][0][2] = true;
+        assert_eq!(all.fit(1, 10), vec![(0, 0, 2), (0, 1, 6), (0, 2, 2)]);
     }
 }

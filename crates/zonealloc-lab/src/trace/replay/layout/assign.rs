@@ -149,7 +149,8 @@ impl ZoneLayout {
             })
             .collect();
         l.trim(&targets.0);
-        l.make_up(&targets.0);
+        let named = hints.block_types.keys().copied().collect();
+        l.make_up(&targets.0, &named);
         l
     }
 

@@ -56,6 +56,9 @@ pub struct ZoneLayout {
     pub trimmed: u64,
     /// Free blocks made from pages in use where the kernel's layout fell short of them.
     pub made_up: u64,
+    /// Pageblocks retyped to make free blocks up (`layout::retype`; in pairs, so that the
+    /// pageblocks per type stay pagetypeinfo's).
+    pub retyped: u64,
     /// Pages in use the synthesis is still to mark not managed ([`ZoneLayout::place_absent`]).
     pub absent: u64,
     /// Blocks the trace shows on per-CPU lists at the start (`layout::hints`), taken first
@@ -88,6 +91,7 @@ impl ZoneLayout {
             unplaced: 0,
             trimmed: 0,
             made_up: 0,
+            retyped: 0,
             absent: 0,
             pcp_hints: Vec::new(),
             taken_hints: Vec::new(),

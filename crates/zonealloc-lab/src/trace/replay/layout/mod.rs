@@ -22,6 +22,7 @@ mod canvas;
 mod hints;
 mod pcp;
 mod reconcile;
+mod retype;
 mod synth;
 #[cfg(test)]
 mod tests;

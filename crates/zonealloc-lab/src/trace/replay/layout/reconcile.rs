@@ -13,9 +13,10 @@
 //!   pageblock of the type (flagless first, then any) become a free block of the order at
 //!   the lowest pfn where it merges with nothing (its buddy is not a free block of its
 //!   order; in a layout where every free run is split greedily, that is the only merge a
-//!   new block can start).
+//!   new block can start); where the type's pageblocks have no such pages, a pageblock of
+//!   another type is retyped for it, as a fallback would ([`super::retype`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use zonealloc::{LayoutBlock, MigrateType, Order, Pfn};
 
@@ -50,8 +51,9 @@ impl ZoneLayout {
     }
 
     /// Free blocks up to `want` made from pages in use (module docs); counted in
-    /// [`ZoneLayout::made_up`].
-    pub(super) fn make_up(&mut self, want: &[Vec<u64>; 5]) {
+    /// [`ZoneLayout::made_up`]. `named`: the pageblock numbers the trace names, which keep
+    /// their type.
+    pub(super) fn make_up(&mut self, want: &[Vec<u64>; 5], named: &HashSet<u64>) {
         let have = self.free_by_type();
         let mut heads: HashMap<u64, u8> =
             self.free.iter().map(|b| (b.pfn.0, b.order.get())).collect();
@@ -65,23 +67,38 @@ impl ZoneLayout {
                     let mut pfn = self.start.div_ceil(size) * size;
                     while lack > 0 && pfn + size <= self.end() {
                         if self.can_free(pfn, order, mt, flagless_only, &heads) {
-                            let i = (pfn - self.start) as usize;
-                            self.pages[i..i + size as usize].fill(Page::Free);
-                            heads.insert(pfn, order);
-                            self.free.push(LayoutBlock {
-                                pfn: Pfn(pfn),
-                                order: Order::new(order).unwrap_or(Order::ZERO),
-                                list: mt,
-                            });
-                            self.made_up += 1;
+                            self.add_made_up(pfn, order, mt, &mut heads);
                             lack -= 1;
                         }
                         pfn += size;
                     }
                 }
+                if lack > 0 {
+                    self.make_by_retyping(mt, order, lack, named, &mut heads);
+                }
             }
         }
         self.free.sort_by_key(|b| b.pfn);
+    }
+
+    /// Makes the pages at `pfn..pfn + 2^order` a free block on `mt`'s list, recorded in
+    /// `heads` and counted in [`ZoneLayout::made_up`].
+    pub(super) fn add_made_up(
+        &mut self,
+        pfn: u64,
+        order: u8,
+        mt: MigrateType,
+        heads: &mut HashMap<u64, u8>,
+    ) {
+        let i = (pfn - self.start) as usize;
+        self.pages[i..i + (1usize << order)].fill(Page::Free);
+        heads.insert(pfn, order);
+        self.free.push(LayoutBlock {
+            pfn: Pfn(pfn),
+            order: Order::new(order).unwrap_or(Order::ZERO),
+            list: mt,
+        });
+        self.made_up += 1;
     }
 
     /// Whether the pages in use at `pfn..pfn + 2^order` may become a free block on `mt`'s
@@ -103,15 +120,6 @@ impl ZoneLayout {
         {
             return false;
         }
-        let i = (pfn - self.start) as usize;
-        let in_use = |p: &Page| match p {
-            Page::Flagless => true,
-            Page::Used => !flagless_only,
-            _ => false,
-        };
-        if !self.pages[i..i + size as usize].iter().all(in_use) {
-            return false;
-        }
-        order >= self.max_order || heads.get(&(pfn ^ size)) != Some(&order)
+        self.fits_in_use(pfn, order, flagless_only, heads)
     }
 }

@@ -338,3 +338,62 @@ fn a_free_block_the_layout_lacks_is_made_from_pages_in_use_that_merge_with_nothi
     zone.check().unwrap();
     assert_eq!(zone.nr_free()[..11], [0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 3]);
 }
+
+/// 6.1's DMA as a crafted layout whose one Unmovable pageblock (0) is reserved but for its
+/// first page, the other seven all in use, no free block: the Unmovable order-7 block
+/// pagetypeinfo counts has no room in Unmovable pageblocks.
+fn reserved_unmovable_layout(z: &ZoneSnapshot) -> ZoneLayout {
+    let mut l = ZoneLayout::empty(z, 9, 10, false);
+    l.pages.fill(Page::Used);
+    l.pages[1..511].fill(Page::Absent);
+    l.blocks.fill(MigrateType::Movable);
+    l.blocks[0] = MigrateType::Unmovable;
+    l
+}
+
+#[test]
+fn a_free_block_without_room_in_its_types_pageblocks_retypes_one_as_a_fallback_would() {
+    let snap = snap("linux-6.1");
+    let z = snap.zone(0, ZoneType::Dma).unwrap();
+    let mut want: [Vec<u64>; 5] = std::array::from_fn(|_| vec![0; 11]);
+    want[MigrateType::Unmovable.index()][7] = 1;
+    let mut l = reserved_unmovable_layout(z);
+    l.make_up(&want, &Default::default());
+    // Movable pageblock 1 (pfn 512) takes Unmovable and holds the block; pageblock 0 (the
+    // fewest pages in use) takes Movable: one Unmovable pageblock, as pagetypeinfo counts.
+    assert_eq!(l.free_by_type(), want);
+    assert_eq!((l.made_up, l.retyped), (1, 2));
+    assert_eq!(
+        (l.free[0].pfn, l.blocks[0], l.blocks[1]),
+        (Pfn(512), MigrateType::Movable, MigrateType::Unmovable)
+    );
+    let unmovable = |l: &ZoneLayout| {
+        l.blocks
+            .iter()
+            .filter(|&&b| b == MigrateType::Unmovable)
+            .count()
+    };
+    assert_eq!(unmovable(&l), 1);
+    // A pageblock the trace names keeps its type: pageblock 1 (number 1 of the zone, whose
+    // span starts at pfn 1) is named Movable, so pageblock 2 is retyped.
+    let mut l = reserved_unmovable_layout(z);
+    l.make_up(&want, &[1u64].into_iter().collect());
+    assert_eq!(
+        (l.free[0].pfn, l.blocks[1], l.blocks[2]),
+        (Pfn(1024), MigrateType::Movable, MigrateType::Unmovable)
+    );
+    l.place_absent();
+    let zone = zone_for(&snap, z, 2);
+    l.apply(&zone).unwrap();
+    zone.check().unwrap();
+    let s = zone.snapshot(0);
+    assert_eq!(s.free_by_type[MigrateType::Unmovable.index()][7], 1);
+    assert_eq!(s.pageblocks_by_type[MigrateType::Unmovable.index()], 1);
+    // An order-10 block spans two pageblocks; with one Unmovable pageblock to give in
+    // return for two, none is made and the counts of pageblocks stand.
+    let mut want10: [Vec<u64>; 5] = std::array::from_fn(|_| vec![0; 11]);
+    want10[MigrateType::Unmovable.index()][10] = 1;
+    let mut l = reserved_unmovable_layout(z);
+    l.make_up(&want10, &Default::default());
+    assert_eq!((l.made_up, l.retyped, unmovable(&l)), (0, 0, 1));
+}
