@@ -374,7 +374,7 @@ mod tests {
         let mut short = 0;
         for seed in 1..40u64 {
             let mut l = drawn(seed * 0x9e37_79b9, 1000 + seed, 6000);
-            if seed % 4 == 0 {
+            if seed.is_multiple_of(4) {
                 // No page in use with a flag, as in a synthesised layout.
                 for p in l.pages.iter_mut().filter(|p| **p == Page::Used) {
                     *p = Page::Flagless;
@@ -389,7 +389,15 @@ mod tests {
                             let n =
                                 (u64::from(cpu) * 7 + u64::from(order) * 5 + mt as u64 * 3 + seed)
                                     % 23;
-                            v.push((order, mt, if (seed + mt as u64) % 5 == 0 { 900 } else { n }));
+                            v.push((
+                                order,
+                                mt,
+                                if (seed + mt as u64).is_multiple_of(5) {
+                                    900
+                                } else {
+                                    n
+                                },
+                            ));
                         }
                     }
                     (cpu, v)
