@@ -294,6 +294,18 @@ pub fn populate(
     z: &ZoneSnapshot,
     demand: Option<&ListDemand>,
 ) -> Result<(Pool, SetupFacts), String> {
+    populate_from(zone, snap, z, demand, None)
+}
+
+/// [`populate`], taking the layout `early` synthesised before the lists were known where it
+/// is the one they give ([`layout::Early::fits`]).
+pub fn populate_from(
+    zone: &Zone,
+    snap: &ProcSnapshot,
+    z: &ZoneSnapshot,
+    demand: Option<&ListDemand>,
+    early: Option<&layout::Early>,
+) -> Result<(Pool, SetupFacts), String> {
     let label = z.label();
     let err = |what: &str| format!("--proc: setting up {label}: {what}");
     if z.managed_pages == 0 {
@@ -330,7 +342,10 @@ pub fn populate(
             let hints = demand.map_or(&none, |d| &d.hints);
             ZoneLayout::from_kernel_hinted(k, z, &targets, pb_order, max_order, hints)
         }
-        None => ZoneLayout::synthesise(z, &targets, pcp, pb_order, max_order),
+        None => match early.and_then(|e| e.fits(z, &targets, pcp, pb_order, max_order)) {
+            Some(l) => l,
+            None => ZoneLayout::synthesise(z, &targets, pcp, pb_order, max_order),
+        },
     };
     let pcp_missing = l.choose_pcp(&lists);
     l.place_absent();

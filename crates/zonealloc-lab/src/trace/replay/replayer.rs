@@ -107,12 +107,13 @@ impl Replayer {
         emit: Option<Box<dyn Write>>,
     ) -> Result<Replayer, String> {
         let cfgs = vec![variant.cfg; geo.zones.len()];
-        Self::with_zones(variant, geo, emit, &cfgs, None, &[])
+        Self::with_zones(variant, geo, emit, &cfgs, None, &[], &[])
     }
 
     /// Zones with one configuration each (`cfgs`, as `geo.zones`), set up from `snap` when
     /// given ([`proc_setup::populate`]), its CPUs' lists holding what `demand` (one per zone)
-    /// infers.
+    /// infers; `early` (one per zone, or none) the layouts synthesised before the lists were
+    /// known.
     pub fn with_zones(
         variant: Variant,
         geo: &Geometry,
@@ -120,6 +121,7 @@ impl Replayer {
         cfgs: &[zonealloc::ZoneConfig],
         snap: Option<&crate::procfs::ProcSnapshot>,
         demand: &[pcp_state::ListDemand],
+        early: &[Option<super::layout::Early>],
     ) -> Result<Replayer, String> {
         let cfg = variant.cfg.with_cpus(geo.cpus);
         let err = |e: &dyn std::fmt::Display| format!("variant '{}': {e}", variant.name);
@@ -160,8 +162,10 @@ impl Replayer {
                     let kz = snap
                         .zone(span.node, span.zone_type)
                         .ok_or_else(|| err(&format!("no {} in the snapshot", geo.zone_label(i))))?;
-                    let (pool, facts) = proc_setup::populate(&zone, snap, kz, demand.get(i))
-                        .map_err(|e| err(&e))?;
+                    let early = early.get(i).and_then(Option::as_ref);
+                    let (pool, facts) =
+                        proc_setup::populate_from(&zone, snap, kz, demand.get(i), early)
+                            .map_err(|e| err(&e))?;
                     pools.push(pool);
                     setup.push(facts);
                     setup_counts = add_counts(setup_counts, zone_counts(&zone));

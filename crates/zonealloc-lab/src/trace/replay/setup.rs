@@ -12,6 +12,7 @@ use super::geometry::Geometry;
 use super::infer::first_events::{self, FirstEvents};
 use super::infer::kernel::{self, KernelSide};
 use super::infer::{free_factor, pcp_state, start_count};
+use super::layout;
 use super::options::ReplayOptions;
 use super::preset::Kernel;
 use super::proc_setup;
@@ -141,7 +142,23 @@ impl Setup {
         if !wants_before {
             source.drop_before_window();
         }
-        let first = first(opts, snap, source, &geo, preset.0, &base);
+        // The synthesised layouts need none of the trace: made beside the inferences' walk,
+        // while the parse runs.
+        let (first, early) = std::thread::scope(|s| {
+            let early = snap.map(|snap| {
+                let (geo, base) = (&geo, &base);
+                std::thread::Builder::new()
+                    .name("trace-layout".into())
+                    .spawn_scoped(s, move || early_layouts(snap, geo, base, preset.0))
+            });
+            let first = first(opts, snap, source, &geo, preset.0, &base);
+            // Without a thread, each replayer synthesises its own.
+            let early = match early {
+                Some(Ok(h)) => h.join().unwrap_or_default(),
+                _ => Vec::new(),
+            };
+            (first, early)
+        });
         let mut head = first.lists.unwrap_or_default();
         let start_counts = first.counts;
         for (z, h) in first.hints.into_iter().flatten().enumerate() {
@@ -174,7 +191,7 @@ impl Setup {
             geo,
             snaps,
         };
-        setup.add_replayers(opts, &head)?;
+        setup.add_replayers(opts, &head, &early)?;
         // Before 6.7 a CPU's `free_factor` decides its drains, and only the trace before
         // the marker shows it.
         if wants_before {
@@ -198,6 +215,7 @@ impl Setup {
         &mut self,
         opts: &ReplayOptions,
         head: &pcp_state::Head,
+        early: &[Option<layout::Early>],
     ) -> Result<(), String> {
         let n = opts.variants.len();
         for spec in &opts.variants {
@@ -216,7 +234,7 @@ impl Setup {
                 None => None,
             };
             let snap = self.snaps.before.as_ref();
-            let mut r = Replayer::with_zones(v, &self.geo, out, &cfgs, snap, &head.zones)?;
+            let mut r = Replayer::with_zones(v, &self.geo, out, &cfgs, snap, &head.zones, early)?;
             let decay = cfgs.first().is_some_and(|c| c.pcp.decay && c.pcp.enabled);
             // Several nodes: the workers run for the remote pagesets' expiry (numa::Expiry)
             // on a kernel without the decay too (their decay then does nothing).
@@ -302,6 +320,32 @@ fn geometry(
             numbering,
         ),
     }
+}
+
+/// Per zone of `geo`, the layout [`proc_setup::populate`] synthesises where `snap` has no
+/// kernel layout, made before the trace's lists are known ([`layout::Early`]): their pages
+/// taken to be each CPU's `count` on its Movable order-0 list, as without the list inference.
+fn early_layouts(
+    snap: &ProcSnapshot,
+    geo: &Geometry,
+    base: &zonealloc::ZoneConfig,
+    kernel: Kernel,
+) -> Vec<Option<layout::Early>> {
+    let early = |span: &super::geometry::ZoneSpan| {
+        let z = snap.zone(span.node, span.zone_type)?;
+        if snap.layout.is_some() || z.managed_pages == 0 {
+            return None;
+        }
+        let cfg = proc_setup::zone_config(base, z, kernel);
+        let (pb_order, max_order) = (cfg.pageblock_order, cfg.max_order);
+        let targets = layout::targets(snap, z, usize::from(max_order) + 1);
+        let pages = z.pagesets.iter().map(|ps| u64::from(ps.count)).sum();
+        let pcp = [0, pages, 0, 0, 0];
+        Some(layout::Early::synthesise(
+            z, targets, pcp, pb_order, max_order,
+        ))
+    };
+    geo.zones.iter().map(early).collect()
 }
 
 /// Which lists each CPU's count is on (pcp_state) and each CPU's count at the start marker

@@ -47,8 +47,8 @@ pub struct FirstEvents {
     pub counts: Option<StartCounts>,
     /// The lists' start (`None`: not asked for).
     pub lists: Option<pcp_state::Head>,
-    /// Per zone, what the events show of the layout's start (with `lists`,
-    /// [`crate::trace::replay::layout::StartHints`]).
+    /// Per zone, what the events show of the layout's start (with `lists` and the kernel's
+    /// layout, [`crate::trace::replay::layout::StartHints`]).
     pub hints: Option<Vec<StartHints>>,
 }
 
@@ -87,8 +87,9 @@ pub fn take(
             geo.numbering,
         )
     });
-    let mut hints = which
-        .lists
+    // Only a kernel layout reads the hints (`ZoneLayout::from_kernel_hinted`); a synthesised
+    // one places its blocks by the counts alone.
+    let mut hints = (which.lists && snap.layout.is_some())
         .then(|| HintCollector::new(geo.cpus, &spans, which.pageblock_order, geo.numbering));
     let mut events = 0usize;
     let done = |w: &Option<Walk>, c: &Option<Collector>, n: usize| {

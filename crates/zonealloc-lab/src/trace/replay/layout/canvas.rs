@@ -167,22 +167,22 @@ impl ZoneLayout {
             }
         }
         let mut used: [Vec<u64>; 5] = Default::default();
-        let mut run: Option<u64> = None;
-        let in_use = |p: Page| matches!(p, Page::Used | Page::Flagless | Page::Open);
-        for i in 0..=self.pages.len() {
-            let pfn = self.start + i as u64;
-            let here = self.pages.get(i).is_some_and(|&p| in_use(p));
-            match (run, here) {
-                (None, true) => run = Some(pfn),
-                (Some(s), false) => {
-                    zone.add_allocated_range(Pfn(s), Pfn(pfn), Order::ZERO)
-                        .map_err(|x| e("pages in use", &x))?;
-                    run = None;
-                }
-                _ => {}
-            }
-            if here {
-                used[self.type_of(pfn).index()].push(pfn);
+        let in_use = |p: &Page| matches!(p, Page::Used | Page::Flagless | Page::Open);
+        let n = self.pages.len();
+        let mut i = 0usize;
+        // Run by run of pages in use, each pageblock's part of a run at once.
+        while let Some(k) = self.pages[i..].iter().position(in_use) {
+            let j = i + k;
+            let len = self.pages[j..].iter().position(|p| !in_use(p));
+            i = j + len.unwrap_or(n - j);
+            let (first, end) = (self.start + j as u64, self.start + i as u64);
+            zone.add_allocated_range(Pfn(first), Pfn(end), Order::ZERO)
+                .map_err(|x| e("pages in use", &x))?;
+            let mut p = first;
+            while p < end {
+                let next = (((p >> self.pb_order) + 1) << self.pb_order).min(end);
+                used[self.type_of(p).index()].extend(p..next);
+                p = next;
             }
         }
         for &(_, pfn, order) in &self.pcp {

@@ -19,6 +19,7 @@
 
 mod assign;
 mod canvas;
+mod early;
 mod hints;
 mod pcp;
 mod reconcile;
@@ -28,6 +29,7 @@ mod synth;
 mod tests;
 
 pub use canvas::{Page, Targets, ZoneLayout};
+pub use early::Early;
 pub use hints::{HintCollector, PcpHint, StartHints};
 pub use pcp::CpuLists;
 

@@ -35,11 +35,25 @@ use super::canvas::{Page, ZoneLayout};
 /// One CPU's lists: the CPU, and its lists as `(order, migratetype index, blocks)`.
 pub type CpuLists = (u32, Vec<(u8, usize, u64)>);
 
-/// Candidate block heads of one tier, and how far they have been taken.
-#[derive(Default)]
+/// The candidate block heads of one tier of one list's order and type (module docs), found
+/// as they are taken: first those whose buddy is a free block of the order (typed tiers only,
+/// from the free blocks, in pfn order), then a walk over the span in pfn order. Pages only
+/// ever become [`Page::Pcp`] here, so a head that is of its tier's class when it is reached is
+/// one that was so when the tier was first asked for: the walk takes the heads a list of
+/// every head of the span, made up front, would.
 struct Tier {
-    heads: Vec<u64>,
-    next: usize,
+    /// The pages' class: flagless (tiers 0 and 1) or in use (2 and 3).
+    class: Page,
+    /// The pageblocks' type, for the typed tiers (0 and 2).
+    typed: Option<MigrateType>,
+    /// Heads whose buddy is a free block of the order, in pfn order (typed tiers).
+    paired: Vec<u64>,
+    /// How many of `paired` were taken or passed over.
+    next_paired: usize,
+    /// The walk's next head.
+    cursor: u64,
+    /// The first of `paired` not below `cursor` (the walk passes over those).
+    skip: usize,
 }
 
 impl ZoneLayout {
@@ -47,7 +61,10 @@ impl ZoneLayout {
     /// migratetype index, blocks)`. Marks them [`Page::Pcp`] and records them in
     /// [`ZoneLayout::pcp`]; returns the pages for which no block was found.
     pub fn choose_pcp(&mut self, lists: &[CpuLists]) -> u64 {
-        let free: HashMap<u64, u8> = self.free.iter().map(|b| (b.pfn.0, b.order.get())).collect();
+        let paired = self.paired_heads();
+        // A class no page has (a synthesised layout has no page in use with a flag) gives
+        // its tiers nothing: no walk over the span for them.
+        let has = [Page::Flagless, Page::Used].map(|c| self.pages.contains(&c));
         let mut tiers: HashMap<(u8, usize, u8), Tier> = HashMap::default();
         let mut missing = 0u64;
         for (cpu, cpu_lists) in lists {
@@ -64,19 +81,20 @@ impl ZoneLayout {
                     if left == 0 {
                         break;
                     }
+                    if !has[usize::from(tier >= 2)] {
+                        continue;
+                    }
                     let t = tiers
                         .entry((order, mt, tier))
-                        .or_insert_with(|| self.tier(order, mt, tier, &free));
-                    while left > 0 && t.next < t.heads.len() {
-                        let pfn = t.heads[t.next];
-                        t.next += 1;
+                        .or_insert_with(|| self.tier(order, mt, tier, &paired));
+                    while left > 0 {
+                        let Some(pfn) = t.next(self, order) else {
+                            break;
+                        };
                         let (i, size) = ((pfn - self.start) as usize, 1usize << order);
-                        let class = if tier < 2 { Page::Flagless } else { Page::Used };
-                        if self.pages[i..i + size].iter().all(|&p| p == class) {
-                            self.pages[i..i + size].fill(Page::Pcp);
-                            self.pcp.push((*cpu, pfn, order));
-                            left -= 1;
-                        }
+                        self.pages[i..i + size].fill(Page::Pcp);
+                        self.pcp.push((*cpu, pfn, order));
+                        left -= 1;
                     }
                 }
                 for &pfn in head.iter().rev() {
@@ -119,34 +137,282 @@ impl ZoneLayout {
         }
         (tail, head)
     }
+    /// Per order, the heads in the span whose buddy of that order is a free block of that
+    /// order, in pfn order (a free pfn named twice counts with its last block, as a map from
+    /// pfn to order would).
+    fn paired_heads(&self) -> Vec<Vec<u64>> {
+        // The last block of each pfn, whatever the free blocks' order.
+        let mut last: Vec<(u64, usize)> = (self.free.iter().enumerate())
+            .map(|(k, b)| (b.pfn.0, k))
+            .collect();
+        last.sort_unstable();
+        let top = self.free.iter().map(|b| b.order.get()).max().unwrap_or(0);
+        let mut paired = vec![Vec::new(); usize::from(top) + 1];
+        for (j, &(pfn, k)) in last.iter().enumerate() {
+            if last.get(j + 1).is_some_and(|n| n.0 == pfn) {
+                continue;
+            }
+            let order = self.free[k].order.get();
+            let size = 1u64 << order;
+            let head = pfn ^ size;
+            if pfn.is_multiple_of(size) && head >= self.start && head + size <= self.end() {
+                paired[usize::from(order)].push(head);
+            }
+        }
+        for p in &mut paired {
+            p.sort_unstable();
+        }
+        paired
+    }
 
-    /// The heads of tier `tier` (0 the flagless pages of type `mt`, those with a free buddy
-    /// first; 2 in use of type `mt`; 1 flagless of any type; 3 in use of any), taken in the
-    /// order 0, 2, 1, 3 (module docs).
-    fn tier(&self, order: u8, mt: usize, tier: u8, free: &HashMap<u64, u8>) -> Tier {
+    /// Tier `tier` of the lists of `order` and type `mt` (0 the flagless pages of type `mt`,
+    /// those with a free buddy first; 2 in use of type `mt`, likewise; 1 flagless of any
+    /// type; 3 in use of any), taken in the order 0, 2, 1, 3 (module docs).
+    fn tier(&self, order: u8, mt: usize, tier: u8, paired: &[Vec<u64>]) -> Tier {
         let size = 1u64 << order;
-        let class = if tier < 2 { Page::Flagless } else { Page::Used };
-        let typed = tier.is_multiple_of(2);
-        let mt = MigrateType::from_index(mt).unwrap_or(MigrateType::Movable);
-        let (mut first, mut rest) = (Vec::new(), Vec::new());
-        let mut pfn = self.start.div_ceil(size) * size;
-        while pfn + size <= self.end() {
-            let i = (pfn - self.start) as usize;
-            let ok = (!typed || self.type_of(pfn) == mt)
-                && self.pages[i..i + size as usize].iter().all(|&p| p == class);
-            if ok {
-                if typed && free.get(&(pfn ^ size)) == Some(&order) {
-                    first.push(pfn);
-                } else {
-                    rest.push(pfn);
+        let typed = tier
+            .is_multiple_of(2)
+            .then(|| MigrateType::from_index(mt).unwrap_or(MigrateType::Movable));
+        let paired = match typed {
+            Some(mt) => (paired.get(usize::from(order)).into_iter().flatten())
+                .copied()
+                .filter(|&pfn| self.type_of(pfn) == mt)
+                .collect(),
+            None => Vec::new(),
+        };
+        Tier {
+            class: if tier < 2 { Page::Flagless } else { Page::Used },
+            typed,
+            paired,
+            next_paired: 0,
+            cursor: self.start.div_ceil(size) * size,
+            skip: 0,
+        }
+    }
+
+    /// Whether every page of the block of `size` pages at `pfn` is of `class`.
+    fn all_of(&self, pfn: u64, size: u64, class: Page) -> bool {
+        let i = (pfn - self.start) as usize;
+        self.pages[i..i + size as usize].iter().all(|&p| p == class)
+    }
+}
+
+impl Tier {
+    /// The tier's next head whose pages are all of its class, in its order; `None` when it
+    /// has no more.
+    fn next(&mut self, l: &ZoneLayout, order: u8) -> Option<u64> {
+        let size = 1u64 << order;
+        while let Some(&pfn) = self.paired.get(self.next_paired) {
+            self.next_paired += 1;
+            if l.all_of(pfn, size, self.class) {
+                return Some(pfn);
+            }
+        }
+        let pb = 1u64 << l.pb_order;
+        while self.cursor + size <= l.end() {
+            // The block of the next page of the class: the blocks before it hold none.
+            let from = (self.cursor - l.start) as usize;
+            let next = l.pages[from..].iter().position(|&p| p == self.class);
+            let pfn = next.map_or(l.end(), |k| (l.start + (from + k) as u64) / size * size);
+            if pfn + size > l.end() {
+                // No page becomes of the class here: none is to come.
+                self.cursor = l.end();
+                return None;
+            }
+            if self.typed.is_some_and(|mt| l.type_of(pfn) != mt) {
+                // The next pageblock, aligned to the block.
+                self.cursor = ((pfn / pb + 1) * pb).div_ceil(size) * size;
+                continue;
+            }
+            self.cursor = pfn + size;
+            while self.paired.get(self.skip).is_some_and(|&p| p < pfn) {
+                self.skip += 1;
+            }
+            if self.paired.get(self.skip) == Some(&pfn) {
+                continue;
+            }
+            if l.all_of(pfn, size, self.class) {
+                return Some(pfn);
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zonealloc::{LayoutBlock, Order, Pfn};
+
+    /// The choice as it was made before the tiers were walked as taken: every tier's heads
+    /// listed up front, the free buddies looked up in a map.
+    fn listed_up_front(l: &mut ZoneLayout, lists: &[CpuLists]) -> u64 {
+        let free: HashMap<u64, u8> = l.free.iter().map(|b| (b.pfn.0, b.order.get())).collect();
+        let mut tiers: HashMap<(u8, usize, u8), (Vec<u64>, usize)> = HashMap::default();
+        let mut missing = 0u64;
+        for (cpu, cpu_lists) in lists {
+            for &(order, mt, n) in cpu_lists {
+                let mut left = n;
+                let (tail, head) = l.hinted(*cpu, order, mt, &mut left);
+                for &pfn in &tail {
+                    l.pcp.push((*cpu, pfn, order));
+                }
+                for tier in [0u8, 2, 1, 3] {
+                    if left == 0 {
+                        break;
+                    }
+                    let size = 1u64 << order;
+                    let class = if tier < 2 { Page::Flagless } else { Page::Used };
+                    let t = tiers.entry((order, mt, tier)).or_insert_with(|| {
+                        let typed = tier.is_multiple_of(2);
+                        let want = MigrateType::from_index(mt).unwrap_or(MigrateType::Movable);
+                        let (mut first, mut rest) = (Vec::new(), Vec::new());
+                        let mut pfn = l.start.div_ceil(size) * size;
+                        while pfn + size <= l.end() {
+                            let i = (pfn - l.start) as usize;
+                            let ok = (!typed || l.type_of(pfn) == want)
+                                && l.pages[i..i + size as usize].iter().all(|&p| p == class);
+                            if ok && typed && free.get(&(pfn ^ size)) == Some(&order) {
+                                first.push(pfn);
+                            } else if ok {
+                                rest.push(pfn);
+                            }
+                            pfn += size;
+                        }
+                        first.extend(rest);
+                        (first, 0)
+                    });
+                    while left > 0 && t.1 < t.0.len() {
+                        let pfn = t.0[t.1];
+                        t.1 += 1;
+                        let i = (pfn - l.start) as usize;
+                        if l.pages[i..i + size as usize].iter().all(|&p| p == class) {
+                            l.pages[i..i + size as usize].fill(Page::Pcp);
+                            l.pcp.push((*cpu, pfn, order));
+                            left -= 1;
+                        }
+                    }
+                }
+                for &pfn in head.iter().rev() {
+                    l.pcp.push((*cpu, pfn, order));
+                }
+                missing += left << order;
+            }
+        }
+        missing
+    }
+
+    /// A layout of `len` pages from an unaligned `start`, pageblocks of 32 pages of three
+    /// types, pages in runs of every class, free blocks of orders 0 to 3 (one pfn named twice),
+    /// and hints; all drawn from `seed`.
+    fn drawn(seed: u64, start: u64, len: usize) -> ZoneLayout {
+        let mut x = seed | 1;
+        let mut next = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let classes = [Page::Used, Page::Flagless, Page::Free, Page::Absent];
+        let mut pages = Vec::with_capacity(len);
+        while pages.len() < len {
+            let c = classes[next(4) as usize];
+            let run = 1 + next(24) as usize;
+            pages.extend(std::iter::repeat_n(c, run.min(len - pages.len())));
+        }
+        let pb_order = 5;
+        let nblocks = (start + len as u64).div_ceil(32) - start / 32;
+        let types = [
+            MigrateType::Unmovable,
+            MigrateType::Movable,
+            MigrateType::Reclaimable,
+        ];
+        let blocks = (0..nblocks).map(|_| types[next(3) as usize]).collect();
+        let mut free: Vec<LayoutBlock> = (0..len / 16)
+            .map(|_| {
+                let order = next(4) as u8;
+                let pfn = (start + next(len as u64)) >> order << order;
+                LayoutBlock {
+                    pfn: Pfn(pfn),
+                    order: Order::new(order).unwrap(),
+                    list: MigrateType::Movable,
+                }
+            })
+            .collect();
+        free.sort_by_key(|b| b.pfn);
+        free.dedup_by_key(|b| b.pfn);
+        let twice = LayoutBlock {
+            order: Order::new(1).unwrap(),
+            ..free[free.len() / 2]
+        };
+        free.insert(free.len() / 2 + 1, twice);
+        let pcp_hints = (0..40)
+            .map(|_| {
+                let order = next(2) as u8;
+                super::super::hints::PcpHint {
+                    cpu: next(3) as u32,
+                    pfn: (start + next(len as u64)) >> order << order,
+                    order,
+                    mt: next(3) as usize,
+                    drained: next(2) == 0,
+                }
+            })
+            .collect();
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/proc/linux-6.1-p1-before");
+        let snap = crate::procfs::ProcSnapshot::read_dir(&dir).unwrap();
+        let mut z = snap.zones[0].clone();
+        (z.start_pfn, z.spanned_pages) = (start, len as u64);
+        let mut l = ZoneLayout::empty(&z, pb_order, 6, false);
+        assert_eq!(l.blocks.len() as u64, nblocks);
+        (l.pages, l.blocks, l.free, l.pcp_hints) = (pages, blocks, free, pcp_hints);
+        l
+    }
+
+    #[test]
+    fn the_tiers_walked_as_taken_choose_what_listing_them_up_front_chose() {
+        let mut short = 0;
+        for seed in 1..40u64 {
+            let mut l = drawn(seed * 0x9e37_79b9, 1000 + seed, 6000);
+            if seed.is_multiple_of(4) {
+                // No page in use with a flag, as in a synthesised layout.
+                for p in l.pages.iter_mut().filter(|p| **p == Page::Used) {
+                    *p = Page::Flagless;
                 }
             }
-            pfn += size;
+            // Lists of every order to 3 and type, some longer than any tier holds.
+            let lists: Vec<CpuLists> = (0..3u32)
+                .map(|cpu| {
+                    let mut v = Vec::new();
+                    for order in 0..4u8 {
+                        for mt in 0..3usize {
+                            let n =
+                                (u64::from(cpu) * 7 + u64::from(order) * 5 + mt as u64 * 3 + seed)
+                                    % 23;
+                            v.push((
+                                order,
+                                mt,
+                                if (seed + mt as u64).is_multiple_of(5) {
+                                    900
+                                } else {
+                                    n
+                                },
+                            ));
+                        }
+                    }
+                    (cpu, v)
+                })
+                .collect();
+            let (mut a, mut b) = (l.clone(), l);
+            let walked = a.choose_pcp(&lists);
+            let listed = listed_up_front(&mut b, &lists);
+            assert_eq!(walked, listed, "seed {seed}");
+            assert_eq!(a.pcp, b.pcp, "seed {seed}");
+            assert_eq!(a.pages, b.pages, "seed {seed}");
+            assert!(!a.pcp.is_empty(), "seed {seed}");
+            short += usize::from(walked > 0);
         }
-        first.extend(rest);
-        Tier {
-            heads: first,
-            next: 0,
-        }
+        // Some lists ran out of every tier.
+        assert!(short > 5, "{short}");
     }
 }

@@ -340,7 +340,7 @@ fn a_proc_zone_splits_high_across_the_traced_cpus_not_the_setup_one() {
         .map(|s| proc_setup::zone_config(&base, snap.zone(0, s.zone_type).unwrap(), kernel))
         .collect();
     let v = Variant::parse_on("upstream", &base).unwrap();
-    let r = Replayer::with_zones(v, &g, None, &cfgs, Some(&snap), &[]).unwrap();
+    let r = Replayer::with_zones(v, &g, None, &cfgs, Some(&snap), &[], &[]).unwrap();
     let normal = g
         .zones
         .iter()
