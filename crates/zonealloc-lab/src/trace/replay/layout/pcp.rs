@@ -19,6 +19,11 @@
 //!    while the layout is read);
 //! 3. flagless pages, then pages in use, of any pageblock (a list's type is the pageblock's
 //!    at the free, which may have changed since);
+//! 4. for a list of order 1 and up that is still short, a block whose pages are each
+//!    flagless or in use, mixed, of any pageblock: the layout is read page by page while the
+//!    machine runs, so a THP freed onto a list during the read shows part of its pages in
+//!    use (6.12-2g p_pressure: no aligned order-9 block of DMA32 is all of one class, and
+//!    the kernel's lists held one more than the other tiers found);
 //!
 //! each tier in pfn order. A block goes onto the list of its pageblock's type here, as the
 //! set-up frees it (`free_frozen_pages` picks the list by `get_pfnblock_migratetype`): one
@@ -97,6 +102,9 @@ impl ZoneLayout {
                         left -= 1;
                     }
                 }
+                if left > 0 && order > 0 {
+                    left -= self.take_mixed(*cpu, order, left);
+                }
                 for &pfn in head.iter().rev() {
                     self.pcp.push((*cpu, pfn, order));
                 }
@@ -104,6 +112,30 @@ impl ZoneLayout {
             }
         }
         missing
+    }
+
+    /// Tier 4 (module docs): up to `n` blocks of `order` whose pages are each flagless or in
+    /// use, mixed, of any pageblock, in pfn order, put on `cpu`'s lists; returns how many.
+    /// Only a list the other tiers left short walks it, so it costs nothing on the way a
+    /// layout usually goes.
+    fn take_mixed(&mut self, cpu: u32, order: u8, n: u64) -> u64 {
+        let size = 1u64 << order;
+        let mut pfn = self.start.div_ceil(size) * size;
+        let mut taken = 0;
+        while taken < n && pfn + size <= self.end() {
+            let i = (pfn - self.start) as usize;
+            let block = &mut self.pages[i..i + size as usize];
+            if block
+                .iter()
+                .all(|&p| matches!(p, Page::Flagless | Page::Used))
+            {
+                block.fill(Page::Pcp);
+                self.pcp.push((cpu, pfn, order));
+                taken += 1;
+            }
+            pfn += size;
+        }
+        taken
     }
 
     /// Takes, up to `left` blocks, the blocks the trace shows on `cpu`'s list of `order` and
@@ -293,6 +325,9 @@ mod tests {
                         }
                     }
                 }
+                if left > 0 && order > 0 {
+                    left -= l.take_mixed(*cpu, order, left);
+                }
                 for &pfn in head.iter().rev() {
                     l.pcp.push((*cpu, pfn, order));
                 }
@@ -367,6 +402,31 @@ mod tests {
         assert_eq!(l.blocks.len() as u64, nblocks);
         (l.pages, l.blocks, l.free, l.pcp_hints) = (pages, blocks, free, pcp_hints);
         l
+    }
+
+    #[test]
+    fn a_block_of_pages_flagless_and_in_use_mixed_is_the_last_choice_of_a_short_list() {
+        let mut l = drawn(7, 1024, 256);
+        l.pcp_hints.clear();
+        l.pages.fill(Page::Free);
+        // One aligned order-2 block read half in use, half flagless (a THP freed onto a list
+        // while the layout was read), and one flagless page alone.
+        let at = |pfn: u64| (pfn - 1024) as usize;
+        l.pages[at(1040)..at(1044)].copy_from_slice(&[
+            Page::Used,
+            Page::Flagless,
+            Page::Used,
+            Page::Flagless,
+        ]);
+        l.pages[at(1100)] = Page::Flagless;
+        // Two order-2 blocks wanted: the mixed one is found, the other is missing.
+        let missing = l.choose_pcp(&[(0, vec![(2, 1, 2)])]);
+        assert_eq!(missing, 4);
+        assert_eq!(l.pcp, vec![(0, 1040, 2)]);
+        assert!(l.pages[at(1040)..at(1044)].iter().all(|&p| p == Page::Pcp));
+        // Order 0 takes no mixed block (a page is one class): the lone page, then nothing.
+        let missing = l.choose_pcp(&[(1, vec![(0, 1, 2)])]);
+        assert_eq!((missing, l.pcp.last()), (1, Some(&(1, 1100, 0))));
     }
 
     #[test]
