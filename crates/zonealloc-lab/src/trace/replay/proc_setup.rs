@@ -569,6 +569,7 @@ mod tests {
         let mut demand = ListDemand {
             blocks: vec![[[0u64; 3]; 5]; n],
             refilled: vec![[[false; 3]; 5]; n],
+            exact: vec![[[false; 3]; 5]; n],
             ..ListDemand::default()
         };
         demand.blocks[0][3][0] = 20;

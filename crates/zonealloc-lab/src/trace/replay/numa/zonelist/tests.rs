@@ -173,9 +173,9 @@ fn a_distance_table_the_kernel_would_refuse_is_an_error() {
     assert_eq!(none.list(1, false, &movable(1)), vec![1, 0]);
 }
 
-/// The replay: a traced allocation whose zone ours has run out of falls back to the next
-/// node rather than failing, and a traced failure, which ours places itself, walks the CPU's
-/// node's zonelist.
+/// The replay: a traced allocation takes its page in the kernel's zone, below our watermarks
+/// too (the kernel's trace shows it did), and once that node has no page left a traced
+/// failure, which ours places itself, walks the CPU's node's zonelist to node 0.
 #[test]
 fn a_replayed_allocation_falls_back_to_node_0_when_node_1_is_exhausted() {
     use crate::trace::parse::{Event, EventKind, PagePtr, Who};
@@ -203,20 +203,23 @@ fn a_replayed_allocation_falls_back_to_node_0_when_node_1_is_exhausted() {
             gfp_flags: "GFP_HIGHUSER_MOVABLE",
         },
     };
-    // Every page of node 1, traced as handed out there to CPU 1 (of node 1): ours keeps
-    // some back (its watermarks), so the last ones come from node 0 instead.
+    // Every page of node 1, traced as handed out there to CPU 1 (of node 1): all of them
+    // come from node 1, the last ones below its watermarks.
     for pfn in 2048..3072 {
         r.feed(&alloc(pfn, PagePtr::Present), Inferred::None)
             .unwrap();
     }
     assert_eq!(r.counts.alloc_failures, 0);
     let ours = &r.numa.as_ref().unwrap().ours.nodes;
-    let fell_back = ours[0].numa_miss;
-    assert!(fell_back > 0, "{ours:?}");
-    assert_eq!(ours[1].numa_hit + fell_back, 1024, "{ours:?}");
-    // A failure in the kernel's trace: ours places it, on node 0 by the zonelist.
+    assert_eq!((ours[1].numa_hit, ours[0].numa_miss), (1024, 0), "{ours:?}");
+    // A failure in the kernel's trace: ours places it, on node 0 by the zonelist (node 1
+    // has no page left).
     r.feed(&alloc(0, PagePtr::Null), Inferred::None).unwrap();
     assert_eq!(r.counts.kernel_failures_satisfied, 1);
     let ours = &r.numa.as_ref().unwrap().ours.nodes;
-    assert_eq!(ours[0].numa_miss, fell_back + 1);
+    assert_eq!(
+        (ours[0].numa_miss, ours[1].numa_foreign),
+        (1, 1),
+        "{ours:?}"
+    );
 }
