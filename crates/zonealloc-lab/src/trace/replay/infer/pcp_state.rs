@@ -17,7 +17,7 @@
 //! shows a list empty, its start is exact (minus the balance there): at its first refill
 //! (`__rmqueue_pcplist` refills only an empty list), and where a run of drains moves on from
 //! it to a list of a higher `pindex` (`free_pcppages_bulk` empties a list before the next;
-//! [`drained_empty`]).
+//! `drained_empty`).
 //!
 //! A free's pageblock migratetype is read off the trace: the migratetype of an allocation or a
 //! drain in the same pageblock (the latest one before the free, else the first after it in the

@@ -30,7 +30,7 @@ pub struct Zonelists {
 
 impl Zonelists {
     /// The zonelists of `geo`'s zones on the nodes of `nodes` (the snapshot's, in id order;
-    /// empty: every other node at [`REMOTE_DISTANCE`]). A distance table that is not one row
+    /// empty: every other node at `REMOTE_DISTANCE`, 20). A distance table that is not one row
     /// per node, or that the kernel would refuse (`slit_valid`), is an error naming it.
     pub fn build(geo: &Geometry, nodes: &[NodeSnapshot]) -> Result<Zonelists, String> {
         let n = geo.nodes() as usize;
