@@ -139,6 +139,18 @@ impl ListDemand {
     }
 }
 
+impl ListDemand {
+    /// Whether the trace shows `cpu`'s list of `order` and migratetype index `mt` exactly at
+    /// the start (refilled, or drained empty, before anything else reached it).
+    pub fn is_exact(&self, cpu: u32, order: u8, mt: usize) -> bool {
+        let slot = slot_of(order, self.thp_order);
+        let exact = self.exact.get(cpu as usize);
+        slot.zip(exact)
+            .and_then(|(s, e)| e[s].get(mt).copied())
+            .unwrap_or(false)
+    }
+}
+
 /// The PCP order slot of `order`, if a list takes it (`pcp_allowed_order`).
 fn slot_of(order: u8, thp_order: Option<u8>) -> Option<usize> {
     if order <= 3 {
