@@ -556,18 +556,34 @@ mod tests {
     fn a_cpu_whose_count_was_its_high_starts_with_its_whole_count() {
         // 7.2-4g p_idle's after/ snapshot: Normal's CPU 1 holds 1283 pages at high 1283.
         let snap = own_snapshot("7.2-4g/p_idle/after");
-        let kernel = kernel_of(&snap);
         let kz = snap.zone(0, ZoneType::Normal).unwrap();
         let ps = kz.pagesets.iter().find(|p| p.cpu == 1).unwrap();
         assert_eq!((ps.count, ps.high), (1283, 1283));
-        let base = ZoneConfig::for_kernel(kernel.version()).with_cpus(5);
-        let cfg = zone_config(&base, kz, kernel);
-        let end = kz.start_pfn + kz.spanned_pages;
-        let zone = Zone::new(ZoneType::Normal, Pfn(kz.start_pfn), Pfn(end), cfg).unwrap();
+        let zone = zone_of(&snap, kz, ZoneType::Normal);
         populate(&zone, &snap, kz, None).unwrap();
         let info = zone.pcp_info(CpuId(1));
         assert_eq!((info.count, info.high), (1283, 1283), "{info:?}");
         assert_eq!(zone.pcp_stats().drain_high_pages, 0);
+    }
+
+    /// A list demand of `n` CPUs with nothing on any list, nothing known.
+    fn no_lists(n: usize) -> ListDemand {
+        ListDemand {
+            blocks: vec![[[0u64; 3]; 5]; n],
+            refilled: vec![[[false; 3]; 5]; n],
+            exact: vec![[[false; 3]; 5]; n],
+            ..ListDemand::default()
+        }
+    }
+
+    /// The zone `kz` of `snap` on its kernel's preset, with one set-up CPU past the traced.
+    fn zone_of(snap: &ProcSnapshot, kz: &ZoneSnapshot, t: ZoneType) -> Zone {
+        let kernel = kernel_of(snap);
+        let cpus = kz.pagesets.len() as u32 + 1;
+        let base = ZoneConfig::for_kernel(kernel.version()).with_cpus(cpus);
+        let cfg = zone_config(&base, kz, kernel);
+        let end = kz.start_pfn + kz.spanned_pages;
+        Zone::new(t, Pfn(kz.start_pfn), Pfn(end), cfg).unwrap()
     }
 
     #[test]
@@ -578,22 +594,13 @@ mod tests {
         // cover every count: chosen CPU by CPU, CPU 3 came last and its Movable list got none
         // (the pages it was given, of other pageblocks, went onto their types' lists).
         let snap = own_snapshot("6.12-2g/p_thp/before");
-        let kernel = kernel_of(&snap);
         let kz = snap.zone(0, ZoneType::Dma32).unwrap();
         let n = kz.pagesets.len();
-        let mut demand = ListDemand {
-            blocks: vec![[[0u64; 3]; 5]; n],
-            refilled: vec![[[false; 3]; 5]; n],
-            exact: vec![[[false; 3]; 5]; n],
-            ..ListDemand::default()
-        };
+        let mut demand = no_lists(n);
         demand.blocks[3][0][1] = 196;
         demand.exact[3][0][1] = true;
         demand.refilled[3][0][1] = true;
-        let base = ZoneConfig::for_kernel(kernel.version()).with_cpus(n as u32 + 1);
-        let cfg = zone_config(&base, kz, kernel);
-        let end = kz.start_pfn + kz.spanned_pages;
-        let zone = Zone::new(ZoneType::Dma32, Pfn(kz.start_pfn), Pfn(end), cfg).unwrap();
+        let zone = zone_of(&snap, kz, ZoneType::Dma32);
         let (_, facts) = populate(&zone, &snap, kz, Some(&demand)).unwrap();
         assert_eq!(facts.pcp.0, facts.pcp.1, "{facts:?}");
         // order_to_pindex: migratetype + order * MIGRATE_PCPTYPES; Movable order 0 is 1.
@@ -613,20 +620,12 @@ mod tests {
         assert_eq!(kernel, Kernel::V6_12);
         let kz = snap.zone(0, ZoneType::Normal).unwrap();
         let n = kz.pagesets.len();
-        let mut demand = ListDemand {
-            blocks: vec![[[0u64; 3]; 5]; n],
-            refilled: vec![[[false; 3]; 5]; n],
-            exact: vec![[[false; 3]; 5]; n],
-            ..ListDemand::default()
-        };
+        let mut demand = no_lists(n);
         demand.blocks[0][3][0] = 20;
         demand.blocks[0][1][1] = 30;
         // CPU 0's first refill in the trace was of 252 = 63 << 2 pages, CPU 1's of 100.
         demand.first_refill = vec![Some(252), Some(100)];
-        let base = ZoneConfig::for_kernel(kernel.version()).with_cpus(5);
-        let cfg = zone_config(&base, kz, kernel);
-        let end = kz.start_pfn + kz.spanned_pages;
-        let zone = Zone::new(ZoneType::Normal, Pfn(kz.start_pfn), Pfn(end), cfg).unwrap();
+        let zone = zone_of(&snap, kz, ZoneType::Normal);
         let (_, facts) = populate(&zone, &snap, kz, Some(&demand)).unwrap();
         assert_eq!(facts.pcp.0, facts.pcp.1, "{facts:?}");
         assert_eq!(facts.free.0, facts.free.1, "{facts:?}");
