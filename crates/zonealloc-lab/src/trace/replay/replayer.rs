@@ -6,7 +6,7 @@ mod frees;
 mod held;
 mod kswapd;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::io::{self, Write};
 

@@ -7,6 +7,28 @@ use crate::trace::replay::geometry::{span_from_trace, DEFAULT_ZONE_PAGES};
 use crate::trace::replay::gfp::request;
 use zonealloc::{AllocRequest, ZoneType};
 
+/// An order-0 allocation of `pfn`, of migratetype `mt` (the trace's numbering) and `gfp`, as
+/// the trace prints it.
+pub(crate) fn alloc0(pfn: u64, mt: u8, gfp: &'static str) -> EventKind<'static> {
+    EventKind::Alloc {
+        pfn,
+        order: 0,
+        migratetype: mt,
+        gfp_flags: gfp,
+    }
+}
+
+/// `kind` on `cpu` (at `ts_ns`), with its page present and an unknown task.
+pub(crate) fn at(cpu: u32, ts_ns: Option<u64>, kind: EventKind<'static>) -> Event<'static> {
+    Event {
+        cpu: Some(cpu),
+        ts_ns,
+        page: PagePtr::Present,
+        who: Who::UNKNOWN,
+        kind,
+    }
+}
+
 #[test]
 fn most_first_is_the_head_of_the_sorted_list() {
     let items: Vec<(u64, u32)> = (0..500u64)
@@ -126,12 +148,7 @@ fn kswapd_awake_makes_frees_shrink_the_lists() {
     let run = |wake: bool| {
         let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &g, None).unwrap();
         for pfn in 0..1024 {
-            let alloc = EventKind::Alloc {
-                pfn,
-                order: 0,
-                migratetype: 1,
-                gfp_flags: "GFP_HIGHUSER_MOVABLE",
-            };
+            let alloc = alloc0(pfn, 1, "GFP_HIGHUSER_MOVABLE");
             r.feed(&at(alloc), Inferred::None).unwrap();
         }
         if wake {
@@ -166,18 +183,7 @@ fn kswapd_awake_makes_frees_shrink_the_lists() {
 fn samples_are_computed_from_the_state_they_were_taken_in() {
     let g = one_cpu_zone(1 << 12);
     let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &g, None).unwrap();
-    let alloc = |pfn| Event {
-        cpu: Some(0),
-        ts_ns: None,
-        page: PagePtr::Present,
-        who: Who::UNKNOWN,
-        kind: EventKind::Alloc {
-            pfn,
-            order: 0,
-            migratetype: 0,
-            gfp_flags: "GFP_KERNEL",
-        },
-    };
+    let alloc = |pfn| at(0, None, alloc0(pfn, 0, "GFP_KERNEL"));
     // Samples 1..=4, each after another quarter of the zone was allocated page by page.
     for k in 1..=4u64 {
         r.sample(k, Some(k * 1_000_000_000));
@@ -282,12 +288,7 @@ fn a_decay_drain_is_booked_and_emitted_on_the_cpu_it_drains() {
         who: Who::UNKNOWN,
         kind,
     };
-    let alloc = |pfn| EventKind::Alloc {
-        pfn,
-        order: 0,
-        migratetype: 1,
-        gfp_flags: "GFP_HIGHUSER_MOVABLE",
-    };
+    let alloc = |pfn| alloc0(pfn, 1, "GFP_HIGHUSER_MOVABLE");
     // CPU 1 fills its list, then only CPU 0 runs, for 20 s of trace time.
     for pfn in 0..1024 {
         r.feed(&at(1, 1000, alloc(pfn)), Inferred::None).unwrap();
@@ -372,12 +373,7 @@ fn an_interrupt_free_into_a_held_refill_goes_to_the_buddy() {
         kind,
     };
     let plain = Ctx::new(false, false, false, 0);
-    let alloc = |pfn| EventKind::Alloc {
-        pfn,
-        order: 0,
-        migratetype: 1,
-        gfp_flags: "GFP_HIGHUSER_MOVABLE",
-    };
+    let alloc = |pfn| alloc0(pfn, 1, "GFP_HIGHUSER_MOVABLE");
     // (count, alloc_factor) before the frees and after the allocation that ends the refill.
     let run = |depth: u8, at_batched: bool| {
         let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &g, None).unwrap();
@@ -424,18 +420,7 @@ fn a_traced_allocation_below_the_watermark_drains_no_list() {
     let g = one_cpu_zone(1 << 16);
     let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &g, None).unwrap();
     let min = r.zones[0].watermarks().min;
-    let alloc = |pfn| Event {
-        cpu: Some(0),
-        ts_ns: None,
-        page: PagePtr::Present,
-        who: Who::UNKNOWN,
-        kind: EventKind::Alloc {
-            pfn,
-            order: 0,
-            migratetype: 1,
-            gfp_flags: "GFP_HIGHUSER_MOVABLE",
-        },
-    };
+    let alloc = |pfn| at(0, None, alloc0(pfn, 1, "GFP_HIGHUSER_MOVABLE"));
     // Down to half the min watermark free (the lists' pages included).
     let n = (1u64 << 16) - min / 2;
     for pfn in 0..n {

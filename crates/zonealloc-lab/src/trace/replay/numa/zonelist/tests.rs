@@ -178,8 +178,9 @@ fn a_distance_table_the_kernel_would_refuse_is_an_error() {
 /// failure, which ours places itself, walks the CPU's node's zonelist to node 0.
 #[test]
 fn a_replayed_allocation_falls_back_to_node_0_when_node_1_is_exhausted() {
-    use crate::trace::parse::{Event, EventKind, PagePtr, Who};
+    use crate::trace::parse::{Event, PagePtr};
     use crate::trace::replay::infer::kernel::Inferred;
+    use crate::trace::replay::replayer::tests::{alloc0, at};
     use crate::trace::replay::replayer::Replayer;
     use crate::trace::variant::Variant;
 
@@ -192,16 +193,8 @@ fn a_replayed_allocation_falls_back_to_node_0_when_node_1_is_exhausted() {
     );
     let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &geo, None).unwrap();
     let alloc = |pfn, page| Event {
-        cpu: Some(1),
-        ts_ns: None,
         page,
-        who: Who::UNKNOWN,
-        kind: EventKind::Alloc {
-            pfn,
-            order: 0,
-            migratetype: 1,
-            gfp_flags: "GFP_HIGHUSER_MOVABLE",
-        },
+        ..at(1, None, alloc0(pfn, 1, "GFP_HIGHUSER_MOVABLE"))
     };
     // Every page of node 1, traced as handed out there to CPU 1 (of node 1): all of them
     // come from node 1, the last ones below its watermarks.
