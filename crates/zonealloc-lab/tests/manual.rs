@@ -66,16 +66,35 @@ fn version_names_the_crate_version_and_the_commit() {
             hash == "unknown" || (hash.len() == 12 && hash.bytes().all(|b| b.is_ascii_hexdigit())),
             "{flag}: {line:?}"
         );
-        // In a checkout the binary names the commit it was built from (build.rs reruns when
-        // HEAD moves, so the test's build is of this HEAD).
-        let head = Command::new("git")
-            .args(["-C", env!("CARGO_MANIFEST_DIR"), "rev-parse", "HEAD"])
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
-        if let Some(head) = head {
-            assert_eq!(hash, &head[..12], "{flag}: {line:?}");
+        // The binary names the commit its build script read, which is the one this test was
+        // built at too (the build script's `rustc-env` reaches every target of the crate).
+        // Comparing with `git rev-parse HEAD` now would fail whenever HEAD moves while the
+        // tests run.
+        let built = env!("ZONEALLOC_GIT_COMMIT");
+        let (built_hash, built_dirty) = match built.strip_suffix("-dirty") {
+            Some(h) => (h, true),
+            None => (built, false),
+        };
+        assert_eq!(
+            (hash, commit.ends_with("-dirty")),
+            (&built_hash[..built_hash.len().min(12)], built_dirty),
+            "{flag}: {line:?}"
+        );
+        // In a checkout that commit is one of the repository's, and HEAD or an ancestor of it.
+        let git = |args: &[&str]| {
+            Command::new("git")
+                .arg("-C")
+                .arg(env!("CARGO_MANIFEST_DIR"))
+                .args(args)
+                .status()
+                .ok()
+        };
+        if hash != "unknown" && git(&["rev-parse", "--git-dir"]).is_some_and(|s| s.success()) {
+            let ancestor = git(&["merge-base", "--is-ancestor", hash, "HEAD"]);
+            assert!(
+                ancestor.is_some_and(|s| s.success()),
+                "{flag}: {hash} is not HEAD or an ancestor of it"
+            );
         }
     }
 }
