@@ -28,7 +28,7 @@ pub(super) fn config(run: &ReplayRun, file: &Path, opts: &ReplayOptions) -> serd
         "cpus": run.geo.cpus,
         "cpus_from": run.geo.cpus_from,
         "pcp": !opts.no_pcp,
-        "decay_every_second": run.replayers.first().is_some_and(|r| r.decay),
+        "decay_workers": run.replayers.first().is_some_and(|r| r.decay),
         "inferences": run.infer,
         "migratetype_numbering": run.geo.numbering,
         "migratetype_numbering_given": opts.numbering.is_some(),
