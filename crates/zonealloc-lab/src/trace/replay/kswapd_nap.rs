@@ -253,21 +253,41 @@ mod tests {
         // One CPU, 6.1's rules, 1024 pages allocated, kswapd woken at 1.001 s and asleep at
         // 1.250 s; the pages are freed at 1.2 s, inside the nap (`kswapd_try_to_sleep`'s
         // HZ/10) after the pass ended: the lists keep up to `high`, not `batch << 2`. Reclaim
-        // active to the sleep, as before, kept at most `batch << 2` (252) pages.
+        // active to the sleep, as before, kept at most `batch << 2` (60) pages. With `pad`
+        // allocations and frees of one page between the frees and the sleep, the sleep comes
+        // chunks after the pass's end: the run holds the chunks between.
+        for pad in [0u64, 6000] {
+            for beside in [false, true] {
+                let (kept, batch, high) = nap_run(pad, beside);
+                assert!(
+                    kept > (batch.max(0) as u64) << 2,
+                    "pad {pad}, beside {beside}: {kept} pages kept, batch {batch}, high {high}"
+                );
+            }
+        }
+    }
+
+    /// [`frees_in_kswapds_nap_before_its_sleep_meet_the_zones_own_high`]'s replay: the pages
+    /// the lists keep, their batch and high.
+    fn nap_run(pad: u64, beside: bool) -> (u64, i32, i32) {
         let mut text = String::from("# tracer: nop\n");
         let line = |t: f64, body: String| format!(" a-1 [000] .... {t:.6}: {body}\n");
+        let alloc = |pfn: u64| {
+            format!(
+                "mm_page_alloc: page=0x1 pfn={pfn:#x} order=0 migratetype=1 \
+                 gfp_flags=GFP_HIGHUSER_MOVABLE"
+            )
+        };
         for pfn in 0..1024u64 {
-            text += &line(
-                1.0,
-                format!(
-                    "mm_page_alloc: page=0x1 pfn={pfn:#x} order=0 migratetype=1 \
-                     gfp_flags=GFP_HIGHUSER_MOVABLE"
-                ),
-            );
+            text += &line(1.0, alloc(pfn));
         }
         text += &line(1.001, "mm_vmscan_kswapd_wake: nid=0 order=0".into());
         for pfn in 0..1024u64 {
             text += &line(1.2, format!("mm_page_free: page=0x1 pfn={pfn:#x} order=0"));
+        }
+        for _ in 0..pad {
+            text += &line(1.21, alloc(5000));
+            text += &line(1.21, "mm_page_free: page=0x1 pfn=0x1388 order=0".into());
         }
         text += &line(1.25, "mm_vmscan_kswapd_sleep: nid=0".into());
         let dir = tempfile::tempdir().unwrap();
@@ -277,27 +297,20 @@ mod tests {
             kernel: Some(Kernel::V6_1),
             zone_pages: Some(1 << 16),
             cpus: Some(1),
+            infer: Some(beside),
             ..ReplayOptions::default()
         };
-        for beside in [false, true] {
-            let snaps = Snapshots::read(&opts).unwrap();
-            let window = snaps.window(&opts);
-            let mut source = Source::open(&path, &window).unwrap();
-            let mut setup = Setup::new(&opts, snaps, &mut source).unwrap();
-            let (done, failure) = run::pass_with(&mut setup, &mut source, 4, &|_| {}, beside);
-            source.finish().1.unwrap();
-            assert!(failure.is_none(), "{failure:?}");
-            assert_eq!(done, 2050);
-            let zone = &setup.replayers[0].zones[0];
-            let info = zone.pcp_info(zonealloc::CpuId(0));
-            assert_eq!(setup.replayers[0].counts.kswapd_wakes, 1);
-            assert!(
-                zone.pcp_pages() > (info.batch as u64) << 2,
-                "{} pages kept, batch {}, high {}",
-                zone.pcp_pages(),
-                info.batch,
-                info.high
-            );
-        }
+        let snaps = Snapshots::read(&opts).unwrap();
+        let window = snaps.window(&opts);
+        let mut source = Source::open(&path, &window).unwrap();
+        let mut setup = Setup::new(&opts, snaps, &mut source).unwrap();
+        let (done, failure) = run::pass_with(&mut setup, &mut source, 4, &|_| {}, beside);
+        source.finish().1.unwrap();
+        assert!(failure.is_none(), "{failure:?}");
+        assert_eq!(done, 2050 + 2 * pad);
+        assert_eq!(setup.replayers[0].counts.kswapd_wakes, 1);
+        let zone = &setup.replayers[0].zones[0];
+        let info = zone.pcp_info(zonealloc::CpuId(0));
+        (zone.pcp_pages(), info.batch, info.high)
     }
 }
