@@ -314,8 +314,14 @@ const KNOWN: &[(&str, &str)] = &[
     // The p_pressure phases break no rule since the refill runs are kept per zone (their
     // re-allocations without a traced free were DMA32 runs read as used up by a Normal
     // refill). Figures above 2% in `scripts/fidelity-table` are no rule: 6.1's drain events
-    // (our CPU 3 drains 441 Movable order-0 Normal pages amid the munmap's batched commits
-    // of lines 109951-110460, where the kernel drains none: our list holds more by then),
+    // (our CPU 3 drains 441 Movable order-0 Normal pages more. CPU 3's Normal count rebuilt
+    // from the trace, zoneinfo's 202 plus every traced refill, allocation, free and drain,
+    // agrees with ours up to line 71871 (852.904471, a THP free), where it reaches 1292, over
+    // `high` 1284: ours drains 199 blocks, the kernel none, so its list held at least 9 pages
+    // fewer than the trace shows, taken untraced (6.1's `__alloc_pages_bulk` prints no
+    // `mm_page_alloc`). The Normal end state, 89.7% off per order, is mostly that list's
+    // pages in the buddy as order-0..5 blocks (0.8% off weighted by pages), and CPU 0's 167
+    // pages, refilled by zoneinfo's own `cat` after the window's end),
     // 6.12-4g's (DMA32 is exact now; Normal CPU 1's count is stale, zoneinfo read from 655.69 s,
     // the window opening at 777.46 s, and the decay timers' phase is assumed: with the phase
     // of the workers' runs before the window, `--jiffies-phase 768.803412`, 0.16% / 2.14%),

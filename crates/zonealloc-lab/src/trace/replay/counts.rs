@@ -46,7 +46,7 @@ pub struct ReplayCounts {
     /// ([`kernel::Inferred::UntracedAlloc`](super::kernel::Inferred::UntracedAlloc)).
     pub untraced_allocs: u64,
     /// kswapd wake-ups on node 0 (`mm_vmscan_kswapd_wake`), each setting reclaim-active on
-    /// the zones until kswapd's next `mm_vmscan_kswapd_sleep`.
+    /// the zones until the pass ends (the next wake, or the nap before a sleep).
     pub kswapd_wakes: u64,
     /// Runs of the per-CPU vmstat workers' `decay_pcp_high` ([`super::vmstat`]), their
     /// drained pages, the worker runs the trace showed (a kworker's depth-2 drains), those

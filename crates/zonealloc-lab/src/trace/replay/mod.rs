@@ -45,6 +45,7 @@ mod frames;
 mod geometry;
 mod gfp;
 pub mod infer;
+mod kswapd_nap;
 pub mod layout;
 pub mod numa;
 mod options;

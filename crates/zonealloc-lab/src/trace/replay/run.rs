@@ -10,11 +10,13 @@ use super::end_state::{end_state, EndState};
 use super::geometry::Geometry;
 use super::infer::kernel::{self, KernelSide};
 use super::infer::start_count;
+use super::kswapd_nap::NapLook;
 use super::options::ReplayOptions;
 use super::preset::Kernel;
 use super::replayer::Replayer;
 use super::sampling::FRAG_ORDERS;
 use super::setup::{Setup, Snapshots};
+use super::vmstat;
 use crate::procfs::ProcSnapshot;
 use crate::trace::ingest::{Chunk, Source, Window};
 use crate::trace::parse::Parser;
@@ -214,6 +216,8 @@ impl Sampling {
 #[derive(Default)]
 struct Notes {
     inferred: Vec<kernel::Inferred>,
+    /// `(event index, node)`: node's kswapd pass ended before that event ([`super::kswapd_nap`]).
+    naps: Vec<(u32, u32)>,
     untraced_end: Vec<u32>,
     untraced: Vec<(u64, u32, u8)>,
 }
@@ -226,13 +230,13 @@ const NOTES_AHEAD: usize = 4;
 /// `kernel`, each chunk sent on `tx` with its [`Notes`]; the replayers' spent chunks and
 /// notes come back on `back`. Stops at the end of the input or when the replayers stop.
 fn kernel_side(
-    source: &mut Source,
+    source: &mut NapLook<'_>,
     kernel: &mut KernelSide,
     geo: &Geometry,
     tx: SyncSender<(Chunk, Notes)>,
     back: Receiver<(Chunk, Notes)>,
 ) {
-    while let Some(chunk) = source.next_chunk() {
+    while let Some((chunk, naps)) = source.next_chunk() {
         let mut notes = match back.try_recv() {
             Ok((spent, notes)) => {
                 source.recycle(spent);
@@ -241,6 +245,7 @@ fn kernel_side(
             Err(_) => Notes::default(),
         };
         notes.inferred.clear();
+        notes.naps = naps;
         notes.untraced_end.clear();
         notes.untraced.clear();
         for ev in chunk.events() {
@@ -268,6 +273,15 @@ struct Feed<'a> {
 }
 
 impl Feed<'_> {
+    /// Node `nid`'s kswapd pass ended here ([`super::kswapd_nap`]), in every variant.
+    fn naps(&mut self, naps: &[(u32, u32)], i: usize) {
+        for &(_, nid) in naps.iter().filter(|&&(at, _)| at as usize == i) {
+            for r in self.replayers.iter_mut() {
+                r.kswapd_napped(nid);
+            }
+        }
+    }
+
     /// Feeds `ev` to every replayer, after the allocations of `untraced` that the kernel's
     /// side inferred; the first replayer's failure.
     #[inline(always)]
@@ -311,7 +325,7 @@ fn pass(
 }
 
 /// [`pass`], the kernel's side beside the replayers or not.
-fn pass_with(
+pub(super) fn pass_with(
     setup: &mut Setup,
     source: &mut Source,
     samples: u64,
@@ -336,10 +350,12 @@ fn pass_with(
         last_ts: None,
         progress,
     };
+    let hz = feed.replayers.first().map_or(vmstat::DEFAULT_HZ, |r| r.hz);
+    let mut source = NapLook::new(source, hz);
     let failure = if beside && *infer {
-        pass_beside(&mut feed, source, kernel, geo)
+        pass_beside(&mut feed, &mut source, kernel, geo)
     } else {
-        pass_here(&mut feed, source, kernel, geo, (*infer, *counted))
+        pass_here(&mut feed, &mut source, kernel, geo, (*infer, *counted))
     };
     if failure.is_none() {
         feed.sampling.last(feed.done, feed.last_ts, feed.replayers);
@@ -351,13 +367,14 @@ fn pass_with(
 /// else counting each event from the `counted`-th on (the look counted those before).
 fn pass_here(
     feed: &mut Feed<'_>,
-    source: &mut Source,
+    source: &mut NapLook<'_>,
     kernel: &mut KernelSide,
     geo: &Geometry,
     (infer, counted): (bool, u64),
 ) -> Option<io::Error> {
-    while let Some(chunk) = source.next_chunk() {
-        for ev in chunk.events() {
+    while let Some((chunk, naps)) = source.next_chunk() {
+        for (i, ev) in chunk.events().enumerate() {
+            feed.naps(&naps, i);
             let zone = geo.zone_of(ev.kind.pfn()).unwrap_or(0);
             // Without the inferences the kernel side only counts (the same figures).
             let inferred = if infer {
@@ -382,7 +399,7 @@ fn pass_here(
 /// ([`kernel_side`]), the replayers here.
 fn pass_beside(
     feed: &mut Feed<'_>,
-    source: &mut Source,
+    source: &mut NapLook<'_>,
     kernel: &mut KernelSide,
     geo: &Geometry,
 ) -> Option<io::Error> {
@@ -399,6 +416,7 @@ fn pass_beside(
         for (chunk, notes) in rx {
             let mut from = 0usize;
             for (i, ev) in chunk.events().enumerate() {
+                feed.naps(&notes.naps, i);
                 let to = notes.untraced_end[i] as usize;
                 if let Err(e) = feed.event(&ev, notes.inferred[i], &notes.untraced[from..to]) {
                     return Some(e);
