@@ -30,8 +30,10 @@
 //! `ZONE_BELOW_HIGH` take it down to) and zoneinfo's current `high` raised by each refill as
 //! `nr_pcp_alloc` raises it (an order-0 refill by at most `batch <<
 //! CONFIG_PCP_BATCH_SCALE_MAX`, a higher order's, THP's included, by `batch`; capped at
-//! `high_max`). With kswapd awake (`ZONE_RECLAIM_ACTIVE`, from the trace's wake and sleep),
-//! `nr_pcp_high` returns at most `batch << 2`.
+//! `high_max`). With kswapd's pass on the zone's node (`ZONE_RECLAIM_ACTIVE`, from the
+//! trace's wake and sleep of that node), `nr_pcp_high` returns at most `batch << 2`; the
+//! pass's start drops `high` under lists that may hold far more, so until a free on the CPU
+//! drains nothing, a drain bounds the count from below only ([`reclaim`]).
 //!
 //! An order-1..=3 free's drain of no more than that pins once the CPU's next allocation
 //! comes off a list with no refill before it: `free_high` would have emptied the lists (in 7.2
@@ -150,6 +152,9 @@ struct Free {
     /// The bounds of `high` then (reclaim applied).
     high_lo: i64,
     high_hi: i64,
+    /// `high` fell under the count since it was last known below it
+    /// ([`Cpu::high_fell`]): the free's drain bounds the count from below only.
+    high_fell: bool,
 }
 
 /// A drain run a free triggered.
@@ -192,6 +197,10 @@ struct Cpu {
     candidate: Option<(i64, i64, Option<u64>)>,
     /// Whether the CPU has lists (`high >= batch`): a pin is waited for.
     wanted: bool,
+    /// kswapd's pass on the zone's node began (`ZONE_RECLAIM_ACTIVE`, `nr_pcp_high` at most
+    /// `batch << 2`) and no free on this CPU has shown the count below that since: the list
+    /// may hold more than the new `high` ([`Walk::kswapd`]).
+    high_fell: bool,
 }
 
 /// The streaming walk over the events ([`super::first_events`]).
@@ -205,7 +214,8 @@ pub struct Walk {
     fixed_high: bool,
     /// `CONFIG_PCP_BATCH_SCALE_MAX`.
     scale_max: u8,
-    reclaim: bool,
+    /// Per node: kswapd's pass is on (`ZONE_RECLAIM_ACTIVE` on the node's zones).
+    reclaim: Vec<bool>,
     events: u64,
     waiting: usize,
     /// Per CPU: the last event was a direct buddy allocation (`percpu_refill=0`), which the
@@ -285,6 +295,7 @@ impl Walk {
                     fallback: None,
                     pin: None,
                     candidate: None,
+                    high_fell: false,
                 });
             }
         }
@@ -300,7 +311,14 @@ impl Walk {
             thp_order,
             fixed_high,
             scale_max,
-            reclaim: false,
+            reclaim: vec![
+                false;
+                geo.zones
+                    .iter()
+                    .map(|z| z.node as usize + 1)
+                    .max()
+                    .unwrap_or(1)
+            ],
             events: 0,
             waiting,
             direct: vec![false; cpus as usize],
@@ -342,7 +360,6 @@ impl Walk {
         }
         // A drain run ends at the next other event on its CPU.
         let is_drain = matches!(ev.kind, EventKind::PcpuDrain { .. });
-        let reclaim = self.reclaim;
         if !is_drain {
             for z in 0..self.zones {
                 self.end_run(z, cpu);
@@ -358,11 +375,11 @@ impl Walk {
             _ => true,
         };
         if commit_first {
-            self.commit_all(cpu, reclaim);
+            self.commit_all(cpu);
         }
         match ev.kind {
-            EventKind::KswapdWake { nid: 0, .. } => self.reclaim = true,
-            EventKind::KswapdSleep { nid: 0 } => self.reclaim = false,
+            EventKind::KswapdWake { nid, .. } => self.kswapd(nid, true),
+            EventKind::KswapdSleep { nid } => self.kswapd(nid, false),
             EventKind::Free { pfn, order } => {
                 self.deferred[cpu as usize].push((pfn, zone, order));
             }
@@ -378,14 +395,14 @@ impl Walk {
                         }
                         let (_, z, order) = list.remove(if batching { i } else { 0 });
                         for (_, bz, border) in before {
-                            self.commit(bz, cpu, border, reclaim);
+                            self.commit(bz, cpu, border);
                         }
                         self.batching[cpu as usize] = true;
-                        self.commit(z, cpu, order, reclaim);
+                        self.commit(z, cpu, order);
                     }
                     None => {
-                        self.commit_all(cpu, reclaim);
-                        self.free(zone, cpu, 0, reclaim);
+                        self.commit_all(cpu);
+                        self.free(zone, cpu, 0);
                     }
                 }
             }
@@ -433,7 +450,6 @@ impl Walk {
                 }
                 self.add(zone, owner, -pages);
             }
-            _ => self.other(cpu),
         }
     }
 
@@ -464,7 +480,9 @@ impl Walk {
         for z in 0..self.zones {
             if let Some(c) = self.at(z, cpu) {
                 if let Some(f) = c.free.take() {
-                    // free_*_page_commit: no drain, so count < high.
+                    // free_*_page_commit: no drain, so count < high (the fallen one, for a
+                    // free after kswapd's wake).
+                    c.high_fell &= !f.high_fell;
                     if c.pin.is_none() {
                         c.hi = c.hi.min(f.high_hi - 1 - f.delta);
                     }
@@ -476,25 +494,26 @@ impl Walk {
     }
 
     /// A deferred free goes on the lists (a PCP order), or to the buddy.
-    fn commit(&mut self, zone: usize, cpu: u32, order: u8, reclaim: bool) {
+    fn commit(&mut self, zone: usize, cpu: u32, order: u8) {
         if self.pcp_order(order) {
-            self.free(zone, cpu, order, reclaim);
+            self.free(zone, cpu, order);
         } else {
             self.other(cpu);
         }
     }
 
     /// Every deferred free of `cpu`, in order.
-    fn commit_all(&mut self, cpu: u32, reclaim: bool) {
+    fn commit_all(&mut self, cpu: u32) {
         self.batching[cpu as usize] = false;
         for (_, z, order) in std::mem::take(&mut self.deferred[cpu as usize]) {
-            self.commit(z, cpu, order, reclaim);
+            self.commit(z, cpu, order);
         }
     }
 
-    fn free(&mut self, zone: usize, cpu: u32, order: u8, reclaim: bool) {
+    fn free(&mut self, zone: usize, cpu: u32, order: u8) {
         self.other(cpu);
         self.add(zone, cpu, 1i64 << order);
+        let reclaim = self.reclaim_on(zone);
         if let Some(c) = self.at(zone, cpu) {
             let mut h = (c.high.lo, c.high.hi);
             if reclaim {
@@ -507,6 +526,7 @@ impl Walk {
                 delta: c.delta,
                 high_lo: h.0,
                 high_hi: h.1,
+                high_fell: c.high_fell,
             });
         }
     }
@@ -524,6 +544,7 @@ impl Walk {
                     delta,
                     high_lo: hlo,
                     high_hi: hhi,
+                    high_fell,
                 },
             drained,
             block,
@@ -538,7 +559,14 @@ impl Walk {
         let free_high_order = (1..=3).contains(&order);
         // count was below high before the free, at or above it after (not free_high).
         let normal = (hlo - delta, hhi + (1 << order) - 1 - delta);
-        let pin = if !free_high_order {
+        let pin = if high_fell && !(fixed && drained > hlo - c.high.batch + block - 1) {
+            // The count may have been at or above the fallen `high` before the free: it was
+            // at least `high` after it (free_high aside), no more is known.
+            if !free_high_order {
+                c.lo = c.lo.max(normal.0);
+            }
+            None
+        } else if !free_high_order {
             Some(normal)
         } else if fixed && drained > hlo - c.high.batch + block - 1 {
             // 6.1: more than nr_pcp_free's most (high - batch, and free_pcppages_bulk's last
@@ -581,7 +609,7 @@ impl Walk {
     /// The counts found, after the last event.
     pub fn finish(mut self) -> StartCounts {
         for cpu in 0..self.cpus {
-            self.commit_all(cpu, self.reclaim);
+            self.commit_all(cpu);
         }
         for i in 0..self.per.len() {
             let (z, cpu) = (i / self.cpus as usize, (i % self.cpus as usize) as u32);
@@ -636,6 +664,7 @@ impl Walk {
     }
 }
 
+mod reclaim;
 mod refill;
 #[cfg(test)]
 mod tests;

@@ -59,10 +59,15 @@ fn trace(count: u32) -> String {
 
 /// The start counts `trace` gives on the 6.1 snapshot (a fixed `high`).
 fn counts_of(trace: &str) -> StartCounts {
-    let snap = ProcSnapshot::read_dir(&snap_dir()).unwrap();
+    counts_in(&snap_dir(), trace)
+}
+
+/// The start counts `trace` gives on the snapshot in `dir` (the walk alone).
+fn counts_in(dir: &Path, trace: &str) -> StartCounts {
+    let snap = ProcSnapshot::read_dir(dir).unwrap();
     let geo = proc_setup::geometry(&snap, None, Numbering::Current).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("t.txt");
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("t.txt");
     std::fs::write(&p, trace).unwrap();
     let which = Which {
         lists: false,
@@ -465,4 +470,76 @@ fn each_nodes_zone_starts_from_its_own_counts() {
     };
     assert_eq!(pcp("Node 1, zone DMA32"), (749, 749));
     assert_eq!(pcp("Node 0, zone DMA32").0, 2158);
+}
+
+/// A trace where node `nid`'s kswapd begins its pass (`ZONE_RECLAIM_ACTIVE`: `nr_pcp_high` at
+/// most `batch << 2` = 252) and CPU `cpu`'s next free, of page `free`, drains a batch of 63
+/// (`drain`..): whatever the count was above 252. A free on the CPU just before the wake has
+/// no other event after it until then.
+fn reclaim_trace(cpu: u32, free: u64, drain: u64, nid: u32) -> String {
+    let free_line = |pfn: u64| format!("mm_page_free: page=(____ptrval____) pfn={pfn:#x} order=0");
+    let mut t = String::from("# tracer: nop\n");
+    t += &line(0, 1, "tracing_mark_write: KT_SNAPSHOT_BEFORE_END t");
+    t += &line(cpu, 2, &free_line(free + 1));
+    t += &line(cpu, 3, &format!("mm_vmscan_kswapd_wake: nid={nid} order=0"));
+    t += &line(cpu, 4, &free_line(free));
+    for i in 0..63 {
+        let pfn = drain + i;
+        t += &line(
+            cpu,
+            5,
+            &format!(
+                "mm_page_pcpu_drain: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype=1"
+            ),
+        );
+    }
+    t += &line(cpu, 6, &format!("mm_page_alloc: page=(____ptrval____) pfn={free:#x} order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE"));
+    t += &line(0, 9, "tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN t");
+    t
+}
+
+/// The start count of `zone` on `cpu` that `trace` gives on the snapshot in `dir` (of the
+/// last node with such a zone).
+fn count_in(dir: &Path, trace: &str, zone: &str, cpu: u32) -> CpuStart {
+    let sc = counts_in(dir, trace);
+    let c = sc
+        .cpus
+        .iter()
+        .rev()
+        .find(|c| c.zone == zone && c.cpu == cpu);
+    c.unwrap().clone()
+}
+
+/// kswapd's pass lowers `high` under lists that may hold far more (6.1-2g p_pressure's CPU 0
+/// held about 1,500 pages when kswapd woke, high 3492 → 252): a free's drain after the wake
+/// bounds the count from below only, until a free that drains nothing shows it under the
+/// new `high`. The old walk pinned that CPU at 226 (the replay drained 63 pages where the
+/// kernel drained 1,512), and read only node 0's kswapd. A free before the wake, with no
+/// other event after it on its CPU, was under the old `high` and shows nothing of the new.
+#[test]
+fn a_drain_right_after_kswapd_wakes_bounds_the_count_from_below_only() {
+    // One node (zoneinfo: CPU 1's DMA32 count 771, high 3492): old, pinned at 252 - 2. The
+    // free before the wake drained nothing: at most 3492 - 1 - 1.
+    let c = count_in(
+        &snap_dir(),
+        &reclaim_trace(1, 0x10000, 0x20000, 0),
+        "DMA32",
+        1,
+    );
+    assert_eq!(
+        (c.inferred, c.found, c.bounds),
+        (771, Found::Zoneinfo, (250, Some(3490)))
+    );
+    // Two nodes (6.1-4g-2node p_pressure's before/: CPU 3's Normal on node 1, count 3357,
+    // high 3398): node 1's kswapd lowers its `high` (old: pinned at 3398 - 2), node 0's
+    // does not (pinned at 3398 - 2 on both).
+    let two = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../data/kernel-own/6.1-4g-2node/p_pressure/before");
+    let c = count_in(&two, &reclaim_trace(3, 0x100000, 0x110000, 1), "Normal", 3);
+    assert_eq!(
+        (c.inferred, c.found, c.bounds),
+        (3357, Found::Zoneinfo, (250, Some(3396)))
+    );
+    let c = count_in(&two, &reclaim_trace(3, 0x100000, 0x110000, 0), "Normal", 3);
+    assert_eq!((c.inferred, c.found), (3396, Found::Pinned));
 }
