@@ -33,7 +33,7 @@
 //! `high_max`). With kswapd's pass on the zone's node (`ZONE_RECLAIM_ACTIVE`, from the
 //! trace's wake and sleep of that node), `nr_pcp_high` returns at most `batch << 2`; the
 //! pass's start drops `high` under lists that may hold far more, so until a free on the CPU
-//! drains nothing, a drain bounds the count from below only ([`reclaim`]).
+//! drains nothing, a drain bounds the count from below only (`start_count/reclaim.rs`).
 //!
 //! An order-1..=3 free's drain of no more than that pins once the CPU's next allocation
 //! comes off a list with no refill before it: `free_high` would have emptied the lists (in 7.2
@@ -192,6 +192,9 @@ struct Cpu {
     /// of a whole pageblock, print no `mm_page_alloc_zone_locked`).
     fallback: Option<(u8, u8, u64)>,
     pin: Option<(i64, i64, Option<u64>)>,
+    /// The pin narrowed by the bounds after it ([`Walk::bound`]), while it leaves more than
+    /// one count.
+    after: Option<(i64, i64)>,
     /// A pin an order-1..=3 free's drain gives unless `free_high` emptied the lists: it holds
     /// once the CPU's next allocation comes off a list without a refill.
     candidate: Option<(i64, i64, Option<u64>)>,
@@ -294,6 +297,7 @@ impl Walk {
                     in_refill: None,
                     fallback: None,
                     pin: None,
+                    after: None,
                     candidate: None,
                     high_fell: false,
                 });
@@ -459,13 +463,13 @@ impl Walk {
     }
 
     fn add(&mut self, zone: usize, cpu: u32, pages: i64) {
-        if let Some(c) = self.at(zone, cpu) {
-            c.delta += pages;
-            // The count is never negative (bounds after the pin add nothing).
-            if c.pin.is_none() {
-                c.lo = c.lo.max(-c.delta);
-            }
-        }
+        let Some(c) = self.at(zone, cpu) else {
+            return;
+        };
+        c.delta += pages;
+        // The count is never negative.
+        let lo = -c.delta;
+        self.bound(zone, cpu, lo, i64::MAX);
     }
 
     /// Whether `mm_page_alloc_extfrag` names the page taken
@@ -478,18 +482,18 @@ impl Walk {
     /// Any event on `cpu` but a drain: the last free drained nothing, a refill run ended.
     fn other(&mut self, cpu: u32) {
         for z in 0..self.zones {
-            if let Some(c) = self.at(z, cpu) {
-                if let Some(f) = c.free.take() {
-                    // free_*_page_commit: no drain, so count < high (the fallen one, for a
-                    // free after kswapd's wake).
-                    c.high_fell &= !f.high_fell;
-                    if c.pin.is_none() {
-                        c.hi = c.hi.min(f.high_hi - 1 - f.delta);
-                    }
-                }
-                c.in_refill = None;
-                c.fallback = None;
-            }
+            let Some(c) = self.at(z, cpu) else {
+                continue;
+            };
+            c.in_refill = None;
+            c.fallback = None;
+            let Some(f) = c.free.take() else {
+                continue;
+            };
+            // free_*_page_commit: no drain, so count < high (the fallen one, for a free
+            // after kswapd's wake).
+            c.high_fell &= !f.high_fell;
+            self.bound(z, cpu, i64::MIN, f.high_hi - 1 - f.delta);
         }
     }
 
@@ -531,81 +535,6 @@ impl Walk {
         }
     }
 
-    /// The drain run the last free on `cpu` triggered has ended: pin.
-    fn end_run(&mut self, zone_hint: usize, cpu: u32) {
-        let (fixed, scale_max) = (self.fixed_high, self.scale_max);
-        let Some(c) = self.at(zone_hint, cpu) else {
-            return;
-        };
-        let Some(Run {
-            free:
-                Free {
-                    order,
-                    delta,
-                    high_lo: hlo,
-                    high_hi: hhi,
-                    high_fell,
-                },
-            drained,
-            block,
-            ts,
-        }) = c.run.take()
-        else {
-            return;
-        };
-        if c.pin.is_some() {
-            return;
-        }
-        let free_high_order = (1..=3).contains(&order);
-        // count was below high before the free, at or above it after (not free_high).
-        let normal = (hlo - delta, hhi + (1 << order) - 1 - delta);
-        let pin = if high_fell && !(fixed && drained > hlo - c.high.batch + block - 1) {
-            // The count may have been at or above the fallen `high` before the free: it was
-            // at least `high` after it (free_high aside), no more is known.
-            if !free_high_order {
-                c.lo = c.lo.max(normal.0);
-            }
-            None
-        } else if !free_high_order {
-            Some(normal)
-        } else if fixed && drained > hlo - c.high.batch + block - 1 {
-            // 6.1: more than nr_pcp_free's most (high - batch, and free_pcppages_bulk's last
-            // block past it): free_high drained the whole count.
-            Some((drained - delta, drained - delta))
-        } else {
-            // free_high empties the lists (6.1: the whole count; 7.2: up to
-            // batch << CONFIG_PCP_BATCH_SCALE_MAX, less than that only when it is all): if
-            // the next allocation finds a page on a list, the drain was nr_pcp_free's.
-            if fixed || drained < c.high.batch << scale_max {
-                c.candidate = Some((normal.0, normal.1, ts));
-            }
-            None
-        };
-        if let Some((lo, hi)) = pin {
-            c.pin = Some((lo, hi, ts));
-            if c.wanted {
-                self.waiting -= 1;
-            }
-        }
-    }
-
-    /// An allocation off `cpu`'s lists of `zone`: a candidate pin holds when the list had a
-    /// page (no refill just before), and is dropped otherwise.
-    fn confirm(&mut self, zone: usize, cpu: u32, had_page: bool) {
-        let Some(c) = self.at(zone, cpu) else {
-            return;
-        };
-        let Some(cand) = c.candidate.take() else {
-            return;
-        };
-        if had_page && c.pin.is_none() {
-            c.pin = Some(cand);
-            if c.wanted {
-                self.waiting -= 1;
-            }
-        }
-    }
-
     /// The counts found, after the last event.
     pub fn finish(mut self) -> StartCounts {
         for cpu in 0..self.cpus {
@@ -623,11 +552,17 @@ impl Walk {
             .filter_map(|(i, c)| Some(((i % cpus) as u32, c.as_ref()?)))
             .filter(|(_, c)| c.wanted)
             .map(|(cpu, c)| {
-                // Up to the pin, the bounds of every event; after it, only the pin's.
+                // Up to the pin, the bounds of every event; after it, the pin's narrowed by
+                // those after it where they agree.
                 let (lo, hi) = (c.lo, c.hi);
                 let (found, lo, hi, pin_ns) = match c.pin {
                     Some((plo, phi, ts)) => {
                         let (l, h) = (lo.max(plo), hi.min(phi));
+                        // The bounds after the pin, where they agree with those before it.
+                        let (l, h) = match c.after {
+                            Some((al, ah)) if l.max(al) <= h.min(ah) => (l.max(al), h.min(ah)),
+                            _ => (l, h),
+                        };
                         if l > h {
                             (Found::Inconsistent, plo.max(0), phi.max(0), ts)
                         } else if l == h {
@@ -664,6 +599,7 @@ impl Walk {
     }
 }
 
+mod pin;
 mod reclaim;
 mod refill;
 #[cfg(test)]

@@ -543,3 +543,43 @@ fn a_drain_right_after_kswapd_wakes_bounds_the_count_from_below_only() {
     let c = count_in(&two, &reclaim_trace(3, 0x100000, 0x110000, 0), "Normal", 3);
     assert_eq!((c.inferred, c.found), (3396, Found::Pinned));
 }
+
+/// A THP free's drain leaves the count at the start in a range (the free may cross `high` by
+/// up to 511 pages); the CPU's next drain narrows it. CPU 1 of DMA32 (zoneinfo 771, high
+/// 3492, batch 63) at 800: 2300 order-0 frees, a THP free and its drain (the THP alone:
+/// free_pcppages_bulk drains the freed page's list first), then 392 order-0 frees, the last
+/// of which reaches `high` again and drains 126 pages.
+#[test]
+fn a_thp_frees_range_is_narrowed_by_the_drains_after_it() {
+    let free = |pfn: u64, order: u8| {
+        format!("mm_page_free: page=(____ptrval____) pfn={pfn:#x} order={order}")
+    };
+    let drain = |pfn: u64, order: u8| {
+        format!(
+            "mm_page_pcpu_drain: page=(____ptrval____) pfn={pfn:#x} order={order} migratetype=1"
+        )
+    };
+    let mut t = String::from("# tracer: nop\n");
+    t += &line(0, 1, "tracing_mark_write: KT_SNAPSHOT_BEFORE_END t");
+    for i in 0..2300 {
+        t += &line(1, 2, &free(0x10000 + i, 0));
+    }
+    t += &line(1, 3, &free(0x40000, 9));
+    t += &line(1, 3, &drain(0x40000, 9));
+    for i in 2300..2692 {
+        t += &line(1, 4, &free(0x10000 + i, 0));
+    }
+    for i in 0..126 {
+        t += &line(1, 5, &drain(0x10000 + i, 0));
+    }
+    t += &line(1, 6, "mm_page_alloc: page=(____ptrval____) pfn=0x10a83 order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE");
+    t += &line(0, 7, "tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN t");
+    let c = count_in(&snap_dir(), &t, "DMA32", 1);
+    // The THP's drain alone: 3492 - 2300 - 512 ..= 3492 + 511 - 2300 - 512, zoneinfo's 771
+    // inside (the old walk stopped there). The second drain: 3492 - 2692.
+    assert_eq!(
+        (c.inferred, c.found, c.bounds),
+        (800, Found::Pinned, (800, Some(800)))
+    );
+    assert_eq!(c.pin_ns, Some(3_000_001_000));
+}
