@@ -231,21 +231,26 @@ fn a_batched_free_reaches_the_list_at_its_commit_not_at_mm_page_free() {
     assert_eq!(sc.count("DMA32", 1), Some(800));
 }
 
+/// The replay starts from the pinned count with the inference: by default on 6.1 in the
+/// snapshot's window ([`on_by_default`]), not with `--whole-file` or `--infer off`.
 #[test]
 fn the_replay_starts_from_the_pinned_count_only_with_the_inference() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("t.txt");
     std::fs::write(&p, trace(800)).unwrap();
-    let run = |start_count: Option<bool>| {
+    let run_with = |start_count: Option<bool>, infer: Option<bool>, whole_file: bool| {
         let opts = ReplayOptions {
             samples: 10,
             strict: true,
             infer_start_count: start_count,
+            infer,
+            whole_file,
             proc: Some(snap_dir()),
             ..ReplayOptions::default()
         };
         replay::run(&p, &opts, &|_| {}).unwrap()
     };
+    let run = |start_count: Option<bool>| run_with(start_count, None, false);
     let pcp = |r: &replay::ReplayRun| {
         let f = r.replayers[0]
             .setup
@@ -253,12 +258,20 @@ fn the_replay_starts_from_the_pinned_count_only_with_the_inference() {
             .find(|f| f.zone.contains("DMA32"));
         f.unwrap().pcp
     };
-    let (with, without) = (run(Some(true)), run(None));
+    let (with, without, default) = (run(Some(true)), run(Some(false)), run(None));
     // zoneinfo: 776 + 771 + 764 + 217; the trace puts CPU 1 at 800, not 771.
     assert_eq!(pcp(&without), (2528, 2528));
     assert_eq!(pcp(&with), (2528, 2528 - 771 + 800));
+    // The 6.1 snapshot: on by default (the old default was off).
+    assert_eq!(pcp(&default), pcp(&with));
     assert_eq!(with.start_counts.unwrap().count("DMA32", 1), Some(800));
     assert!(without.start_counts.is_none());
+    assert!(default.start_counts.is_some());
+    assert!(run_with(None, Some(false), false).start_counts.is_none());
+    assert!(run_with(None, None, true).start_counts.is_none());
+    assert!(run_with(Some(true), Some(false), true)
+        .start_counts
+        .is_some());
 }
 
 /// The start counts `trace` gives on the 7.2 snapshot (DMA32 CPU 1: count 1294, `high`
