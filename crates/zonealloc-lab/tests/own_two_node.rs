@@ -29,11 +29,15 @@ const LIMITS: &[(&str, (f64, f64), [(f64, f64); 2])] = &[
     ),
     ("6.1-4g-2node/p_idle", (3.0, 1.0), [(1.0, 1.0), (1.0, 1.0)]),
     // Under memory pressure: kswapd, direct reclaim's drain_all_pages, and allocations
-    // falling back to node 1 (numa_miss 11934 on node 0).
+    // falling back to node 1 (numa_miss 11934 on node 0). Node 0's drains (6.1%): CPU 0's
+    // DMA32 (the kernel's 13909 drain events, ours 14931; refills 8948, ours 8507). Node 1's
+    // were 49.7% off with zoneinfo's counts (Normal CPU 3 drained 2995 pages where the
+    // kernel drained 1701): exact since 6.1 starts from the counts the trace bounds
+    // (infer/start_count.rs).
     (
         "6.1-4g-2node/p_pressure",
-        (12.0, 80.0),
-        [(13.0, 60.0), (6.0, 210.0)],
+        (2.5, 7.0),
+        [(2.5, 7.0), (1.0, 1.0)],
     ),
     (
         "6.1-4g-2node/p_prodcons",
