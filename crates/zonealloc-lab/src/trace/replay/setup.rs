@@ -350,9 +350,9 @@ fn early_layouts(
 
 /// Which lists each CPU's count is on (pcp_state) and each CPU's count at the start marker
 /// (start_count), from the window's first events: the parse's own, held for the replay
-/// (first_events), so a pipe gets what a file gets. The start counts are off unless asked
-/// for: closer to the kernel's counts, they bring the replay's refills and drains closer on
-/// 6.1 p2 only (BENCHMARKS.md, `trace replay`).
+/// (first_events), so a pipe gets what a file gets. The start counts are on by default where
+/// the captures show them closer to the kernel ([`start_count::on_by_default`]); `--infer
+/// off` turns them off with the rest.
 fn first(
     opts: &ReplayOptions,
     snap: Option<&ProcSnapshot>,
@@ -362,7 +362,11 @@ fn first(
     base: &zonealloc::ZoneConfig,
 ) -> FirstEvents {
     let lists = snap.is_some() && opts.infer_lists.or(opts.infer).unwrap_or(true);
-    let counts = snap.is_some() && opts.infer_start_count == Some(true);
+    let counts = snap.is_some()
+        && opts
+            .infer_start_count
+            .or(opts.infer.filter(|on| !on))
+            .unwrap_or_else(|| start_count::on_by_default(preset, opts.whole_file));
     match snap {
         Some(s) if counts || lists => {
             let which = first_events::Which {

@@ -30,8 +30,10 @@
 //! `ZONE_BELOW_HIGH` take it down to) and zoneinfo's current `high` raised by each refill as
 //! `nr_pcp_alloc` raises it (an order-0 refill by at most `batch <<
 //! CONFIG_PCP_BATCH_SCALE_MAX`, a higher order's, THP's included, by `batch`; capped at
-//! `high_max`). With kswapd awake (`ZONE_RECLAIM_ACTIVE`, from the trace's wake and sleep),
-//! `nr_pcp_high` returns at most `batch << 2`.
+//! `high_max`). With kswapd's pass on the zone's node (`ZONE_RECLAIM_ACTIVE`, from the
+//! trace's wake and sleep of that node), `nr_pcp_high` returns at most `batch << 2`; the
+//! pass's start drops `high` under lists that may hold far more, so until a free on the CPU
+//! drains nothing, a drain bounds the count from below only (`start_count/reclaim.rs`).
 //!
 //! An order-1..=3 free's drain of no more than that pins once the CPU's next allocation
 //! comes off a list with no refill before it: `free_high` would have emptied the lists (in 7.2
@@ -51,7 +53,8 @@
 //! mid-batch sees only the pages committed so far. The walk counts a free at its commit, as
 //! the replay does with `--proc` (`super::Replayer::commit_at_batched`).
 //!
-//! Off unless `--infer start-count=on`: on the shared captures it brings 6.1 p2 and 7.2 p1
+//! On by default for 6.1 in the snapshot's window ([`on_by_default`]), else off unless
+//! `--infer start-count=on`: on the shared captures it brings 6.1 p2 and 7.2 p1
 //! closer to the kernel (7.2 p1 drains 0.85% -> 0.00%) and leaves 6.1 p1 as it was, but 7.2
 //! p2 moves away (refill events 2.0% -> 3.8%): its CPU 0 has no exact pin (7.2 tunes `high`,
 //! so the pin is a lower bound, 3384, against zoneinfo's 2669), and with that count the replay
@@ -63,6 +66,20 @@ use super::kernel::{Inferred, KernelSide};
 use crate::procfs::ProcSnapshot;
 use crate::trace::parse::{Event, EventKind};
 use crate::trace::replay::geometry::Geometry;
+use crate::trace::replay::preset::Kernel;
+
+/// Whether the walk runs unless `--infer start-count=` says otherwise: for 6.1's family, in
+/// the snapshot's window. There, every capture's refills and drains come as close to the
+/// kernel's as with zoneinfo's counts or closer, but for 6.1-4g-2node p_pressure's refill
+/// events (1.47% -> 1.72%; its drains 11.9% -> 5.3%): 6.1-8g p_idle drains 26.2% -> 0.00%,
+/// 6.1-4g p_pressure 5.8% -> 0.00%, 6.1-2g p_prodcons 3.6/3.0% -> 1.2/0.9%. With `--whole-file`
+/// the walk bounds the count at the file's start, before the snapshot read that the rest of
+/// the set-up comes from: better on most captures but worse on 6.1-2g p_pressure (drains
+/// 0.7% -> 16%), so off there. On 7.2 it makes p2 worse (its tuned `high` leaves CPU 0
+/// unpinned, see above), and 6.12 is not measured: off.
+pub fn on_by_default(preset: Kernel, whole_file: bool) -> bool {
+    preset == Kernel::V6_1 && !whole_file
+}
 
 /// How one CPU's start count was found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -150,6 +167,9 @@ struct Free {
     /// The bounds of `high` then (reclaim applied).
     high_lo: i64,
     high_hi: i64,
+    /// `high` fell under the count since it was last known below it
+    /// ([`Cpu::high_fell`]): the free's drain bounds the count from below only.
+    high_fell: bool,
 }
 
 /// A drain run a free triggered.
@@ -187,11 +207,18 @@ struct Cpu {
     /// of a whole pageblock, print no `mm_page_alloc_zone_locked`).
     fallback: Option<(u8, u8, u64)>,
     pin: Option<(i64, i64, Option<u64>)>,
+    /// The pin narrowed by the bounds after it ([`Walk::bound`]), while it leaves more than
+    /// one count.
+    after: Option<(i64, i64)>,
     /// A pin an order-1..=3 free's drain gives unless `free_high` emptied the lists: it holds
     /// once the CPU's next allocation comes off a list without a refill.
     candidate: Option<(i64, i64, Option<u64>)>,
     /// Whether the CPU has lists (`high >= batch`): a pin is waited for.
     wanted: bool,
+    /// kswapd's pass on the zone's node began (`ZONE_RECLAIM_ACTIVE`, `nr_pcp_high` at most
+    /// `batch << 2`) and no free on this CPU has shown the count below that since: the list
+    /// may hold more than the new `high` ([`Walk::kswapd`]).
+    high_fell: bool,
 }
 
 /// The streaming walk over the events ([`super::first_events`]).
@@ -205,7 +232,8 @@ pub struct Walk {
     fixed_high: bool,
     /// `CONFIG_PCP_BATCH_SCALE_MAX`.
     scale_max: u8,
-    reclaim: bool,
+    /// Per node: kswapd's pass is on (`ZONE_RECLAIM_ACTIVE` on the node's zones).
+    reclaim: Vec<bool>,
     events: u64,
     waiting: usize,
     /// Per CPU: the last event was a direct buddy allocation (`percpu_refill=0`), which the
@@ -284,7 +312,9 @@ impl Walk {
                     in_refill: None,
                     fallback: None,
                     pin: None,
+                    after: None,
                     candidate: None,
+                    high_fell: false,
                 });
             }
         }
@@ -300,7 +330,14 @@ impl Walk {
             thp_order,
             fixed_high,
             scale_max,
-            reclaim: false,
+            reclaim: vec![
+                false;
+                geo.zones
+                    .iter()
+                    .map(|z| z.node as usize + 1)
+                    .max()
+                    .unwrap_or(1)
+            ],
             events: 0,
             waiting,
             direct: vec![false; cpus as usize],
@@ -342,7 +379,6 @@ impl Walk {
         }
         // A drain run ends at the next other event on its CPU.
         let is_drain = matches!(ev.kind, EventKind::PcpuDrain { .. });
-        let reclaim = self.reclaim;
         if !is_drain {
             for z in 0..self.zones {
                 self.end_run(z, cpu);
@@ -358,11 +394,11 @@ impl Walk {
             _ => true,
         };
         if commit_first {
-            self.commit_all(cpu, reclaim);
+            self.commit_all(cpu);
         }
         match ev.kind {
-            EventKind::KswapdWake { nid: 0, .. } => self.reclaim = true,
-            EventKind::KswapdSleep { nid: 0 } => self.reclaim = false,
+            EventKind::KswapdWake { nid, .. } => self.kswapd(nid, true),
+            EventKind::KswapdSleep { nid } => self.kswapd(nid, false),
             EventKind::Free { pfn, order } => {
                 self.deferred[cpu as usize].push((pfn, zone, order));
             }
@@ -378,14 +414,14 @@ impl Walk {
                         }
                         let (_, z, order) = list.remove(if batching { i } else { 0 });
                         for (_, bz, border) in before {
-                            self.commit(bz, cpu, border, reclaim);
+                            self.commit(bz, cpu, border);
                         }
                         self.batching[cpu as usize] = true;
-                        self.commit(z, cpu, order, reclaim);
+                        self.commit(z, cpu, order);
                     }
                     None => {
-                        self.commit_all(cpu, reclaim);
-                        self.free(zone, cpu, 0, reclaim);
+                        self.commit_all(cpu);
+                        self.free(zone, cpu, 0);
                     }
                 }
             }
@@ -433,7 +469,6 @@ impl Walk {
                 }
                 self.add(zone, owner, -pages);
             }
-            _ => self.other(cpu),
         }
     }
 
@@ -443,13 +478,13 @@ impl Walk {
     }
 
     fn add(&mut self, zone: usize, cpu: u32, pages: i64) {
-        if let Some(c) = self.at(zone, cpu) {
-            c.delta += pages;
-            // The count is never negative (bounds after the pin add nothing).
-            if c.pin.is_none() {
-                c.lo = c.lo.max(-c.delta);
-            }
-        }
+        let Some(c) = self.at(zone, cpu) else {
+            return;
+        };
+        c.delta += pages;
+        // The count is never negative.
+        let lo = -c.delta;
+        self.bound(zone, cpu, lo, i64::MAX);
     }
 
     /// Whether `mm_page_alloc_extfrag` names the page taken
@@ -462,39 +497,42 @@ impl Walk {
     /// Any event on `cpu` but a drain: the last free drained nothing, a refill run ended.
     fn other(&mut self, cpu: u32) {
         for z in 0..self.zones {
-            if let Some(c) = self.at(z, cpu) {
-                if let Some(f) = c.free.take() {
-                    // free_*_page_commit: no drain, so count < high.
-                    if c.pin.is_none() {
-                        c.hi = c.hi.min(f.high_hi - 1 - f.delta);
-                    }
-                }
-                c.in_refill = None;
-                c.fallback = None;
-            }
+            let Some(c) = self.at(z, cpu) else {
+                continue;
+            };
+            c.in_refill = None;
+            c.fallback = None;
+            let Some(f) = c.free.take() else {
+                continue;
+            };
+            // free_*_page_commit: no drain, so count < high (the fallen one, for a free
+            // after kswapd's wake).
+            c.high_fell &= !f.high_fell;
+            self.bound(z, cpu, i64::MIN, f.high_hi - 1 - f.delta);
         }
     }
 
     /// A deferred free goes on the lists (a PCP order), or to the buddy.
-    fn commit(&mut self, zone: usize, cpu: u32, order: u8, reclaim: bool) {
+    fn commit(&mut self, zone: usize, cpu: u32, order: u8) {
         if self.pcp_order(order) {
-            self.free(zone, cpu, order, reclaim);
+            self.free(zone, cpu, order);
         } else {
             self.other(cpu);
         }
     }
 
     /// Every deferred free of `cpu`, in order.
-    fn commit_all(&mut self, cpu: u32, reclaim: bool) {
+    fn commit_all(&mut self, cpu: u32) {
         self.batching[cpu as usize] = false;
         for (_, z, order) in std::mem::take(&mut self.deferred[cpu as usize]) {
-            self.commit(z, cpu, order, reclaim);
+            self.commit(z, cpu, order);
         }
     }
 
-    fn free(&mut self, zone: usize, cpu: u32, order: u8, reclaim: bool) {
+    fn free(&mut self, zone: usize, cpu: u32, order: u8) {
         self.other(cpu);
         self.add(zone, cpu, 1i64 << order);
+        let reclaim = self.reclaim_on(zone);
         if let Some(c) = self.at(zone, cpu) {
             let mut h = (c.high.lo, c.high.hi);
             if reclaim {
@@ -507,81 +545,15 @@ impl Walk {
                 delta: c.delta,
                 high_lo: h.0,
                 high_hi: h.1,
+                high_fell: c.high_fell,
             });
-        }
-    }
-
-    /// The drain run the last free on `cpu` triggered has ended: pin.
-    fn end_run(&mut self, zone_hint: usize, cpu: u32) {
-        let (fixed, scale_max) = (self.fixed_high, self.scale_max);
-        let Some(c) = self.at(zone_hint, cpu) else {
-            return;
-        };
-        let Some(Run {
-            free:
-                Free {
-                    order,
-                    delta,
-                    high_lo: hlo,
-                    high_hi: hhi,
-                },
-            drained,
-            block,
-            ts,
-        }) = c.run.take()
-        else {
-            return;
-        };
-        if c.pin.is_some() {
-            return;
-        }
-        let free_high_order = (1..=3).contains(&order);
-        // count was below high before the free, at or above it after (not free_high).
-        let normal = (hlo - delta, hhi + (1 << order) - 1 - delta);
-        let pin = if !free_high_order {
-            Some(normal)
-        } else if fixed && drained > hlo - c.high.batch + block - 1 {
-            // 6.1: more than nr_pcp_free's most (high - batch, and free_pcppages_bulk's last
-            // block past it): free_high drained the whole count.
-            Some((drained - delta, drained - delta))
-        } else {
-            // free_high empties the lists (6.1: the whole count; 7.2: up to
-            // batch << CONFIG_PCP_BATCH_SCALE_MAX, less than that only when it is all): if
-            // the next allocation finds a page on a list, the drain was nr_pcp_free's.
-            if fixed || drained < c.high.batch << scale_max {
-                c.candidate = Some((normal.0, normal.1, ts));
-            }
-            None
-        };
-        if let Some((lo, hi)) = pin {
-            c.pin = Some((lo, hi, ts));
-            if c.wanted {
-                self.waiting -= 1;
-            }
-        }
-    }
-
-    /// An allocation off `cpu`'s lists of `zone`: a candidate pin holds when the list had a
-    /// page (no refill just before), and is dropped otherwise.
-    fn confirm(&mut self, zone: usize, cpu: u32, had_page: bool) {
-        let Some(c) = self.at(zone, cpu) else {
-            return;
-        };
-        let Some(cand) = c.candidate.take() else {
-            return;
-        };
-        if had_page && c.pin.is_none() {
-            c.pin = Some(cand);
-            if c.wanted {
-                self.waiting -= 1;
-            }
         }
     }
 
     /// The counts found, after the last event.
     pub fn finish(mut self) -> StartCounts {
         for cpu in 0..self.cpus {
-            self.commit_all(cpu, self.reclaim);
+            self.commit_all(cpu);
         }
         for i in 0..self.per.len() {
             let (z, cpu) = (i / self.cpus as usize, (i % self.cpus as usize) as u32);
@@ -595,11 +567,17 @@ impl Walk {
             .filter_map(|(i, c)| Some(((i % cpus) as u32, c.as_ref()?)))
             .filter(|(_, c)| c.wanted)
             .map(|(cpu, c)| {
-                // Up to the pin, the bounds of every event; after it, only the pin's.
+                // Up to the pin, the bounds of every event; after it, the pin's narrowed by
+                // those after it where they agree.
                 let (lo, hi) = (c.lo, c.hi);
                 let (found, lo, hi, pin_ns) = match c.pin {
                     Some((plo, phi, ts)) => {
                         let (l, h) = (lo.max(plo), hi.min(phi));
+                        // The bounds after the pin, where they agree with those before it.
+                        let (l, h) = match c.after {
+                            Some((al, ah)) if l.max(al) <= h.min(ah) => (l.max(al), h.min(ah)),
+                            _ => (l, h),
+                        };
                         if l > h {
                             (Found::Inconsistent, plo.max(0), phi.max(0), ts)
                         } else if l == h {
@@ -636,6 +614,8 @@ impl Walk {
     }
 }
 
+mod pin;
+mod reclaim;
 mod refill;
 #[cfg(test)]
 mod tests;

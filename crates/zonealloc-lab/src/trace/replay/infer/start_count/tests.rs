@@ -59,10 +59,15 @@ fn trace(count: u32) -> String {
 
 /// The start counts `trace` gives on the 6.1 snapshot (a fixed `high`).
 fn counts_of(trace: &str) -> StartCounts {
-    let snap = ProcSnapshot::read_dir(&snap_dir()).unwrap();
+    counts_in(&snap_dir(), trace)
+}
+
+/// The start counts `trace` gives on the snapshot in `dir` (the walk alone).
+fn counts_in(dir: &Path, trace: &str) -> StartCounts {
+    let snap = ProcSnapshot::read_dir(dir).unwrap();
     let geo = proc_setup::geometry(&snap, None, Numbering::Current).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("t.txt");
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("t.txt");
     std::fs::write(&p, trace).unwrap();
     let which = Which {
         lists: false,
@@ -226,21 +231,26 @@ fn a_batched_free_reaches_the_list_at_its_commit_not_at_mm_page_free() {
     assert_eq!(sc.count("DMA32", 1), Some(800));
 }
 
+/// The replay starts from the pinned count with the inference: by default on 6.1 in the
+/// snapshot's window ([`on_by_default`]), not with `--whole-file` or `--infer off`.
 #[test]
 fn the_replay_starts_from_the_pinned_count_only_with_the_inference() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("t.txt");
     std::fs::write(&p, trace(800)).unwrap();
-    let run = |start_count: Option<bool>| {
+    let run_with = |start_count: Option<bool>, infer: Option<bool>, whole_file: bool| {
         let opts = ReplayOptions {
             samples: 10,
             strict: true,
             infer_start_count: start_count,
+            infer,
+            whole_file,
             proc: Some(snap_dir()),
             ..ReplayOptions::default()
         };
         replay::run(&p, &opts, &|_| {}).unwrap()
     };
+    let run = |start_count: Option<bool>| run_with(start_count, None, false);
     let pcp = |r: &replay::ReplayRun| {
         let f = r.replayers[0]
             .setup
@@ -248,12 +258,20 @@ fn the_replay_starts_from_the_pinned_count_only_with_the_inference() {
             .find(|f| f.zone.contains("DMA32"));
         f.unwrap().pcp
     };
-    let (with, without) = (run(Some(true)), run(None));
+    let (with, without, default) = (run(Some(true)), run(Some(false)), run(None));
     // zoneinfo: 776 + 771 + 764 + 217; the trace puts CPU 1 at 800, not 771.
     assert_eq!(pcp(&without), (2528, 2528));
     assert_eq!(pcp(&with), (2528, 2528 - 771 + 800));
+    // The 6.1 snapshot: on by default (the old default was off).
+    assert_eq!(pcp(&default), pcp(&with));
     assert_eq!(with.start_counts.unwrap().count("DMA32", 1), Some(800));
     assert!(without.start_counts.is_none());
+    assert!(default.start_counts.is_some());
+    assert!(run_with(None, Some(false), false).start_counts.is_none());
+    assert!(run_with(None, None, true).start_counts.is_none());
+    assert!(run_with(Some(true), Some(false), true)
+        .start_counts
+        .is_some());
 }
 
 /// The start counts `trace` gives on the 7.2 snapshot (DMA32 CPU 1: count 1294, `high`
@@ -465,4 +483,116 @@ fn each_nodes_zone_starts_from_its_own_counts() {
     };
     assert_eq!(pcp("Node 1, zone DMA32"), (749, 749));
     assert_eq!(pcp("Node 0, zone DMA32").0, 2158);
+}
+
+/// A trace where node `nid`'s kswapd begins its pass (`ZONE_RECLAIM_ACTIVE`: `nr_pcp_high` at
+/// most `batch << 2` = 252) and CPU `cpu`'s next free, of page `free`, drains a batch of 63
+/// (`drain`..): whatever the count was above 252. A free on the CPU just before the wake has
+/// no other event after it until then.
+fn reclaim_trace(cpu: u32, free: u64, drain: u64, nid: u32) -> String {
+    let free_line = |pfn: u64| format!("mm_page_free: page=(____ptrval____) pfn={pfn:#x} order=0");
+    let mut t = String::from("# tracer: nop\n");
+    t += &line(0, 1, "tracing_mark_write: KT_SNAPSHOT_BEFORE_END t");
+    t += &line(cpu, 2, &free_line(free + 1));
+    t += &line(cpu, 3, &format!("mm_vmscan_kswapd_wake: nid={nid} order=0"));
+    t += &line(cpu, 4, &free_line(free));
+    for i in 0..63 {
+        let pfn = drain + i;
+        t += &line(
+            cpu,
+            5,
+            &format!(
+                "mm_page_pcpu_drain: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype=1"
+            ),
+        );
+    }
+    t += &line(cpu, 6, &format!("mm_page_alloc: page=(____ptrval____) pfn={free:#x} order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE"));
+    t += &line(0, 9, "tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN t");
+    t
+}
+
+/// The start count of `zone` on `cpu` that `trace` gives on the snapshot in `dir` (of the
+/// last node with such a zone).
+fn count_in(dir: &Path, trace: &str, zone: &str, cpu: u32) -> CpuStart {
+    let sc = counts_in(dir, trace);
+    let c = sc
+        .cpus
+        .iter()
+        .rev()
+        .find(|c| c.zone == zone && c.cpu == cpu);
+    c.unwrap().clone()
+}
+
+/// kswapd's pass lowers `high` under lists that may hold far more (6.1-2g p_pressure's CPU 0
+/// held about 1,500 pages when kswapd woke, high 3492 → 252): a free's drain after the wake
+/// bounds the count from below only, until a free that drains nothing shows it under the
+/// new `high`. The old walk pinned that CPU at 226 (the replay drained 63 pages where the
+/// kernel drained 1,512), and read only node 0's kswapd. A free before the wake, with no
+/// other event after it on its CPU, was under the old `high` and shows nothing of the new.
+#[test]
+fn a_drain_right_after_kswapd_wakes_bounds_the_count_from_below_only() {
+    // One node (zoneinfo: CPU 1's DMA32 count 771, high 3492): old, pinned at 252 - 2. The
+    // free before the wake drained nothing: at most 3492 - 1 - 1.
+    let c = count_in(
+        &snap_dir(),
+        &reclaim_trace(1, 0x10000, 0x20000, 0),
+        "DMA32",
+        1,
+    );
+    assert_eq!(
+        (c.inferred, c.found, c.bounds),
+        (771, Found::Zoneinfo, (250, Some(3490)))
+    );
+    // Two nodes (6.1-4g-2node p_pressure's before/: CPU 3's Normal on node 1, count 3357,
+    // high 3398): node 1's kswapd lowers its `high` (old: pinned at 3398 - 2), node 0's
+    // does not (pinned at 3398 - 2 on both).
+    let two = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../data/kernel-own/6.1-4g-2node/p_pressure/before");
+    let c = count_in(&two, &reclaim_trace(3, 0x100000, 0x110000, 1), "Normal", 3);
+    assert_eq!(
+        (c.inferred, c.found, c.bounds),
+        (3357, Found::Zoneinfo, (250, Some(3396)))
+    );
+    let c = count_in(&two, &reclaim_trace(3, 0x100000, 0x110000, 0), "Normal", 3);
+    assert_eq!((c.inferred, c.found), (3396, Found::Pinned));
+}
+
+/// A THP free's drain leaves the count at the start in a range (the free may cross `high` by
+/// up to 511 pages); the CPU's next drain narrows it. CPU 1 of DMA32 (zoneinfo 771, high
+/// 3492, batch 63) at 800: 2300 order-0 frees, a THP free and its drain (the THP alone:
+/// free_pcppages_bulk drains the freed page's list first), then 392 order-0 frees, the last
+/// of which reaches `high` again and drains 126 pages.
+#[test]
+fn a_thp_frees_range_is_narrowed_by_the_drains_after_it() {
+    let free = |pfn: u64, order: u8| {
+        format!("mm_page_free: page=(____ptrval____) pfn={pfn:#x} order={order}")
+    };
+    let drain = |pfn: u64, order: u8| {
+        format!(
+            "mm_page_pcpu_drain: page=(____ptrval____) pfn={pfn:#x} order={order} migratetype=1"
+        )
+    };
+    let mut t = String::from("# tracer: nop\n");
+    t += &line(0, 1, "tracing_mark_write: KT_SNAPSHOT_BEFORE_END t");
+    for i in 0..2300 {
+        t += &line(1, 2, &free(0x10000 + i, 0));
+    }
+    t += &line(1, 3, &free(0x40000, 9));
+    t += &line(1, 3, &drain(0x40000, 9));
+    for i in 2300..2692 {
+        t += &line(1, 4, &free(0x10000 + i, 0));
+    }
+    for i in 0..126 {
+        t += &line(1, 5, &drain(0x10000 + i, 0));
+    }
+    t += &line(1, 6, "mm_page_alloc: page=(____ptrval____) pfn=0x10a83 order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE");
+    t += &line(0, 7, "tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN t");
+    let c = count_in(&snap_dir(), &t, "DMA32", 1);
+    // The THP's drain alone: 3492 - 2300 - 512 ..= 3492 + 511 - 2300 - 512, zoneinfo's 771
+    // inside (the old walk stopped there). The second drain: 3492 - 2692.
+    assert_eq!(
+        (c.inferred, c.found, c.bounds),
+        (800, Found::Pinned, (800, Some(800)))
+    );
+    assert_eq!(c.pin_ns, Some(3_000_001_000));
 }

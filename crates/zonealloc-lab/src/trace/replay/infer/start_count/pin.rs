@@ -1,0 +1,126 @@
+//! The start-count walk's pins: what a free-triggered drain run, and the allocation after an
+//! order-1..=3 free's, say of the count at the start, and the bounds every later event adds.
+//!
+//! A pin that leaves a range (a THP free crosses `high` by up to 511 pages) is narrowed by
+//! the bounds after it: each later free that drains nothing (`count < high`), each later
+//! free-triggered drain (`high <= count` after the free), and the count never going
+//! negative hold of the count at the start as well, the delta since the start being known.
+//! The walk waits for such a CPU until its range is one count. 6.1-4g p_pressure's Normal
+//! CPU 3 was left at 66..=524 by a THP free's drain (852.903331); its next runs put the
+//! count at the marker where zoneinfo's 202 was not: the replay drained 2 THPs and 197
+//! order-0 pages where the kernel drained 3 THPs (line 71873).
+
+use super::{Free, Run, Walk};
+
+impl Walk {
+    /// `lo <= c0 <= hi` for the count `c0` at the start of `zone`'s CPU `cpu`: before the
+    /// pin, it narrows the walk's bounds; after an open pin, the pin's range where they agree.
+    pub(super) fn bound(&mut self, zone: usize, cpu: u32, lo: i64, hi: i64) {
+        let Some(c) = self.at(zone, cpu) else {
+            return;
+        };
+        let Some((alo, ahi)) = c.after else {
+            if c.pin.is_none() {
+                c.lo = c.lo.max(lo);
+                c.hi = c.hi.min(hi);
+            }
+            return;
+        };
+        let (l, h) = (alo.max(lo), ahi.min(hi));
+        if l > h || (l, h) == (alo, ahi) {
+            return;
+        }
+        c.after = Some((l, h));
+        if l == h && c.wanted {
+            self.waiting -= 1;
+        }
+    }
+
+    /// A pin: `lo <= c0 <= hi` from a drain run (`ts`: when it began). The first one is the
+    /// pin; a later one narrows an open pin.
+    fn pin(&mut self, zone: usize, cpu: u32, lo: i64, hi: i64, ts: Option<u64>) {
+        let Some(c) = self.at(zone, cpu) else {
+            return;
+        };
+        if c.pin.is_some() {
+            self.bound(zone, cpu, lo, hi);
+            return;
+        }
+        c.pin = Some((lo, hi, ts));
+        if lo < hi {
+            c.after = Some((lo, hi));
+        } else if c.wanted {
+            self.waiting -= 1;
+        }
+    }
+
+    /// The drain run the last free on `cpu` triggered has ended: pin.
+    pub(super) fn end_run(&mut self, zone_hint: usize, cpu: u32) {
+        let (fixed, scale_max) = (self.fixed_high, self.scale_max);
+        let Some(c) = self.at(zone_hint, cpu) else {
+            return;
+        };
+        let Some(Run {
+            free:
+                Free {
+                    order,
+                    delta,
+                    high_lo: hlo,
+                    high_hi: hhi,
+                    high_fell,
+                },
+            drained,
+            block,
+            ts,
+        }) = c.run.take()
+        else {
+            return;
+        };
+        if c.pin.is_some() && c.after.is_none() {
+            return;
+        }
+        let free_high_order = (1..=3).contains(&order);
+        // count was below high before the free, at or above it after (not free_high).
+        let normal = (hlo - delta, hhi + (1 << order) - 1 - delta);
+        // 6.1: more than nr_pcp_free's most (high - batch, and free_pcppages_bulk's last
+        // block past it): free_high drained the whole count.
+        let emptied = fixed && drained > hlo - c.high.batch + block - 1;
+        let pin = if high_fell && !emptied {
+            // The count may have been at or above the fallen `high` before the free: it was
+            // at least `high` after it (free_high aside), no more is known.
+            (!free_high_order).then_some((normal.0, i64::MAX))
+        } else if !free_high_order {
+            Some(normal)
+        } else if emptied {
+            Some((drained - delta, drained - delta))
+        } else {
+            // free_high empties the lists (6.1: the whole count; 7.2: up to
+            // batch << CONFIG_PCP_BATCH_SCALE_MAX, less than that only when it is all): if
+            // the next allocation finds a page on a list, the drain was nr_pcp_free's.
+            if fixed || drained < c.high.batch << scale_max {
+                c.candidate = Some((normal.0, normal.1, ts));
+            }
+            None
+        };
+        match pin {
+            // A lower bound alone is no pin.
+            Some((lo, i64::MAX)) => self.bound(zone_hint, cpu, lo, i64::MAX),
+            Some((lo, hi)) => self.pin(zone_hint, cpu, lo, hi, ts),
+            None => {}
+        }
+    }
+
+    /// An allocation off `cpu`'s lists of `zone`: a candidate pin holds when the list had a
+    /// page (no refill just before), and is dropped otherwise.
+    pub(super) fn confirm(&mut self, zone: usize, cpu: u32, had_page: bool) {
+        let Some(c) = self.at(zone, cpu) else {
+            return;
+        };
+        let Some((lo, hi, ts)) = c.candidate.take() else {
+            return;
+        };
+        if had_page {
+            self.pin(zone, cpu, lo, hi, ts);
+        }
+    }
+}
