@@ -81,6 +81,8 @@ pub struct Replayer {
     decay_waits_for_event: bool,
     /// Their phase, if given ([`Replayer::set_vmstat`]).
     jiffies_phase_ns: Option<u64>,
+    /// Their first runs ahead ([`Replayer::set_runs_ahead`]).
+    runs_ahead: vmstat::RunsAhead,
     /// The workers, from the first event with a timestamp (with `decay`).
     pub vmstat: Option<Vmstat>,
     /// The runs due before the event at hand (a buffer kept for its allocation).
@@ -211,6 +213,7 @@ impl Replayer {
             vmstat: None,
             decay_waits_for_event: false,
             jiffies_phase_ns: None,
+            runs_ahead: vmstat::RunsAhead::default(),
             runs: Vec::new(),
             worker_run: vec![false; geo.cpus as usize],
             numa,

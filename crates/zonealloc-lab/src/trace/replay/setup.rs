@@ -17,6 +17,7 @@ use super::options::ReplayOptions;
 use super::preset::Kernel;
 use super::proc_setup;
 use super::replayer::Replayer;
+use super::vmstat::RunsAhead;
 use crate::procfs::{ProcSnapshot, Tolerance};
 use crate::trace::ingest::{Source, Window};
 use crate::trace::variant::Variant;
@@ -144,7 +145,7 @@ impl Setup {
         }
         // The synthesised layouts need none of the trace: made beside the inferences' walk,
         // while the parse runs.
-        let (first, early) = std::thread::scope(|s| {
+        let ((first, ahead), early) = std::thread::scope(|s| {
             let early = snap.map(|snap| {
                 let (geo, base) = (&geo, &base);
                 std::thread::Builder::new()
@@ -191,7 +192,7 @@ impl Setup {
             geo,
             snaps,
         };
-        setup.add_replayers(opts, &head, &early)?;
+        setup.add_replayers(opts, &head, &early, &ahead)?;
         // Before 6.7 a CPU's `free_factor` decides its drains, and only the trace before
         // the marker shows it.
         if wants_before {
@@ -216,6 +217,7 @@ impl Setup {
         opts: &ReplayOptions,
         head: &pcp_state::Head,
         early: &[Option<layout::Early>],
+        ahead: &RunsAhead,
     ) -> Result<(), String> {
         let n = opts.variants.len();
         for spec in &opts.variants {
@@ -240,6 +242,7 @@ impl Setup {
             // on a kernel without the decay too (their decay then does nothing).
             r.decay = (decay || r.numa.is_some()) && !opts.no_decay;
             r.set_vmstat(opts.hz, opts.decay_waits_for_event, opts.jiffies_phase_ns);
+            r.set_runs_ahead(ahead.clone());
             // A kernel's batched frees reach the lists at their commits.
             r.commit_at_batched = self.infer;
             // The remote pagesets' countdowns at the snapshot (numa::Expiry).
@@ -352,7 +355,8 @@ fn early_layouts(
 /// (start_count), from the window's first events: the parse's own, held for the replay
 /// (first_events), so a pipe gets what a file gets. The start counts are on by default where
 /// the captures show them closer to the kernel ([`start_count::on_by_default`]); `--infer
-/// off` turns them off with the rest.
+/// off` turns them off with the rest. With them, the vmstat workers' first runs among those
+/// events ([`RunsAhead`], on kernels with the decay).
 fn first(
     opts: &ReplayOptions,
     snap: Option<&ProcSnapshot>,
@@ -360,7 +364,7 @@ fn first(
     geo: &Geometry,
     preset: Kernel,
     base: &zonealloc::ZoneConfig,
-) -> FirstEvents {
+) -> (FirstEvents, RunsAhead) {
     let lists = snap.is_some() && opts.infer_lists.or(opts.infer).unwrap_or(true);
     let counts = snap.is_some()
         && opts
@@ -385,13 +389,23 @@ fn first(
                 which,
                 first_events::LIST_EVENTS,
             );
+            // The vmstat workers' first runs among them set their timers' phase.
+            let mut ahead = RunsAhead::new(geo.cpus);
+            if base.pcp.decay {
+                first
+                    .held
+                    .iter()
+                    .flat_map(|c| c.events())
+                    .for_each(|ev| ahead.feed(&ev));
+            }
             source.unread(first.held);
-            FirstEvents {
+            let first = FirstEvents {
                 held: Vec::new(),
                 ..first
-            }
+            };
+            (first, ahead)
         }
-        _ => FirstEvents::default(),
+        _ => (FirstEvents::default(), RunsAhead::new(geo.cpus)),
     }
 }
 

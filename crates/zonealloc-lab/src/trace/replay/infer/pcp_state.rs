@@ -245,7 +245,12 @@ impl Collector {
                 percpu_refill,
                 pfn,
             } => (
-                Some(Rec::ZoneLocked(order, mt_of(migratetype), percpu_refill)),
+                Some(Rec::ZoneLocked(
+                    pfn,
+                    order,
+                    mt_of(migratetype),
+                    percpu_refill,
+                )),
                 Some((pfn, migratetype)),
             ),
             EventKind::PcpuDrain {
@@ -253,7 +258,7 @@ impl Collector {
                 order,
                 migratetype,
             } => (
-                Some(Rec::Drain(order, mt_of(migratetype))),
+                Some(Rec::Drain(pfn, order, mt_of(migratetype))),
                 Some((pfn, migratetype)),
             ),
             _ => (None, None),
@@ -319,6 +324,8 @@ fn balance(
     let mut last_drain: Vec<Option<(usize, usize)>> = vec![None; cpus as usize];
     let mut named: HashMap<u64, usize> = HashMap::default();
     let mut pending_batched: Vec<u64> = Vec::new();
+    // The list each block a refill of the head put on one went on (by its first pfn).
+    let mut on_list: HashMap<u64, usize> = HashMap::default();
     // Per CPU: the first order-0 refill run (pages so far), and whether it is over (or a
     // free came first, which leaves it unknown).
     let mut first_refill: Vec<Option<u64>> = vec![None; cpus as usize];
@@ -329,7 +336,7 @@ fn balance(
         let c = cpu as usize;
         if !first_done[c] {
             match rec {
-                Rec::ZoneLocked(0, _, true) => *first_refill[c].get_or_insert(0) += 1,
+                Rec::ZoneLocked(_, 0, _, true) => *first_refill[c].get_or_insert(0) += 1,
                 Rec::Free(..) | Rec::FreeBatched(..) if first_refill[c].is_none() => {
                     first_done[c] = true;
                 }
@@ -339,6 +346,16 @@ fn balance(
         if let Some((block, mt)) = name {
             named.insert(block, mt);
         }
+        // A drained block a refill of the head put on a list (`rmqueue_bulk`: the list of
+        // the requested type) is drained off that list, whatever type its line prints: from
+        // 6.10 `free_pcppages_bulk` prints the pageblock's type now
+        // (`get_pfnblock_migratetype`), which a fallback may have changed since.
+        let rec = match rec {
+            Rec::Drain(pfn, order, mt) => {
+                Rec::Drain(pfn, order, on_list.remove(&pfn).unwrap_or(mt))
+            }
+            r => r,
+        };
         // The list is empty here: it held exactly what was taken from it before, less what
         // was put on it; and never less than the most it served before (a free read onto
         // this list that went to another in the kernel must not undo an allocation the list
@@ -351,13 +368,13 @@ fn balance(
         };
         match rec {
             // A refill runs only on an empty list (`__rmqueue_pcplist`).
-            Rec::ZoneLocked(order, mt, true) => {
+            Rec::ZoneLocked(_, order, mt, true) => {
                 if let (Some(s), true) = (slot_of(order, thp_order), mt < TYPES) {
                     empty_here(s, mt);
                     refilled[c][s][mt] = true;
                 }
             }
-            Rec::Drain(order, mt) => {
+            Rec::Drain(_, order, mt) => {
                 if let (Some(s), Some((ps, pmt))) = (slot_of(order, thp_order), last_drain[c]) {
                     if drained_empty((ps, pmt), (s, mt)) {
                         empty_here(ps, pmt);
@@ -367,7 +384,7 @@ fn balance(
             _ => {}
         }
         last_drain[c] = match rec {
-            Rec::Drain(order, mt) => slot_of(order, thp_order).map(|s| (s, mt)),
+            Rec::Drain(_, order, mt) => slot_of(order, thp_order).map(|s| (s, mt)),
             _ => None,
         };
         let mut take = |slot: Option<usize>, mt: usize, d: i64| {
@@ -378,9 +395,10 @@ fn balance(
             }
         };
         match rec {
-            Rec::ZoneLocked(order, mt, refill) => {
+            Rec::ZoneLocked(pfn, order, mt, refill) => {
                 if refill {
                     take(slot_of(order, thp_order), mt, 1);
+                    on_list.insert(pfn, mt);
                 } else {
                     direct[c] = true;
                 }
@@ -390,7 +408,7 @@ fn balance(
                     take(slot_of(order, thp_order), mt, -1);
                 }
             }
-            Rec::Drain(order, mt) => take(slot_of(order, thp_order), mt, -1),
+            Rec::Drain(_, order, mt) => take(slot_of(order, thp_order), mt, -1),
             Rec::Free(pfn, order) | Rec::FreeBatched(pfn, order) => {
                 if matches!(rec, Rec::Free(..)) {
                     pending_batched.push(pfn);
@@ -409,6 +427,9 @@ fn balance(
                     .or_else(|| first_named(block))
                     .unwrap_or(MOVABLE);
                 take(slot_of(order, thp_order), mt, 1);
+                // Its list is its pageblock's type at the free, which the head names only
+                // by an allocation's requested type: a drain's own line tells it better.
+                on_list.remove(&pfn);
             }
         }
     }
@@ -460,8 +481,8 @@ enum Rec {
     Alloc(u8, usize),
     Free(u64, u8),
     FreeBatched(u64, u8),
-    ZoneLocked(u8, usize, bool),
-    Drain(u8, usize),
+    ZoneLocked(u64, u8, usize, bool),
+    Drain(u64, u8, usize),
 }
 
 #[cfg(test)]
@@ -624,15 +645,19 @@ mod tests {
         assert_eq!(d.blocks[0][0][0], 1);
     }
 
+    /// A line on CPU 1 at 5 s: an order-0 refill, drain or (any other `what`) allocation of
+    /// `pfn` with migratetype `mt`.
+    fn ev(pfn: u32, mt: u32, what: &str) -> String {
+        let ev = match what {
+            "refill" => format!("mm_page_alloc_zone_locked: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype={mt} percpu_refill=1"),
+            "drain" => format!("mm_page_pcpu_drain: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype={mt}"),
+            _ => format!("mm_page_alloc: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype={mt} gfp_flags=GFP_KERNEL"),
+        };
+        line(1, 5, &ev)
+    }
+
     #[test]
     fn a_drain_run_that_moves_on_to_a_higher_list_shows_the_one_before_empty() {
-        let ev = |pfn: u32, mt: u32, what: &str| {
-            let ev = match what {
-                "drain" => format!("mm_page_pcpu_drain: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype={mt}"),
-                _ => format!("mm_page_alloc: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype={mt} gfp_flags=GFP_KERNEL"),
-            };
-            line(1, 5, &ev)
-        };
         let mut head = String::new();
         // One drain run on CPU 1: 2 Unmovable pages, 1 Movable, 1 Reclaimable. Unmovable
         // (pindex 0) and Movable (1) are empty where the run moves on to a higher pindex.
@@ -660,5 +685,27 @@ mod tests {
         let mut all = d.clone();
         all.exact[1][0][2] = true;
         assert_eq!(all.fit(1, 10), vec![(0, 0, 2), (0, 1, 6), (0, 2, 2)]);
+    }
+
+    #[test]
+    fn a_drained_page_is_read_off_the_list_it_went_on_not_its_pageblocks_type_now() {
+        let mut head = String::new();
+        // CPU 1 refills its Movable list with two pages and hands out one.
+        head += &ev(0x2000, 1, "refill");
+        head += &ev(0x2001, 1, "refill");
+        head += &ev(0x2000, 1, "alloc");
+        // A fallback has since made 0x2001's pageblock Unmovable: from 6.10 its drain off
+        // the Movable list prints 0 (`get_pfnblock_migratetype`). Then a Reclaimable page.
+        head += &ev(0x2001, 0, "drain");
+        head += &ev(0x3001, 2, "drain");
+        let h = infer_one_zone(&head);
+        let d = &h.zones[0];
+        // The Unmovable list served nothing and was never shown empty (read by its printed
+        // type, it held one page and was drained empty).
+        assert!(!d.exact[1][0][0]);
+        assert_eq!(d.blocks[1][0][0], 0);
+        // The Movable list was empty at its refill, the Reclaimable one held a page.
+        assert!(d.exact[1][0][1]);
+        assert_eq!(d.blocks[1][0], [0, 0, 1]);
     }
 }

@@ -8,7 +8,7 @@ use zonealloc::CpuId;
 use super::Replayer;
 use crate::trace::parse::{Event, EventKind, PagePtr, Who};
 use crate::trace::replay::infer::kernel::Inferred;
-use crate::trace::replay::vmstat::{Run, Vmstat};
+use crate::trace::replay::vmstat::{Run, RunsAhead, Vmstat};
 
 impl Replayer {
     /// The vmstat workers' `HZ` (`None`: [`crate::trace::replay::vmstat::DEFAULT_HZ`]),
@@ -20,6 +20,12 @@ impl Replayer {
         }
         self.decay_waits_for_event = waits_for_event;
         self.jiffies_phase_ns = phase_ns;
+    }
+
+    /// The vmstat workers' first runs in the trace ahead, which place their timers from
+    /// the first event on ([`Vmstat::align_ahead`]; a given phase wins).
+    pub fn set_runs_ahead(&mut self, ahead: RunsAhead) {
+        self.runs_ahead = ahead;
     }
 
     /// The vmstat workers' runs due before an event on `cpu` at `ts` ([`Vmstat::due`]),
@@ -42,12 +48,14 @@ impl Replayer {
         let cpus = self.geo.cpus;
         let hz = self.hz;
         let (wait, phase) = (self.decay_waits_for_event, self.jiffies_phase_ns);
+        let ahead = &self.runs_ahead;
         let vm = self.vmstat.get_or_insert_with(|| {
             let mut v = Vmstat::new(cpus, hz);
             v.set_defer_to_event(wait);
             if let Some(p) = phase {
                 v.set_phase(p);
             }
+            v.align_ahead(ahead);
             v
         });
         let mut runs = std::mem::take(&mut self.runs);

@@ -1,0 +1,123 @@
+//! The workers' phase from the trace ahead: each CPU's first worker run among the window's
+//! first events (those the inferences hold, [`crate::trace::replay::infer::first_events`]),
+//! so that the timers keep the kernel's seconds from the window's start, not only from the
+//! first run the replay reaches ([`Vmstat::mark`]); and the run the trace shows happens
+//! where the trace shows it, not at the timer's expiry before it ([`waits_for_mark`]).
+//!
+//! The jiffies-second is not in the trace: before a worker's drain shows one, the replay
+//! assumed it at the first event. 7.2-2g p_thp: CPU 0's worker drains 832 pages at 551.795 s,
+//! near the window's end; assumed at the first event (x.152 s), its decay ran at 551.152,
+//! cut `high` 8309 → 7271 while the kernel's stayed up (7552 at its run, from the snapshot
+//! after: `high` 6608 = `count`), and the free at 551.415 drained 2016 pages the kernel
+//! kept. Placed from the run ahead, CPU 0's runs come at x.791 and the trace's leaves
+//! `count` and `high` at the kernel's 6608; CPU 2, with no run in the trace, on the same
+//! seconds: drains 23.1% / 4.7% off → 0 / 0.
+
+use super::{jiffy_at, next_boundary, Vmstat, Work};
+use crate::trace::parse::{Event, EventKind};
+
+/// Each CPU's first worker run in the events ahead: the time of its worker's first drain
+/// (a `kworker/N:M` of the line's CPU at preempt depth 2, [`crate::trace::parse::Who::is_worker_drain`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RunsAhead {
+    first: Vec<Option<u64>>,
+}
+
+impl RunsAhead {
+    /// None yet for `cpus` CPUs (trace CPU `c` is `c % cpus`).
+    pub fn new(cpus: u32) -> RunsAhead {
+        RunsAhead {
+            first: vec![None; cpus.max(1) as usize],
+        }
+    }
+
+    /// Reads one event ahead: a worker's drain with a time is its CPU's run, if the first.
+    pub fn feed(&mut self, ev: &Event<'_>) {
+        let (EventKind::PcpuDrain { .. }, Some(cpu), Some(t)) = (&ev.kind, ev.cpu, ev.ts_ns) else {
+            return;
+        };
+        if !ev.who.is_worker_drain() {
+            return;
+        }
+        let n = self.first.len();
+        let slot = &mut self.first[cpu as usize % n];
+        if slot.is_none() {
+            *slot = Some(t);
+        }
+    }
+
+    /// The first run of each CPU that has one, as `(cpu, time)`.
+    pub fn runs(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+        self.first
+            .iter()
+            .enumerate()
+            .filter_map(|(c, t)| t.map(|t| (c as u32, t)))
+    }
+}
+
+impl Vmstat {
+    /// Before the first event: the shared phase from the earliest run ahead (as the first
+    /// mark would set it), each CPU with a run ahead on its own phase from
+    /// it (as its mark would) and its run of that second waiting for
+    /// the mark. The marks still move a CPU's phase to its runs as the replay reaches them.
+    /// Nothing if the phase was given ([`Vmstat::set_phase`]).
+    pub fn align_ahead(&mut self, ahead: &RunsAhead) {
+        if self.given || self.started {
+            return;
+        }
+        let tick = self.tick_ns();
+        let phase =
+            |cpu: u32, t: u64| (t.saturating_sub(tick) + 3 * u64::from(cpu) * tick) % 1_000_000_000;
+        let Some((cpu, t)) = ahead.runs().min_by_key(|&(_, t)| t) else {
+            return;
+        };
+        self.phase_ns = Some(phase(cpu, t));
+        self.aligned = true;
+        for (cpu, t) in ahead.runs() {
+            if let Some(w) = self.work.get_mut(cpu as usize) {
+                w.phase_ns = Some(phase(cpu, t));
+                w.ahead_ns = Some(t);
+            }
+        }
+    }
+
+    /// The first event at `t` (its phase aligned, ahead or given, or assumed at `t`): each
+    /// CPU's worker pending at its next boundary on its own phase.
+    pub(super) fn start_timers(&mut self, t: u64) {
+        for c in 0..self.work.len() {
+            let (own, ahead_ns) = (self.work[c].phase_ns, self.work[c].ahead_ns);
+            let j = jiffy_at(own.or(self.phase_ns), self.hz, t);
+            self.work[c] = Work {
+                pending: true,
+                expires: next_boundary(j, c as u32, self.hz),
+                phase_ns: own,
+                ahead_ns,
+                ..Work::default()
+            };
+        }
+    }
+}
+
+/// Whether worker `w`'s run expiring at `expiry_ns` waits, at an event at `t`, for its run
+/// ahead, the trace's: the one of the same second, at or after the expiry, not passed yet.
+/// The kernel's worker runs when its CPU next takes it, which can be later than the timer
+/// (6.12-8g p_thp: CPU 3's expiry came a tick before 654.927, its task was flagged for
+/// resched then, and the worker ran 4 ms later, after 1000 more pages of free-path drains;
+/// run at the expiry, ours found `count` 2857 under `high` and drained none of the
+/// kernel's 533). Past it (the run was not replayed as a mark), it runs.
+pub(super) fn waits_for_mark(w: &Work, expiry_ns: u64, t: u64) -> bool {
+    w.ahead_ns
+        .is_some_and(|at| at >= expiry_ns && at - expiry_ns < 1_000_000_000 && t <= at)
+}
+
+/// When worker `w`'s run expiring at `expiry_ns` is due: at the expiry, or just after its
+/// run ahead where it waits for it ([`waits_for_mark`]).
+pub(super) fn due_ns(w: &Work, expiry_ns: u64) -> u64 {
+    match w.ahead_ns {
+        Some(at) if waits_for_mark(w, expiry_ns, expiry_ns) => at.saturating_add(1),
+        _ => expiry_ns,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,209 @@
+//! The workers' timers placed from their runs ahead, and an alignment that keeps the
+//! shepherd in time.
+
+use super::super::tests::{step, HZ, S, TICK};
+use super::super::Run;
+use super::*;
+use crate::trace::parse::{Ctx, PagePtr, Task, Who};
+
+const MS: u64 = 1_000_000;
+
+/// A drain on trace CPU `cpu` at `t` by `task` in the worker's context (`d..2.`).
+fn drain(cpu: u32, t: u64, task: Task) -> Event<'static> {
+    Event {
+        cpu: Some(cpu),
+        ts_ns: Some(t),
+        page: PagePtr::Present,
+        kind: EventKind::PcpuDrain {
+            pfn: 0x1000,
+            order: 0,
+            migratetype: 1,
+        },
+        who: Who::new(task, Some(72), Ctx::parse(b"d..2.")),
+    }
+}
+
+#[test]
+fn only_each_cpus_first_worker_drain_is_its_run_ahead() {
+    let mut a = RunsAhead::new(4);
+    // Another task's drain in the same context (drain_all_pages), a free-path drain (depth
+    // 3) and an allocation are no worker's run.
+    a.feed(&drain(1, 5 * S, Task::Other));
+    let mut deep = drain(1, 5 * S, Task::CpuWorker);
+    deep.who = Who::new(Task::CpuWorker, Some(72), Ctx::parse(b"d..3."));
+    a.feed(&deep);
+    let mut alloc = drain(1, 5 * S, Task::CpuWorker);
+    alloc.kind = EventKind::Alloc {
+        pfn: 1,
+        order: 0,
+        migratetype: 1,
+        gfp_flags: "GFP_KERNEL",
+    };
+    a.feed(&alloc);
+    assert_eq!(a.runs().count(), 0);
+    // CPU 2's worker twice, trace CPU 4 folding onto CPU 0: the first of each.
+    a.feed(&drain(2, 7 * S, Task::CpuWorker));
+    a.feed(&drain(2, 8 * S, Task::CpuWorker));
+    a.feed(&drain(4, 9 * S, Task::CpuWorker));
+    assert_eq!(a.runs().collect::<Vec<_>>(), vec![(0, 9 * S), (2, 7 * S)]);
+}
+
+#[test]
+fn a_run_ahead_places_the_timers_from_the_first_event_and_waits_for_its_mark() {
+    // 7.2-2g p_thp: the window starts at 546.152 s; CPU 0's worker drains at 551.795 s, the
+    // trace's first worker run. CPUs 0 and 1 busy (an event every ms each) up to it.
+    let first = 546 * S + 152 * MS;
+    let run_at = 551 * S + 795 * MS;
+    let busy = |v: &mut Vmstat| {
+        let mut ran = Vec::new();
+        let mut t = first;
+        while t < run_at {
+            ran.extend(step(v, 0, t, true));
+            ran.extend(step(v, 1, t, true));
+            t += MS;
+        }
+        ran
+    };
+    let on = |ran: &[Run], cpu: u32| -> Vec<u64> {
+        ran.iter()
+            .filter(|r| r.cpu == cpu)
+            .map(|r| r.at_ns)
+            .collect()
+    };
+    let mut ahead = RunsAhead::new(4);
+    ahead.feed(&drain(0, run_at, Task::CpuWorker));
+    let mut v = Vmstat::new(4, HZ);
+    v.align_ahead(&ahead);
+    assert!(v.aligned());
+    let ran = busy(&mut v);
+    // CPU 0: a tick before x.795 each second, 546.791 ... 550.791; the trace's run is its
+    // mark's, not the expiry's a tick before it.
+    let want: Vec<u64> = (546..=550).map(|s| s * S + 795 * MS - TICK).collect();
+    assert_eq!(on(&ran, 0), want);
+    let run = v
+        .mark(0, run_at)
+        .expect("the trace's run is not simulated before it");
+    assert_eq!(run.at_ns, run_at);
+    // CPU 1, with no run in the trace, on the same seconds: 3 jiffies before CPU 0's.
+    let want: Vec<u64> = (546..=551).map(|s| s * S + 795 * MS - 4 * TICK).collect();
+    assert_eq!(on(&ran, 1), want);
+    // Without it (the old behaviour), the phase is the first event's: x.152 s, and CPU 0's
+    // decay at 551.152 runs before the trace's.
+    let mut old = Vmstat::new(4, HZ);
+    let ran = busy(&mut old);
+    assert_eq!(on(&ran, 0).last(), Some(&(551 * S + 152 * MS)));
+    assert_eq!(on(&ran, 1).first(), Some(&(547 * S + 152 * MS - 3 * TICK)));
+}
+
+#[test]
+fn a_run_ahead_that_is_never_marked_runs_once_its_time_has_passed() {
+    // 6.12-8g p_thp: CPU 3's expiry a tick before its traced run at 654.927 s, its events
+    // meanwhile; a drain the replay books elsewhere (no mark): the run comes after it.
+    let run_at = 654 * S + 927 * MS;
+    let mut ahead = RunsAhead::new(4);
+    ahead.feed(&drain(3, run_at, Task::CpuWorker));
+    let mut v = Vmstat::new(4, HZ);
+    v.align_ahead(&ahead);
+    let mut ran = Vec::new();
+    let mut t = 654 * S + 500 * MS;
+    while t <= run_at {
+        ran.extend(step(&mut v, 3, t, true));
+        t += MS / 2;
+    }
+    assert!(ran.iter().all(|r| r.cpu != 3), "{ran:?}");
+    let late = step(&mut v, 3, run_at + MS, true);
+    let cpu3: Vec<u64> = late
+        .iter()
+        .filter(|r| r.cpu == 3)
+        .map(|r| r.at_ns)
+        .collect();
+    assert_eq!(cpu3, vec![run_at - TICK]);
+}
+
+#[test]
+fn a_mark_moves_its_own_cpus_timer_not_one_placed_ahead() {
+    let mut ahead = RunsAhead::new(2);
+    ahead.feed(&drain(0, 12 * S + 400 * MS, Task::CpuWorker));
+    let mut v = Vmstat::new(2, HZ);
+    v.align_ahead(&ahead);
+    step(&mut v, 1, 10 * S, true);
+    // CPU 1's worker shows at 10.600 s: CPU 1's timer moves onto it; CPU 0's stays.
+    if let Some(run) = v.mark(1, 10 * S + 600 * MS) {
+        v.ran(run, true);
+    }
+    let mut ran = Vec::new();
+    for ms in 601..2500u64 {
+        ran.extend(step(&mut v, 0, 10 * S + ms * MS, true));
+        ran.extend(step(&mut v, 1, 10 * S + ms * MS, true));
+    }
+    let on = |cpu: u32| -> Vec<u64> {
+        ran.iter()
+            .filter(|r| r.cpu == cpu)
+            .map(|r| r.at_ns)
+            .collect()
+    };
+    // CPU 0 on its own second from the first event (10.396 s, idle then: at its expiry);
+    // the one of its run ahead (12.396) waits for it, then runs when it has passed unseen.
+    assert_eq!(on(0), vec![10_396 * MS, 11_396 * MS, 12_396 * MS]);
+    assert_eq!(on(1), vec![11_596 * MS]);
+}
+
+#[test]
+fn a_given_phase_wins_over_the_runs_ahead() {
+    let mut ahead = RunsAhead::new(2);
+    ahead.feed(&drain(1, 20 * S + 500 * MS, Task::CpuWorker));
+    let mut v = Vmstat::new(2, HZ);
+    v.set_phase(30 * S + 100 * MS);
+    v.align_ahead(&ahead);
+    let mut ran = Vec::new();
+    for ms in 0..1500u64 {
+        ran.extend(step(&mut v, 1, 10 * S + ms * MS, true));
+    }
+    let cpu1: Vec<u64> = ran.iter().filter(|r| r.cpu == 1).map(|r| r.at_ns).collect();
+    // CPU 1: 3 jiffies before each x.100 boundary.
+    assert_eq!(
+        cpu1,
+        vec![10 * S + 100 * MS - 3 * TICK, 11 * S + 100 * MS - 3 * TICK]
+    );
+}
+
+#[test]
+fn an_alignment_mid_trace_keeps_the_shepherd_and_idle_workers_in_time() {
+    // The phase assumed at the first event (546.152 s, CPU 1 idle after it), then a
+    // worker's run of CPU 0 at 551.795 s realigns it. Before, the shepherd's expiry stayed a
+    // jiffy count of the old phase: on the new one it lay 545 s back, and it queued the idle
+    // CPUs' workers at once, stamped 6.79 s, which then ran again a second later.
+    let first = 546 * S + 152 * MS;
+    let mut v = Vmstat::new(2, HZ);
+    step(&mut v, 1, first, false);
+    let mut ran = Vec::new();
+    let mut t = first + MS;
+    while t < 551 * S + 795 * MS {
+        ran.extend(step(&mut v, 0, t, false));
+        t += MS;
+    }
+    if let Some(run) = v.mark(0, 551 * S + 795 * MS) {
+        v.ran(run, false);
+    }
+    step(&mut v, 1, 551 * S + 796 * MS, false);
+    let mut after = Vec::new();
+    let mut t = 551 * S + 797 * MS;
+    while t < 554 * S {
+        after.extend(step(&mut v, 0, t, false));
+        t += MS;
+    }
+    assert!(
+        ran.iter().chain(&after).all(|r| r.at_ns >= first),
+        "{after:?}"
+    );
+    // CPU 1, idle but for the event at 551.796 s: the shepherd queues its worker on CPU
+    // 0's second on the new phase (552.791), not at once; having folded, it runs once more
+    // on its own second (3 jiffies earlier) and stops.
+    let cpu1: Vec<u64> = after
+        .iter()
+        .filter(|r| r.cpu == 1)
+        .map(|r| r.at_ns)
+        .collect();
+    let second = 553 * S + 795 * MS - TICK;
+    assert_eq!(cpu1, vec![552 * S + 795 * MS - TICK, second - 3 * TICK]);
+}

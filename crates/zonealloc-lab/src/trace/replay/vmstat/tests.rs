@@ -1,0 +1,176 @@
+//! The vmstat workers' timers: `round_jiffies_relative`, busy and idle CPUs, the shepherd,
+//! and the phase from the trace's worker runs or given.
+
+use super::*;
+
+pub(super) const HZ: u32 = 250;
+pub(super) const TICK: u64 = 4_000_000;
+pub(super) const S: u64 = 1_000_000_000;
+
+/// Feeds an event on `cpu` at `t`, doing its due runs with `todo` as their decay's
+/// answer; the runs done.
+pub(super) fn step(v: &mut Vmstat, cpu: u32, t: u64, todo: bool) -> Vec<Run> {
+    let mut runs = Vec::new();
+    v.due(cpu, t, &mut runs);
+    for &r in &runs {
+        v.ran(r, todo);
+    }
+    v.event(cpu, t);
+    runs
+}
+
+#[test]
+fn round_jiffies_relative_lands_on_the_cpus_skewed_second() {
+    // From a run at a CPU's boundary: the next one a second later, `3 * cpu` early.
+    for cpu in 0..4u32 {
+        let j0 = 10 * 250 - 3 * i64::from(cpu);
+        assert_eq!(round_rel(j0, cpu, HZ), j0 + 250);
+    }
+    // Late by less than a quarter second: rounded down, back onto the rhythm.
+    assert_eq!(round_rel(2500 + 61, 0, HZ), 2750);
+    // Late by a quarter or more: rounded up to the boundary after.
+    assert_eq!(round_rel(2500 + 62, 0, HZ), 3000);
+    // CPU 2 from the shepherd's second (CPU 0's): onto its own, 6 jiffies early.
+    assert_eq!(round_rel(2500, 2, HZ), 2744);
+    // HZ 1: a quarter second is no jiffy, every expiry rounds up.
+    assert_eq!(round_rel(7, 0, 1), 9);
+}
+
+#[test]
+fn a_busy_cpu_runs_its_worker_on_its_own_second() {
+    let mut v = Vmstat::new(4, HZ);
+    let mut ran = Vec::new();
+    // CPU 3 busy (an event every ms) for five seconds from t = 10 s (the assumed phase).
+    for ms in 0..5000u64 {
+        ran.extend(step(&mut v, 3, 10 * S + ms * 1_000_000, false));
+    }
+    let mine: Vec<u64> = ran.iter().filter(|r| r.cpu == 3).map(|r| r.at_ns).collect();
+    // At 9 jiffies (36 ms) before each second from the phase: 10.964, 11.964, ...
+    let want: Vec<u64> = (1..=5).map(|k| 10 * S + k * S - 9 * TICK).collect();
+    assert_eq!(mine, want);
+    assert!(ran.iter().all(|r| r.cpu != 3 || !r.woken));
+}
+
+#[test]
+fn an_idle_cpu_runs_at_expiry_or_at_its_next_event() {
+    for defer in [false, true] {
+        let mut v = Vmstat::new(2, HZ);
+        v.set_defer_to_event(defer);
+        step(&mut v, 1, 10 * S, false);
+        // CPU 1 idle for 5 s; CPU 0 busy (an event every 10 ms).
+        let mut ran = Vec::new();
+        for k in 1..500u64 {
+            ran.extend(step(&mut v, 0, 10 * S + k * 10_000_000, true));
+        }
+        let cpu1 = |ran: &[Run]| ran.iter().filter(|r| r.cpu == 1).count();
+        // Decay has more to do (todo): at expiry, every second; deferred, none yet.
+        assert_eq!(cpu1(&ran), if defer { 0 } else { 5 }, "defer {defer}");
+        assert!(ran.iter().filter(|r| r.cpu == 1).all(|r| r.woken));
+        // CPU 1 wakes: a deferred worker runs now, once, woken.
+        let woke = step(&mut v, 1, 15 * S + 500_000, true);
+        let at = woke.iter().filter(|r| r.cpu == 1).count();
+        assert_eq!(at, usize::from(defer), "defer {defer}");
+    }
+}
+
+#[test]
+fn a_stopped_worker_is_requeued_by_the_shepherd_when_its_counters_move() {
+    let mut v = Vmstat::new(2, HZ);
+    step(&mut v, 1, 10 * S, false);
+    // CPU 1's first run: nothing moved on it since (woken, no todo): it stops.
+    let mut ran = Vec::new();
+    for k in 1..300u64 {
+        ran.extend(step(&mut v, 0, 10 * S + k * 10_000_000, false));
+    }
+    assert_eq!(ran.iter().filter(|r| r.cpu == 1).count(), 1);
+    // An event on CPU 1 at 13.5 s: `need_update`; the shepherd (CPU 0's second, 14 s)
+    // queues it with no delay, then it runs on its own second (6 jiffies early).
+    step(&mut v, 1, 13 * S + S / 2, false);
+    let mut ran = Vec::new();
+    for k in 0..200u64 {
+        let t = 13 * S + S / 2 + 1_000_000 + k * 10_000_000;
+        ran.extend(step(&mut v, 1, t, true));
+    }
+    let cpu1: Vec<u64> = ran.iter().filter(|r| r.cpu == 1).map(|r| r.at_ns).collect();
+    assert_eq!(cpu1, vec![14 * S, 15 * S - 3 * TICK]);
+}
+
+#[test]
+fn a_workers_run_in_the_trace_sets_the_phase_and_is_not_run_twice() {
+    let mut v = Vmstat::new(4, HZ);
+    step(&mut v, 2, 10 * S, true);
+    // The trace shows CPU 2's worker at 10.5 s: CPU 2's second ends 1 tick before it.
+    let run = v.mark(2, 10 * S + S / 2).expect("not run yet");
+    v.ran(run, true);
+    assert!(v.aligned());
+    // Its next run: a second later, on the new phase.
+    let mut ran = Vec::new();
+    for ms in 1..1100u64 {
+        ran.extend(step(&mut v, 2, 10 * S + S / 2 + ms * 1_000_000, true));
+    }
+    let cpu2: Vec<u64> = ran.iter().filter(|r| r.cpu == 2).map(|r| r.at_ns).collect();
+    assert_eq!(cpu2, vec![11 * S + S / 2 - TICK]);
+    // A mark in the same second as that run: the simulation ran it already.
+    assert_eq!(v.mark(2, 11 * S + S / 2), None);
+    assert_eq!(v.marks_ran_already, 1);
+}
+
+#[test]
+fn each_cpus_runs_in_the_trace_place_its_own_timer() {
+    // 6.12-4g p_idle: CPU 1's worker drained first (565.042 s), CPU 0's at x.825 s.
+    let mut v = Vmstat::new(4, HZ);
+    step(&mut v, 1, 10 * S, true);
+    let run = v.mark(1, 10 * S + 42_000_000).expect("not run yet");
+    v.ran(run, true);
+    let mut ran = Vec::new();
+    let busy = |v: &mut Vmstat, ran: &mut Vec<Run>, from: u64, to: u64| {
+        for ms in from..to {
+            ran.extend(step(v, 0, ms * 1_000_000, true));
+        }
+    };
+    busy(&mut v, &mut ran, 10_043, 11_825);
+    // On the shared phase CPU 0's worker ran at 11.050 s; the trace shows it at 11.825.
+    if let Some(run) = v.mark(0, 11 * S + 825_000_000) {
+        v.ran(run, true);
+    }
+    ran.clear();
+    busy(&mut v, &mut ran, 11_826, 13_900);
+    let cpu0: Vec<u64> = ran.iter().filter(|r| r.cpu == 0).map(|r| r.at_ns).collect();
+    // A tick before x.825 each second after it, not at x.050 (the shared phase).
+    assert_eq!(cpu0, vec![12_821_000_000, 13_821_000_000]);
+    // CPU 1 keeps the phase its own run gave: a tick before x.042.
+    let cpu1: Vec<u64> = ran.iter().filter(|r| r.cpu == 1).map(|r| r.at_ns).collect();
+    assert_eq!(cpu1, vec![12_038_000_000, 13_038_000_000]);
+}
+
+#[test]
+fn times_at_the_end_of_u64_neither_panic_nor_run_every_event() {
+    let mut v = Vmstat::new(2, HZ);
+    let mut n = 0;
+    for k in 0..1000u64 {
+        n += step(&mut v, (k % 2) as u32, u64::MAX - 1000 + k, true).len();
+    }
+    assert!(n <= 4, "{n} runs in a microsecond");
+    // A jump of centuries: each CPU's worker runs once, not once per second passed.
+    let mut v = Vmstat::new(2, HZ);
+    step(&mut v, 0, 0, true);
+    assert!(step(&mut v, 0, u64::MAX / 2, true).len() <= 2);
+}
+
+#[test]
+fn a_given_phase_places_every_cpus_second_and_a_mark_does_not_move_it() {
+    let mut v = Vmstat::new(4, HZ);
+    // A jiffies-second boundary at x.171788 (CPU 2's worker drained at 22.151788).
+    v.set_phase(22_171_788_000);
+    let mut ran = Vec::new();
+    for ms in 0..2000u64 {
+        ran.extend(step(&mut v, 2, 7 * S + 500_000_000 + ms * 1_000_000, true));
+    }
+    let cpu2: Vec<u64> = ran.iter().filter(|r| r.cpu == 2).map(|r| r.at_ns).collect();
+    // CPU 2: 6 jiffies (24 ms) before each boundary: 8.147788, 9.147788.
+    assert_eq!(cpu2, vec![8_147_788_000, 9_147_788_000]);
+    assert!(v.aligned());
+    // A run the trace shows in that second: the simulation's, already done; no realign.
+    assert_eq!(v.mark(2, 9 * S + 600_000_000), None);
+    assert_eq!(v.phase_ns, Some(171_788_000));
+}
