@@ -13,6 +13,8 @@ pub(crate) struct UntilMarker<R> {
     inner: R,
     /// The marker, searched for with a searcher built once.
     finder: memchr::memmem::Finder<'static>,
+    /// Where the marker's rarest byte in a trace lies in it ([`rare_byte`]).
+    rare: usize,
     /// The last `marker.len() - 1` bytes handed out, for a marker split across buffers.
     tail: Vec<u8>,
     cut: Cut,
@@ -36,6 +38,7 @@ impl<R: BufRead> UntilMarker<R> {
         UntilMarker {
             inner,
             finder: memchr::memmem::Finder::new(marker).into_owned(),
+            rare: rare_byte(marker),
             tail: Vec::new(),
             cut: if marker.is_empty() {
                 Cut::Done
@@ -44,6 +47,41 @@ impl<R: BufRead> UntilMarker<R> {
             },
         }
     }
+}
+
+/// The marker's byte least often seen in a kernel's trace: its first that is no lower-case
+/// letter, digit or punctuation of ftrace's lines (`KT_SNAPSHOT_AFTER_BEGIN`: the `K`, some
+/// 200 a million bytes of a shipped trace), else its first.
+fn rare_byte(marker: &[u8]) -> usize {
+    let common =
+        |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || b" _.:=[]()|-,<>/\t\n".contains(&b);
+    marker.iter().position(|&b| !common(b)).unwrap_or(0)
+}
+
+/// The first place of `finder`'s needle in `hay`: `memchr` for the needle's byte at `rare`,
+/// each place it finds checked, a third of the instructions of `finder`'s own search on a
+/// shipped trace (4 M against 11 M on 7.2 p2's window). Where that byte is common in `hay`
+/// (more than one place in 64 bytes checked), `finder` searches the rest.
+fn find(finder: &memchr::memmem::Finder<'_>, rare: usize, hay: &[u8]) -> Option<usize> {
+    let needle = finder.needle();
+    let Some(&byte) = needle.get(rare) else {
+        return finder.find(hay);
+    };
+    let mut at = rare;
+    let mut checked = 0usize;
+    while let Some(i) = hay.get(at..).and_then(|h| memchr::memchr(byte, h)) {
+        let start = at + i - rare;
+        if hay[start..].starts_with(needle) {
+            return Some(start);
+        }
+        checked += 1;
+        at += i + 1;
+        if checked > 16 + at / 64 {
+            let from = at - rare;
+            return finder.find(&hay[from..]).map(|n| from + n);
+        }
+    }
+    None
 }
 
 impl<R: BufRead> BufRead for UntilMarker<R> {
@@ -67,7 +105,7 @@ impl<R: BufRead> BufRead for UntilMarker<R> {
         seam.extend_from_slice(&buf[..buf.len().min(m - 1)]);
         let cut = match self.finder.find(&seam) {
             Some(_) => Some(0),
-            None => self.finder.find(buf),
+            None => find(&self.finder, self.rare, buf),
         };
         seam.truncate(kept);
         self.tail = seam;
@@ -200,6 +238,46 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// [`find`] on `hay`, checked against `memmem`'s own search.
+    fn same_as_memmem(hay: &[u8], needle: &[u8]) {
+        let finder = memchr::memmem::Finder::new(needle);
+        let want = memchr::memmem::find(hay, needle);
+        assert_eq!(find(&finder, rare_byte(needle), hay), want, "{needle:?}");
+    }
+
+    #[test]
+    fn the_rare_byte_search_finds_the_first_marker_in_a_trace() {
+        let line = b" a-1 [000] .... 1.000001: mm_page_alloc: page=0x1 pfn=0x100 order=0 migratetype=1 gfp_flags=GFP_KERNEL\n";
+        let mut hay = line.repeat(2000);
+        let marker = b"KT_SNAPSHOT_AFTER_BEGIN";
+        assert_eq!(marker[rare_byte(marker)], b'K');
+        same_as_memmem(&hay, marker);
+        // Twice, and a near miss (`KT_SNAPSHOT_AFTER_BEGI`) before.
+        for at in [150_001, 70_000, 3] {
+            hay.splice(at..at, marker.iter().copied());
+            hay.splice(at - 2..at - 2, marker[..22].iter().copied());
+            same_as_memmem(&hay, marker);
+        }
+        // A marker of common bytes: the search goes over to memmem's.
+        same_as_memmem(
+            &hay,
+            b"order=0 migratetype=1 gfp_flags=GFP_KERNEL\n a-1 [000] .... 1.00",
+        );
+        same_as_memmem(&hay, b"zzz");
+    }
+
+    proptest::proptest! {
+        /// Whatever the text and the marker (of few letters, so a byte that is rare in a
+        /// trace is common here and the search goes over to memmem's), the first place.
+        #[test]
+        fn the_rare_byte_search_finds_what_memmem_finds(
+            hay in proptest::collection::vec(proptest::sample::select(b"aK_T ".to_vec()), 0..3000),
+            needle in proptest::collection::vec(proptest::sample::select(b"aK_T ".to_vec()), 1..6),
+        ) {
+            same_as_memmem(&hay, &needle);
         }
     }
 }

@@ -40,6 +40,11 @@ use crate::trace::parse::EventKind;
 use crate::trace::stats::HashMap;
 
 use crate::trace::migratetype::Numbering;
+use balance::ZoneBalance;
+
+mod balance;
+#[cfg(test)]
+mod tests;
 
 /// PCP order slots: orders 0..=3, then the THP order.
 const SLOTS: usize = 5;
@@ -172,21 +177,18 @@ pub struct Head {
     pub first_named: Vec<(u64, u8)>,
 }
 
-/// An event kept: zone, CPU, what it is, its pageblock and migratetype where it names one.
-type Kept = (usize, u32, Rec, Option<(u64, usize)>);
-
 /// The inference fed one event at a time (the window's first events,
-/// [`super::first_events`]): the events of the zones, reduced, and the pageblocks named, kept
-/// until [`Collector::finish`]. It holds some 40 bytes per event fed: the caller bounds how
-/// many it feeds.
+/// [`super::first_events`]): each zone's balances are kept as it goes ([`ZoneBalance`]), so
+/// [`Collector::finish`] has little left to do once the parse is over. It holds a few hundred
+/// bytes per CPU, the pageblocks named, and 8 bytes per free of a pageblock no event had
+/// named before it (a handful in a real trace).
 pub struct Collector {
     cpus: u32,
     zones: Vec<std::ops::Range<u64>>,
     pageblock_order: u8,
-    thp_order: Option<u8>,
     numbering: Numbering,
     first_named: HashMap<u64, u8>,
-    events: Vec<Kept>,
+    balances: Vec<ZoneBalance>,
 }
 
 impl Collector {
@@ -200,25 +202,17 @@ impl Collector {
         thp_order: Option<u8>,
         numbering: Numbering,
     ) -> Collector {
+        let cpus = cpus.max(1);
         Collector {
-            cpus: cpus.max(1),
+            cpus,
             zones: zones.to_vec(),
             pageblock_order,
-            thp_order,
             numbering,
             first_named: HashMap::default(),
-            events: Vec::new(),
+            balances: (zones.iter())
+                .map(|_| ZoneBalance::new(cpus, pageblock_order, thp_order))
+                .collect(),
         }
-    }
-
-    /// Events kept so far.
-    pub fn len(&self) -> usize {
-        self.events.len()
-    }
-
-    /// Whether none is kept.
-    pub fn is_empty(&self) -> bool {
-        self.events.is_empty()
     }
 
     /// Takes one event.
@@ -227,49 +221,22 @@ impl Collector {
         let mt_of = |m: u8| usize::from(numbering.to_current(m));
         let pb = |pfn: u64| pfn >> self.pageblock_order;
         let cpu = ev.cpu.unwrap_or(0) % self.cpus;
-        let (rec, named) = match ev.kind {
-            EventKind::Alloc {
-                pfn,
-                order,
-                migratetype,
-                ..
-            } if !ev.is_failed_alloc() => (
-                Some(Rec::Alloc(order, mt_of(migratetype))),
-                Some((pfn, migratetype)),
-            ),
-            EventKind::Free { pfn, order } => (Some(Rec::Free(pfn, order)), None),
-            EventKind::FreeBatched { pfn } => (Some(Rec::FreeBatched(pfn, 0)), None),
-            EventKind::ZoneLocked {
-                order,
-                migratetype,
-                percpu_refill,
-                pfn,
-            } => (
-                Some(Rec::ZoneLocked(
-                    pfn,
-                    order,
-                    mt_of(migratetype),
-                    percpu_refill,
-                )),
-                Some((pfn, migratetype)),
-            ),
-            EventKind::PcpuDrain {
-                pfn,
-                order,
-                migratetype,
-            } => (
-                Some(Rec::Drain(pfn, order, mt_of(migratetype))),
-                Some((pfn, migratetype)),
-            ),
-            _ => (None, None),
-        };
+        let (rec, named) = reduce(ev, numbering);
         if let Some((pfn, m)) = named {
             self.first_named.entry(pb(pfn)).or_insert(m);
         }
+        let Some(rec) = rec else {
+            return;
+        };
         let pfn = ev.kind.pfn();
-        if let (Some(r), Some(z)) = (rec, self.zones.iter().position(|z| z.contains(&pfn))) {
-            self.events
-                .push((z, cpu, r, named.map(|(pfn, m)| (pb(pfn), mt_of(m)))));
+        if let Some(z) = self.zones.iter().position(|z| z.contains(&pfn)) {
+            let first_named = &self.first_named;
+            self.balances[z].step(
+                cpu,
+                rec,
+                named.map(|(pfn, m)| (pb(pfn), mt_of(m))),
+                |block| first_named.get(&block).map(|&m| mt_of(m)),
+            );
         }
     }
 
@@ -277,187 +244,60 @@ impl Collector {
     pub fn finish(self) -> Head {
         let (pageblock_order, numbering) = (self.pageblock_order, self.numbering);
         let mt_of = |m: u8| usize::from(numbering.to_current(m));
-        let mut first_named: Vec<(u64, u8)> = self
-            .first_named
-            .into_iter()
-            .map(|(b, m)| (b << pageblock_order, m))
+        let named = |block: u64| self.first_named.get(&block).map(|&m| mt_of(m));
+        let zones = (self.balances.into_iter())
+            .map(|b| b.finish(&named))
+            .collect();
+        let mut first_named: Vec<(u64, u8)> = (self.first_named.iter())
+            .map(|(&b, &m)| (b << pageblock_order, m))
             .collect();
         first_named.sort_unstable();
-        let named = |block: u64| {
-            first_named
-                .binary_search_by_key(&(block << pageblock_order), |&(p, _)| p)
-                .ok()
-                .map(|i| mt_of(first_named[i].1))
-        };
-        let zones = (0..self.zones.len())
-            .map(|z| {
-                let of_zone = self
-                    .events
-                    .iter()
-                    .filter(|e| e.0 == z)
-                    .map(|e| (e.1, e.2, e.3));
-                balance(of_zone, self.cpus, pageblock_order, self.thp_order, &named)
-            })
-            .collect();
         Head { zones, first_named }
     }
 }
 
-/// The balances of one zone's lists over its events fed ([`Collector`]); `first_named`
-/// gives a pageblock's first named migratetype (current numbering).
-fn balance(
-    events: impl Iterator<Item = (u32, Rec, Option<(u64, usize)>)>,
-    cpus: u32,
-    pageblock_order: u8,
-    thp_order: Option<u8>,
-    first_named: &dyn Fn(u64) -> Option<usize>,
-) -> ListDemand {
-    let pb = |pfn: u64| pfn >> pageblock_order;
-
-    let mut balance = vec![[[0i64; TYPES]; SLOTS]; cpus as usize];
-    let mut low = vec![[[0i64; TYPES]; SLOTS]; cpus as usize];
-    let mut direct = vec![false; cpus as usize];
-    let mut exact = vec![[[false; TYPES]; SLOTS]; cpus as usize];
-    let mut refilled = exact.clone();
-    let mut at_refill = vec![[[0i64; TYPES]; SLOTS]; cpus as usize];
-    // Per CPU: the list of its last event, if that was a drain.
-    let mut last_drain: Vec<Option<(usize, usize)>> = vec![None; cpus as usize];
-    let mut named: HashMap<u64, usize> = HashMap::default();
-    let mut pending_batched: Vec<u64> = Vec::new();
-    // The list each block a refill of the head put on one went on (by its first pfn).
-    let mut on_list: HashMap<u64, usize> = HashMap::default();
-    // Per CPU: the first order-0 refill run (pages so far), and whether it is over (or a
-    // free came first, which leaves it unknown).
-    let mut first_refill: Vec<Option<u64>> = vec![None; cpus as usize];
-    let mut first_done = vec![false; cpus as usize];
-    let mut n = 0;
-    for (cpu, rec, name) in events {
-        n += 1;
-        let c = cpu as usize;
-        if !first_done[c] {
-            match rec {
-                Rec::ZoneLocked(_, 0, _, true) => *first_refill[c].get_or_insert(0) += 1,
-                Rec::Free(..) | Rec::FreeBatched(..) if first_refill[c].is_none() => {
-                    first_done[c] = true;
-                }
-                _ => first_done[c] = first_refill[c].is_some(),
-            }
-        }
-        if let Some((block, mt)) = name {
-            named.insert(block, mt);
-        }
-        // A drained block a refill of the head put on a list (`rmqueue_bulk`: the list of
-        // the requested type) is drained off that list, whatever type its line prints: from
-        // 6.10 `free_pcppages_bulk` prints the pageblock's type now
-        // (`get_pfnblock_migratetype`), which a fallback may have changed since.
-        let rec = match rec {
-            Rec::Drain(pfn, order, mt) => {
-                Rec::Drain(pfn, order, on_list.remove(&pfn).unwrap_or(mt))
-            }
-            r => r,
-        };
-        // The list is empty here: it held exactly what was taken from it before, less what
-        // was put on it; and never less than the most it served before (a free read onto
-        // this list that went to another in the kernel must not undo an allocation the list
-        // did serve). The first time the head shows it empty counts.
-        let mut empty_here = |s: usize, mt: usize| {
-            if !exact[c][s][mt] {
-                exact[c][s][mt] = true;
-                at_refill[c][s][mt] = balance[c][s][mt].min(low[c][s][mt]).min(0);
-            }
-        };
-        match rec {
-            // A refill runs only on an empty list (`__rmqueue_pcplist`).
-            Rec::ZoneLocked(_, order, mt, true) => {
-                if let (Some(s), true) = (slot_of(order, thp_order), mt < TYPES) {
-                    empty_here(s, mt);
-                    refilled[c][s][mt] = true;
-                }
-            }
-            Rec::Drain(_, order, mt) => {
-                if let (Some(s), Some((ps, pmt))) = (slot_of(order, thp_order), last_drain[c]) {
-                    if drained_empty((ps, pmt), (s, mt)) {
-                        empty_here(ps, pmt);
-                    }
-                }
-            }
-            _ => {}
-        }
-        last_drain[c] = match rec {
-            Rec::Drain(_, order, mt) => slot_of(order, thp_order).map(|s| (s, mt)),
-            _ => None,
-        };
-        let mut take = |slot: Option<usize>, mt: usize, d: i64| {
-            if let (Some(s), true) = (slot, mt < TYPES) {
-                let b = &mut balance[c][s][mt];
-                *b += d;
-                low[c][s][mt] = low[c][s][mt].min(*b);
-            }
-        };
-        match rec {
-            Rec::ZoneLocked(pfn, order, mt, refill) => {
-                if refill {
-                    take(slot_of(order, thp_order), mt, 1);
-                    on_list.insert(pfn, mt);
-                } else {
-                    direct[c] = true;
-                }
-            }
-            Rec::Alloc(order, mt) => {
-                if !std::mem::take(&mut direct[c]) {
-                    take(slot_of(order, thp_order), mt, -1);
-                }
-            }
-            Rec::Drain(_, order, mt) => take(slot_of(order, thp_order), mt, -1),
-            Rec::Free(pfn, order) | Rec::FreeBatched(pfn, order) => {
-                if matches!(rec, Rec::Free(..)) {
-                    pending_batched.push(pfn);
-                    if pending_batched.len() > 64 {
-                        pending_batched.remove(0);
-                    }
-                } else if let Some(i) = pending_batched.iter().position(|&p| p == pfn) {
-                    // The `mm_page_free` of the same page came first: counted there.
-                    pending_batched.swap_remove(i);
-                    continue;
-                }
-                let block = pb(pfn);
-                let mt = named
-                    .get(&block)
-                    .copied()
-                    .or_else(|| first_named(block))
-                    .unwrap_or(MOVABLE);
-                take(slot_of(order, thp_order), mt, 1);
-                // Its list is its pageblock's type at the free, which the head names only
-                // by an allocation's requested type: a drain's own line tells it better.
-                on_list.remove(&pfn);
-            }
-        }
-    }
-    let blocks = (0..cpus as usize)
-        .map(|c| {
-            let mut b = [[0u64; TYPES]; SLOTS];
-            for s in 0..SLOTS {
-                for t in 0..TYPES {
-                    let l = if exact[c][s][t] {
-                        at_refill[c][s][t]
-                    } else {
-                        low[c][s][t]
-                    };
-                    b[s][t] = l.unsigned_abs();
-                }
-            }
-            b
-        })
-        .collect();
-    ListDemand {
-        exact,
-        refilled,
-        blocks,
-        thp_order,
-        events: n,
-        start_count: Vec::new(),
-        hints: Default::default(),
-        first_refill,
+/// What the inference reads of `ev` (migratetypes in the current numbering), and the
+/// pfn and migratetype (the trace's numbering) it names, if any.
+fn reduce(
+    ev: &crate::trace::parse::Event<'_>,
+    numbering: Numbering,
+) -> (Option<Rec>, Option<(u64, u8)>) {
+    let mt_of = |m: u8| usize::from(numbering.to_current(m));
+    match ev.kind {
+        EventKind::Alloc {
+            pfn,
+            order,
+            migratetype,
+            ..
+        } if !ev.is_failed_alloc() => (
+            Some(Rec::Alloc(order, mt_of(migratetype))),
+            Some((pfn, migratetype)),
+        ),
+        EventKind::Free { pfn, order } => (Some(Rec::Free(pfn, order)), None),
+        EventKind::FreeBatched { pfn } => (Some(Rec::FreeBatched(pfn, 0)), None),
+        EventKind::ZoneLocked {
+            order,
+            migratetype,
+            percpu_refill,
+            pfn,
+        } => (
+            Some(Rec::ZoneLocked(
+                pfn,
+                order,
+                mt_of(migratetype),
+                percpu_refill,
+            )),
+            Some((pfn, migratetype)),
+        ),
+        EventKind::PcpuDrain {
+            pfn,
+            order,
+            migratetype,
+        } => (
+            Some(Rec::Drain(pfn, order, mt_of(migratetype))),
+            Some((pfn, migratetype)),
+        ),
+        _ => (None, None),
     }
 }
 
@@ -483,229 +323,4 @@ enum Rec {
     FreeBatched(u64, u8),
     ZoneLocked(u64, u8, usize, bool),
     Drain(u64, u8, usize),
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::trace::parse::Parser;
-
-    /// The lists `head`'s whole lines give (a partial last line is not an event).
-    fn infer(
-        head: &[u8],
-        cpus: u32,
-        zones: &[std::ops::Range<u64>],
-        pageblock_order: u8,
-        thp_order: Option<u8>,
-        numbering: Numbering,
-    ) -> Head {
-        let whole = &head[..memchr::memrchr(b'\n', head).map_or(0, |nl| nl + 1)];
-        let mut c = Collector::new(cpus, zones, pageblock_order, thp_order, numbering);
-        Parser::new().read_all(whole, |ev| c.feed(ev)).unwrap();
-        c.finish()
-    }
-
-    /// [`infer`] on two CPUs, one zone of 4 GiB, pageblock and THP order 9.
-    fn infer_one_zone(head: &str) -> Head {
-        let zone = 0..1 << 20;
-        infer(
-            head.as_bytes(),
-            2,
-            std::slice::from_ref(&zone),
-            9,
-            Some(9),
-            Numbering::Current,
-        )
-    }
-
-    fn line(cpu: u32, ts: u32, ev: &str) -> String {
-        format!("            x-1     [{cpu:03}] .....    {ts}.000001: {ev}\n")
-    }
-
-    #[test]
-    fn allocations_served_before_a_refill_are_what_the_list_held() {
-        let mut head = String::new();
-        // CPU 0: two Unmovable order-0 allocations without a refill, a free of a page in a
-        // Movable pageblock, then a refill and one more allocation (served by the refill).
-        for pfn in [0x1000, 0x1001] {
-            head += &line(0, 1, &format!("mm_page_alloc: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype=0 gfp_flags=GFP_KERNEL"));
-        }
-        head += &line(0, 2, "mm_page_alloc: page=(____ptrval____) pfn=0x2000 order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE");
-        head += &line(
-            0,
-            2,
-            "mm_page_free: page=(____ptrval____) pfn=0x2000 order=0",
-        );
-        head += &line(0, 3, "mm_page_alloc_zone_locked: page=(____ptrval____) pfn=0x1100 order=0 migratetype=0 percpu_refill=1");
-        head += &line(0, 3, "mm_page_alloc: page=(____ptrval____) pfn=0x1100 order=0 migratetype=0 gfp_flags=GFP_KERNEL");
-        // CPU 1: an order-2 Reclaimable allocation, then a drain of an order-2 block.
-        head += &line(1, 4, "mm_page_alloc: page=(____ptrval____) pfn=0x3000 order=2 migratetype=2 gfp_flags=GFP_KERNEL");
-        head += &line(
-            1,
-            4,
-            "mm_page_pcpu_drain: page=(____ptrval____) pfn=0x3004 order=2 migratetype=2",
-        );
-        head += "a partial last li";
-        // Two zones: CPU 0's events lie in the first, CPU 1's in the second.
-        let h = infer(
-            head.as_bytes(),
-            2,
-            &[0..0x3000, 0x3000..1 << 20],
-            9,
-            Some(9),
-            Numbering::Current,
-        );
-        let (d, high) = (&h.zones[0], &h.zones[1]);
-        assert_eq!((d.events, high.events), (6, 2));
-        // CPU 0: 2 Unmovable order-0 pages before the refill; the Movable allocation came
-        // before the free that put a page back, so that list held one page.
-        assert_eq!(d.blocks[0][0], [2, 1, 0]);
-        assert!(d.exact[0][0][0] && !d.exact[0][0][1]);
-        assert_eq!(high.blocks[1][2], [0, 0, 2]);
-        assert_eq!(high.blocks[0], [[0; TYPES]; SLOTS]);
-        assert_eq!(d.blocks[1], [[0; TYPES]; SLOTS]);
-        // The rest of the count goes to the first order-0 list never shown empty: Movable.
-        assert_eq!(d.fit(0, 10), vec![(0, 0, 2), (0, 1, 8)]);
-        // Scaled into a small count.
-        assert_eq!(high.fit(1, 4), vec![(2, 2, 1)]);
-        assert_eq!(h.first_named.first(), Some(&(0x1000, 0)));
-    }
-
-    #[test]
-    fn a_first_refill_of_batch_times_a_power_of_two_shows_the_alloc_factor() {
-        let alloc = |pfn: u64| {
-            format!("mm_page_alloc: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype=0 gfp_flags=GFP_KERNEL")
-        };
-        let refill = |pfn: u64| {
-            format!("mm_page_alloc_zone_locked: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype=0 percpu_refill=1")
-        };
-        let mut head = String::new();
-        // CPU 0: an allocation off its list, then a refill of 252 = 63 << 2 pages.
-        head += &line(0, 1, &alloc(0x1000));
-        head += &(0..252)
-            .map(|i| line(0, 2, &refill(0x2000 + i)))
-            .collect::<String>();
-        head += &line(0, 2, &alloc(0x2000));
-        // CPU 1: a free before its refill of 252: the factor was halved on the way.
-        head += &line(
-            1,
-            3,
-            "mm_page_free: page=(____ptrval____) pfn=0x3000 order=0",
-        );
-        head += &(0..252)
-            .map(|i| line(1, 4, &refill(0x4000 + i)))
-            .collect::<String>();
-        head += &line(1, 4, &alloc(0x4000));
-        // CPU 2: a refill `high` capped (100 pages), then a second of 126 pages.
-        head += &(0..100)
-            .map(|i| line(2, 5, &refill(0x5000 + i)))
-            .collect::<String>();
-        head += &line(2, 5, &alloc(0x5000));
-        head += &(0..126)
-            .map(|i| line(2, 6, &refill(0x6000 + i)))
-            .collect::<String>();
-        let h = infer(
-            head.as_bytes(),
-            3,
-            // A second zone, which no event names (a one-range array reads as a mistake).
-            &[0..1 << 20, 1 << 20..2 << 20],
-            9,
-            Some(9),
-            Numbering::Current,
-        );
-        let d = &h.zones[0];
-        assert_eq!(d.first_refill, vec![Some(252), None, Some(100)]);
-        assert_eq!(d.alloc_factor(0, 63, 5), Some(2));
-        // Above CONFIG_PCP_BATCH_SCALE_MAX it cannot be.
-        assert_eq!(d.alloc_factor(0, 63, 1), None);
-        assert_eq!(d.alloc_factor(1, 63, 5), None);
-        assert_eq!(d.alloc_factor(2, 63, 5), None);
-    }
-
-    #[test]
-    fn a_refill_never_lowers_what_the_list_served_before_it() {
-        let mut head = String::new();
-        // Pageblock 0x2000 is named Unmovable; CPU 0 frees one of its pages, allocates two
-        // Unmovable pages (the list served one more than it was given), then frees two more
-        // pages read onto that list, and refills it. The balance at the refill is +1, but the
-        // list must have held one page at the start to serve the second allocation.
-        head += &line(1, 1, "mm_page_alloc: page=(____ptrval____) pfn=0x2000 order=0 migratetype=0 gfp_flags=GFP_KERNEL");
-        for pfn in [0x2001, 0x1000, 0x1001, 0x2002, 0x2003] {
-            let ev = if pfn >= 0x2000 {
-                format!("mm_page_free: page=(____ptrval____) pfn={pfn:#x} order=0")
-            } else {
-                format!("mm_page_alloc: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype=0 gfp_flags=GFP_KERNEL")
-            };
-            head += &line(0, 2, &ev);
-        }
-        head += &line(0, 3, "mm_page_alloc_zone_locked: page=(____ptrval____) pfn=0x1100 order=0 migratetype=0 percpu_refill=1");
-        let h = infer_one_zone(&head);
-        let d = &h.zones[0];
-        assert!(d.exact[0][0][0]);
-        assert_eq!(d.blocks[0][0][0], 1);
-    }
-
-    /// A line on CPU 1 at 5 s: an order-0 refill, drain or (any other `what`) allocation of
-    /// `pfn` with migratetype `mt`.
-    fn ev(pfn: u32, mt: u32, what: &str) -> String {
-        let ev = match what {
-            "refill" => format!("mm_page_alloc_zone_locked: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype={mt} percpu_refill=1"),
-            "drain" => format!("mm_page_pcpu_drain: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype={mt}"),
-            _ => format!("mm_page_alloc: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype={mt} gfp_flags=GFP_KERNEL"),
-        };
-        line(1, 5, &ev)
-    }
-
-    #[test]
-    fn a_drain_run_that_moves_on_to_a_higher_list_shows_the_one_before_empty() {
-        let mut head = String::new();
-        // One drain run on CPU 1: 2 Unmovable pages, 1 Movable, 1 Reclaimable. Unmovable
-        // (pindex 0) and Movable (1) are empty where the run moves on to a higher pindex.
-        head += &ev(0x1001, 0, "drain");
-        head += &ev(0x1002, 0, "drain");
-        head += &ev(0x2001, 1, "drain");
-        head += &ev(0x3001, 2, "drain");
-        // Three Unmovable allocations with no refill: the kernel's list got pages the head
-        // reads onto other lists (say); its start stays the 2 it was shown to hold, not 5.
-        for pfn in [0x1005, 0x1006, 0x1007] {
-            head += &ev(pfn, 0, "alloc");
-        }
-        // A run from Reclaimable (pindex 2) down to Movable: perhaps a new call from pindex
-        // 0, so Reclaimable is not shown empty; its start is the lowest balance, 2.
-        head += &ev(0x3002, 2, "drain");
-        head += &ev(0x2002, 1, "drain");
-        let h = infer_one_zone(&head);
-        let d = &h.zones[0];
-        assert_eq!(d.exact[1][0], [true, true, false]);
-        assert_eq!(d.blocks[1][0], [2, 1, 2]);
-        // The rest of a count goes to the first order-0 list not shown empty: Reclaimable.
-        assert_eq!(d.fit(1, 10), vec![(0, 0, 2), (0, 1, 1), (0, 2, 7)]);
-        // Every order-0 list shown empty, none refilled: the rest goes to Movable's, not
-        // dropped (the drains show each list empty at one point, not the count wrong).
-        let mut all = d.clone();
-        all.exact[1][0][2] = true;
-        assert_eq!(all.fit(1, 10), vec![(0, 0, 2), (0, 1, 6), (0, 2, 2)]);
-    }
-
-    #[test]
-    fn a_drained_page_is_read_off_the_list_it_went_on_not_its_pageblocks_type_now() {
-        let mut head = String::new();
-        // CPU 1 refills its Movable list with two pages and hands out one.
-        head += &ev(0x2000, 1, "refill");
-        head += &ev(0x2001, 1, "refill");
-        head += &ev(0x2000, 1, "alloc");
-        // A fallback has since made 0x2001's pageblock Unmovable: from 6.10 its drain off
-        // the Movable list prints 0 (`get_pfnblock_migratetype`). Then a Reclaimable page.
-        head += &ev(0x2001, 0, "drain");
-        head += &ev(0x3001, 2, "drain");
-        let h = infer_one_zone(&head);
-        let d = &h.zones[0];
-        // The Unmovable list served nothing and was never shown empty (read by its printed
-        // type, it held one page and was drained empty).
-        assert!(!d.exact[1][0][0]);
-        assert_eq!(d.blocks[1][0][0], 0);
-        // The Movable list was empty at its refill, the Reclaimable one held a page.
-        assert!(d.exact[1][0][1]);
-        assert_eq!(d.blocks[1][0], [0, 0, 1]);
-    }
 }

@@ -1,0 +1,286 @@
+//! One zone's list balances, kept event by event as the walk reads the window's first events
+//! ([`super::Collector`]), so the parse's end leaves only the frees whose pageblock no event
+//! had named yet to settle.
+//!
+//! A free goes onto the list of its pageblock's migratetype: the latest named before it, else
+//! the first named after it in the head, else Movable. Only the last needs the whole head. Such
+//! a free starts a new *segment* of its CPU's lists of its order: the balances go on without it,
+//! and each segment keeps its lowest balance per type. Once the head is read, the free's type
+//! is known, and it adds one to its type's balance in every segment from its own on: the
+//! lowest balance is the lowest of the segments' so raised, which is what a walk that knew the
+//! type at the free would have found.
+
+use std::collections::VecDeque;
+
+use super::{drained_empty, slot_of, ListDemand, Rec, MOVABLE, SLOTS, TYPES};
+use crate::trace::stats::HashMap;
+
+/// Per PCP order slot and migratetype.
+type PerList<T> = [[T; TYPES]; SLOTS];
+
+/// The `mm_page_free` events a `mm_page_free_batched` of the same page may follow, at most.
+const PENDING_BATCHED: usize = 64;
+
+/// One zone's lists, as the events so far leave them.
+pub(super) struct ZoneBalance {
+    cpus: Vec<CpuBalance>,
+    pageblock_order: u8,
+    thp_order: Option<u8>,
+    /// Per pageblock of the zone named so far: the latest migratetype named (current
+    /// numbering).
+    named: HashMap<u64, usize>,
+    /// The pfns of the latest `mm_page_free` events, oldest first: a `mm_page_free_batched`
+    /// of one of them was counted at it.
+    pending_batched: VecDeque<u64>,
+    /// The list each block a refill put on one went on (by its first pfn), until it leaves.
+    on_list: HashMap<u64, usize>,
+    events: u64,
+}
+
+/// One CPU's lists of a zone.
+#[derive(Clone)]
+struct CpuBalance {
+    balance: PerList<i64>,
+    /// Per slot, per segment (the first from the start, then one from each free of a
+    /// pageblock not named yet): the lowest balance of each type in it so far.
+    low: [Vec<[i64; TYPES]>; SLOTS],
+    /// Per slot: the pageblock of the free that starts each segment after the first.
+    unnamed: [Vec<u64>; SLOTS],
+    /// The list is shown empty at some point (see [`ListDemand::exact`]).
+    exact: PerList<bool>,
+    /// Of those, the ones shown refilled.
+    refilled: PerList<bool>,
+    /// Where `exact`: the segment and its lowest balance when the list was first shown empty.
+    at_empty: PerList<(usize, i64)>,
+    /// The last event was a `percpu_refill=0` allocation from the buddy: the allocation
+    /// after it took nothing from a list.
+    direct: bool,
+    /// The list of the last event, if that was a drain.
+    last_drain: Option<(usize, usize)>,
+    /// The first order-0 refill run (pages so far), and whether it is over (or a free came
+    /// first, which leaves it unknown).
+    first_refill: Option<u64>,
+    first_done: bool,
+}
+
+impl CpuBalance {
+    fn new() -> CpuBalance {
+        CpuBalance {
+            balance: [[0; TYPES]; SLOTS],
+            low: std::array::from_fn(|_| vec![[0; TYPES]]),
+            unnamed: Default::default(),
+            exact: [[false; TYPES]; SLOTS],
+            refilled: [[false; TYPES]; SLOTS],
+            at_empty: [[(0, 0); TYPES]; SLOTS],
+            direct: false,
+            last_drain: None,
+            first_refill: None,
+            first_done: false,
+        }
+    }
+
+    /// Adds `d` blocks to the list (`slot`, `mt`), where there is one.
+    #[inline]
+    fn take(&mut self, slot: Option<usize>, mt: usize, d: i64) {
+        if let (Some(s), true) = (slot, mt < TYPES) {
+            let b = &mut self.balance[s][mt];
+            *b += d;
+            // Never empty: the first segment is there from the start.
+            if let Some(low) = self.low[s].last_mut() {
+                low[mt] = low[mt].min(*b);
+            }
+        }
+    }
+
+    /// The list is empty here: it held exactly what was taken from it before, less what
+    /// was put on it; and never less than the most it served before (a free read onto this
+    /// list that went to another in the kernel must not undo an allocation the list did
+    /// serve). The first time the head shows it empty counts.
+    fn empty_here(&mut self, s: usize, mt: usize) {
+        if !self.exact[s][mt] {
+            self.exact[s][mt] = true;
+            let seg = self.low[s].len() - 1;
+            self.at_empty[s][mt] = (seg, self.low[s][seg][mt]);
+        }
+    }
+
+    /// A free onto a list of `slot` whose type (the pageblock `block`'s) the head shows later
+    /// or never: a new segment.
+    fn unnamed_free(&mut self, s: usize, block: u64) {
+        self.unnamed[s].push(block);
+        let b = self.balance[s];
+        self.low[s].push(b);
+    }
+
+    /// The first order-0 refill run, as `rec` extends or ends it.
+    fn first_refill(&mut self, rec: Rec) {
+        if !self.first_done {
+            match rec {
+                Rec::ZoneLocked(_, 0, _, true) => *self.first_refill.get_or_insert(0) += 1,
+                Rec::Free(..) | Rec::FreeBatched(..) if self.first_refill.is_none() => {
+                    self.first_done = true;
+                }
+                _ => self.first_done = self.first_refill.is_some(),
+            }
+        }
+    }
+
+    /// Per list, the blocks it held at the start, at least, with each unnamed free's type
+    /// given by `named` (else Movable).
+    fn blocks(&self, named: &dyn Fn(u64) -> Option<usize>) -> PerList<u64> {
+        std::array::from_fn(|s| self.slot_blocks(s, named))
+    }
+
+    /// [`CpuBalance::blocks`] of the lists of slot `s`.
+    fn slot_blocks(&self, s: usize, named: &dyn Fn(u64) -> Option<usize>) -> [u64; TYPES] {
+        // The unnamed frees' blocks so far, per type, and the lowest raised balance.
+        let mut k = [0i64; TYPES];
+        let mut lowest = [i64::MAX; TYPES];
+        let mut at = [0i64; TYPES];
+        for (seg, low) in self.low[s].iter().enumerate() {
+            if seg > 0 {
+                let mt = named(self.unnamed[s][seg - 1]).unwrap_or(MOVABLE);
+                if mt < TYPES {
+                    k[mt] += 1;
+                }
+            }
+            for t in 0..TYPES {
+                let (at_seg, at_low) = self.at_empty[s][t];
+                if self.exact[s][t] && at_seg == seg {
+                    at[t] = lowest[t].min(at_low + k[t]);
+                }
+                lowest[t] = lowest[t].min(low[t] + k[t]);
+            }
+        }
+        std::array::from_fn(|t| {
+            let l = if self.exact[s][t] { at[t] } else { lowest[t] };
+            l.unsigned_abs()
+        })
+    }
+}
+
+impl ZoneBalance {
+    /// No event yet, on `cpus` CPUs (at least one).
+    pub(super) fn new(cpus: u32, pageblock_order: u8, thp_order: Option<u8>) -> ZoneBalance {
+        ZoneBalance {
+            cpus: vec![CpuBalance::new(); cpus.max(1) as usize],
+            pageblock_order,
+            thp_order,
+            named: HashMap::default(),
+            pending_batched: VecDeque::with_capacity(PENDING_BATCHED + 1),
+            on_list: HashMap::default(),
+            events: 0,
+        }
+    }
+
+    /// One event of the zone on `cpu` (below the CPU count), naming `name` (pageblock,
+    /// migratetype) where it names one; `first_named` gives a pageblock's first migratetype
+    /// named so far in the whole head (final once there).
+    pub(super) fn step(
+        &mut self,
+        cpu: u32,
+        rec: Rec,
+        name: Option<(u64, usize)>,
+        first_named: impl Fn(u64) -> Option<usize>,
+    ) {
+        let thp = self.thp_order;
+        let Some(c) = self.cpus.get_mut(cpu as usize) else {
+            return;
+        };
+        self.events += 1;
+        c.first_refill(rec);
+        if let Some((block, mt)) = name {
+            self.named.insert(block, mt);
+        }
+        // A drained block a refill of the head put on a list (`rmqueue_bulk`: the list of
+        // the requested type) is drained off that list, whatever type its line prints: from
+        // 6.10 `free_pcppages_bulk` prints the pageblock's type now
+        // (`get_pfnblock_migratetype`), which a fallback may have changed since.
+        let rec = match rec {
+            Rec::Drain(pfn, order, mt) => {
+                Rec::Drain(pfn, order, self.on_list.remove(&pfn).unwrap_or(mt))
+            }
+            r => r,
+        };
+        match rec {
+            // A refill runs only on an empty list (`__rmqueue_pcplist`).
+            Rec::ZoneLocked(_, order, mt, true) => {
+                if let (Some(s), true) = (slot_of(order, thp), mt < TYPES) {
+                    c.empty_here(s, mt);
+                    c.refilled[s][mt] = true;
+                }
+            }
+            Rec::Drain(_, order, mt) => {
+                if let (Some(s), Some(prev)) = (slot_of(order, thp), c.last_drain) {
+                    if drained_empty(prev, (s, mt)) {
+                        c.empty_here(prev.0, prev.1);
+                    }
+                }
+            }
+            _ => {}
+        }
+        c.last_drain = match rec {
+            Rec::Drain(_, order, mt) => slot_of(order, thp).map(|s| (s, mt)),
+            _ => None,
+        };
+        match rec {
+            Rec::ZoneLocked(pfn, order, mt, refill) => {
+                if refill {
+                    c.take(slot_of(order, thp), mt, 1);
+                    self.on_list.insert(pfn, mt);
+                } else {
+                    c.direct = true;
+                }
+            }
+            Rec::Alloc(order, mt) => {
+                if !std::mem::take(&mut c.direct) {
+                    c.take(slot_of(order, thp), mt, -1);
+                }
+            }
+            Rec::Drain(_, order, mt) => c.take(slot_of(order, thp), mt, -1),
+            Rec::Free(pfn, order) | Rec::FreeBatched(pfn, order) => {
+                let pending = &mut self.pending_batched;
+                if matches!(rec, Rec::Free(..)) {
+                    pending.push_back(pfn);
+                    if pending.len() > PENDING_BATCHED {
+                        pending.pop_front();
+                    }
+                } else if let Some(i) = pending.iter().position(|&p| p == pfn) {
+                    // The `mm_page_free` of the same page came first: counted there.
+                    pending.swap_remove_back(i);
+                    return;
+                }
+                // Its list is its pageblock's type at the free, which the head names only
+                // by an allocation's requested type: a drain's own line tells it better.
+                self.on_list.remove(&pfn);
+                let Some(s) = slot_of(order, thp) else {
+                    return;
+                };
+                let block = pfn >> self.pageblock_order;
+                match self
+                    .named
+                    .get(&block)
+                    .copied()
+                    .or_else(|| first_named(block))
+                {
+                    Some(mt) => c.take(Some(s), mt, 1),
+                    None => c.unnamed_free(s, block),
+                }
+            }
+        }
+    }
+
+    /// The lists' start, the unnamed frees' types given by `first_named` (the whole head's).
+    pub(super) fn finish(self, first_named: &dyn Fn(u64) -> Option<usize>) -> ListDemand {
+        ListDemand {
+            blocks: self.cpus.iter().map(|c| c.blocks(first_named)).collect(),
+            exact: self.cpus.iter().map(|c| c.exact).collect(),
+            refilled: self.cpus.iter().map(|c| c.refilled).collect(),
+            thp_order: self.thp_order,
+            events: self.events,
+            start_count: Vec::new(),
+            hints: Default::default(),
+            first_refill: self.cpus.iter().map(|c| c.first_refill).collect(),
+        }
+    }
+}
