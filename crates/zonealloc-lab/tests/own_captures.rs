@@ -342,9 +342,15 @@ const KNOWN: &[(&str, &str)] = &[
     // 6.12-4g's (DMA32 is exact now; Normal CPU 1's count is stale, zoneinfo read from 655.69 s,
     // the window opening at 777.46 s, and the decay timers' phase is assumed: with the phase
     // of the workers' runs before the window, `--jiffies-phase 768.803412`, 0.16% / 2.14%),
-    // 6.12-8g's (Normal CPU 2's stale count goes to its Reclaimable list, whose 6 pageblocks
-    // lack pages in use, so the set-up frees Unmovable pageblocks' pages onto the Unmovable
-    // list, which the kernel refilled at line 37430 and ours 70 s later), 7.2's refills
+    // 6.12-8g's (Normal CPU 2's count, 1629, is not stale: zoneinfo is read last, 20 ms and
+    // 176 events of its `cat` before the marker. The trace pins its Unmovable order-0 list
+    // at 300 pages (refilled at line 37430), Movable at 77 (line 71867) and the Movable THP
+    // list empty; the Reclaimable one held at least 132 (the drain run of line 90154 ends
+    // there), and no line reaches the order-1..3 lists. The rest, 1116, goes to the
+    // Reclaimable list, but its pageblocks offer the layout 272 pages, so the set-up frees
+    // Unmovable pageblocks' pages onto the Unmovable list: 1280 there, refilled 70 s after the
+    // kernel's. The rest on Movable gives CPU 2 300/1197/132 but leaves CPU 3's Movable list
+    // 150 of 1273 pages, the rest on its Unmovable one: 7.96% / 8.42%), 7.2's refills
     // (Normal CPU 1's Unmovable list, which the kernel refilled at line 15059 and ours did
     // not, shifts `alloc_factor`), 7.2-2g's drain events (6.2%, pages 0.3%: the kernel's
     // task refills CPU 2's THP list at line 5424 and its `mm_page_alloc` of that page is
