@@ -178,7 +178,7 @@ pub struct Head {
 }
 
 /// The inference fed one event at a time (the window's first events,
-/// [`super::first_events`]): each zone's balances are kept as it goes ([`ZoneBalance`]), so
+/// [`super::first_events`]): each zone's balances are kept as it goes (`balance::ZoneBalance`), so
 /// [`Collector::finish`] has little left to do once the parse is over. It holds a few hundred
 /// bytes per CPU, the pageblocks named, and 8 bytes per free of a pageblock no event had
 /// named before it (a handful in a real trace).

@@ -18,7 +18,7 @@ use super::Replayer;
 
 impl Replayer {
     /// Node `nid`'s kswapd pass ended before this event: its nap before a sleep
-    /// (`kswapd_try_to_sleep`) began ([`crate::trace::replay::kswapd_nap`]).
+    /// (`kswapd_try_to_sleep`) began (`trace::replay::kswapd_nap`).
     pub fn kswapd_napped(&mut self, nid: u32) {
         if self.geo.zones.iter().any(|z| z.node == nid) {
             self.kswapd(nid, false);

@@ -366,15 +366,19 @@ fn a_refill_never_lowers_what_the_list_served_before_it() {
     assert_eq!(d.blocks[0][0][0], 1);
 }
 
+/// A line on CPU 1 at 5 s: an order-0 refill, drain or (any other `what`) allocation of
+/// `pfn` with migratetype `mt`.
+fn ev(pfn: u32, mt: u32, what: &str) -> String {
+    let ev = match what {
+        "refill" => format!("mm_page_alloc_zone_locked: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype={mt} percpu_refill=1"),
+        "drain" => format!("mm_page_pcpu_drain: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype={mt}"),
+        _ => format!("mm_page_alloc: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype={mt} gfp_flags=GFP_KERNEL"),
+    };
+    line(1, 5, &ev)
+}
+
 #[test]
 fn a_drain_run_that_moves_on_to_a_higher_list_shows_the_one_before_empty() {
-    let ev = |pfn: u32, mt: u32, what: &str| {
-        let ev = match what {
-            "drain" => format!("mm_page_pcpu_drain: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype={mt}"),
-            _ => format!("mm_page_alloc: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype={mt} gfp_flags=GFP_KERNEL"),
-        };
-        line(1, 5, &ev)
-    };
     let mut head = String::new();
     // One drain run on CPU 1: 2 Unmovable pages, 1 Movable, 1 Reclaimable. Unmovable
     // (pindex 0) and Movable (1) are empty where the run moves on to a higher pindex.
@@ -406,14 +410,6 @@ fn a_drain_run_that_moves_on_to_a_higher_list_shows_the_one_before_empty() {
 
 #[test]
 fn a_drained_page_is_read_off_the_list_it_went_on_not_its_pageblocks_type_now() {
-    let ev = |pfn: u32, mt: u32, what: &str| {
-        let ev = match what {
-            "refill" => format!("mm_page_alloc_zone_locked: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype={mt} percpu_refill=1"),
-            "drain" => format!("mm_page_pcpu_drain: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype={mt}"),
-            _ => format!("mm_page_alloc: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype={mt} gfp_flags=GFP_KERNEL"),
-        };
-        line(1, 5, &ev)
-    };
     let mut head = String::new();
     // CPU 1 refills its Movable list with two pages and hands out one.
     head += &ev(0x2000, 1, "refill");
