@@ -1,5 +1,5 @@
 //! One variant's replay: its zones, fed the trace's events one by one ([`Replayer::feed`]),
-//! what it counted and sampled; the frees in [`frees`].
+//! what it counted and sampled; the frees in [`frees`], a traced allocation in [`traced`].
 
 mod decay;
 mod frees;
@@ -7,13 +7,14 @@ mod held;
 mod kswapd;
 #[cfg(test)]
 pub(crate) mod tests;
+mod traced;
 
 use std::io::{self, Write};
 
-use zonealloc::{CpuId, MigrateType, Order, Pfn, Zone, ZoneEvent};
+use zonealloc::{Pfn, Zone, ZoneEvent};
 
 use super::counts::{FragSample, ReplayCounts};
-use super::frames::{self, most_first, Live};
+use super::frames::{self, most_first};
 use super::geometry::{Geometry, Online};
 use super::gfp;
 use super::infer::kernel::Inferred;
@@ -419,117 +420,6 @@ impl Replayer {
             | EventKind::KswapdSleep { .. } => {}
         }
         self.track_held(ev, cpu);
-        Ok(())
-    }
-
-    /// A traced `mm_page_alloc` (a function of its own: the other events, most of a trace,
-    /// then pass through a small `feed`).
-    #[inline(never)]
-    fn alloc_traced(
-        &mut self,
-        ev: &Event<'_>,
-        cpu: u32,
-        pfn: u64,
-        order: u8,
-        migratetype: u8,
-        gfp_flags: &str,
-    ) -> io::Result<()> {
-        let failed_in_trace = ev.is_failed_alloc();
-        let z = if failed_in_trace {
-            self.counts.kernel_failures += 1;
-            // A failure names no zone: try the preferred one (the highest of the CPU's node).
-            self.geo.preferred_zone(cpu)
-        } else {
-            let z = self.zone_for(pfn)?;
-            if let Some(n) = self.numa.as_mut() {
-                n.kernel
-                    .count(self.geo.zones[z].node, self.geo.cpu_node(cpu));
-            }
-            if let Some(old) = self.frames.take_live(pfn) {
-                self.counts.implicit_frees += 1;
-                self.free_ours(ev, cpu, old)?;
-            } else {
-                self.frames.set_failed(pfn, false);
-            }
-            z
-        };
-        let mt = MigrateType::from_index(usize::from(self.geo.numbering.to_current(migratetype)))
-            .filter(|m| m.is_gfp_type());
-        let (Some(mt), Some(ord)) = (
-            mt,
-            Order::new(order).filter(|o| o.get() <= self.zones[z].max_order().get()),
-        ) else {
-            self.counts.skipped_allocs += 1;
-            return Ok(());
-        };
-        let req = self.gfp.request(mt, gfp_flags).on_cpu(CpuId(cpu));
-        // The trace shows the kernel took this page from this zone: below its watermark in
-        // ours, the replay takes it anyway rather than fail into the slow path's
-        // `drain_all_pages` (a drain the kernel did shows in the trace, and is replayed from
-        // there). 7.2-8g p_pressure: the OOM victim's allocation at 1593.014560 (ALLOC_OOM)
-        // came from Normal's list below min; ours drained every list (7967 pages) first.
-        let req = if failed_in_trace {
-            req
-        } else {
-            req.no_watermarks()
-        };
-        let (got, z) = match self.numa.as_deref() {
-            None => (self.zones[z].alloc_with(ord, req), z),
-            // Several nodes: the zonelist from the kernel's zone, or all of it for a failure.
-            Some(n) => {
-                let (kernel, node) = ((!failed_in_trace).then_some(z), self.geo.cpu_node(cpu));
-                let got = n
-                    .zonelists
-                    .alloc(&self.zones, kernel, node, gfp_flags, ord, req);
-                let at = got.ok().and_then(|p| self.geo.zone_of(p.0));
-                for other in 0..self.zones.len() {
-                    self.flush_zone_events(ev, other, cpu)?;
-                }
-                (got, at.unwrap_or(z))
-            }
-        };
-        self.flush_zone_events(ev, z, cpu)?;
-        self.emit_event(
-            ev,
-            match got {
-                Ok(p) => (PagePtr::Present, p.0),
-                Err(_) => (PagePtr::Null, 0),
-            },
-            |pfn| EventKind::Alloc {
-                pfn,
-                order,
-                migratetype: mt.index() as u8,
-                gfp_flags,
-            },
-        )?;
-        let live = |p: Pfn| Live {
-            ours: p.0,
-            order,
-            zone: z as u8,
-            freed: 0,
-        };
-        if let (Some(n), Ok(_)) = (self.numa.as_mut(), got) {
-            n.ours.count(self.geo.zones[z].node, self.geo.cpu_node(cpu));
-        }
-        match got {
-            Ok(p) if failed_in_trace => {
-                self.counts.kernel_failures_satisfied += 1;
-                self.free_ours(ev, cpu, live(p))?;
-            }
-            Ok(p) => {
-                self.counts.allocs += 1;
-                self.counts.same_frame += u64::from(p.0 == pfn);
-                let before = self.frames.count_allocation(p.0);
-                self.counts.reused += u64::from(before > 0);
-                self.frames.set_live(pfn, live(p));
-                self.frames.set_pending_batched(pfn, false);
-            }
-            Err(_) if failed_in_trace => {}
-            Err(_) => {
-                self.counts.alloc_failures += 1;
-                self.frames.set_failed(pfn, true);
-            }
-        }
         Ok(())
     }
 

@@ -5,7 +5,7 @@ use crate::trace::ingest::input;
 use crate::trace::migratetype::Numbering;
 use crate::trace::replay::geometry::{span_from_trace, DEFAULT_ZONE_PAGES};
 use crate::trace::replay::gfp::request;
-use zonealloc::{AllocRequest, ZoneType};
+use zonealloc::{AllocRequest, CpuId, MigrateType, ZoneType};
 
 /// An order-0 allocation of `pfn`, of migratetype `mt` (the trace's numbering) and `gfp`, as
 /// the trace prints it.
