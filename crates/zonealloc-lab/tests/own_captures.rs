@@ -339,9 +339,10 @@ const KNOWN: &[(&str, &str)] = &[
     // drains were 5.8% off: CPU 3's Normal count at the start was a few hundred pages high;
     // its Normal end state is off mostly by CPU 0's 167 pages, refilled by zoneinfo's own
     // `cat` after the window's end),
-    // 6.12-4g's (DMA32 is exact now; Normal CPU 1's count is stale, zoneinfo read from 655.69 s,
-    // the window opening at 777.46 s, and the decay timers' phase is assumed: with the phase
-    // of the workers' runs before the window, `--jiffies-phase 768.803412`, 0.16% / 2.14%),
+    // 6.12-4g's drains (its refills are exact since each CPU's decay timer starts from its
+    // worker's last run before the window, infer/worker_runs.rs: 5.45% -> 0.00%; what is left,
+    // 2.47% of drain events, is Normal CPU 1's Movable drains, most at the exit (804.0 s):
+    // ours 2689, the kernel's 2326),
     // 6.12-8g's (Normal CPU 2's count, 1629, is not stale: zoneinfo is read last, 20 ms and
     // 176 events of its `cat` before the marker. The trace pins its Unmovable order-0 list
     // at 300 pages (refilled at line 37430), Movable at 77 (line 71867) and the Movable THP
