@@ -339,10 +339,6 @@ const KNOWN: &[(&str, &str)] = &[
     // drains were 5.8% off: CPU 3's Normal count at the start was a few hundred pages high;
     // its Normal end state is off mostly by CPU 0's 167 pages, refilled by zoneinfo's own
     // `cat` after the window's end),
-    // 6.12-4g's drains (its refills are exact since each CPU's decay timer starts from its
-    // worker's last run before the window, infer/worker_runs.rs: 5.45% -> 0.00%; what is left,
-    // 2.47% of drain events, is Normal CPU 1's Movable drains, most at the exit (804.0 s):
-    // ours 2689, the kernel's 2326),
     // 6.12-8g's (Normal CPU 2's count, 1629, is not stale: zoneinfo is read last, 20 ms and
     // 176 events of its `cat` before the marker. The trace pins its Unmovable order-0 list
     // at 300 pages (refilled at line 37430), Movable at 77 (line 71867) and the Movable THP
@@ -357,6 +353,9 @@ const KNOWN: &[(&str, &str)] = &[
     // task refills CPU 2's THP list at line 5424 and its `mm_page_alloc` of that page is
     // traced on CPU 1, line 5751, after a migration; ours takes a page off CPU 1's list, 512
     // short when CPU 1's worker runs at 1860.184 and the kernel's drains 321 pages).
+    // 6.12-4g is within 2% since each CPU's decay timer starts from its worker's runs
+    // before the window (infer/worker_runs.rs; the window shows none in its first 28 s):
+    // refills 5.45% -> 0.00%, drains 3.51% -> 1.53%.
     // 7.2 at 8 GiB is within 2% since two rules: a softirq free between a refill and its
     // `mm_page_alloc` (p_thp CPU 2, 13 frees at `..s3.` from 755.241894) finds the lists
     // locked and goes to the buddy (`__free_frozen_pages`), keeping `alloc_factor`; a traced
