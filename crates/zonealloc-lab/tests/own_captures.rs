@@ -463,21 +463,38 @@ fn own_two_node_captures_are_replayed_with_both_nodes() {
 /// are exact today; the limit leaves some room.
 #[test]
 fn seven_two_thp_decays_run_on_the_seconds_the_trace_shows() {
+    assert_fidelity_within("7.2-2g/p_thp", &[1.0; 4]);
+}
+
+/// 6.12's vmstat workers run on the seconds their runs before the window show: 6.12-4g
+/// p_pressure shows no worker drain in its first 28 s, and CPUs 0, 1 and 2 ran up to 63, 34
+/// and 9 s before it (`infer/worker_runs.rs`). With the timers' phase assumed at the first
+/// event, refill events were 5.45% off and drain events 3.51%; from the runs before, 0.00%
+/// and 1.53% today (`vmstat/ahead.rs` places none: no run among its first events).
+#[test]
+fn six_twelve_pressure_decays_run_on_the_seconds_of_the_runs_before() {
+    assert_fidelity_within("6.12-4g/p_pressure", &[2.0, 1.0, 1.0, 1.0]);
+}
+
+/// Replays capture phase `name` and checks its window's drain events, drain pages, refill
+/// events and refill pages are off the kernel by at most `limits` percent.
+fn assert_fidelity_within(name: &str, limits: &[f64; 4]) {
     let p = phases()
         .into_iter()
-        .find(|p| p.name == "7.2-2g/p_thp")
-        .expect("7.2-2g/p_thp in data/kernel-own");
+        .find(|p| p.name == name)
+        .unwrap_or_else(|| panic!("{name} in data/kernel-own"));
     let (_, json) = replay(&p).expect("replayed");
     let pct = &json["experiments"][0]["config"]["counts"][0]["fidelity_pct"];
-    for kind in [
+    let kinds = [
         "drain events",
         "drain pages",
         "refill events",
         "refill pages",
-    ] {
+    ];
+    for (kind, limit) in kinds.into_iter().zip(limits) {
         let off = pct[kind]
             .as_f64()
             .unwrap_or_else(|| panic!("no {kind} figure"));
-        assert!(off <= 1.0, "7.2-2g/p_thp {kind} {off:.2}% off the kernel");
+        assert!(off <= *limit, "{name} {kind} {off:.2}% off the kernel");
     }
 }

@@ -217,6 +217,9 @@ fn a_run_ahead_wins_over_a_run_before_and_the_runs_before_give_way_at_the_first_
     ahead.feed(&drain(0, 778_200_000_000, Task::CpuWorker));
     v.align_ahead(&ahead);
     v.set_runs_before(&[Some(700_500_000_000), Some(743_853_537_000), None, None]);
+    // CPU 0 on its run ahead's phase (x.196), not its run before's (x.496).
+    assert_eq!(v.work[0].phase_ns, Some(196_000_000));
+    assert!(!v.work[0].before && v.work[1].before);
     let mut ran = Vec::new();
     for ms in 777_460..778_200u64 {
         ran.extend(step(&mut v, 1 + (ms % 3) as u32, ms * 1_000_000, true));
