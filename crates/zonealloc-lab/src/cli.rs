@@ -207,8 +207,10 @@ pub struct TraceReplayArgs {
     /// The trace time (seconds, as the trace prints it) of a jiffies-second boundary, for
     /// the vmstat workers' timers: CPU c's worker runs 3 * c jiffies before each such second.
     /// By default it comes from the first worker run the trace shows (a kworker of the CPU
-    /// draining at preempt depth 2), else it is assumed at the first event. Another capture
-    /// of the same boot can give it: a run of CPU c at t puts it at t - 1/HZ + 3 * c / HZ.
+    /// draining at preempt depth 2), else it is assumed at the first event; with --proc, a
+    /// CPU whose worker ran before the window keeps to that run's second until then. Another
+    /// capture of the same boot can give it: a run of CPU c at t puts it at
+    /// t - 1/HZ + 3 * c / HZ.
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
     pub jiffies_phase: Option<u64>,
     /// The trace's migratetype numbering (inferred from gfp_flags when not given).

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use super::geometry::Geometry;
 use super::infer::first_events::{self, FirstEvents};
 use super::infer::kernel::{self, KernelSide};
-use super::infer::{free_factor, pcp_state, start_count};
+use super::infer::{free_factor, pcp_state, start_count, worker_runs};
 use super::layout;
 use super::options::ReplayOptions;
 use super::preset::Kernel;
@@ -137,10 +137,13 @@ impl Setup {
         if opts.kernel.is_some() || snap.is_some() {
             preset.0.apply(&mut base);
         }
-        // Only a free_factor start (below) reads the text before the window.
+        // Only a free_factor start and the vmstat workers' timers (below) read the text
+        // before the window.
         let infer = opts.infer.unwrap_or(snap.is_some());
         let wants_before = infer && snap.is_some() && base.pcp.free_scaling.is_free_factor();
-        if !wants_before {
+        let wants_runs = infer && snap.is_some() && base.pcp.decay && !opts.no_decay;
+        let wants_runs = wants_runs && opts.jiffies_phase_ns.is_none();
+        if !wants_before && !wants_runs {
             source.drop_before_window();
         }
         // The synthesised layouts need none of the trace: made beside the inferences' walk,
@@ -195,9 +198,21 @@ impl Setup {
         setup.add_replayers(opts, &head, &early, &ahead)?;
         // Before 6.7 a CPU's `free_factor` decides its drains, and only the trace before
         // the marker shows it.
+        let text = if wants_before || wants_runs {
+            source.before_window()
+        } else {
+            Vec::new()
+        };
         if wants_before {
-            let text = source.before_window();
             free_factor::apply(&text, &setup.geo, &setup.replayers, &base);
+        }
+        // From 6.7 each CPU's worker decays `high` on its own second: the runs before the
+        // marker show where it lies.
+        if wants_runs {
+            let last = worker_runs::last_runs(&text, setup.geo.cpus);
+            for r in setup.replayers.iter_mut().filter(|r| r.decay) {
+                r.set_worker_runs_before(&last);
+            }
         }
         setup.kernel.block_types = kernel::BlockTypes::new(base.pageblock_order);
         setup

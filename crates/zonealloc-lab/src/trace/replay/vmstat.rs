@@ -73,6 +73,9 @@ struct Work {
     /// Its first run in the trace, ahead of the replay ([`RunsAhead`]): the simulated run of
     /// that second waits for it.
     ahead_ns: Option<u64>,
+    /// Its own phase is that of its run before the window ([`Vmstat::set_runs_before`]),
+    /// which gives way at the window's first mark.
+    before: bool,
 }
 
 /// A run of one CPU's worker the replay is to do: `refresh_cpu_vm_stats(true)` on `cpu` at
@@ -144,6 +147,31 @@ impl Vmstat {
         self.given = true;
     }
 
+    /// Places each CPU's timer from its worker's runs before the window (trace time, the run
+    /// earliest in its second; `None` where the trace before the start marker shows none,
+    /// [`crate::trace::replay::infer::worker_runs`]): the CPU keeps to its own second
+    /// ([`Vmstat::align_cpu`]'s phase) until the window's first mark, which places every
+    /// CPU's timer as before ([`Vmstat::align`]). A CPU without a run keeps the assumed phase:
+    /// under QEMU the CPUs' seconds drift apart (6.12-8g p_thp: CPU 2's run 203 s before the
+    /// window put CPU 3's decay 0.1 s before the kernel's, draining 76 pages it did not).
+    /// 6.12-4g p_pressure: CPUs 0, 1 and 2 ran up to 63, 34 and 9 s before the window, and no
+    /// worker drains in its first 28 s; refill events 5.45 -> 0.00% off the kernel, drain
+    /// events 3.51 -> 1.53%. Before the first event; nothing where the phase was given.
+    pub fn set_runs_before(&mut self, last: &[Option<u64>]) {
+        if self.given || self.started {
+            return;
+        }
+        let tick = self.tick_ns();
+        for (c, t) in last.iter().take(self.work.len()).enumerate() {
+            // A CPU with a run ahead keeps that run's phase ([`Vmstat::align_ahead`]).
+            let w = &mut self.work[c];
+            if let (Some(t), None) = (*t, w.ahead_ns) {
+                w.phase_ns = Some(phase_of_run(c as u32, t, tick));
+                w.before = true;
+            }
+        }
+    }
+
     /// Whether an idle CPU's expired worker waits for the CPU's next traced event. The
     /// kernel runs it when the CPU next wakes, for any reason: a timer, an interrupt, a task,
     /// most of which the trace (kmem events only) does not show. Off (the default), it runs
@@ -156,9 +184,10 @@ impl Vmstat {
         self.defer_to_event = on;
     }
 
-    /// Whether the phase came from the trace (a worker's drain), not assumed.
+    /// Whether the phase came from the trace (a worker's drain, in the window or before it
+    /// for some CPU), not assumed.
     pub fn aligned(&self) -> bool {
-        self.aligned
+        self.aligned || self.work.iter().any(|w| w.phase_ns.is_some())
     }
 
     /// A tick, in nanoseconds.
@@ -331,6 +360,10 @@ impl Vmstat {
         }
         if !self.aligned {
             self.align(cpu, t);
+        } else if self.work.iter().any(|w| w.before) {
+            // Aligned by the runs ahead: the runs before the window give way all the same.
+            let now = self.jiffy(t);
+            self.onto_shared(self.phase_ns, now, false);
         }
         let c = cpu as usize % self.work.len();
         self.work[c].ahead_ns = None;
@@ -361,11 +394,11 @@ impl Vmstat {
     /// early. A pending timer moves to the CPU's next boundary on it (the run re-queues
     /// there, `round_jiffies_relative`); the jiffy of its last run moves with it.
     fn align_cpu(&mut self, c: usize, cpu: u32, t: u64) {
-        let tick = self.tick_ns();
-        let phase = (t.saturating_sub(tick) + 3 * u64::from(cpu) * tick) % 1_000_000_000;
+        let phase = phase_of_run(cpu, t, self.tick_ns());
         let (hz, old) = (self.hz, self.work[c].phase_ns.or(self.phase_ns));
         let w = &mut self.work[c];
         w.phase_ns = Some(phase);
+        w.before = false;
         let j = jiffy_at(w.phase_ns, hz, t);
         if w.pending {
             w.expires = next_boundary(j, cpu, hz);
@@ -380,43 +413,53 @@ impl Vmstat {
     /// ≡ 0 mod HZ`) in the tick before `t`; pending timers move to the same place in their
     /// CPU's second on it.
     fn align(&mut self, cpu: u32, t: u64) {
-        let old: Vec<(bool, i64)> = self.work.iter().map(|w| (w.pending, w.expires)).collect();
-        let old_ns: Vec<u64> = old.iter().map(|&(_, e)| self.ns_of(e)).collect();
-        let (old_phase, shepherd_ns) = (self.phase_ns, self.ns_of(self.shepherd));
-        let tick = self.tick_ns();
-        // The boundary jiffy starts at `t - tick` at the latest: jiffies-second boundaries
-        // lie `3 * cpu` jiffies after it, modulo a second.
-        let boundary_ns = t.saturating_sub(tick);
-        let skew_ns = 3 * u64::from(cpu) * tick;
-        self.phase_ns = Some((boundary_ns + skew_ns) % 1_000_000_000);
+        let (old_phase, hz) = (self.phase_ns, self.hz);
+        let shepherd_ns = self.ns_of(self.shepherd);
+        self.phase_ns = Some(phase_of_run(cpu, t, self.tick_ns()));
         self.aligned = true;
         let now = self.jiffy(t);
-        for (c, w) in self.work.iter_mut().enumerate() {
-            // A CPU on its own phase (its run ahead) keeps its timer.
-            if !old[c].0 || w.phase_ns.is_some() {
-                continue;
-            }
-            // The first boundary of CPU `c` at or after the old expiry's time.
-            let j = jiffy_at(self.phase_ns, self.hz, old_ns[c]);
-            w.expires = next_boundary(j - 1, c as u32, self.hz).max(now + 1);
-        }
-        // The shepherd's expiry and the last runs of the CPUs on the shared phase are jiffies
-        // of the old one: kept where they were in time (left as they were, the shepherd of
-        // 7.2-2g p_thp, 1500 jiffies in, fell 545 s back onto the new phase and queued
-        // every idle CPU's worker at once, stamped 6.79 s).
-        let j = jiffy_at(self.phase_ns, self.hz, shepherd_ns);
-        self.shepherd = next_boundary(j - 1, 0, self.hz).max(now + 1);
-        for w in self.work.iter_mut().filter(|w| w.phase_ns.is_none()) {
-            if let Some(r) = w.ran {
-                w.ran = Some(jiffy_at(
-                    self.phase_ns,
-                    self.hz,
-                    ns_of_at(old_phase, self.hz, r),
-                ));
-            }
-        }
+        self.onto_shared(old_phase, now, true);
+        // The shepherd's expiry is a jiffy of the old phase: kept where it was in time (left
+        // as it was, the shepherd of 7.2-2g p_thp, 1500 jiffies in, fell 545 s back onto the
+        // new phase and queued every idle CPU's worker at once, stamped 6.79 s).
+        let j = jiffy_at(self.phase_ns, hz, shepherd_ns);
+        self.shepherd = next_boundary(j - 1, 0, hz).max(now + 1);
         self.refresh_due();
     }
+
+    /// Moves timers onto the shared phase at jiffy `now` on it: those of the CPUs on the own
+    /// phase of a run before the window ([`Vmstat::set_runs_before`]), which gives way at
+    /// the window's first mark, and with `all` those on the shared phase `old_phase` before
+    /// ([`Vmstat::align`]); a CPU on the phase of its run ahead or its mark keeps its timer.
+    /// A pending timer moves to its CPU's first boundary at or after its old time; the
+    /// jiffy of the last run is kept in time.
+    fn onto_shared(&mut self, old_phase: Option<u64>, now: i64, all: bool) {
+        let (new, hz) = (self.phase_ns, self.hz);
+        for (c, w) in self.work.iter_mut().enumerate() {
+            let old = if w.before {
+                w.before = false;
+                w.phase_ns.take()
+            } else if all && w.phase_ns.is_none() {
+                old_phase
+            } else {
+                continue;
+            };
+            if let Some(r) = w.ran {
+                w.ran = Some(jiffy_at(new, hz, ns_of_at(old, hz, r)));
+            }
+            if w.pending {
+                let j = jiffy_at(new, hz, ns_of_at(old, hz, w.expires));
+                w.expires = next_boundary(j - 1, c as u32, hz).max(now + 1);
+            }
+        }
+    }
+}
+
+/// The phase (a jiffies-second boundary, modulo a second) that CPU `cpu`'s worker run at `t`
+/// shows: the CPU's boundary (`jiffies + 3 * cpu ≡ 0 mod HZ`) starts in the tick before `t`
+/// at the latest; jiffies-second boundaries lie `3 * cpu` jiffies after it.
+fn phase_of_run(cpu: u32, t: u64, tick: u64) -> u64 {
+    (t.saturating_sub(tick) + 3 * u64::from(cpu) * tick) % 1_000_000_000
 }
 
 /// The first jiffy after `j` that is CPU `cpu`'s boundary (`(jiffy + 3 * cpu) % HZ == 0`).

@@ -8,6 +8,8 @@
 //! - [`start_count`]: each CPU's `count` at the start marker, which zoneinfo read earlier;
 //! - [`free_factor`]: each CPU's `free_factor` (before 6.7) at the start marker, from the
 //!   trace before it;
+//! - [`worker_runs`]: each CPU's last vmstat worker run before the start marker, for the
+//!   workers' timers (6.7 on), from the trace before it;
 //! - [`first_events`]: the window's first events, read once for the two before the replay.
 
 pub mod first_events;
@@ -15,3 +17,4 @@ pub mod free_factor;
 pub mod kernel;
 pub mod pcp_state;
 pub mod start_count;
+pub mod worker_runs;

@@ -26,6 +26,33 @@ impl Replayer {
     /// the first event on ([`Vmstat::align_ahead`]; a given phase wins).
     pub fn set_runs_ahead(&mut self, ahead: RunsAhead) {
         self.runs_ahead = ahead;
+        if let Some(vm) = self.vmstat.as_mut() {
+            vm.align_ahead(&self.runs_ahead);
+        }
+    }
+
+    /// Each CPU's last worker run before the window, as the trace before the start marker
+    /// shows it ([`Vmstat::set_runs_before`]): the timers of the CPUs without a run ahead
+    /// keep to their seconds. After [`Replayer::set_vmstat`], before the first event.
+    pub fn set_worker_runs_before(&mut self, last: &[Option<u64>]) {
+        if self.vmstat.is_none() {
+            self.vmstat = Some(self.new_vmstat());
+        }
+        if let Some(vm) = self.vmstat.as_mut() {
+            vm.set_runs_before(last);
+        }
+    }
+
+    /// The workers as [`Replayer::set_vmstat`] and [`Replayer::set_runs_ahead`] set them,
+    /// before their first event.
+    fn new_vmstat(&self) -> Vmstat {
+        let mut v = Vmstat::new(self.geo.cpus, self.hz);
+        v.set_defer_to_event(self.decay_waits_for_event);
+        if let Some(p) = self.jiffies_phase_ns {
+            v.set_phase(p);
+        }
+        v.align_ahead(&self.runs_ahead);
+        v
     }
 
     /// The vmstat workers' runs due before an event on `cpu` at `ts` ([`Vmstat::due`]),
@@ -45,19 +72,12 @@ impl Replayer {
     /// [`Replayer::vmstat_due`] when something may be due (or at the first event).
     #[inline(never)]
     fn vmstat_runs(&mut self, cpu: u32, ts: u64) -> io::Result<()> {
-        let cpus = self.geo.cpus;
-        let hz = self.hz;
-        let (wait, phase) = (self.decay_waits_for_event, self.jiffies_phase_ns);
-        let ahead = &self.runs_ahead;
-        let vm = self.vmstat.get_or_insert_with(|| {
-            let mut v = Vmstat::new(cpus, hz);
-            v.set_defer_to_event(wait);
-            if let Some(p) = phase {
-                v.set_phase(p);
-            }
-            v.align_ahead(ahead);
-            v
-        });
+        if self.vmstat.is_none() {
+            self.vmstat = Some(self.new_vmstat());
+        }
+        let Some(vm) = self.vmstat.as_mut() else {
+            return Ok(());
+        };
         let mut runs = std::mem::take(&mut self.runs);
         vm.due(cpu, ts, &mut runs);
         for &run in &runs {

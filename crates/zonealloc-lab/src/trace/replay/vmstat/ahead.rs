@@ -77,21 +77,29 @@ impl Vmstat {
             if let Some(w) = self.work.get_mut(cpu as usize) {
                 w.phase_ns = Some(phase(cpu, t));
                 w.ahead_ns = Some(t);
+                w.before = false;
             }
         }
     }
 
     /// The first event at `t` (its phase aligned, ahead or given, or assumed at `t`): each
-    /// CPU's worker pending at its next boundary on its own phase.
+    /// CPU's worker pending at its next boundary on its own phase (of its run ahead, or
+    /// else of its run before the window, [`Vmstat::set_runs_before`]).
     pub(super) fn start_timers(&mut self, t: u64) {
         for c in 0..self.work.len() {
-            let (own, ahead_ns) = (self.work[c].phase_ns, self.work[c].ahead_ns);
+            let Work {
+                phase_ns: own,
+                ahead_ns,
+                before,
+                ..
+            } = self.work[c];
             let j = jiffy_at(own.or(self.phase_ns), self.hz, t);
             self.work[c] = Work {
                 pending: true,
                 expires: next_boundary(j, c as u32, self.hz),
                 phase_ns: own,
                 ahead_ns,
+                before,
                 ..Work::default()
             };
         }

@@ -144,6 +144,41 @@ fn each_cpus_runs_in_the_trace_place_its_own_timer() {
 }
 
 #[test]
+fn runs_before_the_window_place_their_cpus_timers_until_the_first_mark() {
+    // 6.12-4g p_pressure: CPU 2's worker last ran at 768.783412 before the window, CPU 1's
+    // at 743.853537; CPUs 0 and 3 show none. The window opens at 777.46 s.
+    let mut v = Vmstat::new(4, HZ);
+    v.set_runs_before(&[None, Some(743_853_537_000), Some(768_783_412_000), None]);
+    assert!(v.aligned());
+    let mut ran = Vec::new();
+    for ms in 777_460..779_500u64 {
+        ran.extend(step(&mut v, (ms % 4) as u32, ms * 1_000_000, true));
+    }
+    let of = |cpu: u32| -> Vec<u64> {
+        let mine = ran.iter().filter(|r| r.cpu == cpu);
+        mine.map(|r| r.at_ns).collect()
+    };
+    // CPU 2 a tick before x.783412 each second, CPU 1 a tick before x.853537.
+    assert_eq!(of(2), vec![777_779_412_000, 778_779_412_000]);
+    assert_eq!(of(1), vec![777_849_537_000, 778_849_537_000]);
+    // CPUs 0 and 3 on the phase assumed at the first event, 0 and 9 jiffies early.
+    assert_eq!(of(0), vec![778_460_000_000, 779_460_000_000]);
+    assert_eq!(of(3), vec![778_424_000_000, 779_424_000_000]);
+    // The window's first mark places every CPU's timer on its second, as before.
+    v.mark(3, 779_600_000_000);
+    assert_eq!(v.phase_ns, Some(v.work[3].phase_ns.unwrap()));
+    assert!(v.work[1].phase_ns.is_none() && v.work[2].phase_ns.is_none());
+    // A given phase wins; no run places nothing.
+    let mut v = Vmstat::new(2, HZ);
+    v.set_phase(500_000_000);
+    v.set_runs_before(&[Some(10_123_000_000), None]);
+    assert!(v.work.iter().all(|w| w.phase_ns.is_none()));
+    let mut v = Vmstat::new(2, HZ);
+    v.set_runs_before(&[None, None]);
+    assert!(!v.aligned());
+}
+
+#[test]
 fn times_at_the_end_of_u64_neither_panic_nor_run_every_event() {
     let mut v = Vmstat::new(2, HZ);
     let mut n = 0;

@@ -119,6 +119,24 @@ fn without_decay_a_workers_drain_is_replayed_as_before() {
     assert_eq!(r.zones[0].pcp_info(CpuId(1)).count, 0);
 }
 
+/// An ftrace text line of `task` on `cpu` with the latency column `flags`.
+fn line(task: &str, cpu: u32, flags: &str, ts: f64, ev: &str) -> String {
+    format!("{task:>16} [{cpu:03}] {flags} {ts:12.6}: {ev}\n")
+}
+
+/// A kmem event's text.
+fn ev(what: &str, pfn: u64, tail: &str) -> String {
+    format!("{what}: page=(____ptrval____) pfn={pfn:#x} {tail}")
+}
+
+const ALLOC: &str = "order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE";
+const DRAIN: &str = "order=0 migratetype=1";
+
+/// The shipped 7.2 p1 snapshot before its phase, for `--proc`.
+fn p1_before() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/proc/linux-7.2-p1-before")
+}
+
 /// One window, one attribution: on a 7.2 capture's shape, a `drain_all_pages` run by a task
 /// on CPU 0 draining what CPU 1 freed, and CPU 1's vmstat worker draining its own lists.
 /// The kernel's side books each drain on the CPU its trace line stamps (the executing one);
@@ -128,14 +146,7 @@ fn without_decay_a_workers_drain_is_replayed_as_before() {
 fn the_report_json_and_emit_book_a_drain_on_the_cpu_that_ran_it() {
     use crate::trace::replay::options::ReplayOptions;
     use crate::trace::replay::run as replay;
-    let line = |task: &str, cpu: u32, flags: &str, ts: f64, ev: &str| {
-        format!("{task:>16} [{cpu:03}] {flags} {ts:12.6}: {ev}\n")
-    };
-    let ev = |what: &str, pfn: u64, tail: &str| {
-        format!("{what}: page=(____ptrval____) pfn={pfn:#x} {tail}")
-    };
-    let alloc = "order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE";
-    let drain = "order=0 migratetype=1";
+    let (alloc, drain) = (ALLOC, DRAIN);
     let mut t = String::from("# tracer: nop\n");
     // Before the window: a drain the window must not count.
     t += &line(
@@ -209,10 +220,7 @@ fn the_report_json_and_emit_book_a_drain_on_the_cpu_that_ran_it() {
         samples: 10,
         strict: true,
         emit: Some(emit.clone()),
-        proc: Some(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/data/proc/linux-7.2-p1-before"),
-        ),
+        proc: Some(p1_before()),
         ..ReplayOptions::default()
     };
     let run = replay::run(&p, &opts, &|_| {}).unwrap();
@@ -247,4 +255,54 @@ fn the_report_json_and_emit_book_a_drain_on_the_cpu_that_ran_it() {
         })
         .collect();
     assert_eq!(emitted, ours);
+}
+
+/// A worker's run the trace shows only before the window places that CPU's timer: CPU 1's
+/// worker drained at 1.25 s, before the start marker at 1.5 s, so its first run in the
+/// window is a tick and 3 jiffies of skew off that second (2.246 s), before the window ends
+/// at 2.45 s; on a second assumed at the window's first event (1.6 s) every CPU's worker
+/// runs from 2.564 s on (CPU 3's, 9 jiffies early), and so on the given `--jiffies-phase`
+/// of x.5 (CPU 1's at 2.488 s).
+#[test]
+fn a_workers_run_before_the_window_places_its_cpus_timer() {
+    use crate::trace::replay::options::ReplayOptions;
+    use crate::trace::replay::run as replay;
+    let (alloc, drain) = (ALLOC, DRAIN);
+    let mut t = String::from("# tracer: nop\n");
+    t += &line(
+        "dd-60",
+        1,
+        ".....",
+        1.0,
+        &ev("mm_page_alloc", 0x70000, alloc),
+    );
+    for i in 0..3u64 {
+        let l = ev("mm_page_pcpu_drain", 0x70000 + i, drain);
+        t += &line("kworker/1:0-32", 1, "d..2.", 1.25, &l);
+    }
+    let mark = "tracing_mark_write: KT_SNAPSHOT_BEFORE_END t";
+    t += &line("init-1", 0, "...1.", 1.5, mark);
+    // CPU 0 busy until 2.4 s, an event every 10 ms.
+    for k in 0..=80u64 {
+        let (pfn, ts) = (0x50000 + k, 1.6 + k as f64 * 0.01);
+        t += &line("cc1-50", 0, ".....", ts, &ev("mm_page_alloc", pfn, alloc));
+    }
+    let mark = "tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN t";
+    t += &line("init-1", 0, "...1.", 2.45, mark);
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("t.txt");
+    std::fs::write(&p, t).unwrap();
+    let runs = |phase: Option<u64>| -> (u64, bool) {
+        let opts = ReplayOptions {
+            samples: 10,
+            jiffies_phase_ns: phase,
+            proc: Some(p1_before()),
+            ..ReplayOptions::default()
+        };
+        let run = replay::run(&p, &opts, &|_| {}).unwrap();
+        let c = &run.replayers[0].counts;
+        (c.decay_runs, c.decay_phase_from_trace)
+    };
+    assert_eq!(runs(None), (1, true));
+    assert_eq!(runs(Some(1_500_000_000)), (0, true));
 }

@@ -207,3 +207,42 @@ fn an_alignment_mid_trace_keeps_the_shepherd_and_idle_workers_in_time() {
     let second = 553 * S + 795 * MS - TICK;
     assert_eq!(cpu1, vec![552 * S + 795 * MS - TICK, second - 3 * TICK]);
 }
+
+#[test]
+fn a_run_ahead_wins_over_a_run_before_and_the_runs_before_give_way_at_the_first_mark() {
+    // CPU 0's worker runs ahead at 778.2 s; CPUs 0 and 1 ran before the window (CPU 0's
+    // run is not its phase: the one ahead is), CPUs 2 and 3 did not.
+    let mut v = Vmstat::new(4, HZ);
+    let mut ahead = RunsAhead::new(4);
+    ahead.feed(&drain(0, 778_200_000_000, Task::CpuWorker));
+    v.align_ahead(&ahead);
+    v.set_runs_before(&[Some(700_500_000_000), Some(743_853_537_000), None, None]);
+    // CPU 0 on its run ahead's phase (x.196), not its run before's (x.496).
+    assert_eq!(v.work[0].phase_ns, Some(196_000_000));
+    assert!(!v.work[0].before && v.work[1].before);
+    let mut ran = Vec::new();
+    for ms in 777_460..778_200u64 {
+        ran.extend(step(&mut v, 1 + (ms % 3) as u32, ms * 1_000_000, true));
+    }
+    let of = |ran: &[Run], cpu: u32| -> Vec<u64> {
+        let mine = ran.iter().filter(|r| r.cpu == cpu);
+        mine.map(|r| r.at_ns).collect()
+    };
+    // CPU 1 on its run before: a tick before x.853537, not on the shared phase of CPU 0's
+    // run ahead (boundary x.196, CPU 1 3 jiffies early: x.184).
+    assert_eq!(of(&ran, 1), vec![777_849_537_000]);
+    // CPUs 2 and 3 on the shared phase: 6 and 9 jiffies before x.196.
+    assert_eq!(of(&ran, 2), vec![778_172_000_000]);
+    assert_eq!(of(&ran, 3), vec![778_160_000_000]);
+    // CPU 0 waits for its run ahead, the window's first mark.
+    assert!(of(&ran, 0).is_empty());
+    let run = v.mark(0, 778_200_000_000).expect("not run yet");
+    v.ran(run, true);
+    // CPU 1's own phase gave way: its next run on the shared one, at x.184.
+    ran.clear();
+    for ms in 778_201..779_300u64 {
+        ran.extend(step(&mut v, 1 + (ms % 3) as u32, ms * 1_000_000, true));
+    }
+    assert_eq!(of(&ran, 1), vec![779_184_000_000]);
+    assert!(v.work.iter().all(|w| !w.before));
+}

@@ -1,0 +1,190 @@
+//! Each CPU's vmstat worker runs before the window's start marker, from the trace before it,
+//! for the workers' timers ([`crate::trace::replay::vmstat::Vmstat::set_runs_before`]).
+//! The trace does not show jiffies, and a worker runs on its CPU's own skewed second
+//! (`vmstat_update` re-queues with `round_jiffies_relative`, `mm/vmstat.c`): where the window
+//! shows no run of a CPU's worker, its timer's phase was assumed at the window's first event.
+//! On 6.12-4g p_pressure no worker drains in the window's first 28 s, while CPU 2's drained
+//! at 768.783 s, 9 s before it: with that phase the refills are 0.16% off, not 5.45%.
+//!
+//! A worker's run is a `decay_pcp_high` drain (`refresh_cpu_vm_stats`), shown as
+//! `mm_page_pcpu_drain` lines of a `kworker/N:M` of the line's CPU at preempt depth 2
+//! ([`crate::trace::parse::Who::is_worker_drain`]); it ends at any other event on its CPU,
+//! as the replay reads them ([`crate::trace::replay::replayer::Replayer::feed`]). Its first
+//! line is when the work ran: at or after its timer's expiry, a CPU boundary (deferrable:
+//! on a busy CPU at the next tick, on an idle one when it wakes; a run the shepherd queued
+//! comes at CPU 0's boundary, which is `3 * cpu` jiffies after the CPU's own). So of a CPU's
+//! runs, the one earliest in its second lies nearest its boundary, and stands for them
+//! ([`earliest_in_second`]): 6.12-4g p_pressure's CPU 1 ran at x.79 to x.86 s, its last
+//! run at 743.854 s; from that last run alone its drains were 2.47% off the kernel's, from
+//! the earliest in its second (x.79) 1.53%.
+
+use std::collections::VecDeque;
+
+use crate::trace::parse::{Event, EventKind, Parser};
+
+/// The most runs kept per CPU (the latest).
+pub const RUNS_KEPT: usize = 64;
+
+const SECOND_NS: u64 = 1_000_000_000;
+
+/// The walk over the text before the marker.
+#[derive(Clone, Debug)]
+pub struct Walk {
+    /// Per CPU: the first lines of its worker's latest runs, oldest first.
+    runs: Vec<VecDeque<u64>>,
+    /// Per CPU: its last event was a drain of its worker's run.
+    in_run: Vec<bool>,
+}
+
+impl Walk {
+    /// A walk over `cpus` CPUs (a line of a CPU beyond them is left out).
+    pub fn new(cpus: u32) -> Walk {
+        let n = cpus.max(1) as usize;
+        Walk {
+            runs: vec![VecDeque::new(); n],
+            in_run: vec![false; n],
+        }
+    }
+
+    /// The next event.
+    pub fn feed(&mut self, ev: &Event<'_>) {
+        let Some(c) = ev.cpu.map(|c| c as usize).filter(|&c| c < self.runs.len()) else {
+            return;
+        };
+        if !matches!(ev.kind, EventKind::PcpuDrain { .. }) {
+            self.in_run[c] = false;
+            return;
+        }
+        if !ev.who.is_worker_drain() {
+            return;
+        }
+        if let (false, Some(ts)) = (self.in_run[c], ev.ts_ns) {
+            if self.runs[c].len() == RUNS_KEPT {
+                self.runs[c].pop_front();
+            }
+            self.runs[c].push_back(ts);
+        }
+        self.in_run[c] = true;
+    }
+
+    /// Per CPU: the run of its worker earliest in its second ([`earliest_in_second`]), if
+    /// any.
+    pub fn finish(self) -> Vec<Option<u64>> {
+        self.runs.iter().map(earliest_in_second).collect()
+    }
+}
+
+/// Of a CPU's runs, the one earliest in its second: the run after the widest gap between
+/// their times within the second, going round it (the last run where all share one time).
+pub fn earliest_in_second(runs: &VecDeque<u64>) -> Option<u64> {
+    let mut by_offset: Vec<u64> = runs.iter().copied().collect();
+    by_offset.sort_by_key(|t| t % SECOND_NS);
+    let n = by_offset.len();
+    let off = |i: usize| by_offset[i % n] % SECOND_NS;
+    let mut best = (0, *runs.back()?);
+    for i in 0..n {
+        let gap = if n == 1 {
+            SECOND_NS
+        } else {
+            (off(i + 1) + SECOND_NS - off(i)) % SECOND_NS
+        };
+        if gap > best.0 {
+            best = (gap, by_offset[(i + 1) % n]);
+        }
+    }
+    Some(best.1)
+}
+
+/// Per CPU of `cpus`: its worker's run earliest in its second among its latest
+/// [`RUNS_KEPT`] in the complete lines of `text` (the trace before the marker).
+pub fn last_runs(text: &[u8], cpus: u32) -> Vec<Option<u64>> {
+    let mut parser = Parser::new();
+    let mut walk = Walk::new(cpus);
+    for line in text.split_inclusive(|&b| b == b'\n') {
+        if let Some(ev) = parser.feed(line) {
+            walk.feed(&ev);
+        }
+    }
+    walk.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn drain(who: &str, cpu: u32, ts: &str, ctx: &str) -> String {
+        format!(
+            "{who:>16} [{cpu:03}] {ctx} {ts}: mm_page_pcpu_drain: page=0xffffea0000b98000 \
+             pfn=0x2e600 order=0 migratetype=1\n"
+        )
+    }
+
+    fn free(cpu: u32, ts: &str) -> String {
+        format!(
+            "{:>16} [{cpu:03}] ..... {ts}: mm_page_free: page=0xffffea0000b98000 pfn=0x2e600 \
+             order=0\n",
+            "dd-4242"
+        )
+    }
+
+    #[test]
+    fn each_cpus_runs_are_their_first_drain_lines_and_the_earliest_in_the_second_stands() {
+        let mut t = String::new();
+        // CPU 1's worker: a run at 10.5 (two lines), a free, another run at 11.49 (its
+        // second's earliest), one at 12.52; the second line of a run is no run.
+        t += &drain("kworker/1:1-59", 1, "10.500000", "d..2.");
+        t += &drain("kworker/1:1-59", 1, "10.480000", "d..2.");
+        t += &free(1, "10.600000");
+        t += &drain("kworker/1:1-59", 1, "11.490000", "d..2.");
+        t += &drain("kworker/1:1-59", 1, "11.490020", "d..2.");
+        t += &free(1, "11.600000");
+        t += &drain("kworker/1:1-59", 1, "12.520000", "d..2.");
+        // CPU 2: a free path's drain (depth 3), another CPU's kworker, drain_all_pages.
+        t += &drain("kworker/2:0-34", 2, "12.000000", "d..3.");
+        t += &drain("kworker/1:1-59", 2, "12.100000", "d..2.");
+        t += &drain("dd-4242", 2, "12.200000", "d..2.");
+        // CPU 3's worker, its line cut at the front as the kept text's first may be; its
+        // runs at x.98 and x.02 go round the second: x.98 is the earliest.
+        t += &drain("kworker/3:2-77", 3, "13.250000", "d..2.")[20..];
+        t += &free(3, "13.300000");
+        t += &drain("kworker/3:2-77", 3, "13.980000", "d..2.");
+        t += &free(3, "14.000000");
+        t += &drain("kworker/3:2-77", 3, "15.020000", "d..2.");
+        // A CPU beyond the machine's.
+        t += &drain("kworker/9:1-99", 9, "15.000000", "d..2.");
+        let runs = last_runs(t.as_bytes(), 4);
+        assert_eq!(
+            runs,
+            vec![None, Some(11_490_000_000), None, Some(13_980_000_000)]
+        );
+    }
+
+    #[test]
+    fn a_run_in_the_widest_gap_of_the_second_is_not_the_earliest() {
+        let runs = |ts: &[u64]| earliest_in_second(&ts.iter().copied().collect());
+        assert_eq!(runs(&[]), None);
+        assert_eq!(runs(&[7_250_000_000]), Some(7_250_000_000));
+        assert_eq!(runs(&[1_800_000_000, 2_800_000_000]), Some(2_800_000_000));
+        // Three runs near x.8, one at x.2 (late by 0.4 s): x.79 is the earliest.
+        let ts = [1_810_000_000, 2_790_000_000, 3_200_000_000, 4_830_000_000];
+        assert_eq!(runs(&ts), Some(2_790_000_000));
+        // Only the latest RUNS_KEPT are kept.
+        let mut w = Walk::new(1);
+        let line = |t: u64| drain("kworker/0:1-9", 0, &format!("{}.{:06}", t, 0), "d..2.");
+        let mut parser = Parser::new();
+        for t in 0..(RUNS_KEPT as u64 + 10) {
+            for l in [line(t), free(0, &format!("{t}.500000"))] {
+                let ev = parser.feed(l.as_bytes()).unwrap();
+                w.feed(&ev);
+            }
+        }
+        assert_eq!(w.runs[0].len(), RUNS_KEPT);
+        assert_eq!(w.runs[0].front(), Some(&10_000_000_000));
+    }
+
+    #[test]
+    fn nothing_before_the_marker_is_no_run() {
+        assert_eq!(last_runs(b"", 2), vec![None, None]);
+        assert_eq!(last_runs(b"garbage\n\xff\xfe\n", 0), vec![None]);
+    }
+}
