@@ -150,8 +150,8 @@ impl Vmstat {
     /// Places each CPU's timer from its worker's runs before the window (trace time, the run
     /// earliest in its second; `None` where the trace before the start marker shows none,
     /// [`crate::trace::replay::infer::worker_runs`]): the CPU keeps to its own second
-    /// ([`Vmstat::align_cpu`]'s phase) until the window's first mark, which places every
-    /// CPU's timer as before ([`Vmstat::align`]). A CPU without a run keeps the assumed phase:
+    /// (`Vmstat::align_cpu`'s phase) until the window's first mark, which places every
+    /// CPU's timer as before (`Vmstat::align`). A CPU without a run keeps the assumed phase:
     /// under QEMU the CPUs' seconds drift apart (6.12-8g p_thp: CPU 2's run 203 s before the
     /// window put CPU 3's decay 0.1 s before the kernel's, draining 76 pages it did not).
     /// 6.12-4g p_pressure: CPUs 0, 1 and 2 ran up to 63, 34 and 9 s before the window, and no
