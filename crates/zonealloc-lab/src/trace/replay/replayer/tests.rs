@@ -138,13 +138,7 @@ fn kswapd_awake_makes_frees_shrink_the_lists() {
     // with kswapd asleep or awake: awake (ZONE_RECLAIM_ACTIVE), nr_pcp_high keeps at most
     // `batch << 2` pages on the lists.
     let g = one_cpu_zone(1 << 16);
-    let at = |kind| Event {
-        cpu: Some(0),
-        ts_ns: None,
-        page: PagePtr::Present,
-        who: Who::UNKNOWN,
-        kind,
-    };
+    let at = |kind| at(0, None, kind);
     let run = |wake: bool| {
         let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &g, None).unwrap();
         for pfn in 0..1024 {
@@ -281,13 +275,7 @@ fn a_decay_drain_is_booked_and_emitted_on_the_cpu_it_drains() {
     let file: Box<dyn std::io::Write> = Box::new(std::fs::File::create(&path).unwrap());
     let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &g, Some(file)).unwrap();
     r.decay = true;
-    let at = |cpu, ts_ns, kind| Event {
-        cpu: Some(cpu),
-        ts_ns: Some(ts_ns),
-        page: PagePtr::Present,
-        who: Who::UNKNOWN,
-        kind,
-    };
+    let at = |cpu, ts_ns, kind| at(cpu, Some(ts_ns), kind);
     let alloc = |pfn| alloc0(pfn, 1, "GFP_HIGHUSER_MOVABLE");
     // CPU 1 fills its list, then only CPU 0 runs, for 20 s of trace time.
     for pfn in 0..1024 {
@@ -445,13 +433,7 @@ fn a_traced_allocation_below_the_watermark_drains_no_list() {
 fn a_kswapd_pass_ends_the_boost_it_began_with() {
     let g = one_cpu_zone(1 << 12);
     let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &g, None).unwrap();
-    let at = |kind| Event {
-        cpu: Some(0),
-        ts_ns: None,
-        page: PagePtr::Present,
-        who: Who::UNKNOWN,
-        kind,
-    };
+    let at = |kind| at(0, None, kind);
     let alloc = |pfn, migratetype| {
         at(EventKind::Alloc {
             pfn,
