@@ -331,7 +331,7 @@ impl Replayer {
                 order,
                 migratetype,
                 gfp_flags,
-            } => self.alloc_traced(ev, cpu, pfn, order, migratetype, gfp_flags)?,
+            } => self.alloc_traced(ev, cpu, pfn, order, (migratetype, gfp_flags), inferred)?,
             EventKind::Free { pfn, order } if !self.commit_at_batched => {
                 self.zone_for(pfn)?;
                 self.frames.set_pending_batched(pfn, true);

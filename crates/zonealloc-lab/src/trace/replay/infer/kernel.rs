@@ -83,6 +83,13 @@ pub enum Inferred {
         /// The pageblock's migratetype (the trace's numbering).
         migratetype: u8,
     },
+    /// A traced allocation of a page that CPU `cpu`'s refill put on its lists, traced on
+    /// another CPU: the allocation ran on `cpu` and took the page off `cpu`'s list; the task
+    /// moved before `mm_page_alloc` (see [`KernelSide::alloc_cpu`]). Replay it on `cpu`.
+    AllocOn {
+        /// The CPU whose list held the page (folded onto the replay's CPUs).
+        cpu: u32,
+    },
 }
 
 /// Pageblocks the trace has named the migratetype of: the latest allocation, refill or drain
@@ -162,6 +169,9 @@ pub struct KernelSide {
     pfns: PfnMap,
     /// Frees of pages that only an untraced allocation can have taken off the lists.
     pub untraced_allocs: u64,
+    /// Traced allocations replayed on the CPU whose refill listed the page
+    /// ([`Inferred::AllocOn`]).
+    pub allocs_on_refilling_cpu: u64,
     /// Per zone, CPU and migratetype (the trace's numbering, `& 7`): the order-0 pages of the
     /// list's last refill run not allocated, drained or freed since, in refill order. Each
     /// zone has its own lists (`zone->per_cpu_pageset`): a refill of one zone's list says
@@ -217,6 +227,7 @@ impl KernelSide {
             run_owners: vec![Vec::new(); cpus as usize],
             pfns: PfnMap::default(),
             untraced_allocs: 0,
+            allocs_on_refilling_cpu: 0,
             runs: vec![std::collections::VecDeque::new(); zones.max(1) * cpus as usize * 8],
             in_refill: vec![None; cpus as usize],
             extfrag_names_page: true,
@@ -291,22 +302,27 @@ impl KernelSide {
                 migratetype,
                 ..
             } => {
-                let refilled = if ev.is_failed_alloc() {
-                    self.pfns.get(pfn).refilled()
+                let (refilled, on) = if ev.is_failed_alloc() {
+                    (self.pfns.get(pfn).refilled(), cpu)
                 } else {
                     let f = self.pfns.get_mut(pfn);
                     let refilled = f.refilled();
+                    let on = Self::alloc_cpu(cpu, f.refill_listed());
                     f.allocs += 1;
                     f.set_last_free_cpu(None);
                     f.set_refilled(None);
                     if NAME_BLOCKS {
                         self.block_types.name(pfn, migratetype);
                     }
-                    refilled
+                    (refilled, on)
                 };
-                // Only a page refilled by this CPU can come from one of its runs.
-                if order == 0 && refilled.is_some_and(|(by, _)| by == cpu) {
-                    self.bulk(ev, zone, cpu, refilled);
+                if on != cpu {
+                    self.allocs_on_refilling_cpu += 1;
+                    inferred = Inferred::AllocOn { cpu: on };
+                }
+                // Only a page refilled by the allocating CPU can come from one of its runs.
+                if order == 0 && refilled.is_some_and(|(by, _)| by == on) {
+                    self.bulk(ev, zone, on, refilled);
                 }
                 Prev::Other
             }
@@ -340,13 +356,16 @@ impl KernelSide {
                 if NAME_BLOCKS {
                     self.block_types.name(pfn, migratetype);
                 }
+                let f = self.pfns.get_mut(pfn);
                 if percpu_refill {
                     // The block goes onto this CPU's lists (unless the allocation takes it).
-                    let f = self.pfns.get_mut(pfn);
-                    f.set_last_free_cpu(Some(cpu));
+                    f.set_refill_listed(cpu);
                     if order == 0 {
                         f.set_refilled(Some((cpu, migratetype)));
                     }
+                } else {
+                    // Handed out by the buddy: on no CPU's lists.
+                    f.clear_refill_listed();
                 }
                 Prev::Other
             }
@@ -364,7 +383,9 @@ impl KernelSide {
                 if NAME_BLOCKS {
                     self.block_types.name(pfn, migratetype);
                 }
-                let facts = self.pfns.get(pfn);
+                let f = self.pfns.get_mut(pfn);
+                let facts = *f;
+                f.clear_refill_listed();
                 if facts.refilled().is_some() {
                     self.bulk(ev, zone, cpu, facts.refilled());
                 }
@@ -496,7 +517,7 @@ impl KernelSide {
             if matches!(ev.kind, EventKind::Extfrag { .. }) {
                 // The page goes onto this CPU's list, as a refilled block does.
                 let f = self.pfns.get_mut(pfn);
-                f.set_last_free_cpu(Some(cpu));
+                f.set_refill_listed(cpu);
                 f.set_refilled(Some((cpu, mt)));
             }
             self.runs[list].push_back(pfn);
@@ -527,6 +548,26 @@ impl KernelSide {
             }
         }
         self.runs[list] = run;
+    }
+
+    /// The CPU a traced allocation on `cpu` ran on, given the CPU whose refill put its page on
+    /// its lists (`listed`, while the trace shows it still there): that CPU.
+    ///
+    /// `rmqueue_pcplist` takes the page off the list of the CPU it runs on
+    /// (`pcp_spin_trylock`: `pcpu_task_pin` then `this_cpu_ptr`), and `pcp_spin_unlock`
+    /// unpins the task (`preempt_enable`) before `prep_new_page` and the
+    /// `trace_mm_page_alloc` at the end of `__alloc_frozen_pages_noprof`. A preemptible kernel
+    /// can move the task in between, and the tracepoint stamps the CPU it moved to. 7.2's
+    /// Debian kernel boots with "Dynamic Preempt: lazy": in 7.2-2g p_pressure, CPU 2 refills
+    /// THPs 0x11000 and 0x11200 (trace line 5424, its task taking 0x11000), and the task's
+    /// `mm_page_alloc` of 0x11000 is stamped CPU 1, 118 ms later (line 5751). The 6.1 and 6.12
+    /// kernels boot "voluntary", which has no preemption point there; none of their captures
+    /// show such an allocation (7.2's show 10, all THPs), so the rule needs no knob. A page
+    /// only freed onto a CPU's lists is not moved: a free that found the lists' lock taken
+    /// went to the buddy (`free_one_page`), untraced.
+    #[inline(always)]
+    fn alloc_cpu(cpu: u32, listed: Option<u32>) -> u32 {
+        listed.unwrap_or(cpu)
     }
 
     /// The `n` most allocated frames, most first (ties by pfn).

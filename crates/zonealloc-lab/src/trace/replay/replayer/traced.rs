@@ -8,6 +8,7 @@ use zonealloc::{CpuId, MigrateType, Order, Pfn};
 use super::super::frames::Live;
 use super::Replayer;
 use crate::trace::parse::{Event, EventKind, PagePtr};
+use crate::trace::replay::infer::kernel::Inferred;
 
 impl Replayer {
     /// A traced `mm_page_alloc` (a function of its own: the other events, most of a trace,
@@ -19,9 +20,17 @@ impl Replayer {
         cpu: u32,
         pfn: u64,
         order: u8,
-        migratetype: u8,
-        gfp_flags: &str,
+        (migratetype, gfp_flags): (u8, &str),
+        inferred: Inferred,
     ) -> io::Result<()> {
+        // The page sat on the list of the CPU whose refill put it there: the allocation ran
+        // there, and the task moved before the tracepoint (`KernelSide::alloc_cpu`). It is
+        // replayed, and what it does to the lists booked, on that CPU; `--emit` keeps the
+        // trace's stamp on the `mm_page_alloc` line, as the kernel's trace does.
+        let cpu = match inferred {
+            Inferred::AllocOn { cpu: on } if on < self.geo.cpus => on,
+            _ => cpu,
+        };
         let failed_in_trace = ev.is_failed_alloc();
         let z = if failed_in_trace {
             self.counts.kernel_failures += 1;
@@ -119,5 +128,70 @@ impl Replayer {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::at;
+    use super::*;
+    use crate::trace::ingest::input;
+    use crate::trace::migratetype::Numbering;
+    use crate::trace::replay::geometry::Geometry;
+    use crate::trace::replay::infer::kernel::KernelSide;
+
+    /// 7.2-2g p_pressure (lines 5424 and 5751): CPU 2 refills two THPs, the first for its
+    /// task, whose `mm_page_alloc` is traced on CPU 1 after it moved; CPU 2 then allocates the
+    /// second. The kernel refilled once, on CPU 2, and CPU 1's lists never held a THP. Ours,
+    /// fed the kernel side's inference as the replay's pass does, refills where the kernel
+    /// did: on CPU 2, and not on CPU 1 (before the rule it refilled CPU 1's list for the
+    /// first and CPU 2's for the second, leaving a THP on each).
+    #[test]
+    fn a_thp_traced_after_its_task_moved_comes_off_the_refilling_cpus_list() {
+        let sniff = input::Sniff::default();
+        let g = Geometry::from_flags(
+            None,
+            Some(1 << 16),
+            None,
+            Some(3),
+            &sniff,
+            Numbering::Current,
+        )
+        .unwrap();
+        let mut r =
+            Replayer::new(super::super::Variant::parse("upstream").unwrap(), &g, None).unwrap();
+        let mut k = KernelSide::for_geometry(&g);
+        let refill = |pfn| EventKind::ZoneLocked {
+            pfn,
+            order: 9,
+            migratetype: 1,
+            percpu_refill: true,
+        };
+        let alloc = |pfn| EventKind::Alloc {
+            pfn,
+            order: 9,
+            migratetype: 1,
+            gfp_flags: "GFP_TRANSHUGE_LIGHT|__GFP_NORETRY|__GFP_THISNODE",
+        };
+        let events = [
+            at(2, Some(1_000), refill(0x1000)),
+            at(2, Some(1_001), refill(0x1200)),
+            at(1, Some(2_000), alloc(0x1000)),
+            at(2, Some(3_000), alloc(0x1200)),
+        ];
+        for e in &events {
+            let inferred = k.add(e, 0);
+            r.feed(e, inferred).unwrap();
+        }
+        r.finish().unwrap();
+        let refills = |t: &crate::trace::replay::tally::Grid, cpu| t.get(0, cpu).refills;
+        assert_eq!(
+            (0..3).map(|c| refills(&k.grid, c)).collect::<Vec<_>>(),
+            vec![0, 0, 2]
+        );
+        assert_eq!(
+            (0..3).map(|c| refills(&r.ours, c)).collect::<Vec<_>>(),
+            (0..3).map(|c| refills(&k.grid, c)).collect::<Vec<_>>()
+        );
     }
 }

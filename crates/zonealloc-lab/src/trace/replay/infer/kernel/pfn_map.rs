@@ -31,6 +31,9 @@ pub struct PfnFacts {
     refilled_cpu: u32,
     /// That refill's migratetype (the trace's numbering).
     refilled_mt: u8,
+    /// `last_free_cpu` is a refill's (of any order: `rmqueue_bulk` put the frame on that
+    /// CPU's lists) and nothing has taken the frame off them since, in the trace.
+    by_refill: bool,
 }
 
 impl PfnFacts {
@@ -44,6 +47,28 @@ impl PfnFacts {
     #[inline]
     pub fn set_last_free_cpu(&mut self, cpu: Option<u32>) {
         self.last_free_cpu = cpu.map_or(0, |c| c + 1);
+        self.by_refill = false;
+    }
+
+    /// A refill (`mm_page_alloc_zone_locked` with `percpu_refill=1`, of any order) put the
+    /// frame on `cpu`'s lists.
+    #[inline]
+    pub fn set_refill_listed(&mut self, cpu: u32) {
+        self.last_free_cpu = cpu + 1;
+        self.by_refill = true;
+    }
+
+    /// The CPU whose refill put the frame on its lists, while it is still there as far as the
+    /// trace shows (no allocation, free, drain or buddy allocation of it since).
+    #[inline]
+    pub fn refill_listed(&self) -> Option<u32> {
+        self.last_free_cpu().filter(|_| self.by_refill)
+    }
+
+    /// The frame left the lists its refill put it on (a drain, or the buddy handed it out).
+    #[inline]
+    pub fn clear_refill_listed(&mut self) {
+        self.by_refill = false;
     }
 
     /// The refill (CPU, migratetype) that put the frame on a CPU's lists, if no traced
@@ -240,6 +265,14 @@ mod tests {
     fn facts_round_trip_and_forget() {
         let mut f = PfnFacts::default();
         assert_eq!((f.last_free_cpu(), f.refilled()), (None, None));
+        f.set_refill_listed(2);
+        assert_eq!((f.last_free_cpu(), f.refill_listed()), (Some(2), Some(2)));
+        f.clear_refill_listed();
+        assert_eq!((f.last_free_cpu(), f.refill_listed()), (Some(2), None));
+        f.set_refill_listed(2);
+        // A free puts it on the freeing CPU's lists: no longer the refill's.
+        f.set_last_free_cpu(Some(1));
+        assert_eq!(f.refill_listed(), None);
         f.set_last_free_cpu(Some(0));
         f.set_refilled(Some((0, 0)));
         assert_eq!((f.last_free_cpu(), f.refilled()), (Some(0), Some((0, 0))));

@@ -270,3 +270,81 @@ fn straddle(whole_file: bool) -> crate::trace::replay::run::ReplayRun {
     };
     replay::run(&p, &opts, &|_| {}).unwrap()
 }
+
+fn thp(pfn: u64, percpu_refill: bool) -> EventKind<'static> {
+    EventKind::ZoneLocked {
+        pfn,
+        order: 9,
+        migratetype: 1,
+        percpu_refill,
+    }
+}
+
+fn alloc9(pfn: u64) -> EventKind<'static> {
+    EventKind::Alloc {
+        pfn,
+        order: 9,
+        migratetype: 1,
+        gfp_flags: "GFP_TRANSHUGE_LIGHT",
+    }
+}
+
+/// 7.2-2g p_pressure (lines 5424 and 5751): CPU 2 refills two THPs, its task takes the
+/// first and is traced on CPU 1 after moving. The allocation ran on CPU 2, from its list;
+/// the second THP, allocated on CPU 2, is its own. Any order's refill counts, and a page
+/// only while the trace shows it on the list: not once drained, freed (a free can go to the
+/// buddy untraced) or handed out by the buddy.
+#[test]
+fn an_allocation_of_a_page_another_cpus_refill_listed_ran_on_that_cpu() {
+    let mut k = KernelSide::new(1, 3);
+    k.add(&ev(2, thp(0x11000, true)), 0);
+    k.add(&ev(2, thp(0x11200, true)), 0);
+    assert_eq!(
+        k.add(&ev(1, alloc9(0x11000)), 0),
+        Inferred::AllocOn { cpu: 2 }
+    );
+    assert_eq!(k.add(&ev(2, alloc9(0x11200)), 0), Inferred::None);
+    // Allocated again (from the buddy, after a free): no refill listed it.
+    k.add(
+        &ev(
+            1,
+            EventKind::Free {
+                pfn: 0x11000,
+                order: 9,
+            },
+        ),
+        0,
+    );
+    assert_eq!(k.add(&ev(0, alloc9(0x11000)), 0), Inferred::None);
+    // Drained after the refill.
+    k.add(&ev(2, thp(0x11400, true)), 0);
+    let drain = EventKind::PcpuDrain {
+        pfn: 0x11400,
+        order: 9,
+        migratetype: 1,
+    };
+    k.add(&ev(2, drain), 0);
+    assert_eq!(k.add(&ev(1, alloc9(0x11400)), 0), Inferred::None);
+    // Taken from the buddy (zone_locked without a refill) after the refill.
+    k.add(&ev(2, thp(0x11600, true)), 0);
+    k.add(&ev(0, thp(0x11600, false)), 0);
+    assert_eq!(k.add(&ev(0, alloc9(0x11600)), 0), Inferred::None);
+    // Freed onto CPU 0's lists: not moved.
+    k.add(
+        &ev(
+            0,
+            EventKind::Free {
+                pfn: 0x11800,
+                order: 9,
+            },
+        ),
+        0,
+    );
+    assert_eq!(k.add(&ev(1, alloc9(0x11800)), 0), Inferred::None);
+    assert_eq!(k.allocs_on_refilling_cpu, 1);
+    // An order-0 page: the allocation is CPU 0's, and takes the pages before it in CPU 0's
+    // run as allocated untraced there.
+    none_untraced(&mut k, 0, &[refill(0x10), refill(0x11), refill(0x12)]);
+    assert_eq!(k.add(&ev(1, alloc0(0x12)), 0), Inferred::AllocOn { cpu: 0 });
+    assert_eq!(k.untraced_now, vec![(0x10, 0, 0), (0x11, 0, 0)]);
+}
