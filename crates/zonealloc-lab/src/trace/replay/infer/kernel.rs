@@ -25,6 +25,11 @@
 //! replay allocates a page on the refilling CPU just before replaying the free, so its lists
 //! lose the page as the kernel's did, only later.
 //!
+//! A traced allocation of a page that a refill (of any order) put on another CPU's lists, and
+//! that no event took off them since, ran on that CPU: the task moved between
+//! `rmqueue_pcplist` and the tracepoint (`KernelSide::alloc_cpu`). The replay allocates it
+//! there ([`Inferred::AllocOn`]).
+//!
 //! A refill run is one `rmqueue_bulk` batch (up to `batch << CONFIG_PCP_BATCH_SCALE_MAX`
 //! pages) on one CPU: with the zone lock held and interrupts off nothing else runs on that
 //! CPU, so only the batch's own fallbacks (`mm_page_alloc_extfrag`) interleave it there; the
@@ -85,7 +90,7 @@ pub enum Inferred {
     },
     /// A traced allocation of a page that CPU `cpu`'s refill put on its lists, traced on
     /// another CPU: the allocation ran on `cpu` and took the page off `cpu`'s list; the task
-    /// moved before `mm_page_alloc` (see [`KernelSide::alloc_cpu`]). Replay it on `cpu`.
+    /// moved before `mm_page_alloc` (see `KernelSide::alloc_cpu`). Replay it on `cpu`.
     AllocOn {
         /// The CPU whose list held the page (folded onto the replay's CPUs).
         cpu: u32,
