@@ -179,7 +179,13 @@ impl Vmstat {
     /// CPU's counters without decay, so the run re-queues only while decay has more to do.
     /// (The shipped 7.2 `p2_procs_pipe`: CPU 3 has no event from 27.9 s to the end at
     /// 36.1 s, and its `high` still decayed to `high_min`, eight steps from where its last
-    /// refill left it.)
+    /// refill left it.) Neither setting is the kernel on every CPU, since wakes are not in
+    /// the trace. 7.2-4g-2node p_idle: CPUs 2 and 3 have no event from 547.7 and 547.2 s to
+    /// 572.6 s; CPU 2's worker drains its remote pageset at 557.3 and 569.3 (it woke), CPU
+    /// 3's never (it did not: three runs would have reached the expiry drain). Off, ours drains CPU 3
+    /// at 549.979 and CPU 2 at 550.3 and 559.3; on, CPU 2 at 557.3 only. Drain events stay
+    /// 2.52% off either way, and on, the idle phases of 6.12-8g (0.55% -> 9.49%), 7.2-4g
+    /// (0.14% -> 8.15%) and 7.2-8g (1.58% -> 16.76%) get worse.
     pub fn set_defer_to_event(&mut self, on: bool) {
         self.defer_to_event = on;
     }
