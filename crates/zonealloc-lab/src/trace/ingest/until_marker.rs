@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 pub const TAIL_MAX_BYTES: usize = 64 << 20;
 
 /// The text after a window's end marker, from the marker up to the line holding a second
-/// marker (`capture-kmem`'s `KT_SNAPSHOT_AFTER_END`), kept by the [`UntilMarker`] once the
+/// marker (`capture-kmem`'s `KT_SNAPSHOT_AFTER_END`), kept by the `UntilMarker` once the
 /// window's bytes are handed out, on the parse's thread: the replay reads it after the pass
 /// ([`Tail::take`]). Shared: the stream keeps one handle, the replay another.
 #[derive(Clone, Debug, Default)]

@@ -60,7 +60,7 @@ pub struct LayoutEnd {
 
 impl EndState {
     /// Takes `file`'s part of the comparison from `other` (the same zone, compared at another
-    /// point of the trace: where `file` was read, [`super::to_reads`]).
+    /// point of the trace: where `file` was read: `to_reads`).
     pub fn take_file(&mut self, other: &EndState, file: SnapFile) {
         match file {
             SnapFile::Zoneinfo => {

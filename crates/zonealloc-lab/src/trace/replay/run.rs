@@ -43,7 +43,7 @@ pub struct ReplayRun {
     /// Per variant, per zone: the end state against `--proc-after`.
     pub end_states: Vec<Vec<EndState>>,
     /// Where the end state was taken past the window: at each after-snapshot file's read
-    /// ([`to_reads`]); `None`: at the window's end.
+    /// (`to_reads`); `None`: at the window's end.
     pub end_reads: Option<EndReads>,
     /// Whether causes were inferred ([`kernel`]).
     pub infer: bool,

@@ -74,7 +74,7 @@ pub struct ReadAt {
     /// Events replayed past the window's end before the file was compared.
     pub events_past_window: u64,
     /// Where the replay stops for it: the byte after its reader's last allocation's line in
-    /// the text after the window ([`find`]'s input).
+    /// the text after the window (`find`'s input).
     #[serde(skip)]
     pub offset: usize,
 }

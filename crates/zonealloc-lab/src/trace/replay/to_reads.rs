@@ -41,7 +41,7 @@ pub fn keep(opts: &ReplayOptions, snaps: &Snapshots) -> Option<Tail> {
 /// Where the end state was taken: each file's read, and how the kept text ended.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct EndReads {
-    /// Per file of [`SnapFile::ALL`].
+    /// Per file: zoneinfo, buddyinfo, pagetypeinfo, layout.
     pub reads: Vec<ReadAt>,
     /// How the kept text ended: `marker` (at `KT_SNAPSHOT_AFTER_END`), `eof`, `cap` (at
     /// [`crate::trace::ingest::TAIL_MAX_BYTES`]) or `read error`.
