@@ -257,7 +257,72 @@ fn check(p: &Phase) -> Vec<String> {
         ),
     );
     bad.extend(report_rows(exp, &text, &p.dir, &w));
+    bad.extend(end_state_within_limit(&p.name, &text));
     bad
+}
+
+/// The most the headline zone's end state (Normal where the machine has one, else DMA32) may
+/// be off the kernel's free blocks per order, in %, each file compared at its read
+/// (`replay/to_reads.rs`): the 5% goal, or where a phase is above it, its figure today and 2
+/// points (`scripts/fidelity-table`; the causes in the report of the `endwin` branch: the
+/// start layout, read first, is stale by the window's start).
+const END_LIMITS: &[(&str, f64)] = &[
+    ("6.1-2g/p_idle", 5.0),
+    ("6.1-2g/p_pressure", 11.3),
+    ("6.1-2g/p_prodcons", 17.1),
+    ("6.1-2g/p_thp", 5.0),
+    ("6.1-4g/p_idle", 5.0),
+    ("6.1-4g/p_pressure", 5.0),
+    ("6.1-4g/p_prodcons", 12.3),
+    ("6.1-4g/p_thp", 5.0),
+    ("6.1-8g/p_idle", 9.6),
+    ("6.1-8g/p_pressure", 5.0),
+    ("6.1-8g/p_prodcons", 10.3),
+    ("6.1-8g/p_thp", 7.4),
+    ("6.12-2g/p_idle", 10.9),
+    ("6.12-2g/p_pressure", 9.1),
+    ("6.12-2g/p_prodcons", 8.5),
+    ("6.12-2g/p_thp", 5.0),
+    ("6.12-4g/p_idle", 7.1),
+    ("6.12-4g/p_pressure", 20.3),
+    ("6.12-4g/p_prodcons", 26.7),
+    ("6.12-4g/p_thp", 35.2),
+    ("6.12-8g/p_idle", 5.0),
+    ("6.12-8g/p_pressure", 10.4),
+    ("6.12-8g/p_prodcons", 7.5),
+    ("6.12-8g/p_thp", 5.0),
+    ("7.2-2g/p_idle", 5.0),
+    ("7.2-2g/p_pressure", 5.0),
+    ("7.2-2g/p_prodcons", 15.9),
+    ("7.2-2g/p_thp", 8.7),
+    ("7.2-4g/p_idle", 26.5),
+    ("7.2-4g/p_pressure", 24.7),
+    ("7.2-4g/p_prodcons", 12.3),
+    ("7.2-4g/p_thp", 5.0),
+    ("7.2-8g/p_idle", 5.0),
+    ("7.2-8g/p_pressure", 16.2),
+    ("7.2-8g/p_prodcons", 7.1),
+    ("7.2-8g/p_thp", 5.0),
+];
+
+/// The headline zone's end-state figure against [`END_LIMITS`].
+fn end_state_within_limit(name: &str, text: &str) -> Vec<String> {
+    let Some(&(_, limit)) = END_LIMITS.iter().find(|(n, _)| *n == name) else {
+        return vec![format!("no end-state limit for {name} in END_LIMITS")];
+    };
+    let figure = |zone: &str| {
+        let line = text.lines().find(|l| {
+            l.starts_with("end state (upstream), ")
+                && l.contains(&format!("zone {zone}: free blocks per order "))
+        })?;
+        let after = line.split("free blocks per order ").nth(1)?;
+        after.split('%').next()?.parse::<f64>().ok()
+    };
+    match figure("Normal").or_else(|| figure("DMA32")) {
+        Some(v) if v <= limit => Vec::new(),
+        Some(v) => vec![format!("end state {v}% off, above its limit {limit}%")],
+        None => vec!["no end-state figure for Normal or DMA32".to_owned()],
+    }
 }
 
 /// The report's rows: the kernel beside us (its refill and drain events the window's own),
@@ -325,6 +390,25 @@ fn report_rows(exp: &Value, text: &str, dir: &Path, w: &Window) -> Vec<String> {
             format!("no end-state line for {label}"),
         );
     }
+    // Each --proc-after file is compared where capture-kmem's reader read it, past the
+    // window's end marker (replay/to_reads.rs): every reader is found.
+    let reads = text.lines().find(|l| {
+        l.starts_with("end state taken past the window, at each --proc-after file's read: ")
+    });
+    want(
+        reads.is_some_and(|l| {
+            [
+                "zoneinfo at cat-",
+                "buddyinfo at cat-",
+                "pagetypeinfo at cat-",
+                "layout at od-",
+            ]
+            .iter()
+            .all(|r| l.contains(r))
+                && !l.contains("no reader found")
+        }),
+        format!("the end state is not taken at each file's read: {reads:?}"),
+    );
     bad
 }
 
@@ -337,8 +421,8 @@ const KNOWN: &[(&str, &str)] = &[
     // refill). Figures above 2% in `scripts/fidelity-table` are no rule: 6.1's are within
     // 2% since 6.1 starts from the counts the trace bounds (infer/start_count.rs; 6.1-4g's
     // drains were 5.8% off: CPU 3's Normal count at the start was a few hundred pages high;
-    // its Normal end state is off mostly by CPU 0's 167 pages, refilled by zoneinfo's own
-    // `cat` after the window's end),
+    // its Normal end state, 35% off when taken at the window's end, is 2.6% at buddyinfo's
+    // read: CPU 0's 167 pages were refilled by zoneinfo's own `cat` after the marker),
     // 6.12-8g's (Normal CPU 2's count, 1629, is not stale: zoneinfo is read last, 20 ms and
     // 176 events of its `cat` before the marker. The trace pins its Unmovable order-0 list
     // at 300 pages (refilled at line 37430), Movable at 77 (line 71867) and the Movable THP

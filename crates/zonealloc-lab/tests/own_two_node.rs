@@ -180,6 +180,15 @@ fn check(name: &str, limits: (f64, f64), per_node: [(f64, f64); 2]) -> Vec<Strin
             bad.push(format!("no end state for {z}"));
         }
     }
+    // Compared where each file was read past the window's end (replay/to_reads.rs).
+    let reads = text
+        .lines()
+        .find(|l| l.starts_with("end state taken past the window"));
+    if !reads.is_some_and(|l| l.contains("buddyinfo at cat-") && l.contains("layout at od-")) {
+        bad.push(format!(
+            "the end state is not taken at each file's read: {reads:?}"
+        ));
+    }
     bad
 }
 

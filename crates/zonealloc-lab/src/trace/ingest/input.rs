@@ -31,7 +31,7 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 
 use super::before::BeforeWindow;
-use super::until_marker::UntilMarker;
+use super::until_marker::{Tail, UntilMarker};
 use crate::trace::migratetype::Evidence;
 use crate::trace::parse::{self, Event, EventKind, Parser};
 
@@ -175,6 +175,16 @@ impl Found {
 /// found (`None` without one). A marker past the prefix is looked for in the stream, which
 /// drops every line up to and including the marker's (`SkipPast`).
 pub fn open_window(path: &Path, window: &Window) -> io::Result<(Input, Option<Found>)> {
+    open_window_keeping(path, window, None)
+}
+
+/// [`open_window`], keeping the text after the window's `to` marker in `keep` where given
+/// ([`Tail`]: the after-snapshot's reads, replayed for the end state only).
+pub fn open_window_keeping(
+    path: &Path,
+    window: &Window,
+    keep: Option<Tail>,
+) -> io::Result<(Input, Option<Found>)> {
     let mut mapped_prefix = None;
     let mut src: Box<dyn BufRead + Send> = if path.as_os_str() == "-" {
         Box::new(ReadAhead::spawn(|| {
@@ -262,7 +272,13 @@ pub fn open_window(path: &Path, window: &Window) -> io::Result<(Input, Option<Fo
         .chain(rest);
     let reader: Box<dyn BufRead + Send> = match &window.to {
         // Both halves are buffered already: the marker is looked for in their buffers.
-        Some(to) => Box::new(UntilMarker::new(stream, to.as_bytes())),
+        Some(to) => {
+            let until = UntilMarker::new(stream, to.as_bytes());
+            match keep {
+                Some(t) => Box::new(until.keeping(t)),
+                None => Box::new(until),
+            }
+        }
         None => Box::new(stream),
     };
     Ok((

@@ -24,6 +24,7 @@ pub use input::{Sniff, Window};
 use pipe::ParseAhead;
 pub use pipe::{Chunk, CHUNK_EVENTS};
 use prefix::PrefixLook;
+pub use until_marker::{Tail, TailEnd, TAIL_MAX_BYTES};
 
 /// A trace being read: its window, the look at its prefix, and its events in chunks.
 pub struct Source {
@@ -40,7 +41,13 @@ pub struct Source {
 impl Source {
     /// Opens `path` (`-`: standard input), keeping `window` of it, and starts its parse.
     pub fn open(path: &Path, window: &Window) -> io::Result<Source> {
-        let (input, found) = input::open_window(path, window)?;
+        Source::open_keeping(path, window, None)
+    }
+
+    /// [`Source::open`], keeping the text after the window's end marker in `after` where
+    /// given ([`Tail`]).
+    pub fn open_keeping(path: &Path, window: &Window, after: Option<Tail>) -> io::Result<Source> {
+        let (input, found) = input::open_window_keeping(path, window, after)?;
         let before = input.before.clone();
         let (look, ahead) = PrefixLook::spawn(Parser::new(), input)?;
         Ok(Source {

@@ -1,7 +1,103 @@
 //! The end of a trace's window: a reader that stops at a marker ([`UntilMarker`]), handing out
-//! its inner reader's buffers where they lie.
+//! its inner reader's buffers where they lie, and keeping, where asked, the text after the
+//! marker up to a second one ([`Tail`]: the after-snapshot's reads, for the end state).
 
 use std::io::{self, BufRead, Read};
+use std::sync::{Arc, Mutex};
+
+/// The most text a [`Tail`] keeps (the after-snapshot's reads of an 8 GiB capture, the pfn
+/// layout's walk included, are some 10 MB): beyond it the rest is not kept.
+pub const TAIL_MAX_BYTES: usize = 64 << 20;
+
+/// The text after a window's end marker, from the marker up to the line holding a second
+/// marker (`capture-kmem`'s `KT_SNAPSHOT_AFTER_END`), kept by the `UntilMarker` once the
+/// window's bytes are handed out, on the parse's thread: the replay reads it after the pass
+/// ([`Tail::take`]). Shared: the stream keeps one handle, the replay another.
+#[derive(Clone, Debug, Default)]
+pub struct Tail(Arc<Mutex<TailState>>);
+
+#[derive(Debug, Default)]
+struct TailState {
+    /// The second marker: the text is kept up to its line. `None`: no tail is kept.
+    until: Option<Vec<u8>>,
+    /// The text kept: from the window's end marker (its line's first bytes cut: the text
+    /// begins inside the marker's line) to the second marker's line.
+    text: Vec<u8>,
+    /// How the keeping ended.
+    end: TailEnd,
+}
+
+/// How a [`Tail`]'s keeping ended.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TailEnd {
+    /// Not (yet) kept: no tail asked for, or the window's end marker not reached.
+    #[default]
+    NotKept,
+    /// At the second marker's line.
+    Marker,
+    /// At the end of the input, without the second marker.
+    Eof,
+    /// At [`TAIL_MAX_BYTES`], without the second marker.
+    Cap,
+    /// At a read error: the text before it.
+    ReadError,
+}
+
+impl Tail {
+    /// A tail to keep, up to the line holding `until`.
+    pub fn until(until: &[u8]) -> Tail {
+        Tail(Arc::new(Mutex::new(TailState {
+            until: Some(until.to_vec()),
+            ..TailState::default()
+        })))
+    }
+
+    /// The text kept and how its keeping ended, once (empty afterwards).
+    pub fn take(&self) -> (Vec<u8>, TailEnd) {
+        let mut s = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        (std::mem::take(&mut s.text), s.end)
+    }
+
+    /// Reads `inner` on from where the window ended into the text, up to the line holding
+    /// the second marker, the end of the input or [`TAIL_MAX_BYTES`]; once.
+    fn keep<R: BufRead>(&self, inner: &mut R) {
+        let mut s = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(until) = s.until.take() else {
+            return;
+        };
+        let finder = memchr::memmem::Finder::new(&until);
+        let mut text = Vec::new();
+        let end = loop {
+            let buf = match inner.fill_buf() {
+                Ok(b) => b,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => break TailEnd::ReadError,
+            };
+            if buf.is_empty() {
+                break TailEnd::Eof;
+            }
+            // A mapped file's buffer is the rest of the file: no more than the cap is copied.
+            let n = buf.len().min(TAIL_MAX_BYTES + until.len() - text.len());
+            // The new bytes and the marker's length before them (a marker across buffers).
+            let from = text.len().saturating_sub(until.len());
+            text.extend_from_slice(&buf[..n]);
+            inner.consume(n);
+            if let Some(at) = finder.find(&text[from..]) {
+                // Up to the start of the marker's line.
+                let at = from + at;
+                let line = memchr::memrchr(b'\n', &text[..at]).map_or(0, |nl| nl + 1);
+                text.truncate(line);
+                break TailEnd::Marker;
+            }
+            if text.len() >= TAIL_MAX_BYTES {
+                text.truncate(TAIL_MAX_BYTES);
+                break TailEnd::Cap;
+            }
+        };
+        s.text = text;
+        s.end = end;
+    }
+}
 
 /// A stream that ends where `marker` first appears: the bytes before it (or, for a marker
 /// split across two of the inner reader's buffers, before its second part), then a newline
@@ -18,6 +114,8 @@ pub(crate) struct UntilMarker<R> {
     /// The last `marker.len() - 1` bytes handed out, for a marker split across buffers.
     tail: Vec<u8>,
     cut: Cut,
+    /// The text after the marker to keep, where asked ([`UntilMarker::keeping`]).
+    after: Option<Tail>,
 }
 
 /// How far an [`UntilMarker`] has come.
@@ -45,7 +143,15 @@ impl<R: BufRead> UntilMarker<R> {
             } else {
                 Cut::Before
             },
+            after: None,
         }
+    }
+
+    /// Keeps the text after the marker in `tail` once the window's bytes are handed out.
+    pub(crate) fn keeping(mut self, tail: Tail) -> Self {
+        // An empty marker ends the window at once: there is no "after" it.
+        self.after = (self.cut != Cut::Done).then_some(tail);
+        self
     }
 }
 
@@ -87,7 +193,12 @@ fn find(finder: &memchr::memmem::Finder<'_>, rare: usize, hay: &[u8]) -> Option<
 impl<R: BufRead> BufRead for UntilMarker<R> {
     fn fill_buf(&mut self) -> io::Result<&[u8]> {
         match self.cut {
-            Cut::Done => return Ok(&[]),
+            Cut::Done => {
+                if let Some(t) = self.after.take() {
+                    t.keep(&mut self.inner);
+                }
+                return Ok(&[]);
+            }
             Cut::Newline => return Ok(b"\n"),
             Cut::At(_) | Cut::Before => {}
         }
@@ -239,6 +350,38 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_text_after_the_marker_is_kept_to_the_second_markers_line_however_it_is_cut() {
+        let text = &b"abc\nx MARKER p\nline1\nline2\n y END p\nrest\n"[..];
+        for (until, want, end) in [
+            (&b"END"[..], &b"line1\nline2\n"[..], TailEnd::Marker),
+            (
+                b"NOT THERE",
+                b"line1\nline2\n y END p\nrest\n",
+                TailEnd::Eof,
+            ),
+        ] {
+            for k in 1..=text.len() + 1 {
+                let tail = Tail::until(until);
+                let mut u = UntilMarker::new(Slices(text, k), b"MARKER").keeping(tail.clone());
+                let mut window = Vec::new();
+                u.read_to_end(&mut window).unwrap();
+                assert!(window.starts_with(b"abc\nx "), "by {k}");
+                let (kept, how) = tail.take();
+                assert_eq!(how, end, "by {k}");
+                // The kept text begins inside the marker's line: its first line is cut.
+                let nl = kept.iter().position(|&b| b == b'\n').unwrap();
+                assert!(b"MARKER p".ends_with(&kept[..nl]), "by {k}: {kept:?}");
+                assert_eq!(&kept[nl + 1..], want, "by {k}");
+            }
+        }
+        // Without the window's marker, nothing is kept.
+        let tail = Tail::until(b"END");
+        let mut u = UntilMarker::new(Slices(b"a\nb END\n", 4), b"MARKER").keeping(tail.clone());
+        u.read_to_end(&mut Vec::new()).unwrap();
+        assert_eq!(tail.take(), (Vec::new(), TailEnd::NotKept));
     }
 
     /// [`find`] on `hay`, checked against `memmem`'s own search.

@@ -6,6 +6,7 @@ use zonealloc::{CpuId, FrameState, MigrateType, Pfn, Zone};
 
 use super::layout::targets;
 use super::proc_setup::{blocks_of, kernel_types, SetupFacts, TYPES};
+use super::snapshot_reads::SnapFile;
 use crate::procfs::{ProcSnapshot, ZoneSnapshot};
 
 /// The end state against `--proc-after`, one zone.
@@ -55,6 +56,33 @@ pub struct LayoutEnd {
     /// Per order: of those, how many are a free block of the same order at the same pfn in
     /// ours.
     pub same_place: Vec<u64>,
+}
+
+impl EndState {
+    /// Takes `file`'s part of the comparison from `other` (the same zone, compared at another
+    /// point of the trace: where `file` was read: `to_reads`).
+    pub fn take_file(&mut self, other: &EndState, file: SnapFile) {
+        match file {
+            SnapFile::Zoneinfo => {
+                self.pcp = other.pcp;
+                self.pagesets = other.pagesets.clone();
+            }
+            SnapFile::Buddyinfo => {
+                self.kernel_free_blocks = other.kernel_free_blocks.clone();
+                self.ours_free_blocks = other.ours_free_blocks.clone();
+                self.free_blocks_off_pct = other.free_blocks_off_pct;
+                self.order_off_pct = other.order_off_pct.clone();
+            }
+            SnapFile::Pagetypeinfo => {
+                self.kernel_free_by_type = other.kernel_free_by_type.clone();
+                self.ours_free_by_type = other.ours_free_by_type.clone();
+                self.free_pages_by_type = other.free_pages_by_type;
+                self.pageblocks = other.pageblocks;
+                self.type_off_pct = other.type_off_pct.clone();
+            }
+            SnapFile::Layout => self.layout = other.layout.clone(),
+        }
+    }
 }
 
 /// |a - k| summed over `k`, over the sum of `k`, in % (`None` when `k` sums to 0).

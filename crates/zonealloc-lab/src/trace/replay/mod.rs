@@ -55,7 +55,9 @@ mod replayer;
 mod run;
 mod sampling;
 mod setup;
+mod snapshot_reads;
 pub mod tally;
+mod to_reads;
 pub mod vmstat;
 
 pub use counts::{FragSample, ReplayCounts};
@@ -70,3 +72,5 @@ pub use replayer::Replayer;
 pub use run::{check_zones, run, run_unchecked, ReplayRun};
 pub use sampling::FRAG_ORDERS;
 pub use setup::{emit_path, Setup, Snapshots};
+pub use snapshot_reads::ReadAt;
+pub use to_reads::EndReads;

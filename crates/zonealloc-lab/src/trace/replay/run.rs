@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::time::Instant;
 
-use super::end_state::{end_state, EndState};
+use super::end_state::EndState;
 use super::geometry::Geometry;
 use super::infer::kernel::{self, KernelSide};
 use super::infer::start_count;
@@ -16,6 +16,7 @@ use super::preset::Kernel;
 use super::replayer::Replayer;
 use super::sampling::FRAG_ORDERS;
 use super::setup::{Setup, Snapshots};
+use super::to_reads::{self, EndReads};
 use super::vmstat;
 use crate::procfs::ProcSnapshot;
 use crate::trace::ingest::{Chunk, Source, Window};
@@ -41,6 +42,9 @@ pub struct ReplayRun {
     pub window: (Window, Option<bool>),
     /// Per variant, per zone: the end state against `--proc-after`.
     pub end_states: Vec<Vec<EndState>>,
+    /// Where the end state was taken past the window: at each after-snapshot file's read
+    /// (`to_reads`); `None`: at the window's end.
+    pub end_reads: Option<EndReads>,
     /// Whether causes were inferred ([`kernel`]).
     pub infer: bool,
     /// Whether the zones come from `--proc`.
@@ -135,7 +139,9 @@ pub fn run_unchecked(
     let t1 = Instant::now();
     // Parsing runs on a thread of its own (`ingest::pipe`), the replay here; it starts now,
     // so the zones are built while it parses.
-    let mut source = Source::open(path, &window).map_err(read_err)?;
+    // The text after the window, for the end state at the after-snapshot's reads.
+    let tail = to_reads::keep(opts, &snaps);
+    let mut source = Source::open_keeping(path, &window, tail.clone()).map_err(read_err)?;
     let mut setup = Setup::new(opts, snaps, &mut source)?;
     let (done, failure) = pass(&mut setup, &mut source, opts.samples, progress);
     // After the pass: a start marker beyond the prefix is found by the stream.
@@ -165,8 +171,15 @@ pub fn run_unchecked(
     for r in setup.replayers.iter_mut() {
         r.finish().map_err(|e| format!("--emit: {e}"))?;
     }
+    let reads = to_reads::replay(&mut setup, tail.as_ref())?;
     progress(done);
-    Ok(end(setup, parser, t1.elapsed().as_secs_f64(), window))
+    Ok(end(
+        setup,
+        parser,
+        t1.elapsed().as_secs_f64(),
+        window,
+        reads,
+    ))
 }
 
 /// The sampling state of a pass (see [`FIRST_SAMPLE_INTERVAL`]).
@@ -431,7 +444,13 @@ fn pass_beside(
 
 /// The finished run: `setup`'s replayers and kernel side, with the end states against
 /// `--proc-after` and the kernel's fragmentation at both snapshots.
-fn end(setup: Setup, parser: Parser, replay_s: f64, window: (Window, Option<bool>)) -> ReplayRun {
+fn end(
+    setup: Setup,
+    parser: Parser,
+    replay_s: f64,
+    window: (Window, Option<bool>),
+    reads: Option<to_reads::AtReads>,
+) -> ReplayRun {
     let Setup {
         snaps,
         preset,
@@ -443,23 +462,10 @@ fn end(setup: Setup, parser: Parser, replay_s: f64, window: (Window, Option<bool
         kernel,
         ..
     } = setup;
-    let end_states = match &snaps.after {
-        Some(a) => replayers
-            .iter()
-            .map(|r| {
-                geo.zones
-                    .iter()
-                    .zip(&r.zones)
-                    .enumerate()
-                    .filter_map(|(i, (span, zone))| {
-                        let setup = r.setup.get(i).cloned().unwrap_or_default();
-                        a.zone(span.node, span.zone_type)
-                            .map(|kz| end_state(zone, a, kz, &setup))
-                    })
-                    .collect()
-            })
-            .collect(),
-        None => Vec::new(),
+    let (end_states, end_reads) = match (reads, &snaps.after) {
+        (Some((states, reads)), _) => (states, Some(reads)),
+        (None, Some(a)) => (to_reads::states_now(&replayers, &geo, a), None),
+        (None, None) => (Vec::new(), None),
     };
     let kernel_frag = match geo.zones.last() {
         Some(z) => (
@@ -489,6 +495,7 @@ fn end(setup: Setup, parser: Parser, replay_s: f64, window: (Window, Option<bool
         emitted,
         window,
         end_states,
+        end_reads,
         infer,
         setup_from_proc: snaps.before.is_some(),
         start_counts,

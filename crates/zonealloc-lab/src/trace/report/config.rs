@@ -52,6 +52,9 @@ pub(super) fn config(run: &ReplayRun, file: &Path, opts: &ReplayOptions) -> serd
             "variant": r.variant.name,
             "zones": e,
         })).collect::<Vec<_>>(),
+        // Where the end state was taken: each file at its read past the window (`null`: at
+        // the window's end).
+        "end_state_reads": run.end_reads,
         "kernel_side": {
             "per_zone_cpu": k.grid,
             "events_per_cpu": k.events_per_cpu,

@@ -417,6 +417,17 @@ fn caveats(run: &ReplayRun, text: bool) -> String {
     }
     if run.end_states.is_empty() {
         c.push("no --proc-after: the end state is not compared".to_owned());
+    } else if let Some(reads) = &run.end_reads {
+        c.push(format!(
+            "end state: the replay goes on past the window's end (refills and drains are \
+             counted in the window only) to where each --proc-after file was read: {}",
+            reads.describe()
+        ));
+    } else {
+        c.push(format!(
+            "end state where the replayed part ends ({}), not at each --proc-after file's read",
+            run.window.0.to.as_deref().unwrap_or("the trace's end")
+        ));
     }
     for u in run.preset.0.unmodelled() {
         c.push(format!("not modelled: {u}"));

@@ -47,6 +47,13 @@ pub fn summary(result: &ExperimentResult, run: &ReplayRun) -> String {
             }
         }
     }
+    if let Some(reads) = &run.end_reads {
+        // Not "end state (": scripts/fidelity-table reads those lines.
+        out.push_str(&format!(
+            "end state taken past the window, at each --proc-after file's read: {}\n",
+            reads.describe()
+        ));
+    }
     out.push_str(&super::numa::node_lines(run));
     out.push_str(&format!(
         "\nkernel rules: {}; zones: {} (memory: {:?}), {} CPUs (from {}), migratetypes {:?}\n\

@@ -1,0 +1,250 @@
+//! Where the after-snapshot's files were read in the trace: the end state compares each file
+//! at its own read, not at the window's end marker ([`super::to_reads`]).
+//!
+//! `scripts/capture-kmem` writes `KT_SNAPSHOT_AFTER_BEGIN`, then reads, in this order
+//! (`SNAP_AFTER`): zoneinfo, buddyinfo, pagetypeinfo, vmstat and meminfo, each with a `cat` of
+//! its own, the `nodes/` and extfrag files (more `cat`s), and the pfn layout, `od` of
+//! `/proc/kpageflags` piped into `awk`, then the same of `/proc/kpagecount`. Each file is the
+//! kernel's state when its reader's `read` ran: after the reader's `exec` (its page tables,
+//! stack and buffer: allocations) and before its output's page-cache page and its exit (a
+//! run of frees). So a file was read at its reader's last allocation: the replay goes that
+//! far. The layout's `od` reads the zones' pfns in order over its whole life (seconds on a
+//! big machine); its last allocation is when it read the highest zone's.
+//!
+//! The reader is the n-th task of its command to appear after the marker (zoneinfo the first
+//! `cat`, buddyinfo the second, pagetypeinfo the third, the layout the first `od`). Captures
+//! written since also mark each read (`KT_SNAPSHOT_READ <file>`): the reader is then the
+//! first task of its command after its file's marker, whatever else ran.
+
+/// A file of the after-snapshot that the end state compares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SnapFile {
+    /// `zoneinfo`: each CPU's `count` and `high`.
+    Zoneinfo,
+    /// `buddyinfo`: free blocks per order (the end state's headline figure).
+    Buddyinfo,
+    /// `pagetypeinfo`: free blocks per migratetype and order, pageblocks per migratetype.
+    Pagetypeinfo,
+    /// `layout`: the free blocks at their pfns (`/proc/kpageflags`).
+    Layout,
+}
+
+impl SnapFile {
+    /// Every file, in `capture-kmem`'s order of reading.
+    pub const ALL: [SnapFile; 4] = [
+        SnapFile::Zoneinfo,
+        SnapFile::Buddyinfo,
+        SnapFile::Pagetypeinfo,
+        SnapFile::Layout,
+    ];
+
+    /// Its name in the snapshot folder (and in `KT_SNAPSHOT_READ`).
+    pub fn name(self) -> &'static str {
+        match self {
+            SnapFile::Zoneinfo => "zoneinfo",
+            SnapFile::Buddyinfo => "buddyinfo",
+            SnapFile::Pagetypeinfo => "pagetypeinfo",
+            SnapFile::Layout => "layout",
+        }
+    }
+
+    /// Its reader's command, and which of that command's tasks after
+    /// `KT_SNAPSHOT_AFTER_BEGIN` it is (1: the first).
+    fn reader(self) -> (&'static [u8], usize) {
+        match self {
+            SnapFile::Zoneinfo => (b"cat", 1),
+            SnapFile::Buddyinfo => (b"cat", 2),
+            SnapFile::Pagetypeinfo => (b"cat", 3),
+            SnapFile::Layout => (b"od", 1),
+        }
+    }
+}
+
+/// Where one file was read.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ReadAt {
+    /// The file.
+    pub file: &'static str,
+    /// Its reader, `comm-pid`; `None` where no task of its command was found (the file is
+    /// then compared at the window's end).
+    pub reader: Option<String>,
+    /// How the reader was found: `marker` (after its `KT_SNAPSHOT_READ`) or `order` (the
+    /// n-th task of its command after the window's end marker).
+    pub found_by: &'static str,
+    /// Events replayed past the window's end before the file was compared.
+    pub events_past_window: u64,
+    /// Where the replay stops for it: the byte after its reader's last allocation's line in
+    /// the text after the window (`find`'s input).
+    #[serde(skip)]
+    pub offset: usize,
+}
+
+/// A line's task (`comm-pid`, the text before ftrace's `[NNN]` CPU column) and its command.
+fn task(line: &[u8]) -> Option<(&[u8], &[u8])> {
+    let t = line.trim_ascii_start();
+    let col = memchr::memmem::find(t, b" [")?;
+    let task = t[..col].trim_ascii_end();
+    let dash = memchr::memrchr(b'-', task)?;
+    let pid = &task[dash + 1..];
+    (!pid.is_empty() && pid.iter().all(u8::is_ascii_digit)).then_some((task, &task[..dash]))
+}
+
+/// A task of the text: where its lines are.
+struct Seen<'t> {
+    task: &'t [u8],
+    comm: &'t [u8],
+    /// How many `KT_SNAPSHOT_READ` markers came before its first line.
+    after_marks: usize,
+    /// The start of its first line.
+    first: usize,
+    /// The end of its last `mm_page_alloc` line.
+    last_alloc: Option<usize>,
+}
+
+/// Where each of [`SnapFile::ALL`] was read in `text`, the trace after the window's end
+/// marker (its first line, the marker's, cut): a [`ReadAt`] per file, in that order.
+pub fn find(text: &[u8]) -> Vec<ReadAt> {
+    let mut seen: Vec<Seen<'_>> = Vec::new();
+    // Per `KT_SNAPSHOT_READ` marker: its file's name.
+    let mut marks: Vec<&[u8]> = Vec::new();
+    let mut at = 0usize;
+    for line in text.split_inclusive(|&b| b == b'\n') {
+        let start = at;
+        at += line.len();
+        if let Some(m) = memchr::memmem::find(line, b"tracing_mark_write: KT_SNAPSHOT_READ ") {
+            let rest = &line[m + 37..];
+            let name = rest.split(|b| b.is_ascii_whitespace()).next();
+            marks.push(name.unwrap_or_default());
+            continue;
+        }
+        let Some((task, comm)) = task(line) else {
+            continue;
+        };
+        let i = match seen.iter().rposition(|s| s.task == task) {
+            Some(i) => i,
+            None => {
+                seen.push(Seen {
+                    task,
+                    comm,
+                    after_marks: marks.len(),
+                    first: start,
+                    last_alloc: None,
+                });
+                seen.len() - 1
+            }
+        };
+        if memchr::memmem::find(line, b": mm_page_alloc: ").is_some() {
+            seen[i].last_alloc = Some(at);
+        }
+    }
+    SnapFile::ALL
+        .iter()
+        .map(|&file| {
+            let (comm, nth) = file.reader();
+            let mark = marks.iter().position(|m| *m == file.name().as_bytes());
+            let (from, nth, found_by) = match mark {
+                Some(k) => (k + 1, 1, "marker"),
+                None => (0, nth, "order"),
+            };
+            let reader = seen
+                .iter()
+                .filter(|s| s.after_marks >= from && s.comm == comm)
+                .nth(nth - 1);
+            ReadAt {
+                file: file.name(),
+                reader: reader.map(|s| String::from_utf8_lossy(s.task).into_owned()),
+                found_by,
+                events_past_window: 0,
+                offset: reader.map_or(0, |s| s.last_alloc.unwrap_or(s.first)),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(task: &str, what: &str) -> String {
+        format!("  {task:>16}    [001] .....   10.000001: {what}\n")
+    }
+
+    const ALLOC: &str =
+        "mm_page_alloc: page=0x1 pfn=0x1000 order=0 migratetype=0 gfp_flags=GFP_KERNEL";
+    const FREE: &str = "mm_page_free: page=0x1 pfn=0x1000 order=0";
+
+    #[test]
+    fn each_file_is_read_at_its_readers_last_allocation_in_capture_kmems_order() {
+        let mut t = String::from(" p_x\n");
+        for task in ["cat-10", "cat-11", "cat-12"] {
+            t += &line(task, ALLOC);
+            t += &line("kworker/1:1-5", FREE);
+            t += &line(task, ALLOC);
+            t += &line(task, FREE);
+        }
+        t += &line("dash-7", ALLOC);
+        t += &line("od-13", ALLOC);
+        t += &line("awk-14", ALLOC);
+        t += &line("od-13", ALLOC);
+        t += &line("od-13", FREE);
+        t += &line("od-15", ALLOC);
+        let reads = find(t.as_bytes());
+        let names: Vec<_> = reads.iter().map(|r| r.reader.as_deref()).collect();
+        assert_eq!(
+            names,
+            [
+                Some("cat-10"),
+                Some("cat-11"),
+                Some("cat-12"),
+                Some("od-13")
+            ]
+        );
+        // Each ends after its reader's second allocation's line: before its exit's free.
+        for r in &reads {
+            let task = r.reader.as_deref().unwrap();
+            let upto = &t[..r.offset];
+            assert!(upto.ends_with(&line(task, ALLOC)), "{r:?}");
+            assert_eq!(upto.matches(&format!("{task:>16} ")).count(), 2, "{r:?}");
+            assert_eq!(r.found_by, "order");
+        }
+    }
+
+    #[test]
+    fn a_read_marker_names_the_reader_whatever_ran_before_and_a_missing_one_is_none() {
+        let mut t = String::from(" p_x\n");
+        // A cat of another's before the capture's reads: without markers it would be
+        // zoneinfo's reader.
+        t += &line("cat-9", ALLOC);
+        t += &line(
+            "dash-7",
+            "tracing_mark_write: KT_SNAPSHOT_READ zoneinfo p_x",
+        );
+        t += &line("cat-10", ALLOC);
+        t += &line(
+            "dash-7",
+            "tracing_mark_write: KT_SNAPSHOT_READ buddyinfo p_x",
+        );
+        t += &line("cat-11", FREE);
+        let reads = find(t.as_bytes());
+        assert_eq!(reads[0].reader.as_deref(), Some("cat-10"));
+        assert_eq!(reads[0].found_by, "marker");
+        // A reader without an allocation: read before its first line.
+        assert_eq!(reads[1].reader.as_deref(), Some("cat-11"));
+        assert_eq!(&t[reads[1].offset..], line("cat-11", FREE));
+        // No marker for pagetypeinfo: the third cat after the window's end; no od at all.
+        assert_eq!(reads[2].reader.as_deref(), Some("cat-11"));
+        assert_eq!(reads[3].reader, None);
+        assert_eq!(reads[3].offset, 0);
+    }
+
+    #[test]
+    fn tasks_are_read_off_the_lines_prefix() {
+        let l = line("kworker/u8:2-77", FREE);
+        assert_eq!(
+            task(l.as_bytes()),
+            Some((&b"kworker/u8:2-77"[..], &b"kworker/u8:2"[..]))
+        );
+        assert_eq!(task(b"no task here\n"), None);
+        assert_eq!(task(b"  a-b [000] x\n"), None);
+    }
+}
