@@ -66,6 +66,11 @@ fn trace(big_by: &str) -> Vec<u8> {
 
 /// The replay's JSON configuration of `text`, with `args` more.
 fn replay(dir: &std::path::Path, name: &str, text: &[u8], args: &[&str]) -> serde_json::Value {
+    experiment(dir, name, text, args)["config"].clone()
+}
+
+/// The replay's JSON experiment of `text`, with `args` more.
+fn experiment(dir: &std::path::Path, name: &str, text: &[u8], args: &[&str]) -> serde_json::Value {
     let path = dir.join(format!("{name}.txt"));
     std::fs::write(&path, text).unwrap();
     let out = dir.join(name);
@@ -82,7 +87,7 @@ fn replay(dir: &std::path::Path, name: &str, text: &[u8], args: &[&str]) -> serd
         "--json",
     ];
     a.extend_from_slice(args);
-    json(&zonealloc(&a))["experiments"][0]["config"].clone()
+    json(&zonealloc(&a))["experiments"][0].clone()
 }
 
 /// The DMA32 zone's end state, upstream variant.
@@ -142,4 +147,46 @@ fn events_after_the_end_marker_up_to_each_files_read_change_its_end_state_only()
             );
         }
     }
+}
+
+/// The most reused frames' table, and the metric drawn from it, count the window's
+/// allocations only: the readers' allocations past it (here of the frame the window reused
+/// most) are not in them.
+#[test]
+fn the_most_reused_frames_are_the_windows_whatever_is_replayed_past_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let window_only = [
+        "--from-marker",
+        "KT_SNAPSHOT_BEFORE_END",
+        "--to-marker",
+        "KT_SNAPSHOT_AFTER_BEGIN",
+    ];
+    let past = experiment(dir.path(), "a", &trace("cat-11"), &[]);
+    let at_end = experiment(dir.path(), "b", &trace("cat-11"), &window_only);
+    assert!(past["config"]["end_state_reads"]["events"].as_u64() > Some(0));
+    let reuse = |e: &serde_json::Value| {
+        let tables = e["tables"].as_array().unwrap();
+        tables
+            .iter()
+            .find(|t| {
+                t["title"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("Most reused frames")
+            })
+            .unwrap()["rows"]
+            .clone()
+    };
+    let top = |e: &serde_json::Value| {
+        e["samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["metric"] == "allocations of the most reused frame")
+            .map(|s| s["value"].clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(reuse(&past), reuse(&at_end));
+    assert_eq!(top(&past), top(&at_end));
+    assert!(!top(&past).is_empty());
 }

@@ -45,6 +45,9 @@ pub struct ReplayRun {
     /// Where the end state was taken past the window: at each after-snapshot file's read
     /// (`to_reads`); `None`: at the window's end.
     pub end_reads: Option<EndReads>,
+    /// The most reused frames in the window ([`REUSE_ROWS`] each), taken at its end, before
+    /// any replay past it: the kernel's, then every variant's.
+    pub reused: (Vec<(u64, u64)>, Vec<Vec<(u64, u32)>>),
     /// Whether causes were inferred ([`kernel`]).
     pub infer: bool,
     /// Whether the zones come from `--proc`.
@@ -62,6 +65,9 @@ pub struct ReplayRun {
     /// ([`ProcSnapshot::warnings`]), each prefixed with its flag.
     pub proc_warnings: Vec<String>,
 }
+
+/// Rows of the most reused frames' table (seed 000's), kept per side at the window's end.
+pub const REUSE_ROWS: usize = 5;
 
 /// The unusable free space index of a snapshot's zone, per [`FRAG_ORDERS`].
 fn kernel_unusable(snap: &ProcSnapshot, node: u32, zone: zonealloc::ZoneType) -> Option<[u32; 3]> {
@@ -171,6 +177,15 @@ pub fn run_unchecked(
     for r in setup.replayers.iter_mut() {
         r.finish().map_err(|e| format!("--emit: {e}"))?;
     }
+    // The window's frame reuse, before the replay past it adds to the frames' counts.
+    let reused = (
+        setup.kernel.most_reused(REUSE_ROWS),
+        setup
+            .replayers
+            .iter()
+            .map(|r| r.most_reused(REUSE_ROWS))
+            .collect(),
+    );
     let reads = to_reads::replay(&mut setup, tail.as_ref())?;
     progress(done);
     Ok(end(
@@ -178,7 +193,7 @@ pub fn run_unchecked(
         parser,
         t1.elapsed().as_secs_f64(),
         window,
-        reads,
+        (reads, reused),
     ))
 }
 
@@ -449,7 +464,10 @@ fn end(
     parser: Parser,
     replay_s: f64,
     window: (Window, Option<bool>),
-    reads: Option<to_reads::AtReads>,
+    (reads, reused): (
+        Option<to_reads::AtReads>,
+        (Vec<(u64, u64)>, Vec<Vec<(u64, u32)>>),
+    ),
 ) -> ReplayRun {
     let Setup {
         snaps,
@@ -496,6 +514,7 @@ fn end(
         window,
         end_states,
         end_reads,
+        reused,
         infer,
         setup_from_proc: snaps.before.is_some(),
         start_counts,

@@ -50,11 +50,10 @@ pub(super) fn definitions() -> Vec<MetricDef> {
         .collect()
 }
 
-/// Every variant's samples, in [`definitions`]' order; `reused` is each variant's most reused
-/// frames, most first.
-pub(super) fn samples(run: &ReplayRun, reused: &[Vec<(u64, u32)>]) -> Vec<Sample> {
+/// Every variant's samples, in [`definitions`]' order.
+pub(super) fn samples(run: &ReplayRun) -> Vec<Sample> {
     let mut samples = Vec::new();
-    for (r, reused) in run.replayers.iter().zip(reused) {
+    for (r, reused) in run.replayers.iter().zip(&run.reused.1) {
         for (metric, value) in values(run, r, reused) {
             samples.push(Sample {
                 variant: r.variant.name.clone(),

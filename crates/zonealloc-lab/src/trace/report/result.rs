@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::tables::{
     accounting_table, beside_table, end_state_table, fidelity_table, per_cpu_table, reuse_table,
-    setup_table, start_count_table, REUSE_ROWS,
+    setup_table, start_count_table,
 };
 use super::{config, metrics, numa, plots};
 use crate::report::{ExperimentResult, Table};
@@ -18,13 +18,6 @@ use crate::trace::replay::{ReplayOptions, ReplayRun};
 /// kernel's, so which frame comes back says nothing. It stays in the accounting table, where
 /// it means something for a replay of a trace we emitted ourselves.
 pub fn to_result(run: &ReplayRun, file: &Path, opts: &ReplayOptions) -> ExperimentResult {
-    // Each variant's most reused frames, for its metric and the table: one scan of its
-    // frames each.
-    let reused: Vec<Vec<(u64, u32)>> = run
-        .replayers
-        .iter()
-        .map(|r| r.most_reused(REUSE_ROWS))
-        .collect();
     let names: Vec<String> = run
         .replayers
         .iter()
@@ -36,8 +29,8 @@ pub fn to_result(run: &ReplayRun, file: &Path, opts: &ReplayOptions) -> Experime
         change: format!("replay of {}", file.display()),
         baseline: names.first().cloned().unwrap_or_default(),
         metrics: metrics::definitions(),
-        samples: metrics::samples(run, &reused),
-        tables: tables(run, &names, &reused),
+        samples: metrics::samples(run),
+        tables: tables(run, &names),
         plots: plots::plots(run),
         variants: names,
         expected_shape: "A replay is deterministic: one sample per variant, so differences \
@@ -54,7 +47,7 @@ pub fn to_result(run: &ReplayRun, file: &Path, opts: &ReplayOptions) -> Experime
 }
 
 /// Every table of the report, in order.
-fn tables(run: &ReplayRun, names: &[String], reused: &[Vec<(u64, u32)>]) -> Vec<Table> {
+fn tables(run: &ReplayRun, names: &[String]) -> Vec<Table> {
     let mut tables = vec![
         fidelity_table(run, names),
         accounting_table(run, names),
@@ -76,6 +69,6 @@ fn tables(run: &ReplayRun, names: &[String], reused: &[Vec<(u64, u32)>]) -> Vec<
     if run.end_states.iter().any(|e| !e.is_empty()) {
         tables.push(end_state_table(names, &run.end_states));
     }
-    tables.push(reuse_table(run, names, reused));
+    tables.push(reuse_table(run, names));
     tables
 }

@@ -5,7 +5,7 @@
 use super::diff::diff_pct;
 use crate::report::Table;
 use crate::trace::replay::tally::{self, KINDS};
-use crate::trace::replay::{start_count, EndState, ReplayRun, Replayer};
+use crate::trace::replay::{start_count, EndState, ReplayRun, Replayer, REUSE_ROWS};
 
 /// One kind per CPU, summed over zones.
 pub(super) fn per_cpu(g: &tally::Grid, f: fn(&tally::Tally) -> u64) -> Vec<u64> {
@@ -428,15 +428,13 @@ fn end_state_rows(e: &EndState) -> Vec<(String, String, String)> {
     rows
 }
 
-/// Rows of the most reused frames' table.
-pub(super) const REUSE_ROWS: usize = 5;
-
-/// The most reused frames, the kernel's and (`ours`, [`REUSE_ROWS`] each) every variant's.
-pub(super) fn reuse_table(run: &ReplayRun, names: &[String], ours: &[Vec<(u64, u32)>]) -> Table {
+/// The most reused frames in the window, the kernel's and every variant's
+/// ([`ReplayRun::reused`], [`REUSE_ROWS`] each).
+pub(super) fn reuse_table(run: &ReplayRun, names: &[String]) -> Table {
     const N: usize = REUSE_ROWS;
+    let (kernel, ours) = &run.reused;
     let mut header = vec!["rank".to_owned(), "kernel: pfn (allocs)".to_owned()];
     header.extend(names.iter().map(|n| format!("{n}: pfn (allocs)")));
-    let kernel = run.kernel.most_reused(N);
     let cell =
         |v: Option<(u64, u64)>| v.map_or_else(|| "-".to_owned(), |(p, c)| format!("{p:#x} ({c})"));
     let rows = (0..N)
