@@ -58,27 +58,26 @@ pub struct FirstEvents {
 /// snapshot the zones of `geo` come from. The chunks taken are returned
 /// ([`FirstEvents::held`]), not consumed.
 pub fn take(
-    mut next: impl FnMut() -> Option<Chunk>,
+    next: impl FnMut() -> Option<Chunk>,
     geo: &Geometry,
     snap: &ProcSnapshot,
     which: Which,
     limit: usize,
 ) -> FirstEvents {
-    let mut walk = which.counts.then(|| {
-        Walk::new(
+    let walk = which.counts.then(|| {
+        let mut w = Walk::new(
             geo,
             snap,
             which.fixed_high,
             which.scale_max,
             which.thp_order,
             which.pageblock_order,
-        )
-    });
-    if let Some(w) = &mut walk {
+        );
         w.set_extfrag_names_page(which.extfrag_names_page);
-    }
+        w
+    });
     let spans: Vec<_> = geo.zones.iter().map(|z| z.start..z.end()).collect();
-    let mut collect = which.lists.then(|| {
+    let collect = which.lists.then(|| {
         Collector::new(
             geo.cpus,
             &spans,
@@ -89,8 +88,22 @@ pub fn take(
     });
     // Only a kernel layout reads the hints (`ZoneLayout::from_kernel_hinted`); a synthesised
     // one places its blocks by the counts alone.
-    let mut hints = (which.lists && snap.layout.is_some())
+    let hints = (which.lists && snap.layout.is_some())
         .then(|| HintCollector::new(geo.cpus, &spans, which.pageblock_order, geo.numbering));
+    match (walk, collect) {
+        (Some(walk), Some(collect)) => take_beside(next, walk, collect, hints, limit),
+        (walk, collect) => take_here(next, walk, collect, hints, limit),
+    }
+}
+
+/// [`take`] in this thread.
+fn take_here(
+    mut next: impl FnMut() -> Option<Chunk>,
+    mut walk: Option<Walk>,
+    mut collect: Option<Collector>,
+    mut hints: Option<HintCollector>,
+    limit: usize,
+) -> FirstEvents {
     let mut events = 0usize;
     let done = |w: &Option<Walk>, c: &Option<Collector>, n: usize| {
         n >= limit || (w.as_ref().is_none_or(Walk::done) && c.is_none())
@@ -120,6 +133,64 @@ pub fn take(
         lists: collect.map(Collector::finish),
         hints: hints.map(HintCollector::finish),
     }
+}
+
+/// [`take`] with both inferences: the start-count walk on a thread of its own, the list
+/// inference (and the hints) here, each chunk handed to the walk once read here. The two
+/// share nothing, so each sees what it saw in one loop; the list inference reads to `limit`
+/// events either way. On 6.1 p1 the walk is 134 M instructions and the lists 95 M: one
+/// after the other they were the replay's longest stretch.
+fn take_beside(
+    mut next: impl FnMut() -> Option<Chunk>,
+    mut walk: Walk,
+    mut collect: Collector,
+    mut hints: Option<HintCollector>,
+    limit: usize,
+) -> FirstEvents {
+    std::thread::scope(|s| {
+        let (tx, rx) = std::sync::mpsc::channel::<(Chunk, usize)>();
+        let walker = s.spawn(move || {
+            let mut held = Vec::new();
+            for (chunk, n) in rx {
+                for ev in chunk.events().take(n) {
+                    if walk.done() {
+                        break;
+                    }
+                    walk.feed(&ev);
+                }
+                held.push(chunk);
+            }
+            (walk, held)
+        });
+        let mut events = 0usize;
+        while events < limit {
+            let Some(chunk) = next() else {
+                break;
+            };
+            let n = limit - events;
+            for ev in chunk.events().take(n) {
+                collect.feed(&ev);
+                if let Some(h) = hints.as_mut() {
+                    h.feed(&ev);
+                }
+            }
+            events += chunk.len();
+            // The walk ended only if it panicked, which the join passes on.
+            if tx.send((chunk, n)).is_err() {
+                break;
+            }
+        }
+        drop(tx);
+        let (walk, held) = walker
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        FirstEvents {
+            held,
+            counts: Some(walk.finish()),
+            lists: Some(collect.finish()),
+            hints: hints.map(HintCollector::finish),
+        }
+    })
 }
 
 #[cfg(test)]
@@ -238,6 +309,35 @@ mod tests {
             assert_eq!(lists, c.finish());
             let seen: u64 = lists.zones.iter().map(|z| z.events).sum();
             assert!(seen > 0 && seen <= limit as u64);
+        }
+    }
+
+    #[test]
+    fn the_walk_on_its_own_thread_counts_what_it_counts_alone() {
+        // With the lists too the walk runs beside them (`take_beside`); alone, here.
+        let snap = snap();
+        let geo = proc_setup::geometry(&snap, None, Numbering::Current).unwrap();
+        let text = sample(4);
+        for limit in [crate::trace::ingest::CHUNK_EVENTS + 100, LIST_EVENTS] {
+            let run = |which: Which| {
+                let ahead = ParseAhead::spawn(
+                    Parser::new(),
+                    Box::new(Cursor::new(text.clone().into_bytes())),
+                )
+                .unwrap();
+                let first = take(|| ahead.next(), &geo, &snap, which, limit);
+                drop(ahead.finish());
+                first
+            };
+            let both = run(which());
+            let alone = run(Which {
+                lists: false,
+                ..which()
+            });
+            let (both, alone) = (both.counts.unwrap(), alone.counts.unwrap());
+            assert!(both.events > 0 && both.events <= limit as u64);
+            assert!(!both.cpus.is_empty());
+            assert_eq!(format!("{both:?}"), format!("{alone:?}"), "limit {limit}");
         }
     }
 
