@@ -147,21 +147,26 @@ fn take_beside(
     mut hints: Option<HintCollector>,
     limit: usize,
 ) -> FirstEvents {
-    std::thread::scope(|s| {
+    let held = std::thread::scope(|s| {
         let (tx, rx) = std::sync::mpsc::channel::<(Chunk, usize)>();
-        let walker = s.spawn(move || {
-            let mut held = Vec::new();
-            for (chunk, n) in rx {
-                for ev in chunk.events().take(n) {
-                    if walk.done() {
-                        break;
+        let w = &mut walk;
+        // A thread refused (by the system): all here, below.
+        let walker = std::thread::Builder::new()
+            .name("trace-walk".into())
+            .spawn_scoped(s, move || {
+                let mut held = Vec::new();
+                for (chunk, n) in rx {
+                    for ev in chunk.events().take(n) {
+                        if w.done() {
+                            break;
+                        }
+                        w.feed(&ev);
                     }
-                    walk.feed(&ev);
+                    held.push(chunk);
                 }
-                held.push(chunk);
-            }
-            (walk, held)
-        });
+                held
+            })
+            .ok()?;
         let mut events = 0usize;
         while events < limit {
             let Some(chunk) = next() else {
@@ -181,16 +186,21 @@ fn take_beside(
             }
         }
         drop(tx);
-        let (walk, held) = walker
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        FirstEvents {
+        Some(
+            walker
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+        )
+    });
+    match held {
+        Some(held) => FirstEvents {
             held,
             counts: Some(walk.finish()),
             lists: Some(collect.finish()),
             hints: hints.map(HintCollector::finish),
-        }
-    })
+        },
+        None => take_here(next, Some(walk), Some(collect), hints, limit),
+    }
 }
 
 #[cfg(test)]
@@ -312,6 +322,24 @@ mod tests {
         }
     }
 
+    /// [`take`] on the parse of `text`, the parse then read to its end.
+    fn take_of(
+        text: &str,
+        geo: &Geometry,
+        snap: &ProcSnapshot,
+        which: Which,
+        limit: usize,
+    ) -> FirstEvents {
+        let ahead = ParseAhead::spawn(
+            Parser::new(),
+            Box::new(Cursor::new(text.as_bytes().to_vec())),
+        )
+        .unwrap();
+        let first = take(|| ahead.next(), geo, snap, which, limit);
+        drop(ahead.finish());
+        first
+    }
+
     #[test]
     fn the_walk_on_its_own_thread_counts_what_it_counts_alone() {
         // With the lists too the walk runs beside them (`take_beside`); alone, here.
@@ -319,16 +347,7 @@ mod tests {
         let geo = proc_setup::geometry(&snap, None, Numbering::Current).unwrap();
         let text = sample(4);
         for limit in [crate::trace::ingest::CHUNK_EVENTS + 100, LIST_EVENTS] {
-            let run = |which: Which| {
-                let ahead = ParseAhead::spawn(
-                    Parser::new(),
-                    Box::new(Cursor::new(text.clone().into_bytes())),
-                )
-                .unwrap();
-                let first = take(|| ahead.next(), &geo, &snap, which, limit);
-                drop(ahead.finish());
-                first
-            };
+            let run = |which: Which| take_of(&text, &geo, &snap, which, limit);
             let both = run(which());
             let alone = run(Which {
                 lists: false,
@@ -346,16 +365,7 @@ mod tests {
         let snap = snap();
         let geo = proc_setup::geometry(&snap, None, Numbering::Current).unwrap();
         let text = sample(2);
-        let run = |which: Which| {
-            let ahead = ParseAhead::spawn(
-                Parser::new(),
-                Box::new(Cursor::new(text.clone().into_bytes())),
-            )
-            .unwrap();
-            let first = take(|| ahead.next(), &geo, &snap, which, LIST_EVENTS);
-            drop(ahead.finish());
-            first
-        };
+        let run = |which: Which| take_of(&text, &geo, &snap, which, LIST_EVENTS);
         let none = run(Which {
             counts: false,
             lists: false,
