@@ -73,6 +73,39 @@ impl<P: Platform> Zone<P> {
         end: Pfn,
         order: Order,
     ) -> Result<u64, RangeError> {
+        let added = self.add_allocated_unsized(start, end, order)?;
+        self.setup_standalone_watermarks();
+        self.debug_check("add_allocated_range");
+        Ok(added)
+    }
+
+    /// [`Zone::add_allocated_range`] for each `(start, end, order)` of `ranges` in turn, with
+    /// the watermarks and per-CPU sizes recomputed once, after the last (they follow from the
+    /// managed pages alone): the zone one call a range leaves, without a recomputation a
+    /// range (a snapshot's layout has thousands of runs in use and of per-CPU pages). Stops
+    /// at the first range refused, the ranges before it added. Returns the pages added.
+    pub fn add_allocated_ranges(&self, ranges: &[(Pfn, Pfn, Order)]) -> Result<u64, RangeError> {
+        let (mut added, mut any) = (0, false);
+        let mut failed = None;
+        for &(start, end, order) in ranges {
+            match self.add_allocated_unsized(start, end, order) {
+                Ok(n) => (added, any) = (added + n, true),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        // As many recomputations as calls that added, none where none did.
+        if any {
+            self.setup_standalone_watermarks();
+            self.debug_check("add_allocated_ranges");
+        }
+        failed.map_or(Ok(added), Err)
+    }
+
+    /// [`Zone::add_allocated_range`] but for the watermarks and per-CPU sizes.
+    fn add_allocated_unsized(&self, start: Pfn, end: Pfn, order: Order) -> Result<u64, RangeError> {
         if start >= end {
             return Err(RangeError::Empty { start, end });
         }
@@ -103,8 +136,6 @@ impl<P: Platform> Zone<P> {
             }
             z.managed_pages += end.0 - start.0;
         }
-        self.setup_standalone_watermarks();
-        self.debug_check("add_allocated_range");
         Ok(end.0 - start.0)
     }
 
@@ -213,6 +244,7 @@ mod tests {
     use crate::config::{FallbackRule, ZoneConfig};
     use crate::request::AllocRequest;
     use crate::types::{CpuId, ZoneType};
+    use std::format;
     use std::vec;
 
     /// 64 frames from pfn 64, pageblocks of 8, blocks up to order 4, no per-CPU lists.
@@ -275,6 +307,56 @@ mod tests {
         assert!(z
             .alloc_with(Order::ZERO, AllocRequest::new(m).on_cpu(CpuId(0)))
             .is_ok());
+    }
+
+    #[test]
+    fn ranges_in_use_added_at_once_leave_the_zone_one_call_a_range_leaves() {
+        // Watermarks and per-CPU lists on: the sizes follow the managed pages.
+        let new = || Zone::new(ZoneType::Normal, Pfn(0), Pfn(4096), ZoneConfig::default()).unwrap();
+        let looks = |z: &Zone| {
+            let states: vec::Vec<_> = (0..4096).map(|p| z.frame_state(Pfn(p))).collect();
+            format!(
+                "{:?} {:?} {} {:?} {:?}",
+                z.watermarks(),
+                z.lowmem_reserve(),
+                z.managed_pages(),
+                z.pcp_info(CpuId(0)),
+                states
+            )
+        };
+        let o = |n| Order::new(n).unwrap();
+        let ranges = [
+            (Pfn(10), Pfn(20), o(0)),
+            (Pfn(100), Pfn(300), o(0)),
+            (Pfn(1000), Pfn(1001), o(0)),
+            (Pfn(1024), Pfn(1032), o(3)),
+        ];
+        let (one, all) = (new(), new());
+        for &(a, b, order) in &ranges {
+            one.add_allocated_range(a, b, order).unwrap();
+        }
+        assert_eq!(all.add_allocated_ranges(&ranges), Ok(219));
+        assert_eq!(looks(&one), looks(&all));
+        assert_ne!(looks(&all), looks(&new()));
+        // The sizes were recomputed (a zone of no managed page has none).
+        let wm = |z: &Zone| format!("{:?} {:?}", z.watermarks(), z.pcp_info(CpuId(0)));
+        assert_ne!(wm(&all), wm(&new()));
+        // A range refused stops the rest; those before it stay, as one call a range.
+        let more = [
+            (Pfn(2000), Pfn(2100), o(0)),
+            (Pfn(150), Pfn(160), o(0)),
+            (Pfn(3000), Pfn(3001), o(0)),
+        ];
+        let e = one.add_allocated_range(more[0].0, more[0].1, more[0].2);
+        assert_eq!(e, Ok(100));
+        let e = one.add_allocated_range(more[1].0, more[1].1, more[1].2);
+        assert_eq!(all.add_allocated_ranges(&more), e);
+        assert!(e.is_err());
+        assert_eq!(looks(&one), looks(&all));
+        // None at all changes nothing.
+        let none = new();
+        assert_eq!(none.add_allocated_ranges(&[]), Ok(0));
+        assert_eq!(looks(&none), looks(&new()));
     }
 
     #[test]

@@ -33,6 +33,9 @@ pub struct Chunk {
     /// Set on the chunk that ends the input's first bytes in a marked parse
     /// ([`ParseAhead::spawn_marked`]): how many of them were read.
     mark: Option<u64>,
+    /// How many of the events are kswapd's (wake or sleep): the kswapd nap's look-ahead
+    /// reads only the timestamps of a chunk without any.
+    kswapd: u32,
 }
 
 impl Chunk {
@@ -42,6 +45,7 @@ impl Chunk {
             text: String::new(),
             last_text: (0, 0),
             mark: None,
+            kswapd: 0,
         }
     }
 
@@ -50,6 +54,7 @@ impl Chunk {
         self.text.clear();
         self.last_text = (0, 0);
         self.mark = None;
+        self.kswapd = 0;
     }
 
     fn is_full(&self) -> bool {
@@ -72,7 +77,9 @@ impl Chunk {
             };
             self.last_text = span;
         }
-        self.events.push(Packed::of(ev, span));
+        let packed = Packed::of(ev, span);
+        self.kswapd += u32::from(packed.kind >= KIND_KSWAPD_WAKE);
+        self.events.push(packed);
     }
 
     /// Events in the chunk.
@@ -92,6 +99,19 @@ impl Chunk {
         self.mark
     }
 
+    /// Whether any of the events is kswapd's (`mm_vmscan_kswapd_wake` or `_sleep`).
+    pub fn has_kswapd(&self) -> bool {
+        self.kswapd > 0
+    }
+
+    /// The events' timestamps in order ([`Event::ts_ns`]), without the rest of each event.
+    #[inline]
+    pub fn times(&self) -> impl DoubleEndedIterator<Item = Option<u64>> + ExactSizeIterator + '_ {
+        self.events
+            .iter()
+            .map(|p| (p.bits & HAS_TS != 0).then_some(p.ts_ns))
+    }
+
     /// The events in order, as the parser produced them.
     #[inline]
     pub fn events(&self) -> impl Iterator<Item = Event<'_>> {
@@ -107,6 +127,9 @@ const PAGE_NULL: u8 = 4;
 const PAGE_MISSING: u8 = 8;
 const FLAG_A: u8 = 16;
 const FLAG_B: u8 = 32;
+/// [`Packed::kind`] of `mm_vmscan_kswapd_wake`; `mm_vmscan_kswapd_sleep` is the one after it,
+/// the last.
+const KIND_KSWAPD_WAKE: u8 = 6;
 
 /// An event as a chunk keeps it: 40 bytes where an [`Event`] and its text's span took 72,
 /// so a chunk is written, read and faulted in over fewer pages. [`Packed::of`] and
@@ -181,8 +204,10 @@ impl Packed {
                 ],
                 flag(fragmenting, FLAG_A) | flag(change_ownership, FLAG_B),
             ),
-            EventKind::KswapdWake { nid, order } => (6, u64::from(nid), [order, 0, 0, 0], 0),
-            EventKind::KswapdSleep { nid } => (7, u64::from(nid), [0; 4], 0),
+            EventKind::KswapdWake { nid, order } => {
+                (KIND_KSWAPD_WAKE, u64::from(nid), [order, 0, 0, 0], 0)
+            }
+            EventKind::KswapdSleep { nid } => (KIND_KSWAPD_WAKE + 1, u64::from(nid), [0; 4], 0),
         };
         let page = match ev.page {
             PagePtr::Present => 0,
@@ -241,7 +266,7 @@ impl Packed {
                 fragmenting: has(FLAG_A),
                 change_ownership: has(FLAG_B),
             },
-            6 => EventKind::KswapdWake { nid, order: a },
+            KIND_KSWAPD_WAKE => EventKind::KswapdWake { nid, order: a },
             _ => EventKind::KswapdSleep { nid },
         };
         // By the two page bits: neither, NULL, missing (both never).
@@ -514,12 +539,44 @@ this line is malformed: mm_page_alloc: pfn=zz
         }
         let got: Vec<Event<'_>> = chunk.events().collect();
         assert_eq!(got, want);
+        let times: Vec<_> = chunk.times().collect();
+        assert_eq!(times, want.iter().map(|e| e.ts_ns).collect::<Vec<_>>());
+        assert!(chunk.has_kswapd());
         // Repeated texts were copied once each run.
         assert_eq!(
             chunk.text, "GFP_KERNEL|__GFP_ZEROGFP_ATOMIC",
             "{:?}",
             chunk.text
         );
+    }
+
+    #[test]
+    fn a_chunk_knows_whether_it_holds_a_kswapd_event_until_it_is_cleared() {
+        let ev = |kind| Event {
+            cpu: Some(0),
+            ts_ns: Some(5),
+            page: PagePtr::Missing,
+            kind,
+            who: Who::UNKNOWN,
+        };
+        for kswapd in [
+            EventKind::KswapdWake { nid: 0, order: 0 },
+            EventKind::KswapdSleep { nid: 0 },
+        ] {
+            let mut chunk = Chunk::new();
+            chunk.push(&ev(EventKind::Free { pfn: 1, order: 0 }));
+            chunk.push(&ev(EventKind::PcpuDrain {
+                pfn: 1,
+                order: 0,
+                migratetype: 1,
+            }));
+            assert!(!chunk.has_kswapd());
+            chunk.push(&ev(kswapd));
+            assert!(chunk.has_kswapd());
+            chunk.clear();
+            chunk.push(&ev(EventKind::FreeBatched { pfn: 1 }));
+            assert!(!chunk.has_kswapd());
+        }
     }
 
     #[test]

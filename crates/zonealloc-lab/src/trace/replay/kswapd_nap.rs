@@ -85,6 +85,11 @@ impl Naps {
         }
     }
 
+    /// The next events, in trace order, where none is kswapd's: only their timestamps count.
+    pub fn push_times(&mut self, times: impl Iterator<Item = Option<u64>>) {
+        self.times.extend(times);
+    }
+
     /// Drops the `n` oldest events held; the pass ends among them, `(index among them,
     /// node)`, in order.
     pub fn pop(&mut self, n: usize) -> Vec<(u32, u32)> {
@@ -154,11 +159,13 @@ impl<'a> NapLook<'a> {
         while !self.ended && !self.enough() {
             match self.source.next_chunk() {
                 Some(c) => {
-                    let mut last = None;
-                    for ev in c.events() {
-                        self.naps.push(&ev);
-                        last = ev.ts_ns.or(last);
+                    // Most chunks hold no kswapd event: their events are not decoded.
+                    if c.has_kswapd() {
+                        c.events().for_each(|ev| self.naps.push(&ev));
+                    } else {
+                        self.naps.push_times(c.times());
                     }
+                    let last = c.times().rev().flatten().next();
                     self.newest = last.or(self.newest);
                     self.queue.push_back((c, last));
                 }

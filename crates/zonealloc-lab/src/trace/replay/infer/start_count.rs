@@ -381,7 +381,10 @@ impl Walk {
         let is_drain = matches!(ev.kind, EventKind::PcpuDrain { .. });
         if !is_drain {
             for z in 0..self.zones {
-                self.end_run(z, cpu);
+                // (Most events end no run: no call then.)
+                if self.at(z, cpu).is_some_and(|c| c.run.is_some()) {
+                    self.end_run(z, cpu);
+                }
             }
         }
         let direct = std::mem::take(&mut self.direct[cpu as usize]);

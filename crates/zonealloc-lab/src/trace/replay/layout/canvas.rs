@@ -170,14 +170,14 @@ impl ZoneLayout {
         let in_use = |p: &Page| matches!(p, Page::Used | Page::Flagless | Page::Open);
         let n = self.pages.len();
         let mut i = 0usize;
+        let mut runs = Vec::new();
         // Run by run of pages in use, each pageblock's part of a run at once.
         while let Some(k) = self.pages[i..].iter().position(in_use) {
             let j = i + k;
             let len = self.pages[j..].iter().position(|p| !in_use(p));
             i = j + len.unwrap_or(n - j);
             let (first, end) = (self.start + j as u64, self.start + i as u64);
-            zone.add_allocated_range(Pfn(first), Pfn(end), Order::ZERO)
-                .map_err(|x| e("pages in use", &x))?;
+            runs.push((Pfn(first), Pfn(end), Order::ZERO));
             let mut p = first;
             while p < end {
                 let next = (((p >> self.pb_order) + 1) << self.pb_order).min(end);
@@ -185,11 +185,17 @@ impl ZoneLayout {
                 p = next;
             }
         }
+        // Each kind at once: the zone's sizes are recomputed twice, not once a run and once a
+        // per-CPU block (7.2 p2: 6962 calls, 6.2 M instructions).
+        zone.add_allocated_ranges(&runs)
+            .map_err(|x| e("pages in use", &x))?;
+        let mut pcp = Vec::with_capacity(self.pcp.len());
         for &(_, pfn, order) in &self.pcp {
             let o = Order::new(order).ok_or_else(|| format!("per-CPU order {order}"))?;
-            zone.add_allocated_range(Pfn(pfn), Pfn(pfn + (1u64 << order)), o)
-                .map_err(|x| e("a per-CPU block", &x))?;
+            pcp.push((Pfn(pfn), Pfn(pfn + (1u64 << order)), o));
         }
+        zone.add_allocated_ranges(&pcp)
+            .map_err(|x| e("a per-CPU block", &x))?;
         // Each call adds its blocks at their lists' tails (`FreePlacement::ToTail`).
         for wave in self.free_waves() {
             zone.add_free_blocks(&wave)
