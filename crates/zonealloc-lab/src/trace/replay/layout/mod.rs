@@ -24,6 +24,7 @@ mod hints;
 mod pcp;
 mod reconcile;
 mod retype;
+mod room;
 mod synth;
 #[cfg(test)]
 mod tests;
