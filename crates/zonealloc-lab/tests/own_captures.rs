@@ -347,8 +347,10 @@ const KNOWN: &[(&str, &str)] = &[
     // rest, 1252, goes to the Reclaimable list. Its pageblocks offered the layout 272
     // pages, and the set-up freed Unmovable pageblocks' pages onto the Unmovable list,
     // refilled 70 s after the kernel's: 8.32% / 6.58% off. Since the set-up makes room in
-    // the list's type's pageblocks (layout/room.rs), drains are within 1%; of refills,
-    // CPU 2's Normal ones are still short, not analysed), 7.2's refills
+    // the list's type's pageblocks (layout/room.rs), drains are within 1%. What is left:
+    // CPU 2's Movable order-0 refills in the window's last 3 s (1733.9 s on, the phase's
+    // teardown), the kernel's 3689 blocks against our 2875, and one refill of 63 on CPU 1's
+    // Unmovable list at 1736.762; not analysed further), 7.2's refills
     // (Normal CPU 1's Unmovable list, which the kernel refilled at line 15059 and ours did
     // not, shifts `alloc_factor`), 7.2-2g's drain events (6.2%, pages 0.3%: the kernel's
     // task refills CPU 2's THP list at line 5424 and its `mm_page_alloc` of that page is
