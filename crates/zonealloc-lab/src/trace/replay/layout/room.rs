@@ -63,9 +63,9 @@ impl ZoneLayout {
         }
         let index = |mt: MigrateType| PCP_TYPES.iter().position(|&t| t == mt);
         let mut have = [0u64; 3];
-        for b in 0..n {
-            if let Some(t) = index(self.blocks[b]) {
-                have[t] += offer[b].0;
+        for (&mt, o) in self.blocks.iter().zip(&offer) {
+            if let Some(t) = index(mt) {
+                have[t] += o.0;
             }
         }
         // A pageblock holding a block the trace shows on a list keeps its type too.
