@@ -21,9 +21,11 @@
 //!   layout, the kernel's own page where it is still in use here and its pageblock has the
 //!   type the trace names for the kernel's, else a page of that type, so that the free goes
 //!   to the list the kernel's went to ([`Pool::take_at`]);
-//! - each CPU's PCP `count`: pages in use chosen for its lists ([`ZoneLayout::choose_pcp`])
-//!   and freed onto them (with `--infer start-count=on`, the count the trace pins at the
-//!   start marker, [`super::start_count`], where zoneinfo's was read before it);
+//! - each CPU's PCP `count`: pages in use chosen for its lists ([`ZoneLayout::choose_pcp`]),
+//!   in pageblocks of each list's type, whose types a kernel layout swaps to make room
+//!   ([`ZoneLayout::make_room`]), and freed onto them (with `--infer start-count=on`, the
+//!   count the trace pins at the start marker, [`super::start_count`], where zoneinfo's was
+//!   read before it);
 //! - each CPU's current `high` where zoneinfo prints an auto-tuned one (6.7 on), and which
 //!   lists its `count` pages are on as the trace's first events show ([`super::pcp_state`]).
 //!
@@ -38,6 +40,8 @@
 //! Lowmem protection is zoneinfo's `protection:` line ([`Zone::set_lowmem_reserve`]): a
 //! request lands in the zone the trace names, and its gfp zone (`__GFP_DMA`, `__GFP_DMA32`, else
 //! Normal or Movable) picks the entry its watermark checks add.
+
+use std::collections::HashSet;
 
 use zonealloc::{CpuId, MigrateType, Order, PcpTuning, Pfn, WatermarkConfig, Zone, ZoneConfig};
 
@@ -363,6 +367,13 @@ pub fn populate_from(
             })
             .collect()
     };
+    // Room for each list's pages in pageblocks of its type (`layout::room`).
+    if !l.synthesised {
+        let named: HashSet<u64> = demand
+            .map(|d| d.hints.block_types.keys().copied().collect())
+            .unwrap_or_default();
+        l.make_room(&lists, &named);
+    }
     let pcp_missing = l.choose_pcp(&exact(true)) + l.choose_pcp(&exact(false));
     l.place_absent();
     let used = l.apply(zone).map_err(|e| err(&e))?;
@@ -606,6 +617,37 @@ mod tests {
         // order_to_pindex: migratetype + order * MIGRATE_PCPTYPES; Movable order 0 is 1.
         let cpu3 = zone.pcp_info(CpuId(3));
         assert_eq!(cpu3.list_pages[1], 196, "{cpu3:?}");
+    }
+
+    #[test]
+    fn a_guessed_list_finds_room_in_its_types_pageblocks_not_on_a_pinned_list() {
+        // 6.12-8g p_pressure, Normal: CPU 2 holds 1629 pages; the trace pins its order-0
+        // Unmovable list to 300 blocks and its Movable one to 77 (each refilled once empty),
+        // and the rest is guessed Reclaimable. The pageblocks typed Reclaimable offered 272
+        // pages, and the other 980 went onto the Unmovable list: its first refill came 70 s
+        // after the kernel's (refills 8.3% off in the window).
+        let snap = own_snapshot("6.12-8g/p_pressure/before");
+        let kz = snap.zone(0, ZoneType::Normal).unwrap();
+        let ps = kz.pagesets.iter().find(|p| p.cpu == 2).unwrap();
+        assert_eq!(ps.count, 1629);
+        let mut demand = no_lists(kz.pagesets.len());
+        for (mt, n) in [(0, 300), (1, 77)] {
+            demand.blocks[2][0][mt] = n;
+            demand.exact[2][0][mt] = true;
+            demand.refilled[2][0][mt] = true;
+        }
+        let zone = zone_of(&snap, kz, ZoneType::Normal);
+        let (_, facts) = populate(&zone, &snap, kz, Some(&demand)).unwrap();
+        assert_eq!(
+            (facts.pcp.0, facts.pcp_missing),
+            (facts.pcp.1, 0),
+            "{facts:?}"
+        );
+        // order_to_pindex: Unmovable, Movable, Reclaimable order 0 are 0, 1, 2.
+        let cpu2 = zone.pcp_info(CpuId(2));
+        assert_eq!(cpu2.list_pages[..3], [300, 77, 1252], "{cpu2:?}");
+        // The pageblocks per type are still the kernel's.
+        assert_eq!(facts.pageblocks.0, facts.pageblocks.1, "{facts:?}");
     }
 
     #[test]

@@ -13,7 +13,8 @@
 //!
 //! With the kernel's layout, the window's first events name some pageblocks' types and some
 //! blocks on per-CPU lists at the start (`hints.rs`); those come first. Either way the pages
-//! on per-CPU lists are then chosen among the pages in use (`pcp.rs`).
+//! on per-CPU lists are then chosen among the pages in use (`pcp.rs`), a kernel layout's
+//! pageblock types first swapped so that each list's type has room for them (`room.rs`).
 //! The canvas is one byte per pfn of the span (24 MB for a 96 GiB zone), built once per zone
 //! and variant and dropped after the set-up.
 
@@ -24,6 +25,7 @@ mod hints;
 mod pcp;
 mod reconcile;
 mod retype;
+mod room;
 mod synth;
 #[cfg(test)]
 mod tests;

@@ -34,15 +34,15 @@ fn fallbacks(mt: MigrateType) -> &'static [MigrateType] {
 
 /// Per pageblock of the span: whether it holds a free page, its pages in use, and whether it
 /// is holes only.
-struct BlockUse {
-    free: Vec<bool>,
-    in_use: Vec<u64>,
-    holes_only: Vec<bool>,
+pub(super) struct BlockUse {
+    pub(super) free: Vec<bool>,
+    pub(super) in_use: Vec<u64>,
+    pub(super) holes_only: Vec<bool>,
 }
 
 impl ZoneLayout {
     /// The pfns of pageblock `b` inside the span.
-    fn block_span(&self, b: usize) -> (u64, u64) {
+    pub(super) fn block_span(&self, b: usize) -> (u64, u64) {
         let first = ((self.start >> self.pb_order) + b as u64) << self.pb_order;
         (
             first.max(self.start),
@@ -50,7 +50,7 @@ impl ZoneLayout {
         )
     }
 
-    fn block_use(&self) -> BlockUse {
+    pub(super) fn block_use(&self) -> BlockUse {
         let n = self.blocks.len();
         let mut u = BlockUse {
             free: vec![false; n],
