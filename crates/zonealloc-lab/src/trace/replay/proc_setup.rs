@@ -468,15 +468,19 @@ fn fill_lists(
                     },
                 );
             }
-            // A block taken for a list of another type than its pageblock's goes on that
-            // list (`ZoneLayout::pcp_list`) where the trace names lists: 6.1's drain prints
-            // the type the page was listed under (`free_pcppages_bulk`'s
-            // `get_pcppage_migratetype`). From 6.10 it prints the pageblock's type now,
-            // which the head cannot tell from the list's: the block goes on its pageblock's
-            // list, as before. (Taken on every kernel, the list moved 6.12-8g p_pressure's
-            // refill events 8.3% -> 4.0% off, but 7.2-8g p_thp's 1.4% -> 45%: CPU 2 refilled
-            // 2016 pages the kernel did not. Not analysed further.)
-            let over = l.pcp_list.get(&p).copied().filter(|_| by_list);
+            // A block taken for a list of another type than its pageblock's
+            // (`ZoneLayout::pcp_list`) goes on that list where the trace names lists: 6.1's
+            // drain prints the type the page was listed under (`free_pcppages_bulk`'s
+            // `get_pcppage_migratetype`). From 6.10 it prints the pageblock's type now, which
+            // the head cannot tell from a list's; there the block goes on the list it was
+            // taken for only where its pageblock's list is one the trace shows exactly,
+            // which it would make longer than the kernel's. (On every list, 7.2-8g p_thp's
+            // refill events went 1.4% -> 45% off: CPU 2 refilled 2016 pages the kernel did
+            // not.) 6.12-8g p_pressure: CPU 2's Unmovable list, exact at 300 pages, got 1280.
+            let over = l.pcp_list.get(&p).copied().filter(|_| {
+                by_list
+                    || demand.is_some_and(|d| d.is_exact(cpu, order.get(), l.type_of(p).index()))
+            });
             match over {
                 Some(list) => zone.free_on_list(CpuId(cpu), Pfn(p), order, list),
                 None => zone.free_on(CpuId(cpu), Pfn(p), order),
@@ -647,6 +651,33 @@ mod tests {
         let cpu0 = zone.pcp_info(CpuId(0));
         assert_eq!(cpu0.count, 740, "{cpu0:?}");
         assert_eq!(cpu0.list_pages[..3], [31, 30, 679], "{cpu0:?}");
+    }
+
+    #[test]
+    fn from_6_10_only_a_list_the_trace_shows_exactly_refuses_other_lists_pages() {
+        // 6.12-8g p_pressure, Normal: CPU 2's 1629 pages. The trace shows its Unmovable
+        // order-0 list exactly at 300 pages and Movable at 77, Reclaimable at least 132;
+        // the rest goes to Reclaimable, whose pageblocks offer too few pages. 6.12's drain
+        // prints the pageblock's type, so lists are not read off it: Unmovable pageblocks'
+        // pages taken for the Reclaimable list still go there, since their own list would
+        // exceed what the trace shows (the set-up had put 1280 pages on it, and the replay
+        // refilled it 70 s after the kernel). Pages of Movable pageblocks, whose list is
+        // exact too, likewise; the Reclaimable list gets the rest.
+        let snap = own_snapshot("6.12-8g/p_pressure/before");
+        assert_eq!(kernel_of(&snap), Kernel::V6_12);
+        let kz = snap.zone(0, ZoneType::Normal).unwrap();
+        let mut demand = no_lists(kz.pagesets.len());
+        for (mt, n, exact) in [(0, 300, true), (1, 77, true), (2, 132, false)] {
+            demand.blocks[2][0][mt] = n;
+            demand.exact[2][0][mt] = exact;
+            demand.refilled[2][0][mt] = exact;
+        }
+        let zone = zone_of(&snap, kz, ZoneType::Normal);
+        let (_, facts) = populate(&zone, &snap, kz, Some(&demand)).unwrap();
+        assert_eq!(facts.pcp_missing, 0, "{facts:?}");
+        let cpu2 = zone.pcp_info(CpuId(2));
+        assert_eq!(cpu2.count, 1629, "{cpu2:?}");
+        assert_eq!(cpu2.list_pages[..3], [300, 77, 1252], "{cpu2:?}");
     }
 
     #[test]

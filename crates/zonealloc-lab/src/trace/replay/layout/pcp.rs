@@ -26,9 +26,10 @@
 //!    the kernel's lists held one more than the other tiers found);
 //!
 //! each tier in pfn order. A page of the type, even one read in use, comes before one of
-//! another type's pageblock. Such a block is recorded ([`ZoneLayout::pcp_list`]), and where
-//! the trace's drains name lists (6.1) the set-up frees it onto the list it was taken for
-//! (`Zone::free_on_list`): the kernel's list is the type its free read
+//! another type's pageblock. Such a block is recorded ([`ZoneLayout::pcp_list`]), and the
+//! set-up frees it onto the list it was taken for (`Zone::free_on_list`) where the trace's
+//! drains name lists (6.1), and from 6.10 where its pageblock's list is one the trace shows
+//! exactly (`proc_setup.rs` `fill_lists`): the kernel's list is the type its free read
 //! (`free_unref_page_commit`'s `migratetype`), which its pageblock may have lost since.
 //! Freed as a page of its pageblock, it lands on that type's list, one list long by what
 //! another lacks: 6.1-4g-2node p_pressure's node 0 CPU 0 held 677 pages on lists the
