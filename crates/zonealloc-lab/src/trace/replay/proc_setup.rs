@@ -625,32 +625,49 @@ mod tests {
         assert_eq!(cpu3.list_pages[1], 196, "{cpu3:?}");
     }
 
+    /// Snapshot `rel`'s node 0 zone `t` set up with CPU `cpu`'s order-0 lists as `lists`
+    /// (`(migratetype index, blocks, exact)`, exact ones shown refilled) and its count `start`
+    /// where given; returns CPU `cpu`'s order-0 list pages (Unmovable, Movable, Reclaimable:
+    /// `order_to_pindex` 0, 1, 2) and count, after checking every page was placed.
+    fn order0_lists(
+        rel: &str,
+        t: ZoneType,
+        cpu: usize,
+        lists: &[(usize, u64, bool)],
+        start: Option<u64>,
+    ) -> ([u32; 3], i32) {
+        let snap = own_snapshot(rel);
+        let kz = snap.zone(0, t).unwrap();
+        let mut demand = no_lists(kz.pagesets.len());
+        for &(mt, n, exact) in lists {
+            demand.blocks[cpu][0][mt] = n;
+            demand.exact[cpu][0][mt] = exact;
+            demand.refilled[cpu][0][mt] = exact;
+        }
+        demand.start_count = vec![None; kz.pagesets.len()];
+        demand.start_count[cpu] = start;
+        let zone = zone_of(&snap, kz, t);
+        let (_, facts) = populate(&zone, &snap, kz, Some(&demand)).unwrap();
+        assert_eq!(facts.pcp_missing, 0, "{facts:?}");
+        let info = zone.pcp_info(CpuId(cpu as u32));
+        let pages = [info.list_pages[0], info.list_pages[1], info.list_pages[2]];
+        (pages, info.count)
+    }
+
     #[test]
     fn a_lists_pages_of_another_types_pageblocks_stay_on_that_list_on_6_1() {
         // 6.1-4g-2node p_pressure, node 0 DMA32: CPU 0 starts with 740 pages (the trace
         // pins it), its Unmovable and Movable order-0 lists exactly 31 and 30 (both
         // refilled before anything else reached them); the other 679 are on a list the
-        // trace never touches, Reclaimable by guess, whose pageblocks offer 271 pages. The
-        // other 408, of Unmovable pageblocks, had landed on the Unmovable list: the replay
-        // skipped 7 of its refills and drained 1022 events more than the kernel.
-        let snap = own_snapshot("6.1-4g-2node/p_pressure/before");
-        assert_eq!(kernel_of(&snap), Kernel::V6_1);
-        let kz = snap.zone(0, ZoneType::Dma32).unwrap();
-        let mut demand = no_lists(kz.pagesets.len());
-        for mt in [0, 1] {
-            demand.blocks[0][0][mt] = [31, 30][mt];
-            demand.exact[0][0][mt] = true;
-            demand.refilled[0][0][mt] = true;
-        }
-        demand.start_count = vec![Some(740), None, None, None];
-        assert_eq!(demand.fit(0, 740), [(0, 0, 31), (0, 1, 30), (0, 2, 679)]);
-        let zone = zone_of(&snap, kz, ZoneType::Dma32);
-        let (_, facts) = populate(&zone, &snap, kz, Some(&demand)).unwrap();
-        assert_eq!(facts.pcp_missing, 0, "{facts:?}");
-        // order_to_pindex: Unmovable 0, Movable 1, Reclaimable 2 at order 0.
-        let cpu0 = zone.pcp_info(CpuId(0));
-        assert_eq!(cpu0.count, 740, "{cpu0:?}");
-        assert_eq!(cpu0.list_pages[..3], [31, 30, 679], "{cpu0:?}");
+        // trace never touches, Reclaimable by guess (`ListDemand::fit`), whose pageblocks
+        // offer 271 pages. The other 408, of Unmovable pageblocks, had landed on the
+        // Unmovable list: the replay skipped 7 of its refills and drained 1022 events more
+        // than the kernel.
+        let rel = "6.1-4g-2node/p_pressure/before";
+        assert_eq!(kernel_of(&own_snapshot(rel)), Kernel::V6_1);
+        let lists = [(0, 31, true), (1, 30, true)];
+        let got = order0_lists(rel, ZoneType::Dma32, 0, &lists, Some(740));
+        assert_eq!(got, ([31, 30, 679], 740));
     }
 
     #[test]
@@ -663,21 +680,11 @@ mod tests {
         // exceed what the trace shows (the set-up had put 1280 pages on it, and the replay
         // refilled it 70 s after the kernel). Pages of Movable pageblocks, whose list is
         // exact too, likewise; the Reclaimable list gets the rest.
-        let snap = own_snapshot("6.12-8g/p_pressure/before");
-        assert_eq!(kernel_of(&snap), Kernel::V6_12);
-        let kz = snap.zone(0, ZoneType::Normal).unwrap();
-        let mut demand = no_lists(kz.pagesets.len());
-        for (mt, n, exact) in [(0, 300, true), (1, 77, true), (2, 132, false)] {
-            demand.blocks[2][0][mt] = n;
-            demand.exact[2][0][mt] = exact;
-            demand.refilled[2][0][mt] = exact;
-        }
-        let zone = zone_of(&snap, kz, ZoneType::Normal);
-        let (_, facts) = populate(&zone, &snap, kz, Some(&demand)).unwrap();
-        assert_eq!(facts.pcp_missing, 0, "{facts:?}");
-        let cpu2 = zone.pcp_info(CpuId(2));
-        assert_eq!(cpu2.count, 1629, "{cpu2:?}");
-        assert_eq!(cpu2.list_pages[..3], [300, 77, 1252], "{cpu2:?}");
+        let rel = "6.12-8g/p_pressure/before";
+        assert_eq!(kernel_of(&own_snapshot(rel)), Kernel::V6_12);
+        let lists = [(0, 300, true), (1, 77, true), (2, 132, false)];
+        let got = order0_lists(rel, ZoneType::Normal, 2, &lists, None);
+        assert_eq!(got, ([300, 77, 1252], 1629));
     }
 
     #[test]
