@@ -431,7 +431,8 @@ const KNOWN: &[(&str, &str)] = &[
     // rest, 1252, goes to the Reclaimable list. Its pageblocks offered the layout 272
     // pages, and the set-up freed Unmovable pageblocks' pages onto the Unmovable list,
     // refilled 70 s after the kernel's: 8.32% / 6.58% off. Since the set-up makes room in
-    // the list's type's pageblocks (layout/room.rs), drains are within 1%. What is left:
+    // the list's type's pageblocks (layout/room.rs) and keeps other types' pages off a
+    // list the trace pins (proc_setup.rs `fill_lists`), drains are within 1%. What is left:
     // CPU 2's Movable order-0 refills in the window's last 3 s (1733.9 s on, the phase's
     // teardown), the kernel's 3689 blocks against our 2875, and one refill of 63 on CPU 1's
     // Unmovable list at 1736.762; not analysed further), 7.2's refills
@@ -578,7 +579,8 @@ fn six_twelve_pressure_decays_run_on_the_seconds_of_the_runs_before() {
 /// 6.12-8g p_pressure's Normal CPU 2 holds 1629 pages, the trace pins 377 of them on its
 /// Unmovable and Movable lists, and the rest went onto the Unmovable list where the pageblocks
 /// typed Reclaimable lacked room (refill events 8.32% off, drain events 6.58%). With room
-/// made by swapping pageblock types (`layout/room.rs`): 4.02% and 0.72% today.
+/// made by swapping pageblock types (`layout/room.rs`), and other types' pages kept off a
+/// list the trace pins (`proc_setup.rs` `fill_lists`): 4.02% and 0.72% today.
 #[test]
 fn six_twelve_pressure_start_pages_lie_in_their_lists_pageblocks() {
     assert_fidelity_within("6.12-8g/p_pressure", &[1.5, 0.5, 5.0, 0.5]);

@@ -46,6 +46,50 @@ impl<P: Platform> Zone<P> {
             }
             mt = MigrateType::Movable; // HighAtomic pages ride the Movable list
         }
+        self.free_committing(idx, order, mt, cached, access);
+        Ok(())
+    }
+
+    /// For a set-up from a snapshot: frees `pfn` onto CPU `cpu`'s list of type `list`
+    /// (Unmovable, Movable or Reclaimable), whatever its pageblock's type is now. The kernel
+    /// puts a page on the list of the type `free_unref_page_prepare` read at its free (6.1
+    /// `free_unref_page_commit`, 7.2 `free_frozen_page_commit` take it as an argument), and
+    /// the pageblock may change type while the page waits there (`steal_suitable_fallback`),
+    /// so a running kernel's list can hold a page of another type's pageblock. Otherwise as
+    /// [`Zone::free_on`]: the same checks, the same drain decision; a `list` of no per-CPU
+    /// list, an order the lists do not take, or lists switched off: as [`Zone::free_on`].
+    pub fn free_on_list(
+        &self,
+        cpu: CpuId,
+        pfn: Pfn,
+        order: Order,
+        list: MigrateType,
+    ) -> Result<(), FreeError> {
+        if list.index() >= MIGRATE_PCPTYPES
+            || !self.pcp.enabled()
+            || !self.pcp.policy.allowed_order(order)
+        {
+            return self.free_on(cpu, pfn, order);
+        }
+        let idx = self.validate_free(pfn, order)?;
+        self.claim_for_free(idx, pfn, order)?;
+        let cpu = self.pcp.cpu_index(cpu);
+        self.free_committing(idx, order, list, list, &mut PcpAccess::Cpu(cpu));
+        self.debug_check("free");
+        Ok(())
+    }
+
+    /// The claimed block `idx` goes on the list of type `mt` (`cached`: the type its page
+    /// records) of the CPU `access` names, and the lists drain if the commit says so.
+    #[inline(always)]
+    fn free_committing(
+        &self,
+        idx: u32,
+        order: Order,
+        mt: MigrateType,
+        cached: MigrateType,
+        access: &mut PcpAccess<'_>,
+    ) {
         match access {
             PcpAccess::Held(cpu, pcp) => {
                 let mut pcp = self.pcp_enter(self.pcp.slot(*cpu), &mut **pcp);
@@ -62,11 +106,11 @@ impl<P: Platform> Zone<P> {
                 let slot = self.pcp.slot(*cpu);
                 let Some(pcp) = slot.try_lists() else {
                     self.free_one_page(idx, order);
-                    return Ok(());
+                    return;
                 };
                 let mut pcp = self.pcp_enter(slot, pcp);
                 let Some(work) = self.commit_free(&mut pcp, idx, order, mt, cached) else {
-                    return Ok(());
+                    return;
                 };
                 // Free in batch-sized chunks, unlocking between them to let remote drainers
                 // in; give up if the lock is taken meanwhile.
@@ -87,7 +131,6 @@ impl<P: Platform> Zone<P> {
                 self.clear_below_high();
             }
         }
-        Ok(())
     }
 
     /// `free_frozen_page_commit` up to the drain decision: the block goes on its list, the

@@ -393,3 +393,64 @@ fn a_table_settled_as_memory_is_added_behaves_as_one_initialised_whole() {
         }
     }
 }
+
+/// `Zone::free_on_list`: a block goes on the named type's list whatever its pageblock's type
+/// (a running kernel's list can hold a page whose pageblock changed type since its free),
+/// an allocation of that type takes it from there, and 6.1 drains it to that type's free
+/// list (`get_pcppage_migratetype`). `free_on` puts it on its pageblock's list.
+#[cfg(all(feature = "std", not(loom)))]
+#[test]
+fn a_block_freed_onto_another_types_list_is_that_lists() {
+    use crate::config::{KernelVersion, ZoneConfig};
+    use crate::request::AllocRequest;
+    use crate::ZoneType;
+    let mut cfg = ZoneConfig::for_kernel(KernelVersion::V6_1).with_cpus(1);
+    cfg.watermarks = ZoneConfig::without_watermarks().watermarks;
+    let z = Zone::new(ZoneType::Normal, Pfn(0), Pfn(1 << 12), cfg).unwrap();
+    z.add_free_range(Pfn(0), Pfn(1 << 12)).unwrap();
+    let req = |mt| AllocRequest::new(mt).on_cpu(CpuId(0));
+    let p = z
+        .alloc_with(Order::ZERO, req(MigrateType::Movable))
+        .unwrap();
+    let q = z
+        .alloc_with(Order::ZERO, req(MigrateType::Movable))
+        .unwrap();
+    z.drain_cpu(CpuId(0));
+    let before = z.pcp_info(CpuId(0)).list_pages;
+    // order_to_pindex: Unmovable 0, Movable 1, Reclaimable 2 at order 0.
+    z.free_on_list(CpuId(0), p, Order::ZERO, MigrateType::Reclaimable)
+        .unwrap();
+    z.free_on(CpuId(0), q, Order::ZERO).unwrap();
+    let after = z.pcp_info(CpuId(0)).list_pages;
+    assert_eq!(
+        (after[1] - before[1], after[2] - before[2]),
+        (1, 1),
+        "{after:?}"
+    );
+    z.check().unwrap();
+    // A Reclaimable allocation finds it on its list: no refill.
+    let misses = |z: &Zone| z.pcp_info(CpuId(0)).stats.alloc_misses;
+    let before = misses(&z);
+    assert_eq!(
+        z.alloc_with(Order::ZERO, req(MigrateType::Reclaimable)),
+        Ok(p)
+    );
+    assert_eq!(misses(&z), before);
+    // Freed onto it again and drained: back on the Reclaimable free list.
+    z.free_on_list(CpuId(0), p, Order::ZERO, MigrateType::Reclaimable)
+        .unwrap();
+    z.drain_cpu(CpuId(0));
+    let mut out = [Pfn(0); 64];
+    let reclaimable: u64 = (0..=z.config().max_order)
+        .map(|o| {
+            let o = Order::new(o).unwrap();
+            let n = z.free_list(o, MigrateType::Reclaimable, &mut out);
+            out[..n]
+                .iter()
+                .filter(|b| b.0 <= p.0 && p.0 < b.0 + (1 << o.get()))
+                .count() as u64
+        })
+        .sum();
+    assert_eq!(reclaimable, 1);
+    z.check().unwrap();
+}

@@ -2,6 +2,7 @@
 //! migratetype, the free blocks and the per-CPU blocks ([`ZoneLayout`]), and how it is put in
 //! place in a replay zone ([`ZoneLayout::apply`]).
 
+use crate::trace::stats::HashMap;
 use zonealloc::{LayoutBlock, MigrateType, Order, Pfn, Zone};
 
 use super::hints::PcpHint;
@@ -48,6 +49,9 @@ pub struct ZoneLayout {
     pub free: Vec<LayoutBlock>,
     /// The blocks on per-CPU lists: `(cpu, pfn, order)`.
     pub pcp: Vec<(u32, u64, u8)>,
+    /// Those of [`ZoneLayout::pcp`] taken for a list of another type than their pageblock's
+    /// (`choose_pcp`'s untyped tiers), by head pfn: the list's type.
+    pub pcp_list: HashMap<u64, MigrateType>,
     /// Synthesised from the counts (no layout file).
     pub synthesised: bool,
     /// Free blocks the synthesis found no place for.
@@ -95,6 +99,7 @@ impl ZoneLayout {
             absent: 0,
             pcp_hints: Vec::new(),
             taken_hints: Vec::new(),
+            pcp_list: HashMap::default(),
         }
     }
 

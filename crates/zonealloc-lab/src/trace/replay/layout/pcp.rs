@@ -25,11 +25,17 @@
 //!    use (6.12-2g p_pressure: no aligned order-9 block of DMA32 is all of one class, and
 //!    the kernel's lists held one more than the other tiers found);
 //!
-//! each tier in pfn order. A block goes onto the list of its pageblock's type here, as the
-//! set-up frees it (`free_frozen_pages` picks the list by `get_pfnblock_migratetype`): one
-//! of another type's pageblock would land on that type's list, one list long by what
-//! another lacks, so a page of the type, even one read in use, comes before it. A
-//! synthesised layout has only flagless pages in use.
+//! each tier in pfn order. A page of the type, even one read in use, comes before one of
+//! another type's pageblock. Such a block is recorded ([`ZoneLayout::pcp_list`]), and the
+//! set-up frees it onto the list it was taken for (`Zone::free_on_list`) where the trace's
+//! drains name lists (6.1), and from 6.10 where its pageblock's list is one the trace shows
+//! exactly (`proc_setup.rs` `fill_lists`): the kernel's list is the type its free read
+//! (`free_unref_page_commit`'s `migratetype`), which its pageblock may have lost since.
+//! Freed as a page of its pageblock, it lands on that type's list, one list long by what
+//! another lacks: 6.1-4g-2node p_pressure's node 0 CPU 0 held 677 pages on lists the
+//! trace never touches (its Unmovable and Movable order-0 lists are exact at 31 and 30), the
+//! Reclaimable pageblocks offered 271, and the other 406 on the Unmovable list put off 7 of
+//! its refills. A synthesised layout has only flagless pages in use.
 
 use crate::trace::stats::HashMap;
 
@@ -99,11 +105,12 @@ impl ZoneLayout {
                         let (i, size) = ((pfn - self.start) as usize, 1usize << order);
                         self.pages[i..i + size].fill(Page::Pcp);
                         self.pcp.push((*cpu, pfn, order));
+                        self.note_list(pfn, mt);
                         left -= 1;
                     }
                 }
                 if left > 0 && order > 0 {
-                    left -= self.take_mixed(*cpu, order, left);
+                    left -= self.take_mixed(*cpu, order, mt, left);
                 }
                 for &pfn in head.iter().rev() {
                     self.pcp.push((*cpu, pfn, order));
@@ -114,11 +121,20 @@ impl ZoneLayout {
         missing
     }
 
+    /// Records the list of type index `mt` for the block at `pfn` where its pageblock is of
+    /// another type: the set-up frees it onto that list, not its pageblock's (module docs).
+    fn note_list(&mut self, pfn: u64, mt: usize) {
+        let list = MigrateType::from_index(mt).unwrap_or(MigrateType::Movable);
+        if self.type_of(pfn) != list {
+            self.pcp_list.insert(pfn, list);
+        }
+    }
+
     /// Tier 4 (module docs): up to `n` blocks of `order` whose pages are each flagless or in
     /// use, mixed, of any pageblock, in pfn order, put on `cpu`'s lists; returns how many.
     /// Only a list the other tiers left short walks it, so it costs nothing on the way a
     /// layout usually goes.
-    fn take_mixed(&mut self, cpu: u32, order: u8, n: u64) -> u64 {
+    fn take_mixed(&mut self, cpu: u32, order: u8, mt: usize, n: u64) -> u64 {
         let size = 1u64 << order;
         let mut pfn = self.start.div_ceil(size) * size;
         let mut taken = 0;
@@ -131,6 +147,7 @@ impl ZoneLayout {
             {
                 block.fill(Page::Pcp);
                 self.pcp.push((cpu, pfn, order));
+                self.note_list(pfn, mt);
                 taken += 1;
             }
             pfn += size;
@@ -326,7 +343,7 @@ mod tests {
                     }
                 }
                 if left > 0 && order > 0 {
-                    left -= l.take_mixed(*cpu, order, left);
+                    left -= l.take_mixed(*cpu, order, mt, left);
                 }
                 for &pfn in head.iter().rev() {
                     l.pcp.push((*cpu, pfn, order));
