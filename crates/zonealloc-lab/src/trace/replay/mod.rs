@@ -69,7 +69,7 @@ pub use gfp::request;
 pub use infer::{first_events, kernel, pcp_state, start_count};
 pub use options::{ReplayOptions, DEFAULT_SAMPLES};
 pub use replayer::Replayer;
-pub use run::{check_zones, run, run_unchecked, ReplayRun, REUSE_ROWS};
+pub use run::{check_zones, run, run_unchecked, ReplayRun, Reused, REUSE_ROWS};
 pub use sampling::FRAG_ORDERS;
 pub use setup::{emit_path, Setup, Snapshots};
 pub use snapshot_reads::ReadAt;

@@ -45,9 +45,8 @@ pub struct ReplayRun {
     /// Where the end state was taken past the window: at each after-snapshot file's read
     /// (`to_reads`); `None`: at the window's end.
     pub end_reads: Option<EndReads>,
-    /// The most reused frames in the window ([`REUSE_ROWS`] each), taken at its end, before
-    /// any replay past it: the kernel's, then every variant's.
-    pub reused: (Vec<(u64, u64)>, Vec<Vec<(u64, u32)>>),
+    /// The most reused frames in the window, taken at its end, before any replay past it.
+    pub reused: Reused,
     /// Whether causes were inferred ([`kernel`]).
     pub infer: bool,
     /// Whether the zones come from `--proc`.
@@ -68,6 +67,16 @@ pub struct ReplayRun {
 
 /// Rows of the most reused frames' table (seed 000's), kept per side at the window's end.
 pub const REUSE_ROWS: usize = 5;
+
+/// The most reused frames in the window, most first ([`REUSE_ROWS`] a side): pfns with their
+/// allocations.
+#[derive(Clone, Debug, Default)]
+pub struct Reused {
+    /// The kernel's frames.
+    pub kernel: Vec<(u64, u64)>,
+    /// Every variant's frames, in the variants' order.
+    pub ours: Vec<Vec<(u64, u32)>>,
+}
 
 /// The unusable free space index of a snapshot's zone, per [`FRAG_ORDERS`].
 fn kernel_unusable(snap: &ProcSnapshot, node: u32, zone: zonealloc::ZoneType) -> Option<[u32; 3]> {
@@ -178,14 +187,14 @@ pub fn run_unchecked(
         r.finish().map_err(|e| format!("--emit: {e}"))?;
     }
     // The window's frame reuse, before the replay past it adds to the frames' counts.
-    let reused = (
-        setup.kernel.most_reused(REUSE_ROWS),
-        setup
+    let reused = Reused {
+        kernel: setup.kernel.most_reused(REUSE_ROWS),
+        ours: setup
             .replayers
             .iter()
             .map(|r| r.most_reused(REUSE_ROWS))
             .collect(),
-    );
+    };
     let reads = to_reads::replay(&mut setup, tail.as_ref())?;
     progress(done);
     Ok(end(
@@ -464,10 +473,7 @@ fn end(
     parser: Parser,
     replay_s: f64,
     window: (Window, Option<bool>),
-    (reads, reused): (
-        Option<to_reads::AtReads>,
-        (Vec<(u64, u64)>, Vec<Vec<(u64, u32)>>),
-    ),
+    (reads, reused): (Option<to_reads::AtReads>, Reused),
 ) -> ReplayRun {
     let Setup {
         snaps,

@@ -53,7 +53,7 @@ pub(super) fn definitions() -> Vec<MetricDef> {
 /// Every variant's samples, in [`definitions`]' order.
 pub(super) fn samples(run: &ReplayRun) -> Vec<Sample> {
     let mut samples = Vec::new();
-    for (r, reused) in run.replayers.iter().zip(&run.reused.1) {
+    for (r, reused) in run.replayers.iter().zip(&run.reused.ours) {
         for (metric, value) in values(run, r, reused) {
             samples.push(Sample {
                 variant: r.variant.name.clone(),

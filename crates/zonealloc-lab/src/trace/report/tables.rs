@@ -432,7 +432,7 @@ fn end_state_rows(e: &EndState) -> Vec<(String, String, String)> {
 /// ([`ReplayRun::reused`], [`REUSE_ROWS`] each).
 pub(super) fn reuse_table(run: &ReplayRun, names: &[String]) -> Table {
     const N: usize = REUSE_ROWS;
-    let (kernel, ours) = &run.reused;
+    let (kernel, ours) = (&run.reused.kernel, &run.reused.ours);
     let mut header = vec!["rank".to_owned(), "kernel: pfn (allocs)".to_owned()];
     header.extend(names.iter().map(|n| format!("{n}: pfn (allocs)")));
     let cell =
