@@ -215,6 +215,10 @@ pub fn replay(setup: &mut Setup, tail: Option<&Tail>) -> Result<Option<AtReads>,
             }
         }
     }
+    // A snapshot without a layout file has no layout read to tell of.
+    if after.layout.is_none() {
+        reads.retain(|r| r.file != SnapFile::Layout.name());
+    }
     Ok(Some((
         states,
         EndReads {
