@@ -11,8 +11,9 @@
 //! the vmstat worker's `decay_pcp_high` (6.12 and later), or a remote-node drain. Such a run
 //! is replayed as a drain of the lists it emptied: each drained page's owner is the CPU whose
 //! lists it was last put on in the trace (by a free, or by a refill, `mm_page_alloc_zone_locked`
-//! with `percpu_refill=1`), and each owner's lists in the page's zone are drained once per run
-//! (`drain_pages_zone`). A drained block owned by another CPU than the one the event ran on
+//! with `percpu_refill=1`; not another CPU's refill at the drain's own timestamp, which the
+//! merged trace may print first: `KernelSide::refilled_after`), and each owner's lists in the
+//! page's zone are drained once per run (`drain_pages_zone`). A drained block owned by another CPU than the one the event ran on
 //! marks a remote drain even right after a free: the free path (`free_pcppages_bulk` from
 //! the commit) drains only its own CPU's lists, while `drain_all_pages` runs
 //! `drain_pages_zone(cpu, zone)` for every CPU from the caller's. The kernel's decay drains only down to its decayed `high`; the
@@ -204,6 +205,9 @@ pub struct KernelSide {
     /// whether the free path drained it (a free before the run, the block the draining CPU's
     /// own). Read by [`super::start_count`].
     pub last_drain: Option<(u32, bool)>,
+    /// The last timestamp seen and its tick: a count of distinct timestamps (wrapping, never
+    /// 0), stamped on each frame's listing to find a drain at the listing's own timestamp.
+    ts_tick: (Option<u64>, u32),
     cpus: u32,
 }
 
@@ -240,6 +244,7 @@ impl KernelSide {
             untraced_early: 0,
             block_types: BlockTypes::new(9),
             last_drain: None,
+            ts_tick: (None, 0),
             zones: zones.max(1),
             cpus,
         }
@@ -272,11 +277,17 @@ impl KernelSide {
     /// refill as it was before the event.
     #[inline(always)]
     fn account<const NAME_BLOCKS: bool>(&mut self, ev: &Event<'_>, zone: usize) -> Inferred {
+        // The event's timestamp tick; 0 (no order known) without a timestamp.
+        let mut tick = 0;
         if let Some(ts) = ev.ts_ns {
             self.span_ns = Some(match self.span_ns {
                 None => (ts, ts),
                 Some((a, b)) => (a.min(ts), b.max(ts)),
             });
+            if self.ts_tick.0 != Some(ts) {
+                self.ts_tick = (Some(ts), self.ts_tick.1.wrapping_add(1).max(1));
+            }
+            tick = self.ts_tick.1;
         }
         let raw = ev.cpu.unwrap_or(0);
         if let Some(n) = self.events_per_cpu.get_mut(raw as usize) {
@@ -298,7 +309,7 @@ impl KernelSide {
         let mut inferred = Inferred::None;
         self.untraced_now.clear();
         self.last_drain = None;
-        self.refill_run(ev, zone, cpu);
+        self.refill_run(ev, zone, cpu, tick);
         let prev = self.prev[c];
         self.prev[c] = match ev.kind {
             EventKind::Alloc {
@@ -364,7 +375,7 @@ impl KernelSide {
                 let f = self.pfns.get_mut(pfn);
                 if percpu_refill {
                     // The block goes onto this CPU's lists (unless the allocation takes it).
-                    f.set_refill_listed(cpu);
+                    f.set_refill_listed(cpu, tick);
                     if order == 0 {
                         f.set_refilled(Some((cpu, migratetype)));
                     }
@@ -390,9 +401,12 @@ impl KernelSide {
                 }
                 let f = self.pfns.get_mut(pfn);
                 let facts = *f;
-                f.clear_refill_listed();
-                if facts.refilled().is_some() {
-                    self.bulk(ev, zone, cpu, facts.refilled());
+                let refill_after = Self::refilled_after(facts, cpu, tick);
+                if !refill_after {
+                    f.clear_refill_listed();
+                    if facts.refilled().is_some() {
+                        self.bulk(ev, zone, cpu, facts.refilled());
+                    }
                 }
                 let new_run = !matches!(prev, Prev::Drain { .. });
                 if new_run {
@@ -411,7 +425,10 @@ impl KernelSide {
                 }
                 // The free path drains only its own CPU's lists: a block another CPU put on
                 // its lists was drained by `drain_all_pages` from here.
-                let owner = facts.last_free_cpu().unwrap_or(cpu);
+                let owner = match facts.last_free_cpu() {
+                    Some(o) if !refill_after => o,
+                    _ => cpu,
+                };
                 let remote = owner != cpu;
                 self.remote_drained_blocks += u64::from(remote);
                 self.last_drain = Some((owner, explained && !remote));
@@ -489,7 +506,7 @@ impl KernelSide {
     /// A fallback first in a batch starts the run as a refill page would. An order-0 fallback
     /// outside a refill (`rmqueue_buddy` when the lists' lock is contended) reads as one.
     #[inline(always)]
-    fn refill_run(&mut self, ev: &Event<'_>, zone: usize, cpu: u32) {
+    fn refill_run(&mut self, ev: &Event<'_>, zone: usize, cpu: u32, tick: u32) {
         let c = cpu as usize;
         let (pfn, refill, page) = match ev.kind {
             EventKind::ZoneLocked {
@@ -522,7 +539,7 @@ impl KernelSide {
             if matches!(ev.kind, EventKind::Extfrag { .. }) {
                 // The page goes onto this CPU's list, as a refilled block does.
                 let f = self.pfns.get_mut(pfn);
-                f.set_refill_listed(cpu);
+                f.set_refill_listed(cpu, tick);
                 f.set_refilled(Some((cpu, mt)));
             }
             self.runs[list].push_back(pfn);
@@ -553,6 +570,31 @@ impl KernelSide {
             }
         }
         self.runs[list] = run;
+    }
+
+    /// Whether a block drained on `cpu` at timestamp tick `tick` was refilled onto another
+    /// CPU's lists after the drain, though the trace prints the refill first: the refill's
+    /// facts stand (the block is on that CPU's lists), and the drain took it off the
+    /// draining CPU's own.
+    ///
+    /// ftrace keeps one ring buffer per CPU and the trace reader (`__find_next_entry`, for
+    /// `trace` and `trace_pipe`) merges them by timestamp, so events of equal timestamps on
+    /// different CPUs come out in no true order. A refill by another CPU at the drain's own
+    /// timestamp is read as after it: the drain (`free_pcppages_bulk`) gave the block back
+    /// to the buddy, and that CPU's `rmqueue_bulk` took it from there. In 6.1-2g
+    /// p2_procs_pipe (shipped trace), CPU 0 refills 0x152bb .. 0x15015 (lines 178297-178305,
+    /// 11.710382) and CPU 2's free-path drain run at the same timestamp drains them in the
+    /// reverse order (lines 179714-179722): the buddy's free lists are last in, first out.
+    /// Read as CPU 0's, the run inferred a `drain_all_pages`, and the replay drained 2846
+    /// pages there to the kernel's 2016. A free by another CPU at the drain's timestamp is
+    /// not read so: a drain before it leaves the block in the buddy, and only an allocation
+    /// takes it out to be freed.
+    #[inline(always)]
+    fn refilled_after(facts: pfn_map::PfnFacts, cpu: u32, tick: u32) -> bool {
+        tick != 0
+            && facts
+                .refill_listed_at()
+                .is_some_and(|(by, at)| by != cpu && at == tick)
     }
 
     /// The CPU a traced allocation on `cpu` ran on, given the CPU whose refill put its page on
@@ -728,6 +770,54 @@ mod tests {
         assert_eq!(k.add(&ev(0, drain), 0), Inferred::Drain { owner: 1 });
         assert_eq!((k.unexplained_runs, k.remote_drained_blocks), (0, 1));
         assert_eq!(k.grid.get(0, 1).refills, 1);
+    }
+
+    #[test]
+    fn another_cpus_refill_at_the_drains_own_timestamp_came_after_the_drain() {
+        // 6.1-2g p2_procs_pipe at 11.710382: CPU 0 refills blocks, CPU 2 frees and its
+        // free-path drain prints them after, with the same timestamp.
+        let at = |cpu, ts, kind| Event {
+            ts_ns: Some(ts),
+            ..ev(cpu, kind)
+        };
+        let refill = |pfn| EventKind::ZoneLocked {
+            pfn,
+            order: 0,
+            migratetype: 0,
+            percpu_refill: true,
+        };
+        let free = |pfn| EventKind::Free { pfn, order: 0 };
+        let drain = |pfn| EventKind::PcpuDrain {
+            pfn,
+            order: 0,
+            migratetype: 0,
+        };
+        let t = 11_710_382_000;
+        let mut k = KernelSide::new(1, 3);
+        k.add(&at(0, t - 1000, free(0x50)), 0);
+        k.add(&at(0, t, refill(0x40)), 0);
+        k.add(&at(0, t, refill(0x41)), 0);
+        k.add(&at(0, t, free(0x51)), 0);
+        k.add(&at(2, t, free(0x20)), 0);
+        // The drain ran first: CPU 2's own list, no remote drain; the refill's facts stand.
+        assert_eq!(k.add(&at(2, t, drain(0x41)), 0), Inferred::None);
+        assert_eq!(k.last_drain, Some((2, true)));
+        assert_eq!(k.pfns.get(0x41).refill_listed(), Some(0));
+        // A free by CPU 0 at the same timestamp is no such evidence (the block left the
+        // buddy only by an allocation), nor is a refill at an earlier one.
+        assert_eq!(
+            k.add(&at(2, t, drain(0x51)), 0),
+            Inferred::Drain { owner: 0 }
+        );
+        assert_eq!(k.add(&at(2, t + 1000, drain(0x40)), 0), Inferred::None);
+        assert_eq!(k.last_drain, Some((0, false)));
+        assert_eq!(k.pfns.get(0x40).refill_listed(), None);
+        assert_eq!((k.remote_drained_blocks, k.inferred_drains), (2, 1));
+        // Without timestamps nothing is read as unordered.
+        let mut k = KernelSide::new(1, 3);
+        k.add(&ev(0, refill(0x40)), 0);
+        k.add(&ev(2, free(0x20)), 0);
+        assert_eq!(k.add(&ev(2, drain(0x40)), 0), Inferred::Drain { owner: 0 });
     }
 
     #[test]

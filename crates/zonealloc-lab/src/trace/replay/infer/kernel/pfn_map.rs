@@ -29,6 +29,9 @@ pub struct PfnFacts {
     /// The CPU whose order-0 refill put the frame on its lists and no traced allocation has
     /// taken it since, plus one; 0 when none.
     refilled_cpu: u32,
+    /// With `by_refill`, the refill's timestamp tick (`KernelSide`'s count of distinct
+    /// timestamps; 0 for an event without one); it sits in what was the struct's padding.
+    listed_tick: u32,
     /// That refill's migratetype (the trace's numbering).
     refilled_mt: u8,
     /// `last_free_cpu` is a refill's (of any order: `rmqueue_bulk` put the frame on that
@@ -47,14 +50,16 @@ impl PfnFacts {
     #[inline]
     pub fn set_last_free_cpu(&mut self, cpu: Option<u32>) {
         self.last_free_cpu = cpu.map_or(0, |c| c + 1);
+        self.listed_tick = 0;
         self.by_refill = false;
     }
 
-    /// A refill (`mm_page_alloc_zone_locked` with `percpu_refill=1`, of any order) put the
-    /// frame on `cpu`'s lists.
+    /// A refill (`mm_page_alloc_zone_locked` with `percpu_refill=1`, of any order) at
+    /// timestamp tick `tick` put the frame on `cpu`'s lists.
     #[inline]
-    pub fn set_refill_listed(&mut self, cpu: u32) {
+    pub fn set_refill_listed(&mut self, cpu: u32, tick: u32) {
         self.last_free_cpu = cpu + 1;
+        self.listed_tick = tick;
         self.by_refill = true;
     }
 
@@ -63,6 +68,12 @@ impl PfnFacts {
     #[inline]
     pub fn refill_listed(&self) -> Option<u32> {
         self.last_free_cpu().filter(|_| self.by_refill)
+    }
+
+    /// [`refill_listed`](Self::refill_listed) with the refill's timestamp tick.
+    #[inline]
+    pub fn refill_listed_at(&self) -> Option<(u32, u32)> {
+        self.refill_listed().map(|cpu| (cpu, self.listed_tick))
     }
 
     /// The frame left the lists its refill put it on (a drain, or the buddy handed it out).
@@ -265,11 +276,13 @@ mod tests {
     fn facts_round_trip_and_forget() {
         let mut f = PfnFacts::default();
         assert_eq!((f.last_free_cpu(), f.refilled()), (None, None));
-        f.set_refill_listed(2);
+        f.set_refill_listed(2, 7);
         assert_eq!((f.last_free_cpu(), f.refill_listed()), (Some(2), Some(2)));
+        assert_eq!(f.refill_listed_at(), Some((2, 7)));
         f.clear_refill_listed();
+        assert_eq!(f.refill_listed_at(), None);
         assert_eq!((f.last_free_cpu(), f.refill_listed()), (Some(2), None));
-        f.set_refill_listed(2);
+        f.set_refill_listed(2, 7);
         // A free puts it on the freeing CPU's lists: no longer the refill's.
         f.set_last_free_cpu(Some(1));
         assert_eq!(f.refill_listed(), None);
@@ -280,5 +293,11 @@ mod tests {
         assert_eq!(f.refilled(), None);
         f.set_last_free_cpu(None);
         assert_eq!(f, PfnFacts::default());
+    }
+
+    #[test]
+    fn the_listing_tick_costs_no_memory() {
+        // One entry per frame of the zones: the tick sits in what was padding.
+        assert_eq!(std::mem::size_of::<PfnFacts>(), 24);
     }
 }
