@@ -80,9 +80,9 @@ pub struct ReadAt {
 }
 
 /// A line's task (`comm-pid`, the text before ftrace's `[NNN]` CPU column) and its command.
-fn task(line: &[u8]) -> Option<(&[u8], &[u8])> {
+fn task<'l>(line: &'l [u8], column: &memchr::memmem::Finder<'_>) -> Option<(&'l [u8], &'l [u8])> {
     let t = line.trim_ascii_start();
-    let col = memchr::memmem::find(t, b" [")?;
+    let col = column.find(t)?;
     let task = t[..col].trim_ascii_end();
     let dash = memchr::memrchr(b'-', task)?;
     let pid = &task[dash + 1..];
@@ -108,16 +108,20 @@ pub fn find(text: &[u8]) -> Vec<ReadAt> {
     // Per `KT_SNAPSHOT_READ` marker: its file's name.
     let mut marks: Vec<&[u8]> = Vec::new();
     let mut at = 0usize;
+    // Built once: `memmem::find` builds its searcher on every call.
+    let read_mark = memchr::memmem::Finder::new(b"tracing_mark_write: KT_SNAPSHOT_READ ");
+    let alloc = memchr::memmem::Finder::new(b": mm_page_alloc: ");
+    let column = memchr::memmem::Finder::new(b" [");
     for line in text.split_inclusive(|&b| b == b'\n') {
         let start = at;
         at += line.len();
-        if let Some(m) = memchr::memmem::find(line, b"tracing_mark_write: KT_SNAPSHOT_READ ") {
+        if let Some(m) = read_mark.find(line) {
             let rest = &line[m + 37..];
             let name = rest.split(|b| b.is_ascii_whitespace()).next();
             marks.push(name.unwrap_or_default());
             continue;
         }
-        let Some((task, comm)) = task(line) else {
+        let Some((task, comm)) = task(line, &column) else {
             continue;
         };
         let i = match seen.iter().rposition(|s| s.task == task) {
@@ -133,7 +137,7 @@ pub fn find(text: &[u8]) -> Vec<ReadAt> {
                 seen.len() - 1
             }
         };
-        if memchr::memmem::find(line, b": mm_page_alloc: ").is_some() {
+        if alloc.find(line).is_some() {
             seen[i].last_alloc = Some(at);
         }
     }
@@ -240,11 +244,12 @@ mod tests {
     #[test]
     fn tasks_are_read_off_the_lines_prefix() {
         let l = line("kworker/u8:2-77", FREE);
+        let column = memchr::memmem::Finder::new(b" [");
         assert_eq!(
-            task(l.as_bytes()),
+            task(l.as_bytes(), &column),
             Some((&b"kworker/u8:2-77"[..], &b"kworker/u8:2"[..]))
         );
-        assert_eq!(task(b"no task here\n"), None);
-        assert_eq!(task(b"  a-b [000] x\n"), None);
+        assert_eq!(task(b"no task here\n", &column), None);
+        assert_eq!(task(b"  a-b [000] x\n", &column), None);
     }
 }
