@@ -290,6 +290,21 @@ impl Replayer {
         Ok(())
     }
 
+    /// [`Replayer::feed`] after the allocations the kernel's side inferred were taken
+    /// untraced before `ev` ([`Replayer::untraced_allocs`]; empty without the inferences).
+    #[inline(always)]
+    pub fn feed_inferred(
+        &mut self,
+        ev: &Event<'_>,
+        inferred: Inferred,
+        untraced: &[(u64, u32, u8)],
+    ) -> io::Result<()> {
+        if !untraced.is_empty() {
+            self.untraced_allocs(ev, untraced)?;
+        }
+        self.feed(ev, inferred)
+    }
+
     /// Replays one trace event (buddy-side events of the trace are counted by the caller;
     /// ours come from the zones), and what the caller inferred from it.
     pub fn feed(&mut self, ev: &Event<'_>, inferred: Inferred) -> io::Result<()> {

@@ -329,10 +329,7 @@ impl Feed<'_> {
         untraced: &[(u64, u32, u8)],
     ) -> io::Result<()> {
         for r in self.replayers.iter_mut() {
-            if !untraced.is_empty() {
-                r.untraced_allocs(ev, untraced)?;
-            }
-            r.feed(ev, inferred)?;
+            r.feed_inferred(ev, inferred, untraced)?;
         }
         self.done += 1;
         self.last_ts = ev.ts_ns.or(self.last_ts);

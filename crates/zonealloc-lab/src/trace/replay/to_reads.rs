@@ -245,10 +245,7 @@ fn feed(
     };
     let untraced: &[_] = if infer { &kernel.untraced_now } else { &[] };
     for r in replayers.iter_mut() {
-        if !untraced.is_empty() {
-            r.untraced_allocs(ev, untraced)?;
-        }
-        r.feed(ev, inferred)?;
+        r.feed_inferred(ev, inferred, untraced)?;
     }
     Ok(())
 }
