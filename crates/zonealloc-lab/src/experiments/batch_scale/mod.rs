@@ -11,7 +11,6 @@
 //! The workload is page_fault1-like: each worker, on its own CPU's lists (a
 //! [`zonealloc::CpuHandle`]), allocates 32768 order-0 pages and frees them all, repeatedly.
 
-use serde_json::json;
 use zonealloc::PcpConfig;
 
 use super::{
@@ -22,9 +21,10 @@ use conclusion::{conclusion_table, largest_cap_under};
 
 mod conclusion;
 pub mod icount;
+mod result;
 mod run;
 
-use run::{numa_config, run_once, Params};
+use run::{run_once, Params};
 
 /// The `batch-scale` experiment (seed 001): zone-lock hold time and throughput against the
 /// PCP batch size, and the scale cap 0 vs 5 on the default zone.
@@ -166,289 +166,118 @@ impl Experiment for BatchScale {
         let p = params(opts)?;
         let iterations = opts.iterations_or(1, 5, self.name())?;
         let specs = opts.pick(&specs(), |s| s.name.as_str(), self.name())?;
-        let total = (specs.len() * iterations) as u64;
-        progress(0, total);
-        let mut samples = Vec::new();
-        // Per variant: sums of [refill avg, free avg, refill p99, free p99, pages/s, free p50]
-        // over iterations (for the plots and the conclusion table).
-        let mut sums = vec![[0.0f64; 6]; specs.len()];
-        let mut effective = vec![(0i32, 0i32); specs.len()];
-        let mut done = 0u64;
-        // Iterations outermost, so slow drifts of the machine spread over all variants.
-        // The rounds draw nothing at random: the repetitions carry no seed.
-        for it in 0..iterations {
-            // This iteration's median bulk-free hold per swept batch, for the conclusion.
-            let mut p50_by_batch: Vec<(u32, f64)> = Vec::new();
-            for (k, spec) in specs.iter().enumerate() {
-                let r = run_once(p, spec.pcp)?;
-                for (metric, value) in [
-                    (M_RATE, r.pages_per_s),
-                    (M_REFILL_AVG, r.refill_avg),
-                    (M_REFILL_P99, r.refill_p99),
-                    (M_FREE_AVG, r.free_avg),
-                    (M_FREE_P99, r.free_p99),
-                    (M_FREE_P50, r.free_p50),
-                    (M_REFILL_P50, r.refill_p50),
-                    (M_REFILL_PAGES, r.refill_pages),
-                    (M_LOCK_PAGES, r.lock_pages),
-                ]
-                .into_iter()
-                .chain((p.nodes > 1).then_some((M_LOCK_SHARERS, r.lock_sharers as f64)))
-                {
-                    samples.push(Sample {
-                        variant: spec.name.clone(),
-                        metric: metric.to_string(),
-                        repetition: it,
-                        seed: None,
-                        value,
-                    });
-                }
-                for (acc, v) in sums[k].iter_mut().zip([
-                    r.refill_avg,
-                    r.free_avg,
-                    r.refill_p99,
-                    r.free_p99,
-                    r.pages_per_s,
-                    r.free_p50,
-                ]) {
-                    *acc += v;
-                }
-                if let Some(b) = spec.batch {
-                    p50_by_batch.push((b, r.free_p50));
-                }
-                effective[k] = (r.batch, r.high);
-                done += 1;
-                progress(done, total);
-            }
-            if !p50_by_batch.is_empty() {
-                samples.push(Sample {
-                    variant: specs[0].name.clone(),
-                    metric: M_CAP.to_string(),
-                    repetition: it,
-                    seed: None,
-                    value: largest_cap_under(&p50_by_batch, LIMIT_NS),
-                });
-            }
-        }
-        let n = iterations as f64;
-        let line = |i: usize| -> Vec<(f64, f64)> {
-            specs
-                .iter()
-                .zip(&sums)
-                .filter_map(|(s, v)| s.batch.map(|b| (b as f64, v[i] / n)))
-                .collect()
-        };
-        let by_cap = |i: usize| -> Vec<(f64, f64)> {
-            specs
-                .iter()
-                .zip(&sums)
-                .filter(|(s, _)| s.batch.is_none())
-                .map(|(s, v)| (s.pcp.batch_scale_max as f64, v[i] / n))
-                .collect()
-        };
+        let Measured {
+            mut samples,
+            means,
+            effective,
+        } = measure(p, &specs, iterations, progress)?;
         // Per swept batch: mean free p50, free p99, refill p99.
         let holds: Vec<(u32, [f64; 3])> = specs
             .iter()
-            .zip(&sums)
-            .filter_map(|(s, v)| s.batch.map(|b| (b, [v[5] / n, v[3] / n, v[2] / n])))
+            .zip(&means)
+            .filter_map(|(s, v)| s.batch.map(|b| (b, [v[5], v[3], v[2]])))
             .collect();
         let conclusion = conclusion_table(&holds, LIMIT_NS);
         let counted = count_instructions(opts, &specs, &mut samples);
-        let threads = p.threads;
         let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
-        let metric = |name: &str, kind: MetricKind, unit: &str| MetricDef {
-            name: name.to_string(),
-            unit: unit.to_string(),
-            kind,
-        };
         Ok(ExperimentResult {
             name: self.name().to_string(),
             seed: SEED_NAME.to_string(),
             change: "mm, pcp: cap the PCP batch scaling at CONFIG_PCP_BATCH_SCALE_MAX (default 5) to bound zone-lock hold time".to_string(),
             baseline: specs[0].name.clone(),
             variants: specs.iter().map(|s| s.name.clone()).collect(),
-            metrics: [
-                metric(M_RATE, MetricKind::Rate, "pages/s"),
-                metric(M_REFILL_AVG, MetricKind::Latency, "ns"),
-                metric(M_REFILL_P99, MetricKind::Latency, "ns"),
-                metric(M_FREE_AVG, MetricKind::Latency, "ns"),
-                metric(M_FREE_P99, MetricKind::Latency, "ns"),
-                metric(M_FREE_P50, MetricKind::Latency, "ns"),
-                metric(M_REFILL_P50, MetricKind::Latency, "ns"),
-                metric(
-                    M_REFILL_PAGES,
-                    MetricKind::Count {
-                        higher_is_better: false,
-                    },
-                    "pages",
-                ),
-                metric(
-                    M_LOCK_PAGES,
-                    MetricKind::Count {
-                        higher_is_better: false,
-                    },
-                    "pages",
-                ),
-                metric(
-                    M_CAP,
-                    MetricKind::Count {
-                        higher_is_better: true,
-                    },
-                    "cap",
-                ),
-            ]
-            .into_iter()
-            .chain((p.nodes > 1).then(|| {
-                metric(
-                    M_LOCK_SHARERS,
-                    MetricKind::Count {
-                        higher_is_better: false,
-                    },
-                    "CPUs",
-                )
-            }))
-            .chain(counted.is_ok().then(|| {
-                [
-                    metric(
-                        M_INSNS,
-                        MetricKind::Count {
-                            higher_is_better: false,
-                        },
-                        "instructions",
-                    ),
-                    metric(
-                        M_PAGES_PER_KINSN,
-                        MetricKind::Count {
-                            higher_is_better: true,
-                        },
-                        "pages",
-                    ),
-                ]
-            }).into_iter().flatten())
-            .collect(),
+            metrics: result::metrics(p.nodes > 1, counted.is_ok()),
             samples,
-            tables: vec![conclusion, Table {
-                title: "Effective per-CPU list settings (CPU 0, after the run)".to_string(),
-                header: ["variant", "batch", "high", "batch_scale_max"]
-                    .iter()
-                    .map(|h| h.to_string())
-                    .collect(),
-                rows: specs
-                    .iter()
-                    .zip(&effective)
-                    .map(|(s, (b, h))| {
-                        vec![
-                            s.name.clone(),
-                            b.to_string(),
-                            h.to_string(),
-                            s.pcp.batch_scale_max.to_string(),
-                        ]
-                    })
-                    .collect(),
-            }],
-            plots: vec![
-                Plot {
-                    file_stem: "batch-scale-hold".to_string(),
-                    title: "Zone-lock hold time against PCP batch (high = 2 x batch, no scaling)"
-                        .to_string(),
-                    x_label: "batch (pages)".to_string(),
-                    y_label: "hold time (ns)".to_string(),
-                    kind: PlotKind::Lines,
-                    series: vec![
-                        Series {
-                            name: "refill avg".to_string(),
-                            points: line(0),
-                        },
-                        Series {
-                            name: "bulk free avg".to_string(),
-                            points: line(1),
-                        },
-                        Series {
-                            name: "refill p99".to_string(),
-                            points: line(2),
-                        },
-                        Series {
-                            name: "bulk free p99".to_string(),
-                            points: line(3),
-                        },
-                        Series {
-                            name: "100 µs (the seed's bound)".to_string(),
-                            points: line(0).iter().map(|&(x, _)| (x, LIMIT_NS)).collect(),
-                        },
-                    ],
-                },
-                Plot {
-                    file_stem: "batch-scale-throughput".to_string(),
-                    title: "Throughput against PCP batch (high = 2 x batch, no scaling)"
-                        .to_string(),
-                    x_label: "batch (pages)".to_string(),
-                    y_label: "pages/s".to_string(),
-                    kind: PlotKind::Lines,
-                    series: vec![Series {
-                        name: "pages/s".to_string(),
-                        points: line(4),
-                    }],
-                },
-                Plot {
-                    file_stem: "batch-scale-cap".to_string(),
-                    title: "The kernel's own batch and high, CONFIG_PCP_BATCH_SCALE_MAX swept: hold time p99".to_string(),
-                    x_label: "batch_scale_max".to_string(),
-                    y_label: "hold time (ns)".to_string(),
-                    kind: PlotKind::Lines,
-                    series: vec![
-                        Series {
-                            name: "refill p99".to_string(),
-                            points: by_cap(2),
-                        },
-                        Series {
-                            name: "bulk free p99".to_string(),
-                            points: by_cap(3),
-                        },
-                    ],
-                },
-                Plot {
-                    file_stem: "batch-scale-cap-throughput".to_string(),
-                    title: "The kernel's own batch and high, CONFIG_PCP_BATCH_SCALE_MAX swept: throughput".to_string(),
-                    x_label: "batch_scale_max".to_string(),
-                    y_label: "pages/s".to_string(),
-                    kind: PlotKind::Lines,
-                    series: vec![Series {
-                        name: "pages/s".to_string(),
-                        points: by_cap(4),
-                    }],
-                },
-            ],
+            tables: vec![conclusion, result::effective_table(&specs, &effective)],
+            plots: result::plots(&specs, &means),
             expected_shape: "batch=63..2047 (high = 2 x batch, scaling off, the seed's debug setup): zone-lock hold time for refill and bulk free grows about linearly with batch (about 2x per step) while pages/s gains little. default scale=0..5 (the kernel's own batch and auto-tuned high, which for a 1 GiB zone holds a whole 32768-page round, so far fewer lock holds; CONFIG_PCP_BATCH_SCALE_MAX swept): each step of the cap lets long runs of allocations and frees move up to batch << cap pages per lock hold, so refill hold times rise with the cap and throughput may rise slightly.".to_string(),
-            config: json!({
-                "threads": threads,
-                "pages_per_worker": p.pages,
-                "rounds": p.rounds,
-                "warmup_rounds": 1,
-                "iterations": iterations,
-                "zone_pages": p.zone_pages,
-                "nodes": p.nodes,
-                "numa": numa_config(p),
-                "watermarks": "none",
-                "thp_lists": false,
-                "variants": specs.iter().zip(&effective).map(|(s, (b, h))| json!({
-                    "name": s.name,
-                    "batch": b,
-                    "high": h,
-                    "batch_scale_max": s.pcp.batch_scale_max,
-                })).collect::<Vec<_>>(),
-                "available_parallelism": cores,
-                "instructions_per_page": match &counted {
-                    Ok(text) => text.clone(),
-                    Err(why) => format!("not measurable here: {why}"),
-                },
-                "not_measured": match &counted {
-                    Ok(_) => json!({}),
-                    Err(why) => super::valgrind::not_measured(&[M_INSNS, M_PAGES_PER_KINSN], why),
-                },
-            }),
-            oversubscribed: threads > cores,
+            config: result::config(p, iterations, &specs, &effective, &counted, cores),
+            oversubscribed: p.threads > cores,
         })
     }
+}
+
+/// What the timed runs gave: every sample, and per variant the means over the iterations of
+/// [refill avg, free avg, refill p99, free p99, pages/s, free p50] (for the plots and the
+/// conclusion table) and its effective `(batch, high)`.
+struct Measured {
+    samples: Vec<Sample>,
+    means: Vec<[f64; 6]>,
+    effective: Vec<(i32, i32)>,
+}
+
+/// Runs every variant of `specs` `iterations` times, iterations outermost, so slow drifts of
+/// the machine spread over all variants. The rounds draw nothing at random: the repetitions
+/// carry no seed.
+fn measure(
+    p: Params,
+    specs: &[Spec],
+    iterations: usize,
+    progress: Progress<'_>,
+) -> Result<Measured, LabError> {
+    let total = (specs.len() * iterations) as u64;
+    progress(0, total);
+    let mut samples = Vec::new();
+    let mut sums = vec![[0.0f64; 6]; specs.len()];
+    let mut effective = vec![(0i32, 0i32); specs.len()];
+    let mut done = 0u64;
+    let sample = |variant: &str, metric: &str, repetition: usize, value: f64| Sample {
+        variant: variant.to_string(),
+        metric: metric.to_string(),
+        repetition,
+        seed: None,
+        value,
+    };
+    for it in 0..iterations {
+        // This iteration's median bulk-free hold per swept batch, for the conclusion.
+        let mut p50_by_batch: Vec<(u32, f64)> = Vec::new();
+        for (k, spec) in specs.iter().enumerate() {
+            let r = run_once(p, spec.pcp)?;
+            for (metric, value) in [
+                (M_RATE, r.pages_per_s),
+                (M_REFILL_AVG, r.refill_avg),
+                (M_REFILL_P99, r.refill_p99),
+                (M_FREE_AVG, r.free_avg),
+                (M_FREE_P99, r.free_p99),
+                (M_FREE_P50, r.free_p50),
+                (M_REFILL_P50, r.refill_p50),
+                (M_REFILL_PAGES, r.refill_pages),
+                (M_LOCK_PAGES, r.lock_pages),
+            ]
+            .into_iter()
+            .chain((p.nodes > 1).then_some((M_LOCK_SHARERS, r.lock_sharers as f64)))
+            {
+                samples.push(sample(&spec.name, metric, it, value));
+            }
+            for (acc, v) in sums[k].iter_mut().zip([
+                r.refill_avg,
+                r.free_avg,
+                r.refill_p99,
+                r.free_p99,
+                r.pages_per_s,
+                r.free_p50,
+            ]) {
+                *acc += v;
+            }
+            if let Some(b) = spec.batch {
+                p50_by_batch.push((b, r.free_p50));
+            }
+            effective[k] = (r.batch, r.high);
+            done += 1;
+            progress(done, total);
+        }
+        if !p50_by_batch.is_empty() {
+            let cap = largest_cap_under(&p50_by_batch, LIMIT_NS);
+            samples.push(sample(&specs[0].name, M_CAP, it, cap));
+        }
+    }
+    let n = iterations as f64;
+    let means = sums.iter().map(|v| v.map(|x| x / n)).collect();
+    Ok(Measured {
+        samples,
+        means,
+        effective,
+    })
 }
 
 /// Instructions per page of the batches in [`COUNTED`] under callgrind, as samples of
