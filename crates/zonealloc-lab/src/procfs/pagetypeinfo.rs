@@ -189,6 +189,25 @@ pub fn parse_pagetypeinfo(text: &str) -> Result<Pagetypeinfo, ProcError> {
 
 /// One node's free table and block-count table (and a mixed-block table if present).
 fn parse_node_block(lines: &mut Lines<'_>, pageblock_order: u8) -> Result<Pagetypeinfo, ProcError> {
+    let n_orders = order_columns(lines)?;
+    let (mut zones, migratetypes) = free_table(lines, n_orders, pageblock_order)?;
+    block_table(lines, &mut zones, &migratetypes)?;
+    if lines.peek().is_some_and(|l| l.starts_with(MIXED_HEADER)) {
+        lines.next(MIXED_HEADER)?;
+        while lines.peek().is_some_and(|l| l.starts_with("Node")) {
+            lines.next("a mixed-block line")?;
+        }
+    }
+    Ok(Pagetypeinfo {
+        pageblock_order,
+        orders: n_orders,
+        migratetypes,
+        zones,
+    })
+}
+
+/// The free table's header: its order columns, 0, 1, .. in order; how many.
+fn order_columns(lines: &mut Lines<'_>) -> Result<usize, ProcError> {
     let (line, t) = lines.next(FREE_HEADER)?;
     let orders = t
         .strip_prefix(FREE_HEADER)
@@ -215,65 +234,25 @@ fn parse_node_block(lines: &mut Lines<'_>, pageblock_order: u8) -> Result<Pagety
             format!("{n_orders} orders; at most {ORDER_SLOTS} are supported"),
         ));
     }
+    Ok(n_orders)
+}
 
+/// The free table's lines, `Node N, zone NAME, type TYPE counts...`: the zones with their
+/// free counts, and the migratetypes every zone lists (the same, in the same order).
+fn free_table(
+    lines: &mut Lines<'_>,
+    n_orders: usize,
+    pageblock_order: u8,
+) -> Result<(Vec<PagetypeZone>, Vec<MigrateTypeName>), ProcError> {
     let mut zones: Vec<PagetypeZone> = Vec::new();
     let mut migratetypes: Vec<MigrateTypeName> = Vec::new();
     let mut current_types: Vec<MigrateTypeName> = Vec::new();
-    let close_zone = |types: &mut Vec<MigrateTypeName>,
-                      all: &mut Vec<MigrateTypeName>,
-                      zone: Option<&PagetypeZone>|
-     -> Result<(), ProcError> {
-        if let Some(z) = zone {
-            if all.is_empty() {
-                *all = std::mem::take(types);
-            } else if *all != *types {
-                return Err(ProcError::inconsistent(
-                    FILE,
-                    z.free_line,
-                    format!(
-                        "{} lists other migratetypes than the first zone",
-                        zone_label(z.node, z.zone)
-                    ),
-                ));
-            }
-        }
-        types.clear();
-        Ok(())
-    };
     while lines
         .peek()
         .is_some_and(|l| l.starts_with("Node") && l.contains(", type "))
     {
         let (line, t) = lines.next("a free-count line")?;
-        let (node, zone, rest) = zone_prefix(FILE, line, t)?;
-        let rest = rest
-            .trim_start()
-            .strip_prefix(", type")
-            .ok_or_else(|| unexpected(line, "`Node N, zone NAME, type TYPE ...`", t))?;
-        let mut words = rest.split_whitespace();
-        let mt = MigrateTypeName::parse(
-            words
-                .next()
-                .ok_or_else(|| unexpected(line, "a migratetype name", t))?,
-        );
-        let mut counts = Vec::with_capacity(n_orders);
-        for w in words {
-            let (capped, digits) = match w.strip_prefix('>') {
-                Some(d) => (true, d),
-                None => (false, w),
-            };
-            counts.push(FreeCount {
-                blocks: number(FILE, line, "free count", digits)?,
-                capped,
-            });
-        }
-        if counts.len() != n_orders {
-            return Err(ProcError::inconsistent(
-                FILE,
-                line,
-                format!("{} counts for {n_orders} orders", counts.len()),
-            ));
-        }
+        let (node, zone, mt, counts) = free_line(line, t, n_orders)?;
         let same_zone = zones
             .last()
             .is_some_and(|z| (z.node, z.zone) == (node, zone));
@@ -309,7 +288,80 @@ fn parse_node_block(lines: &mut Lines<'_>, pageblock_order: u8) -> Result<Pagety
         let (line, t) = lines.next("a free-count line")?;
         return Err(unexpected(line, "`Node N, zone NAME, type TYPE ...`", t));
     }
+    Ok((zones, migratetypes))
+}
 
+/// One free-count line (`line` its number, `t` its text): node, zone, migratetype and the
+/// `n_orders` counts (`>100000`: capped).
+fn free_line(
+    line: usize,
+    t: &str,
+    n_orders: usize,
+) -> Result<(u32, ZoneType, MigrateTypeName, Vec<FreeCount>), ProcError> {
+    let (node, zone, rest) = zone_prefix(FILE, line, t)?;
+    let rest = rest
+        .trim_start()
+        .strip_prefix(", type")
+        .ok_or_else(|| unexpected(line, "`Node N, zone NAME, type TYPE ...`", t))?;
+    let mut words = rest.split_whitespace();
+    let mt = MigrateTypeName::parse(
+        words
+            .next()
+            .ok_or_else(|| unexpected(line, "a migratetype name", t))?,
+    );
+    let mut counts = Vec::with_capacity(n_orders);
+    for w in words {
+        let (capped, digits) = match w.strip_prefix('>') {
+            Some(d) => (true, d),
+            None => (false, w),
+        };
+        counts.push(FreeCount {
+            blocks: number(FILE, line, "free count", digits)?,
+            capped,
+        });
+    }
+    if counts.len() != n_orders {
+        return Err(ProcError::inconsistent(
+            FILE,
+            line,
+            format!("{} counts for {n_orders} orders", counts.len()),
+        ));
+    }
+    Ok((node, zone, mt, counts))
+}
+
+/// At the end of one zone's free lines: the first zone's migratetypes become every zone's,
+/// and a later zone must list the same.
+fn close_zone(
+    types: &mut Vec<MigrateTypeName>,
+    all: &mut Vec<MigrateTypeName>,
+    zone: Option<&PagetypeZone>,
+) -> Result<(), ProcError> {
+    if let Some(z) = zone {
+        if all.is_empty() {
+            *all = std::mem::take(types);
+        } else if *all != *types {
+            return Err(ProcError::inconsistent(
+                FILE,
+                z.free_line,
+                format!(
+                    "{} lists other migratetypes than the first zone",
+                    zone_label(z.node, z.zone)
+                ),
+            ));
+        }
+    }
+    types.clear();
+    Ok(())
+}
+
+/// The block-count table: its header's columns must be the free table's `migratetypes`, then
+/// one line per zone of `zones`, in their order.
+fn block_table(
+    lines: &mut Lines<'_>,
+    zones: &mut [PagetypeZone],
+    migratetypes: &[MigrateTypeName],
+) -> Result<(), ProcError> {
     let (line, t) = lines.next(BLOCKS_HEADER)?;
     let header = t
         .strip_prefix(BLOCKS_HEADER)
@@ -357,16 +409,5 @@ fn parse_node_block(lines: &mut Lines<'_>, pageblock_order: u8) -> Result<Pagety
         z.area.pageblocks = counts;
         z.blocks_line = line;
     }
-    if lines.peek().is_some_and(|l| l.starts_with(MIXED_HEADER)) {
-        lines.next(MIXED_HEADER)?;
-        while lines.peek().is_some_and(|l| l.starts_with("Node")) {
-            lines.next("a mixed-block line")?;
-        }
-    }
-    Ok(Pagetypeinfo {
-        pageblock_order,
-        orders: n_orders,
-        migratetypes,
-        zones,
-    })
+    Ok(())
 }

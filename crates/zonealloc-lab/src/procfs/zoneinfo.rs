@@ -457,29 +457,7 @@ fn finish_zone(z: ZoneBuilder, end: usize, parsed: &mut Parsed) -> Result<(), Pr
             ),
         ));
     }
-    let mut pagesets = Vec::with_capacity(z.pagesets.len());
-    for p in &z.pagesets {
-        let missing = |field| {
-            let zone = format!("{} cpu {} (line {})", z.label(), p.cpu, p.line);
-            ProcError::new(FILE, end, ErrorKind::MissingField { field, zone })
-        };
-        if p.high_min.is_some() != p.high_max.is_some() {
-            return Err(ProcError::inconsistent(
-                FILE,
-                p.line,
-                format!("cpu {}: `high_min` and `high_max` come together", p.cpu),
-            ));
-        }
-        pagesets.push(PagesetSnapshot {
-            cpu: p.cpu,
-            count: p.count.ok_or_else(|| missing("count"))?,
-            high: p.high.ok_or_else(|| missing("high"))?,
-            batch: p.batch.ok_or_else(|| missing("batch"))?,
-            high_min: p.high_min,
-            high_max: p.high_max,
-            stat_threshold: p.stat_threshold,
-        });
-    }
+    let pagesets = pagesets(&z, end)?;
     let watermarks = WatermarkSnapshot {
         min,
         low,
@@ -487,32 +465,7 @@ fn finish_zone(z: ZoneBuilder, end: usize, parsed: &mut Parsed) -> Result<(), Pr
         promo: z.get("promo"),
         boost: z.get("boost"),
     };
-    // `wmark_pages`: each mark is `_watermark[i] + watermark_boost`, and
-    // `__setup_per_zone_wmarks` makes min <= low <= high <= promo.
-    if !(min <= low && low <= high && watermarks.promo.is_none_or(|p| high <= p)) {
-        return Err(ProcError::inconsistent(
-            FILE,
-            z.line_of("min"),
-            format!("{}: watermarks out of order: {watermarks}", z.label()),
-        ));
-    }
-    if !(managed <= present && present <= spanned) {
-        return Err(ProcError::inconsistent(
-            FILE,
-            z.line_of("managed"),
-            format!(
-                "{}: managed {managed} <= present {present} <= spanned {spanned} does not hold",
-                z.label()
-            ),
-        ));
-    }
-    if free > managed {
-        return Err(ProcError::inconsistent(
-            FILE,
-            z.line_of("pages free"),
-            format!("{}: {free} free pages exceed {managed} managed", z.label()),
-        ));
-    }
+    sizes_agree(&z, &watermarks, [free, managed, present, spanned])?;
     parsed.zone_protection.push((protection, protection_line));
     let lines = SourceLines {
         zoneinfo_header: z.header_line,
@@ -539,6 +492,70 @@ fn finish_zone(z: ZoneBuilder, end: usize, parsed: &mut Parsed) -> Result<(), Pr
         buddy_free: None,
         lines,
     });
+    Ok(())
+}
+
+/// A populated zone's `pagesets` entries, each with its `count`, `high` and `batch`.
+fn pagesets(z: &ZoneBuilder, end: usize) -> Result<Vec<PagesetSnapshot>, ProcError> {
+    let mut pagesets = Vec::with_capacity(z.pagesets.len());
+    for p in &z.pagesets {
+        let missing = |field| {
+            let zone = format!("{} cpu {} (line {})", z.label(), p.cpu, p.line);
+            ProcError::new(FILE, end, ErrorKind::MissingField { field, zone })
+        };
+        if p.high_min.is_some() != p.high_max.is_some() {
+            return Err(ProcError::inconsistent(
+                FILE,
+                p.line,
+                format!("cpu {}: `high_min` and `high_max` come together", p.cpu),
+            ));
+        }
+        pagesets.push(PagesetSnapshot {
+            cpu: p.cpu,
+            count: p.count.ok_or_else(|| missing("count"))?,
+            high: p.high.ok_or_else(|| missing("high"))?,
+            batch: p.batch.ok_or_else(|| missing("batch"))?,
+            high_min: p.high_min,
+            high_max: p.high_max,
+            stat_threshold: p.stat_threshold,
+        });
+    }
+    Ok(pagesets)
+}
+
+/// A zone's sizes as the kernel keeps them: `wmark_pages` makes each mark
+/// `_watermark[i] + watermark_boost`, and `__setup_per_zone_wmarks` makes
+/// min <= low <= high <= promo; managed <= present <= spanned; free <= managed.
+fn sizes_agree(
+    z: &ZoneBuilder,
+    watermarks: &WatermarkSnapshot,
+    [free, managed, present, spanned]: [u64; 4],
+) -> Result<(), ProcError> {
+    let WatermarkSnapshot { min, low, high, .. } = *watermarks;
+    if !(min <= low && low <= high && watermarks.promo.is_none_or(|p| high <= p)) {
+        return Err(ProcError::inconsistent(
+            FILE,
+            z.line_of("min"),
+            format!("{}: watermarks out of order: {watermarks}", z.label()),
+        ));
+    }
+    if !(managed <= present && present <= spanned) {
+        return Err(ProcError::inconsistent(
+            FILE,
+            z.line_of("managed"),
+            format!(
+                "{}: managed {managed} <= present {present} <= spanned {spanned} does not hold",
+                z.label()
+            ),
+        ));
+    }
+    if free > managed {
+        return Err(ProcError::inconsistent(
+            FILE,
+            z.line_of("pages free"),
+            format!("{}: {free} free pages exceed {managed} managed", z.label()),
+        ));
+    }
     Ok(())
 }
 
