@@ -170,166 +170,210 @@ pub fn run<W: Write>(
     p: GenParams,
 ) -> Result<GenSummary, String> {
     let mut sum = GenSummary::default();
-    let mut rng = SplitMix::new(p.seed);
-    let cpus = p.cpus.max(1);
+    let mut g = Gen {
+        sum: &mut sum,
+        rng: SplitMix::new(p.seed),
+        rec,
+        cpus: p.cpus.max(1),
+        want: p.ops,
+    };
     let managed = zone.managed_pages();
-    let mut ops = 0u64;
     match w {
-        GenWorkload::CrossCpu => {
-            let pairs = (cpus / 2).max(1);
-            let burst = 64;
-            let mut round = 0u32;
-            while ops < p.ops && !rec.failed() {
-                let pair = round % pairs;
-                let (prod, cons) = (2 * pair % cpus, (2 * pair + 1) % cpus);
-                let mut held = Vec::with_capacity(burst);
-                for _ in 0..burst {
-                    let order = if rng.below(4) == 0 { 0 } else { 3 };
-                    let ord = o(order)?;
-                    if let Ok(pfn) = alloc(
-                        &mut sum,
-                        rec,
-                        prod,
-                        ord,
-                        AllocRequest::new(MigrateType::Unmovable),
-                    ) {
-                        held.push((pfn, ord));
-                    }
-                    ops += 1;
-                }
-                for (pfn, ord) in held {
-                    rec.free(cons, pfn, ord).map_err(|e| e.to_string())?;
-                    ops += 1;
-                }
-                round += 1;
+        GenWorkload::CrossCpu => cross_cpu(&mut g)?,
+        GenWorkload::PageFault => page_fault(&mut g, managed)?,
+        GenWorkload::HighOrder => high_order(&mut g, managed)?,
+        GenWorkload::Mixed => mixed(&mut g, zone)?,
+    }
+    Ok(sum)
+}
+
+/// What every workload of [`run`] works with: the summary, the random stream, the recorder,
+/// the CPUs (at least one) and the operations wanted.
+struct Gen<'s, 'r, 'w, W: Write> {
+    sum: &'s mut GenSummary,
+    rng: SplitMix,
+    rec: &'r mut Recorder<'w, W>,
+    cpus: u32,
+    want: u64,
+}
+
+/// [`GenWorkload::CrossCpu`]: pairs of CPUs, one allocating bursts of order-0 and order-3
+/// blocks, the other freeing them.
+fn cross_cpu<W: Write>(g: &mut Gen<'_, '_, '_, W>) -> Result<(), String> {
+    let cpus = g.cpus;
+    let mut ops = 0u64;
+    let pairs = (cpus / 2).max(1);
+    let burst = 64;
+    let mut round = 0u32;
+    while ops < g.want && !g.rec.failed() {
+        let pair = round % pairs;
+        let (prod, cons) = (2 * pair % cpus, (2 * pair + 1) % cpus);
+        let mut held = Vec::with_capacity(burst);
+        for _ in 0..burst {
+            let order = if g.rng.below(4) == 0 { 0 } else { 3 };
+            let ord = o(order)?;
+            if let Ok(pfn) = alloc(
+                g.sum,
+                g.rec,
+                prod,
+                ord,
+                AllocRequest::new(MigrateType::Unmovable),
+            ) {
+                held.push((pfn, ord));
             }
+            ops += 1;
         }
-        GenWorkload::PageFault => {
-            let run_pages = (managed / 4 / u64::from(cpus)).clamp(1, 4096);
-            let mut cpu = 0;
-            while ops < p.ops && !rec.failed() {
-                let mut held = Vec::with_capacity(run_pages as usize);
-                for _ in 0..run_pages {
-                    if let Ok(pfn) = alloc(
-                        &mut sum,
-                        rec,
-                        cpu,
-                        o(0)?,
-                        AllocRequest::new(MigrateType::Movable),
-                    ) {
-                        held.push(pfn);
-                    }
-                    ops += 1;
-                }
-                for pfn in held {
-                    rec.free(cpu, pfn, o(0)?).map_err(|e| e.to_string())?;
-                    ops += 1;
-                }
-                cpu = (cpu + 1) % cpus;
+        for (pfn, ord) in held {
+            g.rec.free(cons, pfn, ord).map_err(|e| e.to_string())?;
+            ops += 1;
+        }
+        round += 1;
+    }
+    Ok(())
+}
+
+/// [`GenWorkload::PageFault`]: each CPU in turn allocates a run of order-0 pages and frees
+/// them all.
+fn page_fault<W: Write>(g: &mut Gen<'_, '_, '_, W>, managed: u64) -> Result<(), String> {
+    let cpus = g.cpus;
+    let mut ops = 0u64;
+    let run_pages = (managed / 4 / u64::from(cpus)).clamp(1, 4096);
+    let mut cpu = 0;
+    while ops < g.want && !g.rec.failed() {
+        let mut held = Vec::with_capacity(run_pages as usize);
+        for _ in 0..run_pages {
+            if let Ok(pfn) = alloc(
+                g.sum,
+                g.rec,
+                cpu,
+                o(0)?,
+                AllocRequest::new(MigrateType::Movable),
+            ) {
+                held.push(pfn);
             }
+            ops += 1;
         }
-        GenWorkload::HighOrder => {
-            // Live blocks by the op at which they die; allocations aim at an occupancy that
-            // swings between 70% and 90%, and above it the block due first is freed.
-            let mut live: BinaryHeap<Reverse<(u64, u64, u8, u32)>> = BinaryHeap::new();
-            let mut used = 0u64;
-            while ops < p.ops && !rec.failed() {
-                let phase = (ops % 20_000) as f64 / 20_000.0;
-                let target = managed as f64 * (0.8 + 0.1 * (phase * std::f64::consts::TAU).sin());
-                let cpu = rng.below(u64::from(cpus)) as u32;
-                if (used as f64) < target {
-                    let order = match rng.below(100) {
-                        0..=59 => 0,
-                        60..=79 => 1,
-                        80..=89 => 2,
-                        90..=97 => 3,
-                        _ => 4,
-                    };
-                    let mt = match rng.below(10) {
-                        0..=6 => MigrateType::Movable,
-                        7..=8 => MigrateType::Unmovable,
-                        _ => MigrateType::Reclaimable,
-                    };
-                    // Pareto-like lifetimes: most short, some very long.
-                    let life = (50.0 / rng.unit().powf(1.0 / 0.7)) as u64;
-                    if let Ok(pfn) = alloc(&mut sum, rec, cpu, o(order)?, AllocRequest::new(mt)) {
-                        live.push(Reverse((ops.saturating_add(life), pfn.0, order, cpu)));
-                        used += 1 << order;
-                    }
-                } else if let Some(Reverse((_, pfn, order, _))) = live.pop() {
-                    rec.free(cpu, Pfn(pfn), o(order)?)
-                        .map_err(|e| e.to_string())?;
-                    used -= 1 << order;
+        for pfn in held {
+            g.rec.free(cpu, pfn, o(0)?).map_err(|e| e.to_string())?;
+            ops += 1;
+        }
+        cpu = (cpu + 1) % cpus;
+    }
+    Ok(())
+}
+
+/// [`GenWorkload::HighOrder`]: mixed orders and types with Pareto-like lifetimes at an
+/// occupancy swinging between 70% and 90%, and bursts of THP faults.
+fn high_order<W: Write>(g: &mut Gen<'_, '_, '_, W>, managed: u64) -> Result<(), String> {
+    let cpus = g.cpus;
+    let mut ops = 0u64;
+    // Live blocks by the op at which they die; allocations aim at an occupancy that
+    // swings between 70% and 90%, and above it the block due first is freed.
+    let mut live: BinaryHeap<Reverse<(u64, u64, u8, u32)>> = BinaryHeap::new();
+    let mut used = 0u64;
+    while ops < g.want && !g.rec.failed() {
+        let phase = (ops % 20_000) as f64 / 20_000.0;
+        let target = managed as f64 * (0.8 + 0.1 * (phase * std::f64::consts::TAU).sin());
+        let cpu = g.rng.below(u64::from(cpus)) as u32;
+        if (used as f64) < target {
+            let order = match g.rng.below(100) {
+                0..=59 => 0,
+                60..=79 => 1,
+                80..=89 => 2,
+                90..=97 => 3,
+                _ => 4,
+            };
+            let mt = match g.rng.below(10) {
+                0..=6 => MigrateType::Movable,
+                7..=8 => MigrateType::Unmovable,
+                _ => MigrateType::Reclaimable,
+            };
+            // Pareto-like lifetimes: most short, some very long.
+            let life = (50.0 / g.rng.unit().powf(1.0 / 0.7)) as u64;
+            if let Ok(pfn) = alloc(g.sum, g.rec, cpu, o(order)?, AllocRequest::new(mt)) {
+                live.push(Reverse((ops.saturating_add(life), pfn.0, order, cpu)));
+                used += 1 << order;
+            }
+        } else if let Some(Reverse((_, pfn, order, _))) = live.pop() {
+            g.rec
+                .free(cpu, Pfn(pfn), o(order)?)
+                .map_err(|e| e.to_string())?;
+            used -= 1 << order;
+        }
+        ops += 1;
+        if ops.is_multiple_of(2_000) {
+            // A burst of THP faults, held until it ends.
+            let mut thp = Vec::new();
+            for _ in 0..8 {
+                match alloc(
+                    g.sum,
+                    g.rec,
+                    cpu,
+                    o(9)?,
+                    AllocRequest::new(MigrateType::Movable),
+                ) {
+                    Ok(pfn) => thp.push(pfn),
+                    Err(_) => break,
                 }
                 ops += 1;
-                if ops.is_multiple_of(2_000) {
-                    // A burst of THP faults, held until it ends.
-                    let mut thp = Vec::new();
-                    for _ in 0..8 {
-                        match alloc(
-                            &mut sum,
-                            rec,
-                            cpu,
-                            o(9)?,
-                            AllocRequest::new(MigrateType::Movable),
-                        ) {
-                            Ok(pfn) => thp.push(pfn),
-                            Err(_) => break,
-                        }
-                        ops += 1;
-                    }
-                    for pfn in thp {
-                        rec.free(cpu, pfn, o(9)?).map_err(|e| e.to_string())?;
-                        ops += 1;
-                    }
-                }
             }
-            // At rest: everything freed, as the lab's tail-merge experiment ends. (Not drained:
-            // a drain is not an event a trace can replay, only the pcpu_drain it causes.)
-            for Reverse((_, pfn, order, cpu)) in live {
-                rec.free(cpu, Pfn(pfn), o(order)?)
-                    .map_err(|e| e.to_string())?;
-            }
-        }
-        GenWorkload::Mixed => {
-            let mut live: VecDeque<(Pfn, Order, u32)> = VecDeque::new();
-            while ops < p.ops && !rec.failed() {
-                let cpu = rng.below(u64::from(cpus)) as u32;
-                let grow = ops < p.ops / 3;
-                if live.is_empty() || rng.below(100) < if grow { 60 } else { 50 } {
-                    let order = match rng.below(1000) {
-                        0..=699 => 0,
-                        700..=779 => 1,
-                        780..=839 => 2,
-                        840..=899 => 3,
-                        900..=984 => 4,
-                        985..=994 => 9,
-                        _ => 10,
-                    };
-                    let mt = match rng.below(100) {
-                        0..=69 => MigrateType::Movable,
-                        70..=89 => MigrateType::Unmovable,
-                        _ => MigrateType::Reclaimable,
-                    };
-                    let req = if rng.below(100) < 3 {
-                        AllocRequest::atomic(mt)
-                    } else {
-                        AllocRequest::new(mt)
-                    };
-                    if order <= zone.max_order().get() {
-                        if let Ok(pfn) = alloc(&mut sum, rec, cpu, o(order)?, req) {
-                            live.push_back((pfn, o(order)?, cpu));
-                        }
-                    }
-                } else {
-                    let i = rng.below(live.len() as u64) as usize;
-                    if let Some((pfn, ord, _)) = live.swap_remove_back(i) {
-                        rec.free(cpu, pfn, ord).map_err(|e| e.to_string())?;
-                    }
-                }
+            for pfn in thp {
+                g.rec.free(cpu, pfn, o(9)?).map_err(|e| e.to_string())?;
                 ops += 1;
             }
         }
     }
-    Ok(sum)
+    // At rest: everything freed, as the lab's tail-merge experiment ends. (Not drained:
+    // a drain is not an event a trace can replay, only the pcpu_drain it causes.)
+    for Reverse((_, pfn, order, cpu)) in live {
+        g.rec
+            .free(cpu, Pfn(pfn), o(order)?)
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// [`GenWorkload::Mixed`]: random allocations (some atomic, up to order 10) and frees, growing
+/// for the first third of the operations.
+fn mixed<W: Write>(g: &mut Gen<'_, '_, '_, W>, zone: &Zone) -> Result<(), String> {
+    let cpus = g.cpus;
+    let mut ops = 0u64;
+    let mut live: VecDeque<(Pfn, Order, u32)> = VecDeque::new();
+    while ops < g.want && !g.rec.failed() {
+        let cpu = g.rng.below(u64::from(cpus)) as u32;
+        let grow = ops < g.want / 3;
+        if live.is_empty() || g.rng.below(100) < if grow { 60 } else { 50 } {
+            let order = match g.rng.below(1000) {
+                0..=699 => 0,
+                700..=779 => 1,
+                780..=839 => 2,
+                840..=899 => 3,
+                900..=984 => 4,
+                985..=994 => 9,
+                _ => 10,
+            };
+            let mt = match g.rng.below(100) {
+                0..=69 => MigrateType::Movable,
+                70..=89 => MigrateType::Unmovable,
+                _ => MigrateType::Reclaimable,
+            };
+            let req = if g.rng.below(100) < 3 {
+                AllocRequest::atomic(mt)
+            } else {
+                AllocRequest::new(mt)
+            };
+            if order <= zone.max_order().get() {
+                if let Ok(pfn) = alloc(g.sum, g.rec, cpu, o(order)?, req) {
+                    live.push_back((pfn, o(order)?, cpu));
+                }
+            }
+        } else {
+            let i = g.rng.below(live.len() as u64) as usize;
+            if let Some((pfn, ord, _)) = live.swap_remove_back(i) {
+                g.rec.free(cpu, pfn, ord).map_err(|e| e.to_string())?;
+            }
+        }
+        ops += 1;
+    }
+    Ok(())
 }
