@@ -83,119 +83,96 @@ fn numbers<const N: usize>(knob: &str, v: &str) -> Result<[u64; N], String> {
     Ok(out)
 }
 
+/// A knob's values: each value's names (the first one named in errors) and what it sets.
+type Choices<'a, T> = &'a [(&'a [&'a str], T)];
+
+/// The value `v` names among `choices`, else an error for knob `k` that lists them.
+fn pick<T: Copy>(k: &str, v: &str, choices: Choices<'_, T>) -> Result<T, String> {
+    if let Some((_, t)) = choices.iter().find(|(names, _)| names.contains(&v)) {
+        return Ok(*t);
+    }
+    let names: Vec<&str> = choices.iter().map(|(names, _)| names[0]).collect();
+    let expected = match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => names.join(""),
+    };
+    Err(format!("{k}={v}: expected {expected}"))
+}
+
 /// Sets one knob of `cfg`.
 fn set(cfg: &mut ZoneConfig, k: &str, v: &str, spec: &str) -> Result<(), String> {
     let k = k.strip_prefix("pcp.").unwrap_or(k);
+    if set_pcp(cfg, k, v)? || set_zone(cfg, k, v)? {
+        return Ok(());
+    }
+    Err(format!(
+        "unknown knob '{k}' in variant '{spec}' (knobs: {KNOBS})"
+    ))
+}
+
+/// Sets `k` if it is a knob of the per-CPU lists (`cfg.pcp`); whether it is.
+fn set_pcp(cfg: &mut ZoneConfig, k: &str, v: &str) -> Result<bool, String> {
     match k {
-        "tail_merge" => cfg.tail_merge = on_off(k, v)?,
         "batch_scale_max" => cfg.pcp.batch_scale_max = number(k, v)?,
         "free_high" => {
-            cfg.pcp.free_high = match v {
-                "off" => FreeHigh::Off,
-                "original" => FreeHigh::Original,
-                "current" | "on" => FreeHigh::Current,
-                "batch" => FreeHigh::Batch,
-                "free_factor" => FreeHigh::FreeFactor,
-                _ => {
-                    return Err(format!(
-                        "{k}={v}: expected off, original, current, batch or free_factor"
-                    ))
-                }
-            }
+            cfg.pcp.free_high = pick(
+                k,
+                v,
+                &[
+                    (&["off"], FreeHigh::Off),
+                    (&["original"], FreeHigh::Original),
+                    (&["current", "on"], FreeHigh::Current),
+                    (&["batch"], FreeHigh::Batch),
+                    (&["free_factor"], FreeHigh::FreeFactor),
+                ],
+            )?
         }
         "high_mode" => {
-            cfg.pcp.high_mode = match v {
-                "fixed" => HighMode::Fixed,
-                "autotune" | "auto_tune" => HighMode::AutoTune,
-                _ => return Err(format!("{k}={v}: expected fixed or autotune")),
-            }
+            let modes: Choices<_> = &[
+                (&["fixed"], HighMode::Fixed),
+                (&["autotune", "auto_tune"], HighMode::AutoTune),
+            ];
+            cfg.pcp.high_mode = pick(k, v, modes)?
         }
         "alloc_scaling" => cfg.pcp.alloc_scaling = on_off(k, v)?,
         "free_scaling" => {
-            cfg.pcp.free_scaling = match v {
-                "free_count" => FreeScaling::FreeCount,
-                "free_factor" => FreeScaling::FreeFactor,
-                "free_factor_uncapped" => FreeScaling::FreeFactorUncapped,
-                _ => {
-                    return Err(format!(
-                        "{k}={v}: expected free_count, free_factor or free_factor_uncapped"
-                    ))
-                }
-            }
+            cfg.pcp.free_scaling = pick(
+                k,
+                v,
+                &[
+                    (&["free_count"], FreeScaling::FreeCount),
+                    (&["free_factor"], FreeScaling::FreeFactor),
+                    (&["free_factor_uncapped"], FreeScaling::FreeFactorUncapped),
+                ],
+            )?
         }
         "decay" => cfg.pcp.decay = on_off(k, v)?,
         "drain_in_batches" => cfg.pcp.drain_in_batches = on_off(k, v)?,
         "drain_batch_free" => cfg.pcp.drain_batch_free = on_off(k, v)?,
         "highatomic_no_refill" => cfg.pcp.highatomic_no_refill = on_off(k, v)?,
-        "highatomic_cap" => {
-            cfg.highatomic_cap = match v {
-                "aligned" => HighatomicCap::Aligned,
-                "plus_pageblock" => HighatomicCap::PlusPageblock,
-                _ => return Err(format!("{k}={v}: expected aligned or plus_pageblock")),
-            }
-        }
-        "highatomic_unusable" => {
-            cfg.highatomic_unusable = match v {
-                "free" => HighatomicUnusable::Free,
-                "reserved" => HighatomicUnusable::Reserved,
-                _ => return Err(format!("{k}={v}: expected free or reserved")),
-            }
-        }
-        "movable_like_highmem" => cfg.movable_like_highmem = on_off(k, v)?,
-        "thp_min_free_kbytes" => cfg.thp_min_free_kbytes = on_off(k, v)?,
-        "thp_min_totalram_mib" => {
-            cfg.thp_min_totalram_mib = v
-                .parse()
-                .map_err(|_| format!("{k}={v}: expected MiB (0: THP on at every size)"))?
-        }
-        "smp_locks_free" => {
-            cfg.smp_locks_free = match v {
-                "before_initcalls" => SmpLocksFree::BeforeInitcalls,
-                "arch_initcall" => SmpLocksFree::ArchInitcall,
-                _ => {
-                    return Err(format!(
-                        "{k}={v}: expected before_initcalls or arch_initcall"
-                    ))
-                }
-            }
-        }
-        "lowmem_reserve_follows_managed" => cfg.lowmem_reserve_follows_managed = on_off(k, v)?,
-        "fallback" => {
-            cfg.fallback = match v {
-                "claim_steal" => FallbackRule::ClaimSteal,
-                "legacy" => FallbackRule::Legacy,
-                _ => return Err(format!("{k}={v}: expected claim_steal or legacy")),
-            }
-        }
         "drain_migratetype" => {
-            cfg.pcp.drain_migratetype = match v {
-                "at_drain" => DrainMigratetype::AtDrain,
-                "at_free" => DrainMigratetype::AtFree,
-                _ => return Err(format!("{k}={v}: expected at_drain or at_free")),
-            }
+            let whens: Choices<_> = &[
+                (&["at_drain"], DrainMigratetype::AtDrain),
+                (&["at_free"], DrainMigratetype::AtFree),
+            ];
+            cfg.pcp.drain_migratetype = pick(k, v, whens)?
         }
         "llc_slice_bytes" => cfg.pcp.llc_slice_bytes = number(k, v)?,
         "locking" => {
-            cfg.pcp.locking = match v {
-                "spinlock" => PcpLocking::Spinlock,
-                "owner-only" | "owner_only" => PcpLocking::OwnerOnly,
-                _ => return Err(format!("{k}={v}: expected spinlock or owner-only")),
-            }
+            let locks: Choices<_> = &[
+                (&["spinlock"], PcpLocking::Spinlock),
+                (&["owner-only", "owner_only"], PcpLocking::OwnerOnly),
+            ];
+            cfg.pcp.locking = pick(k, v, locks)?
         }
         "drain" => {
-            cfg.pcp.drain = match v {
-                "remote" => DrainMode::Remote,
-                "owner" => DrainMode::Owner,
-                _ => return Err(format!("{k}={v}: expected remote or owner")),
-            }
+            let modes: Choices<_> = &[
+                (&["remote"], DrainMode::Remote),
+                (&["owner"], DrainMode::Owner),
+            ];
+            cfg.pcp.drain = pick(k, v, modes)?
         }
         "pcp" | "enabled" => cfg.pcp.enabled = on_off(k, v)?,
-        "cpus" => {
-            return Err(format!(
-                "{k}={v}: the CPU count is the replay's (--cpus, --proc or the trace), not a \
-                 variant's"
-            ))
-        }
         "batch" => cfg.pcp.batch = Some(number(k, v)?),
         "high_min" => cfg.pcp.high_min = Some(number(k, v)?),
         "high_max" => cfg.pcp.high_max = Some(number(k, v)?),
@@ -205,6 +182,57 @@ fn set(cfg: &mut ZoneConfig, k: &str, v: &str, spec: &str) -> Result<(), String>
                 "none" | "off" => None,
                 _ => Some(number(k, v)?),
             }
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// Sets `k` if it is a knob of the zone (the rest of `cfg`); whether it is.
+fn set_zone(cfg: &mut ZoneConfig, k: &str, v: &str) -> Result<bool, String> {
+    match k {
+        "tail_merge" => cfg.tail_merge = on_off(k, v)?,
+        "highatomic_cap" => {
+            let caps: Choices<_> = &[
+                (&["aligned"], HighatomicCap::Aligned),
+                (&["plus_pageblock"], HighatomicCap::PlusPageblock),
+            ];
+            cfg.highatomic_cap = pick(k, v, caps)?
+        }
+        "highatomic_unusable" => {
+            let uses: Choices<_> = &[
+                (&["free"], HighatomicUnusable::Free),
+                (&["reserved"], HighatomicUnusable::Reserved),
+            ];
+            cfg.highatomic_unusable = pick(k, v, uses)?
+        }
+        "movable_like_highmem" => cfg.movable_like_highmem = on_off(k, v)?,
+        "thp_min_free_kbytes" => cfg.thp_min_free_kbytes = on_off(k, v)?,
+        "thp_min_totalram_mib" => {
+            cfg.thp_min_totalram_mib = v
+                .parse()
+                .map_err(|_| format!("{k}={v}: expected MiB (0: THP on at every size)"))?
+        }
+        "smp_locks_free" => {
+            let whens: Choices<_> = &[
+                (&["before_initcalls"], SmpLocksFree::BeforeInitcalls),
+                (&["arch_initcall"], SmpLocksFree::ArchInitcall),
+            ];
+            cfg.smp_locks_free = pick(k, v, whens)?
+        }
+        "lowmem_reserve_follows_managed" => cfg.lowmem_reserve_follows_managed = on_off(k, v)?,
+        "fallback" => {
+            let rules: Choices<_> = &[
+                (&["claim_steal"], FallbackRule::ClaimSteal),
+                (&["legacy"], FallbackRule::Legacy),
+            ];
+            cfg.fallback = pick(k, v, rules)?
+        }
+        "cpus" => {
+            return Err(format!(
+                "{k}={v}: the CPU count is the replay's (--cpus, --proc or the trace), not a \
+                 variant's"
+            ))
         }
         "mobility" | "mobility_grouping" => {
             cfg.mobility_grouping = match v {
@@ -243,13 +271,9 @@ fn set(cfg: &mut ZoneConfig, k: &str, v: &str, spec: &str) -> Result<(), String>
                 *o = u32::try_from(x).map_err(|_| format!("{k}={v}: {x} is too large"))?;
             }
         }
-        _ => {
-            return Err(format!(
-                "unknown knob '{k}' in variant '{spec}' (knobs: {KNOBS})"
-            ))
-        }
+        _ => return Ok(false),
     }
-    Ok(())
+    Ok(true)
 }
 
 impl Variant {
