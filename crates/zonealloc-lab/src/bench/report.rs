@@ -170,6 +170,41 @@ impl BenchReport {
     }
 
     fn render_into(&self, out: &mut String) -> std::fmt::Result {
+        self.preamble(out)?;
+        let header: Vec<String> = [
+            "workload",
+            "threads",
+            "peer",
+            "ops/s",
+            "ns/op",
+            "instr/op",
+            "CPU ns/op",
+            "pages/s",
+            "ratio",
+            "CPU ratio",
+            "note",
+        ]
+        .map(String::from)
+        .to_vec();
+        let (l, r) = (Align::Left, Align::Right);
+        let align = [l, r, l, r, r, r, r, r, r, r, l];
+        let rows: Vec<Vec<String>> = self.cells.iter().map(|c| self.row(c)).collect();
+        out.push_str(&table::markdown(&header, &align, &rows));
+        self.ratio_matrix(out)?;
+        if !self.skipped.is_empty() {
+            writeln!(out, "\nNot run: {}.", self.skipped.join("; "))?;
+        }
+        writeln!(out, "\nPeers:\n")?;
+        for p in &self.peers {
+            writeln!(out, "- `{}`: {}", p.name, p.about)?;
+        }
+        Ok(())
+    }
+}
+
+impl BenchReport {
+    /// The title and the run's facts: command, machine, load, what a row measured.
+    fn preamble(&self, out: &mut String) -> std::fmt::Result {
         let m = &self.machine;
         let o = &self.opts;
         writeln!(out, "# zonealloc bench\n")?;
@@ -225,101 +260,75 @@ impl BenchReport {
                 "n/a: not counted (valgrind not on PATH, --quick or --no-icount)"
             }
         )?;
-        let header: Vec<String> = [
-            "workload",
-            "threads",
-            "peer",
-            "ops/s",
-            "ns/op",
-            "instr/op",
-            "CPU ns/op",
-            "pages/s",
-            "ratio",
-            "CPU ratio",
-            "note",
-        ]
-        .map(String::from)
-        .to_vec();
-        let (l, r) = (Align::Left, Align::Right);
-        let align = [l, r, l, r, r, r, r, r, r, r, l];
-        let mut rows = Vec::new();
-        for c in &self.cells {
-            let mut notes = Vec::new();
-            if c.oversubscribed {
-                notes.push(format!(
-                    "oversubscribed: {} threads > {} cores",
-                    c.threads, m.logical_cores
-                ));
-            }
-            let (ops_s, ns, cpu, pages) = match &c.outcome {
-                Outcome::Measured {
-                    summary: s,
-                    counters,
-                    ..
-                } => {
-                    if let Some(k) = counters {
-                        notes.push(format!("PCP hits {:.0}%", k.pcp_hit_pct));
-                    }
-                    if s.spread_pct > 20.0 {
-                        notes.push(format!("spread {:.0}%", s.spread_pct));
-                    }
-                    if s.failures > 0 {
-                        notes.push(format!("{} failed allocations", s.failures));
-                    }
-                    (
-                        si(s.ops_per_s),
-                        fmt_ns(s.ns_per_op),
-                        fmt_ns(s.cpu_ns_per_op),
-                        si(s.pages_per_s),
-                    )
-                }
-                Outcome::Skipped(why) => {
-                    notes.push(format!("skipped: {why}"));
-                    ("-".into(), "-".into(), "-".into(), "-".into())
-                }
-                Outcome::Failed(why) => {
-                    notes.push(format!("FAILED: {why}"));
-                    ("-".into(), "-".into(), "-".into(), "-".into())
-                }
-            };
-            let ratio = c.ratio.map_or_else(|| "-".into(), fmt_ratio);
-            let cpu_ratio = c.cpu_ratio.map_or_else(|| "-".into(), fmt_ratio);
-            let instr = match &c.instructions_per_op {
-                Some(Ok(n)) => format!("{n:.0}"),
-                Some(Err(why)) => {
-                    notes.push(format!("no instruction count: {why}"));
-                    "n/a".into()
-                }
-                None => "n/a".into(),
-            };
-            rows.push(vec![
-                c.workload.name().to_owned(),
-                c.threads.to_string(),
-                c.peer.name().to_owned(),
-                ops_s,
-                ns,
-                instr,
-                cpu,
-                pages,
-                ratio,
-                cpu_ratio,
-                notes.join("; "),
-            ]);
-        }
-        out.push_str(&table::markdown(&header, &align, &rows));
-        self.ratio_matrix(out)?;
-        if !self.skipped.is_empty() {
-            writeln!(out, "\nNot run: {}.", self.skipped.join("; "))?;
-        }
-        writeln!(out, "\nPeers:\n")?;
-        for p in &self.peers {
-            writeln!(out, "- `{}`: {}", p.name, p.about)?;
-        }
         Ok(())
     }
-}
 
-impl BenchReport {
+    /// One cell's row of the main table, its notes last.
+    fn row(&self, c: &Cell) -> Vec<String> {
+        let m = &self.machine;
+        let mut notes = Vec::new();
+        if c.oversubscribed {
+            notes.push(format!(
+                "oversubscribed: {} threads > {} cores",
+                c.threads, m.logical_cores
+            ));
+        }
+        let (ops_s, ns, cpu, pages) = match &c.outcome {
+            Outcome::Measured {
+                summary: s,
+                counters,
+                ..
+            } => {
+                if let Some(k) = counters {
+                    notes.push(format!("PCP hits {:.0}%", k.pcp_hit_pct));
+                }
+                if s.spread_pct > 20.0 {
+                    notes.push(format!("spread {:.0}%", s.spread_pct));
+                }
+                if s.failures > 0 {
+                    notes.push(format!("{} failed allocations", s.failures));
+                }
+                (
+                    si(s.ops_per_s),
+                    fmt_ns(s.ns_per_op),
+                    fmt_ns(s.cpu_ns_per_op),
+                    si(s.pages_per_s),
+                )
+            }
+            Outcome::Skipped(why) => {
+                notes.push(format!("skipped: {why}"));
+                ("-".into(), "-".into(), "-".into(), "-".into())
+            }
+            Outcome::Failed(why) => {
+                notes.push(format!("FAILED: {why}"));
+                ("-".into(), "-".into(), "-".into(), "-".into())
+            }
+        };
+        let ratio = c.ratio.map_or_else(|| "-".into(), fmt_ratio);
+        let cpu_ratio = c.cpu_ratio.map_or_else(|| "-".into(), fmt_ratio);
+        let instr = match &c.instructions_per_op {
+            Some(Ok(n)) => format!("{n:.0}"),
+            Some(Err(why)) => {
+                notes.push(format!("no instruction count: {why}"));
+                "n/a".into()
+            }
+            None => "n/a".into(),
+        };
+        vec![
+            c.workload.name().to_owned(),
+            c.threads.to_string(),
+            c.peer.name().to_owned(),
+            ops_s,
+            ns,
+            instr,
+            cpu,
+            pages,
+            ratio,
+            cpu_ratio,
+            notes.join("; "),
+        ]
+    }
+
     /// The ratios alone, one row per workload and thread count, one column per peer: the
     /// table to quote.
     fn ratio_matrix(&self, out: &mut String) -> std::fmt::Result {
