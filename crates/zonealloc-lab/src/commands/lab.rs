@@ -205,12 +205,48 @@ pub fn lab(args: &LabArgs) -> Result<(), Exit> {
             .map_or(if opts.quick { 0.0 } else { 20.0 }, |s| s as f64),
         max_rounds: 20,
     };
+    let (results, failures) = run_all(&chosen, &opts, &claims, policy);
+    run.finish();
+    if let Some(w) = &run.busy_warning {
+        eprintln!("warning: {w}");
+    }
+    let failed: Vec<String> = failures.iter().map(|f| f.experiment.clone()).collect();
+    let verdicts = verdict::judge_all(&claims, &results, &failed);
+
+    let report = LabReport {
+        tool: format!("{} {}", env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
+        command: command_line(),
+        machine: machine::Machine::detect(),
+        run,
+        verdicts,
+        opts,
+        significance_test: compare::PAIRED_TEST.to_owned(),
+        experiments: results,
+        failures,
+    };
+    let ok = publish(args, &report, &out);
+    if ok && report.failures.is_empty() {
+        Ok(())
+    } else {
+        Err(Exit::Reported)
+    }
+}
+
+/// Runs each chosen experiment (its repetitions as `policy` says), with progress bars on a
+/// terminal and a line per experiment otherwise: the reports of those that ran, and the
+/// failures of those that did not.
+fn run_all(
+    chosen: &[&'static dyn Experiment],
+    opts: &LabOpts,
+    claims: &[verdict::Claim],
+    policy: RepeatPolicy,
+) -> (Vec<ExperimentReport>, Vec<Failure>) {
     let bars = std::io::stderr().is_terminal();
     let mut results = Vec::new();
     let mut failures = Vec::new();
-    for e in &chosen {
+    for e in chosen {
         let started = std::time::Instant::now();
-        match run_one(*e, &opts, &claims, policy, bars) {
+        match run_one(*e, opts, claims, policy, bars) {
             Ok((r, rep)) => {
                 let mut report = ExperimentReport::with_design(
                     r,
@@ -237,26 +273,14 @@ pub fn lab(args: &LabArgs) -> Result<(), Exit> {
             }
         }
     }
-    run.finish();
-    if let Some(w) = &run.busy_warning {
-        eprintln!("warning: {w}");
-    }
-    let failed: Vec<String> = failures.iter().map(|f| f.experiment.clone()).collect();
-    let verdicts = verdict::judge_all(&claims, &results, &failed);
+    (results, failures)
+}
 
-    let report = LabReport {
-        tool: format!("{} {}", env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
-        command: command_line(),
-        machine: machine::Machine::detect(),
-        run,
-        verdicts,
-        opts,
-        significance_test: compare::PAIRED_TEST.to_owned(),
-        experiments: results,
-        failures,
-    };
-    let mut ok = report.failures.is_empty();
-    match report::write(&out.dir, &report) {
+/// Writes the report folder (and `latest`), then prints the summary or the JSON; whether all
+/// of that worked.
+fn publish(args: &LabArgs, report: &LabReport, out: &OutDir) -> bool {
+    let mut ok = true;
+    match report::write(&out.dir, report) {
         Ok(warnings) => {
             for w in warnings {
                 eprintln!("warning: {w}");
@@ -275,7 +299,7 @@ pub fn lab(args: &LabArgs) -> Result<(), Exit> {
 
     let mut stdout = std::io::stdout().lock();
     let printed = if args.json {
-        match zonealloc_lab::report::json::to_string(&report) {
+        match zonealloc_lab::report::json::to_string(report) {
             Ok(s) => writeln!(stdout, "{s}"),
             Err(e) => {
                 eprintln!("error: serialising the results: {e}");
@@ -287,7 +311,7 @@ pub fn lab(args: &LabArgs) -> Result<(), Exit> {
         write!(
             stdout,
             "{}\nreport: {}\n",
-            report::summary_table(&report),
+            report::summary_table(report),
             out.dir.display()
         )
     };
@@ -299,11 +323,7 @@ pub fn lab(args: &LabArgs) -> Result<(), Exit> {
     if args.json {
         eprintln!("report: {}", out.dir.display());
     }
-    if ok {
-        Ok(())
-    } else {
-        Err(Exit::Reported)
-    }
+    ok
 }
 
 /// `zonealloc lab compare RUN...`.
