@@ -147,50 +147,18 @@ pub(super) fn run_once(
         }
         let phase = (t % p.period) as f64 / p.period as f64 * std::f64::consts::TAU;
         let target = (p.zone_pages as f64 * (0.80 + 0.10 * phase.sin())) as u64;
-        let mut failures_in_row = 0;
-        while occupied < target && failures_in_row < 64 {
-            let order = Order::new(pick_order(&mut rng)).ok_or_else(|| lab_err("order", ""))?;
-            let mt = pick_migratetype(&mut rng);
-            let cpu = rng.below(p.cpus as u64) as u32;
-            let life = pick_lifetime(&mut rng, p.ticks);
-            match zone.alloc_with(order, nowait(mt).on_cpu(CpuId(cpu))) {
-                Ok(pfn) => {
-                    failures_in_row = 0;
-                    out.churn_allocs += 1;
-                    occupied += order.pages();
-                    let death = (t + life).min(p.ticks);
-                    deaths[death as usize].push(Block {
-                        pfn,
-                        order,
-                        long: life >= p.long_after,
-                    });
-                }
-                Err(_) => {
-                    failures_in_row += 1;
-                    out.churn_failures += 1;
-                }
-            }
-        }
+        fill(
+            &zone,
+            p,
+            (t, target),
+            &mut rng,
+            &mut deaths,
+            &mut occupied,
+            &mut out,
+        )?;
         // The periodic high-order attempts: a burst of THP faults wanting `burst` order-9
         // blocks (5% of the zone) at once, held until the burst ends, then freed.
-        let mut got = Vec::with_capacity(p.burst as usize);
-        for _ in 0..p.burst {
-            let start = Instant::now();
-            let r = zone.alloc_with(probe_order, nowait(MigrateType::Movable).on_cpu(CpuId(0)));
-            out.latencies_ns
-                .push(u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX));
-            match r {
-                Ok(pfn) => got.push(pfn),
-                Err(_) => break,
-            }
-        }
-        out.successes += got.len() as u64;
-        // A failure ends the burst; the attempts it cut short count as failures too.
-        out.attempts += p.burst;
-        for pfn in got {
-            zone.free_on(CpuId(0), pfn, probe_order)
-                .map_err(|e| lab_err("free probe", e))?;
-        }
+        probe_burst(&zone, p.burst, probe_order, &mut out)?;
         let snap = plain.snapshot(0);
         out.unusable.push(core::array::from_fn(|o| {
             unusable_free_index(&snap, o as u8) as f64 / 10.0
@@ -199,30 +167,7 @@ pub(super) fn run_once(
     }
 
     // At rest: free the short-lived blocks, drain, allocate order 9 until failure.
-    let mut kept = Vec::new();
-    for b in deaths.into_iter().flatten() {
-        if b.long {
-            kept.push(b);
-        } else {
-            let cpu = rng.below(p.cpus as u64) as u32;
-            free_block(&zone, cpu, &b)?;
-        }
-    }
-    zone.drain_all();
-    let mut rest = Vec::new();
-    while let Ok(pfn) = zone.alloc_with(probe_order, nowait(MigrateType::Movable).on_cpu(CpuId(0)))
-    {
-        rest.push(Block {
-            pfn,
-            order: probe_order,
-            long: false,
-        });
-    }
-    out.rest_successes = rest.len() as u64;
-    for b in rest.iter().chain(kept.iter()) {
-        free_block(&zone, 0, b)?;
-    }
-    zone.drain_all();
+    out.rest_successes = at_rest(&zone, p.cpus, deaths, probe_order, &mut rng)?;
     zone.finish().map_err(|e| lab_err("--record-traces", e))?;
     let stats = plain.stats();
     out.tail_placements = stats.tail_placements;
@@ -238,6 +183,107 @@ pub(super) fn run_once(
         )));
     }
     Ok(out)
+}
+
+/// Allocates blocks of random orders, types, CPUs and lifetimes until `occupied` reaches the
+/// tick's `target` (or 64 allocations in a row fail), each filed under the tick it dies at.
+fn fill(
+    zone: &TracedZone<'_>,
+    p: Params,
+    (t, target): (u64, u64),
+    rng: &mut SplitMix,
+    deaths: &mut [Vec<Block>],
+    occupied: &mut u64,
+    out: &mut RunOut,
+) -> Result<(), LabError> {
+    let mut failures_in_row = 0;
+    while *occupied < target && failures_in_row < 64 {
+        let order = Order::new(pick_order(rng)).ok_or_else(|| lab_err("order", ""))?;
+        let mt = pick_migratetype(rng);
+        let cpu = rng.below(p.cpus as u64) as u32;
+        let life = pick_lifetime(rng, p.ticks);
+        match zone.alloc_with(order, nowait(mt).on_cpu(CpuId(cpu))) {
+            Ok(pfn) => {
+                failures_in_row = 0;
+                out.churn_allocs += 1;
+                *occupied += order.pages();
+                let death = (t + life).min(p.ticks);
+                deaths[death as usize].push(Block {
+                    pfn,
+                    order,
+                    long: life >= p.long_after,
+                });
+            }
+            Err(_) => {
+                failures_in_row += 1;
+                out.churn_failures += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One burst of `burst` order-9 attempts on CPU 0, held until the burst ends, then freed.
+fn probe_burst(
+    zone: &TracedZone<'_>,
+    burst: u64,
+    probe_order: Order,
+    out: &mut RunOut,
+) -> Result<(), LabError> {
+    let mut got = Vec::with_capacity(burst as usize);
+    for _ in 0..burst {
+        let start = Instant::now();
+        let r = zone.alloc_with(probe_order, nowait(MigrateType::Movable).on_cpu(CpuId(0)));
+        out.latencies_ns
+            .push(u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX));
+        match r {
+            Ok(pfn) => got.push(pfn),
+            Err(_) => break,
+        }
+    }
+    out.successes += got.len() as u64;
+    // A failure ends the burst; the attempts it cut short count as failures too.
+    out.attempts += burst;
+    for pfn in got {
+        zone.free_on(CpuId(0), pfn, probe_order)
+            .map_err(|e| lab_err("free probe", e))?;
+    }
+    Ok(())
+}
+
+/// At rest: frees the short-lived blocks, drains, allocates order 9 until failure, then frees
+/// everything; how many order-9 blocks it got.
+fn at_rest(
+    zone: &TracedZone<'_>,
+    cpus: u32,
+    deaths: Vec<Vec<Block>>,
+    probe_order: Order,
+    rng: &mut SplitMix,
+) -> Result<u64, LabError> {
+    let mut kept = Vec::new();
+    for b in deaths.into_iter().flatten() {
+        if b.long {
+            kept.push(b);
+        } else {
+            let cpu = rng.below(cpus as u64) as u32;
+            free_block(zone, cpu, &b)?;
+        }
+    }
+    zone.drain_all();
+    let mut rest = Vec::new();
+    while let Ok(pfn) = zone.alloc_with(probe_order, nowait(MigrateType::Movable).on_cpu(CpuId(0)))
+    {
+        rest.push(Block {
+            pfn,
+            order: probe_order,
+            long: false,
+        });
+    }
+    for b in rest.iter().chain(kept.iter()) {
+        free_block(zone, 0, b)?;
+    }
+    zone.drain_all();
+    Ok(rest.len() as u64)
 }
 
 impl RunOut {
