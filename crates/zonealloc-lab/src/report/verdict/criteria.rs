@@ -38,38 +38,7 @@ pub(super) fn direction(
     // grows with their size: the paired test runs on logarithms where every value is
     // positive. Counts are tested as they are.
     let log = !c.deterministic && xa.iter().chain(&xb).all(|&x| x > 0.0);
-    let paired = if xa.len() != xb.len() {
-        None
-    } else if log {
-        let ln = |v: &[f64]| v.iter().map(|x| x.ln()).collect::<Vec<f64>>();
-        stats::paired(&ln(&xa), &ln(&xb))
-    } else {
-        stats::paired(&xa, &xb)
-    };
-    ev.pairs = if paired.is_some() { xa.len() } else { 0 };
-    ev.agreeing = xa
-        .iter()
-        .zip(&xb)
-        .filter(|(x, y)| (*y - *x) * sign > 0.0)
-        .count();
-    // Seeds on which the metric did not move at all tell nothing about the direction: the
-    // sign test leaves them out.
-    let untied = xa.iter().zip(&xb).filter(|(x, y)| x != y).count();
-    let sign_p = stats::sign_test_p(ev.agreeing, untied);
-    ev.test = match paired {
-        Some(Paired::Exact { .. }) => "exact".into(),
-        Some(Paired::Test { t, p, .. }) => {
-            ev.t = Some(t);
-            ev.p = Some(p);
-            if log {
-                "paired t on logarithms".into()
-            } else {
-                "paired t".into()
-            }
-        }
-        Some(Paired::Single { .. }) => "single pair".into(),
-        None => "none (unequal repetitions)".into(),
-    };
+    let (paired, sign_p) = pair_up(&xa, &xb, log, sign, &mut ev);
     let moved = (b - a) * sign > 0.0;
     let factor = if expect == Expect::Increase {
         b / a
@@ -117,7 +86,76 @@ pub(super) fn direction(
     // Narrower than the histogram can tell: say so rather than show its resolution as a CI.
     let at_resolution = matches!((raw_ci, ci), (Some(r), Some(w)) if w.half_width > r.half_width);
     ev.ratio_ci95 = ci.map(|ci| ci.ratio(sign));
-    let pairs_text = match (ci, c.deterministic, ev.pairs > 0) {
+    let pairs_text = pairs_text(c, &ev, ci, at_resolution, sign);
+    let figure = format!("{} → {} ({ratio_text}{pairs_text})", d.fmt(a), d.fmt(b));
+    if let Some(ci) = ci {
+        let (verdict, reason) = judge_log_ci(ci, min_ratio, monotone, from, to, sign);
+        return (figure, verdict, reason, ev);
+    }
+    let (verdict, reason) = direction_verdict(
+        c,
+        &ev,
+        [moved, monotone, consistent, big_enough],
+        (from, to, sign, sign_p),
+        (min_ratio, &ratio_text),
+    );
+    (figure, verdict, reason, ev)
+}
+
+/// The paired test of `xb` against `xa` (on logarithms where `log`), filed in `ev` with the
+/// pairs that moved the expected way (`sign`); and the sign test's p over the untied pairs.
+fn pair_up(
+    xa: &[f64],
+    xb: &[f64],
+    log: bool,
+    sign: f64,
+    ev: &mut Evidence,
+) -> (Option<Paired>, f64) {
+    let paired = if xa.len() != xb.len() {
+        None
+    } else if log {
+        let ln = |v: &[f64]| v.iter().map(|x| x.ln()).collect::<Vec<f64>>();
+        stats::paired(&ln(xa), &ln(xb))
+    } else {
+        stats::paired(xa, xb)
+    };
+    ev.pairs = if paired.is_some() { xa.len() } else { 0 };
+    ev.agreeing = xa
+        .iter()
+        .zip(xb)
+        .filter(|(x, y)| (*y - *x) * sign > 0.0)
+        .count();
+    // Seeds on which the metric did not move at all tell nothing about the direction: the
+    // sign test leaves them out.
+    let untied = xa.iter().zip(xb).filter(|(x, y)| x != y).count();
+    let sign_p = stats::sign_test_p(ev.agreeing, untied);
+    ev.test = match paired {
+        Some(Paired::Exact { .. }) => "exact".into(),
+        Some(Paired::Test { t, p, .. }) => {
+            ev.t = Some(t);
+            ev.p = Some(p);
+            if log {
+                "paired t on logarithms".into()
+            } else {
+                "paired t".into()
+            }
+        }
+        Some(Paired::Single { .. }) => "single pair".into(),
+        None => "none (unequal repetitions)".into(),
+    };
+    (paired, sign_p)
+}
+
+/// The figure's tail after the change: the ratio's CI (or the histogram's resolution where
+/// that is wider), the seeds that agree, or the test's p.
+fn pairs_text(
+    c: &Claim,
+    ev: &Evidence,
+    ci: Option<LogCi>,
+    at_resolution: bool,
+    sign: f64,
+) -> String {
+    match (ci, c.deterministic, ev.pairs > 0) {
         (Some(ci), _, _) if at_resolution => format!(
             ", {} at the histogram's ±{:.2}% resolution (the samples' CI is narrower)",
             ci.text(sign),
@@ -132,13 +170,20 @@ pub(super) fn direction(
             None => format!(", {}", ev.test),
         },
         (None, _, false) => String::new(),
-    };
-    let figure = format!("{} → {} ({ratio_text}{pairs_text})", d.fmt(a), d.fmt(b));
-    if let Some(ci) = ci {
-        let (verdict, reason) = judge_log_ci(ci, min_ratio, monotone, from, to, sign);
-        return (figure, verdict, reason, ev);
     }
-    let (verdict, reason) = if !moved {
+}
+
+/// [`direction`]'s verdict where no CI on logarithms judges it: whether the metric `moved`
+/// from `from` to `to` the expected way (`sign`), at every step (`monotone`), on enough
+/// seeds or significantly (`consistent`, `sign_p`), by at least ×`min_ratio`.
+fn direction_verdict(
+    c: &Claim,
+    ev: &Evidence,
+    [moved, monotone, consistent, big_enough]: [bool; 4],
+    (from, to, sign, sign_p): (&str, &str, f64, f64),
+    (min_ratio, ratio_text): (f64, &str),
+) -> (Verdict, String) {
+    if !moved {
         (
             Verdict::NotReproduced,
             format!(
@@ -171,8 +216,7 @@ pub(super) fn direction(
         )
     } else {
         (Verdict::Reproduced, String::new())
-    };
-    (figure, verdict, reason, ev)
+    }
 }
 
 /// A growth's upper bound: `out` (the direction rule from `from` to the last of `path`) with
@@ -391,8 +435,23 @@ pub(super) fn within(
     } else {
         format!("{} → {}", d.fmt(a), d.fmt(b))
     };
+    let (verdict, reason) =
+        within_verdict(c, (point, hw, exact), (llo, lhi, &band), (against, variant));
+    (figure, verdict, reason, ev)
+}
+
+/// [`within`]'s verdict and reason from the log ratio's `point`, its CI half-width `hw` and
+/// whether every pair gave the same ratio, against the band `llo..=lhi` (logarithms; `band`
+/// its text), for `variant` against `against`.
+fn within_verdict(
+    c: &Claim,
+    (point, hw, exact): (f64, Option<f64>, bool),
+    (llo, lhi, band): (f64, f64, &str),
+    (against, variant): (&str, &str),
+) -> (Verdict, String) {
+    let pct = |l: f64| format!("{:+.2}%", (l.exp() - 1.0) * 100.0);
     let inside = |l: f64| (llo..=lhi).contains(&l);
-    let (verdict, reason) = if !point.is_finite() {
+    if !point.is_finite() {
         (
             Verdict::NotMeasurable,
             format!("{against} or {variant} is not positive: no ratio to judge"),
@@ -453,8 +512,7 @@ pub(super) fn within(
                 ),
             ),
         }
-    };
-    (figure, verdict, reason, ev)
+    }
 }
 
 /// A half-width on logarithms never narrower than the metric's resolution (a histogram's
