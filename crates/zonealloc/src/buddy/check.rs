@@ -10,6 +10,13 @@ impl BuddyZone {
     /// Walks every free list (Z2..Z5, Z7, Z8), then the frame table (Z1, Z6, Z9), and returns what
     /// it counted (the caller cross-checks the per-CPU share, G1).
     pub(crate) fn check(&self, t: &FrameTable) -> Result<CheckFacts, CheckError> {
+        let listed_blocks = self.check_lists(t)?;
+        self.check_table(t, listed_blocks)
+    }
+
+    /// Z2..Z5, Z7, Z8: every free list's blocks, the counts kept of them and the non-empty
+    /// bits; how many blocks the lists hold.
+    fn check_lists(&self, t: &FrameTable) -> Result<u64, CheckError> {
         let max = self.cfg.max_order;
         let (mut free_pages, mut free_ha, mut free_blocks_pages) = (0u64, 0u64, 0u64);
         let mut listed_blocks = 0u64;
@@ -93,7 +100,12 @@ impl BuddyZone {
                 "NR_FREE_PAGES_BLOCKS differs from the free lists",
             ));
         }
+        Ok(listed_blocks)
+    }
 
+    /// Z1, Z6, Z9: the frame table walked block by block, against the `listed_blocks` the free
+    /// lists hold; what it counted.
+    fn check_table(&self, t: &FrameTable, listed_blocks: u64) -> Result<CheckFacts, CheckError> {
         // Z1 and Z6: walk the table block by block. Every managed frame must be covered by
         // exactly one head, tails only inside a head's block.
         let mut facts = CheckFacts::default();
