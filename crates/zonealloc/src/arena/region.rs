@@ -124,18 +124,7 @@ impl Region {
         let map_len = len
             .checked_add(align - granule)
             .ok_or(ArenaError::TooLarge { bytes: len as u64 })?;
-        let mut flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
-        if explicit {
-            // Without MAP_NORESERVE the kernel reserves the huge pages now and fails the
-            // mmap with ENOMEM if the pool is short; with it, the first touch would SIGBUS.
-            flags |= libc::MAP_HUGETLB;
-        } else if !cfg!(miri) {
-            // (Miri accepts only MAP_PRIVATE | MAP_ANONYMOUS.)
-            flags |= libc::MAP_NORESERVE;
-        }
-        if populate {
-            flags |= libc::MAP_POPULATE;
-        }
+        let flags = mmap_flags(explicit, populate);
         // SAFETY: an anonymous private mapping at an address of the kernel's choosing: it
         // cannot overlap any memory Rust knows about. The result is checked for MAP_FAILED.
         let p = unsafe {
@@ -149,19 +138,7 @@ impl Region {
             )
         };
         if p == libc::MAP_FAILED {
-            let e = errno();
-            if explicit && (e == libc::ENOMEM || e == libc::EINVAL) {
-                return Err(ArenaError::NoHugePages {
-                    bytes: map_len as u64,
-                    huge_page_bytes: granule as u64,
-                    nr_hugepages: nr_hugepages(),
-                    errno: e,
-                });
-            }
-            return Err(ArenaError::Map {
-                bytes: map_len as u64,
-                errno: e,
-            });
+            return Err(map_error(errno(), explicit, map_len, granule));
         }
         // Pointer arithmetic, not integer casts, so that the pointers keep the mapping's
         // provenance (strict provenance, which Miri checks).
@@ -248,5 +225,40 @@ impl Drop for Region {
                 unsafe { std::alloc::dealloc(self.base.as_ptr(), layout) };
             }
         }
+    }
+}
+
+/// The flags of an anonymous private mapping: `MAP_HUGETLB` for explicit huge pages (else
+/// `MAP_NORESERVE`), `MAP_POPULATE` where asked.
+fn mmap_flags(explicit: bool, populate: bool) -> libc::c_int {
+    let mut flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
+    if explicit {
+        // Without MAP_NORESERVE the kernel reserves the huge pages now and fails the
+        // mmap with ENOMEM if the pool is short; with it, the first touch would SIGBUS.
+        flags |= libc::MAP_HUGETLB;
+    } else if !cfg!(miri) {
+        // (Miri accepts only MAP_PRIVATE | MAP_ANONYMOUS.)
+        flags |= libc::MAP_NORESERVE;
+    }
+    if populate {
+        flags |= libc::MAP_POPULATE;
+    }
+    flags
+}
+
+/// The error of a failed `mmap` of `map_len` bytes with `errno` `e`: for explicit huge pages
+/// of `granule` bytes, ENOMEM or EINVAL is a short huge-page pool.
+fn map_error(e: libc::c_int, explicit: bool, map_len: usize, granule: usize) -> ArenaError {
+    if explicit && (e == libc::ENOMEM || e == libc::EINVAL) {
+        return ArenaError::NoHugePages {
+            bytes: map_len as u64,
+            huge_page_bytes: granule as u64,
+            nr_hugepages: nr_hugepages(),
+            errno: e,
+        };
+    }
+    ArenaError::Map {
+        bytes: map_len as u64,
+        errno: e,
     }
 }
