@@ -122,6 +122,55 @@ fn run(
     Ok(())
 }
 
+/// Each zone's size, watermarks, counters and per-CPU lists.
+fn zone_counters(out: &mut String, node: &Node) -> std::fmt::Result {
+    writeln!(out, "\n== zone counters ==")?;
+    for z in node.zones() {
+        let s = z.stats();
+        let w = z.watermarks();
+        let p = z.pcp_stats();
+        writeln!(out, "  {}:", z.zone_type().name())?;
+        writeln!(
+            out,
+            "    {} managed pages, {} free in the buddy; watermarks min {} low {} high {} (boost {})",
+            z.managed_pages(),
+            z.free_pages(),
+            w.min,
+            w.low,
+            w.high,
+            w.boost,
+        )?;
+        writeln!(
+            out,
+            "    allocs {} frees {} failures {} splits {} merges {}",
+            s.allocs.iter().sum::<u64>(),
+            s.frees.iter().sum::<u64>(),
+            s.alloc_failures,
+            s.splits,
+            s.merges,
+        )?;
+        writeln!(
+            out,
+            "    fallbacks {} claims {} steals {} tail placements {} zone lock acquisitions {}",
+            s.fallbacks, s.claims, s.steals, s.tail_placements, s.zone_lock_acquisitions,
+        )?;
+        writeln!(
+            out,
+            "    per-CPU lists: {} hits {} misses ({} pages refilled), {} frees, \
+             drained {} (high) {} (free_high)",
+            p.alloc_hits,
+            p.alloc_misses,
+            p.refill_pages,
+            p.frees,
+            p.drain_high_pages,
+            p.drain_free_high_pages,
+        )?;
+        z.write_pagesets(out)?;
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
 fn report(out: &mut String) -> Result<bool, Box<dyn std::error::Error>> {
     writeln!(out, "== firmware memory map (e820) ==")?;
     for r in E820 {
@@ -185,50 +234,7 @@ fn report(out: &mut String) -> Result<bool, Box<dyn std::error::Error>> {
     )?;
     stats::write_unusable_index(out, &snapshots)?;
 
-    writeln!(out, "\n== zone counters ==")?;
-    for z in node.zones() {
-        let s = z.stats();
-        let w = z.watermarks();
-        let p = z.pcp_stats();
-        writeln!(out, "  {}:", z.zone_type().name())?;
-        writeln!(
-            out,
-            "    {} managed pages, {} free in the buddy; watermarks min {} low {} high {} (boost {})",
-            z.managed_pages(),
-            z.free_pages(),
-            w.min,
-            w.low,
-            w.high,
-            w.boost,
-        )?;
-        writeln!(
-            out,
-            "    allocs {} frees {} failures {} splits {} merges {}",
-            s.allocs.iter().sum::<u64>(),
-            s.frees.iter().sum::<u64>(),
-            s.alloc_failures,
-            s.splits,
-            s.merges,
-        )?;
-        writeln!(
-            out,
-            "    fallbacks {} claims {} steals {} tail placements {} zone lock acquisitions {}",
-            s.fallbacks, s.claims, s.steals, s.tail_placements, s.zone_lock_acquisitions,
-        )?;
-        writeln!(
-            out,
-            "    per-CPU lists: {} hits {} misses ({} pages refilled), {} frees, \
-             drained {} (high) {} (free_high)",
-            p.alloc_hits,
-            p.alloc_misses,
-            p.refill_pages,
-            p.frees,
-            p.drain_high_pages,
-            p.drain_free_high_pages,
-        )?;
-        z.write_pagesets(out)?;
-        writeln!(out)?;
-    }
+    zone_counters(out, &node)?;
 
     writeln!(out, "\n== invariants ==")?;
     let check = node.check();
