@@ -59,7 +59,7 @@ impl<R: Read> KeepTo<R> {
                     self.state = State::InLine;
                     self.kept.push(&buf[..end]);
                     self.seam = Vec::new();
-                    return self.keep_line(&buf[end..]);
+                    self.keep_line(&buf[end..]);
                 }
                 None => {
                     if buf.len() >= m - 1 {

@@ -140,7 +140,7 @@ pub fn find_before(text: &[u8], first: bool) -> Option<ReadAt> {
     });
     let (seen, _) = scan(&text[..end]);
     let mut cats = seen.iter().filter(|s| s.comm == b"cat");
-    let reader = if first { cats.next() } else { cats.last() };
+    let reader = if first { cats.next() } else { cats.next_back() };
     reader.map(|r| read_at(SnapFile::Zoneinfo, Some(r), "order"))
 }
 
