@@ -152,7 +152,9 @@ pub struct TraceReplayArgs {
     #[arg(long, value_name = "TEXT")]
     pub to_marker: Option<String>,
     /// Replay the whole file, the snapshot reads included, even with --proc (whose default
-    /// window is between its markers); the kernel is counted over the same events.
+    /// window is between its markers); the kernel is counted over the same events. With
+    /// --proc each CPU's count starts from zoneinfo's rolled back from its read to the file's
+    /// start (--infer whole-start=off: as read).
     #[arg(long, conflicts_with_all = ["from_marker", "to_marker"])]
     pub whole_file: bool,
     /// Zone size in pages (default: 4194304 from --zone-start, its memory onlined as the
