@@ -152,7 +152,9 @@ pub struct TraceReplayArgs {
     #[arg(long, value_name = "TEXT")]
     pub to_marker: Option<String>,
     /// Replay the whole file, the snapshot reads included, even with --proc (whose default
-    /// window is between its markers); the kernel is counted over the same events.
+    /// window is between its markers); the kernel is counted over the same events. With
+    /// --proc each CPU's count starts from zoneinfo's rolled back from its read to the file's
+    /// start (--infer whole-start=off: as read).
     #[arg(long, conflicts_with_all = ["from_marker", "to_marker"])]
     pub whole_file: bool,
     /// Zone size in pages (default: 4194304 from --zone-start, its memory onlined as the
@@ -184,7 +186,11 @@ pub struct TraceReplayArgs {
     /// trace: `lists` (which lists hold its pages, from the trace's first events) and
     /// `start-count` (its count at the start marker, bounded by the kernel's arithmetic up to
     /// its first free-triggered drain; on by default for 6.1 without --whole-file, else off
-    /// unless named: see BENCHMARKS.md; `off` for all turns it off too). Both read the
+    /// unless named: see BENCHMARKS.md; `off` for all turns it off too), and with
+    /// --whole-file `whole-start` (each CPU's count at the file's start: zoneinfo's, read by
+    /// the before-snapshot's last `cat`, rolled back over the events before its read, then
+    /// bounded as start-count's where the walk knows how `high` moves, 6.1 and 7.2; on by
+    /// default there). They read the
     /// window's first 512 Ki events, held from the replay's own parse (a pipe gets what a
     /// file gets). `on` or `off` for all, `NAME=on|off` for one, which overrides on/off
     /// for it; comma-separated or repeated, the last of each kind wins. Default: on with
@@ -278,9 +284,12 @@ pub enum Infer {
     StartCount(bool),
     /// Which lists each CPU's count is on, from the trace's first events (`lists`).
     Lists(bool),
+    /// With --whole-file: the counts at the file's start, rolled back from zoneinfo's read
+    /// (`whole-start`).
+    WholeStart(bool),
 }
 
-/// An `--infer` item: `on`, `off`, or `NAME=on|off` (`start-count`, `lists`).
+/// An `--infer` item: `on`, `off`, or `NAME=on|off` (`start-count`, `lists`, `whole-start`).
 fn parse_infer(s: &str) -> Result<Infer, String> {
     let on_off = |v: &str| match v {
         "on" => Ok(true),
@@ -291,8 +300,9 @@ fn parse_infer(s: &str) -> Result<Infer, String> {
         None => on_off(s).map(Infer::All),
         Some(("start-count", v)) => on_off(v).map(Infer::StartCount),
         Some(("lists", v)) => on_off(v).map(Infer::Lists),
+        Some(("whole-start", v)) => on_off(v).map(Infer::WholeStart),
         Some((name, _)) => Err(format!(
-            "no inference named '{name}' (one of: start-count, lists)"
+            "no inference named '{name}' (one of: start-count, lists, whole-start)"
         )),
     }
 }

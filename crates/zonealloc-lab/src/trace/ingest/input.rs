@@ -185,6 +185,18 @@ pub fn open_window_keeping(
     window: &Window,
     keep: Option<Tail>,
 ) -> io::Result<(Input, Option<Found>)> {
+    open_window_keeping_to(path, window, keep, None)
+}
+
+/// [`open_window_keeping`]; without a window's `from`, keeping the stream's text up to the
+/// line of `keep_to` in [`Input::before`] where given ([`super::keep_to`]), the stream
+/// unchanged.
+pub fn open_window_keeping_to(
+    path: &Path,
+    window: &Window,
+    keep: Option<Tail>,
+    keep_to: Option<&str>,
+) -> io::Result<(Input, Option<Found>)> {
     let mut mapped_prefix = None;
     let mut src: Box<dyn BufRead + Send> = if path.as_os_str() == "-" {
         Box::new(ReadAhead::spawn(|| {
@@ -270,6 +282,13 @@ pub fn open_window_keeping(
     let stream = Cursor::new(prefix.clone())
         .take(cut.start as u64)
         .chain(rest);
+    let stream: Box<dyn BufRead + Send> = match keep_to.filter(|_| window.from.is_none()) {
+        Some(m) => Box::new(BufReader::with_capacity(
+            1 << 16,
+            super::keep_to::KeepTo::new(stream, m.as_bytes(), before.clone()),
+        )),
+        None => Box::new(stream),
+    };
     let reader: Box<dyn BufRead + Send> = match &window.to {
         // Both halves are buffered already: the marker is looked for in their buffers.
         Some(to) => {

@@ -10,6 +10,7 @@
 
 pub mod before;
 pub mod input;
+pub mod keep_to;
 pub mod pipe;
 pub mod prefix;
 mod until_marker;
@@ -47,7 +48,18 @@ impl Source {
     /// [`Source::open`], keeping the text after the window's end marker in `after` where
     /// given ([`Tail`]).
     pub fn open_keeping(path: &Path, window: &Window, after: Option<Tail>) -> io::Result<Source> {
-        let (input, found) = input::open_window_keeping(path, window, after)?;
+        Source::open_keeping_to(path, window, after, None)
+    }
+
+    /// [`Source::open_keeping`]; without a window's `from`, keeping the text up to the line of
+    /// `keep_to` as it streams by, for [`Source::kept_text`].
+    pub fn open_keeping_to(
+        path: &Path,
+        window: &Window,
+        after: Option<Tail>,
+        keep_to: Option<&str>,
+    ) -> io::Result<Source> {
+        let (input, found) = input::open_window_keeping_to(path, window, after, keep_to)?;
         let before = input.before.clone();
         let (look, ahead) = PrefixLook::spawn(Parser::new(), input)?;
         Ok(Source {
@@ -82,6 +94,12 @@ impl Source {
         } else {
             Vec::new()
         }
+    }
+
+    /// The text kept so far of what [`Source::open_keeping_to`]'s `keep_to` asked for (the
+    /// parse has read at least as far as the chunks taken), handed over.
+    pub fn kept_text(&mut self) -> Vec<u8> {
+        self.before.take()
     }
 
     /// Keeps no more of the text before the window's start ([`Source::before_window`] will

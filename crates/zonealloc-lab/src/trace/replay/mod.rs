@@ -59,6 +59,7 @@ mod snapshot_reads;
 pub mod tally;
 mod to_reads;
 pub mod vmstat;
+pub mod whole_start;
 
 pub use counts::{FragSample, ReplayCounts};
 pub use end_state::{end_state, EndState, LayoutEnd};

@@ -18,6 +18,7 @@ use super::sampling::FRAG_ORDERS;
 use super::setup::{Setup, Snapshots};
 use super::to_reads::{self, EndReads};
 use super::vmstat;
+use super::whole_start;
 use crate::procfs::ProcSnapshot;
 use crate::trace::ingest::{Chunk, Source, Window};
 use crate::trace::parse::Parser;
@@ -54,6 +55,8 @@ pub struct ReplayRun {
     /// Each CPU's count at the start marker, inferred from the trace ([`start_count`]);
     /// `None` when that inference is off.
     pub start_counts: Option<start_count::StartCounts>,
+    /// With `--whole-file` and `--proc`, the start state used ([`whole_start`]).
+    pub whole_start: Option<whole_start::WholeStart>,
     /// The kernel's unusable free space index of the highest zone (thousandths, per
     /// [`FRAG_ORDERS`]) at `--proc` (the trace's start) and `--proc-after` (its end).
     pub kernel_frag: (Option<[u32; 3]>, Option<[u32; 3]>),
@@ -156,7 +159,10 @@ pub fn run_unchecked(
     // so the zones are built while it parses.
     // The text after the window, for the end state at the after-snapshot's reads.
     let tail = to_reads::keep(opts, &snaps);
-    let mut source = Source::open_keeping(path, &window, tail.clone()).map_err(read_err)?;
+    // `--whole-file`: the text up to the before-snapshot's end names zoneinfo's reader.
+    let keep_to = whole_start::wanted(opts, snaps.before.as_ref()).then_some(whole_start::MARKER);
+    let mut source =
+        Source::open_keeping_to(path, &window, tail.clone(), keep_to).map_err(read_err)?;
     let mut setup = Setup::new(opts, snaps, &mut source)?;
     let (done, failure) = pass(&mut setup, &mut source, opts.samples, progress);
     // After the pass: a start marker beyond the prefix is found by the stream.
@@ -478,6 +484,7 @@ fn end(
         geo,
         infer,
         start_counts,
+        whole_start,
         replayers,
         emitted,
         kernel,
@@ -521,6 +528,7 @@ fn end(
         infer,
         setup_from_proc: snaps.before.is_some(),
         start_counts,
+        whole_start,
         kernel_frag,
         proc_warnings,
         numastat_moved,

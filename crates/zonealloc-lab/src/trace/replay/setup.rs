@@ -18,6 +18,7 @@ use super::preset::Kernel;
 use super::proc_setup;
 use super::replayer::Replayer;
 use super::vmstat::RunsAhead;
+use super::whole_start::{self, WholeStart};
 use crate::procfs::{ProcSnapshot, Tolerance};
 use crate::trace::ingest::{Source, Window};
 use crate::trace::variant::Variant;
@@ -96,6 +97,8 @@ pub struct Setup {
     pub infer: bool,
     /// Each CPU's count at the start marker, inferred ([`start_count`]); `None` when off.
     pub start_counts: Option<start_count::StartCounts>,
+    /// With `--whole-file` and `--proc`, the start state used ([`whole_start`]).
+    pub whole_start: Option<WholeStart>,
     /// One per variant, in order.
     pub replayers: Vec<Replayer>,
     /// The files `--emit` writes.
@@ -143,6 +146,14 @@ impl Setup {
         let wants_before = infer && snap.is_some() && base.pcp.free_scaling.is_free_factor();
         let wants_runs = infer && snap.is_some() && base.pcp.decay && !opts.no_decay;
         let wants_runs = wants_runs && opts.jiffies_phase_ns.is_none();
+        // `--whole-file`: where zoneinfo was read, from the text the stream keeps up to the
+        // before-snapshot's end, read before that text is dropped.
+        let whole = match snap.filter(|_| opts.whole_file) {
+            Some(s) if whole_start::wanted(opts, snap) => Some(whole_start::find(source, s)),
+            Some(_) => Some((None, WholeStart::default())),
+            None => None,
+        };
+        let roll_at = whole.as_ref().and_then(|w| w.0);
         if !wants_before && !wants_runs {
             source.drop_before_window();
         }
@@ -155,7 +166,7 @@ impl Setup {
                     .name("trace-layout".into())
                     .spawn_scoped(s, move || early_layouts(snap, geo, base, preset.0))
             });
-            let first = first(opts, snap, source, &geo, preset.0, &base);
+            let first = first(opts, snap, source, &geo, preset.0, &base, roll_at);
             // Without a thread, each replayer synthesises its own.
             let early = match early {
                 Some(Ok(h)) => h.join().unwrap_or_default(),
@@ -165,6 +176,14 @@ impl Setup {
         });
         let mut head = first.lists.unwrap_or_default();
         let start_counts = first.counts;
+        let whole_start = whole.map(|(_, w)| match w.why {
+            None if !whole_start::wanted(opts, snap) => WholeStart {
+                counts: "snapshot",
+                why: Some("--infer whole-start=off".to_owned()),
+                ..w
+            },
+            _ => w.with_counts(start_counts.as_ref()),
+        });
         for (z, h) in first.hints.into_iter().flatten().enumerate() {
             if head.zones.len() <= z {
                 head.zones.resize(z + 1, pcp_state::ListDemand::default());
@@ -188,6 +207,7 @@ impl Setup {
             base,
             infer,
             start_counts,
+            whole_start,
             replayers: Vec::with_capacity(opts.variants.len()),
             emitted: Vec::new(),
             kernel: KernelSide::for_geometry(&geo),
@@ -379,13 +399,17 @@ fn first(
     geo: &Geometry,
     preset: Kernel,
     base: &zonealloc::ZoneConfig,
+    roll_at: Option<start_count::ReadPoint>,
 ) -> (FirstEvents, RunsAhead) {
     let lists = snap.is_some() && opts.infer_lists.or(opts.infer).unwrap_or(true);
+    // With a read to roll zoneinfo's counts back from (`--whole-file`), the walk runs.
     let counts = snap.is_some()
         && opts
             .infer_start_count
             .or(opts.infer.filter(|on| !on))
-            .unwrap_or_else(|| start_count::on_by_default(preset, opts.whole_file));
+            .unwrap_or_else(|| {
+                roll_at.is_some() || start_count::on_by_default(preset, opts.whole_file)
+            });
     match snap {
         Some(s) if counts || lists => {
             let which = first_events::Which {
@@ -396,6 +420,7 @@ fn first(
                 thp_order: base.pcp.thp_order,
                 pageblock_order: base.pageblock_order,
                 extfrag_names_page: preset.extfrag_names_page(),
+                roll_at,
             };
             let first = first_events::take(
                 || source.next_chunk(),

@@ -15,6 +15,9 @@
 //! `cat`, buddyinfo the second, pagetypeinfo the third, the layout the first `od`). Captures
 //! written since also mark each read (`KT_SNAPSHOT_READ <file>`): the reader is then the
 //! first task of its command after its file's marker, whatever else ran.
+//!
+//! The before-snapshot's zoneinfo ([`find_before`]) is read by the last `cat` before
+//! `KT_SNAPSHOT_BEFORE_END`, for `--whole-file`'s start ([`super::whole_start`]).
 
 /// A file of the after-snapshot that the end state compares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,6 +107,57 @@ struct Seen<'t> {
 /// Where each of [`SnapFile::ALL`] was read in `text`, the trace after the window's end
 /// marker (its first line, the marker's, cut): a [`ReadAt`] per file, in that order.
 pub fn find(text: &[u8]) -> Vec<ReadAt> {
+    let (seen, marks) = scan(text);
+    SnapFile::ALL
+        .iter()
+        .map(|&file| {
+            let (comm, nth) = file.reader();
+            let mark = marks.iter().position(|m| *m == file.name().as_bytes());
+            let (from, nth, found_by) = match mark {
+                Some(k) => (k + 1, 1, "marker"),
+                None => (0, nth, "order"),
+            };
+            let reader = seen
+                .iter()
+                .filter(|s| s.after_marks >= from && s.comm == comm)
+                .nth(nth - 1);
+            read_at(file, reader, found_by)
+        })
+        .collect()
+}
+
+/// Where the before-snapshot's zoneinfo was read in `text`, the trace from its start up to
+/// the line of `KT_SNAPSHOT_BEFORE_END` (the lines after it are not looked at): `None` where
+/// no `cat` ran before the marker. `capture-kmem` reads the before-snapshot's `/proc` files
+/// last (`SNAP_BEFORE`: the layout's `od`s, the extfrag and `nodes/` files, then buddyinfo,
+/// pagetypeinfo, vmstat, meminfo and zoneinfo, each with a `cat`): zoneinfo's reader is the
+/// last `cat` before the marker. The shipped captures (`shared/kernel`, no layout and no
+/// `nodes/`) read zoneinfo first: `first`, its first `cat`. Read at its reader's last
+/// allocation, as [`find`]'s files ([`ReadAt::offset`]: the end of that line in `text`).
+pub fn find_before(text: &[u8], first: bool) -> Option<ReadAt> {
+    let end = memchr::memmem::find(text, b"KT_SNAPSHOT_BEFORE_END").map_or(text.len(), |at| {
+        memchr::memrchr(b'\n', &text[..at]).map_or(0, |nl| nl + 1)
+    });
+    let (seen, _) = scan(&text[..end]);
+    let mut cats = seen.iter().filter(|s| s.comm == b"cat");
+    let reader = if first { cats.next() } else { cats.next_back() };
+    reader.map(|r| read_at(SnapFile::Zoneinfo, Some(r), "order"))
+}
+
+/// `file`'s [`ReadAt`], read by `reader`.
+fn read_at(file: SnapFile, reader: Option<&Seen<'_>>, found_by: &'static str) -> ReadAt {
+    ReadAt {
+        file: file.name(),
+        reader: reader.map(|s| String::from_utf8_lossy(s.task).into_owned()),
+        found_by,
+        events_past_window: 0,
+        offset: reader.map_or(0, |s| s.last_alloc.unwrap_or(s.first)),
+    }
+}
+
+/// The tasks of `text` in the order they first appear, and its `KT_SNAPSHOT_READ` markers'
+/// files.
+fn scan(text: &[u8]) -> (Vec<Seen<'_>>, Vec<&[u8]>) {
     let mut seen: Vec<Seen<'_>> = Vec::new();
     // Per `KT_SNAPSHOT_READ` marker: its file's name.
     let mut marks: Vec<&[u8]> = Vec::new();
@@ -141,28 +195,7 @@ pub fn find(text: &[u8]) -> Vec<ReadAt> {
             seen[i].last_alloc = Some(at);
         }
     }
-    SnapFile::ALL
-        .iter()
-        .map(|&file| {
-            let (comm, nth) = file.reader();
-            let mark = marks.iter().position(|m| *m == file.name().as_bytes());
-            let (from, nth, found_by) = match mark {
-                Some(k) => (k + 1, 1, "marker"),
-                None => (0, nth, "order"),
-            };
-            let reader = seen
-                .iter()
-                .filter(|s| s.after_marks >= from && s.comm == comm)
-                .nth(nth - 1);
-            ReadAt {
-                file: file.name(),
-                reader: reader.map(|s| String::from_utf8_lossy(s.task).into_owned()),
-                found_by,
-                events_past_window: 0,
-                offset: reader.map_or(0, |s| s.last_alloc.unwrap_or(s.first)),
-            }
-        })
-        .collect()
+    (seen, marks)
 }
 
 #[cfg(test)]
@@ -239,6 +272,28 @@ mod tests {
         assert_eq!(reads[2].reader.as_deref(), Some("cat-11"));
         assert_eq!(reads[3].reader, None);
         assert_eq!(reads[3].offset, 0);
+    }
+
+    #[test]
+    fn the_before_snapshots_zoneinfo_is_its_last_cat_or_the_shipped_captures_first() {
+        let mut t = String::from("# tracer: nop\n");
+        t += &line("dash-7", "tracing_mark_write: KT_SNAPSHOT_BEFORE_BEGIN p_x");
+        t += &line("od-8", ALLOC);
+        t += &line("cat-9", ALLOC);
+        t += &line("cat-10", ALLOC);
+        t += &line("cat-10", ALLOC);
+        t += &line("cat-10", FREE);
+        t += &line("dash-7", "tracing_mark_write: KT_SNAPSHOT_BEFORE_END p_x");
+        t += &line("cat-11", ALLOC);
+        let last = find_before(t.as_bytes(), false).unwrap();
+        assert_eq!(last.reader.as_deref(), Some("cat-10"));
+        // At its second allocation, before its free; the cat after the marker is not one.
+        let upto = &t[..last.offset];
+        assert!(upto.ends_with(&line("cat-10", ALLOC)), "{upto}");
+        assert_eq!(upto.matches("cat-10 ").count(), 2);
+        let first = find_before(t.as_bytes(), true).unwrap();
+        assert_eq!(first.reader.as_deref(), Some("cat-9"));
+        assert!(find_before(line("od-8", ALLOC).as_bytes(), false).is_none());
     }
 
     #[test]

@@ -55,6 +55,9 @@ pub(super) fn config(run: &ReplayRun, file: &Path, opts: &ReplayOptions) -> serd
         // Where the end state was taken: each file at its read past the window (`null`: at
         // the window's end).
         "end_state_reads": run.end_reads,
+        // With --whole-file and --proc: the start state at the file's start (`null`: not
+        // --whole-file with --proc).
+        "whole_file_start": run.whole_start,
         "kernel_side": {
             "per_zone_cpu": k.grid,
             "events_per_cpu": k.events_per_cpu,

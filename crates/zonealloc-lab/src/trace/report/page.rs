@@ -429,6 +429,9 @@ fn caveats(run: &ReplayRun, text: bool) -> String {
             run.window.0.to.as_deref().unwrap_or("the trace's end")
         ));
     }
+    if let Some(w) = &run.whole_start {
+        c.push(w.caveat());
+    }
     for u in run.preset.0.unmodelled() {
         c.push(format!("not modelled: {u}"));
     }

@@ -36,6 +36,9 @@ pub struct Which {
     pub pageblock_order: u8,
     /// `mm_page_alloc_extfrag` names the page taken (6.15 on: [`super::kernel::KernelSide`]).
     pub extfrag_names_page: bool,
+    /// Where zoneinfo was read, to roll the counts back from (`--whole-file`,
+    /// [`super::start_count::roll`]).
+    pub roll_at: Option<super::start_count::ReadPoint>,
 }
 
 /// The held events and what the inferences found in them (nothing, by default).
@@ -74,6 +77,9 @@ pub fn take(
             which.pageblock_order,
         );
         w.set_extfrag_names_page(which.extfrag_names_page);
+        if let Some(at) = which.roll_at {
+            w.roll_back_from(at);
+        }
         w
     });
     let spans: Vec<_> = geo.zones.iter().map(|z| z.start..z.end()).collect();
@@ -215,6 +221,7 @@ impl Which {
             thp_order: Some(9),
             pageblock_order: 9,
             extfrag_names_page: false,
+            roll_at: None,
         }
     }
 }

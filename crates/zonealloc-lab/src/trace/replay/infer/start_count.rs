@@ -53,6 +53,9 @@
 //! mid-batch sees only the pages committed so far. The walk counts a free at its commit, as
 //! the replay does with `--proc` (`super::Replayer::commit_at_batched`).
 //!
+//! With `--whole-file` and `--proc` the walk runs from the file's start, and rolls zoneinfo's
+//! counts back from their read ([`roll`], [`crate::trace::replay::whole_start`]).
+//!
 //! On by default for 6.1 in the snapshot's window ([`on_by_default`]), else off unless
 //! `--infer start-count=on`: on the shared captures it brings 6.1 p2 and 7.2 p1
 //! closer to the kernel (7.2 p1 drains 0.85% -> 0.00%) and leaves 6.1 p1 as it was, but 7.2
@@ -61,6 +64,8 @@
 //! drains 0.4 s before the kernel does. BENCHMARKS.md has the figures.
 
 use serde::Serialize;
+
+pub use roll::ReadPoint;
 
 use super::kernel::{Inferred, KernelSide};
 use crate::procfs::ProcSnapshot;
@@ -95,6 +100,9 @@ pub enum Found {
     Inconsistent,
     /// Nothing in the trace bounds it: zoneinfo's count.
     Zoneinfo,
+    /// Nothing in the trace bounds it: zoneinfo's count rolled back from its read to the
+    /// walk's start ([`roll`], `--whole-file`).
+    RolledBack,
 }
 
 /// One CPU's start count.
@@ -108,6 +116,10 @@ pub struct CpuStart {
     pub cpu: u32,
     /// zoneinfo's count.
     pub zoneinfo: u64,
+    /// zoneinfo's count rolled back from its read to the walk's start, which the bounds then
+    /// hold ([`roll`]); `None` without a read point. Negative where the trace's events do not
+    /// add up (an event the walk did not see).
+    pub rolled_back: Option<i64>,
     /// The count the replay starts from.
     pub inferred: u64,
     /// How.
@@ -127,6 +139,9 @@ pub struct StartCounts {
     pub skipped: Option<String>,
     /// Trace events the walk read.
     pub events: u64,
+    /// When zoneinfo was read (ns), where the walk rolled the counts back from its read
+    /// ([`roll`]).
+    pub rolled_from_ns: Option<u64>,
 }
 
 impl StartCounts {
@@ -195,6 +210,12 @@ struct Cpu {
     /// `c0 >= lo`, `c0 <= hi`.
     lo: i64,
     hi: i64,
+    /// The bound of `lo` a count's never being negative gives alone.
+    floor: i64,
+    /// Whether the walk knows how `high` moves: one fixed `high` (before 6.7), or zoneinfo's
+    /// `high_min`/`high_max` (7.2). 6.7 to 6.14 print the current `high` only, which the walk
+    /// then takes as fixed, and its bounds are not the kernel's.
+    high_known: bool,
     /// The last free on this CPU, no other event after it yet.
     free: Option<Free>,
     /// The drain run the last free triggered.
@@ -248,6 +269,10 @@ pub struct Walk {
     batching: Vec<bool>,
     /// `mm_page_alloc_extfrag` names the page taken ([`Walk::set_extfrag_names_page`]).
     extfrag_names_page: bool,
+    /// Where zoneinfo was read, for the roll-back to the walk's start ([`roll`]).
+    roll_at: Option<ReadPoint>,
+    /// Each CPU's `delta` (as [`Walk::per`]) at the read.
+    at_read: Option<Vec<i64>>,
 }
 
 impl Walk {
@@ -274,6 +299,7 @@ impl Walk {
                     continue;
                 }
                 let batch = i64::from(ps.batch.max(1));
+                let high_known = fixed_high || (ps.high_min.is_some() && ps.high_max.is_some());
                 let high = match (ps.high_min, ps.high_max) {
                     (Some(lo), Some(hi)) if !fixed_high => {
                         let (lo, hi) = (i64::from(lo), i64::from(hi.max(lo)));
@@ -307,6 +333,8 @@ impl Walk {
                     delta: 0,
                     lo: 0,
                     hi: i64::MAX,
+                    floor: 0,
+                    high_known,
                     free: None,
                     run: None,
                     in_refill: None,
@@ -344,12 +372,20 @@ impl Walk {
             deferred: vec![Vec::new(); cpus as usize],
             batching: vec![false; cpus as usize],
             extfrag_names_page: false,
+            roll_at: None,
+            at_read: None,
         }
+    }
+
+    /// Rolls zoneinfo's counts back from their read at `at` to the walk's start ([`roll`]):
+    /// the walk then reads on until that event at least.
+    pub fn roll_back_from(&mut self, at: ReadPoint) {
+        self.roll_at = Some(at);
     }
 
     /// Whether every CPU with lists is pinned: the rest of the trace adds nothing.
     pub fn done(&self) -> bool {
-        self.waiting == 0
+        self.waiting == 0 && (self.roll_at.is_none() || self.at_read.is_some())
     }
 
     fn pcp_order(&self, order: u8) -> bool {
@@ -473,6 +509,27 @@ impl Walk {
                 self.add(zone, owner, -pages);
             }
         }
+        if self.at_read.is_none() && self.roll_at.is_some_and(|p| p.is(ev)) {
+            self.at_read = Some(self.deltas_now());
+        }
+    }
+
+    /// Each CPU's `delta` (as [`Walk::per`]) with the frees it has not committed yet: the
+    /// kernel commits a single free as it prints it, a batch's within its call.
+    fn deltas_now(&self) -> Vec<i64> {
+        let mut d: Vec<i64> = self
+            .per
+            .iter()
+            .map(|c| c.as_ref().map_or(0, |c| c.delta))
+            .collect();
+        for (cpu, frees) in self.deferred.iter().enumerate() {
+            for &(_, z, order) in frees.iter().filter(|f| self.pcp_order(f.2)) {
+                if let Some(v) = d.get_mut(z * self.cpus as usize + cpu) {
+                    *v += 1i64 << order;
+                }
+            }
+        }
+        d
     }
 
     fn at(&mut self, zone: usize, cpu: u32) -> Option<&mut Cpu> {
@@ -487,6 +544,7 @@ impl Walk {
         c.delta += pages;
         // The count is never negative.
         let lo = -c.delta;
+        c.floor = c.floor.max(lo);
         self.bound(zone, cpu, lo, i64::MAX);
     }
 
@@ -567,9 +625,12 @@ impl Walk {
             .per
             .iter()
             .enumerate()
-            .filter_map(|(i, c)| Some(((i % cpus) as u32, c.as_ref()?)))
-            .filter(|(_, c)| c.wanted)
-            .map(|(cpu, c)| {
+            .filter_map(|(i, c)| Some((i, (i % cpus) as u32, c.as_ref()?)))
+            .filter(|(_, _, c)| c.wanted)
+            .map(|(i, cpu, c)| {
+                // zoneinfo's count, or rolled back from its read to the walk's start.
+                let rolled = self.at_read.as_ref().map(|d| c.zoneinfo - d[i]);
+                let base = rolled.unwrap_or(c.zoneinfo);
                 // Up to the pin, the bounds of every event; after it, the pin's narrowed by
                 // those after it where they agree.
                 let (lo, hi) = (c.lo, c.hi);
@@ -590,15 +651,24 @@ impl Walk {
                         }
                     }
                     None if lo > hi => (Found::Inconsistent, 0, i64::MAX, None),
-                    None if lo > c.zoneinfo || hi < c.zoneinfo => (Found::Bounded, lo, hi, None),
+                    None if lo > base || hi < base => (Found::Bounded, lo, hi, None),
+                    None if rolled.is_some() => (Found::RolledBack, lo, hi, None),
                     None => (Found::Zoneinfo, lo, hi, None),
                 };
-                let inferred = c.zoneinfo.clamp(lo, hi.max(lo)).max(0) as u64;
+                // Where the walk does not know how `high` moved (6.7 to 6.14), its bounds
+                // that `high` gives are not the kernel's: the rolled-back count stands, held
+                // by the count's never being negative alone ([`roll`]).
+                let (found, inferred) = match rolled {
+                    Some(r) if !c.high_known => (Found::RolledBack, r.max(c.floor)),
+                    _ => (found, base.clamp(lo, hi.max(lo))),
+                };
+                let inferred = inferred.max(0) as u64;
                 CpuStart {
                     zone: c.zone_name.clone(),
                     node: c.node,
                     cpu,
                     zoneinfo: c.zoneinfo as u64,
+                    rolled_back: rolled,
                     inferred,
                     found,
                     bounds: (
@@ -613,6 +683,10 @@ impl Walk {
             cpus: list,
             skipped: None,
             events: self.events,
+            rolled_from_ns: self
+                .roll_at
+                .filter(|_| self.at_read.is_some())
+                .map(|p| p.ts_ns),
         }
     }
 }
@@ -620,5 +694,6 @@ impl Walk {
 mod pin;
 mod reclaim;
 mod refill;
+pub mod roll;
 #[cfg(test)]
 mod tests;

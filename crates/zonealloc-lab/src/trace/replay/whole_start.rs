@@ -1,0 +1,176 @@
+//! `--whole-file` with `--proc`: the replay starts at the trace's first event, which is the
+//! before-snapshot's first read, not its last. `capture-kmem` marks `KT_SNAPSHOT_BEFORE_BEGIN`,
+//! reads the pfn layout (`od` of `/proc/kpageflags`, then of `/proc/kpagecount`: a minute or
+//! more), then the `/proc` files with a `cat` each, zoneinfo last, and marks
+//! `KT_SNAPSHOT_BEFORE_END` (6.12-4g p_prodcons: 12.589 s, the layout 12.62-122.40 s,
+//! zoneinfo at 122.78 s, the marker at 122.790 s). Each CPU's `count` zoneinfo prints is that
+//! of its read, applied at the file's start it is a minute's events off.
+//!
+//! This module finds zoneinfo's read in the trace ([`find`]: its reader's last allocation,
+//! [`super::snapshot_reads::find_before`]), from the text the stream keeps up to the marker
+//! ([`crate::trace::ingest::keep_to`]); the start-count walk then runs from the file's start
+//! and rolls each CPU's count back from that read ([`super::infer::start_count::roll`]). What
+//! it does not roll back, and the report says: each CPU's `high` (from 6.7 it moves), the free
+//! pages and the free blocks per order and migratetype (pagetypeinfo's, read just before
+//! zoneinfo; the free blocks' places are the layout's, read from the file's start on).
+//!
+//! On by default with `--whole-file` and `--proc`; `--infer whole-start=off` starts from the
+//! snapshot as read (the counts zoneinfo printed at its read, applied at the file's start).
+
+use serde::Serialize;
+
+use super::infer::first_events::LIST_EVENTS;
+use super::infer::start_count::{Found, ReadPoint, StartCounts};
+use super::options::ReplayOptions;
+use super::snapshot_reads;
+use crate::procfs::ProcSnapshot;
+use crate::trace::ingest::Source;
+use crate::trace::parse::Parser;
+
+/// The marker the before-snapshot's reads end at.
+pub const MARKER: &str = "KT_SNAPSHOT_BEFORE_END";
+
+/// Whether the start state is rolled back to the file's start: `--whole-file` with `--proc`,
+/// unless `--infer whole-start=off` (or `--infer off`).
+pub fn wanted(opts: &ReplayOptions, snap: Option<&ProcSnapshot>) -> bool {
+    snap.is_some() && opts.whole_file && opts.infer_whole_start.or(opts.infer).unwrap_or(true)
+}
+
+/// The start state a `--whole-file` replay with `--proc` used (`results.json`'s
+/// `whole_file_start`, documented in `docs/results-schema.md`).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct WholeStart {
+    /// `rolled_back`: each CPU's count at the file's start, zoneinfo's rolled back from its
+    /// read; `snapshot`: the snapshot's counts as read (see `why`).
+    pub counts: &'static str,
+    /// zoneinfo's reader (`cat-911`), where found.
+    pub zoneinfo_reader: Option<String>,
+    /// When it read (trace seconds), where found.
+    pub zoneinfo_read_s: Option<f64>,
+    /// CPU lists whose start count is the rolled-back one (not pinned or bounded otherwise).
+    pub cpus_rolled_back: usize,
+    /// CPU lists whose count at the start differs from zoneinfo's.
+    pub cpus_changed: usize,
+    /// Why the counts are the snapshot's, where they are.
+    pub why: Option<String>,
+}
+
+impl WholeStart {
+    /// The report's caveat line.
+    pub fn caveat(&self) -> String {
+        match (&self.why, &self.zoneinfo_reader) {
+            (None, Some(reader)) => format!(
+                "--whole-file start: each CPU's count at the file's start is zoneinfo's (read by \
+                 {reader} at {:.3} s) rolled back over the events before its read ({} lists \
+                 differ from zoneinfo's, {} taken as rolled back, the rest bounded by the \
+                 trace); `high`, the free pages and the free blocks per order are the \
+                 snapshot's as read",
+                self.zoneinfo_read_s.unwrap_or(0.0),
+                self.cpus_changed,
+                self.cpus_rolled_back
+            ),
+            (why, _) => format!(
+                "--whole-file start: the snapshot's state as read, applied at the file's start \
+                 ({})",
+                why.as_deref().unwrap_or("not rolled back")
+            ),
+        }
+    }
+
+    /// Fills in what the walk found.
+    pub fn with_counts(mut self, counts: Option<&StartCounts>) -> WholeStart {
+        match counts {
+            Some(sc) if sc.rolled_from_ns.is_some() => {
+                self.counts = "rolled_back";
+                self.cpus_rolled_back = sc
+                    .cpus
+                    .iter()
+                    .filter(|c| c.found == Found::RolledBack)
+                    .count();
+                self.cpus_changed = sc.cpus.iter().filter(|c| c.inferred != c.zoneinfo).count();
+            }
+            _ => {
+                self.counts = "snapshot";
+                if self.why.is_none() {
+                    self.why = Some(match counts {
+                        Some(_) => format!(
+                            "zoneinfo's read was not among the file's first {LIST_EVENTS} events"
+                        ),
+                        None => "the start-count walk is off".to_owned(),
+                    });
+                }
+            }
+        }
+        self
+    }
+}
+
+/// Where the before-snapshot's zoneinfo was read in `source`'s trace: the chunks up to
+/// [`MARKER`]'s line (at most [`LIST_EVENTS`] events) are taken and put back; the text the
+/// stream kept of them ([`Source::kept_text`], opened with `keep_to` [`MARKER`]) names the
+/// reader. The shipped captures (no layout, no `nodes/`) read zoneinfo first
+/// ([`snapshot_reads::find_before`]).
+pub fn find(source: &mut Source, snap: &ProcSnapshot) -> (Option<ReadPoint>, WholeStart) {
+    let mut held = Vec::new();
+    let mut text = Vec::new();
+    let mut events = 0usize;
+    let has_line = |t: &[u8]| {
+        memchr::memmem::find(t, MARKER.as_bytes()).is_some_and(|at| t[at..].contains(&b'\n'))
+    };
+    loop {
+        text.extend(source.kept_text());
+        if has_line(&text) || events >= LIST_EVENTS {
+            break;
+        }
+        match source.next_chunk() {
+            Some(c) => {
+                events += c.len();
+                held.push(c);
+            }
+            None => {
+                text.extend(source.kept_text());
+                break;
+            }
+        }
+    }
+    source.unread(held);
+    let not = |why: String| {
+        (
+            None,
+            WholeStart {
+                why: Some(why),
+                ..WholeStart::default()
+            },
+        )
+    };
+    if !has_line(&text) {
+        return not(format!(
+            "no {MARKER} line in the trace's first {LIST_EVENTS} events"
+        ));
+    }
+    let first = snap.layout.is_none() && snap.nodes.is_empty();
+    let Some(read) = snapshot_reads::find_before(&text, first) else {
+        return not(format!("no `cat` read zoneinfo before {MARKER}"));
+    };
+    let reader = read.reader.unwrap_or_default();
+    let line_start =
+        memchr::memrchr(b'\n', &text[..read.offset.saturating_sub(1)]).map_or(0, |nl| nl + 1);
+    let line = &text[line_start..read.offset];
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    let mut parser = Parser::new();
+    let at = parser.feed(line).and_then(|ev| {
+        let p = ReadPoint::of(&ev)?;
+        reader.ends_with(&format!("-{}", p.pid)).then_some(p)
+    });
+    match at {
+        Some(p) => (
+            Some(p),
+            WholeStart {
+                zoneinfo_reader: Some(reader),
+                zoneinfo_read_s: Some(p.ts_ns as f64 / 1e9),
+                ..WholeStart::default()
+            },
+        ),
+        None => not(format!("zoneinfo's reader {reader} made no allocation")),
+    }
+}

@@ -1,0 +1,130 @@
+//! `--whole-file` with `--proc` starts from the kernel's state at the file's start: each CPU's
+//! count is zoneinfo's rolled back over the events between the file's start and zoneinfo's
+//! read (`trace::replay::whole_start`), not zoneinfo's as read.
+
+mod common;
+
+use common::{json, s, zonealloc};
+
+/// A real `/proc` snapshot of the 6.1 kernel (the p1 phase's `before`): DMA32's CPU 1 has
+/// 771 pages on its lists, `high` 3492, `batch` 63. No layout and no `nodes/`: the shipped
+/// captures' order, zoneinfo read by the first `cat`.
+const PROC_61: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/data/proc/linux-6.1-p1-before"
+);
+
+/// zoneinfo's count of DMA32's CPU 1.
+const COUNT: u64 = 771;
+/// Pages CPU 1 allocates off its lists before zoneinfo's read.
+const TAKEN: u64 = 100;
+
+fn line(task: &str, cpu: u32, us: u64, what: &str) -> String {
+    format!(
+        "  {task:>16}     [{cpu:03}] .....     {}.{:06}: {what}\n",
+        us / 1_000_000,
+        us % 1_000_000
+    )
+}
+
+fn alloc(pfn: u64, gfp: &str) -> String {
+    format!(
+        "mm_page_alloc: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype=1 gfp_flags={gfp}"
+    )
+}
+
+/// The before-snapshot's reads, in which CPU 1 allocates [`TAKEN`] pages off its lists
+/// before `cat-10` reads zoneinfo (so zoneinfo's 771 were 871 at the file's start); then the
+/// workload: CPU 1 allocates the 771 pages its lists held at the read, and one more, which
+/// the kernel refilled its lists for (one refill of `batch`, 63 pages).
+fn trace() -> String {
+    let mut t = String::from("# tracer: nop\n#\n# entries-in-buffer/entries-written: 0/0   #P:4\n");
+    let mut us = 10_000_000u64;
+    let mut tick = || {
+        us += 10;
+        us
+    };
+    let mark = |m: &str, at: u64| line("dash-7", 0, at, &format!("tracing_mark_write: {m} p"));
+    t += &mark("KT_SNAPSHOT_BEFORE_BEGIN", tick());
+    let user = "GFP_HIGHUSER_MOVABLE|__GFP_ZERO";
+    for i in 0..TAKEN {
+        t += &line("sh-9", 1, tick(), &alloc(0x50000 + i, user));
+    }
+    // zoneinfo's reader, on CPU 0: its allocation is the read.
+    t += &line("cat-10", 0, tick(), &alloc(0x51000, "GFP_KERNEL"));
+    t += &line("cat-11", 0, tick(), &alloc(0x51001, "GFP_KERNEL"));
+    t += &mark("KT_SNAPSHOT_BEFORE_END", tick());
+    for i in 0..COUNT {
+        t += &line("work-20", 1, tick(), &alloc(0x60000 + i, user));
+    }
+    for i in 0..63u64 {
+        let what = format!(
+            "mm_page_alloc_zone_locked: page=(____ptrval____) pfn={:#x} order=0 migratetype=1 \
+             percpu_refill=1",
+            0x70000 + i
+        );
+        t += &line("work-20", 1, tick(), &what);
+    }
+    t += &line("work-20", 1, tick(), &alloc(0x70000, user));
+    t
+}
+
+/// The `--whole-file` replay's JSON experiment, with `args` more.
+fn replay(dir: &std::path::Path, name: &str, args: &[&str]) -> serde_json::Value {
+    let path = dir.join(format!("{name}.txt"));
+    std::fs::write(&path, trace()).unwrap();
+    let out = dir.join(name);
+    let mut a = vec![
+        "trace",
+        "replay",
+        s(&path),
+        "--proc",
+        PROC_61,
+        "--whole-file",
+        "--out",
+        s(&out),
+        "--json",
+    ];
+    a.extend_from_slice(args);
+    json(&zonealloc(&a))["experiments"][0]["config"].clone()
+}
+
+/// DMA32 CPU 1's refill events: the kernel's and ours (cells are per zone, then CPU).
+fn refills(c: &serde_json::Value) -> (u64, u64) {
+    let of = |grid: &serde_json::Value| {
+        let cpus = grid["cpus"].as_u64().unwrap();
+        grid["cells"][(cpus + 1) as usize]["refills"]
+            .as_u64()
+            .unwrap()
+    };
+    (
+        of(&c["kernel_side"]["per_zone_cpu"]),
+        of(&c["counts"][0]["per_zone_cpu"]),
+    )
+}
+
+#[test]
+fn the_whole_file_starts_from_zoneinfos_counts_rolled_back_to_the_files_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let rolled = replay(dir.path(), "a", &[]);
+    let as_read = replay(dir.path(), "b", &["--infer", "whole-start=off"]);
+    let start = &rolled["whole_file_start"];
+    assert_eq!(start["counts"], "rolled_back", "{start}");
+    assert_eq!(start["zoneinfo_reader"], "cat-10", "{start}");
+    let cpu1 = rolled["start_counts"]["cpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["zone"] == "DMA32" && c["cpu"] == 1)
+        .cloned()
+        .unwrap();
+    assert_eq!(cpu1["zoneinfo"], COUNT, "{cpu1}");
+    assert_eq!(cpu1["rolled_back"], COUNT + TAKEN, "{cpu1}");
+    assert_eq!(cpu1["inferred"], COUNT + TAKEN, "{cpu1}");
+    // The kernel refilled once (63 pages) when its lists ran out; from the rolled-back count
+    // ours do too, from zoneinfo's as read they hold 100 pages fewer and refill twice.
+    let per_cpu = |c: &serde_json::Value| c["counts"][0]["refills_per_cpu"].to_string();
+    assert_eq!(refills(&rolled), (63, 63), "{}", per_cpu(&rolled));
+    assert_eq!(refills(&as_read), (63, 126), "{}", per_cpu(&as_read));
+    assert_eq!(as_read["whole_file_start"]["counts"], "snapshot");
+}
