@@ -268,6 +268,16 @@ impl Walk {
                 continue;
             };
             let zone_high = kz.pagesets.iter().map(|p| p.high).max().unwrap_or(0);
+            // zone_highsize splits the low watermark (high_min) and an eighth of the managed
+            // pages (high_max) across the CPUs of the zone's node.
+            let split = (0..cpus)
+                .filter(|&c| geo.cpu_node(c) == span.node)
+                .count()
+                .max(1) as u64;
+            let low = kz
+                .watermarks
+                .low
+                .saturating_sub(kz.watermarks.boost.unwrap_or(0));
             for ps in &kz.pagesets {
                 // A folded CPU would mix two CPUs' counts: zoneinfo's count stays.
                 if ps.cpu >= cpus {
@@ -282,6 +292,21 @@ impl Walk {
                             hi: i64::from(ps.high).clamp(lo, hi),
                             max: hi,
                             grow: if lo == hi { 0 } else { batch << scale_max },
+                            batch,
+                        }
+                    }
+                    // 6.7 to 6.14 tune `high` per CPU but print neither bound: the kernel's
+                    // own (zone_set_pageset_high_and_batch -> zone_highsize), around this
+                    // CPU's own printed `high`, not the zone's largest.
+                    _ if !fixed_high => {
+                        let lo = (low / split).max((batch as u64) << 2) as i64;
+                        let max = (kz.managed_pages / 8 / split).max((batch as u64) << 2) as i64;
+                        let max = max.max(lo);
+                        High {
+                            lo,
+                            hi: i64::from(ps.high).clamp(lo, max),
+                            max,
+                            grow: if lo == max { 0 } else { batch << scale_max },
                             batch,
                         }
                     }
