@@ -183,7 +183,7 @@ pub struct TraceReplayArgs {
     /// mm_page_free_batched on the batched path); and set each CPU's lists up from the
     /// trace: `lists` (which lists hold its pages, from the trace's first events) and
     /// `start-count` (its count at the start marker, bounded by the kernel's arithmetic up to
-    /// its first free-triggered drain; on by default for 6.1 without --whole-file, else off
+    /// its first free-triggered drain; on by default for 6.1 and 6.12 without --whole-file, else off
     /// unless named: see BENCHMARKS.md; `off` for all turns it off too). Both read the
     /// window's first 512 Ki events, held from the replay's own parse (a pipe gets what a
     /// file gets). `on` or `off` for all, `NAME=on|off` for one, which overrides on/off

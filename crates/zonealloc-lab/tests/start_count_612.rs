@@ -1,6 +1,7 @@
 //! The start-count walk on 6.7 to 6.14 (checked against 6.12), whose zoneinfo prints each
 //! CPU's current `high` but neither `high_min` nor `high_max`: a CPU's first free-triggered
-//! drain pins its count at the marker against its own `high`.
+//! drain pins its count at the marker against its own `high`, and the walk is on by default
+//! in the snapshot's window, as on 6.1.
 
 mod common;
 
@@ -95,4 +96,20 @@ fn a_6_12_drain_pins_the_count_against_the_cpus_own_high_not_the_zones_largest()
     // 8 frees: zoneinfo's own 1273 was the count at the marker.
     let sc = start_counts(dir.path(), "b", &trace(8), ON);
     assert_eq!(normal(&sc, 2)["inferred"], 1273, "{sc}");
+}
+
+#[test]
+fn the_walk_is_on_by_default_in_a_6_12_window_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let on = start_counts(dir.path(), "on", &trace(20), &[]);
+    assert!(on.is_object(), "{on}");
+    let whole = start_counts(dir.path(), "whole", &trace(20), &["--whole-file"]);
+    assert!(whole.is_null(), "{whole}");
+    let off = start_counts(
+        dir.path(),
+        "off",
+        &trace(20),
+        &["--infer", "start-count=off"],
+    );
+    assert!(off.is_null(), "{off}");
 }
