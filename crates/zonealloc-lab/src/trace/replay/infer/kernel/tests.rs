@@ -3,7 +3,8 @@
 use super::*;
 use crate::trace::parse::{PagePtr, Who};
 
-fn ev(cpu: u32, kind: EventKind<'static>) -> Event<'static> {
+/// An event of `kind` on `cpu`, no timestamp or task (also the refill tests').
+pub(super) fn ev(cpu: u32, kind: EventKind<'static>) -> Event<'static> {
     Event {
         cpu: Some(cpu),
         ts_ns: None,
