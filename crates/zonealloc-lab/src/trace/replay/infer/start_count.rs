@@ -56,7 +56,7 @@
 //! With `--whole-file` and `--proc` the walk runs from the file's start, and rolls zoneinfo's
 //! counts back from their read ([`roll`], [`crate::trace::replay::whole_start`]).
 //!
-//! On by default for 6.1 in the snapshot's window ([`on_by_default`]), else off unless
+//! On by default for 6.1 and 6.12 in the snapshot's window ([`on_by_default`]), else off unless
 //! `--infer start-count=on`: on the shared captures it brings 6.1 p2 and 7.2 p1
 //! closer to the kernel (7.2 p1 drains 0.85% -> 0.00%) and leaves 6.1 p1 as it was, but 7.2
 //! p2 moves away (refill events 2.0% -> 3.8%): its CPU 0 has no exact pin (7.2 tunes `high`,
@@ -81,9 +81,14 @@ use crate::trace::replay::preset::Kernel;
 /// the walk bounds the count at the file's start, before the snapshot read that the rest of
 /// the set-up comes from: better on most captures but worse on 6.1-2g p_pressure (drains
 /// 0.7% -> 16%), so off there. On 7.2 it makes p2 worse (its tuned `high` leaves CPU 0
-/// unpinned, see above), and 6.12 is not measured: off.
+/// unpinned, see above): off. On 6.12 (6.7 to 6.14) it is on in the window: zoneinfo is read
+/// before its reader's exit frees, and 6.12-8g p_pressure's CPU 2 held 1666 Normal pages at
+/// the marker, not zoneinfo's 1629 (pinned by the free-triggered drain at 1735.393063), so
+/// each of its teardown refills (`nr_pcp_alloc`: `high - count - batch` under
+/// `ZONE_BELOW_HIGH`) was 37 pages too big and one refill of 925 went missing (refill events
+/// 4.02% -> 0.28%, drains 0.72% -> 0.14%); no 6.12 window figure gets worse.
 pub fn on_by_default(preset: Kernel, whole_file: bool) -> bool {
-    preset == Kernel::V6_1 && !whole_file
+    matches!(preset, Kernel::V6_1 | Kernel::V6_12) && !whole_file
 }
 
 /// How one CPU's start count was found.
@@ -293,6 +298,16 @@ impl Walk {
                 continue;
             };
             let zone_high = kz.pagesets.iter().map(|p| p.high).max().unwrap_or(0);
+            // zone_highsize splits the low watermark (high_min) and an eighth of the managed
+            // pages (high_max) across the CPUs of the zone's node.
+            let split = (0..cpus)
+                .filter(|&c| geo.cpu_node(c) == span.node)
+                .count()
+                .max(1) as u64;
+            let low = kz
+                .watermarks
+                .low
+                .saturating_sub(kz.watermarks.boost.unwrap_or(0));
             for ps in &kz.pagesets {
                 // A folded CPU would mix two CPUs' counts: zoneinfo's count stays.
                 if ps.cpu >= cpus {
@@ -308,6 +323,21 @@ impl Walk {
                             hi: i64::from(ps.high).clamp(lo, hi),
                             max: hi,
                             grow: if lo == hi { 0 } else { batch << scale_max },
+                            batch,
+                        }
+                    }
+                    // 6.7 to 6.14 tune `high` per CPU but print neither bound: the kernel's
+                    // own (zone_set_pageset_high_and_batch -> zone_highsize), around this
+                    // CPU's own printed `high`, not the zone's largest.
+                    _ if !fixed_high => {
+                        let lo = (low / split).max((batch as u64) << 2) as i64;
+                        let max = (kz.managed_pages / 8 / split).max((batch as u64) << 2) as i64;
+                        let max = max.max(lo);
+                        High {
+                            lo,
+                            hi: i64::from(ps.high).clamp(lo, max),
+                            max,
+                            grow: if lo == max { 0 } else { batch << scale_max },
                             batch,
                         }
                     }

@@ -2,18 +2,8 @@
 //! batch in a real trace: the batch's own fallbacks, other CPUs' events, other batches on the
 //! same CPU, and a batch that straddles the window's start.
 
+use super::tests::ev;
 use super::*;
-use crate::trace::parse::{PagePtr, Who};
-
-fn ev(cpu: u32, kind: EventKind<'static>) -> Event<'static> {
-    Event {
-        cpu: Some(cpu),
-        ts_ns: None,
-        page: PagePtr::Present,
-        who: Who::UNKNOWN,
-        kind,
-    }
-}
 
 fn refill(pfn: u64) -> EventKind<'static> {
     EventKind::ZoneLocked {

@@ -1,0 +1,115 @@
+//! The start-count walk on 6.7 to 6.14 (checked against 6.12), whose zoneinfo prints each
+//! CPU's current `high` but neither `high_min` nor `high_max`: a CPU's first free-triggered
+//! drain pins its count at the marker against its own `high`, and the walk is on by default
+//! in the snapshot's window, as on 6.1.
+
+mod common;
+
+use common::{json, s, zonealloc};
+
+/// A real 6.12 `/proc` snapshot (6.12-4g p_idle's `before`): zone Normal, batch 63, low
+/// watermark 5126 over 4 CPUs (`high_min` 1281); CPU 2 holds 1273 pages, its `high` 1281;
+/// CPU 3's `high` is 1430, the zone's largest.
+const PROC_612: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../data/kernel-own/6.12-4g/p_idle/before"
+);
+
+/// The walk named on, whatever the default.
+const ON: &[&str] = &["--infer", "start-count=on"];
+
+fn line(cpu: u32, ts: &str, what: &str) -> String {
+    format!("           x-1     [{cpu:03}] .....   {ts}: {what}\n")
+}
+
+/// CPU 2 frees `frees` pages in use (the snapshot's layout has pfns 0x102000.. in use), and
+/// the last free triggers a drain of one batch (63 pages).
+fn trace(frees: u64) -> Vec<u8> {
+    let mut t = String::from("# tracer: nop\n");
+    t += &line(
+        0,
+        "1.000000",
+        "tracing_mark_write: KT_SNAPSHOT_BEFORE_END p",
+    );
+    for pfn in 0x102000..0x102000 + frees {
+        let free = format!("mm_page_free: page=(____ptrval____) pfn={pfn:#x} order=0");
+        t += &line(2, "1.000100", &free);
+    }
+    for pfn in 0x102000..0x102000 + 63 {
+        let drain =
+            format!("mm_page_pcpu_drain: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype=1");
+        t += &line(2, "1.000200", &drain);
+    }
+    t += &line(
+        0,
+        "2.000000",
+        "tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN p",
+    );
+    t.into_bytes()
+}
+
+/// The replay's `start_counts` for `text`, with `args` more (`null` when the walk is off).
+fn start_counts(
+    dir: &std::path::Path,
+    name: &str,
+    text: &[u8],
+    args: &[&str],
+) -> serde_json::Value {
+    let path = dir.join(format!("{name}.txt"));
+    std::fs::write(&path, text).unwrap();
+    let out = dir.join(name);
+    let mut a = vec![
+        "trace",
+        "replay",
+        s(&path),
+        "--proc",
+        PROC_612,
+        "--out",
+        s(&out),
+        "--json",
+    ];
+    a.extend_from_slice(args);
+    json(&zonealloc(&a))["experiments"][0]["config"]["start_counts"].clone()
+}
+
+/// Normal's CPU `cpu` in `sc`.
+fn normal(sc: &serde_json::Value, cpu: u64) -> &serde_json::Value {
+    sc["cpus"]
+        .as_array()
+        .and_then(|a| {
+            a.iter()
+                .find(|c| c["zone"] == "Normal" && c["cpu"].as_u64() == Some(cpu))
+        })
+        .unwrap_or_else(|| panic!("no Normal CPU {cpu} in {sc}"))
+}
+
+#[test]
+fn a_6_12_drain_pins_the_count_against_the_cpus_own_high_not_the_zones_largest() {
+    let dir = tempfile::tempdir().unwrap();
+    // 20 frees take CPU 2 to its high, 1281 (free_unref_page_commit: count >= high drains):
+    // it held 1261 at the marker. Against CPU 3's 1430 it would have been 1410.
+    let sc = start_counts(dir.path(), "a", &trace(20), ON);
+    let c2 = normal(&sc, 2);
+    assert_eq!(c2["zoneinfo"], 1273, "{c2}");
+    assert_eq!(c2["found"], "pinned", "{c2}");
+    assert_eq!(c2["inferred"], 1261, "{c2}");
+    // 8 frees: zoneinfo's own 1273 was the count at the marker.
+    let sc = start_counts(dir.path(), "b", &trace(8), ON);
+    assert_eq!(normal(&sc, 2)["inferred"], 1273, "{sc}");
+}
+
+#[test]
+fn the_walk_is_on_by_default_in_a_6_12_window_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let on = start_counts(dir.path(), "on", &trace(20), &[]);
+    assert!(on.is_object(), "{on}");
+    let whole = start_counts(dir.path(), "whole", &trace(20), &["--whole-file"]);
+    assert!(whole.is_null(), "{whole}");
+    let off = start_counts(
+        dir.path(),
+        "off",
+        &trace(20),
+        &["--infer", "start-count=off"],
+    );
+    assert!(off.is_null(), "{off}");
+}
