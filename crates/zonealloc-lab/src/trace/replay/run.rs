@@ -358,6 +358,9 @@ impl Feed<'_> {
 
 impl Feed<'_> {
     /// A chunk's events with the kernel side's inferences (`notes`, one per event).
+    // Inlined, as the loop was before it had a name: out of line, its iterator's `next` was
+    // not (7.2 p2 `--proc`: 4.5 M more instructions).
+    #[inline(always)]
     fn inferred_chunk(&mut self, chunk: &Chunk, notes: &Notes) -> io::Result<()> {
         let mut from = 0usize;
         for (i, ev) in chunk.events().enumerate() {
@@ -370,6 +373,7 @@ impl Feed<'_> {
     }
 
     /// A chunk's events without the inferences (the kernel side only counted them).
+    #[inline(always)]
     fn counted_chunk(&mut self, chunk: &Chunk, naps: &[(u32, u32)]) -> io::Result<()> {
         for (i, ev) in chunk.events().enumerate() {
             self.naps(naps, i);
