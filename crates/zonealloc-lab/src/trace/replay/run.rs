@@ -388,8 +388,8 @@ impl Feed<'_> {
 /// of more than one core the kernel's side ([`kernel_side`]) runs on a thread of its own, a
 /// few chunks ahead: it reads nothing of the replayers, so the two share the pass on two
 /// cores (the parse is over by then on a trace the inferences read whole). Without the
-/// inferences it only counts, there too: 7.2 p2 as typed, 152 M instructions on the
-/// replayers' thread with the counting, 135 M without.
+/// inferences it only counts, there too (7.2 p2 as typed: 152.5 M instructions on the
+/// replayers' thread with the counting, 111.5 M without, callgrind).
 fn pass(
     setup: &mut Setup,
     source: &mut Source,
