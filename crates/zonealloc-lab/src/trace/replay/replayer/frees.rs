@@ -233,10 +233,14 @@ impl Replayer {
         if list.is_empty() {
             return Ok(());
         }
-        for d in std::mem::take(list) {
+        // Taken for the loop (a commit borrows the replayer) and put back empty, so the list
+        // keeps its buffer: a batch's frees allocated a new one every flush before.
+        let mut list = std::mem::take(list);
+        for d in list.drain(..) {
             self.frames.set_deferred_at(d.pfn, None);
             self.commit_deferred(cpu, d)?;
         }
+        self.deferred[cpu as usize] = list;
         Ok(())
     }
 
