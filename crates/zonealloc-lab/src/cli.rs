@@ -186,7 +186,9 @@ pub struct TraceReplayArgs {
     /// its first free-triggered drain; on by default for 6.1 without --whole-file, else off
     /// unless named: see BENCHMARKS.md; `off` for all turns it off too). Both read the
     /// window's first 512 Ki events, held from the replay's own parse (a pipe gets what a
-    /// file gets). `on` or `off` for all, `NAME=on|off` for one, which overrides on/off
+    /// file gets). `layout-roll`: with a kernel layout (--proc DIR/layout) and the default
+    /// window, bring the layout from its read to the window's start with the events between
+    /// (KT_SNAPSHOT_BEFORE_BEGIN to KT_SNAPSHOT_BEFORE_END); never with --whole-file. `on` or `off` for all, `NAME=on|off` for one, which overrides on/off
     /// for it; comma-separated or repeated, the last of each kind wins. Default: on with
     /// --proc (start-count: as above).
     #[arg(long, value_name = "ON|OFF|NAME=ON|OFF", value_parser = parse_infer, value_delimiter = ',')]
@@ -278,9 +280,12 @@ pub enum Infer {
     StartCount(bool),
     /// Which lists each CPU's count is on, from the trace's first events (`lists`).
     Lists(bool),
+    /// The kernel's layout rolled forward from its read to the window's start
+    /// (`layout-roll`).
+    LayoutRoll(bool),
 }
 
-/// An `--infer` item: `on`, `off`, or `NAME=on|off` (`start-count`, `lists`).
+/// An `--infer` item: `on`, `off`, or `NAME=on|off` (`start-count`, `lists`, `layout-roll`).
 fn parse_infer(s: &str) -> Result<Infer, String> {
     let on_off = |v: &str| match v {
         "on" => Ok(true),
@@ -291,8 +296,9 @@ fn parse_infer(s: &str) -> Result<Infer, String> {
         None => on_off(s).map(Infer::All),
         Some(("start-count", v)) => on_off(v).map(Infer::StartCount),
         Some(("lists", v)) => on_off(v).map(Infer::Lists),
+        Some(("layout-roll", v)) => on_off(v).map(Infer::LayoutRoll),
         Some((name, _)) => Err(format!(
-            "no inference named '{name}' (one of: start-count, lists)"
+            "no inference named '{name}' (one of: start-count, lists, layout-roll)"
         )),
     }
 }
@@ -540,6 +546,7 @@ mod tests {
         assert_eq!(parse_infer("on"), Ok(Infer::All(true)));
         assert_eq!(parse_infer("start-count=on"), Ok(Infer::StartCount(true)));
         assert_eq!(parse_infer("lists=off"), Ok(Infer::Lists(false)));
+        assert_eq!(parse_infer("layout-roll=off"), Ok(Infer::LayoutRoll(false)));
         assert!(parse_infer("start-count=maybe")
             .unwrap_err()
             .contains("on or off"));

@@ -44,6 +44,10 @@ pub struct ReplayOptions {
     /// Infer which lists each CPU's count is on from the window's first
     /// [`super::first_events::LIST_EVENTS`] events ([`super::pcp_state`]; default: as `infer`).
     pub infer_lists: Option<bool>,
+    /// Roll the kernel's layout forward from its read to the window's start
+    /// ([`super::layout::RollWalk`]; default: as `infer`, with a kernel layout and the
+    /// default window only).
+    pub infer_layout_roll: Option<bool>,
     /// No vmstat workers' `decay_pcp_high` even where the kernel family has it.
     pub no_decay: bool,
     /// The kernel's `HZ` for the vmstat workers' timers (default
@@ -88,6 +92,7 @@ impl Default for ReplayOptions {
             infer: None,
             infer_start_count: None,
             infer_lists: None,
+            infer_layout_roll: None,
             no_decay: false,
             hz: None,
             decay_waits_for_event: false,

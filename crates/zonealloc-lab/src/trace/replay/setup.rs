@@ -143,7 +143,14 @@ impl Setup {
         let wants_before = infer && snap.is_some() && base.pcp.free_scaling.is_free_factor();
         let wants_runs = infer && snap.is_some() && base.pcp.decay && !opts.no_decay;
         let wants_runs = wants_runs && opts.jiffies_phase_ns.is_none();
-        if !wants_before && !wants_runs {
+        // The kernel's layout rolled forward to the window's start (`roll_forward`): the
+        // default window only (its start is the snapshot's end), never the whole file.
+        let default_window = opts.window.from.is_none() && opts.window.to.is_none();
+        let wants_roll = snap.is_some_and(|s| s.layout.is_some())
+            && !opts.whole_file
+            && default_window
+            && opts.infer_layout_roll.or(opts.infer).unwrap_or(true);
+        if !wants_before && !wants_runs && !wants_roll {
             source.drop_before_window();
         }
         // The synthesised layouts need none of the trace: made beside the inferences' walk,
@@ -165,6 +172,11 @@ impl Setup {
         });
         let mut head = first.lists.unwrap_or_default();
         let start_counts = first.counts;
+        let text = if wants_before || wants_runs || wants_roll {
+            source.before_window()
+        } else {
+            Vec::new()
+        };
         for (z, h) in first.hints.into_iter().flatten().enumerate() {
             if head.zones.len() <= z {
                 head.zones.resize(z + 1, pcp_state::ListDemand::default());
@@ -180,6 +192,18 @@ impl Setup {
                     .map(|c| sc.count_on(span.node, span.zone_type.name(), c))
                     .collect();
             }
+        }
+        let rolls = wants_roll
+            .then(|| {
+                let names_page = preset.0.extfrag_names_page();
+                super::roll_forward::rolls(&text, &geo, base.pcp.thp_order, names_page)
+            })
+            .flatten();
+        for (z, roll) in rolls.into_iter().flatten().enumerate() {
+            if head.zones.len() <= z {
+                head.zones.resize(z + 1, pcp_state::ListDemand::default());
+            }
+            head.zones[z].hints.roll = Some(roll);
         }
         // The inferences read a kernel's trace, where untraced work leaves its marks; a trace
         // we wrote ourselves is a closed world (its slow-path drains are our own): `infer`.
@@ -198,11 +222,6 @@ impl Setup {
         setup.add_replayers(opts, &head, &early, &ahead)?;
         // Before 6.7 a CPU's `free_factor` decides its drains, and only the trace before
         // the marker shows it.
-        let text = if wants_before || wants_runs {
-            source.before_window()
-        } else {
-            Vec::new()
-        };
         if wants_before {
             free_factor::apply(&text, &setup.geo, &setup.replayers, &base);
         }

@@ -66,6 +66,9 @@ pub struct StartHints {
     /// free at the start, and the first taken of a list was at its head
     /// (`get_page_from_free_area` takes the first entry).
     pub taken: Vec<u64>,
+    /// The kernel's layout rolled forward to the window's start: what the events between
+    /// its read and the start marker left each pfn they name as ([`super::roll`]).
+    pub roll: Option<super::Roll>,
 }
 
 /// Collects [`StartHints`] per zone, one event at a time.
