@@ -120,7 +120,7 @@ impl ZoneLayout {
         let roll = hints.roll.as_ref().filter(|r| !r.is_empty());
         let free = match roll {
             Some(roll) => {
-                l.rolled = l.apply_roll(roll);
+                l.rolled = l.apply_roll(roll, &hints.freed);
                 l.free_of_canvas()
             }
             None => layout.free_blocks(span, max_order),
@@ -148,7 +148,9 @@ impl ZoneLayout {
         l.taken_hints = hints.taken.clone();
         if let Some(roll) = roll {
             // The window's own first events say more of a block than the roll.
-            let named: HashSet<u64> = hints.pcp.iter().map(|h| h.pfn).collect();
+            let named: HashSet<u64> = (hints.pcp.iter().map(|h| h.pfn))
+                .chain(hints.freed.iter().map(|f| f.0))
+                .collect();
             l.roll_hints = l.roll_hints(roll);
             l.roll_hints.retain(|h| !named.contains(&h.pfn));
         }

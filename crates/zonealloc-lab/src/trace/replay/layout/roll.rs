@@ -112,6 +112,29 @@ impl Roll {
         self.spans.insert(s, (e, state));
     }
 
+    /// The pfns of `range` no span holds yet are `state` (the others keep theirs).
+    pub fn set_unset(&mut self, range: Range<u64>, state: After) {
+        let (s, e) = (range.start, range.end);
+        let mut gaps = Vec::new();
+        let mut at = s;
+        let first = self.spans.range(..s).next_back().map(|(_, &(b, _))| b);
+        if let Some(b) = first.filter(|&b| b > s) {
+            at = b.min(e);
+        }
+        for (&a, &(b, _)) in self.spans.range(s..e) {
+            if a > at {
+                gaps.push(at..a);
+            }
+            at = at.max(b);
+        }
+        if at < e {
+            gaps.push(at..e);
+        }
+        for g in gaps {
+            self.spans.insert(g.start, (g.end, state));
+        }
+    }
+
     /// What `pfn`'s last event left it as, if any.
     pub fn get(&self, pfn: u64) -> Option<After> {
         let (_, &(end, st)) = self.spans.range(..=pfn).next_back()?;
@@ -262,8 +285,17 @@ pub fn after_layout_read(text: &[u8], cut: bool) -> Option<&[u8]> {
 impl ZoneLayout {
     /// Puts `roll` on the canvas (module docs): pages in use become [`Page::Used`], free ones
     /// [`Page::Free`], listed ones [`Page::Flagless`] (where kpageflags shows a page on a
-    /// list); pages not managed stay so. Returns the pages whose class changed.
-    pub(super) fn apply_roll(&mut self, roll: &Roll) -> u64 {
+    /// list); then the blocks the window first frees (`freed`, `(pfn, order)`,
+    /// [`super::StartHints::freed`]) are in use, whatever came before: a page freed onto a
+    /// list before the start and allocated off it untraced (`alloc_pages_bulk`; 6.1-4g-2node
+    /// p_prodcons: 0x106273, freed onto CPU 2's list at 73.124312, line 12517, is freed by
+    /// `kworker/1:1` at 125.169405, line 27413, with no event between). Pages not managed
+    /// stay so. Returns the pages whose class changed.
+    pub(super) fn apply_roll(&mut self, roll: &Roll, freed: &[(u64, u8)]) -> u64 {
+        let mut roll = roll.clone();
+        for &(pfn, order) in freed {
+            roll.set(pfn..pfn.saturating_add(1u64 << order.min(20)), After::InUse);
+        }
         let mut changed = 0u64;
         for (r, st) in roll.spans() {
             let (s, e) = (r.start.max(self.start), r.end.min(self.end()));

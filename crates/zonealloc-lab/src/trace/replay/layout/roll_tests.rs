@@ -71,11 +71,17 @@ fn split_targets() -> Targets {
 
 /// The layout of `text` for DMA with `targets`, rolled by `roll` where given.
 fn layout(text: &str, t: &Targets, roll: Option<Roll>) -> ZoneLayout {
+    layout_freed(text, t, roll, Vec::new())
+}
+
+/// [`layout`], with the blocks the window first frees.
+fn layout_freed(text: &str, t: &Targets, roll: Option<Roll>, freed: Vec<(u64, u8)>) -> ZoneLayout {
     let s = snap();
     let z = s.zone(0, ZoneType::Dma).unwrap();
     let layout = parse_layout(text).unwrap();
     let hints = StartHints {
         roll,
+        freed,
         ..StartHints::default()
     };
     ZoneLayout::from_kernel_hinted(&layout, z, t, 9, 10, &hints)
@@ -267,4 +273,30 @@ fn a_span_set_again_in_part_keeps_the_rest() {
     assert_eq!(r.spans().count(), 1);
     assert_eq!(r.get(31), Some(After::InUse));
     assert_eq!(r.get(32), None);
+}
+
+#[test]
+fn a_page_the_window_frees_first_was_in_use_at_the_start_not_on_the_list_it_was_freed_to() {
+    // Freed onto CPU 2's list after the read, then taken off it untraced (alloc_pages_bulk):
+    // the window's first event naming it is another free (6.1-4g-2node p_prodcons 0x106273).
+    let mut ev = line(
+        2,
+        "2.000000",
+        &format!("mm_page_alloc: {P} pfn=0xc0 order=0 migratetype=0 gfp_flags=GFP_KERNEL"),
+    );
+    ev += &line(
+        2,
+        "3.000000",
+        &format!("mm_page_free: {P} pfn=0xc0 order=0"),
+    );
+    let t = split_targets();
+    let mut l = layout_freed(LAYOUT, &t, Some(roll(&ev)), vec![(0xc0, 0)]);
+    assert_eq!((l.page(192), l.trimmed, l.made_up), (Page::Used, 0, 0));
+    assert!(l.roll_hints.is_empty());
+    assert_eq!(l.choose_pcp(&[(2, vec![(0, 0, 1)])]), 0);
+    assert_ne!(l.pcp, [(2, 192, 0)]);
+    // Without the window's word, the roll puts it on CPU 2's list.
+    let mut listed = layout(LAYOUT, &t, Some(roll(&ev)));
+    assert_eq!(listed.choose_pcp(&[(2, vec![(0, 0, 1)])]), 0);
+    assert_eq!(listed.pcp, [(2, 192, 0)]);
 }
