@@ -87,21 +87,26 @@ fn layout_freed(text: &str, t: &Targets, roll: Option<Roll>, freed: Vec<(u64, u8
     ZoneLayout::from_kernel_hinted(&layout, z, t, 9, 10, &hints)
 }
 
-#[test]
-fn a_page_freed_onto_a_list_after_the_layouts_read_is_not_free_at_the_start() {
-    // `od` allocates the page at 192 after the walk read it free, `cat` frees it onto CPU 1's
-    // list (6.12-4g p_prodcons: pfn 0x10b136, freed by cat-351 at 122.621816).
+/// The page at 192 allocated on CPU 2 after the layout's read, then freed on CPU `cpu`.
+fn allocated_and_freed_on(cpu: u32) -> String {
     let mut ev = line(
         2,
         "2.000000",
         &format!("mm_page_alloc: {P} pfn=0xc0 order=0 migratetype=0 gfp_flags=GFP_KERNEL"),
     );
     ev += &line(
-        1,
+        cpu,
         "3.000000",
         &format!("mm_page_free: {P} pfn=0xc0 order=0"),
     );
-    let r = roll(&ev);
+    ev
+}
+
+#[test]
+fn a_page_freed_onto_a_list_after_the_layouts_read_is_not_free_at_the_start() {
+    // `od` allocates the page at 192 after the walk read it free, `cat` frees it onto CPU 1's
+    // list (6.12-4g p_prodcons: pfn 0x10b136, freed by cat-351 at 122.621816).
+    let r = roll(&allocated_and_freed_on(1));
     let t = split_targets();
     let mut rolled = layout(LAYOUT, &t, Some(r));
     assert_eq!(rolled.page(192), Page::Flagless);
@@ -279,16 +284,7 @@ fn a_span_set_again_in_part_keeps_the_rest() {
 fn a_page_the_window_frees_first_was_in_use_at_the_start_not_on_the_list_it_was_freed_to() {
     // Freed onto CPU 2's list after the read, then taken off it untraced (alloc_pages_bulk):
     // the window's first event naming it is another free (6.1-4g-2node p_prodcons 0x106273).
-    let mut ev = line(
-        2,
-        "2.000000",
-        &format!("mm_page_alloc: {P} pfn=0xc0 order=0 migratetype=0 gfp_flags=GFP_KERNEL"),
-    );
-    ev += &line(
-        2,
-        "3.000000",
-        &format!("mm_page_free: {P} pfn=0xc0 order=0"),
-    );
+    let ev = allocated_and_freed_on(2);
     let t = split_targets();
     let mut l = layout_freed(LAYOUT, &t, Some(roll(&ev)), vec![(0xc0, 0)]);
     assert_eq!((l.page(192), l.trimmed, l.made_up), (Page::Used, 0, 0));
