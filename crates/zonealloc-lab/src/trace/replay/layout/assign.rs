@@ -151,7 +151,7 @@ impl ZoneLayout {
             let named: HashSet<u64> = (hints.pcp.iter().map(|h| h.pfn))
                 .chain(hints.freed.iter().map(|f| f.0))
                 .collect();
-            l.roll_hints = l.roll_hints(roll);
+            l.roll_hints = l.hints_of_roll(roll);
             l.roll_hints.retain(|h| !named.contains(&h.pfn));
         }
         l.free = l.blocks_of(free);

@@ -134,7 +134,8 @@ mod tests {
             0,
             format!("mm_page_alloc: {p} pfn=0x20 order=3 migratetype=1 gfp_flags=GFP_USER"),
         );
-        let mut w = FirstStates::new(&[0..0x1000], 4, Numbering::Current, Some(9));
+        let zone = 0..0x1000;
+        let mut w = FirstStates::new(std::slice::from_ref(&zone), 4, Numbering::Current, Some(9));
         Parser::new()
             .read_all(t.as_bytes(), |ev| w.feed(ev))
             .unwrap();

@@ -71,7 +71,7 @@ pub struct StartHints {
     /// before the start and taken off it untraced, by `alloc_pages_bulk`, is freed again).
     pub freed: Vec<(u64, u8)>,
     /// The kernel's layout rolled forward to the window's start: what the events between
-    /// its read and the start marker left each pfn they name as ([`super::roll`]).
+    /// its read and the start marker left each pfn they name as (`layout/roll.rs`).
     pub roll: Option<super::Roll>,
 }
 

@@ -45,7 +45,7 @@ pub use early::Early;
 pub use first_state::FirstStates;
 pub use hints::{HintCollector, PcpHint, StartHints};
 pub use pcp::CpuLists;
-pub use roll::{after_layout_read, After, Listed, Roll, RollWalk};
+pub use roll::{after_layout_read, After, Listed, Roll, RollWalk, LAYOUT_MARKER};
 
 use zonealloc::MigrateType;
 

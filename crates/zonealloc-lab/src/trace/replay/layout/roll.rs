@@ -342,7 +342,7 @@ impl ZoneLayout {
     /// ([`ZoneLayout::choose_pcp`]): the refilled ones first, the last refilled first (tail
     /// to head, `rmqueue_bulk` appends), then the freed ones, the first freed first (each
     /// free puts its block at the head). A free's list is its pageblock's type here.
-    pub(super) fn roll_hints(&self, roll: &Roll) -> Vec<PcpHint> {
+    pub(super) fn hints_of_roll(&self, roll: &Roll) -> Vec<PcpHint> {
         let mut listed: Vec<Listed> = (roll.listed().into_iter())
             .filter(|l| l.head >= self.start && l.head + (1u64 << l.order) <= self.end())
             .collect();

@@ -48,7 +48,8 @@ fn roll(events: &str) -> Roll {
     );
     t += events;
     let text = after_layout_read(t.as_bytes(), false).unwrap();
-    let mut walk = RollWalk::new(&[0..4096], 4, Numbering::Current, Some(9));
+    let dma = 0..4096;
+    let mut walk = RollWalk::new(std::slice::from_ref(&dma), 4, Numbering::Current, Some(9));
     let mut parser = Parser::new();
     for l in text.split_inclusive(|&b| b == b'\n') {
         if let Some(ev) = parser.feed(l) {
