@@ -72,7 +72,7 @@ pub struct StartHints {
     pub freed: Vec<(u64, u8)>,
     /// The kernel's layout rolled forward to the window's start: what the events between
     /// its read and the start marker left each pfn they name as (`layout/roll.rs`).
-    pub roll: Option<super::Roll>,
+    pub roll: Option<super::roll::Roll>,
 }
 
 /// Collects [`StartHints`] per zone, one event at a time.

@@ -33,8 +33,7 @@ mod pcp;
 mod reconcile;
 mod retype;
 mod roll;
-#[cfg(test)]
-mod roll_tests;
+mod rolled;
 mod room;
 mod synth;
 #[cfg(test)]

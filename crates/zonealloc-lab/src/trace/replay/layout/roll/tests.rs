@@ -4,9 +4,10 @@
 use zonealloc::{MigrateType, ZoneType};
 
 use super::*;
-use crate::procfs::parse_layout;
+use crate::procfs::{parse_layout, ProcSnapshot};
 use crate::trace::migratetype::Numbering;
 use crate::trace::parse::Parser;
+use crate::trace::replay::layout::{targets, Page, StartHints, Targets, ZoneLayout};
 
 fn snap() -> ProcSnapshot {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
