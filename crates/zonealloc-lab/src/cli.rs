@@ -192,7 +192,9 @@ pub struct TraceReplayArgs {
     /// bounded as start-count's where the walk knows how `high` moves, 6.1 and 7.2; on by
     /// default there). They read the
     /// window's first 512 Ki events, held from the replay's own parse (a pipe gets what a
-    /// file gets). `on` or `off` for all, `NAME=on|off` for one, which overrides on/off
+    /// file gets). `layout-roll`: with a kernel layout (--proc DIR/layout) and the default
+    /// window, bring the layout from its read to the window's start with the events between
+    /// (KT_SNAPSHOT_BEFORE_BEGIN to KT_SNAPSHOT_BEFORE_END); never with --whole-file. `on` or `off` for all, `NAME=on|off` for one, which overrides on/off
     /// for it; comma-separated or repeated, the last of each kind wins. Default: on with
     /// --proc (start-count: as above).
     #[arg(long, value_name = "ON|OFF|NAME=ON|OFF", value_parser = parse_infer, value_delimiter = ',')]
@@ -287,9 +289,13 @@ pub enum Infer {
     /// With --whole-file: the counts at the file's start, rolled back from zoneinfo's read
     /// (`whole-start`).
     WholeStart(bool),
+    /// The kernel's layout rolled forward from its read to the window's start
+    /// (`layout-roll`).
+    LayoutRoll(bool),
 }
 
-/// An `--infer` item: `on`, `off`, or `NAME=on|off` (`start-count`, `lists`, `whole-start`).
+/// An `--infer` item: `on`, `off`, or `NAME=on|off` (`start-count`, `lists`, `whole-start`,
+/// `layout-roll`).
 fn parse_infer(s: &str) -> Result<Infer, String> {
     let on_off = |v: &str| match v {
         "on" => Ok(true),
@@ -301,8 +307,9 @@ fn parse_infer(s: &str) -> Result<Infer, String> {
         Some(("start-count", v)) => on_off(v).map(Infer::StartCount),
         Some(("lists", v)) => on_off(v).map(Infer::Lists),
         Some(("whole-start", v)) => on_off(v).map(Infer::WholeStart),
+        Some(("layout-roll", v)) => on_off(v).map(Infer::LayoutRoll),
         Some((name, _)) => Err(format!(
-            "no inference named '{name}' (one of: start-count, lists, whole-start)"
+            "no inference named '{name}' (one of: start-count, lists, whole-start, layout-roll)"
         )),
     }
 }
@@ -550,6 +557,7 @@ mod tests {
         assert_eq!(parse_infer("on"), Ok(Infer::All(true)));
         assert_eq!(parse_infer("start-count=on"), Ok(Infer::StartCount(true)));
         assert_eq!(parse_infer("lists=off"), Ok(Infer::Lists(false)));
+        assert_eq!(parse_infer("layout-roll=off"), Ok(Infer::LayoutRoll(false)));
         assert!(parse_infer("start-count=maybe")
             .unwrap_err()
             .contains("on or off"));

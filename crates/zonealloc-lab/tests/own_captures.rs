@@ -263,45 +263,52 @@ fn check(p: &Phase) -> Vec<String> {
 
 /// The most the headline zone's end state (Normal where the machine has one, else DMA32) may
 /// be off the kernel's free blocks per order, in %, each file compared at its read
-/// (`replay/to_reads.rs`): the 5% goal, or where a phase is above it, its figure today and 2
-/// points (`scripts/fidelity-table`; the causes in the report of the `endwin` branch: the
-/// start layout, read first, is stale by the window's start).
+/// (`replay/to_reads.rs`) and the start layout rolled forward to the window's start
+/// (`layout/roll.rs`): the 5% goal, or where a phase is above it, its figure today and 2
+/// points (`scripts/fidelity-table`). The roll brought 6 more Normal zones within 5%
+/// (13 -> 19 of 33) and took the rolled starts to the snapshot's counts (7.2-4g p_prodcons
+/// Normal: 256 free blocks trimmed and 3 made up before, none now). Worse with it, from the
+/// same faithful start: 7.2-4g p_prodcons (10.3 -> 23.8%: CPU 1's free-path drains at
+/// 102.599091, line 18899, reach pages the window freed, 0x102631 at line 15691, after 79
+/// start pages; ours holds more start pages on that list, so the lists' split of the
+/// zoneinfo count, `pcp_state`, not the layout, is off), 6.12-4g p_prodcons (24.7 -> 28.0%),
+/// 6.1-4g p_prodcons (10.3 -> 11.0%), 7.2-4g p_thp (4.7 -> 5.6%), 7.2-2g p_thp (6.7 -> 7.0%).
 const END_LIMITS: &[(&str, f64)] = &[
     ("6.1-2g/p_idle", 5.0),
-    ("6.1-2g/p_pressure", 11.3),
-    ("6.1-2g/p_prodcons", 17.1),
+    ("6.1-2g/p_pressure", 11.4),
+    ("6.1-2g/p_prodcons", 8.3),
     ("6.1-2g/p_thp", 5.0),
     ("6.1-4g/p_idle", 5.0),
     ("6.1-4g/p_pressure", 5.0),
-    ("6.1-4g/p_prodcons", 12.3),
+    ("6.1-4g/p_prodcons", 13.0),
     ("6.1-4g/p_thp", 5.0),
-    ("6.1-8g/p_idle", 9.6),
+    ("6.1-8g/p_idle", 5.0),
     ("6.1-8g/p_pressure", 5.0),
-    ("6.1-8g/p_prodcons", 10.3),
-    ("6.1-8g/p_thp", 7.4),
-    ("6.12-2g/p_idle", 10.9),
-    ("6.12-2g/p_pressure", 9.1),
-    ("6.12-2g/p_prodcons", 8.5),
+    ("6.1-8g/p_prodcons", 9.2),
+    ("6.1-8g/p_thp", 5.0),
+    ("6.12-2g/p_idle", 8.4),
+    ("6.12-2g/p_pressure", 7.3),
+    ("6.12-2g/p_prodcons", 7.9),
     ("6.12-2g/p_thp", 5.0),
-    ("6.12-4g/p_idle", 7.1),
-    ("6.12-4g/p_pressure", 20.3),
-    ("6.12-4g/p_prodcons", 26.7),
-    ("6.12-4g/p_thp", 35.2),
+    ("6.12-4g/p_idle", 5.0),
+    ("6.12-4g/p_pressure", 14.3),
+    ("6.12-4g/p_prodcons", 30.0),
+    ("6.12-4g/p_thp", 14.8),
     ("6.12-8g/p_idle", 5.0),
     ("6.12-8g/p_pressure", 5.0),
     ("6.12-8g/p_prodcons", 7.5),
     ("6.12-8g/p_thp", 5.0),
     ("7.2-2g/p_idle", 5.0),
     ("7.2-2g/p_pressure", 5.0),
-    ("7.2-2g/p_prodcons", 15.9),
-    ("7.2-2g/p_thp", 8.7),
-    ("7.2-4g/p_idle", 26.5),
-    ("7.2-4g/p_pressure", 24.7),
-    ("7.2-4g/p_prodcons", 12.3),
-    ("7.2-4g/p_thp", 5.0),
+    ("7.2-2g/p_prodcons", 16.3),
+    ("7.2-2g/p_thp", 9.0),
+    ("7.2-4g/p_idle", 5.0),
+    ("7.2-4g/p_pressure", 17.5),
+    ("7.2-4g/p_prodcons", 25.8),
+    ("7.2-4g/p_thp", 7.6),
     ("7.2-8g/p_idle", 5.0),
-    ("7.2-8g/p_pressure", 16.2),
-    ("7.2-8g/p_prodcons", 7.1),
+    ("7.2-8g/p_pressure", 7.2),
+    ("7.2-8g/p_prodcons", 5.0),
     ("7.2-8g/p_thp", 5.0),
 ];
 
@@ -452,16 +459,13 @@ const KNOWN: &[(&str, &str)] = &[
     // The layout start makes up pagetypeinfo's free blocks of a type, retyping pageblocks as a
     // fallback would where the type's have no room (layout/retype.rs): 6.1-4g p_thp,
     // 6.12-4g p_idle and 6.12-8g p_pressure start with the kernel's buddy pages exactly.
-    // 6.12-8g p_thp's buddy pages are short of one Movable order-10 block (1024 pages fewer
-    // than the kernel's, net): the layout shows no two aligned pageblocks all in use, not
-    // even by retyping (its Movable pageblocks all hold free blocks but three); probably one
-    // the kernel merged from lower orders between the layout's read and pagetypeinfo's (not
-    // checked). (Its PCP pages, and p_idle's, now match: the set-up's frees of orders 1..=3
-    // drained as a `free_high` streak, proc_setup.rs `fill_lists`.)
-    (
-        "6.12-8g/p_thp",
-        "zone Normal buddy free pages: kernel 1225505, ours 1224481",
-    ),
+    // 6.12-8g p_thp's buddy pages were short of one Movable order-10 block (1024 pages fewer
+    // than the kernel's): the layout showed no two aligned pageblocks all in use, not even by
+    // retyping. The kernel freed and merged it between the layout's read and pagetypeinfo's:
+    // with the layout rolled forward to the window's start (layout/roll.rs) the set-up has
+    // the kernel's 1225505 buddy pages with nothing trimmed or made up. (Its PCP pages, and
+    // p_idle's, match since the set-up's frees of orders 1..=3 drained as a `free_high`
+    // streak, proc_setup.rs `fill_lists`.)
 ];
 
 /// [`check`] on every phase, as many at once as the machine has cores (each replay is a

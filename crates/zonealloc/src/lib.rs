@@ -146,5 +146,7 @@ pub use stats::{FreeAreaSnapshot, ZoneStats};
 #[cfg(all(feature = "std", not(loom)))]
 pub use ticker::Ticker;
 pub use tracepoint::ZoneEvent;
-pub use types::{CpuId, MigrateType, Order, PageCount, Pfn, ZoneType, MAX_ORDER_LIMIT};
+pub use types::{
+    pcp_allowed_order, CpuId, MigrateType, Order, PageCount, Pfn, ZoneType, MAX_ORDER_LIMIT,
+};
 pub use zone::{CpuHandle, LayoutBlock, Zone};

@@ -298,9 +298,10 @@ impl fmt::Display for ZoneType {
 
 /// `pcp_allowed_order`: the orders the per-CPU lists take, up to `PAGE_ALLOC_COSTLY_ORDER`
 /// and the THP order. The one statement of the rule: the lists use it through
-/// `PcpPolicy::allowed_order`, the buddy for the `percpu_refill` field of its tracepoint.
+/// `PcpPolicy::allowed_order`, the buddy for the `percpu_refill` field of its tracepoint, and
+/// the lab's roll of a kernel's layout for which traced frees reach a list.
 #[inline]
-pub(crate) fn pcp_allowed_order(order: Order, thp_order: Option<u8>) -> bool {
+pub fn pcp_allowed_order(order: Order, thp_order: Option<u8>) -> bool {
     order <= Order::COSTLY || Some(order.get()) == thp_order
 }
 

@@ -147,6 +147,10 @@ fn replay_options(args: &TraceReplayArgs) -> Result<replay::ReplayOptions, Exit>
             crate::cli::Infer::WholeStart(on) => Some(*on),
             _ => None,
         }),
+        infer_layout_roll: args.infer.iter().rev().find_map(|i| match i {
+            crate::cli::Infer::LayoutRoll(on) => Some(*on),
+            _ => None,
+        }),
         proc: args.proc.clone(),
         proc_after: args.proc_after.clone(),
         window: trace::ingest::Window {

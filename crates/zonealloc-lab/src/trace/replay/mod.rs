@@ -52,6 +52,7 @@ mod options;
 pub mod preset;
 pub mod proc_setup;
 mod replayer;
+mod roll_forward;
 mod run;
 mod sampling;
 mod setup;

@@ -48,6 +48,10 @@ pub struct ReplayOptions {
     /// zoneinfo's counts rolled back from their read ([`super::whole_start`]; default: on
     /// there, as `infer`).
     pub infer_whole_start: Option<bool>,
+    /// Roll the kernel's layout forward from its read to the window's start
+    /// ([`super::layout::RollWalk`]; default: as `infer`, with a kernel layout and the
+    /// default window only).
+    pub infer_layout_roll: Option<bool>,
     /// No vmstat workers' `decay_pcp_high` even where the kernel family has it.
     pub no_decay: bool,
     /// The kernel's `HZ` for the vmstat workers' timers (default
@@ -93,6 +97,7 @@ impl Default for ReplayOptions {
             infer_start_count: None,
             infer_lists: None,
             infer_whole_start: None,
+            infer_layout_roll: None,
             no_decay: false,
             hz: None,
             decay_waits_for_event: false,

@@ -154,7 +154,14 @@ impl Setup {
             None => None,
         };
         let roll_at = whole.as_ref().and_then(|w| w.0);
-        if !wants_before && !wants_runs {
+        // The kernel's layout rolled forward to the window's start (`roll_forward`): the
+        // default window only (its start is the snapshot's end), never the whole file.
+        let default_window = opts.window.from.is_none() && opts.window.to.is_none();
+        let wants_roll = snap.is_some_and(|s| s.layout.is_some())
+            && !opts.whole_file
+            && default_window
+            && opts.infer_layout_roll.or(opts.infer).unwrap_or(true);
+        if !wants_before && !wants_runs && !wants_roll {
             source.drop_before_window();
         }
         // The synthesised layouts need none of the trace: made beside the inferences' walk,
@@ -184,6 +191,11 @@ impl Setup {
             },
             _ => w.with_counts(start_counts.as_ref()),
         });
+        let text = if wants_before || wants_runs || wants_roll {
+            source.before_window()
+        } else {
+            Vec::new()
+        };
         for (z, h) in first.hints.into_iter().flatten().enumerate() {
             if head.zones.len() <= z {
                 head.zones.resize(z + 1, pcp_state::ListDemand::default());
@@ -199,6 +211,18 @@ impl Setup {
                     .map(|c| sc.count_on(span.node, span.zone_type.name(), c))
                     .collect();
             }
+        }
+        let rolls = wants_roll
+            .then(|| {
+                let names_page = preset.0.extfrag_names_page();
+                super::roll_forward::rolls(&text, &geo, base.pcp.thp_order, names_page)
+            })
+            .flatten();
+        for (z, roll) in rolls.into_iter().flatten().enumerate() {
+            if head.zones.len() <= z {
+                head.zones.resize(z + 1, pcp_state::ListDemand::default());
+            }
+            head.zones[z].hints.roll = Some(roll);
         }
         // The inferences read a kernel's trace, where untraced work leaves its marks; a trace
         // we wrote ourselves is a closed world (its slow-path drains are our own): `infer`.
@@ -218,11 +242,6 @@ impl Setup {
         setup.add_replayers(opts, &head, &early, &ahead)?;
         // Before 6.7 a CPU's `free_factor` decides its drains, and only the trace before
         // the marker shows it.
-        let text = if wants_before || wants_runs {
-            source.before_window()
-        } else {
-            Vec::new()
-        };
         if wants_before {
             free_factor::apply(&text, &setup.geo, &setup.replayers, &base);
         }

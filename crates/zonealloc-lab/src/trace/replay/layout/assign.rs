@@ -28,9 +28,9 @@
 //! Free blocks then agree with pagetypeinfo per order and type wherever the choice of whole
 //! units allows it, and the pageblock counts agree exactly unless the span holds fewer.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
-use zonealloc::{LayoutBlock, MigrateType, Order, Pfn};
+use zonealloc::MigrateType;
 
 use super::canvas::{Page, Targets, ZoneLayout};
 use super::hints::StartHints;
@@ -116,7 +116,15 @@ impl ZoneLayout {
             *p = Page::Hole;
         }
         l.holes_from_flagless(layout, z.managed_pages);
-        let free = layout.free_blocks(span, max_order);
+        // Rolled forward to the window's start, the free blocks re-form from the canvas.
+        let roll = hints.roll.as_ref().filter(|r| !r.is_empty());
+        let free = match roll {
+            Some(roll) => {
+                l.rolled = l.apply_roll(roll, &hints.freed);
+                l.free_of_canvas()
+            }
+            None => layout.free_blocks(span, max_order),
+        };
         // Units: a block above pageblock order joins the pageblocks it spans.
         let mut head: Vec<usize> = (0..l.blocks.len()).collect();
         for &(pfn, order) in &free {
@@ -138,16 +146,15 @@ impl ZoneLayout {
         l.assign(&units, targets, &hints.block_types);
         l.pcp_hints = hints.pcp.clone();
         l.taken_hints = hints.taken.clone();
-        l.free = free
-            .into_iter()
-            .filter_map(|(pfn, order)| {
-                Some(LayoutBlock {
-                    pfn: Pfn(pfn),
-                    order: Order::new(order)?,
-                    list: l.type_of(pfn),
-                })
-            })
-            .collect();
+        if let Some(roll) = roll {
+            // The window's own first events say more of a block than the roll.
+            let named: HashSet<u64> = (hints.pcp.iter().map(|h| h.pfn))
+                .chain(hints.freed.iter().map(|f| f.0))
+                .collect();
+            l.roll_hints = l.hints_of_roll(roll);
+            l.roll_hints.retain(|h| !named.contains(&h.pfn));
+        }
+        l.free = l.blocks_of(free);
         l.trim(&targets.0);
         let named = hints.block_types.keys().copied().collect();
         l.make_up(&targets.0, &named);

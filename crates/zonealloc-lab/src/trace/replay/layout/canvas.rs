@@ -70,6 +70,11 @@ pub struct ZoneLayout {
     pub pcp_hints: Vec<PcpHint>,
     /// Pfns the trace first shows taken off a free list, in its order (`layout::hints`).
     pub taken_hints: Vec<u64>,
+    /// Blocks the layout rolled forward to the window's start leaves on per-CPU lists
+    /// (`layout::roll`), taken by [`ZoneLayout::choose_pcp`] after [`ZoneLayout::pcp_hints`].
+    pub roll_hints: Vec<PcpHint>,
+    /// Pages whose class the roll changed.
+    pub rolled: u64,
 }
 
 impl ZoneLayout {
@@ -99,6 +104,8 @@ impl ZoneLayout {
             absent: 0,
             pcp_hints: Vec::new(),
             taken_hints: Vec::new(),
+            roll_hints: Vec::new(),
+            rolled: 0,
             pcp_list: HashMap::default(),
         }
     }

@@ -66,6 +66,13 @@ pub struct StartHints {
     /// free at the start, and the first taken of a list was at its head
     /// (`get_page_from_free_area` takes the first entry).
     pub taken: Vec<u64>,
+    /// Blocks first named freed (`mm_page_free`, `mm_page_free_batched`), as `(pfn, order)`:
+    /// in use at the start, whatever the layout rolled to it says (a page freed onto a list
+    /// before the start and taken off it untraced, by `alloc_pages_bulk`, is freed again).
+    pub freed: Vec<(u64, u8)>,
+    /// The kernel's layout rolled forward to the window's start: what the events between
+    /// its read and the start marker left each pfn they name as (`layout/roll.rs`).
+    pub roll: Option<super::roll::Roll>,
 }
 
 /// Collects [`StartHints`] per zone, one event at a time.
@@ -129,7 +136,9 @@ impl HintCollector {
             } if !ev.is_failed_alloc() => {
                 self.on_list(z, cpu, pfn, order, migratetype, false);
             }
-            EventKind::Alloc { .. } | EventKind::Free { .. } | EventKind::FreeBatched { .. } => {
+            EventKind::Free { order, .. } => self.freed_first(z, pfn, order),
+            EventKind::FreeBatched { .. } => self.freed_first(z, pfn, 0),
+            EventKind::Alloc { .. } => {
                 self.seen.insert(pfn);
             }
             EventKind::KswapdWake { .. } | EventKind::KswapdSleep { .. } => {}
@@ -154,6 +163,14 @@ impl HintCollector {
     fn off_free_list(&mut self, z: usize, pfn: u64) {
         if self.seen.insert(pfn) {
             self.hints[z].taken.push(pfn);
+        }
+    }
+
+    /// The block `pfn` of `order` was in use at the start, if this is the first event naming
+    /// it.
+    fn freed_first(&mut self, z: usize, pfn: u64, order: u8) {
+        if self.seen.insert(pfn) {
+            self.hints[z].freed.push((pfn, order));
         }
     }
 
@@ -272,6 +289,7 @@ mod tests {
             drained,
         };
         assert_eq!(h.taken, [0x1000, 0x1a00]);
+        assert_eq!(h.freed, [(0x1600, 0)]);
         assert_eq!(
             h.pcp,
             [

@@ -11,8 +11,14 @@
 //!   free blocks per order and migratetype exactly as pagetypeinfo has them, at pfns chosen
 //!   so that no two free buddies of one order lie side by side (`synth.rs`).
 //!
+//! The kernel's layout is read up to two minutes before the window's start; with the default
+//! window the events in between bring it to the start first (`roll.rs`): the pages they last
+//! allocated in use, those they last freed or drained to the buddy free, those they last put
+//! on a CPU's list there.
+//!
 //! With the kernel's layout, the window's first events name some pageblocks' types and some
-//! blocks on per-CPU lists at the start (`hints.rs`); those come first. Either way the pages
+//! blocks on per-CPU lists at the start (`hints.rs`); those come first, then the blocks the
+//! roll leaves on lists. Either way the pages
 //! on per-CPU lists are then chosen among the pages in use (`pcp.rs`), a kernel layout's
 //! pageblock types first swapped so that each list's type has room for them (`room.rs`).
 //! The canvas is one byte per pfn of the span (24 MB for a 96 GiB zone), built once per zone
@@ -21,10 +27,13 @@
 mod assign;
 mod canvas;
 mod early;
+mod first_state;
 mod hints;
 mod pcp;
 mod reconcile;
 mod retype;
+mod roll;
+mod rolled;
 mod room;
 mod synth;
 #[cfg(test)]
@@ -32,8 +41,10 @@ mod tests;
 
 pub use canvas::{Page, Targets, ZoneLayout};
 pub use early::Early;
+pub use first_state::FirstStates;
 pub use hints::{HintCollector, PcpHint, StartHints};
 pub use pcp::CpuLists;
+pub use roll::{after_layout_read, After, Listed, Roll, RollWalk, LAYOUT_MARKER};
 
 use zonealloc::MigrateType;
 

@@ -83,8 +83,11 @@ impl ZoneLayout {
                 let mut left = n;
                 // The blocks the trace shows on this list first (module docs); those it
                 // shows allocated go on last, at the list's head.
-                let (tail, head) = self.hinted(*cpu, order, mt, &mut left);
-                for &pfn in &tail {
+                let (tail, head) = self.hinted(*cpu, order, mt, &mut left, false);
+                // Then those the roll to the window's start leaves there (`super::roll`):
+                // refilled ones toward the tail, freed ones toward the head.
+                let (rolled_tail, rolled_head) = self.hinted(*cpu, order, mt, &mut left, true);
+                for &pfn in tail.iter().chain(&rolled_tail) {
                     self.pcp.push((*cpu, pfn, order));
                 }
                 // Typed tiers first (module docs): flagless, in use, then of any type.
@@ -112,7 +115,7 @@ impl ZoneLayout {
                 if left > 0 && order > 0 {
                     left -= self.take_mixed(*cpu, order, mt, left);
                 }
-                for &pfn in head.iter().rev() {
+                for &pfn in rolled_head.iter().chain(head.iter().rev()) {
                     self.pcp.push((*cpu, pfn, order));
                 }
                 missing += left << order;
@@ -161,12 +164,25 @@ impl ZoneLayout {
     /// read; one in another type's pageblock would be freed onto that type's list). Marks
     /// them [`Page::Pcp`]; returns those first drained (in the order drained: the list's
     /// tail, where `free_pcppages_bulk` takes from) and those first allocated (in the order
-    /// allocated: the list's head, where `rmqueue_pcplist` takes from).
-    fn hinted(&mut self, cpu: u32, order: u8, mt: usize, left: &mut u64) -> (Vec<u64>, Vec<u64>) {
+    /// allocated: the list's head, where `rmqueue_pcplist` takes from). `rolled`: the same of
+    /// [`ZoneLayout::roll_hints`] (refilled ones as drained), each in their own order.
+    fn hinted(
+        &mut self,
+        cpu: u32,
+        order: u8,
+        mt: usize,
+        left: &mut u64,
+        rolled: bool,
+    ) -> (Vec<u64>, Vec<u64>) {
         let (mut tail, mut head) = (Vec::new(), Vec::new());
         let typ = MigrateType::from_index(mt);
         let size = 1usize << order;
-        for h in std::mem::take(&mut self.pcp_hints) {
+        let hints = match rolled {
+            true => std::mem::take(&mut self.roll_hints),
+            false => std::mem::take(&mut self.pcp_hints),
+        };
+        let mut kept = Vec::with_capacity(hints.len());
+        for h in hints {
             let i = h.pfn.wrapping_sub(self.start) as usize;
             let fits = *left > 0
                 && (h.cpu, h.order, h.mt) == (cpu, order, mt)
@@ -182,7 +198,11 @@ impl ZoneLayout {
                 *left -= 1;
                 if h.drained { &mut tail } else { &mut head }.push(h.pfn);
             }
-            self.pcp_hints.push(h);
+            kept.push(h);
+        }
+        match rolled {
+            true => self.roll_hints = kept,
+            false => self.pcp_hints = kept,
         }
         (tail, head)
     }
@@ -302,7 +322,7 @@ mod tests {
         for (cpu, cpu_lists) in lists {
             for &(order, mt, n) in cpu_lists {
                 let mut left = n;
-                let (tail, head) = l.hinted(*cpu, order, mt, &mut left);
+                let (tail, head) = l.hinted(*cpu, order, mt, &mut left, false);
                 for &pfn in &tail {
                     l.pcp.push((*cpu, pfn, order));
                 }

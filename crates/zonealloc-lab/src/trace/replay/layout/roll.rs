@@ -1,0 +1,283 @@
+//! The kernel's layout rolled forward to the window's start.
+//!
+//! `capture-kmem` reads the `layout` (a walk of `/proc/kpageflags`, pfn by pfn in pfn order)
+//! first of the before-snapshot, right after `KT_SNAPSHOT_BEFORE_BEGIN`, and the window starts
+//! at `KT_SNAPSHOT_BEFORE_END`, up to two minutes later (6.12-4g p_prodcons: the walk runs
+//! 12.62-55.13 s, the marker is at 122.790 s). What the kernel allocated and freed in between
+//! (the snapshot's own `od`, `awk` and `cat`s) is in the trace, and the layout does not show
+//! it: pfn 0x10b136 is free in that layout, yet `cat-351` freed it onto CPU 2's list at
+//! 122.621816. [`RollWalk`] reads those events and keeps, per pfn, the state its LAST event
+//! left it in ([`After`]); `rolled.rs` puts that on the canvas.
+//!
+//! Events set absolute states, so the last one is right however the walk's reading is spread
+//! in time: a pfn read after its last event was read in the state that event left, which
+//! applying it again gives; a pfn read before it is brought to it.
+//!
+//! - `mm_page_alloc`, and `mm_page_alloc_zone_locked` without `percpu_refill`: in use;
+//! - `mm_page_alloc_zone_locked percpu_refill=1`: on that CPU's list of the event's type,
+//!   at its tail (`rmqueue_bulk` adds with `list_add_tail`);
+//! - `mm_page_free` of an order the lists take (`pcp_allowed_order`) and
+//!   `mm_page_free_batched`: on the freeing CPU's list, at its head (`free_unref_page_commit`,
+//!   7.2 `free_frozen_page_commit`: `list_add`), the list of its pageblock's type
+//!   (`get_pfnblock_migratetype` at the free); another order goes straight to the buddy
+//!   (`__free_pages_ok`): free;
+//! - `mm_page_pcpu_drain`: free (`free_pcppages_bulk` gives the block back to the buddy), unless
+//!   another CPU's refill at the drain's own timestamp listed it (the merged trace prints such
+//!   a refill first: `KernelSide::refilled_after`);
+//! - a page a refill listed that the kernel side finds taken untraced (`alloc_pages_bulk`:
+//!   `KernelSide::untraced_now`): in use.
+//!
+//! The free blocks then re-form from the canvas's free pages as the buddy merges them, and
+//! the blocks still on a list at the window's start are handed to the lists' set-up first
+//! (`rolled.rs`).
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use zonealloc::Order;
+
+use crate::trace::migratetype::Numbering;
+use crate::trace::parse::{Event, EventKind};
+
+#[cfg(test)]
+mod tests;
+
+/// The marker the before-snapshot writes before it reads the layout.
+pub const LAYOUT_MARKER: &[u8] = b"KT_SNAPSHOT_BEFORE_BEGIN";
+
+/// What a pfn's last event before the window left it as (module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum After {
+    /// Allocated.
+    InUse,
+    /// In the buddy's free lists.
+    Free,
+    /// On a CPU's list.
+    Listed(Listed),
+}
+
+/// A block on a CPU's list ([`After::Listed`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Listed {
+    /// The CPU (trace CPU modulo the zone's CPUs).
+    pub cpu: u32,
+    /// The block's first pfn.
+    pub head: u64,
+    /// Its order.
+    pub order: u8,
+    /// The list's migratetype index (current numbering) where the event prints it (a refill);
+    /// a free's list is its pageblock's type.
+    pub mt: Option<usize>,
+    /// Put there by a refill (at the list's tail), else by a free (at its head).
+    pub refilled: bool,
+    /// The event's place among the walk's events.
+    pub seq: u64,
+    /// Its timestamp (ns), if printed.
+    pub ts: Option<u64>,
+}
+
+/// One zone's roll: disjoint pfn ranges and what their last event left them as.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Roll {
+    /// First pfn -> (one past the last, state).
+    spans: BTreeMap<u64, (u64, After)>,
+    /// Events that set a state.
+    pub events: u64,
+}
+
+impl Roll {
+    /// `range` is `state` from now on (later events overwrite earlier ones).
+    pub fn set(&mut self, range: Range<u64>, state: After) {
+        if range.is_empty() {
+            return;
+        }
+        let (s, e) = (range.start, range.end);
+        // A span starting before `s` that reaches into the range: cut at `s` (and at `e`).
+        if let Some((&a, &(b, st))) = self.spans.range(..s).next_back() {
+            if b > s {
+                self.spans.insert(a, (s, st));
+                if b > e {
+                    self.spans.insert(e, (b, st));
+                }
+            }
+        }
+        let inside: Vec<u64> = self.spans.range(s..e).map(|(&a, _)| a).collect();
+        for a in inside {
+            if let Some((b, st)) = self.spans.remove(&a) {
+                if b > e {
+                    self.spans.insert(e, (b, st));
+                }
+            }
+        }
+        self.spans.insert(s, (e, state));
+    }
+
+    /// The pfns of `range` no span holds yet are `state` (the others keep theirs).
+    pub fn set_unset(&mut self, range: Range<u64>, state: After) {
+        let (s, e) = (range.start, range.end);
+        let mut gaps = Vec::new();
+        let mut at = s;
+        let first = self.spans.range(..s).next_back().map(|(_, &(b, _))| b);
+        if let Some(b) = first.filter(|&b| b > s) {
+            at = b.min(e);
+        }
+        for (&a, &(b, _)) in self.spans.range(s..e) {
+            if a > at {
+                gaps.push(at..a);
+            }
+            at = at.max(b);
+        }
+        if at < e {
+            gaps.push(at..e);
+        }
+        for g in gaps {
+            self.spans.insert(g.start, (g.end, state));
+        }
+    }
+
+    /// What `pfn`'s last event left it as, if any.
+    pub fn get(&self, pfn: u64) -> Option<After> {
+        let (_, &(end, st)) = self.spans.range(..=pfn).next_back()?;
+        (pfn < end).then_some(st)
+    }
+
+    /// The spans, in pfn order.
+    pub fn spans(&self) -> impl Iterator<Item = (Range<u64>, After)> + '_ {
+        self.spans.iter().map(|(&a, &(b, st))| (a..b, st))
+    }
+
+    /// The blocks still whole on a list: the listing event is the last of each of its pages.
+    pub fn listed(&self) -> Vec<Listed> {
+        self.spans()
+            .filter_map(|(r, st)| match st {
+                After::Listed(l) if r.start == l.head && r.end == l.head + (1u64 << l.order) => {
+                    Some(l)
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Whether nothing was rolled.
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+}
+
+/// The walk over the events between the layout's read and the window's start (module docs).
+pub struct RollWalk {
+    zones: Vec<Range<u64>>,
+    cpus: u32,
+    numbering: Numbering,
+    thp_order: Option<u8>,
+    rolls: Vec<Roll>,
+    seq: u64,
+}
+
+impl RollWalk {
+    /// Nothing fed yet: zones spanning `zones`, on `cpus` CPUs (trace CPU `c` is `c % cpus`),
+    /// the lists taking the orders `pcp_allowed_order` gives with `thp_order`.
+    pub fn new(
+        zones: &[Range<u64>],
+        cpus: u32,
+        numbering: Numbering,
+        thp_order: Option<u8>,
+    ) -> RollWalk {
+        RollWalk {
+            zones: zones.to_vec(),
+            cpus: cpus.max(1),
+            numbering,
+            thp_order,
+            rolls: vec![Roll::default(); zones.len()],
+            seq: 0,
+        }
+    }
+
+    fn zone(&self, pfn: u64) -> Option<usize> {
+        self.zones.iter().position(|r| r.contains(&pfn))
+    }
+
+    /// Takes one event; `untraced`: the pages the kernel side found allocated untraced just
+    /// before it (`KernelSide::untraced_now`, as `(pfn, cpu, migratetype)`).
+    pub fn feed(&mut self, ev: &Event<'_>, untraced: &[(u64, u32, u8)]) {
+        for &(pfn, _, _) in untraced {
+            if let Some(z) = self.zone(pfn) {
+                self.rolls[z].set(pfn..pfn + 1, After::InUse);
+            }
+        }
+        let pfn = ev.kind.pfn();
+        let Some(z) = self.zone(pfn) else {
+            return;
+        };
+        self.seq += 1;
+        let cpu = ev.cpu.unwrap_or(0) % self.cpus;
+        let listed = |order: u8, mt: Option<u8>, refilled: bool| {
+            After::Listed(Listed {
+                cpu,
+                head: pfn,
+                order,
+                mt: mt.map(|m| usize::from(self.numbering.to_current(m))),
+                refilled,
+                seq: self.seq,
+                ts: ev.ts_ns,
+            })
+        };
+        let (order, state) = match ev.kind {
+            EventKind::Alloc { order, .. } if !ev.is_failed_alloc() => (order, After::InUse),
+            EventKind::ZoneLocked {
+                order,
+                migratetype,
+                percpu_refill,
+                ..
+            } => match percpu_refill {
+                true => (order, listed(order, Some(migratetype), true)),
+                false => (order, After::InUse),
+            },
+            EventKind::Free { order, .. } => {
+                let to_list = Order::new(order)
+                    .is_some_and(|o| zonealloc::pcp_allowed_order(o, self.thp_order));
+                match to_list {
+                    true => (order, listed(order, None, false)),
+                    false => (order, After::Free),
+                }
+            }
+            EventKind::FreeBatched { .. } => (0, listed(0, None, false)),
+            EventKind::PcpuDrain { order, .. } => {
+                // Another CPU's refill at the drain's own timestamp came after it.
+                let after = match self.rolls[z].get(pfn) {
+                    Some(After::Listed(l)) => {
+                        l.refilled && l.cpu != cpu && l.ts.is_some() && l.ts == ev.ts_ns
+                    }
+                    _ => false,
+                };
+                if after {
+                    return;
+                }
+                (order, After::Free)
+            }
+            _ => return,
+        };
+        let end = pfn.saturating_add(1u64 << order.min(20));
+        self.rolls[z].set(pfn..end, state);
+        self.rolls[z].events += 1;
+    }
+
+    /// The rolls per zone (as the `zones` given to [`RollWalk::new`]).
+    pub fn finish(self) -> Vec<Roll> {
+        self.rolls
+    }
+}
+
+/// The part of `text` (the trace before the window's start marker) after the layout's read
+/// began: after the line holding [`LAYOUT_MARKER`]; all of it where the text kept was cut
+/// before the marker (`cut`: its front was dropped, so the read began earlier); `None` where
+/// neither shows when the layout was read.
+pub fn after_layout_read(text: &[u8], cut: bool) -> Option<&[u8]> {
+    match memchr::memmem::rfind(text, LAYOUT_MARKER) {
+        Some(at) => {
+            let nl = memchr::memchr(b'\n', &text[at..]).map_or(text.len(), |k| at + k + 1);
+            Some(&text[nl..])
+        }
+        None => cut.then_some(text),
+    }
+}

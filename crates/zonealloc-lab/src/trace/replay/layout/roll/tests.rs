@@ -1,0 +1,300 @@
+//! The layout rolled forward to the window's start (`roll.rs`): crafted traces between the
+//! layout's read and the start marker, on a crafted layout of the 6.1 snapshot's DMA zone.
+
+use zonealloc::{MigrateType, ZoneType};
+
+use super::*;
+use crate::procfs::{parse_layout, ProcSnapshot};
+use crate::trace::migratetype::Numbering;
+use crate::trace::parse::Parser;
+use crate::trace::replay::layout::{targets, Page, StartHints, Targets, ZoneLayout};
+
+fn snap() -> ProcSnapshot {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/proc/linux-6.1-p1-before");
+    ProcSnapshot::read_dir(&dir).unwrap()
+}
+
+/// DMA as the kernel's layout read it: the free blocks are pagetypeinfo's (Unmovable order 6
+/// at 192 and 7 at 256, Movable 9 at 512 and three of 10), twelve flagless pages below them;
+/// 3840 pages managed, as zoneinfo says.
+const LAYOUT: &str = "# zonealloc pfn layout 1: start_pfn count class; max_order 10\n\
+    0 1 R\n1 24 M\n25 155 R\n180 12 F\n192 192 B\n384 28 S\n412 100 R\n512 3584 B\n\
+    4096 520192 R\nend 524288\n";
+
+/// [`LAYOUT`] with pfn 192 flagless (on a list when read): the rest of its order-6 block
+/// splits into orders 0 to 5.
+const LAYOUT_192_LISTED: &str = "# zonealloc pfn layout 1: start_pfn count class; max_order 10\n\
+    0 1 R\n1 24 M\n25 155 R\n180 13 F\n193 191 B\n384 28 S\n412 100 R\n512 3584 B\n\
+    4096 520192 R\nend 524288\n";
+
+fn line(cpu: u32, ts: &str, ev: &str) -> String {
+    format!("            x-1     [{cpu:03}] .....    {ts}: {ev}\n")
+}
+
+const P: &str = "page=(____ptrval____)";
+
+/// The roll of `events` written after the layout's read marker (and one event before it,
+/// which the roll must not read), in DMA (pfns 0..4096) on 4 CPUs.
+fn roll(events: &str) -> Roll {
+    let mut t = line(
+        0,
+        "1.000000",
+        &format!("mm_page_free: {P} pfn=0x100 order=0"),
+    );
+    t += &line(
+        0,
+        "1.500000",
+        "tracing_mark_write: KT_SNAPSHOT_BEFORE_BEGIN p",
+    );
+    t += events;
+    let text = after_layout_read(t.as_bytes(), false).unwrap();
+    let dma = 0..4096;
+    let mut walk = RollWalk::new(std::slice::from_ref(&dma), 4, Numbering::Current, Some(9));
+    let mut parser = Parser::new();
+    for l in text.split_inclusive(|&b| b == b'\n') {
+        if let Some(ev) = parser.feed(l) {
+            walk.feed(&ev, &[]);
+        }
+    }
+    walk.finish().pop().unwrap()
+}
+
+/// Targets of DMA with Unmovable free blocks of orders 0 to 5 and 7 (192's block split, its
+/// first page gone), Movable's as pagetypeinfo has them.
+fn split_targets() -> Targets {
+    let s = snap();
+    let z = s.zone(0, ZoneType::Dma).unwrap();
+    let mut t = targets(&s, z, 11);
+    let u = MigrateType::Unmovable.index();
+    t.0[u] = vec![1, 1, 1, 1, 1, 1, 0, 1, 0, 0, 0];
+    t
+}
+
+/// The layout of `text` for DMA with `targets`, rolled by `roll` where given.
+fn layout(text: &str, t: &Targets, roll: Option<Roll>) -> ZoneLayout {
+    layout_freed(text, t, roll, Vec::new())
+}
+
+/// [`layout`], with the blocks the window first frees.
+fn layout_freed(text: &str, t: &Targets, roll: Option<Roll>, freed: Vec<(u64, u8)>) -> ZoneLayout {
+    let s = snap();
+    let z = s.zone(0, ZoneType::Dma).unwrap();
+    let layout = parse_layout(text).unwrap();
+    let hints = StartHints {
+        roll,
+        freed,
+        ..StartHints::default()
+    };
+    ZoneLayout::from_kernel_hinted(&layout, z, t, 9, 10, &hints)
+}
+
+/// The page at 192 allocated on CPU 2 after the layout's read, then freed on CPU `cpu`.
+fn allocated_and_freed_on(cpu: u32) -> String {
+    let mut ev = line(
+        2,
+        "2.000000",
+        &format!("mm_page_alloc: {P} pfn=0xc0 order=0 migratetype=0 gfp_flags=GFP_KERNEL"),
+    );
+    ev += &line(
+        cpu,
+        "3.000000",
+        &format!("mm_page_free: {P} pfn=0xc0 order=0"),
+    );
+    ev
+}
+
+#[test]
+fn a_page_freed_onto_a_list_after_the_layouts_read_is_not_free_at_the_start() {
+    // `od` allocates the page at 192 after the walk read it free, `cat` frees it onto CPU 1's
+    // list (6.12-4g p_prodcons: pfn 0x10b136, freed by cat-351 at 122.621816).
+    let r = roll(&allocated_and_freed_on(1));
+    let t = split_targets();
+    let mut rolled = layout(LAYOUT, &t, Some(r));
+    assert_eq!(rolled.page(192), Page::Flagless);
+    // The split block agrees with the counts as it is: nothing trimmed or made up.
+    assert_eq!((rolled.trimmed, rolled.made_up, rolled.rolled), (0, 0, 1));
+    assert_eq!(rolled.free_by_type(), t.0);
+    // It is CPU 1's first choice for its Unmovable order-0 list.
+    assert_eq!(rolled.choose_pcp(&[(1, vec![(0, 0, 1)])]), 0);
+    assert_eq!(rolled.pcp, [(1, 192, 0)]);
+    // Without the roll the counts take the order-6 block apart and make it up again at the
+    // lowest pfn where pages are in use: 192 is free at the start.
+    let mut stale = layout(LAYOUT, &t, None);
+    assert_eq!(stale.page(192), Page::Free);
+    assert_eq!(stale.choose_pcp(&[(1, vec![(0, 0, 1)])]), 0);
+    assert_ne!(stale.pcp, [(1, 192, 0)]);
+}
+
+#[test]
+fn a_page_drained_after_the_layouts_read_is_free_at_the_start() {
+    // Read on a list (flagless), drained to the buddy before the marker: the order-6 block
+    // at 192 is whole again, as pagetypeinfo (read after the drain) counts it.
+    let ev = line(
+        3,
+        "2.000000",
+        &format!("mm_page_pcpu_drain: {P} pfn=0xc0 order=0 migratetype=0"),
+    );
+    let s = snap();
+    let z = s.zone(0, ZoneType::Dma).unwrap();
+    let t = targets(&s, z, 11);
+    let mut rolled = layout(LAYOUT_192_LISTED, &t, Some(roll(&ev)));
+    assert_eq!(rolled.page(192), Page::Free);
+    assert_eq!((rolled.trimmed, rolled.made_up), (0, 0));
+    assert_eq!(rolled.free_by_type(), t.0);
+    assert!(rolled
+        .free
+        .iter()
+        .any(|b| b.pfn.0 == 192 && b.order.get() == 6));
+    // The drained page is no list's: CPU 3's one page comes from the other flagless pages.
+    assert_eq!(rolled.choose_pcp(&[(3, vec![(0, 0, 1)])]), 0);
+    assert_ne!(rolled.pcp[0].1, 192);
+    // Without the roll the split is trimmed (orders 0 to 5) and an order-6 block made up.
+    let stale = layout(LAYOUT_192_LISTED, &t, None);
+    assert_eq!((stale.trimmed, stale.made_up), (6, 1));
+}
+
+#[test]
+fn a_page_refilled_after_the_layouts_read_is_on_that_cpus_list_at_the_start() {
+    // CPU 3's refill takes 192 off the buddy onto its Unmovable list; nothing allocates it.
+    let ev = line(
+        3,
+        "2.000000",
+        &format!("mm_page_alloc_zone_locked: {P} pfn=0xc0 order=0 migratetype=0 percpu_refill=1"),
+    );
+    let r = roll(&ev);
+    let listed = r.listed();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(
+        (
+            listed[0].cpu,
+            listed[0].head,
+            listed[0].mt,
+            listed[0].refilled
+        ),
+        (3, 192, Some(0), true)
+    );
+    let t = split_targets();
+    let mut rolled = layout(LAYOUT, &t, Some(r));
+    assert_eq!(
+        (rolled.page(192), rolled.trimmed, rolled.made_up),
+        (Page::Flagless, 0, 0)
+    );
+    assert_eq!(rolled.roll_hints.len(), 1);
+    assert_eq!(rolled.choose_pcp(&[(3, vec![(0, 0, 1)])]), 0);
+    assert_eq!(rolled.pcp, [(3, 192, 0)]);
+    let mut stale = layout(LAYOUT, &t, None);
+    assert_eq!(stale.choose_pcp(&[(3, vec![(0, 0, 1)])]), 0);
+    assert_ne!(stale.pcp, [(3, 192, 0)]);
+}
+
+#[test]
+fn the_last_event_of_each_page_decides_and_only_events_after_the_marker_count() {
+    let mut ev = String::new();
+    // An order-3 block freed onto CPU 0's list, then split: its first page allocated.
+    ev += &line(
+        0,
+        "2.000000",
+        &format!("mm_page_free: {P} pfn=0x200 order=3"),
+    );
+    ev += &line(
+        0,
+        "2.100000",
+        &format!("mm_page_alloc: {P} pfn=0x200 order=0 migratetype=1 gfp_flags=GFP_USER"),
+    );
+    // An order-4 free goes straight to the buddy (no list takes order 4).
+    ev += &line(
+        1,
+        "2.200000",
+        &format!("mm_page_free: {P} pfn=0x400 order=4"),
+    );
+    // An order-9 free goes onto the THP order's list.
+    ev += &line(
+        2,
+        "2.300000",
+        &format!("mm_page_free: {P} pfn=0x600 order=9"),
+    );
+    // A batched free onto CPU 3's list, then drained.
+    ev += &line(
+        3,
+        "2.400000",
+        &format!("mm_page_free_batched: {P} pfn=0x800"),
+    );
+    ev += &line(
+        3,
+        "2.500000",
+        &format!("mm_page_pcpu_drain: {P} pfn=0x800 order=0 migratetype=1"),
+    );
+    // A drain at the timestamp of another CPU's refill of the page, printed after it: the
+    // refill came after the drain (the merged buffers' order), the page is CPU 1's.
+    ev += &line(
+        1,
+        "2.600000",
+        &format!("mm_page_alloc_zone_locked: {P} pfn=0x900 order=0 migratetype=1 percpu_refill=1"),
+    );
+    ev += &line(
+        2,
+        "2.600000",
+        &format!("mm_page_pcpu_drain: {P} pfn=0x900 order=0 migratetype=1"),
+    );
+    let r = roll(&ev);
+    assert_eq!(r.get(0x100), None, "before the marker");
+    assert_eq!(r.get(0x200), Some(After::InUse));
+    assert!(matches!(r.get(0x201), Some(After::Listed(l)) if l.cpu == 0 && l.order == 3));
+    assert_eq!(r.get(0x40f), Some(After::Free));
+    assert!(matches!(r.get(0x7ff), Some(After::Listed(l)) if l.order == 9));
+    assert_eq!(r.get(0x800), Some(After::Free));
+    assert!(matches!(r.get(0x900), Some(After::Listed(l)) if l.cpu == 1));
+    // The order-3 block is no longer whole on the list; the others are.
+    let heads: Vec<u64> = r.listed().iter().map(|l| l.head).collect();
+    assert_eq!(heads, [0x600, 0x900]);
+    assert_eq!(
+        r.events, 7,
+        "the drain read as before the refill sets nothing"
+    );
+}
+
+#[test]
+fn without_the_layout_marker_only_a_cut_text_rolls() {
+    let t = line(0, "1.0", &format!("mm_page_free: {P} pfn=0x100 order=0"));
+    assert_eq!(after_layout_read(t.as_bytes(), false), None);
+    assert_eq!(after_layout_read(t.as_bytes(), true), Some(t.as_bytes()));
+}
+
+#[test]
+fn a_span_set_again_in_part_keeps_the_rest() {
+    let mut r = Roll::default();
+    r.set(0..16, After::Free);
+    r.set(4..8, After::InUse);
+    r.set(6..20, After::Free);
+    let spans: Vec<_> = r.spans().collect();
+    assert_eq!(
+        spans,
+        [
+            (0..4, After::Free),
+            (4..6, After::InUse),
+            (6..20, After::Free)
+        ]
+    );
+    r.set(0..32, After::InUse);
+    assert_eq!(r.spans().count(), 1);
+    assert_eq!(r.get(31), Some(After::InUse));
+    assert_eq!(r.get(32), None);
+}
+
+#[test]
+fn a_page_the_window_frees_first_was_in_use_at_the_start_not_on_the_list_it_was_freed_to() {
+    // Freed onto CPU 2's list after the read, then taken off it untraced (alloc_pages_bulk):
+    // the window's first event naming it is another free (6.1-4g-2node p_prodcons 0x106273).
+    let ev = allocated_and_freed_on(2);
+    let t = split_targets();
+    let mut l = layout_freed(LAYOUT, &t, Some(roll(&ev)), vec![(0xc0, 0)]);
+    assert_eq!((l.page(192), l.trimmed, l.made_up), (Page::Used, 0, 0));
+    assert!(l.roll_hints.is_empty());
+    assert_eq!(l.choose_pcp(&[(2, vec![(0, 0, 1)])]), 0);
+    assert_ne!(l.pcp, [(2, 192, 0)]);
+    // Without the window's word, the roll puts it on CPU 2's list.
+    let mut listed = layout(LAYOUT, &t, Some(roll(&ev)));
+    assert_eq!(listed.choose_pcp(&[(2, vec![(0, 0, 1)])]), 0);
+    assert_eq!(listed.pcp, [(2, 192, 0)]);
+}
