@@ -196,34 +196,13 @@ impl Setup {
         } else {
             Vec::new()
         };
-        for (z, h) in first.hints.into_iter().flatten().enumerate() {
-            if head.zones.len() <= z {
-                head.zones.resize(z + 1, pcp_state::ListDemand::default());
-            }
-            head.zones[z].hints = h;
-        }
-        if let Some(sc) = &start_counts {
-            for (z, span) in geo.zones.iter().enumerate() {
-                if head.zones.len() <= z {
-                    head.zones.resize(z + 1, pcp_state::ListDemand::default());
-                }
-                head.zones[z].start_count = (0..geo.cpus)
-                    .map(|c| sc.count_on(span.node, span.zone_type.name(), c))
-                    .collect();
-            }
-        }
         let rolls = wants_roll
             .then(|| {
                 let names_page = preset.0.extfrag_names_page();
                 super::roll_forward::rolls(&text, &geo, base.pcp.thp_order, names_page)
             })
             .flatten();
-        for (z, roll) in rolls.into_iter().flatten().enumerate() {
-            if head.zones.len() <= z {
-                head.zones.resize(z + 1, pcp_state::ListDemand::default());
-            }
-            head.zones[z].hints.roll = Some(roll);
-        }
+        demands(&mut head, first.hints, start_counts.as_ref(), rolls, &geo);
         // The inferences read a kernel's trace, where untraced work leaves its marks; a trace
         // we wrote ourselves is a closed world (its slow-path drains are our own): `infer`.
         let mut setup = Setup {
@@ -240,28 +219,35 @@ impl Setup {
             snaps,
         };
         setup.add_replayers(opts, &head, &early, &ahead)?;
+        setup.set_from_before(&text, (wants_before, wants_runs), &head.first_named);
+        setup.numbering(opts, source);
+        Ok(setup)
+    }
+
+    /// What the text before the window (`text`) sets, where asked (`wants`: a `free_factor`
+    /// start, the vmstat workers' last runs), and the kernel side's pageblock types with the
+    /// ones the first events name (`first_named`).
+    fn set_from_before(&mut self, text: &[u8], wants: (bool, bool), first_named: &[(u64, u8)]) {
+        let (wants_before, wants_runs) = wants;
         // Before 6.7 a CPU's `free_factor` decides its drains, and only the trace before
         // the marker shows it.
         if wants_before {
-            free_factor::apply(&text, &setup.geo, &setup.replayers, &base);
+            free_factor::apply(text, &self.geo, &self.replayers, &self.base);
         }
         // From 6.7 each CPU's worker decays `high` on its own second: the runs before the
         // marker show where it lies.
         if wants_runs {
-            let last = worker_runs::last_runs(&text, setup.geo.cpus);
-            for r in setup.replayers.iter_mut().filter(|r| r.decay) {
+            let last = worker_runs::last_runs(text, self.geo.cpus);
+            for r in self.replayers.iter_mut().filter(|r| r.decay) {
                 r.set_worker_runs_before(&last);
             }
         }
-        setup.kernel.block_types = kernel::BlockTypes::new(base.pageblock_order);
-        setup
-            .kernel
-            .set_extfrag_names_page(setup.preset.0.extfrag_names_page());
-        for &(pfn, mt) in &head.first_named {
-            setup.kernel.block_types.name(pfn, mt);
+        self.kernel.block_types = kernel::BlockTypes::new(self.base.pageblock_order);
+        let names_page = self.preset.0.extfrag_names_page();
+        self.kernel.set_extfrag_names_page(names_page);
+        for &(pfn, mt) in first_named {
+            self.kernel.block_types.name(pfn, mt);
         }
-        setup.numbering(opts, source);
-        Ok(setup)
     }
 
     /// One [`Replayer`] per variant of `opts`, its zones set up from the snapshot (their lists
@@ -403,6 +389,37 @@ fn early_layouts(
         ))
     };
     geo.zones.iter().map(early).collect()
+}
+
+/// Files in `head`, per zone, what the set-up of its lists reads besides the first events'
+/// balance: the layout's start `hints`, each CPU's inferred `start_counts` and the layout's
+/// `rolls` to the window's start.
+fn demands(
+    head: &mut pcp_state::Head,
+    hints: Option<Vec<layout::StartHints>>,
+    start_counts: Option<&start_count::StartCounts>,
+    rolls: Option<Vec<layout::Roll>>,
+    geo: &Geometry,
+) {
+    fn zone(head: &mut pcp_state::Head, z: usize) -> &mut pcp_state::ListDemand {
+        if head.zones.len() <= z {
+            head.zones.resize(z + 1, pcp_state::ListDemand::default());
+        }
+        &mut head.zones[z]
+    }
+    for (z, h) in hints.into_iter().flatten().enumerate() {
+        zone(head, z).hints = h;
+    }
+    if let Some(sc) = start_counts {
+        for (z, span) in geo.zones.iter().enumerate() {
+            zone(head, z).start_count = (0..geo.cpus)
+                .map(|c| sc.count_on(span.node, span.zone_type.name(), c))
+                .collect();
+        }
+    }
+    for (z, roll) in rolls.into_iter().flatten().enumerate() {
+        zone(head, z).hints.roll = Some(roll);
+    }
 }
 
 /// Which lists each CPU's count is on (pcp_state) and each CPU's count at the start marker
