@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{json, s, zonealloc, SAMPLE};
+use common::{replay_experiment, SAMPLE};
 
 /// A real `/proc` snapshot of the 6.1 kernel (the p1 phase's `before`).
 const PROC_61: &str = concat!(
@@ -71,23 +71,9 @@ fn replay(dir: &std::path::Path, name: &str, text: &[u8], args: &[&str]) -> serd
 
 /// The replay's JSON experiment of `text`, with `args` more.
 fn experiment(dir: &std::path::Path, name: &str, text: &[u8], args: &[&str]) -> serde_json::Value {
-    let path = dir.join(format!("{name}.txt"));
-    std::fs::write(&path, text).unwrap();
-    let out = dir.join(name);
-    let mut a = vec![
-        "trace",
-        "replay",
-        s(&path),
-        "--proc",
-        PROC_61,
-        "--proc-after",
-        PROC_61,
-        "--out",
-        s(&out),
-        "--json",
-    ];
+    let mut a = vec!["--proc", PROC_61, "--proc-after", PROC_61];
     a.extend_from_slice(args);
-    json(&zonealloc(&a))["experiments"][0].clone()
+    replay_experiment(dir, name, text, &a)
 }
 
 /// The DMA32 zone's end state, upstream variant.

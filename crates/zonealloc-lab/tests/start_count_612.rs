@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{json, s, zonealloc};
+use common::replay_experiment;
 
 /// A real 6.12 `/proc` snapshot (6.12-4g p_idle's `before`): zone Normal, batch 63, low
 /// watermark 5126 over 4 CPUs (`high_min` 1281); CPU 2 holds 1273 pages, its `high` 1281;
@@ -55,21 +55,9 @@ fn start_counts(
     text: &[u8],
     args: &[&str],
 ) -> serde_json::Value {
-    let path = dir.join(format!("{name}.txt"));
-    std::fs::write(&path, text).unwrap();
-    let out = dir.join(name);
-    let mut a = vec![
-        "trace",
-        "replay",
-        s(&path),
-        "--proc",
-        PROC_612,
-        "--out",
-        s(&out),
-        "--json",
-    ];
+    let mut a = vec!["--proc", PROC_612];
     a.extend_from_slice(args);
-    json(&zonealloc(&a))["experiments"][0]["config"]["start_counts"].clone()
+    replay_experiment(dir, name, text, &a)["config"]["start_counts"].clone()
 }
 
 /// Normal's CPU `cpu` in `sc`.

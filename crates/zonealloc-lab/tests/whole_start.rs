@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{json, s, zonealloc};
+use common::replay_experiment;
 
 /// A real `/proc` snapshot of the 6.1 kernel (the p1 phase's `before`): DMA32's CPU 1 has
 /// 771 pages on its lists, `high` 3492, `batch` 63. No layout and no `nodes/`: the shipped
@@ -69,24 +69,11 @@ fn trace() -> String {
     t
 }
 
-/// The `--whole-file` replay's JSON experiment, with `args` more.
+/// The `--whole-file` replay's JSON configuration, with `args` more.
 fn replay(dir: &std::path::Path, name: &str, args: &[&str]) -> serde_json::Value {
-    let path = dir.join(format!("{name}.txt"));
-    std::fs::write(&path, trace()).unwrap();
-    let out = dir.join(name);
-    let mut a = vec![
-        "trace",
-        "replay",
-        s(&path),
-        "--proc",
-        PROC_61,
-        "--whole-file",
-        "--out",
-        s(&out),
-        "--json",
-    ];
+    let mut a = vec!["--proc", PROC_61, "--whole-file"];
     a.extend_from_slice(args);
-    json(&zonealloc(&a))["experiments"][0]["config"].clone()
+    replay_experiment(dir, name, trace().as_bytes(), &a)["config"].clone()
 }
 
 /// DMA32 CPU 1's refill events: the kernel's and ours (cells are per zone, then CPU).

@@ -98,3 +98,14 @@ pub fn zonealloc_in(dir: &Path, args: &[&str]) -> Output {
         .output()
         .expect("the zonealloc binary runs")
 }
+
+/// `trace replay` of `text` (written to `dir/NAME.txt`, its report in `dir/NAME`) with
+/// `args` after the trace, as JSON: the run's one experiment.
+pub fn replay_experiment(dir: &Path, name: &str, text: &[u8], args: &[&str]) -> serde_json::Value {
+    let path = dir.join(format!("{name}.txt"));
+    std::fs::write(&path, text).unwrap();
+    let out = dir.join(name);
+    let mut a = vec!["trace", "replay", s(&path), "--out", s(&out), "--json"];
+    a.extend_from_slice(args);
+    json(&zonealloc(&a))["experiments"][0].clone()
+}
