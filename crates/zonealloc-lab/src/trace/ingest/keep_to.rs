@@ -1,6 +1,6 @@
 //! The text of a stream up to a marker's line, kept as the stream goes by, the stream itself
 //! unchanged: `--whole-file` with `--proc` replays the snapshot's reads but needs to know
-//! which task read which file ([`crate::trace::replay::snapshot_reads`]), which only the
+//! which task read which file (`replay::snapshot_reads`), which only the
 //! text's task column shows. Kept in a [`BeforeWindow`] (its last
 //! [`super::before::BEFORE_BYTES`] at most), up to and including the first line containing
 //! the marker; nothing after it.

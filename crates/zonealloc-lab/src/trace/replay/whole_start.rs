@@ -7,7 +7,7 @@
 //! of its read, applied at the file's start it is a minute's events off.
 //!
 //! This module finds zoneinfo's read in the trace ([`find`]: its reader's last allocation,
-//! [`super::snapshot_reads::find_before`]), from the text the stream keeps up to the marker
+//! `snapshot_reads::find_before`), from the text the stream keeps up to the marker
 //! ([`crate::trace::ingest::keep_to`]); the start-count walk then runs from the file's start
 //! and rolls each CPU's count back from that read ([`super::infer::start_count::roll`]). What
 //! it does not roll back, and the report says: each CPU's `high` (from 6.7 it moves), the free
@@ -109,7 +109,7 @@ impl WholeStart {
 /// [`MARKER`]'s line (at most [`LIST_EVENTS`] events) are taken and put back; the text the
 /// stream kept of them ([`Source::kept_text`], opened with `keep_to` [`MARKER`]) names the
 /// reader. The shipped captures (no layout, no `nodes/`) read zoneinfo first
-/// ([`snapshot_reads::find_before`]).
+/// (`snapshot_reads::find_before`).
 pub fn find(source: &mut Source, snap: &ProcSnapshot) -> (Option<ReadPoint>, WholeStart) {
     let mut held = Vec::new();
     let mut text = Vec::new();

@@ -26,7 +26,7 @@
 use crate::trace::parse::{Event, EventKind};
 
 /// The event at which a `/proc` file was read: its reader's last allocation
-/// ([`crate::trace::replay::snapshot_reads`]), as the parse gives it.
+/// (`replay::snapshot_reads`), as the parse gives it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReadPoint {
     /// The reader's pid.
