@@ -27,7 +27,6 @@
 mod assign;
 mod canvas;
 mod early;
-mod first_state;
 mod hints;
 mod pcp;
 mod reconcile;
@@ -41,7 +40,6 @@ mod tests;
 
 pub use canvas::{Page, Targets, ZoneLayout};
 pub use early::Early;
-pub use first_state::FirstStates;
 pub use hints::{HintCollector, PcpHint, StartHints};
 pub use pcp::CpuLists;
 pub use roll::{after_layout_read, After, Listed, Roll, RollWalk, LAYOUT_MARKER};
