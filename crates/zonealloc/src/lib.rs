@@ -139,7 +139,7 @@ pub use meta::{FrameMeta, FrameState};
 pub use node::{BootFrees, Node};
 #[cfg(not(loom))]
 pub use numa::Machine;
-pub use pcp::{DecayOutcome, PcpInfo, PcpSlot, PcpStats, PcpTuning};
+pub use pcp::{zone_highsize, DecayOutcome, PcpInfo, PcpSlot, PcpStats, PcpTuning};
 pub use platform::{DefaultPlatform, Platform};
 pub use request::{AllocFlags, AllocRequest};
 pub use stats::{FreeAreaSnapshot, ZoneStats};

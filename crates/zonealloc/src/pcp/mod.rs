@@ -33,7 +33,8 @@ mod sizing;
 mod slot;
 
 pub use decay::DecayOutcome;
-pub(crate) use sizing::{stat_threshold, zone_batchsize, zone_highsize};
+pub use sizing::zone_highsize;
+pub(crate) use sizing::{stat_threshold, zone_batchsize};
 pub(crate) use slot::{PcpAccess, PcpSet, ATTENTION_OFF};
 pub use slot::{PcpInfo, PcpSlot, PcpTuning};
 

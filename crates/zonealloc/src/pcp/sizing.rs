@@ -14,8 +14,10 @@ pub(crate) fn zone_batchsize(managed_pages: u64, page_size: u64) -> u32 {
 }
 
 /// `zone_highsize`: `total / nr_split`, at least `4 * batch`. `total` is managed/fraction when
-/// the high fraction is set, else the low watermark.
-pub(crate) fn zone_highsize(
+/// the high fraction is set, else the low watermark. From 6.7 `zone_set_pageset_high_and_batch`
+/// takes `high_min` with the sysctl's fraction (0: the low watermark) and `high_max` with
+/// `MIN_PERCPU_PAGELIST_HIGH_FRACTION` (8), split over `cpus` (the node's CPUs).
+pub fn zone_highsize(
     managed_pages: u64,
     low_wmark: u64,
     batch: u32,

@@ -303,7 +303,7 @@ impl Walk {
             let split = (0..cpus)
                 .filter(|&c| geo.cpu_node(c) == span.node)
                 .count()
-                .max(1) as u64;
+                .max(1) as u32;
             let low = kz
                 .watermarks
                 .low
@@ -330,8 +330,19 @@ impl Walk {
                     // own (zone_set_pageset_high_and_batch -> zone_highsize), around this
                     // CPU's own printed `high`, not the zone's largest.
                     _ if !fixed_high => {
-                        let lo = (low / split).max((batch as u64) << 2) as i64;
-                        let max = (kz.managed_pages / 8 / split).max((batch as u64) << 2) as i64;
+                        let size = |fraction| {
+                            let b = batch as u32;
+                            i64::from(zonealloc::zone_highsize(
+                                kz.managed_pages,
+                                low,
+                                b,
+                                split,
+                                fraction,
+                            ))
+                        };
+                        // high_min at the default fraction (0), high_max at
+                        // MIN_PERCPU_PAGELIST_HIGH_FRACTION.
+                        let (lo, max) = (size(0), size(8));
                         let max = max.max(lo);
                         High {
                             lo,
