@@ -215,7 +215,7 @@ pub(crate) fn setup_per_zone_wmarks_into(
 }
 
 /// `setup_per_zone_lowmem_reserve`: zone i keeps back (managed of zone types above it, up to
-/// and including j) / ratio[i] from requests whose highest zone type is j. Absent zone types
+/// and including j) / `ratio[i]` from requests whose highest zone type is j. Absent zone types
 /// count as empty, as the kernel's unpopulated zones do.
 pub(crate) fn setup_per_zone_lowmem_reserve(
     zones: &[ZoneSize],

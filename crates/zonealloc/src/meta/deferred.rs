@@ -11,7 +11,7 @@ use crate::sync::{Ordering, StaticSlice};
 use crate::types::MigrateType;
 
 /// The pageblocks of a heap table whose entries are still the all-zero bytes it was allocated
-/// with ([`FrameMeta::new`]: absent, unlinked, but a pageblock byte of 0, `Unmovable`), not
+/// with ([`super::state::FrameMeta::new`]: absent, unlinked, but a pageblock byte of 0, `Unmovable`), not
 /// yet the boot entry (a `Movable` pageblock). Linux defers `struct page` initialisation the
 /// same way (`deferred_init_memmap`; memory hotplug's `memmap_init_range` at online time), so
 /// that a zone spanning memory it has not been given costs no time to set up: memory is

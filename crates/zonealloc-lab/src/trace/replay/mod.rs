@@ -33,7 +33,7 @@
 //! # Layout
 //! [`setup`](Setup) builds the zones from the [`ReplayOptions`] and what the
 //! [`Source`](crate::trace::ingest::Source) shows (snapshots, preset, [`Geometry`], variants);
-//! [`run`] is the pass, one [`Replayer`] per variant beside the kernel's side
+//! [`run()`] is the pass, one [`Replayer`] per variant beside the kernel's side
 //! ([`infer::kernel`]), into a [`ReplayRun`]. [`infer`] holds each inference, one module each;
 //! [`tally`], [`counts`](ReplayCounts), `frames`, `gfp`, [`geometry`](Geometry),
 //! `sampling` and [`preset`] are the pieces below them; [`numa`] what a machine of several

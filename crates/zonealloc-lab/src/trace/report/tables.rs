@@ -273,7 +273,7 @@ pub(super) fn setup_table(r: &Replayer) -> Table {
 }
 
 /// Each CPU's count at the start marker: zoneinfo's and the one the trace pins
-/// ([`start_count`](crate::trace::replay::start_count)).
+/// ([`crate::trace::replay::start_count`]).
 pub(super) fn start_count_table(sc: &start_count::StartCounts) -> Table {
     let rows = sc
         .cpus

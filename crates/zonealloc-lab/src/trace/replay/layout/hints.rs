@@ -29,7 +29,7 @@
 //! The layout then gives hinted pageblocks their type before matching pagetypeinfo's counts
 //! ([`super::assign`]), and puts hinted blocks on their lists first, in an order that makes
 //! the kernel's first drains and allocations take them again ([`super::pcp`]), and puts the
-//! free blocks on their lists in the order the kernel took them ([`ZoneLayout::apply`]).
+//! free blocks on their lists in the order the kernel took them ([`super::ZoneLayout::apply`]).
 
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;

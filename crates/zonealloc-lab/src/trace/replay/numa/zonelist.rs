@@ -4,7 +4,7 @@
 //! snapshot's `nodes/nodeN/distance` and `cpulist`, and the walk an allocation the replay
 //! places itself takes over it (`get_page_from_freelist` with its watermarks and
 //! `ALLOC_NOFRAGMENT` across nodes, then the slow path: the core's
-//! [`alloc_zonelist`](zonealloc::numa::alloc_zonelist)). `__GFP_THISNODE` takes the node's
+//! [`zonealloc::numa::alloc_zonelist`]). `__GFP_THISNODE` takes the node's
 //! own zones only (`ZONELIST_NOFALLBACK`, `gfp_zonelist`).
 
 use zonealloc::numa::{alloc_zonelist, build_node_orders, Distances, LOCAL_DISTANCE};
