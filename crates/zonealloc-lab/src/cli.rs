@@ -294,6 +294,19 @@ pub enum Infer {
     LayoutRoll(bool),
 }
 
+impl Infer {
+    /// Whether the item turns its inference (or all of them) on.
+    pub fn on(&self) -> bool {
+        match *self {
+            Infer::All(on)
+            | Infer::StartCount(on)
+            | Infer::Lists(on)
+            | Infer::WholeStart(on)
+            | Infer::LayoutRoll(on) => on,
+        }
+    }
+}
+
 /// An `--infer` item: `on`, `off`, or `NAME=on|off` (`start-count`, `lists`, `whole-start`,
 /// `layout-roll`).
 fn parse_infer(s: &str) -> Result<Infer, String> {

@@ -10,7 +10,7 @@ use zonealloc_lab::report as lab_report;
 use zonealloc_lab::trace::{self, replay, report, variant::Variant};
 
 use super::{command_line, emit, progress_bar, Exit};
-use crate::cli::{TraceGenArgs, TraceReplayArgs, TraceStatsArgs};
+use crate::cli::{Infer, TraceGenArgs, TraceReplayArgs, TraceStatsArgs};
 
 /// `trace replay`: replays a trace under each `--variant`, writes the report folder and
 /// prints the summary (or JSON).
@@ -102,6 +102,15 @@ fn replay_options(args: &TraceReplayArgs) -> Result<replay::ReplayOptions, Exit>
         Some(k) => Some(replay::preset::Kernel::parse(k).map_err(Exit::Usage)?),
         None => None,
     };
+    // The last `--infer` item of a kind wins (`Infer::All` for `on`/`off`).
+    let last_infer = |kind: fn(bool) -> Infer| {
+        let want = std::mem::discriminant(&kind(false));
+        args.infer
+            .iter()
+            .rev()
+            .find(|i| std::mem::discriminant(*i) == want)
+            .map(Infer::on)
+    };
     // Check the specs before reading anything (they are parsed again on the preset).
     let mut names: Vec<String> = Vec::new();
     for spec in &args.variants {
@@ -131,26 +140,11 @@ fn replay_options(args: &TraceReplayArgs) -> Result<replay::ReplayOptions, Exit>
         hz: args.hz,
         decay_waits_for_event: args.decay_waits_for_event,
         jiffies_phase_ns: args.jiffies_phase,
-        infer: args.infer.iter().rev().find_map(|i| match i {
-            crate::cli::Infer::All(on) => Some(*on),
-            _ => None,
-        }),
-        infer_start_count: args.infer.iter().rev().find_map(|i| match i {
-            crate::cli::Infer::StartCount(on) => Some(*on),
-            _ => None,
-        }),
-        infer_lists: args.infer.iter().rev().find_map(|i| match i {
-            crate::cli::Infer::Lists(on) => Some(*on),
-            _ => None,
-        }),
-        infer_whole_start: args.infer.iter().rev().find_map(|i| match i {
-            crate::cli::Infer::WholeStart(on) => Some(*on),
-            _ => None,
-        }),
-        infer_layout_roll: args.infer.iter().rev().find_map(|i| match i {
-            crate::cli::Infer::LayoutRoll(on) => Some(*on),
-            _ => None,
-        }),
+        infer: last_infer(Infer::All),
+        infer_start_count: last_infer(Infer::StartCount),
+        infer_lists: last_infer(Infer::Lists),
+        infer_whole_start: last_infer(Infer::WholeStart),
+        infer_layout_roll: last_infer(Infer::LayoutRoll),
         proc: args.proc.clone(),
         proc_after: args.proc_after.clone(),
         window: trace::ingest::Window {
