@@ -529,22 +529,6 @@ fn own_one_node_captures_replay_faithfully() {
     );
 }
 
-/// A two-node capture is replayed, node 1 named in the report; never a panic, never a
-/// silent replay of node 1's pages as node 0's.
-#[test]
-fn own_two_node_captures_are_replayed_with_both_nodes() {
-    for p in phases().iter().filter(|p| p.two_node) {
-        match replay(p) {
-            Ok((text, _)) => assert!(
-                text.contains("Node 1"),
-                "{}: replayed without node 1 in the report",
-                p.name
-            ),
-            Err(e) => panic!("{}: refused: {e}", p.name),
-        }
-    }
-}
-
 /// 7.2's vmstat workers run where the trace shows them: in 7.2-2g p_thp CPU 0's worker
 /// drains 832 pages at 551.795 s, its only run in the window. With the timers' phase assumed
 /// at the first event, its decay ran at 551.152, lowered `high` under the kernel's, and a
