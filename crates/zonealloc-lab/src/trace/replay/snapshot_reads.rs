@@ -16,8 +16,10 @@
 //! written since also mark each read (`KT_SNAPSHOT_READ <file>`): the reader is then the
 //! first task of its command after its file's marker, whatever else ran.
 //!
-//! The before-snapshot's zoneinfo ([`find_before`]) is read by the last `cat` before
-//! `KT_SNAPSHOT_BEFORE_END`, for `--whole-file`'s start ([`super::whole_start`]).
+//! The before-snapshot's zoneinfo ([`find_before`]), for `--whole-file`'s start
+//! ([`super::whole_start`]), is read by the first `cat` after its `KT_SNAPSHOT_READ zoneinfo`
+//! (captures since 2026-11-29 mark the before-snapshot's reads too), else by the last `cat`
+//! before `KT_SNAPSHOT_BEFORE_END`.
 
 /// A file of the after-snapshot that the end state compares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,17 +130,27 @@ pub fn find(text: &[u8]) -> Vec<ReadAt> {
 
 /// Where the before-snapshot's zoneinfo was read in `text`, the trace from its start up to
 /// the line of `KT_SNAPSHOT_BEFORE_END` (the lines after it are not looked at): `None` where
-/// no `cat` ran before the marker. `capture-kmem` reads the before-snapshot's `/proc` files
-/// last (`SNAP_BEFORE`: the layout's `od`s, the extfrag and `nodes/` files, then buddyinfo,
-/// pagetypeinfo, vmstat, meminfo and zoneinfo, each with a `cat`): zoneinfo's reader is the
-/// last `cat` before the marker. The shipped captures (`shared/kernel`, no layout and no
-/// `nodes/`) read zoneinfo first: `first`, its first `cat`. Read at its reader's last
-/// allocation, as [`find`]'s files ([`ReadAt::offset`]: the end of that line in `text`).
+/// no `cat` ran before the marker. Where `capture-kmem` marked the read (`KT_SNAPSHOT_READ
+/// zoneinfo`), its reader is the first `cat` to appear after that marker, whatever else ran
+/// (`found_by` `marker`). Older captures mark no before-snapshot read: `capture-kmem` reads
+/// the before-snapshot's `/proc` files last (`SNAP_BEFORE`: the layout's `od`s, the extfrag
+/// and `nodes/` files, then buddyinfo, pagetypeinfo, vmstat, meminfo and zoneinfo, each with a
+/// `cat`), so zoneinfo's reader is the last `cat` before the marker; the shipped captures
+/// (`shared/kernel`, no layout and no `nodes/`) read zoneinfo first: `first`, its first `cat`
+/// (`found_by` `order`). Read at its reader's last allocation, as [`find`]'s files
+/// ([`ReadAt::offset`]: the end of that line in `text`).
 pub fn find_before(text: &[u8], first: bool) -> Option<ReadAt> {
     let end = memchr::memmem::find(text, b"KT_SNAPSHOT_BEFORE_END").map_or(text.len(), |at| {
         memchr::memrchr(b'\n', &text[..at]).map_or(0, |nl| nl + 1)
     });
-    let (seen, _) = scan(&text[..end]);
+    let (seen, marks) = scan(&text[..end]);
+    let zoneinfo = SnapFile::Zoneinfo.name().as_bytes();
+    if let Some(k) = marks.iter().position(|m| *m == zoneinfo) {
+        let reader = seen
+            .iter()
+            .find(|s| s.after_marks > k && s.comm == b"cat")?;
+        return Some(read_at(SnapFile::Zoneinfo, Some(reader), "marker"));
+    }
     let mut cats = seen.iter().filter(|s| s.comm == b"cat");
     let reader = if first { cats.next() } else { cats.next_back() };
     reader.map(|r| read_at(SnapFile::Zoneinfo, Some(r), "order"))
@@ -294,6 +306,46 @@ mod tests {
         let first = find_before(t.as_bytes(), true).unwrap();
         assert_eq!(first.reader.as_deref(), Some("cat-9"));
         assert!(find_before(line("od-8", ALLOC).as_bytes(), false).is_none());
+    }
+
+    #[test]
+    fn a_before_read_marker_names_zoneinfos_reader_over_the_last_cat() {
+        let mut t = String::from("# tracer: nop\n");
+        t += &line("dash-7", "tracing_mark_write: KT_SNAPSHOT_BEFORE_BEGIN p_x");
+        t += &line("dash-7", "tracing_mark_write: KT_SNAPSHOT_READ layout p_x");
+        t += &line("od-8", ALLOC);
+        t += &line(
+            "dash-7",
+            "tracing_mark_write: KT_SNAPSHOT_READ buddyinfo p_x",
+        );
+        t += &line("cat-9", ALLOC);
+        // A cat of another's before zoneinfo's reader, started ahead of the marker.
+        t += &line("cat-20", ALLOC);
+        t += &line(
+            "dash-7",
+            "tracing_mark_write: KT_SNAPSHOT_READ zoneinfo p_x",
+        );
+        t += &line("cat-20", ALLOC);
+        t += &line("cat-10", ALLOC);
+        t += &line("cat-10", ALLOC);
+        t += &line("cat-10", FREE);
+        // Another's cat after zoneinfo's reader: the last cat before the end marker.
+        t += &line("cat-21", ALLOC);
+        t += &line("dash-7", "tracing_mark_write: KT_SNAPSHOT_BEFORE_END p_x");
+        let read = find_before(t.as_bytes(), false).unwrap();
+        assert_eq!(read.reader.as_deref(), Some("cat-10"));
+        assert_eq!(read.found_by, "marker");
+        let upto = &t[..read.offset];
+        assert!(upto.ends_with(&line("cat-10", ALLOC)), "{upto}");
+        assert_eq!(upto.matches("cat-10 ").count(), 2);
+        // `first` (the shipped captures' rule) gives way to the marker too.
+        let first = find_before(t.as_bytes(), true).unwrap();
+        assert_eq!(first.reader.as_deref(), Some("cat-10"));
+        // A marker with no cat appearing after it (cat-20 ran before it): no read found, not
+        // a cat from before it.
+        let mut only_mark = t[..t.find("cat-10").unwrap()].to_owned();
+        only_mark += &line("dash-7", "tracing_mark_write: KT_SNAPSHOT_BEFORE_END p_x");
+        assert!(find_before(only_mark.as_bytes(), false).is_none());
     }
 
     #[test]

@@ -67,6 +67,8 @@ use serde::Serialize;
 
 pub use roll::ReadPoint;
 
+use high::{High, ZoneHigh};
+
 use super::kernel::{Inferred, KernelSide};
 use crate::procfs::ProcSnapshot;
 use crate::trace::parse::{Event, EventKind};
@@ -165,17 +167,6 @@ impl StartCounts {
             .find(|c| c.node == node && c.zone == zone && c.cpu == cpu)
             .map(|c| c.inferred)
     }
-}
-
-/// `high` as far as the walk knows it: between `lo` and `hi`.
-#[derive(Clone, Copy, Debug)]
-struct High {
-    lo: i64,
-    hi: i64,
-    max: i64,
-    /// What one refill may raise it by (0 for a fixed `high`).
-    grow: i64,
-    batch: i64,
 }
 
 /// A free on a CPU that no other event on it has followed yet.
@@ -297,79 +288,28 @@ impl Walk {
             let Some(kz) = snap.zone(span.node, span.zone_type) else {
                 continue;
             };
-            let zone_high = kz.pagesets.iter().map(|p| p.high).max().unwrap_or(0);
-            // zone_highsize splits the low watermark (high_min) and an eighth of the managed
-            // pages (high_max) across the CPUs of the zone's node.
-            let split = (0..cpus)
-                .filter(|&c| geo.cpu_node(c) == span.node)
-                .count()
-                .max(1) as u32;
-            let low = kz
-                .watermarks
-                .low
-                .saturating_sub(kz.watermarks.boost.unwrap_or(0));
+            let zone = ZoneHigh {
+                zone: kz,
+                split: (0..cpus)
+                    .filter(|&c| geo.cpu_node(c) == span.node)
+                    .count()
+                    .max(1) as u32,
+                fixed_high,
+                scale_max,
+            };
             for ps in &kz.pagesets {
                 // A folded CPU would mix two CPUs' counts: zoneinfo's count stays.
                 if ps.cpu >= cpus {
                     continue;
                 }
-                let batch = i64::from(ps.batch.max(1));
-                let high_known = fixed_high || (ps.high_min.is_some() && ps.high_max.is_some());
-                let high = match (ps.high_min, ps.high_max) {
-                    (Some(lo), Some(hi)) if !fixed_high => {
-                        let (lo, hi) = (i64::from(lo), i64::from(hi.max(lo)));
-                        High {
-                            lo,
-                            hi: i64::from(ps.high).clamp(lo, hi),
-                            max: hi,
-                            grow: if lo == hi { 0 } else { batch << scale_max },
-                            batch,
-                        }
-                    }
-                    // 6.7 to 6.14 tune `high` per CPU but print neither bound: the kernel's
-                    // own (zone_set_pageset_high_and_batch -> zone_highsize), around this
-                    // CPU's own printed `high`, not the zone's largest.
-                    _ if !fixed_high => {
-                        let size = |fraction| {
-                            let b = batch as u32;
-                            i64::from(zonealloc::zone_highsize(
-                                kz.managed_pages,
-                                low,
-                                b,
-                                split,
-                                fraction,
-                            ))
-                        };
-                        // high_min at the default fraction (0), high_max at
-                        // MIN_PERCPU_PAGELIST_HIGH_FRACTION.
-                        let (lo, max) = (size(0), size(8));
-                        let max = max.max(lo);
-                        High {
-                            lo,
-                            hi: i64::from(ps.high).clamp(lo, max),
-                            max,
-                            grow: if lo == max { 0 } else { batch << scale_max },
-                            batch,
-                        }
-                    }
-                    _ => {
-                        let h = i64::from(zone_high);
-                        High {
-                            lo: h,
-                            hi: h,
-                            max: h,
-                            grow: 0,
-                            batch,
-                        }
-                    }
-                };
+                let (high, high_known) = zone.of(ps);
                 per[z * cpus as usize + ps.cpu as usize] = Some(Cpu {
                     zone_name: span.zone_type.name().to_owned(),
                     node: span.node,
                     zoneinfo: i64::from(ps.count),
                     // A pageset whose high is below batch keeps no pages (nr_pcp_free's
                     // boot-pageset check): nothing to wait for.
-                    wanted: i64::from(ps.high) >= batch,
+                    wanted: i64::from(ps.high) >= high.batch,
                     high,
                     delta: 0,
                     lo: 0,
@@ -482,29 +422,7 @@ impl Walk {
             EventKind::Free { pfn, order } => {
                 self.deferred[cpu as usize].push((pfn, zone, order));
             }
-            EventKind::FreeBatched { pfn } => {
-                let list = &mut self.deferred[cpu as usize];
-                match list.iter().position(|d| d.0 == pfn) {
-                    Some(i) => {
-                        // The batch's first commit: the frees before its pages were single
-                        // ones, committed at once.
-                        let mut before = Vec::new();
-                        if !batching {
-                            before.extend(list.drain(..i));
-                        }
-                        let (_, z, order) = list.remove(if batching { i } else { 0 });
-                        for (_, bz, border) in before {
-                            self.commit(bz, cpu, border);
-                        }
-                        self.batching[cpu as usize] = true;
-                        self.commit(z, cpu, order);
-                    }
-                    None => {
-                        self.commit_all(cpu);
-                        self.free(zone, cpu, 0);
-                    }
-                }
-            }
+            EventKind::FreeBatched { pfn } => self.free_batched(zone, cpu, pfn, batching),
             EventKind::Alloc { order, .. } => {
                 let refilled = self.at(zone, cpu).is_some_and(|c| c.in_refill.is_some());
                 self.other(cpu);
@@ -525,30 +443,7 @@ impl Walk {
                 alloc_migratetype,
                 ..
             } => self.fallback(zone, cpu, pfn, alloc_order, alloc_migratetype),
-            EventKind::PcpuDrain { order, .. } => {
-                let (owner, explained) = self.kernel.last_drain.unwrap_or((cpu, false));
-                let pages = 1i64 << order;
-                if let Some(c) = self.at(zone, owner) {
-                    c.in_refill = None;
-                    if owner == cpu && explained {
-                        if let Some(free) = c.free.take() {
-                            // Another drain before the candidate's allocation: no pin.
-                            c.candidate = None;
-                            c.run = Some(Run {
-                                free,
-                                drained: 0,
-                                block: 0,
-                                ts: ev.ts_ns,
-                            });
-                        }
-                        if let Some(r) = &mut c.run {
-                            r.drained += pages;
-                            r.block = r.block.max(pages);
-                        }
-                    }
-                }
-                self.add(zone, owner, -pages);
-            }
+            EventKind::PcpuDrain { order, .. } => self.drain(zone, cpu, order, ev.ts_ns),
         }
         if self.at_read.is_none() && self.roll_at.is_some_and(|p| p.is(ev)) {
             self.at_read = Some(self.deltas_now());
@@ -595,143 +490,11 @@ impl Walk {
         self.extfrag_names_page = names_page;
         self.kernel.set_extfrag_names_page(names_page);
     }
-
-    /// Any event on `cpu` but a drain: the last free drained nothing, a refill run ended.
-    fn other(&mut self, cpu: u32) {
-        for z in 0..self.zones {
-            let Some(c) = self.at(z, cpu) else {
-                continue;
-            };
-            c.in_refill = None;
-            c.fallback = None;
-            let Some(f) = c.free.take() else {
-                continue;
-            };
-            // free_*_page_commit: no drain, so count < high (the fallen one, for a free
-            // after kswapd's wake).
-            c.high_fell &= !f.high_fell;
-            self.bound(z, cpu, i64::MIN, f.high_hi - 1 - f.delta);
-        }
-    }
-
-    /// A deferred free goes on the lists (a PCP order), or to the buddy.
-    fn commit(&mut self, zone: usize, cpu: u32, order: u8) {
-        if self.pcp_order(order) {
-            self.free(zone, cpu, order);
-        } else {
-            self.other(cpu);
-        }
-    }
-
-    /// Every deferred free of `cpu`, in order.
-    fn commit_all(&mut self, cpu: u32) {
-        self.batching[cpu as usize] = false;
-        for (_, z, order) in std::mem::take(&mut self.deferred[cpu as usize]) {
-            self.commit(z, cpu, order);
-        }
-    }
-
-    fn free(&mut self, zone: usize, cpu: u32, order: u8) {
-        self.other(cpu);
-        self.add(zone, cpu, 1i64 << order);
-        let reclaim = self.reclaim_on(zone);
-        if let Some(c) = self.at(zone, cpu) {
-            let mut h = (c.high.lo, c.high.hi);
-            if reclaim {
-                // nr_pcp_high with ZONE_RECLAIM_ACTIVE: at most batch << 2.
-                let cap = c.high.batch << 2;
-                h = (h.0.min(cap), h.1.min(cap));
-            }
-            c.free = Some(Free {
-                order,
-                delta: c.delta,
-                high_lo: h.0,
-                high_hi: h.1,
-                high_fell: c.high_fell,
-            });
-        }
-    }
-
-    /// The counts found, after the last event.
-    pub fn finish(mut self) -> StartCounts {
-        for cpu in 0..self.cpus {
-            self.commit_all(cpu);
-        }
-        for i in 0..self.per.len() {
-            let (z, cpu) = (i / self.cpus as usize, (i % self.cpus as usize) as u32);
-            self.end_run(z, cpu);
-        }
-        let cpus = self.cpus as usize;
-        let list = self
-            .per
-            .iter()
-            .enumerate()
-            .filter_map(|(i, c)| Some((i, (i % cpus) as u32, c.as_ref()?)))
-            .filter(|(_, _, c)| c.wanted)
-            .map(|(i, cpu, c)| {
-                // zoneinfo's count, or rolled back from its read to the walk's start.
-                let rolled = self.at_read.as_ref().map(|d| c.zoneinfo - d[i]);
-                let base = rolled.unwrap_or(c.zoneinfo);
-                // Up to the pin, the bounds of every event; after it, the pin's narrowed by
-                // those after it where they agree.
-                let (lo, hi) = (c.lo, c.hi);
-                let (found, lo, hi, pin_ns) = match c.pin {
-                    Some((plo, phi, ts)) => {
-                        let (l, h) = (lo.max(plo), hi.min(phi));
-                        // The bounds after the pin, where they agree with those before it.
-                        let (l, h) = match c.after {
-                            Some((al, ah)) if l.max(al) <= h.min(ah) => (l.max(al), h.min(ah)),
-                            _ => (l, h),
-                        };
-                        if l > h {
-                            (Found::Inconsistent, plo.max(0), phi.max(0), ts)
-                        } else if l == h {
-                            (Found::Pinned, l, h, ts)
-                        } else {
-                            (Found::Bounded, l, h, ts)
-                        }
-                    }
-                    None if lo > hi => (Found::Inconsistent, 0, i64::MAX, None),
-                    None if lo > base || hi < base => (Found::Bounded, lo, hi, None),
-                    None if rolled.is_some() => (Found::RolledBack, lo, hi, None),
-                    None => (Found::Zoneinfo, lo, hi, None),
-                };
-                // Where the walk does not know how `high` moved (6.7 to 6.14), its bounds
-                // that `high` gives are not the kernel's: the rolled-back count stands, held
-                // by the count's never being negative alone ([`roll`]).
-                let (found, inferred) = match rolled {
-                    Some(r) if !c.high_known => (Found::RolledBack, r.max(c.floor)),
-                    _ => (found, base.clamp(lo, hi.max(lo))),
-                };
-                let inferred = inferred.max(0) as u64;
-                CpuStart {
-                    zone: c.zone_name.clone(),
-                    node: c.node,
-                    cpu,
-                    zoneinfo: c.zoneinfo as u64,
-                    rolled_back: rolled,
-                    inferred,
-                    found,
-                    bounds: (
-                        lo.max(0) as u64,
-                        (hi < i64::MAX).then_some(hi.max(0) as u64),
-                    ),
-                    pin_ns,
-                }
-            })
-            .collect();
-        StartCounts {
-            cpus: list,
-            skipped: None,
-            events: self.events,
-            rolled_from_ns: self
-                .roll_at
-                .filter(|_| self.at_read.is_some())
-                .map(|p| p.ts_ns),
-        }
-    }
 }
 
+mod finish;
+mod frees;
+mod high;
 mod pin;
 mod reclaim;
 mod refill;

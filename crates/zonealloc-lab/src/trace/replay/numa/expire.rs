@@ -1,9 +1,20 @@
 //! The vmstat worker's expiry drain of remote-node pagesets, in `refresh_cpu_vm_stats(true)`
 //! under CONFIG_NUMA (`mm/vmstat.c`, 6.1 and 7.2 alike):
 //! - folding the CPU's zone counters sets the pageset's `expire` to 3 where a counter of the
-//!   zone moved since the last run ("3 seconds idle till flush"); here: the CPU allocated,
-//!   freed, refilled or drained pages of the zone since the last run (a buddy operation
-//!   moves `NR_FREE_PAGES`; an LRU page's allocation and free move the zone's LRU counters);
+//!   zone moved since the last run ("3 seconds idle till flush"); here: the CPU refilled or
+//!   drained pages of the zone since the last run. A buddy operation moves `NR_FREE_PAGES`
+//!   (`rmqueue_bulk`, `free_pcppages_bulk` -> `__free_one_page`); a page's allocation off the
+//!   pageset or free onto it moves no zone counter (`free_unref_page_commit` and
+//!   `rmqueue_pcplist` count `PGFREE`/`PGALLOC` events and the NUMA events, none of them in
+//!   `vm_stat_diff`), so a CPU's frees of another node's pages do not restart the
+//!   countdown. An LRU page's addition to or removal from its LRU does move the zone's LRU
+//!   counters, but the trace does not say which pages were on an LRU, nor where the
+//!   per-CPU LRU batches were flushed: not counted. Counting every allocation and free as a
+//!   move restarted countdowns the kernel did not restart: 6.1-4g-2node p_prodcons drained
+//!   23 times for expiry over its whole file where the trace shows 12, node 1's Normal
+//!   pagesets of CPUs 0 and 1 3 times each where the kernel drained once (`awk-300`'s frees
+//!   of node 1 pages on CPU 0 at 73.434502 restarted ours; the kernel's next drain there is
+//!   at 128.797299, after `od-301`'s frees at 124.578111);
 //! - then, after `decay_pcp_high` (6.7 on): with `expire` and `count` not zero, a zone of the
 //!   CPU's own node gets `expire = 0` ("We never drain zones local to this processor"); a
 //!   remote one counts down, and at 0 `drain_zone_pages` gives back `min(count, batch)`
@@ -225,14 +236,12 @@ fn total(v: &[ExpiryDrains]) -> ExpiryDrains {
     })
 }
 
-/// What `cpu` did with `zone`'s pages so far, in pages (allocations, frees, refills and
-/// drains of its pageset): a change since the last fold moved one of the zone's counters.
+/// The buddy operations of `cpu`'s pageset of `zone` so far, in pages (its refills and
+/// drains): a change since the last fold moved the zone's `NR_FREE_PAGES` (an allocation
+/// off the pageset or a free onto it moves no zone counter; see the module documentation).
 fn moved(zone: &Zone, cpu: u32) -> u64 {
     let s = zone.pcp_info(CpuId(cpu)).stats;
-    s.alloc_hits
-        + s.alloc_misses
-        + s.frees
-        + s.refill_pages
+    s.refill_pages
         + s.drain_high_pages
         + s.drain_free_high_pages
         + s.drain_decay_pages

@@ -203,7 +203,18 @@ fn a_remote_pageset_with_pages_at_the_snapshot_waits_for_the_trace_or_a_move() {
     assert!(e.traced(0, 0, 1, true));
     e.restart(&zone, 0, 0, 1);
     assert_eq!(e.aligned, 1);
-    // A move: 3, then 6.1's countdown steps are no change, its drain is.
+    // An allocation off the pageset and a free onto it move no zone counter: the countdown
+    // stays at 0.
+    touch(&zone);
+    for _ in 0..4 {
+        e.fold(&zone, 0, 0);
+        assert!(!e.step(&zone, 0, 0, false));
+    }
+    assert_eq!(e.ours_total().drains, 1);
+    // A refill moves NR_FREE_PAGES: 3, then 6.1's countdown steps are no change, its drain
+    // is.
+    zone.drain_all();
+    e.fold(&zone, 0, 0); // (the drain's own move)
     touch(&zone);
     e.counts_pending = false;
     let steps: Vec<bool> = (0..3)

@@ -1,0 +1,90 @@
+//! The start-count walk's result: each CPU's count at the walk's start, from its bounds, its
+//! pin, and zoneinfo's count (rolled back from its read with `--whole-file`, [`super::roll`]).
+
+use super::{Cpu, CpuStart, Found, StartCounts, Walk};
+
+impl Walk {
+    /// The counts found, after the last event.
+    pub fn finish(mut self) -> StartCounts {
+        for cpu in 0..self.cpus {
+            self.commit_all(cpu);
+        }
+        for i in 0..self.per.len() {
+            let (z, cpu) = (i / self.cpus as usize, (i % self.cpus as usize) as u32);
+            self.end_run(z, cpu);
+        }
+        let cpus = self.cpus as usize;
+        let list = self
+            .per
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| Some((i, (i % cpus) as u32, c.as_ref()?)))
+            .filter(|(_, _, c)| c.wanted)
+            .map(|(i, cpu, c)| {
+                // zoneinfo's count, or rolled back from its read to the walk's start.
+                let rolled = self.at_read.as_ref().map(|d| c.zoneinfo - d[i]);
+                start_of(cpu, c, rolled)
+            })
+            .collect();
+        StartCounts {
+            cpus: list,
+            skipped: None,
+            events: self.events,
+            rolled_from_ns: self
+                .roll_at
+                .filter(|_| self.at_read.is_some())
+                .map(|p| p.ts_ns),
+        }
+    }
+}
+
+/// CPU `cpu`'s start count from the walk's state `c` and zoneinfo's count rolled back to the
+/// walk's start (`rolled`, where the walk rolled it back).
+fn start_of(cpu: u32, c: &Cpu, rolled: Option<i64>) -> CpuStart {
+    let base = rolled.unwrap_or(c.zoneinfo);
+    // Up to the pin, the bounds of every event; after it, the pin's narrowed by those after
+    // it where they agree.
+    let (lo, hi) = (c.lo, c.hi);
+    let (found, lo, hi, pin_ns) = match c.pin {
+        Some((plo, phi, ts)) => {
+            let (l, h) = (lo.max(plo), hi.min(phi));
+            // The bounds after the pin, where they agree with those before it.
+            let (l, h) = match c.after {
+                Some((al, ah)) if l.max(al) <= h.min(ah) => (l.max(al), h.min(ah)),
+                _ => (l, h),
+            };
+            if l > h {
+                (Found::Inconsistent, plo.max(0), phi.max(0), ts)
+            } else if l == h {
+                (Found::Pinned, l, h, ts)
+            } else {
+                (Found::Bounded, l, h, ts)
+            }
+        }
+        None if lo > hi => (Found::Inconsistent, 0, i64::MAX, None),
+        None if lo > base || hi < base => (Found::Bounded, lo, hi, None),
+        None if rolled.is_some() => (Found::RolledBack, lo, hi, None),
+        None => (Found::Zoneinfo, lo, hi, None),
+    };
+    // Where the walk does not know how `high` moved (6.7 to 6.14), its bounds that `high`
+    // gives are not the kernel's: the rolled-back count stands, held by the count's never
+    // being negative alone ([`super::roll`]).
+    let (found, inferred) = match rolled {
+        Some(r) if !c.high_known => (Found::RolledBack, r.max(c.floor)),
+        _ => (found, base.clamp(lo, hi.max(lo))),
+    };
+    CpuStart {
+        zone: c.zone_name.clone(),
+        node: c.node,
+        cpu,
+        zoneinfo: c.zoneinfo as u64,
+        rolled_back: rolled,
+        inferred: inferred.max(0) as u64,
+        found,
+        bounds: (
+            lo.max(0) as u64,
+            (hi < i64::MAX).then_some(hi.max(0) as u64),
+        ),
+        pin_ns,
+    }
+}

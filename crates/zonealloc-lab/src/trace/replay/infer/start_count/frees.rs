@@ -1,0 +1,117 @@
+//! The start-count walk's free path: a free reaches its CPU's list at its commit
+//! (`mm_page_free_batched` for a batch's page, the CPU's next other event for a single free),
+//! bounds the count below `high` if nothing drains after it, and starts the drain run it
+//! triggers otherwise (pinned at the run's end, `start_count/pin.rs`).
+
+use super::{Free, Run, Walk};
+
+impl Walk {
+    /// Any event on `cpu` but a drain: the last free drained nothing, a refill run ended.
+    pub(super) fn other(&mut self, cpu: u32) {
+        for z in 0..self.zones {
+            let Some(c) = self.at(z, cpu) else {
+                continue;
+            };
+            c.in_refill = None;
+            c.fallback = None;
+            let Some(f) = c.free.take() else {
+                continue;
+            };
+            // free_*_page_commit: no drain, so count < high (the fallen one, for a free
+            // after kswapd's wake).
+            c.high_fell &= !f.high_fell;
+            self.bound(z, cpu, i64::MIN, f.high_hi - 1 - f.delta);
+        }
+    }
+
+    /// A deferred free goes on the lists (a PCP order), or to the buddy.
+    pub(super) fn commit(&mut self, zone: usize, cpu: u32, order: u8) {
+        if self.pcp_order(order) {
+            self.free(zone, cpu, order);
+        } else {
+            self.other(cpu);
+        }
+    }
+
+    /// Every deferred free of `cpu`, in order.
+    pub(super) fn commit_all(&mut self, cpu: u32) {
+        self.batching[cpu as usize] = false;
+        for (_, z, order) in std::mem::take(&mut self.deferred[cpu as usize]) {
+            self.commit(z, cpu, order);
+        }
+    }
+
+    fn free(&mut self, zone: usize, cpu: u32, order: u8) {
+        self.other(cpu);
+        self.add(zone, cpu, 1i64 << order);
+        let reclaim = self.reclaim_on(zone);
+        if let Some(c) = self.at(zone, cpu) {
+            let mut h = (c.high.lo, c.high.hi);
+            if reclaim {
+                // nr_pcp_high with ZONE_RECLAIM_ACTIVE: at most batch << 2.
+                let cap = c.high.batch << 2;
+                h = (h.0.min(cap), h.1.min(cap));
+            }
+            c.free = Some(Free {
+                order,
+                delta: c.delta,
+                high_lo: h.0,
+                high_hi: h.1,
+                high_fell: c.high_fell,
+            });
+        }
+    }
+
+    /// `mm_page_free_batched` of `pfn` on `cpu`: the commit of a page `mm_page_free` printed
+    /// (`free_unref_page_list`, `free_unref_folios`), or of one the walk did not see freed.
+    pub(super) fn free_batched(&mut self, zone: usize, cpu: u32, pfn: u64, batching: bool) {
+        let list = &mut self.deferred[cpu as usize];
+        match list.iter().position(|d| d.0 == pfn) {
+            Some(i) => {
+                // The batch's first commit: the frees before its pages were single ones,
+                // committed at once.
+                let mut before = Vec::new();
+                if !batching {
+                    before.extend(list.drain(..i));
+                }
+                let (_, z, order) = list.remove(if batching { i } else { 0 });
+                for (_, bz, border) in before {
+                    self.commit(bz, cpu, border);
+                }
+                self.batching[cpu as usize] = true;
+                self.commit(z, cpu, order);
+            }
+            None => {
+                self.commit_all(cpu);
+                self.free(zone, cpu, 0);
+            }
+        }
+    }
+
+    /// A drained block of `order` seen on `cpu`: off its owner's lists; a drain on the CPU
+    /// right after a free there begins (or continues) the run that free triggered.
+    pub(super) fn drain(&mut self, zone: usize, cpu: u32, order: u8, ts: Option<u64>) {
+        let (owner, explained) = self.kernel.last_drain.unwrap_or((cpu, false));
+        let pages = 1i64 << order;
+        if let Some(c) = self.at(zone, owner) {
+            c.in_refill = None;
+            if owner == cpu && explained {
+                if let Some(free) = c.free.take() {
+                    // Another drain before the candidate's allocation: no pin.
+                    c.candidate = None;
+                    c.run = Some(Run {
+                        free,
+                        drained: 0,
+                        block: 0,
+                        ts,
+                    });
+                }
+                if let Some(r) = &mut c.run {
+                    r.drained += pages;
+                    r.block = r.block.max(pages);
+                }
+            }
+        }
+        self.add(zone, owner, -pages);
+    }
+}
