@@ -12,7 +12,9 @@ use crate::trace::replay::infer::kernel::Inferred;
 
 impl Replayer {
     /// A traced `mm_page_alloc` (a function of its own: the other events, most of a trace,
-    /// then pass through a small `feed`).
+    /// then pass through a small `feed`): its zone ([`Replayer::traced_zone`]), the page
+    /// taken ([`Replayer::take_traced`]) and what is booked of it
+    /// ([`Replayer::book_traced`]).
     #[inline(never)]
     pub(super) fn alloc_traced(
         &mut self,
@@ -32,24 +34,7 @@ impl Replayer {
             _ => cpu,
         };
         let failed_in_trace = ev.is_failed_alloc();
-        let z = if failed_in_trace {
-            self.counts.kernel_failures += 1;
-            // A failure names no zone: try the preferred one (the highest of the CPU's node).
-            self.geo.preferred_zone(cpu)
-        } else {
-            let z = self.zone_for(pfn)?;
-            if let Some(n) = self.numa.as_mut() {
-                n.kernel
-                    .count(self.geo.zones[z].node, self.geo.cpu_node(cpu));
-            }
-            if let Some(old) = self.frames.take_live(pfn) {
-                self.counts.implicit_frees += 1;
-                self.free_ours(ev, cpu, old)?;
-            } else {
-                self.frames.set_failed(pfn, false);
-            }
-            z
-        };
+        let z = self.traced_zone(ev, cpu, pfn, failed_in_trace)?;
         let mt = MigrateType::from_index(usize::from(self.geo.numbering.to_current(migratetype)))
             .filter(|m| m.is_gfp_type());
         let (Some(mt), Some(ord)) = (
@@ -59,6 +44,63 @@ impl Replayer {
             self.counts.skipped_allocs += 1;
             return Ok(());
         };
+        let (got, z) = self.take_traced(ev, cpu, z, (ord, mt, gfp_flags), failed_in_trace)?;
+        self.emit_event(
+            ev,
+            match got {
+                Ok(p) => (PagePtr::Present, p.0),
+                Err(_) => (PagePtr::Null, 0),
+            },
+            |pfn| EventKind::Alloc {
+                pfn,
+                order,
+                migratetype: mt.index() as u8,
+                gfp_flags,
+            },
+        )?;
+        self.book_traced(ev, cpu, pfn, (z, order), got.ok(), failed_in_trace)
+    }
+
+    /// The zone a traced allocation of `pfn` is replayed in: the one its pfn names, freeing
+    /// first what ours still holds at that frame (an implicit free); for a failure, which
+    /// names no zone, the preferred one (the highest of the CPU's node).
+    #[inline(always)]
+    fn traced_zone(
+        &mut self,
+        ev: &Event<'_>,
+        cpu: u32,
+        pfn: u64,
+        failed_in_trace: bool,
+    ) -> io::Result<usize> {
+        if failed_in_trace {
+            self.counts.kernel_failures += 1;
+            return Ok(self.geo.preferred_zone(cpu));
+        }
+        let z = self.zone_for(pfn)?;
+        if let Some(n) = self.numa.as_mut() {
+            n.kernel
+                .count(self.geo.zones[z].node, self.geo.cpu_node(cpu));
+        }
+        if let Some(old) = self.frames.take_live(pfn) {
+            self.counts.implicit_frees += 1;
+            self.free_ours(ev, cpu, old)?;
+        } else {
+            self.frames.set_failed(pfn, false);
+        }
+        Ok(z)
+    }
+
+    /// Our allocation for a traced one in zone `z` (on several nodes, down the zonelist),
+    /// its zone events counted: the page, or the error, and the zone it came from.
+    #[inline(always)]
+    fn take_traced(
+        &mut self,
+        ev: &Event<'_>,
+        cpu: u32,
+        z: usize,
+        (ord, mt, gfp_flags): (Order, MigrateType, &str),
+        failed_in_trace: bool,
+    ) -> io::Result<(Result<Pfn, zonealloc::AllocError>, usize)> {
         let req = self.gfp.request(mt, gfp_flags).on_cpu(CpuId(cpu));
         // The trace shows the kernel took this page from this zone: below its watermark in
         // ours, the replay takes it anyway rather than fail into the slow path's
@@ -86,34 +128,36 @@ impl Replayer {
             }
         };
         self.flush_zone_events(ev, z, cpu)?;
-        self.emit_event(
-            ev,
-            match got {
-                Ok(p) => (PagePtr::Present, p.0),
-                Err(_) => (PagePtr::Null, 0),
-            },
-            |pfn| EventKind::Alloc {
-                pfn,
-                order,
-                migratetype: mt.index() as u8,
-                gfp_flags,
-            },
-        )?;
+        Ok((got, z))
+    }
+
+    /// Books our page `got` (of `order`, in zone `z`) for the traced allocation of `pfn`:
+    /// live at that frame, or, where the kernel's failed, freed again at once.
+    #[inline(always)]
+    fn book_traced(
+        &mut self,
+        ev: &Event<'_>,
+        cpu: u32,
+        pfn: u64,
+        (z, order): (usize, u8),
+        got: Option<Pfn>,
+        failed_in_trace: bool,
+    ) -> io::Result<()> {
         let live = |p: Pfn| Live {
             ours: p.0,
             order,
             zone: z as u8,
             freed: 0,
         };
-        if let (Some(n), Ok(_)) = (self.numa.as_mut(), got) {
+        if let (Some(n), Some(_)) = (self.numa.as_mut(), got) {
             n.ours.count(self.geo.zones[z].node, self.geo.cpu_node(cpu));
         }
         match got {
-            Ok(p) if failed_in_trace => {
+            Some(p) if failed_in_trace => {
                 self.counts.kernel_failures_satisfied += 1;
                 self.free_ours(ev, cpu, live(p))?;
             }
-            Ok(p) => {
+            Some(p) => {
                 self.counts.allocs += 1;
                 self.counts.same_frame += u64::from(p.0 == pfn);
                 let before = self.frames.count_allocation(p.0);
@@ -121,8 +165,8 @@ impl Replayer {
                 self.frames.set_live(pfn, live(p));
                 self.frames.set_pending_batched(pfn, false);
             }
-            Err(_) if failed_in_trace => {}
-            Err(_) => {
+            None if failed_in_trace => {}
+            None => {
                 self.counts.alloc_failures += 1;
                 self.frames.set_failed(pfn, true);
             }
