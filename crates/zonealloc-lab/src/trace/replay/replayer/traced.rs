@@ -44,7 +44,13 @@ impl Replayer {
             self.counts.skipped_allocs += 1;
             return Ok(());
         };
-        let (got, z) = self.take_traced(ev, cpu, z, (ord, mt, gfp_flags), failed_in_trace)?;
+        let (got, z) = self.take_traced(cpu, z, (ord, mt, gfp_flags), failed_in_trace);
+        if self.numa.is_some() {
+            for other in 0..self.zones.len() {
+                self.flush_zone_events(ev, other, cpu)?;
+            }
+        }
+        self.flush_zone_events(ev, z, cpu)?;
         self.emit_event(
             ev,
             match got {
@@ -90,17 +96,17 @@ impl Replayer {
         Ok(z)
     }
 
-    /// Our allocation for a traced one in zone `z` (on several nodes, down the zonelist),
-    /// its zone events counted: the page, or the error, and the zone it came from.
+    /// Our allocation for a traced one in zone `z` (on several nodes, down the zonelist):
+    /// the page, or the error, and the zone it came from. (The caller counts the zones'
+    /// events.)
     #[inline(always)]
     fn take_traced(
         &mut self,
-        ev: &Event<'_>,
         cpu: u32,
         z: usize,
         (ord, mt, gfp_flags): (Order, MigrateType, &str),
         failed_in_trace: bool,
-    ) -> io::Result<(Result<Pfn, zonealloc::AllocError>, usize)> {
+    ) -> (Result<Pfn, zonealloc::AllocError>, usize) {
         let req = self.gfp.request(mt, gfp_flags).on_cpu(CpuId(cpu));
         // The trace shows the kernel took this page from this zone: below its watermark in
         // ours, the replay takes it anyway rather than fail into the slow path's
@@ -112,7 +118,7 @@ impl Replayer {
         } else {
             req.no_watermarks()
         };
-        let (got, z) = match self.numa.as_deref() {
+        match self.numa.as_deref() {
             None => (self.zones[z].alloc_with(ord, req), z),
             // Several nodes: the zonelist from the kernel's zone, or all of it for a failure.
             Some(n) => {
@@ -121,14 +127,9 @@ impl Replayer {
                     .zonelists
                     .alloc(&self.zones, kernel, node, gfp_flags, ord, req);
                 let at = got.ok().and_then(|p| self.geo.zone_of(p.0));
-                for other in 0..self.zones.len() {
-                    self.flush_zone_events(ev, other, cpu)?;
-                }
                 (got, at.unwrap_or(z))
             }
-        };
-        self.flush_zone_events(ev, z, cpu)?;
-        Ok((got, z))
+        }
     }
 
     /// Books our page `got` (of `order`, in zone `z`) for the traced allocation of `pfn`:
