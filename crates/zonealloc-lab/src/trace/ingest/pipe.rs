@@ -29,9 +29,10 @@ pub struct Chunk {
     /// The allocations' `gfp_flags` texts, one after the other: a run of allocations that
     /// share theirs has it once.
     text: String,
-    /// Where each text in `text` ends, in order: an allocation's [`Packed`] names its text
-    /// by its index here (fewer than [`CHUNK_EVENTS`], so a `u16`).
-    text_ends: Vec<u32>,
+    /// Where the texts in `text` begin and end, in order, from 0: text `i` is
+    /// `bounds[i]..bounds[i + 1]`. An allocation's [`Packed`] names its text by `i` (fewer
+    /// than [`CHUNK_EVENTS`], so a `u16`).
+    bounds: Vec<u32>,
     /// Set on the chunk that ends the input's first bytes in a marked parse
     /// ([`ParseAhead::spawn_marked`]): how many of them were read.
     mark: Option<u64>,
@@ -45,7 +46,7 @@ impl Chunk {
         Chunk {
             events: Vec::with_capacity(CHUNK_EVENTS),
             text: String::new(),
-            text_ends: Vec::new(),
+            bounds: vec![0],
             mark: None,
             kswapd: 0,
         }
@@ -54,7 +55,8 @@ impl Chunk {
     fn clear(&mut self) {
         self.events.clear();
         self.text.clear();
-        self.text_ends.clear();
+        self.bounds.clear();
+        self.bounds.push(0);
         self.mark = None;
         self.kswapd = 0;
     }
@@ -63,14 +65,13 @@ impl Chunk {
         self.events.len() >= CHUNK_EVENTS || self.text.len() >= CHUNK_TEXT
     }
 
-    /// The last text kept (empty before the first).
+    /// The last text kept, if any.
     #[inline(always)]
-    fn last_text(&self) -> &str {
-        let start = match self.text_ends.len() {
-            0 | 1 => 0,
-            n => self.text_ends[n - 2] as usize,
-        };
-        self.text.get(start..).unwrap_or_default()
+    fn last_text(&self) -> Option<&str> {
+        match self.bounds.len() {
+            0 | 1 => None,
+            n => self.text.get(self.bounds[n - 2] as usize..),
+        }
     }
 
     /// Adds `ev`, copying its text unless it repeats the last allocation's.
@@ -78,13 +79,13 @@ impl Chunk {
     fn push(&mut self, ev: &Event<'_>) {
         let mut text = 0;
         if let EventKind::Alloc { gfp_flags: s, .. } = ev.kind {
-            if self.text_ends.is_empty() || self.last_text() != s {
+            if self.last_text() != Some(s) {
                 self.text.push_str(s);
                 // `CHUNK_TEXT` plus one line's text: far below 4 GiB.
-                self.text_ends.push(self.text.len() as u32);
+                self.bounds.push(self.text.len() as u32);
             }
             // One text at most per event, and `CHUNK_EVENTS` events: it fits.
-            text = (self.text_ends.len() - 1) as u16;
+            text = (self.bounds.len() - 2) as u16;
         }
         let packed = Packed::of(ev, text);
         self.kswapd += u32::from(packed.kind >= KIND_KSWAPD_WAKE);
@@ -127,18 +128,14 @@ impl Chunk {
         self.events.iter().map(|p| p.event(self))
     }
 
-    /// Text `i` ([`Chunk::text_ends`]), empty if there is none.
+    /// Text `i` ([`Chunk::bounds`]), empty if there is none.
     #[inline(always)]
     fn text_at(&self, i: u16) -> &str {
         let i = usize::from(i);
-        let start = match i {
-            0 => 0,
-            _ => self.text_ends.get(i - 1).copied().unwrap_or(0),
-        };
-        let end = self.text_ends.get(i).copied().unwrap_or(0);
-        self.text
-            .get(start as usize..end as usize)
-            .unwrap_or_default()
+        match self.bounds.get(i..i + 2) {
+            Some(&[a, b]) => self.text.get(a as usize..b as usize).unwrap_or_default(),
+            _ => "",
+        }
     }
 }
 
@@ -619,7 +616,7 @@ this line is malformed: mm_page_alloc: pfn=zz
             }
             assert_eq!(chunk.events().collect::<Vec<_>>(), want, "round {round}");
             assert_eq!(chunk.text, "A|BCA|BC");
-            assert_eq!(chunk.text_ends, [3, 4, 4, 7, 8]);
+            assert_eq!(chunk.bounds, [0, 3, 4, 4, 7, 8]);
             for n in 0..want.len() {
                 assert_eq!(chunk.events().take(n).collect::<Vec<_>>(), want[..n]);
             }
