@@ -2,7 +2,7 @@
 //! while the replay consumes the chunks before them, in order, so splitting and parsing
 //! (two thirds of a replay's instructions) run beside the replay on a second core.
 //!
-//! A [`Chunk`] holds [`CHUNK_EVENTS`] events, packed in 40 bytes each (`Packed`), with
+//! A [`Chunk`] holds [`CHUNK_EVENTS`] events, packed in 32 bytes each (`Packed`), with
 //! their text (the `gfp_flags` strings) copied into one buffer of its own; chunks go back to
 //! the parser to be filled again, so nothing is allocated per event. The parser's counts (bad lines, their numbers) and its
 //! error come back with it at the end ([`ParseAhead::finish`]), and it reads to the end of the
@@ -26,10 +26,13 @@ const CHUNKS_AHEAD: usize = 16;
 pub struct Chunk {
     /// The events, packed.
     events: Vec<Packed>,
+    /// The allocations' `gfp_flags` texts, one after the other: a run of allocations that
+    /// share theirs has it once.
     text: String,
-    /// The span in `text` of the last allocation's `gfp_flags`: runs of allocations share
-    /// theirs, copied once.
-    last_text: (u32, u32),
+    /// Where the texts in `text` begin and end, in order, from 0: text `i` is
+    /// `bounds[i]..bounds[i + 1]`. An allocation's [`Packed`] names its text by `i` (fewer
+    /// than [`CHUNK_EVENTS`], so a `u16`).
+    bounds: Vec<u32>,
     /// Set on the chunk that ends the input's first bytes in a marked parse
     /// ([`ParseAhead::spawn_marked`]): how many of them were read.
     mark: Option<u64>,
@@ -43,7 +46,7 @@ impl Chunk {
         Chunk {
             events: Vec::with_capacity(CHUNK_EVENTS),
             text: String::new(),
-            last_text: (0, 0),
+            bounds: vec![0],
             mark: None,
             kswapd: 0,
         }
@@ -52,7 +55,8 @@ impl Chunk {
     fn clear(&mut self) {
         self.events.clear();
         self.text.clear();
-        self.last_text = (0, 0);
+        self.bounds.clear();
+        self.bounds.push(0);
         self.mark = None;
         self.kswapd = 0;
     }
@@ -61,23 +65,29 @@ impl Chunk {
         self.events.len() >= CHUNK_EVENTS || self.text.len() >= CHUNK_TEXT
     }
 
-    /// Adds `ev`, copying its text unless it repeats the last allocation's.
-    #[inline]
-    fn push(&mut self, ev: &Event<'_>) {
-        let mut span = (0, 0);
-        if let EventKind::Alloc { gfp_flags: s, .. } = ev.kind {
-            let (a, b) = self.last_text;
-            span = if self.text.get(a as usize..b as usize) == Some(s) {
-                (a, b)
-            } else {
-                // `CHUNK_TEXT` plus one line's text: far below 4 GiB.
-                let a = self.text.len() as u32;
-                self.text.push_str(s);
-                (a, self.text.len() as u32)
-            };
-            self.last_text = span;
+    /// The last text kept, if any.
+    #[inline(always)]
+    fn last_text(&self) -> Option<&str> {
+        match self.bounds.len() {
+            0 | 1 => None,
+            n => self.text.get(self.bounds[n - 2] as usize..),
         }
-        let packed = Packed::of(ev, span);
+    }
+
+    /// Adds `ev`, copying its text unless it repeats the last allocation's.
+    #[inline(always)]
+    fn push(&mut self, ev: &Event<'_>) {
+        let mut text = 0;
+        if let EventKind::Alloc { gfp_flags: s, .. } = ev.kind {
+            if self.last_text() != Some(s) {
+                self.text.push_str(s);
+                // `CHUNK_TEXT` plus one line's text: far below 4 GiB.
+                self.bounds.push(self.text.len() as u32);
+            }
+            // One text at most per event, and `CHUNK_EVENTS` events: it fits.
+            text = (self.bounds.len() - 2) as u16;
+        }
+        let packed = Packed::of(ev, text);
         self.kswapd += u32::from(packed.kind >= KIND_KSWAPD_WAKE);
         self.events.push(packed);
     }
@@ -114,8 +124,18 @@ impl Chunk {
 
     /// The events in order, as the parser produced them.
     #[inline]
-    pub fn events(&self) -> impl Iterator<Item = Event<'_>> {
-        self.events.iter().map(|p| p.event(&self.text))
+    pub fn events(&self) -> impl ExactSizeIterator<Item = Event<'_>> {
+        self.events.iter().map(|p| p.event(self))
+    }
+
+    /// Text `i` ([`Chunk::bounds`]), empty if there is none.
+    #[inline(always)]
+    fn text_at(&self, i: u16) -> &str {
+        let i = usize::from(i);
+        match self.bounds.get(i..i + 2) {
+            Some(&[a, b]) => self.text.get(a as usize..b as usize).unwrap_or_default(),
+            _ => "",
+        }
     }
 }
 
@@ -131,34 +151,36 @@ const FLAG_B: u8 = 32;
 /// the last.
 const KIND_KSWAPD_WAKE: u8 = 6;
 
-/// An event as a chunk keeps it: 40 bytes where an [`Event`] and its text's span took 72,
-/// so a chunk is written, read and faulted in over fewer pages. [`Packed::of`] and
-/// [`Packed::event`] are the one place that lists every event kind's fields.
+/// An event as a chunk keeps it: 32 bytes where an [`Event`] and its text's span took 72,
+/// so a chunk is written, read and faulted in over fewer pages (with `--proc` a shipped
+/// trace's chunks are all held at once, until the zones are set up). An allocation's text is
+/// the chunk's, named by its index in the two bytes of `small` it has no order or
+/// migratetype for. [`Packed::of`] and [`Packed::event`] are the one place that lists every
+/// event kind's fields.
 #[derive(Clone, Copy, Debug, Default)]
 struct Packed {
     /// The pfn, or a kswapd event's node.
     pfn: u64,
     ts_ns: u64,
     cpu: u32,
-    /// The event's text in the chunk's (an allocation's `gfp_flags`).
-    text: (u32, u32),
-    /// Which kind, in [`EventKind`]'s order.
-    kind: u8,
-    /// The kind's orders and migratetypes, in the order it declares them.
-    small: [u8; 4],
-    /// [`HAS_CPU`], [`HAS_TS`], [`PAGE_NULL`], [`PAGE_MISSING`], [`FLAG_A`], [`FLAG_B`].
-    bits: u8,
-    /// Who ran it ([`Who::to_parts`]), in what was the struct's padding.
+    /// Who ran it ([`Who::to_parts`]).
     pid: u32,
     who: u16,
+    /// Which kind, in [`EventKind`]'s order.
+    kind: u8,
+    /// [`HAS_CPU`], [`HAS_TS`], [`PAGE_NULL`], [`PAGE_MISSING`], [`FLAG_A`], [`FLAG_B`].
+    bits: u8,
+    /// The kind's orders and migratetypes, in the order it declares them; an allocation's
+    /// text's index after its two ([`Chunk::text_at`], little-endian).
+    small: [u8; 4],
 }
 
 // The size the documentation gives.
-const _: () = assert!(std::mem::size_of::<Packed>() == 40);
+const _: () = assert!(std::mem::size_of::<Packed>() == 32);
 
 impl Packed {
-    #[inline]
-    fn of(ev: &Event<'_>, text: (u32, u32)) -> Packed {
+    #[inline(always)]
+    fn of(ev: &Event<'_>, text: u16) -> Packed {
         let flag = |b: bool, f: u8| if b { f } else { 0 };
         let (kind, pfn, small, flags) = match ev.kind {
             EventKind::Alloc {
@@ -166,7 +188,10 @@ impl Packed {
                 order,
                 migratetype,
                 gfp_flags: _,
-            } => (0, pfn, [order, migratetype, 0, 0], 0),
+            } => {
+                let [t0, t1] = text.to_le_bytes();
+                (0, pfn, [order, migratetype, t0, t1], 0)
+            }
             EventKind::Free { pfn, order } => (1, pfn, [order, 0, 0, 0], 0),
             EventKind::FreeBatched { pfn } => (2, pfn, [0; 4], 0),
             EventKind::ZoneLocked {
@@ -214,22 +239,22 @@ impl Packed {
             PagePtr::Null => PAGE_NULL,
             PagePtr::Missing => PAGE_MISSING,
         };
+        let (pid, who) = ev.who.to_parts();
         Packed {
             pfn,
             ts_ns: ev.ts_ns.unwrap_or(0),
             cpu: ev.cpu.unwrap_or(0),
-            text,
+            pid,
+            who,
             kind,
-            small,
             bits: flags | page | flag(ev.cpu.is_some(), HAS_CPU) | flag(ev.ts_ns.is_some(), HAS_TS),
-            pid: ev.who.to_parts().0,
-            who: ev.who.to_parts().1,
+            small,
         }
     }
 
-    /// The event, its text read from `text` (the chunk's).
+    /// The event, an allocation's text read from `chunk` (its own).
     #[inline(always)]
-    fn event<'t>(&self, text: &'t str) -> Event<'t> {
+    fn event<'t>(&self, chunk: &'t Chunk) -> Event<'t> {
         let [a, b, c, d] = self.small;
         let has = |f: u8| self.bits & f != 0;
         let pfn = self.pfn;
@@ -240,9 +265,7 @@ impl Packed {
                 pfn,
                 order: a,
                 migratetype: b,
-                gfp_flags: text
-                    .get(self.text.0 as usize..self.text.1 as usize)
-                    .unwrap_or_default(),
+                gfp_flags: chunk.text_at(u16::from_le_bytes([c, d])),
             },
             1 => EventKind::Free { pfn, order: a },
             2 => EventKind::FreeBatched { pfn },
@@ -296,7 +319,9 @@ struct Out {
 }
 
 impl Out {
-    #[inline]
+    /// Adds `ev` to the chunk being filled, handing it over when full. Inlined into the
+    /// parse's loop (`Parser::read_all`): a call per event saved its registers.
+    #[inline(always)]
     fn push(&mut self, ev: &Event<'_>) {
         self.chunk.push(ev);
         if self.chunk.is_full() {
@@ -305,6 +330,7 @@ impl Out {
     }
 
     /// Sends the chunk being filled, and starts a recycled (or new) one.
+    #[inline(never)]
     fn hand_over(&mut self) {
         let mut next = self.back.try_recv().unwrap_or_else(|_| Chunk::new());
         next.clear();
@@ -548,6 +574,56 @@ this line is malformed: mm_page_alloc: pfn=zz
             "{:?}",
             chunk.text
         );
+    }
+
+    /// The texts are kept once a run and found again by position: a text that comes back
+    /// after another is kept again, an allocation after other events reads its own run's, and
+    /// a partial read (`take`) or a refilled chunk reads the same.
+    #[test]
+    fn each_allocation_reads_its_own_text_across_runs_and_refills() {
+        let at = |kind| Event {
+            cpu: Some(1),
+            ts_ns: Some(7),
+            page: PagePtr::Present,
+            kind,
+            who: Who::UNKNOWN,
+        };
+        let alloc = |gfp_flags| {
+            at(EventKind::Alloc {
+                pfn: 9,
+                order: 0,
+                migratetype: 1,
+                gfp_flags,
+            })
+        };
+        let free = at(EventKind::Free { pfn: 9, order: 0 });
+        let want = [
+            alloc("A|B"),
+            free.clone(),
+            alloc("A|B"),
+            alloc("C"),
+            alloc(""),
+            free.clone(),
+            alloc(""),
+            alloc("A|B"),
+            free,
+            alloc("C"),
+        ];
+        let mut chunk = Chunk::new();
+        for round in 0..2 {
+            for ev in &want {
+                chunk.push(ev);
+            }
+            assert_eq!(chunk.events().collect::<Vec<_>>(), want, "round {round}");
+            assert_eq!(chunk.text, "A|BCA|BC");
+            assert_eq!(chunk.bounds, [0, 3, 4, 4, 7, 8]);
+            for n in 0..want.len() {
+                assert_eq!(chunk.events().take(n).collect::<Vec<_>>(), want[..n]);
+            }
+            assert_eq!(chunk.events().len(), want.len());
+            chunk.clear();
+            assert_eq!(chunk.events().count(), 0);
+        }
     }
 
     #[test]

@@ -254,26 +254,65 @@ pub(super) fn page_ptr(v: Option<&[u8]>) -> PagePtr {
     }
 }
 
-/// Parses one line into an event, or says why it is none.
+/// What a line's columns before its event's fields say (ftrace's, perf's or trace-cmd's
+/// prefix): the CPU, the timestamp, the event's name and where its fields begin, and the
+/// task and latency tokens [`Who`] is read from.
+struct Prefix<'a> {
+    cpu: Option<u32>,
+    ts_ns: Option<u64>,
+    name: &'a [u8],
+    /// Where the fields begin: just after the name.
+    rest_at: usize,
+    /// The tokens before the CPU (the task: `comm-pid`, or perf's `comm pid`; the first two
+    /// and how many).
+    task: [&'a [u8]; 2],
+    tasks: usize,
+    /// The first token between the CPU and the timestamp (the latency column).
+    flags: Option<&'a [u8]>,
+}
+
+/// Parses one line into an event, or says why it is none. (The general walk: the fast path,
+/// `fast::parse_after`, takes most lines before it.)
 pub(super) fn parse_line(line: &[u8]) -> Result<Event<'_>, LineKind> {
     let line = trim_end(line);
     let start = skip_sep(line);
-    if start == line.len() {
+    if start == line.len() || line[start] == b'#' {
         return Err(LineKind::Comment);
     }
-    if line[start] == b'#' {
-        return Err(LineKind::Comment);
-    }
-    let mut cpu = None;
-    let mut ts_ns = None;
+    let p = prefix(line, start)?;
+    let Some(name) = event_name(p.name) else {
+        return Err(LineKind::Other);
+    };
+    let f = fields(line, p.rest_at);
+    let kind = kind_of(name, &f)?;
+    let ctx = p.flags.map_or(Ctx::NONE, Ctx::parse);
+    let who = match (p.tasks, p.task) {
+        (1, [t, _]) => Who::of_token(t, p.cpu, ctx),
+        (2, [comm, pid]) => Who::of_comm_pid(comm, pid, p.cpu),
+        _ => Who::new(Task::Unknown, None, ctx),
+    };
+    Ok(Event {
+        cpu: p.cpu,
+        ts_ns: p.ts_ns,
+        page: page_ptr(f.page),
+        kind,
+        who,
+    })
+}
+
+/// Walks the prefix's tokens from `start` (by offset, so the fields can be sliced off the
+/// line afterwards) up to the event's name.
+fn prefix(line: &[u8], start: usize) -> Result<Prefix<'_>, LineKind> {
+    let mut p = Prefix {
+        cpu: None,
+        ts_ns: None,
+        name: &[],
+        rest_at: 0,
+        task: [&[], &[]],
+        tasks: 0,
+        flags: None,
+    };
     let mut name_tok = None;
-    let mut rest_at = 0;
-    // The tokens before the CPU (the task: `comm-pid`, or perf's `comm pid`; the first two
-    // and how many) and the first between it and the timestamp (the latency column).
-    let mut task: [&[u8]; 2] = [&[], &[]];
-    let mut tasks = 0usize;
-    let mut flags: Option<&[u8]> = None;
-    // Walk the prefix tokens by offset, so the tail can be sliced off the line afterwards.
     let mut i = start;
     loop {
         i += skip_sep(&line[i..]);
@@ -283,22 +322,22 @@ pub(super) fn parse_line(line: &[u8]) -> Result<Event<'_>, LineKind> {
         let s = i;
         i += find_sep(&line[s..], false);
         let tok = &line[s..i];
-        if ts_ns.is_none() {
-            if cpu.is_none() {
+        if p.ts_ns.is_none() {
+            if p.cpu.is_none() {
                 if let Some(c) = cpu_token(tok) {
-                    cpu = Some(c);
+                    p.cpu = Some(c);
                     continue;
                 }
             }
             if let Some(t) = ts_token(tok) {
-                ts_ns = Some(t);
-            } else if cpu.is_none() {
-                if let Some(slot) = task.get_mut(tasks) {
+                p.ts_ns = Some(t);
+            } else if p.cpu.is_none() {
+                if let Some(slot) = p.task.get_mut(p.tasks) {
                     *slot = tok;
                 }
-                tasks += 1;
-            } else if flags.is_none() {
-                flags = Some(tok);
+                p.tasks += 1;
+            } else if p.flags.is_none() {
+                p.flags = Some(tok);
             }
             continue;
         }
@@ -309,27 +348,28 @@ pub(super) fn parse_line(line: &[u8]) -> Result<Event<'_>, LineKind> {
         match tok.strip_suffix(b":") {
             Some(n) => {
                 name_tok = Some(n);
-                rest_at = i;
+                p.rest_at = i;
             }
             None => return Err(LineKind::Malformed("no event name after the timestamp")),
         }
         break;
     }
-    let Some(name_tok) = name_tok else {
-        return Err(if ts_ns.is_some() {
-            LineKind::Malformed("truncated after the timestamp")
-        } else {
-            LineKind::Malformed("no timestamp")
-        });
-    };
-    let Some(name) = event_name(name_tok) else {
-        return Err(LineKind::Other);
-    };
+    match name_tok {
+        Some(n) => {
+            p.name = n;
+            Ok(p)
+        }
+        None if p.ts_ns.is_some() => Err(LineKind::Malformed("truncated after the timestamp")),
+        None => Err(LineKind::Malformed("no timestamp")),
+    }
+}
+
+/// The `key=value` fields of the line from `at` on, in one pass; tokens without `=` are
+/// skipped, and a repeated key keeps its last value.
+fn fields(line: &[u8], at: usize) -> Fields<'_> {
     let mut f = Fields::default();
-    // One pass over the tail: `key=value` tokens; tokens without `=` are skipped. Slice
-    // iterators, not indices, so the byte loops carry no bounds checks.
     let n = line.len();
-    let mut i = rest_at;
+    let mut i = at;
     loop {
         i += skip_sep(&line[i..]);
         if i == n {
@@ -346,6 +386,12 @@ pub(super) fn parse_line(line: &[u8]) -> Result<Event<'_>, LineKind> {
             }
         }
     }
+    f
+}
+
+/// The event `name`'s fields read from `f` (the fields its `TP_printk` prints), or which one
+/// is bad or missing.
+fn kind_of<'a>(name: Name, f: &Fields<'a>) -> Result<EventKind<'a>, LineKind> {
     let bad = |what| LineKind::Malformed(what);
     let pfn = match name {
         // kswapd's events name a node, not a page (`nid=%d order=%d`, `nid=%d`).
@@ -368,7 +414,7 @@ pub(super) fn parse_line(line: &[u8]) -> Result<Event<'_>, LineKind> {
             .and_then(|v| u32::try_from(v).ok())
             .ok_or(bad("bad or missing nid"))
     };
-    let kind = match name {
+    Ok(match name {
         Name::KswapdWake => EventKind::KswapdWake {
             nid: nid()?,
             order: order()?,
@@ -406,34 +452,25 @@ pub(super) fn parse_line(line: &[u8]) -> Result<Event<'_>, LineKind> {
             order: order()?,
             migratetype: mt()?,
         },
-        Name::Extfrag => {
-            let need = |v: Option<&[u8]>| v.and_then(parse_small).ok_or(bad("bad extfrag field"));
-            let opt_flag = |v: Option<&[u8]>| match v {
-                None => Ok(false),
-                Some(v) => parse_flag(v).ok_or(bad("bad extfrag flag")),
-            };
-            EventKind::Extfrag {
-                pfn,
-                alloc_order: need(f.alloc_order)?,
-                fallback_order: need(f.fallback_order)?,
-                alloc_migratetype: need(f.alloc_migratetype)?,
-                fallback_migratetype: need(f.fallback_migratetype)?,
-                fragmenting: opt_flag(f.fragmenting)?,
-                change_ownership: opt_flag(f.change_ownership)?,
-            }
-        }
+        Name::Extfrag => extfrag(pfn, f)?,
+    })
+}
+
+/// `mm_page_alloc_extfrag`'s fields (its flags may be missing: older kernels print neither).
+fn extfrag<'a>(pfn: u64, f: &Fields<'a>) -> Result<EventKind<'a>, LineKind> {
+    let bad = |what| LineKind::Malformed(what);
+    let need = |v: Option<&[u8]>| v.and_then(parse_small).ok_or(bad("bad extfrag field"));
+    let opt_flag = |v: Option<&[u8]>| match v {
+        None => Ok(false),
+        Some(v) => parse_flag(v).ok_or(bad("bad extfrag flag")),
     };
-    let ctx = flags.map_or(Ctx::NONE, Ctx::parse);
-    let who = match (tasks, task) {
-        (1, [t, _]) => Who::of_token(t, cpu, ctx),
-        (2, [comm, pid]) => Who::of_comm_pid(comm, pid, cpu),
-        _ => Who::new(Task::Unknown, None, ctx),
-    };
-    Ok(Event {
-        cpu,
-        ts_ns,
-        page: page_ptr(f.page),
-        kind,
-        who,
+    Ok(EventKind::Extfrag {
+        pfn,
+        alloc_order: need(f.alloc_order)?,
+        fallback_order: need(f.fallback_order)?,
+        alloc_migratetype: need(f.alloc_migratetype)?,
+        fallback_migratetype: need(f.fallback_migratetype)?,
+        fragmenting: opt_flag(f.fragmenting)?,
+        change_ownership: opt_flag(f.change_ownership)?,
     })
 }

@@ -380,16 +380,13 @@ impl Walk {
         let zone = self.geo.zone_of(pfn).unwrap_or(0);
         let inferred = self.kernel.add(ev, zone);
         let cpu = ev.cpu.unwrap_or(0) % self.cpus;
-        // Pages alloc_pages_bulk took off a CPU's lists (the bulk inference).
-        let untraced: Vec<(u64, u32)> = self
-            .kernel
-            .untraced_now
-            .iter()
-            .map(|&(p, c, _)| (p, c))
-            .collect();
-        for (p, c) in untraced {
+        // Pages alloc_pages_bulk took off a CPU's lists (the bulk inference), read in place:
+        // no `Vec` per event.
+        let mut i = 0;
+        while let Some(&(p, c, _)) = self.kernel.untraced_now.get(i) {
             let z = self.geo.zone_of(p).unwrap_or(0);
             self.add(z, c, -1);
+            i += 1;
         }
         if let Inferred::UntracedAlloc { cpu: by, .. } = inferred {
             self.add(zone, by, -1);

@@ -12,7 +12,9 @@ use crate::trace::replay::infer::kernel::Inferred;
 
 impl Replayer {
     /// A traced `mm_page_alloc` (a function of its own: the other events, most of a trace,
-    /// then pass through a small `feed`).
+    /// then pass through a small `feed`): its zone ([`Replayer::traced_zone`]), the page
+    /// taken ([`Replayer::take_traced`]) and what is booked of it
+    /// ([`Replayer::book_traced`]).
     #[inline(never)]
     pub(super) fn alloc_traced(
         &mut self,
@@ -32,24 +34,7 @@ impl Replayer {
             _ => cpu,
         };
         let failed_in_trace = ev.is_failed_alloc();
-        let z = if failed_in_trace {
-            self.counts.kernel_failures += 1;
-            // A failure names no zone: try the preferred one (the highest of the CPU's node).
-            self.geo.preferred_zone(cpu)
-        } else {
-            let z = self.zone_for(pfn)?;
-            if let Some(n) = self.numa.as_mut() {
-                n.kernel
-                    .count(self.geo.zones[z].node, self.geo.cpu_node(cpu));
-            }
-            if let Some(old) = self.frames.take_live(pfn) {
-                self.counts.implicit_frees += 1;
-                self.free_ours(ev, cpu, old)?;
-            } else {
-                self.frames.set_failed(pfn, false);
-            }
-            z
-        };
+        let z = self.traced_zone(ev, cpu, pfn, failed_in_trace)?;
         let mt = MigrateType::from_index(usize::from(self.geo.numbering.to_current(migratetype)))
             .filter(|m| m.is_gfp_type());
         let (Some(mt), Some(ord)) = (
@@ -59,32 +44,12 @@ impl Replayer {
             self.counts.skipped_allocs += 1;
             return Ok(());
         };
-        let req = self.gfp.request(mt, gfp_flags).on_cpu(CpuId(cpu));
-        // The trace shows the kernel took this page from this zone: below its watermark in
-        // ours, the replay takes it anyway rather than fail into the slow path's
-        // `drain_all_pages` (a drain the kernel did shows in the trace, and is replayed from
-        // there). 7.2-8g p_pressure: the OOM victim's allocation at 1593.014560 (ALLOC_OOM)
-        // came from Normal's list below min; ours drained every list (7967 pages) first.
-        let req = if failed_in_trace {
-            req
-        } else {
-            req.no_watermarks()
-        };
-        let (got, z) = match self.numa.as_deref() {
-            None => (self.zones[z].alloc_with(ord, req), z),
-            // Several nodes: the zonelist from the kernel's zone, or all of it for a failure.
-            Some(n) => {
-                let (kernel, node) = ((!failed_in_trace).then_some(z), self.geo.cpu_node(cpu));
-                let got = n
-                    .zonelists
-                    .alloc(&self.zones, kernel, node, gfp_flags, ord, req);
-                let at = got.ok().and_then(|p| self.geo.zone_of(p.0));
-                for other in 0..self.zones.len() {
-                    self.flush_zone_events(ev, other, cpu)?;
-                }
-                (got, at.unwrap_or(z))
+        let (got, z) = self.take_traced(cpu, z, (ord, mt, gfp_flags), failed_in_trace);
+        if self.numa.is_some() {
+            for other in 0..self.zones.len() {
+                self.flush_zone_events(ev, other, cpu)?;
             }
-        };
+        }
         self.flush_zone_events(ev, z, cpu)?;
         self.emit_event(
             ev,
@@ -99,21 +64,101 @@ impl Replayer {
                 gfp_flags,
             },
         )?;
+        self.book_traced(ev, cpu, pfn, (z, order), got.ok(), failed_in_trace)
+    }
+
+    /// The zone a traced allocation of `pfn` is replayed in: the one its pfn names, freeing
+    /// first what ours still holds at that frame (an implicit free); for a failure, which
+    /// names no zone, the preferred one (the highest of the CPU's node).
+    #[inline(always)]
+    fn traced_zone(
+        &mut self,
+        ev: &Event<'_>,
+        cpu: u32,
+        pfn: u64,
+        failed_in_trace: bool,
+    ) -> io::Result<usize> {
+        if failed_in_trace {
+            self.counts.kernel_failures += 1;
+            return Ok(self.geo.preferred_zone(cpu));
+        }
+        let z = self.zone_for(pfn)?;
+        if let Some(n) = self.numa.as_mut() {
+            n.kernel
+                .count(self.geo.zones[z].node, self.geo.cpu_node(cpu));
+        }
+        if let Some(old) = self.frames.take_live(pfn) {
+            self.counts.implicit_frees += 1;
+            self.free_ours(ev, cpu, old)?;
+        } else {
+            self.frames.set_failed(pfn, false);
+        }
+        Ok(z)
+    }
+
+    /// Our allocation for a traced one in zone `z` (on several nodes, down the zonelist):
+    /// the page, or the error, and the zone it came from. (The caller counts the zones'
+    /// events.)
+    #[inline(always)]
+    fn take_traced(
+        &mut self,
+        cpu: u32,
+        z: usize,
+        (ord, mt, gfp_flags): (Order, MigrateType, &str),
+        failed_in_trace: bool,
+    ) -> (Result<Pfn, zonealloc::AllocError>, usize) {
+        let req = self.gfp.request(mt, gfp_flags).on_cpu(CpuId(cpu));
+        // The trace shows the kernel took this page from this zone: below its watermark in
+        // ours, the replay takes it anyway rather than fail into the slow path's
+        // `drain_all_pages` (a drain the kernel did shows in the trace, and is replayed from
+        // there). 7.2-8g p_pressure: the OOM victim's allocation at 1593.014560 (ALLOC_OOM)
+        // came from Normal's list below min; ours drained every list (7967 pages) first.
+        let req = if failed_in_trace {
+            req
+        } else {
+            req.no_watermarks()
+        };
+        match self.numa.as_deref() {
+            None => (self.zones[z].alloc_with(ord, req), z),
+            // Several nodes: the zonelist from the kernel's zone, or all of it for a failure.
+            Some(n) => {
+                let (kernel, node) = ((!failed_in_trace).then_some(z), self.geo.cpu_node(cpu));
+                let got = n
+                    .zonelists
+                    .alloc(&self.zones, kernel, node, gfp_flags, ord, req);
+                let at = got.ok().and_then(|p| self.geo.zone_of(p.0));
+                (got, at.unwrap_or(z))
+            }
+        }
+    }
+
+    /// Books our page `got` (of `order`, in zone `z`) for the traced allocation of `pfn`:
+    /// live at that frame, or, where the kernel's failed, freed again at once.
+    #[inline(always)]
+    fn book_traced(
+        &mut self,
+        ev: &Event<'_>,
+        cpu: u32,
+        pfn: u64,
+        (z, order): (usize, u8),
+        got: Option<Pfn>,
+        failed_in_trace: bool,
+    ) -> io::Result<()> {
         let live = |p: Pfn| Live {
             ours: p.0,
             order,
             zone: z as u8,
             freed: 0,
         };
-        if let (Some(n), Ok(_)) = (self.numa.as_mut(), got) {
+        if let (Some(n), Some(_)) = (self.numa.as_mut(), got) {
             n.ours.count(self.geo.zones[z].node, self.geo.cpu_node(cpu));
         }
         match got {
-            Ok(p) if failed_in_trace => {
+            Some(p) if failed_in_trace => {
                 self.counts.kernel_failures_satisfied += 1;
                 self.free_ours(ev, cpu, live(p))?;
             }
-            Ok(p) => {
+            Some(p) => {
                 self.counts.allocs += 1;
                 self.counts.same_frame += u64::from(p.0 == pfn);
                 let before = self.frames.count_allocation(p.0);
@@ -121,8 +166,8 @@ impl Replayer {
                 self.frames.set_live(pfn, live(p));
                 self.frames.set_pending_batched(pfn, false);
             }
-            Err(_) if failed_in_trace => {}
-            Err(_) => {
+            None if failed_in_trace => {}
+            None => {
                 self.counts.alloc_failures += 1;
                 self.frames.set_failed(pfn, true);
             }
