@@ -315,58 +315,10 @@ pub fn populate_from(
     if z.managed_pages == 0 {
         return Ok((Pool::default(), SetupFacts::default()));
     }
-    let (pb_order, max_order) = (zone.config().pageblock_order, zone.config().max_order);
+    let max_order = zone.config().max_order;
     let targets = layout::targets(snap, z, usize::from(max_order) + 1);
-    // The set-up CPU is one past the trace's; a traced CPU `c` is `c % cpus`.
-    let setup_cpu = zone.cpus() - 1;
-    let lists: Vec<layout::CpuLists> = z
-        .pagesets
-        .iter()
-        .map(|ps| {
-            let cpu = ps.cpu % setup_cpu.max(1);
-            // The count at the trace's start where the trace pins it.
-            let left = demand
-                .and_then(|d| d.start_count.get(ps.cpu as usize).copied().flatten())
-                .unwrap_or(u64::from(ps.count));
-            let lists = demand.map_or_else(|| vec![(0, 1, left)], |d| d.fit(cpu, left));
-            (cpu, lists)
-        })
-        .collect();
-    let mut pcp = [0u64; 5];
-    for (_, cpu_lists) in &lists {
-        for &(order, mt, n) in cpu_lists {
-            if let Some(p) = pcp.get_mut(mt) {
-                *p += n << order;
-            }
-        }
-    }
-    let mut l = match &snap.layout {
-        Some(k) => {
-            let none = layout::StartHints::default();
-            let hints = demand.map_or(&none, |d| &d.hints);
-            ZoneLayout::from_kernel_hinted(k, z, &targets, pb_order, max_order, hints)
-        }
-        None => match early.and_then(|e| e.fits(z, &targets, pcp, pb_order, max_order)) {
-            Some(l) => l,
-            None => ZoneLayout::synthesise(z, &targets, pcp, pb_order, max_order),
-        },
-    };
-    // The lists the trace shows exactly choose first, every CPU's, then the others (lower
-    // bounds, and the rest of a count, which is a guess): where the pages of a type run short,
-    // the guess takes another type's, not the known list. 6.12-2g p_thp: CPU 3's Movable list
-    // held 196 blocks (the kernel served 262 allocations and 74 frees before its first
-    // refill); chosen after CPUs 0 and 1's counts, put on Movable by guess, it was left none.
-    let exact = |want: bool| -> Vec<layout::CpuLists> {
-        lists
-            .iter()
-            .map(|(cpu, ls)| {
-                let known = |&&(o, mt, _): &&(u8, usize, u64)| {
-                    demand.is_some_and(|d| d.is_exact(*cpu, o, mt)) == want
-                };
-                (*cpu, ls.iter().filter(known).copied().collect())
-            })
-            .collect()
-    };
+    let lists = cpu_lists(zone, z, demand);
+    let mut l = zone_layout(zone, snap, z, demand, early, &targets, &lists);
     // Room for each list's pages in pageblocks of its type (`layout::room`).
     if !l.synthesised {
         let named: HashSet<u64> = demand
@@ -374,18 +326,11 @@ pub fn populate_from(
             .unwrap_or_default();
         l.make_room(&lists, &named);
     }
-    let pcp_missing = l.choose_pcp(&exact(true)) + l.choose_pcp(&exact(false));
+    let pcp_missing = l.choose_pcp(&by_exactness(&lists, demand, true))
+        + l.choose_pcp(&by_exactness(&lists, demand, false));
     l.place_absent();
     let used = l.apply(zone).map_err(|e| err(&e))?;
-    // Lowmem protection as zoneinfo printed it (`protection: (...)`); set after the pages
-    // came online, which recomputes the zone's own.
-    let mut reserve = [0u64; zonealloc::ZoneType::ALL.len()];
-    for &(t, pages) in &z.protection {
-        if let Some(r) = reserve.get_mut(t.index()) {
-            *r = pages;
-        }
-    }
-    zone.set_lowmem_reserve(reserve);
+    set_reserve(zone, z);
     let [u, mut m, r, h, i] = used;
     m.extend(h);
     m.extend(i);
@@ -393,11 +338,112 @@ pub fn populate_from(
     let exact = (!l.synthesised).then(|| l.start..l.end());
     let pool = Pool::new([u, m, r], exact);
     fill_lists(zone, z, &l, demand).map_err(|e| err(&e))?;
+    let facts = facts(zone, snap, z, &l, &targets, &pool, pcp_missing);
+    Ok((pool, facts))
+}
+
+/// Each CPU's lists (order, migratetype, blocks) for its start count: the count at the
+/// trace's start where the trace pins it, else zoneinfo's, split as the trace's first events
+/// show ([`ListDemand::fit`]); without them all on order 0 Movable.
+fn cpu_lists(zone: &Zone, z: &ZoneSnapshot, demand: Option<&ListDemand>) -> Vec<layout::CpuLists> {
+    // The set-up CPU is one past the trace's; a traced CPU `c` is `c % cpus`.
+    let setup_cpu = zone.cpus() - 1;
+    z.pagesets
+        .iter()
+        .map(|ps| {
+            let cpu = ps.cpu % setup_cpu.max(1);
+            let left = demand
+                .and_then(|d| d.start_count.get(ps.cpu as usize).copied().flatten())
+                .unwrap_or(u64::from(ps.count));
+            let lists = demand.map_or_else(|| vec![(0, 1, left)], |d| d.fit(cpu, left));
+            (cpu, lists)
+        })
+        .collect()
+}
+
+/// Where the free blocks lie: the kernel's layout, hinted by the trace, where the snapshot has
+/// one; else `early`'s where it fits, else one synthesised around the lists' pages per type.
+fn zone_layout(
+    zone: &Zone,
+    snap: &ProcSnapshot,
+    z: &ZoneSnapshot,
+    demand: Option<&ListDemand>,
+    early: Option<&layout::Early>,
+    targets: &layout::Targets,
+    lists: &[layout::CpuLists],
+) -> ZoneLayout {
+    let (pb_order, max_order) = (zone.config().pageblock_order, zone.config().max_order);
+    let mut pcp = [0u64; 5];
+    for (_, cpu_lists) in lists {
+        for &(order, mt, n) in cpu_lists {
+            if let Some(p) = pcp.get_mut(mt) {
+                *p += n << order;
+            }
+        }
+    }
+    match &snap.layout {
+        Some(k) => {
+            let none = layout::StartHints::default();
+            let hints = demand.map_or(&none, |d| &d.hints);
+            ZoneLayout::from_kernel_hinted(k, z, targets, pb_order, max_order, hints)
+        }
+        None => match early.and_then(|e| e.fits(z, targets, pcp, pb_order, max_order)) {
+            Some(l) => l,
+            None => ZoneLayout::synthesise(z, targets, pcp, pb_order, max_order),
+        },
+    }
+}
+
+/// The lists the trace shows exactly (`want`) or the others, every CPU's. Those choose first,
+/// then the others (lower bounds, and the rest of a count, which is a guess): where the pages
+/// of a type run short, the guess takes another type's, not the known list. 6.12-2g p_thp:
+/// CPU 3's Movable list held 196 blocks (the kernel served 262 allocations and 74 frees before
+/// its first refill); chosen after CPUs 0 and 1's counts, put on Movable by guess, it was left
+/// none.
+fn by_exactness(
+    lists: &[layout::CpuLists],
+    demand: Option<&ListDemand>,
+    want: bool,
+) -> Vec<layout::CpuLists> {
+    lists
+        .iter()
+        .map(|(cpu, ls)| {
+            let known = |&&(o, mt, _): &&(u8, usize, u64)| {
+                demand.is_some_and(|d| d.is_exact(*cpu, o, mt)) == want
+            };
+            (*cpu, ls.iter().filter(known).copied().collect())
+        })
+        .collect()
+}
+
+/// Lowmem protection as zoneinfo printed it (`protection: (...)`); set after the pages came
+/// online, which recomputes the zone's own.
+fn set_reserve(zone: &Zone, z: &ZoneSnapshot) {
+    let mut reserve = [0u64; zonealloc::ZoneType::ALL.len()];
+    for &(t, pages) in &z.protection {
+        if let Some(r) = reserve.get_mut(t.index()) {
+            *r = pages;
+        }
+    }
+    zone.set_lowmem_reserve(reserve);
+}
+
+/// What the set-up reached against the snapshot.
+fn facts(
+    zone: &Zone,
+    snap: &ProcSnapshot,
+    z: &ZoneSnapshot,
+    l: &ZoneLayout,
+    targets: &layout::Targets,
+    pool: &Pool,
+    pcp_missing: u64,
+) -> SetupFacts {
+    let max_order = usize::from(zone.config().max_order);
     let (kblocks, _) = kernel_types(snap, z);
     let holes = l.hole_blocks();
     let start = z.start_pfn;
-    let facts = SetupFacts {
-        zone: label,
+    SetupFacts {
+        zone: z.label(),
         layout: if l.synthesised {
             "synthesised"
         } else {
@@ -410,10 +456,10 @@ pub fn populate_from(
             zone.free_pages(),
         ),
         free_blocks: (
-            (0..=usize::from(max_order))
+            (0..=max_order)
                 .map(|o| targets.0.iter().map(|f| f[o]).sum())
                 .collect(),
-            zone.nr_free()[..=usize::from(max_order)].to_vec(),
+            zone.nr_free()[..=max_order].to_vec(),
         ),
         unplaced: l.unplaced,
         trimmed: l.trimmed,
@@ -425,8 +471,7 @@ pub fn populate_from(
             blocks_of(zone, start, start + z.spanned_pages, &holes),
         ),
         holes,
-    };
-    Ok((pool, facts))
+    }
 }
 
 /// Frees each CPU's chosen blocks onto its lists, at the kernel's current `high`.

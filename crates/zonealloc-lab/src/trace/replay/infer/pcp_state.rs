@@ -19,6 +19,12 @@
 //! it to a list of a higher `pindex` (`free_pcppages_bulk` empties a list before the next;
 //! `drained_empty`).
 //!
+//! The pages themselves tell a list's start too ([`shown`]): a list's start blocks sit at its
+//! tail, behind all the head puts on it, and a drain takes the tail, so the first drain that
+//! takes a block the head put on the CPU's lists shows the list's start blocks all gone: the
+//! list held exactly those taken off it before. That reading needs no free's list, and
+//! stands over the balance's, a lower bound or an exact start alike.
+//!
 //! A free's pageblock migratetype is read off the trace: the migratetype of an allocation or a
 //! drain in the same pageblock (the latest one before the free, else the first after it in the
 //! head); a pageblock the head never names counts as Movable (the pages a boot leaves in use
@@ -43,6 +49,7 @@ use crate::trace::migratetype::Numbering;
 use balance::ZoneBalance;
 
 mod balance;
+mod shown;
 #[cfg(test)]
 mod tests;
 
@@ -189,6 +196,7 @@ pub struct Collector {
     numbering: Numbering,
     first_named: HashMap<u64, u8>,
     balances: Vec<ZoneBalance>,
+    shown: Vec<shown::Shown>,
 }
 
 impl Collector {
@@ -212,6 +220,9 @@ impl Collector {
             balances: (zones.iter())
                 .map(|_| ZoneBalance::new(cpus, pageblock_order, thp_order))
                 .collect(),
+            shown: (zones.iter())
+                .map(|_| shown::Shown::new(cpus, thp_order))
+                .collect(),
         }
     }
 
@@ -231,6 +242,7 @@ impl Collector {
         let pfn = ev.kind.pfn();
         if let Some(z) = self.zones.iter().position(|z| z.contains(&pfn)) {
             let first_named = &self.first_named;
+            self.shown[z].step(cpu, rec);
             self.balances[z].step(
                 cpu,
                 rec,
@@ -245,8 +257,12 @@ impl Collector {
         let (pageblock_order, numbering) = (self.pageblock_order, self.numbering);
         let mt_of = |m: u8| usize::from(numbering.to_current(m));
         let named = |block: u64| self.first_named.get(&block).map(|&m| mt_of(m));
-        let zones = (self.balances.into_iter())
-            .map(|b| b.finish(&named))
+        let zones = (self.balances.into_iter().zip(self.shown))
+            .map(|(b, s)| {
+                let mut d = b.finish(&named);
+                shown::apply(&mut d, &s.finish());
+                d
+            })
             .collect();
         let mut first_named: Vec<(u64, u8)> = (self.first_named.iter())
             .map(|(&b, &m)| (b << pageblock_order, m))
@@ -270,7 +286,7 @@ fn reduce(
             migratetype,
             ..
         } if !ev.is_failed_alloc() => (
-            Some(Rec::Alloc(order, mt_of(migratetype))),
+            Some(Rec::Alloc(pfn, order, mt_of(migratetype))),
             Some((pfn, migratetype)),
         ),
         EventKind::Free { pfn, order } => (Some(Rec::Free(pfn, order)), None),
@@ -318,7 +334,7 @@ fn drained_empty(prev: (usize, usize), next: (usize, usize)) -> bool {
 /// One event of the head, reduced to what the inference reads.
 #[derive(Clone, Copy, Debug)]
 enum Rec {
-    Alloc(u8, usize),
+    Alloc(u64, u8, usize),
     Free(u64, u8),
     FreeBatched(u64, u8),
     ZoneLocked(u64, u8, usize, bool),

@@ -232,7 +232,7 @@ impl ZoneBalance {
                     c.direct = true;
                 }
             }
-            Rec::Alloc(order, mt) => {
+            Rec::Alloc(_, order, mt) => {
                 if !std::mem::take(&mut c.direct) {
                     c.take(slot_of(order, thp), mt, -1);
                 }

@@ -78,8 +78,11 @@ fn reference_balance(
     let mut first_refill: Vec<Option<u64>> = vec![None; cpus as usize];
     let mut first_done = vec![false; cpus as usize];
     let mut n = 0;
+    // The drains' word on the lists' start, which holds where the balance shows none.
+    let mut shown = shown::Shown::new(cpus, thp_order);
     for (cpu, rec, name) in events {
         n += 1;
+        shown.step(cpu, rec);
         let c = cpu as usize;
         if !first_done[c] {
             match rec {
@@ -146,7 +149,7 @@ fn reference_balance(
                     direct[c] = true;
                 }
             }
-            Rec::Alloc(order, mt) => {
+            Rec::Alloc(_, order, mt) => {
                 if !std::mem::take(&mut direct[c]) {
                     take(slot_of(order, thp_order), mt, -1);
                 }
@@ -190,7 +193,7 @@ fn reference_balance(
             b
         })
         .collect();
-    ListDemand {
+    let mut demand = ListDemand {
         exact,
         refilled,
         blocks,
@@ -199,7 +202,9 @@ fn reference_balance(
         start_count: Vec::new(),
         hints: Default::default(),
         first_refill,
-    }
+    };
+    shown::apply(&mut demand, &shown.finish());
+    demand
 }
 
 /// The lists `head`'s whole lines give (a partial last line is not an event).
@@ -527,4 +532,59 @@ proptest::proptest! {
         let want = reference(&events, 3, &zones, 2, Some(4), numbering);
         proptest::prop_assert_eq!(c.finish(), want);
     }
+}
+
+#[test]
+fn a_drain_that_reaches_a_block_the_head_listed_shows_the_lists_start_gone() {
+    let mut head = String::new();
+    // CPU 1: a Movable allocation off its start blocks, a free of 0x2001 onto the list's
+    // head, a drain of one more start block off the tail, then the drain reaches 0x2001:
+    // the list held 2 start blocks, no more.
+    head += &ev(0x1000, 1, "alloc");
+    head += &line(
+        1,
+        5,
+        "mm_page_free: page=(____ptrval____) pfn=0x2001 order=0",
+    );
+    head += &ev(0x1010, 1, "drain");
+    head += &ev(0x2001, 1, "drain");
+    // CPU 0 frees 0x3001; CPU 1 drains it (`drain_pages_zone` of a remote CPU): not
+    // CPU 1's block, so it shows nothing of CPU 1's Unmovable list.
+    head += &line(0, 6, "mm_page_alloc: page=(____ptrval____) pfn=0x3000 order=0 migratetype=0 gfp_flags=GFP_KERNEL");
+    head += &line(
+        0,
+        6,
+        "mm_page_free: page=(____ptrval____) pfn=0x3001 order=0",
+    );
+    head += &ev(0x3001, 0, "drain");
+    let h = infer_one_zone(&head);
+    let d = &h.zones[0];
+    assert_eq!(d.blocks[1][0][1], 2);
+    assert_eq!(d.exact[1][0], [false, true, false]);
+    // The rest of a count goes to the first order-0 list not shown: Unmovable (at least 1,
+    // the remote drain), where the balance alone put it all on Movable.
+    assert_eq!(d.fit(1, 10), vec![(0, 0, 8), (0, 1, 2)]);
+}
+
+#[test]
+fn the_drains_reading_of_a_list_stands_over_the_balances() {
+    let mut d = ListDemand {
+        blocks: vec![[[0; TYPES]; SLOTS]],
+        exact: vec![[[false; TYPES]; SLOTS]],
+        ..ListDemand::default()
+    };
+    // The balance: Unmovable exact at 27 (a refill), Movable exact at 5, Reclaimable at
+    // least 11, order 1 Unmovable at least 4.
+    d.blocks[0][0] = [27, 5, 11];
+    d.exact[0][0] = [true, true, false];
+    d.blocks[0][1][0] = 4;
+    let mut shown = vec![[[None; TYPES]; SLOTS]];
+    shown[0][0] = [Some(691), Some(3), Some(2)];
+    shown::apply(&mut d, &shown);
+    // 7.2 p2_procs_pipe CPU 1: the drain reaches a block of the head after 691 Unmovable
+    // start blocks, where the balance read frees onto that list that went to another.
+    assert_eq!(d.blocks[0][0], [691, 3, 2]);
+    assert_eq!(d.exact[0][0], [true; TYPES]);
+    // A list the drains do not read keeps the balance's bound.
+    assert_eq!((d.blocks[0][1][0], d.exact[0][1][0]), (4, false));
 }
