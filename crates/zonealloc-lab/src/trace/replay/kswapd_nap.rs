@@ -191,7 +191,8 @@ mod tests {
     use crate::trace::replay::options::ReplayOptions;
     use crate::trace::replay::pass;
     use crate::trace::replay::preset::Kernel;
-    use crate::trace::replay::setup::{Setup, Snapshots};
+    use crate::trace::replay::setup::Setup;
+    use crate::trace::replay::snapshots::Snapshots;
 
     fn ev(ts_ms: u64, kind: EventKind<'static>) -> Event<'static> {
         Event {
