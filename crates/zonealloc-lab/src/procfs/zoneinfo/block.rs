@@ -269,7 +269,7 @@ fn colon_field(z: &mut ZoneBuilder, key: &str, value: &str, line: usize) -> Resu
     Ok(())
 }
 
-/// The CPU of a `cpu:` line: below [`MAX_CPUS`](MAX_CPUS), and above the block's
+/// The CPU of a `cpu:` line: below [`MAX_CPUS`], and above the block's
 /// previous one (`zoneinfo_show_print` walks `for_each_online_cpu`, in increasing order), so
 /// a CPU listed twice is refused where it is listed again.
 fn cpu_id(z: &ZoneBuilder, value: &str, line: usize) -> Result<u32, ProcError> {

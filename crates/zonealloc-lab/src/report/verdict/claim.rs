@@ -247,9 +247,9 @@ pub struct Claim {
     /// ours: at or over its floor, the claim is `not measurable here`.
     pub noise_floor: Option<NoiseFloor>,
     /// For a tail (a p99), its median metric: a repetition whose tail is at least
-    /// [`PREEMPTED`] times its own median (same variant, same repetition) measured a holder
-    /// the scheduler preempted, the machine's wait rather than ours; where the claim reads one,
-    /// it is `undecided here`.
+    /// [`PREEMPTED`](super::PREEMPTED) times its own median (same variant, same repetition)
+    /// measured a holder the scheduler preempted, the machine's wait rather than ours; where
+    /// the claim reads one, it is `undecided here`.
     pub tail_of: Option<&'static str>,
     /// How it is judged.
     pub criterion: Criterion,

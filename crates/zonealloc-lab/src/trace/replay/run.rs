@@ -48,7 +48,7 @@ pub struct ReplayRun {
     pub end_reads: Option<EndReads>,
     /// The most reused frames in the window, taken at its end, before any replay past it.
     pub reused: Reused,
-    /// Whether causes were inferred ([`kernel`]).
+    /// Whether causes were inferred ([`kernel`](super::infer::kernel)).
     pub infer: bool,
     /// Whether the zones come from `--proc`.
     pub setup_from_proc: bool,
