@@ -4,6 +4,8 @@
 //! own layer or the layers below, and they form no cycle. Inside the stages, no file imports
 //! an item from a folder's `mod.rs` above it (a namespace is not also a type its children reach
 //! into), and the files form no cycle. A new module of `trace/` has to be given a layer here.
+//! The library's top-level modules (`report`, `trace`, `experiments`, ...) are layered the
+//! same way ([`LAB_LAYERS`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -328,4 +330,129 @@ fn the_checks_see_imports_back_up_and_cycles() {
     assert!(std::panic::catch_unwind(|| assert_acyclic(&edges)).is_err());
     edges.insert(2, BTreeSet::new());
     assert_acyclic(&edges);
+}
+
+/// The layers of the library's top-level modules (`src/lib.rs`), lowest first: the leaves,
+/// the report model, what produces results (`trace`, `inspect`), then the lab's drivers. The
+/// binary's modules (`main.rs`, `cli.rs`, `commands/`, `manual.rs`) sit above all of them.
+const LAB_LAYERS: &[&[&str]] = &[
+    &["rng", "machine", "gate", "procfs"],
+    &["report"],
+    &["trace", "inspect"],
+    &["experiments", "bench"],
+];
+
+/// The binary's files and folders under `src/`, which the library cannot import.
+const BINARY: &[&str] = &["main.rs", "cli.rs", "commands", "manual.rs", "lib.rs"];
+
+/// The top-level module a path written in module `from` (of the library) leads into, when it
+/// leaves `from`'s own top-level module (`None`: inside it, or outside the crate).
+fn lab_target(from: &[String], path: &[String], tops: &BTreeSet<String>) -> Option<String> {
+    let target = match path.first().map(String::as_str) {
+        Some("crate") => path.get(1)?,
+        Some("super") => {
+            let ups = path.iter().take_while(|s| *s == "super").count();
+            if ups < from.len() {
+                return None; // still inside `from`'s top-level module
+            }
+            path.get(ups)?
+        }
+        _ => return None,
+    };
+    (tops.contains(target) && from.first() != Some(target)).then(|| target.clone())
+}
+
+/// Per top-level module of the library, the other top-level modules its code imports from.
+fn lab_imports() -> BTreeMap<String, BTreeSet<String>> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut tops = BTreeSet::new();
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(&src).expect("read src") {
+        let path = entry.expect("dir entry").path();
+        let name = path
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        if BINARY.contains(&name.as_str()) {
+            continue;
+        }
+        tops.insert(name.trim_end_matches(".rs").to_owned());
+        if path.is_dir() {
+            rust_files(&path, &mut files);
+        } else if name.ends_with(".rs") {
+            files.push(path);
+        }
+    }
+    let mut imports: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for path in files {
+        let rel = path.strip_prefix(&src).expect("under src").to_owned();
+        if rel.ends_with("tests.rs") || rel.to_string_lossy().ends_with("_tests.rs") {
+            continue;
+        }
+        let m = module_path(&rel);
+        let text = std::fs::read_to_string(&path).expect("read source");
+        let e = imports.entry(m[0].clone()).or_default();
+        for p in paths(&code_of(&text)) {
+            if let Some(t) = lab_target(&m, &p, &tops) {
+                e.insert(t);
+            }
+        }
+    }
+    imports
+}
+
+/// The imports of `edges` that go to a higher layer of `layers`, as `from -> to`; panics on a
+/// module without a layer.
+fn upward(edges: &BTreeMap<String, BTreeSet<String>>, layers: &[&[&str]]) -> Vec<String> {
+    let layer_of: BTreeMap<&str, usize> = layers
+        .iter()
+        .enumerate()
+        .flat_map(|(n, mods)| mods.iter().map(move |m| (*m, n)))
+        .collect();
+    let layer = |m: &str| {
+        *layer_of
+            .get(m)
+            .unwrap_or_else(|| panic!("module `{m}` has no layer: add it to LAB_LAYERS"))
+    };
+    let mut up = Vec::new();
+    for (from, tos) in edges {
+        for to in tos {
+            if layer(to) > layer(from) {
+                up.push(format!("{from} -> {to}"));
+            }
+        }
+    }
+    up
+}
+
+#[test]
+fn lab_modules_import_only_from_lower_layers_and_form_no_cycle() {
+    let edges = lab_imports();
+    assert!(edges.contains_key("trace") && edges.contains_key("report"));
+    let up = upward(&edges, LAB_LAYERS);
+    assert!(up.is_empty(), "imports from a higher layer: {up:?}");
+    assert_acyclic(&edges);
+}
+
+#[test]
+fn the_lab_check_sees_an_import_back_up() {
+    let s = |v: &[&str]| v.iter().map(|x| (*x).to_owned()).collect::<Vec<_>>();
+    let tops: BTreeSet<String> = ["report", "trace"]
+        .iter()
+        .map(|x| (*x).to_owned())
+        .collect();
+    // `report/verdict/data.rs` naming `trace` by `crate::` or by enough `super::`s.
+    let from = s(&["report", "verdict", "data"]);
+    let to = lab_target(&from, &s(&["crate", "trace", "replay"]), &tops);
+    assert_eq!(to.as_deref(), Some("trace"));
+    let to = lab_target(&from, &s(&["super", "super", "super", "trace"]), &tops);
+    assert_eq!(to.as_deref(), Some("trace"));
+    // Within its own top-level module: not an edge.
+    assert_eq!(
+        lab_target(&from, &s(&["super", "super", "compare"]), &tops),
+        None
+    );
+    let edges = BTreeMap::from([("report".to_owned(), BTreeSet::from(["trace".to_owned()]))]);
+    assert_eq!(upward(&edges, LAB_LAYERS), ["report -> trace"]);
 }

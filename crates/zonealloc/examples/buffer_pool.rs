@@ -41,6 +41,88 @@ fn valid(b: &PageBlock<'_>) -> bool {
             .all(|(i, &x)| x == (seq as u8).wrapping_add(i as u8))
 }
 
+/// What went through the pool.
+#[derive(Default)]
+struct Tally {
+    /// Packets a worker found intact.
+    checked: u64,
+    /// Packets a worker found corrupted.
+    bad: u64,
+    /// Packets a receive thread dropped for want of a buffer.
+    dropped_full: u64,
+}
+
+/// A worker: checks each packet it is handed, then drops (frees) its buffer on its own CPU.
+fn worker(rx: mpsc::Receiver<PageBlock<'_>>) -> (u64, u64) {
+    let (mut ok, mut bad) = (0u64, 0u64);
+    for b in rx {
+        if valid(&b) {
+            ok += 1;
+        } else {
+            bad += 1;
+        }
+        // `b` is dropped here: freed on the worker's CPU.
+    }
+    (ok, bad)
+}
+
+/// Receive thread `t`: `packets` buffers taken from `arena`, filled and handed round the
+/// workers; the packets that found no buffer.
+fn receive<'a>(
+    arena: &'a PageArena,
+    senders: &[mpsc::SyncSender<PageBlock<'a>>],
+    t: usize,
+    packets: u64,
+) -> u64 {
+    let mut no_buffer = 0u64;
+    for seq in 0..packets {
+        // Most packets fit a page; jumbo frames take an order-1 block.
+        let order = Order::new(u8::from(seq % 8 == 0)).expect("order 0 or 1");
+        match arena.alloc(order, MigrateType::Unmovable) {
+            Ok(mut b) => {
+                fill(&mut b, seq);
+                let w = (seq as usize + t) % senders.len();
+                if senders[w].send(b).is_err() {
+                    break;
+                }
+            }
+            Err(_) => no_buffer += 1,
+        }
+    }
+    no_buffer
+}
+
+/// [`RX_THREADS`] receive threads and [`WORKERS`] workers over `arena`, `packets` each.
+fn run(arena: &PageArena, packets: u64) -> Tally {
+    let mut tally = Tally::default();
+    std::thread::scope(|s| {
+        let mut senders = Vec::new();
+        let mut workers = Vec::new();
+        for _ in 0..WORKERS {
+            // Bounded: a slow worker pushes back on the receive threads.
+            let (tx, rx) = mpsc::sync_channel::<PageBlock<'_>>(256);
+            senders.push(tx);
+            workers.push(s.spawn(move || worker(rx)));
+        }
+        let rx_threads: Vec<_> = (0..RX_THREADS)
+            .map(|t| {
+                let senders = senders.clone();
+                s.spawn(move || receive(arena, &senders, t, packets))
+            })
+            .collect();
+        drop(senders);
+        for h in rx_threads {
+            tally.dropped_full += h.join().expect("rx thread");
+        }
+        for h in workers {
+            let (ok, b) = h.join().expect("worker");
+            tally.checked += ok;
+            tally.bad += b;
+        }
+    });
+    tally
+}
+
 fn main() -> ExitCode {
     // 64 MiB of buffers, zeroed on allocation so no packet sees the previous one's bytes.
     let arena = match PageArena::new(ArenaConfig::with_bytes(64 << 20).zeroed_on_alloc()) {
@@ -56,60 +138,11 @@ fn main() -> ExitCode {
         PACKETS_PER_RX
     };
     let start = Instant::now();
-    let (mut bad, mut dropped_full, mut checked) = (0u64, 0u64, 0u64);
-    std::thread::scope(|s| {
-        let mut senders = Vec::new();
-        let mut workers = Vec::new();
-        for _ in 0..WORKERS {
-            // Bounded: a slow worker pushes back on the receive threads.
-            let (tx, rx) = mpsc::sync_channel::<PageBlock<'_>>(256);
-            senders.push(tx);
-            workers.push(s.spawn(move || {
-                let (mut ok, mut bad) = (0u64, 0u64);
-                for b in rx {
-                    if valid(&b) {
-                        ok += 1;
-                    } else {
-                        bad += 1;
-                    }
-                    // `b` is dropped here: freed on the worker's CPU.
-                }
-                (ok, bad)
-            }));
-        }
-        let mut rx_threads = Vec::new();
-        for t in 0..RX_THREADS {
-            let senders = senders.clone();
-            let arena = &arena;
-            rx_threads.push(s.spawn(move || {
-                let mut no_buffer = 0u64;
-                for seq in 0..packets {
-                    // Most packets fit a page; jumbo frames take an order-1 block.
-                    let order = Order::new(u8::from(seq % 8 == 0)).expect("order 0 or 1");
-                    match arena.alloc(order, MigrateType::Unmovable) {
-                        Ok(mut b) => {
-                            fill(&mut b, seq);
-                            let w = (seq as usize + t) % senders.len();
-                            if senders[w].send(b).is_err() {
-                                break;
-                            }
-                        }
-                        Err(_) => no_buffer += 1,
-                    }
-                }
-                no_buffer
-            }));
-        }
-        drop(senders);
-        for h in rx_threads {
-            dropped_full += h.join().expect("rx thread");
-        }
-        for h in workers {
-            let (ok, b) = h.join().expect("worker");
-            checked += ok;
-            bad += b;
-        }
-    });
+    let Tally {
+        checked,
+        bad,
+        dropped_full,
+    } = run(&arena, packets);
     let secs = start.elapsed().as_secs_f64();
     arena.zone().drain_all();
     let s = arena.zone().stats();

@@ -7,6 +7,7 @@ use std::vec::Vec;
 
 use super::*;
 use crate::config::PcpConfig;
+use crate::config::ZoneConfig;
 
 fn tiny(cfg: ArenaConfig) -> PageArena {
     tiny_over(cfg, Backing::Heap)

@@ -10,7 +10,8 @@
 
 use core::fmt;
 
-use super::{PcpFlags, PcpPolicy, PcpStats, PerCpuPages};
+use super::policy::PcpPolicy;
+use super::{PcpFlags, PcpStats, PerCpuPages};
 use crate::config::{FreeHigh, PcpConfig};
 use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering, SpinGuard, SpinLock, StaticSlice};
 use crate::types::Order;

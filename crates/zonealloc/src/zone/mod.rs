@@ -23,7 +23,9 @@
 //! - `alloc.rs`: `try_alloc`, the PCP refill (`rmqueue_pcplist`, `rmqueue_bulk`) and the
 //!   buddy fallback (`rmqueue_buddy`).
 //! - `free.rs`: free validation, the PCP free and its drain, frees that bypass the lists.
-//! - `drain.rs`: draining, decay and the owner-drain protocol.
+//! - `drain.rs`: draining and the owner-drain protocol.
+//! - `decay.rs`: the vmstat worker's periodic work: `decay_pcp_high`, `drain_zone_pages`,
+//!   `tick`.
 //! - `pcp.rs`: [`PcpGuard`](pcp::PcpGuard), the calling CPU, instrumentation switches.
 //! - `handle.rs`: [`CpuHandle`], a thread's claim on one CPU's lists.
 //! - `inspect.rs`: snapshots, counters, `/proc` text, tracepoint switches, `check`.
@@ -42,6 +44,8 @@ mod alloc;
 mod free;
 
 mod drain;
+
+mod decay;
 
 mod pcp;
 

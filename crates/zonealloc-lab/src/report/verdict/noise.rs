@@ -2,7 +2,8 @@
 //! measured preempted ([`Claim::tail_of`]), and a deterministic proxy beside it that decides
 //! the same entry of the seed.
 
-use super::{compare, Claim, ClaimKind, ExperimentReport, Judgement, Verdict};
+use super::claim::{Claim, ClaimKind, Judgement, Verdict};
+use crate::report::{compare, ExperimentReport};
 
 /// How many times its median a repetition's tail must be to be the scheduler's: the seeds'
 /// tails are under twice their averages; a preempted holder adds a tick (milliseconds).

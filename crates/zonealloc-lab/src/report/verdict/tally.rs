@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
-use super::{ClaimKind, Judgement, Verdict};
+use super::claim::{ClaimKind, Judgement, Verdict};
 
 /// Counts of a run's verdicts.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

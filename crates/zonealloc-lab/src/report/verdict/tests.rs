@@ -1,7 +1,7 @@
 //! The verdict rules, each on a small made-up run.
 
 use super::*;
-use crate::report::{ExperimentResult, Sample};
+use crate::report::{ExperimentResult, MetricDef, Sample};
 
 pub(super) fn report(
     metric: &str,

@@ -2,8 +2,8 @@
 //! (a file, mapped where it can be, standard input, gzip, zstd or xz: [`input`]), cuts the
 //! window (its end: `until_marker`), parses on a thread of its own ([`pipe`]) and looks at the
 //! prefix ([`prefix`]: the CPU count of ftrace's header, the migratetype numbering's
-//! evidence), and hands the replay event [`Chunk`]s in order, the ones its look (or an
-//! inference) took first.
+//! evidence, [`sniff`]), and hands the replay event [`Chunk`]s in order, the ones its look
+//! (or an inference) took first.
 //!
 //! Below it: [`crate::trace::input`] and [`crate::trace::zstd`] (bytes),
 //! [`crate::trace::parse`] (events), [`crate::trace::migratetype`] (numbering evidence).
@@ -13,6 +13,7 @@ pub mod input;
 pub mod keep_to;
 pub mod pipe;
 pub mod prefix;
+pub mod sniff;
 mod until_marker;
 
 use std::collections::VecDeque;

@@ -189,9 +189,10 @@ mod tests {
     use crate::trace::ingest::Source;
     use crate::trace::parse::{PagePtr, Who};
     use crate::trace::replay::options::ReplayOptions;
+    use crate::trace::replay::pass;
     use crate::trace::replay::preset::Kernel;
-    use crate::trace::replay::run;
-    use crate::trace::replay::setup::{Setup, Snapshots};
+    use crate::trace::replay::setup::Setup;
+    use crate::trace::replay::snapshots::Snapshots;
 
     fn ev(ts_ms: u64, kind: EventKind<'static>) -> Event<'static> {
         Event {
@@ -311,7 +312,7 @@ mod tests {
         let window = snaps.window(&opts);
         let mut source = Source::open(&path, &window).unwrap();
         let mut setup = Setup::new(&opts, snaps, &mut source).unwrap();
-        let (done, failure) = run::pass_with(&mut setup, &mut source, 4, &|_| {}, beside);
+        let (done, failure) = pass::pass_with(&mut setup, &mut source, 4, &|_| {}, beside);
         source.finish().1.unwrap();
         assert!(failure.is_none(), "{failure:?}");
         assert_eq!(done, 2050 + 2 * pad);

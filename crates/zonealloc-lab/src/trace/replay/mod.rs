@@ -33,8 +33,9 @@
 //! # Layout
 //! [`setup`](Setup) builds the zones from the [`ReplayOptions`] and what the
 //! [`Source`](crate::trace::ingest::Source) shows (snapshots, preset, [`Geometry`], variants);
-//! [`run()`] is the pass, one [`Replayer`] per variant beside the kernel's side
-//! ([`infer::kernel`]), into a [`ReplayRun`]. [`infer`] holds each inference, one module each;
+//! [`run()`] opens the source, builds the set-up and runs the pass (`pass.rs`), one
+//! [`Replayer`] per variant beside the kernel's side ([`infer::kernel`]), into a
+//! [`ReplayRun`]. [`infer`] holds each inference, one module each;
 //! [`tally`], [`counts`](ReplayCounts), `frames`, `gfp`, [`geometry`](Geometry),
 //! `sampling` and [`preset`] are the pieces below them; [`numa`] what a machine of several
 //! nodes adds (node counters, the remote pagesets' expiry).
@@ -49,6 +50,7 @@ mod kswapd_nap;
 pub mod layout;
 pub mod numa;
 mod options;
+mod pass;
 pub mod preset;
 pub mod proc_setup;
 mod replayer;
@@ -57,6 +59,7 @@ mod run;
 mod sampling;
 mod setup;
 mod snapshot_reads;
+mod snapshots;
 pub mod tally;
 mod to_reads;
 pub mod vmstat;
@@ -73,6 +76,7 @@ pub use options::{ReplayOptions, DEFAULT_SAMPLES};
 pub use replayer::Replayer;
 pub use run::{check_zones, run, run_unchecked, ReplayRun, Reused, REUSE_ROWS};
 pub use sampling::FRAG_ORDERS;
-pub use setup::{emit_path, Setup, Snapshots};
+pub use setup::{emit_path, Setup};
 pub use snapshot_reads::ReadAt;
+pub use snapshots::Snapshots;
 pub use to_reads::EndReads;

@@ -1,26 +1,26 @@
-//! Running a replay over a trace: one streaming pass, every variant's [`Replayer`] and the
-//! kernel's own counts ([`KernelSide`]) fed from one parse, into a [`ReplayRun`].
+//! Running a replay over a trace: the snapshots read, the source opened, the [`Setup`] built,
+//! one streaming pass (`pass.rs`: every variant's [`Replayer`] and the kernel's own counts,
+//! [`KernelSide`], fed from one parse), and the end, into a [`ReplayRun`].
 
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::time::Instant;
 
 use super::end_state::EndState;
 use super::geometry::Geometry;
-use super::infer::kernel::{self, KernelSide};
+use super::infer::kernel::KernelSide;
 use super::infer::start_count;
-use super::kswapd_nap::NapLook;
 use super::options::ReplayOptions;
+use super::pass::pass;
 use super::preset::Kernel;
 use super::replayer::Replayer;
 use super::sampling::FRAG_ORDERS;
-use super::setup::{Setup, Snapshots};
+use super::setup::Setup;
+use super::snapshots::Snapshots;
 use super::to_reads::{self, EndReads};
-use super::vmstat;
 use super::whole_start;
 use crate::procfs::ProcSnapshot;
-use crate::trace::ingest::{Chunk, Source, Window};
+use crate::trace::ingest::{Source, Window};
 use crate::trace::parse::Parser;
 
 /// A finished replay.
@@ -48,7 +48,7 @@ pub struct ReplayRun {
     pub end_reads: Option<EndReads>,
     /// The most reused frames in the window, taken at its end, before any replay past it.
     pub reused: Reused,
-    /// Whether causes were inferred ([`kernel`]).
+    /// Whether causes were inferred ([`kernel`](super::infer::kernel)).
     pub infer: bool,
     /// Whether the zones come from `--proc`.
     pub setup_from_proc: bool,
@@ -100,14 +100,6 @@ fn kernel_unusable(snap: &ProcSnapshot, node: u32, zone: zonealloc::ZoneType) ->
     };
     Some(FRAG_ORDERS.map(|o| zonealloc::stats::unusable_free_index(&s, o.min(s.max_order))))
 }
-
-/// Events between fragmentation samples when the trace's length is not known in advance:
-/// samples come every event at first, then the interval doubles (and every
-/// other sample is dropped) whenever `2 * samples` have been taken, so a trace of any length
-/// ends with between `samples` and `2 * samples` evenly spaced samples.
-const FIRST_SAMPLE_INTERVAL: u64 = 1;
-const _: () = assert!(FIRST_SAMPLE_INTERVAL.is_power_of_two());
-
 /// Replays `path` (`-`: standard input) under every variant of `opts` in one pass,
 /// reporting the events done so far; every zone passes its [`zonealloc::Zone::check`] at the
 /// end ([`ReplayRun::check`]).
@@ -211,305 +203,6 @@ pub fn run_unchecked(
         (reads, reused),
     ))
 }
-
-/// The sampling state of a pass (see [`FIRST_SAMPLE_INTERVAL`]).
-struct Sampling {
-    /// Samples wanted at least.
-    samples: u64,
-    /// Events between samples, a power of two.
-    interval: u64,
-}
-
-impl Sampling {
-    /// After `done` events: samples at multiples of `interval`; at 2 * samples, keeps the
-    /// even ones and doubles the interval.
-    #[inline]
-    fn after(&mut self, done: u64, ts: Option<u64>, replayers: &mut [Replayer]) {
-        // `interval` is a power of two: a mask, not a division per event.
-        if done & (self.interval - 1) != 0 {
-            return;
-        }
-        let thin = replayers
-            .first()
-            .is_some_and(|r| r.samples_kept() as u64 + 1 >= 2 * self.samples);
-        for r in replayers.iter_mut() {
-            r.sample(done, ts);
-            if thin {
-                r.thin_samples();
-            }
-        }
-        if thin {
-            self.interval *= 2;
-        }
-    }
-
-    /// The last sample, at the end, unless one was just taken.
-    fn last(&self, done: u64, ts: Option<u64>, replayers: &mut [Replayer]) {
-        for r in replayers.iter_mut() {
-            if !done.is_multiple_of(self.interval) || done == 0 {
-                r.sample(done, ts);
-            }
-        }
-    }
-}
-
-/// What the kernel's side inferred for a chunk's events, computed a chunk ahead of the
-/// replayers on a thread of its own ([`kernel_side`]): per event its [`kernel::Inferred`] and
-/// the end of its pages in `untraced` (which start where the event before's end); without the
-/// inferences only the naps.
-#[derive(Default)]
-struct Notes {
-    inferred: Vec<kernel::Inferred>,
-    /// `(event index, node)`: node's kswapd pass ended before that event ([`super::kswapd_nap`]).
-    naps: Vec<(u32, u32)>,
-    untraced_end: Vec<u32>,
-    untraced: Vec<(u64, u32, u8)>,
-}
-
-/// Chunks the kernel's side runs ahead of the replayers (of
-/// [`crate::trace::ingest::CHUNK_EVENTS`] events each).
-const NOTES_AHEAD: usize = 4;
-
-/// The kernel's side of a pass: every event of `source`, in order, to `kernel` (with the
-/// inferences when `infer`, else counting each event from the `counted`-th on, as
-/// [`pass_here`] does), each chunk sent on `tx` with its [`Notes`]; the replayers' spent
-/// chunks and notes come back on `back`. Stops at the end of the input or when the replayers
-/// stop.
-fn kernel_side(
-    source: &mut NapLook<'_>,
-    (kernel, geo): (&mut KernelSide, &Geometry),
-    (infer, counted): (bool, u64),
-    tx: SyncSender<(Chunk, Notes)>,
-    back: Receiver<(Chunk, Notes)>,
-) {
-    let mut seen = 0u64;
-    while let Some((chunk, naps)) = source.next_chunk() {
-        let mut notes = match back.try_recv() {
-            Ok((spent, notes)) => {
-                source.recycle(spent);
-                notes
-            }
-            Err(_) => Notes::default(),
-        };
-        notes.inferred.clear();
-        notes.naps = naps;
-        notes.untraced_end.clear();
-        notes.untraced.clear();
-        if infer {
-            for ev in chunk.events() {
-                notes
-                    .inferred
-                    .push(kernel.add(&ev, geo.zone_of(ev.kind.pfn()).unwrap_or(0)));
-                notes.untraced.extend_from_slice(&kernel.untraced_now);
-                // A chunk's untraced pages are far fewer than 4 Gi.
-                notes.untraced_end.push(notes.untraced.len() as u32);
-            }
-        } else {
-            // Counts only: the notes stay empty (the replayers infer nothing, and are handed
-            // no untraced page).
-            for ev in chunk.events() {
-                if seen >= counted {
-                    kernel.add_counts(&ev, geo.zone_of(ev.kind.pfn()).unwrap_or(0));
-                }
-                seen += 1;
-            }
-        }
-        if tx.send((chunk, notes)).is_err() {
-            return;
-        }
-    }
-}
-
-/// The replayers' side of a pass: every variant fed each event in order, with the
-/// fragmentation samples and the progress.
-struct Feed<'a> {
-    replayers: &'a mut [Replayer],
-    sampling: Sampling,
-    done: u64,
-    last_ts: Option<u64>,
-    progress: &'a dyn Fn(u64),
-}
-
-impl Feed<'_> {
-    /// Node `nid`'s kswapd pass ended here ([`super::kswapd_nap`]), in every variant.
-    fn naps(&mut self, naps: &[(u32, u32)], i: usize) {
-        for &(_, nid) in naps.iter().filter(|&&(at, _)| at as usize == i) {
-            for r in self.replayers.iter_mut() {
-                r.kswapd_napped(nid);
-            }
-        }
-    }
-
-    /// Feeds `ev` to every replayer, after the allocations of `untraced` that the kernel's
-    /// side inferred; the first replayer's failure.
-    #[inline(always)]
-    fn event(
-        &mut self,
-        ev: &crate::trace::parse::Event<'_>,
-        inferred: kernel::Inferred,
-        untraced: &[(u64, u32, u8)],
-    ) -> io::Result<()> {
-        for r in self.replayers.iter_mut() {
-            r.feed_inferred(ev, inferred, untraced)?;
-        }
-        self.done += 1;
-        self.last_ts = ev.ts_ns.or(self.last_ts);
-        self.sampling.after(self.done, self.last_ts, self.replayers);
-        if self.done.is_multiple_of(65_536) {
-            (self.progress)(self.done);
-        }
-        Ok(())
-    }
-}
-
-impl Feed<'_> {
-    /// A chunk's events with the kernel side's inferences (`notes`, one per event).
-    // Inlined, as the loop was before it had a name: out of line, its iterator's `next` was
-    // not (7.2 p2 `--proc`: 4.5 M more instructions).
-    #[inline(always)]
-    fn inferred_chunk(&mut self, chunk: &Chunk, notes: &Notes) -> io::Result<()> {
-        let mut from = 0usize;
-        for (i, ev) in chunk.events().enumerate() {
-            self.naps(&notes.naps, i);
-            let to = notes.untraced_end[i] as usize;
-            self.event(&ev, notes.inferred[i], &notes.untraced[from..to])?;
-            from = to;
-        }
-        Ok(())
-    }
-
-    /// A chunk's events without the inferences (the kernel side only counted them).
-    #[inline(always)]
-    fn counted_chunk(&mut self, chunk: &Chunk, naps: &[(u32, u32)]) -> io::Result<()> {
-        for (i, ev) in chunk.events().enumerate() {
-            self.naps(naps, i);
-            self.event(&ev, kernel::Inferred::None, &[])?;
-        }
-        Ok(())
-    }
-}
-
-/// The pass: every event of `source` to the kernel's side and every replayer, in order, with
-/// the fragmentation samples; the events done and the first replayer's failure. On a machine
-/// of more than one core the kernel's side ([`kernel_side`]) runs on a thread of its own, a
-/// few chunks ahead: it reads nothing of the replayers, so the two share the pass on two
-/// cores (the parse is over by then on a trace the inferences read whole). Without the
-/// inferences it only counts, there too (7.2 p2 as typed: 152.5 M instructions on the
-/// replayers' thread with the counting, 111.5 M without, callgrind).
-fn pass(
-    setup: &mut Setup,
-    source: &mut Source,
-    samples: u64,
-    progress: &dyn Fn(u64),
-) -> (u64, Option<io::Error>) {
-    let beside = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
-    pass_with(setup, source, samples, progress, beside)
-}
-
-/// [`pass`], the kernel's side beside the replayers or not.
-pub(super) fn pass_with(
-    setup: &mut Setup,
-    source: &mut Source,
-    samples: u64,
-    progress: &dyn Fn(u64),
-    beside: bool,
-) -> (u64, Option<io::Error>) {
-    let Setup {
-        infer,
-        counted,
-        geo,
-        kernel,
-        replayers,
-        ..
-    } = setup;
-    let mut feed = Feed {
-        replayers,
-        sampling: Sampling {
-            samples: samples.max(1),
-            interval: FIRST_SAMPLE_INTERVAL,
-        },
-        done: 0,
-        last_ts: None,
-        progress,
-    };
-    let hz = feed.replayers.first().map_or(vmstat::DEFAULT_HZ, |r| r.hz);
-    let mut source = NapLook::new(source, hz);
-    let failure = if beside {
-        pass_beside(&mut feed, &mut source, (kernel, geo), (*infer, *counted))
-    } else {
-        pass_here(&mut feed, &mut source, kernel, geo, (*infer, *counted))
-    };
-    if failure.is_none() {
-        feed.sampling.last(feed.done, feed.last_ts, feed.replayers);
-    }
-    (feed.done, failure)
-}
-
-/// [`pass`] with the kernel's side here, event by event: with the inferences when `infer`,
-/// else counting each event from the `counted`-th on (the look counted those before).
-fn pass_here(
-    feed: &mut Feed<'_>,
-    source: &mut NapLook<'_>,
-    kernel: &mut KernelSide,
-    geo: &Geometry,
-    (infer, counted): (bool, u64),
-) -> Option<io::Error> {
-    while let Some((chunk, naps)) = source.next_chunk() {
-        for (i, ev) in chunk.events().enumerate() {
-            feed.naps(&naps, i);
-            let zone = geo.zone_of(ev.kind.pfn()).unwrap_or(0);
-            // Without the inferences the kernel side only counts (the same figures).
-            let inferred = if infer {
-                kernel.add(&ev, zone)
-            } else {
-                if feed.done >= counted {
-                    kernel.add_counts(&ev, zone);
-                }
-                kernel::Inferred::None
-            };
-            let untraced: &[_] = if infer { &kernel.untraced_now } else { &[] };
-            if let Err(e) = feed.event(&ev, inferred, untraced) {
-                return Some(e);
-            }
-        }
-        source.recycle(chunk);
-    }
-    None
-}
-
-/// [`pass`] with the kernel's side on a thread of its own ([`kernel_side`]), the replayers
-/// here.
-fn pass_beside(
-    feed: &mut Feed<'_>,
-    source: &mut NapLook<'_>,
-    side: (&mut KernelSide, &Geometry),
-    how: (bool, u64),
-) -> Option<io::Error> {
-    std::thread::scope(|s| {
-        let (tx, rx) = sync_channel(NOTES_AHEAD);
-        let (spent, back) = sync_channel(NOTES_AHEAD + 2);
-        let side = std::thread::Builder::new()
-            .name("trace-kernel".into())
-            .spawn_scoped(s, move || kernel_side(source, side, how, tx, back));
-        if let Err(e) = side {
-            return Some(e);
-        }
-        // Leaving the loop early drops `rx`: the kernel's side stops at its next chunk.
-        for (chunk, notes) in rx {
-            let failed = if notes.inferred.is_empty() {
-                feed.counted_chunk(&chunk, &notes.naps)
-            } else {
-                feed.inferred_chunk(&chunk, &notes)
-            };
-            if let Err(e) = failed {
-                return Some(e);
-            }
-            let _ = spent.try_send((chunk, notes));
-        }
-        None
-    })
-}
-
 /// The finished run: `setup`'s replayers and kernel side, with the end states against
 /// `--proc-after` and the kernel's fragmentation at both snapshots.
 fn end(
@@ -573,133 +266,5 @@ fn end(
         kernel_frag,
         proc_warnings,
         numastat_moved,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The shared 6.1 sample, `copies` times, in a file, and a replay of it from the 6.1
-    /// snapshot with the inferences.
-    fn sample(copies: usize) -> (tempfile::TempDir, std::path::PathBuf, ReplayOptions) {
-        let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
-        let text = std::fs::read_to_string(data.join("linux-6.1-ftrace-sample.txt")).unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.txt");
-        std::fs::write(&path, text.repeat(copies)).unwrap();
-        let opts = ReplayOptions {
-            proc: Some(data.join("proc/linux-6.1-p1-before")),
-            infer: Some(true),
-            samples: 16,
-            ..ReplayOptions::default()
-        };
-        (dir, path, opts)
-    }
-
-    /// What a pass left: the events done, the failure, the drains and allocations the kernel's
-    /// side inferred, and that side and every replayer's counts and samples, as text.
-    fn pass_of(
-        path: &Path,
-        opts: &ReplayOptions,
-        beside: bool,
-    ) -> (u64, Option<String>, u64, String) {
-        let snaps = Snapshots::read(opts).unwrap();
-        let window = snaps.window(opts);
-        let mut source = Source::open(path, &window).unwrap();
-        let mut setup = Setup::new(opts, snaps, &mut source).unwrap();
-        let (done, failure) = pass_with(&mut setup, &mut source, opts.samples, &|_| {}, beside);
-        source.finish().1.unwrap();
-        let k = &setup.kernel;
-        let mut seen = format!(
-            "{:?} {:?} {} {} {} {} {}",
-            k.grid,
-            k.events_per_cpu,
-            k.unexplained_runs,
-            k.inferred_drains,
-            k.untraced_allocs,
-            k.untraced_early,
-            k.remote_drained_blocks
-        );
-        for r in &setup.replayers {
-            seen += &format!("\n{:?} {:?} {:?}", r.counts, r.ours, r.frag);
-        }
-        // The untraced allocations the replayers were handed, and the drains inferred.
-        let inferred = k.inferred_drains
-            + (setup.replayers.iter())
-                .map(|r| r.counts.untraced_allocs)
-                .sum::<u64>();
-        (done, failure.map(|e| e.to_string()), inferred, seen)
-    }
-
-    /// [`pass_of`] in line, after checking that the pass beside gives the same, over many
-    /// chunks (so the kernel's side runs chunks ahead of the replayers) and without failure.
-    fn same_beside(path: &Path, opts: &ReplayOptions) -> (u64, Option<String>, u64, String) {
-        let here = pass_of(path, opts, false);
-        let beside = pass_of(path, opts, true);
-        assert!(
-            here.0 > 20 * crate::trace::ingest::CHUNK_EVENTS as u64,
-            "{}",
-            here.0
-        );
-        assert_eq!(here.1, None);
-        assert_eq!(here, beside);
-        here
-    }
-
-    #[test]
-    fn the_kernel_side_beside_the_replayers_gives_what_it_gives_in_line() {
-        let (_dir, path, opts) = sample(40);
-        let here = same_beside(&path, &opts);
-        // The inferences did infer something.
-        assert!(here.2 > 0, "{}", here.3);
-    }
-
-    #[test]
-    fn the_counting_kernel_side_beside_the_replayers_counts_what_it_counts_in_line() {
-        // Without the inferences: the look counted the prefix's events before the pass, so
-        // the side skips them (counted twice, the refills come out higher).
-        // The zones' span and CPUs given, so they are built before the look.
-        let (_dir, path, mut opts) = sample(40);
-        opts.infer = Some(false);
-        opts.proc = None;
-        opts.zone_start = Some(0x2400);
-        opts.zone_pages = Some(70656);
-        opts.cpus = Some(4);
-        let snaps = Snapshots::read(&opts).unwrap();
-        let mut source = Source::open(&path, &snaps.window(&opts)).unwrap();
-        let counted = Setup::new(&opts, snaps, &mut source).unwrap().counted;
-        source.finish().1.unwrap();
-        assert!(counted > 0);
-        let here = same_beside(&path, &opts);
-        // Nothing inferred, but the kernel's side counted its refills and drains.
-        assert_eq!(here.2, 0, "{}", here.3);
-        let kernel_line = here.3.lines().next().unwrap_or_default();
-        assert!(
-            kernel_line
-                .split("refills: ")
-                .skip(1)
-                .any(|n| !n.starts_with('0')),
-            "{kernel_line}"
-        );
-    }
-
-    #[test]
-    fn a_replayer_failure_beside_the_kernel_side_stops_the_pass_and_says_so() {
-        // An allocation of a frame the zones do not span, after many chunks.
-        let (dir, path, opts) = sample(8);
-        let mut text = std::fs::read_to_string(&path).unwrap();
-        text.push_str(
-            " a-1 [000] .... 9.000001: mm_page_alloc: page=0x1 pfn=0xfffffffff order=0 \
-             migratetype=1 gfp_flags=GFP_KERNEL\n",
-        );
-        text.push_str(&std::fs::read_to_string(&path).unwrap());
-        let bad = dir.path().join("bad.txt");
-        std::fs::write(&bad, text).unwrap();
-        let here = pass_of(&bad, &opts, false);
-        let beside = pass_of(&bad, &opts, true);
-        assert!(here.1.is_some(), "{here:?}");
-        assert_eq!(here.0, beside.0);
-        assert_eq!(here.1, beside.1);
     }
 }

@@ -17,71 +17,12 @@ use super::options::ReplayOptions;
 use super::preset::Kernel;
 use super::proc_setup;
 use super::replayer::Replayer;
+use super::snapshots::Snapshots;
 use super::vmstat::RunsAhead;
 use super::whole_start::{self, WholeStart};
-use crate::procfs::{ProcSnapshot, Tolerance};
-use crate::trace::ingest::{Source, Window};
+use crate::procfs::ProcSnapshot;
+use crate::trace::ingest::Source;
 use crate::trace::variant::Variant;
-
-/// The `/proc` snapshots a replay starts from and ends against.
-pub struct Snapshots {
-    /// `--proc`: the zones are set up from it.
-    pub before: Option<ProcSnapshot>,
-    /// `--proc-after`: the end state is compared with it.
-    pub after: Option<ProcSnapshot>,
-}
-
-impl Snapshots {
-    /// Reads `--proc` and `--proc-after`, before anything of the trace, and checks that they
-    /// are of one machine. A busy machine's snapshot drifts beyond a batch per CPU: a
-    /// warning ([`Snapshots::warnings`]), unless `--strict`.
-    pub fn read(opts: &ReplayOptions) -> Result<Snapshots, String> {
-        let tolerance = if opts.strict {
-            Tolerance::Live
-        } else {
-            Tolerance::Busy
-        };
-        let read = |dir: &Option<PathBuf>, flag: &str| {
-            dir.as_deref()
-                .map(|d| {
-                    ProcSnapshot::read_dir_with(d, tolerance).map_err(|e| format!("{flag}: {e}"))
-                })
-                .transpose()
-        };
-        let snaps = Snapshots {
-            before: read(&opts.proc, "--proc")?,
-            after: read(&opts.proc_after, "--proc-after")?,
-        };
-        if let (Some(b), Some(a)) = (&snaps.before, &snaps.after) {
-            b.same_machine(a)
-                .map_err(|e| format!("--proc-after: {e}"))?;
-        }
-        Ok(snaps)
-    }
-
-    /// What the snapshots' reader accepted with a warning ([`ProcSnapshot::warnings`]),
-    /// each prefixed with its flag.
-    pub fn warnings(&self) -> Vec<String> {
-        [("--proc", &self.before), ("--proc-after", &self.after)]
-            .into_iter()
-            .filter_map(|(flag, s)| Some((flag, s.as_ref()?)))
-            .flat_map(|(flag, s)| s.warnings.iter().map(move |w| format!("{flag}: {w}")))
-            .collect()
-    }
-
-    /// The window to replay: `opts`', else with `--proc` between the snapshot's markers
-    /// unless `--whole-file`.
-    pub fn window(&self, opts: &ReplayOptions) -> Window {
-        let mut window = opts.window.clone();
-        if self.before.is_some() && !opts.whole_file && window.from.is_none() && window.to.is_none()
-        {
-            window.from = Some("KT_SNAPSHOT_BEFORE_END".to_owned());
-            window.to = Some("KT_SNAPSHOT_AFTER_BEGIN".to_owned());
-            window.beyond_prefix_if = Some("KT_SNAPSHOT_BEFORE_BEGIN".to_owned());
-        }
-        window
-    }
-}
 
 /// Everything a replay's pass needs, set up.
 pub struct Setup {
@@ -140,12 +81,8 @@ impl Setup {
         if opts.kernel.is_some() || snap.is_some() {
             preset.0.apply(&mut base);
         }
-        // Only a free_factor start and the vmstat workers' timers (below) read the text
-        // before the window.
         let infer = opts.infer.unwrap_or(snap.is_some());
-        let wants_before = infer && snap.is_some() && base.pcp.free_scaling.is_free_factor();
-        let wants_runs = infer && snap.is_some() && base.pcp.decay && !opts.no_decay;
-        let wants_runs = wants_runs && opts.jiffies_phase_ns.is_none();
+        let wants = Wants::of(opts, snap, &base, infer);
         // `--whole-file`: where zoneinfo was read, from the text the stream keeps up to the
         // before-snapshot's end, read before that text is dropped.
         let whole = match snap.filter(|_| opts.whole_file) {
@@ -154,49 +91,22 @@ impl Setup {
             None => None,
         };
         let roll_at = whole.as_ref().and_then(|w| w.0);
-        // The kernel's layout rolled forward to the window's start (`roll_forward`): the
-        // default window only (its start is the snapshot's end), never the whole file.
-        let default_window = opts.window.from.is_none() && opts.window.to.is_none();
-        let wants_roll = snap.is_some_and(|s| s.layout.is_some())
-            && !opts.whole_file
-            && default_window
-            && opts.infer_layout_roll.or(opts.infer).unwrap_or(true);
-        if !wants_before && !wants_runs && !wants_roll {
+        if !wants.any() {
             source.drop_before_window();
         }
-        // The synthesised layouts need none of the trace: made beside the inferences' walk,
-        // while the parse runs.
-        let ((first, ahead), early) = std::thread::scope(|s| {
-            let early = snap.map(|snap| {
-                let (geo, base) = (&geo, &base);
-                std::thread::Builder::new()
-                    .name("trace-layout".into())
-                    .spawn_scoped(s, move || early_layouts(snap, geo, base, preset.0))
-            });
-            let first = first(opts, snap, source, &geo, preset.0, &base, roll_at);
-            // Without a thread, each replayer synthesises its own.
-            let early = match early {
-                Some(Ok(h)) => h.join().unwrap_or_default(),
-                _ => Vec::new(),
-            };
-            (first, early)
-        });
+        let ((first, ahead), early) =
+            first_beside_layouts(opts, snap, source, (&geo, &base, preset.0), roll_at);
         let mut head = first.lists.unwrap_or_default();
         let start_counts = first.counts;
-        let whole_start = whole.map(|(_, w)| match w.why {
-            None if !whole_start::wanted(opts, snap) => WholeStart {
-                counts: "snapshot",
-                why: Some("--infer whole-start=off".to_owned()),
-                ..w
-            },
-            _ => w.with_counts(start_counts.as_ref()),
-        });
-        let text = if wants_before || wants_runs || wants_roll {
+        let whole_start =
+            whole.map(|(_, w)| whole_start_used(opts, snap, w, start_counts.as_ref()));
+        let text = if wants.any() {
             source.before_window()
         } else {
             Vec::new()
         };
-        let rolls = wants_roll
+        let rolls = wants
+            .roll
             .then(|| {
                 let names_page = preset.0.extfrag_names_page();
                 super::roll_forward::rolls(&text, &geo, base.pcp.thp_order, names_page)
@@ -219,24 +129,23 @@ impl Setup {
             snaps,
         };
         setup.add_replayers(opts, &head, &early, &ahead)?;
-        setup.set_from_before(&text, (wants_before, wants_runs), &head.first_named);
+        setup.set_from_before(&text, &wants, &head.first_named);
         setup.numbering(opts, source);
         Ok(setup)
     }
 
-    /// What the text before the window (`text`) sets, where asked (`wants`: a `free_factor`
-    /// start, the vmstat workers' last runs), and the kernel side's pageblock types with the
-    /// ones the first events name (`first_named`).
-    fn set_from_before(&mut self, text: &[u8], wants: (bool, bool), first_named: &[(u64, u8)]) {
-        let (wants_before, wants_runs) = wants;
+    /// What the text before the window (`text`) sets, where asked ([`Wants`]: a
+    /// `free_factor` start, the vmstat workers' last runs), and the kernel side's pageblock
+    /// types with the ones the first events name (`first_named`).
+    fn set_from_before(&mut self, text: &[u8], wants: &Wants, first_named: &[(u64, u8)]) {
         // Before 6.7 a CPU's `free_factor` decides its drains, and only the trace before
         // the marker shows it.
-        if wants_before {
+        if wants.free_factor {
             free_factor::apply(text, &self.geo, &self.replayers, &self.base);
         }
         // From 6.7 each CPU's worker decays `high` on its own second: the runs before the
         // marker show where it lies.
-        if wants_runs {
+        if wants.runs {
             let last = worker_runs::last_runs(text, self.geo.cpus);
             for r in self.replayers.iter_mut().filter(|r| r.decay) {
                 r.set_worker_runs_before(&last);
@@ -342,6 +251,92 @@ impl Setup {
         for r in self.replayers.iter_mut() {
             r.set_numbering(self.geo.numbering);
         }
+    }
+}
+
+/// What the set-up reads in the text before the window.
+struct Wants {
+    /// A `free_factor` start: before 6.7 a CPU's `free_factor` decides its drains.
+    free_factor: bool,
+    /// The vmstat workers' last runs: from 6.7 each CPU's worker decays `high` on its own
+    /// second.
+    runs: bool,
+    /// The kernel's layout rolled forward to the window's start (`roll_forward`).
+    roll: bool,
+}
+
+impl Wants {
+    /// What `opts` ask for on `snap` and the preset's `base`, with the inferences on where
+    /// `infer`.
+    fn of(
+        opts: &ReplayOptions,
+        snap: Option<&ProcSnapshot>,
+        base: &zonealloc::ZoneConfig,
+        infer: bool,
+    ) -> Wants {
+        let free_factor = infer && snap.is_some() && base.pcp.free_scaling.is_free_factor();
+        let runs = infer && snap.is_some() && base.pcp.decay && !opts.no_decay;
+        let runs = runs && opts.jiffies_phase_ns.is_none();
+        // The default window only (its start is the snapshot's end), never the whole file.
+        let default_window = opts.window.from.is_none() && opts.window.to.is_none();
+        let roll = snap.is_some_and(|s| s.layout.is_some())
+            && !opts.whole_file
+            && default_window
+            && opts.infer_layout_roll.or(opts.infer).unwrap_or(true);
+        Wants {
+            free_factor,
+            runs,
+            roll,
+        }
+    }
+
+    /// Whether any of the text before the window is read.
+    fn any(&self) -> bool {
+        self.free_factor || self.runs || self.roll
+    }
+}
+
+/// [`first`], with the synthesised layouts ([`early_layouts`]) made beside it: they need none
+/// of the trace, so they are made on a thread of their own while the inferences' walk and the
+/// parse run.
+fn first_beside_layouts(
+    opts: &ReplayOptions,
+    snap: Option<&ProcSnapshot>,
+    source: &mut Source,
+    (geo, base, preset): (&Geometry, &zonealloc::ZoneConfig, Kernel),
+    roll_at: Option<start_count::ReadPoint>,
+) -> ((FirstEvents, RunsAhead), Vec<Option<layout::Early>>) {
+    std::thread::scope(|s| {
+        let early = snap.map(|snap| {
+            std::thread::Builder::new()
+                .name("trace-layout".into())
+                .spawn_scoped(s, move || early_layouts(snap, geo, base, preset))
+        });
+        let first = first(opts, snap, source, geo, preset, base, roll_at);
+        // Without a thread, each replayer synthesises its own.
+        let early = match early {
+            Some(Ok(h)) => h.join().unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        (first, early)
+    })
+}
+
+/// The start state `--whole-file` used (`w`), its counts named: the snapshot's where the
+/// inference is off, else as `start_counts` set them ([`WholeStart::with_counts`]).
+fn whole_start_used(
+    opts: &ReplayOptions,
+    snap: Option<&ProcSnapshot>,
+    w: WholeStart,
+    start_counts: Option<&start_count::StartCounts>,
+) -> WholeStart {
+    match w.why {
+        None if !whole_start::wanted(opts, snap) => WholeStart {
+            counts: "snapshot",
+            why: Some("--infer whole-start=off".to_owned()),
+            ..w
+        },
+        _ => w.with_counts(start_counts),
     }
 }
 
