@@ -22,7 +22,7 @@
 
 mod common;
 
-use common::{assert_no_panic, stderr, stdout, zonealloc};
+use common::{assert_no_panic, on_every_core, stderr, stdout, zonealloc};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -472,32 +472,10 @@ const KNOWN: &[(&str, &str)] = &[
 /// [`check`] on every phase, as many at once as the machine has cores (each replay is a
 /// process of its own: 24 phases one after the other would be most of CI's budget for this).
 fn check_all(phases: &[Phase]) -> Vec<(String, String)> {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut found: Vec<(usize, Vec<String>)> = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..cores.min(phases.len()))
-            .map(|_| {
-                s.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(p) = phases.get(i) else {
-                            return mine;
-                        };
-                        mine.push((i, check(p)));
-                    }
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| w.join().unwrap())
-            .collect()
-    });
-    found.sort_by_key(|(i, _)| *i);
-    found
+    on_every_core(phases, check)
         .into_iter()
-        .flat_map(|(i, bad)| bad.into_iter().map(move |b| (phases[i].name.clone(), b)))
+        .zip(phases)
+        .flat_map(|(bad, p)| bad.into_iter().map(move |b| (p.name.clone(), b)))
         .collect()
 }
 

@@ -15,7 +15,7 @@
 
 mod common;
 
-use common::{assert_no_panic, stderr, stdout, zonealloc};
+use common::{assert_no_panic, on_every_core, stderr, stdout, zonealloc};
 use std::path::{Path, PathBuf};
 
 /// (machine/phase, the most its refill events and drain events may be off the kernel, %:
@@ -214,36 +214,11 @@ fn check(name: &str, limits: (f64, f64), per_node: [(f64, f64); 2]) -> Vec<Strin
 
 #[test]
 fn two_node_captures_replay_within_their_limits_per_node() {
-    // One replay a phase, on every core: each is a process of its own.
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut found: Vec<(usize, Vec<String>)> = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..cores.min(LIMITS.len()))
-            .map(|_| {
-                s.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(&(name, l, n)) = LIMITS.get(i) else {
-                            return mine;
-                        };
-                        mine.push((i, check(name, l, n)));
-                    }
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| w.join().unwrap())
-            .collect()
-    });
-    found.sort_by_key(|(i, _)| *i);
-    let problems: Vec<String> = found
+    // One replay a phase, on every core.
+    let problems: Vec<String> = on_every_core(LIMITS, |&(name, l, n)| check(name, l, n))
         .into_iter()
-        .flat_map(|(i, bad)| {
-            bad.into_iter()
-                .map(move |b| format!("{}: {b}", LIMITS[i].0))
-        })
+        .zip(LIMITS)
+        .flat_map(|(bad, (name, ..))| bad.into_iter().map(move |b| format!("{name}: {b}")))
         .collect();
     assert!(
         problems.is_empty(),

@@ -109,3 +109,33 @@ pub fn replay_experiment(dir: &Path, name: &str, text: &[u8], args: &[&str]) -> 
     a.extend_from_slice(args);
     json(&zonealloc(&a))["experiments"][0].clone()
 }
+
+/// `f` of each of `items`, on every core (each call typically runs the binary: a process of
+/// its own), in `items`' order.
+pub fn on_every_core<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let next = AtomicUsize::new(0);
+    let mut found: Vec<(usize, R)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..cores.min(items.len()))
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(item) = items.get(i) else {
+                            return mine;
+                        };
+                        mine.push((i, f(item)));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
+    });
+    found.sort_by_key(|(i, _)| *i);
+    found.into_iter().map(|(_, r)| r).collect()
+}
