@@ -3,20 +3,19 @@
 //! A replay has to decide two things before its first event: how many CPUs the zones have
 //! and which migratetype numbering the trace uses. Neither needs the whole trace. The first
 //! [`PREFIX_BYTES`] of the (decompressed) input are read into memory (a mapped file's are
-//! looked at where they lie) and looked at
-//! ([`Sniff`]): ftrace's header names the CPU count (`#P:4`), and the allocations there
-//! carry the gfp-versus-migratetype evidence of
-//! [`Evidence`](crate::trace::migratetype::Evidence). The replay then reads the prefix again
-//! from memory, chained to the rest of the stream, so nothing is read twice from the source
-//! and a pipe works as well as a file. The prefix is kept as read ([`Input::prefix`]).
+//! looked at where they lie) and looked at ([`Sniff`](super::sniff::Sniff)): ftrace's
+//! header names the CPU count (`#P:4`), and the allocations there carry the
+//! gfp-versus-migratetype evidence of [`Evidence`](crate::trace::migratetype::Evidence). The
+//! replay then reads the prefix again from memory, chained to the rest of the stream, so
+//! nothing is read twice from the source and a pipe works as well as a file. The prefix is kept as read ([`Input::prefix`]).
 //!
 //! Nor is anything parsed twice: the prefix's lines that the stream carries are looked at in
 //! the replay's own parse (the events of its first [`Split::stream_bytes`], which the parse
 //! marks, [`super::pipe::ParseAhead::spawn_marked`]), and only the lines a window cut out of
 //! the stream ([`Split::region`]) are parsed here. Where the two halves could not give
 //! exactly what one look at the prefix gives (a window's `to` marker inside the prefix, a cut
-//! not at a line's start), [`Input::split`] is `None` and the caller [`sniff`]s the whole
-//! prefix.
+//! not at a line's start), [`Input::split`] is `None` and the caller looks at the whole
+//! prefix ([`sniff`](super::sniff::sniff)).
 //!
 //! A plain-text file of a MiB or more is mapped (`Mapped`, in `mapped.rs`): the parser reads
 //! the page cache where it lies. Any other source is read, and decompressed, on a thread of
@@ -36,7 +35,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::before::BeforeWindow;
-pub use super::sniff::{sniff, Sniff, Split};
+use super::sniff::Split;
 use super::until_marker::{Tail, UntilMarker};
 use crate::trace::parse;
 use mapped::Mapped;
@@ -51,7 +50,8 @@ pub const PREFIX_BYTES: usize = 4 << 20;
 pub struct Input {
     /// The whole input, from its first byte.
     pub reader: Box<dyn BufRead + Send>,
-    /// The input's first [`PREFIX_BYTES`], before any window is cut: [`sniff`] it.
+    /// The input's first [`PREFIX_BYTES`], before any window is cut: look at it with
+    /// [`sniff`](super::sniff::sniff).
     pub prefix: Shared,
     /// How a look at the prefix divides between the stream and the window's cut.
     pub split: Option<Split>,

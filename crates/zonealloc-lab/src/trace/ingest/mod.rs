@@ -22,10 +22,11 @@ use std::path::Path;
 
 use crate::trace::migratetype::Numbering;
 use crate::trace::parse::{Event, Parser};
-pub use input::{Sniff, Window};
+pub use input::Window;
 use pipe::ParseAhead;
 pub use pipe::{Chunk, CHUNK_EVENTS};
 use prefix::PrefixLook;
+pub use sniff::Sniff;
 pub use until_marker::{Tail, TailEnd, TAIL_MAX_BYTES};
 
 /// A trace being read: its window, the look at its prefix, and its events in chunks.

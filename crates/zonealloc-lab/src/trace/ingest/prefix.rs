@@ -1,12 +1,13 @@
-//! The look at the trace's prefix ([`input::sniff`]: the CPU count and the numbering
+//! The look at the trace's prefix ([`sniff::sniff`]: the CPU count and the numbering
 //! evidence) taken off the replay's own parse: the prefix's lines the stream carries are
 //! parsed once, by the parse thread, and their events held for the replay; only the lines a
-//! window cut out of the stream are parsed here ([`input::Split`]). The result is the one a
+//! window cut out of the stream are parsed here ([`Split`]). The result is the one a
 //! separate parse of the whole prefix gives (which runs instead wherever the split cannot be
 //! exact), without the 4 MiB parsed twice on a machine whose two cores both replay.
 
-use super::input::{self, Input, Shared, Sniff, Split};
+use super::input::{Input, Shared};
 use super::pipe::{Chunk, ParseAhead};
+use super::sniff::{self, Sniff, Split};
 use crate::trace::gfp_memo::GfpMemo;
 use crate::trace::migratetype::Evidence;
 use crate::trace::parse::{Event, Parser};
@@ -39,7 +40,7 @@ impl PrefixLook {
             .and_then(|sp| Some((Sniff::of_region(prefix.as_ref(), sp)?, sp.stream_bytes)));
         let (sniff, pending) = match region {
             Some((s, bytes)) => (s, Some(bytes)),
-            None => (input::sniff(prefix.as_ref()), None),
+            None => (sniff::sniff(prefix.as_ref()), None),
         };
         let look = PrefixLook {
             sniff,
@@ -84,7 +85,7 @@ impl PrefixLook {
                 }
             }
             if read != Some(want) {
-                self.sniff = input::sniff(self.prefix.as_ref());
+                self.sniff = sniff::sniff(self.prefix.as_ref());
             }
         }
         &self.sniff
@@ -108,7 +109,7 @@ mod tests {
         let p = dir.path().join("t.txt");
         std::fs::write(&p, text).unwrap();
         let (input, _) = open_window(&p, window).unwrap();
-        let whole = input::sniff(input.prefix.as_ref());
+        let whole = sniff::sniff(input.prefix.as_ref());
         let (mut look, ahead) = PrefixLook::spawn(Parser::new(), input).unwrap();
         let sniff = *look.finish(&ahead);
         let mut events: Vec<String> = Vec::new();
@@ -253,7 +254,7 @@ mod tests {
         let p = dir.path().join("t.txt");
         std::fs::write(&p, &t).unwrap();
         let (input, _) = open_window(&p, &from).unwrap();
-        let whole = input::sniff(input.prefix.as_ref());
+        let whole = sniff::sniff(input.prefix.as_ref());
         let (mut look, ahead) = PrefixLook::spawn(Parser::new(), input).unwrap();
         same(look.finish(&ahead), &whole);
         drop(ahead.finish());
@@ -262,7 +263,7 @@ mod tests {
         t.push_str(&long_line);
         std::fs::write(&p, &t).unwrap();
         let (input, _) = open_window(&p, &Window::default()).unwrap();
-        let whole = input::sniff(input.prefix.as_ref());
+        let whole = sniff::sniff(input.prefix.as_ref());
         let (mut look, ahead) = PrefixLook::spawn(Parser::new(), input).unwrap();
         same(look.finish(&ahead), &whole);
         assert!(ahead.finish().1.is_err());

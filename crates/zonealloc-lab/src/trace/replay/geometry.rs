@@ -4,7 +4,7 @@
 use serde::Serialize;
 use zonealloc::ZoneType;
 
-use crate::trace::ingest::input;
+use crate::trace::ingest::sniff;
 use crate::trace::migratetype::Numbering;
 
 /// The smallest span the zone gets from the trace when neither `--proc` nor `--zone-pages`
@@ -107,7 +107,7 @@ impl Geometry {
         zone_pages: Option<u64>,
         online: Option<Online>,
         cpus: Option<u32>,
-        sniff: &input::Sniff,
+        sniff: &sniff::Sniff,
         numbering: Numbering,
     ) -> Result<Geometry, String> {
         let start = zone_start.unwrap_or(0);
@@ -226,7 +226,7 @@ impl Geometry {
 }
 
 /// The CPU count: the flag, the trace's header, or the highest CPU seen at its start plus one.
-pub fn pick_cpus(cpus: Option<u32>, sniff: &input::Sniff) -> (u32, &'static str) {
+pub fn pick_cpus(cpus: Option<u32>, sniff: &sniff::Sniff) -> (u32, &'static str) {
     match (cpus, sniff.header_cpus, sniff.max_cpu) {
         (Some(c), _, _) => (c, "--cpus"),
         (None, Some(c), _) => (c, "the trace's header (#P:)"),

@@ -6,6 +6,7 @@ use std::io::{self, BufRead, BufReader, Cursor, Read};
 use super::mapped::{Mapped, MAP_RELEASE_BYTES, MAP_SLICE_BYTES};
 use super::read_ahead::{ReadAhead, AHEAD_CHUNK};
 use super::*;
+use crate::trace::ingest::sniff::sniff;
 use crate::trace::ingest::until_marker::{Slices, UntilMarker};
 
 #[test]

@@ -1,7 +1,7 @@
 //! The replayer's tests: requests, geometry, kswapd, samples, onlining.
 
 use super::*;
-use crate::trace::ingest::input;
+use crate::trace::ingest::sniff;
 use crate::trace::migratetype::Numbering;
 use crate::trace::replay::geometry::{span_from_trace, DEFAULT_ZONE_PAGES};
 use crate::trace::replay::gfp::request;
@@ -72,10 +72,10 @@ fn gfp_text_sets_the_request() {
 
 #[test]
 fn the_zone_comes_from_the_flags_or_spans_the_default_and_fills_as_touched() {
-    let sniff = input::Sniff {
+    let sniff = sniff::Sniff {
         header_cpus: None,
         max_cpu: Some(3),
-        ..input::Sniff::default()
+        ..sniff::Sniff::default()
     };
     let g = Geometry::from_flags(None, None, None, None, &sniff, Numbering::Current).unwrap();
     assert_eq!(
@@ -83,7 +83,7 @@ fn the_zone_comes_from_the_flags_or_spans_the_default_and_fills_as_touched() {
         (0, DEFAULT_ZONE_PAGES, 4, Online::Touched)
     );
     // A 24 GiB machine's pfns (to 0x640000) size the span: no --zone-pages needed.
-    let big = input::Sniff {
+    let big = sniff::Sniff {
         max_pfn: Some(0x63ffff),
         ..sniff
     };
@@ -94,13 +94,13 @@ fn the_zone_comes_from_the_flags_or_spans_the_default_and_fills_as_touched() {
     assert_eq!(span_from_trace(0, Some(0)), DEFAULT_ZONE_PAGES);
     assert_eq!(span_from_trace(0, Some(u64::MAX)), u64::MAX);
     assert_eq!(span_from_trace(1 << 30, Some(5)), DEFAULT_ZONE_PAGES);
-    let top = input::Sniff {
+    let top = sniff::Sniff {
         max_pfn: Some(u64::MAX),
         ..sniff
     };
     let e = Geometry::from_flags(None, None, None, None, &top, Numbering::Current);
     assert!(e.unwrap_err().contains("pass --zone-pages"));
-    let head = input::Sniff {
+    let head = sniff::Sniff {
         header_cpus: Some(8),
         ..sniff
     };
@@ -128,7 +128,7 @@ fn the_zone_comes_from_the_flags_or_spans_the_default_and_fills_as_touched() {
 
 /// One zone of `pages` frames from pfn 0, all free, one CPU.
 fn one_cpu_zone(pages: u64) -> Geometry {
-    let sniff = input::Sniff::default();
+    let sniff = sniff::Sniff::default();
     Geometry::from_flags(None, Some(pages), None, Some(1), &sniff, Numbering::Current).unwrap()
 }
 
@@ -201,7 +201,7 @@ fn samples_are_computed_from_the_state_they_were_taken_in() {
 
 #[test]
 fn touched_memory_comes_online_block_by_block() {
-    let sniff = input::Sniff::default();
+    let sniff = sniff::Sniff::default();
     let g = Geometry::from_flags(
         None,
         Some(1 << 14),
@@ -260,7 +260,7 @@ fn touched_memory_comes_online_block_by_block() {
 /// to reach the tick.
 #[test]
 fn a_decay_drain_is_booked_and_emitted_on_the_cpu_it_drains() {
-    let sniff = input::Sniff::default();
+    let sniff = sniff::Sniff::default();
     let g = Geometry::from_flags(
         None,
         Some(1 << 16),

@@ -180,7 +180,7 @@ impl Replayer {
 mod tests {
     use super::super::tests::at;
     use super::*;
-    use crate::trace::ingest::input;
+    use crate::trace::ingest::sniff;
     use crate::trace::migratetype::Numbering;
     use crate::trace::replay::geometry::Geometry;
     use crate::trace::replay::infer::kernel::KernelSide;
@@ -193,7 +193,7 @@ mod tests {
     /// first and CPU 2's for the second, leaving a THP on each).
     #[test]
     fn a_thp_traced_after_its_task_moved_comes_off_the_refilling_cpus_list() {
-        let sniff = input::Sniff::default();
+        let sniff = sniff::Sniff::default();
         let g = Geometry::from_flags(
             None,
             Some(1 << 16),

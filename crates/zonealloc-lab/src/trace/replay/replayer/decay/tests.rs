@@ -3,7 +3,7 @@
 //! whole list, and the workers' drains are booked on the CPU they run on.
 
 use super::*;
-use crate::trace::ingest::input;
+use crate::trace::ingest::sniff;
 use crate::trace::migratetype::Numbering;
 use crate::trace::parse::{Ctx, Task};
 use crate::trace::replay::geometry::Geometry;
@@ -12,7 +12,7 @@ use crate::trace::variant::Variant;
 /// Two CPUs, one zone of 64 Ki frames, mainline rules, the workers on or off (`decay`);
 /// CPU 1's lists filled by 1024 allocations and frees at 1 µs and 2 µs.
 fn filled(decay: bool) -> Replayer {
-    let sniff = input::Sniff::default();
+    let sniff = sniff::Sniff::default();
     let g = Geometry::from_flags(
         None,
         Some(1 << 16),
