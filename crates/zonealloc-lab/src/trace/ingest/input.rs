@@ -7,7 +7,8 @@
 //! header names the CPU count (`#P:4`), and the allocations there carry the
 //! gfp-versus-migratetype evidence of [`Evidence`](crate::trace::migratetype::Evidence). The
 //! replay then reads the prefix again from memory, chained to the rest of the stream, so
-//! nothing is read twice from the source and a pipe works as well as a file. The prefix is kept as read ([`Input::prefix`]).
+//! nothing is read twice from the source and a pipe works as well as a file. The prefix is
+//! kept as read ([`Input::prefix`]).
 //!
 //! Nor is anything parsed twice: the prefix's lines that the stream carries are looked at in
 //! the replay's own parse (the events of its first [`Split::stream_bytes`], which the parse
