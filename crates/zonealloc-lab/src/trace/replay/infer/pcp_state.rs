@@ -19,7 +19,7 @@
 //! it to a list of a higher `pindex` (`free_pcppages_bulk` empties a list before the next;
 //! `drained_empty`).
 //!
-//! The pages themselves tell a list's start too ([`shown`]): a list's start blocks sit at its
+//! The pages themselves tell a list's start too (`shown.rs`): a list's start blocks sit at its
 //! tail, behind all the head puts on it, and a drain takes the tail, so the first drain that
 //! takes a block the head put on the CPU's lists shows the list's start blocks all gone: the
 //! list held exactly those taken off it before. That reading needs no free's list, and
