@@ -9,10 +9,9 @@
 use std::fmt::Write as _;
 
 use clap::ValueEnum;
-use zonealloc::{
-    stats, AllocRequest, MemoryRegion, MigrateType, Node, Order, Pfn, ZoneConfig, ZoneType,
-};
+use zonealloc::{stats, AllocRequest, MemoryRegion, Node, Order, Pfn, ZoneConfig, ZoneType};
 
+use crate::mix;
 use crate::rng::Mmix;
 
 const MIB: u64 = 1 << 20;
@@ -59,20 +58,8 @@ pub enum Workload {
 /// One request of the mix: mostly small Movable blocks, some Unmovable and Reclaimable ones,
 /// a few huge-page-sized blocks, a few DMA32-limited and atomic requests.
 fn draw_request(rng: &mut Mmix) -> Result<(Order, AllocRequest), String> {
-    let order = match rng.next_u32() % 1000 {
-        0..=699 => 0,
-        700..=779 => 1,
-        780..=839 => 2,
-        840..=899 => 3,
-        900..=984 => 4,
-        985..=994 => 9,
-        _ => 10,
-    };
-    let mt = match rng.percent() {
-        0..=69 => MigrateType::Movable,
-        70..=89 => MigrateType::Unmovable,
-        _ => MigrateType::Reclaimable,
-    };
+    let order = mix::order(u64::from(rng.next_u32() % 1000));
+    let mt = mix::migratetype(u64::from(rng.percent()));
     let req = match rng.percent() {
         0..=4 => AllocRequest::new(mt).zone_limit(ZoneType::Dma32),
         5..=7 => AllocRequest::atomic(mt),

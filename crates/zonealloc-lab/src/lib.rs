@@ -13,6 +13,7 @@
 //! - [`procfs`]: the kernel's `/proc/zoneinfo`, `pagetypeinfo` and `buddyinfo` read back, for
 //!   replays set up as the kernel was;
 //! - [`rng`]: the one deterministic generator of experiments and workloads;
+//! - [`mix`]: the mixed request workload that `inspect` and `trace gen` share;
 //! - [`gate`]: threads that start together, and a clear error (never a hang) when one of
 //!   them cannot be started.
 //!
@@ -28,6 +29,7 @@ pub mod experiments;
 pub mod gate;
 pub mod inspect;
 pub mod machine;
+pub mod mix;
 pub mod procfs;
 pub mod report;
 pub mod rng;

@@ -336,7 +336,7 @@ fn the_checks_see_imports_back_up_and_cycles() {
 /// the report model, what produces results (`trace`, `inspect`), then the lab's drivers. The
 /// binary's modules (`main.rs`, `cli.rs`, `commands/`, `manual.rs`) sit above all of them.
 const LAB_LAYERS: &[&[&str]] = &[
-    &["rng", "machine", "gate", "procfs"],
+    &["rng", "machine", "gate", "procfs", "mix"],
     &["report"],
     &["trace", "inspect"],
     &["experiments", "bench"],

@@ -21,6 +21,7 @@ use clap::ValueEnum;
 use zonealloc::{AllocError, AllocRequest, MigrateType, Order, Pfn, Zone};
 
 use super::record::Recorder;
+use crate::mix;
 use crate::rng::SplitMix;
 
 /// The workload a synthetic trace records.
@@ -343,20 +344,8 @@ fn mixed<W: Write>(g: &mut Gen<'_, '_, '_, W>, zone: &Zone) -> Result<(), String
         let cpu = g.rng.below(u64::from(cpus)) as u32;
         let grow = ops < g.want / 3;
         if live.is_empty() || g.rng.below(100) < if grow { 60 } else { 50 } {
-            let order = match g.rng.below(1000) {
-                0..=699 => 0,
-                700..=779 => 1,
-                780..=839 => 2,
-                840..=899 => 3,
-                900..=984 => 4,
-                985..=994 => 9,
-                _ => 10,
-            };
-            let mt = match g.rng.below(100) {
-                0..=69 => MigrateType::Movable,
-                70..=89 => MigrateType::Unmovable,
-                _ => MigrateType::Reclaimable,
-            };
+            let order = mix::order(g.rng.below(1000));
+            let mt = mix::migratetype(g.rng.below(100));
             let req = if g.rng.below(100) < 3 {
                 AllocRequest::atomic(mt)
             } else {
