@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::trace::parse::{Event, PagePtr, Parser, Who};
+use crate::trace::stats::HashMap;
 
 /// The list inference over `events` as it ran before: every event of a zone kept, then
 /// balanced in one go ([`reference_balance`]).
