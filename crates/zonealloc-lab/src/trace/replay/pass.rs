@@ -108,17 +108,12 @@ fn kernel_side(
         notes.untraced_end.clear();
         notes.untraced.clear();
         if infer {
-            for ev in chunk.events() {
-                notes.inferred.push(if seen < noted {
-                    kernel.add_noted(&ev, seen, by_walk)
-                } else {
-                    kernel.add(&ev, geo.zone_of(ev.kind.pfn()).unwrap_or(0))
-                });
-                seen += 1;
-                notes.untraced.extend_from_slice(&kernel.untraced_now);
-                // A chunk's untraced pages are far fewer than 4 Gi.
-                notes.untraced_end.push(notes.untraced.len() as u32);
-            }
+            infer_chunk(
+                (kernel, geo),
+                &chunk,
+                &mut notes,
+                (&mut seen, noted, by_walk),
+            );
         } else {
             // Counts only: the notes stay empty (the replayers infer nothing, and are handed
             // no untraced page).
@@ -132,6 +127,29 @@ fn kernel_side(
         if tx.send((chunk, notes)).is_err() {
             return;
         }
+    }
+}
+
+/// The kernel's side of a chunk's events with the inferences, into `notes`: from the walk's
+/// notes (`by_walk`) while fewer than `noted` events were `seen`. Out of line: inlined, it
+/// changed the counting loop beside it (s300: 3.9% more instructions on the side's thread).
+#[inline(never)]
+fn infer_chunk(
+    (kernel, geo): (&mut KernelSide, &Geometry),
+    chunk: &Chunk,
+    notes: &mut Notes,
+    (seen, noted, by_walk): (&mut u64, u64, &mut kernel::Notes),
+) {
+    for ev in chunk.events() {
+        notes.inferred.push(if *seen < noted {
+            kernel.add_noted(&ev, *seen, by_walk)
+        } else {
+            kernel.add(&ev, geo.zone_of(ev.kind.pfn()).unwrap_or(0))
+        });
+        *seen += 1;
+        notes.untraced.extend_from_slice(&kernel.untraced_now);
+        // A chunk's untraced pages are far fewer than 4 Gi.
+        notes.untraced_end.push(notes.untraced.len() as u32);
     }
 }
 
