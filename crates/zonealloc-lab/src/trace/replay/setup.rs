@@ -49,6 +49,9 @@ pub struct Setup {
     /// The first events of the source the kernel side has counted already (without the
     /// inferences, it counts the prefix's events as the look takes them).
     pub counted: u64,
+    /// With the inferences, the first events of the window the kernel side has taken already
+    /// (in the start-count walk, [`kernel::Handover`]), and what it inferred for them.
+    pub noted: (u64, kernel::Notes),
 }
 
 impl Setup {
@@ -95,7 +98,7 @@ impl Setup {
             source.drop_before_window();
         }
         let ((first, ahead), early) =
-            first_beside_layouts(opts, snap, source, (&geo, &base, preset.0), roll_at);
+            first_beside_layouts(opts, snap, source, (&geo, &base, preset.0, infer), roll_at);
         let mut head = first.lists.unwrap_or_default();
         let start_counts = first.counts;
         let whole_start =
@@ -125,11 +128,16 @@ impl Setup {
             emitted: Vec::new(),
             kernel: KernelSide::for_geometry(&geo),
             counted: 0,
+            noted: (0, kernel::Notes::default()),
             geo,
             snaps,
         };
         setup.add_replayers(opts, &head, &early, &ahead)?;
         setup.set_from_before(&text, &wants, &head.first_named);
+        // The walk's kernel side goes on in the pass, with the pageblock types just seeded.
+        if let Some(h) = first.kernel {
+            setup.noted = h.into_pass(&mut setup.kernel);
+        }
         setup.numbering(opts, source);
         Ok(setup)
     }
@@ -303,7 +311,7 @@ fn first_beside_layouts(
     opts: &ReplayOptions,
     snap: Option<&ProcSnapshot>,
     source: &mut Source,
-    (geo, base, preset): (&Geometry, &zonealloc::ZoneConfig, Kernel),
+    (geo, base, preset, infer): (&Geometry, &zonealloc::ZoneConfig, Kernel, bool),
     roll_at: Option<start_count::ReadPoint>,
 ) -> ((FirstEvents, RunsAhead), Vec<Option<layout::Early>>) {
     std::thread::scope(|s| {
@@ -312,7 +320,7 @@ fn first_beside_layouts(
                 .name("trace-layout".into())
                 .spawn_scoped(s, move || early_layouts(snap, geo, base, preset))
         });
-        let first = first(opts, snap, source, geo, preset, base, roll_at);
+        let first = first(opts, snap, source, (geo, preset, base), (roll_at, infer));
         // Without a thread, each replayer synthesises its own.
         let early = match early {
             Some(Ok(h)) => h.join().unwrap_or_default(),
@@ -422,15 +430,14 @@ fn demands(
 /// (first_events), so a pipe gets what a file gets. The start counts are on by default where
 /// the captures show them closer to the kernel ([`start_count::on_by_default`]); `--infer
 /// off` turns them off with the rest. With them, the vmstat workers' first runs among those
-/// events ([`RunsAhead`], on kernels with the decay).
+/// events ([`RunsAhead`], on kernels with the decay). With the inferences (`infer`) the
+/// walk's kernel side is kept for the pass ([`FirstEvents::kernel`]).
 fn first(
     opts: &ReplayOptions,
     snap: Option<&ProcSnapshot>,
     source: &mut Source,
-    geo: &Geometry,
-    preset: Kernel,
-    base: &zonealloc::ZoneConfig,
-    roll_at: Option<start_count::ReadPoint>,
+    (geo, preset, base): (&Geometry, Kernel, &zonealloc::ZoneConfig),
+    (roll_at, infer): (Option<start_count::ReadPoint>, bool),
 ) -> (FirstEvents, RunsAhead) {
     let lists = snap.is_some() && opts.infer_lists.or(opts.infer).unwrap_or(true);
     // With a read to roll zoneinfo's counts back from (`--whole-file`), the walk runs.
@@ -452,6 +459,7 @@ fn first(
                 pageblock_order: base.pageblock_order,
                 extfrag_names_page: preset.extfrag_names_page(),
                 roll_at,
+                keep_kernel: infer,
             };
             let first = first_events::take(
                 || source.next_chunk(),

@@ -8,6 +8,7 @@
 //! the most); fewer when the trace window is shorter, or when only the start-count walk runs
 //! and every CPU is pinned before. Memory beyond them is the replay's, as before.
 
+use super::kernel::Handover;
 use super::pcp_state::{self, Collector};
 use super::start_count::{StartCounts, Walk};
 use crate::procfs::ProcSnapshot;
@@ -39,6 +40,8 @@ pub struct Which {
     /// Where zoneinfo was read, to roll the counts back from (`--whole-file`,
     /// [`super::start_count::roll`]).
     pub roll_at: Option<super::start_count::ReadPoint>,
+    /// Keep the walk's kernel side for the replay's pass ([`FirstEvents::kernel`]).
+    pub keep_kernel: bool,
 }
 
 /// The held events and what the inferences found in them (nothing, by default).
@@ -53,6 +56,9 @@ pub struct FirstEvents {
     /// Per zone, what the events show of the layout's start (with `lists` and the kernel's
     /// layout, [`crate::trace::replay::layout::StartHints`]).
     pub hints: Option<Vec<StartHints>>,
+    /// The walk's kernel side after its events, with what it inferred for each, where
+    /// [`Which::keep_kernel`] asked for it ([`super::kernel::Handover`]).
+    pub kernel: Option<Handover>,
 }
 
 /// Takes chunks off `next` and feeds their events to the inferences `which` asks for, until
@@ -79,6 +85,9 @@ pub fn take(
         w.set_extfrag_names_page(which.extfrag_names_page);
         if let Some(at) = which.roll_at {
             w.roll_back_from(at);
+        }
+        if which.keep_kernel {
+            w.keep_notes();
         }
         w
     });
@@ -135,6 +144,7 @@ fn take_here(
     }
     FirstEvents {
         held,
+        kernel: walk.as_mut().and_then(Walk::hand_over),
         counts: walk.map(Walk::finish),
         lists: collect.map(Collector::finish),
         hints: hints.map(HintCollector::finish),
@@ -201,6 +211,7 @@ fn take_beside(
     match held {
         Some(held) => FirstEvents {
             held,
+            kernel: walk.hand_over(),
             counts: Some(walk.finish()),
             lists: Some(collect.finish()),
             hints: hints.map(HintCollector::finish),
@@ -222,6 +233,7 @@ impl Which {
             pageblock_order: 9,
             extfrag_names_page: false,
             roll_at: None,
+            keep_kernel: false,
         }
     }
 }

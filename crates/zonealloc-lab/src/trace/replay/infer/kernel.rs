@@ -57,7 +57,9 @@
 use crate::trace::parse::{Event, EventKind};
 use crate::trace::replay::tally::Grid;
 
+mod notes;
 mod pfn_map;
+pub use notes::{Handover, Notes};
 use pfn_map::PfnMap;
 #[cfg(test)]
 mod refill_tests;

@@ -43,13 +43,13 @@
 //! type most pages on the lists have in a running system.
 
 use crate::trace::parse::EventKind;
-use crate::trace::stats::HashMap;
 
 use crate::trace::migratetype::Numbering;
 use balance::ZoneBalance;
 
 mod balance;
 mod shown;
+mod span_map;
 #[cfg(test)]
 mod tests;
 
@@ -194,7 +194,8 @@ pub struct Collector {
     zones: Vec<std::ops::Range<u64>>,
     pageblock_order: u8,
     numbering: Numbering,
-    first_named: HashMap<u64, u8>,
+    /// Per pageblock: the first migratetype named (the trace's numbering), plus one.
+    first_named: span_map::SpanMap<u16>,
     balances: Vec<ZoneBalance>,
     shown: Vec<shown::Shown>,
 }
@@ -216,12 +217,12 @@ impl Collector {
             zones: zones.to_vec(),
             pageblock_order,
             numbering,
-            first_named: HashMap::default(),
+            first_named: span_map::SpanMap::new(blocks_of(zones, pageblock_order)),
             balances: (zones.iter())
-                .map(|_| ZoneBalance::new(cpus, pageblock_order, thp_order))
+                .map(|z| ZoneBalance::new(z.clone(), cpus, pageblock_order, thp_order))
                 .collect(),
             shown: (zones.iter())
-                .map(|_| shown::Shown::new(cpus, thp_order))
+                .map(|z| shown::Shown::new(z.clone(), cpus, thp_order))
                 .collect(),
         }
     }
@@ -234,7 +235,9 @@ impl Collector {
         let cpu = ev.cpu.unwrap_or(0) % self.cpus;
         let (rec, named) = reduce(ev, numbering);
         if let Some((pfn, m)) = named {
-            self.first_named.entry(pb(pfn)).or_insert(m);
+            if self.first_named.get(pb(pfn)).is_none() {
+                self.first_named.insert(pb(pfn), u16::from(m) + 1);
+            }
         }
         let Some(rec) = rec else {
             return;
@@ -247,7 +250,7 @@ impl Collector {
                 cpu,
                 rec,
                 named.map(|(pfn, m)| (pb(pfn), mt_of(m))),
-                |block| first_named.get(&block).map(|&m| mt_of(m)),
+                |block| first_named.get(block).map(|m| mt_of(m as u8 - 1)),
             );
         }
     }
@@ -256,7 +259,7 @@ impl Collector {
     pub fn finish(self) -> Head {
         let (pageblock_order, numbering) = (self.pageblock_order, self.numbering);
         let mt_of = |m: u8| usize::from(numbering.to_current(m));
-        let named = |block: u64| self.first_named.get(&block).map(|&m| mt_of(m));
+        let named = |block: u64| self.first_named.get(block).map(|m| mt_of(m as u8 - 1));
         let zones = (self.balances.into_iter().zip(self.shown))
             .map(|(b, s)| {
                 let mut d = b.finish(&named);
@@ -265,11 +268,19 @@ impl Collector {
             })
             .collect();
         let mut first_named: Vec<(u64, u8)> = (self.first_named.iter())
-            .map(|(&b, &m)| (b << pageblock_order, m))
+            .map(|(b, m)| (b << pageblock_order, m as u8 - 1))
             .collect();
         first_named.sort_unstable();
         Head { zones, first_named }
     }
+}
+
+/// The pageblocks of `zones`, from the lowest start to the highest end (none for no zone).
+fn blocks_of(zones: &[std::ops::Range<u64>], pageblock_order: u8) -> std::ops::Range<u64> {
+    let block = |pfn: u64| pfn.checked_shr(pageblock_order.into()).unwrap_or(0);
+    let start = zones.iter().map(|z| z.start).min().unwrap_or(0);
+    let end = zones.iter().map(|z| z.end).max().unwrap_or(0);
+    block(start)..end.checked_sub(1).map_or(0, |l| block(l) + 1)
 }
 
 /// What the inference reads of `ev` (migratetypes in the current numbering), and the

@@ -69,7 +69,7 @@ pub use roll::ReadPoint;
 
 use high::{High, ZoneHigh};
 
-use super::kernel::{Inferred, KernelSide};
+use super::kernel::{Handover, Inferred, KernelSide, Notes};
 use crate::procfs::ProcSnapshot;
 use crate::trace::parse::{Event, EventKind};
 use crate::trace::replay::geometry::Geometry;
@@ -269,6 +269,9 @@ pub struct Walk {
     roll_at: Option<ReadPoint>,
     /// Each CPU's `delta` (as [`Walk::per`]) at the read.
     at_read: Option<Vec<i64>>,
+    /// What the kernel's side inferred per event, kept for the replay's pass
+    /// ([`Walk::keep_notes`]).
+    notes: Option<Notes>,
 }
 
 impl Walk {
@@ -355,7 +358,26 @@ impl Walk {
             extfrag_names_page: false,
             roll_at: None,
             at_read: None,
+            notes: None,
         }
+    }
+
+    /// Keeps what the walk's kernel side infers per event, for the replay's pass to go on
+    /// from ([`Walk::hand_over`]).
+    pub fn keep_notes(&mut self) {
+        self.notes = Some(Notes::default());
+    }
+
+    /// The walk's kernel side and its notes ([`Walk::keep_notes`]; `None` without them), for
+    /// the replay's pass: the walk reads nothing of it after its last event.
+    pub fn hand_over(&mut self) -> Option<Handover> {
+        let notes = self.notes.take()?;
+        let zones = self.zones;
+        Some(Handover {
+            kernel: std::mem::replace(&mut self.kernel, KernelSide::new(zones, self.cpus)),
+            events: self.events,
+            notes,
+        })
     }
 
     /// Rolls zoneinfo's counts back from their read at `at` to the walk's start ([`roll`]):
@@ -379,6 +401,9 @@ impl Walk {
         let pfn = ev.kind.pfn();
         let zone = self.geo.zone_of(pfn).unwrap_or(0);
         let inferred = self.kernel.add(ev, zone);
+        if let Some(n) = self.notes.as_mut() {
+            n.note(self.events - 1, inferred, &self.kernel);
+        }
         let cpu = ev.cpu.unwrap_or(0) % self.cpus;
         // Pages alloc_pages_bulk took off a CPU's lists (the bulk inference), read in place:
         // no `Vec` per event.

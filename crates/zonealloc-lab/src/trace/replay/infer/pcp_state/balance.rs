@@ -11,9 +11,10 @@
 //! type at the free would have found.
 
 use std::collections::VecDeque;
+use std::ops::Range;
 
+use super::span_map::SpanMap;
 use super::{drained_empty, slot_of, ListDemand, Rec, MOVABLE, SLOTS, TYPES};
-use crate::trace::stats::HashMap;
 
 /// Per PCP order slot and migratetype.
 type PerList<T> = [[T; TYPES]; SLOTS];
@@ -28,12 +29,12 @@ pub(super) struct ZoneBalance {
     thp_order: Option<u8>,
     /// Per pageblock of the zone named so far: the latest migratetype named (current
     /// numbering).
-    named: HashMap<u64, usize>,
+    named: SpanMap<u8>,
     /// The pfns of the latest `mm_page_free` events, oldest first: a `mm_page_free_batched`
     /// of one of them was counted at it.
     pending_batched: VecDeque<u64>,
     /// The list each block a refill put on one went on (by its first pfn), until it leaves.
-    on_list: HashMap<u64, usize>,
+    on_list: SpanMap<u8>,
     events: u64,
 }
 
@@ -160,15 +161,21 @@ impl CpuBalance {
 }
 
 impl ZoneBalance {
-    /// No event yet, on `cpus` CPUs (at least one).
-    pub(super) fn new(cpus: u32, pageblock_order: u8, thp_order: Option<u8>) -> ZoneBalance {
+    /// No event yet, for the zone spanning the pfns of `span`, on `cpus` CPUs (at least one).
+    pub(super) fn new(
+        span: Range<u64>,
+        cpus: u32,
+        pageblock_order: u8,
+        thp_order: Option<u8>,
+    ) -> ZoneBalance {
+        let blocks = super::blocks_of(std::slice::from_ref(&span), pageblock_order);
         ZoneBalance {
             cpus: vec![CpuBalance::new(); cpus.max(1) as usize],
             pageblock_order,
             thp_order,
-            named: HashMap::default(),
+            named: SpanMap::new(blocks),
             pending_batched: VecDeque::with_capacity(PENDING_BATCHED + 1),
-            on_list: HashMap::default(),
+            on_list: SpanMap::new(span),
             events: 0,
         }
     }
@@ -190,7 +197,7 @@ impl ZoneBalance {
         self.events += 1;
         c.first_refill(rec);
         if let Some((block, mt)) = name {
-            self.named.insert(block, mt);
+            self.named.insert(block, type_code(mt));
         }
         // A drained block a refill of the head put on a list (`rmqueue_bulk`: the list of
         // the requested type) is drained off that list, whatever type its line prints: from
@@ -198,7 +205,7 @@ impl ZoneBalance {
         // (`get_pfnblock_migratetype`), which a fallback may have changed since.
         let rec = match rec {
             Rec::Drain(pfn, order, mt) => {
-                Rec::Drain(pfn, order, self.on_list.remove(&pfn).unwrap_or(mt))
+                Rec::Drain(pfn, order, self.on_list.remove(pfn).map_or(mt, type_of))
             }
             r => r,
         };
@@ -227,7 +234,7 @@ impl ZoneBalance {
             Rec::ZoneLocked(pfn, order, mt, refill) => {
                 if refill {
                     c.take(slot_of(order, thp), mt, 1);
-                    self.on_list.insert(pfn, mt);
+                    self.on_list.insert(pfn, type_code(mt));
                 } else {
                     c.direct = true;
                 }
@@ -252,17 +259,12 @@ impl ZoneBalance {
                 }
                 // Its list is its pageblock's type at the free, which the head names only
                 // by an allocation's requested type: a drain's own line tells it better.
-                self.on_list.remove(&pfn);
+                self.on_list.remove(pfn);
                 let Some(s) = slot_of(order, thp) else {
                     return;
                 };
                 let block = pfn >> self.pageblock_order;
-                match self
-                    .named
-                    .get(&block)
-                    .copied()
-                    .or_else(|| first_named(block))
-                {
+                match (self.named.get(block).map(type_of)).or_else(|| first_named(block)) {
                     Some(mt) => c.take(Some(s), mt, 1),
                     None => c.unnamed_free(s, block),
                 }
@@ -283,4 +285,16 @@ impl ZoneBalance {
             first_refill: self.cpus.iter().map(|c| c.first_refill).collect(),
         }
     }
+}
+
+/// A migratetype as a [`SpanMap`] holds it: plus one, 0 for none. A type from [`TYPES`] on is
+/// kept as `TYPES` (no list takes any of them: every use of a type checks it against `TYPES`
+/// first).
+fn type_code(mt: usize) -> u8 {
+    mt.min(TYPES) as u8 + 1
+}
+
+/// The migratetype a [`type_code`] stands for.
+fn type_of(code: u8) -> usize {
+    usize::from(code) - 1
 }

@@ -17,8 +17,8 @@
 //! pfn. A drain's list is the refill's where a refill of the head listed the block (from
 //! 6.10 a drain prints the pageblock's type now), else the type it prints.
 
+use super::span_map::SpanMap;
 use super::{slot_of, Rec, SLOTS, TYPES};
-use crate::trace::stats::HashMap;
 
 /// Per PCP order slot and migratetype.
 type PerList<T> = [[T; TYPES]; SLOTS];
@@ -32,7 +32,8 @@ pub(super) struct Shown {
     /// as an order-0 page at line 5705, as an order-2 block at line 8539 with no event
     /// between; read as a start block, the drain events went 0.23 -> 0.55% off, and 7.2-2g
     /// p_pressure's 0.45 -> 3.01%.)
-    listed: HashMap<u64, (u32, Option<usize>)>,
+    /// Kept as [`listed_code`] gives it.
+    listed: SpanMap<u32>,
     cpus: Vec<CpuShown>,
 }
 
@@ -48,11 +49,14 @@ struct CpuShown {
 }
 
 impl Shown {
-    /// Nothing read yet, on `cpus` CPUs (at least one).
-    pub(super) fn new(cpus: u32, thp_order: Option<u8>) -> Shown {
+    /// Nothing read yet, for the zone spanning the pfns of `span`, on `cpus` CPUs (at least
+    /// one).
+    pub(super) fn new(span: std::ops::Range<u64>, cpus: u32, thp_order: Option<u8>) -> Shown {
+        // More CPUs than a code holds: every block in the map (none are, in practice).
+        let span = if cpus < MAX_CPUS { span } else { 0..0 };
         Shown {
             thp_order,
-            listed: HashMap::default(),
+            listed: SpanMap::new(span),
             cpus: vec![CpuShown::default(); cpus.max(1) as usize],
         }
     }
@@ -65,19 +69,19 @@ impl Shown {
         };
         match rec {
             Rec::ZoneLocked(pfn, _, mt, true) => {
-                self.listed.insert(pfn, (cpu, Some(mt)));
+                self.listed.insert(pfn, listed_code(cpu, Some(mt)));
             }
             Rec::ZoneLocked(..) => c.direct = true,
             Rec::Free(pfn, order) | Rec::FreeBatched(pfn, order) => {
                 if slot_of(order, thp).is_some() {
-                    self.listed.insert(pfn, (cpu, None));
+                    self.listed.insert(pfn, listed_code(cpu, None));
                 } else {
-                    self.listed.remove(&pfn);
+                    self.listed.remove(pfn);
                 }
             }
             Rec::Alloc(pfn, order, mt) => {
                 let direct = std::mem::take(&mut c.direct);
-                let ours = self.listed.remove(&pfn).is_some();
+                let ours = self.listed.remove(pfn).is_some();
                 if let (Some(s), false, false, true) =
                     (slot_of(order, thp), direct, ours, mt < TYPES)
                 {
@@ -88,7 +92,7 @@ impl Shown {
                 let Some(s) = slot_of(order, thp) else {
                     return;
                 };
-                match self.listed.remove(&pfn) {
+                match self.listed.remove(pfn).map(listed_of) {
                     Some((owner, refill_mt)) if owner == cpu => {
                         let mt = refill_mt.unwrap_or(mt);
                         if mt < TYPES && c.shown[s][mt].is_none() {
@@ -109,6 +113,25 @@ impl Shown {
     pub(super) fn finish(self) -> Vec<PerList<Option<u64>>> {
         self.cpus.into_iter().map(|c| c.shown).collect()
     }
+}
+
+/// CPUs a [`listed_code`] holds.
+const MAX_CPUS: u32 = 1 << 28;
+
+/// A block's [`Shown::listed`] entry in one word, never 0: the CPU plus one above three bits
+/// of the list's type, 0 for none and the type plus one otherwise (a type from [`TYPES`] on
+/// kept as `TYPES`: no list takes any of them, and each use checks it against `TYPES`). For
+/// a CPU below [`MAX_CPUS`].
+fn listed_code(cpu: u32, mt: Option<usize>) -> u32 {
+    (cpu + 1) << 3 | mt.map_or(0, |t| t.min(TYPES) as u32 + 1)
+}
+
+/// The CPU and list type a [`listed_code`] stands for.
+fn listed_of(code: u32) -> (u32, Option<usize>) {
+    (
+        (code >> 3) - 1,
+        (code & 7).checked_sub(1).map(|t| t as usize),
+    )
 }
 
 /// `demand` with each list that `shown` reads held exactly at what it read, where the balance

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::trace::parse::{Event, PagePtr, Parser, Who};
+use crate::trace::stats::HashMap;
 
 /// The list inference over `events` as it ran before: every event of a zone kept, then
 /// balanced in one go ([`reference_balance`]).
@@ -78,8 +79,9 @@ fn reference_balance(
     let mut first_refill: Vec<Option<u64>> = vec![None; cpus as usize];
     let mut first_done = vec![false; cpus as usize];
     let mut n = 0;
-    // The drains' word on the lists' start, which holds where the balance shows none.
-    let mut shown = shown::Shown::new(cpus, thp_order);
+    // The drains' word on the lists' start, which holds where the balance shows none: every
+    // block in its hash map (an empty span), where the walk's keeps its zone's in an array.
+    let mut shown = shown::Shown::new(0..0, cpus, thp_order);
     for (cpu, rec, name) in events {
         n += 1;
         shown.step(cpu, rec);
