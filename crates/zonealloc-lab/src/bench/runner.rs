@@ -219,7 +219,10 @@ mod tests {
         };
         let (reps, counters) = measure_peer(Peer::Zonealloc, Workload::Pair0, 1, &plan).unwrap();
         assert!(reps[0].ops > 16, "{reps:?}");
+        // One CPU freeing what it allocated refills its list once, whatever the number of
+        // operations the duration allowed (a hit rate would move with the machine's load).
         let c = counters.expect("zonealloc has PCP counters");
-        assert!(c.pcp_hit_pct > 99.0, "{c:?}");
+        assert_eq!(c.refills, 1, "{c:?}");
+        assert!(c.pcp_hit_pct > 0.0, "{c:?}");
     }
 }
