@@ -98,6 +98,8 @@ fn the_whole_file_starts_from_zoneinfos_counts_rolled_back_to_the_files_start() 
     let start = &rolled["whole_file_start"];
     assert_eq!(start["counts"], "rolled_back", "{start}");
     assert_eq!(start["zoneinfo_reader"], "cat-10", "{start}");
+    // No `KT_SNAPSHOT_READ` marker: the first `cat` of a capture without layout.
+    assert_eq!(start["zoneinfo_found_by"], "order", "{start}");
     let cpu1 = rolled["start_counts"]["cpus"]
         .as_array()
         .unwrap()
