@@ -154,8 +154,9 @@ pub struct TraceReplayArgs {
     /// Replay the whole file, the snapshot reads included, even with --proc (whose default
     /// window is between its markers); the kernel is counted over the same events. With
     /// --proc each CPU's count starts from zoneinfo's rolled back from its read to the file's
-    /// start (--infer whole-start=off: as read).
-    #[arg(long, conflicts_with_all = ["from_marker", "to_marker"])]
+    /// start (--infer whole-start=off: as read). With --to-marker: from the file's start to
+    /// that marker (KT_SNAPSHOT_AFTER_BEGIN: all but the after-snapshot's reads).
+    #[arg(long, conflicts_with = "from_marker")]
     pub whole_file: bool,
     /// Zone size in pages (default: 4194304 from --zone-start, its memory onlined as the
     /// trace touches it; given, the whole zone is free from the start).

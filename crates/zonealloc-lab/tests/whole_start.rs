@@ -98,6 +98,8 @@ fn the_whole_file_starts_from_zoneinfos_counts_rolled_back_to_the_files_start() 
     let start = &rolled["whole_file_start"];
     assert_eq!(start["counts"], "rolled_back", "{start}");
     assert_eq!(start["zoneinfo_reader"], "cat-10", "{start}");
+    // No `KT_SNAPSHOT_READ` marker: the first `cat` of a capture without layout.
+    assert_eq!(start["zoneinfo_found_by"], "order", "{start}");
     let cpu1 = rolled["start_counts"]["cpus"]
         .as_array()
         .unwrap()
@@ -114,4 +116,48 @@ fn the_whole_file_starts_from_zoneinfos_counts_rolled_back_to_the_files_start() 
     assert_eq!(refills(&rolled), (63, 63), "{}", per_cpu(&rolled));
     assert_eq!(refills(&as_read), (63, 126), "{}", per_cpu(&as_read));
     assert_eq!(as_read["whole_file_start"]["counts"], "snapshot");
+}
+
+/// [`trace`] with the after-snapshot's reads after it: `KT_SNAPSHOT_AFTER_BEGIN`, then CPU 1
+/// runs out again and the kernel refills its lists once more (63 pages).
+fn trace_with_after_reads() -> String {
+    let mut t = trace();
+    let mut us = 20_000_000u64;
+    t += &line(
+        "dash-7",
+        0,
+        us,
+        "tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN p",
+    );
+    for i in 0..63u64 {
+        us += 10;
+        let what = format!(
+            "mm_page_alloc_zone_locked: page=(____ptrval____) pfn={:#x} order=0 migratetype=1 \
+             percpu_refill=1",
+            0x71000 + i
+        );
+        t += &line("od-30", 1, us, &what);
+    }
+    t += &line("od-30", 1, us + 10, &alloc(0x71000, "GFP_KERNEL"));
+    t
+}
+
+#[test]
+fn whole_file_with_to_marker_replays_from_the_files_start_to_the_marker() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = trace_with_after_reads();
+    let run = |name: &str, more: &[&str]| {
+        let mut a = vec!["--proc", PROC_61, "--whole-file"];
+        a.extend_from_slice(more);
+        replay_experiment(dir.path(), name, text.as_bytes(), &a)["config"].clone()
+    };
+    let cut = run("cut", &["--to-marker", "KT_SNAPSHOT_AFTER_BEGIN"]);
+    let all = run("all", &[]);
+    // Up to the marker: the kernel's one refill, not the after-snapshot's reads' second one,
+    // and the start is still the file's, rolled back.
+    assert_eq!(refills(&cut).0, 63, "{}", cut["kernel_side"]);
+    assert_eq!(refills(&all).0, 126, "{}", all["kernel_side"]);
+    assert_eq!(cut["whole_file_start"]["counts"], "rolled_back");
+    assert_eq!(cut["whole_file_start"]["zoneinfo_reader"], "cat-10");
+    assert_eq!(refills(&cut), (63, 63));
 }

@@ -70,7 +70,8 @@ pub struct ReplayOptions {
     /// The part of the trace to replay (with `--proc` and no markers given: between
     /// `KT_SNAPSHOT_BEFORE_END` and `KT_SNAPSHOT_AFTER_BEGIN`, where the trace has them).
     pub window: Window,
-    /// Replay the whole file even with `--proc` (`window` is then empty).
+    /// Replay from the file's start even with `--proc` (`window` then has no `from`; its `to`
+    /// is `--to-marker`'s, where given: the file's start to that marker).
     pub whole_file: bool,
 }
 

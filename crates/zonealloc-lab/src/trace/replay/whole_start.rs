@@ -45,6 +45,10 @@ pub struct WholeStart {
     pub counts: &'static str,
     /// zoneinfo's reader (`cat-911`), where found.
     pub zoneinfo_reader: Option<String>,
+    /// How the reader was found: `marker` (the first `cat` after `capture-kmem`'s
+    /// `KT_SNAPSHOT_READ zoneinfo`) or `order` (the before-snapshot's last `cat`, or the
+    /// first for a capture without layout or `nodes/`).
+    pub zoneinfo_found_by: Option<&'static str>,
     /// When it read (trace seconds), where found.
     pub zoneinfo_read_s: Option<f64>,
     /// CPU lists whose start count is the rolled-back one (not pinned or bounded otherwise).
@@ -152,6 +156,7 @@ pub fn find(source: &mut Source, snap: &ProcSnapshot) -> (Option<ReadPoint>, Who
     let Some(read) = snapshot_reads::find_before(&text, first) else {
         return not(format!("no `cat` read zoneinfo before {MARKER}"));
     };
+    let found_by = read.found_by;
     let reader = read.reader.unwrap_or_default();
     let line_start =
         memchr::memrchr(b'\n', &text[..read.offset.saturating_sub(1)]).map_or(0, |nl| nl + 1);
@@ -167,6 +172,7 @@ pub fn find(source: &mut Source, snap: &ProcSnapshot) -> (Option<ReadPoint>, Who
             Some(p),
             WholeStart {
                 zoneinfo_reader: Some(reader),
+                zoneinfo_found_by: Some(found_by),
                 zoneinfo_read_s: Some(p.ts_ns as f64 / 1e9),
                 ..WholeStart::default()
             },
