@@ -242,6 +242,18 @@ impl Collector {
         let pfn = ev.kind.pfn();
         if let Some(z) = self.zones.iter().position(|z| z.contains(&pfn)) {
             let first_named = &self.first_named;
+            // An allocation of a block a refill put on another CPU's lists ran on that CPU:
+            // the task moved before `trace_mm_page_alloc` stamped it (the replay's own rule,
+            // `KernelSide::alloc_cpu`). Read on the stamped CPU, its list served one block
+            // it never held: 7.2-4g p_pressure, CPU 1 refills THPs 0x123600 and 0x123800
+            // (trace line 15135), the task's allocation of 0x123600 is stamped CPU 2, and
+            // CPU 2's order-9 list got a start block the kernel's did not have (its refill
+            // at line 15140 shows it empty): every later THP refill of CPU 2 came one late,
+            // and the after-snapshot's Normal zone was 15.5% off per order.
+            let cpu = match rec {
+                Rec::Alloc(..) => self.shown[z].refill_listed(pfn).unwrap_or(cpu),
+                _ => cpu,
+            };
             self.shown[z].step(cpu, rec);
             self.balances[z].step(
                 cpu,
