@@ -152,6 +152,16 @@ impl ListDemand {
 }
 
 impl ListDemand {
+    /// The blocks the trace shows `cpu`'s list of `order` and migratetype index `mt` held at
+    /// the start, at least (exactly where [`ListDemand::is_exact`]).
+    pub fn at_least(&self, cpu: u32, order: u8, mt: usize) -> u64 {
+        let slot = slot_of(order, self.thp_order);
+        let blocks = self.blocks.get(cpu as usize);
+        slot.zip(blocks)
+            .and_then(|(s, b)| b[s].get(mt).copied())
+            .unwrap_or(0)
+    }
+
     /// Whether the trace shows `cpu`'s list of `order` and migratetype index `mt` exactly at
     /// the start (refilled, or drained empty, before anything else reached it).
     pub fn is_exact(&self, cpu: u32, order: u8, mt: usize) -> bool {
