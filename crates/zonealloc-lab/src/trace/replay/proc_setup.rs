@@ -53,7 +53,10 @@ use crate::procfs::{MigrateTypeName, ProcSnapshot, ZoneSnapshot};
 use crate::trace::migratetype::Numbering;
 
 mod pool;
+mod rolled;
+
 pub use pool::Pool;
+use rolled::at_least_rolled;
 
 /// Extra CPUs a `--proc` zone has: the set-up allocates on its own CPU, so that no traced
 /// CPU's auto-tuned `high` grows from it; its lists are empty when the replay starts and no
@@ -319,6 +322,7 @@ pub fn populate_from(
     let targets = layout::targets(snap, z, usize::from(max_order) + 1);
     let lists = cpu_lists(zone, z, demand);
     let mut l = zone_layout(zone, snap, z, demand, early, &targets, &lists);
+    let lists = at_least_rolled(lists, &l.roll_hints, demand);
     // Room for each list's pages in pageblocks of its type (`layout::room`).
     if !l.synthesised {
         let named: HashSet<u64> = demand

@@ -152,6 +152,16 @@ impl ListDemand {
 }
 
 impl ListDemand {
+    /// The blocks the trace shows `cpu`'s list of `order` and migratetype index `mt` held at
+    /// the start, at least (exactly where [`ListDemand::is_exact`]).
+    pub fn at_least(&self, cpu: u32, order: u8, mt: usize) -> u64 {
+        let slot = slot_of(order, self.thp_order);
+        let blocks = self.blocks.get(cpu as usize);
+        slot.zip(blocks)
+            .and_then(|(s, b)| b[s].get(mt).copied())
+            .unwrap_or(0)
+    }
+
     /// Whether the trace shows `cpu`'s list of `order` and migratetype index `mt` exactly at
     /// the start (refilled, or drained empty, before anything else reached it).
     pub fn is_exact(&self, cpu: u32, order: u8, mt: usize) -> bool {
@@ -245,6 +255,18 @@ impl Collector {
         let pfn = ev.kind.pfn();
         if let Some(z) = self.zones.iter().position(|z| z.contains(&pfn)) {
             let first_named = &self.first_named;
+            // An allocation of a block a refill put on another CPU's lists ran on that CPU:
+            // the task moved before `trace_mm_page_alloc` stamped it (the replay's own rule,
+            // `KernelSide::alloc_cpu`). Read on the stamped CPU, its list served one block
+            // it never held: 7.2-4g p_pressure, CPU 1 refills THPs 0x123600 and 0x123800
+            // (trace line 15135), the task's allocation of 0x123600 is stamped CPU 2, and
+            // CPU 2's order-9 list got a start block the kernel's did not have (its refill
+            // at line 15140 shows it empty): every later THP refill of CPU 2 came one late,
+            // and the after-snapshot's Normal zone was 15.5% off per order.
+            let cpu = match rec {
+                Rec::Alloc(..) => self.shown[z].refill_listed(pfn).unwrap_or(cpu),
+                _ => cpu,
+            };
             self.shown[z].step(cpu, rec);
             self.balances[z].step(
                 cpu,

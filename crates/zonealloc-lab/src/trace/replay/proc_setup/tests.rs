@@ -283,3 +283,50 @@ fn dma_request_check(snap: &ProcSnapshot, protection: u64, kernel_ok: bool) {
     assert_eq!(kernel.is_ok(), kernel_ok, "protection {protection}");
     assert!(zone.alloc_with(Order::ZERO, req(ZoneType::Dma)).is_ok());
 }
+
+#[test]
+fn a_list_holds_at_least_the_blocks_the_roll_leaves_on_it() {
+    let hint = |cpu: u32, order: u8, mt: usize, drained: bool| layout::PcpHint {
+        cpu,
+        pfn: 0,
+        order,
+        mt,
+        drained,
+    };
+    // 7.2-4g-2node p_idle, node 1 Normal CPU 3 in small: the window shows its Unmovable
+    // order-0 list at 4 and never empty, and `fit` put the rest of the count (100) on
+    // Movable; the roll leaves 9 Unmovable order-0 blocks there, 3 Reclaimable order-0
+    // ones and 2 Unmovable order-1 ones.
+    let mut d = no_lists(2);
+    d.blocks[1][0] = [4, 0, 0];
+    let lists = vec![(0, vec![(0, 1, 10)]), (1, vec![(0, 0, 4), (0, 1, 96)])];
+    let mut roll: Vec<layout::PcpHint> = (0..9).map(|_| hint(1, 0, 0, true)).collect();
+    roll.extend((0..3).map(|_| hint(1, 0, 2, false)));
+    roll.extend((0..2).map(|_| hint(1, 1, 0, true)));
+    let got = at_least_rolled(lists.clone(), &roll, Some(&d));
+    let cpu1 = &got.iter().find(|(c, _)| *c == 1).unwrap().1;
+    let of = |o: u8, t: usize| cpu1.iter().find(|l| (l.0, l.1) == (o, t)).map(|l| l.2);
+    assert_eq!(of(0, 0), Some(9));
+    assert_eq!(of(0, 2), Some(3));
+    assert_eq!(of(1, 0), Some(2));
+    // The pages came off the rest of the count: the total is the count's.
+    assert_eq!(of(0, 1), Some(96 - 5 - 3 - 4));
+    let pages: u64 = cpu1.iter().map(|&(o, _, n)| n << o).sum();
+    assert_eq!(pages, 100);
+    // CPU 0, which the roll leaves nothing on, keeps its lists.
+    assert_eq!(got[0], lists[0]);
+    // A list the trace shows exactly keeps the trace's figure.
+    d.exact[1][0][0] = true;
+    let got = at_least_rolled(lists.clone(), &roll, Some(&d));
+    let cpu1 = &got.iter().find(|(c, _)| *c == 1).unwrap().1;
+    assert!(cpu1.contains(&(0, 0, 4)), "{cpu1:?}");
+    // No more than the rest of the count moves: a list never goes below what the trace
+    // shows it held.
+    let mut d = no_lists(2);
+    d.blocks[1][0] = [4, 95, 0];
+    let got = at_least_rolled(lists, &roll, Some(&d));
+    let cpu1 = &got.iter().find(|(c, _)| *c == 1).unwrap().1;
+    assert!(cpu1.contains(&(0, 1, 95)), "{cpu1:?}");
+    let pages: u64 = cpu1.iter().map(|&(o, _, n)| n << o).sum();
+    assert_eq!(pages, 100);
+}

@@ -84,6 +84,11 @@ fn reference_balance(
     let mut shown = shown::Shown::new(0..0, cpus, thp_order);
     for (cpu, rec, name) in events {
         n += 1;
+        // An allocation of a block another CPU's refill listed ran on that CPU.
+        let cpu = match rec {
+            Rec::Alloc(pfn, ..) => shown.refill_listed(pfn).unwrap_or(cpu),
+            _ => cpu,
+        };
         shown.step(cpu, rec);
         let c = cpu as usize;
         if !first_done[c] {
@@ -534,6 +539,37 @@ proptest::proptest! {
         let want = reference(&events, 3, &zones, 2, Some(4), numbering);
         proptest::prop_assert_eq!(c.finish(), want);
     }
+}
+
+#[test]
+fn an_allocation_of_a_block_another_cpus_refill_listed_is_that_cpus() {
+    // 7.2-4g p_pressure, trace lines 15135-15140: CPU 0 refills two THPs, its task's
+    // allocation of the first is stamped CPU 1 (it moved before the tracepoint), then CPU 1
+    // refills its own empty order-9 list and allocates off it.
+    let thp = |cpu: u32, pfn: u32, what: &str| {
+        line(
+            cpu,
+            7,
+            &match what {
+                "refill" => format!("mm_page_alloc_zone_locked: page=(____ptrval____) pfn={pfn:#x} order=9 migratetype=1 percpu_refill=1"),
+                _ => format!("mm_page_alloc: page=(____ptrval____) pfn={pfn:#x} order=9 migratetype=1 gfp_flags=GFP_TRANSHUGE_LIGHT"),
+            },
+        )
+    };
+    let mut head = String::new();
+    head += &thp(0, 0x10000, "refill");
+    head += &thp(0, 0x10200, "refill");
+    head += &thp(1, 0x10000, "alloc");
+    head += &thp(1, 0x10400, "refill");
+    head += &thp(1, 0x10600, "refill");
+    head += &thp(1, 0x10400, "alloc");
+    let d = &infer_one_zone(&head).zones[0];
+    // CPU 1's THP list was empty at the start (its refill shows it), not one block long;
+    // CPU 0's served the allocation its refill put there.
+    assert_eq!(d.blocks[1][4][1], 0);
+    assert!(d.exact[1][4][1]);
+    assert_eq!(d.blocks[0][4][1], 0);
+    assert_eq!(d.fit(1, 512), vec![(0, 1, 512)]);
 }
 
 #[test]
