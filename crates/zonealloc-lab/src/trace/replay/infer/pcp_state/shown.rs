@@ -64,9 +64,8 @@ impl Shown {
     /// The CPU whose refill of the head put block `pfn` on its lists, while it is still
     /// there (no allocation, free or drain of it since).
     pub(super) fn refill_listed(&self, pfn: u64) -> Option<u32> {
-        self.listed
-            .get(&pfn)
-            .and_then(|&(cpu, refill_mt)| refill_mt.map(|_| cpu))
+        let (cpu, refill_mt) = listed_of(self.listed.get(pfn)?);
+        refill_mt.map(|_| cpu)
     }
 
     /// One event of the zone on `cpu`.
