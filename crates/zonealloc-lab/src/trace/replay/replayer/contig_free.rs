@@ -48,11 +48,7 @@ const SECTION_PAGES: u64 = 1 << 15;
 /// Whether a replay of `kernel`'s trace reads contiguous-range frees ([`Replayer::contig_free`]):
 /// 7.2 only (6.1 and 6.12 have no `__free_contig_range`), with the inferences (`infer`: the
 /// runs are read off the deferred frees), unless `--no-contig-free`.
-pub(in crate::trace::replay) fn contig_free_on(
-    kernel: Kernel,
-    infer: bool,
-    opts: &ReplayOptions,
-) -> bool {
+pub(crate) fn contig_free_on(kernel: Kernel, infer: bool, opts: &ReplayOptions) -> bool {
     kernel == Kernel::V7_2 && infer && !opts.no_contig_free
 }
 
