@@ -184,9 +184,22 @@ impl Replayer {
             },
         };
         self.lists_held = head.held;
+        let (before, snapshot) = (
+            self.counts.frees_before_trace,
+            self.counts.frees_from_snapshot,
+        );
         let done = self.free_traced(&e, cpu, head.pfn, order, head.inferred);
         self.lists_held = false;
-        done.map(|()| true)
+        done?;
+        // Counted per traced free line: one per page, as the kernel's trace has them.
+        let more = block.len() as u64 - 1;
+        if self.counts.frees_before_trace > before {
+            self.counts.frees_before_trace += more;
+        }
+        if self.counts.frees_from_snapshot > snapshot {
+            self.counts.frees_from_snapshot += more;
+        }
+        Ok(true)
     }
 
     /// Frees our joined block at `first` of `ord` in zone `z` for the traced frees `block`:
