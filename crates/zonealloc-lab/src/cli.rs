@@ -205,6 +205,11 @@ pub struct TraceReplayArgs {
     /// 6.7 on, which have it).
     #[arg(long)]
     pub no_decay: bool,
+    /// On 7.2, free a contiguous range's order-0 frees (vfree: free_pages_bulk ->
+    /// __free_contig_range) page by page, not as the aligned blocks the kernel frees them as
+    /// (free_prepared_contig_range).
+    #[arg(long)]
+    pub no_contig_free: bool,
     /// The kernel's HZ, which the vmstat workers' timers round to (round_jiffies_relative;
     /// default 250, Debian's amd64 CONFIG_HZ).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]

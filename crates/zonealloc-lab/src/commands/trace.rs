@@ -137,6 +137,7 @@ fn replay_options(args: &TraceReplayArgs) -> Result<replay::ReplayOptions, Exit>
         emit: args.emit.clone(),
         strict: args.strict,
         no_decay: args.no_decay,
+        no_contig_free: args.no_contig_free,
         hz: args.hz,
         decay_waits_for_event: args.decay_waits_for_event,
         jiffies_phase_ns: args.jiffies_phase,

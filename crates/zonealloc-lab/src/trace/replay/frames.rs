@@ -163,7 +163,6 @@ impl Frames {
         }
     }
 
-    #[cfg(test)]
     fn mark(&self, pfn: u64, bit: u8) -> bool {
         self.index(pfn).is_some_and(|i| self.marks[i] & bit != 0)
     }
@@ -204,8 +203,7 @@ impl Frames {
     }
 
     /// Whether traced frame `pfn`'s allocation failed here.
-    #[cfg(test)]
-    fn failed(&self, pfn: u64) -> bool {
+    pub(super) fn failed(&self, pfn: u64) -> bool {
         self.mark(pfn, FAILED)
     }
 

@@ -54,6 +54,9 @@ pub struct ReplayOptions {
     pub infer_layout_roll: Option<bool>,
     /// No vmstat workers' `decay_pcp_high` even where the kernel family has it.
     pub no_decay: bool,
+    /// Free 7.2's contiguous-range frees (`vfree`) page by page, not as aligned blocks
+    /// (`free_prepared_contig_range`).
+    pub no_contig_free: bool,
     /// The kernel's `HZ` for the vmstat workers' timers (default
     /// [`super::vmstat::DEFAULT_HZ`]).
     pub hz: Option<u32>,
@@ -100,6 +103,7 @@ impl Default for ReplayOptions {
             infer_whole_start: None,
             infer_layout_roll: None,
             no_decay: false,
+            no_contig_free: false,
             hz: None,
             decay_waits_for_event: false,
             jiffies_phase_ns: None,

@@ -1,6 +1,7 @@
 //! One variant's replay: its zones, fed the trace's events one by one ([`Replayer::feed`]),
 //! what it counted and sampled; the frees in [`frees`], a traced allocation in [`traced`].
 
+mod contig_free;
 mod decay;
 mod frees;
 mod held;
@@ -27,6 +28,7 @@ use super::vmstat::{self, Run, Vmstat};
 use crate::trace::emit::{zone_event, TraceWriter};
 use crate::trace::parse::{Event, EventKind, PagePtr, Who};
 use crate::trace::variant::Variant;
+pub(super) use contig_free::contig_free_on;
 use frees::Deferred;
 
 /// One variant's zones and what its replay has seen.
@@ -47,6 +49,10 @@ pub struct Replayer {
     /// (`mm_page_free`) before the first commit (`mm_page_free_batched`). For a kernel's trace
     /// (with the inferences); our own traces free at `mm_page_free` (off by default).
     pub commit_at_batched: bool,
+    /// Free a run of order-0 frees of contiguous pages by one task as 7.2's
+    /// `free_prepared_contig_range` does ([`contig_free`]): the 7.2 preset, with the
+    /// inferences (its runs are read off the deferred frees).
+    pub contig_free: bool,
     /// Per CPU: traced frees not on the lists yet ([`Deferred`]).
     deferred: Vec<Vec<Deferred>>,
     /// Per CPU: a batched commit has begun (a drain belongs to it; otherwise a drain follows
@@ -197,6 +203,7 @@ impl Replayer {
             block_shift,
             frames,
             commit_at_batched: false,
+            contig_free: false,
             deferred: vec![Vec::new(); geo.cpus as usize],
             batching: vec![false; geo.cpus as usize],
             held: vec![None; geo.cpus as usize],
@@ -373,6 +380,7 @@ impl Replayer {
                     ts_ns: ev.ts_ns,
                     cpu: ev.cpu,
                     page: ev.page,
+                    who: ev.who,
                     pfn,
                     order,
                     inferred,
@@ -396,10 +404,7 @@ impl Replayer {
                         Vec::new()
                     };
                     let d = list.remove(if first { 0 } else { i });
-                    for b in before {
-                        self.frames.set_deferred_at(b.pfn, None);
-                        self.commit_deferred(cpu, b)?;
-                    }
+                    self.commit_frees(cpu, &before)?;
                     self.frames.set_deferred_at(pfn, None);
                     self.batching[cpu as usize] = true;
                     self.counts.batched_duplicates += 1;

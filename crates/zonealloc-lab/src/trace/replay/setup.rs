@@ -202,6 +202,8 @@ impl Setup {
             r.set_runs_ahead(ahead.clone());
             // A kernel's batched frees reach the lists at their commits.
             r.commit_at_batched = self.infer;
+            // 7.2's vfree frees a contiguous range as aligned blocks (replayer::contig_free).
+            r.contig_free = super::replayer::contig_free_on(self.preset.0, self.infer, opts);
             // The remote pagesets' countdowns at the snapshot (numa::Expiry).
             if let Some(n) = r.numa.as_mut() {
                 n.expiry.start(&r.zones, |c| self.geo.cpu_node(c));

@@ -97,6 +97,16 @@ impl Pool {
         (pfn..pfn + n).collect()
     }
 
+    /// Whether the `n` pages from `pfn` on are all still in the pool with their own pfns, in
+    /// pageblocks of one type (so [`Pool::take_at`] takes exactly them).
+    pub fn holds(&self, pfn: u64, n: u64) -> bool {
+        let first = self.type_at(pfn);
+        first.is_some()
+            && pfn
+                .checked_add(n)
+                .is_some_and(|end| (pfn..end).all(|p| self.type_at(p) == first))
+    }
+
     /// Pages left.
     pub fn len(&self) -> usize {
         self.left

@@ -22,6 +22,8 @@ pub(super) struct Deferred {
     pub(super) ts_ns: Option<u64>,
     pub(super) cpu: Option<u32>,
     pub(super) page: PagePtr,
+    /// The freeing task ([`super::contig_free`] reads runs of one task).
+    pub(super) who: Who,
     pub(super) pfn: u64,
     pub(super) order: u8,
     pub(super) inferred: Inferred,
@@ -206,27 +208,35 @@ impl Replayer {
         let ord = Order::new(order)
             .ok_or_else(|| io::Error::other(format!("order {order} out of range")))?;
         let z = usize::from(l.zone);
+        self.put_ours(cpu, z, ours, ord)?;
+        self.counts.frees += 1;
+        self.flush_zone_events(ev, z, cpu)
+    }
+
+    /// Frees our block at `ours` of `ord` in zone `z` from `cpu` (to the buddy where the free
+    /// found the CPU's lists held); the caller counts it and flushes the zone's events.
+    pub(super) fn put_ours(&mut self, cpu: u32, z: usize, ours: u64, ord: Order) -> io::Result<()> {
         let freed = if self.lists_held {
             // `__free_frozen_pages`' trylock failed: `free_one_page`.
             self.zones[z].free_while_lists_held(Pfn(ours), ord)
         } else {
             self.zones[z].free_on(CpuId(cpu), Pfn(ours), ord)
         };
-        if let Err(e) = freed {
-            return Err(io::Error::other(format!(
-                "variant '{}': freeing our own block {ours:#x} order {order} failed: {e}",
-                self.variant.name
-            )));
-        }
-        self.counts.frees += 1;
-        self.flush_zone_events(ev, z, cpu)
+        freed.map_err(|e| {
+            io::Error::other(format!(
+                "variant '{}': freeing our own block {ours:#x} order {} failed: {e}",
+                self.variant.name,
+                ord.get()
+            ))
+        })
     }
 
     /// Commits `cpu`'s deferred frees, in the order they were traced.
     pub(super) fn flush_deferred(&mut self, cpu: u32) -> io::Result<()> {
-        if let Some(b) = self.batching.get_mut(cpu as usize) {
-            *b = false;
-        }
+        let batching = self
+            .batching
+            .get_mut(cpu as usize)
+            .is_some_and(std::mem::take);
         let Some(list) = self.deferred.get_mut(cpu as usize) else {
             return Ok(());
         };
@@ -236,9 +246,15 @@ impl Replayer {
         // Taken for the loop (a commit borrows the replayer) and put back empty, so the list
         // keeps its buffer: a batch's frees allocated a new one every flush before.
         let mut list = std::mem::take(list);
-        for d in list.drain(..) {
-            self.frames.set_deferred_at(d.pfn, None);
-            self.commit_deferred(cpu, d)?;
+        if batching {
+            // What a batch's commits left: no contiguous range's.
+            for d in list.drain(..) {
+                self.frames.set_deferred_at(d.pfn, None);
+                self.commit_deferred(cpu, d)?;
+            }
+        } else {
+            self.commit_frees(cpu, &list)?;
+            list.clear();
         }
         self.deferred[cpu as usize] = list;
         Ok(())

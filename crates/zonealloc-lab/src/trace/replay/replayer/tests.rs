@@ -29,6 +29,20 @@ pub(crate) fn at(cpu: u32, ts_ns: Option<u64>, kind: EventKind<'static>) -> Even
     }
 }
 
+/// A zone of 64 Ki pages on four CPUs (0-3), no snapshot.
+pub(crate) fn four_cpus() -> Geometry {
+    let sniff = sniff::Sniff::default();
+    Geometry::from_flags(
+        None,
+        Some(1 << 16),
+        None,
+        Some(3),
+        &sniff,
+        Numbering::Current,
+    )
+    .unwrap()
+}
+
 #[test]
 fn most_first_is_the_head_of_the_sorted_list() {
     let items: Vec<(u64, u32)> = (0..500u64)

@@ -180,9 +180,6 @@ impl Replayer {
 mod tests {
     use super::super::tests::at;
     use super::*;
-    use crate::trace::ingest::sniff;
-    use crate::trace::migratetype::Numbering;
-    use crate::trace::replay::geometry::Geometry;
     use crate::trace::replay::infer::kernel::KernelSide;
 
     /// 7.2-2g p_pressure (lines 5424 and 5751): CPU 2 refills two THPs, the first for its
@@ -193,16 +190,7 @@ mod tests {
     /// first and CPU 2's for the second, leaving a THP on each).
     #[test]
     fn a_thp_traced_after_its_task_moved_comes_off_the_refilling_cpus_list() {
-        let sniff = sniff::Sniff::default();
-        let g = Geometry::from_flags(
-            None,
-            Some(1 << 16),
-            None,
-            Some(3),
-            &sniff,
-            Numbering::Current,
-        )
-        .unwrap();
+        let g = super::super::tests::four_cpus();
         let mut r =
             Replayer::new(super::super::Variant::parse("upstream").unwrap(), &g, None).unwrap();
         let mut k = KernelSide::for_geometry(&g);
