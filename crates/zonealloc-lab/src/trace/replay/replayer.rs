@@ -49,8 +49,8 @@ pub struct Replayer {
     /// (`mm_page_free`) before the first commit (`mm_page_free_batched`). For a kernel's trace
     /// (with the inferences); our own traces free at `mm_page_free` (off by default).
     pub commit_at_batched: bool,
-    /// Free a run of order-0 frees of contiguous pages by one task as 7.2's
-    /// `free_prepared_contig_range` does ([`contig_free`]): the 7.2 preset, with the
+    /// Free a run of order-0 frees of contiguous pages by one kworker as 7.2's
+    /// `free_prepared_contig_range` does (`replayer::contig_free`): the 7.2 preset, with the
     /// inferences (its runs are read off the deferred frees).
     pub contig_free: bool,
     /// Per CPU: traced frees not on the lists yet ([`Deferred`]).

@@ -67,7 +67,8 @@ pub(super) fn at_least_rolled(
             got += take;
         }
         let add = got >> order;
-        // What a higher order's whole block could not use goes back where it came from.
+        // What a higher order's whole block could not use goes back to an order-0 list of
+        // the rest (the first not shown exactly): the CPU's count stays.
         let back = got - (add << order);
         if back > 0 {
             if let Some(l) = ls.iter_mut().find(|l| l.0 == 0 && !exact(0, l.1)) {

@@ -20,10 +20,11 @@
 //! window's drain events went 0.49 -> 44.65% off), and the trace shows no other mark of
 //! `__free_contig_range`. The runs the captures show are `vfree`s deferred to a worker:
 //! `vfree` in interrupt context hands the area to `vfree_atomic` (`delayed_vfree_work`), as
-//! for an exited task's stack (`thread_stack_free_rcu`, an RCU callback). Each block of order above 0 is freed as one block when ours can be: our pages
-//! for the kernel's are live order-0 pages, contiguous and aligned to the block in one zone
-//! (or all are pages in use at the snapshot, [`Replayer::free_traced`]'s pool). Otherwise the
-//! pages are freed one by one, as before. 7.2-4g-2node p_idle: `kworker/0:0` frees
+//! for an exited task's stack (`thread_stack_free_rcu`, an RCU callback). Each block of order
+//! above 0 is freed as one block when ours can be: our pages for the kernel's are live order-0
+//! pages, contiguous and aligned to the block in one zone (or all are pages in use at the
+//! snapshot, [`Replayer::free_traced`]'s pool). Otherwise the pages are freed one by one, as
+//! before. 7.2-4g-2node p_idle: `kworker/0:0` frees
 //! 0x104708-0x10470b at 547.033383 (lines 12295-12298); the kernel drains them as one
 //! order-2 block at 550.018896 (line 43596).
 
