@@ -205,74 +205,17 @@ impl Experiment for TailMerge {
                     done += 1;
                     progress(done, total);
                 })?;
-                let unusable = r.unusable_mean();
-                for (metric, value) in [
-                    (M_SUCCESS, r.success_pct()),
-                    (M_REST, r.rest_successes as f64),
-                    (M_LATENCY, r.latency_ns()),
-                    (M_UNUSABLE, unusable),
-                ] {
-                    samples.push(Sample {
-                        variant: variant.to_string(),
-                        metric: metric.to_string(),
-                        repetition: i,
-                        seed: Some(seed),
-                        value,
-                    });
-                }
-                per_variant.push((unusable, r.success_pct(), r.rest_successes));
-                for (c, u) in curves[k].iter_mut().zip(&r.unusable) {
-                    for (co, uo) in c.iter_mut().zip(u) {
-                        *co += uo / iterations as f64;
-                    }
-                }
-                let t = &mut totals[k];
-                t[0] += r.churn_allocs;
-                t[1] += r.churn_failures;
-                t[2] += r.merges;
-                t[3] += r.tail_placements;
+                per_variant.push(add_run(
+                    (k, variant, i, seed),
+                    &r,
+                    iterations,
+                    (&mut samples, &mut curves, &mut totals),
+                ));
             }
             paired.push((seed, per_variant));
         }
-        let mut order_plots = Vec::new();
-        let mut order_rows = Vec::new();
-        for (k, (variant, _)) in variants.iter().copied().enumerate() {
-            let curve = |o: usize| -> Vec<(f64, f64)> {
-                curves[k]
-                    .iter()
-                    .enumerate()
-                    .map(|(t, u)| (t as f64, u[o]))
-                    .collect()
-            };
-            series.push(Series {
-                name: variant.to_string(),
-                points: curve(PROBE_ORDER as usize),
-            });
-            order_plots.push(Plot {
-                file_stem: format!("tail-merge-orders-{}", variant.replace(['=', ' '], "-")),
-                title: format!("Unusable free space index per order, {variant}"),
-                x_label: "tick".to_string(),
-                y_label: "unusable index (%)".to_string(),
-                kind: PlotKind::Lines,
-                series: PLOTTED_ORDERS
-                    .iter()
-                    .map(|&o| Series {
-                        name: format!("order {o}"),
-                        points: curve(o),
-                    })
-                    .collect(),
-            });
-            let ticks = curves[k].len().max(1) as f64;
-            let mut orow = vec![variant.to_string()];
-            orow.extend(
-                (0..ORDERS)
-                    .map(|o| format!("{:.2}", curves[k].iter().map(|u| u[o]).sum::<f64>() / ticks)),
-            );
-            order_rows.push(orow);
-            let mut row = vec![variant.to_string()];
-            row.extend(totals[k].iter().map(|n| n.to_string()));
-            rows.push(row);
-        }
+        let (order_plots, order_rows) =
+            variant_outputs(&variants, &curves, &totals, (&mut series, &mut rows));
 
         // The huge-page count at rest on a zone where one block is under 1% of it.
         let rest = rest_runs(opts, p, &variants)?;
@@ -281,51 +224,13 @@ impl Experiment for TailMerge {
         } else {
             REST_ZONE_PAGES
         };
-        for (k, (seed, counts)) in rest.iter().enumerate() {
-            for ((variant, _), &n) in variants.iter().zip(counts) {
-                samples.push(Sample {
-                    variant: variant.to_string(),
-                    metric: M_REST_BIG.to_string(),
-                    repetition: k,
-                    seed: Some(*seed),
-                    value: n as f64,
-                });
-            }
-        }
+        samples.extend(rest_samples(&rest, &variants));
         // The paired comparison and the difference plot, when both variants ran.
         let mut paired_tables = Vec::new();
         let mut diff_plots = Vec::new();
         if variants.len() == 2 {
             paired_tables.push(paired_table(&paired));
-            let diff: Vec<(f64, f64)> = curves[1]
-                .iter()
-                .zip(&curves[0])
-                .enumerate()
-                .map(|(t, (on, off))| {
-                    let o = PROBE_ORDER as usize;
-                    (t as f64, on[o] - off[o])
-                })
-                .collect();
-            let mean = diff.iter().map(|d| d.1).sum::<f64>() / diff.len().max(1) as f64;
-            diff_plots.push(Plot {
-                file_stem: "tail-merge-unusable-diff".to_string(),
-                title: format!(
-                    "Unusable index order 9: tail_merge=on − off per tick (mean of {iterations} paired seeds; below 0: tail placement better)"
-                ),
-                x_label: "tick".to_string(),
-                y_label: "difference (percentage points)".to_string(),
-                kind: PlotKind::Lines,
-                series: vec![
-                    Series {
-                        name: "on − off".to_string(),
-                        points: diff.clone(),
-                    },
-                    Series {
-                        name: format!("mean over the run ({mean:+.3})"),
-                        points: diff.iter().map(|d| (d.0, mean)).collect(),
-                    },
-                ],
-            });
+            diff_plots.push(diff_plot(&curves, iterations));
         }
 
         Ok(ExperimentResult {
@@ -334,41 +239,7 @@ impl Experiment for TailMerge {
             change: "page allocator: add buddies that are about to merge to the tail of the free lists (buddy_merge_likely)".to_string(),
             baseline: variants[0].0.to_string(),
             variants: variants.iter().map(|(v, _)| v.to_string()).collect(),
-            metrics: vec![
-                MetricDef {
-                    name: M_SUCCESS.to_string(),
-                    unit: "%".to_string(),
-                    kind: MetricKind::Count {
-                        higher_is_better: true,
-                    },
-                },
-                MetricDef {
-                    name: M_REST.to_string(),
-                    unit: "blocks".to_string(),
-                    kind: MetricKind::Count {
-                        higher_is_better: true,
-                    },
-                },
-                MetricDef {
-                    name: M_REST_BIG.to_string(),
-                    unit: "blocks".to_string(),
-                    kind: MetricKind::Count {
-                        higher_is_better: true,
-                    },
-                },
-                MetricDef {
-                    name: M_LATENCY.to_string(),
-                    unit: "ns".to_string(),
-                    kind: MetricKind::Latency,
-                },
-                MetricDef {
-                    name: M_UNUSABLE.to_string(),
-                    unit: "%".to_string(),
-                    kind: MetricKind::Count {
-                        higher_is_better: false,
-                    },
-                },
-            ],
+            metrics: metrics(),
             samples,
             tables: [vec![Table {
                 title: format!(
@@ -400,31 +271,225 @@ impl Experiment for TailMerge {
             .chain(order_plots)
             .collect(),
             expected_shape: "Tail placement keeps likely-merging buddies free longer, so the unusable free space index is slightly lower throughout the run (the seed: 'slightly lower (lower is better) throughout the lifetime of the system'), the same number of huge pages is allocated, and a huge page is found slightly sooner. Paired over seeds, the difference is small but one-sided.".to_string(),
-            config: json!({
-                "zone_pages": p.zone_pages,
-                "simulated_cpus": p.cpus,
-                "ticks": p.ticks,
-                "iterations": iterations,
-                "seed": opts.seed,
-                "occupancy": "70-90% of the zone, sinusoidal target",
-                "occupancy_period_ticks": p.period,
-                "orders": "0: 70%, 1: 12%, 2: 8%, 3: 6%, 4: 2.5%, 5: 1%, 6: 0.5%",
-                "migratetypes": "Movable 60%, Unmovable 30%, Reclaimable 10%",
-                "lifetime": format!("Pareto alpha={LIFETIME_ALPHA}, x_m=1 tick, capped at the run"),
-                "long_lived_after_ticks": p.long_after,
-                "probe": "per tick a burst of Movable GFP_NOWAIT-like order-9 allocations (5% of the zone), held until the burst ends or one fails, then freed",
-                "probe_burst_blocks": p.burst,
-                "watermarks": "none",
-                "pcp": "on, THP lists off",
-                "paired": "iteration i runs both variants on seed --seed + i; samples are in iteration order",
-                "deterministic_metrics": [M_SUCCESS, M_REST, M_REST_BIG, M_UNUSABLE],
-                "rest_zone_pages": rest_zone,
-                "rest_runs": format!("{REST_SEEDS} seeds (--seed + i), {} ticks (one occupancy cycle), run side by side", p.period),
-                "timing_metrics": [M_LATENCY],
-            }),
+            config: config(p, iterations, opts.seed, rest_zone),
             oversubscribed: false,
         })
     }
+}
+
+/// The huge pages at rest of each seed's run per variant, as samples.
+fn rest_samples<'a>(
+    rest: &'a [(u64, Vec<u64>)],
+    variants: &'a [(&'static str, bool)],
+) -> impl Iterator<Item = Sample> + 'a {
+    rest.iter()
+        .enumerate()
+        .flat_map(move |(k, (seed, counts))| {
+            variants
+                .iter()
+                .zip(counts)
+                .map(move |((variant, _), &n)| Sample {
+                    variant: variant.to_string(),
+                    metric: M_REST_BIG.to_string(),
+                    repetition: k,
+                    seed: Some(*seed),
+                    value: n as f64,
+                })
+        })
+}
+
+/// What the runs add up to: the samples, per variant the mean unusable index per tick and
+/// order (`curves[variant][tick][order]`), and per variant the churn totals (allocations,
+/// failures, merges, tail placements).
+type Tally<'a> = (
+    &'a mut Vec<Sample>,
+    &'a mut [Vec<[f64; ORDERS]>],
+    &'a mut [[u64; 4]],
+);
+
+/// One run's samples, curves and churn totals added to the experiment's (variant `k`, named
+/// `variant`, iteration `i` on `seed`); its order-9 unusable mean, success % and passes at rest.
+fn add_run(
+    (k, variant, i, seed): (usize, &str, usize, u64),
+    r: &RunOut,
+    iterations: usize,
+    (samples, curves, totals): Tally<'_>,
+) -> (f64, f64, u64) {
+    let unusable = r.unusable_mean();
+    for (metric, value) in [
+        (M_SUCCESS, r.success_pct()),
+        (M_REST, r.rest_successes as f64),
+        (M_LATENCY, r.latency_ns()),
+        (M_UNUSABLE, unusable),
+    ] {
+        samples.push(Sample {
+            variant: variant.to_string(),
+            metric: metric.to_string(),
+            repetition: i,
+            seed: Some(seed),
+            value,
+        });
+    }
+    for (c, u) in curves[k].iter_mut().zip(&r.unusable) {
+        for (co, uo) in c.iter_mut().zip(u) {
+            *co += uo / iterations as f64;
+        }
+    }
+    let t = &mut totals[k];
+    t[0] += r.churn_allocs;
+    t[1] += r.churn_failures;
+    t[2] += r.merges;
+    t[3] += r.tail_placements;
+    (unusable, r.success_pct(), r.rest_successes)
+}
+
+/// Per variant: its order-9 curve into `series` and its churn totals into `rows`; the plots of
+/// its unusable index per order and the row of their means, returned.
+fn variant_outputs(
+    variants: &[(&'static str, bool)],
+    curves: &[Vec<[f64; ORDERS]>],
+    totals: &[[u64; 4]],
+    (series, rows): (&mut Vec<Series>, &mut Vec<Vec<String>>),
+) -> (Vec<Plot>, Vec<Vec<String>>) {
+    let mut order_plots = Vec::new();
+    let mut order_rows = Vec::new();
+    for (k, (variant, _)) in variants.iter().copied().enumerate() {
+        let curve = |o: usize| -> Vec<(f64, f64)> {
+            curves[k]
+                .iter()
+                .enumerate()
+                .map(|(t, u)| (t as f64, u[o]))
+                .collect()
+        };
+        series.push(Series {
+            name: variant.to_string(),
+            points: curve(PROBE_ORDER as usize),
+        });
+        order_plots.push(Plot {
+            file_stem: format!("tail-merge-orders-{}", variant.replace(['=', ' '], "-")),
+            title: format!("Unusable free space index per order, {variant}"),
+            x_label: "tick".to_string(),
+            y_label: "unusable index (%)".to_string(),
+            kind: PlotKind::Lines,
+            series: PLOTTED_ORDERS
+                .iter()
+                .map(|&o| Series {
+                    name: format!("order {o}"),
+                    points: curve(o),
+                })
+                .collect(),
+        });
+        let ticks = curves[k].len().max(1) as f64;
+        let mut orow = vec![variant.to_string()];
+        orow.extend(
+            (0..ORDERS)
+                .map(|o| format!("{:.2}", curves[k].iter().map(|u| u[o]).sum::<f64>() / ticks)),
+        );
+        order_rows.push(orow);
+        let mut row = vec![variant.to_string()];
+        row.extend(totals[k].iter().map(|n| n.to_string()));
+        rows.push(row);
+    }
+    (order_plots, order_rows)
+}
+
+/// The order-9 unusable index of `tail_merge=on` less `off` per tick (`curves` of both
+/// variants, in that order), with its mean over the run.
+fn diff_plot(curves: &[Vec<[f64; ORDERS]>], iterations: usize) -> Plot {
+    let diff: Vec<(f64, f64)> = curves[1]
+        .iter()
+        .zip(&curves[0])
+        .enumerate()
+        .map(|(t, (on, off))| {
+            let o = PROBE_ORDER as usize;
+            (t as f64, on[o] - off[o])
+        })
+        .collect();
+    let mean = diff.iter().map(|d| d.1).sum::<f64>() / diff.len().max(1) as f64;
+    Plot {
+        file_stem: "tail-merge-unusable-diff".to_string(),
+        title: format!(
+            "Unusable index order 9: tail_merge=on − off per tick (mean of {iterations} paired seeds; below 0: tail placement better)"
+        ),
+        x_label: "tick".to_string(),
+        y_label: "difference (percentage points)".to_string(),
+        kind: PlotKind::Lines,
+        series: vec![
+            Series {
+                name: "on − off".to_string(),
+                points: diff.clone(),
+            },
+            Series {
+                name: format!("mean over the run ({mean:+.3})"),
+                points: diff.iter().map(|d| (d.0, mean)).collect(),
+            },
+        ],
+    }
+}
+
+/// The experiment's metrics, their units and directions.
+fn metrics() -> Vec<MetricDef> {
+    vec![
+        MetricDef {
+            name: M_SUCCESS.to_string(),
+            unit: "%".to_string(),
+            kind: MetricKind::Count {
+                higher_is_better: true,
+            },
+        },
+        MetricDef {
+            name: M_REST.to_string(),
+            unit: "blocks".to_string(),
+            kind: MetricKind::Count {
+                higher_is_better: true,
+            },
+        },
+        MetricDef {
+            name: M_REST_BIG.to_string(),
+            unit: "blocks".to_string(),
+            kind: MetricKind::Count {
+                higher_is_better: true,
+            },
+        },
+        MetricDef {
+            name: M_LATENCY.to_string(),
+            unit: "ns".to_string(),
+            kind: MetricKind::Latency,
+        },
+        MetricDef {
+            name: M_UNUSABLE.to_string(),
+            unit: "%".to_string(),
+            kind: MetricKind::Count {
+                higher_is_better: false,
+            },
+        },
+    ]
+}
+
+/// The run's configuration, for `results.json`.
+fn config(p: Params, iterations: usize, seed: u64, rest_zone: u64) -> serde_json::Value {
+    json!({
+        "zone_pages": p.zone_pages,
+        "simulated_cpus": p.cpus,
+        "ticks": p.ticks,
+        "iterations": iterations,
+        "seed": seed,
+        "occupancy": "70-90% of the zone, sinusoidal target",
+        "occupancy_period_ticks": p.period,
+        "orders": "0: 70%, 1: 12%, 2: 8%, 3: 6%, 4: 2.5%, 5: 1%, 6: 0.5%",
+        "migratetypes": "Movable 60%, Unmovable 30%, Reclaimable 10%",
+        "lifetime": format!("Pareto alpha={LIFETIME_ALPHA}, x_m=1 tick, capped at the run"),
+        "long_lived_after_ticks": p.long_after,
+        "probe": "per tick a burst of Movable GFP_NOWAIT-like order-9 allocations (5% of the zone), held until the burst ends or one fails, then freed",
+        "probe_burst_blocks": p.burst,
+        "watermarks": "none",
+        "pcp": "on, THP lists off",
+        "paired": "iteration i runs both variants on seed --seed + i; samples are in iteration order",
+        "deterministic_metrics": [M_SUCCESS, M_REST, M_REST_BIG, M_UNUSABLE],
+        "rest_zone_pages": rest_zone,
+        "rest_runs": format!("{REST_SEEDS} seeds (--seed + i), {} ticks (one occupancy cycle), run side by side", p.period),
+        "timing_metrics": [M_LATENCY],
+    })
 }
 
 /// One seed's runs: the seed, and per variant (order-9 unusable index mean, success %, passes
