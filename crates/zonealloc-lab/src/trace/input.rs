@@ -78,21 +78,31 @@ pub fn open(path: &Path) -> io::Result<Box<dyn BufRead>> {
     }
 }
 
+/// Reads `src` into `buf` until `buf` is full or `src` ends (retrying interrupted reads): the
+/// bytes read, and the error that stopped it early if one did.
+pub(crate) fn read_full(src: &mut dyn Read, buf: &mut [u8]) -> (usize, Option<io::Error>) {
+    let mut len = 0;
+    while len < buf.len() {
+        match src.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return (len, Some(e)),
+        }
+    }
+    (len, None)
+}
+
 /// The text of the trace `source` holds: `source` itself, or its decompression when its first
 /// bytes are a gzip, zstd or xz magic. Reads at most a few bytes before returning (to sniff),
 /// so it works on pipes and standard input, and reads `source` only once.
 pub fn decode<'a, R: Read + 'a>(mut source: R) -> io::Result<Box<dyn BufRead + 'a>> {
     // A pipe may hand the magic over in pieces: read until it is whole (or the input ends).
     let mut head = [0u8; SNIFF_BYTES];
-    let mut got = 0;
-    while got < head.len() {
-        match source.read(&mut head[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
+    let got = match read_full(&mut source, &mut head) {
+        (_, Some(e)) => return Err(e),
+        (got, None) => got,
+    };
     let kind = Compression::sniff(&head[..got]);
     let raw = BufReader::with_capacity(
         BUF_BYTES,

@@ -1,11 +1,13 @@
 //! One variant's replay: its zones, fed the trace's events one by one ([`Replayer::feed`]),
 //! what it counted and sampled; the frees in [`frees`], a traced allocation in [`traced`].
 
+mod batched;
 mod contig_free;
 mod decay;
 mod frees;
 mod held;
 mod kswapd;
+mod setup;
 #[cfg(test)]
 pub(crate) mod tests;
 mod traced;
@@ -134,73 +136,30 @@ impl Replayer {
     ) -> Result<Replayer, String> {
         let cfg = variant.cfg.with_cpus(geo.cpus);
         let err = |e: &dyn std::fmt::Display| format!("variant '{}': {e}", variant.name);
-        let mut zones = Vec::with_capacity(geo.zones.len());
-        let mut online = Vec::with_capacity(geo.zones.len());
-        let mut pools = Vec::new();
-        let mut setup = Vec::new();
-        let mut setup_counts = (0, 0, 0);
-        let block_shift = u32::from(cfg.max_order);
         let numa = NumaReplay::for_geometry(geo, snap).map_err(|e| err(&e))?;
-        for (i, span) in geo.zones.iter().enumerate() {
-            let (start, end) = (span.start, span.end());
-            let extra = if snap.is_some() {
-                proc_setup::SETUP_CPUS
-            } else {
-                0
-            };
-            let mut zcfg = cfgs
-                .get(i)
-                .copied()
-                .unwrap_or(cfg)
-                .with_cpus(geo.cpus + extra);
-            // zone_highsize splits `high` across the traced machine's CPUs
-            // (`cpumask_of_node`); the set-up's own CPU is none of them. Split across all
-            // five, 6.12's auto-tuned range (not printed, so computed) came out a fifth
-            // short: 6.12-4g p_thp's CPU 0 drained 2136 pages the kernel kept.
-            if extra > 0 && zcfg.pcp.split_cpus.is_none() {
-                zcfg.pcp.split_cpus = Some(geo.cpus);
-            }
-            let zone =
-                Zone::new(span.zone_type, Pfn(start), Pfn(end), zcfg).map_err(|e| err(&e))?;
-            match (geo.online, snap) {
-                (Online::All, _) => {
-                    zone.add_free_range(Pfn(start), Pfn(end))
-                        .map_err(|e| err(&e))?;
-                }
-                (Online::Snapshot, Some(snap)) => {
-                    let kz = snap
-                        .zone(span.node, span.zone_type)
-                        .ok_or_else(|| err(&format!("no {} in the snapshot", geo.zone_label(i))))?;
-                    let early = early.get(i).and_then(Option::as_ref);
-                    let (pool, facts) =
-                        proc_setup::populate_from(&zone, snap, kz, demand.get(i), early)
-                            .map_err(|e| err(&e))?;
-                    pools.push(pool);
-                    setup.push(facts);
-                    setup_counts = add_counts(setup_counts, zone_counts(&zone));
-                }
-                _ => {}
-            }
-            zone.record_events(true);
-            zones.push(zone);
-            let blocks = (end - (start >> block_shift << block_shift)).div_ceil(1 << block_shift);
-            online.push(vec![0u64; blocks.div_ceil(64) as usize]);
-        }
-        let frames = frames::Frames::new(geo.span()).map_err(|e| err(&e))?;
-        let emit = match emit {
-            Some(w) => {
-                let mut w = TraceWriter::new(w, "zonealloc", cfg.pageblock_order);
-                w.header(geo.cpus).map_err(|e| format!("--emit: {e}"))?;
-                Some(w)
-            }
-            None => None,
+        let sources = setup::ZoneSources {
+            geo,
+            cfg,
+            cfgs,
+            snap,
+            demand,
+            early,
         };
+        let setup::Zones {
+            zones,
+            online,
+            pools,
+            setup,
+            setup_counts,
+        } = sources.zones(&err)?;
+        let frames = frames::Frames::new(geo.span()).map_err(|e| err(&e))?;
+        let emit = setup::emit_writer(emit, geo, cfg.pageblock_order)?;
         Ok(Replayer {
             variant,
             zones,
             geo: geo.clone(),
             online,
-            block_shift,
+            block_shift: u32::from(cfg.max_order),
             frames,
             commit_at_batched: false,
             contig_free: false,
@@ -313,39 +272,16 @@ impl Replayer {
     }
 
     /// Replays one trace event (buddy-side events of the trace are counted by the caller;
-    /// ours come from the zones), and what the caller inferred from it.
+    /// ours come from the zones), and what the caller inferred from it: the vmstat workers
+    /// due before it (`Replayer::workers_before`), the deferred frees it commits
+    /// (`Replayer::commit_before`), then the event by its kind.
     pub fn feed(&mut self, ev: &Event<'_>, inferred: Inferred) -> io::Result<()> {
         let cpu = self.cpu_of(ev);
         if self.decay {
-            if let Some(ts) = ev.ts_ns {
-                self.vmstat_due(cpu, ts)?;
-            }
-            // A worker's run of drains ends at any other event on its CPU.
-            if !matches!(ev.kind, EventKind::PcpuDrain { .. }) {
-                if let Some(w) = self.worker_run.get_mut(cpu as usize) {
-                    *w = false;
-                }
-            }
+            self.workers_before(ev, cpu)?;
         }
-        // Any other event on this CPU commits its deferred frees first (not a drain: the
-        // commits drain mid-batch); an allocation of a deferred frame, the free of it.
         if self.commit_at_batched {
-            let batching = self.batching.get(cpu as usize).copied().unwrap_or(false);
-            match ev.kind {
-                // A new free after a batch's commits: the batch is over.
-                EventKind::Free { .. } if batching => self.flush_deferred(cpu)?,
-                EventKind::PcpuDrain { .. } if !batching => self.flush_deferred(cpu)?,
-                EventKind::Free { .. }
-                | EventKind::FreeBatched { .. }
-                | EventKind::PcpuDrain { .. } => {}
-                EventKind::Alloc { pfn, .. } => {
-                    self.flush_deferred(cpu)?;
-                    if let Some(c) = self.frames.deferred_at(pfn) {
-                        self.flush_deferred(c)?;
-                    }
-                }
-                _ => self.flush_deferred(cpu)?,
-            }
+            self.commit_before(ev, cpu)?;
         }
         match ev.kind {
             EventKind::Alloc {
@@ -370,63 +306,8 @@ impl Replayer {
                     self.free_traced(ev, cpu, pfn, 0, inferred)?;
                 }
             }
-            EventKind::Free { pfn, order } => {
-                self.zone_for(pfn)?;
-                if let Some(at) = self.frames.deferred_at(pfn) {
-                    self.flush_deferred(at)?;
-                }
-                let held = self.lists_held_for(ev, cpu, pfn);
-                self.deferred[cpu as usize].push(Deferred {
-                    ts_ns: ev.ts_ns,
-                    cpu: ev.cpu,
-                    page: ev.page,
-                    who: ev.who,
-                    pfn,
-                    order,
-                    inferred,
-                    held,
-                });
-                self.frames.set_deferred_at(pfn, Some(cpu));
-            }
-            EventKind::FreeBatched { pfn } => {
-                let list = &mut self.deferred[cpu as usize];
-                let at = list.iter().position(|d| d.pfn == pfn);
-                if let (Some(i), Some(c)) = (at, self.frames.deferred_at(pfn)) {
-                    // The commit of a free `mm_page_free` announced: the page goes on the list
-                    // now (free_unref_folios / free_unref_page_list).
-                    debug_assert_eq!(c, cpu);
-                    // The batch's first commit: the frees before its pages were single ones,
-                    // committed at once.
-                    let first = !self.batching[cpu as usize];
-                    let before: Vec<Deferred> = if first {
-                        list.drain(..i).collect()
-                    } else {
-                        Vec::new()
-                    };
-                    let d = list.remove(if first { 0 } else { i });
-                    self.commit_frees(cpu, &before)?;
-                    self.frames.set_deferred_at(pfn, None);
-                    self.batching[cpu as usize] = true;
-                    self.counts.batched_duplicates += 1;
-                    let e = Event {
-                        cpu: ev.cpu,
-                        ts_ns: ev.ts_ns,
-                        page: d.page,
-                        who: ev.who,
-                        kind: EventKind::Free {
-                            pfn,
-                            order: d.order,
-                        },
-                    };
-                    self.free_traced(&e, cpu, pfn, d.order, d.inferred)?;
-                } else {
-                    if let Some(c) = self.frames.deferred_at(pfn) {
-                        self.flush_deferred(c)?;
-                    }
-                    self.zone_for(pfn)?;
-                    self.free_traced(ev, cpu, pfn, 0, inferred)?;
-                }
-            }
+            EventKind::Free { pfn, order } => self.defer_free(ev, cpu, pfn, order, inferred)?,
+            EventKind::FreeBatched { pfn } => self.commit_batched(ev, cpu, pfn, inferred)?,
             EventKind::PcpuDrain { pfn, .. } => self.traced_drain(ev, cpu, pfn, inferred)?,
             // kswapd's passes on the node's zones ([`kswapd`]; each node has its own kswapd).
             EventKind::KswapdWake { nid, .. } | EventKind::KswapdSleep { nid }

@@ -186,6 +186,15 @@ fn reading_ahead_hands_over_every_byte_and_the_first_error() {
     r.consume(AHEAD_CHUNK);
     assert_eq!(r.fill_buf().unwrap_err().to_string(), "broken source");
     assert!(r.fill_buf().unwrap().is_empty());
+    // A source that fails in the middle of a chunk: the bytes before the error come first.
+    let mut r = ReadAhead::spawn(|| {
+        let failing = Cursor::new(vec![b'y'; 10]).chain(Failing);
+        Ok(Box::new(BufReader::new(failing)))
+    })
+    .unwrap();
+    assert_eq!(r.fill_buf().unwrap(), &[b'y'; 10]);
+    r.consume(10);
+    assert_eq!(r.fill_buf().unwrap_err().to_string(), "broken source");
     // An error opening the source is the first read's.
     let mut r = ReadAhead::spawn(|| Err(io::Error::other("cannot open"))).unwrap();
     assert_eq!(r.fill_buf().unwrap_err().to_string(), "cannot open");

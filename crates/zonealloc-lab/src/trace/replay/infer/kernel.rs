@@ -57,8 +57,15 @@
 use crate::trace::parse::{Event, EventKind};
 use crate::trace::replay::tally::Grid;
 
+mod alloc;
+mod block_types;
+mod bulk;
+mod drain;
+mod free;
 mod notes;
 mod pfn_map;
+mod refill;
+pub use block_types::BlockTypes;
 pub use notes::{Handover, Notes};
 use pfn_map::PfnMap;
 #[cfg(test)]
@@ -98,49 +105,6 @@ pub enum Inferred {
         /// The CPU whose list held the page (folded onto the replay's CPUs).
         cpu: u32,
     },
-}
-
-/// Pageblocks the trace has named the migratetype of: the latest allocation, refill or drain
-/// in each (an allocation without fallback comes from a pageblock of its own type;
-/// `free_pcppages_bulk` prints the pageblock's), seeded with the first one the trace's head
-/// names ([`super::pcp_state`]) for frees before the pageblock's first event.
-#[derive(Clone, Debug, Default)]
-pub struct BlockTypes {
-    shift: u32,
-    /// Per pageblock number: migratetype + 1, 0 unknown.
-    types: Vec<u8>,
-}
-
-impl BlockTypes {
-    /// No pageblock named yet, for pageblocks of `1 << pageblock_order` pages.
-    pub fn new(pageblock_order: u8) -> BlockTypes {
-        BlockTypes {
-            shift: u32::from(pageblock_order),
-            types: Vec::new(),
-        }
-    }
-
-    /// The pageblock of `pfn` is of `migratetype`.
-    #[inline]
-    pub fn name(&mut self, pfn: u64, migratetype: u8) {
-        let b = pfn >> self.shift;
-        // Pfns beyond 64 Ti pages with 512-page blocks are not tracked (2^27 entries).
-        if b >= 1 << 27 || migratetype == u8::MAX {
-            return;
-        }
-        let b = b as usize;
-        if b >= self.types.len() {
-            self.types.resize(b + 1, 0);
-        }
-        self.types[b] = migratetype + 1;
-    }
-
-    /// The named migratetype of `pfn`'s pageblock.
-    #[inline]
-    pub fn of(&self, pfn: u64) -> Option<u8> {
-        let b = usize::try_from(pfn >> self.shift).ok()?;
-        self.types.get(b).and_then(|&t| t.checked_sub(1))
-    }
 }
 
 /// The previous event on a CPU, as far as drain causes go.
@@ -274,11 +238,60 @@ impl KernelSide {
         self.account::<false>(ev, zone)
     }
 
-    /// [`add`](Self::add), naming pageblock types when `NAME_BLOCKS`. Each event looks its
-    /// frame up once: the refill-run bookkeeping ([`KernelSide::bulk`]) gets the frame's
-    /// refill as it was before the event.
+    /// [`add`](Self::add), naming pageblock types when `NAME_BLOCKS`: the event's timestamp
+    /// and CPU ([`KernelSide::stamp`]), the refill run it may extend
+    /// ([`KernelSide::refill_run`]), its pageblock's naming ([`BlockTypes::name_by`]), then the
+    /// step of its kind. Each event looks its frame up once: the refill-run bookkeeping
+    /// ([`KernelSide::bulk`]) gets the frame's refill as it was before the event.
     #[inline(always)]
     fn account<const NAME_BLOCKS: bool>(&mut self, ev: &Event<'_>, zone: usize) -> Inferred {
+        let (tick, cpu) = self.stamp(ev);
+        self.untraced_now.clear();
+        self.last_drain = None;
+        self.refill_run(ev, zone, cpu, tick);
+        if NAME_BLOCKS {
+            self.block_types.name_by(ev);
+        }
+        let c = cpu as usize;
+        let prev = self.prev[c];
+        let (next, inferred) = match ev.kind {
+            EventKind::Alloc { pfn, order, .. } => {
+                (Prev::Other, self.on_alloc(ev, pfn, order, zone, cpu))
+            }
+            EventKind::Free { pfn, .. } | EventKind::FreeBatched { pfn } => {
+                (Prev::Free, self.on_free::<NAME_BLOCKS>(ev, pfn, zone, cpu))
+            }
+            EventKind::ZoneLocked {
+                pfn,
+                order,
+                migratetype,
+                percpu_refill,
+            } => {
+                self.grid.at(zone, cpu).zone_locked(order, percpu_refill);
+                self.on_zone_locked(pfn, order, migratetype, percpu_refill, cpu, tick);
+                (Prev::Other, Inferred::None)
+            }
+            EventKind::Extfrag { .. } => {
+                self.grid.at(zone, cpu).extfrag += 1;
+                (Prev::Other, Inferred::None)
+            }
+            EventKind::KswapdWake { .. } | EventKind::KswapdSleep { .. } => {
+                (Prev::Other, Inferred::None)
+            }
+            EventKind::PcpuDrain { pfn, order, .. } => {
+                self.grid.at(zone, cpu).drain(order);
+                self.on_drain(ev, pfn, zone, cpu, tick, prev)
+            }
+        };
+        self.prev[c] = next;
+        inferred
+    }
+
+    /// The event's timestamp tick (a count of distinct timestamps, wrapping, never 0; 0 for
+    /// an event without a timestamp) and its CPU folded onto the replay's, counting the span,
+    /// the events per trace CPU and the folded ones.
+    #[inline(always)]
+    fn stamp(&mut self, ev: &Event<'_>) -> (u32, u32) {
         // The event's timestamp tick; 0 (no order known) without a timestamp.
         let mut tick = 0;
         if let Some(ts) = ev.ts_ns {
@@ -307,316 +320,7 @@ impl KernelSide {
         } else {
             raw % self.cpus
         };
-        let c = cpu as usize;
-        let mut inferred = Inferred::None;
-        self.untraced_now.clear();
-        self.last_drain = None;
-        self.refill_run(ev, zone, cpu, tick);
-        let prev = self.prev[c];
-        self.prev[c] = match ev.kind {
-            EventKind::Alloc {
-                pfn,
-                order,
-                migratetype,
-                ..
-            } => {
-                let (refilled, on) = if ev.is_failed_alloc() {
-                    (self.pfns.get(pfn).refilled(), cpu)
-                } else {
-                    let f = self.pfns.get_mut(pfn);
-                    let refilled = f.refilled();
-                    let on = Self::alloc_cpu(cpu, f.refill_listed());
-                    f.allocs += 1;
-                    f.set_last_free_cpu(None);
-                    f.set_refilled(None);
-                    if NAME_BLOCKS {
-                        self.block_types.name(pfn, migratetype);
-                    }
-                    (refilled, on)
-                };
-                if on != cpu {
-                    self.allocs_on_refilling_cpu += 1;
-                    inferred = Inferred::AllocOn { cpu: on };
-                }
-                // Only a page refilled by the allocating CPU can come from one of its runs.
-                if order == 0 && refilled.is_some_and(|(by, _)| by == on) {
-                    self.bulk(ev, zone, on, refilled);
-                }
-                Prev::Other
-            }
-            EventKind::Free { pfn, .. } | EventKind::FreeBatched { pfn } => {
-                let f = self.pfns.get_mut(pfn);
-                f.set_last_free_cpu(Some(cpu));
-                let refilled = f.take_refilled();
-                if refilled.is_some() {
-                    self.bulk(ev, zone, cpu, refilled);
-                }
-                if let Some((by, migratetype)) = refilled {
-                    self.untraced_allocs += 1;
-                    inferred = Inferred::UntracedAlloc {
-                        cpu: by,
-                        migratetype,
-                    };
-                } else if NAME_BLOCKS {
-                    if let Some(migratetype) = self.block_types.of(pfn) {
-                        inferred = Inferred::FreeOfType { migratetype };
-                    }
-                }
-                Prev::Free
-            }
-            EventKind::ZoneLocked {
-                pfn,
-                order,
-                migratetype,
-                percpu_refill,
-            } => {
-                self.grid.at(zone, cpu).zone_locked(order, percpu_refill);
-                if NAME_BLOCKS {
-                    self.block_types.name(pfn, migratetype);
-                }
-                let f = self.pfns.get_mut(pfn);
-                if percpu_refill {
-                    // The block goes onto this CPU's lists (unless the allocation takes it).
-                    f.set_refill_listed(cpu, tick);
-                    if order == 0 {
-                        f.set_refilled(Some((cpu, migratetype)));
-                    }
-                } else {
-                    // Handed out by the buddy: on no CPU's lists.
-                    f.clear_refill_listed();
-                }
-                Prev::Other
-            }
-            EventKind::Extfrag { .. } => {
-                self.grid.at(zone, cpu).extfrag += 1;
-                Prev::Other
-            }
-            EventKind::KswapdWake { .. } | EventKind::KswapdSleep { .. } => Prev::Other,
-            EventKind::PcpuDrain {
-                pfn,
-                order,
-                migratetype,
-            } => {
-                self.grid.at(zone, cpu).drain(order);
-                if NAME_BLOCKS {
-                    self.block_types.name(pfn, migratetype);
-                }
-                let f = self.pfns.get_mut(pfn);
-                let facts = *f;
-                let refill_after = Self::refilled_after(facts, cpu, tick);
-                if !refill_after {
-                    f.clear_refill_listed();
-                    if facts.refilled().is_some() {
-                        self.bulk(ev, zone, cpu, facts.refilled());
-                    }
-                }
-                let new_run = !matches!(prev, Prev::Drain { .. });
-                if new_run {
-                    self.run_owners[c].clear();
-                }
-                // A worker's drain (a kworker of the CPU at preempt depth 2: `decay_pcp_high`,
-                // `drain_pages_zone`) is no free's, whatever came before it: the free path
-                // drains with the CPU pinned, depth 3 and up.
-                let explained = match prev {
-                    Prev::Drain { explained } => explained,
-                    Prev::Free => !ev.who.is_worker_drain(),
-                    Prev::Other => false,
-                };
-                if new_run && !explained {
-                    self.unexplained_runs += 1;
-                }
-                // The free path drains only its own CPU's lists: a block another CPU put on
-                // its lists was drained by `drain_all_pages` from here.
-                let owner = match facts.last_free_cpu() {
-                    Some(o) if !refill_after => o,
-                    _ => cpu,
-                };
-                let remote = owner != cpu;
-                self.remote_drained_blocks += u64::from(remote);
-                self.last_drain = Some((owner, explained && !remote));
-                if !explained || remote {
-                    self.unexplained_blocks += 1;
-                    if !self.run_owners[c].contains(&owner) {
-                        self.run_owners[c].push(owner);
-                        self.inferred_drains += 1;
-                        inferred = Inferred::Drain { owner };
-                    }
-                }
-                Prev::Drain { explained }
-            }
-        };
-        inferred
-    }
-
-    /// `alloc_pages_bulk` takes order-0 pages off a CPU's list without `mm_page_alloc`
-    /// (`__alloc_pages_bulk` → `__rmqueue_pcplist`), refilling it when it runs empty. A refill
-    /// appends its blocks to the list's tail (`rmqueue_bulk`) and only an empty list is refilled,
-    /// so an allocation takes a refill run's pages in order unless a free put a page on top
-    /// (frees add at the head): when the trace's allocation on that CPU takes the run's `k`-th
-    /// page, the `k - 1` before it that no event took were allocated untraced, before it. At
-    /// the list's next refill the list was empty: what is left of the run was too. Both are
-    /// replayed then, not at the pages' frees, which come much later.
-    ///
-    /// An allocation, free or drain of a page, given the page's refill before the event
-    /// (`refilled`): an order-0 allocation from a run takes the pages before it as untraced; a
-    /// free or drain takes the page off its run.
-    fn bulk(&mut self, ev: &Event<'_>, zone: usize, cpu: u32, refilled: Option<(u32, u8)>) {
-        match ev.kind {
-            EventKind::Alloc {
-                pfn,
-                order: 0,
-                migratetype,
-                ..
-            } => {
-                if refilled.map(|(by, _)| by) != Some(cpu) {
-                    return;
-                }
-                let list = self.list(zone, cpu, migratetype);
-                if let Some(k) = self.runs[list].iter().position(|&p| p == pfn) {
-                    self.take_untraced(list, k, cpu, migratetype);
-                    self.runs[list].pop_front();
-                }
-            }
-            EventKind::PcpuDrain { pfn, .. }
-            | EventKind::Free { pfn, .. }
-            | EventKind::FreeBatched { pfn } => {
-                if let Some((by, mt)) = refilled {
-                    let list = self.list(zone, by, mt);
-                    let run = &mut self.runs[list];
-                    if let Some(k) = run.iter().position(|&p| p == pfn) {
-                        run.remove(k);
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// The refill side of [`KernelSide::bulk`], before the event's frame is accounted: an
-    /// order-0 refill onto this CPU's list of a migratetype extends the list's run, or starts
-    /// a new one if the event before on this CPU was not such a refill.
-    ///
-    /// `rmqueue_bulk` calls `__rmqueue` once per page with the zone lock held and interrupts
-    /// off, so nothing else runs on the CPU until the batch is done; the trace, merged from
-    /// the per-CPU buffers by timestamp, interleaves other CPUs' events (runs are per CPU) and,
-    /// on the refilling CPU, only the refill's own fallbacks: `mm_page_alloc_extfrag` of
-    /// order 0 and the run's migratetype (`__rmqueue_claim` / `__rmqueue_steal` in 6.15 on,
-    /// `__rmqueue_fallback` before) continues the run. From 6.15 it names a page of the batch
-    /// (the one taken; a claim below `pageblock_order` printed its `zone_locked` just before,
-    /// a claim of a whole pageblock or a steal did not), which joins the run; before, it names
-    /// the block fallen back to, and the retry's `mm_page_alloc_zone_locked` the page taken.
-    /// A fallback first in a batch starts the run as a refill page would. An order-0 fallback
-    /// outside a refill (`rmqueue_buddy` when the lists' lock is contended) reads as one.
-    #[inline(always)]
-    fn refill_run(&mut self, ev: &Event<'_>, zone: usize, cpu: u32, tick: u32) {
-        let c = cpu as usize;
-        let (pfn, refill, page) = match ev.kind {
-            EventKind::ZoneLocked {
-                pfn,
-                order: 0,
-                migratetype,
-                percpu_refill: true,
-            } => (pfn, Some(migratetype), true),
-            EventKind::Extfrag {
-                pfn,
-                alloc_order: 0,
-                alloc_migratetype,
-                ..
-            } => (pfn, Some(alloc_migratetype), self.extfrag_names_page),
-            _ => (0, None, false),
-        };
-        let zone = zone % self.zones;
-        let was = std::mem::replace(&mut self.in_refill[c], refill.map(|mt| (zone, mt)));
-        let Some(mt) = refill else {
-            return;
-        };
-        let list = self.list(zone, cpu, mt);
-        if was != Some((zone, mt)) {
-            // A new batch: the list was empty, what was left of the last run is gone.
-            let n = self.runs[list].len();
-            self.take_untraced(list, n, cpu, mt);
-        }
-        // A claim below pageblock_order prints zone_locked, then extfrag, of the same page.
-        if page && self.runs[list].back() != Some(&pfn) {
-            if matches!(ev.kind, EventKind::Extfrag { .. }) {
-                // The page goes onto this CPU's list, as a refilled block does.
-                let f = self.pfns.get_mut(pfn);
-                f.set_refill_listed(cpu, tick);
-                f.set_refilled(Some((cpu, mt)));
-            }
-            self.runs[list].push_back(pfn);
-        }
-    }
-
-    /// The run of zone `zone`'s list of `migratetype` on `cpu` (`runs`' index). Zones past the
-    /// ones counted (a frame outside the geometry's zones, read as zone 0 elsewhere) fold.
-    #[inline(always)]
-    fn list(&self, zone: usize, cpu: u32, migratetype: u8) -> usize {
-        ((zone % self.zones) * self.cpus as usize + cpu as usize) * 8 + usize::from(migratetype & 7)
-    }
-
-    /// The first `n` pages of run `list`, taken off it: allocated untraced unless something
-    /// else took them since.
-    fn take_untraced(&mut self, list: usize, n: usize, cpu: u32, mt: u8) {
-        if n == 0 {
-            return;
-        }
-        // Walked in place (a copy of the pages would cost an allocation per event).
-        let mut run = std::mem::take(&mut self.runs[list]);
-        for pfn in run.drain(..n) {
-            let f = self.pfns.get_mut(pfn);
-            if f.take_refilled().is_some() {
-                f.set_last_free_cpu(None);
-                self.untraced_now.push((pfn, cpu, mt));
-                self.untraced_early += 1;
-            }
-        }
-        self.runs[list] = run;
-    }
-
-    /// Whether a block drained on `cpu` at timestamp tick `tick` was refilled onto another
-    /// CPU's lists after the drain, though the trace prints the refill first: the refill's
-    /// facts stand (the block is on that CPU's lists), and the drain took it off the
-    /// draining CPU's own.
-    ///
-    /// ftrace keeps one ring buffer per CPU and the trace reader (`__find_next_entry`, for
-    /// `trace` and `trace_pipe`) merges them by timestamp, so events of equal timestamps on
-    /// different CPUs come out in no true order. A refill by another CPU at the drain's own
-    /// timestamp is read as after it: the drain (`free_pcppages_bulk`) gave the block back
-    /// to the buddy, and that CPU's `rmqueue_bulk` took it from there. In 6.1-2g
-    /// p2_procs_pipe (shipped trace), CPU 0 refills 0x152bb .. 0x15015 (lines 178297-178305,
-    /// 11.710382) and CPU 2's free-path drain run at the same timestamp drains them in the
-    /// reverse order (lines 179714-179722): the buddy's free lists are last in, first out.
-    /// Read as CPU 0's, the run inferred a `drain_all_pages`, and the replay drained 2846
-    /// pages there to the kernel's 2016. A free by another CPU at the drain's timestamp is
-    /// not read so: a drain before it leaves the block in the buddy, and only an allocation
-    /// takes it out to be freed.
-    #[inline(always)]
-    fn refilled_after(facts: pfn_map::PfnFacts, cpu: u32, tick: u32) -> bool {
-        tick != 0
-            && facts
-                .refill_listed_at()
-                .is_some_and(|(by, at)| by != cpu && at == tick)
-    }
-
-    /// The CPU a traced allocation on `cpu` ran on, given the CPU whose refill put its page on
-    /// its lists (`listed`, while the trace shows it still there): that CPU.
-    ///
-    /// `rmqueue_pcplist` takes the page off the list of the CPU it runs on
-    /// (`pcp_spin_trylock`: `pcpu_task_pin` then `this_cpu_ptr`), and `pcp_spin_unlock`
-    /// unpins the task (`preempt_enable`) before `prep_new_page` and the
-    /// `trace_mm_page_alloc` at the end of `__alloc_frozen_pages_noprof`. A preemptible kernel
-    /// can move the task in between, and the tracepoint stamps the CPU it moved to. 7.2's
-    /// Debian kernel boots with "Dynamic Preempt: lazy": in 7.2-2g p_pressure, CPU 2 refills
-    /// THPs 0x11000 and 0x11200 (trace line 5424, its task taking 0x11000), and the task's
-    /// `mm_page_alloc` of 0x11000 is stamped CPU 1, 118 ms later (line 5751). The 6.1 and 6.12
-    /// kernels boot "voluntary", which has no preemption point there; none of their captures
-    /// show such an allocation (7.2's show 10, all THPs), so the rule needs no knob. A page
-    /// only freed onto a CPU's lists is not moved: a free that found the lists' lock taken
-    /// went to the buddy (`free_one_page`), untraced.
-    #[inline(always)]
-    fn alloc_cpu(cpu: u32, listed: Option<u32>) -> u32 {
-        listed.unwrap_or(cpu)
+        (tick, cpu)
     }
 
     /// The `n` most allocated frames, most first (ties by pfn).

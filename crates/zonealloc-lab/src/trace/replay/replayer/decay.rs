@@ -55,6 +55,23 @@ impl Replayer {
         v
     }
 
+    /// Before event `ev` on `cpu` (with `decay`): the workers' runs due by its timestamp
+    /// ([`Replayer::vmstat_due`]); any event but a drain ends a worker's run of drains on its
+    /// CPU.
+    #[inline(always)]
+    pub(super) fn workers_before(&mut self, ev: &Event<'_>, cpu: u32) -> io::Result<()> {
+        if let Some(ts) = ev.ts_ns {
+            self.vmstat_due(cpu, ts)?;
+        }
+        // A worker's run of drains ends at any other event on its CPU.
+        if !matches!(ev.kind, EventKind::PcpuDrain { .. }) {
+            if let Some(w) = self.worker_run.get_mut(cpu as usize) {
+                *w = false;
+            }
+        }
+        Ok(())
+    }
+
     /// The vmstat workers' runs due before an event on `cpu` at `ts` ([`Vmstat::due`]),
     /// then the event marks the CPU awake and its counters moved. (Every event asks: the
     /// test that nothing is due inline, the rest out of line.)

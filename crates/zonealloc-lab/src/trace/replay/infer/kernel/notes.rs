@@ -78,24 +78,14 @@ impl KernelSide {
             }
             _ => None,
         };
-        // As `account` reads and names them.
-        match ev.kind {
-            EventKind::Alloc {
-                pfn, migratetype, ..
-            } if !ev.is_failed_alloc() => self.block_types.name(pfn, migratetype),
-            EventKind::ZoneLocked {
-                pfn, migratetype, ..
+        // As `account` names them and reads a free's type.
+        self.block_types.name_by(ev);
+        match (noted, &ev.kind) {
+            (Some(inferred), _) => inferred,
+            (None, &EventKind::Free { pfn, .. } | &EventKind::FreeBatched { pfn }) => {
+                self.block_types.free_of_type(pfn)
             }
-            | EventKind::PcpuDrain {
-                pfn, migratetype, ..
-            } => self.block_types.name(pfn, migratetype),
-            EventKind::Free { pfn, .. } | EventKind::FreeBatched { pfn } if noted.is_none() => {
-                if let Some(migratetype) = self.block_types.of(pfn) {
-                    return Inferred::FreeOfType { migratetype };
-                }
-            }
-            _ => {}
+            (None, _) => Inferred::None,
         }
-        noted.unwrap_or(Inferred::None)
     }
 }

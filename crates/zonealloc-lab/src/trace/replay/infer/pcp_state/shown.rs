@@ -69,6 +69,9 @@ impl Shown {
     }
 
     /// One event of the zone on `cpu`.
+    // Inlined into `Collector::feed` (its one caller) whatever codegen unit each lands in:
+    // out of line it took 8 M instructions more on 6.1 p1 `--proc`.
+    #[inline]
     pub(super) fn step(&mut self, cpu: u32, rec: Rec) {
         let thp = self.thp_order;
         let Some(c) = self.cpus.get_mut(cpu as usize) else {

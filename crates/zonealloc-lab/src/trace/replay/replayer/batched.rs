@@ -1,0 +1,114 @@
+//! The batched free path (`commit_at_batched`, a kernel's trace with the inferences): a
+//! traced `mm_page_free` is held back ([`Deferred`]) until its commit, its
+//! `mm_page_free_batched` or the next other event on its CPU.
+
+use std::io;
+
+use super::frees::Deferred;
+use super::Replayer;
+use crate::trace::parse::{Event, EventKind};
+use crate::trace::replay::infer::kernel::Inferred;
+
+impl Replayer {
+    /// Before event `ev` on `cpu`: any other event on this CPU commits its deferred frees
+    /// first (not a drain: the commits drain mid-batch); an allocation of a deferred frame,
+    /// the free of it.
+    #[inline(always)]
+    pub(super) fn commit_before(&mut self, ev: &Event<'_>, cpu: u32) -> io::Result<()> {
+        let batching = self.batching.get(cpu as usize).copied().unwrap_or(false);
+        match ev.kind {
+            // A new free after a batch's commits: the batch is over.
+            EventKind::Free { .. } if batching => self.flush_deferred(cpu)?,
+            EventKind::PcpuDrain { .. } if !batching => self.flush_deferred(cpu)?,
+            EventKind::Free { .. }
+            | EventKind::FreeBatched { .. }
+            | EventKind::PcpuDrain { .. } => {}
+            EventKind::Alloc { pfn, .. } => {
+                self.flush_deferred(cpu)?;
+                if let Some(c) = self.frames.deferred_at(pfn) {
+                    self.flush_deferred(c)?;
+                }
+            }
+            _ => self.flush_deferred(cpu)?,
+        }
+        Ok(())
+    }
+
+    /// A traced `mm_page_free` of `pfn` on `cpu` (`free_pages_prepare`), held back until its
+    /// commit; an earlier free of the frame still deferred is committed first.
+    #[inline(always)]
+    pub(super) fn defer_free(
+        &mut self,
+        ev: &Event<'_>,
+        cpu: u32,
+        pfn: u64,
+        order: u8,
+        inferred: Inferred,
+    ) -> io::Result<()> {
+        self.zone_for(pfn)?;
+        if let Some(at) = self.frames.deferred_at(pfn) {
+            self.flush_deferred(at)?;
+        }
+        let held = self.lists_held_for(ev, cpu, pfn);
+        self.deferred[cpu as usize].push(Deferred {
+            ts_ns: ev.ts_ns,
+            cpu: ev.cpu,
+            page: ev.page,
+            who: ev.who,
+            pfn,
+            order,
+            inferred,
+            held,
+        });
+        self.frames.set_deferred_at(pfn, Some(cpu));
+        Ok(())
+    }
+
+    /// A traced `mm_page_free_batched` of `pfn` on `cpu`: the commit of the free its
+    /// `mm_page_free` announced, which goes on the list now (`free_unref_folios`,
+    /// `free_unref_page_list`), the single frees deferred before a batch's first commit
+    /// committed first; without one, a free of its own.
+    #[inline(always)]
+    pub(super) fn commit_batched(
+        &mut self,
+        ev: &Event<'_>,
+        cpu: u32,
+        pfn: u64,
+        inferred: Inferred,
+    ) -> io::Result<()> {
+        let list = &mut self.deferred[cpu as usize];
+        let at = list.iter().position(|d| d.pfn == pfn);
+        let (Some(i), Some(c)) = (at, self.frames.deferred_at(pfn)) else {
+            if let Some(c) = self.frames.deferred_at(pfn) {
+                self.flush_deferred(c)?;
+            }
+            self.zone_for(pfn)?;
+            return self.free_traced(ev, cpu, pfn, 0, inferred);
+        };
+        debug_assert_eq!(c, cpu);
+        // The batch's first commit: the frees before its pages were single ones,
+        // committed at once.
+        let first = !self.batching[cpu as usize];
+        let before: Vec<Deferred> = if first {
+            list.drain(..i).collect()
+        } else {
+            Vec::new()
+        };
+        let d = list.remove(if first { 0 } else { i });
+        self.commit_frees(cpu, &before)?;
+        self.frames.set_deferred_at(pfn, None);
+        self.batching[cpu as usize] = true;
+        self.counts.batched_duplicates += 1;
+        let e = Event {
+            cpu: ev.cpu,
+            ts_ns: ev.ts_ns,
+            page: d.page,
+            who: ev.who,
+            kind: EventKind::Free {
+                pfn,
+                order: d.order,
+            },
+        };
+        self.free_traced(&e, cpu, pfn, d.order, d.inferred)
+    }
+}
