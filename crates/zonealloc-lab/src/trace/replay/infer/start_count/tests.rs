@@ -596,3 +596,23 @@ fn a_thp_frees_range_is_narrowed_by_the_drains_after_it() {
     );
     assert_eq!(c.pin_ns, Some(3_000_001_000));
 }
+
+/// 6.12-4g/p_pressure, CPU 2 of Normal (lines 33262-33269): Debian's 6.12.117 has 6.15's
+/// `__rmqueue_claim`, so a THP refill whose first block claims a pageblock prints that block
+/// only as `mm_page_alloc_extfrag` (alloc_order 9), and the batch's next block as
+/// `zone_locked`. Both came from the refill: the two allocations after it take nothing that
+/// was on the list at the start (the walk read the claimed block as taken off the list,
+/// and bounded the count from below by 512 where zoneinfo said 846).
+#[test]
+fn a_6_12_thp_refill_that_claims_a_block_names_it_in_extfrag() {
+    let claim = "mm_page_alloc_extfrag: page=(____ptrval____) pfn=0x30000 alloc_order=9 fallback_order=10 pageblock_order=9 alloc_migratetype=1 fallback_migratetype=0 fragmenting=0 change_ownership=1";
+    let mut t = String::from("# tracer: nop\n");
+    t += &line(0, 1, "tracing_mark_write: KT_SNAPSHOT_BEFORE_END t");
+    t += &line(1, 2, claim);
+    t += &line(1, 2, &zone_locked(0x30200, 9, true));
+    t += &line(1, 3, &alloc(0x30000, 9));
+    t += &line(1, 3, &alloc(0x30200, 9));
+    t += &line(0, 6, "tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN t");
+    let names_page = Kernel::V6_12.extfrag_names_page();
+    assert_eq!(counts_on_7_2(&t, names_page).bounds.0, 0);
+}
