@@ -23,6 +23,13 @@ use crate::trace::parse::{Event, EventKind};
 /// Chunks held at most: 256 Ki events (some 20 MiB), far more than 100 ms of any capture here.
 pub const MAX_CHUNKS: usize = 64;
 
+/// The shortest nap of `kswapd_try_to_sleep` (`schedule_timeout(HZ/10)`, begun inside a
+/// jiffy: `HZ/10 - 1` jiffies), in ns, for a kernel of `hz` ticks a second.
+pub fn shortest_nap_ns(hz: u32) -> u64 {
+    let hz = u64::from(hz.max(10));
+    (hz / 10 - 1) * 1_000_000_000 / hz
+}
+
 /// The pass ends the events pushed so far show (module docs), by event index.
 #[derive(Debug)]
 pub struct Naps {
@@ -40,9 +47,8 @@ pub struct Naps {
 impl Naps {
     /// No event yet, for a kernel of `hz` ticks a second.
     pub fn new(hz: u32) -> Naps {
-        let hz = u64::from(hz.max(10));
         Naps {
-            nap_ns: (hz / 10 - 1) * 1_000_000_000 / hz,
+            nap_ns: shortest_nap_ns(hz),
             times: VecDeque::new(),
             base: 0,
             last_wake: Vec::new(),

@@ -73,10 +73,13 @@ impl Kernel {
     }
 
     /// Whether `mm_page_alloc_extfrag` names the page the allocation took: from 6.15
-    /// (`__rmqueue_claim`, `__rmqueue_steal`) on; before, `__rmqueue_fallback` names the block
-    /// fallen back to and `__rmqueue` retries `__rmqueue_smallest`, which prints the page.
+    /// (`__rmqueue_claim`, `__rmqueue_steal`) on, and in the 6.12 family, whose tree (Debian's
+    /// 6.12.117) carries that split (docs/kernel-versions.md §0.1; 6.12-4g/p_pressure line
+    /// 33262: a THP refill's claimed block printed only as extfrag); before, as in 6.1,
+    /// `__rmqueue_fallback` names the block fallen back to and `__rmqueue` retries
+    /// `__rmqueue_smallest`, which prints the page.
     pub fn extfrag_names_page(self) -> bool {
-        self == Kernel::V7_2
+        matches!(self, Kernel::V6_12 | Kernel::V7_2)
     }
 
     /// The core's preset this family follows ([`KernelVersion`]).

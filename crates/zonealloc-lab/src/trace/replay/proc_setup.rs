@@ -330,8 +330,11 @@ pub fn populate_from(
             .unwrap_or_default();
         l.make_room(&lists, &named);
     }
+    // A block the window first frees was in use, on no list (`layout/pcp.rs`).
+    let held = l.hold_freed(demand.map_or(&[][..], |d| &d.hints.freed));
     let pcp_missing = l.choose_pcp(&by_exactness(&lists, demand, true))
         + l.choose_pcp(&by_exactness(&lists, demand, false));
+    l.release(held);
     l.place_absent();
     let used = l.apply(zone).map_err(|e| err(&e))?;
     set_reserve(zone, z);

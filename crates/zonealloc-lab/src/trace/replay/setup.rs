@@ -460,6 +460,7 @@ fn first(
                 thp_order: base.pcp.thp_order,
                 pageblock_order: base.pageblock_order,
                 extfrag_names_page: preset.extfrag_names_page(),
+                hz: opts.hz.unwrap_or(super::vmstat::DEFAULT_HZ),
                 roll_at,
                 keep_kernel: infer,
             };

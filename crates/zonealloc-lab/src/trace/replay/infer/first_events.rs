@@ -37,6 +37,8 @@ pub struct Which {
     pub pageblock_order: u8,
     /// `mm_page_alloc_extfrag` names the page taken (6.15 on: [`super::kernel::KernelSide`]).
     pub extfrag_names_page: bool,
+    /// The kernel's `HZ` (kswapd's nap before its sleep: [`Walk::set_hz`]).
+    pub hz: u32,
     /// Where zoneinfo was read, to roll the counts back from (`--whole-file`,
     /// [`super::start_count::roll`]).
     pub roll_at: Option<super::start_count::ReadPoint>,
@@ -83,6 +85,7 @@ pub fn take(
             which.pageblock_order,
         );
         w.set_extfrag_names_page(which.extfrag_names_page);
+        w.set_hz(which.hz);
         if let Some(at) = which.roll_at {
             w.roll_back_from(at);
         }
@@ -232,6 +235,7 @@ impl Which {
             thp_order: Some(9),
             pageblock_order: 9,
             extfrag_names_page: false,
+            hz: crate::trace::replay::vmstat::DEFAULT_HZ,
             roll_at: None,
             keep_kernel: false,
         }

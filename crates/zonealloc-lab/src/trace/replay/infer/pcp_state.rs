@@ -81,22 +81,28 @@ pub struct ListDemand {
     /// What the head shows of the zone's layout at the start
     /// ([`crate::trace::replay::layout::StartHints`]).
     pub hints: crate::trace::replay::layout::StartHints,
-    /// Per CPU: the pages of its first order-0 refill where no free on the CPU's lists came
-    /// before it ([`ListDemand::alloc_factor`]).
-    pub first_refill: Vec<Option<u64>>,
+    /// Per CPU: the pages of its first order-0 refill, and the pages freed on the CPU's
+    /// lists before it (at most [`FREES_BEFORE_REFILL`]: [`ListDemand::alloc_factor`]).
+    pub first_refill: Vec<Option<(u64, u8)>>,
 }
 
 impl ListDemand {
     /// CPU `cpu`'s `alloc_factor` at the start (6.7 on), where its first order-0 refill
     /// shows it: `nr_pcp_alloc` refills `batch << alloc_factor` pages unless `high` caps it
     /// (`max_nr_alloc`), and only a free changes the factor before a refill
-    /// (`free_unref_page_commit`: `alloc_factor >>= 1`), so a refill of exactly `batch << k`
-    /// pages (`k` up to `CONFIG_PCP_BATCH_SCALE_MAX`, `max_scale`) with no free before it
-    /// started at `k`. 6.12-8g p_thp: Normal's CPU 2 refills 252 pages at its first
-    /// allocation off an empty list (line 37469), `alloc_factor` 2; zoneinfo prints none.
+    /// (`free_unref_page_commit`, `free_frozen_page_commit`: `alloc_factor >>= 1`), so a
+    /// refill of exactly `batch << k` pages (`k` up to `CONFIG_PCP_BATCH_SCALE_MAX`,
+    /// `max_scale`) after `m` frees started at `k << m`: any larger factor that halves to `k`
+    /// refills the same and leaves the same factor (`k + 1`) after. 6.12-8g p_thp: Normal's
+    /// CPU 2 refills 252 pages at its first allocation off an empty list (line 37469),
+    /// `alloc_factor` 2; zoneinfo prints none. 7.2-4g p_thp: Normal's CPU 3 frees a page,
+    /// then refills 126 (line 9921 on): the factor was 2 (`od-589` refilled 63, then 126,
+    /// before the window), which the free halved to 1.
     pub fn alloc_factor(&self, cpu: u32, batch: u64, max_scale: u8) -> Option<u8> {
-        let n = self.first_refill.get(cpu as usize).copied().flatten()?;
-        (0..=max_scale).find(|&k| batch > 0 && batch << k == n)
+        let (n, m) = self.first_refill.get(cpu as usize).copied().flatten()?;
+        let k = (0..=max_scale).find(|&k| batch > 0 && batch << k == n)?;
+        let start = u32::from(k) << m.min(8);
+        u8::try_from(start).ok().filter(|&f| f <= max_scale)
     }
 
     /// The lists of `cpu` as `(order, migratetype index, blocks)` holding `count` pages: the
@@ -363,6 +369,11 @@ fn drained_empty(prev: (usize, usize), next: (usize, usize)) -> bool {
     let pindex = |(s, mt): (usize, usize)| s * TYPES + mt;
     prev.0 < SLOTS - 1 && prev.1 < TYPES && next.1 < TYPES && pindex(next) > pindex(prev)
 }
+
+/// Distinct pages freed on a CPU's lists before its first refill that
+/// [`ListDemand::first_refill`] counts: past `CONFIG_PCP_BATCH_SCALE_MAX` frees, a factor
+/// that halves to anything but 0 is above the cap.
+pub const FREES_BEFORE_REFILL: usize = 8;
 
 /// One event of the head, reduced to what the inference reads.
 #[derive(Clone, Copy, Debug)]

@@ -31,9 +31,9 @@
 //! `nr_pcp_alloc` raises it (an order-0 refill by at most `batch <<
 //! CONFIG_PCP_BATCH_SCALE_MAX`, a higher order's, THP's included, by `batch`; capped at
 //! `high_max`). With kswapd's pass on the zone's node (`ZONE_RECLAIM_ACTIVE`, from the
-//! trace's wake and sleep of that node), `nr_pcp_high` returns at most `batch << 2`; the
-//! pass's start drops `high` under lists that may hold far more, so until a free on the CPU
-//! drains nothing, a drain bounds the count from below only (`start_count/reclaim.rs`).
+//! trace's wake to the nap before its sleep), `nr_pcp_high` returns at most `batch << 2`;
+//! the pass's start drops `high` under lists that may hold far more, so until a free on the
+//! CPU drains nothing, a drain bounds the count from below only (`start_count/reclaim.rs`).
 //!
 //! An order-1..=3 free's drain of no more than that pins once the CPU's next allocation
 //! comes off a list with no refill before it: `free_high` would have emptied the lists (in 7.2
@@ -178,6 +178,10 @@ struct Free {
     /// The bounds of `high` then (reclaim applied).
     high_lo: i64,
     high_hi: i64,
+    /// The upper bound of `high` had kswapd's pass been over (`Some` where reclaim
+    /// lowered it: [`Walk::hold`]), and when the free was committed.
+    open_hi: Option<i64>,
+    ts: Option<u64>,
     /// `high` fell under the count since it was last known below it
     /// ([`Cpu::high_fell`]): the free's drain bounds the count from below only.
     high_fell: bool,
@@ -245,6 +249,14 @@ pub struct Walk {
     scale_max: u8,
     /// Per node: kswapd's pass is on (`ZONE_RECLAIM_ACTIVE` on the node's zones).
     reclaim: Vec<bool>,
+    /// Bounds frees gave under kswapd's pass, held until the pass's end is known
+    /// ([`Walk::hold`]), and the shortest nap before its sleep is traced, ns.
+    held: Vec<reclaim::Held>,
+    nap_ns: u64,
+    /// Per node: when its kswapd last slept.
+    slept: Vec<Option<u64>>,
+    /// The timestamp of the event being walked.
+    now: Option<u64>,
     events: u64,
     waiting: usize,
     /// Per CPU: the last event was a direct buddy allocation (`percpu_refill=0`), which the
@@ -342,6 +354,12 @@ impl Walk {
                     .max()
                     .unwrap_or(1)
             ],
+            held: Vec::new(),
+            slept: Vec::new(),
+            nap_ns: crate::trace::replay::kswapd_nap::shortest_nap_ns(
+                crate::trace::replay::vmstat::DEFAULT_HZ,
+            ),
+            now: None,
             events: 0,
             waiting,
             direct: vec![false; cpus as usize],
@@ -387,9 +405,16 @@ impl Walk {
         order <= 3 || Some(order) == self.thp_order
     }
 
+    /// The kernel's `HZ`, which kswapd's nap before its sleep lasts a tenth of
+    /// (`kswapd_try_to_sleep`: a free in the nap met the zone's `high`, not the pass's).
+    pub fn set_hz(&mut self, hz: u32) {
+        self.nap_ns = crate::trace::replay::kswapd_nap::shortest_nap_ns(hz);
+    }
+
     /// Takes one event.
     pub fn feed(&mut self, ev: &Event<'_>) {
         self.events += 1;
+        self.now = ev.ts_ns;
         let pfn = ev.kind.pfn();
         let zone = self.geo.zone_of(pfn).unwrap_or(0);
         let inferred = self.kernel.add(ev, zone);
@@ -432,7 +457,10 @@ impl Walk {
         }
         match ev.kind {
             EventKind::KswapdWake { nid, .. } => self.kswapd(nid, true),
-            EventKind::KswapdSleep { nid } => self.kswapd(nid, false),
+            EventKind::KswapdSleep { nid } => {
+                self.release(nid, ev.ts_ns);
+                self.kswapd(nid, false);
+            }
             EventKind::Free { pfn, order } => {
                 self.deferred[cpu as usize].push((pfn, zone, order));
             }

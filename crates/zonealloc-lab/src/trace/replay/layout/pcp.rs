@@ -137,6 +137,35 @@ impl ZoneLayout {
     /// use, mixed, of any pageblock, in pfn order, put on `cpu`'s lists; returns how many.
     /// Only a list the other tiers left short walks it, so it costs nothing on the way a
     /// layout usually goes.
+    /// Holds the blocks the window first frees (`freed`, [`super::StartHints::freed`]) out of
+    /// the choice of list pages: `free_unref_page` frees a page in use, so each was in use at
+    /// the start and on no list. Its in-use pages read [`Page::Absent`] to
+    /// [`ZoneLayout::choose_pcp`] until [`ZoneLayout::release`] gives their class back.
+    /// 6.1-2g/p_pressure: `dash-1130` frees 0xe6b4 at 1910.485205 (line 6181), in use in
+    /// the layout (`M`); the set-up had put it on a list, and the replay freed another page
+    /// of the pool in its place.
+    pub fn hold_freed(&mut self, freed: &[(u64, u8)]) -> Vec<(usize, Page)> {
+        let mut held = Vec::new();
+        for &(pfn, order) in freed {
+            let end = pfn.saturating_add(1u64 << order.min(20)).min(self.end());
+            for p in pfn.max(self.start)..end {
+                let i = (p - self.start) as usize;
+                if matches!(self.pages[i], Page::Used | Page::Flagless) {
+                    held.push((i, self.pages[i]));
+                    self.pages[i] = Page::Absent;
+                }
+            }
+        }
+        held
+    }
+
+    /// Gives the pages [`ZoneLayout::hold_freed`] held their class back.
+    pub fn release(&mut self, held: Vec<(usize, Page)>) {
+        for (i, class) in held {
+            self.pages[i] = class;
+        }
+    }
+
     fn take_mixed(&mut self, cpu: u32, order: u8, mt: usize, n: u64) -> u64 {
         let size = 1u64 << order;
         let mut pfn = self.start.div_ceil(size) * size;
@@ -441,14 +470,19 @@ mod tests {
         l
     }
 
-    #[test]
-    fn a_block_of_pages_flagless_and_in_use_mixed_is_the_last_choice_of_a_short_list() {
+    /// A drawn layout of 256 pages from pfn 1024, all free, with no hint; the index of a pfn.
+    fn all_free() -> (ZoneLayout, impl Fn(u64) -> usize) {
         let mut l = drawn(7, 1024, 256);
         l.pcp_hints.clear();
         l.pages.fill(Page::Free);
+        (l, |pfn: u64| (pfn - 1024) as usize)
+    }
+
+    #[test]
+    fn a_block_of_pages_flagless_and_in_use_mixed_is_the_last_choice_of_a_short_list() {
+        let (mut l, at) = all_free();
         // One aligned order-2 block read half in use, half flagless (a THP freed onto a list
         // while the layout was read), and one flagless page alone.
-        let at = |pfn: u64| (pfn - 1024) as usize;
         l.pages[at(1040)..at(1044)].copy_from_slice(&[
             Page::Used,
             Page::Flagless,
@@ -464,6 +498,20 @@ mod tests {
         // Order 0 takes no mixed block (a page is one class): the lone page, then nothing.
         let missing = l.choose_pcp(&[(1, vec![(0, 1, 2)])]);
         assert_eq!((missing, l.pcp.last()), (1, Some(&(1, 1100, 0))));
+    }
+
+    /// 6.1-2g/p_pressure line 6181: a page the window first frees was in use at the start,
+    /// so the lists take the next page of the tier, and it keeps its class after.
+    #[test]
+    fn a_page_the_window_first_frees_goes_on_no_list() {
+        let (mut l, at) = all_free();
+        l.pages[at(1100)] = Page::Flagless;
+        l.pages[at(1101)] = Page::Flagless;
+        let held = l.hold_freed(&[(1100, 0)]);
+        let missing = l.choose_pcp(&[(0, vec![(0, 1, 1)])]);
+        l.release(held);
+        assert_eq!((missing, l.pcp.clone()), (0, vec![(0, 1101, 0)]));
+        assert_eq!(l.pages[at(1100)], Page::Flagless);
     }
 
     #[test]

@@ -235,7 +235,7 @@ fn the_setup_keeps_its_high_order_blocks_and_takes_the_traced_alloc_factor() {
     demand.blocks[0][3][0] = 20;
     demand.blocks[0][1][1] = 30;
     // CPU 0's first refill in the trace was of 252 = 63 << 2 pages, CPU 1's of 100.
-    demand.first_refill = vec![Some(252), Some(100)];
+    demand.first_refill = vec![Some((252, 0)), Some((100, 0))];
     let zone = zone_of(&snap, kz, ZoneType::Normal);
     let (_, facts) = populate(&zone, &snap, kz, Some(&demand)).unwrap();
     assert_eq!(facts.pcp.0, facts.pcp.1, "{facts:?}");

@@ -58,10 +58,11 @@ struct CpuBalance {
     direct: bool,
     /// The list of the last event, if that was a drain.
     last_drain: Option<(usize, usize)>,
-    /// The first order-0 refill run (pages so far), and whether it is over (or a free came
-    /// first, which leaves it unknown).
+    /// The first order-0 refill run (pages so far), and whether it is over; the pages freed
+    /// on the lists before it (distinct: a batched free prints two lines).
     first_refill: Option<u64>,
     first_done: bool,
+    frees_before: Vec<u64>,
 }
 
 impl CpuBalance {
@@ -77,6 +78,7 @@ impl CpuBalance {
             last_drain: None,
             first_refill: None,
             first_done: false,
+            frees_before: Vec::new(),
         }
     }
 
@@ -118,8 +120,11 @@ impl CpuBalance {
         if !self.first_done {
             match rec {
                 Rec::ZoneLocked(_, 0, _, true) => *self.first_refill.get_or_insert(0) += 1,
-                Rec::Free(..) | Rec::FreeBatched(..) if self.first_refill.is_none() => {
-                    self.first_done = true;
+                Rec::Free(pfn, _) | Rec::FreeBatched(pfn, _) if self.first_refill.is_none() => {
+                    let f = &mut self.frees_before;
+                    if f.len() < super::FREES_BEFORE_REFILL && !f.contains(&pfn) {
+                        f.push(pfn);
+                    }
                 }
                 _ => self.first_done = self.first_refill.is_some(),
             }
@@ -282,7 +287,11 @@ impl ZoneBalance {
             events: self.events,
             start_count: Vec::new(),
             hints: Default::default(),
-            first_refill: self.cpus.iter().map(|c| c.first_refill).collect(),
+            first_refill: self
+                .cpus
+                .iter()
+                .map(|c| c.first_refill.map(|n| (n, c.frees_before.len() as u8)))
+                .collect(),
         }
     }
 }

@@ -78,6 +78,7 @@ fn reference_balance(
     // free came first, which leaves it unknown).
     let mut first_refill: Vec<Option<u64>> = vec![None; cpus as usize];
     let mut first_done = vec![false; cpus as usize];
+    let mut frees_before: Vec<Vec<u64>> = vec![Vec::new(); cpus as usize];
     let mut n = 0;
     // The drains' word on the lists' start, which holds where the balance shows none: every
     // block in its hash map (an empty span), where the walk's keeps its zone's in an array.
@@ -94,8 +95,11 @@ fn reference_balance(
         if !first_done[c] {
             match rec {
                 Rec::ZoneLocked(_, 0, _, true) => *first_refill[c].get_or_insert(0) += 1,
-                Rec::Free(..) | Rec::FreeBatched(..) if first_refill[c].is_none() => {
-                    first_done[c] = true;
+                Rec::Free(pfn, _) | Rec::FreeBatched(pfn, _) if first_refill[c].is_none() => {
+                    let f = &mut frees_before[c];
+                    if f.len() < FREES_BEFORE_REFILL && !f.contains(&pfn) {
+                        f.push(pfn);
+                    }
                 }
                 _ => first_done[c] = first_refill[c].is_some(),
             }
@@ -208,7 +212,11 @@ fn reference_balance(
         events: n,
         start_count: Vec::new(),
         hints: Default::default(),
-        first_refill,
+        first_refill: first_refill
+            .iter()
+            .zip(&frees_before)
+            .map(|(r, f)| r.map(|n| (n, f.len() as u8)))
+            .collect(),
     };
     shown::apply(&mut demand, &shown.finish());
     demand
@@ -319,7 +327,7 @@ fn a_first_refill_of_batch_times_a_power_of_two_shows_the_alloc_factor() {
         .map(|i| line(0, 2, &refill(0x2000 + i)))
         .collect::<String>();
     head += &line(0, 2, &alloc(0x2000));
-    // CPU 1: a free before its refill of 252: the factor was halved on the way.
+    // CPU 1: a free before its refill of 252: the factor was halved on the way, from 4.
     head += &line(
         1,
         3,
@@ -347,11 +355,15 @@ fn a_first_refill_of_batch_times_a_power_of_two_shows_the_alloc_factor() {
         Numbering::Current,
     );
     let d = &h.zones[0];
-    assert_eq!(d.first_refill, vec![Some(252), None, Some(100)]);
+    assert_eq!(
+        d.first_refill,
+        vec![Some((252, 0)), Some((252, 1)), Some((100, 0))]
+    );
     assert_eq!(d.alloc_factor(0, 63, 5), Some(2));
     // Above CONFIG_PCP_BATCH_SCALE_MAX it cannot be.
     assert_eq!(d.alloc_factor(0, 63, 1), None);
-    assert_eq!(d.alloc_factor(1, 63, 5), None);
+    assert_eq!(d.alloc_factor(1, 63, 5), Some(4));
+    assert_eq!(d.alloc_factor(1, 63, 3), None);
     assert_eq!(d.alloc_factor(2, 63, 5), None);
 }
 

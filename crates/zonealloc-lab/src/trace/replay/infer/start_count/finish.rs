@@ -9,6 +9,10 @@ impl Walk {
         for cpu in 0..self.cpus {
             self.commit_all(cpu);
         }
+        // A pass still on at the walk's end: its frees met its `high`.
+        for nid in 0..self.reclaim.len() as u32 {
+            self.release(nid, None);
+        }
         for i in 0..self.per.len() {
             let (z, cpu) = (i / self.cpus as usize, (i % self.cpus as usize) as u32);
             self.end_run(z, cpu);

@@ -20,7 +20,10 @@ impl Walk {
             // free_*_page_commit: no drain, so count < high (the fallen one, for a free
             // after kswapd's wake).
             c.high_fell &= !f.high_fell;
-            self.bound(z, cpu, i64::MIN, f.high_hi - 1 - f.delta);
+            match f.open_hi {
+                Some(open) => self.hold(z, cpu, &f, open),
+                None => self.bound(z, cpu, i64::MIN, f.high_hi - 1 - f.delta),
+            }
         }
     }
 
@@ -45,11 +48,14 @@ impl Walk {
         self.other(cpu);
         self.add(zone, cpu, 1i64 << order);
         let reclaim = self.reclaim_on(zone);
+        let ts = self.now;
         if let Some(c) = self.at(zone, cpu) {
             let mut h = (c.high.lo, c.high.hi);
+            let mut open_hi = None;
             if reclaim {
                 // nr_pcp_high with ZONE_RECLAIM_ACTIVE: at most batch << 2.
                 let cap = c.high.batch << 2;
+                open_hi = (h.1 > cap).then_some(h.1);
                 h = (h.0.min(cap), h.1.min(cap));
             }
             c.free = Some(Free {
@@ -57,6 +63,8 @@ impl Walk {
                 delta: c.delta,
                 high_lo: h.0,
                 high_hi: h.1,
+                open_hi,
+                ts,
                 high_fell: c.high_fell,
             });
         }

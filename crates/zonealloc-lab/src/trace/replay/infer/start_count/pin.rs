@@ -68,6 +68,7 @@ impl Walk {
                     high_lo: hlo,
                     high_hi: hhi,
                     high_fell,
+                    ..
                 },
             drained,
             block,

@@ -596,3 +596,60 @@ fn a_thp_frees_range_is_narrowed_by_the_drains_after_it() {
     );
     assert_eq!(c.pin_ns, Some(3_000_001_000));
 }
+
+/// 6.12-4g/p_pressure, CPU 2 of Normal (lines 33262-33269): Debian's 6.12.117 has 6.15's
+/// `__rmqueue_claim`, so a THP refill whose first block claims a pageblock prints that block
+/// only as `mm_page_alloc_extfrag` (alloc_order 9), and the batch's next block as
+/// `zone_locked`. Both came from the refill: the two allocations after it take nothing that
+/// was on the list at the start (the walk read the claimed block as taken off the list,
+/// and bounded the count from below by 512 where zoneinfo said 846).
+#[test]
+fn a_6_12_thp_refill_that_claims_a_block_names_it_in_extfrag() {
+    let claim = "mm_page_alloc_extfrag: page=(____ptrval____) pfn=0x30000 alloc_order=9 fallback_order=10 pageblock_order=9 alloc_migratetype=1 fallback_migratetype=0 fragmenting=0 change_ownership=1";
+    let mut t = String::from("# tracer: nop\n");
+    t += &line(0, 1, "tracing_mark_write: KT_SNAPSHOT_BEFORE_END t");
+    t += &line(1, 2, claim);
+    t += &line(1, 2, &zone_locked(0x30200, 9, true));
+    t += &line(1, 3, &alloc(0x30000, 9));
+    t += &line(1, 3, &alloc(0x30200, 9));
+    t += &line(0, 6, "tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN t");
+    let names_page = Kernel::V6_12.extfrag_names_page();
+    assert_eq!(counts_on_7_2(&t, names_page).bounds.0, 0);
+}
+
+/// 6.1-4g-2node/p_pressure (lines 81962-83927): kswapd1's pass ends, then it naps `HZ/10`
+/// before it prints `mm_vmscan_kswapd_sleep`. A free on CPU 3 (node 1's Normal: count 3357,
+/// high 3398) that drains nothing in that nap met the zone's `high`, not the pass's
+/// `batch << 2`; one a second before the sleep met the pass's. CPU 3 first takes 300 pages
+/// off its lists, so the free bounds the count at the start at `high - 1 + 299`.
+#[test]
+fn a_free_in_kswapds_nap_before_its_sleep_meets_the_zones_high() {
+    let at = |ts: &str, ev: &str| format!("            x-1     [003] .....    {ts}: {ev}\n");
+    let alloc = |pfn: u64| {
+        format!("mm_page_alloc: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE")
+    };
+    let trace = |free_at: &str| {
+        let mut t = String::from("# tracer: nop\n");
+        t += &line(0, 1, "tracing_mark_write: KT_SNAPSHOT_BEFORE_END t");
+        t += &at("2.000000", "mm_vmscan_kswapd_wake: nid=1 order=0");
+        for i in 0..300 {
+            t += &at("2.000001", &alloc(0x100000 + i));
+        }
+        t += &at(
+            free_at,
+            "mm_page_free: page=(____ptrval____) pfn=0x120000 order=0",
+        );
+        t += &at(free_at, &alloc(0x120000));
+        t += &at("4.000000", "mm_vmscan_kswapd_sleep: nid=1");
+        t += &line(0, 5, "tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN t");
+        t
+    };
+    let two = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../data/kernel-own/6.1-4g-2node/p_pressure/before");
+    // 10 ms before the sleep: in the nap (HZ/10 - 1 jiffies = 96 ms at HZ 250).
+    let c = count_in(&two, &trace("3.990000"), "Normal", 3);
+    assert_eq!((c.inferred, c.bounds), (3357, (300, Some(3398 - 1 + 299))));
+    // A second before: in the pass (the old walk read both so).
+    let c = count_in(&two, &trace("3.000000"), "Normal", 3);
+    assert_eq!((c.inferred, c.bounds), (550, (300, Some(252 - 1 + 299))));
+}
