@@ -50,7 +50,12 @@ fn long_version(commit: &str) -> String {
 /// tarball). The build script runs again when HEAD, the branch, the index or any file of the
 /// workspace's crates changes, so the mark follows every rebuild.
 fn commit() -> String {
-    let dir = env!("CARGO_MANIFEST_DIR");
+    // Read when the script runs, not when it was compiled (`env!`): a compiled script reused
+    // from a `target/` copied beside another checkout must look at its own checkout.
+    let Ok(dir) = std::env::var("CARGO_MANIFEST_DIR") else {
+        return "unknown".to_owned();
+    };
+    let dir = dir.as_str();
     let vcs_info = Path::new(dir).join(".cargo_vcs_info.json");
     if vcs_info.exists() {
         // A packaged crate: unpacked under `target/package/` it would otherwise report the

@@ -200,46 +200,9 @@ impl Experiment for DrainExp {
         let workers = opts.threads_or(2.max(opts.nodes), 1024, self.name())?;
         let nodes = opts.nodes_for(workers, self.name())?;
         let iterations = opts.iterations_or(2, 3, self.name())?;
-        let pages = opts.zone_pages.unwrap_or(1 << 16);
-        // The workers of the node with the most, on that node's zone.
-        let local = workers.div_ceil(nodes);
-        if pages < (local as u64) * 4096 {
-            return Err(LabError(format!(
-                "drain: zone of {pages} pages is too small for {local} workers (need 4096 pages each)"
-            )));
-        }
+        let plan = plan(opts, workers, nodes)?;
         let variants = opts.pick(&VARIANTS, |v| v.0, self.name())?;
-        let plan = Plan {
-            pages,
-            workers,
-            interval: std::time::Duration::from_millis(if opts.quick { 1 } else { 10 }),
-            // 100 drains: the p99 is still the second longest (as with 150), and a round of
-            // three iterations fits twice under the 20 s time cap at a load of 6 on 2 cores,
-            // so the timing claims get six pairs there instead of three.
-            rounds: if opts.quick { 40 } else { 100 },
-            nodes,
-        };
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let mut metrics = vec![
-            lat(M_AVG),
-            lat(M_P50),
-            lat(M_P99),
-            lat(M_MAX),
-            lat(M_P99_OURS),
-            count(M_PREEMPTED, "%"),
-            count(M_HANDSHAKES, "owners"),
-            count(M_SIM_MAX, "steps"),
-            count(M_SIM_AVG, "steps"),
-            MetricDef {
-                name: M_OPS.into(),
-                unit: "ops/s".into(),
-                kind: MetricKind::Rate,
-            },
-            lat(M_STALL),
-        ];
-        if nodes > 1 {
-            metrics.push(count(M_PAGESETS, "pagesets"));
-        }
         let total = (iterations * variants.len()) as u64;
         let mut done = 0;
         progress(0, total);
@@ -252,111 +215,191 @@ impl Experiment for DrainExp {
                 let out = run_once(plan, *mode, seed)?;
                 let hs = probe::probe(*mode, workers, 256, nodes)?;
                 schedstat &= out.schedstat;
-                let d: Vec<u64> = out.drains.iter().map(|s| s.wall).collect();
-                let ours: Vec<u64> = out.drains.iter().map(|s| s.wall - s.runqueue).collect();
-                let avg = d.iter().sum::<u64>() as f64 / d.len().max(1) as f64;
-                let preempted = out.drains.iter().filter(|s| s.runqueue > 0).count() as f64 * 100.0
-                    / d.len().max(1) as f64;
-                for (m, v) in [
-                    (M_AVG, avg),
-                    (M_P50, nearest_rank(&d, 0.5) as f64),
-                    (M_P99, nearest_rank(&d, 0.99) as f64),
-                    (M_MAX, d.iter().copied().max().unwrap_or(0) as f64),
-                    (M_P99_OURS, nearest_rank(&ours, 0.99) as f64),
-                    (M_PREEMPTED, preempted),
-                    (M_HANDSHAKES, hs.owner_served as f64),
-                    (M_OPS, out.ops as f64 / out.secs.max(1e-9)),
-                    (M_STALL, out.stall_ns as f64),
-                ]
-                .into_iter()
-                .chain((nodes > 1).then_some((M_PAGESETS, hs.pagesets as f64)))
-                {
-                    samples.push(Sample {
-                        variant: (*name).into(),
-                        metric: m.into(),
-                        repetition: it,
-                        seed: Some(seed),
-                        value: v,
-                    });
-                }
+                samples.extend(timed_samples(name, (it, seed), &out, &hs, nodes));
                 splits[vi].extend_from_slice(&out.drains);
                 done += 1;
                 progress(done, total);
             }
         }
-        // The simulated clock: cheap and exact, on more seeds than the timed run (repetition k
-        // on the timed run's seed k).
-        for k in 0..SIM_SEEDS.max(iterations) {
-            let seed = opts.seed ^ (k as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-            for (name, mode) in &variants {
-                let steps = sim::drain_steps(*mode, workers, nodes as u64, plan.rounds, seed);
-                let avg = steps.iter().sum::<u64>() as f64 / steps.len().max(1) as f64;
-                let max = steps.iter().copied().max().unwrap_or(0) as f64;
-                for (m, v) in [(M_SIM_MAX, max), (M_SIM_AVG, avg)] {
-                    samples.push(Sample {
-                        variant: (*name).into(),
-                        metric: m.into(),
-                        repetition: k,
-                        seed: Some(seed),
-                        value: v,
-                    });
-                }
-            }
-        }
-        let cdf = |f: fn(&clock::Split) -> u64, what: &str| -> Vec<Series> {
-            variants
-                .iter()
-                .zip(&splits)
-                .map(|((name, _), s)| Series {
-                    name: format!("{name}{what}"),
-                    points: thin_us(&s.iter().map(f).collect::<Vec<_>>(), 400),
-                })
-                .collect()
-        };
-        let mut series = cdf(|s| s.wall, "");
-        series.extend(cdf(|s| s.wall - s.runqueue, ", run-queue wait removed"));
-        let plot = Plot {
-            file_stem: "drain-latency".into(),
-            title: "drain_all latency (CDF; log x)".into(),
-            x_label: "latency (µs)".into(),
-            y_label: "fraction of drains".into(),
-            kind: PlotKind::Cdf,
-            series,
-        };
+        samples.extend(sim_samples(&variants, plan, iterations, opts.seed));
         Ok(ExperimentResult {
             name: self.name().into(),
             seed: "004_d6fe163515c3f354".into(),
             change: "mm/page_alloc: remotely drain per-cpu lists".into(),
             baseline: variants[0].0.into(),
             variants: variants.iter().map(|v| v.0.to_string()).collect(),
-            metrics,
+            metrics: metrics(nodes),
             samples,
             tables: vec![tail_table(&variants, &splits)],
-            plots: vec![plot],
+            plots: vec![latency_plot(&variants, &splits)],
             expected_shape: "Remote drain asks no owner and no longer waits for busy owners: \
                 drain_all is bounded by its own work (microseconds) where owner drain waits on \
                 the slowest owner's current work (the seed: avg 487 µs, worst 166 ms in \
                 Minchan Kim's traces, 'perfectly removed'); workers' throughput does not \
                 regress (the seed: about 5% better)."
                 .into(),
-            config: json!({
-                "zone_pages": pages,
-                "workers": workers,
-                "request_pages": "Pareto alpha 1.1 on 1..=1024 pages, drawn from the seed",
-                "processing": "a checksum over 4 KiB of data per page, no allocator call",
-                "drain_interval_us": plan.interval.as_micros() as u64,
-                "rounds": plan.rounds,
-                "iterations": iterations,
-                "locking": "spinlock",
-                "seed": opts.seed,
-                "schedstat": schedstat,
-                "deterministic_metrics": [M_HANDSHAKES, M_SIM_MAX, M_SIM_AVG],
-                "nodes": nodes,
-                "numa": numa_config(nodes, workers),
-                "simulated_clock": format!("{SIM_SEEDS} seeds, a drain every {} steps, {} drains; a step is one allocator call or one page of processing", sim::INTERVAL, plan.rounds),
-            }),
+            config: config(plan, iterations, opts.seed, schedstat),
             // The drainer is a thread too.
             oversubscribed: workers + 1 > cores,
         })
     }
+}
+
+/// The timed runs' plan: the zone (`--zone-pages`, 4096 pages at least for each worker of
+/// the node with the most, on that node's zone), the drain interval and the rounds.
+fn plan(opts: &LabOpts, workers: usize, nodes: usize) -> Result<Plan, LabError> {
+    let pages = opts.zone_pages.unwrap_or(1 << 16);
+    // The workers of the node with the most, on that node's zone.
+    let local = workers.div_ceil(nodes);
+    if pages < (local as u64) * 4096 {
+        return Err(LabError(format!(
+            "drain: zone of {pages} pages is too small for {local} workers (need 4096 pages each)"
+        )));
+    }
+    Ok(Plan {
+        pages,
+        workers,
+        interval: std::time::Duration::from_millis(if opts.quick { 1 } else { 10 }),
+        // 100 drains: the p99 is still the second longest (as with 150), and a round of
+        // three iterations fits twice under the 20 s time cap at a load of 6 on 2 cores,
+        // so the timing claims get six pairs there instead of three.
+        rounds: if opts.quick { 40 } else { 100 },
+        nodes,
+    })
+}
+
+/// The experiment's metrics; pagesets per drain on more than one node.
+fn metrics(nodes: usize) -> Vec<MetricDef> {
+    let mut metrics = vec![
+        lat(M_AVG),
+        lat(M_P50),
+        lat(M_P99),
+        lat(M_MAX),
+        lat(M_P99_OURS),
+        count(M_PREEMPTED, "%"),
+        count(M_HANDSHAKES, "owners"),
+        count(M_SIM_MAX, "steps"),
+        count(M_SIM_AVG, "steps"),
+        MetricDef {
+            name: M_OPS.into(),
+            unit: "ops/s".into(),
+            kind: MetricKind::Rate,
+        },
+        lat(M_STALL),
+    ];
+    if nodes > 1 {
+        metrics.push(count(M_PAGESETS, "pagesets"));
+    }
+    metrics
+}
+
+/// One timed run's samples (variant `name`, iteration `it` on `seed`): its drains' latency
+/// figures, the workers' throughput and longest stall, and the probe's handshakes (and
+/// pagesets, on more than one node).
+fn timed_samples<'a>(
+    name: &'a str,
+    (it, seed): (usize, u64),
+    out: &run::RunOut,
+    hs: &probe::Handshakes,
+    nodes: usize,
+) -> impl Iterator<Item = Sample> + 'a {
+    let d: Vec<u64> = out.drains.iter().map(|s| s.wall).collect();
+    let ours: Vec<u64> = out.drains.iter().map(|s| s.wall - s.runqueue).collect();
+    let avg = d.iter().sum::<u64>() as f64 / d.len().max(1) as f64;
+    let preempted =
+        out.drains.iter().filter(|s| s.runqueue > 0).count() as f64 * 100.0 / d.len().max(1) as f64;
+    [
+        (M_AVG, avg),
+        (M_P50, nearest_rank(&d, 0.5) as f64),
+        (M_P99, nearest_rank(&d, 0.99) as f64),
+        (M_MAX, d.iter().copied().max().unwrap_or(0) as f64),
+        (M_P99_OURS, nearest_rank(&ours, 0.99) as f64),
+        (M_PREEMPTED, preempted),
+        (M_HANDSHAKES, hs.owner_served as f64),
+        (M_OPS, out.ops as f64 / out.secs.max(1e-9)),
+        (M_STALL, out.stall_ns as f64),
+    ]
+    .into_iter()
+    .chain((nodes > 1).then_some((M_PAGESETS, hs.pagesets as f64)))
+    .map(move |(m, v)| Sample {
+        variant: name.into(),
+        metric: m.into(),
+        repetition: it,
+        seed: Some(seed),
+        value: v,
+    })
+}
+
+/// The simulated clock's samples: cheap and exact, on more seeds than the timed run
+/// (repetition k on the timed run's seed k).
+fn sim_samples(
+    variants: &[(&str, DrainMode)],
+    plan: Plan,
+    iterations: usize,
+    seed: u64,
+) -> Vec<Sample> {
+    let mut samples = Vec::new();
+    for k in 0..SIM_SEEDS.max(iterations) {
+        let seed = seed ^ (k as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        for (name, mode) in variants {
+            let steps = sim::drain_steps(*mode, plan.workers, plan.nodes as u64, plan.rounds, seed);
+            let avg = steps.iter().sum::<u64>() as f64 / steps.len().max(1) as f64;
+            let max = steps.iter().copied().max().unwrap_or(0) as f64;
+            for (m, v) in [(M_SIM_MAX, max), (M_SIM_AVG, avg)] {
+                samples.push(Sample {
+                    variant: (*name).into(),
+                    metric: m.into(),
+                    repetition: k,
+                    seed: Some(seed),
+                    value: v,
+                });
+            }
+        }
+    }
+    samples
+}
+
+/// The CDF of each variant's drain latency, and of it without the run-queue wait.
+fn latency_plot(variants: &[(&str, DrainMode)], splits: &[Vec<clock::Split>]) -> Plot {
+    let cdf = |f: fn(&clock::Split) -> u64, what: &str| -> Vec<Series> {
+        variants
+            .iter()
+            .zip(splits)
+            .map(|((name, _), s)| Series {
+                name: format!("{name}{what}"),
+                points: thin_us(&s.iter().map(f).collect::<Vec<_>>(), 400),
+            })
+            .collect()
+    };
+    let mut series = cdf(|s| s.wall, "");
+    series.extend(cdf(|s| s.wall - s.runqueue, ", run-queue wait removed"));
+    Plot {
+        file_stem: "drain-latency".into(),
+        title: "drain_all latency (CDF; log x)".into(),
+        x_label: "latency (µs)".into(),
+        y_label: "fraction of drains".into(),
+        kind: PlotKind::Cdf,
+        series,
+    }
+}
+
+/// The experiment's configuration: the plan, iterations and seed, whether schedstat split
+/// the drains' time.
+fn config(plan: Plan, iterations: usize, seed: u64, schedstat: bool) -> serde_json::Value {
+    json!({
+        "zone_pages": plan.pages,
+        "workers": plan.workers,
+        "request_pages": "Pareto alpha 1.1 on 1..=1024 pages, drawn from the seed",
+        "processing": "a checksum over 4 KiB of data per page, no allocator call",
+        "drain_interval_us": plan.interval.as_micros() as u64,
+        "rounds": plan.rounds,
+        "iterations": iterations,
+        "locking": "spinlock",
+        "seed": seed,
+        "schedstat": schedstat,
+        "deterministic_metrics": [M_HANDSHAKES, M_SIM_MAX, M_SIM_AVG],
+        "nodes": plan.nodes,
+        "numa": numa_config(plan.nodes, plan.workers),
+        "simulated_clock": format!("{SIM_SEEDS} seeds, a drain every {} steps, {} drains; a step is one allocator call or one page of processing", sim::INTERVAL, plan.rounds),
+    })
 }

@@ -239,34 +239,9 @@ impl Experiment for FreeHighExp {
     fn run(&self, opts: &LabOpts, progress: Progress<'_>) -> Result<ExperimentResult, LabError> {
         opts.one_node_only(self.name())?;
         let iterations = opts.iterations_or(2, 5, self.name())?;
-        let pages = opts
-            .zone_pages
-            .unwrap_or(if opts.quick { 1 << 14 } else { 1 << 20 });
-        if pages < 4096 {
-            return Err(LabError(format!(
-                "free-high: zone of {pages} pages is too small (need at least 4096)"
-            )));
-        }
-        // The arena of the real-memory run: 128 MiB populated (32 MiB with --quick), more
-        // than a last-level cache, so that a cold block costs misses.
-        let arena_pages = pages.min(if opts.quick { 1 << 13 } else { 1 << 15 });
-        let det_msgs: u64 = if opts.quick { 3_000 } else { 100_000 };
-        let thr_msgs: u64 = if opts.quick { 3_000 } else { 80_000 };
+        let size = Sizes::of(opts)?;
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let variants = opts.pick(&variant_list(), |v| v.0, self.name())?;
-        let metrics = vec![
-            MetricDef {
-                name: M_RATE.into(),
-                unit: "msg/s".into(),
-                kind: MetricKind::Rate,
-            },
-            count_metric(M_LOCK, "acq", false),
-            count_metric(M_DIST, "allocs", false),
-            count_metric(M_FRAMES, "frames", false),
-            count_metric(M_TOP, "allocs", true),
-            count_metric(M_TOP1, "allocs", true),
-            count_metric(M_FALLBACK, "pages", false),
-        ];
         let total = (iterations * variants.len()) as u64;
         let mut done = 0u64;
         progress(0, total);
@@ -276,25 +251,9 @@ impl Experiment for FreeHighExp {
             let seed = opts.seed ^ (it as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
             for (vi, (vname, policy)) in variants.iter().enumerate() {
                 let trace = opts.trace_path(self.name(), vname, it);
-                let det = run_det(pages, *policy, det_msgs, seed, trace.as_deref())?;
-                let rate = run_touch(arena_pages, *policy, thr_msgs, seed)?;
-                for (m, v) in [
-                    (M_RATE, rate),
-                    (M_LOCK, det.lock_per_1000),
-                    (M_DIST, det.dist_mean),
-                    (M_FRAMES, det.distinct as f64),
-                    (M_TOP, det.top5_mean()),
-                    (M_TOP1, det.top.first().map_or(0, |t| t.1) as f64),
-                    (M_FALLBACK, det.fallbacks as f64),
-                ] {
-                    samples.push(Sample {
-                        variant: (*vname).into(),
-                        metric: m.into(),
-                        repetition: it,
-                        seed: Some(seed),
-                        value: v,
-                    });
-                }
+                let det = run_det(size.pages, *policy, size.det_msgs, seed, trace.as_deref())?;
+                let rate = run_touch(size.arena_pages, *policy, size.thr_msgs, seed)?;
+                samples.extend(run_samples(vname, (it, seed), &det, rate));
                 if first[vi].is_none() {
                     first[vi] = Some(det);
                 }
@@ -303,53 +262,6 @@ impl Experiment for FreeHighExp {
             }
         }
         let cached = count_cache(opts, &variants, &mut samples);
-        let mut metrics = metrics;
-        if cached.is_ok() {
-            metrics.extend([
-                count_metric(M_MISSES_SMALL, "misses", false),
-                count_metric(M_MISSES_LARGE, "misses", false),
-                count_metric(M_RATE_SMALL, "messages", true),
-                count_metric(M_RATE_LARGE, "messages", true),
-            ]);
-        }
-        let tables = vec![reuse_table(&variants, &first)];
-        let mut bars = Vec::new();
-        let mut cdf = Vec::new();
-        for ((vname, _), det) in variants.iter().zip(first.iter()) {
-            let Some(det) = det else { continue };
-            bars.push(Series {
-                name: (*vname).into(),
-                points: det
-                    .top
-                    .iter()
-                    .enumerate()
-                    .map(|(i, (_, c))| (i as f64, *c as f64))
-                    .collect(),
-            });
-            cdf.push(Series {
-                name: (*vname).into(),
-                points: thin(&det.distances, 400),
-            });
-        }
-        let plots = vec![
-            Plot {
-                file_stem: "free-high-reuse".into(),
-                title: "Allocations of the 20 most used frames (deterministic mode)".into(),
-                x_label: "frame rank".into(),
-                y_label: "allocations".into(),
-                kind: PlotKind::Bars,
-                series: bars,
-            },
-            Plot {
-                file_stem: "free-high-reuse-distance".into(),
-                title: "Reuse distance: allocations between a frame's free and its next allocation"
-                    .into(),
-                x_label: "allocations".into(),
-                y_label: "fraction of reuses".into(),
-                kind: PlotKind::Cdf,
-                series: cdf,
-            },
-        ];
         Ok(ExperimentResult {
             name: self.name().into(),
             seed: "000_0216ab652fd4cf17".into(),
@@ -357,10 +269,10 @@ impl Experiment for FreeHighExp {
                 .into(),
             baseline: variants[0].0.into(),
             variants: variants.iter().map(|v| v.0.to_string()).collect(),
-            metrics,
+            metrics: metrics(cached.is_ok()),
             samples,
-            tables,
-            plots,
+            tables: vec![reuse_table(&variants, &first)],
+            plots: reuse_plots(&variants, &first),
             expected_shape: "The five most used frames are reused far more often with \
                 revert-highpcp (no high-order pages on PCP: 192k-403k allocations against \
                 vanilla's 13k) and with free_high (143k-167k) than vanilla: freed order-3 \
@@ -369,34 +281,171 @@ impl Experiment for FreeHighExp {
                 (the revert takes the lock for every block). Throughput: equal on large caches, \
                 the revert and free_high up to +4-7% on a small-cache machine."
                 .into(),
-            config: json!({
-                "zone_pages": pages,
-                "arena_pages": arena_pages,
-                "cpus": 2,
-                "block_order": BLOCK_ORDER,
-                "message_sizes": SIZES,
-                "queue": QUEUE,
-                "deterministic_messages": det_msgs,
-                "thread_messages": thr_msgs,
-                "iterations": iterations,
-                "seed": opts.seed,
-                "threads": 2,
-                "revert-highpcp": "modelled as a zone without per-CPU lists: the core has no per-order PCP knob",
-                "deterministic_metrics": [M_LOCK, M_DIST, M_FRAMES, M_TOP, M_TOP1, M_FALLBACK, M_MISSES_SMALL, M_MISSES_LARGE, M_RATE_SMALL, M_RATE_LARGE],
-                "real_thread_metrics": [M_RATE],
-                "cache_simulation": match &cached {
-                    Ok(text) => text.clone(),
-                    Err(why) => format!("not measurable here: {why}"),
-                },
-                "not_measured": match &cached {
-                    Ok(_) => json!({}),
-                    Err(why) => super::valgrind::not_measured(
-                        &[M_MISSES_SMALL, M_MISSES_LARGE, M_RATE_SMALL, M_RATE_LARGE],
-                        why,
-                    ),
-                },
-            }),
+            config: config(&size, iterations, opts.seed, &cached),
             oversubscribed: 2 > cores,
         })
     }
+}
+
+/// The sizes of a run: the zone's pages, the real-memory arena's, and the messages of the
+/// deterministic and the real-thread modes.
+struct Sizes {
+    pages: u64,
+    arena_pages: u64,
+    det_msgs: u64,
+    thr_msgs: u64,
+}
+
+impl Sizes {
+    /// The sizes `--zone-pages` and `--quick` ask for.
+    fn of(opts: &LabOpts) -> Result<Sizes, LabError> {
+        let pages = opts
+            .zone_pages
+            .unwrap_or(if opts.quick { 1 << 14 } else { 1 << 20 });
+        if pages < 4096 {
+            return Err(LabError(format!(
+                "free-high: zone of {pages} pages is too small (need at least 4096)"
+            )));
+        }
+        Ok(Sizes {
+            pages,
+            // The arena of the real-memory run: 128 MiB populated (32 MiB with --quick), more
+            // than a last-level cache, so that a cold block costs misses.
+            arena_pages: pages.min(if opts.quick { 1 << 13 } else { 1 << 15 }),
+            det_msgs: if opts.quick { 3_000 } else { 100_000 },
+            thr_msgs: if opts.quick { 3_000 } else { 80_000 },
+        })
+    }
+}
+
+/// One run's samples: variant `vname`, iteration `it` on `seed`, its deterministic mode's
+/// figures and the real threads' messages/s.
+fn run_samples<'a>(
+    vname: &'a str,
+    (it, seed): (usize, u64),
+    det: &DetRun,
+    rate: f64,
+) -> impl Iterator<Item = Sample> + 'a {
+    [
+        (M_RATE, rate),
+        (M_LOCK, det.lock_per_1000),
+        (M_DIST, det.dist_mean),
+        (M_FRAMES, det.distinct as f64),
+        (M_TOP, det.top5_mean()),
+        (M_TOP1, det.top.first().map_or(0, |t| t.1) as f64),
+        (M_FALLBACK, det.fallbacks as f64),
+    ]
+    .into_iter()
+    .map(move |(m, v)| Sample {
+        variant: vname.into(),
+        metric: m.into(),
+        repetition: it,
+        seed: Some(seed),
+        value: v,
+    })
+}
+
+/// The experiment's metrics, the cachegrind proxies among them when they were counted.
+fn metrics(cached: bool) -> Vec<MetricDef> {
+    let mut metrics = vec![
+        MetricDef {
+            name: M_RATE.into(),
+            unit: "msg/s".into(),
+            kind: MetricKind::Rate,
+        },
+        count_metric(M_LOCK, "acq", false),
+        count_metric(M_DIST, "allocs", false),
+        count_metric(M_FRAMES, "frames", false),
+        count_metric(M_TOP, "allocs", true),
+        count_metric(M_TOP1, "allocs", true),
+        count_metric(M_FALLBACK, "pages", false),
+    ];
+    if cached {
+        metrics.extend([
+            count_metric(M_MISSES_SMALL, "misses", false),
+            count_metric(M_MISSES_LARGE, "misses", false),
+            count_metric(M_RATE_SMALL, "messages", true),
+            count_metric(M_RATE_LARGE, "messages", true),
+        ]);
+    }
+    metrics
+}
+
+/// The reuse plots of each variant's first deterministic run: the allocations of its most
+/// used frames, and the CDF of its reuse distances.
+fn reuse_plots(variants: &[(&'static str, Policy)], first: &[Option<DetRun>]) -> Vec<Plot> {
+    let mut bars = Vec::new();
+    let mut cdf = Vec::new();
+    for ((vname, _), det) in variants.iter().zip(first.iter()) {
+        let Some(det) = det else { continue };
+        bars.push(Series {
+            name: (*vname).into(),
+            points: det
+                .top
+                .iter()
+                .enumerate()
+                .map(|(i, (_, c))| (i as f64, *c as f64))
+                .collect(),
+        });
+        cdf.push(Series {
+            name: (*vname).into(),
+            points: thin(&det.distances, 400),
+        });
+    }
+    vec![
+        Plot {
+            file_stem: "free-high-reuse".into(),
+            title: "Allocations of the 20 most used frames (deterministic mode)".into(),
+            x_label: "frame rank".into(),
+            y_label: "allocations".into(),
+            kind: PlotKind::Bars,
+            series: bars,
+        },
+        Plot {
+            file_stem: "free-high-reuse-distance".into(),
+            title: "Reuse distance: allocations between a frame's free and its next allocation"
+                .into(),
+            x_label: "allocations".into(),
+            y_label: "fraction of reuses".into(),
+            kind: PlotKind::Cdf,
+            series: cdf,
+        },
+    ]
+}
+
+/// The experiment's configuration: its sizes, iterations and seed, and what the cache
+/// simulation counted (`cached`) or why it did not.
+fn config(
+    size: &Sizes,
+    iterations: usize,
+    seed: u64,
+    cached: &Result<String, String>,
+) -> serde_json::Value {
+    json!({
+        "zone_pages": size.pages,
+        "arena_pages": size.arena_pages,
+        "cpus": 2,
+        "block_order": BLOCK_ORDER,
+        "message_sizes": SIZES,
+        "queue": QUEUE,
+        "deterministic_messages": size.det_msgs,
+        "thread_messages": size.thr_msgs,
+        "iterations": iterations,
+        "seed": seed,
+        "threads": 2,
+        "revert-highpcp": "modelled as a zone without per-CPU lists: the core has no per-order PCP knob",
+        "deterministic_metrics": [M_LOCK, M_DIST, M_FRAMES, M_TOP, M_TOP1, M_FALLBACK, M_MISSES_SMALL, M_MISSES_LARGE, M_RATE_SMALL, M_RATE_LARGE],
+        "real_thread_metrics": [M_RATE],
+        "cache_simulation": match cached {
+            Ok(text) => text.clone(),
+            Err(why) => format!("not measurable here: {why}"),
+        },
+        "not_measured": match cached {
+            Ok(_) => json!({}),
+            Err(why) => super::valgrind::not_measured(
+                &[M_MISSES_SMALL, M_MISSES_LARGE, M_RATE_SMALL, M_RATE_LARGE],
+                why,
+            ),
+        },
+    })
 }

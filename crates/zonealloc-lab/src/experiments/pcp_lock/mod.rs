@@ -208,36 +208,13 @@ impl Experiment for PcpLockExp {
         let kmax = opts.threads_or(2, 1024, self.name())?;
         let iterations = opts.iterations_or(2, 5, self.name())?;
         let variants = opts.pick(&VARIANTS, |v| v.0, self.name())?;
-        let pages = opts
-            .zone_pages
-            .unwrap_or(if opts.quick { 1 << 14 } else { 1 << 21 });
-        // Each worker faults in its share of three quarters of the zone (the rest covers
-        // the per-CPU lists' batches).
-        let region = pages * 3 / 4;
-        if region / (kmax as u64) < 1024 {
-            return Err(LabError(format!(
-                "pcp-lock: zone of {pages} pages is too small for {kmax} workers (need 1024 pages each)"
-            )));
-        }
+        let size = Sizes::of(opts, kmax)?;
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let ks: Vec<usize> = (1..=kmax).collect();
-        let mut metrics: Vec<MetricDef> = ks
-            .iter()
-            .map(|&k| MetricDef {
-                name: metric_name(k),
-                unit: "faults/s".into(),
-                kind: MetricKind::Rate,
-            })
-            .collect();
-        metrics.push(MetricDef {
-            name: M_HIT_NS.into(),
-            unit: "ns".into(),
-            kind: MetricKind::Latency,
-        });
+        let mut metrics = timed_metrics(&ks);
         let total = (iterations * (ks.len() + 1) * variants.len()) as u64;
         let mut done = 0;
         progress(0, total);
-        let mut samples = Vec::new();
         // The slot's layout: one type whatever the scheme (the locking is chosen at run time).
         let slot = std::mem::size_of::<zonealloc::PcpSlot>();
         metrics.push(MetricDef {
@@ -247,70 +224,31 @@ impl Experiment for PcpLockExp {
                 higher_is_better: false,
             },
         });
-        for &(name, _, _) in &variants {
-            samples.push(Sample {
+        let mut samples: Vec<Sample> = variants
+            .iter()
+            .map(|&(name, _, _)| Sample {
                 variant: name.into(),
                 metric: M_SLOT_LINES.into(),
                 repetition: 0,
                 seed: None,
                 value: slot.div_ceil(64) as f64,
-            });
-        }
-        // Instructions: once per variant, the count being exact.
-        let counted_metrics = [M_INSNS, M_FAULT_INSNS, M_FAULTS_PER_KINSN];
-        let (insns, not_measured) = match icount::unavailable() {
-            Some(why) => (
-                format!("not measurable here: {why}"),
-                super::valgrind::not_measured(&counted_metrics, &why),
-            ),
-            None => {
-                let text = count_instructions(&variants, &mut samples)?;
-                for (m, unit, better) in [
-                    (M_INSNS, "instructions", false),
-                    (M_FAULT_INSNS, "instructions", false),
-                    (M_FAULTS_PER_KINSN, "faults", true),
-                ] {
-                    metrics.push(MetricDef {
-                        name: m.into(),
-                        unit: unit.into(),
-                        kind: MetricKind::Count {
-                            higher_is_better: better,
-                        },
-                    });
-                }
-                (text, json!({}))
-            }
-        };
-        let (blocks, per_block) = if opts.quick {
-            (5, 20_000)
-        } else {
-            (9, 200_000)
-        };
+            })
+            .collect();
+        let counted = instructions(&variants, &mut samples, &mut metrics)?;
         // Interleave the variants within each iteration so that drift hits both alike.
         // Nothing here is drawn at random: the repetitions carry no seed.
         for it in 0..iterations {
             for &(name, locking, _) in &variants {
-                samples.push(Sample {
-                    variant: name.into(),
-                    metric: M_HIT_NS.into(),
-                    repetition: it,
-                    seed: None,
-                    value: hit::ns_per_op(locking, blocks, per_block)?,
-                });
+                let value = hit::ns_per_op(locking, size.blocks, size.per_block)?;
+                samples.push(unseeded(name, M_HIT_NS.into(), it, value));
                 done += 1;
                 progress(done, total);
             }
             for &k in &ks {
                 for &(name, locking, drain) in &variants {
-                    let per_worker = region / k as u64;
-                    let rate = run_once(pages, kmax, k, per_worker, locking, drain)?;
-                    samples.push(Sample {
-                        variant: name.into(),
-                        metric: metric_name(k),
-                        repetition: it,
-                        seed: None,
-                        value: rate,
-                    });
+                    let per_worker = size.region / k as u64;
+                    let rate = run_once(size.pages, kmax, k, per_worker, locking, drain)?;
+                    samples.push(unseeded(name, metric_name(k), it, rate));
                     done += 1;
                     progress(done, total);
                 }
@@ -331,21 +269,135 @@ impl Experiment for PcpLockExp {
                 on the hit path it adds the instructions and time of one uncontended \
                 trylock and unlock per operation."
                 .into(),
-            config: json!({
-                "zone_pages": pages,
-                "region_pages": region,
-                "workers": ks,
-                "cpus": kmax,
-                "order": 0,
-                "iterations": iterations,
-                "seed": opts.seed,
-                "hit_path": format!("{blocks} timed blocks of {per_block} order-0 alloc+free pairs on one warm CpuHandle, median; an op is half a pair"),
-                "instructions/op": insns,
-                "slot_bytes": slot,
-                "deterministic_metrics": [M_INSNS, M_FAULT_INSNS, M_FAULTS_PER_KINSN, M_SLOT_LINES],
-                "not_measured": not_measured,
-            }),
+            config: config(&size, (iterations, opts.seed), counted, slot),
             oversubscribed: kmax > cores,
         })
     }
+}
+
+/// The sizes of a run: the zone, the region the workers fault in, the most workers, and the
+/// hit path's timed blocks.
+struct Sizes {
+    pages: u64,
+    /// Three quarters of the zone: each worker faults in its share (the rest covers the
+    /// per-CPU lists' batches).
+    region: u64,
+    kmax: usize,
+    blocks: usize,
+    per_block: u64,
+}
+
+impl Sizes {
+    /// The sizes `--zone-pages` and `--quick` ask for, for up to `kmax` workers.
+    fn of(opts: &LabOpts, kmax: usize) -> Result<Sizes, LabError> {
+        let pages = opts
+            .zone_pages
+            .unwrap_or(if opts.quick { 1 << 14 } else { 1 << 21 });
+        // Each worker faults in its share of three quarters of the zone (the rest covers
+        // the per-CPU lists' batches).
+        let region = pages * 3 / 4;
+        if region / (kmax as u64) < 1024 {
+            return Err(LabError(format!(
+                "pcp-lock: zone of {pages} pages is too small for {kmax} workers (need 1024 pages each)"
+            )));
+        }
+        let (blocks, per_block) = if opts.quick {
+            (5, 20_000)
+        } else {
+            (9, 200_000)
+        };
+        Ok(Sizes {
+            pages,
+            region,
+            kmax,
+            blocks,
+            per_block,
+        })
+    }
+}
+
+/// The timed metrics: faults/s per worker count `ks`, and the hit path's ns/op.
+fn timed_metrics(ks: &[usize]) -> Vec<MetricDef> {
+    let mut metrics: Vec<MetricDef> = ks
+        .iter()
+        .map(|&k| MetricDef {
+            name: metric_name(k),
+            unit: "faults/s".into(),
+            kind: MetricKind::Rate,
+        })
+        .collect();
+    metrics.push(MetricDef {
+        name: M_HIT_NS.into(),
+        unit: "ns".into(),
+        kind: MetricKind::Latency,
+    });
+    metrics
+}
+
+/// A timed sample: the repetitions carry no seed (nothing is drawn at random).
+fn unseeded(variant: &str, metric: String, repetition: usize, value: f64) -> Sample {
+    Sample {
+        variant: variant.into(),
+        metric,
+        repetition,
+        seed: None,
+        value,
+    }
+}
+
+/// Instructions, once per variant, the count being exact: the samples and their metrics
+/// where callgrind runs; what was counted in words, and the metrics not measured (why) where
+/// it does not.
+fn instructions(
+    variants: &[(&str, PcpLocking, DrainMode)],
+    samples: &mut Vec<Sample>,
+    metrics: &mut Vec<MetricDef>,
+) -> Result<(String, serde_json::Value), LabError> {
+    let counted_metrics = [M_INSNS, M_FAULT_INSNS, M_FAULTS_PER_KINSN];
+    if let Some(why) = icount::unavailable() {
+        return Ok((
+            format!("not measurable here: {why}"),
+            super::valgrind::not_measured(&counted_metrics, &why),
+        ));
+    }
+    let text = count_instructions(variants, samples)?;
+    for (m, unit, better) in [
+        (M_INSNS, "instructions", false),
+        (M_FAULT_INSNS, "instructions", false),
+        (M_FAULTS_PER_KINSN, "faults", true),
+    ] {
+        metrics.push(MetricDef {
+            name: m.into(),
+            unit: unit.into(),
+            kind: MetricKind::Count {
+                higher_is_better: better,
+            },
+        });
+    }
+    Ok((text, json!({})))
+}
+
+/// The experiment's configuration: its sizes, iterations and seed, what the instruction
+/// counts counted (`insns`) and did not (`not_measured`), the slot's bytes.
+fn config(
+    size: &Sizes,
+    (iterations, seed): (usize, u64),
+    (insns, not_measured): (String, serde_json::Value),
+    slot: usize,
+) -> serde_json::Value {
+    let (blocks, per_block) = (size.blocks, size.per_block);
+    json!({
+        "zone_pages": size.pages,
+        "region_pages": size.region,
+        "workers": (1..=size.kmax).collect::<Vec<_>>(),
+        "cpus": size.kmax,
+        "order": 0,
+        "iterations": iterations,
+        "seed": seed,
+        "hit_path": format!("{blocks} timed blocks of {per_block} order-0 alloc+free pairs on one warm CpuHandle, median; an op is half a pair"),
+        "instructions/op": insns,
+        "slot_bytes": slot,
+        "deterministic_metrics": [M_INSNS, M_FAULT_INSNS, M_FAULTS_PER_KINSN, M_SLOT_LINES],
+        "not_measured": not_measured,
+    })
 }

@@ -399,10 +399,24 @@ impl Vmstat {
     /// 565.042 s), so the first run seen, on whichever CPU, placed CPU 0's decay 0.77 s
     /// early. A pending timer moves to the CPU's next boundary on it (the run re-queues
     /// there, `round_jiffies_relative`); the jiffy of its last run moves with it.
+    ///
+    /// But a run less than a quarter second after the boundary of the CPU's own phase (from
+    /// its earlier runs) is a late run on that rhythm, not a new one: the kworker waited for
+    /// the CPU, and `round_jiffies_relative` from the late run rounds back down onto the
+    /// same boundary ([`round_rel`]), so the phase stays. 7.2-8g p_thp: `od` holds CPU 2
+    /// while it reads `/proc/kpageflags`, its worker drains at 785.780 and 786.774 s (the
+    /// boundary near x.76); moved to the first, the phase put the second in the same
+    /// second, taken as the run the replay had done already, and the decay it skipped left
+    /// `alloc_factor` at 2 (189-page refills every second to the end, the kernel's 63).
     fn align_cpu(&mut self, c: usize, cpu: u32, t: u64) {
         let phase = phase_of_run(cpu, t, self.tick_ns());
         let (hz, old) = (self.hz, self.work[c].phase_ns.or(self.phase_ns));
         let w = &mut self.work[c];
+        if let (Some(own), false) = (w.phase_ns, w.before) {
+            if late_on(own, phase) {
+                return;
+            }
+        }
         w.phase_ns = Some(phase);
         w.before = false;
         let j = jiffy_at(w.phase_ns, hz, t);
@@ -466,6 +480,14 @@ impl Vmstat {
 /// at the latest; jiffies-second boundaries lie `3 * cpu` jiffies after it.
 fn phase_of_run(cpu: u32, t: u64, tick: u64) -> u64 {
     (t.saturating_sub(tick) + 3 * u64::from(cpu) * tick) % 1_000_000_000
+}
+
+/// Whether a run whose phase is `phase` came less than a quarter second after the boundary
+/// of phase `own` (both modulo a second): late on that rhythm (`round_jiffies_common` rounds
+/// down what is less than `HZ / 4` past a second).
+fn late_on(own: u64, phase: u64) -> bool {
+    const S: u64 = SECOND_NS as u64;
+    (phase % S + S - own % S) % S < S / 4
 }
 
 /// The first jiffy after `j` that is CPU `cpu`'s boundary (`(jiffy + 3 * cpu) % HZ == 0`).

@@ -206,12 +206,6 @@ struct Cpu {
     /// `c0 >= lo`, `c0 <= hi`.
     lo: i64,
     hi: i64,
-    /// The bound of `lo` a count's never being negative gives alone.
-    floor: i64,
-    /// Whether the walk knows how `high` moves: one fixed `high` (before 6.7), or zoneinfo's
-    /// `high_min`/`high_max` (7.2). 6.7 to 6.14 print the current `high` only, which the walk
-    /// then takes as fixed, and its bounds are not the kernel's.
-    high_known: bool,
     /// The last free on this CPU, no other event after it yet.
     free: Option<Free>,
     /// The drain run the last free triggered.
@@ -305,7 +299,7 @@ impl Walk {
                 if ps.cpu >= cpus {
                     continue;
                 }
-                let (high, high_known) = zone.of(ps);
+                let high = zone.of(ps);
                 per[z * cpus as usize + ps.cpu as usize] = Some(Cpu {
                     zone_name: span.zone_type.name().to_owned(),
                     node: span.node,
@@ -317,8 +311,6 @@ impl Walk {
                     delta: 0,
                     lo: 0,
                     hi: i64::MAX,
-                    floor: 0,
-                    high_known,
                     free: None,
                     run: None,
                     in_refill: None,
@@ -502,7 +494,6 @@ impl Walk {
         c.delta += pages;
         // The count is never negative.
         let lo = -c.delta;
-        c.floor = c.floor.max(lo);
         self.bound(zone, cpu, lo, i64::MAX);
     }
 

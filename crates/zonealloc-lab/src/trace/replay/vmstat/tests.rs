@@ -19,6 +19,16 @@ pub(super) fn step(v: &mut Vmstat, cpu: u32, t: u64, todo: bool) -> Vec<Run> {
     runs
 }
 
+/// `cpus` workers whose CPU `cpu` had an event at 10 s and its worker's run in the trace at
+/// `t`, done.
+fn with_mark(cpus: u32, cpu: u32, t: u64) -> Vmstat {
+    let mut v = Vmstat::new(cpus, HZ);
+    step(&mut v, cpu, 10 * S, true);
+    let run = v.mark(cpu, t).expect("not run yet");
+    v.ran(run, true);
+    v
+}
+
 #[test]
 fn round_jiffies_relative_lands_on_the_cpus_skewed_second() {
     // From a run at a CPU's boundary: the next one a second later, `3 * cpu` early.
@@ -118,10 +128,7 @@ fn a_workers_run_in_the_trace_sets_the_phase_and_is_not_run_twice() {
 #[test]
 fn each_cpus_runs_in_the_trace_place_its_own_timer() {
     // 6.12-4g p_idle: CPU 1's worker drained first (565.042 s), CPU 0's at x.825 s.
-    let mut v = Vmstat::new(4, HZ);
-    step(&mut v, 1, 10 * S, true);
-    let run = v.mark(1, 10 * S + 42_000_000).expect("not run yet");
-    v.ran(run, true);
+    let mut v = with_mark(4, 1, 10 * S + 42_000_000);
     let mut ran = Vec::new();
     let busy = |v: &mut Vmstat, ran: &mut Vec<Run>, from: u64, to: u64| {
         for ms in from..to {
@@ -208,4 +215,33 @@ fn a_given_phase_places_every_cpus_second_and_a_mark_does_not_move_it() {
     // A run the trace shows in that second: the simulation's, already done; no realign.
     assert_eq!(v.mark(2, 9 * S + 600_000_000), None);
     assert_eq!(v.phase_ns, Some(171_788_000));
+}
+
+#[test]
+fn a_busy_cpus_late_run_keeps_its_rhythm() {
+    // 7.2-8g p_thp: `od` holds CPU 2; its worker runs a tick after x.760 when it can, later
+    // when the kworker waits for the CPU (785.780, then 786.774). The run the simulation
+    // did at the boundary is the one the trace shows late.
+    let mut v = with_mark(4, 2, 10 * S + 764_000_000);
+    let busy = |v: &mut Vmstat, from_ms: u64, to_ms: u64| -> Vec<u64> {
+        let mut ran = Vec::new();
+        for ms in from_ms..to_ms {
+            ran.extend(step(v, 2, ms * 1_000_000, true));
+        }
+        ran.iter().filter(|r| r.cpu == 2).map(|r| r.at_ns).collect()
+    };
+    assert_eq!(busy(&mut v, 10_765, 11_780), vec![11_760_000_000]);
+    // The kworker 20 ms late: the simulation's run of that second, done at x.760.
+    assert_eq!(v.mark(2, 11 * S + 780_000_000), None);
+    // The next runs on the old rhythm (`round_jiffies_relative` rounds the late run down),
+    // not a tick before x.780, which put the kernel's next run (x.774) in the second of the
+    // late one, taken as done: one decay fewer.
+    assert_eq!(
+        busy(&mut v, 11_781, 13_770),
+        vec![12_760_000_000, 13_760_000_000]
+    );
+    assert_eq!(v.mark(2, 13 * S + 774_000_000), None);
+    // A quarter second late or more is off the rhythm: the phase moves to the run.
+    assert!(v.mark(2, 15 * S + 60_000_000).is_some());
+    assert_eq!(v.work[2].phase_ns, Some(56_000_000 + 6 * TICK));
 }

@@ -66,13 +66,7 @@ fn start_of(cpu: u32, c: &Cpu, rolled: Option<i64>) -> CpuStart {
         None if rolled.is_some() => (Found::RolledBack, lo, hi, None),
         None => (Found::Zoneinfo, lo, hi, None),
     };
-    // Where the walk does not know how `high` moved (6.7 to 6.14), its bounds that `high`
-    // gives are not the kernel's: the rolled-back count stands, held by the count's never
-    // being negative alone ([`super::roll`]).
-    let (found, inferred) = match rolled {
-        Some(r) if !c.high_known => (Found::RolledBack, r.max(c.floor)),
-        _ => (found, base.clamp(lo, hi.max(lo))),
-    };
+    let inferred = base.clamp(lo, hi.max(lo));
     CpuStart {
         zone: c.zone_name.clone(),
         node: c.node,

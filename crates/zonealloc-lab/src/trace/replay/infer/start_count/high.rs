@@ -28,13 +28,13 @@ pub(super) struct ZoneHigh<'a> {
 }
 
 impl ZoneHigh<'_> {
-    /// The bounds of `ps`'s `high`, and whether they are the kernel's own (a fixed `high`,
-    /// or printed `high_min`/`high_max`).
-    pub(super) fn of(&self, ps: &PagesetSnapshot) -> (High, bool) {
+    /// The bounds of `ps`'s `high`: the kernel's own, a fixed `high`, printed
+    /// `high_min`/`high_max` (7.2), or those 6.7 to 6.14 set but do not print, sized as the
+    /// kernel sizes them.
+    pub(super) fn of(&self, ps: &PagesetSnapshot) -> High {
         let (fixed_high, scale_max) = (self.fixed_high, self.scale_max);
         let batch = i64::from(ps.batch.max(1));
-        let known = fixed_high || (ps.high_min.is_some() && ps.high_max.is_some());
-        let high = match (ps.high_min, ps.high_max) {
+        match (ps.high_min, ps.high_max) {
             (Some(lo), Some(hi)) if !fixed_high => {
                 let (lo, hi) = (i64::from(lo), i64::from(hi.max(lo)));
                 High {
@@ -68,8 +68,7 @@ impl ZoneHigh<'_> {
                     batch,
                 }
             }
-        };
-        (high, known)
+        }
     }
 
     /// `high_min` at the default fraction (0) and `high_max` at

@@ -8,16 +8,19 @@
 //! at the event of the read ([`ReadPoint`]) it notes every CPU's, and the count at the start is
 //! zoneinfo's less that delta (`count(start) = count(read) - delta(start..read)`).
 //!
-//! Where the walk knows how `high` moves (one fixed `high` before 6.7; 7.2's printed
-//! `high_min`/`high_max`), the rolled-back count is then held in the bounds the walk finds, as
-//! zoneinfo's is for any start count (a pin's exact value wins). 6.7 to 6.14 print only the
-//! current `high`, which the walk takes as fixed: its bounds are not the kernel's there
-//! (6.12-2g p_idle: CPU 1 rolls back to 3323 from zoneinfo's 3087, the bounds contradict
-//! each other and gave 0, 65% more refills than the kernel), so the rolled-back count stands,
-//! held only by the count's never being negative. Measured on every capture
-//! (`scripts/fidelity-table`, whole-file columns, BENCHMARKS.md): rolled back and bounded
-//! everywhere, 29 rows above 2%; rolled back alone everywhere, 29; as here, fewer (6.1-2g
-//! p_prodcons 0.39% -> 0.00% refills, 7.2-4g p_idle 15.9/14.6% -> 4.2/0.5%).
+//! The rolled-back count is then held in the bounds the walk finds, as zoneinfo's is for any
+//! start count (a pin's exact value wins), with `high` between the kernel's own `high_min`
+//! and `high_max`: one fixed `high` before 6.7, 7.2's printed ones, and on 6.7 to 6.14,
+//! which print the current `high` only, the ones `zone_set_pageset_high_and_batch` ->
+//! `zone_highsize` sets (`super::high`). 6.12-8g p_idle: Normal's CPU 1 rolls back to
+//! 2881, but `awk-894`'s free at 1023.530 s drains it, so the count reached `high`, at least
+//! `high_min` (3307, the low watermark over 4 CPUs): 3278 to 3304 at the start. Left at 2881
+//! (as 6.7 to 6.14 were, their `high` once taken as fixed at zoneinfo's), its Unmovable list
+//! ran out 2.5 s before the kernel's and its drain came 4.7 s late. Measured on every capture (`scripts/fidelity-table`,
+//! whole-file columns): the 6.12 rows' summed error falls (whole file, refill / drain events:
+//! 68.6 / 91.3 -> 57.7 / 73.1; to the after-snapshot 41.9 / 59.4 -> 23.8 / 44.2), but
+//! 6.12-4g p_idle and p_pressure get worse (whole-file drains 6.4 -> 10.9% and 6.0 ->
+//! 10.4%); 6.1 and 7.2 are as before.
 //!
 //! A free the walk has not committed yet at the read (it commits a free at the CPU's next
 //! event, or at its batch's `mm_page_free_batched`) is in the delta: the kernel commits a
