@@ -107,7 +107,7 @@ struct Counted {
     folded_events: u64,
     span_ns: Option<(u64, u64)>,
     runs: (u64, u64, u64, u64),
-    untraced: (u64, u64),
+    untraced: (u64, u64, u64),
     replayers: Vec<ReplayerCounted>,
 }
 
@@ -124,7 +124,11 @@ impl Counted {
                 kernel.inferred_drains,
                 kernel.remote_drained_blocks,
             ),
-            untraced: (kernel.untraced_allocs, kernel.untraced_early),
+            untraced: (
+                kernel.untraced_allocs,
+                kernel.untraced_early,
+                kernel.bulk_refills,
+            ),
             replayers: replayers
                 .iter()
                 .map(|r| {
@@ -146,7 +150,11 @@ impl Counted {
             kernel.inferred_drains,
             kernel.remote_drained_blocks,
         ) = self.runs;
-        (kernel.untraced_allocs, kernel.untraced_early) = self.untraced;
+        (
+            kernel.untraced_allocs,
+            kernel.untraced_early,
+            kernel.bulk_refills,
+        ) = self.untraced;
         for (r, (counts, ours, numa)) in replayers.iter_mut().zip(self.replayers) {
             r.counts = counts;
             r.ours = ours;

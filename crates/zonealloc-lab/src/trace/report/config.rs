@@ -68,6 +68,7 @@ pub(super) fn config(run: &ReplayRun, file: &Path, opts: &ReplayOptions) -> serd
             "remote_drained_blocks": k.remote_drained_blocks,
             "untraced_allocs": k.untraced_allocs,
             "untraced_allocs_early": k.untraced_early,
+            "bulk_refills": k.bulk_refills,
         },
         "counts": run.replayers.iter().map(|r| json!({
             "variant": r.variant.name,

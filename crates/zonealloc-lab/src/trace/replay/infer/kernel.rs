@@ -69,7 +69,15 @@ pub use block_types::BlockTypes;
 pub use notes::{Handover, Notes};
 use pfn_map::PfnMap;
 #[cfg(test)]
+mod bulk_tests;
+#[cfg(test)]
 mod refill_tests;
+
+/// Set on the migratetype of a page in [`KernelSide::untraced_now`] that an
+/// `alloc_pages_bulk` took first from the refill it made (`KernelSide::bulk_refill`): the
+/// CPU's list of that migratetype was empty before the refill, so the replay first takes
+/// what its own list holds (the bulk allocation took the kernel's).
+pub const BULK_REFILL: u8 = 0x80;
 
 /// What the replay should do, beyond replaying the event itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,6 +160,12 @@ pub struct KernelSide {
     /// Per CPU: the last event was an order-0 refill of this zone and migratetype (or a
     /// fallback inside one: [`KernelSide::refill_run`]).
     in_refill: Vec<Option<(usize, u8)>>,
+    /// Per CPU: the zone and migratetype of the last order-0 refill run and its task's pid,
+    /// until the task's next event outside an interrupt shows whether a traced allocation
+    /// took from it (`KernelSide::bulk_refill`).
+    awaiting: Vec<Option<(usize, u8, Option<u32>)>>,
+    /// Refill runs `alloc_pages_bulk` made (`KernelSide::bulk_refill`).
+    pub bulk_refills: u64,
     /// Zones the runs are kept for.
     zones: usize,
     /// `mm_page_alloc_extfrag` names the page the allocation took (6.15 on: `__rmqueue_claim`
@@ -205,6 +219,8 @@ impl KernelSide {
             allocs_on_refilling_cpu: 0,
             runs: vec![std::collections::VecDeque::new(); zones.max(1) * cpus as usize * 8],
             in_refill: vec![None; cpus as usize],
+            awaiting: vec![None; cpus as usize],
+            bulk_refills: 0,
             extfrag_names_page: true,
             untraced_now: Vec::new(),
             untraced_early: 0,

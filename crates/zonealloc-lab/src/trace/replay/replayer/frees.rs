@@ -8,7 +8,7 @@ use zonealloc::{AllocRequest, CpuId, MigrateType, Order, Pfn};
 use super::Replayer;
 use crate::trace::parse::{Event, EventKind, PagePtr, Who};
 use crate::trace::replay::frames::Live;
-use crate::trace::replay::infer::kernel::Inferred;
+use crate::trace::replay::infer::kernel::{Inferred, BULK_REFILL};
 
 /// A traced `mm_page_free` not replayed yet. `free_pages_prepare` prints it, and the page
 /// goes on the lists at the commit (`free_unref_page_commit` in 6.1,
@@ -82,13 +82,49 @@ impl Replayer {
             if self.frames.is_live(pfn) {
                 continue;
             }
-            let inferred = Inferred::UntracedAlloc { cpu, migratetype };
+            if migratetype & BULK_REFILL != 0 {
+                self.empty_list(ev, z, cpu, migratetype & !BULK_REFILL)?;
+            }
+            let inferred = Inferred::UntracedAlloc {
+                cpu,
+                migratetype: migratetype & !BULK_REFILL,
+            };
             if let Some(l) = self.untraced_alloc(ev, z, inferred)? {
                 self.counts.untraced_allocs += 1;
                 self.frames.set_live(pfn, l);
             }
         }
         Ok(())
+    }
+
+    /// Takes, untraced, every order-0 page CPU `cpu`'s list of `migratetype` (the trace's
+    /// numbering) holds in zone `z`: the kernel's `alloc_pages_bulk` took its list's pages
+    /// before the refill it made (`KernelSide::bulk_refill`), which only an empty list gets.
+    /// They stay allocated: the trace does not say which of its pages ours are.
+    fn empty_list(
+        &mut self,
+        ev: &Event<'_>,
+        z: usize,
+        cpu: u32,
+        migratetype: u8,
+    ) -> io::Result<()> {
+        let cpu = cpu % self.geo.cpus;
+        let Some(mt) =
+            MigrateType::from_index(usize::from(self.geo.numbering.to_current(migratetype)))
+                .filter(|m| m.is_gfp_type())
+        else {
+            return Ok(());
+        };
+        // Order 0's lists come first, one per migratetype (`order_to_pindex`).
+        let held = self.zones[z].pcp_info(CpuId(cpu)).list_pages[mt.index()];
+        let req = AllocRequest::new(mt).on_cpu(CpuId(cpu));
+        for _ in 0..held {
+            if self.zones[z].alloc_with(Order::ZERO, req).is_err() {
+                break;
+            }
+            self.counts.untraced_allocs += 1;
+        }
+        self.flush_zone_events(ev, z, cpu)
     }
 
     /// A traced free of `order` pages at traced frame `pfn`.

@@ -477,3 +477,35 @@ fn a_kswapd_pass_ends_the_boost_it_began_with() {
     r.feed(&wake, Inferred::None).unwrap();
     assert_eq!(r.zones[0].watermarks().boost, 0);
 }
+
+/// An untraced allocation flagged [`BULK_REFILL`] (`KernelSide::bulk_refill`) first takes
+/// what our list of its migratetype holds: the kernel's list was empty when
+/// `alloc_pages_bulk` refilled it, so ours refills then too (and `nr_pcp_alloc` raises its
+/// `high` as the kernel's did). Fails on the old code (one page off the list, no refill).
+#[test]
+fn a_bulk_refills_first_page_empties_our_list_and_refills_it() {
+    use crate::trace::replay::infer::kernel::BULK_REFILL;
+    let g = one_cpu_zone(1 << 16);
+    let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &g, None).unwrap();
+    let alloc = at(0, None, alloc0(0x100, 0, "GFP_KERNEL"));
+    r.feed(&alloc, Inferred::None).unwrap();
+    let held = r.zones[0].pcp_info(CpuId(0)).list_pages[0];
+    let refilled = r.ours.get(0, 0).refills;
+    assert!(
+        held > 1 && refilled > 0,
+        "{held} pages, {refilled} refilled"
+    );
+    let free = at(
+        0,
+        None,
+        EventKind::Free {
+            pfn: 0x900,
+            order: 0,
+        },
+    );
+    r.untraced_allocs(&free, &[(0x800, 0, BULK_REFILL)])
+        .unwrap();
+    assert!(r.ours.get(0, 0).refills > refilled);
+    assert_eq!(r.counts.untraced_allocs, u64::from(held) + 1);
+    assert!(r.frames.is_live(0x800));
+}

@@ -28,6 +28,8 @@ impl KernelSide {
         let refill_after = Self::refilled_after(facts, cpu, tick);
         if !refill_after {
             f.clear_refill_listed();
+            // In the buddy now: a free of it again needs an allocation first (`freed_again`).
+            f.set_last_free_cpu(None);
             if facts.refilled().is_some() {
                 self.bulk(ev, zone, cpu, facts.refilled());
             }

@@ -70,8 +70,12 @@ impl KernelSide {
         let zone = zone % self.zones;
         let was = std::mem::replace(&mut self.in_refill[c], refill.map(|mt| (zone, mt)));
         let Some(mt) = refill else {
+            if self.awaiting[c].is_some() {
+                self.bulk_refill(ev, cpu);
+            }
             return;
         };
+        self.awaiting[c] = Some((zone, mt, ev.who.pid()));
         let list = self.list(zone, cpu, mt);
         if was != Some((zone, mt)) {
             // A new batch: the list was empty, what was left of the last run is gone.

@@ -5,7 +5,7 @@
 use super::tests::ev;
 use super::*;
 
-fn refill(pfn: u64) -> EventKind<'static> {
+pub(super) fn refill(pfn: u64) -> EventKind<'static> {
     EventKind::ZoneLocked {
         pfn,
         order: 0,
