@@ -275,6 +275,9 @@ pub struct Walk {
     roll_at: Option<ReadPoint>,
     /// Each CPU's `delta` (as [`Walk::per`]) at the read.
     at_read: Option<Vec<i64>>,
+    /// The same where the reader's `copy_splice_read` printed, before the read point
+    /// ([`Walk::note_print`]).
+    at_print: Option<Vec<i64>>,
     /// What the kernel's side inferred per event, kept for the replay's pass
     /// ([`Walk::keep_notes`]).
     notes: Option<Notes>,
@@ -368,6 +371,7 @@ impl Walk {
             extfrag_names_page: false,
             roll_at: None,
             at_read: None,
+            at_print: None,
             notes: None,
         }
     }
@@ -421,6 +425,7 @@ impl Walk {
         if let Some(n) = self.notes.as_mut() {
             n.note(self.events - 1, inferred, &self.kernel);
         }
+        self.note_print(ev, zone, inferred);
         let cpu = ev.cpu.unwrap_or(0) % self.cpus;
         // Pages alloc_pages_bulk took off a CPU's lists (the bulk inference), read in place:
         // no `Vec` per event.
@@ -488,7 +493,7 @@ impl Walk {
             EventKind::PcpuDrain { order, .. } => self.drain(zone, cpu, order, ev.ts_ns),
         }
         if self.at_read.is_none() && self.roll_at.is_some_and(|p| p.is(ev)) {
-            self.at_read = Some(self.deltas_now());
+            self.at_read = Some(self.at_print.take().unwrap_or_else(|| self.deltas_now()));
         }
     }
 

@@ -25,8 +25,55 @@
 //! A free the walk has not committed yet at the read (it commits a free at the CPU's next
 //! event, or at its batch's `mm_page_free_batched`) is in the delta: the kernel commits a
 //! single free as it prints it, and a batch's within the same call.
+//!
+//! The read point is the reader's last allocation, but zoneinfo printed before it, with
+//! pages off the reader's list: `cat` copies the file through `splice` (6.5 and later:
+//! `copy_splice_read`, fs/splice.c), which takes the internal pipe's free slots
+//! (`PIPE_DEF_BUFFERS`, 16 pages) with `alloc_pages_bulk` (untraced), has `seq_read_iter`
+//! print into them, then gives the unused ones back (`release_pages`: `mm_page_free` and
+//! `mm_page_free_batched`, re-frees of pages the trace last had on that list); the used ones
+//! come back when the pipe is written out. 6.12-4g p_idle's `cat-910`, CPU 1: the release of
+//! 14 pages at 538.607248, two page-cache allocations, the pipe's two pages freed at
+//! 538.607494, two empty reads (16 pages out and back each), then the read point, its exit's
+//! `GFP_NOWAIT` page at 538.607920: the count there is 14 - 2 + 2 - 1 = 13 above zoneinfo's,
+//! and every 6.12 reader's CPU rolled back 13 pages short of its bounds (5 captures). So the
+//! count at the read is the walk's just before the reader's first re-free less the 16 pages
+//! (`Walk::note_print`); a reader with no re-free (6.1, which splices page by page with
+//! traced allocations) is read at its last allocation.
 
+use super::Walk;
 use crate::trace::parse::{Event, EventKind};
+use crate::trace::replay::infer::kernel::Inferred;
+
+/// The pages `copy_splice_read` takes for a read into the empty internal pipe of
+/// `splice_direct_to_actor`: its `max_usage`, `PIPE_DEF_BUFFERS` (include/linux/pipe_fs_i.h).
+const SPLICE_BULK_PAGES: i64 = 16;
+
+impl Walk {
+    /// With a read point, notes each CPU's delta where the reader printed: at the reader's
+    /// first free (`mm_page_free`) of a page `alloc_pages_bulk` took (a free the kernel side
+    /// infers an untraced allocation from), before it, less the bulk's pages on the list it
+    /// took them from.
+    pub(super) fn note_print(&mut self, ev: &Event<'_>, zone: usize, inferred: Inferred) {
+        if self.at_read.is_some() || self.at_print.is_some() {
+            return;
+        }
+        let (Some(at), Inferred::UntracedAlloc { cpu: by, .. }, EventKind::Free { .. }) =
+            (self.roll_at, inferred, &ev.kind)
+        else {
+            return;
+        };
+        if ev.who.pid() != Some(at.pid) {
+            return;
+        }
+        let mut d = self.deltas_now();
+        let i = zone * self.cpus as usize + (by % self.cpus) as usize;
+        if let Some(v) = d.get_mut(i) {
+            *v -= SPLICE_BULK_PAGES;
+        }
+        self.at_print = Some(d);
+    }
+}
 
 /// The event at which a `/proc` file was read: its reader's last allocation
 /// (`replay::snapshot_reads`), as the parse gives it.
