@@ -89,6 +89,7 @@ fn a_page_freed_again_with_no_allocation_between_was_taken_untraced() {
     let untraced = Inferred::UntracedAlloc {
         cpu: 2,
         migratetype: 1,
+        freed_again: true,
     };
     assert_eq!(again, untraced);
     let drain = EventKind::PcpuDrain {
