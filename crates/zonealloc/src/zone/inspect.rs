@@ -55,6 +55,21 @@ impl<P: Platform> Zone<P> {
         info
     }
 
+    /// Whether CPU `cpu`'s list of order-`order` blocks of `mt` (a PCP type) holds one: what
+    /// [`Zone::pcp_info`]'s `list_pages` tells, without walking every list. False for an
+    /// owner-held CPU and a zone without per-CPU slots.
+    pub fn pcp_list_holds(&self, cpu: CpuId, mt: MigrateType, order: Order) -> bool {
+        let c = self.pcp.cpu_index(cpu);
+        if self.pcp.slot_at(c).is_none() {
+            return false;
+        }
+        let Some(pcp) = self.lock_for_inspection(c) else {
+            return false;
+        };
+        let pindex = self.pcp.policy.pindex(mt, order);
+        pcp.lists.get(pindex).is_some_and(|l| !l.is_empty())
+    }
+
     /// Sets CPU `cpu`'s tuning state ([`PcpTuning`]): to start a zone where a kernel's was
     /// (`--proc`'s per-CPU `high`, or state a replay infers from a trace). Waits for the
     /// lists' lock; returns false, nothing set, when an owner holds them or the zone has no

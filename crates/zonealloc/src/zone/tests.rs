@@ -394,6 +394,18 @@ fn a_table_settled_as_memory_is_added_behaves_as_one_initialised_whole() {
     }
 }
 
+/// A 6.1 zone of 4096 free pages, one CPU, no watermarks.
+#[cfg(all(feature = "std", not(loom)))]
+fn one_cpu_61_zone() -> Zone {
+    use crate::config::{KernelVersion, ZoneConfig};
+    use crate::ZoneType;
+    let mut cfg = ZoneConfig::for_kernel(KernelVersion::V6_1).with_cpus(1);
+    cfg.watermarks = ZoneConfig::without_watermarks().watermarks;
+    let z = Zone::new(ZoneType::Normal, Pfn(0), Pfn(1 << 12), cfg).unwrap();
+    z.add_free_range(Pfn(0), Pfn(1 << 12)).unwrap();
+    z
+}
+
 /// `Zone::free_on_list`: a block goes on the named type's list whatever its pageblock's type
 /// (a running kernel's list can hold a page whose pageblock changed type since its free),
 /// an allocation of that type takes it from there, and 6.1 drains it to that type's free
@@ -401,13 +413,7 @@ fn a_table_settled_as_memory_is_added_behaves_as_one_initialised_whole() {
 #[cfg(all(feature = "std", not(loom)))]
 #[test]
 fn a_block_freed_onto_another_types_list_is_that_lists() {
-    use crate::config::{KernelVersion, ZoneConfig};
-    use crate::request::AllocRequest;
-    use crate::ZoneType;
-    let mut cfg = ZoneConfig::for_kernel(KernelVersion::V6_1).with_cpus(1);
-    cfg.watermarks = ZoneConfig::without_watermarks().watermarks;
-    let z = Zone::new(ZoneType::Normal, Pfn(0), Pfn(1 << 12), cfg).unwrap();
-    z.add_free_range(Pfn(0), Pfn(1 << 12)).unwrap();
+    let z = one_cpu_61_zone();
     let req = |mt| AllocRequest::new(mt).on_cpu(CpuId(0));
     let p = z
         .alloc_with(Order::ZERO, req(MigrateType::Movable))
@@ -453,4 +459,21 @@ fn a_block_freed_onto_another_types_list_is_that_lists() {
         .sum();
     assert_eq!(reclaimable, 1);
     z.check().unwrap();
+}
+
+/// `pcp_list_holds` answers as `pcp_info`'s `list_pages` does, per migratetype and order.
+#[cfg(all(feature = "std", not(loom)))]
+#[test]
+fn pcp_list_holds_says_what_list_pages_counts() {
+    let z = one_cpu_61_zone();
+    let holds = |mt| z.pcp_list_holds(CpuId(0), mt, Order::ZERO);
+    assert!(!holds(MigrateType::Movable));
+    let req = AllocRequest::new(MigrateType::Movable).on_cpu(CpuId(0));
+    let p = z.alloc_with(Order::ZERO, req).unwrap();
+    z.free_on(CpuId(0), p, Order::ZERO).unwrap();
+    let pages = z.pcp_info(CpuId(0)).list_pages;
+    assert!(pages[1] > 0 && pages[0] == 0, "{pages:?}");
+    assert!(holds(MigrateType::Movable) && !holds(MigrateType::Unmovable));
+    z.drain_cpu(CpuId(0));
+    assert!(!holds(MigrateType::Movable));
 }

@@ -98,6 +98,10 @@ pub enum Inferred {
         cpu: u32,
         /// The list's migratetype.
         migratetype: u8,
+        /// The page was freed onto that list and taken off it untraced
+        /// (`KernelSide::freed_again`), not refilled: the kernel's list held it, and the
+        /// take made no refill.
+        freed_again: bool,
     },
     /// A free of a page in a pageblock the trace has named the migratetype of (by an
     /// allocation, refill or drain in it): a page in use before the trace is freed from the

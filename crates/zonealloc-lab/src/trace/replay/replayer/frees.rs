@@ -40,13 +40,24 @@ impl Replayer {
         z: usize,
         inferred: Inferred,
     ) -> io::Result<Option<Live>> {
-        let Inferred::UntracedAlloc { cpu, migratetype } = inferred else {
+        let Inferred::UntracedAlloc {
+            cpu,
+            migratetype,
+            freed_again,
+        } = inferred
+        else {
             return Ok(None);
         };
         let mt = MigrateType::from_index(usize::from(self.geo.numbering.to_current(migratetype)))
             .filter(|m| m.is_gfp_type())
             .unwrap_or(MigrateType::Unmovable);
         let cpu = cpu % self.geo.cpus;
+        // The kernel took a page its list held (`KernelSide::freed_again`): no refill. Ours
+        // holding none of that type there is out of step, and a refill would put it further
+        // out: the free is then one of a page in use, as before the inference.
+        if freed_again && !self.zones[z].pcp_list_holds(CpuId(cpu), mt, Order::ZERO) {
+            return Ok(None);
+        }
         let req = AllocRequest::new(mt).on_cpu(CpuId(cpu));
         let got = self.zones[z].alloc_with(Order::ZERO, req);
         self.flush_zone_events(ev, z, cpu)?;
@@ -88,6 +99,7 @@ impl Replayer {
             let inferred = Inferred::UntracedAlloc {
                 cpu,
                 migratetype: migratetype & !BULK_REFILL,
+                freed_again: false,
             };
             if let Some(l) = self.untraced_alloc(ev, z, inferred)? {
                 self.counts.untraced_allocs += 1;
@@ -181,9 +193,12 @@ impl Replayer {
         // free goes to the list the kernel's did (`free_frozen_pages` picks the list by the
         // pageblock's migratetype; a HighAtomic one frees to Movable).
         let mt = match inferred {
-            Inferred::FreeOfType { migratetype } => {
-                Some(usize::from(self.geo.numbering.to_current(migratetype)))
-            }
+            Inferred::FreeOfType { migratetype }
+            | Inferred::UntracedAlloc {
+                migratetype,
+                freed_again: true,
+                ..
+            } => Some(usize::from(self.geo.numbering.to_current(migratetype))),
             _ => None,
         };
         let pages = pool.take_at(pfn, pages, mt);

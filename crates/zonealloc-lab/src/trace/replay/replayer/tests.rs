@@ -509,3 +509,43 @@ fn a_bulk_refills_first_page_empties_our_list_and_refills_it() {
     assert_eq!(r.counts.untraced_allocs, u64::from(held) + 1);
     assert!(r.frames.is_live(0x800));
 }
+
+/// A page freed again (`KernelSide::freed_again`) was on the kernel's list when
+/// `alloc_pages_bulk` took it: that take made no refill. Ours holding no page of that type on
+/// that CPU makes none either: the free is one of a page in use. 6.12-2g p_thp: `kworker/1:1`
+/// frees 0x47a7 at 589.047854 (trace line 7960), which `dash-514` freed on CPU 0 at
+/// 587.247070 (line 7666); ours, CPU 0's Unmovable list empty, refilled 63 pages there, the
+/// kernel none in the window. A refilled page's take still refills an empty list. Fails on
+/// the old code (a refill).
+#[test]
+fn a_page_freed_again_is_taken_only_off_a_list_that_holds_one() {
+    let g = one_cpu_zone(1 << 16);
+    let free = |pfn| at(0, None, EventKind::Free { pfn, order: 0 });
+    let take = |freed_again| Inferred::UntracedAlloc {
+        cpu: 0,
+        migratetype: 0,
+        freed_again,
+    };
+    let new = || Replayer::new(Variant::parse("upstream").unwrap(), &g, None).unwrap();
+    let mut r = new();
+    r.free_traced(&free(0x900), 0, 0x900, 0, take(true))
+        .unwrap();
+    assert_eq!((r.ours.get(0, 0).refills, r.counts.untraced_allocs), (0, 0));
+    // Our list holds pages of the type: one taken off it, one freed onto it, no refill.
+    r.feed(&at(0, None, alloc0(0x100, 0, "GFP_KERNEL")), Inferred::None)
+        .unwrap();
+    let (refills, held) = (
+        r.ours.get(0, 0).refills,
+        r.zones[0].pcp_info(CpuId(0)).list_pages[0],
+    );
+    assert!(refills > 0 && held > 0, "{refills} refills, {held} held");
+    r.free_traced(&free(0x901), 0, 0x901, 0, take(true))
+        .unwrap();
+    assert_eq!(r.ours.get(0, 0).refills, refills);
+    assert_eq!(r.zones[0].pcp_info(CpuId(0)).list_pages[0], held);
+    assert_eq!(r.counts.untraced_allocs, 1);
+    let mut r = new();
+    r.free_traced(&free(0x900), 0, 0x900, 0, take(false))
+        .unwrap();
+    assert!(r.ours.get(0, 0).refills > 0);
+}

@@ -28,6 +28,9 @@ impl KernelSide {
             f.allocs += 1;
             f.set_last_free_cpu(None);
             f.set_refilled(None);
+            if order > 0 {
+                self.hand_out_tails(pfn, order);
+            }
             (refilled, on)
         };
         if on != cpu {
@@ -39,6 +42,26 @@ impl KernelSide {
             self.bulk(ev, zone, on, refilled);
         }
         inferred
+    }
+
+    /// The frames after the first of a block of `order` a traced allocation at `pfn` handed
+    /// out: in use now, on no CPU's lists, so a free of one of them at order 0 (the block
+    /// split: `split_page`) is no free again ([`KernelSide::freed_again`]). 7.2's
+    /// `vm_area_alloc_pages` takes a vmalloc'd stack as one order-2 block
+    /// (`alloc_pages_noprof(large_gfp, large_order)`, then `split_page`) and `vfree` frees it
+    /// page by page. 7.2-4g p_idle: `kworker/3:0` frees 0x10b648-0x10b64b on CPU 3 at
+    /// 471.765848 (trace lines 61458-61461), `dash-765` allocates 0x10b648 at order 2 at
+    /// 471.872716 (line 62260) and `kworker/2:1` frees the four on CPU 2 at 471.908297
+    /// (lines 62603-62606): read as frees again, CPU 3's list lost three pages untraced.
+    #[cold]
+    #[inline(never)]
+    fn hand_out_tails(&mut self, pfn: u64, order: u8) {
+        for tail in pfn + 1..pfn + (1u64 << order.min(zonealloc::MAX_ORDER_LIMIT)) {
+            // `get` first: a frame the trace never freed gets no entry.
+            if self.pfns.get(tail).last_free_cpu().is_some() {
+                self.pfns.get_mut(tail).set_last_free_cpu(None);
+            }
+        }
     }
 
     /// The CPU a traced allocation on `cpu` ran on, given the CPU whose refill put its page on

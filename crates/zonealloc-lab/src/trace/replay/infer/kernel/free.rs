@@ -30,6 +30,7 @@ impl KernelSide {
             Inferred::UntracedAlloc {
                 cpu: by,
                 migratetype,
+                freed_again: false,
             }
         } else if !NAME_BLOCKS {
             Inferred::None
@@ -60,6 +61,7 @@ impl KernelSide {
         Some(Inferred::UntracedAlloc {
             cpu: on,
             migratetype,
+            freed_again: true,
         })
     }
 }
