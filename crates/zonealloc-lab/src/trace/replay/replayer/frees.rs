@@ -48,9 +48,7 @@ impl Replayer {
         else {
             return Ok(None);
         };
-        let mt = MigrateType::from_index(usize::from(self.geo.numbering.to_current(migratetype)))
-            .filter(|m| m.is_gfp_type())
-            .unwrap_or(MigrateType::Unmovable);
+        let mt = self.gfp_type(migratetype).unwrap_or(MigrateType::Unmovable);
         let cpu = cpu % self.geo.cpus;
         // The kernel took a page its list held (`KernelSide::freed_again`): no refill. Ours
         // holding none of that type there is out of step, and a refill would put it further
@@ -109,6 +107,14 @@ impl Replayer {
         Ok(())
     }
 
+    /// The list type (a GFP migratetype) the trace's `migratetype` names in its numbering,
+    /// `None` for the types no allocation asks for (HighAtomic, CMA, Isolate).
+    #[inline]
+    pub(super) fn gfp_type(&self, migratetype: u8) -> Option<MigrateType> {
+        MigrateType::from_index(usize::from(self.geo.numbering.to_current(migratetype)))
+            .filter(|m| m.is_gfp_type())
+    }
+
     /// Takes, untraced, every order-0 page CPU `cpu`'s list of `migratetype` (the trace's
     /// numbering) holds in zone `z`: the kernel's `alloc_pages_bulk` took its list's pages
     /// before the refill it made (`KernelSide::bulk_refill`), which only an empty list gets.
@@ -121,10 +127,7 @@ impl Replayer {
         migratetype: u8,
     ) -> io::Result<()> {
         let cpu = cpu % self.geo.cpus;
-        let Some(mt) =
-            MigrateType::from_index(usize::from(self.geo.numbering.to_current(migratetype)))
-                .filter(|m| m.is_gfp_type())
-        else {
+        let Some(mt) = self.gfp_type(migratetype) else {
             return Ok(());
         };
         // Order 0's lists come first, one per migratetype (`order_to_pindex`).

@@ -35,8 +35,7 @@ impl Replayer {
         };
         let failed_in_trace = ev.is_failed_alloc();
         let z = self.traced_zone(ev, cpu, pfn, failed_in_trace)?;
-        let mt = MigrateType::from_index(usize::from(self.geo.numbering.to_current(migratetype)))
-            .filter(|m| m.is_gfp_type());
+        let mt = self.gfp_type(migratetype);
         let (Some(mt), Some(ord)) = (
             mt,
             Order::new(order).filter(|o| o.get() <= self.zones[z].max_order().get()),
