@@ -41,7 +41,8 @@ pub(super) struct ZoneSources<'a> {
 }
 
 impl ZoneSources<'_> {
-    /// The zones, each set up ([`ZoneSources::zone_config`], populated from the snapshot); `err` names the variant in an error.
+    /// The zones, each set up ([`ZoneSources::zone_config`], populated from the snapshot);
+    /// `err` names the variant in an error.
     pub(super) fn zones(
         &self,
         err: &dyn Fn(&dyn std::fmt::Display) -> String,

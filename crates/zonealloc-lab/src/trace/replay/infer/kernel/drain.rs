@@ -7,10 +7,10 @@ use crate::trace::parse::Event;
 
 impl KernelSide {
     /// Accounts a drained block `pfn` in zone `zone`, traced on `cpu` at timestamp tick
-    /// `tick`, the CPU's previous event `prev`: the block leaves its owner's lists and its refill run
-    /// ([`KernelSide::bulk`]); a run no free explains, or a block another CPU owned, asks for a
-    /// drain of the owner's lists once per run. Returns the CPU's new previous event and the
-    /// inference.
+    /// `tick`, the CPU's previous event `prev`: the block leaves its owner's lists and its
+    /// refill run ([`KernelSide::bulk`]); a run no free explains, or a block another CPU
+    /// owned, asks for a drain of the owner's lists once per run. Returns the CPU's new
+    /// previous event and the inference.
     #[inline(always)]
     pub(super) fn on_drain(
         &mut self,

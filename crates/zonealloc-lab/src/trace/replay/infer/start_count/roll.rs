@@ -16,11 +16,11 @@
 //! 2881, but `awk-894`'s free at 1023.530 s drains it, so the count reached `high`, at least
 //! `high_min` (3307, the low watermark over 4 CPUs): 3278 to 3304 at the start. Left at 2881
 //! (as 6.7 to 6.14 were, their `high` once taken as fixed at zoneinfo's), its Unmovable list
-//! ran out 2.5 s before the kernel's and its drain came 4.7 s late. Measured on every capture (`scripts/fidelity-table`,
-//! whole-file columns): the 6.12 rows' summed error falls (whole file, refill / drain events:
-//! 68.6 / 91.3 -> 57.7 / 73.1; to the after-snapshot 41.9 / 59.4 -> 23.8 / 44.2), but
-//! 6.12-4g p_idle and p_pressure get worse (whole-file drains 6.4 -> 10.9% and 6.0 ->
-//! 10.4%); 6.1 and 7.2 are as before.
+//! ran out 2.5 s before the kernel's and its drain came 4.7 s late. Measured on every
+//! capture (`scripts/fidelity-table`, whole-file columns): the 6.12 rows' summed error falls
+//! (whole file, refill / drain events: 68.6 / 91.3 -> 57.7 / 73.1; to the after-snapshot
+//! 41.9 / 59.4 -> 23.8 / 44.2), but 6.12-4g p_idle and p_pressure get worse (whole-file
+//! drains 6.4 -> 10.9% and 6.0 -> 10.4%); 6.1 and 7.2 are as before.
 //!
 //! A free the walk has not committed yet at the read (it commits a free at the CPU's next
 //! event, or at its batch's `mm_page_free_batched`) is in the delta: the kernel commits a
