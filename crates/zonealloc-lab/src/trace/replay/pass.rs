@@ -6,7 +6,7 @@ use std::io;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 use super::geometry::Geometry;
-use super::infer::kernel::{self, KernelSide};
+use super::infer::kernel::{self, KernelSide, Untraced};
 use super::kswapd_nap::NapLook;
 use super::replayer::Replayer;
 use super::setup::Setup;
@@ -70,7 +70,7 @@ struct Notes {
     /// `(event index, node)`: node's kswapd pass ended before that event ([`super::kswapd_nap`]).
     naps: Vec<(u32, u32)>,
     untraced_end: Vec<u32>,
-    untraced: Vec<(u64, u32, u8)>,
+    untraced: Vec<Untraced>,
 }
 
 /// Chunks the kernel's side runs ahead of the replayers (of
@@ -180,7 +180,7 @@ impl Feed<'_> {
         &mut self,
         ev: &crate::trace::parse::Event<'_>,
         inferred: kernel::Inferred,
-        untraced: &[(u64, u32, u8)],
+        untraced: &[Untraced],
     ) -> io::Result<()> {
         for r in self.replayers.iter_mut() {
             r.feed_inferred(ev, inferred, untraced)?;

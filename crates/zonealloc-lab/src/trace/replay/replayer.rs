@@ -20,7 +20,7 @@ use super::counts::{FragSample, ReplayCounts};
 use super::frames::{self, most_first};
 use super::geometry::{Geometry, Online};
 use super::gfp;
-use super::infer::kernel::Inferred;
+use super::infer::kernel::{Inferred, Untraced};
 use super::infer::pcp_state;
 use super::numa::NumaReplay;
 use super::proc_setup;
@@ -263,7 +263,7 @@ impl Replayer {
         &mut self,
         ev: &Event<'_>,
         inferred: Inferred,
-        untraced: &[(u64, u32, u8)],
+        untraced: &[Untraced],
     ) -> io::Result<()> {
         if !untraced.is_empty() {
             self.untraced_allocs(ev, untraced)?;

@@ -73,11 +73,33 @@ mod bulk_tests;
 #[cfg(test)]
 mod refill_tests;
 
-/// Set on the migratetype of a page in [`KernelSide::untraced_now`] that an
-/// `alloc_pages_bulk` took first from the refill it made (`KernelSide::bulk_refill`): the
-/// CPU's list of that migratetype was empty before the refill, so the replay first takes
-/// what its own list holds (the bulk allocation took the kernel's).
-pub const BULK_REFILL: u8 = 0x80;
+/// A page `alloc_pages_bulk` took off a CPU's list without a trace line
+/// ([`KernelSide::untraced_now`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Untraced {
+    /// The page.
+    pub pfn: u64,
+    /// The CPU whose list held it.
+    pub cpu: u32,
+    /// The list's migratetype, in the trace's numbering.
+    pub migratetype: u8,
+    /// Taken first from a refill the bulk allocation made (`KernelSide::bulk_refill`): the
+    /// CPU's list of that migratetype was empty before the refill, so the replay first takes
+    /// what its own list holds (the bulk allocation took the kernel's).
+    pub bulk_refill: bool,
+}
+
+impl Untraced {
+    /// Page `pfn`, taken off CPU `cpu`'s list of `migratetype`, not from a bulk refill.
+    pub const fn new(pfn: u64, cpu: u32, migratetype: u8) -> Untraced {
+        Untraced {
+            pfn,
+            cpu,
+            migratetype,
+            bulk_refill: false,
+        }
+    }
+}
 
 /// What the replay should do, beyond replaying the event itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -178,9 +200,9 @@ pub struct KernelSide {
     /// and `__rmqueue` retries `__rmqueue_smallest`, which prints the page taken. Set from
     /// the kernel family ([`KernelSide::set_extfrag_names_page`]); the default is mainline's.
     extfrag_names_page: bool,
-    /// Pages the event just added found taken untraced, as `(pfn, cpu, migratetype)`:
-    /// replay their allocations now (`Replayer::untraced_allocs`).
-    pub untraced_now: Vec<(u64, u32, u8)>,
+    /// Pages the event just added found taken untraced: replay their allocations now
+    /// (`Replayer::untraced_allocs`).
+    pub untraced_now: Vec<Untraced>,
     /// Pages inferred so, before their free.
     pub untraced_early: u64,
     /// Pageblock migratetypes the trace has named.

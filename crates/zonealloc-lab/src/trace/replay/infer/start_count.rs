@@ -430,9 +430,9 @@ impl Walk {
         // Pages alloc_pages_bulk took off a CPU's lists (the bulk inference), read in place:
         // no `Vec` per event.
         let mut i = 0;
-        while let Some(&(p, c, _)) = self.kernel.untraced_now.get(i) {
-            let z = self.geo.zone_of(p).unwrap_or(0);
-            self.add(z, c, -1);
+        while let Some(u) = self.kernel.untraced_now.get(i) {
+            let z = self.geo.zone_of(u.pfn).unwrap_or(0);
+            self.add(z, u.cpu, -1);
             i += 1;
         }
         if let Inferred::UntracedAlloc { cpu: by, .. } = inferred {

@@ -38,6 +38,7 @@ use zonealloc::Order;
 
 use crate::trace::migratetype::Numbering;
 use crate::trace::parse::{Event, EventKind};
+use crate::trace::replay::infer::kernel::Untraced;
 
 #[cfg(test)]
 mod tests;
@@ -198,11 +199,11 @@ impl RollWalk {
     }
 
     /// Takes one event; `untraced`: the pages the kernel side found allocated untraced just
-    /// before it (`KernelSide::untraced_now`, as `(pfn, cpu, migratetype)`).
-    pub fn feed(&mut self, ev: &Event<'_>, untraced: &[(u64, u32, u8)]) {
-        for &(pfn, _, _) in untraced {
-            if let Some(z) = self.zone(pfn) {
-                self.rolls[z].set(pfn..pfn + 1, After::InUse);
+    /// before it (`KernelSide::untraced_now`).
+    pub fn feed(&mut self, ev: &Event<'_>, untraced: &[Untraced]) {
+        for u in untraced {
+            if let Some(z) = self.zone(u.pfn) {
+                self.rolls[z].set(u.pfn..u.pfn + 1, After::InUse);
             }
         }
         let pfn = ev.kind.pfn();

@@ -8,7 +8,7 @@ use zonealloc::{AllocRequest, CpuId, MigrateType, Order, Pfn};
 use super::Replayer;
 use crate::trace::parse::{Event, EventKind, PagePtr, Who};
 use crate::trace::replay::frames::Live;
-use crate::trace::replay::infer::kernel::{Inferred, BULK_REFILL};
+use crate::trace::replay::infer::kernel::{Inferred, Untraced};
 
 /// A traced `mm_page_free` not replayed yet. `free_pages_prepare` prints it, and the page
 /// goes on the lists at the commit (`free_unref_page_commit` in 6.1,
@@ -83,20 +83,26 @@ impl Replayer {
     /// Allocations the trace shows were taken untraced from CPUs' lists
     /// (`KernelSide::untraced_now`: `alloc_pages_bulk`),
     /// replayed now on the CPU whose list held each; their later frees free our pages.
-    pub fn untraced_allocs(&mut self, ev: &Event<'_>, pages: &[(u64, u32, u8)]) -> io::Result<()> {
-        for &(pfn, cpu, migratetype) in pages {
+    pub fn untraced_allocs(&mut self, ev: &Event<'_>, pages: &[Untraced]) -> io::Result<()> {
+        for &Untraced {
+            pfn,
+            cpu,
+            migratetype,
+            bulk_refill,
+        } in pages
+        {
             let Some(z) = self.geo.zone_of(pfn) else {
                 continue;
             };
             if self.frames.is_live(pfn) {
                 continue;
             }
-            if migratetype & BULK_REFILL != 0 {
-                self.empty_list(ev, z, cpu, migratetype & !BULK_REFILL)?;
+            if bulk_refill {
+                self.empty_list(ev, z, cpu, migratetype)?;
             }
             let inferred = Inferred::UntracedAlloc {
                 cpu,
-                migratetype: migratetype & !BULK_REFILL,
+                migratetype,
                 freed_again: false,
             };
             if let Some(l) = self.untraced_alloc(ev, z, inferred)? {

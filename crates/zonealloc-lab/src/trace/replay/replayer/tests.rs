@@ -478,13 +478,13 @@ fn a_kswapd_pass_ends_the_boost_it_began_with() {
     assert_eq!(r.zones[0].watermarks().boost, 0);
 }
 
-/// An untraced allocation flagged [`BULK_REFILL`] (`KernelSide::bulk_refill`) first takes
-/// what our list of its migratetype holds: the kernel's list was empty when
+/// An untraced allocation flagged `Untraced::bulk_refill` (`KernelSide::bulk_refill`) first
+/// takes what our list of its migratetype holds: the kernel's list was empty when
 /// `alloc_pages_bulk` refilled it, so ours refills then too (and `nr_pcp_alloc` raises its
 /// `high` as the kernel's did). Fails on the old code (one page off the list, no refill).
 #[test]
 fn a_bulk_refills_first_page_empties_our_list_and_refills_it() {
-    use crate::trace::replay::infer::kernel::BULK_REFILL;
+    use crate::trace::replay::infer::kernel::Untraced;
     let g = one_cpu_zone(1 << 16);
     let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &g, None).unwrap();
     let alloc = at(0, None, alloc0(0x100, 0, "GFP_KERNEL"));
@@ -503,8 +503,11 @@ fn a_bulk_refills_first_page_empties_our_list_and_refills_it() {
             order: 0,
         },
     );
-    r.untraced_allocs(&free, &[(0x800, 0, BULK_REFILL)])
-        .unwrap();
+    let bulk = Untraced {
+        bulk_refill: true,
+        ..Untraced::new(0x800, 0, 0)
+    };
+    r.untraced_allocs(&free, &[bulk]).unwrap();
     assert!(r.ours.get(0, 0).refills > refilled);
     assert_eq!(r.counts.untraced_allocs, u64::from(held) + 1);
     assert!(r.frames.is_live(0x800));

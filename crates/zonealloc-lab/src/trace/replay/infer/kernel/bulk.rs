@@ -2,7 +2,7 @@
 //! allocations skip, or that are left when the list is refilled, were taken off the list
 //! without `mm_page_alloc`.
 
-use super::{KernelSide, BULK_REFILL};
+use super::{KernelSide, Untraced};
 use crate::trace::parse::{Event, EventKind};
 
 impl KernelSide {
@@ -59,7 +59,7 @@ impl KernelSide {
     /// Whether the refill run `cpu` made last was `alloc_pages_bulk`'s, at the refilling
     /// task's next event on `cpu` outside an interrupt: anything but its order-0 allocation
     /// of the run's migratetype. If so, the bulk allocation took the run's first page, which
-    /// goes untraced now, flagged [`BULK_REFILL`]: the kernel's list was empty before the
+    /// goes untraced now, flagged [`Untraced::bulk_refill`]: the kernel's list was empty before the
     /// refill.
     ///
     /// `__rmqueue_pcplist` refills only an empty list (`rmqueue_bulk` appends the batch) and
@@ -97,7 +97,7 @@ impl KernelSide {
         let at = self.untraced_now.len();
         self.take_untraced(list, 1, cpu, mt);
         if let Some(p) = self.untraced_now.get_mut(at) {
-            p.2 |= BULK_REFILL;
+            p.bulk_refill = true;
             self.bulk_refills += 1;
         }
     }
@@ -114,7 +114,7 @@ impl KernelSide {
             let f = self.pfns.get_mut(pfn);
             if f.take_refilled().is_some() {
                 f.set_last_free_cpu(None);
-                self.untraced_now.push((pfn, cpu, mt));
+                self.untraced_now.push(Untraced::new(pfn, cpu, mt));
                 self.untraced_early += 1;
             }
         }

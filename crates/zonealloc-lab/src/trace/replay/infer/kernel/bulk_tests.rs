@@ -23,7 +23,7 @@ fn free(pfn: u64) -> EventKind<'static> {
 
 /// Feeds a refill of 0x10..0x13 on CPU 1 by task 7, then `after`: the pages found taken
 /// untraced at each of those.
-fn after_a_refill(after: &[Event<'static>]) -> Vec<Vec<(u64, u32, u8)>> {
+fn after_a_refill(after: &[Event<'static>]) -> Vec<Vec<Untraced>> {
     let mut k = KernelSide::new(1, 2);
     for pfn in 0x10..0x13 {
         k.add(&by(7, 1, false, refill(pfn)), 0);
@@ -46,7 +46,10 @@ fn after_a_refill(after: &[Event<'static>]) -> Vec<Vec<(u64, u32, u8)>> {
 /// (nothing inferred).
 #[test]
 fn a_refill_its_task_does_not_allocate_from_was_alloc_pages_bulks() {
-    let bulk = vec![(0x10, 1, BULK_REFILL)];
+    let bulk = vec![Untraced {
+        bulk_refill: true,
+        ..Untraced::new(0x10, 1, 0)
+    }];
     let got = after_a_refill(&[by(9, 1, true, free(0x90)), by(7, 1, false, free(0x80))]);
     assert_eq!(got, vec![vec![], bulk.clone()]);
     let direct = EventKind::ZoneLocked {

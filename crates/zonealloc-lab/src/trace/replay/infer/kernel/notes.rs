@@ -12,7 +12,7 @@
 //! types named by the same events as [`KernelSide::add`] names them, answers a free's type
 //! from them, and puts them into the handed side at its first event.
 
-use super::{Inferred, KernelSide};
+use super::{Inferred, KernelSide, Untraced};
 use crate::trace::parse::{Event, EventKind};
 
 /// Per event of a [`KernelSide`]'s, what it inferred beyond a free's type, and the pages it
@@ -21,7 +21,7 @@ use crate::trace::parse::{Event, EventKind};
 #[derive(Debug, Default)]
 pub struct Notes {
     inferred: Vec<(u64, Inferred)>,
-    untraced: Vec<(u64, (u64, u32, u8))>,
+    untraced: Vec<(u64, Untraced)>,
     /// The next entries of each to read ([`KernelSide::add_noted`]).
     at: (usize, usize),
 }

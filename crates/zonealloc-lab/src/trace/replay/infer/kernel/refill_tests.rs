@@ -86,7 +86,7 @@ fn a_claim_below_pageblock_order_is_one_page_of_the_run_on_7_2() {
     none_untraced(&mut k, 0, &[alloc0(0x10), alloc0(0x300)]);
     // The run's last page, never allocated, is all the next batch finds left.
     k.add(&ev(0, refill(0x20)), 0);
-    assert_eq!(k.untraced_now, vec![(0x301, 0, 0)]);
+    assert_eq!(k.untraced_now, vec![Untraced::new(0x301, 0, 0)]);
 }
 
 /// 6.1 (6.1-p2_procs_pipe line 20396): `__rmqueue_fallback` prints the block fallen back
@@ -107,7 +107,7 @@ fn a_fallback_inside_a_refill_continues_the_run_before_6_15() {
     let taken: Vec<_> = [0x10, 0x11, 0x208].map(alloc0).into();
     none_untraced(&mut k, 0, &taken);
     k.add(&ev(0, refill(0x20)), 0);
-    assert_eq!(k.untraced_now, vec![(0x209, 0, 0)]);
+    assert_eq!(k.untraced_now, vec![Untraced::new(0x209, 0, 0)]);
 }
 
 /// A fallback first in a batch starts it: what the last run left was taken untraced
@@ -120,7 +120,11 @@ fn a_fallback_first_in_a_batch_starts_a_new_run() {
         none_untraced(&mut k, 0, &[refill(0x10), refill(0x11), alloc0(0x10)]);
         k.add(&ev(0, alloc0(0x50)), 0);
         k.add(&ev(0, extfrag(0x400, 10)), 0);
-        assert_eq!(k.untraced_now, vec![(0x11, 0, 0)], "{names_page}");
+        assert_eq!(
+            k.untraced_now,
+            vec![Untraced::new(0x11, 0, 0)],
+            "{names_page}"
+        );
         none_untraced(&mut k, 0, &[refill(0x401), refill(0x402)]);
         // On 7.2 the fallback's page is the run's first, before 6.15 it is no page of it.
         let first = if names_page { 0x400 } else { 0x401 };
@@ -161,7 +165,7 @@ fn a_refill_of_another_zones_list_leaves_this_zones_run() {
     assert_eq!(k.untraced_early, 0);
     // The zone's own next batch still finds its list empty: Normal's last page is gone.
     k.add(&ev(0, refill(0x102900)), normal);
-    assert_eq!(k.untraced_now, vec![(0x1028ba, 0, 0)]);
+    assert_eq!(k.untraced_now, vec![Untraced::new(0x1028ba, 0, 0)]);
 }
 
 /// Other CPUs' events interleave a refill in the merged trace (each CPU's buffer is in
@@ -182,7 +186,10 @@ fn only_the_refilling_cpus_own_events_end_its_run() {
     };
     none_untraced(&mut k, 0, &[order_3]);
     k.add(&ev(0, refill(0x20)), 0);
-    assert_eq!(k.untraced_now, vec![(0x11, 0, 0), (0x12, 0, 0)]);
+    assert_eq!(
+        k.untraced_now,
+        vec![Untraced::new(0x11, 0, 0), Untraced::new(0x12, 0, 0)]
+    );
 }
 
 /// A batch on CPU 1 straddles the window's start (the 6.1 snapshot's marker), with a
@@ -336,5 +343,8 @@ fn an_allocation_of_a_page_another_cpus_refill_listed_ran_on_that_cpu() {
     // run as allocated untraced there.
     none_untraced(&mut k, 0, &[refill(0x10), refill(0x11), refill(0x12)]);
     assert_eq!(k.add(&ev(1, alloc0(0x12)), 0), Inferred::AllocOn { cpu: 0 });
-    assert_eq!(k.untraced_now, vec![(0x10, 0, 0), (0x11, 0, 0)]);
+    assert_eq!(
+        k.untraced_now,
+        vec![Untraced::new(0x10, 0, 0), Untraced::new(0x11, 0, 0)]
+    );
 }

@@ -211,13 +211,16 @@ fn pages_a_refill_run_lost_before_the_traced_allocation_were_allocated_untraced(
     }
     // The first traced allocation takes the run's third page: two went untraced.
     k.add(&ev(0, alloc(0x12)), 0);
-    assert_eq!(k.untraced_now, vec![(0x10, 0, 0), (0x11, 0, 0)]);
+    assert_eq!(
+        k.untraced_now,
+        vec![Untraced::new(0x10, 0, 0), Untraced::new(0x11, 0, 0)]
+    );
     // Another CPU's event does not touch CPU 0's run.
     k.add(&ev(1, alloc(0x99)), 0);
     assert!(k.untraced_now.is_empty());
     // The next refill run: the list was empty, so 0x13 went untraced too.
     k.add(&ev(0, refill(0x20)), 0);
-    assert_eq!(k.untraced_now, vec![(0x13, 0, 0)]);
+    assert_eq!(k.untraced_now, vec![Untraced::new(0x13, 0, 0)]);
     assert_eq!(k.untraced_early, 3);
     // Their frees infer nothing more.
     let free = EventKind::Free {
