@@ -35,6 +35,10 @@ pub(super) struct ZoneBalance {
     pending_batched: VecDeque<u64>,
     /// The list each block a refill put on one went on (by its first pfn), until it leaves.
     on_list: SpanMap<u8>,
+    /// Per order-0 frame the walk put on a list (a free of a named pageblock, an order-0
+    /// refill) and nothing took off since: that list's CPU and type, and whether a refill put
+    /// it there ([`listed_code`]).
+    listed: SpanMap<u32>,
     events: u64,
 }
 
@@ -180,7 +184,8 @@ impl ZoneBalance {
             thp_order,
             named: SpanMap::new(blocks),
             pending_batched: VecDeque::with_capacity(PENDING_BATCHED + 1),
-            on_list: SpanMap::new(span),
+            on_list: SpanMap::new(span.clone()),
+            listed: SpanMap::new(span),
             events: 0,
         }
     }
@@ -243,37 +248,105 @@ impl ZoneBalance {
                 } else {
                     c.direct = true;
                 }
+                self.forget_listed(pfn, order);
+                if refill && order == 0 && mt < TYPES {
+                    self.listed.insert(pfn, listed_code(cpu, mt, true));
+                }
             }
-            Rec::Alloc(_, order, mt) => {
+            Rec::Alloc(pfn, order, mt) => {
                 if !std::mem::take(&mut c.direct) {
                     c.take(slot_of(order, thp), mt, -1);
                 }
+                self.forget_listed(pfn, order);
             }
-            Rec::Drain(_, order, mt) => c.take(slot_of(order, thp), mt, -1),
+            Rec::Drain(pfn, order, mt) => {
+                c.take(slot_of(order, thp), mt, -1);
+                self.forget_listed(pfn, order);
+            }
             Rec::Free(pfn, order) | Rec::FreeBatched(pfn, order) => {
-                let pending = &mut self.pending_batched;
-                if matches!(rec, Rec::Free(..)) {
-                    pending.push_back(pfn);
-                    if pending.len() > PENDING_BATCHED {
-                        pending.pop_front();
-                    }
-                } else if let Some(i) = pending.iter().position(|&p| p == pfn) {
-                    // The `mm_page_free` of the same page came first: counted there.
-                    pending.swap_remove_back(i);
-                    return;
-                }
-                // Its list is its pageblock's type at the free, which the head names only
-                // by an allocation's requested type: a drain's own line tells it better.
-                self.on_list.remove(pfn);
-                let Some(s) = slot_of(order, thp) else {
-                    return;
-                };
-                let block = pfn >> self.pageblock_order;
-                match (self.named.get(block).map(type_of)).or_else(|| first_named(block)) {
-                    Some(mt) => c.take(Some(s), mt, 1),
-                    None => c.unnamed_free(s, block),
+                self.free(cpu, rec, pfn, order, first_named);
+            }
+        }
+    }
+
+    /// A free of `pfn` at `order` on `cpu` (`rec`, below the CPU count): onto the list of its
+    /// pageblock's type, unless it repeats the `mm_page_free` of a batched page.
+    ///
+    /// An order-0 free of a page the walk last put on a list (a free or an order-0 refill),
+    /// with no allocation, refill or drain of it since, was taken off that list untraced
+    /// first: `alloc_pages_bulk` (`alloc_pages_bulk_noprof` in 6.12 and 7.2,
+    /// `__alloc_pages_bulk` in 6.1) takes pages through `__rmqueue_pcplist` and prints no
+    /// `mm_page_alloc`; the replay reads such a free as that take and the free
+    /// (`KernelSide::freed_again`, `KernelSide::on_free`), and so does the walk, one block off
+    /// that list and one onto the free's. Counted as a free alone, it raised the list's
+    /// balance and lowered what the list must have held. 7.2-8g p_idle (`--whole-file`): `cat`
+    /// tasks free again 384 Unmovable pages on Normal's CPU 3, which never refills; served
+    /// from its start, its Unmovable list went 431 blocks below it by the file's end
+    /// (`od-920`, line 57038), where the walk read 345 (line 940) and our list, given 345,
+    /// ran dry at 1313.0185 under `od-920` and refilled twice (189 pages).
+    #[inline]
+    fn free(
+        &mut self,
+        cpu: u32,
+        rec: Rec,
+        pfn: u64,
+        order: u8,
+        first_named: impl Fn(u64) -> Option<usize>,
+    ) {
+        let pending = &mut self.pending_batched;
+        if matches!(rec, Rec::Free(..)) {
+            pending.push_back(pfn);
+            if pending.len() > PENDING_BATCHED {
+                pending.pop_front();
+            }
+        } else if let Some(i) = pending.iter().position(|&p| p == pfn) {
+            // The `mm_page_free` of the same page came first: counted there.
+            pending.swap_remove_back(i);
+            return;
+        }
+        // Its list is its pageblock's type at the free, which the head names only
+        // by an allocation's requested type: a drain's own line tells it better.
+        self.on_list.remove(pfn);
+        let again = self.listed.remove(pfn).map(listed_of);
+        self.forget_listed(pfn, order);
+        // The replay reads a refilled page's free of either kind so, a page freed before
+        // only at its `mm_page_free` (`KernelSide::on_free`).
+        if let Some((by, mt, refilled)) = again.filter(|_| order == 0) {
+            let b = self.cpus.get_mut(by as usize);
+            if let Some(b) = b.filter(|_| refilled || matches!(rec, Rec::Free(..))) {
+                b.take(Some(0), mt, -1);
+            }
+        }
+        let (thp, c) = (self.thp_order, &mut self.cpus[cpu as usize]);
+        let Some(s) = slot_of(order, thp) else {
+            return;
+        };
+        let block = pfn >> self.pageblock_order;
+        match (self.named.get(block).map(type_of)).or_else(|| first_named(block)) {
+            Some(mt) => {
+                c.take(Some(s), mt, 1);
+                if order == 0 && mt < TYPES {
+                    self.listed.insert(pfn, listed_code(cpu, mt, false));
                 }
             }
+            None => c.unnamed_free(s, block),
+        }
+    }
+
+    /// The frames of the block of `order` at `pfn` are on no list the walk knows of.
+    #[inline]
+    fn forget_listed(&mut self, pfn: u64, order: u8) {
+        self.listed.remove(pfn);
+        if order > 0 {
+            self.forget_tails(pfn, order);
+        }
+    }
+
+    /// [`ZoneBalance::forget_listed`]'s frames after the first.
+    #[inline(never)]
+    fn forget_tails(&mut self, pfn: u64, order: u8) {
+        for tail in pfn + 1..pfn + (1u64 << order.min(zonealloc::MAX_ORDER_LIMIT)) {
+            self.listed.remove(tail);
         }
     }
 
@@ -301,6 +374,18 @@ impl ZoneBalance {
 /// first).
 fn type_code(mt: usize) -> u8 {
     mt.min(TYPES) as u8 + 1
+}
+
+/// A list, CPU `cpu` and migratetype `mt` (below [`TYPES`]), and whether a refill (not a
+/// free) put the frame there, as a [`SpanMap`] holds them: not zero.
+fn listed_code(cpu: u32, mt: usize, refilled: bool) -> u32 {
+    (cpu << 3 | u32::from(refilled) << 2 | mt as u32) + 1
+}
+
+/// The CPU, migratetype and refill a [`listed_code`] stands for.
+fn listed_of(code: u32) -> (u32, usize, bool) {
+    let c = code - 1;
+    (c >> 3, (c & 3) as usize, c & 4 != 0)
 }
 
 /// The migratetype a [`type_code`] stands for.
