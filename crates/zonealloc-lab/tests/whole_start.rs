@@ -4,28 +4,14 @@
 
 mod common;
 
-use common::replay_experiment;
-
-/// A real `/proc` snapshot of the 6.1 kernel (the p1 phase's `before`): DMA32's CPU 1 has
-/// 771 pages on its lists, `high` 3492, `batch` 63. No layout and no `nodes/`: the shipped
-/// captures' order, zoneinfo read by the first `cat`.
-const PROC_61: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/data/proc/linux-6.1-p1-before"
-);
+use common::{replay_experiment, PROC_61};
 
 /// zoneinfo's count of DMA32's CPU 1.
 const COUNT: u64 = 771;
 /// Pages CPU 1 allocates off its lists before zoneinfo's read.
 const TAKEN: u64 = 100;
 
-fn line(task: &str, cpu: u32, us: u64, what: &str) -> String {
-    format!(
-        "  {task:>16}     [{cpu:03}] .....     {}.{:06}: {what}\n",
-        us / 1_000_000,
-        us % 1_000_000
-    )
-}
+use common::trace_line as line;
 
 fn alloc(pfn: u64, gfp: &str) -> String {
     format!(

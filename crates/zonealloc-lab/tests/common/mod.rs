@@ -11,6 +11,23 @@ pub const SAMPLE: &str = concat!(
     "/tests/data/linux-6.1-ftrace-sample.txt"
 );
 
+/// A real `/proc` snapshot of the 6.1 kernel (the p1 phase's `before`): DMA32's CPU 1 has
+/// 771 pages on its lists, `high` 3492, `batch` 63. No layout and no `nodes/`: the shipped
+/// captures' order, zoneinfo read by the first `cat`.
+pub const PROC_61: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/data/proc/linux-6.1-p1-before"
+);
+
+/// One line of ftrace text: `task` on `cpu` at `us` microseconds, printing `what`.
+pub fn trace_line(task: &str, cpu: u32, us: u64, what: &str) -> String {
+    format!(
+        "  {task:>16}     [{cpu:03}] .....     {}.{:06}: {what}\n",
+        us / 1_000_000,
+        us % 1_000_000
+    )
+}
+
 /// Runs the binary with `args` and collects its output.
 pub fn zonealloc(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_zonealloc"))

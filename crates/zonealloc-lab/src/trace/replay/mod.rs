@@ -40,6 +40,7 @@
 //! `sampling` and [`preset`] are the pieces below them; [`numa`] what a machine of several
 //! nodes adds (node counters, the remote pagesets' expiry).
 
+mod carry_start;
 mod counts;
 mod end_state;
 mod frames;

@@ -100,7 +100,7 @@ impl Setup {
         let ((first, ahead), early) =
             first_beside_layouts(opts, snap, source, (&geo, &base, preset.0, infer), roll_at);
         let mut head = first.lists.unwrap_or_default();
-        let start_counts = first.counts;
+        let mut start_counts = first.counts;
         let whole_start =
             whole.map(|(_, w)| whole_start_used(opts, snap, w, start_counts.as_ref()));
         let text = if wants.any() {
@@ -108,6 +108,16 @@ impl Setup {
         } else {
             Vec::new()
         };
+        // The default window: the counts zoneinfo printed, carried to the start marker.
+        if let (Some(sc), Some(s), false) = (start_counts.as_mut(), snap, opts.whole_file) {
+            let zones = (
+                preset.0,
+                base.pcp.batch_scale_max,
+                base.pcp.thp_order,
+                base.pageblock_order,
+            );
+            super::carry_start::carry(&text, (s, &geo), zones, sc);
+        }
         let rolls = wants
             .roll
             .then(|| {

@@ -110,6 +110,9 @@ pub enum Found {
     /// Nothing in the trace bounds it: zoneinfo's count rolled back from its read to the
     /// walk's start ([`roll`], `--whole-file`).
     RolledBack,
+    /// zoneinfo's count carried forward from its print to the window's start marker over
+    /// the trace before the marker, held in the bounds (`replay::carry_start`).
+    Carried,
 }
 
 /// One CPU's start count.
@@ -278,6 +281,8 @@ pub struct Walk {
     /// The same where the reader's `copy_splice_read` printed, before the read point
     /// ([`Walk::note_print`]).
     at_print: Option<Vec<i64>>,
+    /// `at_read` is the print's ([`Walk::since_print`]).
+    printed: bool,
     /// What the kernel's side inferred per event, kept for the replay's pass
     /// ([`Walk::keep_notes`]).
     notes: Option<Notes>,
@@ -372,6 +377,7 @@ impl Walk {
             roll_at: None,
             at_read: None,
             at_print: None,
+            printed: false,
             notes: None,
         }
     }
@@ -493,6 +499,7 @@ impl Walk {
             EventKind::PcpuDrain { order, .. } => self.drain(zone, cpu, order, ev.ts_ns),
         }
         if self.at_read.is_none() && self.roll_at.is_some_and(|p| p.is(ev)) {
+            self.printed = self.at_print.is_some();
             self.at_read = Some(self.at_print.take().unwrap_or_else(|| self.deltas_now()));
         }
     }

@@ -75,6 +75,25 @@ impl Walk {
     }
 }
 
+impl Walk {
+    /// Each CPU's delta (as [`Walk::finish`] indexes them) from zoneinfo's print
+    /// (`Walk::note_print`) to the last event fed; `None` where the walk did not pass a
+    /// print (a reader without re-frees: its read point is an estimate).
+    pub fn since_print(&self) -> Option<Vec<i64>> {
+        if !self.printed {
+            return None;
+        }
+        let at = self.at_read.as_ref()?;
+        Some(
+            self.deltas_now()
+                .iter()
+                .zip(at)
+                .map(|(n, a)| n - a)
+                .collect(),
+        )
+    }
+}
+
 /// The event at which a `/proc` file was read: its reader's last allocation
 /// (`replay::snapshot_reads`), as the parse gives it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
