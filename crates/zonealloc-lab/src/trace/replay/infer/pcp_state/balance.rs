@@ -307,8 +307,11 @@ impl ZoneBalance {
         // Its list is its pageblock's type at the free, which the head names only
         // by an allocation's requested type: a drain's own line tells it better.
         self.on_list.remove(pfn);
+        // Taken off the list the walk last put it on (`forget_listed` without its first remove).
         let again = self.listed.remove(pfn).map(listed_of);
-        self.forget_listed(pfn, order);
+        if order > 0 {
+            self.forget_tails(pfn, order);
+        }
         // The replay reads a refilled page's free of either kind so, a page freed before
         // only at its `mm_page_free` (`KernelSide::on_free`).
         if let Some((by, mt, refilled)) = again.filter(|_| order == 0) {
