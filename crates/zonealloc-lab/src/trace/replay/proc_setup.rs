@@ -332,8 +332,9 @@ pub fn populate_from(
     }
     // A block the window first frees was in use, on no list (`layout/pcp.rs`).
     let held = l.hold_freed(demand.map_or(&[][..], |d| &d.hints.freed));
-    let pcp_missing = l.choose_pcp(&by_exactness(&lists, demand, true))
-        + l.choose_pcp(&by_exactness(&lists, demand, false));
+    let mut ordered = by_exactness(&lists, demand, true);
+    ordered.extend(by_exactness(&lists, demand, false));
+    let pcp_missing = l.choose_pcp(&ordered);
     l.release(held);
     l.place_absent();
     let used = l.apply(zone).map_err(|e| err(&e))?;

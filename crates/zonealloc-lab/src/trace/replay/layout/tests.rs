@@ -265,6 +265,33 @@ fn a_list_takes_a_page_of_its_type_in_use_before_a_flagless_one_of_another_type(
     assert_eq!(l.pcp[1], (0, 186, 0));
 }
 
+/// A block the trace shows served off one CPU's list (`rmqueue_pcplist`) was on that CPU's
+/// list, and another CPU's list of the order and type, chosen first, does not take it:
+/// 6.1-4g-2node p_crossnode's Node 1 Normal, where CPU 1's Movable list took the 13 pages
+/// CPU 2 served at the window's start, and CPU 2 missed the kernel's refill at line 18671.
+#[test]
+fn a_block_the_trace_shows_on_one_cpus_list_is_not_taken_by_another_chosen_first() {
+    let snap = snap("linux-6.1");
+    let z = snap.zone(0, ZoneType::Dma).unwrap();
+    let mut l = ZoneLayout::empty(z, 9, 10, false);
+    l.pages.fill(Page::Used);
+    let first = l.start;
+    l.pcp_hints.push(PcpHint {
+        cpu: 2,
+        pfn: first + 1,
+        order: 0,
+        mt: MigrateType::Movable.index(),
+        drained: false,
+    });
+    // CPU 1's two Movable blocks (the rest of its count) choose first, in pfn order.
+    let lists = [(1, vec![(0, 1, 2)]), (2, vec![(0, 1, 1)])];
+    assert_eq!(l.choose_pcp(&lists), 0);
+    assert_eq!(
+        l.pcp,
+        vec![(1, first, 0), (1, first + 2, 0), (2, first + 1, 0)]
+    );
+}
+
 #[test]
 fn long_flagless_runs_beyond_the_managed_pages_are_holes() {
     // 6.1's DMA has 3840 managed pages of its 4095: a layout that reads all of them in use
