@@ -326,7 +326,14 @@ pub fn populate_from(
     // Room for each list's pages in pageblocks of its type (`layout::room`).
     if !l.synthesised {
         let named: HashSet<u64> = demand
-            .map(|d| d.hints.block_types.keys().copied().collect())
+            .map(|d| {
+                let h = &d.hints;
+                h.block_types
+                    .keys()
+                    .chain(h.not_types.keys())
+                    .copied()
+                    .collect()
+            })
             .unwrap_or_default();
         l.make_room(&lists, &named);
     }

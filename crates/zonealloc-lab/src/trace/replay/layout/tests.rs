@@ -154,6 +154,27 @@ fn a_pageblock_the_trace_names_takes_its_type_before_the_counts_are_matched() {
     );
 }
 
+/// A pageblock a refill rules Unmovable out for (`hints/not_listed.rs`) is not the one
+/// pagetypeinfo's Unmovable pageblock goes to: pageblock 0, the slab around the Unmovable
+/// free blocks, would be; the next most like it is.
+#[test]
+fn a_pageblock_a_refill_rules_a_type_out_for_is_not_given_that_type() {
+    let snap = snap("linux-6.1");
+    let layout = parse_layout(DMA_LAYOUT).unwrap();
+    let z = snap.zone(0, ZoneType::Dma).unwrap();
+    let t = targets(&snap, z, 11);
+    let mut hints = StartHints::default();
+    let l = ZoneLayout::from_kernel_hinted(&layout, z, &t, 9, 10, &hints);
+    assert_eq!(l.blocks[0], MigrateType::Unmovable);
+    hints
+        .not_types
+        .insert(0, 1 << MigrateType::Unmovable.index());
+    let l = ZoneLayout::from_kernel_hinted(&layout, z, &t, 9, 10, &hints);
+    assert_eq!(l.blocks[0], MigrateType::Movable);
+    let unmovable = l.blocks.iter().filter(|&&b| b == MigrateType::Unmovable);
+    assert_eq!(unmovable.count(), 1);
+}
+
 /// The blocks the trace shows on a list come first: the drained ones at the list's tail
 /// (freed onto it first), the allocated ones at its head (freed last, the first allocated
 /// last of all); a hint for another CPU, or for a page the layout has absent, is not taken.
