@@ -326,14 +326,22 @@ pub fn populate_from(
     // Room for each list's pages in pageblocks of its type (`layout::room`).
     if !l.synthesised {
         let named: HashSet<u64> = demand
-            .map(|d| d.hints.block_types.keys().copied().collect())
+            .map(|d| {
+                let h = &d.hints;
+                h.block_types
+                    .keys()
+                    .chain(h.not_types.keys())
+                    .copied()
+                    .collect()
+            })
             .unwrap_or_default();
         l.make_room(&lists, &named);
     }
     // A block the window first frees was in use, on no list (`layout/pcp.rs`).
     let held = l.hold_freed(demand.map_or(&[][..], |d| &d.hints.freed));
-    let pcp_missing = l.choose_pcp(&by_exactness(&lists, demand, true))
-        + l.choose_pcp(&by_exactness(&lists, demand, false));
+    let mut ordered = by_exactness(&lists, demand, true);
+    ordered.extend(by_exactness(&lists, demand, false));
+    let pcp_missing = l.choose_pcp(&ordered);
     l.release(held);
     l.place_absent();
     let used = l.apply(zone).map_err(|e| err(&e))?;

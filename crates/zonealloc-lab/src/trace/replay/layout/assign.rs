@@ -143,7 +143,7 @@ impl ZoneLayout {
             units[head[b]].free[usize::from(order)] += 1;
         }
         units.retain(|u| u.blocks > 0);
-        l.assign(&units, targets, &hints.block_types);
+        l.assign(&units, targets, &hints.block_types, &hints.not_types);
         l.pcp_hints = hints.pcp.clone();
         l.taken_hints = hints.taken.clone();
         if let Some(roll) = roll {
@@ -156,7 +156,11 @@ impl ZoneLayout {
         }
         l.free = l.blocks_of(free);
         l.trim(&targets.0);
-        let named = hints.block_types.keys().copied().collect();
+        // A pageblock a refill rules a type out for keeps its type too.
+        let named = (hints.block_types.keys())
+            .chain(hints.not_types.keys())
+            .copied()
+            .collect();
         l.make_up(&targets.0, &named);
         l
     }
@@ -186,8 +190,16 @@ impl ZoneLayout {
 
     /// Types the pageblocks of `units` (module docs): a unit with a pageblock the trace names
     /// (`named`: pageblock number -> type, [`super::hints`]) takes the type named first
-    /// (its lowest pageblock's, where they differ), the rest as the counts say.
-    fn assign(&mut self, units: &[Unit], targets: &Targets, named: &HashMap<u64, MigrateType>) {
+    /// (its lowest pageblock's, where they differ), the rest as the counts say, but never a
+    /// type a refill rules out for one of its pageblocks (`not`: pageblock number -> a bit
+    /// per migratetype index).
+    fn assign(
+        &mut self,
+        units: &[Unit],
+        targets: &Targets,
+        named: &HashMap<u64, MigrateType>,
+        not: &HashMap<u64, u8>,
+    ) {
         let (kfree, kblocks) = targets;
         let mut taken = vec![false; units.len()];
         let base = self.start >> self.pb_order;
@@ -254,7 +266,10 @@ impl ZoneLayout {
                     if lack_blocks == 0 {
                         break;
                     }
-                    if taken[i] || u.blocks > lack_blocks {
+                    let first = base + u.first as u64;
+                    let ruled_out = (first..first + u.blocks as u64)
+                        .any(|b| not.get(&b).is_some_and(|m| m & (1 << t) != 0));
+                    if taken[i] || u.blocks > lack_blocks || ruled_out {
                         continue;
                     }
                     let has_free = u.free.iter().any(|&n| n > 0);

@@ -21,6 +21,9 @@
 //!   is the event's (a drain by the vmstat worker runs on the list's own CPU,
 //!   `refresh_cpu_vm_stats`; a remote drain is stamped with the draining CPU).
 //!
+//! - **a type a pageblock was not**: a page freed onto a CPU's list that no event names
+//!   before that CPU refills its list of the page's order and type `T` was not on that list,
+//!   so its pageblock was not of type `T` ([`not_listed`]).
 //! - **the order of a free list**: the free blocks holding the pfns first named taken off a
 //!   free list, in the order taken, were at the head of their lists in that order
 //!   (`__rmqueue_smallest` takes the first entry; `expand` puts what it splits off at the
@@ -38,6 +41,8 @@ use zonealloc::MigrateType;
 
 use crate::trace::migratetype::Numbering;
 use crate::trace::parse::{Event, EventKind};
+
+mod not_listed;
 
 /// A block the trace shows on a per-CPU list at the start (module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,6 +78,9 @@ pub struct StartHints {
     /// The kernel's layout rolled forward to the window's start: what the events between
     /// its read and the start marker left each pfn they name as (`layout/roll.rs`).
     pub roll: Option<super::roll::Roll>,
+    /// Pageblock number -> the types a refill rules out, a bit per migratetype index
+    /// (`hints/not_listed.rs`).
+    pub not_types: HashMap<u64, u8>,
 }
 
 /// Collects [`StartHints`] per zone, one event at a time.
@@ -83,6 +91,7 @@ pub struct HintCollector {
     numbering: Numbering,
     seen: HashSet<u64>,
     hints: Vec<StartHints>,
+    not_listed: not_listed::NotListed,
 }
 
 impl HintCollector {
@@ -101,6 +110,7 @@ impl HintCollector {
             numbering,
             seen: HashSet::new(),
             hints: vec![StartHints::default(); zones.len()],
+            not_listed: not_listed::NotListed::new(cpus.max(1)),
         }
     }
 
@@ -111,6 +121,11 @@ impl HintCollector {
         let Some(z) = self.zones.iter().position(|r| r.contains(&pfn)) else {
             return;
         };
+        let (pb, numbering) = (self.pageblock_order, self.numbering);
+        // The lists' orders: to PAGE_ALLOC_COSTLY_ORDER, and the THP order (pageblock order).
+        let pcp_order = |o: u8| o <= 3 || o == pb;
+        let mt_of = |m: u8| usize::from(numbering.to_current(m));
+        self.not_listed.feed(z, cpu, &ev.kind, pcp_order, mt_of);
         match ev.kind {
             EventKind::Extfrag {
                 fallback_migratetype,
@@ -189,7 +204,13 @@ impl HintCollector {
     }
 
     /// The hints per zone (as the `zones` given to [`HintCollector::new`]).
-    pub fn finish(self) -> Vec<StartHints> {
+    pub fn finish(mut self) -> Vec<StartHints> {
+        let ruled_out = self
+            .not_listed
+            .finish(self.hints.len(), self.pageblock_order);
+        for (h, not) in self.hints.iter_mut().zip(ruled_out) {
+            h.not_types = not;
+        }
         self.hints
     }
 }
@@ -298,5 +319,46 @@ mod tests {
                 hint(3, 0x1802, 1, 1, false)
             ]
         );
+    }
+
+    /// A page freed on CPU 1 that no event names before CPU 1 refills its order-0 Unmovable
+    /// list was not on that list: its pageblock was not Unmovable. A page named between, or
+    /// freed on another CPU or at another order, rules nothing out; a page freed again with
+    /// no event between (taken by `alloc_pages_bulk`) withdraws its ruling.
+    #[test]
+    fn a_refill_after_a_free_no_event_names_rules_the_lists_type_out_for_its_pageblock() {
+        let p = "page=(____ptrval____)";
+        let free = |cpu, ts, pfn: u32, order| {
+            line(
+                cpu,
+                ts,
+                &format!("mm_page_free: {p} pfn={pfn:#x} order={order}"),
+            )
+        };
+        let mut t = String::new();
+        t += &free(1, 1, 0x1000, 0); // pageblock 8: ruled out
+        t += &free(1, 1, 0x1200, 0); // pageblock 9: allocated again before the refill
+        t += &line(
+            1,
+            1,
+            &format!("mm_page_alloc: {p} pfn=0x1200 order=0 migratetype=0 gfp_flags=GFP_KERNEL"),
+        );
+        t += &free(2, 1, 0x1400, 0); // pageblock 10: another CPU
+        t += &free(1, 1, 0x1602, 1); // pageblock 11: another order
+        t += &free(1, 1, 0x1800, 0); // pageblock 12: freed again after the refill
+        for pfn in [0x1e00, 0x1e01] {
+            t += &line(
+                1,
+                2,
+                &format!(
+                    "mm_page_alloc_zone_locked: {p} pfn={pfn:#x} order=0 migratetype=0 \
+                     percpu_refill=1"
+                ),
+            );
+        }
+        t += &free(1, 3, 0x1800, 0);
+        let h = collect(&t);
+        let not: Vec<_> = h.not_types.iter().map(|(&b, &m)| (b, m)).collect();
+        assert_eq!(not, [(8, 1 << MigrateType::Unmovable.index())]);
     }
 }

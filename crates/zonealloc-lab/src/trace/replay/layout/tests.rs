@@ -154,6 +154,27 @@ fn a_pageblock_the_trace_names_takes_its_type_before_the_counts_are_matched() {
     );
 }
 
+/// A pageblock a refill rules Unmovable out for (`hints/not_listed.rs`) is not the one
+/// pagetypeinfo's Unmovable pageblock goes to: pageblock 0, the slab around the Unmovable
+/// free blocks, would be; the next most like it is.
+#[test]
+fn a_pageblock_a_refill_rules_a_type_out_for_is_not_given_that_type() {
+    let snap = snap("linux-6.1");
+    let layout = parse_layout(DMA_LAYOUT).unwrap();
+    let z = snap.zone(0, ZoneType::Dma).unwrap();
+    let t = targets(&snap, z, 11);
+    let mut hints = StartHints::default();
+    let l = ZoneLayout::from_kernel_hinted(&layout, z, &t, 9, 10, &hints);
+    assert_eq!(l.blocks[0], MigrateType::Unmovable);
+    hints
+        .not_types
+        .insert(0, 1 << MigrateType::Unmovable.index());
+    let l = ZoneLayout::from_kernel_hinted(&layout, z, &t, 9, 10, &hints);
+    assert_eq!(l.blocks[0], MigrateType::Movable);
+    let unmovable = l.blocks.iter().filter(|&&b| b == MigrateType::Unmovable);
+    assert_eq!(unmovable.count(), 1);
+}
+
 /// The blocks the trace shows on a list come first: the drained ones at the list's tail
 /// (freed onto it first), the allocated ones at its head (freed last, the first allocated
 /// last of all); a hint for another CPU, or for a page the layout has absent, is not taken.
@@ -263,6 +284,33 @@ fn a_list_takes_a_page_of_its_type_in_use_before_a_flagless_one_of_another_type(
     // The flagless page is still there for a list of its own type.
     assert_eq!(l.choose_pcp(&[(0, vec![(0, 0, 1)])]), 0);
     assert_eq!(l.pcp[1], (0, 186, 0));
+}
+
+/// A block the trace shows served off one CPU's list (`rmqueue_pcplist`) was on that CPU's
+/// list, and another CPU's list of the order and type, chosen first, does not take it:
+/// 6.1-4g-2node p_crossnode's Node 1 Normal, where CPU 1's Movable list took the 13 pages
+/// CPU 2 served at the window's start, and CPU 2 missed the kernel's refill at line 18671.
+#[test]
+fn a_block_the_trace_shows_on_one_cpus_list_is_not_taken_by_another_chosen_first() {
+    let snap = snap("linux-6.1");
+    let z = snap.zone(0, ZoneType::Dma).unwrap();
+    let mut l = ZoneLayout::empty(z, 9, 10, false);
+    l.pages.fill(Page::Used);
+    let first = l.start;
+    l.pcp_hints.push(PcpHint {
+        cpu: 2,
+        pfn: first + 1,
+        order: 0,
+        mt: MigrateType::Movable.index(),
+        drained: false,
+    });
+    // CPU 1's two Movable blocks (the rest of its count) choose first, in pfn order.
+    let lists = [(1, vec![(0, 1, 2)]), (2, vec![(0, 1, 1)])];
+    assert_eq!(l.choose_pcp(&lists), 0);
+    assert_eq!(
+        l.pcp,
+        vec![(1, first, 0), (1, first + 2, 0), (2, first + 1, 0)]
+    );
 }
 
 #[test]
