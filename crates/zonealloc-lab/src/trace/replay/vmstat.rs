@@ -356,8 +356,18 @@ impl Vmstat {
     /// depth 2, [`crate::trace::parse::Who::is_worker_drain`]): its timer expired just
     /// before. The phase is taken from it if none was yet (`t` a tick after the CPU's
     /// skewed boundary at most), moving every pending timer onto it. Whether to run the
-    /// worker now: not if it ran in this second already (the simulation's run was this one,
-    /// early: what it did cannot be undone).
+    /// worker now: not if it ran in this second already and re-queued itself (the
+    /// simulation's run was this one, early: what it did cannot be undone).
+    ///
+    /// But a run of this second that stopped the worker (`vmstat_update` re-queues only
+    /// when `refresh_cpu_vm_stats` changed something) leaves it to `vmstat_shepherd`, which
+    /// queues a worker that is not pending (`!delayed_work_pending`) with no delay, at the
+    /// shepherd's own time: the trace's run is a second one, done now, and the CPU keeps
+    /// its rhythm (that run re-queues onto the CPU's own second, [`round_rel`]).
+    /// 6.12-4g p_pressure, whole file: our CPU 1 worker ran at 658.778 s with nothing to
+    /// do and stopped; the refill at 658.906523 raised `high` from 1281 to 1407, and
+    /// `kworker/1:1` drained 29 pages at 659.014856 (count 1310 down to `high_min`). Taken
+    /// as the run already done, ours kept `high` at 1407 and parted from the kernel there.
     pub fn mark(&mut self, cpu: u32, t: u64) -> Option<Run> {
         self.marks += 1;
         if !self.started {
@@ -375,11 +385,14 @@ impl Vmstat {
         self.work[c].ahead_ns = None;
         let j = jiffy_at(self.work[c].phase_ns.or(self.phase_ns), self.hz, t);
         let boundary = j - (j + 3 * i64::from(cpu)).rem_euclid(i64::from(self.hz));
-        let ran_already = self.work[c].ran.is_some_and(|r| r >= boundary);
-        if !self.given {
+        let ran = self.work[c].ran.is_some_and(|r| r >= boundary);
+        // Ran this second and stopped: the shepherd's run (`vmstat_shepherd`), off the
+        // CPU's rhythm.
+        let requeued = ran && !self.work[c].pending;
+        if !self.given && !requeued {
             self.align_cpu(c, cpu, t);
         }
-        if ran_already {
+        if ran && !requeued {
             self.marks_ran_already += 1;
             return None;
         }

@@ -126,6 +126,33 @@ fn a_workers_run_in_the_trace_sets_the_phase_and_is_not_run_twice() {
 }
 
 #[test]
+fn a_mark_after_a_run_that_stopped_the_worker_is_the_shepherds_run() {
+    // CPU 2's worker on its second (10.496 s), from the trace's run at 10.5 s.
+    let mut v = with_mark(4, 2, 10 * S + S / 2);
+    // CPU 2 idle, CPU 0 busy: CPU 2's run at 11.496 s, woken, has nothing to do and stops.
+    let mut ran = Vec::new();
+    for ms in 1..1200u64 {
+        ran.extend(step(&mut v, 0, 10 * S + S / 2 + ms * 1_000_000, false));
+    }
+    let cpu2: Vec<Run> = ran.into_iter().filter(|r| r.cpu == 2).collect();
+    assert_eq!(cpu2.len(), 1);
+    assert_eq!(cpu2[0].at_ns, 11 * S + S / 2 - TICK);
+    // The trace shows it again at 11.7 s, in the same second: a second run (the
+    // shepherd's), done now; the old rule took it as the run done already.
+    let run = v.mark(2, 11 * S + 700_000_000).expect("a second run");
+    assert_eq!(run.at_ns, 11 * S + 700_000_000);
+    assert_eq!(v.marks_ran_already, 0);
+    v.ran(run, true);
+    // It re-queues onto CPU 2's own second, which the shepherd's time does not move.
+    let mut ran = Vec::new();
+    for ms in 701..1900u64 {
+        ran.extend(step(&mut v, 2, 11 * S + ms * 1_000_000, true));
+    }
+    let cpu2: Vec<u64> = ran.iter().filter(|r| r.cpu == 2).map(|r| r.at_ns).collect();
+    assert_eq!(cpu2, vec![12 * S + S / 2 - TICK]);
+}
+
+#[test]
 fn each_cpus_runs_in_the_trace_place_its_own_timer() {
     // 6.12-4g p_idle: CPU 1's worker drained first (565.042 s), CPU 0's at x.825 s.
     let mut v = with_mark(4, 1, 10 * S + 42_000_000);
