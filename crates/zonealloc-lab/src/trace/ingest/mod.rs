@@ -39,6 +39,8 @@ pub struct Source {
     window: Window,
     found: Option<input::Found>,
     before: before::BeforeWindow,
+    /// The text after the window's end marker, where kept ([`Source::open_keeping`]).
+    after: Option<Tail>,
 }
 
 impl Source {
@@ -61,7 +63,7 @@ impl Source {
         after: Option<Tail>,
         keep_to: Option<&str>,
     ) -> io::Result<Source> {
-        let (input, found) = input::open_window_keeping_to(path, window, after, keep_to)?;
+        let (input, found) = input::open_window_keeping_to(path, window, after.clone(), keep_to)?;
         let before = input.before.clone();
         let (look, ahead) = PrefixLook::spawn(Parser::new(), input)?;
         Ok(Source {
@@ -71,7 +73,14 @@ impl Source {
             window: window.clone(),
             found,
             before,
+            after,
         })
+    }
+
+    /// The text after the window's end marker, as kept so far (nothing until the parse has
+    /// read the window's last event), where [`Source::open_keeping`] asked for it.
+    pub fn after_window(&self) -> Option<&Tail> {
+        self.after.as_ref()
     }
 
     /// The text before the window's start marker (its last [`before::BEFORE_BYTES`]), once:

@@ -58,6 +58,15 @@ impl Tail {
         (std::mem::take(&mut s.text), s.end)
     }
 
+    /// Runs `f` on the text kept so far and how its keeping ended, leaving both in place (for
+    /// [`Tail::take`] later): the set-up reads the text after the window where the parse has
+    /// read to the end before the replay starts ([`crate::trace::replay::layout::StartHints`]'s
+    /// `late`).
+    pub fn peek<T>(&self, f: impl FnOnce(&[u8], TailEnd) -> T) -> T {
+        let s = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        f(&s.text, s.end)
+    }
+
     /// Reads `inner` on from where the window ended into the text, up to the line holding
     /// the second marker, the end of the input or [`TAIL_MAX_BYTES`]; once.
     fn keep<R: BufRead>(&self, inner: &mut R) {

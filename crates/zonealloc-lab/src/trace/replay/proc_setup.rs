@@ -322,7 +322,9 @@ pub fn populate_from(
     let targets = layout::targets(snap, z, usize::from(max_order) + 1);
     let lists = cpu_lists(zone, z, demand);
     let mut l = zone_layout(zone, snap, z, demand, early, &targets, &lists);
-    let lists = at_least_rolled(lists, &l.roll_hints, demand);
+    l.late_hints
+        .retain(|h| late_fits(h, demand, zone.config().pcp.thp_order));
+    let lists = at_least_rolled(lists, (&l.roll_hints, &l.late_hints), demand);
     // Room for each list's pages in pageblocks of its type (`layout::room`).
     if !l.synthesised {
         let named: HashSet<u64> = demand
@@ -355,6 +357,15 @@ pub fn populate_from(
     fill_lists(zone, z, &l, demand).map_err(|e| err(&e))?;
     let facts = facts(zone, snap, z, &l, &targets, &pool, pcp_missing);
     Ok((pool, facts))
+}
+
+/// Whether the block `h` the text after the window shows on a list from the start
+/// ([`layout::StartHints::late`]) can have been there: a list of a PCP order (`thp_order`
+/// the THP lists', `pcp_allowed_order`) and type, that the window does not show exactly (a
+/// list it shows empty, or drained to empty, held no block through it).
+fn late_fits(h: &layout::PcpHint, demand: Option<&ListDemand>, thp_order: Option<u8>) -> bool {
+    let pcp_order = h.order <= 3 || Some(h.order) == thp_order;
+    pcp_order && h.mt < TYPES.len() && !demand.is_some_and(|d| d.is_exact(h.cpu, h.order, h.mt))
 }
 
 /// Each CPU's lists (order, migratetype, blocks) for its start count: the count at the

@@ -474,12 +474,16 @@ fn first(
                 roll_at,
                 keep_kernel: infer,
             };
-            let first = first_events::take(
+            // The text past the window, where the end state is taken at the after-snapshot's
+            // reads: it shows blocks on lists the window never names (`layout::StartHints`).
+            let after = source.after_window().cloned();
+            let first = first_events::take_to_after(
                 || source.next_chunk(),
                 geo,
                 s,
                 which,
                 first_events::LIST_EVENTS,
+                after.as_ref(),
             );
             // The vmstat workers' first runs among them set their timers' phase.
             let mut ahead = RunsAhead::new(geo.cpus);

@@ -12,7 +12,7 @@ use super::kernel::Handover;
 use super::pcp_state::{self, Collector};
 use super::start_count::{StartCounts, Walk};
 use crate::procfs::ProcSnapshot;
-use crate::trace::ingest::Chunk;
+use crate::trace::ingest::{Chunk, Tail, TailEnd};
 use crate::trace::replay::geometry::Geometry;
 use crate::trace::replay::layout::{HintCollector, StartHints};
 
@@ -75,6 +75,21 @@ pub fn take(
     which: Which,
     limit: usize,
 ) -> FirstEvents {
+    take_to_after(next, geo, snap, which, limit, None)
+}
+
+/// [`take`], and where the input ended (the window's end marker) before `limit` events and
+/// `after` holds the text past it ([`Tail`]), the hints read that text too: a block the
+/// window never names that it shows on a per-CPU list was there all along
+/// ([`StartHints::late`]).
+pub fn take_to_after(
+    next: impl FnMut() -> Option<Chunk>,
+    geo: &Geometry,
+    snap: &ProcSnapshot,
+    which: Which,
+    limit: usize,
+    after: Option<&Tail>,
+) -> FirstEvents {
     let walk = which.counts.then(|| {
         let mut w = Walk::new(
             geo,
@@ -108,11 +123,28 @@ pub fn take(
     // one places its blocks by the counts alone.
     let hints = (which.lists && snap.layout.is_some())
         .then(|| HintCollector::new(geo.cpus, &spans, which.pageblock_order, geo.numbering));
-    match (walk, collect) {
+    let (mut first, hints, ended) = match (walk, collect) {
         (Some(walk), Some(collect)) => take_beside(next, walk, collect, hints, limit),
         (walk, collect) => take_here(next, walk, collect, hints, limit),
-    }
+    };
+    first.hints = hints.map(|mut h| {
+        // Only where every event of the window went by: a block the head never reached
+        // may be named later in the window.
+        if let Some(tail) = after.filter(|_| ended) {
+            tail.peek(|text, end| {
+                if end != TailEnd::NotKept {
+                    h.feed_after(text);
+                }
+            });
+        }
+        h.finish()
+    });
+    first
 }
+
+/// What [`take_here`] and [`take_beside`] leave: the events and the inferences' results but
+/// the hints, the hints' collector, and whether the input ended before the limit.
+type Taken = (FirstEvents, Option<HintCollector>, bool);
 
 /// [`take`] in this thread.
 fn take_here(
@@ -121,14 +153,16 @@ fn take_here(
     mut collect: Option<Collector>,
     mut hints: Option<HintCollector>,
     limit: usize,
-) -> FirstEvents {
+) -> Taken {
     let mut events = 0usize;
     let done = |w: &Option<Walk>, c: &Option<Collector>, n: usize| {
         n >= limit || (w.as_ref().is_none_or(Walk::done) && c.is_none())
     };
     let mut held = Vec::new();
+    let mut ended = false;
     while !done(&walk, &collect, events) {
         let Some(chunk) = next() else {
+            ended = true;
             break;
         };
         for ev in chunk.events().take(limit - events) {
@@ -145,13 +179,14 @@ fn take_here(
         events += chunk.len();
         held.push(chunk);
     }
-    FirstEvents {
+    let first = FirstEvents {
         held,
         kernel: walk.as_mut().and_then(Walk::hand_over),
         counts: walk.map(Walk::finish),
         lists: collect.map(Collector::finish),
-        hints: hints.map(HintCollector::finish),
-    }
+        hints: None,
+    };
+    (first, hints, ended)
 }
 
 /// [`take`] with both inferences: the start-count walk on a thread of its own, the list
@@ -165,7 +200,8 @@ fn take_beside(
     mut collect: Collector,
     mut hints: Option<HintCollector>,
     limit: usize,
-) -> FirstEvents {
+) -> Taken {
+    let mut ended = false;
     let held = std::thread::scope(|s| {
         let (tx, rx) = std::sync::mpsc::channel::<(Chunk, usize)>();
         let w = &mut walk;
@@ -189,6 +225,7 @@ fn take_beside(
         let mut events = 0usize;
         while events < limit {
             let Some(chunk) = next() else {
+                ended = true;
                 break;
             };
             let n = limit - events;
@@ -212,13 +249,16 @@ fn take_beside(
         )
     });
     match held {
-        Some(held) => FirstEvents {
-            held,
-            kernel: walk.hand_over(),
-            counts: Some(walk.finish()),
-            lists: Some(collect.finish()),
-            hints: hints.map(HintCollector::finish),
-        },
+        Some(held) => {
+            let first = FirstEvents {
+                held,
+                kernel: walk.hand_over(),
+                counts: Some(walk.finish()),
+                lists: Some(collect.finish()),
+                hints: None,
+            };
+            (first, hints, ended)
+        }
         None => take_here(next, Some(walk), Some(collect), hints, limit),
     }
 }

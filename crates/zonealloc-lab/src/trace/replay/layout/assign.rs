@@ -33,7 +33,7 @@ use std::collections::{HashMap, HashSet};
 use zonealloc::MigrateType;
 
 use super::canvas::{Page, Targets, ZoneLayout};
-use super::hints::StartHints;
+use super::hints::{PcpHint, StartHints};
 use crate::procfs::{Layout, PageClass, ZoneSnapshot};
 
 /// Per unit: its pageblocks, free blocks per order, and its pages by kind.
@@ -145,6 +145,7 @@ impl ZoneLayout {
         units.retain(|u| u.blocks > 0);
         l.assign(&units, targets, &hints.block_types, &hints.not_types);
         l.pcp_hints = hints.pcp.clone();
+        l.late_hints = hints.late.clone();
         l.taken_hints = hints.taken.clone();
         if let Some(roll) = roll {
             // The window's own first events say more of a block than the roll.
@@ -153,6 +154,7 @@ impl ZoneLayout {
                 .collect();
             l.roll_hints = l.hints_of_roll(roll);
             l.roll_hints.retain(|h| !named.contains(&h.pfn));
+            l.late_over_roll();
         }
         l.free = l.blocks_of(free);
         l.trim(&targets.0);
@@ -189,6 +191,22 @@ impl ZoneLayout {
     }
 
     /// Types the pageblocks of `units` (module docs): a unit with a pageblock the trace names
+    /// A block both the roll and the text after the window show on a list: on the same list,
+    /// the late hint says where on it (it outlasted the window, `super::hints`), and the
+    /// roll's goes; on another, the roll's stays (it saw the free or refill that put the block
+    /// on its CPU's list; a drain past the window is stamped with the CPU that ran it) and
+    /// the late one goes. 6.12-4g p_thp: `awk-615` frees 0x10afda onto CPU 0's list at
+    /// 298.008392 (trace line 12307), after the layout's read, and CPU 0's vmstat worker
+    /// drains it, first of its run, at 330.823455 (line 39659), after the window.
+    fn late_over_roll(&mut self) {
+        let key = |h: &PcpHint| (h.cpu, h.order, h.mt);
+        let rolled: HashMap<u64, _> = self.roll_hints.iter().map(|h| (h.pfn, key(h))).collect();
+        self.late_hints
+            .retain(|h| rolled.get(&h.pfn).is_none_or(|&k| k == key(h)));
+        let late: HashSet<u64> = self.late_hints.iter().map(|h| h.pfn).collect();
+        self.roll_hints.retain(|h| !late.contains(&h.pfn));
+    }
+
     /// (`named`: pageblock number -> type, [`super::hints`]) takes the type named first
     /// (its lowest pageblock's, where they differ), the rest as the counts say, but never a
     /// type a refill rules out for one of its pageblocks (`not`: pageblock number -> a bit

@@ -68,6 +68,10 @@ pub struct ZoneLayout {
     /// Blocks the trace shows on per-CPU lists at the start (`layout::hints`), taken first
     /// by [`ZoneLayout::choose_pcp`].
     pub pcp_hints: Vec<PcpHint>,
+    /// Blocks the text after the window shows on per-CPU lists at the start, which the window
+    /// never names (`layout::hints`, [`super::StartHints::late`]), taken by
+    /// [`ZoneLayout::choose_pcp`] after [`ZoneLayout::pcp_hints`].
+    pub late_hints: Vec<PcpHint>,
     /// Pfns the trace first shows taken off a free list, in its order (`layout::hints`).
     pub taken_hints: Vec<u64>,
     /// Blocks the layout rolled forward to the window's start leaves on per-CPU lists
@@ -103,6 +107,7 @@ impl ZoneLayout {
             retyped: 0,
             absent: 0,
             pcp_hints: Vec::new(),
+            late_hints: Vec::new(),
             taken_hints: Vec::new(),
             roll_hints: Vec::new(),
             rolled: 0,

@@ -24,6 +24,16 @@
 //! - **a type a pageblock was not**: a page freed onto a CPU's list that no event names
 //!   before that CPU refills its list of the page's order and type `T` was not on that list,
 //!   so its pageblock was not of type `T` ([`not_listed`]).
+//! - **a block on a per-CPU list at the start that the window never names**: the text after
+//!   the window (the after-snapshot's reads, kept for the end state) shows it drained or
+//!   allocated as above, where no event of the window or before it in that text named any of
+//!   its pages ([`HintCollector::feed_after`]): nothing put it on a list in between, so it
+//!   sat on that list from before the start to then ([`StartHints::late`]). The layout
+//!   files show such a page flagless, on some list; the trace names the CPU, order and list.
+//!   6.12-4g p_thp: `cat-648`'s free at 330.877845 drains 12 order-1 and 9 order-2 blocks
+//!   off CPU 0's lists (trace lines 40683-40705) that no event of the window names, and
+//!   CPU 0's vmstat worker drains 851 pages at 330.823455 (line 39659 on), the list's tail.
+//!
 //! - **the order of a free list**: the free blocks holding the pfns first named taken off a
 //!   free list, in the order taken, were at the head of their lists in that order
 //!   (`__rmqueue_smallest` takes the first entry; `expand` puts what it splits off at the
@@ -34,7 +44,10 @@
 //! the kernel's first drains and allocations take them again ([`super::pcp`]), and puts the
 //! free blocks on their lists in the order the kernel took them ([`super::ZoneLayout::apply`]).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
+
+use crate::trace::stats::HashMap as FastMap;
 use std::ops::Range;
 
 use zonealloc::MigrateType;
@@ -43,6 +56,10 @@ use crate::trace::migratetype::Numbering;
 use crate::trace::parse::{Event, EventKind};
 
 mod not_listed;
+
+/// The highest order a block named by an event can have here: a late hint's overlap check
+/// looks at the heads of every order up to it (`MAX_PAGE_ORDER` is 10 on x86-64).
+const MAX_NAMED_ORDER: u8 = 12;
 
 /// A block the trace shows on a per-CPU list at the start (module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,6 +88,9 @@ pub struct StartHints {
     /// free at the start, and the first taken of a list was at its head
     /// (`get_page_from_free_area` takes the first entry).
     pub taken: Vec<u64>,
+    /// Blocks on per-CPU lists at the start that the window never names, from the text after
+    /// it (module docs), in the order that text names them.
+    pub late: Vec<PcpHint>,
     /// Blocks first named freed (`mm_page_free`, `mm_page_free_batched`), as `(pfn, order)`:
     /// in use at the start, whatever the layout rolled to it says (a page freed onto a list
     /// before the start and taken off it untraced, by `alloc_pages_bulk`, is freed again).
@@ -89,7 +109,10 @@ pub struct HintCollector {
     zones: Vec<Range<u64>>,
     pageblock_order: u8,
     numbering: Numbering,
-    seen: HashSet<u64>,
+    /// Each pfn an event named, with the highest order named there.
+    seen: FastMap<u64, u8>,
+    /// Fed the text after the window ([`HintCollector::feed_after`]).
+    after: bool,
     hints: Vec<StartHints>,
     not_listed: not_listed::NotListed,
 }
@@ -108,7 +131,8 @@ impl HintCollector {
             zones: zones.to_vec(),
             pageblock_order,
             numbering,
-            seen: HashSet::new(),
+            seen: FastMap::default(),
+            after: false,
             hints: vec![StartHints::default(); zones.len()],
             not_listed: not_listed::NotListed::new(cpus.max(1)),
         }
@@ -121,6 +145,9 @@ impl HintCollector {
         let Some(z) = self.zones.iter().position(|r| r.contains(&pfn)) else {
             return;
         };
+        if self.after {
+            return self.feed_late(ev, z, cpu);
+        }
         let (pb, numbering) = (self.pageblock_order, self.numbering);
         // The lists' orders: to PAGE_ALLOC_COSTLY_ORDER, and the THP order (pageblock order).
         let pcp_order = |o: u8| o <= 3 || o == pb;
@@ -154,10 +181,77 @@ impl HintCollector {
             EventKind::Free { order, .. } => self.freed_first(z, pfn, order),
             EventKind::FreeBatched { .. } => self.freed_first(z, pfn, 0),
             EventKind::Alloc { .. } => {
-                self.seen.insert(pfn);
+                self.name(pfn, 0);
             }
             EventKind::KswapdWake { .. } | EventKind::KswapdSleep { .. } => {}
         }
+    }
+
+    /// Takes the text after the window (`text`: from inside the window's end marker's line,
+    /// as [`crate::trace::ingest::Tail`] keeps it), once every event of the window was fed:
+    /// its blocks first drained or allocated off a list, none of whose pages an earlier event
+    /// named, go to [`StartHints::late`] (module docs); it names no pageblock, free list or
+    /// free (the window's own first events do).
+    pub fn feed_after(&mut self, text: &[u8]) {
+        self.after = true;
+        let body = memchr::memchr(b'\n', text).map_or(&text[..0], |nl| &text[nl + 1..]);
+        // A slice reads without error; a line over the parser's limit ends the hints there.
+        let _ = crate::trace::parse::Parser::new().read_all(body, |ev| self.feed(ev));
+    }
+
+    /// [`HintCollector::feed`] past the window (`feed_after`): event `ev` of zone `z` on `cpu`.
+    fn feed_late(&mut self, ev: &Event<'_>, z: usize, cpu: u32) {
+        let (pfn, order, listed) = match ev.kind {
+            EventKind::PcpuDrain {
+                pfn,
+                order,
+                migratetype,
+            } => (pfn, order, Some((migratetype, true))),
+            EventKind::Alloc {
+                pfn,
+                order,
+                migratetype,
+                ..
+            } if !ev.is_failed_alloc() => (pfn, order, Some((migratetype, false))),
+            EventKind::Alloc { pfn, .. }
+            | EventKind::Extfrag { pfn, .. }
+            | EventKind::FreeBatched { pfn } => (pfn, 0, None),
+            EventKind::ZoneLocked { pfn, order, .. } | EventKind::Free { pfn, order } => {
+                (pfn, order, None)
+            }
+            EventKind::KswapdWake { .. } | EventKind::KswapdSleep { .. } => return,
+        };
+        if let Some((m, drained)) = listed.filter(|_| !self.named_within(pfn, order)) {
+            let h = self.hint(cpu, pfn, order, m, drained);
+            self.hints[z].late.push(h);
+        }
+        self.name(pfn, order);
+    }
+
+    /// Records that an event named the block `pfn` of `order`; whether `pfn` was named
+    /// before.
+    fn name(&mut self, pfn: u64, order: u8) -> bool {
+        match self.seen.entry(pfn) {
+            Entry::Vacant(v) => {
+                v.insert(order);
+                true
+            }
+            Entry::Occupied(mut o) => {
+                let top = o.get_mut();
+                *top = (*top).max(order);
+                false
+            }
+        }
+    }
+
+    /// Whether an event named a block holding a page of the block `pfn` of `order`: one at
+    /// `pfn` aligned down to its order, or one inside the block.
+    fn named_within(&self, pfn: u64, order: u8) -> bool {
+        let inside = 1u64 << order.min(MAX_NAMED_ORDER);
+        (0..=MAX_NAMED_ORDER).any(|k| {
+            let head = pfn & !((1u64 << k) - 1);
+            self.seen.get(&head).is_some_and(|&o| o >= k)
+        }) || (1..inside).any(|i| self.seen.contains_key(&(pfn + i)))
     }
 
     /// The pageblocks of the block `pfn` of `order` were of type `m` (trace numbering), unless
@@ -176,7 +270,7 @@ impl HintCollector {
 
     /// `pfn` was taken off a free list: recorded if this is the first event naming it.
     fn off_free_list(&mut self, z: usize, pfn: u64) {
-        if self.seen.insert(pfn) {
+        if self.name(pfn, 0) {
             self.hints[z].taken.push(pfn);
         }
     }
@@ -184,7 +278,7 @@ impl HintCollector {
     /// The block `pfn` of `order` was in use at the start, if this is the first event naming
     /// it.
     fn freed_first(&mut self, z: usize, pfn: u64, order: u8) {
-        if self.seen.insert(pfn) {
+        if self.name(pfn, order) {
             self.hints[z].freed.push((pfn, order));
         }
     }
@@ -192,14 +286,20 @@ impl HintCollector {
     /// The block `pfn` was on `cpu`'s list of `order` and type `m` at the start, if this is
     /// the first event naming it.
     fn on_list(&mut self, z: usize, cpu: u32, pfn: u64, order: u8, m: u8, drained: bool) {
-        if self.seen.insert(pfn) {
-            self.hints[z].pcp.push(PcpHint {
-                cpu,
-                pfn,
-                order,
-                mt: usize::from(self.numbering.to_current(m)),
-                drained,
-            });
+        if self.name(pfn, order) {
+            let h = self.hint(cpu, pfn, order, m, drained);
+            self.hints[z].pcp.push(h);
+        }
+    }
+
+    /// The block `pfn` of `order` on `cpu`'s list of type `m` (the trace's numbering).
+    fn hint(&self, cpu: u32, pfn: u64, order: u8, m: u8, drained: bool) -> PcpHint {
+        PcpHint {
+            cpu,
+            pfn,
+            order,
+            mt: usize::from(self.numbering.to_current(m)),
+            drained,
         }
     }
 
@@ -360,5 +460,67 @@ mod tests {
         let h = collect(&t);
         let not: Vec<_> = h.not_types.iter().map(|(&b, &m)| (b, m)).collect();
         assert_eq!(not, [(8, 1 << MigrateType::Unmovable.index())]);
+    }
+
+    /// 6.12-4g p_thp in small: what the text after the window shows on a list that no event
+    /// of the window (or before it there) named was on that list at the start.
+    #[test]
+    fn a_block_first_shown_on_a_list_after_the_window_sat_on_it_from_the_start() {
+        let p = "page=(____ptrval____)";
+        let drain = |pfn: u32, order: u8| {
+            format!("mm_page_pcpu_drain: {p} pfn={pfn:#x} order={order} migratetype=0")
+        };
+        let alloc = |pfn: u32| {
+            format!("mm_page_alloc: {p} pfn={pfn:#x} order=0 migratetype=0 gfp_flags=GFP_KERNEL")
+        };
+        // The window: a free of 0x1101 and an order-2 allocation at 0x1208.
+        let mut window = line(0, 1, &format!("mm_page_free: {p} pfn=0x1101 order=0"));
+        window += &line(
+            1,
+            1,
+            &format!("mm_page_alloc: {p} pfn=0x1208 order=2 migratetype=0 gfp_flags=GFP_KERNEL"),
+        );
+        // Past it, from inside the end marker's line (as the stream keeps it).
+        let mut after = String::from(" p_thp\n");
+        // Never named: on CPU 0's order-1 list from the start (`cat-648`'s drain).
+        after += &line(0, 2, &drain(0x1180, 1));
+        // Its block holds 0x1101, which the window freed: put on the list in the window.
+        after += &line(0, 2, &drain(0x1100, 1));
+        // Inside the window's order-2 block at 0x1208.
+        after += &line(1, 2, &drain(0x120a, 0));
+        // Refilled past the window, then allocated: off the buddy, not a start block.
+        after += &line(
+            2,
+            3,
+            &format!(
+                "mm_page_alloc_zone_locked: {p} pfn=0x1300 order=0 migratetype=0 percpu_refill=1"
+            ),
+        );
+        after += &line(2, 3, &alloc(0x1300));
+        // Allocated with no event before it: at the head of CPU 3's list from the start.
+        after += &line(3, 4, &alloc(0x1400));
+        // Named once already (drained above): its second event says nothing more.
+        after += &line(3, 4, &alloc(0x1180));
+        let zone = 0x1000..0x2000;
+        let mut c = HintCollector::new(4, std::slice::from_ref(&zone), 9, Numbering::Current);
+        Parser::new()
+            .read_all(window.as_bytes(), |ev| c.feed(ev))
+            .unwrap();
+        c.feed_after(after.as_bytes());
+        let h = c.finish().pop().unwrap();
+        let hint = |cpu, pfn, order, drained| PcpHint {
+            cpu,
+            pfn,
+            order,
+            mt: 0,
+            drained,
+        };
+        assert_eq!(
+            h.late,
+            [hint(0, 0x1180, 1, true), hint(3, 0x1400, 0, false)]
+        );
+        // The window's own hints are as before (its allocation was a list's too).
+        assert_eq!(h.pcp, [hint(1, 0x1208, 2, false)]);
+        assert_eq!((h.taken.len(), h.freed.as_slice()), (0, &[(0x1101, 0)][..]));
     }
 }

@@ -17,8 +17,9 @@
 //! on a CPU's list there.
 //!
 //! With the kernel's layout, the window's first events name some pageblocks' types and some
-//! blocks on per-CPU lists at the start (`hints.rs`); those come first, then the blocks the
-//! roll leaves on lists. Either way the pages
+//! blocks on per-CPU lists at the start (`hints.rs`), and the text after the window (kept
+//! for the end state) the blocks on lists the window never names; those come first, then the
+//! blocks the roll leaves on lists. Either way the pages
 //! on per-CPU lists are then chosen among the pages in use (`pcp.rs`), a kernel layout's
 //! pageblock types first swapped so that each list's type has room for them (`room.rs`).
 //! The canvas is one byte per pfn of the span (24 MB for a 96 GiB zone), built once per zone

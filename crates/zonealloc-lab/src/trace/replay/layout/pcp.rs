@@ -11,6 +11,9 @@
 //!    ([`super::hints`]: drained or allocated before anything put them there), where the
 //!    layout has them in use in a pageblock of the type; the drained ones go on first (the
 //!    list's tail, drained first), the allocated ones last (its head, allocated first);
+//!    then those the text after the window shows there and the window never names
+//!    ([`super::StartHints::late`]), the drained ones behind the window's drained ones and
+//!    the allocated ones ahead of the window's allocated ones;
 //! 1. flagless pages in a pageblock of type `t` whose buddy of order `k` is a free block of
 //!    order `k`: the buddy allocator would have merged the two, so the page is not in it,
 //!    and a page freed onto a per-CPU list is held out of it exactly so
@@ -42,6 +45,18 @@ use crate::trace::stats::HashMap;
 use zonealloc::MigrateType;
 
 use super::canvas::{Page, ZoneLayout};
+use super::hints::PcpHint;
+
+/// Which of the layout's hints [`ZoneLayout::hinted`] takes.
+#[derive(Clone, Copy)]
+enum Hints {
+    /// The window's first events' ([`ZoneLayout::pcp_hints`]).
+    Window,
+    /// The text after the window's ([`ZoneLayout::late_hints`]).
+    Late,
+    /// The roll to the window's start's ([`ZoneLayout::roll_hints`]).
+    Rolled,
+}
 
 /// One CPU's lists: the CPU, and its lists as `(order, migratetype index, blocks)`.
 pub type CpuLists = (u32, Vec<(u8, usize, u64)>);
@@ -53,6 +68,10 @@ struct Hinted {
     tail: Vec<u64>,
     /// Shown allocated first, in the order allocated (the list's head).
     head: Vec<u64>,
+    /// Shown drained first after the window, in the order drained (behind `tail`).
+    late_tail: Vec<u64>,
+    /// Shown allocated first after the window, in the order allocated (ahead of `head`).
+    late_head: Vec<u64>,
     /// Left there by the roll: refilled ones (toward the tail).
     rolled_tail: Vec<u64>,
     /// Left there by the roll: freed ones (toward the head).
@@ -111,7 +130,7 @@ impl ZoneLayout {
         for ((cpu, cpu_lists), hinted) in lists.iter().zip(hinted) {
             for (&(order, mt, _), h) in cpu_lists.iter().zip(hinted) {
                 let mut left = h.left;
-                for &pfn in h.tail.iter().chain(&h.rolled_tail) {
+                for &pfn in h.tail.iter().chain(&h.late_tail).chain(&h.rolled_tail) {
                     self.pcp.push((*cpu, pfn, order));
                 }
                 // Typed tiers first (module docs): flagless, in use, then of any type.
@@ -139,7 +158,8 @@ impl ZoneLayout {
                 if left > 0 && order > 0 {
                     left -= self.take_mixed(*cpu, order, mt, left);
                 }
-                for &pfn in h.rolled_head.iter().chain(h.head.iter().rev()) {
+                let late_head = h.late_head.iter().rev();
+                for &pfn in late_head.chain(&h.rolled_head).chain(h.head.iter().rev()) {
                     self.pcp.push((*cpu, pfn, order));
                 }
                 missing += left << order;
@@ -155,11 +175,17 @@ impl ZoneLayout {
     fn take_hinted(&mut self, cpu: u32, order: u8, mt: usize, n: u64) -> Hinted {
         let mut left = n;
         // Those it shows allocated go on last, at the list's head.
-        let (tail, head) = self.hinted(cpu, order, mt, &mut left, false);
-        let (rolled_tail, rolled_head) = self.hinted(cpu, order, mt, &mut left, true);
+        let (tail, head) = self.hinted(cpu, order, mt, &mut left, Hints::Window);
+        // Then those the text after the window shows there (`super::hints`): behind the
+        // window's drained ones (they outlasted its drains), ahead of its allocated ones.
+        let (late_tail, late_head) = self.hinted(cpu, order, mt, &mut left, Hints::Late);
+        // Then those the roll to the window's start leaves there (`super::roll`).
+        let (rolled_tail, rolled_head) = self.hinted(cpu, order, mt, &mut left, Hints::Rolled);
         Hinted {
             tail,
             head,
+            late_tail,
+            late_head,
             rolled_tail,
             rolled_head,
             left,
@@ -235,23 +261,21 @@ impl ZoneLayout {
     /// read; one in another type's pageblock would be freed onto that type's list). Marks
     /// them [`Page::Pcp`]; returns those first drained (in the order drained: the list's
     /// tail, where `free_pcppages_bulk` takes from) and those first allocated (in the order
-    /// allocated: the list's head, where `rmqueue_pcplist` takes from). `rolled`: the same of
-    /// [`ZoneLayout::roll_hints`] (refilled ones as drained), each in their own order.
+    /// allocated: the list's head, where `rmqueue_pcplist` takes from). `which`: of
+    /// [`ZoneLayout::pcp_hints`], [`ZoneLayout::late_hints`] or [`ZoneLayout::roll_hints`]
+    /// (refilled ones as drained), each in their own order.
     fn hinted(
         &mut self,
         cpu: u32,
         order: u8,
         mt: usize,
         left: &mut u64,
-        rolled: bool,
+        which: Hints,
     ) -> (Vec<u64>, Vec<u64>) {
         let (mut tail, mut head) = (Vec::new(), Vec::new());
         let typ = MigrateType::from_index(mt);
         let size = 1usize << order;
-        let hints = match rolled {
-            true => std::mem::take(&mut self.roll_hints),
-            false => std::mem::take(&mut self.pcp_hints),
-        };
+        let hints = std::mem::take(self.hints_mut(which));
         let mut kept = Vec::with_capacity(hints.len());
         for h in hints {
             let i = h.pfn.wrapping_sub(self.start) as usize;
@@ -271,11 +295,17 @@ impl ZoneLayout {
             }
             kept.push(h);
         }
-        match rolled {
-            true => self.roll_hints = kept,
-            false => self.pcp_hints = kept,
-        }
+        *self.hints_mut(which) = kept;
         (tail, head)
+    }
+
+    /// The hints `which` names.
+    fn hints_mut(&mut self, which: Hints) -> &mut Vec<PcpHint> {
+        match which {
+            Hints::Window => &mut self.pcp_hints,
+            Hints::Late => &mut self.late_hints,
+            Hints::Rolled => &mut self.roll_hints,
+        }
     }
     /// Per order, the heads in the span whose buddy of that order is a free block of that
     /// order, in pfn order (a free pfn named twice counts with its last block, as a map from

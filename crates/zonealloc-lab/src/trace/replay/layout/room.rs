@@ -68,9 +68,11 @@ impl ZoneLayout {
                 have[t] += o.0;
             }
         }
-        // A pageblock holding a block the trace shows on a list (at the window's start, or
-        // rolled forward to it) keeps its type too.
-        let hinted: HashSet<usize> = (self.pcp_hints.iter().chain(&self.roll_hints))
+        // A pageblock holding a block the trace shows on a list (at the window's start, after
+        // the window, or rolled forward to it) keeps its type too.
+        let hinted: HashSet<usize> = (self.pcp_hints.iter())
+            .chain(&self.late_hints)
+            .chain(&self.roll_hints)
             .filter(|h| (self.start..self.end()).contains(&h.pfn))
             .map(|h| self.block_of(h.pfn))
             .collect();

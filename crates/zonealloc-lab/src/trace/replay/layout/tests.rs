@@ -212,6 +212,39 @@ fn the_blocks_the_trace_shows_on_a_list_go_on_it_in_the_kernels_order() {
     zone.check().unwrap();
 }
 
+/// The blocks the text after the window shows on a list from the start
+/// ([`StartHints::late`]) go between the window's: the drained ones behind those the window
+/// drains (they outlasted its drains), the allocated ones ahead of those the window
+/// allocates; the guessed rest between the two.
+#[test]
+fn the_blocks_shown_on_a_list_after_the_window_go_between_the_windows_own() {
+    let snap = snap("linux-6.1");
+    let layout = parse_layout(DMA_LAYOUT).unwrap();
+    let z = snap.zone(0, ZoneType::Dma).unwrap();
+    let t = targets(&snap, z, 11);
+    let hint = |pfn, drained| PcpHint {
+        cpu: 1,
+        pfn,
+        order: 0,
+        mt: 0,
+        drained,
+    };
+    let hints = StartHints {
+        pcp: vec![hint(190, false), hint(189, true), hint(191, false)],
+        late: vec![hint(180, false), hint(187, true), hint(181, false)],
+        ..StartHints::default()
+    };
+    let mut l = ZoneLayout::from_kernel_hinted(&layout, z, &t, 9, 10, &hints);
+    assert_eq!(l.choose_pcp(&[(1, vec![(0, 0, 7)])]), 0);
+    // Tail to head: 189 (the window drains it), 187 (drained after it), 186 (the guess),
+    // 181 and 180 (allocated after the window, 180 first), 191 and 190 (the window's).
+    let pfns: Vec<u64> = l.pcp.iter().map(|b| b.1).collect();
+    assert_eq!(pfns, [189, 187, 186, 181, 180, 191, 190]);
+    let zone = zone_for(&snap, z, 2);
+    l.apply(&zone).unwrap();
+    zone.check().unwrap();
+}
+
 /// The free blocks the trace takes first are at their lists' heads, in the order taken: the
 /// kernel took 3072's order-10 block, then 1024's, where the layout's pfn order would give
 /// 1024 first.

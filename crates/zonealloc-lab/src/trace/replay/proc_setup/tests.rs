@@ -303,7 +303,7 @@ fn a_list_holds_at_least_the_blocks_the_roll_leaves_on_it() {
     let mut roll: Vec<layout::PcpHint> = (0..9).map(|_| hint(1, 0, 0, true)).collect();
     roll.extend((0..3).map(|_| hint(1, 0, 2, false)));
     roll.extend((0..2).map(|_| hint(1, 1, 0, true)));
-    let got = at_least_rolled(lists.clone(), &roll, Some(&d));
+    let got = at_least_rolled(lists.clone(), (&roll, &[]), Some(&d));
     let cpu1 = &got.iter().find(|(c, _)| *c == 1).unwrap().1;
     let of = |o: u8, t: usize| cpu1.iter().find(|l| (l.0, l.1) == (o, t)).map(|l| l.2);
     assert_eq!(of(0, 0), Some(9));
@@ -317,16 +317,45 @@ fn a_list_holds_at_least_the_blocks_the_roll_leaves_on_it() {
     assert_eq!(got[0], lists[0]);
     // A list the trace shows exactly keeps the trace's figure.
     d.exact[1][0][0] = true;
-    let got = at_least_rolled(lists.clone(), &roll, Some(&d));
+    let got = at_least_rolled(lists.clone(), (&roll, &[]), Some(&d));
     let cpu1 = &got.iter().find(|(c, _)| *c == 1).unwrap().1;
     assert!(cpu1.contains(&(0, 0, 4)), "{cpu1:?}");
     // No more than the rest of the count moves: a list never goes below what the trace
     // shows it held.
     let mut d = no_lists(2);
     d.blocks[1][0] = [4, 95, 0];
-    let got = at_least_rolled(lists, &roll, Some(&d));
+    let got = at_least_rolled(lists, (&roll, &[]), Some(&d));
     let cpu1 = &got.iter().find(|(c, _)| *c == 1).unwrap().1;
     assert!(cpu1.contains(&(0, 1, 95)), "{cpu1:?}");
     let pages: u64 = cpu1.iter().map(|&(o, _, n)| n << o).sum();
     assert_eq!(pages, 100);
+}
+
+#[test]
+fn a_list_holds_the_blocks_shown_after_the_window_beyond_the_windows_bound() {
+    let hint = |order: u8| layout::PcpHint {
+        cpu: 1,
+        pfn: 0,
+        order,
+        mt: 0,
+        drained: true,
+    };
+    // 6.12-4g p_thp's CPU 0 in small: the window takes 1 block off its Unmovable order-1
+    // list (a lower bound) and never shows it empty; after the window, 2 order-1 and 1
+    // order-2 blocks no event of the window names are drained off it. They are other
+    // blocks than the window's: the list held 3 order-1 blocks at least.
+    let mut d = no_lists(2);
+    d.blocks[1][1] = [1, 0, 0];
+    let lists = vec![(0, vec![(0, 1, 10)]), (1, vec![(0, 1, 96), (1, 0, 1)])];
+    let late = [hint(1), hint(1), hint(2)];
+    let got = at_least_rolled(lists.clone(), (&[], &late), Some(&d));
+    let cpu1 = &got.iter().find(|(c, _)| *c == 1).unwrap().1;
+    let of = |o: u8, t: usize| cpu1.iter().find(|l| (l.0, l.1) == (o, t)).map(|l| l.2);
+    assert_eq!(
+        (of(1, 0), of(2, 0), of(0, 1)),
+        (Some(3), Some(1), Some(96 - 4 - 4))
+    );
+    let pages: u64 = cpu1.iter().map(|&(o, _, n)| n << o).sum();
+    assert_eq!(pages, 98);
+    assert_eq!(got[0], lists[0]);
 }

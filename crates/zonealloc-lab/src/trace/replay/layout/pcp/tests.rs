@@ -15,7 +15,7 @@ fn listed_up_front(l: &mut ZoneLayout, lists: &[CpuLists]) -> u64 {
             (ls.iter())
                 .map(|&(order, mt, n)| {
                     let mut left = n;
-                    let (tail, head) = l.hinted(*cpu, order, mt, &mut left, false);
+                    let (tail, head) = l.hinted(*cpu, order, mt, &mut left, Hints::Window);
                     (tail, head, left)
                 })
                 .collect()
