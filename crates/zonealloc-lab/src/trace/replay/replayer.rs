@@ -30,7 +30,7 @@ use super::vmstat::{self, Run, Vmstat};
 use crate::trace::emit::{zone_event, TraceWriter};
 use crate::trace::parse::{Event, EventKind, PagePtr, Who};
 use crate::trace::variant::Variant;
-pub(super) use contig_free::contig_free_on;
+pub(super) use contig_free::{contig_blocks, contig_free_on, SECTION_PAGES};
 use frees::Deferred;
 
 /// One variant's zones and what its replay has seen.

@@ -478,6 +478,7 @@ fn first(
                 hz: opts.hz.unwrap_or(super::vmstat::DEFAULT_HZ),
                 roll_at,
                 keep_kernel: infer,
+                contig_free: super::replayer::contig_free_on(preset, infer, opts),
             };
             let first = first_events::take(
                 || source.next_chunk(),

@@ -283,7 +283,11 @@ pub struct Walk {
     /// Per CPU: frees `mm_page_free` printed and not committed yet (pfn, zone, order): the
     /// page goes on the list at its `mm_page_free_batched`, or before the CPU's next other
     /// event (drains aside), as the replay commits them ([`crate::trace::replay::Replayer`]'s `Deferred`).
-    deferred: Vec<Vec<(u64, usize, u8)>>,
+    /// With each, the kworker that freed it, if one did ([`Walk::set_contig_free`]).
+    deferred: Vec<Vec<contig::Held>>,
+    /// 7.2's contiguous-range frees go on the lists as aligned blocks
+    /// ([`Walk::set_contig_free`]).
+    contig_free: bool,
     /// Per CPU: a batched commit has begun (a drain then belongs to it; otherwise a drain
     /// follows a single free, which was committed before it).
     batching: Vec<bool>,
@@ -389,6 +393,7 @@ impl Walk {
             waiting,
             direct: vec![false; cpus as usize],
             deferred: vec![Vec::new(); cpus as usize],
+            contig_free: false,
             batching: vec![false; cpus as usize],
             extfrag_names_page: false,
             roll_at: None,
@@ -491,7 +496,7 @@ impl Walk {
                 self.kswapd(nid, false);
             }
             EventKind::Free { pfn, order } => {
-                self.deferred[cpu as usize].push((pfn, zone, order));
+                self.defer(ev, cpu, (pfn, zone, order));
             }
             EventKind::FreeBatched { pfn } => self.free_batched(zone, cpu, pfn, batching),
             EventKind::Alloc { order, .. } => {
@@ -535,7 +540,7 @@ impl Walk {
             .map(|c| c.as_ref().map_or(0, |c| c.delta))
             .collect();
         for (cpu, frees) in self.deferred.iter().enumerate() {
-            for &(_, z, order) in frees.iter().filter(|f| self.pcp_order(f.2)) {
+            for &(_, z, order, _) in frees.iter().filter(|f| self.pcp_order(f.2)) {
                 if let Some(v) = d.get_mut(z * self.cpus as usize + cpu) {
                     *v += 1i64 << order;
                 }
@@ -567,6 +572,7 @@ impl Walk {
     }
 }
 
+mod contig;
 mod finish;
 mod frees;
 mod high;

@@ -46,7 +46,11 @@ impl Walk {
     /// Every deferred free of `cpu`, in order.
     pub(super) fn commit_all(&mut self, cpu: u32) {
         self.batching[cpu as usize] = false;
-        for (_, z, order) in std::mem::take(&mut self.deferred[cpu as usize]) {
+        let list = std::mem::take(&mut self.deferred[cpu as usize]);
+        if self.contig_free {
+            return self.commit_contig(cpu, &list);
+        }
+        for (_, z, order, _) in list {
             self.commit(z, cpu, order);
         }
     }
@@ -89,8 +93,8 @@ impl Walk {
                 if !batching {
                     before.extend(list.drain(..i));
                 }
-                let (_, z, order) = list.remove(if batching { i } else { 0 });
-                for (_, bz, border) in before {
+                let (_, z, order, _) = list.remove(if batching { i } else { 0 });
+                for (_, bz, border, _) in before {
                     self.commit(bz, cpu, border);
                 }
                 self.batching[cpu as usize] = true;
