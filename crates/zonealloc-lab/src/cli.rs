@@ -190,7 +190,8 @@ pub struct TraceReplayArgs {
     /// else off unless named: see BENCHMARKS.md; `off` for all turns it off too), and with
     /// --whole-file `whole-start` (each CPU's count at the file's start: zoneinfo's, read by
     /// the before-snapshot's last `cat`, rolled back over the events before its read, then
-    /// bounded as start-count's; on by default there). They read the
+    /// bounded as start-count's; from 6.7 on its `high` too, as the trace before the read
+    /// bounds it; on by default there). They read the
     /// window's first 512 Ki events, held from the replay's own parse (a pipe gets what a
     /// file gets). `layout-roll`: with a kernel layout (--proc DIR/layout) and the default
     /// window, bring the layout from its read to the window's start with the events between

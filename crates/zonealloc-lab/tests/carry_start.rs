@@ -59,13 +59,7 @@ fn trace(splice: bool) -> String {
 fn cpu1(dir: &std::path::Path, splice: bool) -> serde_json::Value {
     let name = if splice { "splice" } else { "plain" };
     let c = replay_experiment(dir, name, trace(splice).as_bytes(), &["--proc", PROC_61]);
-    c["config"]["start_counts"]["cpus"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["zone"] == "DMA32" && c["cpu"] == 1)
-        .cloned()
-        .unwrap()
+    common::dma32_cpu1(&c["config"])
 }
 
 #[test]

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{replay_experiment, PROC_61};
+use common::{dma32_cpu1, replay_experiment, PROC_61};
 
 /// zoneinfo's count of DMA32's CPU 1.
 const COUNT: u64 = 771;
@@ -86,13 +86,7 @@ fn the_whole_file_starts_from_zoneinfos_counts_rolled_back_to_the_files_start() 
     assert_eq!(start["zoneinfo_reader"], "cat-10", "{start}");
     // No `KT_SNAPSHOT_READ` marker: the first `cat` of a capture without layout.
     assert_eq!(start["zoneinfo_found_by"], "order", "{start}");
-    let cpu1 = rolled["start_counts"]["cpus"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["zone"] == "DMA32" && c["cpu"] == 1)
-        .cloned()
-        .unwrap();
+    let cpu1 = dma32_cpu1(&rolled);
     assert_eq!(cpu1["zoneinfo"], COUNT, "{cpu1}");
     assert_eq!(cpu1["rolled_back"], COUNT + TAKEN, "{cpu1}");
     assert_eq!(cpu1["inferred"], COUNT + TAKEN, "{cpu1}");
@@ -146,4 +140,66 @@ fn whole_file_with_to_marker_replays_from_the_files_start_to_the_marker() {
     assert_eq!(cut["whole_file_start"]["counts"], "rolled_back");
     assert_eq!(cut["whole_file_start"]["zoneinfo_reader"], "cat-10");
     assert_eq!(refills(&cut), (63, 63));
+}
+
+/// The 7.2 snapshot (DMA32 CPU 1: count 1294, `high` 3492 = `high_min`, `high_max` 15551,
+/// batch 63).
+const PROC_72: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/data/proc/linux-7.2-p1-before"
+);
+
+/// A 7.2 file whose DMA32 CPU 1 holds 4000 pages at its start, above zoneinfo's `high`
+/// (3492, printed at its read later on), under a `high` of 4399: 20 frees drain nothing, then
+/// the CPU's vmstat worker (`decay_pcp_high`) takes `high` to 4399 - 549 = 3850 and drains
+/// 170 pages, then 2556 allocations leave zoneinfo's 1294 at `cat-10`'s read.
+fn trace_72() -> String {
+    let mut t = String::from("# tracer: nop\n#\n# entries-in-buffer/entries-written: 0/0   #P:4\n");
+    let mark = |m: &str, at: u64| line("dash-7", 0, at, &format!("tracing_mark_write: {m} p"));
+    t += &mark("KT_SNAPSHOT_BEFORE_BEGIN", 10_000_000);
+    for i in 0..20u64 {
+        let what = format!(
+            "mm_page_free: page=(____ptrval____) pfn={:#x} order=0",
+            0x50000 + i
+        );
+        t += &line("sh-9", 1, 10_000_010 + i, &what);
+    }
+    for i in 0..170u64 {
+        t += &format!(
+            "     kworker/1:1-66      [001] d..2.    10.{:06}: mm_page_pcpu_drain: \
+             page=(____ptrval____) pfn={:#x} order=0 migratetype=1\n",
+            500_000 + i,
+            0x52000 + i
+        );
+    }
+    let user = "GFP_HIGHUSER_MOVABLE|__GFP_ZERO";
+    for i in 0..2556u64 {
+        t += &line("sh-9", 1, 10_600_000 + i, &alloc(0x60000 + i, user));
+    }
+    t += &line("cat-10", 0, 10_700_000, &alloc(0x51000, "GFP_KERNEL"));
+    t += &line("cat-11", 0, 10_700_010, &alloc(0x51001, "GFP_KERNEL"));
+    t += &mark("KT_SNAPSHOT_BEFORE_END", 10_700_020);
+    t
+}
+
+#[test]
+fn a_7_2_whole_file_starts_from_the_high_its_trace_shows_not_zoneinfos() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = ["--proc", PROC_72, "--whole-file"];
+    let c = replay_experiment(dir.path(), "h", trace_72().as_bytes(), &a)["config"].clone();
+    let cpu1 = dma32_cpu1(&c);
+    assert_eq!(cpu1["rolled_back"], 4000, "{cpu1}");
+    assert_eq!(cpu1["inferred"], 4000, "{cpu1}");
+    // decay_pcp_high: high - (high >> 3) == 3850 for 4399 and 4400.
+    assert_eq!(cpu1["high"], 4399, "{cpu1}");
+    // Set up at zoneinfo's 3492, the first free drained (count >= high) where the
+    // kernel's drained nothing; from 4399 ours drain the worker's 170 pages alone.
+    let drains = |grid: &serde_json::Value| {
+        let cpus = grid["cpus"].as_u64().unwrap();
+        grid["cells"][(cpus + 1) as usize]["drains"].clone()
+    };
+    let kernel = drains(&c["kernel_side"]["per_zone_cpu"]);
+    assert_eq!(kernel, 170, "{}", c["kernel_side"]["per_zone_cpu"]);
+    let ours = &c["counts"][0]["per_zone_cpu"];
+    assert_eq!(drains(ours), kernel, "{ours}");
 }

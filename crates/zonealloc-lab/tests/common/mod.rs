@@ -127,6 +127,17 @@ pub fn replay_experiment(dir: &Path, name: &str, text: &[u8], args: &[&str]) -> 
     json(&zonealloc(&a))["experiments"][0].clone()
 }
 
+/// DMA32's CPU 1 start count (`start_counts.cpus`) in a replay's configuration `config`.
+pub fn dma32_cpu1(config: &serde_json::Value) -> serde_json::Value {
+    config["start_counts"]["cpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["zone"] == "DMA32" && c["cpu"] == 1)
+        .cloned()
+        .unwrap()
+}
+
 /// `f` of each of `items`, on every core (each call typically runs the binary: a process of
 /// its own), in `items`' order.
 pub fn on_every_core<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {

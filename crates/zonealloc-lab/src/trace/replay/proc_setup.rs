@@ -517,10 +517,16 @@ fn fill_lists(
         // (high_max), so that they do not drain what the kernel kept: a CPU whose count was
         // its `high` (7.2-4g p_idle after: CPU 1, 1283 of 1283) drained 1220 pages on its
         // last free (`count >= high`) and started the replay with 63.
-        let high = tuning(
+        let mut high = tuning(
             ps,
             zone.config().pcp.high_mode != zonealloc::HighMode::Fixed,
         );
+        // `--whole-file` from 6.7 on: `high` at the file's start, as the trace bounds it
+        // (`start_count::start_high`), not zoneinfo's at its read.
+        let start_high = demand.and_then(|d| d.start_high.get(cpu as usize).copied().flatten());
+        if let (Some(h), Some(_)) = (start_high, high.high) {
+            high.high = Some(i32::try_from(h).unwrap_or(i32::MAX));
+        }
         let filling = PcpTuning {
             high: high.high.map(|_| i32::MAX),
             ..high

@@ -30,7 +30,7 @@ use super::vmstat::{self, Run, Vmstat};
 use crate::trace::emit::{zone_event, TraceWriter};
 use crate::trace::parse::{Event, EventKind, PagePtr, Who};
 use crate::trace::variant::Variant;
-pub(super) use contig_free::contig_free_on;
+pub(super) use contig_free::{contig_blocks, contig_free_on, SECTION_PAGES};
 use frees::Deferred;
 
 /// One variant's zones and what its replay has seen.
@@ -96,8 +96,9 @@ pub struct Replayer {
     pub vmstat: Option<Vmstat>,
     /// The runs due before the event at hand (a buffer kept for its allocation).
     runs: Vec<Run>,
-    /// Per CPU: its last event was a drain of its vmstat worker ([`Replayer::traced_drain`]).
-    worker_run: Vec<bool>,
+    /// Per CPU: its last event was a drain of its vmstat worker, printed then (ns;
+    /// [`Replayer::traced_drain`]).
+    worker_run: Vec<Option<u64>>,
     /// Zones on several nodes: node counters and remote pagesets' expiry ([`NumaReplay`]).
     pub numa: Option<Box<NumaReplay>>,
 
@@ -182,7 +183,7 @@ impl Replayer {
             jiffies_phase_ns: None,
             runs_ahead: vmstat::RunsAhead::default(),
             runs: Vec::new(),
-            worker_run: vec![false; geo.cpus as usize],
+            worker_run: vec![None; geo.cpus as usize],
             numa,
 
             frag: Vec::new(),

@@ -427,8 +427,13 @@ fn demands(
     }
     if let Some(sc) = start_counts {
         for (z, span) in geo.zones.iter().enumerate() {
-            zone(head, z).start_count = (0..geo.cpus)
-                .map(|c| sc.count_on(span.node, span.zone_type.name(), c))
+            let name = span.zone_type.name();
+            let d = zone(head, z);
+            d.start_count = (0..geo.cpus)
+                .map(|c| sc.count_on(span.node, name, c))
+                .collect();
+            d.start_high = (0..geo.cpus)
+                .map(|c| sc.high_on(span.node, name, c))
                 .collect();
         }
     }
@@ -473,6 +478,7 @@ fn first(
                 hz: opts.hz.unwrap_or(super::vmstat::DEFAULT_HZ),
                 roll_at,
                 keep_kernel: infer,
+                contig_free: super::replayer::contig_free_on(preset, infer, opts),
             };
             // The text past the window, where the end state is taken at the after-snapshot's
             // reads: it shows blocks on lists the window never names (`layout::StartHints`).

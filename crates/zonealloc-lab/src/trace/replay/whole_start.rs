@@ -9,10 +9,12 @@
 //! This module finds zoneinfo's read in the trace ([`find`]: its reader's last allocation,
 //! `snapshot_reads::find_before`), from the text the stream keeps up to the marker
 //! ([`crate::trace::ingest::keep_to`]); the start-count walk then runs from the file's start
-//! and rolls each CPU's count back from that read ([`super::infer::start_count::roll`]). What
-//! it does not roll back, and the report says: each CPU's `high` (from 6.7 it moves), the free
-//! pages and the free blocks per order and migratetype (pagetypeinfo's, read just before
-//! zoneinfo; the free blocks' places are the layout's, read from the file's start on).
+//! and rolls each CPU's count back from that read ([`super::infer::start_count::roll`]). From
+//! 6.7 on, where `high` moves, each CPU's `high` at the file's start is the one the trace
+//! before the read bounds, not zoneinfo's (the walk's `start_high`). What it does not roll
+//! back, and the report says: the free pages and the free blocks per order and migratetype
+//! (pagetypeinfo's, read just before zoneinfo; the free blocks' places are the layout's, read
+//! from the file's start on).
 //!
 //! On by default with `--whole-file` and `--proc`; `--infer whole-start=off` starts from the
 //! snapshot as read (the counts zoneinfo printed at its read, applied at the file's start).
@@ -67,8 +69,8 @@ impl WholeStart {
                 "--whole-file start: each CPU's count at the file's start is zoneinfo's (read by \
                  {reader} at {:.3} s) rolled back over the events before its read ({} lists \
                  differ from zoneinfo's, {} taken as rolled back, the rest bounded by the \
-                 trace); `high`, the free pages and the free blocks per order are the \
-                 snapshot's as read",
+                 trace; from 6.7 on each CPU's `high` too); the free pages and the free \
+                 blocks per order are the snapshot's as read",
                 self.zoneinfo_read_s.unwrap_or(0.0),
                 self.cpus_changed,
                 self.cpus_rolled_back

@@ -44,6 +44,8 @@ pub struct Which {
     pub roll_at: Option<super::start_count::ReadPoint>,
     /// Keep the walk's kernel side for the replay's pass ([`FirstEvents::kernel`]).
     pub keep_kernel: bool,
+    /// 7.2's `vfree` frees a contiguous range as aligned blocks ([`Walk::set_contig_free`]).
+    pub contig_free: bool,
 }
 
 /// The held events and what the inferences found in them (nothing, by default).
@@ -101,6 +103,7 @@ pub fn take_to_after(
         );
         w.set_extfrag_names_page(which.extfrag_names_page);
         w.set_hz(which.hz);
+        w.set_contig_free(which.contig_free);
         if let Some(at) = which.roll_at {
             w.roll_back_from(at);
         }
@@ -278,6 +281,7 @@ impl Which {
             hz: crate::trace::replay::vmstat::DEFAULT_HZ,
             roll_at: None,
             keep_kernel: false,
+            contig_free: false,
         }
     }
 }

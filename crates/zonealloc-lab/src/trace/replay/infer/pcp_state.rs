@@ -78,6 +78,9 @@ pub struct ListDemand {
     /// Per CPU: the count at the trace's start where [`super::start_count`] inferred it
     /// (else the snapshot's).
     pub start_count: Vec<Option<u64>>,
+    /// Per CPU: `high` at the trace's start where [`super::start_count`] inferred it
+    /// (`--whole-file` from 6.7 on; else the snapshot's).
+    pub start_high: Vec<Option<u64>>,
     /// What the head shows of the zone's layout at the start
     /// ([`crate::trace::replay::layout::StartHints`]).
     pub hints: crate::trace::replay::layout::StartHints,

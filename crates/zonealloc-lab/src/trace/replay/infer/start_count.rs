@@ -138,6 +138,9 @@ pub struct CpuStart {
     pub bounds: (u64, Option<u64>),
     /// Trace time (ns) of the pin.
     pub pin_ns: Option<u64>,
+    /// `high` at the start, where the walk infers it (`--whole-file` from 6.7 on, from the
+    /// frees and the worker's first run before the CPU's first refill); zoneinfo's otherwise.
+    pub high: Option<u64>,
 }
 
 /// What the inference gives.
@@ -165,10 +168,18 @@ impl StartCounts {
 
     /// [`StartCounts::count`] of node `node`'s zone `zone` (two nodes each have a DMA32).
     pub fn count_on(&self, node: u32, zone: &str, cpu: u32) -> Option<u64> {
+        self.on(node, zone, cpu).map(|c| c.inferred)
+    }
+
+    /// The `high` node `node`'s zone `zone`'s CPU `cpu` starts from, where inferred.
+    pub fn high_on(&self, node: u32, zone: &str, cpu: u32) -> Option<u64> {
+        self.on(node, zone, cpu).and_then(|c| c.high)
+    }
+
+    fn on(&self, node: u32, zone: &str, cpu: u32) -> Option<&CpuStart> {
         self.cpus
             .iter()
             .find(|c| c.node == node && c.zone == zone && c.cpu == cpu)
-            .map(|c| c.inferred)
     }
 }
 
@@ -237,6 +248,8 @@ struct Cpu {
     /// `batch << 2`) and no free on this CPU has shown the count below that since: the list
     /// may hold more than the new `high` ([`Walk::kswapd`]).
     high_fell: bool,
+    /// What the trace shows of `high` at the start (`--whole-file` from 6.7 on).
+    start_high: start_high::StartHigh,
 }
 
 /// The streaming walk over the events ([`super::first_events`]).
@@ -250,6 +263,8 @@ pub struct Walk {
     fixed_high: bool,
     /// `CONFIG_PCP_BATCH_SCALE_MAX`.
     scale_max: u8,
+    /// Each CPU's `high` at the start is inferred ([`start_high`]).
+    start_high: bool,
     /// Per node: kswapd's pass is on (`ZONE_RECLAIM_ACTIVE` on the node's zones).
     reclaim: Vec<bool>,
     /// Bounds frees gave under kswapd's pass, held until the pass's end is known
@@ -268,7 +283,11 @@ pub struct Walk {
     /// Per CPU: frees `mm_page_free` printed and not committed yet (pfn, zone, order): the
     /// page goes on the list at its `mm_page_free_batched`, or before the CPU's next other
     /// event (drains aside), as the replay commits them ([`crate::trace::replay::Replayer`]'s `Deferred`).
-    deferred: Vec<Vec<(u64, usize, u8)>>,
+    /// With each, the kworker that freed it, if one did ([`Walk::set_contig_free`]).
+    deferred: Vec<Vec<contig::Held>>,
+    /// 7.2's contiguous-range frees go on the lists as aligned blocks
+    /// ([`Walk::set_contig_free`]).
+    contig_free: bool,
     /// Per CPU: a batched commit has begun (a drain then belongs to it; otherwise a drain
     /// follows a single free, which was committed before it).
     batching: Vec<bool>,
@@ -339,6 +358,7 @@ impl Walk {
                     after: None,
                     candidate: None,
                     high_fell: false,
+                    start_high: start_high::StartHigh::default(),
                 });
             }
         }
@@ -354,6 +374,7 @@ impl Walk {
             thp_order,
             fixed_high,
             scale_max,
+            start_high: false,
             reclaim: vec![
                 false;
                 geo.zones
@@ -372,6 +393,7 @@ impl Walk {
             waiting,
             direct: vec![false; cpus as usize],
             deferred: vec![Vec::new(); cpus as usize],
+            contig_free: false,
             batching: vec![false; cpus as usize],
             extfrag_names_page: false,
             roll_at: None,
@@ -404,6 +426,7 @@ impl Walk {
     /// the walk then reads on until that event at least.
     pub fn roll_back_from(&mut self, at: ReadPoint) {
         self.roll_at = Some(at);
+        self.open_start_high();
     }
 
     /// Whether every CPU with lists is pinned: the rest of the trace adds nothing.
@@ -473,7 +496,7 @@ impl Walk {
                 self.kswapd(nid, false);
             }
             EventKind::Free { pfn, order } => {
-                self.deferred[cpu as usize].push((pfn, zone, order));
+                self.defer(ev, cpu, (pfn, zone, order));
             }
             EventKind::FreeBatched { pfn } => self.free_batched(zone, cpu, pfn, batching),
             EventKind::Alloc { order, .. } => {
@@ -496,11 +519,15 @@ impl Walk {
                 alloc_migratetype,
                 ..
             } => self.fallback(zone, cpu, pfn, alloc_order, alloc_migratetype),
-            EventKind::PcpuDrain { order, .. } => self.drain(zone, cpu, order, ev.ts_ns),
+            EventKind::PcpuDrain { order, .. } => {
+                let worker = ev.who.is_worker_drain();
+                self.drain(zone, cpu, order, (ev.ts_ns, worker));
+            }
         }
         if self.at_read.is_none() && self.roll_at.is_some_and(|p| p.is(ev)) {
             self.printed = self.at_print.is_some();
             self.at_read = Some(self.at_print.take().unwrap_or_else(|| self.deltas_now()));
+            self.close_start_high();
         }
     }
 
@@ -513,7 +540,7 @@ impl Walk {
             .map(|c| c.as_ref().map_or(0, |c| c.delta))
             .collect();
         for (cpu, frees) in self.deferred.iter().enumerate() {
-            for &(_, z, order) in frees.iter().filter(|f| self.pcp_order(f.2)) {
+            for &(_, z, order, _) in frees.iter().filter(|f| self.pcp_order(f.2)) {
                 if let Some(v) = d.get_mut(z * self.cpus as usize + cpu) {
                     *v += 1i64 << order;
                 }
@@ -545,6 +572,7 @@ impl Walk {
     }
 }
 
+mod contig;
 mod finish;
 mod frees;
 mod high;
@@ -552,5 +580,6 @@ mod pin;
 mod reclaim;
 mod refill;
 pub mod roll;
+mod start_high;
 #[cfg(test)]
 mod tests;

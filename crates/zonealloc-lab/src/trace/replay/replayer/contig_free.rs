@@ -44,7 +44,7 @@ use crate::trace::replay::preset::Kernel;
 const MAX_PAGE_ORDER: u8 = 10;
 
 /// Pages per memory section on x86-64 (`SECTION_SIZE_BITS` 27: 128 MiB).
-const SECTION_PAGES: u64 = 1 << 15;
+pub(crate) const SECTION_PAGES: u64 = 1 << 15;
 
 /// Whether a replay of `kernel`'s trace reads contiguous-range frees ([`Replayer::contig_free`]):
 /// 7.2 only (6.1 and 6.12 have no `__free_contig_range`), with the inferences (`infer`: the
@@ -55,7 +55,7 @@ pub(crate) fn contig_free_on(kernel: Kernel, infer: bool, opts: &ReplayOptions) 
 
 /// The aligned blocks `free_prepared_contig_range` frees `nr_pages` pages from `pfn` as:
 /// (first pfn, order), in order.
-pub(super) fn contig_blocks(mut pfn: u64, mut nr_pages: u64) -> Vec<(u64, u8)> {
+pub(crate) fn contig_blocks(mut pfn: u64, mut nr_pages: u64) -> Vec<(u64, u8)> {
     let mut out = Vec::new();
     while nr_pages > 0 {
         let aligned = if pfn == 0 {

@@ -10,6 +10,10 @@ use crate::trace::parse::{Event, EventKind, PagePtr, Who};
 use crate::trace::replay::infer::kernel::Inferred;
 use crate::trace::replay::vmstat::{Run, RunsAhead, Vmstat};
 
+/// Lines of a CPU's vmstat worker further apart than this (a quarter second: HZ/4 jiffies,
+/// whatever HZ) are two runs ([`Replayer::traced_drain`]).
+const RUN_GAP_NS: u64 = 250_000_000;
+
 impl Replayer {
     /// The vmstat workers' `HZ` (`None`: [`crate::trace::replay::vmstat::DEFAULT_HZ`]),
     /// whether an idle CPU's expired worker waits for its next event
@@ -66,7 +70,7 @@ impl Replayer {
         // A worker's run of drains ends at any other event on its CPU.
         if !matches!(ev.kind, EventKind::PcpuDrain { .. }) {
             if let Some(w) = self.worker_run.get_mut(cpu as usize) {
-                *w = false;
+                *w = None;
             }
         }
         Ok(())
@@ -162,8 +166,21 @@ impl Replayer {
         if self.decay && !remote && ev.who.is_worker_drain() {
             if let (Some(vm), Some(ts)) = (self.vmstat.as_mut(), ev.ts_ns) {
                 let c = cpu as usize;
-                if !self.worker_run.get(c).copied().unwrap_or(true) {
-                    self.worker_run[c] = true;
+                // A line after another of the worker's on an idle CPU begins a new run where
+                // they lie more than HZ/4 apart: a run drains in far less, and the worker
+                // re-queues itself a second on (`round_jiffies_relative(HZ)`, which moves it
+                // by at most HZ/4). 7.2-4g-2node p_crossnode: CPU 3's worker, alone on its
+                // CPU, drained its node 0 pageset for expiry at 718.938, 723.089, 727.936,
+                // 732.158 and 737.032 s, read as one run.
+                let new = match self.worker_run.get(c) {
+                    Some(Some(last)) => ts.saturating_sub(*last) > RUN_GAP_NS,
+                    Some(None) => true,
+                    None => false,
+                };
+                if let Some(w) = self.worker_run.get_mut(c) {
+                    *w = Some(ts);
+                }
+                if new {
                     if let Some(n) = self.numa.as_mut() {
                         n.expiry.new_run(cpu);
                     }

@@ -27,7 +27,13 @@ impl Walk {
             .map(|(i, cpu, c)| {
                 // zoneinfo's count, or rolled back from its read to the walk's start.
                 let rolled = self.at_read.as_ref().map(|d| c.zoneinfo - d[i]);
-                start_of(cpu, c, rolled)
+                let mut start = start_of(cpu, c, rolled);
+                if self.start_high {
+                    let c0 = start.inferred as i64;
+                    start.high =
+                        Some(c.start_high.infer(c0, &c.high, self.scale_max).max(0) as u64);
+                }
+                start
             })
             .collect();
         StartCounts {
@@ -84,5 +90,6 @@ fn start_of(cpu: u32, c: &Cpu, rolled: Option<i64>) -> CpuStart {
             (hi < i64::MAX).then_some(hi.max(0) as u64),
         ),
         pin_ns,
+        high: None,
     }
 }

@@ -5,6 +5,9 @@
 
 use super::{Free, Run, Walk};
 
+/// A drained line's timestamp, and whether a worker printed it.
+type Decay = (Option<u64>, bool);
+
 impl Walk {
     /// Any event on `cpu` but a drain: the last free drained nothing, a refill run ended.
     pub(super) fn other(&mut self, cpu: u32) {
@@ -14,11 +17,15 @@ impl Walk {
             };
             c.in_refill = None;
             c.fallback = None;
+            c.start_high.other();
             let Some(f) = c.free.take() else {
                 continue;
             };
             // free_*_page_commit: no drain, so count < high (the fallen one, for a free
             // after kswapd's wake).
+            if f.open_hi.is_none() && !f.high_fell {
+                c.start_high.no_drain(f.delta);
+            }
             c.high_fell &= !f.high_fell;
             match f.open_hi {
                 Some(open) => self.hold(z, cpu, &f, open),
@@ -39,7 +46,11 @@ impl Walk {
     /// Every deferred free of `cpu`, in order.
     pub(super) fn commit_all(&mut self, cpu: u32) {
         self.batching[cpu as usize] = false;
-        for (_, z, order) in std::mem::take(&mut self.deferred[cpu as usize]) {
+        let list = std::mem::take(&mut self.deferred[cpu as usize]);
+        if self.contig_free {
+            return self.commit_contig(cpu, &list);
+        }
+        for (_, z, order, _) in list {
             self.commit(z, cpu, order);
         }
     }
@@ -82,8 +93,8 @@ impl Walk {
                 if !batching {
                     before.extend(list.drain(..i));
                 }
-                let (_, z, order) = list.remove(if batching { i } else { 0 });
-                for (_, bz, border) in before {
+                let (_, z, order, _) = list.remove(if batching { i } else { 0 });
+                for (_, bz, border, _) in before {
                     self.commit(bz, cpu, border);
                 }
                 self.batching[cpu as usize] = true;
@@ -98,11 +109,19 @@ impl Walk {
 
     /// A drained block of `order` seen on `cpu`: off its owner's lists; a drain on the CPU
     /// right after a free there begins (or continues) the run that free triggered.
-    pub(super) fn drain(&mut self, zone: usize, cpu: u32, order: u8, ts: Option<u64>) {
+    /// `worker`: the line is a worker's (`decay_pcp_high` on a zone of the CPU's node).
+    pub(super) fn drain(&mut self, zone: usize, cpu: u32, order: u8, (ts, worker): Decay) {
         let (owner, explained) = self.kernel.last_drain.unwrap_or((cpu, false));
         let pages = 1i64 << order;
+        let local = self.geo.zones.get(zone).map(|z| z.node) == Some(self.geo.cpu_node(cpu));
+        let decay = worker && !explained && owner == cpu && local;
         if let Some(c) = self.at(zone, owner) {
             c.in_refill = None;
+            if decay {
+                c.start_high.worker_drain(c.delta, pages);
+            } else {
+                c.start_high.close();
+            }
             if owner == cpu && explained {
                 if let Some(free) = c.free.take() {
                     // Another drain before the candidate's allocation: no pin.

@@ -33,6 +33,8 @@ impl Walk {
         let Some(c) = self.at(zone, cpu) else {
             return;
         };
+        // nr_pcp_alloc raises `high`: the start's is no longer what it shows.
+        c.start_high.close();
         if !same(was) {
             // nr_pcp_alloc: each refill may raise the tuned high, by `batch <<
             // alloc_factor` for order 0 (at most `grow`), by the base `batch` alone for a

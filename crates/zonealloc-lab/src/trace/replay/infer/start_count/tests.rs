@@ -279,18 +279,26 @@ fn the_replay_starts_from_the_pinned_count_only_with_the_inference() {
 /// `63 << 5` = 2016), with `mm_page_alloc_extfrag` naming the page taken or (before 6.15)
 /// the block fallen back to.
 fn counts_on_7_2(trace: &str, names_page: bool) -> CpuStart {
+    cpu1_on_7_2(trace, |w| Which {
+        extfrag_names_page: names_page,
+        ..w
+    })
+}
+
+/// DMA32 CPU 1's start count for `trace` on the 7.2 snapshot, the walk as `with` sets it
+/// (lists off, a tuned `high`, on top of 6.1's defaults).
+pub(super) fn cpu1_on_7_2(trace: &str, with: impl FnOnce(Which) -> Which) -> CpuStart {
     let dir_72 = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/proc/linux-7.2-p1-before");
     let snap = ProcSnapshot::read_dir(&dir_72).unwrap();
     let geo = proc_setup::geometry(&snap, None, Numbering::Current).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("t.txt");
     std::fs::write(&p, trace).unwrap();
-    let which = Which {
+    let which = with(Which {
         lists: false,
         fixed_high: false,
-        extfrag_names_page: names_page,
         ..which()
-    };
+    });
     let sc = first_events::of_file(&p, &window(), &geo, &snap, which)
         .counts
         .unwrap();

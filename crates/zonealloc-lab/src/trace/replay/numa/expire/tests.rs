@@ -130,11 +130,9 @@ fn busy(r: &mut Replayer, from: u64, to: u64) {
     }
 }
 
-#[test]
-fn a_remote_pageset_expires_in_the_replay_and_the_traces_drain_is_matched_or_done() {
-    let mut r = two_nodes();
-    // CPU 0 (node 0) allocates 32 pages of node 1 and frees them: its pageset of node 1's
-    // zone holds them, and its next fold sees the zone move.
+/// CPU 0 (node 0) allocates 32 pages of node 1 at 1 ms and frees them at 2 ms: its pageset
+/// of node 1's zone holds them.
+fn fill_remote(r: &mut Replayer) {
     for pfn in 4096..4128 {
         r.feed(&at(MS, alloc(pfn), Who::UNKNOWN), Inferred::None)
             .unwrap();
@@ -144,6 +142,14 @@ fn a_remote_pageset_expires_in_the_replay_and_the_traces_drain_is_matched_or_don
         r.feed(&at(2 * MS, free, Who::UNKNOWN), Inferred::None)
             .unwrap();
     }
+}
+
+#[test]
+fn a_remote_pageset_expires_in_the_replay_and_the_traces_drain_is_matched_or_done() {
+    let mut r = two_nodes();
+    // CPU 0 (node 0) allocates 32 pages of node 1 and frees them: its pageset of node 1's
+    // zone holds them, and its next fold sees the zone move.
+    fill_remote(&mut r);
     let remote = r.zones[1].pcp_info(zonealloc::CpuId(0));
     assert!(remote.count > 0);
     let want = remote.count.min(remote.batch) as u64;
@@ -230,4 +236,22 @@ fn a_remote_pageset_with_pages_at_the_snapshot_waits_for_the_trace_or_a_move() {
     zone.drain_all();
     empty.start(std::slice::from_ref(&zone), |_| 0);
     assert!(empty.known.iter().all(|&k| k));
+}
+
+#[test]
+fn an_idle_cpus_worker_lines_a_second_apart_are_two_runs() {
+    let mut r = two_nodes();
+    fill_remote(&mut r);
+    // The trace's expiry drain of CPU 0's node 1 pageset, then its next a second later with
+    // nothing on CPU 0 between (7.2-4g-2node p_crossnode's CPU 3): each the first line of
+    // its own run, each done where the trace does it.
+    r.feed(&worker_drain(3 * MS, 4100), Inferred::None).unwrap();
+    r.feed(&worker_drain(3 * MS + 2000, 4101), Inferred::None)
+        .unwrap();
+    assert_eq!(r.numa.as_ref().unwrap().expiry.aligned, 1);
+    r.feed(&worker_drain(1003 * MS, 4102), Inferred::None)
+        .unwrap();
+    let e = &r.numa.as_ref().unwrap().expiry;
+    assert_eq!(e.kernel[1].drains, 2);
+    assert_eq!(e.aligned, 2);
 }
