@@ -202,7 +202,8 @@ impl Feed<'_> {
     #[inline(always)]
     fn inferred_chunk(&mut self, chunk: &Chunk, notes: &Notes) -> io::Result<()> {
         let mut from = 0usize;
-        for (i, ev) in chunk.events().enumerate() {
+        for i in 0..chunk.len() {
+            let ev = chunk.event_at(i);
             self.naps(&notes.naps, i);
             let to = notes.untraced_end[i] as usize;
             self.event(&ev, notes.inferred[i], &notes.untraced[from..to])?;
@@ -214,7 +215,8 @@ impl Feed<'_> {
     /// A chunk's events without the inferences (the kernel side only counted them).
     #[inline(always)]
     fn counted_chunk(&mut self, chunk: &Chunk, naps: &[(u32, u32)]) -> io::Result<()> {
-        for (i, ev) in chunk.events().enumerate() {
+        for i in 0..chunk.len() {
+            let ev = chunk.event_at(i);
             self.naps(naps, i);
             self.event(&ev, kernel::Inferred::None, &[])?;
         }
@@ -290,7 +292,8 @@ fn pass_here(
     (infer, counted, (noted, by_walk)): How<'_>,
 ) -> Option<io::Error> {
     while let Some((chunk, naps)) = source.next_chunk() {
-        for (i, ev) in chunk.events().enumerate() {
+        for i in 0..chunk.len() {
+            let ev = chunk.event_at(i);
             feed.naps(&naps, i);
             let zone = geo.zone_of(ev.kind.pfn()).unwrap_or(0);
             // Without the inferences the kernel side only counts (the same figures).
