@@ -171,6 +171,12 @@ impl StartCounts {
         self.on(node, zone, cpu).map(|c| c.inferred)
     }
 
+    /// The least count node `node`'s zone `zone`'s CPU `cpu` can start from, as the trace
+    /// bounds it.
+    pub fn floor_on(&self, node: u32, zone: &str, cpu: u32) -> Option<u64> {
+        self.on(node, zone, cpu).map(|c| c.bounds.0)
+    }
+
     /// The `high` node `node`'s zone `zone`'s CPU `cpu` starts from, where inferred.
     pub fn high_on(&self, node: u32, zone: &str, cpu: u32) -> Option<u64> {
         self.on(node, zone, cpu).and_then(|c| c.high)
