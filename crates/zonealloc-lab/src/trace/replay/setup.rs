@@ -432,6 +432,9 @@ fn demands(
             d.start_count = (0..geo.cpus)
                 .map(|c| sc.count_on(span.node, name, c))
                 .collect();
+            d.start_floor = (0..geo.cpus)
+                .map(|c| sc.floor_on(span.node, name, c))
+                .collect();
             d.start_high = (0..geo.cpus)
                 .map(|c| sc.high_on(span.node, name, c))
                 .collect();

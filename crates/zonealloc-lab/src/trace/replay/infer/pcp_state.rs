@@ -78,6 +78,9 @@ pub struct ListDemand {
     /// Per CPU: the count at the trace's start where [`super::start_count`] inferred it
     /// (else the snapshot's).
     pub start_count: Vec<Option<u64>>,
+    /// Per CPU: the least count the trace allows at its start, where
+    /// [`super::start_count`] inferred the count.
+    pub start_floor: Vec<Option<u64>>,
     /// Per CPU: `high` at the trace's start where [`super::start_count`] inferred it
     /// (`--whole-file` from 6.7 on; else the snapshot's).
     pub start_high: Vec<Option<u64>>,
@@ -113,8 +116,18 @@ impl ListDemand {
     /// `count` as order-0 pages of the first type whose list the head never shows empty
     /// (Movable, Unmovable, Reclaimable): such a list's start is known exactly; where every
     /// one was, of the first never shown refilled (a drain shows a list empty at one point
-    /// only). When every order-0 list was refilled, the rest is dropped: the snapshot's count is older than the
-    /// trace's start (`/proc` is read before the start marker).
+    /// only). When every order-0 list was refilled, the rest is dropped where `count` is the
+    /// snapshot's, which is older than the trace's start (`/proc` is read before the start
+    /// marker). Where it is the trace's own ([`ListDemand::start_count`]: rolled back or
+    /// bounded to the trace's start), the rest lies on lists of higher orders the head never
+    /// shows: 7.2's lists keep order 1 to 3 and the THP order too (`pcp_allowed_order`), and
+    /// 7.2-4g-2node p_idle's Node 1 Normal CPU 3, whose order-0 lists all refill, held 3275
+    /// pages at the file's start (its free at 484.433981 drained 137 at `high_min` 3554) of
+    /// which the order-0 and order-2 lists the trace shows hold 155; its layout has aligned
+    /// 512-page runs of free pages off the buddy lists. What the trace's least count
+    /// ([`ListDemand::start_floor`]) proves beyond the lists it shows goes on the largest
+    /// such lists first (`ListDemand::unshown`); the rest of a loosely bounded count is
+    /// dropped as before.
     pub fn fit(&self, cpu: u32, count: u64) -> Vec<(u8, usize, u64)> {
         let (Some(b), Some(exact), Some(refilled)) = (
             self.blocks.get(cpu as usize),
@@ -155,8 +168,43 @@ impl ListDemand {
                     None => lists.push((0, mt, rest)),
                 }
             }
+        } else if self.start_count.get(cpu as usize).copied().flatten() == Some(count) {
+            // Only what the trace's least count proves is there.
+            let floor = self.start_floor.get(cpu as usize).copied().flatten();
+            let proven = floor.unwrap_or(0).min(count).saturating_sub(count - rest);
+            lists.extend(self.unshown(b, exact, proven));
         }
         lists
+    }
+
+    /// `rest` pages as blocks of lists above order 0 that the head never shows (no block, not
+    /// shown empty), the largest order first (the THP order's, then 3, 2, 1), of the first
+    /// type (Movable, Unmovable, Reclaimable) that has one; what no such list takes is dropped.
+    fn unshown(
+        &self,
+        blocks: &[[u64; TYPES]; SLOTS],
+        exact: &[[bool; TYPES]; SLOTS],
+        mut rest: u64,
+    ) -> Vec<(u8, usize, u64)> {
+        let mut out = Vec::new();
+        for slot in [4usize, 3, 2, 1] {
+            let order = match slot {
+                4 => match self.thp_order {
+                    Some(o) => o,
+                    None => continue,
+                },
+                s => s as u8,
+            };
+            let free = |&t: &usize| blocks[slot][t] == 0 && !exact[slot][t];
+            let (Some(mt), n) = ([MOVABLE, 0, 2].into_iter().find(free), rest >> order) else {
+                continue;
+            };
+            if n > 0 {
+                out.push((order, mt, n));
+                rest -= n << order;
+            }
+        }
+        out
     }
 }
 

@@ -171,6 +171,12 @@ impl StartCounts {
         self.on(node, zone, cpu).map(|c| c.inferred)
     }
 
+    /// The least count node `node`'s zone `zone`'s CPU `cpu` can start from, as the trace
+    /// bounds it.
+    pub fn floor_on(&self, node: u32, zone: &str, cpu: u32) -> Option<u64> {
+        self.on(node, zone, cpu).map(|c| c.bounds.0)
+    }
+
     /// The `high` node `node`'s zone `zone`'s CPU `cpu` starts from, where inferred.
     pub fn high_on(&self, node: u32, zone: &str, cpu: u32) -> Option<u64> {
         self.on(node, zone, cpu).and_then(|c| c.high)
@@ -273,8 +279,9 @@ pub struct Walk {
     nap_ns: u64,
     /// Per node: when its kswapd last slept.
     slept: Vec<Option<u64>>,
-    /// The timestamp of the event being walked.
+    /// The timestamp of the event being walked, and of the walk's first.
     now: Option<u64>,
+    first_ns: Option<u64>,
     events: u64,
     waiting: usize,
     /// Per CPU: the last event was a direct buddy allocation (`percpu_refill=0`), which the
@@ -389,6 +396,7 @@ impl Walk {
                 crate::trace::replay::vmstat::DEFAULT_HZ,
             ),
             now: None,
+            first_ns: None,
             events: 0,
             waiting,
             direct: vec![false; cpus as usize],
@@ -448,6 +456,9 @@ impl Walk {
     pub fn feed(&mut self, ev: &Event<'_>) {
         self.events += 1;
         self.now = ev.ts_ns;
+        if self.first_ns.is_none() {
+            self.first_ns = ev.ts_ns;
+        }
         let pfn = ev.kind.pfn();
         let zone = self.geo.zone_of(pfn).unwrap_or(0);
         let inferred = self.kernel.add(ev, zone);

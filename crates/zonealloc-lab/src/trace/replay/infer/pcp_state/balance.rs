@@ -362,6 +362,7 @@ impl ZoneBalance {
             thp_order: self.thp_order,
             events: self.events,
             start_count: Vec::new(),
+            start_floor: Vec::new(),
             start_high: Vec::new(),
             hints: Default::default(),
             first_refill: self

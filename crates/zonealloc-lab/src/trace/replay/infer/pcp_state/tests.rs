@@ -458,3 +458,41 @@ fn the_drains_reading_of_a_list_stands_over_the_balances() {
     // A list the drains do not read keeps the balance's bound.
     assert_eq!((d.blocks[0][1][0], d.exact[0][1][0]), (4, false));
 }
+
+#[test]
+fn a_start_count_of_the_traces_own_puts_what_no_order_0_list_holds_on_unshown_lists() {
+    // 7.2-4g-2node p_idle, Node 1 Normal CPU 3 (as CPU 0 here): every order-0 list
+    // refills, the head shows 155 pages on them and on order 2's Unmovable list, and the
+    // count at the file's start is 3275.
+    let mut blocks = [[0u64; TYPES]; SLOTS];
+    blocks[0] = [126, 5, 0];
+    blocks[2][0] = 6;
+    let mut shown = [[false; TYPES]; SLOTS];
+    shown[0] = [true; TYPES];
+    shown[2][0] = true;
+    let mut d = ListDemand {
+        blocks: vec![blocks],
+        exact: vec![shown],
+        refilled: vec![shown],
+        thp_order: Some(9),
+        start_count: vec![None],
+        ..ListDemand::default()
+    };
+    let shown_lists = vec![(0, 0, 126), (0, 1, 5), (2, 0, 6)];
+    // zoneinfo's count, older than the trace's start: the rest is dropped.
+    assert_eq!(d.fit(0, 3275), shown_lists);
+    // The trace's own count: the rest (3120) on the THP order's Movable list (six blocks),
+    // then order 3's (six), which the head never shows.
+    d.start_count = vec![Some(3275)];
+    d.start_floor = vec![Some(3275)];
+    let mut want = shown_lists.clone();
+    want.extend([(9, 1, 6), (3, 1, 6)]);
+    assert_eq!(d.fit(0, 3275), want);
+    let pages: u64 = want.iter().map(|&(o, _, n)| n << o).sum();
+    assert_eq!(pages, 3275);
+    // A count the trace bounds loosely proves only its floor: 1000 pages beyond the lists.
+    d.start_floor = vec![Some(1155)];
+    let mut want = shown_lists.clone();
+    want.extend([(9, 1, 1), (3, 1, 61)]);
+    assert_eq!(d.fit(0, 3275), want);
+}

@@ -115,10 +115,13 @@ impl Walk {
         let pages = 1i64 << order;
         let local = self.geo.zones.get(zone).map(|z| z.node) == Some(self.geo.cpu_node(cpu));
         let decay = worker && !explained && owner == cpu && local;
+        let since_start = ts
+            .zip(self.first_ns)
+            .map_or(0, |(t, f)| t.saturating_sub(f));
         if let Some(c) = self.at(zone, owner) {
             c.in_refill = None;
             if decay {
-                c.start_high.worker_drain(c.delta, pages);
+                c.start_high.worker_drain(c.delta, pages, since_start);
             } else {
                 c.start_high.close();
             }

@@ -15,13 +15,24 @@
 //!   high - (high >> 3), high_min)` and drains the count down to it: where the count it
 //!   leaves is above `high_min` and the first term, `high - (high >> 3)` was that count,
 //!   which names `high` before the run to one or two values; where it is `high_min`, `high`
-//!   was at most the largest value an eighth less of which is `high_min`.
+//!   was at most the largest value an eighth less of which is `high_min`;
+//! - the worker ran each second before that run too (`vmstat_update` re-queues itself with
+//!   `round_jiffies_relative(sysctl_stat_interval)` while `decay_pcp_high` reports work, which
+//!   it does while `high > high_min`), taking an eighth off `high` each time and draining
+//!   nothing: `high` at the start is the one those runs, and then the draining one, bring to
+//!   what the draining run left.
 //!
 //! 7.2-4g p_thp, Normal CPU 0: zoneinfo printed `high` 1283 (`high_min`) at 278.700 s; the
 //! count at the file's start (195.284 s) rolls back to 2033. Set up at 1283, the replay's
 //! first free drained 63 pages where the kernel drained none, four times, and its drains
 //! before the window were 820 pages short of the kernel's. The kernel's worker on CPU 0
 //! drained 170 pages at 195.817868, leaving 1862: `high` was 2127 or 2128 before it.
+//!
+//! 7.2-4g p_idle, Normal CPU 2 (no refill in the file): its worker's first drain is 46 pages
+//! at 373.805217, 8.9 s after the file's start (364.950), so 8 runs before it drained
+//! nothing. Taken as `high` at the start, the `high` before that run (1756) fell by the
+//! replay's own 8 runs to 658 below the count, and the replay drained at 366.747772, seven
+//! seconds before the kernel's first drain.
 
 use super::high::High;
 use super::Walk;
@@ -34,8 +45,10 @@ pub(super) struct StartHigh {
     closed: bool,
     /// The largest `delta` a free that drained nothing left.
     top: Option<i64>,
-    /// The worker's first run: `delta` before it, and the pages it drained so far.
+    /// The worker's first run that drains: `delta` before it, and the pages it drained so far.
     decay: Option<(i64, i64)>,
+    /// The worker's runs between the walk's start and that one, which drained nothing.
+    runs_before: u32,
     /// The CPU's last event was a drain of that run.
     in_decay: bool,
     /// zoneinfo's `high`, at its read, held in `high_min..=high_max`.
@@ -65,8 +78,9 @@ impl StartHigh {
     }
 
     /// A drained block of `pages` of the CPU's worker (on a zone of its own node, whose
-    /// pagesets' expiry never drains them), `delta` before it.
-    pub(super) fn worker_drain(&mut self, delta: i64, pages: i64) {
+    /// pagesets' expiry never drains them), `delta` before it; `since_start` ns after the
+    /// walk's first event.
+    pub(super) fn worker_drain(&mut self, delta: i64, pages: i64, since_start: u64) {
         if self.closed {
             return;
         }
@@ -75,6 +89,7 @@ impl StartHigh {
             Some(_) => self.close(),
             None => {
                 self.decay = Some((delta, pages));
+                self.runs_before = runs_before(since_start);
                 self.in_decay = true;
             }
         }
@@ -86,27 +101,28 @@ impl StartHigh {
         let (lo, max) = (h.lo, h.max.max(h.lo));
         let printed = self.printed;
         let least = self.top.map_or(lo, |t| c0 + t + 1);
+        // The runs before the draining one and that one: high -> decayed(high, runs).
+        let runs = self.runs_before + 1;
         let high = match self.decay {
             Some((before, drained)) => {
                 let count = c0 + before;
                 let left = count - drained;
                 if left > lo && left > count - (h.batch << scale_max) {
-                    // high - (high >> 3) == left: the least such high at or above `least`.
-                    let first = (0..=8)
-                        .map(|k| left + left / 7 - 2 + k)
-                        .find(|&x| less(x) == left);
-                    match first {
-                        Some(x) if less(x + 1) == left && x < least => x + 1,
-                        Some(x) => x,
-                        None => printed.max(least),
+                    // decayed(high, runs) == left: the `high`s that give it (a run takes at
+                    // most one page off for each page more, so they are `a..=b`), from `least`
+                    // up. None up to high_max: the worker ran less often than each second,
+                    // and high_max comes nearest.
+                    let a = first_above(lo, max, |x| decayed(x, runs, lo) >= left);
+                    let b = first_above(lo, max, |x| decayed(x, runs, lo) > left) - 1;
+                    if a <= b {
+                        least.clamp(a, b)
+                    } else {
+                        max
                     }
                 } else {
-                    // Down to high_min: high - (high >> 3) <= high_min.
-                    let most = (0..=8)
-                        .map(|k| lo + lo / 7 + 2 - k)
-                        .find(|&x| less(x) <= lo)
-                        .unwrap_or(lo);
-                    printed.max(least).min(most)
+                    // Down to high_min: decayed(high, runs) <= high_min.
+                    let most = first_above(lo, max, |x| decayed(x, runs, lo) > lo) - 1;
+                    printed.max(least).min(most.max(lo))
                 }
             }
             None => printed.max(least),
@@ -118,6 +134,38 @@ impl StartHigh {
 /// `decay_pcp_high`'s `high - (high >> 3)`.
 fn less(high: i64) -> i64 {
     high - (high >> 3)
+}
+
+/// `high` after `runs` of the worker's `decay_pcp_high` that leave it above the count less
+/// `batch << CONFIG_PCP_BATCH_SCALE_MAX`: an eighth off each time, not below `high_min`.
+fn decayed(mut high: i64, runs: u32, high_min: i64) -> i64 {
+    for _ in 0..runs {
+        if high <= high_min {
+            break;
+        }
+        high = less(high).max(high_min);
+    }
+    high
+}
+
+/// The least `x` in `lo..=hi` for which the monotone `p` holds, else `hi + 1`.
+fn first_above(mut lo: i64, hi: i64, p: impl Fn(i64) -> bool) -> i64 {
+    let mut end = hi + 1;
+    while lo < end {
+        let mid = lo + (end - lo) / 2;
+        if p(mid) {
+            end = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    lo
+}
+
+/// The worker's runs (one a second, `sysctl_stat_interval`) in the `since_start` ns between
+/// the walk's first event and a run: those a whole number of seconds before it, after the start.
+fn runs_before(since_start: u64) -> u32 {
+    u32::try_from(since_start.saturating_sub(1) / 1_000_000_000).unwrap_or(u32::MAX)
 }
 
 impl Walk {
@@ -173,12 +221,32 @@ mod tests {
         // 7.2-4g p_thp, Normal CPU 0: 2032 pages, 170 drained, 1862 left.
         let mut s = printed(1283);
         s.no_drain(1);
-        s.worker_drain(-1, 1);
-        s.worker_drain(-2, 169);
+        s.worker_drain(-1, 1, 533_000_000);
+        s.worker_drain(-2, 169, 533_000_000);
         s.other();
         let h = s.infer(2033, &high(1283, 7615), 5);
         assert!(h == 2127 || h == 2128, "{h}");
         assert_eq!(less(h), 1862);
+    }
+
+    #[test]
+    fn the_worker_runs_before_the_first_that_drains_took_an_eighth_each() {
+        // 7.2-4g p_idle, Normal CPU 2: 1583 pages at the worker's first drain, 8.855 s into
+        // the file, which drained 46 and left 1537. Eight runs before it drained nothing.
+        let mut s = printed(1283);
+        s.no_drain(300);
+        s.worker_drain(356, 46, 8_855_000_000);
+        s.other();
+        let h = s.infer(1227, &high(1283, 7615), 5);
+        assert_eq!(decayed(h, 9, 1283), 1537, "{h}");
+        assert!(decayed(h - 1, 9, 1283) < 1537, "{h}: not the least");
+        // Not the `high` before the draining run (1756), which the replay's own eight runs
+        // would bring below the count.
+        assert_eq!(h, 5103);
+        assert!(decayed(1756, 8, 1283) < 1583);
+        // No start up to high_max decays to 1537 in 41 runs: high_max comes nearest.
+        s.runs_before = 40;
+        assert_eq!(s.infer(1227, &high(1283, 7615), 5), 7615);
     }
 
     #[test]
@@ -189,7 +257,7 @@ mod tests {
         assert_eq!(s.infer(1846, &high(1283, 7615), 5), 1856);
         // Down to high_min at the first run: at most the largest high an eighth less of
         // which is high_min, whatever the frees said.
-        s.worker_drain(0, 563);
+        s.worker_drain(0, 563, 0);
         assert_eq!(s.infer(1846, &high(1283, 7615), 5), 1466);
         assert_eq!(less(1466), 1283);
         assert!(less(1467) > 1283);
@@ -200,7 +268,7 @@ mod tests {
         let mut s = printed(1300);
         s.close();
         s.no_drain(400);
-        s.worker_drain(0, 100);
+        s.worker_drain(0, 100, 0);
         assert_eq!(s.infer(1000, &high(1283, 7615), 5), 1300);
     }
 }

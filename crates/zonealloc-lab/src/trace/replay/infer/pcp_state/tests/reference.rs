@@ -238,6 +238,7 @@ fn reference_balance(
         thp_order,
         events: n,
         start_count: Vec::new(),
+        start_floor: Vec::new(),
         start_high: Vec::new(),
         hints: Default::default(),
         first_refill: first_refill
