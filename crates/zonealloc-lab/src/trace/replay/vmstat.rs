@@ -11,6 +11,11 @@
 //! - Deferrable (`TIMER_DEFERRABLE`): an idle CPU is not woken for it; it runs at the CPU's
 //!   first tick at or after the expiry, which on an idle CPU is when it next wakes. Here: at
 //!   the expiry when the CPU had an event within a tick before it, else at its next event.
+//! - The work (`vmstat_update` on `mm_percpu_wq`, `queue_delayed_work_on`) runs in a kworker
+//!   of the CPU when the scheduler switches to it: a task busy in the kernel at the expiry
+//!   keeps it waiting (7.2's `Dynamic Preempt: lazy`, 6.12's `voluntary`: a task in the
+//!   kernel gives the CPU up at its preemption points). The kmem trace shows such a late
+//!   run only where it drained ([`Vmstat::set_late_runs`]).
 //! - `quiet_vmstat` folds an idle CPU's counters without decay when its tick stops, so a run
 //!   on waking has nothing to fold: it re-queues only if decay has more to do.
 //! - `vmstat_shepherd` (deferrable, every `round_jiffies_relative(HZ)`, on the CPU it last
@@ -76,6 +81,8 @@ struct Work {
     /// Its own phase is that of its run before the window ([`Vmstat::set_runs_before`]),
     /// which gives way at the window's first mark.
     before: bool,
+    /// Expired while its CPU was busy: queued, waiting for the CPU ([`Vmstat::set_late_runs`]).
+    late: bool,
 }
 
 /// A run of one CPU's worker the replay is to do: `refresh_cpu_vm_stats(true)` on `cpu` at
@@ -88,6 +95,9 @@ pub struct Run {
     pub at_ns: u64,
     /// The CPU woke for it (idle before): `quiet_vmstat` folded its counters already.
     pub woken: bool,
+    /// A late run ([`Vmstat::set_late_runs`]) placed where its CPU's task paused: the
+    /// replay may put it back ([`Vmstat::still_late`]).
+    pub paused: bool,
 }
 
 /// Every CPU's vmstat worker and the shepherd.
@@ -110,6 +120,8 @@ pub struct Vmstat {
     /// An idle CPU's expired worker waits for the CPU's next traced event (else it runs at
     /// its expiry: [`Vmstat::set_defer_to_event`]).
     defer_to_event: bool,
+    /// A busy CPU's expired worker waits for the CPU ([`Vmstat::set_late_runs`]).
+    late_runs: bool,
     /// Runs done, runs aligned to the trace's marks, marks whose run the simulation had
     /// done already.
     pub runs: u64,
@@ -132,6 +144,7 @@ impl Vmstat {
             shepherd: 0,
             next_due_ns: 0,
             defer_to_event: false,
+            late_runs: false,
             runs: 0,
             marks: 0,
             marks_ran_already: 0,
@@ -227,8 +240,14 @@ impl Vmstat {
         let mut due = self.ns_of(self.shepherd);
         for w in &self.work {
             if w.pending && !w.waiting {
-                let e = ns_of_at(w.phase_ns.or(self.phase_ns), self.hz, w.expires);
-                due = due.min(ahead::due_ns(w, e));
+                let own = w.phase_ns.or(self.phase_ns);
+                let e = if w.late {
+                    let d = ns_of_at(own, self.hz, late_limit(w.expires, self.hz));
+                    w.last_ns.map_or(d, |l| d.min(l + self.tick_ns()))
+                } else {
+                    ahead::due_ns(w, ns_of_at(own, self.hz, w.expires))
+                };
+                due = due.min(e);
             }
         }
         self.next_due_ns = due;
@@ -260,11 +279,20 @@ impl Vmstat {
             self.start(t);
         }
         let now = self.jiffy(t);
-        let (tick, phase, hz, defer) =
-            (self.tick_ns(), self.phase_ns, self.hz, self.defer_to_event);
+        let (tick, phase, hz, defer, late_runs) = (
+            self.tick_ns(),
+            self.phase_ns,
+            self.hz,
+            self.defer_to_event,
+            self.late_runs,
+        );
         for (i, w) in self.work.iter_mut().enumerate() {
             let own = w.phase_ns.or(phase);
             if !w.pending || w.expires > jiffy_at(own, hz, t) {
+                continue;
+            }
+            if w.late {
+                late_deadline(w, i as u32, own, hz, t, runs);
                 continue;
             }
             let expiry_ns = ns_of_at(own, hz, w.expires);
@@ -272,11 +300,16 @@ impl Vmstat {
                 continue;
             }
             let busy = w.last_ns.is_some_and(|l| l + tick >= expiry_ns);
-            if busy || !defer {
+            if busy && late_runs {
+                // Queued for the kworker, which waits for the busy task (still pending:
+                // the shepherd does not queue it again).
+                w.late = true;
+            } else if busy || !defer {
                 runs.push(Run {
                     cpu: i as u32,
                     at_ns: expiry_ns.min(t),
                     woken: !busy,
+                    paused: false,
                 });
                 w.pending = false;
             } else if i == c {
@@ -284,6 +317,7 @@ impl Vmstat {
                     cpu: i as u32,
                     at_ns: t,
                     woken: true,
+                    paused: false,
                 });
                 w.pending = false;
                 w.waiting = false;
@@ -298,6 +332,7 @@ impl Vmstat {
                 cpu: c as u32,
                 at_ns: t,
                 woken: true,
+                paused: false,
             });
         }
         if self.shepherd <= now {
@@ -309,6 +344,7 @@ impl Vmstat {
                         cpu: i as u32,
                         at_ns: at,
                         woken: false,
+                        paused: false,
                     });
                 }
             }
@@ -398,11 +434,40 @@ impl Vmstat {
         }
         self.work[c].waiting = false;
         self.work[c].pending = false;
+        self.work[c].late = false;
         Some(Run {
             cpu,
             at_ns: t,
             woken: false,
+            paused: false,
         })
+    }
+
+    /// Whether a busy CPU's expired worker waits for its CPU (the kernel's kworker waits for
+    /// the scheduler; off, it runs at its expiry). It runs at the trace's drain of it
+    /// ([`Vmstat::mark`]), else a tick after the CPU's task last showed an event, when it
+    /// paused (slept, or went back to user space, where a pending switch takes effect),
+    /// unless the replay finds its decay would drain there ([`Vmstat::still_late`]), else
+    /// less than a quarter second late (`late_limit`). 7.2-8g p_prodcons: CPU 1's worker
+    /// expired at 253.766 s while `kmem-phases` unmapped, freeing every millisecond or two;
+    /// its frees drained at `high` 3344 until 253.779 s and at 3281, the decayed one, from
+    /// 253.789 s. Run at the expiry, ours drained 130 Unmovable pages at 253.764 s where the
+    /// kernel drained Movable ones; its lists parted from the kernel's, and through the
+    /// after-snapshot's reads `alloc_factor` climbed to 5 where the kernel's stayed at 1
+    /// (whole-file refills 12.32% off the kernel, 3.51% run at the task's pause).
+    pub fn set_late_runs(&mut self, on: bool) {
+        self.late_runs = on;
+    }
+
+    /// A late run placed at its task's pause ([`Run::paused`]) that the replay does not do:
+    /// it would drain, and the kernel's would show in the trace as the worker's drain
+    /// ([`Vmstat::mark`]); it waits on for that, the task's next pause, or its limit.
+    pub fn still_late(&mut self, run: Run) {
+        if let Some(w) = self.work.get_mut(run.cpu as usize) {
+            w.late = true;
+            w.pending = true;
+        }
+        self.refresh_due();
     }
 
     /// CPU `cpu`'s own phase from its worker's run at `t` (slot `c`), as [`Vmstat::align`]
@@ -486,6 +551,36 @@ impl Vmstat {
             }
         }
     }
+}
+
+/// A late worker `w` of CPU `cpu` (own phase `own`) at an event at `t`: it runs a tick after
+/// the CPU's last event when `t` is later (its task left the CPU: slept, or went back to
+/// user space, where the scheduler's pending switch takes effect), else at [`late_limit`].
+fn late_deadline(w: &mut Work, cpu: u32, own: Option<u64>, hz: u32, t: u64, runs: &mut Vec<Run>) {
+    let tick = 1_000_000_000 / u64::from(hz.max(1));
+    let paused = w.last_ns.map(|l| l + tick).filter(|&p| p <= t);
+    let deadline = ns_of_at(own, hz, late_limit(w.expires, hz));
+    let (at, paused) = match paused {
+        Some(p) if p < deadline => (p, true),
+        _ if deadline <= t => (deadline, false),
+        _ => return,
+    };
+    w.late = false;
+    w.pending = false;
+    runs.push(Run {
+        cpu,
+        at_ns: at,
+        woken: false,
+        paused,
+    });
+}
+
+/// The jiffy by which a worker expired at jiffy `expires` on a busy CPU has run: the last
+/// one less than a quarter second on, the latest a run keeps its CPU's rhythm
+/// ([`round_rel`] rounds its re-queue back onto the second; `Vmstat::align_cpu` reads the
+/// trace's late runs the same way).
+fn late_limit(expires: i64, hz: u32) -> i64 {
+    expires + (i64::from(hz.max(1)) / 4 - 1).max(0)
 }
 
 /// The phase (a jiffies-second boundary, modulo a second) that CPU `cpu`'s worker run at `t`
