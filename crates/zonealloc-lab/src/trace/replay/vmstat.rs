@@ -30,6 +30,7 @@
 //! until a worker's own drain in the trace ([`Vmstat::mark`]) shows a CPU's boundary.
 
 mod ahead;
+mod late;
 
 pub use ahead::RunsAhead;
 
@@ -242,7 +243,7 @@ impl Vmstat {
             if w.pending && !w.waiting {
                 let own = w.phase_ns.or(self.phase_ns);
                 let e = if w.late {
-                    let d = ns_of_at(own, self.hz, late_limit(w.expires, self.hz));
+                    let d = ns_of_at(own, self.hz, late::limit(w.expires, self.hz));
                     w.last_ns.map_or(d, |l| d.min(l + self.tick_ns()))
                 } else {
                     ahead::due_ns(w, ns_of_at(own, self.hz, w.expires))
@@ -292,7 +293,7 @@ impl Vmstat {
                 continue;
             }
             if w.late {
-                late_deadline(w, i as u32, own, hz, t, runs);
+                late::deadline(w, i as u32, own, hz, t, runs);
                 continue;
             }
             let expiry_ns = ns_of_at(own, hz, w.expires);
@@ -443,33 +444,6 @@ impl Vmstat {
         })
     }
 
-    /// Whether a busy CPU's expired worker waits for its CPU (the kernel's kworker waits for
-    /// the scheduler; off, it runs at its expiry). It runs at the trace's drain of it
-    /// ([`Vmstat::mark`]), else a tick after the CPU's task last showed an event, when it
-    /// paused (slept, or went back to user space, where a pending switch takes effect),
-    /// unless the replay finds its decay would drain there ([`Vmstat::still_late`]), else
-    /// less than a quarter second late (`late_limit`). 7.2-8g p_prodcons: CPU 1's worker
-    /// expired at 253.766 s while `kmem-phases` unmapped, freeing every millisecond or two;
-    /// its frees drained at `high` 3344 until 253.779 s and at 3281, the decayed one, from
-    /// 253.789 s. Run at the expiry, ours drained 130 Unmovable pages at 253.764 s where the
-    /// kernel drained Movable ones; its lists parted from the kernel's, and through the
-    /// after-snapshot's reads `alloc_factor` climbed to 5 where the kernel's stayed at 1
-    /// (whole-file refills 12.32% off the kernel, 3.51% run at the task's pause).
-    pub fn set_late_runs(&mut self, on: bool) {
-        self.late_runs = on;
-    }
-
-    /// A late run placed at its task's pause ([`Run::paused`]) that the replay does not do:
-    /// it would drain, and the kernel's would show in the trace as the worker's drain
-    /// ([`Vmstat::mark`]); it waits on for that, the task's next pause, or its limit.
-    pub fn still_late(&mut self, run: Run) {
-        if let Some(w) = self.work.get_mut(run.cpu as usize) {
-            w.late = true;
-            w.pending = true;
-        }
-        self.refresh_due();
-    }
-
     /// CPU `cpu`'s own phase from its worker's run at `t` (slot `c`), as [`Vmstat::align`]
     /// places it: each CPU's timer keeps to the seconds its own runs show. Under QEMU the
     /// workers' seconds drift against the trace clock and apart (6.12-4g p_idle: CPU 0's
@@ -551,36 +525,6 @@ impl Vmstat {
             }
         }
     }
-}
-
-/// A late worker `w` of CPU `cpu` (own phase `own`) at an event at `t`: it runs a tick after
-/// the CPU's last event when `t` is later (its task left the CPU: slept, or went back to
-/// user space, where the scheduler's pending switch takes effect), else at [`late_limit`].
-fn late_deadline(w: &mut Work, cpu: u32, own: Option<u64>, hz: u32, t: u64, runs: &mut Vec<Run>) {
-    let tick = 1_000_000_000 / u64::from(hz.max(1));
-    let paused = w.last_ns.map(|l| l + tick).filter(|&p| p <= t);
-    let deadline = ns_of_at(own, hz, late_limit(w.expires, hz));
-    let (at, paused) = match paused {
-        Some(p) if p < deadline => (p, true),
-        _ if deadline <= t => (deadline, false),
-        _ => return,
-    };
-    w.late = false;
-    w.pending = false;
-    runs.push(Run {
-        cpu,
-        at_ns: at,
-        woken: false,
-        paused,
-    });
-}
-
-/// The jiffy by which a worker expired at jiffy `expires` on a busy CPU has run: the last
-/// one less than a quarter second on, the latest a run keeps its CPU's rhythm
-/// ([`round_rel`] rounds its re-queue back onto the second; `Vmstat::align_cpu` reads the
-/// trace's late runs the same way).
-fn late_limit(expires: i64, hz: u32) -> i64 {
-    expires + (i64::from(hz.max(1)) / 4 - 1).max(0)
 }
 
 /// The phase (a jiffies-second boundary, modulo a second) that CPU `cpu`'s worker run at `t`

@@ -317,22 +317,24 @@ fn a_busy_cpus_worker_waits_for_its_task_to_leave_the_cpu() {
 }
 
 #[test]
-fn a_late_worker_runs_at_its_mark_or_within_a_quarter_second() {
+fn a_late_worker_runs_at_its_mark_or_before_its_next_second() {
+    let expiry = 11 * S - 3 * TICK;
     for late in [false, true] {
         // The phase given: the mark below does not move it.
         let mut v = late_workers(late, Some(0));
-        // Busy with no pause: the run is a quarter second late at most (61 jiffies), and
-        // its re-queue rounds back onto the CPU's second (10.988, then 11.988).
-        let cpu1 = busy_runs(&mut v, 900..1990);
-        let expiry = 11 * S - 3 * TICK;
-        let want = if late {
-            vec![expiry + 61 * TICK]
-        } else {
-            vec![expiry, expiry + S]
-        };
+        // Busy with no pause for half a second past the expiry (10.988 s): the late run
+        // waits (a quarter second was the old bound).
+        let cpu1 = busy_runs(&mut v, 900..1490);
+        let want = if late { vec![] } else { vec![expiry] };
         assert_eq!(cpu1, want, "late runs {late}");
-        // The trace shows the kworker's run at 11.995 s: the late one runs there; at the
+        // The trace shows the kworker's run at 11.5 s: the late one runs there; at the
         // expiry, it had run.
-        assert_eq!(v.mark(1, 11 * S + 995_000_000).is_some(), late);
+        assert_eq!(v.mark(1, 11 * S + S / 2).is_some(), late);
     }
+    // Busy with no pause and no mark: the late run comes at the last tick before its next
+    // second, and its re-queue rounds onto that second (11.988 s).
+    let mut v = late_workers(true, Some(0));
+    let cpu1 = busy_runs(&mut v, 900..2000);
+    assert_eq!(cpu1, vec![expiry + (u64::from(HZ) - 1) * TICK]);
+    assert_eq!(v.work[1].expires, 3247);
 }
