@@ -84,6 +84,9 @@ struct Work {
     before: bool,
     /// Expired while its CPU was busy: queued, waiting for the CPU ([`Vmstat::set_late_runs`]).
     late: bool,
+    /// When late: the replay held its run back at the CPU's pause ([`Vmstat::still_late`]);
+    /// that pause is not due again, the CPU's next event clears it.
+    held: bool,
 }
 
 /// A run of one CPU's worker the replay is to do: `refresh_cpu_vm_stats(true)` on `cpu` at
@@ -244,7 +247,9 @@ impl Vmstat {
                 let own = w.phase_ns.or(self.phase_ns);
                 let e = if w.late {
                     let d = ns_of_at(own, self.hz, late::limit(w.expires, self.hz));
-                    w.last_ns.map_or(d, |l| d.min(l + self.tick_ns()))
+                    w.last_ns
+                        .filter(|_| !w.held)
+                        .map_or(d, |l| d.min(l + self.tick_ns()))
                 } else {
                     ahead::due_ns(w, ns_of_at(own, self.hz, w.expires))
                 };
@@ -387,6 +392,18 @@ impl Vmstat {
         };
         w.dirty = true;
         w.last_ns = Some(t);
+        if w.held {
+            self.moved(c % n, t);
+        }
+    }
+
+    /// A late run held back at its pause ([`Vmstat::still_late`]): CPU slot `c` moved at
+    /// `t`, its next pause is due.
+    #[cold]
+    #[inline(never)]
+    fn moved(&mut self, c: usize, t: u64) {
+        self.work[c].held = false;
+        self.next_due_ns = self.next_due_ns.min(t + self.tick_ns());
     }
 
     /// The trace shows CPU `cpu`'s worker draining at `t` (a `kworker/cpu:*` at preempt
@@ -436,6 +453,7 @@ impl Vmstat {
         self.work[c].waiting = false;
         self.work[c].pending = false;
         self.work[c].late = false;
+        self.work[c].held = false;
         Some(Run {
             cpu,
             at_ns: t,

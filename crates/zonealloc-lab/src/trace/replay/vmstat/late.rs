@@ -24,11 +24,14 @@ impl Vmstat {
 
     /// A late run placed at its task's pause ([`Run::paused`]) that the replay does not do:
     /// it would drain, and the kernel's would show in the trace as the worker's drain
-    /// ([`Vmstat::mark`]); it waits on for that, the task's next pause, or its limit.
+    /// ([`Vmstat::mark`]); it waits on for that, the task's next pause, or its limit. Until
+    /// then no event is due for it: the same pause is not offered again (the replay asked
+    /// at every event on any CPU, a decay preview of every zone each time).
     pub fn still_late(&mut self, run: Run) {
         if let Some(w) = self.work.get_mut(run.cpu as usize) {
             w.late = true;
             w.pending = true;
+            w.held = true;
         }
         self.refresh_due();
     }
@@ -46,7 +49,11 @@ pub(super) fn deadline(
     runs: &mut Vec<Run>,
 ) {
     let tick = 1_000_000_000 / u64::from(hz.max(1));
-    let paused = w.last_ns.map(|l| l + tick).filter(|&p| p <= t);
+    let paused = w
+        .last_ns
+        .filter(|_| !w.held)
+        .map(|l| l + tick)
+        .filter(|&p| p <= t);
     let deadline = ns_of_at(own, hz, limit(w.expires, hz));
     let (at, paused) = match paused {
         Some(p) if p < deadline => (p, true),
@@ -54,6 +61,7 @@ pub(super) fn deadline(
         _ => return,
     };
     w.late = false;
+    w.held = false;
     w.pending = false;
     runs.push(Run {
         cpu,

@@ -338,3 +338,20 @@ fn a_late_worker_runs_at_its_mark_or_before_its_next_second() {
     assert_eq!(cpu1, vec![expiry + (u64::from(HZ) - 1) * TICK]);
     assert_eq!(v.work[1].expires, 3247);
 }
+
+#[test]
+fn a_late_run_held_back_at_a_pause_is_not_due_again_until_the_cpu_moves() {
+    let mut v = late_workers(true, Some(0));
+    assert!(busy_runs(&mut v, 900..1100).is_empty());
+    // CPU 0's event after CPU 1's pause: the run at the pause, which the replay holds back.
+    let mut runs = Vec::new();
+    v.due(0, 11 * S + 200_000_000, &mut runs);
+    assert_eq!(runs.len(), 1);
+    assert!(runs[0].paused);
+    v.still_late(runs[0]);
+    // Other CPUs' events do not ask again (the old rule did at each).
+    assert!(!v.is_due(0, 11 * S + 300_000_000));
+    // CPU 1's next event and pause do.
+    v.event(1, 11 * S + 400_000_000);
+    assert!(v.is_due(0, 11 * S + 500_000_000));
+}
