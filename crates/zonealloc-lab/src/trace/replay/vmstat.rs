@@ -11,6 +11,11 @@
 //! - Deferrable (`TIMER_DEFERRABLE`): an idle CPU is not woken for it; it runs at the CPU's
 //!   first tick at or after the expiry, which on an idle CPU is when it next wakes. Here: at
 //!   the expiry when the CPU had an event within a tick before it, else at its next event.
+//! - The work (`vmstat_update` on `mm_percpu_wq`, `queue_delayed_work_on`) runs in a kworker
+//!   of the CPU when the scheduler switches to it: a task busy in the kernel at the expiry
+//!   keeps it waiting (7.2's `Dynamic Preempt: lazy`, 6.12's `voluntary`: a task in the
+//!   kernel gives the CPU up at its preemption points). The kmem trace shows such a late
+//!   run only where it drained ([`Vmstat::set_late_runs`]).
 //! - `quiet_vmstat` folds an idle CPU's counters without decay when its tick stops, so a run
 //!   on waking has nothing to fold: it re-queues only if decay has more to do.
 //! - `vmstat_shepherd` (deferrable, every `round_jiffies_relative(HZ)`, on the CPU it last
@@ -25,6 +30,7 @@
 //! until a worker's own drain in the trace ([`Vmstat::mark`]) shows a CPU's boundary.
 
 mod ahead;
+mod late;
 
 pub use ahead::RunsAhead;
 
@@ -76,6 +82,11 @@ struct Work {
     /// Its own phase is that of its run before the window ([`Vmstat::set_runs_before`]),
     /// which gives way at the window's first mark.
     before: bool,
+    /// Expired while its CPU was busy: queued, waiting for the CPU ([`Vmstat::set_late_runs`]).
+    late: bool,
+    /// When late: the replay held its run back at the CPU's pause ([`Vmstat::still_late`]);
+    /// that pause is not due again, the CPU's next event clears it.
+    held: bool,
 }
 
 /// A run of one CPU's worker the replay is to do: `refresh_cpu_vm_stats(true)` on `cpu` at
@@ -88,6 +99,9 @@ pub struct Run {
     pub at_ns: u64,
     /// The CPU woke for it (idle before): `quiet_vmstat` folded its counters already.
     pub woken: bool,
+    /// A late run ([`Vmstat::set_late_runs`]) placed where its CPU's task paused: the
+    /// replay may put it back ([`Vmstat::still_late`]).
+    pub paused: bool,
 }
 
 /// Every CPU's vmstat worker and the shepherd.
@@ -110,6 +124,8 @@ pub struct Vmstat {
     /// An idle CPU's expired worker waits for the CPU's next traced event (else it runs at
     /// its expiry: [`Vmstat::set_defer_to_event`]).
     defer_to_event: bool,
+    /// A busy CPU's expired worker waits for the CPU ([`Vmstat::set_late_runs`]).
+    late_runs: bool,
     /// Runs done, runs aligned to the trace's marks, marks whose run the simulation had
     /// done already.
     pub runs: u64,
@@ -132,6 +148,7 @@ impl Vmstat {
             shepherd: 0,
             next_due_ns: 0,
             defer_to_event: false,
+            late_runs: false,
             runs: 0,
             marks: 0,
             marks_ran_already: 0,
@@ -227,8 +244,16 @@ impl Vmstat {
         let mut due = self.ns_of(self.shepherd);
         for w in &self.work {
             if w.pending && !w.waiting {
-                let e = ns_of_at(w.phase_ns.or(self.phase_ns), self.hz, w.expires);
-                due = due.min(ahead::due_ns(w, e));
+                let own = w.phase_ns.or(self.phase_ns);
+                let e = if w.late {
+                    let d = ns_of_at(own, self.hz, late::limit(w.expires, self.hz));
+                    w.last_ns
+                        .filter(|_| !w.held)
+                        .map_or(d, |l| d.min(l + self.tick_ns()))
+                } else {
+                    ahead::due_ns(w, ns_of_at(own, self.hz, w.expires))
+                };
+                due = due.min(e);
             }
         }
         self.next_due_ns = due;
@@ -260,11 +285,20 @@ impl Vmstat {
             self.start(t);
         }
         let now = self.jiffy(t);
-        let (tick, phase, hz, defer) =
-            (self.tick_ns(), self.phase_ns, self.hz, self.defer_to_event);
+        let (tick, phase, hz, defer, late_runs) = (
+            self.tick_ns(),
+            self.phase_ns,
+            self.hz,
+            self.defer_to_event,
+            self.late_runs,
+        );
         for (i, w) in self.work.iter_mut().enumerate() {
             let own = w.phase_ns.or(phase);
             if !w.pending || w.expires > jiffy_at(own, hz, t) {
+                continue;
+            }
+            if w.late {
+                late::deadline(w, i as u32, own, hz, t, runs);
                 continue;
             }
             let expiry_ns = ns_of_at(own, hz, w.expires);
@@ -272,11 +306,16 @@ impl Vmstat {
                 continue;
             }
             let busy = w.last_ns.is_some_and(|l| l + tick >= expiry_ns);
-            if busy || !defer {
+            if busy && late_runs {
+                // Queued for the kworker, which waits for the busy task (still pending:
+                // the shepherd does not queue it again).
+                w.late = true;
+            } else if busy || !defer {
                 runs.push(Run {
                     cpu: i as u32,
                     at_ns: expiry_ns.min(t),
                     woken: !busy,
+                    paused: false,
                 });
                 w.pending = false;
             } else if i == c {
@@ -284,6 +323,7 @@ impl Vmstat {
                     cpu: i as u32,
                     at_ns: t,
                     woken: true,
+                    paused: false,
                 });
                 w.pending = false;
                 w.waiting = false;
@@ -298,6 +338,7 @@ impl Vmstat {
                 cpu: c as u32,
                 at_ns: t,
                 woken: true,
+                paused: false,
             });
         }
         if self.shepherd <= now {
@@ -309,6 +350,7 @@ impl Vmstat {
                         cpu: i as u32,
                         at_ns: at,
                         woken: false,
+                        paused: false,
                     });
                 }
             }
@@ -350,6 +392,18 @@ impl Vmstat {
         };
         w.dirty = true;
         w.last_ns = Some(t);
+        if w.held {
+            self.moved(c % n, t);
+        }
+    }
+
+    /// A late run held back at its pause ([`Vmstat::still_late`]): CPU slot `c` moved at
+    /// `t`, its next pause is due.
+    #[cold]
+    #[inline(never)]
+    fn moved(&mut self, c: usize, t: u64) {
+        self.work[c].held = false;
+        self.next_due_ns = self.next_due_ns.min(t + self.tick_ns());
     }
 
     /// The trace shows CPU `cpu`'s worker draining at `t` (a `kworker/cpu:*` at preempt
@@ -398,10 +452,13 @@ impl Vmstat {
         }
         self.work[c].waiting = false;
         self.work[c].pending = false;
+        self.work[c].late = false;
+        self.work[c].held = false;
         Some(Run {
             cpu,
             at_ns: t,
             woken: false,
+            paused: false,
         })
     }
 

@@ -52,6 +52,7 @@ impl Replayer {
     fn new_vmstat(&self) -> Vmstat {
         let mut v = Vmstat::new(self.geo.cpus, self.hz);
         v.set_defer_to_event(self.decay_waits_for_event);
+        v.set_late_runs(true);
         if let Some(p) = self.jiffies_phase_ns {
             v.set_phase(p);
         }
@@ -102,6 +103,12 @@ impl Replayer {
         let mut runs = std::mem::take(&mut self.runs);
         vm.due(cpu, ts, &mut runs);
         for &run in &runs {
+            if run.paused && self.decay_would_drain(run.cpu) {
+                if let Some(vm) = self.vmstat.as_mut() {
+                    vm.still_late(run);
+                }
+                continue;
+            }
             self.run_worker(run)?;
         }
         self.runs = runs;
@@ -109,6 +116,15 @@ impl Replayer {
             vm.event(cpu, ts);
         }
         Ok(())
+    }
+
+    /// Whether CPU `cpu`'s `decay_pcp_high` would drain pages now, in any zone. A late
+    /// worker's run that drains shows in the trace (its kworker's drain, [`Vmstat::mark`]);
+    /// where the trace shows none, the kernel's ran when it drained nothing.
+    fn decay_would_drain(&self, cpu: u32) -> bool {
+        self.zones
+            .iter()
+            .any(|z| z.decay_pcp_high_preview(CpuId(cpu)).drained > 0)
     }
 
     /// `vmstat_update` on CPU `run.cpu`: `refresh_cpu_vm_stats(true)` runs `decay_pcp_high`

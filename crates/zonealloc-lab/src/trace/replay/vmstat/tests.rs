@@ -272,3 +272,86 @@ fn a_busy_cpus_late_run_keeps_its_rhythm() {
     assert!(v.mark(2, 15 * S + 60_000_000).is_some());
     assert_eq!(v.work[2].phase_ns, Some(56_000_000 + 6 * TICK));
 }
+
+/// Two workers, late runs on or off, the phase given (`Some(0)`) or assumed, CPU 1's first
+/// event at 10 s.
+fn late_workers(late: bool, phase: Option<u64>) -> Vmstat {
+    let mut v = Vmstat::new(2, HZ);
+    v.set_late_runs(late);
+    if let Some(p) = phase {
+        v.set_phase(p);
+    }
+    step(&mut v, 1, 10 * S, true);
+    v
+}
+
+/// CPU 1 busy, an event each millisecond `ms` after 10 s: the times of its worker's runs.
+fn busy_runs(v: &mut Vmstat, ms: std::ops::Range<u64>) -> Vec<u64> {
+    let mut ran = Vec::new();
+    for ms in ms {
+        ran.extend(step(v, 1, 10 * S + ms * 1_000_000, true));
+    }
+    ran.iter().filter(|r| r.cpu == 1).map(|r| r.at_ns).collect()
+}
+
+#[test]
+fn a_busy_cpus_worker_waits_for_its_task_to_leave_the_cpu() {
+    // 7.2-8g p_prodcons: CPU 1's worker expires at 253.766 s while `kmem-phases` unmaps,
+    // freeing every millisecond or two; the kernel's frees drain at `high` 3344 until
+    // 253.779 s, at 3281 (the decayed one) from 253.789 s. Run at the expiry, ours drained
+    // 130 Unmovable pages the kernel kept. CPU 1 busy from 10.9 s, its worker expiring at
+    // 10.988 s (3 ticks early), then a pause from 11.099 s.
+    for late in [false, true] {
+        let mut v = late_workers(late, None);
+        let mut cpu1 = busy_runs(&mut v, 900..1100);
+        cpu1.extend(busy_runs(&mut v, 1110..1111));
+        // Waiting for the CPU, its work stays pending: the shepherd (at 11.0 s) does not
+        // queue it again. It runs a tick after the task's last event before the pause.
+        let want = if late {
+            11 * S + 99_000_000 + TICK
+        } else {
+            11 * S - 3 * TICK
+        };
+        assert_eq!(cpu1, vec![want], "late runs {late}");
+    }
+}
+
+#[test]
+fn a_late_worker_runs_at_its_mark_or_before_its_next_second() {
+    let expiry = 11 * S - 3 * TICK;
+    for late in [false, true] {
+        // The phase given: the mark below does not move it.
+        let mut v = late_workers(late, Some(0));
+        // Busy with no pause for half a second past the expiry (10.988 s): the late run
+        // waits (a quarter second was the old bound).
+        let cpu1 = busy_runs(&mut v, 900..1490);
+        let want = if late { vec![] } else { vec![expiry] };
+        assert_eq!(cpu1, want, "late runs {late}");
+        // The trace shows the kworker's run at 11.5 s: the late one runs there; at the
+        // expiry, it had run.
+        assert_eq!(v.mark(1, 11 * S + S / 2).is_some(), late);
+    }
+    // Busy with no pause and no mark: the late run comes at the last tick before its next
+    // second, and its re-queue rounds onto that second (11.988 s).
+    let mut v = late_workers(true, Some(0));
+    let cpu1 = busy_runs(&mut v, 900..2000);
+    assert_eq!(cpu1, vec![expiry + (u64::from(HZ) - 1) * TICK]);
+    assert_eq!(v.work[1].expires, 3247);
+}
+
+#[test]
+fn a_late_run_held_back_at_a_pause_is_not_due_again_until_the_cpu_moves() {
+    let mut v = late_workers(true, Some(0));
+    assert!(busy_runs(&mut v, 900..1100).is_empty());
+    // CPU 0's event after CPU 1's pause: the run at the pause, which the replay holds back.
+    let mut runs = Vec::new();
+    v.due(0, 11 * S + 200_000_000, &mut runs);
+    assert_eq!(runs.len(), 1);
+    assert!(runs[0].paused);
+    v.still_late(runs[0]);
+    // Other CPUs' events do not ask again (the old rule did at each).
+    assert!(!v.is_due(0, 11 * S + 300_000_000));
+    // CPU 1's next event and pause do.
+    v.event(1, 11 * S + 400_000_000);
+    assert!(v.is_due(0, 11 * S + 500_000_000));
+}

@@ -306,3 +306,78 @@ fn a_workers_run_before_the_window_places_its_cpus_timer() {
     assert_eq!(runs(None), (1, true));
     assert_eq!(runs(Some(1_500_000_000)), (0, true));
 }
+
+#[test]
+fn a_busy_cpus_decay_waits_for_its_task_to_pause() {
+    // CPU 1's worker expires at 0.988 s (the phase assumed at the first event, 1 µs) while
+    // its task allocates and frees every half millisecond until 1.05 s: its `high` stays
+    // until the task pauses, and decays a tick after the task's last event.
+    let mut r = filled(true);
+    let high = r.zones[0].pcp_info(CpuId(1)).high;
+    let busy = |r: &mut Replayer, from_ms: u64, to_ms: u64| {
+        for ms in from_ms..to_ms {
+            let pfn = 4096 + ms;
+            let alloc = EventKind::Alloc {
+                pfn,
+                order: 0,
+                migratetype: 1,
+                gfp_flags: "GFP_HIGHUSER_MOVABLE",
+            };
+            let t = ms * 1_000_000;
+            r.feed(&at(1, t, alloc, Who::UNKNOWN), Inferred::None)
+                .unwrap();
+            let free = EventKind::Free { pfn, order: 0 };
+            r.feed(&at(1, t + 500_000, free, Who::UNKNOWN), Inferred::None)
+                .unwrap();
+        }
+    };
+    busy(&mut r, 900, 1050);
+    assert_eq!(r.zones[0].pcp_info(CpuId(1)).high, high);
+    busy(&mut r, 1060, 1061);
+    assert!(r.zones[0].pcp_info(CpuId(1)).high < high);
+}
+
+#[test]
+fn a_late_decay_that_would_drain_waits_for_the_workers_drain_in_the_trace() {
+    // CPU 1 (1425 pages, `high` 1745, 1527 decayed) frees a page each millisecond from 0.9
+    // s, pages CPU 0 allocated: at its pause at 1.05 s it holds more than the decayed
+    // `high`, so the late run would drain, which the kernel's would show as its kworker's
+    // drain. Without one it waits; at the worker's drain line it runs.
+    let mut r = filled(true);
+    let high = r.zones[0].pcp_info(CpuId(1)).high;
+    let ev = |r: &mut Replayer, cpu: u32, t: u64, kind: EventKind<'static>| {
+        r.feed(&at(cpu, t, kind, Who::UNKNOWN), Inferred::None)
+            .unwrap();
+    };
+    for k in 0..200u64 {
+        let alloc = EventKind::Alloc {
+            pfn: 8192 + k,
+            order: 0,
+            migratetype: 1,
+            gfp_flags: "GFP_HIGHUSER_MOVABLE",
+        };
+        ev(&mut r, 0, 3000, alloc);
+    }
+    for ms in 900..1050u64 {
+        let free = EventKind::Free {
+            pfn: 8192 + ms - 900,
+            order: 0,
+        };
+        ev(&mut r, 1, ms * 1_000_000, free);
+    }
+    ev(
+        &mut r,
+        1,
+        1_060_000_000,
+        EventKind::Free {
+            pfn: 8392 - 1,
+            order: 0,
+        },
+    );
+    let p = r.zones[0].decay_pcp_high_preview(CpuId(1));
+    assert!(p.drained > 0, "{p:?}");
+    assert_eq!(r.zones[0].pcp_info(CpuId(1)).high, high);
+    let line = at(1, 1_070_000_000, drain_line(8192), who(Task::CpuWorker));
+    r.feed(&line, Inferred::Drain { owner: 1 }).unwrap();
+    assert_eq!(r.zones[0].pcp_info(CpuId(1)).high, p.high_after);
+}
