@@ -74,43 +74,7 @@ impl ZoneLayout {
     ) -> ZoneLayout {
         let mut l = ZoneLayout::empty(z, pb_order, max_order, false);
         let span = l.start..l.end();
-        let mut units: Vec<Unit> = (0..l.blocks.len())
-            .map(|b| Unit {
-                first: b,
-                blocks: 1,
-                free: vec![0; usize::from(max_order) + 1],
-                ..Unit::default()
-            })
-            .collect();
-        for run in layout.runs_in(span.clone()) {
-            let page = match run.class {
-                PageClass::Buddy => Page::Free,
-                PageClass::NoPage => Page::Hole,
-                c if !c.managed() => Page::Absent,
-                PageClass::Flagless => Page::Flagless,
-                _ => Page::Used,
-            };
-            let i = (run.start - l.start) as usize;
-            l.pages[i..i + run.count as usize].fill(page);
-            // The run's pages per pageblock.
-            let mut pfn = run.start;
-            while pfn < run.end() {
-                let b = l.block_of(pfn);
-                let next = (((pfn >> pb_order) + 1) << pb_order).min(run.end());
-                let n = next - pfn;
-                let u = &mut units[b];
-                match run.class {
-                    PageClass::Mapped => u.user += n,
-                    PageClass::Slab => u.slab += n,
-                    PageClass::PageTable
-                    | PageClass::Used
-                    | PageClass::Flagless
-                    | PageClass::Huge => u.kernel += n,
-                    _ => {}
-                }
-                pfn = next;
-            }
-        }
+        let mut units = l.units_of_layout(layout);
         // Beyond the layout's end (a capture cut at `max_pfn`): nothing there.
         for p in l.pages.iter_mut().filter(|p| **p == Page::Open) {
             *p = Page::Hole;
@@ -167,6 +131,50 @@ impl ZoneLayout {
         l
     }
 
+    /// The layout's pages on the canvas, and a unit per pageblock with its pages in use by
+    /// kind (user, slab, kernel) for [`ZoneLayout::assign`]'s scores.
+    fn units_of_layout(&mut self, layout: &Layout) -> Vec<Unit> {
+        let pb_order = self.pb_order;
+        let mut units: Vec<Unit> = (0..self.blocks.len())
+            .map(|b| Unit {
+                first: b,
+                blocks: 1,
+                free: vec![0; usize::from(self.max_order) + 1],
+                ..Unit::default()
+            })
+            .collect();
+        for run in layout.runs_in(self.start..self.end()) {
+            let page = match run.class {
+                PageClass::Buddy => Page::Free,
+                PageClass::NoPage => Page::Hole,
+                c if !c.managed() => Page::Absent,
+                PageClass::Flagless => Page::Flagless,
+                _ => Page::Used,
+            };
+            let i = (run.start - self.start) as usize;
+            self.pages[i..i + run.count as usize].fill(page);
+            // The run's pages per pageblock.
+            let mut pfn = run.start;
+            while pfn < run.end() {
+                let b = self.block_of(pfn);
+                let next = (((pfn >> pb_order) + 1) << pb_order).min(run.end());
+                let n = next - pfn;
+                let u = &mut units[b];
+                match run.class {
+                    PageClass::Mapped => u.user += n,
+                    PageClass::Slab => u.slab += n,
+                    PageClass::PageTable
+                    | PageClass::Used
+                    | PageClass::Flagless
+                    | PageClass::Huge => u.kernel += n,
+                    _ => {}
+                }
+                pfn = next;
+            }
+        }
+        units
+    }
+
     /// Newer kernels' `kpage_read` writes 0 for a pfn without a `struct page`, so a hole
     /// reads as flagless (`F`) there (scripts/README.md). Where the layout shows more pages
     /// managed than zoneinfo's `managed`, the longest flagless runs, the holes' shape (the
@@ -190,7 +198,6 @@ impl ZoneLayout {
         }
     }
 
-    /// Types the pageblocks of `units` (module docs): a unit with a pageblock the trace names
     /// A block both the roll and the text after the window show on a list: on the same list,
     /// the late hint says where on it (it outlasted the window, `super::hints`), and the
     /// roll's goes; on another, the roll's stays (it saw the free or refill that put the block
@@ -207,21 +214,16 @@ impl ZoneLayout {
         self.roll_hints.retain(|h| !late.contains(&h.pfn));
     }
 
-    /// (`named`: pageblock number -> type, [`super::hints`]) takes the type named first
-    /// (its lowest pageblock's, where they differ), the rest as the counts say, but never a
-    /// type a refill rules out for one of its pageblocks (`not`: pageblock number -> a bit
-    /// per migratetype index).
-    fn assign(
+    /// [`ZoneLayout::assign`]'s first step: each unit with a pageblock `named` takes its
+    /// type. Which units are taken, and what they give each type (by migratetype index):
+    /// pageblocks, and free blocks per order.
+    fn assign_named(
         &mut self,
         units: &[Unit],
-        targets: &Targets,
         named: &HashMap<u64, MigrateType>,
-        not: &HashMap<u64, u8>,
-    ) {
-        let (kfree, kblocks) = targets;
+    ) -> (Vec<bool>, [usize; 5], [Vec<u64>; 5]) {
         let mut taken = vec![false; units.len()];
         let base = self.start >> self.pb_order;
-        // What the named units already give each type: pageblocks, free blocks per order.
         let mut given_blocks = [0usize; 5];
         let mut given_free: [Vec<u64>; 5] = std::array::from_fn(|_| Vec::new());
         for (i, u) in units.iter().enumerate() {
@@ -239,6 +241,24 @@ impl ZoneLayout {
                 g[o] += n;
             }
         }
+        (taken, given_blocks, given_free)
+    }
+
+    /// Types the pageblocks of `units` (module docs): a unit with a pageblock the trace names
+    /// (`named`: pageblock number -> type, [`super::hints`]) takes the type named first
+    /// (its lowest pageblock's, where they differ), the rest as the counts say, but never a
+    /// type a refill rules out for one of its pageblocks (`not`: pageblock number -> a bit
+    /// per migratetype index).
+    fn assign(
+        &mut self,
+        units: &[Unit],
+        targets: &Targets,
+        named: &HashMap<u64, MigrateType>,
+        not: &HashMap<u64, u8>,
+    ) {
+        let (kfree, kblocks) = targets;
+        let base = self.start >> self.pb_order;
+        let (mut taken, given_blocks, given_free) = self.assign_named(units, named);
         for mt in [
             MigrateType::Unmovable,
             MigrateType::Reclaimable,
