@@ -218,6 +218,11 @@ pub struct TraceReplayArgs {
     /// it runs at its expiry: the CPU wakes for things the kmem trace does not show).
     #[arg(long)]
     pub decay_waits_for_event: bool,
+    /// A busy CPU's expired vmstat worker runs at its expiry (by default it waits, queued on
+    /// mm_percpu_wq, for the scheduler: until the trace shows its drain, its CPU's task
+    /// pauses, or the last tick before its next second).
+    #[arg(long)]
+    pub no_late_workers: bool,
     /// The trace time (seconds, as the trace prints it) of a jiffies-second boundary, for
     /// the vmstat workers' timers: CPU c's worker runs 3 * c jiffies before each such second.
     /// By default it comes from the first worker run the trace shows (a kworker of the CPU

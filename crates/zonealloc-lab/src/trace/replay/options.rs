@@ -63,6 +63,9 @@ pub struct ReplayOptions {
     /// An idle CPU's expired vmstat worker waits for its next traced event
     /// ([`super::vmstat::Vmstat::set_defer_to_event`]).
     pub decay_waits_for_event: bool,
+    /// A busy CPU's expired vmstat worker runs at its expiry, not when its CPU's task lets it
+    /// ([`super::vmstat::Vmstat::set_late_runs`]).
+    pub no_late_workers: bool,
     /// The trace time of a jiffies-second boundary for the vmstat workers' timers
     /// ([`super::vmstat::Vmstat::set_phase`]; default: from the trace's first worker run).
     pub jiffies_phase_ns: Option<u64>,
@@ -106,6 +109,7 @@ impl Default for ReplayOptions {
             no_contig_free: false,
             hz: None,
             decay_waits_for_event: false,
+            no_late_workers: false,
             jiffies_phase_ns: None,
             proc: None,
             proc_after: None,

@@ -88,6 +88,8 @@ pub struct Replayer {
     pub hz: u32,
     /// An idle CPU's expired worker waits for its next event ([`Replayer::set_vmstat`]).
     decay_waits_for_event: bool,
+    /// A busy CPU's expired worker waits for its CPU ([`Replayer::set_late_workers`]).
+    late_workers: bool,
     /// Their phase, if given ([`Replayer::set_vmstat`]).
     jiffies_phase_ns: Option<u64>,
     /// Their first runs ahead ([`Replayer::set_runs_ahead`]).
@@ -180,6 +182,7 @@ impl Replayer {
             hz: vmstat::DEFAULT_HZ,
             vmstat: None,
             decay_waits_for_event: false,
+            late_workers: true,
             jiffies_phase_ns: None,
             runs_ahead: vmstat::RunsAhead::default(),
             runs: Vec::new(),

@@ -209,6 +209,7 @@ impl Setup {
             // on a kernel without the decay too (their decay then does nothing).
             r.decay = (decay || r.numa.is_some()) && !opts.no_decay;
             r.set_vmstat(opts.hz, opts.decay_waits_for_event, opts.jiffies_phase_ns);
+            r.set_late_workers(!opts.no_late_workers);
             r.set_runs_ahead(ahead.clone());
             // A kernel's batched frees reach the lists at their commits.
             r.commit_at_batched = self.infer;

@@ -26,6 +26,16 @@ impl Replayer {
         self.jiffies_phase_ns = phase_ns;
     }
 
+    /// Whether a busy CPU's expired worker waits for its CPU, as the kernel's kworker waits
+    /// for the scheduler ([`Vmstat::set_late_runs`]; on by default, `--no-late-workers`
+    /// turns it off: each runs at its expiry).
+    pub fn set_late_workers(&mut self, on: bool) {
+        self.late_workers = on;
+        if let Some(vm) = self.vmstat.as_mut() {
+            vm.set_late_runs(on);
+        }
+    }
+
     /// The vmstat workers' first runs in the trace ahead, which place their timers from
     /// the first event on ([`Vmstat::align_ahead`]; a given phase wins).
     pub fn set_runs_ahead(&mut self, ahead: RunsAhead) {
@@ -52,7 +62,7 @@ impl Replayer {
     fn new_vmstat(&self) -> Vmstat {
         let mut v = Vmstat::new(self.geo.cpus, self.hz);
         v.set_defer_to_event(self.decay_waits_for_event);
-        v.set_late_runs(true);
+        v.set_late_runs(self.late_workers);
         if let Some(p) = self.jiffies_phase_ns {
             v.set_phase(p);
         }

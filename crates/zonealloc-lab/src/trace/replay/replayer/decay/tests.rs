@@ -338,6 +338,27 @@ fn a_busy_cpus_decay_waits_for_its_task_to_pause() {
 }
 
 #[test]
+fn without_late_workers_a_busy_cpus_decay_runs_at_its_expiry() {
+    // As above, with `--no-late-workers`: the worker runs at its expiry (0.988 s), while the
+    // task is still busy.
+    let mut r = filled(true);
+    r.set_late_workers(false);
+    let high = r.zones[0].pcp_info(CpuId(1)).high;
+    for ms in 900..1000u64 {
+        let pfn = 4096 + ms;
+        let alloc = EventKind::Alloc {
+            pfn,
+            order: 0,
+            migratetype: 1,
+            gfp_flags: "GFP_HIGHUSER_MOVABLE",
+        };
+        r.feed(&at(1, ms * 1_000_000, alloc, Who::UNKNOWN), Inferred::None)
+            .unwrap();
+    }
+    assert!(r.zones[0].pcp_info(CpuId(1)).high < high);
+}
+
+#[test]
 fn a_late_decay_that_would_drain_waits_for_the_workers_drain_in_the_trace() {
     // CPU 1 (1425 pages, `high` 1745, 1527 decayed) frees a page each millisecond from 0.9
     // s, pages CPU 0 allocated: at its pause at 1.05 s it holds more than the decayed
