@@ -31,6 +31,7 @@
 
 mod ahead;
 mod late;
+mod shepherd;
 
 pub use ahead::RunsAhead;
 
@@ -342,7 +343,12 @@ impl Vmstat {
             });
         }
         if self.shepherd <= now {
-            let at = ns_of_at(self.phase_ns, self.hz, self.shepherd).min(t);
+            // `DECLARE_DEFERRABLE_WORK(shepherd, vmstat_shepherd)`: expired with no CPU
+            // awake (no event within a tick before), it runs when a CPU wakes, at this
+            // event, and re-arms a second from then (`schedule_delayed_work(&shepherd,
+            // round_jiffies_relative(..))`), not at the next jiffy ([`shepherd::at`]).
+            let expiry = ns_of_at(self.phase_ns, self.hz, self.shepherd);
+            let at = shepherd::at(&self.work, expiry, t, tick);
             for (i, w) in self.work.iter_mut().enumerate() {
                 let queued = runs.iter().any(|r| r.cpu == i as u32);
                 if !w.pending && !queued && w.dirty {

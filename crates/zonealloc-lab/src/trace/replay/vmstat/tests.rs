@@ -87,22 +87,42 @@ fn an_idle_cpu_runs_at_expiry_or_at_its_next_event() {
 fn a_stopped_worker_is_requeued_by_the_shepherd_when_its_counters_move() {
     let mut v = Vmstat::new(2, HZ);
     step(&mut v, 1, 10 * S, false);
-    // CPU 1's first run: nothing moved on it since (woken, no todo): it stops.
+    // CPU 1's first run: nothing moved on it since (woken, no todo): it stops. CPU 0 is
+    // awake (an event every ms) for the shepherd's runs.
     let mut ran = Vec::new();
-    for k in 1..300u64 {
-        ran.extend(step(&mut v, 0, 10 * S + k * 10_000_000, false));
+    for k in 1..3500u64 {
+        ran.extend(step(&mut v, 0, 10 * S + k * 1_000_000, false));
     }
     assert_eq!(ran.iter().filter(|r| r.cpu == 1).count(), 1);
     // An event on CPU 1 at 13.5 s: `need_update`; the shepherd (CPU 0's second, 14 s)
-    // queues it with no delay, then it runs on its own second (6 jiffies early).
+    // queues it with no delay, then it runs on its own second (3 jiffies early).
     step(&mut v, 1, 13 * S + S / 2, false);
     let mut ran = Vec::new();
-    for k in 0..200u64 {
-        let t = 13 * S + S / 2 + 1_000_000 + k * 10_000_000;
+    for k in 0..1990u64 {
+        let t = 13 * S + S / 2 + 1_000_000 + k * 1_000_000;
         ran.extend(step(&mut v, 1, t, true));
     }
     let cpu1: Vec<u64> = ran.iter().filter(|r| r.cpu == 1).map(|r| r.at_ns).collect();
     assert_eq!(cpu1, vec![14 * S, 15 * S - 3 * TICK]);
+}
+
+#[test]
+fn a_shepherd_that_expired_on_an_idle_machine_runs_at_the_wake_and_rearms_a_second_on() {
+    let mut v = Vmstat::new(2, HZ);
+    step(&mut v, 1, 10 * S, false);
+    // CPU 1's worker stops (nothing moved); CPU 0 busy to 13.5 s, then every CPU idle.
+    for k in 1..3500u64 {
+        step(&mut v, 0, 10 * S + k * 1_000_000, false);
+    }
+    // CPU 1 wakes at 20.1 s and its counters move (a refill): the shepherd, expired at
+    // 14 s while no CPU was awake, runs now and re-arms for 21 s; CPU 1's worker waits for
+    // it (the old rule re-armed it for the next jiffy and ran the worker at 20.104 s).
+    let mut ran = Vec::new();
+    for k in 0..1000u64 {
+        ran.extend(step(&mut v, 1, 20 * S + S / 10 + k * 1_000_000, true));
+    }
+    let cpu1: Vec<u64> = ran.iter().filter(|r| r.cpu == 1).map(|r| r.at_ns).collect();
+    assert_eq!(cpu1.first(), Some(&(21 * S)), "{cpu1:?}");
 }
 
 #[test]
