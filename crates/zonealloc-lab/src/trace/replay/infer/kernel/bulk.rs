@@ -124,10 +124,10 @@ impl KernelSide {
     /// A free of order-0 `pfn` on `cpu`: on top of its pageblock type's list there
     /// (`free_unref_page_commit`: `list_add`).
     pub(super) fn push_top(&mut self, ev: &Event<'_>, pfn: u64, zone: usize, cpu: u32) {
-        if !matches!(
-            ev.kind,
-            EventKind::Free { order: 0, .. } | EventKind::FreeBatched { .. }
-        ) {
+        // `mm_page_free` (`free_pages_prepare`) prints every freed page with its order,
+        // before its `mm_page_free_batched` (which carries none: a THP folio's too) and in the
+        // order the pages go onto the list.
+        if !matches!(ev.kind, EventKind::Free { order: 0, .. }) {
             return;
         }
         let Some(mt) = self.block_types.of(pfn).filter(|&t| t < 3) else {
