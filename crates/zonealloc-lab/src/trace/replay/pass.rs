@@ -402,6 +402,7 @@ mod tests {
             let mut own = KernelSide::for_geometry(&setup.geo);
             own.block_types = setup.kernel.block_types.clone();
             own.set_extfrag_names_page(setup.preset.0.extfrag_names_page());
+            own.set_bulk_takes_head(setup.infer && setup.preset.0.bulk_takes_head());
             setup.kernel = own;
             setup.noted = (0, kernel::Notes::default());
         }
@@ -469,6 +470,7 @@ mod tests {
             let mut own = KernelSide::for_geometry(geo);
             own.block_types = k.block_types.clone();
             own.set_extfrag_names_page(setup.preset.0.extfrag_names_page());
+            own.set_bulk_takes_head(setup.infer && setup.preset.0.bulk_takes_head());
             *k = own;
         }
         let mut out = Vec::new();

@@ -82,6 +82,17 @@ impl Kernel {
         matches!(self, Kernel::V6_12 | Kernel::V7_2)
     }
 
+    /// Whether an untraced bulk allocation takes the order-0 pages frees put on a CPU's list
+    /// head, so that a traced allocation under them shows they were taken: before 6.15,
+    /// `vfree` frees a vmalloc'd area (a kernel stack) page by page (`__free_page` ->
+    /// `free_unref_page_commit`: `list_add`) and `vm_area_alloc_pages` takes pages untraced
+    /// from the head (`__alloc_pages_bulk` -> `__rmqueue_pcplist`: `list_first_entry`);
+    /// from 6.15 `vfree` frees contiguous runs as blocks (`free_pages_bulk` ->
+    /// `__free_contig_range`), which no order-0 list head holds.
+    pub fn bulk_takes_head(self) -> bool {
+        !matches!(self, Kernel::V7_2)
+    }
+
     /// The core's preset this family follows ([`KernelVersion`]).
     pub fn version(self) -> KernelVersion {
         match self {

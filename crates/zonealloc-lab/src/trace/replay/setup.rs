@@ -148,6 +148,9 @@ impl Setup {
         if let Some(h) = first.kernel {
             setup.noted = h.into_pass(&mut setup.kernel);
         }
+        // Only the pass's side (and the walk's it goes on from) infers bulk takes off a
+        // list's head, not the other walks'.
+        (setup.kernel).set_bulk_takes_head(infer && setup.preset.0.bulk_takes_head());
         setup.numbering(opts, source);
         Ok(setup)
     }
@@ -482,6 +485,7 @@ fn first(
                 hz: opts.hz.unwrap_or(super::vmstat::DEFAULT_HZ),
                 roll_at,
                 keep_kernel: infer,
+                bulk_takes_head: infer && preset.bulk_takes_head(),
                 contig_free: super::replayer::contig_free_on(preset, infer, opts),
             };
             // The text past the window, where the end state is taken at the after-snapshot's

@@ -44,6 +44,9 @@ pub struct Which {
     pub roll_at: Option<super::start_count::ReadPoint>,
     /// Keep the walk's kernel side for the replay's pass ([`FirstEvents::kernel`]).
     pub keep_kernel: bool,
+    /// The kept side infers bulk takes off a list's head
+    /// ([`super::kernel::KernelSide::set_bulk_takes_head`]).
+    pub bulk_takes_head: bool,
     /// 7.2's `vfree` frees a contiguous range as aligned blocks ([`Walk::set_contig_free`]).
     pub contig_free: bool,
 }
@@ -108,7 +111,7 @@ pub fn take_to_after(
             w.roll_back_from(at);
         }
         if which.keep_kernel {
-            w.keep_notes();
+            w.keep_notes(which.bulk_takes_head);
         }
         w
     });
@@ -281,6 +284,7 @@ impl Which {
             hz: crate::trace::replay::vmstat::DEFAULT_HZ,
             roll_at: None,
             keep_kernel: false,
+            bulk_takes_head: false,
             contig_free: false,
         }
     }

@@ -183,6 +183,10 @@ pub struct KernelSide {
     /// zone has its own lists (`zone->per_cpu_pageset`): a refill of one zone's list says
     /// nothing of another zone's ([`KernelSide::list`]).
     runs: Vec<std::collections::VecDeque<u64>>,
+    /// Per list, as [`KernelSide::runs`]: the order-0 pages frees put on its head, the last
+    /// freed last ([`KernelSide::under_tops`]); an entry is stale once its frame left that
+    /// CPU's lists or a refill listed it since.
+    tops: Vec<Vec<u64>>,
     /// Per CPU: the last event was an order-0 refill of this zone and migratetype (or a
     /// fallback inside one: [`KernelSide::refill_run`]).
     in_refill: Vec<Option<(usize, u8)>>,
@@ -200,6 +204,11 @@ pub struct KernelSide {
     /// and `__rmqueue` retries `__rmqueue_smallest`, which prints the page taken. Set from
     /// the kernel family ([`KernelSide::set_extfrag_names_page`]); the default is mainline's.
     extfrag_names_page: bool,
+    /// Allocations take the head of a CPU's list untraced before 7.2: frees go on the head
+    /// and `alloc_pages_bulk` takes from it without `mm_page_alloc` (`KernelSide::under_tops`).
+    /// Off until the main replay sets it ([`KernelSide::set_bulk_takes_head`]): the set-up
+    /// walks infer no such takes.
+    bulk_takes_head: bool,
     /// Pages the event just added found taken untraced: replay their allocations now
     /// (`Replayer::untraced_allocs`).
     pub untraced_now: Vec<Untraced>,
@@ -244,10 +253,12 @@ impl KernelSide {
             untraced_allocs: 0,
             allocs_on_refilling_cpu: 0,
             runs: vec![std::collections::VecDeque::new(); zones.max(1) * cpus as usize * 8],
+            tops: vec![Vec::new(); zones.max(1) * cpus as usize * 8],
             in_refill: vec![None; cpus as usize],
             awaiting: vec![None; cpus as usize],
             bulk_refills: 0,
             extfrag_names_page: true,
+            bulk_takes_head: false,
             untraced_now: Vec::new(),
             untraced_early: 0,
             block_types: BlockTypes::new(9),
@@ -262,6 +273,12 @@ impl KernelSide {
     /// replay's 7.2 family) or the block fallen back to (before).
     pub fn set_extfrag_names_page(&mut self, names_page: bool) {
         self.extfrag_names_page = names_page;
+    }
+
+    /// Whether untraced bulk allocations take the freed pages on a list's head
+    /// ([`Kernel::bulk_takes_head`](crate::trace::replay::preset::Kernel::bulk_takes_head)).
+    pub fn set_bulk_takes_head(&mut self, on: bool) {
+        self.bulk_takes_head = on;
     }
 
     /// Accounts one event, whose page lies in zone `zone`, and says what the replay should

@@ -413,9 +413,11 @@ impl Walk {
     }
 
     /// Keeps what the walk's kernel side infers per event, for the replay's pass to go on
-    /// from ([`Walk::hand_over`]).
-    pub fn keep_notes(&mut self) {
+    /// from ([`Walk::hand_over`]): that side is the pass's, with its bulk takes off a list's
+    /// head where `bulk_takes_head` ([`KernelSide::set_bulk_takes_head`]).
+    pub fn keep_notes(&mut self, bulk_takes_head: bool) {
         self.notes = Some(Notes::default());
+        self.kernel.set_bulk_takes_head(bulk_takes_head);
     }
 
     /// The walk's kernel side and its notes ([`Walk::keep_notes`]; `None` without them), for

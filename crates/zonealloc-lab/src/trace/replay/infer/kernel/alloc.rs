@@ -19,12 +19,14 @@ impl KernelSide {
         cpu: u32,
     ) -> Inferred {
         let mut inferred = Inferred::None;
+        let mut listed = false;
         let (refilled, on) = if ev.is_failed_alloc() {
             (self.pfns.get(pfn).refilled(), cpu)
         } else {
             let f = self.pfns.get_mut(pfn);
             let refilled = f.refilled();
             let on = Self::alloc_cpu(cpu, f.refill_listed());
+            listed = f.refill_listed().is_none() && f.last_free_cpu() == Some(on);
             f.allocs += 1;
             f.set_last_free_cpu(None);
             f.set_refilled(None);
@@ -36,6 +38,12 @@ impl KernelSide {
         if on != cpu {
             self.allocs_on_refilling_cpu += 1;
             inferred = Inferred::AllocOn { cpu: on };
+        }
+        if order == 0 && self.bulk_takes_head && !ev.is_failed_alloc() {
+            if let crate::trace::parse::EventKind::Alloc { migratetype, .. } = ev.kind {
+                let from_run = refilled == Some((on, migratetype));
+                self.under_tops(pfn, zone, on, migratetype, from_run, listed);
+            }
         }
         // Only a page refilled by the allocating CPU can come from one of its runs.
         if order == 0 && refilled.is_some_and(|(by, _)| by == on) {

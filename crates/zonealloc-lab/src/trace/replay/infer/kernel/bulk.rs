@@ -120,4 +120,67 @@ impl KernelSide {
         }
         self.runs[list] = run;
     }
+
+    /// A free of order-0 `pfn` on `cpu`: on top of its pageblock type's list there
+    /// (`free_unref_page_commit`: `list_add`).
+    pub(super) fn push_top(&mut self, ev: &Event<'_>, pfn: u64, zone: usize, cpu: u32) {
+        // `mm_page_free` (`free_pages_prepare`) prints every freed page with its order,
+        // before its `mm_page_free_batched` (which carries none: a THP folio's too) and in the
+        // order the pages go onto the list.
+        if !matches!(ev.kind, EventKind::Free { order: 0, .. }) {
+            return;
+        }
+        let Some(mt) = self.block_types.of(pfn).filter(|&t| t < 3) else {
+            return;
+        };
+        let list = self.list(zone, cpu, mt);
+        let top = &mut self.tops[list];
+        if top.len() >= 8192 {
+            top.drain(..4096);
+        }
+        top.push(pfn);
+    }
+
+    /// A traced order-0 allocation of `pfn` on `cpu` of `migratetype`: it took the list's
+    /// first page (`__rmqueue_pcplist`: `list_first_entry`), so the freed pages above it
+    /// that are still there were taken untraced before it (`alloc_pages_bulk`).
+    pub(super) fn under_tops(
+        &mut self,
+        pfn: u64,
+        zone: usize,
+        cpu: u32,
+        migratetype: u8,
+        from_run: bool,
+        listed: bool,
+    ) {
+        let list = self.list(zone, cpu, migratetype);
+        let mut top = std::mem::take(&mut self.tops[list]);
+        let mut taken: Vec<u64> = Vec::new();
+        let mut found = false;
+        while let Some(e) = top.pop() {
+            if e == pfn && listed {
+                found = true;
+                break;
+            }
+            let f = self.pfns.get(e);
+            if e == pfn
+                || f.last_free_cpu() != Some(cpu)
+                || f.refill_listed().is_some()
+                || taken.contains(&e)
+            {
+                continue;
+            }
+            taken.push(e);
+        }
+        if !found && !from_run {
+            // Not a page this list is known to hold: ours may be out of step; no inference.
+            taken.clear();
+        }
+        for e in taken {
+            self.pfns.get_mut(e).set_last_free_cpu(None);
+            self.untraced_now.push(Untraced::new(e, cpu, migratetype));
+            self.untraced_early += 1;
+        }
+        self.tops[list] = top;
+    }
 }

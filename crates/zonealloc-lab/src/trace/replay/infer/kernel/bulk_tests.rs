@@ -133,3 +133,47 @@ fn a_page_a_higher_order_allocation_handed_out_is_not_freed_again() {
         assert_eq!(got, Inferred::FreeOfType { migratetype: 0 }, "{pfn:#x}");
     }
 }
+
+/// 6.1-4g p_prodcons (line 32704): `dash-188` frees 0x10265e on CPU 1 and the next
+/// Unmovable allocation there (106.072337) takes 0x1026fc, freed before it: a vmalloc'd
+/// stack's `alloc_pages_bulk` took the pages above it off the list's head untraced (0x10265e
+/// is next freed at 174.695018, with the stack). A page no free put on the list, a THP
+/// folio's `mm_page_free_batched` (6.12-8g p_thp: 0x10d000 drained at order 9), or the same
+/// events with the rule off (7.2), say nothing; a refill (the list was empty) takes the
+/// rest. Fails on the old code (nothing inferred).
+#[test]
+fn an_allocation_under_freed_pages_finds_them_taken_untraced() {
+    let alloc = |pfn| EventKind::Alloc {
+        pfn,
+        order: 0,
+        migratetype: 0,
+        gfp_flags: "GFP_KERNEL",
+    };
+    let run = |on: bool| {
+        let mut k = KernelSide::new(1, 2);
+        k.set_bulk_takes_head(on);
+        k.block_types.name(0x200, 0);
+        let mut got = Vec::new();
+        let events = [free(0x200), free(0x201), free(0x202), alloc(0x200)];
+        let thp = EventKind::FreeBatched { pfn: 0x210 };
+        let more = [alloc(0x300), thp, free(0x203), refill(0x10)];
+        for kind in events.into_iter().chain(more) {
+            k.add(&by(7, 1, false, kind), 0);
+            got.push(k.untraced_now.iter().map(|u| u.pfn).collect::<Vec<_>>());
+        }
+        got
+    };
+    let e = Vec::new;
+    let taken = vec![
+        e(),
+        e(),
+        e(),
+        vec![0x202, 0x201],
+        e(),
+        e(),
+        e(),
+        vec![0x203],
+    ];
+    assert_eq!(run(true), taken);
+    assert_eq!(run(false), vec![e(); 8]);
+}

@@ -18,6 +18,9 @@ impl KernelSide {
         zone: usize,
         cpu: u32,
     ) -> Inferred {
+        if self.bulk_takes_head {
+            self.push_top(ev, pfn, zone, cpu);
+        }
         let f = self.pfns.get_mut(pfn);
         let freed_on = f.last_free_cpu();
         f.set_last_free_cpu(Some(cpu));

@@ -79,6 +79,11 @@ impl KernelSide {
         let list = self.list(zone, cpu, mt);
         if was != Some((zone, mt)) {
             // A new batch: the list was empty, what was left of the last run is gone.
+            // `__rmqueue_pcplist` refills only an empty list: the freed pages above were
+            // taken untraced.
+            if self.bulk_takes_head {
+                self.under_tops(0, zone, cpu, mt, true, false);
+            }
             let n = self.runs[list].len();
             self.take_untraced(list, n, cpu, mt);
         }
