@@ -34,7 +34,10 @@ mod check;
 mod fallback;
 mod highatomic;
 mod legacy_fallback;
+mod vmstat;
 mod watermark;
+
+pub(crate) use vmstat::StatDrift;
 
 pub use check::CheckFacts;
 pub(crate) use fallback::RmqueueMode;
@@ -122,6 +125,8 @@ pub(crate) struct BuddyZone {
     nonempty_dirty: u8,
     /// Watermarks or reserves changed since the last publish.
     pub(crate) marks_dirty: bool,
+    /// `NR_FREE_PAGES` as `zone_page_state` reads it, when the embedder models the lag.
+    pub(crate) vmstat: StatDrift,
 }
 
 impl BuddyZone {
@@ -148,6 +153,7 @@ impl BuddyZone {
             nonempty: [0; NONEMPTY_WORDS],
             nonempty_dirty: 0,
             marks_dirty: true,
+            vmstat: StatDrift::OFF,
         }
     }
 
@@ -183,7 +189,14 @@ impl BuddyZone {
     #[inline]
     pub(crate) fn publish(&mut self, shared: &ZoneShared) {
         let r = Ordering::Relaxed;
-        shared.nr_free_pages.store(self.nr_free_pages, r);
+        // What `zone_page_state(NR_FREE_PAGES)` reads: the exact count unless the lag of
+        // the per-CPU diffs is modelled.
+        let free = if self.vmstat.on {
+            self.vmstat.read()
+        } else {
+            self.nr_free_pages
+        };
+        shared.nr_free_pages.store(free, r);
         // What __zone_watermark_unusable_free holds back: the free HighAtomic pages (6.12+)
         // or, in 6.1, the whole reserve (`z->nr_reserved_highatomic`).
         let unusable_ha = match self.cfg.highatomic_unusable {
@@ -191,7 +204,7 @@ impl BuddyZone {
             crate::config::HighatomicUnusable::Reserved => self.nr_reserved_highatomic,
         };
         shared.nr_free_highatomic.store(unusable_ha, r);
-        let free = self.nr_free_pages as i64;
+        let free = free as i64;
         let usable = free - free.min(unusable_ha as i64);
         let headroom = usable - self.wmark.mark(2) as i64;
         shared.order0_high_headroom.store(headroom as u64, r);
@@ -266,6 +279,9 @@ impl BuddyZone {
             return;
         }
         self.nr_free_pages = self.nr_free_pages.wrapping_add_signed(nr);
+        if self.vmstat.on {
+            self.vmstat.add(nr);
+        }
         if mt == MigrateType::HighAtomic {
             self.nr_free_highatomic = self.nr_free_highatomic.wrapping_add_signed(nr);
         }

@@ -27,6 +27,8 @@
 //! - `decay.rs`: the vmstat worker's periodic work: `decay_pcp_high`, `drain_zone_pages`,
 //!   `tick`.
 //! - `pcp.rs`: [`PcpGuard`](pcp::PcpGuard), the calling CPU, instrumentation switches.
+//! - `vmstat.rs`: the lag of `NR_FREE_PAGES` behind the free lists, for an embedder that
+//!   names the CPU of each operation.
 //! - `handle.rs`: [`CpuHandle`], a thread's claim on one CPU's lists.
 //! - `inspect.rs`: snapshots, counters, `/proc` text, tracepoint switches, `check`.
 //! - `layout.rs`: a zone set up at a snapshot's page layout (pageblock types, pages in use,
@@ -48,6 +50,9 @@ mod drain;
 mod decay;
 
 mod pcp;
+
+// The lag of `NR_FREE_PAGES` behind the free lists (`vm_stat_diff`).
+mod vmstat;
 
 mod handle;
 
@@ -111,8 +116,8 @@ impl<P: Platform> Zone<P> {
     }
 
     /// Takes the zone lock without counting it: for the caller's bookkeeping (the recorded
-    /// events), which is no work of the allocator's. The guard publishes as [`Zone::lock`]'s.
-    #[cfg(feature = "std")]
+    /// events, the vmstat lag), which is no work of the allocator's. The guard publishes as
+    /// [`Zone::lock`]'s.
     #[inline]
     pub(crate) fn lock_uncounted(&self) -> ZoneGuard<'_, P::RawMutex> {
         ZoneGuard {

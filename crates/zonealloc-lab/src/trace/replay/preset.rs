@@ -110,6 +110,16 @@ impl Kernel {
         self.version().apply(cfg);
     }
 
+    /// `zone_page_state(NR_FREE_PAGES)` lags the free lists by each CPU's `vm_stat_diff`
+    /// (`__mod_zone_page_state`, folded by `refresh_cpu_vm_stats`), and the watermark checks
+    /// read it: in every family (`mm/vmstat.c`); the replay models it where it runs the
+    /// workers that fold it (6.7 on).
+    pub fn vmstat_drift(self) -> bool {
+        match self {
+            Kernel::V5_15 | Kernel::V6_1 | Kernel::V6_6 | Kernel::V6_12 | Kernel::V7_2 => true,
+        }
+    }
+
     /// The family's rules the core does not model (for the report), from
     /// docs/kernel-versions.md §0 and §9.
     pub fn unmodelled(self) -> &'static [&'static str] {

@@ -8,6 +8,7 @@ mod frees;
 mod held;
 mod kswapd;
 mod setup;
+mod stat_drift;
 #[cfg(test)]
 pub(crate) mod tests;
 mod traced;
@@ -96,6 +97,10 @@ pub struct Replayer {
     runs_ahead: vmstat::RunsAhead,
     /// The workers, from the first event with a timestamp (with `decay`).
     pub vmstat: Option<Vmstat>,
+    /// The zones' `NR_FREE_PAGES` counters lag their free lists ([`stat_drift`]).
+    stat_drift: bool,
+    /// The CPU the zones' operations were last set to run on (with `stat_drift`).
+    stat_cpu: Option<u32>,
     /// The runs due before the event at hand (a buffer kept for its allocation).
     runs: Vec<Run>,
     /// Per CPU: its last event was a drain of its vmstat worker, printed then (ns;
@@ -181,6 +186,8 @@ impl Replayer {
             decay: false,
             hz: vmstat::DEFAULT_HZ,
             vmstat: None,
+            stat_drift: false,
+            stat_cpu: None,
             decay_waits_for_event: false,
             late_workers: true,
             jiffies_phase_ns: None,
@@ -270,6 +277,8 @@ impl Replayer {
         untraced: &[Untraced],
     ) -> io::Result<()> {
         if !untraced.is_empty() {
+            let cpu = self.cpu_of(ev);
+            self.stat_cpu_is(cpu);
             self.untraced_allocs(ev, untraced)?;
         }
         self.feed(ev, inferred)
@@ -284,6 +293,7 @@ impl Replayer {
         if self.decay {
             self.workers_before(ev, cpu)?;
         }
+        self.stat_cpu_is(cpu);
         if self.commit_at_batched {
             self.commit_before(ev, cpu)?;
         }
@@ -317,7 +327,9 @@ impl Replayer {
             EventKind::KswapdWake { nid, .. } | EventKind::KswapdSleep { nid }
                 if self.geo.zones.iter().any(|z| z.node == nid) =>
             {
-                self.kswapd(nid, matches!(ev.kind, EventKind::KswapdWake { .. }));
+                let wake = matches!(ev.kind, EventKind::KswapdWake { .. });
+                self.kswapd(nid, wake);
+                self.stat_kswapd(nid, wake);
             }
             EventKind::ZoneLocked { .. }
             | EventKind::Extfrag { .. }

@@ -155,6 +155,8 @@ impl Replayer {
             if let Some(n) = self.numa.as_mut() {
                 n.expiry.fold(&self.zones[z], z, run.cpu);
             }
+            // refresh_cpu_vm_stats folds the CPU's diffs before decay_pcp_high.
+            self.stat_fold(z, run.cpu);
             let out = self.zones[z].decay_pcp_high(CpuId(run.cpu));
             todo |= out.todo;
             self.counts.decay_drained_pages += out.drained.max(0) as u64;

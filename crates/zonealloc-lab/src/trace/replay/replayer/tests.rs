@@ -552,3 +552,27 @@ fn a_page_freed_again_is_taken_only_off_a_list_that_holds_one() {
         .unwrap();
     assert!(r.ours.get(0, 0).refills > 0);
 }
+
+#[test]
+fn the_counters_lag_on_the_cpu_of_each_event() {
+    // Refills on CPUs 1 and 2 take pages off the buddy on those CPUs: their diffs hold what
+    // has not passed the threshold (18 here), and only their folds bring the counter to
+    // the free lists; CPU 0, which ran nothing, has nothing to fold.
+    let g = four_cpus();
+    let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &g, None).unwrap();
+    r.set_vmstat_drift(true);
+    for (cpu, pfn) in [(1, 0), (2, 1)] {
+        let alloc = alloc0(pfn, 1, "GFP_HIGHUSER_MOVABLE");
+        r.feed(&at(cpu, None, alloc), Inferred::None).unwrap();
+    }
+    let z = &r.zones[0];
+    let exact = z.free_pages();
+    assert_ne!(z.vmstat_free_pages(), exact);
+    let before = z.vmstat_free_pages();
+    z.fold_vmstat(CpuId(0));
+    assert_eq!(z.vmstat_free_pages(), before);
+    z.fold_vmstat(CpuId(1));
+    assert_ne!(z.vmstat_free_pages(), before);
+    z.fold_vmstat(CpuId(2));
+    assert_eq!(z.vmstat_free_pages(), exact);
+}
