@@ -307,6 +307,25 @@ fn a_workers_run_before_the_window_places_its_cpus_timer() {
     assert_eq!(runs(Some(1_500_000_000)), (0, true));
 }
 
+/// CPU 1's task allocates and frees a page every half millisecond from `from_ms` to `to_ms`.
+fn busy(r: &mut Replayer, from_ms: u64, to_ms: u64) {
+    for ms in from_ms..to_ms {
+        let pfn = 4096 + ms;
+        let alloc = EventKind::Alloc {
+            pfn,
+            order: 0,
+            migratetype: 1,
+            gfp_flags: "GFP_HIGHUSER_MOVABLE",
+        };
+        let t = ms * 1_000_000;
+        r.feed(&at(1, t, alloc, Who::UNKNOWN), Inferred::None)
+            .unwrap();
+        let free = EventKind::Free { pfn, order: 0 };
+        r.feed(&at(1, t + 500_000, free, Who::UNKNOWN), Inferred::None)
+            .unwrap();
+    }
+}
+
 #[test]
 fn a_busy_cpus_decay_waits_for_its_task_to_pause() {
     // CPU 1's worker expires at 0.988 s (the phase assumed at the first event, 1 µs) while
@@ -314,23 +333,6 @@ fn a_busy_cpus_decay_waits_for_its_task_to_pause() {
     // until the task pauses, and decays a tick after the task's last event.
     let mut r = filled(true);
     let high = r.zones[0].pcp_info(CpuId(1)).high;
-    let busy = |r: &mut Replayer, from_ms: u64, to_ms: u64| {
-        for ms in from_ms..to_ms {
-            let pfn = 4096 + ms;
-            let alloc = EventKind::Alloc {
-                pfn,
-                order: 0,
-                migratetype: 1,
-                gfp_flags: "GFP_HIGHUSER_MOVABLE",
-            };
-            let t = ms * 1_000_000;
-            r.feed(&at(1, t, alloc, Who::UNKNOWN), Inferred::None)
-                .unwrap();
-            let free = EventKind::Free { pfn, order: 0 };
-            r.feed(&at(1, t + 500_000, free, Who::UNKNOWN), Inferred::None)
-                .unwrap();
-        }
-    };
     busy(&mut r, 900, 1050);
     assert_eq!(r.zones[0].pcp_info(CpuId(1)).high, high);
     busy(&mut r, 1060, 1061);
@@ -344,17 +346,7 @@ fn without_late_workers_a_busy_cpus_decay_runs_at_its_expiry() {
     let mut r = filled(true);
     r.set_late_workers(false);
     let high = r.zones[0].pcp_info(CpuId(1)).high;
-    for ms in 900..1000u64 {
-        let pfn = 4096 + ms;
-        let alloc = EventKind::Alloc {
-            pfn,
-            order: 0,
-            migratetype: 1,
-            gfp_flags: "GFP_HIGHUSER_MOVABLE",
-        };
-        r.feed(&at(1, ms * 1_000_000, alloc, Who::UNKNOWN), Inferred::None)
-            .unwrap();
-    }
+    busy(&mut r, 900, 1000);
     assert!(r.zones[0].pcp_info(CpuId(1)).high < high);
 }
 
