@@ -8,7 +8,7 @@
 //! allocation fast path checks watermarks with plain loads and no lock.
 
 use crate::request::AllocFlags;
-use crate::sync::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use crate::sync::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use crate::types::{MigrateType, Order, MAX_NR_ZONES, MIGRATE_PCPTYPES};
 
 bitflags::bitflags! {
@@ -76,6 +76,10 @@ pub(crate) struct ZoneShared {
     pub(crate) flags: AtomicU8,
     /// Recorded tracepoint events are waiting to be taken ([`crate::tracepoint`]).
     pub(crate) events_pending: AtomicBool,
+    /// The CPU index the zone's operations run on (`smp_processor_id`) for the vmstat lag:
+    /// set without the lock (`Zone::set_stat_cpu`, at each change of CPU), taken into
+    /// `StatDrift::cpu` by each lock while the lag is modelled.
+    pub(crate) stat_cpu: AtomicU32,
     max_order: u8,
 }
 
@@ -109,6 +113,7 @@ impl ZoneShared {
                 ZoneBits::PCP_OFF.bits()
             }),
             events_pending: AtomicBool::new(false),
+            stat_cpu: AtomicU32::new(0),
             max_order,
         }
     }

@@ -72,7 +72,7 @@ use crate::meta::FrameTable;
 use crate::pcp::PcpSet;
 use crate::platform::{DefaultPlatform, Platform};
 use crate::shared::ZoneShared;
-use crate::sync::{Lock, LockGuard};
+use crate::sync::{Lock, LockGuard, Ordering};
 use crate::types::{Order, Pfn, ZoneType};
 
 /// One memory zone: a span of frames (which may contain holes), its metadata table and its
@@ -107,12 +107,9 @@ impl<P: Platform> Zone<P> {
     /// mirror when dropped.
     #[inline]
     pub(crate) fn lock(&self) -> ZoneGuard<'_, P::RawMutex> {
-        let mut g = self.buddy.lock();
+        let mut g = self.lock_uncounted();
         g.stats.zone_lock_acquisitions += 1;
-        ZoneGuard {
-            g,
-            shared: &self.shared,
-        }
+        g
     }
 
     /// Takes the zone lock without counting it: for the caller's bookkeeping (the recorded
@@ -120,8 +117,13 @@ impl<P: Platform> Zone<P> {
     /// [`Zone::lock`]'s.
     #[inline]
     pub(crate) fn lock_uncounted(&self) -> ZoneGuard<'_, P::RawMutex> {
+        let mut g = self.buddy.lock();
+        if g.vmstat.on {
+            // The CPU the embedder said runs the zone's operations now (`set_stat_cpu`).
+            g.vmstat.cpu = self.shared.stat_cpu.load(Ordering::Relaxed) as usize;
+        }
         ZoneGuard {
-            g: self.buddy.lock(),
+            g,
             shared: &self.shared,
         }
     }

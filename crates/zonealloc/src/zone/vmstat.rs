@@ -5,6 +5,7 @@
 
 use super::Zone;
 use crate::platform::Platform;
+use crate::sync::Ordering;
 use crate::types::CpuId;
 
 impl<P: Platform> Zone<P> {
@@ -38,9 +39,9 @@ impl<P: Platform> Zone<P> {
     /// go to its diff.
     #[inline]
     pub fn set_stat_cpu(&self, cpu: CpuId) {
+        // No lock: the next lock takes it into the lag (`Zone::lock_uncounted`).
         let c = self.pcp.cpu_index(cpu);
-        let mut z = self.lock_uncounted();
-        z.vmstat.cpu = c;
+        self.shared.stat_cpu.store(c as u32, Ordering::Relaxed);
     }
 
     /// CPU `cpu`'s vmstat worker folds its diff into the counter (`refresh_cpu_vm_stats`,
@@ -48,9 +49,8 @@ impl<P: Platform> Zone<P> {
     /// from now on.
     pub fn fold_vmstat(&self, cpu: CpuId) {
         let c = self.pcp.cpu_index(cpu);
-        let mut z = self.lock_uncounted();
-        z.vmstat.fold(c);
-        z.vmstat.cpu = c;
+        self.shared.stat_cpu.store(c as u32, Ordering::Relaxed);
+        self.lock_uncounted().vmstat.fold(c);
     }
 
     /// `zone_page_state(NR_FREE_PAGES)`: the counter while the lag is modelled, else the
