@@ -262,8 +262,7 @@ impl WindowCut {
         let mut found = None;
         let mut beyond = None;
         let mut cut = bytes.len()..bytes.len();
-        let header = bytes
-            .split_inclusive(|&b| b == b'\n')
+        let header = parse::lines(bytes)
             .take_while(|l| l.starts_with(b"#"))
             .map(<[u8]>::len)
             .sum::<usize>();

@@ -59,10 +59,12 @@ pub use super::input::{decode, open};
 
 mod fast;
 mod line;
+mod lines;
 #[cfg(test)]
 mod tests;
 mod who;
 
+pub use lines::{lines, Lines};
 pub use who::{Ctx, Task, Who};
 
 use line::{parse_line, LineKind};

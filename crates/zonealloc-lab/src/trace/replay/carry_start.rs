@@ -24,7 +24,7 @@ use super::infer::start_count::{Found, ReadPoint, StartCounts, Walk};
 use super::preset::Kernel;
 use super::snapshot_reads;
 use crate::procfs::ProcSnapshot;
-use crate::trace::parse::Parser;
+use crate::trace::parse::{lines, Parser};
 
 /// Carries each not-pinned CPU's start count in `counts` forward from zoneinfo's print to the
 /// end of `text` (the trace before the start marker, as kept), where `text` shows zoneinfo's
@@ -49,7 +49,7 @@ pub fn carry(
     walk.set_extfrag_names_page(preset.extfrag_names_page());
     walk.roll_back_from(at);
     let mut parser = Parser::new();
-    for line in text.split_inclusive(|&b| b == b'\n') {
+    for line in lines(text) {
         if let Some(ev) = parser.feed(line) {
             walk.feed(&ev);
         }

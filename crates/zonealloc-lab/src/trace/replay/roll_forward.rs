@@ -8,7 +8,7 @@ use super::geometry::Geometry;
 use super::infer::kernel::KernelSide;
 use super::layout::{after_layout_read, Roll, RollWalk};
 use crate::trace::ingest::before::BEFORE_BYTES;
-use crate::trace::parse::Parser;
+use crate::trace::parse::{lines, Parser};
 
 /// Per zone of `geo`, the roll of `text` (the trace before the window's start marker, as
 /// kept: its last [`BEFORE_BYTES`]) from the layout's read on; `None` where the text does not
@@ -29,7 +29,7 @@ pub fn rolls(
     let mut kernel = KernelSide::new(spans.len(), geo.cpus.max(1));
     kernel.set_extfrag_names_page(extfrag_names_page);
     let mut parser = Parser::new();
-    for line in text.split_inclusive(|&b| b == b'\n') {
+    for line in lines(text) {
         if let Some(ev) = parser.feed(line) {
             let zone = geo.zone_of(ev.kind.pfn()).unwrap_or(0);
             kernel.add_counts(&ev, zone);

@@ -21,6 +21,9 @@
 //! (captures since 2026-11-29 mark the before-snapshot's reads too), else by the last `cat`
 //! before `KT_SNAPSHOT_BEFORE_END`.
 
+use crate::trace::parse::lines;
+use crate::trace::stats::HashMap;
+
 /// A file of the after-snapshot that the end state compares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SnapFile {
@@ -168,21 +171,25 @@ fn read_at(file: SnapFile, reader: Option<&Seen<'_>>, found_by: &'static str) ->
 }
 
 /// The tasks of `text` in the order they first appear, and its `KT_SNAPSHOT_READ` markers'
-/// files.
+/// files. (Each pattern is searched in the whole text at once, and each line's task is
+/// looked up in a map unless it is the line before's: the scan reads every line of the
+/// snapshot reads, tens of thousands with a layout walk.)
 fn scan(text: &[u8]) -> (Vec<Seen<'_>>, Vec<&[u8]>) {
+    const READ_MARK: &[u8] = b"tracing_mark_write: KT_SNAPSHOT_READ ";
     let mut seen: Vec<Seen<'_>> = Vec::new();
     // Per `KT_SNAPSHOT_READ` marker: its file's name.
     let mut marks: Vec<&[u8]> = Vec::new();
-    let mut at = 0usize;
-    // Built once: `memmem::find` builds its searcher on every call.
-    let read_mark = memchr::memmem::Finder::new(b"tracing_mark_write: KT_SNAPSHOT_READ ");
-    let alloc = memchr::memmem::Finder::new(b": mm_page_alloc: ");
+    let mut index: HashMap<&[u8], usize> = HashMap::default();
+    let mut last: Option<(&[u8], usize)> = None;
+    let mut mark_at = memchr::memmem::find_iter(text, READ_MARK).peekable();
+    let mut alloc_at = memchr::memmem::find_iter(text, b": mm_page_alloc: ").peekable();
     let column = memchr::memmem::Finder::new(b" [");
-    for line in text.split_inclusive(|&b| b == b'\n') {
+    let mut at = 0usize;
+    for line in lines(text) {
         let start = at;
         at += line.len();
-        if let Some(m) = read_mark.find(line) {
-            let rest = &line[m + 37..];
+        if let Some(m) = next_within(&mut mark_at, start, at) {
+            let rest = &text[m + READ_MARK.len()..at];
             let name = rest.split(|b| b.is_ascii_whitespace()).next();
             marks.push(name.unwrap_or_default());
             continue;
@@ -190,9 +197,9 @@ fn scan(text: &[u8]) -> (Vec<Seen<'_>>, Vec<&[u8]>) {
         let Some((task, comm)) = task(line, &column) else {
             continue;
         };
-        let i = match seen.iter().rposition(|s| s.task == task) {
-            Some(i) => i,
-            None => {
+        let i = match last {
+            Some((t, i)) if t == task => i,
+            _ => *index.entry(task).or_insert_with(|| {
                 seen.push(Seen {
                     task,
                     comm,
@@ -201,13 +208,24 @@ fn scan(text: &[u8]) -> (Vec<Seen<'_>>, Vec<&[u8]>) {
                     last_alloc: None,
                 });
                 seen.len() - 1
-            }
+            }),
         };
-        if alloc.find(line).is_some() {
+        last = Some((task, i));
+        if next_within(&mut alloc_at, start, at).is_some() {
             seen[i].last_alloc = Some(at);
         }
     }
     (seen, marks)
+}
+
+/// The first of the ascending positions `at` in `start..end`, those before `start` passed.
+fn next_within(
+    at: &mut std::iter::Peekable<impl Iterator<Item = usize>>,
+    start: usize,
+    end: usize,
+) -> Option<usize> {
+    while at.next_if(|&p| p < start).is_some() {}
+    at.peek().copied().filter(|&p| p < end)
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ use super::snapshots::Snapshots;
 use super::tally::Grid;
 use crate::procfs::ProcSnapshot;
 use crate::trace::ingest::{Tail, TailEnd};
-use crate::trace::parse::Parser;
+use crate::trace::parse::{lines, Parser};
 
 /// The marker the kept text ends at: `capture-kmem`'s after-snapshot is read before it.
 pub const READS_END: &str = "KT_SNAPSHOT_AFTER_END";
@@ -189,13 +189,13 @@ pub fn replay(setup: &mut Setup, tail: Option<&Tail>) -> Result<Option<AtReads>,
     order.sort_by_key(|&i| reads[i].offset);
     let saved = Counted::save(&setup.kernel, &setup.replayers);
     let mut parser = Parser::new();
-    let mut lines = body.split_inclusive(|&b| b == b'\n');
+    let mut text_lines = lines(body);
     let (mut at, mut events) = (0usize, 0u64);
     let mut taken: Vec<Option<Vec<Vec<EndState>>>> = vec![None; reads.len()];
     let mut failure = None;
     'reads: for i in order {
         while at < reads[i].offset {
-            let Some(line) = lines.next() else { break };
+            let Some(line) = text_lines.next() else { break };
             at += line.len();
             if let Some(ev) = parser.feed(line) {
                 let side = (&mut setup.kernel, setup.infer);

@@ -19,7 +19,7 @@
 //! Drains no free caused (`drain_all_pages`, the vmstat worker's) leave it. Before the
 //! trace's first event it is taken as 0: a few allocations make that exact.
 
-use crate::trace::parse::{Event, EventKind, Parser};
+use crate::trace::parse::{lines, Event, EventKind, Parser};
 use crate::trace::replay::geometry::Geometry;
 use crate::trace::replay::replayer::Replayer;
 use zonealloc::{CpuId, FreeScaling, PcpTuning, ZoneConfig};
@@ -159,7 +159,7 @@ impl<'g> Walk<'g> {
 pub fn walk_text(text: &[u8], geo: &Geometry, rules: Rules) -> Vec<Vec<u8>> {
     let mut parser = Parser::new();
     let mut walk = Walk::new(geo, rules);
-    for line in text.split_inclusive(|&b| b == b'\n') {
+    for line in lines(text) {
         if let Some(ev) = parser.feed(line) {
             walk.feed(&ev);
         }

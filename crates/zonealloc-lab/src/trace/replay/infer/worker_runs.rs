@@ -20,7 +20,7 @@
 
 use std::collections::VecDeque;
 
-use crate::trace::parse::{Event, EventKind, Parser};
+use crate::trace::parse::{lines, Event, EventKind, Parser};
 
 /// The most runs kept per CPU (the latest).
 pub const RUNS_KEPT: usize = 64;
@@ -100,7 +100,7 @@ pub fn earliest_in_second(runs: &VecDeque<u64>) -> Option<u64> {
 pub fn last_runs(text: &[u8], cpus: u32) -> Vec<Option<u64>> {
     let mut parser = Parser::new();
     let mut walk = Walk::new(cpus);
-    for line in text.split_inclusive(|&b| b == b'\n') {
+    for line in lines(text) {
         if let Some(ev) = parser.feed(line) {
             walk.feed(&ev);
         }
