@@ -1,5 +1,8 @@
+use super::rolled::at_least_rolled;
 use super::*;
-use zonealloc::{AllocRequest, ZoneType};
+use crate::trace::replay::infer::pcp_state::ListDemand;
+use crate::trace::replay::layout;
+use zonealloc::{AllocRequest, CpuId, MigrateType, Order, Pfn, Zone, ZoneType};
 
 /// The 6.1 snapshot with DMA's protection raised to `protection` pages.
 fn snapshot_with_protection(protection: u64) -> (tempfile::TempDir, ProcSnapshot) {
