@@ -27,11 +27,24 @@
  *       pages (450k frees at 4 GiB: a lost trace).
  *   kmem-phases burst CPU MIB
  *       on CPU, maps MIB of order-0 anonymous memory, touches it and unmaps it.
+ *   kmem-phases fork CHILDREN PARALLEL KIB
+ *       a fork/exec/pipe storm, pinned nowhere: keeps PARALLEL children running until CHILDREN
+ *       have run. Each is forked, execs this program as `child KIB` (a new mm: page tables,
+ *       the argument and stack pages, a kernel stack at fork), maps and touches KIB of order-0
+ *       anonymous memory, writes 64 KiB into a pipe to the parent and exits. The scheduler
+ *       places the children on every CPU (fork and exec balancing); the pipe's pages are
+ *       freed on the reading parent's CPU, the child's on whichever CPU it exits.
+ *   kmem-phases files DIR MIB FILE_KIB CPU_W CPU_R CPU_D
+ *       page cache on a tmpfs DIR: on CPU_W writes MIB in files of FILE_KIB (64 KiB writes:
+ *       shmem folios, order 0, or THP where DIR is mounted huge=always), sleeps 1 s, re-reads
+ *       them on CPU_R, sleeps 1 s, and deletes them on CPU_D (the truncation frees the folios
+ *       on the deleting CPU).
  *
  * Prints one line of what it did on stdout; exit status 1 with a message on any failure.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
@@ -39,6 +52,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define PAGE 4096UL
@@ -298,17 +312,160 @@ static int burst(int argc, char **argv)
 	return 0;
 }
 
+#define PIPE_BYTES (64UL << 10)
+
+/* The child of `fork`: KIB of anonymous memory touched, 64 KiB into the pipe on stdout. */
+static int child(int argc, char **argv)
+{
+	if (argc != 3)
+		return fprintf(stderr, "usage: kmem-phases child KIB\n"), 1;
+	unsigned long len = num(argv[2], "KIB") << 10;
+	char *p = map(len ? len : PAGE, 0, MADV_NOHUGEPAGE);
+	touch(p, len);
+	static char buf[PIPE_BYTES];
+	memset(buf, 'x', sizeof(buf));
+	for (unsigned long off = 0; off < sizeof(buf);) {
+		ssize_t n = write(1, buf + off, sizeof(buf) - off);
+		if (n <= 0)
+			die("write pipe");
+		off += n;
+	}
+	return 0;
+}
+
+/* Starts one child of `fork`; returns the read end of its stdout pipe. */
+static int spawn(const char *self, const char *kib)
+{
+	int fd[2];
+	if (pipe(fd))
+		die("pipe");
+	pid_t pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (pid == 0) {
+		if (dup2(fd[1], 1) < 0)
+			die("dup2");
+		close(fd[0]);
+		close(fd[1]);
+		execl(self, self, "child", kib, (char *)NULL);
+		die("execl");
+	}
+	close(fd[1]);
+	return fd[0];
+}
+
+/* Reads a child's pipe to its end and reaps it (children end in the order they started). */
+static void reap(int fd)
+{
+	static char buf[PIPE_BYTES];
+	ssize_t n;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		;
+	if (n < 0)
+		die("read pipe");
+	close(fd);
+	int status;
+	if (wait(&status) < 0)
+		die("wait");
+	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		fprintf(stderr, "kmem-phases: a child failed (status %d)\n", status);
+		exit(1);
+	}
+}
+
+static int forks(int argc, char **argv)
+{
+	if (argc != 5)
+		return fprintf(stderr, "usage: kmem-phases fork CHILDREN PARALLEL KIB\n"), 1;
+	unsigned long children = num(argv[2], "CHILDREN");
+	unsigned long par = num(argv[3], "PARALLEL");
+	num(argv[4], "KIB");
+	if (par == 0 || par > 64)
+		return fprintf(stderr, "kmem-phases: PARALLEL must be 1 to 64\n"), 1;
+	char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		die("readlink /proc/self/exe");
+	self[n] = 0;
+	int fds[64];
+	unsigned long started = 0, done = 0;
+	for (; started < children && started < par; started++)
+		fds[started % par] = spawn(self, argv[4]);
+	while (done < started) {
+		reap(fds[done % par]);
+		done++;
+		if (started < children) {
+			fds[started % par] = spawn(self, argv[4]);
+			started++;
+		}
+	}
+	printf("fork: %lu children of %s KiB each, %lu at a time, on any CPU\n", children, argv[4],
+	       par);
+	return 0;
+}
+
+static int files(int argc, char **argv)
+{
+	if (argc != 8)
+		return fprintf(stderr, "usage: kmem-phases files DIR MIB FILE_KIB CPU_W CPU_R CPU_D\n"),
+		       1;
+	const char *dir = argv[2];
+	unsigned long mib = num(argv[3], "MIB"), file = num(argv[4], "FILE_KIB") << 10;
+	if (file == 0 || file % (64UL << 10))
+		return fprintf(stderr, "kmem-phases: FILE_KIB must be a multiple of 64\n"), 1;
+	unsigned long nfiles = (mib << 20) / file;
+	static char buf[64UL << 10];
+	memset(buf, 'f', sizeof(buf));
+	char path[4096];
+	pin(num(argv[5], "CPU_W"));
+	for (unsigned long i = 0; i < nfiles; i++) {
+		snprintf(path, sizeof(path), "%s/f%05lu", dir, i);
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0)
+			die(path);
+		for (unsigned long off = 0; off < file; off += sizeof(buf))
+			if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+				die("write");
+		close(fd);
+	}
+	sleep(1);
+	pin(num(argv[6], "CPU_R"));
+	for (unsigned long i = 0; i < nfiles; i++) {
+		snprintf(path, sizeof(path), "%s/f%05lu", dir, i);
+		int fd = open(path, O_RDONLY);
+		if (fd < 0)
+			die(path);
+		while (read(fd, buf, sizeof(buf)) > 0)
+			;
+		close(fd);
+	}
+	sleep(1);
+	pin(num(argv[7], "CPU_D"));
+	for (unsigned long i = 0; i < nfiles; i++) {
+		snprintf(path, sizeof(path), "%s/f%05lu", dir, i);
+		if (unlink(path))
+			die(path);
+	}
+	printf("files: %lu files of %lu KiB in %s written on CPU %s, read on CPU %s, deleted on "
+	       "CPU %s\n",
+	       nfiles, file >> 10, dir, argv[5], argv[6], argv[7]);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	static const struct {
+		const char *name;
+		int (*run)(int, char **);
+	} cmds[] = {
+		{ "prodcons", prodcons }, { "thp", thp },     { "pressure", pressure }, { "burst", burst },
+		{ "fork", forks },	  { "child", child }, { "files", files },
+	};
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc >= 2 && !strcmp(argv[1], "prodcons"))
-		return prodcons(argc, argv);
-	if (argc >= 2 && !strcmp(argv[1], "thp"))
-		return thp(argc, argv);
-	if (argc >= 2 && !strcmp(argv[1], "pressure"))
-		return pressure(argc, argv);
-	if (argc >= 2 && !strcmp(argv[1], "burst"))
-		return burst(argc, argv);
-	fprintf(stderr, "usage: kmem-phases prodcons|thp|pressure|burst ARGS (see the source)\n");
+	for (size_t i = 0; argc >= 2 && i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (!strcmp(argv[1], cmds[i].name))
+			return cmds[i].run(argc, argv);
+	fprintf(stderr,
+		"usage: kmem-phases prodcons|thp|pressure|burst|fork|files ARGS (see the source)\n");
 	return 1;
 }
