@@ -274,6 +274,30 @@ fn the_replay_starts_from_the_pinned_count_only_with_the_inference() {
         .is_some());
 }
 
+/// On 7.2 the walk is on by default in the snapshot's window too ([`on_by_default`]): the
+/// default replay starts from the walk's counts, as `--infer start-count=on` does.
+#[test]
+fn the_walk_is_on_by_default_on_7_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("t.txt");
+    std::fs::write(&p, trace(800)).unwrap();
+    let dir_72 = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/proc/linux-7.2-p1-before");
+    let run = |start_count: Option<bool>| {
+        let opts = ReplayOptions {
+            samples: 10,
+            infer_start_count: start_count,
+            proc: Some(dir_72.clone()),
+            ..ReplayOptions::default()
+        };
+        replay::run(&p, &opts, &|_| {}).unwrap()
+    };
+    let (default, with) = (run(None), run(Some(true)));
+    let counts = |r: &replay::ReplayRun| r.start_counts.as_ref().map(|s| s.count("DMA32", 1));
+    assert!(counts(&default).is_some());
+    assert_eq!(counts(&default), counts(&with));
+    assert!(run(Some(false)).start_counts.is_none());
+}
+
 /// The start counts `trace` gives on the 7.2 snapshot (DMA32 CPU 1: count 1294, `high`
 /// 3492 = `high_min`, `high_max` 15551, batch 63: a refill run may raise `high` by
 /// `63 << 5` = 2016), with `mm_page_alloc_extfrag` naming the page taken or (before 6.15)
