@@ -8,8 +8,9 @@
 //! that CPU's lists since the start, classified as the replay classifies them
 //! ([`KernelSide`]): `+` a free of a PCP order on the CPU, `+` a refilled block
 //! (`mm_page_alloc_zone_locked` with `percpu_refill=1`), `-` an allocation of a PCP order that the
-//! buddy did not serve directly, `-` a drained block of the CPU's lists (the owner
-//! [`KernelSide`] gives it: `drain_all_pages` drains other CPUs' lists), `-` the pages
+//! buddy did not serve directly (off the lists of the CPU whose refill listed its page, where
+//! the trace stamps another: `start_count/alloc.rs`), `-` a drained block of the CPU's lists
+//! (the owner [`KernelSide`] gives it: `drain_all_pages` drains other CPUs' lists), `-` the pages
 //! `alloc_pages_bulk` took untraced (the bulk inference). The count at the start, `c0`, is then
 //! bounded by the kernel's own arithmetic:
 //! - `c0 + delta >= 0` after every event (a count is never negative);
@@ -514,12 +515,7 @@ impl Walk {
             }
             EventKind::FreeBatched { pfn } => self.free_batched(zone, cpu, pfn, batching),
             EventKind::Alloc { order, .. } => {
-                let refilled = self.at(zone, cpu).is_some_and(|c| c.in_refill.is_some());
-                self.other(cpu);
-                if !ev.is_failed_alloc() && self.pcp_order(order) && !direct {
-                    self.confirm(zone, cpu, !refilled);
-                    self.add(zone, cpu, -(1i64 << order));
-                }
+                self.alloc(ev, zone, cpu, order, (direct, inferred));
             }
             EventKind::ZoneLocked {
                 pfn,
@@ -586,6 +582,7 @@ impl Walk {
     }
 }
 
+mod alloc;
 mod contig;
 mod finish;
 mod frees;

@@ -487,6 +487,30 @@ fn a_refill_run_straddling_the_window_start_counts_its_pages_in_the_window() {
     assert_eq!(counts_on_7_2(&t, true).bounds, (0, bound(3, 1)));
 }
 
+/// 7.2-8g p_pressure (lines 20686-20690): CPU 2 refills two THPs and takes the first; the
+/// task moves, and its `mm_page_alloc` of the second is stamped CPU 1. That page came off CPU
+/// 2's lists (`rmqueue_pcplist` runs before the tracepoint): CPU 1's count is untouched, and
+/// its free that drains nothing after it bounds the count at the start to `0..=high - 2`,
+/// not `512..=high + 510`.
+#[test]
+fn an_allocation_stamped_on_another_cpu_leaves_the_refilling_cpus_list() {
+    let thp = |i: u64| zone_locked(0x30000 + (i << 9), 9, true);
+    let mut t = String::from("# tracer: nop\n");
+    t += &line(0, 1, "tracing_mark_write: KT_SNAPSHOT_BEFORE_END t");
+    t += &line(2, 2, &thp(0));
+    t += &line(2, 2, &thp(1));
+    t += &line(2, 2, &alloc(0x30000, 9));
+    t += &line(1, 3, &alloc(0x30200, 9));
+    t += &line(
+        1,
+        3,
+        "mm_page_free: page=(____ptrval____) pfn=0x50000 order=0",
+    );
+    t += &line(1, 4, &alloc(0x50000, 0));
+    t += &line(0, 6, "tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN t");
+    assert_eq!(counts_on_7_2(&t, true).bounds, (0, Some(3492 - 1 - 1)));
+}
+
 /// Two nodes each have a DMA32 zone (6.1-4g-2node p_pressure's before/ snapshot: node 1's
 /// pagesets hold 749 pages, node 0's 2158): each starts from its own node's counts. Looked
 /// up by the zone's name alone, node 1's DMA32 took node 0's (the set-up put 877 pages on
