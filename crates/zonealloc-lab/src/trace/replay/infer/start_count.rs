@@ -87,10 +87,12 @@ use crate::trace::replay::preset::Kernel;
 /// 0.72% -> 0.14%); no 6.12 window figure gets worse. On 7.2 (6.15 on) it is on in the window too:
 /// when it was written it made 7.2 p2's refills worse (2.0% -> 3.8%; its CPU 0 has no exact pin,
 /// 7.2 tunes `high`), but with the rules since it no longer does (0.86% either way). Over the 18
-/// 7.2 rows of the fidelity table the window's drain errors sum 6.1% -> 5.3% (p1 0.85% -> 0.00%, 4g
-/// p_idle 0.14% -> 0.00%, 4g-2node p_idle 0.42% -> 0.00%, 8g p_thp 0.27% -> 0.00%; worse, within
-/// 2%: 8g p_pressure 0.00% -> 0.99%, 8g p_idle 1.58% -> 1.81%, 4g p_pressure 1.10% -> 1.24%), and
-/// 7.2-4g p_pressure's Normal end state 8.7% -> 3.5% (a count below zoneinfo's that the walk pins).
+/// 7.2 rows of the fidelity table the window's drain errors sum 6.1% -> 4.2% (p1 0.85% -> 0.00%, p2
+/// 0.53% -> 0.10%, 4g p_idle 0.14% -> 0.00%, 4g-2node p_idle 0.42% -> 0.00%, 8g p_thp 0.27% ->
+/// 0.00%; worse, within 2%: 8g p_pressure 0.00% -> 0.08%, and 8g p_idle 1.58% -> 1.81%, whose
+/// Normal CPU 1 starts from 1399 carried over the trace before the marker, not zoneinfo's 1384,
+/// where our decays already drained 99 pages more than the kernel's). An allocation the trace
+/// stamps on a CPU the task moved to is booked to the list that held its page (`alloc.rs`).
 pub fn on_by_default(preset: Kernel, whole_file: bool) -> bool {
     matches!(preset, Kernel::V6_1 | Kernel::V6_12 | Kernel::V7_2) && !whole_file
 }
