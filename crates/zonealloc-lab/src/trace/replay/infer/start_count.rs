@@ -8,8 +8,9 @@
 //! that CPU's lists since the start, classified as the replay classifies them
 //! ([`KernelSide`]): `+` a free of a PCP order on the CPU, `+` a refilled block
 //! (`mm_page_alloc_zone_locked` with `percpu_refill=1`), `-` an allocation of a PCP order that the
-//! buddy did not serve directly, `-` a drained block of the CPU's lists (the owner
-//! [`KernelSide`] gives it: `drain_all_pages` drains other CPUs' lists), `-` the pages
+//! buddy did not serve directly (off the lists of the CPU whose refill listed its page, where
+//! the trace stamps another: `start_count/alloc.rs`), `-` a drained block of the CPU's lists
+//! (the owner [`KernelSide`] gives it: `drain_all_pages` drains other CPUs' lists), `-` the pages
 //! `alloc_pages_bulk` took untraced (the bulk inference). The count at the start, `c0`, is then
 //! bounded by the kernel's own arithmetic:
 //! - `c0 + delta >= 0` after every event (a count is never negative);
@@ -56,12 +57,8 @@
 //! With `--whole-file` and `--proc` the walk runs from the file's start, and rolls zoneinfo's
 //! counts back from their read ([`roll`], [`crate::trace::replay::whole_start`]).
 //!
-//! On by default for 6.1 and 6.12 in the snapshot's window ([`on_by_default`]), else off unless
-//! `--infer start-count=on`: on the shared captures it brings 6.1 p2 and 7.2 p1
-//! closer to the kernel (7.2 p1 drains 0.85% -> 0.00%) and leaves 6.1 p1 as it was, but 7.2
-//! p2 moves away (refill events 2.0% -> 3.8%): its CPU 0 has no exact pin (7.2 tunes `high`,
-//! so the pin is a lower bound, 3384, against zoneinfo's 2669), and with that count the replay
-//! drains 0.4 s before the kernel does. BENCHMARKS.md has the figures.
+//! On by default for 6.1, 6.12 and 7.2 in the snapshot's window ([`on_by_default`]), else off
+//! unless `--infer start-count=on`. BENCHMARKS.md has the figures.
 
 use serde::Serialize;
 
@@ -75,22 +72,29 @@ use crate::trace::parse::{Event, EventKind};
 use crate::trace::replay::geometry::Geometry;
 use crate::trace::replay::preset::Kernel;
 
-/// Whether the walk runs unless `--infer start-count=` says otherwise: for 6.1's family, in
-/// the snapshot's window. There, every capture's refills and drains come as close to the
-/// kernel's as with zoneinfo's counts or closer, but for 6.1-4g-2node p_pressure's refill
-/// events (1.47% -> 1.72%; its drains 11.9% -> 5.3%): 6.1-8g p_idle drains 26.2% -> 0.00%,
-/// 6.1-4g p_pressure 5.8% -> 0.00%, 6.1-2g p_prodcons 3.6/3.0% -> 1.2/0.9%. With `--whole-file`
-/// the walk bounds the count at the file's start, before the snapshot read that the rest of
-/// the set-up comes from: better on most captures but worse on 6.1-2g p_pressure (drains
-/// 0.7% -> 16%), so off there. On 7.2 it makes p2 worse (its tuned `high` leaves CPU 0
-/// unpinned, see above): off. On 6.12 (6.7 to 6.14) it is on in the window: zoneinfo is read
-/// before its reader's exit frees, and 6.12-8g p_pressure's CPU 2 held 1666 Normal pages at
-/// the marker, not zoneinfo's 1629 (pinned by the free-triggered drain at 1735.393063), so
-/// each of its teardown refills (`nr_pcp_alloc`: `high - count - batch` under
-/// `ZONE_BELOW_HIGH`) was 37 pages too big and one refill of 925 went missing (refill events
-/// 4.02% -> 0.28%, drains 0.72% -> 0.14%); no 6.12 window figure gets worse.
+/// Whether the walk runs unless `--infer start-count=` says otherwise: for 6.1, 6.12 and 7.2 (5.15
+/// and 6.6 have no capture to check it on), in the snapshot's window. On 6.1 every capture's
+/// refills and drains come as close to the kernel's as with zoneinfo's counts or closer, but for
+/// 6.1-4g-2node p_pressure's refill events (1.47% -> 1.72%; its drains 11.9% -> 5.3%): 6.1-8g
+/// p_idle drains 26.2% -> 0.00%, 6.1-4g p_pressure 5.8% -> 0.00%, 6.1-2g p_prodcons 3.6/3.0% ->
+/// 1.2/0.9%. With `--whole-file` the walk bounds the count at the file's start, before the snapshot
+/// read that the rest of the set-up comes from: better on most captures but worse on 6.1-2g
+/// p_pressure (drains 0.7% -> 16%), so off there. On 6.12 (6.7 to 6.14) it is on in the window:
+/// zoneinfo is read before its reader's exit frees, and 6.12-8g p_pressure's CPU 2 held 1666 Normal
+/// pages at the marker, not zoneinfo's 1629 (pinned by the free-triggered drain at 1735.393063), so
+/// each of its teardown refills (`nr_pcp_alloc`: `high - count - batch` under `ZONE_BELOW_HIGH`)
+/// was 37 pages too big and one refill of 925 went missing (refill events 4.02% -> 0.28%, drains
+/// 0.72% -> 0.14%); no 6.12 window figure gets worse. On 7.2 (6.15 on) it is on in the window too:
+/// when it was written it made 7.2 p2's refills worse (2.0% -> 3.8%; its CPU 0 has no exact pin,
+/// 7.2 tunes `high`), but with the rules since it no longer does (0.86% either way). Over the 18
+/// 7.2 rows of the fidelity table the window's drain errors sum 6.1% -> 4.2% (p1 0.85% -> 0.00%, p2
+/// 0.53% -> 0.10%, 4g p_idle 0.14% -> 0.00%, 4g-2node p_idle 0.42% -> 0.00%, 8g p_thp 0.27% ->
+/// 0.00%; worse, within 2%: 8g p_pressure 0.00% -> 0.08%, and 8g p_idle 1.58% -> 1.81%, whose
+/// Normal CPU 1 starts from 1399 carried over the trace before the marker, not zoneinfo's 1384,
+/// where our decays already drained 99 pages more than the kernel's). An allocation the trace
+/// stamps on a CPU the task moved to is booked to the list that held its page (`alloc.rs`).
 pub fn on_by_default(preset: Kernel, whole_file: bool) -> bool {
-    matches!(preset, Kernel::V6_1 | Kernel::V6_12) && !whole_file
+    matches!(preset, Kernel::V6_1 | Kernel::V6_12 | Kernel::V7_2) && !whole_file
 }
 
 /// How one CPU's start count was found.
@@ -513,12 +517,7 @@ impl Walk {
             }
             EventKind::FreeBatched { pfn } => self.free_batched(zone, cpu, pfn, batching),
             EventKind::Alloc { order, .. } => {
-                let refilled = self.at(zone, cpu).is_some_and(|c| c.in_refill.is_some());
-                self.other(cpu);
-                if !ev.is_failed_alloc() && self.pcp_order(order) && !direct {
-                    self.confirm(zone, cpu, !refilled);
-                    self.add(zone, cpu, -(1i64 << order));
-                }
+                self.alloc(ev, zone, cpu, order, (direct, inferred));
             }
             EventKind::ZoneLocked {
                 pfn,
@@ -585,6 +584,7 @@ impl Walk {
     }
 }
 
+mod alloc;
 mod contig;
 mod finish;
 mod frees;

@@ -274,6 +274,30 @@ fn the_replay_starts_from_the_pinned_count_only_with_the_inference() {
         .is_some());
 }
 
+/// On 7.2 the walk is on by default in the snapshot's window too ([`on_by_default`]): the
+/// default replay starts from the walk's counts, as `--infer start-count=on` does.
+#[test]
+fn the_walk_is_on_by_default_on_7_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("t.txt");
+    std::fs::write(&p, trace(800)).unwrap();
+    let dir_72 = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/proc/linux-7.2-p1-before");
+    let run = |start_count: Option<bool>| {
+        let opts = ReplayOptions {
+            samples: 10,
+            infer_start_count: start_count,
+            proc: Some(dir_72.clone()),
+            ..ReplayOptions::default()
+        };
+        replay::run(&p, &opts, &|_| {}).unwrap()
+    };
+    let (default, with) = (run(None), run(Some(true)));
+    let counts = |r: &replay::ReplayRun| r.start_counts.as_ref().map(|s| s.count("DMA32", 1));
+    assert!(counts(&default).is_some());
+    assert_eq!(counts(&default), counts(&with));
+    assert!(run(Some(false)).start_counts.is_none());
+}
+
 /// The start counts `trace` gives on the 7.2 snapshot (DMA32 CPU 1: count 1294, `high`
 /// 3492 = `high_min`, `high_max` 15551, batch 63: a refill run may raise `high` by
 /// `63 << 5` = 2016), with `mm_page_alloc_extfrag` naming the page taken or (before 6.15)
@@ -461,6 +485,30 @@ fn a_refill_run_straddling_the_window_start_counts_its_pages_in_the_window() {
     // The three pages after the marker count (the two before are in the start count);
     // its raise came before the marker, maybe after zoneinfo was read: the bound keeps it.
     assert_eq!(counts_on_7_2(&t, true).bounds, (0, bound(3, 1)));
+}
+
+/// 7.2-8g p_pressure (lines 20686-20690): CPU 2 refills two THPs and takes the first; the
+/// task moves, and its `mm_page_alloc` of the second is stamped CPU 1. That page came off CPU
+/// 2's lists (`rmqueue_pcplist` runs before the tracepoint): CPU 1's count is untouched, and
+/// its free that drains nothing after it bounds the count at the start to `0..=high - 2`,
+/// not `512..=high + 510`.
+#[test]
+fn an_allocation_stamped_on_another_cpu_leaves_the_refilling_cpus_list() {
+    let thp = |i: u64| zone_locked(0x30000 + (i << 9), 9, true);
+    let mut t = String::from("# tracer: nop\n");
+    t += &line(0, 1, "tracing_mark_write: KT_SNAPSHOT_BEFORE_END t");
+    t += &line(2, 2, &thp(0));
+    t += &line(2, 2, &thp(1));
+    t += &line(2, 2, &alloc(0x30000, 9));
+    t += &line(1, 3, &alloc(0x30200, 9));
+    t += &line(
+        1,
+        3,
+        "mm_page_free: page=(____ptrval____) pfn=0x50000 order=0",
+    );
+    t += &line(1, 4, &alloc(0x50000, 0));
+    t += &line(0, 6, "tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN t");
+    assert_eq!(counts_on_7_2(&t, true).bounds, (0, Some(3492 - 1 - 1)));
 }
 
 /// Two nodes each have a DMA32 zone (6.1-4g-2node p_pressure's before/ snapshot: node 1's
