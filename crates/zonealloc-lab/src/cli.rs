@@ -223,6 +223,11 @@ pub struct TraceReplayArgs {
     /// pauses, or the last tick before its next second).
     #[arg(long)]
     pub no_late_workers: bool,
+    /// Ignore the vmstat workers' and shepherd's runs a trace shows
+    /// (workqueue:workqueue_execute_start of vmstat_update and vmstat_shepherd, capture-kmem
+    /// --workqueue): by default each is the run, and the timers are not modelled.
+    #[arg(long)]
+    pub no_traced_workers: bool,
     /// The trace time (seconds, as the trace prints it) of a jiffies-second boundary, for
     /// the vmstat workers' timers: CPU c's worker runs 3 * c jiffies before each such second.
     /// By default it comes from the first worker run the trace shows (a kworker of the CPU

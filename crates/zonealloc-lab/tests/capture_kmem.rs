@@ -629,3 +629,20 @@ fn a_kpageflags_read_error_loses_the_layout_loudly() {
         assert!(r.stderr.contains("could not read"), "{what}: {}", r.stderr);
     }
 }
+
+#[test]
+fn workqueue_runs_are_asked_for_only_with_the_flag() {
+    // The fake kernel's instance has no workqueue event: asked for, it is named missing.
+    let fake = Fake::new();
+    let r = fake.run(&[os("-c"), os("none"), os("-o"), os("a"), os("--workqueue")]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("workqueue:workqueue_execute_start"),
+        "{}",
+        r.stderr
+    );
+    let r = fake.run(&[os("-c"), os("none"), os("-o"), os("b")]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stderr.contains("workqueue"), "{}", r.stderr);
+    assert!(!fake.work().join("b/info/workqueue_filter").exists());
+}

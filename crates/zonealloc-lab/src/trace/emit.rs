@@ -136,6 +136,8 @@ impl<W: Write> TraceWriter<W> {
             )?,
             EventKind::KswapdWake { nid, order } => writeln!(w, "nid={nid} order={order}")?,
             EventKind::KswapdSleep { nid } => writeln!(w, "nid={nid}")?,
+            EventKind::VmstatUpdate => writeln!(w, "work struct 0: function vmstat_update")?,
+            EventKind::VmstatShepherd => writeln!(w, "work struct 0: function vmstat_shepherd")?,
         }
         self.events += 1;
         Ok(())

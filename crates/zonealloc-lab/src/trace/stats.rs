@@ -198,7 +198,10 @@ impl TraceStats {
                     .or_default() += 1;
             }
             // Counted by name in `per_type`.
-            EventKind::KswapdWake { .. } | EventKind::KswapdSleep { .. } => {}
+            EventKind::KswapdWake { .. }
+            | EventKind::KswapdSleep { .. }
+            | EventKind::VmstatUpdate
+            | EventKind::VmstatShepherd => {}
         }
     }
 

@@ -91,7 +91,7 @@ impl Chunk {
             text = (self.bounds.len() - 2) as u16;
         }
         let packed = Packed::of(ev, text);
-        self.kswapd += u32::from(packed.kind >= KIND_KSWAPD_WAKE);
+        self.kswapd += u32::from(matches!(packed.kind, 6 | 7));
         self.events.push(packed);
     }
 
@@ -158,9 +158,11 @@ const PAGE_NULL: u8 = 4;
 const PAGE_MISSING: u8 = 8;
 const FLAG_A: u8 = 16;
 const FLAG_B: u8 = 32;
-/// [`Packed::kind`] of `mm_vmscan_kswapd_wake`; `mm_vmscan_kswapd_sleep` is the one after it,
-/// the last.
+/// [`Packed::kind`] of `mm_vmscan_kswapd_wake`; `mm_vmscan_kswapd_sleep` is the one after it.
 const KIND_KSWAPD_WAKE: u8 = 6;
+/// [`Packed::kind`] of a `vmstat_update` run; a `vmstat_shepherd` run is the one after it,
+/// the last.
+const KIND_VMSTAT_UPDATE: u8 = 8;
 
 /// An event as a chunk keeps it: 32 bytes where an [`Event`] and its text's span took 72,
 /// so a chunk is written, read and faulted in over fewer pages (with `--proc` a shipped
@@ -244,6 +246,8 @@ impl Packed {
                 (KIND_KSWAPD_WAKE, u64::from(nid), [order, 0, 0, 0], 0)
             }
             EventKind::KswapdSleep { nid } => (KIND_KSWAPD_WAKE + 1, u64::from(nid), [0; 4], 0),
+            EventKind::VmstatUpdate => (KIND_VMSTAT_UPDATE, 0, [0; 4], 0),
+            EventKind::VmstatShepherd => (KIND_VMSTAT_UPDATE + 1, 0, [0; 4], 0),
         };
         let page = match ev.page {
             PagePtr::Present => 0,
@@ -301,7 +305,9 @@ impl Packed {
                 change_ownership: has(FLAG_B),
             },
             KIND_KSWAPD_WAKE => EventKind::KswapdWake { nid, order: a },
-            _ => EventKind::KswapdSleep { nid },
+            7 => EventKind::KswapdSleep { nid },
+            KIND_VMSTAT_UPDATE => EventKind::VmstatUpdate,
+            _ => EventKind::VmstatShepherd,
         };
         // By the two page bits: neither, NULL, missing (both never).
         const PAGES: [PagePtr; 4] = [

@@ -169,6 +169,7 @@ pub(super) enum Name {
     Extfrag,
     KswapdWake,
     KswapdSleep,
+    WorkqueueStart,
 }
 
 pub(super) fn event_name(t: &[u8]) -> Option<Name> {
@@ -185,6 +186,9 @@ pub(super) fn event_name(t: &[u8]) -> Option<Name> {
             match t {
                 b"mm_vmscan_kswapd_wake" => Name::KswapdWake,
                 b"mm_vmscan_kswapd_sleep" => Name::KswapdSleep,
+                b"workqueue_execute_start" | b"workqueue:workqueue_execute_start" => {
+                    Name::WorkqueueStart
+                }
                 _ => return None,
             }
         }
@@ -284,7 +288,10 @@ pub(super) fn parse_line(line: &[u8]) -> Result<Event<'_>, LineKind> {
         return Err(LineKind::Other);
     };
     let f = fields(line, p.rest_at);
-    let kind = kind_of(name, &f)?;
+    let kind = match name {
+        Name::WorkqueueStart => work_function(&line[p.rest_at..])?,
+        _ => kind_of(name, &f)?,
+    };
     let ctx = p.flags.map_or(Ctx::NONE, Ctx::parse);
     let who = match (p.tasks, p.task) {
         (1, [t, _]) => Who::of_token(t, p.cpu, ctx),
@@ -395,7 +402,7 @@ fn kind_of<'a>(name: Name, f: &Fields<'a>) -> Result<EventKind<'a>, LineKind> {
     let bad = |what| LineKind::Malformed(what);
     let pfn = match name {
         // kswapd's events name a node, not a page (`nid=%d order=%d`, `nid=%d`).
-        Name::KswapdWake | Name::KswapdSleep => 0,
+        Name::KswapdWake | Name::KswapdSleep | Name::WorkqueueStart => 0,
         _ => f.pfn.and_then(parse_pfn).ok_or(bad("bad or missing pfn"))?,
     };
     let order = || {
@@ -420,6 +427,7 @@ fn kind_of<'a>(name: Name, f: &Fields<'a>) -> Result<EventKind<'a>, LineKind> {
             order: order()?,
         },
         Name::KswapdSleep => EventKind::KswapdSleep { nid: nid()? },
+        Name::WorkqueueStart => return Err(LineKind::Other),
         Name::Alloc => {
             let gfp = f
                 .gfp_flags
@@ -454,6 +462,27 @@ fn kind_of<'a>(name: Name, f: &Fields<'a>) -> Result<EventKind<'a>, LineKind> {
         },
         Name::Extfrag => extfrag(pfn, f)?,
     })
+}
+
+/// `workqueue_execute_start`'s tail, `work struct %p: function %ps`
+/// (`include/trace/events/workqueue.h`): the vmstat workers' runs, `vmstat_update` and
+/// `vmstat_shepherd` (`mm/vmstat.c`); any other function (or an address `%ps` could not
+/// name) is another event, skipped.
+fn work_function(tail: &[u8]) -> Result<EventKind<'static>, LineKind> {
+    let mut words = tail.split(|&b| is_sep(b)).filter(|w| !w.is_empty());
+    while let Some(w) = words.next() {
+        if w == b"function" {
+            return match words.next() {
+                Some(b"vmstat_update") => Ok(EventKind::VmstatUpdate),
+                Some(b"vmstat_shepherd") => Ok(EventKind::VmstatShepherd),
+                Some(_) => Err(LineKind::Other),
+                None => Err(LineKind::Malformed("no function after `function`")),
+            };
+        }
+    }
+    Err(LineKind::Malformed(
+        "workqueue_execute_start without `function`",
+    ))
 }
 
 /// `mm_page_alloc_extfrag`'s fields (its flags may be missing: older kernels print neither).

@@ -181,6 +181,12 @@ pub enum EventKind<'a> {
         /// The node.
         nid: u32,
     },
+    /// `workqueue:workqueue_execute_start` of `vmstat_update`: the line's CPU's vmstat
+    /// worker begins a run (`refresh_cpu_vm_stats(true)`, `mm/vmstat.c`).
+    VmstatUpdate,
+    /// `workqueue:workqueue_execute_start` of `vmstat_shepherd`: the shepherd begins a run
+    /// (it queues the worker of each CPU with counters to fold and none pending).
+    VmstatShepherd,
 }
 
 impl EventKind<'_> {
@@ -195,13 +201,25 @@ impl EventKind<'_> {
             EventKind::Extfrag { .. } => "mm_page_alloc_extfrag",
             EventKind::KswapdWake { .. } => "mm_vmscan_kswapd_wake",
             EventKind::KswapdSleep { .. } => "mm_vmscan_kswapd_sleep",
+            EventKind::VmstatUpdate | EventKind::VmstatShepherd => "workqueue_execute_start",
         }
     }
 
-    /// The event's page frame number (0 for kswapd's events, which name no page).
+    /// A vmstat worker's or the shepherd's run (`workqueue_execute_start`): no step of the
+    /// page allocator, read only by the replay's vmstat workers; every inference passes it by.
+    #[inline(always)]
+    pub fn is_work(&self) -> bool {
+        matches!(self, EventKind::VmstatUpdate | EventKind::VmstatShepherd)
+    }
+
+    /// The event's page frame number (0 for kswapd's and the workqueue's events, which name
+    /// no page).
     pub fn pfn(&self) -> u64 {
         match *self {
-            EventKind::KswapdWake { .. } | EventKind::KswapdSleep { .. } => 0,
+            EventKind::KswapdWake { .. }
+            | EventKind::KswapdSleep { .. }
+            | EventKind::VmstatUpdate
+            | EventKind::VmstatShepherd => 0,
             EventKind::Alloc { pfn, .. }
             | EventKind::Free { pfn, .. }
             | EventKind::FreeBatched { pfn }

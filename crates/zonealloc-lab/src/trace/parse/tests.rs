@@ -388,6 +388,8 @@ fn canonical(ev: &Event<'_>) -> String {
         ),
         EventKind::KswapdWake { nid, order } => format!("nid={nid} order={order}"),
         EventKind::KswapdSleep { nid } => format!("nid={nid}"),
+        EventKind::VmstatUpdate => "function=vmstat_update".to_owned(),
+        EventKind::VmstatShepherd => "function=vmstat_shepherd".to_owned(),
     };
     format!("cpu={cpu} ts={ts} page={page} {} {fields}", ev.kind.name())
 }
@@ -793,3 +795,5 @@ fn who_ran_a_line_is_read_on_both_paths_and_kept_across_lines() {
     let bare = one("[001] 1.000004: mm_page_free: page=0x1 pfn=0x2 order=0");
     assert_eq!(bare.who, Who::UNKNOWN);
 }
+
+mod workqueue;

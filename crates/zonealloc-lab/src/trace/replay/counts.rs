@@ -61,6 +61,10 @@ pub struct ReplayCounts {
     pub decay_marks_early: u64,
     /// The workers' phase came from the trace.
     pub decay_phase_from_trace: bool,
+    /// The workers' and shepherd's runs the trace showed (`workqueue_execute_start`), each
+    /// the run ([`super::vmstat::Vmstat::set_traced`]), and those of a worker the model had
+    /// stopped.
+    pub decay_traced: super::vmstat::TracedRuns,
     /// `MAX_PAGE_ORDER` blocks brought online as the trace touched them ([`Online::Touched`](super::Online::Touched)).
     pub onlined_blocks: u64,
 }

@@ -91,6 +91,9 @@ pub struct Replayer {
     decay_waits_for_event: bool,
     /// A busy CPU's expired worker waits for its CPU ([`Replayer::set_late_workers`]).
     late_workers: bool,
+    /// The workers' and shepherd's runs the trace shows are the runs
+    /// ([`Vmstat::set_traced`]; `--no-traced-workers` clears it).
+    pub traced_workers: bool,
     /// Their phase, if given ([`Replayer::set_vmstat`]).
     jiffies_phase_ns: Option<u64>,
     /// Their first runs ahead ([`Replayer::set_runs_ahead`]).
@@ -190,6 +193,7 @@ impl Replayer {
             stat_cpu: None,
             decay_waits_for_event: false,
             late_workers: true,
+            traced_workers: true,
             jiffies_phase_ns: None,
             runs_ahead: vmstat::RunsAhead::default(),
             runs: Vec::new(),
@@ -289,6 +293,9 @@ impl Replayer {
     /// due before it (`Replayer::workers_before`), the deferred frees it commits
     /// (`Replayer::commit_before`), then the event by its kind.
     pub fn feed(&mut self, ev: &Event<'_>, inferred: Inferred) -> io::Result<()> {
+        if ev.kind.is_work() {
+            return self.traced_work(ev);
+        }
         let cpu = self.cpu_of(ev);
         if self.decay {
             self.workers_before(ev, cpu)?;
@@ -334,7 +341,9 @@ impl Replayer {
             EventKind::ZoneLocked { .. }
             | EventKind::Extfrag { .. }
             | EventKind::KswapdWake { .. }
-            | EventKind::KswapdSleep { .. } => {}
+            | EventKind::KswapdSleep { .. }
+            | EventKind::VmstatUpdate
+            | EventKind::VmstatShepherd => {}
         }
         self.track_held(ev, cpu);
         Ok(())
@@ -442,6 +451,7 @@ impl Replayer {
             self.counts.decay_marks = vm.marks;
             self.counts.decay_marks_early = vm.marks_ran_already;
             self.counts.decay_phase_from_trace = vm.aligned();
+            self.counts.decay_traced = vm.traced_runs;
         }
         for cpu in 0..self.geo.cpus {
             self.flush_deferred(cpu)?;

@@ -30,34 +30,20 @@
 //! until a worker's own drain in the trace ([`Vmstat::mark`]) shows a CPU's boundary.
 
 mod ahead;
+mod clock;
 mod late;
 mod shepherd;
+mod traced;
 
 pub use ahead::RunsAhead;
+pub use clock::round_rel;
+use clock::{jiffy_at, late_on, next_boundary, ns_of_at, phase_of_run};
+pub use traced::TracedRuns;
 
 /// The kernel's `HZ` when not told (Debian amd64's `CONFIG_HZ`).
 pub const DEFAULT_HZ: u32 = 250;
 
 const SECOND_NS: i128 = 1_000_000_000;
-
-/// `round_jiffies_common(j0 + HZ, cpu, false)` for a `round_jiffies_relative(HZ)` called at
-/// jiffy `j0` on CPU `cpu`, as an absolute jiffy (`kernel/time/timer.c`): `j` skewed by `3 *
-/// cpu`, rounded down to a whole second when less than a quarter past it, else up, the skew
-/// taken off again; the unrounded `j` if that is not after `j0`. Jiffies count from the
-/// phase, a jiffies-second boundary, so their remainders are the kernel's.
-pub fn round_rel(j0: i64, cpu: u32, hz: u32) -> i64 {
-    let hz = i64::from(hz.max(1));
-    let original = j0 + hz;
-    let skew = 3 * i64::from(cpu);
-    let j = original + skew;
-    let rem = j.rem_euclid(hz);
-    let rounded = if rem < hz / 4 { j - rem } else { j - rem + hz } - skew;
-    if rounded > j0 {
-        rounded
-    } else {
-        original
-    }
-}
 
 /// One CPU's `vmstat_work`.
 #[derive(Clone, Copy, Debug, Default)]
@@ -127,6 +113,10 @@ pub struct Vmstat {
     defer_to_event: bool,
     /// A busy CPU's expired worker waits for the CPU ([`Vmstat::set_late_runs`]).
     late_runs: bool,
+    /// The trace's runs are the runs ([`Vmstat::set_traced`]): no timer is due.
+    traced: bool,
+    /// The trace's runs, and those the model had not expected ([`TracedRuns`]).
+    pub traced_runs: TracedRuns,
     /// Runs done, runs aligned to the trace's marks, marks whose run the simulation had
     /// done already.
     pub runs: u64,
@@ -150,6 +140,8 @@ impl Vmstat {
             next_due_ns: 0,
             defer_to_event: false,
             late_runs: false,
+            traced: false,
+            traced_runs: TracedRuns::default(),
             runs: 0,
             marks: 0,
             marks_ran_already: 0,
@@ -242,6 +234,10 @@ impl Vmstat {
     }
 
     fn refresh_due(&mut self) {
+        if self.traced {
+            self.next_due_ns = u64::MAX;
+            return;
+        }
         let mut due = self.ns_of(self.shepherd);
         for w in &self.work {
             if w.pending && !w.waiting {
@@ -549,42 +545,6 @@ impl Vmstat {
             }
         }
     }
-}
-
-/// The phase (a jiffies-second boundary, modulo a second) that CPU `cpu`'s worker run at `t`
-/// shows: the CPU's boundary (`jiffies + 3 * cpu ≡ 0 mod HZ`) starts in the tick before `t`
-/// at the latest; jiffies-second boundaries lie `3 * cpu` jiffies after it.
-fn phase_of_run(cpu: u32, t: u64, tick: u64) -> u64 {
-    (t.saturating_sub(tick) + 3 * u64::from(cpu) * tick) % 1_000_000_000
-}
-
-/// Whether a run whose phase is `phase` came less than a quarter second after the boundary
-/// of phase `own` (both modulo a second): late on that rhythm (`round_jiffies_common` rounds
-/// down what is less than `HZ / 4` past a second).
-fn late_on(own: u64, phase: u64) -> bool {
-    const S: u64 = SECOND_NS as u64;
-    (phase % S + S - own % S) % S < S / 4
-}
-
-/// The first jiffy after `j` that is CPU `cpu`'s boundary (`(jiffy + 3 * cpu) % HZ == 0`).
-fn next_boundary(j: i64, cpu: u32, hz: u32) -> i64 {
-    let hz = i64::from(hz.max(1));
-    let rem = (j + 3 * i64::from(cpu)).rem_euclid(hz);
-    j - rem + hz
-}
-
-/// The trace time jiffy `j` begins at, for a phase and HZ (saturating at the ends of `u64`).
-fn ns_of_at(phase: Option<u64>, hz: u32, j: i64) -> u64 {
-    let hz = i128::from(hz.max(1));
-    let n = i128::from(j) * SECOND_NS;
-    let t = i128::from(phase.unwrap_or(0)) + n.div_euclid(hz) + i128::from(n.rem_euclid(hz) != 0);
-    t.clamp(0, i128::from(u64::MAX)) as u64
-}
-
-/// The jiffy at trace time `t` for a phase and HZ (floor; the phase `t` itself if none).
-fn jiffy_at(phase: Option<u64>, hz: u32, t: u64) -> i64 {
-    let d = (i128::from(t) - i128::from(phase.unwrap_or(t))) * i128::from(hz.max(1));
-    d.div_euclid(SECOND_NS) as i64
 }
 
 #[cfg(test)]

@@ -443,19 +443,29 @@ fn caveats(run: &ReplayRun, text: bool) -> String {
     }
     if let Some(r) = run.replayers.first().filter(|r| r.counts.decay_runs > 0) {
         let c_ = &r.counts;
-        c.push(format!(
-            "vmstat workers' decay (decay_pcp_high): {} runs draining {} pages, timers {}; \
-             {} worker runs in the trace ({} already run by the simulation)",
-            c_.decay_runs,
-            c_.decay_drained_pages,
-            if c_.decay_phase_from_trace {
-                "aligned to the trace's worker runs"
-            } else {
-                "simulated, phase assumed (no worker run in the trace)"
-            },
-            c_.decay_marks,
-            c_.decay_marks_early
-        ));
+        let t = c_.decay_traced;
+        c.push(if t.runs + t.shepherd > 0 {
+            format!(
+                "vmstat workers' decay (decay_pcp_high): {} runs draining {} pages, each at \
+                 the trace's run (workqueue_execute_start: {} vmstat_update runs, {} of a \
+                 worker the model had stopped; {} vmstat_shepherd runs)",
+                c_.decay_runs, c_.decay_drained_pages, t.runs, t.unexpected, t.shepherd
+            )
+        } else {
+            format!(
+                "vmstat workers' decay (decay_pcp_high): {} runs draining {} pages, timers {}; \
+                 {} worker runs in the trace ({} already run by the simulation)",
+                c_.decay_runs,
+                c_.decay_drained_pages,
+                if c_.decay_phase_from_trace {
+                    "aligned to the trace's worker runs"
+                } else {
+                    "simulated, phase assumed (no worker run in the trace)"
+                },
+                c_.decay_marks,
+                c_.decay_marks_early
+            )
+        });
     }
     if run.kernel.inferred_drains > 0 {
         c.push(format!(

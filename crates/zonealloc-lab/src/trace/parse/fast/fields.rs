@@ -57,7 +57,7 @@ pub(super) fn fields<'a>(c: &mut Cur<'a>, name: Name, pfn: u64) -> Option<EventK
                 migratetype: c.small()?,
             }
         }
-        Name::Extfrag | Name::KswapdWake | Name::KswapdSleep => return None,
+        Name::Extfrag | Name::KswapdWake | Name::KswapdSleep | Name::WorkqueueStart => return None,
     };
     Some(kind)
 }

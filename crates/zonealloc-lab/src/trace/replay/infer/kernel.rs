@@ -304,6 +304,10 @@ impl KernelSide {
     /// ([`KernelSide::bulk`]) gets the frame's refill as it was before the event.
     #[inline(always)]
     fn account<const NAME_BLOCKS: bool>(&mut self, ev: &Event<'_>, zone: usize) -> Inferred {
+        if ev.kind.is_work() {
+            self.untraced_now.clear();
+            return Inferred::None;
+        }
         let (tick, cpu) = self.stamp(ev);
         self.untraced_now.clear();
         self.last_drain = None;
@@ -334,9 +338,10 @@ impl KernelSide {
                 self.grid.at(zone, cpu).extfrag += 1;
                 (Prev::Other, Inferred::None)
             }
-            EventKind::KswapdWake { .. } | EventKind::KswapdSleep { .. } => {
-                (Prev::Other, Inferred::None)
-            }
+            EventKind::KswapdWake { .. }
+            | EventKind::KswapdSleep { .. }
+            | EventKind::VmstatUpdate
+            | EventKind::VmstatShepherd => (Prev::Other, Inferred::None),
             EventKind::PcpuDrain { pfn, order, .. } => {
                 self.grid.at(zone, cpu).drain(order);
                 self.on_drain(ev, pfn, zone, cpu, tick, prev)

@@ -296,6 +296,9 @@ impl Collector {
 
     /// Takes one event.
     pub fn feed(&mut self, ev: &crate::trace::parse::Event<'_>) {
+        if ev.kind.is_work() {
+            return;
+        }
         let numbering = self.numbering;
         let mt_of = |m: u8| usize::from(numbering.to_current(m));
         let pb = |pfn: u64| pfn >> self.pageblock_order;

@@ -461,6 +461,9 @@ impl Walk {
     /// Takes one event.
     pub fn feed(&mut self, ev: &Event<'_>) {
         self.events += 1;
+        if ev.kind.is_work() {
+            return;
+        }
         self.now = ev.ts_ns;
         if self.first_ns.is_none() {
             self.first_ns = ev.ts_ns;
@@ -535,6 +538,7 @@ impl Walk {
                 let worker = ev.who.is_worker_drain();
                 self.drain(zone, cpu, order, (ev.ts_ns, worker));
             }
+            EventKind::VmstatUpdate | EventKind::VmstatShepherd => {}
         }
         if self.at_read.is_none() && self.roll_at.is_some_and(|p| p.is(ev)) {
             self.printed = self.at_print.is_some();

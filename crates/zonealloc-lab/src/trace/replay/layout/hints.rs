@@ -140,6 +140,9 @@ impl HintCollector {
 
     /// Takes one event.
     pub fn feed(&mut self, ev: &Event<'_>) {
+        if ev.kind.is_work() {
+            return;
+        }
         let cpu = ev.cpu.unwrap_or(0) % self.cpus;
         let pfn = ev.kind.pfn();
         let Some(z) = self.zones.iter().position(|r| r.contains(&pfn)) else {
@@ -183,7 +186,10 @@ impl HintCollector {
             EventKind::Alloc { .. } => {
                 self.name(pfn, 0);
             }
-            EventKind::KswapdWake { .. } | EventKind::KswapdSleep { .. } => {}
+            EventKind::KswapdWake { .. }
+            | EventKind::KswapdSleep { .. }
+            | EventKind::VmstatUpdate
+            | EventKind::VmstatShepherd => {}
         }
     }
 
@@ -219,7 +225,10 @@ impl HintCollector {
             EventKind::ZoneLocked { pfn, order, .. } | EventKind::Free { pfn, order } => {
                 (pfn, order, None)
             }
-            EventKind::KswapdWake { .. } | EventKind::KswapdSleep { .. } => return,
+            EventKind::KswapdWake { .. }
+            | EventKind::KswapdSleep { .. }
+            | EventKind::VmstatUpdate
+            | EventKind::VmstatShepherd => return,
         };
         if let Some((m, drained)) = listed.filter(|_| !self.named_within(pfn, order)) {
             let h = self.hint(cpu, pfn, order, m, drained);

@@ -67,7 +67,45 @@ impl Replayer {
             v.set_phase(p);
         }
         v.align_ahead(&self.runs_ahead);
+        if self.traced_workers && self.runs_ahead.traced() {
+            v.set_traced(true);
+        }
         v
+    }
+
+    /// A `workqueue_execute_start` line of the vmstat workers ([`EventKind::is_work`]), with
+    /// `decay` and unless `--no-traced-workers`: the run itself ([`Vmstat::set_traced`],
+    /// from the first such line if the events ahead showed none). `vmstat_update` on the
+    /// line's CPU is that CPU's run now ([`Replayer::run_worker`]); `vmstat_shepherd` queues
+    /// the workers whose runs the next lines show. No other event is moved by either: the
+    /// model's `need_update` and pending state follow for the count of runs it did not
+    /// expect.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn traced_work(&mut self, ev: &Event<'_>) -> io::Result<()> {
+        let (true, true, Some(ts)) = (self.decay, self.traced_workers, ev.ts_ns) else {
+            return Ok(());
+        };
+        let cpu = self.cpu_of(ev);
+        if self.vmstat.is_none() {
+            self.vmstat = Some(self.new_vmstat());
+        }
+        let Some(vm) = self.vmstat.as_mut() else {
+            return Ok(());
+        };
+        if !vm.traced() {
+            vm.set_traced(true);
+        }
+        match ev.kind {
+            EventKind::VmstatUpdate => {
+                let run = vm.traced_run(cpu, ts);
+                self.run_worker(run)
+            }
+            _ => {
+                vm.traced_shepherd();
+                Ok(())
+            }
+        }
     }
 
     /// Before event `ev` on `cpu` (with `decay`): the workers' runs due by its timestamp
@@ -212,7 +250,9 @@ impl Replayer {
                     if let Some(n) = self.numa.as_mut() {
                         n.expiry.new_run(cpu);
                     }
-                    if let Some(run) = vm.mark(cpu, ts) {
+                    // With the trace's own runs, its drains are theirs: no mark.
+                    let run = if vm.traced() { None } else { vm.mark(cpu, ts) };
+                    if let Some(run) = run {
                         self.run_worker(run)?;
                     }
                 }

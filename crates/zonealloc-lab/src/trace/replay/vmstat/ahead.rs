@@ -21,6 +21,8 @@ use crate::trace::parse::{Event, EventKind};
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RunsAhead {
     first: Vec<Option<u64>>,
+    /// The trace shows the workers' runs themselves (`workqueue_execute_start`).
+    traced: bool,
 }
 
 impl RunsAhead {
@@ -28,11 +30,13 @@ impl RunsAhead {
     pub fn new(cpus: u32) -> RunsAhead {
         RunsAhead {
             first: vec![None; cpus.max(1) as usize],
+            traced: false,
         }
     }
 
     /// Reads one event ahead: a worker's drain with a time is its CPU's run, if the first.
     pub fn feed(&mut self, ev: &Event<'_>) {
+        self.traced |= ev.kind.is_work();
         let (EventKind::PcpuDrain { .. }, Some(cpu), Some(t)) = (&ev.kind, ev.cpu, ev.ts_ns) else {
             return;
         };
@@ -44,6 +48,12 @@ impl RunsAhead {
         if slot.is_none() {
             *slot = Some(t);
         }
+    }
+
+    /// Whether the events ahead show the workers' or the shepherd's runs themselves
+    /// (`workqueue_execute_start`, [`Vmstat::set_traced`]).
+    pub fn traced(&self) -> bool {
+        self.traced
     }
 
     /// The first run of each CPU that has one, as `(cpu, time)`.

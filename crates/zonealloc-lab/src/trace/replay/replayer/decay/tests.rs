@@ -394,3 +394,5 @@ fn a_late_decay_that_would_drain_waits_for_the_workers_drain_in_the_trace() {
     r.feed(&line, Inferred::Drain { owner: 1 }).unwrap();
     assert_eq!(r.zones[0].pcp_info(CpuId(1)).high, p.high_after);
 }
+
+mod traced;

@@ -1,0 +1,105 @@
+//! The workers' and the shepherd's runs the trace shows (`workqueue_execute_start` of
+//! `vmstat_update` and `vmstat_shepherd`): each is the run, at its line; the timers stand
+//! aside.
+
+use super::*;
+use crate::trace::replay::vmstat::RunsAhead;
+
+/// CPU 1's `high` now.
+fn high(r: &Replayer) -> i32 {
+    r.zones[0].pcp_info(CpuId(1)).high
+}
+
+fn work(r: &mut Replayer, cpu: u32, ts_ns: u64, kind: EventKind<'static>) {
+    let line = at(cpu, ts_ns, kind, who(Task::CpuWorker));
+    r.feed(&line, Inferred::None).unwrap();
+}
+
+#[test]
+fn a_traced_vmstat_update_is_the_workers_run_at_its_line() {
+    // The model's timer would run CPU 1's worker at 0.988 s; the trace shows it at 0.3 s
+    // and not again: `high` decays once, at 0.3 s, and the busy task to 1.3 s moves no timer.
+    let mut r = filled(true);
+    let want = r.zones[0].decay_pcp_high_preview(CpuId(1));
+    assert!(want.high_after < want.high_before, "{want:?}");
+    work(&mut r, 1, 300_000_000, EventKind::VmstatUpdate);
+    assert_eq!(high(&r), want.high_after);
+    busy(&mut r, 900, 1300);
+    assert_eq!(high(&r), want.high_after);
+    let vm = r.vmstat.as_ref().unwrap();
+    assert!(vm.traced());
+    assert_eq!((vm.runs, vm.traced_runs.runs), (1, 1));
+}
+
+#[test]
+fn a_workers_drain_after_its_traced_run_is_no_second_run() {
+    // The kworker's drain lines are the traced run's own: no mark, no run of the model.
+    let mut r = filled(true);
+    work(&mut r, 1, 300_000_000, EventKind::VmstatUpdate);
+    let after = high(&r);
+    let line = at(1, 300_010_000, drain_line(0), who(Task::CpuWorker));
+    r.feed(&line, Inferred::Drain { owner: 1 }).unwrap();
+    assert_eq!(high(&r), after);
+    assert_eq!(r.vmstat.as_ref().map(|v| (v.runs, v.marks)), Some((1, 0)));
+}
+
+#[test]
+fn runs_shown_ahead_put_the_timers_aside_from_the_first_event() {
+    // The events ahead show a traced run: the busy CPU's timer (1.888 s, on the second
+    // assumed at 0.9 s) never runs, before any traced line is reached; without them it does
+    // (the late run at the task's pause).
+    for traced in [false, true] {
+        let mut r = filled(true);
+        let mut ahead = RunsAhead::new(2);
+        if traced {
+            ahead.feed(&at(
+                0,
+                5_000_000_000,
+                EventKind::VmstatShepherd,
+                Who::UNKNOWN,
+            ));
+        }
+        r.vmstat = None;
+        r.set_runs_ahead(ahead);
+        let before = high(&r);
+        busy(&mut r, 900, 2050);
+        busy(&mut r, 2060, 2061);
+        assert_eq!(high(&r) == before, traced, "traced {traced}");
+    }
+}
+
+#[test]
+fn without_traced_workers_the_lines_change_nothing() {
+    // `--no-traced-workers`: the lines are passed by, the model's timers run as before.
+    let mut r = filled(true);
+    r.traced_workers = false;
+    let before = high(&r);
+    work(&mut r, 1, 300_000_000, EventKind::VmstatUpdate);
+    work(&mut r, 0, 300_000_000, EventKind::VmstatShepherd);
+    assert_eq!(high(&r), before);
+    assert!(r.vmstat.as_ref().is_none_or(|v| !v.traced() && v.runs == 0));
+    busy(&mut r, 900, 1050);
+    busy(&mut r, 1060, 1061);
+    assert!(high(&r) < before);
+}
+
+#[test]
+fn a_traced_run_of_a_worker_the_model_stopped_is_counted_and_done() {
+    // CPU 0 has no lists and no event: its run changes nothing and does not re-queue. A
+    // second run with no shepherd between is one the model did not expect; after an event
+    // on CPU 0 (`need_update`), the shepherd queues it, and its run is expected.
+    let mut r = filled(true);
+    work(&mut r, 0, 100_000_000, EventKind::VmstatUpdate);
+    work(&mut r, 0, 1_100_000_000, EventKind::VmstatUpdate);
+    let free = EventKind::Free {
+        pfn: 9000,
+        order: 0,
+    };
+    r.feed(&at(0, 1_500_000_000, free, Who::UNKNOWN), Inferred::None)
+        .unwrap();
+    work(&mut r, 0, 2_000_000_000, EventKind::VmstatShepherd);
+    work(&mut r, 0, 2_000_001_000, EventKind::VmstatUpdate);
+    let t = r.vmstat.as_ref().unwrap().traced_runs;
+    assert_eq!((t.runs, t.shepherd, t.unexpected), (3, 1, 1));
+    assert_eq!(r.vmstat.as_ref().unwrap().runs, 3);
+}
