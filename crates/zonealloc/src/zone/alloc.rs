@@ -175,6 +175,31 @@ impl<P: Platform> Zone<P> {
         }
     }
 
+    /// `get_page_from_freelist`'s watermark checks of one zone (from 6.7): while
+    /// `ZONE_BELOW_HIGH` is clear, `zone_watermark_fast` at the high mark, which sets the flag
+    /// where it fails ("Detect whether the number of free pages is below high watermark"),
+    /// then at the request's own mark. Whether the zone passed.
+    #[inline(always)]
+    fn watermark_walk(&self, order: Order, flags: AllocFlags, highest_zoneidx: usize) -> bool {
+        let sh = &self.shared;
+        if !sh.test_flag(ZoneBits::ZONE_BELOW_HIGH) {
+            if sh.watermark_fast(order, sh.mark(2), highest_zoneidx, flags) {
+                return true;
+            }
+            self.set_zone_flag(ZoneBits::ZONE_BELOW_HIGH);
+        }
+        sh.watermark_fast(order, sh.mark(flags.wmark_index()), highest_zoneidx, flags)
+    }
+
+    /// `get_page_from_freelist` passing this zone over for a lower zone of the zonelist: an
+    /// embedder that knows the request was served below this zone (the trace replay, from
+    /// the page's pfn) replays the walk's checks here, which the kernel ran first, with the
+    /// fast path's flags (`ALLOC_WMARK_LOW`). They set `ZONE_BELOW_HIGH` where the high mark
+    /// fails (`try_alloc`'s checks, without its `rmqueue`). Whether the zone passed.
+    pub fn pass_over(&self, order: Order, req: &AllocRequest) -> bool {
+        self.watermark_walk(order, req.fast_flags(), req.highest_zone.index())
+    }
+
     /// One zone of `get_page_from_freelist`: the lock-free watermark checks, then `rmqueue`
     /// (the CPU's lists for PCP orders, else or on failure the buddy).
     #[inline]
@@ -186,17 +211,7 @@ impl<P: Platform> Zone<P> {
         highest_zoneidx: usize,
         access: &mut PcpAccess<'_>,
     ) -> Option<Pfn> {
-        let sh = &self.shared;
-        let mut ok = false;
-        if !sh.test_flag(ZoneBits::ZONE_BELOW_HIGH) {
-            if sh.watermark_fast(order, sh.mark(2), highest_zoneidx, flags) {
-                ok = true;
-            } else {
-                self.set_zone_flag(ZoneBits::ZONE_BELOW_HIGH);
-            }
-        }
-        if !ok
-            && !sh.watermark_fast(order, sh.mark(flags.wmark_index()), highest_zoneidx, flags)
+        if !self.watermark_walk(order, flags, highest_zoneidx)
             && !flags.intersects(AllocFlags::NO_WATERMARKS)
         {
             return None;

@@ -127,6 +127,13 @@ impl Zonelists {
         let this_node = gfp_flags.split('|').any(|f| f == "__GFP_THISNODE");
         let mut list = self.list(node, this_node, &req);
         if let Some(k) = kernel {
+            // get_page_from_freelist checked the zones before the kernel's first (in one
+            // pass or the other of ALLOC_NOFRAGMENT's): their high-mark checks set
+            // ZONE_BELOW_HIGH where they failed (`Zone::pass_over`).
+            let above = list.iter().position(|&z| z == k).unwrap_or(0);
+            for zone in list[..above].iter().filter_map(|&z| zones.get(z)) {
+                zone.pass_over(order, &req);
+            }
             let first = zones
                 .get(k)
                 .ok_or(AllocError::NoZone)?

@@ -3,7 +3,7 @@
 
 use std::io;
 
-use zonealloc::{CpuId, MigrateType, Order, Pfn};
+use zonealloc::{AllocRequest, CpuId, MigrateType, Order, Pfn};
 
 use super::super::frames::Live;
 use super::Replayer;
@@ -107,6 +107,9 @@ impl Replayer {
         failed_in_trace: bool,
     ) -> (Result<Pfn, zonealloc::AllocError>, usize) {
         let req = self.gfp.request(mt, gfp_flags).on_cpu(CpuId(cpu));
+        if !failed_in_trace && self.numa.is_none() {
+            self.pass_over_above(z, ord, &req);
+        }
         // The trace shows the kernel took this page from this zone: below its watermark in
         // ours, the replay takes it anyway rather than fail into the slow path's
         // `drain_all_pages` (a drain the kernel did shows in the trace, and is replayed from
@@ -127,6 +130,28 @@ impl Replayer {
                     .alloc(&self.zones, kernel, node, gfp_flags, ord, req);
                 let at = got.ok().and_then(|p| self.geo.zone_of(p.0));
                 (got, at.unwrap_or(z))
+            }
+        }
+    }
+
+    /// The kernel's walk down its zonelist to zone `z` (one node), which the trace says
+    /// served the request: `get_page_from_freelist` checked each zone above it that the
+    /// request may use first (`highest_zoneidx`), and those checks set `ZONE_BELOW_HIGH`
+    /// where the high mark failed ([`zonealloc::Zone::pass_over`]). 6.12-4g-wq p_pressure:
+    /// `kmem-phases-1209`'s THPs come from DMA32 from 554.329 (pfn 0xb5200 at 554.355101),
+    /// so Normal's flag was set, and CPU 0's Normal refills at 554.356-554.370 (252, 504,
+    /// 1008 pages) did not raise `high` (`nr_pcp_alloc`); its refill at 554.377292 took
+    /// 1062 pages, `high - count - batch`. Ours raised `high` to 3171 and refilled 2016.
+    #[inline(always)]
+    fn pass_over_above(&self, z: usize, ord: Order, req: &AllocRequest) {
+        // One node: the zones above `z` are those after it (`Geometry::zones`, lowest first).
+        let (Some(zones), Some(spans)) = (self.zones.get(z + 1..), self.geo.zones.get(z + 1..))
+        else {
+            return;
+        };
+        for (zone, span) in zones.iter().zip(spans) {
+            if span.zone_type <= req.highest_zone {
+                zone.pass_over(ord, req);
             }
         }
     }
@@ -225,5 +250,58 @@ mod tests {
             (0..3).map(|c| refills(&r.ours, c)).collect::<Vec<_>>(),
             (0..3).map(|c| refills(&k.grid, c)).collect::<Vec<_>>()
         );
+    }
+
+    /// 6.12-4g-wq p_pressure: a THP the trace shows from DMA32 (0xb5200 at 554.355101) was
+    /// refused by Normal first, at the high mark, which set Normal's `ZONE_BELOW_HIGH`; CPU
+    /// 0's next Normal refill then did not raise `high` (`nr_pcp_alloc`). Here Normal has
+    /// 4096 free pages against a high mark of 3700: enough for order 0, not for order 9
+    /// (`__zone_watermark_ok` takes 511 off). Fails on the old code (`high` grows by a batch).
+    #[test]
+    fn a_request_served_below_normal_leaves_normal_below_high() {
+        use crate::trace::replay::geometry::{Geometry, Online, ZoneSpan};
+        use zonealloc::{WatermarkConfig, ZoneType};
+        let span = |zone_type, start, pages| ZoneSpan {
+            node: 0,
+            zone_type,
+            start,
+            pages,
+        };
+        let g = Geometry {
+            zones: vec![
+                span(ZoneType::Dma32, 0x1000, 0x4000),
+                span(ZoneType::Normal, 0x10000, 0x10000),
+            ],
+            online: Online::All,
+            cpus: 4,
+            cpus_from: "test",
+            numbering: crate::trace::migratetype::Numbering::Current,
+            cpu_nodes: Vec::new(),
+        };
+        let v = super::super::Variant::parse("upstream").unwrap();
+        let mut normal = v.cfg;
+        normal.watermarks = WatermarkConfig::fixed(3000, 3400, 3700);
+        let mut r =
+            Replayer::with_zones(v.clone(), &g, None, &[v.cfg, normal], None, &[], &[]).unwrap();
+        let alloc = |pfn, order, gfp_flags| EventKind::Alloc {
+            pfn,
+            order,
+            migratetype: 1,
+            gfp_flags,
+        };
+        for k in 0..60 {
+            let e = at(1, None, alloc(0x10000 + k * 1024, 10, "GFP_KERNEL"));
+            r.feed(&e, Inferred::None).unwrap();
+        }
+        assert_eq!(r.zones[1].free_pages(), 4096);
+        let high = r.zones[1].pcp_info(CpuId(0)).high;
+        let thp = "GFP_TRANSHUGE_LIGHT|__GFP_NORETRY|__GFP_THISNODE";
+        r.feed(&at(0, None, alloc(0x2000, 9, thp)), Inferred::None)
+            .unwrap();
+        let page = alloc(0x1f000, 0, "GFP_HIGHUSER_MOVABLE");
+        r.feed(&at(0, None, page), Inferred::None).unwrap();
+        let info = r.zones[1].pcp_info(CpuId(0));
+        assert!(info.count > 0, "CPU 0's Normal list was refilled");
+        assert_eq!(info.high, high.clamp(info.high_min, info.high_max));
     }
 }

@@ -153,6 +153,43 @@ fn the_kernels_zone_comes_first_and_the_zones_after_it_next() {
     );
 }
 
+/// A THP the trace shows from node 1's DMA32 passed node 1's Normal over first: its check
+/// at the high mark failed for order 9 (4096 free pages, 511 taken off, against 3700) and
+/// set its `ZONE_BELOW_HIGH`, so CPU 1's next refill there does not raise `high`
+/// (`nr_pcp_alloc`). Fails on the old code (`high` grows by a batch).
+#[test]
+fn the_zones_before_the_kernels_are_passed_over() {
+    let geo = geometry(
+        &[
+            (0, ZoneType::Normal, 0, 0x4000),
+            (1, ZoneType::Dma32, 0x4000, 0x4000),
+            (1, ZoneType::Normal, 0x10000, 0x10000),
+        ],
+        2,
+    );
+    let lists = Zonelists::build(&geo, &snapshot(&[&[10, 20], &[20, 10]])).unwrap();
+    let mut zs = zones(&geo);
+    let s = geo.zones[2];
+    let mut cfg = ZoneConfig::default().with_cpus(geo.cpus);
+    cfg.watermarks = zonealloc::WatermarkConfig::fixed(3000, 3400, 3700);
+    zs[2] = Zone::new(s.zone_type, Pfn(s.start), Pfn(s.end()), cfg).unwrap();
+    zs[2].add_free_range(Pfn(s.start), Pfn(s.end())).unwrap();
+    for _ in 0..60 {
+        zs[2]
+            .alloc_with(Order::new(10).unwrap(), movable(1))
+            .unwrap();
+    }
+    assert_eq!(zs[2].free_pages(), 4096);
+    let high = zs[2].pcp_info(CpuId(1)).high;
+    let thp = "GFP_TRANSHUGE_LIGHT|__GFP_THISNODE";
+    let got = lists.alloc(&zs, Some(1), 1, thp, Order::new(9).unwrap(), movable(1));
+    assert_eq!(geo.zone_of(got.unwrap().0), Some(1));
+    zs[2].alloc_with(Order::ZERO, movable(1)).unwrap();
+    let info = zs[2].pcp_info(CpuId(1));
+    assert!(info.count > 0, "CPU 1's list was refilled");
+    assert_eq!(info.high, high.clamp(info.high_min, info.high_max));
+}
+
 #[test]
 fn a_distance_table_the_kernel_would_refuse_is_an_error() {
     let geo = geometry(
