@@ -36,6 +36,10 @@
 
 use super::high::High;
 use super::Walk;
+use crate::trace::parse::{Event, EventKind};
+
+/// Lines of a CPU's worker further apart than this (HZ/4, whatever HZ) are two runs.
+const RUN_GAP_NS: u64 = 250_000_000;
 
 /// What the walk saw of one CPU's `high` at the start, up to its first refill or drain.
 #[derive(Clone, Copy, Debug, Default)]
@@ -51,6 +55,14 @@ pub(super) struct StartHigh {
     runs_before: u32,
     /// The CPU's last event was a drain of that run.
     in_decay: bool,
+    /// `vmstat_update` lines the trace showed on the CPU up to that run's
+    /// (`capture-kmem --workqueue`; 0 without them): the runs themselves, counted.
+    work_lines: u32,
+    /// When the run's last drained line came, ns after the walk's first event.
+    last_ns: u64,
+    /// The first drain was a free's, not the worker's: `delta` after that free, and the
+    /// worker's runs before it.
+    free_drain: Option<(i64, u32)>,
     /// zoneinfo's `high`, at its read, held in `high_min..=high_max`.
     printed: i64,
 }
@@ -71,6 +83,41 @@ impl StartHigh {
         }
     }
 
+    /// A `vmstat_update` line on the CPU: its worker's next run begins. Where the first run
+    /// that drained was going on, it is over: the next run's drains are its own
+    /// (`decay_pcp_high` takes another eighth off `high` then). 7.2-4g-wq p_thp, Normal
+    /// CPU 3: the runs at 105.951052, 107.517088, 108.573863 and 109.598871 drained 78,
+    /// 237, 207 and 171 pages with no other event on the CPU between them; read as one run
+    /// of 693 pages, it took `high` down to `high_min` at the first and set the start at
+    /// 1466, where the first alone names 2169 (1976 pages, 1898 left).
+    pub(super) fn work_line(&mut self) {
+        self.other();
+        if !self.closed && self.decay.is_none() {
+            self.work_lines += 1;
+        }
+    }
+
+    /// A free that left `delta` drained (order 0 or above `PAGE_ALLOC_COSTLY_ORDER`, so not
+    /// `free_high`; `ZONE_RECLAIM_ACTIVE` clear), `since_start` ns into the walk, before
+    /// anything else moved `high`: `free_frozen_page_commit` drains only when `count >=
+    /// high` (`nr_pcp_high` returns the clamped `high`), so `high` was at most the count
+    /// then. 7.2-4g-wq p_prodcons, Normal CPU 3: `awk-311`'s free at 13.333103 drained 66
+    /// pages at 1778, one page above the count its free before drained nothing at; zoneinfo
+    /// printed 2900 at 53.944654. Started at 2900, the replay drained nothing until 16.586
+    /// where the kernel drained 66, 154, 189 and 47 pages (to its worker's 13.400647,
+    /// 14.397858 and 15.429456 runs): `high` was 1778, which those runs take to `high_min`.
+    pub(super) fn free_drain(&mut self, delta: i64, since_start: u64) {
+        if self.closed || self.decay.is_some() {
+            return;
+        }
+        let runs = match self.work_lines {
+            0 => runs_before(since_start),
+            n => n,
+        };
+        self.free_drain = Some((delta, runs));
+        self.close();
+    }
+
     /// A refill, or a drain that is not the worker's first run.
     pub(super) fn close(&mut self) {
         self.in_decay = false;
@@ -84,12 +131,21 @@ impl StartHigh {
         if self.closed {
             return;
         }
+        // Lines more than HZ/4 apart are two runs, as the replay reads them
+        // (`Replayer::traced_drain`): a run drains in far less.
+        let gap = since_start.saturating_sub(self.last_ns) > RUN_GAP_NS;
+        self.last_ns = since_start;
         match &mut self.decay {
-            Some((_, drained)) if self.in_decay => *drained += pages,
+            Some((_, drained)) if self.in_decay && !gap => *drained += pages,
             Some(_) => self.close(),
             None => {
                 self.decay = Some((delta, pages));
-                self.runs_before = runs_before(since_start);
+                // The trace's own lines count the runs before this one (its line is the
+                // last counted); without them, one a second.
+                self.runs_before = match self.work_lines {
+                    0 => runs_before(since_start),
+                    n => n - 1,
+                };
                 self.in_decay = true;
             }
         }
@@ -125,7 +181,17 @@ impl StartHigh {
                     printed.max(least).min(most.max(lo))
                 }
             }
-            None => printed.max(least),
+            None => {
+                let high = printed.max(least);
+                match self.free_drain {
+                    // decayed(high, runs) <= the count at that free.
+                    Some((delta, runs)) => {
+                        let most = first_above(lo, max, |x| decayed(x, runs, lo) > c0 + delta);
+                        high.min((most - 1).max(lo))
+                    }
+                    None => high,
+                }
+            }
         };
         high.clamp(lo, max)
     }
@@ -179,6 +245,20 @@ impl Walk {
         for c in self.per.iter_mut().flatten() {
             c.start_high.printed = c.high.hi;
             c.high.hi = c.high.max.max(c.high.lo);
+        }
+    }
+
+    /// A workqueue line (`capture-kmem --workqueue`): `vmstat_update` begins a run of the
+    /// CPU's worker on each of its zones ([`StartHigh::work_line`]).
+    pub(super) fn work_line(&mut self, ev: &Event<'_>) {
+        if !matches!(ev.kind, EventKind::VmstatUpdate) {
+            return;
+        }
+        let cpu = ev.cpu.unwrap_or(0) % self.cpus;
+        for z in 0..self.zones {
+            if let Some(c) = self.at(z, cpu) {
+                c.start_high.work_line();
+            }
         }
     }
 
@@ -261,6 +341,67 @@ mod tests {
         assert_eq!(s.infer(1846, &high(1283, 7615), 5), 1466);
         assert_eq!(less(1466), 1283);
         assert!(less(1467) > 1283);
+    }
+
+    #[test]
+    fn a_vmstat_update_line_ends_the_first_draining_run() {
+        // 7.2-4g-wq p_thp, Normal CPU 3 (c0 1998): four runs a second apart drained 78,
+        // 237, 207 and 171 pages with no other event on the CPU. The first alone names
+        // `high`: 1976 pages, 1898 left, so 2169 before it.
+        let mut s = printed(1283);
+        s.work_line();
+        for (line, pages) in [(673, 78), (2240, 237), (3297, 207), (4322, 171)] {
+            if line > 673 {
+                s.work_line();
+            }
+            s.worker_drain(-22, pages, line * 1_000_000);
+        }
+        let h = s.infer(1998, &high(1283, 7615), 5);
+        assert_eq!((h, less(h)), (2169, 1898));
+    }
+
+    #[test]
+    fn drains_more_than_a_quarter_second_apart_are_two_runs() {
+        // Without the trace's lines: the gap alone ends the first run.
+        let mut s = printed(1283);
+        s.worker_drain(-22, 78, 673_000_000);
+        s.worker_drain(-100, 237, 2_240_000_000);
+        assert_eq!(s.infer(1998, &high(1283, 7615), 5), 2169);
+    }
+
+    #[test]
+    fn the_traced_lines_count_the_quiet_runs_before_the_first_that_drains() {
+        // Two `vmstat_update` lines drained nothing, 0.5 s into the file: two runs took an
+        // eighth each, not the none one a second would say.
+        let mut s = printed(1283);
+        s.work_line();
+        s.work_line();
+        s.work_line();
+        s.worker_drain(0, 100, 500_000_000);
+        let h = s.infer(2000, &high(1283, 7615), 5);
+        assert_eq!(decayed(h, 3, 1283), 1900, "{h}");
+    }
+
+    #[test]
+    fn a_free_that_drains_holds_high_at_or_below_the_count() {
+        // 7.2-4g-wq p_prodcons, Normal CPU 3 (c0 1726): the free that left 1777 drained
+        // nothing, the next (1778) drained; zoneinfo printed 2900 later.
+        let mut s = printed(2900);
+        s.no_drain(51);
+        s.free_drain(52, 768_000_000);
+        assert_eq!(s.infer(1726, &high(1283, 7615), 5), 1778);
+        // A second later the worker's run before it took an eighth off: the start was the
+        // largest `high` an eighth less of which is at most the count.
+        let mut s = printed(2900);
+        s.work_line();
+        s.free_drain(52, 1_768_000_000);
+        let h = s.infer(1726, &high(1283, 7615), 5);
+        assert!(less(h) <= 1778 && less(h + 1) > 1778, "{h}");
+        // After a refill, nothing.
+        let mut s = printed(2900);
+        s.close();
+        s.free_drain(52, 0);
+        assert_eq!(s.infer(1726, &high(1283, 7615), 5), 2900);
     }
 
     #[test]
