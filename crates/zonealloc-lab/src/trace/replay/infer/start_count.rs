@@ -462,7 +462,7 @@ impl Walk {
     pub fn feed(&mut self, ev: &Event<'_>) {
         self.events += 1;
         if ev.kind.is_work() {
-            return;
+            return self.work_line(ev);
         }
         self.now = ev.ts_ns;
         if self.first_ns.is_none() {

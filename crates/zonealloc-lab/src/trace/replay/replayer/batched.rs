@@ -34,6 +34,31 @@ impl Replayer {
         Ok(())
     }
 
+    /// Before a vmstat worker's run on `cpu` at `at_ns` (the trace's `vmstat_update` line or
+    /// the model's timer): the frees deferred there that the trace shows before the run are
+    /// committed first, as any other event on the CPU commits them. A single free commits in
+    /// the same call that printed its `mm_page_free` (`__free_frozen_pages` ->
+    /// `free_frozen_page_commit`), before the kworker gets the CPU, so `decay_pcp_high`
+    /// counts its page. 7.2-4g-wq p_prodcons: `dash-337`'s free of 0x10b864 at 54.127725
+    /// (line 38145) and `<idle>-0`'s RCU frees from 54.173836 were still held at CPU 3's
+    /// run at 54.931110; committed after it, above the `high` the run had just lowered, the
+    /// first drained 63 pages that the kernel's run had drained with the rest.
+    pub(super) fn commit_before_run(&mut self, cpu: u32, at_ns: u64) -> io::Result<()> {
+        let Some(list) = self.deferred.get(cpu as usize) else {
+            return Ok(());
+        };
+        let n = list
+            .iter()
+            .take_while(|d| d.ts_ns.is_none_or(|t| t <= at_ns))
+            .count();
+        if n == list.len() {
+            return self.flush_deferred(cpu);
+        }
+        // A run between frees the replay has fed (a late worker's): only those before it.
+        let before: Vec<Deferred> = self.deferred[cpu as usize].drain(..n).collect();
+        self.commit_frees(cpu, &before)
+    }
+
     /// A traced `mm_page_free` of `pfn` on `cpu` (`free_pages_prepare`), held back until its
     /// commit; an earlier free of the frame still deferred is committed first.
     #[inline(always)]

@@ -99,6 +99,9 @@ impl Replayer {
         match ev.kind {
             EventKind::VmstatUpdate => {
                 let run = vm.traced_run(cpu, ts);
+                if self.commit_at_batched {
+                    self.commit_before_run(cpu, ts)?;
+                }
                 self.run_worker(run)
             }
             _ => {

@@ -123,6 +123,18 @@ impl Walk {
             if decay {
                 c.start_high.worker_drain(c.delta, pages, since_start);
             } else {
+                // The first line of a run a free triggered (not `free_high`, not under
+                // kswapd's pass): the count after that free was at least `high`.
+                let by_free = c.free.as_ref().filter(|f| {
+                    owner == cpu
+                        && explained
+                        && !(1..=3).contains(&f.order)
+                        && f.open_hi.is_none()
+                        && !f.high_fell
+                });
+                if let Some(delta) = by_free.map(|f| f.delta) {
+                    c.start_high.free_drain(delta, since_start);
+                }
                 c.start_high.close();
             }
             if owner == cpu && explained {

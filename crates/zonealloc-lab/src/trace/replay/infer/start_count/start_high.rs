@@ -36,21 +36,41 @@
 
 use super::high::High;
 use super::Walk;
+use crate::trace::parse::{Event, EventKind};
+
+/// Lines of a CPU's worker further apart than this (HZ/4, whatever HZ) are two runs.
+const RUN_GAP_NS: u64 = 250_000_000;
 
 /// What the walk saw of one CPU's `high` at the start, up to its first refill or drain.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(super) struct StartHigh {
     /// The CPU refilled, or drained other than by its worker's first run, or that run ended:
     /// nothing more is noted.
     closed: bool,
     /// The largest `delta` a free that drained nothing left.
     top: Option<i64>,
+    /// The same after each traced run: (runs before, largest `delta`), where the trace's
+    /// lines count the runs (each took an eighth off `high` before those frees).
+    tops: Vec<(u32, i64)>,
     /// The worker's first run that drains: `delta` before it, and the pages it drained so far.
     decay: Option<(i64, i64)>,
     /// The worker's runs between the walk's start and that one, which drained nothing.
     runs_before: u32,
     /// The CPU's last event was a drain of that run.
     in_decay: bool,
+    /// `vmstat_update` lines the trace showed on the CPU up to that run's
+    /// (`capture-kmem --workqueue`; 0 without them): the runs themselves, counted.
+    work_lines: u32,
+    /// When the run's last drained line came, ns after the walk's first event.
+    last_ns: u64,
+    /// The run the last `vmstat_update` line began, before the first that drains: its
+    /// number and the count's `delta` then, until a drain shows it was no quiet one.
+    pending: Option<(u32, i64)>,
+    /// The traced runs that drained nothing: each left the count at or below its `high`.
+    quiet: Vec<(u32, i64)>,
+    /// The first drain was a free's, not the worker's: `delta` after that free, and the
+    /// worker's runs before it.
+    free_drain: Option<(i64, u32)>,
     /// zoneinfo's `high`, at its read, held in `high_min..=high_max`.
     printed: i64,
 }
@@ -60,19 +80,73 @@ impl StartHigh {
     pub(super) fn no_drain(&mut self, delta: i64) {
         if !self.closed {
             self.top = Some(self.top.map_or(delta, |t| t.max(delta)));
+            match self.tops.last_mut() {
+                Some((k, t)) if *k == self.work_lines => *t = (*t).max(delta),
+                _ if self.work_lines > 0 => self.tops.push((self.work_lines, delta)),
+                _ => {}
+            }
         }
     }
 
     /// Any event on the CPU but a drain of its worker's first run.
     pub(super) fn other(&mut self) {
+        if let Some(run) = self.pending.take() {
+            self.quiet.push(run);
+        }
         if self.in_decay {
             self.in_decay = false;
             self.closed = true;
         }
     }
 
+    /// A `vmstat_update` line on the CPU: its worker's next run begins. Where the first run
+    /// that drained was going on, it is over: the next run's drains are its own
+    /// (`decay_pcp_high` takes another eighth off `high` then). 7.2-4g-wq p_thp, Normal
+    /// CPU 3: the runs at 105.951052, 107.517088, 108.573863 and 109.598871 drained 78,
+    /// 237, 207 and 171 pages with no other event on the CPU between them; read as one run
+    /// of 693 pages, it took `high` down to `high_min` at the first and set the start at
+    /// 1466, where the first alone names 2169 (1976 pages, 1898 left).
+    ///
+    /// A run whose line no drain of its own follows drained nothing: `decay_pcp_high` left
+    /// the count at or below the `high` it set (`to_drain = count - high`), so
+    /// `decayed(high, runs) >= count` then. 7.2-4g-wq p_prodcons, Normal CPU 2: nine runs
+    /// from 13.402123 drained nothing before the one at 25.229822 drained 70 pages to
+    /// `high_min`; set up at zoneinfo's 1346 under a count of 1600, the replay's first run
+    /// drained 317 pages.
+    pub(super) fn work_line(&mut self, delta: i64) {
+        self.other();
+        if !self.closed && self.decay.is_none() {
+            self.work_lines += 1;
+            self.pending = Some((self.work_lines, delta));
+        }
+    }
+
+    /// A free that left `delta` drained (order 0 or above `PAGE_ALLOC_COSTLY_ORDER`, so not
+    /// `free_high`; `ZONE_RECLAIM_ACTIVE` clear), `since_start` ns into the walk, before
+    /// anything else moved `high`: `free_frozen_page_commit` drains only when `count >=
+    /// high` (`nr_pcp_high` returns the clamped `high`), so `high` was at most the count
+    /// then. 7.2-4g-wq p_prodcons, Normal CPU 3: `awk-311`'s free at 13.333103 drained 66
+    /// pages at 1778, one page above the count its free before drained nothing at; zoneinfo
+    /// printed 2900 at 53.944654. Started at 2900, the replay drained nothing until 16.586
+    /// where the kernel drained 66, 154, 189 and 47 pages (to its worker's 13.400647,
+    /// 14.397858 and 15.429456 runs): `high` was 1778, which those runs take to `high_min`.
+    pub(super) fn free_drain(&mut self, delta: i64, since_start: u64) {
+        if self.closed || self.decay.is_some() {
+            return;
+        }
+        let runs = match self.work_lines {
+            0 => runs_before(since_start),
+            n => n,
+        };
+        self.free_drain = Some((delta, runs));
+        self.close();
+    }
+
     /// A refill, or a drain that is not the worker's first run.
     pub(super) fn close(&mut self) {
+        if let Some(run) = self.pending.take() {
+            self.quiet.push(run);
+        }
         self.in_decay = false;
         self.closed = true;
     }
@@ -84,12 +158,22 @@ impl StartHigh {
         if self.closed {
             return;
         }
+        self.pending = None;
+        // Lines more than HZ/4 apart are two runs, as the replay reads them
+        // (`Replayer::traced_drain`): a run drains in far less.
+        let gap = since_start.saturating_sub(self.last_ns) > RUN_GAP_NS;
+        self.last_ns = since_start;
         match &mut self.decay {
-            Some((_, drained)) if self.in_decay => *drained += pages,
+            Some((_, drained)) if self.in_decay && !gap => *drained += pages,
             Some(_) => self.close(),
             None => {
                 self.decay = Some((delta, pages));
-                self.runs_before = runs_before(since_start);
+                // The trace's own lines count the runs before this one (its line is the
+                // last counted); without them, one a second.
+                self.runs_before = match self.work_lines {
+                    0 => runs_before(since_start),
+                    n => n - 1,
+                };
                 self.in_decay = true;
             }
         }
@@ -101,6 +185,14 @@ impl StartHigh {
         let (lo, max) = (h.lo, h.max.max(h.lo));
         let printed = self.printed;
         let least = self.top.map_or(lo, |t| c0 + t + 1);
+        // After traced runs: decayed(high, runs) > the count those frees left.
+        let least = self.tops.iter().fold(least, |l, &(runs, delta)| {
+            l.max(first_above(lo, max, |x| decayed(x, runs, lo) > c0 + delta))
+        });
+        // Each quiet traced run: decayed(high, runs) >= the count then.
+        let least = self.quiet.iter().fold(least, |l, &(runs, delta)| {
+            l.max(first_above(lo, max, |x| decayed(x, runs, lo) >= c0 + delta))
+        });
         // The runs before the draining one and that one: high -> decayed(high, runs).
         let runs = self.runs_before + 1;
         let high = match self.decay {
@@ -125,7 +217,17 @@ impl StartHigh {
                     printed.max(least).min(most.max(lo))
                 }
             }
-            None => printed.max(least),
+            None => {
+                let high = printed.max(least);
+                match self.free_drain {
+                    // decayed(high, runs) <= the count at that free.
+                    Some((delta, runs)) => {
+                        let most = first_above(lo, max, |x| decayed(x, runs, lo) > c0 + delta);
+                        high.min((most - 1).max(lo))
+                    }
+                    None => high,
+                }
+            }
         };
         high.clamp(lo, max)
     }
@@ -179,6 +281,20 @@ impl Walk {
         for c in self.per.iter_mut().flatten() {
             c.start_high.printed = c.high.hi;
             c.high.hi = c.high.max.max(c.high.lo);
+        }
+    }
+
+    /// A workqueue line (`capture-kmem --workqueue`): `vmstat_update` begins a run of the
+    /// CPU's worker on each of its zones ([`StartHigh::work_line`]).
+    pub(super) fn work_line(&mut self, ev: &Event<'_>) {
+        if !matches!(ev.kind, EventKind::VmstatUpdate) {
+            return;
+        }
+        let cpu = ev.cpu.unwrap_or(0) % self.cpus;
+        for z in 0..self.zones {
+            if let Some(c) = self.at(z, cpu) {
+                c.start_high.work_line(c.delta);
+            }
         }
     }
 
@@ -261,6 +377,99 @@ mod tests {
         assert_eq!(s.infer(1846, &high(1283, 7615), 5), 1466);
         assert_eq!(less(1466), 1283);
         assert!(less(1467) > 1283);
+    }
+
+    #[test]
+    fn a_vmstat_update_line_ends_the_first_draining_run() {
+        // 7.2-4g-wq p_thp, Normal CPU 3 (c0 1998): four runs a second apart drained 78,
+        // 237, 207 and 171 pages with no other event on the CPU. The first alone names
+        // `high`: 1976 pages, 1898 left, so 2169 before it.
+        let mut s = printed(1283);
+        s.work_line(-22);
+        for (line, pages) in [(673, 78), (2240, 237), (3297, 207), (4322, 171)] {
+            if line > 673 {
+                s.work_line(-22);
+            }
+            s.worker_drain(-22, pages, line * 1_000_000);
+        }
+        let h = s.infer(1998, &high(1283, 7615), 5);
+        assert_eq!((h, less(h)), (2169, 1898));
+    }
+
+    #[test]
+    fn drains_more_than_a_quarter_second_apart_are_two_runs() {
+        // Without the trace's lines: the gap alone ends the first run.
+        let mut s = printed(1283);
+        s.worker_drain(-22, 78, 673_000_000);
+        s.worker_drain(-100, 237, 2_240_000_000);
+        assert_eq!(s.infer(1998, &high(1283, 7615), 5), 2169);
+    }
+
+    #[test]
+    fn the_traced_lines_count_the_quiet_runs_before_the_first_that_drains() {
+        // Two `vmstat_update` lines drained nothing, 0.5 s into the file: two runs took an
+        // eighth each, not the none one a second would say.
+        let mut s = printed(1283);
+        s.work_line(0);
+        s.work_line(0);
+        s.work_line(0);
+        s.worker_drain(0, 100, 500_000_000);
+        let h = s.infer(2000, &high(1283, 7615), 5);
+        assert_eq!(decayed(h, 3, 1283), 1900, "{h}");
+    }
+
+    #[test]
+    fn the_quiet_traced_runs_hold_high_above_the_count_at_each() {
+        // 7.2-4g-wq p_prodcons, Normal CPU 2 (c0 1600, zoneinfo 1346): eight runs drained
+        // nothing while the count fell 30 pages a run; the ninth drained 70 to high_min.
+        let mut s = printed(1346);
+        for k in 1..=8 {
+            s.work_line(-30 * k);
+        }
+        s.work_line(-247);
+        s.worker_drain(-247, 70, 12_665_000_000);
+        s.other();
+        let h = s.infer(1600, &high(1283, 7615), 5);
+        let holds = |x| (1..=8).all(|k| decayed(x, k as u32, 1283) >= 1600 - 30 * k);
+        assert!(holds(h) && !holds(h - 1), "{h}");
+        assert_eq!(decayed(h, 9, 1283), 1283);
+    }
+
+    #[test]
+    fn frees_after_traced_runs_hold_the_decayed_high_above_the_count() {
+        // 6.12-4g-wq p_prodcons, Normal CPU 3 (c0 1063): seven runs drained nothing; then
+        // frees up to 2291 pages drained nothing and the next, at 2292, drained. `high` was
+        // 2292 after the seven runs, so about 5840 at the start, not 2292.
+        let mut s = printed(2044);
+        for _ in 0..7 {
+            s.work_line(-34);
+        }
+        s.no_drain(1228);
+        s.free_drain(1229, 7_000_000_000);
+        let h = s.infer(1063, &high(1281, 7615), 5);
+        assert_eq!(decayed(h, 7, 1281), 2292, "{h}");
+    }
+
+    #[test]
+    fn a_free_that_drains_holds_high_at_or_below_the_count() {
+        // 7.2-4g-wq p_prodcons, Normal CPU 3 (c0 1726): the free that left 1777 drained
+        // nothing, the next (1778) drained; zoneinfo printed 2900 later.
+        let mut s = printed(2900);
+        s.no_drain(51);
+        s.free_drain(52, 768_000_000);
+        assert_eq!(s.infer(1726, &high(1283, 7615), 5), 1778);
+        // A second later the worker's run before it took an eighth off: the start was the
+        // largest `high` an eighth less of which is at most the count.
+        let mut s = printed(2900);
+        s.work_line(0);
+        s.free_drain(52, 1_768_000_000);
+        let h = s.infer(1726, &high(1283, 7615), 5);
+        assert!(less(h) <= 1778 && less(h + 1) > 1778, "{h}");
+        // After a refill, nothing.
+        let mut s = printed(2900);
+        s.close();
+        s.free_drain(52, 0);
+        assert_eq!(s.infer(1726, &high(1283, 7615), 5), 2900);
     }
 
     #[test]

@@ -103,3 +103,41 @@ fn a_traced_run_of_a_worker_the_model_stopped_is_counted_and_done() {
     assert_eq!((t.runs, t.shepherd, t.unexpected), (3, 1, 1));
     assert_eq!(r.vmstat.as_ref().unwrap().runs, 3);
 }
+
+#[test]
+fn a_traced_run_counts_the_free_its_cpu_printed_before_it() {
+    // 7.2-4g-wq p_prodcons: `dash-337`'s single free of 0x10b864 (line 38145) was committed
+    // in its own call, before CPU 3's kworker ran; the replay held it until the CPU's next
+    // other event, after the run, and it then drained 63 pages over the `high` the run had
+    // lowered. The page is on the list when the traced run decays, and the run drains it.
+    let mut r = filled(true);
+    r.commit_at_batched = true;
+    let alloc = EventKind::Alloc {
+        pfn: 5000,
+        order: 0,
+        migratetype: 1,
+        gfp_flags: "GFP_HIGHUSER_MOVABLE",
+    };
+    r.feed(&at(1, 100_000_000, alloc, Who::UNKNOWN), Inferred::None)
+        .unwrap();
+    let free = EventKind::Free {
+        pfn: 5000,
+        order: 0,
+    };
+    r.feed(&at(1, 200_000_000, free, Who::UNKNOWN), Inferred::None)
+        .unwrap();
+    // `high` just above the count, so that the run drains.
+    let count = r.zones[0].pcp_info(CpuId(1)).count;
+    let tuning = zonealloc::PcpTuning {
+        high: Some(count + 10),
+        ..Default::default()
+    };
+    assert!(r.zones[0].set_pcp_tuning(CpuId(1), tuning));
+    let before = r.zones[0].decay_pcp_high_preview(CpuId(1));
+    assert!(before.drained > 0, "{before:?}");
+    work(&mut r, 1, 300_000_000, EventKind::VmstatUpdate);
+    assert!(r.deferred[1].is_empty());
+    assert_eq!(r.counts.decay_drained_pages, before.drained as u64 + 1);
+    let after = r.zones[0].pcp_info(CpuId(1));
+    assert_eq!(after.count, after.high);
+}
