@@ -319,6 +319,8 @@ fn check(p: &Phase) -> Vec<String> {
 /// the kernel's (its first drain 88 pages, the kernel's 64), its THP drains at 555.705 come
 /// out 1280 pages short, and `kmem-phases-1209`'s frees at 555.867 drain 2966 pages where
 /// the kernel's drain 1288: Movable order-0 free blocks 82 -> 148 (the kernel's 82).
+/// 7.2-4g-wq p_prodcons 12.2 -> 5.6% once a CPU's held frees commit before its traced
+/// worker run and the walk reads 7.2's start `high` off the workers' lines.
 const END_LIMITS: &[(&str, f64)] = &[
     ("6.1-2g/p_idle", 5.0),
     ("6.1-2g/p_pressure", 5.0),
@@ -364,7 +366,7 @@ const END_LIMITS: &[(&str, f64)] = &[
     ("7.2-4g-loads/p_fork", 8.7),
     ("7.2-4g-wq/p_idle", 5.0),
     ("7.2-4g-wq/p_pressure", 28.9),
-    ("7.2-4g-wq/p_prodcons", 12.3),
+    ("7.2-4g-wq/p_prodcons", 7.6),
     ("7.2-4g-wq/p_thp", 5.0),
     ("7.2-8g/p_idle", 5.0),
     ("7.2-8g/p_pressure", 5.0),
