@@ -66,6 +66,9 @@ pub struct ReplayOptions {
     /// A busy CPU's expired vmstat worker runs at its expiry, not when its CPU's task lets it
     /// ([`super::vmstat::Vmstat::set_late_runs`]).
     pub no_late_workers: bool,
+    /// The vmstat workers' timers fire at their bucket on the timer wheel, not at their
+    /// expiry ([`super::vmstat::Vmstat::set_timer_wheel`]).
+    pub timer_wheel: bool,
     /// The trace time of a jiffies-second boundary for the vmstat workers' timers
     /// ([`super::vmstat::Vmstat::set_phase`]; default: from the trace's first worker run).
     pub jiffies_phase_ns: Option<u64>,
@@ -110,6 +113,7 @@ impl Default for ReplayOptions {
             hz: None,
             decay_waits_for_event: false,
             no_late_workers: false,
+            timer_wheel: false,
             jiffies_phase_ns: None,
             proc: None,
             proc_after: None,

@@ -91,6 +91,8 @@ pub struct Replayer {
     decay_waits_for_event: bool,
     /// A busy CPU's expired worker waits for its CPU ([`Replayer::set_late_workers`]).
     late_workers: bool,
+    /// Their timers fire at their bucket on the timer wheel ([`Replayer::set_timer_wheel`]).
+    timer_wheel: bool,
     /// Their phase, if given ([`Replayer::set_vmstat`]).
     jiffies_phase_ns: Option<u64>,
     /// Their first runs ahead ([`Replayer::set_runs_ahead`]).
@@ -190,6 +192,7 @@ impl Replayer {
             stat_cpu: None,
             decay_waits_for_event: false,
             late_workers: true,
+            timer_wheel: false,
             jiffies_phase_ns: None,
             runs_ahead: vmstat::RunsAhead::default(),
             runs: Vec::new(),

@@ -30,6 +30,7 @@ pub(super) fn config(run: &ReplayRun, file: &Path, opts: &ReplayOptions) -> serd
         "pcp": !opts.no_pcp,
         "decay_workers": run.replayers.first().is_some_and(|r| r.decay),
         "late_workers": !opts.no_late_workers,
+        "timer_wheel": opts.timer_wheel,
         "inferences": run.infer,
         "migratetype_numbering": run.geo.numbering,
         "migratetype_numbering_given": opts.numbering.is_some(),

@@ -65,17 +65,15 @@ impl Vmstat {
         if self.given || self.started {
             return;
         }
-        let tick = self.tick_ns();
-        let phase =
-            |cpu: u32, t: u64| (t.saturating_sub(tick) + 3 * u64::from(cpu) * tick) % 1_000_000_000;
         let Some((cpu, t)) = ahead.runs().min_by_key(|&(_, t)| t) else {
             return;
         };
-        self.phase_ns = Some(phase(cpu, t));
+        self.phase_ns = Some(self.reading(cpu, t));
         self.aligned = true;
         for (cpu, t) in ahead.runs() {
+            let phase = self.reading(cpu, t);
             if let Some(w) = self.work.get_mut(cpu as usize) {
-                w.phase_ns = Some(phase(cpu, t));
+                w.phase_ns = Some(phase);
                 w.ahead_ns = Some(t);
                 w.before = false;
             }
@@ -94,9 +92,11 @@ impl Vmstat {
                 ..
             } = self.work[c];
             let j = jiffy_at(own.or(self.phase_ns), self.hz, t);
+            let expires = next_boundary(j, c as u32, self.hz);
             self.work[c] = Work {
                 pending: true,
-                expires: next_boundary(j, c as u32, self.hz),
+                expires,
+                fires: self.fire_of(expires, expires - i64::from(self.hz)),
                 phase_ns: own,
                 ahead_ns,
                 before,
@@ -106,24 +106,26 @@ impl Vmstat {
     }
 }
 
-/// Whether worker `w`'s run expiring at `expiry_ns` waits, at an event at `t`, for its run
-/// ahead, the trace's: the one of the same second, at or after the expiry, not passed yet.
+/// Whether worker `w`'s run firing at `fire_ns` (its timer expired at `expiry_ns`) waits, at
+/// an event at `t`, for its run ahead, the trace's: the one of the same second (less than a
+/// second after the expiry: on the timer wheel the next second's bucket can come less than a
+/// second after this one's, [`super::wheel`]), at or after the firing, not passed yet.
 /// The kernel's worker runs when its CPU next takes it, which can be later than the timer
 /// (6.12-8g p_thp: CPU 3's expiry came a tick before 654.927, its task was flagged for
 /// resched then, and the worker ran 4 ms later, after 1000 more pages of free-path drains;
 /// run at the expiry, ours found `count` 2857 under `high` and drained none of the
 /// kernel's 533). Past it (the run was not replayed as a mark), it runs.
-pub(super) fn waits_for_mark(w: &Work, expiry_ns: u64, t: u64) -> bool {
+pub(super) fn waits_for_mark(w: &Work, (fire_ns, expiry_ns): (u64, u64), t: u64) -> bool {
     w.ahead_ns
-        .is_some_and(|at| at >= expiry_ns && at - expiry_ns < 1_000_000_000 && t <= at)
+        .is_some_and(|at| at >= fire_ns && at.saturating_sub(expiry_ns) < 1_000_000_000 && t <= at)
 }
 
-/// When worker `w`'s run expiring at `expiry_ns` is due: at the expiry, or just after its
-/// run ahead where it waits for it ([`waits_for_mark`]).
-pub(super) fn due_ns(w: &Work, expiry_ns: u64) -> u64 {
+/// When worker `w`'s run firing at `fire_ns` (expired at `expiry_ns`) is due: then, or just
+/// after its run ahead where it waits for it ([`waits_for_mark`]).
+pub(super) fn due_ns(w: &Work, (fire_ns, expiry_ns): (u64, u64)) -> u64 {
     match w.ahead_ns {
-        Some(at) if waits_for_mark(w, expiry_ns, expiry_ns) => at.saturating_add(1),
-        _ => expiry_ns,
+        Some(at) if waits_for_mark(w, (fire_ns, expiry_ns), fire_ns) => at.saturating_add(1),
+        _ => fire_ns,
     }
 }
 

@@ -19,6 +19,16 @@ pub(super) fn step(v: &mut Vmstat, cpu: u32, t: u64, todo: bool) -> Vec<Run> {
     runs
 }
 
+/// CPU `cpu`'s runs of `v` while it is busy (an event every ms) for `ms` ms from `from`.
+pub(super) fn busy(v: &mut Vmstat, cpu: u32, from: u64, ms: u64) -> Vec<u64> {
+    let mut at = Vec::new();
+    for k in 0..ms {
+        let runs = step(v, cpu, from + k * 1_000_000, true);
+        at.extend(runs.iter().filter(|r| r.cpu == cpu).map(|r| r.at_ns));
+    }
+    at
+}
+
 /// `cpus` workers whose CPU `cpu` had an event at 10 s and its worker's run in the trace at
 /// `t`, done.
 fn with_mark(cpus: u32, cpu: u32, t: u64) -> Vmstat {
