@@ -445,6 +445,12 @@ impl Vmstat {
     /// do and stopped; the refill at 658.906523 raised `high` from 1281 to 1407, and
     /// `kworker/1:1` drained 29 pages at 659.014856 (count 1310 down to `high_min`). Taken
     /// as the run already done, ours kept `high` at 1407 and parted from the kernel there.
+    ///
+    /// The CPU's phase is the earliest reading its runs give, not the first: a run that
+    /// reads the CPU's second less than a quarter second earlier moves it there before the
+    /// question whether it ran this second is asked; a run of a second ours ran already
+    /// that reads it later, or one after its timer expired on an idle or busy CPU, leaves it
+    /// (`Vmstat::came_late`).
     pub fn mark(&mut self, cpu: u32, t: u64) -> Option<Run> {
         self.marks += 1;
         if !self.started {
@@ -464,9 +470,13 @@ impl Vmstat {
         // Ran this second and stopped: the shepherd's run (`vmstat_shepherd`), off the
         // CPU's rhythm.
         let requeued = ran && !self.work[c].pending;
-        if !self.given && !requeued {
+        let earlier = self.reads_earlier(c, cpu, t);
+        if !self.given && !requeued && !self.came_late(c, t, ran, earlier) {
             self.align_cpu(c, cpu, t);
         }
+        // Read earlier than the CPU's phase: asked again on the phase the run showed
+        // ([`Vmstat::align_cpu`]).
+        let ran = ran && (requeued || !earlier || self.ran_this_second(c, cpu, t));
         if ran && !requeued {
             self.marks_ran_already += 1;
             return None;

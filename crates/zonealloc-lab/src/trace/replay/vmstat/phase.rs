@@ -52,12 +52,61 @@ impl Vmstat {
         self.refresh_due();
     }
 
+    /// Whether CPU `cpu`'s worker run at `t` (slot `c`) reads a phase less than a quarter
+    /// second earlier than the CPU's own: its timer came earlier in the second than the
+    /// CPU's phase says (a worker never runs before its timer), and the phase moves back
+    /// onto it ([`Vmstat::align_cpu`]) before [`Vmstat::mark`] asks whether the CPU's
+    /// worker ran this second already. 6.12-4g-loads p_fork: `kworker/0` drains at
+    /// 50.835198 s, late (the fork parent held the CPU), then at 51.829215, earlier in its
+    /// second; read from the first, the second fell 2 ms before CPU 0's second and was taken
+    /// as the run done already (`--jiffies-phase 51.825215` matched the kernel).
+    pub(super) fn reads_earlier(&self, c: usize, cpu: u32, t: u64) -> bool {
+        let w = &self.work[c];
+        match (w.phase_ns, w.before) {
+            (Some(own), false) => {
+                const S: u64 = SECOND_NS as u64;
+                let phase = self.reading(cpu, t);
+                let d = (own % S + S - phase % S) % S;
+                d > 0 && d < S / 4
+            }
+            _ => false,
+        }
+    }
+
     /// Whether CPU `cpu`'s worker (slot `c`) ran in the second (of its own phase) that
     /// trace time `t` lies in.
     pub(super) fn ran_this_second(&self, c: usize, cpu: u32, t: u64) -> bool {
         let j = jiffy_at(self.work[c].phase_ns.or(self.phase_ns), self.hz, t);
         let boundary = j - (j + 3 * i64::from(cpu)).rem_euclid(i64::from(self.hz));
         self.work[c].ran.is_some_and(|r| r >= boundary)
+    }
+
+    /// Whether a worker's run in the trace at `t` on CPU slot `c` came after its timer's
+    /// bucket on the CPU's own phase, where the kernel could not run it on time: its CPU
+    /// was idle then (deferrable: it ran when the CPU woke; `ran`: the replay ran it there
+    /// already, as if the CPU woke) or busy (late, waiting for the scheduler). Such a run
+    /// reads a later phase than the CPU's, and the phase stays (a CPU's own phase only); so
+    /// does one of a second ours ran already that does not read earlier ([`reads_earlier`]:
+    /// the kernel's run of that second, later than ours). 6.12-4g-loads p_file: every CPU
+    /// idle from 146.746377 s until `kworker/3:1` drains 264 pages at 147.517265, off CPU
+    /// 3's second (x.79: its runs at 131.79, 132.79 and 133.79).
+    ///
+    /// [`reads_earlier`]: Vmstat::reads_earlier
+    pub(super) fn came_late(&self, c: usize, t: u64, ran: bool, earlier: bool) -> bool {
+        let w = &self.work[c];
+        if w.before || w.phase_ns.is_none() {
+            return false;
+        }
+        if ran && !earlier {
+            return true;
+        }
+        let idle_since = |x: u64| w.last_ns.is_none_or(|l| l + self.tick_ns() < x);
+        let fires = ns_of_at(w.phase_ns, self.hz, w.fires);
+        let expired = w.pending && fires <= t && (w.late || idle_since(fires));
+        let ran_idle = ran
+            && w.ran
+                .is_some_and(|r| idle_since(ns_of_at(w.phase_ns, self.hz, r)));
+        expired || ran_idle
     }
 
     /// The phase from a worker's run of CPU `cpu` at `t`: its boundary (`jiffies + 3 * cpu
@@ -115,3 +164,6 @@ pub(super) fn late_on(own: u64, phase: u64) -> bool {
     const S: u64 = SECOND_NS as u64;
     (phase % S + S - own % S) % S < S / 4
 }
+
+#[cfg(test)]
+mod tests;
