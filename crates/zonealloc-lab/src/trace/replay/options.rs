@@ -69,6 +69,9 @@ pub struct ReplayOptions {
     /// The vmstat workers' and shepherd's runs the trace shows are ignored (by default each
     /// is the run: [`super::vmstat::Vmstat::set_traced`]).
     pub no_traced_workers: bool,
+    /// The vmstat workers' timers fire at their bucket on the timer wheel, not at their
+    /// expiry ([`super::vmstat::Vmstat::set_timer_wheel`]).
+    pub timer_wheel: bool,
     /// The trace time of a jiffies-second boundary for the vmstat workers' timers
     /// ([`super::vmstat::Vmstat::set_phase`]; default: from the trace's first worker run).
     pub jiffies_phase_ns: Option<u64>,
@@ -114,6 +117,7 @@ impl Default for ReplayOptions {
             decay_waits_for_event: false,
             no_late_workers: false,
             no_traced_workers: false,
+            timer_wheel: false,
             jiffies_phase_ns: None,
             proc: None,
             proc_after: None,

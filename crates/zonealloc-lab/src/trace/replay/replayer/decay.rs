@@ -36,6 +36,13 @@ impl Replayer {
         }
     }
 
+    /// Whether the workers' timers fire at their bucket on the timer wheel, 1 to 8 jiffies
+    /// after their expiry ([`Vmstat::set_timer_wheel`]; off by default, `--timer-wheel`
+    /// turns it on). Before the first event.
+    pub fn set_timer_wheel(&mut self, on: bool) {
+        self.timer_wheel = on;
+    }
+
     /// The vmstat workers' first runs in the trace ahead, which place their timers from
     /// the first event on ([`Vmstat::align_ahead`]; a given phase wins).
     pub fn set_runs_ahead(&mut self, ahead: RunsAhead) {
@@ -63,6 +70,7 @@ impl Replayer {
         let mut v = Vmstat::new(self.geo.cpus, self.hz);
         v.set_defer_to_event(self.decay_waits_for_event);
         v.set_late_runs(self.late_workers);
+        v.set_timer_wheel(self.timer_wheel);
         if let Some(p) = self.jiffies_phase_ns {
             v.set_phase(p);
         }

@@ -12,6 +12,11 @@ use crate::trace::variant::Variant;
 /// Two CPUs, one zone of 64 Ki frames, mainline rules, the workers on or off (`decay`);
 /// CPU 1's lists filled by 1024 allocations and frees at 1 µs and 2 µs.
 fn filled(decay: bool) -> Replayer {
+    filled_on_wheel(decay, false)
+}
+
+/// [`filled`], with the workers' timers on the timer wheel or not.
+fn filled_on_wheel(decay: bool, wheel: bool) -> Replayer {
     let sniff = sniff::Sniff::default();
     let g = Geometry::from_flags(
         None,
@@ -24,6 +29,7 @@ fn filled(decay: bool) -> Replayer {
     .unwrap();
     let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &g, None).unwrap();
     r.decay = decay;
+    r.set_timer_wheel(wheel);
     for pfn in 0..1024 {
         let alloc = EventKind::Alloc {
             pfn,
@@ -347,6 +353,20 @@ fn without_late_workers_a_busy_cpus_decay_runs_at_its_expiry() {
     r.set_late_workers(false);
     let high = r.zones[0].pcp_info(CpuId(1)).high;
     busy(&mut r, 900, 1000);
+    assert!(r.zones[0].pcp_info(CpuId(1)).high < high);
+}
+
+#[test]
+fn on_the_timer_wheel_a_busy_cpus_decay_runs_at_its_bucket() {
+    // As above, with `--timer-wheel` too: CPU 1's timer expires at jiffy 247 (0.988 s) and
+    // fires at its bucket, jiffy 248 (0.992 s; the phase, 1 µs, is taken for a multiple of
+    // 8 jiffies).
+    let mut r = filled_on_wheel(true, true);
+    r.set_late_workers(false);
+    let high = r.zones[0].pcp_info(CpuId(1)).high;
+    busy(&mut r, 900, 992);
+    assert_eq!(r.zones[0].pcp_info(CpuId(1)).high, high);
+    busy(&mut r, 992, 993);
     assert!(r.zones[0].pcp_info(CpuId(1)).high < high);
 }
 
