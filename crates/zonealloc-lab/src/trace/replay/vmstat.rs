@@ -475,6 +475,7 @@ impl Vmstat {
         let ran = ran && (requeued || !earlier || self.ran_this_second(c, cpu, t));
         if ran && !requeued {
             self.marks_ran_already += 1;
+            self.requeue_from_mark(c, cpu, t);
             return None;
         }
         self.work[c].waiting = false;

@@ -2,7 +2,7 @@
 //! the timers onto the seconds (and, with the timer wheel, the buckets) that the runs show.
 
 use super::clock::late_on;
-use super::{jiffy_at, next_boundary, ns_of_at, wheel, Vmstat, SECOND_NS};
+use super::{jiffy_at, next_boundary, ns_of_at, round_rel, wheel, Vmstat, SECOND_NS};
 
 impl Vmstat {
     /// CPU `cpu`'s own phase from its worker's run at `t` (slot `c`), as [`Vmstat::align`]
@@ -108,6 +108,31 @@ impl Vmstat {
             && w.ran
                 .is_some_and(|r| idle_since(ns_of_at(w.phase_ns, self.hz, r)));
         expired || ran_idle
+    }
+
+    /// The trace's run at `t` of CPU `cpu`'s worker (slot `c`) whose run this second ours
+    /// did already, earlier: the kernel's `vmstat_update` re-queued itself from its own run
+    /// (`queue_delayed_work_on(.., round_jiffies_relative(sysctl_stat_interval))`,
+    /// `mm/vmstat.c`), not from ours, so a pending timer moves to where that puts it, if
+    /// later. A run a quarter second or more past its CPU's second (deferred on an idle
+    /// CPU, or late behind a task) rounds up past the next second, and the kernel skips
+    /// it. 6.12-4g p_thp: `kworker/0` drains at 334.989, 336.080 and 338.354 s (CPU 0's
+    /// second near x.82): from 336.080 the timer expires at 337.82, and ran on time, ours
+    /// did one decay more than the kernel from 336.82 on. The run's jiffy is counted from
+    /// the latest the CPU's boundary can lie (a run reads it to within a tick), so only a
+    /// second the kernel surely skipped is: 6.12-4g p_idle, CPU 0 (second near x.797):
+    /// `kworker/0` drains at 484.046 s, 62.1 jiffies past, and again at 485.806.
+    pub(super) fn requeue_from_mark(&mut self, c: usize, cpu: u32, t: u64) {
+        if !self.work[c].pending || self.work[c].late {
+            return;
+        }
+        let at = t.saturating_sub(self.tick_ns());
+        let j = jiffy_at(self.work[c].phase_ns.or(self.phase_ns), self.hz, at);
+        let e = round_rel(j, cpu, self.hz);
+        if e > self.work[c].expires {
+            self.arm(c, e, j);
+            self.refresh_due();
+        }
     }
 
     /// The phase from a worker's run of CPU `cpu` at `t`: its boundary (`jiffies + 3 * cpu

@@ -1,5 +1,5 @@
 //! A CPU's phase from its worker's runs in the trace: a late first run followed by an
-//! on-time one, a woken CPU's run.
+//! on-time one, a woken CPU's run, a run ours did already.
 
 use super::super::tests::{busy, step, HZ, S};
 use super::*;
@@ -52,9 +52,55 @@ fn a_woken_cpus_run_keeps_its_cpus_second() {
         }
         assert!(v.mark(3, wake).is_none());
         v.event(3, wake);
-        // The next run keeps to x.79 (plus the bucket's jiffies), not x.51.
+        // The next run keeps to x.79 (plus the bucket's jiffies), not x.51; the trace's run
+        // re-queued past 147.79 (`round_jiffies_relative`): the kernel's next is 148.789.
         let next = busy(&mut v, 3, wake + MS, 1500);
-        let off = next[0] - 147 * S;
+        let off = next[0] - 148 * S;
         assert!((780 * MS..820 * MS).contains(&off), "{wheel} {next:?}");
+    }
+}
+
+#[test]
+fn a_run_ours_did_already_requeues_from_the_traces_run() {
+    // 6.12-4g p_thp: CPU 0's worker keeps to x.82 and, its CPU idle, runs when it wakes:
+    // `kworker/0` drains at 334.989 and 336.080 s, then 338.354. The run at 336.080,
+    // a quarter second past its second, re-queues past 336.82 to 337.82.
+    for wheel in [false, true] {
+        let mut v = Vmstat::new(4, HZ);
+        v.set_timer_wheel(wheel);
+        step(&mut v, 0, 330 * S, false);
+        let first = v.mark(0, 330_823_455_000).expect("the first run");
+        v.ran(first, true);
+        // CPU 1 busy, CPU 0 idle: ours runs CPU 0's worker at its expiry each second.
+        let cpu0 = |v: &mut Vmstat, from: u64, to: u64| {
+            let mut at = Vec::new();
+            for t in (from..to).step_by(10_000_000) {
+                let runs = step(v, 1, t, true);
+                at.extend(runs.iter().filter(|r| r.cpu == 0).map(|r| r.at_ns));
+            }
+            at
+        };
+        let before = cpu0(&mut v, 330_830 * MS, 336_070 * MS);
+        assert!(
+            before.last().is_some_and(|&t| t > 335_800 * MS),
+            "{before:?}"
+        );
+        assert!(
+            v.mark(0, 336_079_788_000).is_none(),
+            "ours ran at {before:?}"
+        );
+        let after = cpu0(&mut v, 336_080 * MS, 338_000 * MS);
+        assert_eq!(after.len(), 1, "{wheel} {after:?}");
+        assert!(after[0] > 337_800 * MS, "{wheel} {after:?}");
+        // 6.12-4g p_idle: a run 62.1 jiffies past its second may be 61 past (the phase is
+        // read to within a tick): it rounds down, and CPU 0 runs the next second as ever.
+        let w = v.work[0];
+        let second = ns_of_at(w.phase_ns.or(v.phase_ns), HZ, w.expires);
+        let before = cpu0(&mut v, 338_000 * MS, 339_060 * MS);
+        let late = second + 248 * MS;
+        assert!(v.mark(0, late).is_none(), "ours ran at {before:?}");
+        let after = cpu0(&mut v, late + MS, 340_000 * MS);
+        assert_eq!(after.len(), 1, "{wheel} {after:?}");
+        assert!(after[0] < 339_900 * MS, "{wheel} {after:?}");
     }
 }
