@@ -220,7 +220,8 @@ pub struct TraceReplayArgs {
     pub decay_waits_for_event: bool,
     /// A busy CPU's expired vmstat worker runs at its expiry (by default it waits, queued on
     /// mm_percpu_wq, for the scheduler: until the trace shows its drain, its CPU's task
-    /// pauses, or the last tick before its next second).
+    /// pauses, or the last tick before its next second), and so does an idle CPU's whose
+    /// decay would drain (by default its deferrable timer waits for the CPU's next event).
     #[arg(long)]
     pub no_late_workers: bool,
     /// Ignore the vmstat workers' and shepherd's runs a trace shows

@@ -64,7 +64,8 @@ pub struct ReplayOptions {
     /// ([`super::vmstat::Vmstat::set_defer_to_event`]).
     pub decay_waits_for_event: bool,
     /// A busy CPU's expired vmstat worker runs at its expiry, not when its CPU's task lets it
-    /// ([`super::vmstat::Vmstat::set_late_runs`]).
+    /// ([`super::vmstat::Vmstat::set_late_runs`]), nor an idle CPU's whose decay would drain
+    /// for its CPU to wake ([`super::vmstat::Vmstat::hold_woken`]).
     pub no_late_workers: bool,
     /// The vmstat workers' and shepherd's runs the trace shows are ignored (by default each
     /// is the run: [`super::vmstat::Vmstat::set_traced`]).

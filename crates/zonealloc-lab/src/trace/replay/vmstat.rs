@@ -65,7 +65,8 @@ struct Work {
     dirty: bool,
     /// The trace time of the CPU's last event.
     last_ns: Option<u64>,
-    /// Expired while the CPU was idle: it runs at the CPU's next event.
+    /// Expired while the CPU was idle: it runs at the CPU's next event (with
+    /// [`Vmstat::set_defer_to_event`], or held there by [`Vmstat::hold_woken`]).
     waiting: bool,
     /// The jiffy of its last run.
     ran: Option<i64>,
@@ -324,7 +325,8 @@ impl Vmstat {
                 // Queued for the kworker, which waits for the busy task (still pending:
                 // the shepherd does not queue it again).
                 w.late = true;
-            } else if busy || !defer {
+            } else if busy || !(defer || w.waiting) {
+                // At its expiry, unless it waits for its CPU to wake.
                 runs.push(Run {
                     cpu: i as u32,
                     at_ns: fire_ns.min(t),

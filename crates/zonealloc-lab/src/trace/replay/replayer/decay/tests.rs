@@ -415,4 +415,45 @@ fn a_late_decay_that_would_drain_waits_for_the_workers_drain_in_the_trace() {
     assert_eq!(r.zones[0].pcp_info(CpuId(1)).high, p.high_after);
 }
 
+#[test]
+fn an_idle_cpus_decay_that_would_drain_waits_for_its_cpu_to_wake() {
+    // CPU 1 frees 151 pages CPU 0 allocated, then sleeps from 0.36 s; its worker expires at
+    // 0.988 s while CPU 0 runs. Its decay would drain, and the trace shows no drain of its
+    // kworker: the deferrable timer waits until CPU 1 wakes (1.25 s), and runs there.
+    for late in [true, false] {
+        let mut r = filled(true);
+        r.set_late_workers(late);
+        let high = r.zones[0].pcp_info(CpuId(1)).high;
+        let ev = |r: &mut Replayer, cpu: u32, t: u64, kind: EventKind<'static>| {
+            r.feed(&at(cpu, t, kind, Who::UNKNOWN), Inferred::None)
+                .unwrap();
+        };
+        let alloc = |pfn: u64| EventKind::Alloc {
+            pfn,
+            order: 0,
+            migratetype: 1,
+            gfp_flags: "GFP_HIGHUSER_MOVABLE",
+        };
+        for k in 0..200u64 {
+            ev(&mut r, 0, 3000, alloc(8192 + k));
+        }
+        for ms in 200..351u64 {
+            let free = EventKind::Free {
+                pfn: 8192 + ms - 200,
+                order: 0,
+            };
+            ev(&mut r, 1, ms * 1_000_000, free);
+        }
+        let p = r.zones[0].decay_pcp_high_preview(CpuId(1));
+        assert!(p.drained > 0, "{p:?}");
+        for ms in (400..1200u64).step_by(10) {
+            ev(&mut r, 0, ms * 1_000_000, alloc(20_000 + ms));
+        }
+        let held = r.zones[0].pcp_info(CpuId(1)).high == high;
+        assert_eq!(held, late, "late workers {late}");
+        ev(&mut r, 1, 1_250_000_000, alloc(30_000));
+        assert!(r.zones[0].pcp_info(CpuId(1)).high < high);
+    }
+}
+
 mod traced;
