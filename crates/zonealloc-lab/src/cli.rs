@@ -220,7 +220,8 @@ pub struct TraceReplayArgs {
     pub decay_waits_for_event: bool,
     /// A busy CPU's expired vmstat worker runs at its expiry (by default it waits, queued on
     /// mm_percpu_wq, for the scheduler: until the trace shows its drain, its CPU's task
-    /// pauses, or the last tick before its next second).
+    /// pauses, or the last tick before its next second), and so does an idle CPU's whose
+    /// decay would drain (by default its deferrable timer waits for the CPU's next event).
     #[arg(long)]
     pub no_late_workers: bool,
     /// Ignore the vmstat workers' and shepherd's runs a trace shows
@@ -228,13 +229,20 @@ pub struct TraceReplayArgs {
     /// --workqueue): by default each is the run, and the timers are not modelled.
     #[arg(long)]
     pub no_traced_workers: bool,
+    /// The vmstat workers' timers fire at their bucket on the kernel's timer wheel, not at
+    /// their expiry: a timer of a second fires at the next multiple of 8 jiffies after its
+    /// expiry, 1 to 8 jiffies late (kernel/time/timer.c's calc_index), and a worker's run
+    /// in the trace shows its CPU's second up to 8 jiffies before it.
+    #[arg(long)]
+    pub timer_wheel: bool,
     /// The trace time (seconds, as the trace prints it) of a jiffies-second boundary, for
     /// the vmstat workers' timers: CPU c's worker runs 3 * c jiffies before each such second.
     /// By default it comes from the first worker run the trace shows (a kworker of the CPU
     /// draining at preempt depth 2), else it is assumed at the first event; with --proc, a
     /// CPU whose worker ran before the window keeps to that run's second until then. Another
     /// capture of the same boot can give it: a run of CPU c at t puts it at
-    /// t - 1/HZ + 3 * c / HZ.
+    /// t - 1/HZ + 3 * c / HZ. With --timer-wheel it is taken modulo 4 s at HZ 250, and the
+    /// second of the four it names is one whose jiffies count is a multiple of 8.
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
     pub jiffies_phase: Option<u64>,
     /// The trace's migratetype numbering (inferred from gfp_flags when not given).

@@ -142,6 +142,7 @@ fn replay_options(args: &TraceReplayArgs) -> Result<replay::ReplayOptions, Exit>
         decay_waits_for_event: args.decay_waits_for_event,
         no_late_workers: args.no_late_workers,
         no_traced_workers: args.no_traced_workers,
+        timer_wheel: args.timer_wheel,
         jiffies_phase_ns: args.jiffies_phase,
         infer: last_infer(Infer::All),
         infer_start_count: last_infer(Infer::StartCount),

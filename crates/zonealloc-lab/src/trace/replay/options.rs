@@ -64,11 +64,15 @@ pub struct ReplayOptions {
     /// ([`super::vmstat::Vmstat::set_defer_to_event`]).
     pub decay_waits_for_event: bool,
     /// A busy CPU's expired vmstat worker runs at its expiry, not when its CPU's task lets it
-    /// ([`super::vmstat::Vmstat::set_late_runs`]).
+    /// ([`super::vmstat::Vmstat::set_late_runs`]), nor an idle CPU's whose decay would drain
+    /// for its CPU to wake ([`super::vmstat::Vmstat::hold_woken`]).
     pub no_late_workers: bool,
     /// The vmstat workers' and shepherd's runs the trace shows are ignored (by default each
     /// is the run: [`super::vmstat::Vmstat::set_traced`]).
     pub no_traced_workers: bool,
+    /// The vmstat workers' timers fire at their bucket on the timer wheel, not at their
+    /// expiry ([`super::vmstat::Vmstat::set_timer_wheel`]).
+    pub timer_wheel: bool,
     /// The trace time of a jiffies-second boundary for the vmstat workers' timers
     /// ([`super::vmstat::Vmstat::set_phase`]; default: from the trace's first worker run).
     pub jiffies_phase_ns: Option<u64>,
@@ -114,6 +118,7 @@ impl Default for ReplayOptions {
             decay_waits_for_event: false,
             no_late_workers: false,
             no_traced_workers: false,
+            timer_wheel: false,
             jiffies_phase_ns: None,
             proc: None,
             proc_after: None,

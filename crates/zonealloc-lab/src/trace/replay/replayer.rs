@@ -94,6 +94,8 @@ pub struct Replayer {
     /// The workers' and shepherd's runs the trace shows are the runs
     /// ([`Vmstat::set_traced`]; `--no-traced-workers` clears it).
     pub traced_workers: bool,
+    /// Their timers fire at their bucket on the timer wheel ([`Replayer::set_timer_wheel`]).
+    timer_wheel: bool,
     /// Their phase, if given ([`Replayer::set_vmstat`]).
     jiffies_phase_ns: Option<u64>,
     /// Their first runs ahead ([`Replayer::set_runs_ahead`]).
@@ -194,6 +196,7 @@ impl Replayer {
             decay_waits_for_event: false,
             late_workers: true,
             traced_workers: true,
+            timer_wheel: false,
             jiffies_phase_ns: None,
             runs_ahead: vmstat::RunsAhead::default(),
             runs: Vec::new(),

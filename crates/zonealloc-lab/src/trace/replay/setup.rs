@@ -214,6 +214,7 @@ impl Setup {
             r.set_vmstat(opts.hz, opts.decay_waits_for_event, opts.jiffies_phase_ns);
             r.set_late_workers(!opts.no_late_workers);
             r.traced_workers = !opts.no_traced_workers;
+            r.set_timer_wheel(opts.timer_wheel);
             // The counters' lag, folded by the workers (replayer::stat_drift).
             r.set_vmstat_drift(r.decay && self.preset.0.vmstat_drift());
             r.set_runs_ahead(ahead.clone());

@@ -25,19 +25,25 @@
 //!   moves one (a buddy operation moves `NR_FREE_PAGES`; page cache, anon and slab pages move
 //!   node counters); an event on `c` marks it so.
 //!
+//! - The timers wait in the timer wheel (`calc_index`): a timer of a second fires at the next
+//!   multiple of 8 jiffies after its expiry ([`Vmstat::set_timer_wheel`], `wheel`).
+//!
 //! Time is jiffies from a phase: the trace time of a jiffies-second boundary (`jiffies % HZ
-//! == 0`). The trace does not show jiffies: the phase is assumed (the first event's time)
-//! until a worker's own drain in the trace ([`Vmstat::mark`]) shows a CPU's boundary.
+//! == 0`; on the timer wheel one whose jiffies are a multiple of 8 too). The trace does not
+//! show jiffies: the phase is assumed (the first event's time) until a worker's own drain in
+//! the trace ([`Vmstat::mark`]) shows a CPU's boundary (`phase`).
 
 mod ahead;
 mod clock;
 mod late;
+mod phase;
 mod shepherd;
 mod traced;
+mod wheel;
 
 pub use ahead::RunsAhead;
 pub use clock::round_rel;
-use clock::{jiffy_at, late_on, next_boundary, ns_of_at, phase_of_run};
+use clock::{jiffy_at, next_boundary, ns_of_at};
 pub use traced::TracedRuns;
 
 /// The kernel's `HZ` when not told (Debian amd64's `CONFIG_HZ`).
@@ -50,13 +56,17 @@ const SECOND_NS: i128 = 1_000_000_000;
 struct Work {
     /// Queued (its timer armed).
     pending: bool,
-    /// When pending: the jiffy its timer expires at.
+    /// When pending: the jiffy its timer expires at (`timer->expires`).
     expires: i64,
+    /// When pending: the jiffy its timer fires at, its bucket's on the timer wheel
+    /// ([`Vmstat::set_timer_wheel`]), else `expires`.
+    fires: i64,
     /// `need_update`: an event on the CPU since its last fold.
     dirty: bool,
     /// The trace time of the CPU's last event.
     last_ns: Option<u64>,
-    /// Expired while the CPU was idle: it runs at the CPU's next event.
+    /// Expired while the CPU was idle: it runs at the CPU's next event (with
+    /// [`Vmstat::set_defer_to_event`], or held there by [`Vmstat::hold_woken`]).
     waiting: bool,
     /// The jiffy of its last run.
     ran: Option<i64>,
@@ -106,6 +116,10 @@ pub struct Vmstat {
     work: Vec<Work>,
     /// The shepherd's expiry (jiffy).
     shepherd: i64,
+    /// The jiffy the shepherd's timer fires at (its bucket's, [`Vmstat::set_timer_wheel`]).
+    shepherd_fires: i64,
+    /// Timers fire at their bucket on the timer wheel (`calc_index`), not at their expiry.
+    wheel: bool,
     /// The earliest time a timer expires at (trace time): nothing to do before it.
     next_due_ns: u64,
     /// An idle CPU's expired worker waits for the CPU's next traced event (else it runs at
@@ -137,6 +151,8 @@ impl Vmstat {
             started: false,
             work: vec![Work::default(); cpus.max(1) as usize],
             shepherd: 0,
+            shepherd_fires: 0,
+            wheel: false,
             next_due_ns: 0,
             defer_to_event: false,
             late_runs: false,
@@ -149,10 +165,11 @@ impl Vmstat {
     }
 
     /// Takes the phase as given: `phase_ns`, the trace time of a jiffies-second boundary
-    /// (`jiffies % HZ == 0`; any one: it is taken modulo a second), as a worker's run in
-    /// another capture of the same boot shows it. Before the first event.
+    /// (`jiffies % HZ == 0`; any one: it is taken modulo a second, or on the timer wheel
+    /// modulo its cycle, [`Vmstat::set_timer_wheel`]), as a worker's run in another capture
+    /// of the same boot shows it. Before the first event.
     pub fn set_phase(&mut self, phase_ns: u64) {
-        self.phase_ns = Some(phase_ns % 1_000_000_000);
+        self.phase_ns = Some(phase_ns % self.period_ns());
         self.aligned = true;
         self.given = true;
     }
@@ -171,12 +188,12 @@ impl Vmstat {
         if self.given || self.started {
             return;
         }
-        let tick = self.tick_ns();
         for (c, t) in last.iter().take(self.work.len()).enumerate() {
             // A CPU with a run ahead keeps that run's phase ([`Vmstat::align_ahead`]).
+            let reading = t.map(|t| self.reading(c as u32, t));
             let w = &mut self.work[c];
-            if let (Some(t), None) = (*t, w.ahead_ns) {
-                w.phase_ns = Some(phase_of_run(c as u32, t, tick));
+            if let (Some(p), None) = (reading, w.ahead_ns) {
+                w.phase_ns = Some(p);
                 w.before = true;
             }
         }
@@ -229,7 +246,7 @@ impl Vmstat {
         }
         let j = self.jiffy(t);
         self.start_timers(t);
-        self.shepherd = round_rel(j, 0, self.hz);
+        self.arm_shepherd(round_rel(j, 0, self.hz), j);
         self.refresh_due();
     }
 
@@ -238,7 +255,7 @@ impl Vmstat {
             self.next_due_ns = u64::MAX;
             return;
         }
-        let mut due = self.ns_of(self.shepherd);
+        let mut due = self.ns_of(self.shepherd_fires);
         for w in &self.work {
             if w.pending && !w.waiting {
                 let own = w.phase_ns.or(self.phase_ns);
@@ -248,7 +265,8 @@ impl Vmstat {
                         .filter(|_| !w.held)
                         .map_or(d, |l| d.min(l + self.tick_ns()))
                 } else {
-                    ahead::due_ns(w, ns_of_at(own, self.hz, w.expires))
+                    let fire = ns_of_at(own, self.hz, w.fires);
+                    ahead::due_ns(w, (fire, ns_of_at(own, self.hz, w.expires)))
                 };
                 due = due.min(e);
             }
@@ -291,26 +309,27 @@ impl Vmstat {
         );
         for (i, w) in self.work.iter_mut().enumerate() {
             let own = w.phase_ns.or(phase);
-            if !w.pending || w.expires > jiffy_at(own, hz, t) {
+            if !w.pending || w.fires > jiffy_at(own, hz, t) {
                 continue;
             }
             if w.late {
                 late::deadline(w, i as u32, own, hz, t, runs);
                 continue;
             }
-            let expiry_ns = ns_of_at(own, hz, w.expires);
-            if ahead::waits_for_mark(w, expiry_ns, t) {
+            let fire_ns = ns_of_at(own, hz, w.fires);
+            if ahead::waits_for_mark(w, (fire_ns, ns_of_at(own, hz, w.expires)), t) {
                 continue;
             }
-            let busy = w.last_ns.is_some_and(|l| l + tick >= expiry_ns);
+            let busy = w.last_ns.is_some_and(|l| l + tick >= fire_ns);
             if busy && late_runs {
                 // Queued for the kworker, which waits for the busy task (still pending:
                 // the shepherd does not queue it again).
                 w.late = true;
-            } else if busy || !defer {
+            } else if busy || !(defer || w.waiting) {
+                // At its expiry, unless it waits for its CPU to wake.
                 runs.push(Run {
                     cpu: i as u32,
-                    at_ns: expiry_ns.min(t),
+                    at_ns: fire_ns.min(t),
                     woken: !busy,
                     paused: false,
                 });
@@ -338,12 +357,12 @@ impl Vmstat {
                 paused: false,
             });
         }
-        if self.shepherd <= now {
+        if self.shepherd_fires <= now {
             // `DECLARE_DEFERRABLE_WORK(shepherd, vmstat_shepherd)`: expired with no CPU
             // awake (no event within a tick before), it runs when a CPU wakes, at this
             // event, and re-arms a second from then (`schedule_delayed_work(&shepherd,
             // round_jiffies_relative(..))`), not at the next jiffy ([`shepherd::at`]).
-            let expiry = ns_of_at(self.phase_ns, self.hz, self.shepherd);
+            let expiry = ns_of_at(self.phase_ns, self.hz, self.shepherd_fires);
             let at = shepherd::at(&self.work, expiry, t, tick);
             for (i, w) in self.work.iter_mut().enumerate() {
                 let queued = runs.iter().any(|r| r.cpu == i as u32);
@@ -357,7 +376,7 @@ impl Vmstat {
                 }
             }
             let j = self.jiffy(at);
-            self.shepherd = round_rel(j, 0, self.hz).max(now + 1);
+            self.arm_shepherd(round_rel(j, 0, self.hz).max(now + 1), j);
         }
         runs.sort_by_key(|r| r.at_ns);
         self.refresh_due();
@@ -376,7 +395,7 @@ impl Vmstat {
         w.ran = Some(j);
         w.pending = changed;
         if changed {
-            w.expires = round_rel(j, run.cpu, self.hz);
+            self.arm(c, round_rel(j, run.cpu, self.hz), j);
         }
         self.runs += 1;
         self.refresh_due();
@@ -424,6 +443,12 @@ impl Vmstat {
     /// do and stopped; the refill at 658.906523 raised `high` from 1281 to 1407, and
     /// `kworker/1:1` drained 29 pages at 659.014856 (count 1310 down to `high_min`). Taken
     /// as the run already done, ours kept `high` at 1407 and parted from the kernel there.
+    ///
+    /// The CPU's phase is the earliest reading its runs give, not the first: a run that
+    /// reads the CPU's second less than a quarter second earlier moves it there before the
+    /// question whether it ran this second is asked; a run of a second ours ran already
+    /// that reads it later, or one after its timer expired on an idle or busy CPU, leaves it
+    /// (`Vmstat::came_late`).
     pub fn mark(&mut self, cpu: u32, t: u64) -> Option<Run> {
         self.marks += 1;
         if !self.started {
@@ -439,17 +464,20 @@ impl Vmstat {
         }
         let c = cpu as usize % self.work.len();
         self.work[c].ahead_ns = None;
-        let j = jiffy_at(self.work[c].phase_ns.or(self.phase_ns), self.hz, t);
-        let boundary = j - (j + 3 * i64::from(cpu)).rem_euclid(i64::from(self.hz));
-        let ran = self.work[c].ran.is_some_and(|r| r >= boundary);
+        let ran = self.ran_this_second(c, cpu, t);
         // Ran this second and stopped: the shepherd's run (`vmstat_shepherd`), off the
         // CPU's rhythm.
         let requeued = ran && !self.work[c].pending;
-        if !self.given && !requeued {
+        let earlier = self.reads_earlier(c, cpu, t);
+        if !self.given && !requeued && !self.came_late(c, t, ran, earlier) {
             self.align_cpu(c, cpu, t);
         }
+        // Read earlier than the CPU's phase: asked again on the phase the run showed
+        // ([`Vmstat::align_cpu`]).
+        let ran = ran && (requeued || !earlier || self.ran_this_second(c, cpu, t));
         if ran && !requeued {
             self.marks_ran_already += 1;
+            self.requeue_from_mark(c, cpu, t);
             return None;
         }
         self.work[c].waiting = false;
@@ -462,88 +490,6 @@ impl Vmstat {
             woken: false,
             paused: false,
         })
-    }
-
-    /// CPU `cpu`'s own phase from its worker's run at `t` (slot `c`), as [`Vmstat::align`]
-    /// places it: each CPU's timer keeps to the seconds its own runs show. Under QEMU the
-    /// workers' seconds drift against the trace clock and apart (6.12-4g p_idle: CPU 0's
-    /// worker drains at 626.825, 627.817, 628.813, 629.801 and 630.825 s, CPU 1's at
-    /// 565.042 s), so the first run seen, on whichever CPU, placed CPU 0's decay 0.77 s
-    /// early. A pending timer moves to the CPU's next boundary on it (the run re-queues
-    /// there, `round_jiffies_relative`); the jiffy of its last run moves with it.
-    ///
-    /// But a run less than a quarter second after the boundary of the CPU's own phase (from
-    /// its earlier runs) is a late run on that rhythm, not a new one: the kworker waited for
-    /// the CPU, and `round_jiffies_relative` from the late run rounds back down onto the
-    /// same boundary ([`round_rel`]), so the phase stays. 7.2-8g p_thp: `od` holds CPU 2
-    /// while it reads `/proc/kpageflags`, its worker drains at 785.780 and 786.774 s (the
-    /// boundary near x.76); moved to the first, the phase put the second in the same
-    /// second, taken as the run the replay had done already, and the decay it skipped left
-    /// `alloc_factor` at 2 (189-page refills every second to the end, the kernel's 63).
-    fn align_cpu(&mut self, c: usize, cpu: u32, t: u64) {
-        let phase = phase_of_run(cpu, t, self.tick_ns());
-        let (hz, old) = (self.hz, self.work[c].phase_ns.or(self.phase_ns));
-        let w = &mut self.work[c];
-        if let (Some(own), false) = (w.phase_ns, w.before) {
-            if late_on(own, phase) {
-                return;
-            }
-        }
-        w.phase_ns = Some(phase);
-        w.before = false;
-        let j = jiffy_at(w.phase_ns, hz, t);
-        if w.pending {
-            w.expires = next_boundary(j, cpu, hz);
-        }
-        if let Some(r) = w.ran {
-            w.ran = Some(jiffy_at(w.phase_ns, hz, ns_of_at(old, hz, r)));
-        }
-        self.refresh_due();
-    }
-
-    /// The phase from a worker's run of CPU `cpu` at `t`: its boundary (`jiffies + 3 * cpu
-    /// ≡ 0 mod HZ`) in the tick before `t`; pending timers move to the same place in their
-    /// CPU's second on it.
-    fn align(&mut self, cpu: u32, t: u64) {
-        let (old_phase, hz) = (self.phase_ns, self.hz);
-        let shepherd_ns = self.ns_of(self.shepherd);
-        self.phase_ns = Some(phase_of_run(cpu, t, self.tick_ns()));
-        self.aligned = true;
-        let now = self.jiffy(t);
-        self.onto_shared(old_phase, now, true);
-        // The shepherd's expiry is a jiffy of the old phase: kept where it was in time (left
-        // as it was, the shepherd of 7.2-2g p_thp, 1500 jiffies in, fell 545 s back onto the
-        // new phase and queued every idle CPU's worker at once, stamped 6.79 s).
-        let j = jiffy_at(self.phase_ns, hz, shepherd_ns);
-        self.shepherd = next_boundary(j - 1, 0, hz).max(now + 1);
-        self.refresh_due();
-    }
-
-    /// Moves timers onto the shared phase at jiffy `now` on it: those of the CPUs on the own
-    /// phase of a run before the window ([`Vmstat::set_runs_before`]), which gives way at
-    /// the window's first mark, and with `all` those on the shared phase `old_phase` before
-    /// ([`Vmstat::align`]); a CPU on the phase of its run ahead or its mark keeps its timer.
-    /// A pending timer moves to its CPU's first boundary at or after its old time; the
-    /// jiffy of the last run is kept in time.
-    fn onto_shared(&mut self, old_phase: Option<u64>, now: i64, all: bool) {
-        let (new, hz) = (self.phase_ns, self.hz);
-        for (c, w) in self.work.iter_mut().enumerate() {
-            let old = if w.before {
-                w.before = false;
-                w.phase_ns.take()
-            } else if all && w.phase_ns.is_none() {
-                old_phase
-            } else {
-                continue;
-            };
-            if let Some(r) = w.ran {
-                w.ran = Some(jiffy_at(new, hz, ns_of_at(old, hz, r)));
-            }
-            if w.pending {
-                let j = jiffy_at(new, hz, ns_of_at(old, hz, w.expires));
-                w.expires = next_boundary(j - 1, c as u32, hz).max(now + 1);
-            }
-        }
     }
 }
 

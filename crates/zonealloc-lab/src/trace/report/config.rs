@@ -14,7 +14,7 @@ use crate::trace::replay::{ReplayOptions, ReplayRun};
 pub(super) fn config(run: &ReplayRun, file: &Path, opts: &ReplayOptions) -> serde_json::Value {
     let p = &run.parser;
     let k = &run.kernel;
-    json!({
+    let mut c = json!({
         "file": file.display().to_string(),
         "kernel": if run.preset.1 || opts.proc.is_some() {
             run.preset.0.name()
@@ -83,5 +83,8 @@ pub(super) fn config(run: &ReplayRun, file: &Path, opts: &ReplayOptions) -> serd
             "drains_per_cpu": per_cpu(&r.ours, |t| t.drains),
             "frag_samples": r.frag,
         })).collect::<Vec<_>>(),
-    })
+    });
+    // Beside `late_workers` (one more key in the `json!` above passes its recursion limit).
+    c["timer_wheel"] = json!(opts.timer_wheel);
+    c
 }

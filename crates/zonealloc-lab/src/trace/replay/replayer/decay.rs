@@ -27,13 +27,21 @@ impl Replayer {
     }
 
     /// Whether a busy CPU's expired worker waits for its CPU, as the kernel's kworker waits
-    /// for the scheduler ([`Vmstat::set_late_runs`]; on by default, `--no-late-workers`
-    /// turns it off: each runs at its expiry).
+    /// for the scheduler ([`Vmstat::set_late_runs`]), and an idle CPU's whose decay would
+    /// drain waits for the CPU to wake ([`Vmstat::hold_woken`]); on by default,
+    /// `--no-late-workers` turns both off: each runs at its expiry.
     pub fn set_late_workers(&mut self, on: bool) {
         self.late_workers = on;
         if let Some(vm) = self.vmstat.as_mut() {
             vm.set_late_runs(on);
         }
+    }
+
+    /// Whether the workers' timers fire at their bucket on the timer wheel, 1 to 8 jiffies
+    /// after their expiry ([`Vmstat::set_timer_wheel`]; off by default, `--timer-wheel`
+    /// turns it on). Before the first event.
+    pub fn set_timer_wheel(&mut self, on: bool) {
+        self.timer_wheel = on;
     }
 
     /// The vmstat workers' first runs in the trace ahead, which place their timers from
@@ -63,6 +71,7 @@ impl Replayer {
         let mut v = Vmstat::new(self.geo.cpus, self.hz);
         v.set_defer_to_event(self.decay_waits_for_event);
         v.set_late_runs(self.late_workers);
+        v.set_timer_wheel(self.timer_wheel);
         if let Some(p) = self.jiffies_phase_ns {
             v.set_phase(p);
         }
@@ -154,6 +163,16 @@ impl Replayer {
         let mut runs = std::mem::take(&mut self.runs);
         vm.due(cpu, ts, &mut runs);
         for &run in &runs {
+            // An idle CPU's expired worker whose decay would drain: the kernel's, run then,
+            // would show its kworker's drain. Its timer is deferrable (`vmstat_work`,
+            // `INIT_DEFERRABLE_WORK`, mm/vmstat.c): it waits for the CPU to wake, at the
+            // CPU's next event here (the worker's own drain, `Vmstat::mark`, or another).
+            if self.late_workers && run.woken && run.at_ns < ts && self.decay_would_drain(run.cpu) {
+                if let Some(vm) = self.vmstat.as_mut() {
+                    vm.hold_woken(run);
+                }
+                continue;
+            }
             if run.paused && self.decay_would_drain(run.cpu) {
                 if let Some(vm) = self.vmstat.as_mut() {
                     vm.still_late(run);

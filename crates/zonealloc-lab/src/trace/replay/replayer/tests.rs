@@ -291,7 +291,8 @@ fn a_decay_drain_is_booked_and_emitted_on_the_cpu_it_drains() {
     r.decay = true;
     let at = |cpu, ts_ns, kind| at(cpu, Some(ts_ns), kind);
     let alloc = |pfn| alloc0(pfn, 1, "GFP_HIGHUSER_MOVABLE");
-    // CPU 1 fills its list, then only CPU 0 runs, for 20 s of trace time.
+    // CPU 1 fills its list, then only CPU 0 runs, for 20 s of trace time, and CPU 1 wakes
+    // (its deferrable worker, whose decay drains, waits for it: `Vmstat::hold_woken`).
     for pfn in 0..1024 {
         r.feed(&at(1, 1000, alloc(pfn)), Inferred::None).unwrap();
     }
@@ -305,6 +306,8 @@ fn a_decay_drain_is_booked_and_emitted_on_the_cpu_it_drains() {
         r.feed(&at(0, ts, alloc(0x8000 + s)), Inferred::None)
             .unwrap();
     }
+    r.feed(&at(1, 20_500_000_000, alloc(0x9000)), Inferred::None)
+        .unwrap();
     r.finish().unwrap();
     let decayed = r.ours.get(0, 1).drains - before;
     assert!(decayed > 0, "the decay drains CPU 1's list");

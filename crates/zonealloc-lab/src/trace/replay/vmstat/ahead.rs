@@ -13,41 +13,86 @@
 //! `count` and `high` at the kernel's 6608; CPU 2, with no run in the trace, on the same
 //! seconds: drains 23.1% / 4.7% off → 0 / 0.
 
+use std::collections::VecDeque;
+
 use super::{jiffy_at, next_boundary, Vmstat, Work};
 use crate::trace::parse::{Event, EventKind};
+use crate::trace::replay::infer::worker_runs::{earliest_in_second, RUNS_KEPT};
 
-/// Each CPU's first worker run in the events ahead: the time of its worker's first drain
-/// (a `kworker/N:M` of the line's CPU at preempt depth 2, [`crate::trace::parse::Who::is_worker_drain`]).
+/// Each CPU's worker runs in the events ahead: the time of its worker's first drain (a
+/// `kworker/N:M` of the line's CPU at preempt depth 2,
+/// [`crate::trace::parse::Who::is_worker_drain`]), and of each run's first drain (a run ends
+/// at any other event on its CPU, as the replay reads them), for the one earliest in its
+/// second.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RunsAhead {
     first: Vec<Option<u64>>,
     /// The trace shows the workers' runs themselves (`workqueue_execute_start`).
     traced: bool,
+    /// Per CPU: the first lines of its worker's runs, oldest first (at most [`RUNS_KEPT`]).
+    runs: Vec<VecDeque<u64>>,
+    /// Per CPU: its last event was a drain of its worker's run.
+    in_run: Vec<bool>,
 }
 
 impl RunsAhead {
     /// None yet for `cpus` CPUs (trace CPU `c` is `c % cpus`).
     pub fn new(cpus: u32) -> RunsAhead {
+        let n = cpus.max(1) as usize;
         RunsAhead {
-            first: vec![None; cpus.max(1) as usize],
+            first: vec![None; n],
             traced: false,
+            runs: vec![VecDeque::new(); n],
+            in_run: vec![false; n],
         }
     }
 
-    /// Reads one event ahead: a worker's drain with a time is its CPU's run, if the first.
+    /// Reads one event ahead: a worker's drain with a time is its CPU's run, if the first,
+    /// and a run's first line unless the CPU's last event was a drain of its worker too.
+    #[inline]
     pub fn feed(&mut self, ev: &Event<'_>) {
         self.traced |= ev.kind.is_work();
-        let (EventKind::PcpuDrain { .. }, Some(cpu), Some(t)) = (&ev.kind, ev.cpu, ev.ts_ns) else {
+        let Some(cpu) = ev.cpu else {
             return;
         };
-        if !ev.who.is_worker_drain() {
-            return;
+        let n = self.in_run.len();
+        let c = if (cpu as usize) < n {
+            cpu as usize
+        } else {
+            cpu as usize % n.max(1)
+        };
+        match (&ev.kind, ev.ts_ns) {
+            (EventKind::PcpuDrain { .. }, Some(t)) if ev.who.is_worker_drain() => {
+                self.drained(c, t);
+            }
+            _ => {
+                if let Some(r) = self.in_run.get_mut(c) {
+                    *r = false;
+                }
+            }
         }
-        let n = self.first.len();
-        let slot = &mut self.first[cpu as usize % n];
-        if slot.is_none() {
-            *slot = Some(t);
+    }
+
+    /// CPU slot `c`'s worker drained at `t` (out of line: few events are).
+    #[inline(never)]
+    fn drained(&mut self, c: usize, t: u64) {
+        if self.first[c].is_none() {
+            self.first[c] = Some(t);
         }
+        if !self.in_run[c] {
+            if self.runs[c].len() == RUNS_KEPT {
+                self.runs[c].pop_front();
+            }
+            self.runs[c].push_back(t);
+        }
+        self.in_run[c] = true;
+    }
+
+    /// CPU slot `c`'s run ahead earliest in its second ([`earliest_in_second`]): a worker
+    /// never runs before its timer, so it shows the CPU's second, where its first run may
+    /// have come late.
+    fn earliest(&self, c: usize) -> Option<u64> {
+        self.runs.get(c).and_then(earliest_in_second)
     }
 
     /// Whether the events ahead show the workers' or the shepherd's runs themselves
@@ -66,26 +111,26 @@ impl RunsAhead {
 }
 
 impl Vmstat {
-    /// Before the first event: the shared phase from the earliest run ahead (as the first
-    /// mark would set it), each CPU with a run ahead on its own phase from
-    /// it (as its mark would) and its run of that second waiting for
-    /// the mark. The marks still move a CPU's phase to its runs as the replay reaches them.
-    /// Nothing if the phase was given ([`Vmstat::set_phase`]).
+    /// Before the first event: the shared phase from the CPU whose run ahead comes first,
+    /// each CPU with a run ahead on its own phase, both read from the CPU's run ahead
+    /// earliest in its second (a first run can be late: 6.12-4g-loads p_fork, CPU 0's
+    /// worker drains at 50.835198 s behind the fork parent, then at 51.829215), and its
+    /// first run waiting for the mark. The marks still move a CPU's phase to its runs as
+    /// the replay reaches them. Nothing if the phase was given ([`Vmstat::set_phase`]).
     pub fn align_ahead(&mut self, ahead: &RunsAhead) {
         if self.given || self.started {
             return;
         }
-        let tick = self.tick_ns();
-        let phase =
-            |cpu: u32, t: u64| (t.saturating_sub(tick) + 3 * u64::from(cpu) * tick) % 1_000_000_000;
         let Some((cpu, t)) = ahead.runs().min_by_key(|&(_, t)| t) else {
             return;
         };
-        self.phase_ns = Some(phase(cpu, t));
+        let earliest = |cpu: u32, t: u64| ahead.earliest(cpu as usize).unwrap_or(t);
+        self.phase_ns = Some(self.reading(cpu, earliest(cpu, t)));
         self.aligned = true;
         for (cpu, t) in ahead.runs() {
+            let phase = self.reading(cpu, earliest(cpu, t));
             if let Some(w) = self.work.get_mut(cpu as usize) {
-                w.phase_ns = Some(phase(cpu, t));
+                w.phase_ns = Some(phase);
                 w.ahead_ns = Some(t);
                 w.before = false;
             }
@@ -104,9 +149,11 @@ impl Vmstat {
                 ..
             } = self.work[c];
             let j = jiffy_at(own.or(self.phase_ns), self.hz, t);
+            let expires = next_boundary(j, c as u32, self.hz);
             self.work[c] = Work {
                 pending: true,
-                expires: next_boundary(j, c as u32, self.hz),
+                expires,
+                fires: self.fire_of(expires, expires - i64::from(self.hz)),
                 phase_ns: own,
                 ahead_ns,
                 before,
@@ -116,24 +163,26 @@ impl Vmstat {
     }
 }
 
-/// Whether worker `w`'s run expiring at `expiry_ns` waits, at an event at `t`, for its run
-/// ahead, the trace's: the one of the same second, at or after the expiry, not passed yet.
+/// Whether worker `w`'s run firing at `fire_ns` (its timer expired at `expiry_ns`) waits, at
+/// an event at `t`, for its run ahead, the trace's: the one of the same second (less than a
+/// second after the expiry: on the timer wheel the next second's bucket can come less than a
+/// second after this one's, [`super::wheel`]), at or after the firing, not passed yet.
 /// The kernel's worker runs when its CPU next takes it, which can be later than the timer
 /// (6.12-8g p_thp: CPU 3's expiry came a tick before 654.927, its task was flagged for
 /// resched then, and the worker ran 4 ms later, after 1000 more pages of free-path drains;
 /// run at the expiry, ours found `count` 2857 under `high` and drained none of the
 /// kernel's 533). Past it (the run was not replayed as a mark), it runs.
-pub(super) fn waits_for_mark(w: &Work, expiry_ns: u64, t: u64) -> bool {
+pub(super) fn waits_for_mark(w: &Work, (fire_ns, expiry_ns): (u64, u64), t: u64) -> bool {
     w.ahead_ns
-        .is_some_and(|at| at >= expiry_ns && at - expiry_ns < 1_000_000_000 && t <= at)
+        .is_some_and(|at| at >= fire_ns && at.saturating_sub(expiry_ns) < 1_000_000_000 && t <= at)
 }
 
-/// When worker `w`'s run expiring at `expiry_ns` is due: at the expiry, or just after its
-/// run ahead where it waits for it ([`waits_for_mark`]).
-pub(super) fn due_ns(w: &Work, expiry_ns: u64) -> u64 {
+/// When worker `w`'s run firing at `fire_ns` (expired at `expiry_ns`) is due: then, or just
+/// after its run ahead where it waits for it ([`waits_for_mark`]).
+pub(super) fn due_ns(w: &Work, (fire_ns, expiry_ns): (u64, u64)) -> u64 {
     match w.ahead_ns {
-        Some(at) if waits_for_mark(w, expiry_ns, expiry_ns) => at.saturating_add(1),
-        _ => expiry_ns,
+        Some(at) if waits_for_mark(w, (fire_ns, expiry_ns), fire_ns) => at.saturating_add(1),
+        _ => fire_ns,
     }
 }
 

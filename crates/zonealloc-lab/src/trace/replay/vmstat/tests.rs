@@ -19,6 +19,16 @@ pub(super) fn step(v: &mut Vmstat, cpu: u32, t: u64, todo: bool) -> Vec<Run> {
     runs
 }
 
+/// CPU `cpu`'s runs of `v` while it is busy (an event every ms) for `ms` ms from `from`.
+pub(super) fn busy(v: &mut Vmstat, cpu: u32, from: u64, ms: u64) -> Vec<u64> {
+    let mut at = Vec::new();
+    for k in 0..ms {
+        let runs = step(v, cpu, from + k * 1_000_000, true);
+        at.extend(runs.iter().filter(|r| r.cpu == cpu).map(|r| r.at_ns));
+    }
+    at
+}
+
 /// `cpus` workers whose CPU `cpu` had an event at 10 s and its worker's run in the trace at
 /// `t`, done.
 fn with_mark(cpus: u32, cpu: u32, t: u64) -> Vmstat {
@@ -288,9 +298,11 @@ fn a_busy_cpus_late_run_keeps_its_rhythm() {
         vec![12_760_000_000, 13_760_000_000]
     );
     assert_eq!(v.mark(2, 13 * S + 774_000_000), None);
-    // A quarter second late or more is off the rhythm: the phase moves to the run.
+    // CPU 2 shows nothing from 13.77 s: its timer expired at 14.76 while it was idle, and
+    // the run at 15.06 is that one, when it woke (`Vmstat::came_late`): it runs, and the
+    // phase stays on x.760 (it moved to the run before, 0.3 s later).
     assert!(v.mark(2, 15 * S + 60_000_000).is_some());
-    assert_eq!(v.work[2].phase_ns, Some(56_000_000 + 6 * TICK));
+    assert_eq!(v.work[2].phase_ns, Some(784_000_000));
 }
 
 /// Two workers, late runs on or off, the phase given (`Some(0)`) or assumed, CPU 1's first

@@ -12,6 +12,11 @@ use crate::trace::variant::Variant;
 /// Two CPUs, one zone of 64 Ki frames, mainline rules, the workers on or off (`decay`);
 /// CPU 1's lists filled by 1024 allocations and frees at 1 µs and 2 µs.
 fn filled(decay: bool) -> Replayer {
+    filled_on_wheel(decay, false)
+}
+
+/// [`filled`], with the workers' timers on the timer wheel or not.
+fn filled_on_wheel(decay: bool, wheel: bool) -> Replayer {
     let sniff = sniff::Sniff::default();
     let g = Geometry::from_flags(
         None,
@@ -24,6 +29,7 @@ fn filled(decay: bool) -> Replayer {
     .unwrap();
     let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &g, None).unwrap();
     r.decay = decay;
+    r.set_timer_wheel(wheel);
     for pfn in 0..1024 {
         let alloc = EventKind::Alloc {
             pfn,
@@ -351,6 +357,20 @@ fn without_late_workers_a_busy_cpus_decay_runs_at_its_expiry() {
 }
 
 #[test]
+fn on_the_timer_wheel_a_busy_cpus_decay_runs_at_its_bucket() {
+    // As above, with `--timer-wheel` too: CPU 1's timer expires at jiffy 247 (0.988 s) and
+    // fires at its bucket, jiffy 248 (0.992 s; the phase, 1 µs, is taken for a multiple of
+    // 8 jiffies).
+    let mut r = filled_on_wheel(true, true);
+    r.set_late_workers(false);
+    let high = r.zones[0].pcp_info(CpuId(1)).high;
+    busy(&mut r, 900, 992);
+    assert_eq!(r.zones[0].pcp_info(CpuId(1)).high, high);
+    busy(&mut r, 992, 993);
+    assert!(r.zones[0].pcp_info(CpuId(1)).high < high);
+}
+
+#[test]
 fn a_late_decay_that_would_drain_waits_for_the_workers_drain_in_the_trace() {
     // CPU 1 (1425 pages, `high` 1745, 1527 decayed) frees a page each millisecond from 0.9
     // s, pages CPU 0 allocated: at its pause at 1.05 s it holds more than the decayed
@@ -393,6 +413,47 @@ fn a_late_decay_that_would_drain_waits_for_the_workers_drain_in_the_trace() {
     let line = at(1, 1_070_000_000, drain_line(8192), who(Task::CpuWorker));
     r.feed(&line, Inferred::Drain { owner: 1 }).unwrap();
     assert_eq!(r.zones[0].pcp_info(CpuId(1)).high, p.high_after);
+}
+
+#[test]
+fn an_idle_cpus_decay_that_would_drain_waits_for_its_cpu_to_wake() {
+    // CPU 1 frees 151 pages CPU 0 allocated, then sleeps from 0.36 s; its worker expires at
+    // 0.988 s while CPU 0 runs. Its decay would drain, and the trace shows no drain of its
+    // kworker: the deferrable timer waits until CPU 1 wakes (1.25 s), and runs there.
+    for late in [true, false] {
+        let mut r = filled(true);
+        r.set_late_workers(late);
+        let high = r.zones[0].pcp_info(CpuId(1)).high;
+        let ev = |r: &mut Replayer, cpu: u32, t: u64, kind: EventKind<'static>| {
+            r.feed(&at(cpu, t, kind, Who::UNKNOWN), Inferred::None)
+                .unwrap();
+        };
+        let alloc = |pfn: u64| EventKind::Alloc {
+            pfn,
+            order: 0,
+            migratetype: 1,
+            gfp_flags: "GFP_HIGHUSER_MOVABLE",
+        };
+        for k in 0..200u64 {
+            ev(&mut r, 0, 3000, alloc(8192 + k));
+        }
+        for ms in 200..351u64 {
+            let free = EventKind::Free {
+                pfn: 8192 + ms - 200,
+                order: 0,
+            };
+            ev(&mut r, 1, ms * 1_000_000, free);
+        }
+        let p = r.zones[0].decay_pcp_high_preview(CpuId(1));
+        assert!(p.drained > 0, "{p:?}");
+        for ms in (400..1200u64).step_by(10) {
+            ev(&mut r, 0, ms * 1_000_000, alloc(20_000 + ms));
+        }
+        let held = r.zones[0].pcp_info(CpuId(1)).high == high;
+        assert_eq!(held, late, "late workers {late}");
+        ev(&mut r, 1, 1_250_000_000, alloc(30_000));
+        assert!(r.zones[0].pcp_info(CpuId(1)).high < high);
+    }
 }
 
 mod traced;

@@ -246,3 +246,22 @@ fn a_run_ahead_wins_over_a_run_before_and_the_runs_before_give_way_at_the_first_
     assert_eq!(of(&ran, 1), vec![779_184_000_000]);
     assert!(v.work.iter().all(|w| !w.before));
 }
+
+#[test]
+fn a_cpus_phase_ahead_is_read_from_its_run_earliest_in_its_second() {
+    // 6.12-4g-loads p_fork: CPU 0's worker drains at 50.835198 s, late behind the fork
+    // parent, then at 51.829215, earlier in its second: the phase is the second one's (its
+    // CPU's second a tick before it), the first run still the one the timer waits for.
+    let mut ahead = RunsAhead::new(2);
+    ahead.feed(&drain(0, 50_835_198_000, Task::CpuWorker));
+    ahead.feed(&drain(0, 50_835_300_000, Task::CpuWorker));
+    let mut free = drain(0, 51 * S, Task::Other);
+    free.kind = EventKind::Free { pfn: 1, order: 0 };
+    ahead.feed(&free);
+    ahead.feed(&drain(0, 51_829_215_000, Task::CpuWorker));
+    let mut v = Vmstat::new(2, HZ);
+    v.align_ahead(&ahead);
+    assert_eq!(v.work[0].phase_ns, Some(825_215_000));
+    assert_eq!(v.phase_ns, Some(825_215_000));
+    assert_eq!(v.work[0].ahead_ns, Some(50_835_198_000));
+}
