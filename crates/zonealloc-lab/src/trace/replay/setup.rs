@@ -125,7 +125,16 @@ impl Setup {
                 super::roll_forward::rolls(&text, &geo, base.pcp.thp_order, names_page)
             })
             .flatten();
-        demands(&mut head, first.hints, start_counts.as_ref(), rolls, &geo);
+        // `--whole-file` starts where the layout was read: from it as read, rolled back.
+        let as_read = whole_start::wanted(opts, snap) && snap.is_some_and(|s| s.layout.is_some());
+        demands(
+            &mut head,
+            first.hints,
+            start_counts.as_ref(),
+            rolls,
+            &geo,
+            as_read,
+        );
         // The inferences read a kernel's trace, where untraced work leaves its marks; a trace
         // we wrote ourselves is a closed world (its slow-path drains are our own): `infer`.
         let mut setup = Setup {
@@ -416,13 +425,15 @@ fn early_layouts(
 
 /// Files in `head`, per zone, what the set-up of its lists reads besides the first events'
 /// balance: the layout's start `hints`, each CPU's inferred `start_counts` and the layout's
-/// `rolls` to the window's start.
+/// `rolls` to the window's start; `as_read`: the layout stands for the file's start
+/// ([`layout::StartHints::as_read`]).
 fn demands(
     head: &mut pcp_state::Head,
     hints: Option<Vec<layout::StartHints>>,
     start_counts: Option<&start_count::StartCounts>,
     rolls: Option<Vec<layout::Roll>>,
     geo: &Geometry,
+    as_read: bool,
 ) {
     fn zone(head: &mut pcp_state::Head, z: usize) -> &mut pcp_state::ListDemand {
         if head.zones.len() <= z {
@@ -431,7 +442,7 @@ fn demands(
         &mut head.zones[z]
     }
     for (z, h) in hints.into_iter().flatten().enumerate() {
-        zone(head, z).hints = h;
+        zone(head, z).hints = layout::StartHints { as_read, ..h };
     }
     if let Some(sc) = start_counts {
         for (z, span) in geo.zones.iter().enumerate() {

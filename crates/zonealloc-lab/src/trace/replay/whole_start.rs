@@ -11,10 +11,13 @@
 //! ([`crate::trace::ingest::keep_to`]); the start-count walk then runs from the file's start
 //! and rolls each CPU's count back from that read ([`super::infer::start_count::roll`]). From
 //! 6.7 on, where `high` moves, each CPU's `high` at the file's start is the one the trace
-//! before the read bounds, not zoneinfo's (the walk's `start_high`). What it does not roll
-//! back, and the report says: the free pages and the free blocks per order and migratetype
-//! (pagetypeinfo's, read just before zoneinfo; the free blocks' places are the layout's, read
-//! from the file's start on).
+//! before the read bounds, not zoneinfo's (the walk's `start_high`). With a layout, read
+//! first, at the file's start, the free blocks are the layout's as read, rolled back over the
+//! trace's first events (`layout::ZoneLayout::roll_back`), not matched to pagetypeinfo's
+//! later counts (6.12-4g-wq p_pressure: Normal starts 2981 free pages below buddyinfo's, the
+//! buddy's net gain between the two reads). Without one, the free pages and the free blocks
+//! per order and migratetype are pagetypeinfo's, read just before zoneinfo, and the report
+//! says so.
 //!
 //! On by default with `--whole-file` and `--proc`; `--infer whole-start=off` starts from the
 //! snapshot as read (the counts zoneinfo printed at its read, applied at the file's start).
@@ -69,8 +72,9 @@ impl WholeStart {
                 "--whole-file start: each CPU's count at the file's start is zoneinfo's (read by \
                  {reader} at {:.3} s) rolled back over the events before its read ({} lists \
                  differ from zoneinfo's, {} taken as rolled back, the rest bounded by the \
-                 trace; from 6.7 on each CPU's `high` too); the free pages and the free \
-                 blocks per order are the snapshot's as read",
+                 trace; from 6.7 on each CPU's `high` too); the free blocks are the \
+                 layout's, rolled back to the file's start, where the snapshot has one, else \
+                 pagetypeinfo's as read",
                 self.zoneinfo_read_s.unwrap_or(0.0),
                 self.cpus_changed,
                 self.cpus_rolled_back

@@ -21,7 +21,9 @@
 //!   flagless runs where that leaves more than zoneinfo's `managed` (newer kernels read a
 //!   hole as flagless);
 //! - the free blocks are then brought to pagetypeinfo's count of each order and type
-//!   ([`super::reconcile`]: the layout is read seconds before the counts);
+//!   ([`super::reconcile`]: the layout is read seconds before the counts), except with
+//!   `--whole-file`, which starts where the layout was read: there its state is rolled back
+//!   to the file's start instead ([`ZoneLayout::roll_back`]);
 //! - each free block goes on its pageblock's list (which is the rule from 6.10 on; 6.1 may
 //!   leave a block on another type's list after a fallback, which the layout cannot show).
 //!
@@ -87,6 +89,12 @@ impl ZoneLayout {
                 l.rolled = l.apply_roll(roll, &hints.freed);
                 l.free_of_canvas()
             }
+            // `--whole-file`: rolled back to the file's start ([`ZoneLayout::roll_back`]).
+            None if hints.as_read => {
+                let back = l.roll_back(hints);
+                l.rolled = l.apply_roll(&back, &[]);
+                l.free_of_canvas()
+            }
             None => layout.free_blocks(span, max_order),
         };
         // Units: a block above pageblock order joins the pageblocks it spans.
@@ -121,6 +129,11 @@ impl ZoneLayout {
             l.late_over_roll();
         }
         l.free = l.blocks_of(free);
+        // At the file's start, the free blocks are the layout's: pagetypeinfo's counts are
+        // a later read's.
+        if hints.as_read {
+            return l;
+        }
         l.trim(&targets.0);
         // A pageblock a refill rules a type out for keeps its type too.
         let named = (hints.block_types.keys())

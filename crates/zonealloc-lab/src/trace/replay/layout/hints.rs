@@ -88,6 +88,10 @@ pub struct StartHints {
     /// free at the start, and the first taken of a list was at its head
     /// (`get_page_from_free_area` takes the first entry).
     pub taken: Vec<u64>,
+    /// [`StartHints::taken`] as `(pfn, order)`: the block the event took was free at the start
+    /// (`__rmqueue_smallest` takes a free block of at least the order; an extfrag event's
+    /// order is not read, 0).
+    pub taken_blocks: Vec<(u64, u8)>,
     /// Blocks on per-CPU lists at the start that the window never names, from the text after
     /// it (module docs), in the order that text names them.
     pub late: Vec<PcpHint>,
@@ -101,6 +105,10 @@ pub struct StartHints {
     /// Pageblock number -> the types a refill rules out, a bit per migratetype index
     /// (`hints/not_listed.rs`).
     pub not_types: HashMap<u64, u8>,
+    /// The layout was read at the replay's first event (`--whole-file`): its state is rolled
+    /// back over the trace's first events (`ZoneLayout::roll_back`), not matched to
+    /// pagetypeinfo's counts, read later.
+    pub as_read: bool,
 }
 
 /// Collects [`StartHints`] per zone, one event at a time.
@@ -162,13 +170,13 @@ impl HintCollector {
                 ..
             } => {
                 self.name_block(z, pfn, 0, fallback_migratetype);
-                self.off_free_list(z, pfn);
+                self.off_free_list(z, pfn, 0);
             }
             EventKind::ZoneLocked {
                 order, migratetype, ..
             } => {
                 self.name_block(z, pfn, order, migratetype);
-                self.off_free_list(z, pfn);
+                self.off_free_list(z, pfn, order);
             }
             EventKind::PcpuDrain {
                 order, migratetype, ..
@@ -277,10 +285,12 @@ impl HintCollector {
         }
     }
 
-    /// `pfn` was taken off a free list: recorded if this is the first event naming it.
-    fn off_free_list(&mut self, z: usize, pfn: u64) {
+    /// The block `pfn` of `order` was taken off a free list: recorded if this is the first
+    /// event naming `pfn`.
+    fn off_free_list(&mut self, z: usize, pfn: u64, order: u8) {
         if self.name(pfn, 0) {
             self.hints[z].taken.push(pfn);
+            self.hints[z].taken_blocks.push((pfn, order));
         }
     }
 

@@ -6,7 +6,7 @@
 use zonealloc::{LayoutBlock, Order, Pfn};
 
 use super::canvas::{Page, ZoneLayout};
-use super::hints::PcpHint;
+use super::hints::{PcpHint, StartHints};
 use super::roll::{After, Listed, Roll};
 use crate::procfs::{free_blocks, LayoutRun, PageClass};
 
@@ -103,5 +103,41 @@ impl ZoneLayout {
                 })
             })
             .collect()
+    }
+
+    /// The layout rolled *back* to the replay's first event (`--whole-file`), as a [`Roll`]
+    /// for [`ZoneLayout::apply_roll`]: `capture-kmem` reads the layout first, right after
+    /// the file's start, but its `od` walk of `/proc/kpageflags` takes seconds (6.12-4g-wq
+    /// p_pressure: 499.19-541.69 s, 44 000 trace lines), and a pfn read after its first event
+    /// shows what that event left. The state *before* each pfn's first event is the start's,
+    /// whenever the walk read it, so the first event names it (`hints`, first events only):
+    /// a block first taken off a free list (`mm_page_alloc_zone_locked`, from
+    /// `__rmqueue_smallest`) was free; one first freed (`mm_page_free`,
+    /// `mm_page_free_batched`) in use; one first allocated off a list or drained
+    /// (`rmqueue_pcplist`, `free_pcppages_bulk`) on that CPU's list. A pfn no event names
+    /// is as the layout read it.
+    pub(super) fn roll_back(&self, hints: &StartHints) -> Roll {
+        let mut roll = Roll::default();
+        let span = |pfn: u64, order: u8| pfn..pfn.saturating_add(1u64 << order.min(20));
+        for &(pfn, order) in &hints.taken_blocks {
+            roll.set(span(pfn, order), After::Free);
+        }
+        for &(pfn, order) in &hints.freed {
+            roll.set(span(pfn, order), After::InUse);
+        }
+        for (seq, h) in hints.pcp.iter().enumerate() {
+            let listed = Listed {
+                cpu: h.cpu,
+                head: h.pfn,
+                order: h.order,
+                mt: Some(h.mt),
+                refilled: h.drained,
+                seq: seq as u64,
+                ts: None,
+            };
+            roll.set(span(h.pfn, h.order), After::Listed(listed));
+        }
+        roll.events = (hints.taken_blocks.len() + hints.freed.len() + hints.pcp.len()) as u64;
+        roll
     }
 }

@@ -420,6 +420,45 @@ fn a_free_block_the_layout_lacks_is_made_from_pages_in_use_that_merge_with_nothi
     assert_eq!(zone.nr_free()[..11], [0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 3]);
 }
 
+/// `--whole-file` starts where the layout was read: its free blocks as read (the order-0
+/// block at 188 that pagetypeinfo, read later, lacks stays free, nothing is made up), rolled
+/// back over the trace's first events: the order-6 block at 192 the trace first frees was in
+/// use, the order-1 block at 190 it first takes off a free list was free, and the page at
+/// 187 it first allocates off CPU 1's list was on that list (flagless). Before, the layout
+/// was matched to pagetypeinfo (188 trimmed) and the first events changed nothing.
+#[test]
+fn a_whole_file_start_is_the_layout_as_read_rolled_back_over_the_first_events() {
+    let snap = snap("linux-6.1");
+    let layout = parse_layout(DMA_LAYOUT).unwrap();
+    let z = snap.zone(0, ZoneType::Dma).unwrap();
+    let t = targets(&snap, z, 11);
+    let hints = StartHints {
+        as_read: true,
+        freed: vec![(192, 6)],
+        taken: vec![190],
+        taken_blocks: vec![(190, 1)],
+        pcp: vec![PcpHint {
+            cpu: 1,
+            pfn: 187,
+            order: 0,
+            mt: MigrateType::Movable.index(),
+            drained: false,
+        }],
+        ..StartHints::default()
+    };
+    let l = ZoneLayout::from_kernel_hinted(&layout, z, &t, 9, 10, &hints);
+    assert_eq!((l.trimmed, l.made_up), (0, 0));
+    let pages = [187, 188, 190, 191, 192, 255, 256].map(|p| l.page(p));
+    use Page::{Flagless, Free, Used};
+    assert_eq!(pages, [Flagless, Free, Free, Free, Used, Used, Free]);
+    let blocks: Vec<(u64, u8)> = l.free.iter().map(|b| (b.pfn.0, b.order.get())).collect();
+    assert_eq!(blocks[..3], [(188, 0), (190, 1), (256, 7)]);
+    let zone = zone_for(&snap, z, 2);
+    l.apply(&zone).unwrap();
+    zone.check().unwrap();
+    assert_eq!(zone.nr_free()[..11], [1, 1, 0, 0, 0, 0, 0, 1, 0, 1, 3]);
+}
+
 /// 6.1's DMA as a crafted layout whose one Unmovable pageblock (0) is reserved but for its
 /// first page, the other seven all in use, no free block: the Unmovable order-7 block
 /// pagetypeinfo counts has no room in Unmovable pageblocks.
