@@ -135,24 +135,7 @@ impl TraceStats {
                 migratetype,
                 gfp_flags,
                 ..
-            } => {
-                self.evidence.add(gfp_flags, migratetype);
-                match self.gfp.get_mut(gfp_flags) {
-                    Some(n) => *n += 1,
-                    None => {
-                        self.gfp.insert(gfp_flags.to_owned(), 1);
-                    }
-                }
-                if ev.is_failed_alloc() {
-                    self.failed_allocs += 1;
-                } else {
-                    *self.orders.entry(order).or_default() += 1;
-                    *self.migratetypes.entry(migratetype).or_default() += 1;
-                    *self.alloc_per_pfn.entry(pfn).or_default() += 1;
-                    self.live.insert(pfn, ev.cpu);
-                    self.pending_batched.remove(&pfn);
-                }
-            }
+            } => self.account_alloc(ev, (order, migratetype, gfp_flags)),
             EventKind::Free { .. } => {
                 self.frees += 1;
                 self.pending_batched.insert(pfn);
@@ -202,6 +185,27 @@ impl TraceStats {
             | EventKind::KswapdSleep { .. }
             | EventKind::VmstatUpdate
             | EventKind::VmstatShepherd => {}
+        }
+    }
+
+    /// An `mm_page_alloc` of `order` and `migratetype` with `gfp_flags`, failed or not.
+    fn account_alloc(&mut self, ev: &Event<'_>, (order, migratetype, gfp_flags): (u8, u8, &str)) {
+        let pfn = ev.kind.pfn();
+        self.evidence.add(gfp_flags, migratetype);
+        match self.gfp.get_mut(gfp_flags) {
+            Some(n) => *n += 1,
+            None => {
+                self.gfp.insert(gfp_flags.to_owned(), 1);
+            }
+        }
+        if ev.is_failed_alloc() {
+            self.failed_allocs += 1;
+        } else {
+            *self.orders.entry(order).or_default() += 1;
+            *self.migratetypes.entry(migratetype).or_default() += 1;
+            *self.alloc_per_pfn.entry(pfn).or_default() += 1;
+            self.live.insert(pfn, ev.cpu);
+            self.pending_batched.remove(&pfn);
         }
     }
 

@@ -108,23 +108,12 @@ impl Setup {
         } else {
             Vec::new()
         };
-        // The default window: the counts zoneinfo printed, carried to the start marker.
-        if let (Some(sc), Some(s), false) = (start_counts.as_mut(), snap, opts.whole_file) {
-            let zones = (
-                preset.0,
-                base.pcp.batch_scale_max,
-                base.pcp.thp_order,
-                base.pageblock_order,
-            );
-            super::carry_start::carry(&text, (s, &geo), zones, sc);
-        }
-        let rolls = wants
-            .roll
-            .then(|| {
-                let names_page = preset.0.extfrag_names_page();
-                super::roll_forward::rolls(&text, &geo, base.pcp.thp_order, names_page)
-            })
-            .flatten();
+        let rolls = carry_and_roll(
+            (opts, snap, &wants),
+            &text,
+            (&geo, &base, preset.0),
+            start_counts.as_mut(),
+        );
         // `--whole-file` starts where the layout was read: from it as read, rolled back.
         let as_read = whole_start::wanted(opts, snap) && snap.is_some_and(|s| s.layout.is_some());
         demands(
@@ -421,6 +410,33 @@ fn early_layouts(
         ))
     };
     geo.zones.iter().map(early).collect()
+}
+
+/// What the text before the window (`text`) carries to its start: in the default window the
+/// counts zoneinfo printed, carried to the start marker (`carry_start`), and the layout's
+/// rolls to the window's start where asked (`roll_forward`).
+fn carry_and_roll(
+    (opts, snap, wants): (&ReplayOptions, Option<&ProcSnapshot>, &Wants),
+    text: &[u8],
+    (geo, base, preset): (&Geometry, &zonealloc::ZoneConfig, Kernel),
+    start_counts: Option<&mut start_count::StartCounts>,
+) -> Option<Vec<layout::Roll>> {
+    if let (Some(sc), Some(s), false) = (start_counts, snap, opts.whole_file) {
+        let zones = (
+            preset,
+            base.pcp.batch_scale_max,
+            base.pcp.thp_order,
+            base.pageblock_order,
+        );
+        super::carry_start::carry(text, (s, geo), zones, sc);
+    }
+    wants
+        .roll
+        .then(|| {
+            let names_page = preset.extfrag_names_page();
+            super::roll_forward::rolls(text, geo, base.pcp.thp_order, names_page)
+        })
+        .flatten()
 }
 
 /// Files in `head`, per zone, what the set-up of its lists reads besides the first events'

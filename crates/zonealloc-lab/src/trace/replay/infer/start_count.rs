@@ -60,8 +60,7 @@
 //! On by default for 6.1 and 6.12 in the snapshot's window ([`on_by_default`]), else off
 //! unless `--infer start-count=on`. BENCHMARKS.md has the figures.
 
-use serde::Serialize;
-
+pub use counts::{CpuStart, Found, StartCounts};
 pub use roll::ReadPoint;
 
 use high::{High, ZoneHigh};
@@ -95,102 +94,6 @@ use crate::trace::replay::preset::Kernel;
 /// moved to is booked to the list that held its page (`alloc.rs`).
 pub fn on_by_default(preset: Kernel, whole_file: bool) -> bool {
     matches!(preset, Kernel::V6_1 | Kernel::V6_12) && !whole_file
-}
-
-/// How one CPU's start count was found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Found {
-    /// Pinned exactly by a free-triggered drain.
-    Pinned,
-    /// Bounded by the trace (a pin of an order above 0, or the bounds alone); zoneinfo's
-    /// count clamped into them.
-    Bounded,
-    /// The trace's bounds contradict each other (an event the walk did not see); the pin's
-    /// bounds alone are used.
-    Inconsistent,
-    /// Nothing in the trace bounds it: zoneinfo's count.
-    Zoneinfo,
-    /// Nothing in the trace bounds it: zoneinfo's count rolled back from its read to the
-    /// walk's start ([`roll`], `--whole-file`).
-    RolledBack,
-    /// zoneinfo's count carried forward from its print to the window's start marker over
-    /// the trace before the marker, held in the bounds (`replay::carry_start`).
-    Carried,
-}
-
-/// One CPU's start count.
-#[derive(Clone, Debug, Serialize)]
-pub struct CpuStart {
-    /// The zone's name (`DMA32`).
-    pub zone: String,
-    /// The zone's node.
-    pub node: u32,
-    /// The CPU.
-    pub cpu: u32,
-    /// zoneinfo's count.
-    pub zoneinfo: u64,
-    /// zoneinfo's count rolled back from its read to the walk's start, which the bounds then
-    /// hold ([`roll`]); `None` without a read point. Negative where the trace's events do not
-    /// add up (an event the walk did not see).
-    pub rolled_back: Option<i64>,
-    /// The count the replay starts from.
-    pub inferred: u64,
-    /// How.
-    pub found: Found,
-    /// The bounds the trace gives (`lo..=hi`, `None`: unbounded above).
-    pub bounds: (u64, Option<u64>),
-    /// Trace time (ns) of the pin.
-    pub pin_ns: Option<u64>,
-    /// `high` at the start, where the walk infers it (`--whole-file` from 6.7 on, from the
-    /// frees and the worker's first run before the CPU's first refill); zoneinfo's otherwise.
-    pub high: Option<u64>,
-}
-
-/// What the inference gives.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct StartCounts {
-    /// Per zone (as the geometry's) and CPU that has lists.
-    pub cpus: Vec<CpuStart>,
-    /// Why zoneinfo's counts were kept for all, if they were.
-    pub skipped: Option<String>,
-    /// Trace events the walk read.
-    pub events: u64,
-    /// When zoneinfo was read (ns), where the walk rolled the counts back from its read
-    /// ([`roll`]).
-    pub rolled_from_ns: Option<u64>,
-}
-
-impl StartCounts {
-    /// The count CPU `cpu` of zone `zone` starts from, where inferred.
-    pub fn count(&self, zone: &str, cpu: u32) -> Option<u64> {
-        self.cpus
-            .iter()
-            .find(|c| c.zone == zone && c.cpu == cpu)
-            .map(|c| c.inferred)
-    }
-
-    /// [`StartCounts::count`] of node `node`'s zone `zone` (two nodes each have a DMA32).
-    pub fn count_on(&self, node: u32, zone: &str, cpu: u32) -> Option<u64> {
-        self.on(node, zone, cpu).map(|c| c.inferred)
-    }
-
-    /// The least count node `node`'s zone `zone`'s CPU `cpu` can start from, as the trace
-    /// bounds it.
-    pub fn floor_on(&self, node: u32, zone: &str, cpu: u32) -> Option<u64> {
-        self.on(node, zone, cpu).map(|c| c.bounds.0)
-    }
-
-    /// The `high` node `node`'s zone `zone`'s CPU `cpu` starts from, where inferred.
-    pub fn high_on(&self, node: u32, zone: &str, cpu: u32) -> Option<u64> {
-        self.on(node, zone, cpu).and_then(|c| c.high)
-    }
-
-    fn on(&self, node: u32, zone: &str, cpu: u32) -> Option<&CpuStart> {
-        self.cpus
-            .iter()
-            .find(|c| c.node == node && c.zone == zone && c.cpu == cpu)
-    }
 }
 
 /// A free on a CPU that no other event on it has followed yet.
@@ -590,6 +493,7 @@ impl Walk {
 
 mod alloc;
 mod contig;
+mod counts;
 mod finish;
 mod frees;
 mod high;
