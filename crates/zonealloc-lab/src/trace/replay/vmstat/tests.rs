@@ -387,3 +387,35 @@ fn a_late_run_held_back_at_a_pause_is_not_due_again_until_the_cpu_moves() {
     v.event(1, 11 * S + 400_000_000);
     assert!(v.is_due(0, 11 * S + 500_000_000));
 }
+
+#[test]
+fn a_woken_run_that_its_cpus_task_came_before_requeues() {
+    // 7.2-4g-2node p_prodcons, CPU 1: idle, its worker's deferrable timer expires; `od`
+    // allocates on it within a tick after. The kworker ran after `od` (the CPU woke for
+    // it), folded its counters and re-queued itself: `vmstat_shepherd` does not queue it.
+    for (after, own) in [(TICK / 2, true), (3 * TICK, false)] {
+        let mut v = with_mark(2, 1, 10 * S + S / 2);
+        // CPU 1 idle, CPU 0 busy: CPU 1's run at 11.496 s, woken, nothing to do.
+        let mut ran = busy_cpu0(&mut v, 10_501, 11_497);
+        assert_eq!(ran.len(), 1, "{ran:?}");
+        assert!(ran[0].woken);
+        let first = ran[0].at_ns;
+        step(&mut v, 1, first + after, false);
+        ran = busy_cpu0(&mut v, 11_497, 12_600);
+        let at: Vec<u64> = ran.iter().map(|r| r.at_ns).collect();
+        // Re-queued: on CPU 1's own second; stopped: the shepherd's, on CPU 0's second
+        // (3 jiffies later).
+        let want = first + S + if own { 0 } else { 3 * TICK };
+        assert_eq!(at, vec![want], "after {after} ns");
+    }
+}
+
+/// Feeds events on CPU 0 every ms over `[from, to)` ms; CPU 1's runs.
+fn busy_cpu0(v: &mut Vmstat, from: u64, to: u64) -> Vec<Run> {
+    let mut ran = Vec::new();
+    for ms in from..to {
+        ran.extend(step(v, 0, ms * 1_000_000, false));
+    }
+    ran.retain(|r| r.cpu == 1);
+    ran
+}
