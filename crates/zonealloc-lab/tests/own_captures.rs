@@ -321,6 +321,31 @@ fn check(p: &Phase) -> Vec<String> {
 /// the kernel's drain 1288: Movable order-0 free blocks 82 -> 148 (the kernel's 82).
 /// 7.2-4g-wq p_prodcons 12.2 -> 5.6% once a CPU's held frees commit before its traced
 /// worker run and the walk reads 7.2's start `high` off the workers' lines.
+/// 6.12-4g-wq p_pressure 13.1 -> 13.9% once a claim's `zone_locked` line no longer types its
+/// pageblock (`layout/hints/claimed.rs`): pageblock 0x100400 starts Reclaimable, as the
+/// kernel's `extfrag` line at 554.622579 says, and CPU 0's refills from 554.36 to 554.62 take
+/// pages of the same pageblocks as the kernel's but its last 27 (the replay's refills are 12
+/// pages short each: 1050, 1052, 1054 where the kernel's are 1062, 1064, 1066), so the
+/// claim that ends with 4 Reclaimable pageblocks never comes and the replay ends with 5; the
+/// kernel's free blocks at the same pfns in the after-layout 445 -> 462 of 514.
+/// What the other pressure rows above 5% lack (pcp counts, not free-list rules: each
+/// refill takes the free list's head as the kernel's does, LIFO of the drains before it):
+/// 6.12-4g p_pressure, CPU 1's unmap at 803.698679 drains 725, 1593, 1536 in the kernel
+/// (`nr_pcp_high` under `ZONE_BELOW_HIGH`: down to `batch` left), 725, 1218, 1749 here: the
+/// replay cleared the flag after the first (counter 6174, high mark 6151), as CPU 0's
+/// modelled worker at 803.687904 had folded the 63-page diff of kswapd0's drains at 802.617,
+/// though CPU 0 has no event from 802.737578 to 804.146583 (6.7% without that run). 7.2-4g-wq
+/// p_pressure: CPU 3 ends with 1917 pages listed, the kernel's 2355, whose buddies are its
+/// 101 order-0 and 166 order-1 Movable free blocks (ours 0, 0): after the traced
+/// `vmstat_update` at 488.442213 the unmap's first drain is 64 there, 144 here (count 1139,
+/// high 1283), the list having emptied at 487.3679 where the kernel's did at 487.395248.
+/// 7.2-4g p_pressure: CPU 1 drains 63 at 628.485750 and refills at 628.512589 where the
+/// kernel does not, so it takes the order-0 Unmovable blocks awk-1148 drained last (at
+/// 622.0458) that the kernel's CPU 1 took at 629.011702, and CPU 2 splits order-1 and -2
+/// blocks where the kernel's took them. 7.2-4g-wq p_prodcons: CPU 1 drains 97 Movable pages
+/// at 55.213281, the kernel 63 after the allocation at 55.213494 halves `free_count`; the
+/// kernel's next drain starts at an Unmovable free (55.222673, 113 + 81 Unmovable), the
+/// replay's at a Movable one (78 + 63 Movable): Unmovable free pages 1976, ours 1755.
 const END_LIMITS: &[(&str, f64)] = &[
     ("6.1-2g/p_idle", 5.0),
     ("6.1-2g/p_pressure", 5.0),
@@ -347,7 +372,7 @@ const END_LIMITS: &[(&str, f64)] = &[
     ("6.12-4g-loads/p_file", 5.0),
     ("6.12-4g-loads/p_fork", 18.2),
     ("6.12-4g-wq/p_idle", 5.0),
-    ("6.12-4g-wq/p_pressure", 13.5),
+    ("6.12-4g-wq/p_pressure", 14.0),
     ("6.12-4g-wq/p_prodcons", 5.0),
     ("6.12-4g-wq/p_thp", 5.0),
     ("6.12-8g/p_idle", 5.0),

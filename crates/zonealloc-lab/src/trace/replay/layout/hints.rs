@@ -8,11 +8,12 @@
 //!   (`fallback_migratetype`: the pageblock's type before any claim, `__rmqueue_claim`,
 //!   `__rmqueue_steal`); `mm_page_alloc_zone_locked` the free list the block came off
 //!   (`__rmqueue_smallest` takes only from the requested type's list, and from 6.10 a free
-//!   block sits on its pageblock's list); `mm_page_pcpu_drain` the pageblock's type at the
-//!   drain (`free_pcppages_bulk`: `get_pfnblock_migratetype` from 6.10 on; 6.1's
-//!   `get_pcppage_migratetype`, the type at the free). `mm_page_alloc` prints the requested
-//!   type, not the pageblock's, and names nothing here. The first event is taken: a later
-//!   one may follow a claim that retyped the pageblock.
+//!   block sits on its pageblock's list; but a claim's `zone_locked` line, which its `extfrag`
+//!   line follows, names the type the claim gave: [`claimed`]); `mm_page_pcpu_drain` the
+//!   pageblock's type at the drain (`free_pcppages_bulk`: `get_pfnblock_migratetype` from
+//!   6.10 on; 6.1's `get_pcppage_migratetype`, the type at the free). `mm_page_alloc`
+//!   prints the requested type, not the pageblock's, and names nothing here. The first event
+//!   is taken: a later one may follow a claim that retyped the pageblock.
 //! - **a block on a per-CPU list at the start**: a block whose first event in the window is
 //!   its drain (`free_pcppages_bulk` takes it off a list), or its allocation without a
 //!   `mm_page_alloc_zone_locked` for it before (`rmqueue_pcplist` served it from a list:
@@ -55,6 +56,7 @@ use zonealloc::MigrateType;
 use crate::trace::migratetype::Numbering;
 use crate::trace::parse::{Event, EventKind};
 
+mod claimed;
 mod not_listed;
 
 /// The highest order a block named by an event can have here: a late hint's overlap check
@@ -123,6 +125,7 @@ pub struct HintCollector {
     after: bool,
     hints: Vec<StartHints>,
     not_listed: not_listed::NotListed,
+    claims: claimed::Claims,
 }
 
 impl HintCollector {
@@ -143,6 +146,7 @@ impl HintCollector {
             after: false,
             hints: vec![StartHints::default(); zones.len()],
             not_listed: not_listed::NotListed::new(cpus.max(1)),
+            claims: claimed::Claims::new(cpus.max(1)),
         }
     }
 
@@ -164,18 +168,23 @@ impl HintCollector {
         let pcp_order = |o: u8| o <= 3 || o == pb;
         let mt_of = |m: u8| usize::from(numbering.to_current(m));
         self.not_listed.feed(z, cpu, &ev.kind, pcp_order, mt_of);
+        let claimed = self.claims.take(cpu, pfn);
         match ev.kind {
             EventKind::Extfrag {
                 fallback_migratetype,
                 ..
             } => {
+                if claimed {
+                    self.retype_block(z, pfn, fallback_migratetype);
+                }
                 self.name_block(z, pfn, 0, fallback_migratetype);
                 self.off_free_list(z, pfn, 0);
             }
             EventKind::ZoneLocked {
                 order, migratetype, ..
             } => {
-                self.name_block(z, pfn, order, migratetype);
+                let typed = self.name_block(z, pfn, order, migratetype);
+                self.claims.put(cpu, pfn, typed);
                 self.off_free_list(z, pfn, order);
             }
             EventKind::PcpuDrain {
@@ -272,16 +281,28 @@ impl HintCollector {
     }
 
     /// The pageblocks of the block `pfn` of `order` were of type `m` (trace numbering), unless
-    /// an earlier event named them.
-    fn name_block(&mut self, z: usize, pfn: u64, order: u8, m: u8) {
+    /// an earlier event named them; whether this named `pfn`'s own pageblock.
+    fn name_block(&mut self, z: usize, pfn: u64, order: u8, m: u8) -> bool {
         let Some(mt) = MigrateType::from_index(usize::from(self.numbering.to_current(m))) else {
-            return;
+            return false;
         };
         let first = pfn >> self.pageblock_order;
         // A block above pageblock order spans several (at most 2^(MAX_ORDER - pb order)).
         let n = 1u64 << order.saturating_sub(self.pageblock_order).min(10);
+        let named = !self.hints[z].block_types.contains_key(&first);
         for b in first..first + n {
             self.hints[z].block_types.entry(b).or_insert(mt);
+        }
+        named
+    }
+
+    /// `pfn`'s pageblock was of type `m` (trace numbering) at the start, not the type the
+    /// claim's own `mm_page_alloc_zone_locked` named first ([`claimed`]).
+    fn retype_block(&mut self, z: usize, pfn: u64, m: u8) {
+        if let Some(mt) = MigrateType::from_index(usize::from(self.numbering.to_current(m))) {
+            self.hints[z]
+                .block_types
+                .insert(pfn >> self.pageblock_order, mt);
         }
     }
 
