@@ -332,7 +332,11 @@ fn check(p: &Phase) -> Vec<String> {
 /// the start-count walk starts Normal CPU 1 at 1835 pages (zoneinfo 724; its bounds
 /// 1835..=4362, "inconsistent"), CPU 0 at 1136 (563) and CPU 2 at 1040 (192), and the
 /// window's first order-1 free on CPU 1 (`tr-366`, 66.107514) drains 23 order-1 and 5
-/// order-2 blocks the kernel kept. 7.2-4g-more p_sock 22.7%: the first divergence is CPU 2's
+/// order-2 blocks the kernel kept. CPU 1's bound comes from an order-3 free in softirq at
+/// 66.763289 that drains 15 order-3 blocks (6.12's `free_high`: the whole list): the walk's
+/// candidate reading (`count >= high`, `start_count/pin.rs`) holds when the next allocation
+/// finds a page, and here it takes one of the order-3 blocks freed right after the drain
+/// (from 66.763310), not a page the drain left. 7.2-4g-more p_sock 22.7%: the first divergence is CPU 2's
 /// order-3 free in softirq at 63.739978 (`kmem-phases-345`, a received skb's page fragment),
 /// after which the kernel drains 14 order-3 blocks and ours none (ours drains 9 at
 /// 63.751496); not analysed further.
