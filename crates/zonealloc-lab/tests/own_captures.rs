@@ -346,6 +346,29 @@ fn check(p: &Phase) -> Vec<String> {
 /// at 55.213281, the kernel 63 after the allocation at 55.213494 halves `free_count`; the
 /// kernel's next drain starts at an Unmovable free (55.222673, 113 + 81 Unmovable), the
 /// replay's at a Movable one (78 + 63 Movable): Unmovable free pages 1976, ours 1755.
+///
+/// The `*-4g-more` captures (`p_sock`, `p_memcg`, `p_compact`: loads no rule was fitted to)
+/// have the same rule, from their first replay (6828c64). Above 5%: every `p_compact`
+/// (6.1 23.7%, 6.12 61.2%, 7.2 56.9%): compaction's free scanner takes its migration
+/// targets off the free lists without a tracepoint (`isolate_freepages_block` ->
+/// `__isolate_free_page`; `compaction_alloc` hands them out with no `mm_page_alloc`), so they
+/// stay free here, and their frees at the unmap are frees of pages allocated before the trace
+/// (6.1: 8396, with 8379 pages migrated; the kernel ends Normal with 1467 order-0 free
+/// blocks, ours with 1104). 6.12-4g-more p_sock 37.3% (7.8% with `--infer start-count=off`):
+/// the start-count walk starts Normal CPU 1 at 1835 pages (zoneinfo 724; its bounds
+/// 1835..=4362, "inconsistent"), CPU 0 at 1136 (563) and CPU 2 at 1040 (192), and the
+/// window's first order-1 free on CPU 1 (`tr-366`, 66.107514) drains 23 order-1 and 5
+/// order-2 blocks the kernel kept. CPU 1's bound comes from an order-3 free in softirq at
+/// 66.763289 that drains 15 order-3 blocks (6.12's `free_high`: the whole list): the walk's
+/// candidate reading (`count >= high`, `start_count/pin.rs`) holds when the next allocation
+/// finds a page, and here it takes one of the order-3 blocks freed right after the drain
+/// (from 66.763310), not a page the drain left. 7.2-4g-more p_sock 22.7%: the first divergence is CPU 2's
+/// order-3 free in softirq at 63.739978 (`kmem-phases-345`, a received skb's page fragment),
+/// after which the kernel drains 14 order-3 blocks and ours none (ours drains 9 at
+/// 63.751496). Replayed from the file's start (49 s earlier) its refill events are 0.27% off,
+/// not 6.93%: the window's start lacks state, and `free_count`, which starts at 0 there
+/// while 7.2's `free_high` needs `free_count >= batch + high_min / 2`, is a candidate (not
+/// checked).
 const END_LIMITS: &[(&str, f64)] = &[
     ("6.1-2g/p_idle", 5.0),
     ("6.1-2g/p_pressure", 5.0),
@@ -357,6 +380,9 @@ const END_LIMITS: &[(&str, f64)] = &[
     ("6.1-4g/p_thp", 5.0),
     ("6.1-4g-loads/p_file", 5.0),
     ("6.1-4g-loads/p_fork", 5.0),
+    ("6.1-4g-more/p_compact", 25.7),
+    ("6.1-4g-more/p_memcg", 5.0),
+    ("6.1-4g-more/p_sock", 5.0),
     ("6.1-8g/p_idle", 5.0),
     ("6.1-8g/p_pressure", 5.0),
     ("6.1-8g/p_prodcons", 5.0),
@@ -371,6 +397,9 @@ const END_LIMITS: &[(&str, f64)] = &[
     ("6.12-4g/p_thp", 5.0),
     ("6.12-4g-loads/p_file", 5.0),
     ("6.12-4g-loads/p_fork", 18.2),
+    ("6.12-4g-more/p_compact", 63.2),
+    ("6.12-4g-more/p_memcg", 5.0),
+    ("6.12-4g-more/p_sock", 39.3),
     ("6.12-4g-wq/p_idle", 5.0),
     ("6.12-4g-wq/p_pressure", 14.0),
     ("6.12-4g-wq/p_prodcons", 5.0),
@@ -389,6 +418,9 @@ const END_LIMITS: &[(&str, f64)] = &[
     ("7.2-4g/p_thp", 5.0),
     ("7.2-4g-loads/p_file", 13.5),
     ("7.2-4g-loads/p_fork", 8.7),
+    ("7.2-4g-more/p_compact", 58.9),
+    ("7.2-4g-more/p_memcg", 5.0),
+    ("7.2-4g-more/p_sock", 24.7),
     ("7.2-4g-wq/p_idle", 5.0),
     ("7.2-4g-wq/p_pressure", 28.9),
     ("7.2-4g-wq/p_prodcons", 7.6),
@@ -553,6 +585,15 @@ const KNOWN: &[(&str, &str)] = &[
     // the kernel's 1225505 buddy pages with nothing trimmed or made up. (Its PCP pages, and
     // p_idle's, match since the set-up's frees of orders 1..=3 drained as a `free_high`
     // streak, proc_setup.rs `fill_lists`.)
+    // 6.12-4g-more p_sock (a load no rule was fitted to, first replayed at 6828c64): one
+    // re-allocation without a traced free. Bisecting the trace finds it at line 99039,
+    // `kmem-phases-370`'s order-0 GFP_NOWAIT allocation of 0x109f4f at 78.364211: a frame the
+    // replay holds in use there, which the before layout reads flagless (`F`: on a per-CPU
+    // list or allocated without a flag). Not analysed further.
+    (
+        "6.12-4g-more/p_sock",
+        "1 re-allocations without a traced free",
+    ),
 ];
 
 /// [`check`] on every phase, as many at once as the machine has cores (each replay is a
