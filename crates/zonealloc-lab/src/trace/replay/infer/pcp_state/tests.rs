@@ -517,5 +517,15 @@ fn a_count_below_the_lists_the_trace_shows_loses_its_excess_off_the_lowest_order
     let want = vec![(0, 0, 8), (0, 1, 33), (3, 0, 7), (9, 1, 1)];
     assert_eq!(d.fit(0, 609), want);
     // An excess beyond the order-0 lists takes the fewest blocks of the next order.
+    let d = ListDemand {
+        start_count: vec![Some(560)],
+        ..d
+    };
     assert_eq!(d.fit(0, 560), vec![(3, 0, 6), (9, 1, 1)]);
+    // zoneinfo's count, older than the lists: scaled in proportion, the rest on Movable.
+    let d = ListDemand {
+        start_count: vec![None],
+        ..d
+    };
+    assert_eq!(d.fit(0, 609), vec![(0, 0, 7), (0, 1, 554), (3, 0, 6)]);
 }
