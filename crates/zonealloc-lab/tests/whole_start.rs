@@ -173,22 +173,36 @@ fn trace_72() -> String {
             0x52000 + i
         );
     }
-    let user = "GFP_HIGHUSER_MOVABLE|__GFP_ZERO";
-    for i in 0..2556u64 {
-        t += &line("sh-9", 1, 10_600_000 + i, &alloc(0x60000 + i, user));
-    }
-    t += &line("cat-10", 0, 10_700_000, &alloc(0x51000, "GFP_KERNEL"));
-    t += &line("cat-11", 0, 10_700_010, &alloc(0x51001, "GFP_KERNEL"));
-    t += &mark("KT_SNAPSHOT_BEFORE_END", 10_700_020);
+    allocs_then_read(&mut t, 2556, 10_600_000, 10_700_000);
     t
+}
+
+/// `n` allocations on CPU 1 from `us` on, then zoneinfo's read (`cat-10`) and the
+/// before-snapshot's end from `read_us`.
+fn allocs_then_read(t: &mut String, n: u64, us: u64, read_us: u64) {
+    let user = "GFP_HIGHUSER_MOVABLE|__GFP_ZERO";
+    for i in 0..n {
+        *t += &line("sh-9", 1, us + i, &alloc(0x60000 + i, user));
+    }
+    *t += &line("cat-10", 0, read_us, &alloc(0x51000, "GFP_KERNEL"));
+    *t += &line("cat-11", 0, read_us + 10, &alloc(0x51001, "GFP_KERNEL"));
+    let end = "tracing_mark_write: KT_SNAPSHOT_BEFORE_END p";
+    *t += &line("dash-7", 0, read_us + 20, end);
+}
+
+/// The `--whole-file` replay of `trace` on the 7.2 snapshot: its configuration and DMA32
+/// CPU 1's start there.
+fn start_72(trace: &str) -> (serde_json::Value, serde_json::Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let a = ["--proc", PROC_72, "--whole-file"];
+    let c = replay_experiment(dir.path(), "h", trace.as_bytes(), &a)["config"].clone();
+    let cpu1 = dma32_cpu1(&c);
+    (c, cpu1)
 }
 
 #[test]
 fn a_7_2_whole_file_starts_from_the_high_its_trace_shows_not_zoneinfos() {
-    let dir = tempfile::tempdir().unwrap();
-    let a = ["--proc", PROC_72, "--whole-file"];
-    let c = replay_experiment(dir.path(), "h", trace_72().as_bytes(), &a)["config"].clone();
-    let cpu1 = dma32_cpu1(&c);
+    let (c, cpu1) = start_72(&trace_72());
     assert_eq!(cpu1["rolled_back"], 4000, "{cpu1}");
     assert_eq!(cpu1["inferred"], 4000, "{cpu1}");
     // decay_pcp_high: high - (high >> 3) == 3850 for 4399 and 4400.
@@ -203,6 +217,51 @@ fn a_7_2_whole_file_starts_from_the_high_its_trace_shows_not_zoneinfos() {
     assert_eq!(kernel, 170, "{}", c["kernel_side"]["per_zone_cpu"]);
     let ours = &c["counts"][0]["per_zone_cpu"];
     assert_eq!(drains(ours), kernel, "{ours}");
+}
+
+/// A traced run of CPU 1's vmstat worker (`capture-kmem --workqueue`) at `us`.
+fn vmstat_update(us: u64) -> String {
+    line(
+        "kworker/1:1-66",
+        1,
+        us,
+        "workqueue_execute_start: work struct (____ptrval____): function vmstat_update",
+    )
+}
+
+/// A 7.2 file with the worker's runs traced, whose DMA32 CPU 1 holds 4000 pages at its start:
+/// its worker's run drains nothing, the CPU refills 2016 pages (`nr_pcp_alloc` raises `high`
+/// by `batch << 5`) and takes one, the next run drains nothing with 6015 pages on the lists,
+/// then 4721 allocations leave zoneinfo's 1294 at `cat-10`'s read.
+fn trace_72_refill() -> String {
+    let mut t = String::from("# tracer: nop\n#\n# entries-in-buffer/entries-written: 0/0   #P:4\n");
+    let mark = |m: &str, at: u64| line("dash-7", 0, at, &format!("tracing_mark_write: {m} p"));
+    t += &mark("KT_SNAPSHOT_BEFORE_BEGIN", 10_000_000);
+    t += &vmstat_update(10_000_100);
+    for i in 0..2016u64 {
+        let what = format!(
+            "mm_page_alloc_zone_locked: page=(____ptrval____) pfn={:#x} order=0 migratetype=1 \
+             percpu_refill=1",
+            0x70000 + i
+        );
+        t += &line("sh-9", 1, 10_200_000 + i, &what);
+    }
+    let user = "GFP_HIGHUSER_MOVABLE|__GFP_ZERO";
+    t += &line("sh-9", 1, 10_300_000, &alloc(0x70000, user));
+    t += &vmstat_update(11_000_100);
+    allocs_then_read(&mut t, 4721, 11_100_000, 12_000_000);
+    t
+}
+
+#[test]
+fn a_7_2_whole_files_start_high_is_read_through_the_refills_raise() {
+    let (_, cpu1) = start_72(&trace_72_refill());
+    assert_eq!(cpu1["rolled_back"], 4000, "{cpu1}");
+    // The least `high` the two quiet runs allow: decay_pcp_high's eighth off, the refill's
+    // raise of 2016, an eighth off again, at or above 6015. The first run alone (the walk
+    // stopped at the refill) says 4571, from which the second run's decay leaves 5264 and
+    // drains 751 pages.
+    assert_eq!(cpu1["high"], 5551, "{cpu1}");
 }
 
 /// With a layout (our own captures), the zones start from it as read, at the file's start,

@@ -496,3 +496,36 @@ fn a_start_count_of_the_traces_own_puts_what_no_order_0_list_holds_on_unshown_li
     want.extend([(9, 1, 1), (3, 1, 61)]);
     assert_eq!(d.fit(0, 3275), want);
 }
+
+#[test]
+fn a_count_below_the_lists_the_trace_shows_loses_its_excess_off_the_lowest_order() {
+    // 7.2-4g-wq p_idle, Normal CPU 1 at the file's start: 8 Unmovable and 47 Movable order-0
+    // pages, 7 order-3 Unmovable blocks and a THP block, 623 pages, into a count of 609.
+    let mut blocks = [[0u64; TYPES]; SLOTS];
+    blocks[0] = [8, 47, 0];
+    blocks[3][0] = 7;
+    blocks[4][1] = 1;
+    let d = ListDemand {
+        blocks: vec![blocks],
+        exact: vec![[[false; TYPES]; SLOTS]],
+        refilled: vec![[[false; TYPES]; SLOTS]],
+        thp_order: Some(9),
+        start_count: vec![Some(609)],
+        ..ListDemand::default()
+    };
+    // Scaled in proportion, the THP block went (1 * 609 / 623 == 0) with an order-3 block.
+    let want = vec![(0, 0, 8), (0, 1, 33), (3, 0, 7), (9, 1, 1)];
+    assert_eq!(d.fit(0, 609), want);
+    // An excess beyond the order-0 lists takes the fewest blocks of the next order.
+    let d = ListDemand {
+        start_count: vec![Some(560)],
+        ..d
+    };
+    assert_eq!(d.fit(0, 560), vec![(3, 0, 6), (9, 1, 1)]);
+    // zoneinfo's count, older than the lists: scaled in proportion, the rest on Movable.
+    let d = ListDemand {
+        start_count: vec![None],
+        ..d
+    };
+    assert_eq!(d.fit(0, 609), vec![(0, 0, 7), (0, 1, 554), (3, 0, 6)]);
+}

@@ -30,11 +30,19 @@ impl Walk {
             return;
         }
         let same = |r: Option<(u8, u8, u64)>| r.is_some_and(|(o, m, _)| (o, m) == (order, mt));
+        let node = self.geo.zones.get(zone).map_or(0, |z| z.node);
+        let reclaim = self.reclaim.get(node as usize).copied().unwrap_or(false);
         let Some(c) = self.at(zone, cpu) else {
             return;
         };
-        // nr_pcp_alloc raises `high`: the start's is no longer what it shows.
-        c.start_high.close();
+        // nr_pcp_alloc raises `high`: the walk of the start's goes on through the raise
+        // where it can size it, not under kswapd's pass (`ZONE_BELOW_HIGH` may be set: no
+        // raise, and frees lower `high`).
+        if reclaim {
+            c.start_high.close();
+        } else {
+            c.start_high.refill(order, !same(was));
+        }
         if !same(was) {
             // nr_pcp_alloc: each refill may raise the tuned high, by `batch <<
             // alloc_factor` for order 0 (at most `grow`), by the base `batch` alone for a

@@ -73,16 +73,33 @@ pub(super) struct StartHigh {
     free_drain: Option<(i64, u32)>,
     /// zoneinfo's `high`, at its read, held in `high_min..=high_max`.
     printed: i64,
+    /// What moved `high` since the walk's start, where the trace's lines count the runs:
+    /// each traced run's decay and each refill run's raise ([`Step`]). The runs and bounds
+    /// above count their place in it (without the lines: the runs alone, one a second).
+    steps: Vec<Step>,
+}
+
+/// One move of `high` between the walk's start and a bound.
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    /// A traced run of the worker: `decay_pcp_high` takes an eighth off.
+    Decay,
+    /// A refill run (`nr_pcp_alloc`) of `pages` pages of `order`.
+    Raise { order: u8, pages: i64 },
 }
 
 impl StartHigh {
     /// A free left `delta` and drained nothing.
     pub(super) fn no_drain(&mut self, delta: i64) {
         if !self.closed {
-            self.top = Some(self.top.map_or(delta, |t| t.max(delta)));
+            // After a raise `high` may be above the start's: only through the steps.
+            if !self.steps.iter().any(|s| matches!(s, Step::Raise { .. })) {
+                self.top = Some(self.top.map_or(delta, |t| t.max(delta)));
+            }
+            let at = self.at();
             match self.tops.last_mut() {
-                Some((k, t)) if *k == self.work_lines => *t = (*t).max(delta),
-                _ if self.work_lines > 0 => self.tops.push((self.work_lines, delta)),
+                Some((k, t)) if *k == at => *t = (*t).max(delta),
+                _ if at > 0 => self.tops.push((at, delta)),
                 _ => {}
             }
         }
@@ -117,7 +134,8 @@ impl StartHigh {
         self.other();
         if !self.closed && self.decay.is_none() {
             self.work_lines += 1;
-            self.pending = Some((self.work_lines, delta));
+            self.steps.push(Step::Decay);
+            self.pending = Some((self.at(), delta));
         }
     }
 
@@ -134,12 +152,76 @@ impl StartHigh {
         if self.closed || self.decay.is_some() {
             return;
         }
-        let runs = match self.work_lines {
+        let runs = match self.at() {
             0 => runs_before(since_start),
             n => n,
         };
         self.free_drain = Some((delta, runs));
         self.close();
+    }
+
+    /// A page of a refill run of `order` (`new_run`: the run's first). Where the trace's
+    /// lines count the worker's runs, and before the first that drains, the walk goes on
+    /// through it: 7.2's `nr_pcp_alloc` raises `high` by `batch << alloc_factor` for order 0
+    /// (the run's own size, `min(batch << alloc_factor, max_nr_alloc)`, where that is `batch`
+    /// times a power of two), by `batch` for a higher order, to at most `high_max` (unless
+    /// `ZONE_BELOW_HIGH`: the walk stops at kswapd's wake, [`StartHigh::close`]). 7.2-4g-wq
+    /// p_thp, Normal CPU 1 (3115 pages at the file's start): quiet runs at 106.385989 and
+    /// 108.402162, then `od-595` took 41 pages and refilled 63, 126, 252 and 504 from
+    /// 108.572559; the runs at 109.431012 to 113.430100 drained nothing. Closed at the first
+    /// refill, the walk read `high` off the first two runs alone (about 4070), which the
+    /// replay's runs from 109.431 took below the count: 130 to 214 pages drained at each of
+    /// five runs where the kernel drained none.
+    pub(super) fn refill(&mut self, order: u8, new_run: bool) {
+        if self.closed {
+            return;
+        }
+        if self.work_lines == 0 || self.decay.is_some() {
+            return self.close();
+        }
+        if let Some(run) = self.pending.take() {
+            self.quiet.push(run);
+        }
+        match self.steps.last_mut() {
+            Some(Step::Raise { pages, .. }) if !new_run => *pages += 1i64 << order,
+            _ => self.steps.push(Step::Raise {
+                order,
+                pages: 1i64 << order,
+            }),
+        }
+    }
+
+    /// Where a bound read now lies among the steps (the traced runs before it, without
+    /// raises).
+    fn at(&self) -> u32 {
+        u32::try_from(self.steps.len()).unwrap_or(u32::MAX)
+    }
+
+    /// `high` after the first `n` steps from `x` at the start: a step past those noted is a
+    /// run the clock counts (no lines: [`runs_before`]).
+    fn evolve(&self, mut x: i64, n: u32, h: &High, scale_max: u8) -> i64 {
+        let max = h.max.max(h.lo);
+        for i in 0..n as usize {
+            match self.steps.get(i) {
+                Some(&Step::Raise { order, pages }) => {
+                    let r = raise(order, pages, h.batch, scale_max).unwrap_or(0);
+                    x = (x + r).min(max);
+                }
+                _ if x > h.lo => x = less(x).max(h.lo),
+                _ => {}
+            }
+        }
+        x
+    }
+
+    /// The steps up to the first raise the trace does not size (all of them, and more,
+    /// where each is sized).
+    fn exact_steps(&self, batch: i64, scale_max: u8) -> u32 {
+        let unknown = self.steps.iter().position(|s| match *s {
+            Step::Raise { order, pages } => raise(order, pages, batch, scale_max).is_none(),
+            Step::Decay => false,
+        });
+        unknown.map_or(u32::MAX, |i| u32::try_from(i).unwrap_or(u32::MAX))
     }
 
     /// A refill, or a drain that is not the worker's first run.
@@ -170,7 +252,7 @@ impl StartHigh {
                 self.decay = Some((delta, pages));
                 // The trace's own lines count the runs before this one (its line is the
                 // last counted); without them, one a second.
-                self.runs_before = match self.work_lines {
+                self.runs_before = match self.at() {
                     0 => runs_before(since_start),
                     n => n - 1,
                 };
@@ -184,18 +266,23 @@ impl StartHigh {
     pub(super) fn infer(&self, c0: i64, h: &High, scale_max: u8) -> i64 {
         let (lo, max) = (h.lo, h.max.max(h.lo));
         let printed = self.printed;
+        let at = |x: i64, n: u32| self.evolve(x, n, h, scale_max);
+        // Bounds read after a raise the trace does not size are dropped.
+        let cut = self.exact_steps(h.batch, scale_max);
         let least = self.top.map_or(lo, |t| c0 + t + 1);
         // After traced runs: decayed(high, runs) > the count those frees left.
-        let least = self.tops.iter().fold(least, |l, &(runs, delta)| {
-            l.max(first_above(lo, max, |x| decayed(x, runs, lo) > c0 + delta))
+        let tops = self.tops.iter().filter(|b| b.0 <= cut);
+        let least = tops.fold(least, |l, &(runs, delta)| {
+            l.max(first_above(lo, max, |x| at(x, runs) > c0 + delta))
         });
         // Each quiet traced run: decayed(high, runs) >= the count then.
-        let least = self.quiet.iter().fold(least, |l, &(runs, delta)| {
-            l.max(first_above(lo, max, |x| decayed(x, runs, lo) >= c0 + delta))
+        let quiet = self.quiet.iter().filter(|b| b.0 <= cut);
+        let least = quiet.fold(least, |l, &(runs, delta)| {
+            l.max(first_above(lo, max, |x| at(x, runs) >= c0 + delta))
         });
         // The runs before the draining one and that one: high -> decayed(high, runs).
         let runs = self.runs_before + 1;
-        let high = match self.decay {
+        let high = match self.decay.filter(|_| runs <= cut) {
             Some((before, drained)) => {
                 let count = c0 + before;
                 let left = count - drained;
@@ -204,8 +291,8 @@ impl StartHigh {
                     // most one page off for each page more, so they are `a..=b`), from `least`
                     // up. None up to high_max: the worker ran less often than each second,
                     // and high_max comes nearest.
-                    let a = first_above(lo, max, |x| decayed(x, runs, lo) >= left);
-                    let b = first_above(lo, max, |x| decayed(x, runs, lo) > left) - 1;
+                    let a = first_above(lo, max, |x| at(x, runs) >= left);
+                    let b = first_above(lo, max, |x| at(x, runs) > left) - 1;
                     if a <= b {
                         least.clamp(a, b)
                     } else {
@@ -213,16 +300,16 @@ impl StartHigh {
                     }
                 } else {
                     // Down to high_min: decayed(high, runs) <= high_min.
-                    let most = first_above(lo, max, |x| decayed(x, runs, lo) > lo) - 1;
+                    let most = first_above(lo, max, |x| at(x, runs) > lo) - 1;
                     printed.max(least).min(most.max(lo))
                 }
             }
             None => {
                 let high = printed.max(least);
-                match self.free_drain {
+                match self.free_drain.filter(|f| f.1 <= cut) {
                     // decayed(high, runs) <= the count at that free.
                     Some((delta, runs)) => {
-                        let most = first_above(lo, max, |x| decayed(x, runs, lo) > c0 + delta);
+                        let most = first_above(lo, max, |x| at(x, runs) > c0 + delta);
                         high.min((most - 1).max(lo))
                     }
                     None => high,
@@ -233,6 +320,17 @@ impl StartHigh {
     }
 }
 
+/// What `nr_pcp_alloc` raised `high` by for a refill run of `pages` pages of `order`: `batch`
+/// above order 0; for order 0 `batch << alloc_factor`, which the run's size shows where it
+/// is `batch` times a power of two up to `CONFIG_PCP_BATCH_SCALE_MAX` (else `max_nr_alloc`
+/// cut it short: `None`).
+fn raise(order: u8, pages: i64, batch: i64, scale_max: u8) -> Option<i64> {
+    if order > 0 {
+        return Some(batch);
+    }
+    (0..=scale_max).map(|k| batch << k).find(|&b| b == pages)
+}
+
 /// `decay_pcp_high`'s `high - (high >> 3)`.
 fn less(high: i64) -> i64 {
     high - (high >> 3)
@@ -240,6 +338,7 @@ fn less(high: i64) -> i64 {
 
 /// `high` after `runs` of the worker's `decay_pcp_high` that leave it above the count less
 /// `batch << CONFIG_PCP_BATCH_SCALE_MAX`: an eighth off each time, not below `high_min`.
+#[cfg(test)]
 fn decayed(mut high: i64, runs: u32, high_min: i64) -> i64 {
     for _ in 0..runs {
         if high <= high_min {
@@ -312,10 +411,12 @@ impl Walk {
 }
 
 #[cfg(test)]
+mod refill_tests;
+#[cfg(test)]
 mod tests {
     use super::*;
 
-    fn high(lo: i64, max: i64) -> High {
+    pub(super) fn high(lo: i64, max: i64) -> High {
         High {
             lo,
             hi: lo,
@@ -325,7 +426,7 @@ mod tests {
         }
     }
 
-    fn printed(printed: i64) -> StartHigh {
+    pub(super) fn printed(printed: i64) -> StartHigh {
         StartHigh {
             printed,
             ..StartHigh::default()

@@ -1,0 +1,106 @@
+//! The start's `high` read through refills (`StartHigh::refill`).
+
+use super::tests::{high, printed};
+use super::*;
+
+/// A refill run of `pages` order-0 pages.
+fn refill(s: &mut StartHigh, pages: i64) {
+    s.other();
+    s.refill(0, true);
+    for _ in 1..pages {
+        s.refill(0, false);
+    }
+}
+
+/// 7.2-4g-wq p_thp, Normal CPU 1 (3115 pages at the file's start), as `delta`s: two quiet
+/// runs, `od-595` takes 41 pages, refills 63, 126 and 252 (taking 63, 126 and 83), a quiet
+/// run at 109.431012 with 3243 pages, then 169 taken, 504 refilled and 119 taken, a quiet run
+/// at 110.420582 (3459), 308 taken and a quiet run at 111.417948 (3151).
+fn od_595() -> StartHigh {
+    let mut s = printed(1283);
+    s.work_line(0);
+    s.work_line(0);
+    s.other();
+    refill(&mut s, 63);
+    refill(&mut s, 126);
+    refill(&mut s, 252);
+    s.other();
+    s.work_line(128);
+    s.other();
+    refill(&mut s, 504);
+    s.other();
+    s.work_line(344);
+    s.other();
+    s.work_line(36);
+    s.other();
+    s
+}
+
+#[test]
+fn the_quiet_runs_after_refills_bound_the_starts_high_through_their_raises() {
+    let s = od_595();
+    let h = high(1283, 7615);
+    let got = s.infer(3115, &h, 5);
+    // The raises are the runs' sizes (batch << alloc_factor, 0 to 3).
+    let quiet = [(2, 0), (6, 128), (8, 344), (9, 36)];
+    let holds = |x| {
+        quiet
+            .iter()
+            .all(|&(n, d)| s.evolve(x, n, &h, 5) >= 3115 + d)
+    };
+    assert!(holds(got) && !holds(got - 1), "{got}");
+    // The run at 109.431012 names it, not the two before the first refill, which the walk
+    // stopped at before (4067): from there, that run would have drained 131 pages.
+    assert!(s.evolve(got, 6, &h, 5) >= 3243);
+    let old = first_above(1283, 7615, |x| decayed(x, 2, 1283) >= 3115);
+    assert_eq!(old, 4067);
+    assert!(s.evolve(old, 6, &h, 5) < 3243);
+    assert!(got > old);
+}
+
+/// Two quiet runs, a refill run of `pages`, and a quiet run 900 pages up.
+fn quiet_around_refill(pages: i64) -> StartHigh {
+    let mut s = printed(1283);
+    s.work_line(0);
+    s.work_line(0);
+    refill(&mut s, pages);
+    s.other();
+    s.work_line(900);
+    s.other();
+    s
+}
+
+#[test]
+fn a_refill_that_max_nr_alloc_cut_short_ends_what_the_walk_reads() {
+    // An order-0 refill of 100 pages is no `batch << alloc_factor`: its raise is unknown,
+    // and the quiet run after it says nothing.
+    let h = high(1283, 7615);
+    assert_eq!(quiet_around_refill(100).infer(3115, &h, 5), 4067);
+    // Sized, the same run bounds it.
+    assert!(quiet_around_refill(126).infer(3115, &h, 5) > 4067);
+}
+
+#[test]
+fn a_free_after_a_raise_bounds_high_only_through_the_raise() {
+    // A free that drained nothing 2300 pages above the start's count (1000) after a run
+    // and a raise of 2016: `high` then was above that count, the start's need not be.
+    let mut s = printed(1283);
+    s.work_line(0);
+    refill(&mut s, 2016);
+    s.other();
+    s.no_drain(2300);
+    let h = high(1283, 7615);
+    let got = s.infer(1000, &h, 5);
+    assert!(s.evolve(got, 2, &h, 5) > 3300, "{got}");
+    assert!(s.evolve(got - 1, 2, &h, 5) <= 3300, "{got}");
+    // Read as before the raise it would have been above the count: 3301.
+    assert_eq!(got, 1468);
+}
+
+#[test]
+fn without_the_traces_lines_a_refill_ends_what_the_walk_reads() {
+    let mut s = printed(1283);
+    refill(&mut s, 63);
+    s.no_drain(5000);
+    assert_eq!(s.infer(100, &high(1283, 7615), 5), 1283);
+}
