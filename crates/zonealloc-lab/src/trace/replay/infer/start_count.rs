@@ -155,6 +155,9 @@ struct Cpu {
     /// A pin an order-1..=3 free's drain gives unless `free_high` emptied the lists: it holds
     /// once the CPU's next allocation comes off a list without a refill.
     candidate: Option<(i64, i64, Option<u64>)>,
+    /// The pages freed onto the lists since the candidate was set (at most
+    /// [`pin::SINCE_CANDIDATE`]): an allocation of one of them says nothing of the drain.
+    since_candidate: Vec<u64>,
     /// Whether the CPU has lists (`high >= batch`): a pin is waited for.
     wanted: bool,
     /// kswapd's pass on the zone's node began (`ZONE_RECLAIM_ACTIVE`, `nr_pcp_high` at most
@@ -271,6 +274,7 @@ impl Walk {
                     pin: None,
                     after: None,
                     candidate: None,
+                    since_candidate: Vec::new(),
                     high_fell: false,
                     start_high: start_high::StartHigh::default(),
                 });

@@ -15,7 +15,7 @@
 //! printed 749 and the layout held only 256 more DMA32 pages in use.
 
 use super::{Inferred, Walk};
-use crate::trace::parse::Event;
+use crate::trace::parse::{Event, EventKind};
 
 impl Walk {
     /// A traced allocation of `order` on `cpu` (`direct`: the buddy served it, its
@@ -30,6 +30,10 @@ impl Walk {
         (direct, inferred): (bool, Inferred),
     ) {
         let refilled = self.at(zone, cpu).is_some_and(|c| c.in_refill.is_some());
+        let pfn = match ev.kind {
+            EventKind::Alloc { pfn, .. } => Some(pfn),
+            _ => None,
+        };
         self.other(cpu);
         if ev.is_failed_alloc() || !self.pcp_order(order) || direct {
             return;
@@ -40,7 +44,7 @@ impl Walk {
             // next allocation.
             Inferred::AllocOn { cpu: on } => self.add(zone, on, pages),
             _ => {
-                self.confirm(zone, cpu, !refilled);
+                self.confirm(zone, cpu, !refilled, pfn);
                 self.add(zone, cpu, pages);
             }
         }

@@ -57,11 +57,11 @@ impl Walk {
             }
             i += n;
             if n < 2 {
-                self.commit(zone, cpu, order);
+                self.commit(zone, cpu, first, order);
                 continue;
             }
-            for (_, o) in contig_blocks(first, n as u64) {
-                self.commit(zone, cpu, o);
+            for (p, o) in contig_blocks(first, n as u64) {
+                self.commit(zone, cpu, p, o);
             }
         }
     }

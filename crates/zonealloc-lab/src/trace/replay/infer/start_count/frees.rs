@@ -34,10 +34,10 @@ impl Walk {
         }
     }
 
-    /// A deferred free goes on the lists (a PCP order), or to the buddy.
-    pub(super) fn commit(&mut self, zone: usize, cpu: u32, order: u8) {
+    /// A deferred free of `pfn` goes on the lists (a PCP order), or to the buddy.
+    pub(super) fn commit(&mut self, zone: usize, cpu: u32, pfn: u64, order: u8) {
         if self.pcp_order(order) {
-            self.free(zone, cpu, order);
+            self.free(zone, cpu, pfn, order);
         } else {
             self.other(cpu);
         }
@@ -50,17 +50,18 @@ impl Walk {
         if self.contig_free {
             return self.commit_contig(cpu, &list);
         }
-        for (_, z, order, _) in list {
-            self.commit(z, cpu, order);
+        for (pfn, z, order, _) in list {
+            self.commit(z, cpu, pfn, order);
         }
     }
 
-    fn free(&mut self, zone: usize, cpu: u32, order: u8) {
+    fn free(&mut self, zone: usize, cpu: u32, pfn: u64, order: u8) {
         self.other(cpu);
         self.add(zone, cpu, 1i64 << order);
         let reclaim = self.reclaim_on(zone);
         let ts = self.now;
         if let Some(c) = self.at(zone, cpu) {
+            c.freed_since_candidate(pfn);
             let mut h = (c.high.lo, c.high.hi);
             let mut open_hi = None;
             if reclaim {
@@ -93,16 +94,16 @@ impl Walk {
                 if !batching {
                     before.extend(list.drain(..i));
                 }
-                let (_, z, order, _) = list.remove(if batching { i } else { 0 });
-                for (_, bz, border, _) in before {
-                    self.commit(bz, cpu, border);
+                let (p, z, order, _) = list.remove(if batching { i } else { 0 });
+                for (bp, bz, border, _) in before {
+                    self.commit(bz, cpu, bp, border);
                 }
                 self.batching[cpu as usize] = true;
-                self.commit(z, cpu, order);
+                self.commit(z, cpu, p, order);
             }
             None => {
                 self.commit_all(cpu);
-                self.free(zone, cpu, 0);
+                self.free(zone, cpu, pfn, 0);
             }
         }
     }
@@ -140,7 +141,7 @@ impl Walk {
             if owner == cpu && explained {
                 if let Some(free) = c.free.take() {
                     // Another drain before the candidate's allocation: no pin.
-                    c.candidate = None;
+                    c.drop_candidate();
                     c.run = Some(Run {
                         free,
                         drained: 0,

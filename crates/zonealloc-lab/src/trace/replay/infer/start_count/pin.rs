@@ -10,7 +10,30 @@
 //! count at the marker where zoneinfo's 202 was not: the replay drained 2 THPs and 197
 //! order-0 pages where the kernel drained 3 THPs (line 71873).
 
-use super::{Free, Run, Walk};
+use super::{Cpu, Free, Run, Walk};
+
+/// The most frees [`Cpu::since_candidate`] holds: past them the candidate is dropped.
+pub(super) const SINCE_CANDIDATE: usize = 4096;
+
+impl Cpu {
+    /// A page of head `pfn` went on the lists: while a candidate pin waits, remembered.
+    pub(super) fn freed_since_candidate(&mut self, pfn: u64) {
+        if self.candidate.is_none() {
+            return;
+        }
+        if self.since_candidate.len() == SINCE_CANDIDATE {
+            self.drop_candidate();
+        } else {
+            self.since_candidate.push(pfn);
+        }
+    }
+
+    /// No candidate pin: it held, or nothing more can be read of it.
+    pub(super) fn drop_candidate(&mut self) {
+        self.candidate = None;
+        self.since_candidate.clear();
+    }
+}
 
 impl Walk {
     /// `lo <= c0 <= hi` for the count `c0` at the start of `zone`'s CPU `cpu`: before the
@@ -99,6 +122,7 @@ impl Walk {
             // batch << CONFIG_PCP_BATCH_SCALE_MAX, less than that only when it is all): if
             // the next allocation finds a page on a list, the drain was nr_pcp_free's.
             if fixed || drained < c.high.batch << scale_max {
+                c.drop_candidate();
                 c.candidate = Some((normal.0, normal.1, ts));
             }
             None
@@ -111,17 +135,27 @@ impl Walk {
         }
     }
 
-    /// An allocation off `cpu`'s lists of `zone`: a candidate pin holds when the list had a
-    /// page (no refill just before), and is dropped otherwise.
-    pub(super) fn confirm(&mut self, zone: usize, cpu: u32, had_page: bool) {
+    /// An allocation of `pfn` off `cpu`'s lists of `zone`: a candidate pin holds when the
+    /// list had a page the drain left (no refill just before), and is dropped otherwise. A
+    /// page freed after the drain may be all the lists held (6.12-4g-more p_sock: the
+    /// allocation after the order-3 drain at 66.763289 takes a block freed at 66.763310),
+    /// so its allocation leaves the candidate waiting for the next one.
+    pub(super) fn confirm(&mut self, zone: usize, cpu: u32, had_page: bool, pfn: Option<u64>) {
         let Some(c) = self.at(zone, cpu) else {
             return;
         };
-        let Some((lo, hi, ts)) = c.candidate.take() else {
+        let Some((lo, hi, ts)) = c.candidate else {
             return;
         };
+        if had_page && pfn.is_some_and(|p| c.since_candidate.contains(&p)) {
+            return;
+        }
+        c.drop_candidate();
         if had_page {
             self.pin(zone, cpu, lo, hi, ts);
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -12,7 +12,7 @@ fn snap_dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/proc/linux-6.1-p1-before")
 }
 
-fn line(cpu: u32, ts: u32, ev: &str) -> String {
+pub(super) fn line(cpu: u32, ts: u32, ev: &str) -> String {
     format!("            x-1     [{cpu:03}] .....    {ts}.{cpu:06}: {ev}\n")
 }
 
@@ -58,7 +58,7 @@ fn trace(count: u32) -> String {
 }
 
 /// The start counts `trace` gives on the 6.1 snapshot (a fixed `high`).
-fn counts_of(trace: &str) -> StartCounts {
+pub(super) fn counts_of(trace: &str) -> StartCounts {
     counts_in(&snap_dir(), trace)
 }
 
@@ -118,77 +118,6 @@ fn the_first_free_triggered_drain_pins_the_count_zoneinfo_got_wrong() {
         .find(|c| c.cpu == 2 && c.zone == "DMA32")
         .unwrap();
     assert_eq!((c2.bounds, c2.inferred), ((0, Some(790)), 764));
-}
-
-/// CPU 1 of DMA32 (zoneinfo: 771, high 3492, batch 63) at 800: ten allocations, 2700
-/// order-0 frees and an order-1 free take it to 3492, and a drain of 63 pages follows
-/// (nr_pcp_free's, or free_high's of everything: 6.1 cannot tell from 63 pages); then an
-/// allocation, after a refill when `refill`.
-fn order_1_trace(refill: bool) -> String {
-    let mut t = String::from("# tracer: nop\n");
-    t += &line(0, 1, "tracing_mark_write: KT_SNAPSHOT_BEFORE_END t");
-    let alloc = |pfn: u64| {
-        format!("mm_page_alloc: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE")
-    };
-    for i in 0..10 {
-        t += &line(1, 2, &alloc(0x20000 + i));
-    }
-    for i in 0..2700 {
-        t += &line(
-            1,
-            3,
-            &format!(
-                "mm_page_free: page=(____ptrval____) pfn={:#x} order=0",
-                0x10000 + i
-            ),
-        );
-    }
-    t += &line(
-        1,
-        3,
-        "mm_page_free: page=(____ptrval____) pfn=0x30000 order=1",
-    );
-    for i in 0..63 {
-        t += &line(
-            1,
-            4,
-            &format!(
-                "mm_page_pcpu_drain: page=(____ptrval____) pfn={:#x} order=0 migratetype=1",
-                0x10000 + i
-            ),
-        );
-    }
-    if refill {
-        t += &line(1, 5, "mm_page_alloc_zone_locked: page=(____ptrval____) pfn=0x40000 order=0 migratetype=1 percpu_refill=1");
-    }
-    t += &line(1, 5, &alloc(0x40000));
-    t += &line(0, 6, "tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN t");
-    t
-}
-
-#[test]
-fn an_order_1_drain_pins_once_the_next_allocation_finds_a_page_on_a_list() {
-    let cpu1 = |refill: bool| {
-        let sc = counts_of(&order_1_trace(refill));
-        let c = sc
-            .cpus
-            .into_iter()
-            .find(|c| c.zone == "DMA32" && c.cpu == 1);
-        c.unwrap()
-    };
-    // The lists were not emptied, so nr_pcp_free drained: 3492 <= c0 + 2692 <= 3493.
-    let c = cpu1(false);
-    assert_eq!(
-        (c.bounds, c.inferred, c.found),
-        ((800, Some(801)), 800, Found::Bounded)
-    );
-    // A refill first: free_high may have emptied them; only the frees bound the count
-    // (3492 - 1 - 2690 after the last order-0 free).
-    let c = cpu1(true);
-    assert_eq!(
-        (c.bounds, c.inferred, c.found),
-        ((10, Some(801)), 771, Found::Zoneinfo)
-    );
 }
 
 #[test]
