@@ -538,6 +538,14 @@ fn first(
                     .iter()
                     .flat_map(|c| c.events())
                     .for_each(|ev| ahead.feed(&ev));
+                // A CPU without a run in the window: its runs past it.
+                if let Some(tail) = after.as_ref().filter(|_| first.ended) {
+                    tail.peek(|text, end| {
+                        if end != crate::trace::ingest::TailEnd::NotKept {
+                            ahead.feed_after(text);
+                        }
+                    });
+                }
             }
             source.unread(first.held);
             let first = FirstEvents {

@@ -66,6 +66,9 @@ pub struct FirstEvents {
     /// The walk's kernel side after its events, with what it inferred for each, where
     /// [`Which::keep_kernel`] asked for it ([`super::kernel::Handover`]).
     pub kernel: Option<Handover>,
+    /// The input ended (the window's end marker) before the limit: `held` is the whole
+    /// window.
+    pub ended: bool,
 }
 
 /// Takes chunks off `next` and feeds their events to the inferences `which` asks for, until
@@ -191,6 +194,7 @@ fn take_here(
         counts: walk.map(Walk::finish),
         lists: collect.map(Collector::finish),
         hints: None,
+        ended,
     };
     (first, hints, ended)
 }
@@ -262,6 +266,7 @@ fn take_beside(
                 counts: Some(walk.finish()),
                 lists: Some(collect.finish()),
                 hints: None,
+                ended,
             };
             (first, hints, ended)
         }

@@ -16,7 +16,7 @@
 use std::collections::VecDeque;
 
 use super::{jiffy_at, next_boundary, Vmstat, Work};
-use crate::trace::parse::{Event, EventKind};
+use crate::trace::parse::{lines, Event, EventKind, Parser};
 use crate::trace::replay::infer::worker_runs::{earliest_in_second, RUNS_KEPT};
 
 /// Each CPU's worker runs in the events ahead: the time of its worker's first drain (a
@@ -71,6 +71,41 @@ impl RunsAhead {
                 }
             }
         }
+    }
+
+    /// Reads the trace past the window (`text`, the after-snapshot's, [`crate::trace::ingest::Tail`])
+    /// once the window's events went by: the runs of each CPU whose worker showed none in
+    /// the window, as if ahead. A worker's timer keeps to its CPU's second from boot
+    /// (`vmstat_update` re-queues with `round_jiffies_relative`, `mm/vmstat.c`), so a run
+    /// after the window shows the second as well as one in it; without one, the replay
+    /// assumed the phase at the window's first event. 6.12-4g p_thp: no worker drains in
+    /// the 1.5 s window (329.233 to 330.717 s); `kworker/0:2` drains at 330.823455 and on
+    /// (its second near x.80), and the assumed phase put CPU 0's worker at 330.23.
+    pub fn feed_after(&mut self, text: &[u8]) {
+        let had: Vec<bool> = self.first.iter().map(Option::is_some).collect();
+        let n = had.len().max(1);
+        if had.iter().all(|&h| h) {
+            return;
+        }
+        // Whether the trace shows the runs themselves is the window's to say.
+        let traced = self.traced;
+        self.in_run.fill(false);
+        let mut parser = Parser::new();
+        for line in lines(text) {
+            let Some(ev) = parser.feed(line) else {
+                continue;
+            };
+            let Some(c) = ev.cpu.map(|c| c as usize % n).filter(|&c| !had[c]) else {
+                continue;
+            };
+            self.feed(&ev);
+            // Each such CPU's runs kept in full: the rest is not read.
+            let full = |(k, &h): (usize, &bool)| h || self.runs[k].len() == RUNS_KEPT;
+            if self.runs[c].len() == RUNS_KEPT && had.iter().enumerate().all(full) {
+                break;
+            }
+        }
+        self.traced = traced;
     }
 
     /// CPU slot `c`'s worker drained at `t` (out of line: few events are).

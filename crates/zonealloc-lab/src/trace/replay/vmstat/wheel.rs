@@ -11,6 +11,17 @@
 //! drains at 626.825477, 627.817266, 628.812698, 629.801215 and 630.825311 s: 248, 249, 247
 //! and 256 jiffies apart.
 //!
+//! The captures that trace every run (`*-4g-wq`, `workqueue_execute_start`) show it: on
+//! 6.12-4g-wq p_prodcons CPU 3's `vmstat_update` starts at 10.342776, 11.334800,
+//! 12.359091, 13.350740 and 14.342716 s; replayed without those lines
+//! (`--no-traced-workers --whole-file`), ours run at 10.342, 11.334, 12.358, 13.350 and
+//! 14.342 on the wheel, at 11.334, 12.334, 13.334 and 14.334 without it (25 ms early at
+//! 12.359). On the eight `*-4g-wq` rows so replayed the wheel takes the to-after sums
+//! (refill/drain event %) 20.1/24.2 -> 14.0/21.1. It stays off by default: on the whole
+//! table it takes the window sums 18.6/28.9 -> 32.7/34.8, mostly the `*-4g-loads` p_fork
+//! windows (6.12: CPU 2 refills 220 blocks at 51.431 s where the kernel refills 63 at
+//! 51.581).
+//!
 //! The buckets lie on the jiffies count, not on its seconds: the phase (a jiffies-second
 //! boundary in trace time) is kept modulo the wheel's cycle, [`cycle_seconds`] seconds (4
 //! at HZ 250), and names a second whose jiffies count is a multiple of 8 as well

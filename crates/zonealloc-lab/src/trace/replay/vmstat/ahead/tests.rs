@@ -265,3 +265,62 @@ fn a_cpus_phase_ahead_is_read_from_its_run_earliest_in_its_second() {
     assert_eq!(v.phase_ns, Some(825_215_000));
     assert_eq!(v.work[0].ahead_ns, Some(50_835_198_000));
 }
+
+/// The text of a `kworker/cpu:1`'s drain at `ts` (depth 2: the worker's run), or another
+/// task's allocation.
+fn line(task: &str, cpu: u32, ts: &str, what: &str) -> String {
+    let ctx = if what.starts_with("mm_page_pcpu_drain") {
+        "d..2."
+    } else {
+        "....."
+    };
+    format!("{task:>16} [{cpu:03}] {ctx} {ts}: {what}\n")
+}
+
+const DRAIN: &str = "mm_page_pcpu_drain: page=0xffffea0000b98000 pfn=0x2e600 order=0 migratetype=1";
+const ALLOC: &str = "mm_page_alloc: page=0xffffea0000b98000 pfn=0x2e600 order=0 migratetype=1 \
+                     gfp_flags=GFP_KERNEL";
+
+#[test]
+fn a_cpu_without_a_run_in_the_window_takes_its_runs_past_it() {
+    // 6.12-4g p_thp: the window (10 to 11.5 s here) shows CPU 1's worker only; past it
+    // CPU 0's runs at x.804 to x.816, one late at x.558, and CPU 1's (not read: the
+    // window's).
+    let mut ahead = RunsAhead::new(2);
+    ahead.feed(&drain(1, 10 * S + 600 * MS, Task::CpuWorker));
+    let mut tail = String::from("KT_SNAPSHOT_AFTER_BEGIN p_thp\n");
+    tail += &line("kworker/1:1-59", 1, "11.900000", DRAIN);
+    tail += "kworker/0:2-402 [000] ..... 11.950000: workqueue_execute_start: work struct \
+             00000000c6de8d02: function vmstat_update\n";
+    let at = [
+        "12.804000",
+        "13.558000",
+        "14.812000",
+        "15.804000",
+        "16.808000",
+        "17.804000",
+        "18.816000",
+    ];
+    for (k, ts) in at.iter().enumerate() {
+        tail += &line("kworker/0:2-402", 0, ts, DRAIN);
+        tail += &line("kworker/0:2-402", 0, ts, DRAIN);
+        tail += &line(&format!("cc1-{k}"), 0, ts, ALLOC);
+    }
+    ahead.feed_after(tail.as_bytes());
+    assert_eq!(
+        ahead.runs().collect::<Vec<_>>(),
+        vec![(0, 12 * S + 804 * MS), (1, 10 * S + 600 * MS)]
+    );
+    // Whether the runs are traced is the window's to say.
+    assert!(!ahead.traced());
+    // CPU 0's runs from the first event on keep to its second (x.800, a tick before its
+    // runs at x.804), not to CPU 1's, whose shared phase it took before.
+    let mut v = Vmstat::new(2, HZ);
+    v.align_ahead(&ahead);
+    let mut ran = Vec::new();
+    for ms in 0..1500u64 {
+        ran.extend(step(&mut v, 0, 10 * S + ms * MS, true));
+    }
+    let cpu0: Vec<u64> = ran.iter().filter(|r| r.cpu == 0).map(|r| r.at_ns).collect();
+    assert_eq!(cpu0, vec![10 * S + 800 * MS]);
+}
