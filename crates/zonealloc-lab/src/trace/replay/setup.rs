@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use super::geometry::Geometry;
 use super::infer::first_events::{self, FirstEvents};
 use super::infer::kernel::{self, KernelSide};
-use super::infer::{free_factor, pcp_state, start_count, worker_runs};
+use super::infer::{free_count, free_factor, pcp_state, start_count, worker_runs};
 use super::layout;
 use super::options::ReplayOptions;
 use super::preset::Kernel;
@@ -162,6 +162,12 @@ impl Setup {
         if wants.free_factor {
             free_factor::apply(text, &self.geo, &self.replayers, &self.base);
         }
+        // From 6.7 `free_count` and `PCPF_PREV_FREE_HIGH_ORDER` do, read the same way.
+        if wants.free_count {
+            if let Some(rules) = free_factor::rules_of(&self.replayers, &self.base) {
+                free_count::apply(text, &self.geo, &self.replayers, rules);
+            }
+        }
         // From 6.7 each CPU's worker decays `high` on its own second: the runs before the
         // marker show where it lies.
         if wants.runs {
@@ -284,6 +290,9 @@ impl Setup {
 struct Wants {
     /// A `free_factor` start: before 6.7 a CPU's `free_factor` decides its drains.
     free_factor: bool,
+    /// A `free_count` start: from 6.7 a CPU's `free_count` and `PCPF_PREV_FREE_HIGH_ORDER`
+    /// decide its drains.
+    free_count: bool,
     /// The vmstat workers' last runs: from 6.7 each CPU's worker decays `high` on its own
     /// second.
     runs: bool,
@@ -301,6 +310,7 @@ impl Wants {
         infer: bool,
     ) -> Wants {
         let free_factor = infer && snap.is_some() && base.pcp.free_scaling.is_free_factor();
+        let free_count = infer && snap.is_some() && !base.pcp.free_scaling.is_free_factor();
         let runs = infer && snap.is_some() && base.pcp.decay && !opts.no_decay;
         let runs = runs && opts.jiffies_phase_ns.is_none();
         // The default window only (its start is the snapshot's end), never the whole file.
@@ -311,6 +321,7 @@ impl Wants {
             && opts.infer_layout_roll.or(opts.infer).unwrap_or(true);
         Wants {
             free_factor,
+            free_count,
             runs,
             roll,
         }
@@ -318,7 +329,7 @@ impl Wants {
 
     /// Whether any of the text before the window is read.
     fn any(&self) -> bool {
-        self.free_factor || self.runs || self.roll
+        self.free_factor || self.free_count || self.runs || self.roll
     }
 }
 

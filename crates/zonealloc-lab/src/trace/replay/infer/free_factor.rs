@@ -157,22 +157,25 @@ impl<'g> Walk<'g> {
 
 /// The factors after the complete lines of `text` (the trace before the marker).
 pub fn walk_text(text: &[u8], geo: &Geometry, rules: Rules) -> Vec<Vec<u8>> {
-    let mut parser = Parser::new();
     let mut walk = Walk::new(geo, rules);
-    for line in lines(text) {
-        if let Some(ev) = parser.feed(line) {
-            walk.feed(&ev);
-        }
-    }
+    each_event(text, |ev| walk.feed(ev));
     walk.finish()
 }
 
-/// Starts every replayer's zones with the factors `text` (the trace before the marker) shows,
-/// the sizes read off the first replayer's zones (CPU 0's: one per zone before 6.7).
-pub fn apply(text: &[u8], geo: &Geometry, replayers: &[Replayer], base: &ZoneConfig) {
-    let Some(first) = replayers.first() else {
-        return;
-    };
+/// Feeds `f` the events of the complete lines of `text`, in order.
+pub(super) fn each_event(text: &[u8], mut f: impl FnMut(&Event<'_>)) {
+    let mut parser = Parser::new();
+    for line in lines(text) {
+        if let Some(ev) = parser.feed(line) {
+            f(&ev);
+        }
+    }
+}
+
+/// The walk's rules for `replayers`' zones: the sizes read off the first replayer's zones
+/// (CPU 0's: one per zone before 6.7; `batch` from 6.7 on), the constants off `base`.
+pub fn rules_of(replayers: &[Replayer], base: &ZoneConfig) -> Option<Rules> {
+    let first = replayers.first()?;
     let sizes = first
         .zones
         .iter()
@@ -184,11 +187,18 @@ pub fn apply(text: &[u8], geo: &Geometry, replayers: &[Replayer], base: &ZoneCon
             }
         })
         .collect();
-    let rules = Rules {
+    let capped = base.pcp.free_scaling != FreeScaling::FreeFactorUncapped;
+    Some(Rules {
         sizes,
-        scale_max: (base.pcp.free_scaling == FreeScaling::FreeFactor)
-            .then_some(base.pcp.batch_scale_max),
+        scale_max: capped.then_some(base.pcp.batch_scale_max),
         thp_order: base.pcp.thp_order,
+    })
+}
+
+/// Starts every replayer's zones with the factors `text` (the trace before the marker) shows.
+pub fn apply(text: &[u8], geo: &Geometry, replayers: &[Replayer], base: &ZoneConfig) {
+    let Some(rules) = rules_of(replayers, base) else {
+        return;
     };
     let factors = walk_text(text, geo, rules);
     for r in replayers {

@@ -8,11 +8,14 @@
 //! - [`start_count`]: each CPU's `count` at the start marker, which zoneinfo read earlier;
 //! - [`free_factor`]: each CPU's `free_factor` (before 6.7) at the start marker, from the
 //!   trace before it;
+//! - [`free_count`]: each CPU's `free_count` and `PCPF_PREV_FREE_HIGH_ORDER` (6.7 on) at
+//!   the start marker, from the trace before it;
 //! - [`worker_runs`]: each CPU's last vmstat worker run before the start marker, for the
 //!   workers' timers (6.7 on), from the trace before it;
 //! - [`first_events`]: the window's first events, read once for the two before the replay.
 
 pub mod first_events;
+pub mod free_count;
 pub mod free_factor;
 pub mod kernel;
 pub mod pcp_state;
