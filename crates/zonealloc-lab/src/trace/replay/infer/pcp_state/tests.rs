@@ -496,3 +496,40 @@ fn a_start_count_of_the_traces_own_puts_what_no_order_0_list_holds_on_unshown_li
     want.extend([(9, 1, 1), (3, 1, 61)]);
     assert_eq!(d.fit(0, 3275), want);
 }
+
+#[test]
+fn a_batched_free_longer_than_64_pages_counts_each_page_once() {
+    // 6.1-4g-loads p_fork: `free_unref_page_list` prints all of a batch's `mm_page_free`
+    // lines, then all its `mm_page_free_batched` lines (batches of up to 520 pages there).
+    // CPU 0 allocates 70 Unmovable pages off its list, frees them in one batch, allocates
+    // 75 more, then refills: its Unmovable list held 75 at the start. Read as frees, the
+    // batched lines of the batch's first 6 pages put it at 70.
+    let alloc = |pfn: u32| {
+        format!("mm_page_alloc: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype=0 gfp_flags=GFP_KERNEL")
+    };
+    let mut head = String::new();
+    for pfn in 0x1000..0x1000 + 70 {
+        head += &line(0, 1, &alloc(pfn));
+    }
+    for pfn in 0x1000..0x1000 + 70 {
+        head += &line(
+            0,
+            2,
+            &format!("mm_page_free: page=(____ptrval____) pfn={pfn:#x} order=0"),
+        );
+    }
+    for pfn in 0x1000..0x1000 + 70 {
+        head += &line(
+            0,
+            2,
+            &format!("mm_page_free_batched: page=(____ptrval____) pfn={pfn:#x} order=0"),
+        );
+    }
+    for pfn in 0x1100..0x1100 + 75 {
+        head += &line(0, 3, &alloc(pfn));
+    }
+    head += &line(0, 4, "mm_page_alloc_zone_locked: page=(____ptrval____) pfn=0x1200 order=0 migratetype=0 percpu_refill=1");
+    let d = &infer_one_zone(&head).zones[0];
+    assert_eq!(d.blocks[0][0][0], 75);
+    assert!(d.exact[0][0][0]);
+}
