@@ -533,3 +533,43 @@ fn a_batched_free_longer_than_64_pages_counts_each_page_once() {
     assert_eq!(d.blocks[0][0][0], 75);
     assert!(d.exact[0][0][0]);
 }
+
+#[test]
+fn the_traces_own_count_keeps_a_list_a_drain_showed_empty_to_its_reading() {
+    // 7.2-4g-loads p_fork (`--whole-file`), Normal's CPU 0: every order-0 list shown empty,
+    // Reclaimable's by a drain only (13 pages drained at 14.842076, then order 1's list),
+    // order 2's Unmovable list exact at 24; 8 pages of the count beyond the lists shown.
+    let mut blocks = [[0u64; TYPES]; SLOTS];
+    blocks[0] = [644, 87, 13];
+    blocks[2][0] = 24;
+    let mut exact = [[false; TYPES]; SLOTS];
+    exact[0] = [true; TYPES];
+    exact[2][0] = true;
+    let mut refilled = [[false; TYPES]; SLOTS];
+    refilled[0] = [true, true, false];
+    let mut d = ListDemand {
+        blocks: vec![blocks],
+        exact: vec![exact],
+        refilled: vec![refilled],
+        thp_order: Some(9),
+        start_count: vec![None],
+        start_floor: vec![Some(848)],
+        ..ListDemand::default()
+    };
+    let shown = vec![(0, 0, 644), (0, 1, 87), (0, 2, 13), (2, 0, 24)];
+    // zoneinfo's count: the rest goes to the list the drain showed empty, as before.
+    let mut want = shown.clone();
+    want[2].2 += 8;
+    assert_eq!(d.fit(0, 848), want);
+    // The trace's own count: the drain's reading holds, the rest goes to a list the head
+    // never shows (one order-3 Movable block).
+    d.start_count = vec![Some(848)];
+    let mut want = shown.clone();
+    want.push((3, 1, 1));
+    assert_eq!(d.fit(0, 848), want);
+    // An odd page no list of a higher order holds stays on the drained list, and so does
+    // what the trace's least count does not prove.
+    (d.start_count, d.start_floor) = (vec![Some(853)], vec![Some(849)]);
+    want[2].2 += 5;
+    assert_eq!(d.fit(0, 853), want);
+}
