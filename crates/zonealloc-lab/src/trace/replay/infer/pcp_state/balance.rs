@@ -10,7 +10,6 @@
 //! lowest balance is the lowest of the segments' so raised, which is what a walk that knew the
 //! type at the free would have found.
 
-use std::collections::VecDeque;
 use std::ops::Range;
 
 use super::span_map::SpanMap;
@@ -18,9 +17,6 @@ use super::{drained_empty, slot_of, ListDemand, Rec, MOVABLE, SLOTS, TYPES};
 
 /// Per PCP order slot and migratetype.
 type PerList<T> = [[T; TYPES]; SLOTS];
-
-/// The `mm_page_free` events a `mm_page_free_batched` of the same page may follow, at most.
-const PENDING_BATCHED: usize = 64;
 
 /// One zone's lists, as the events so far leave them.
 pub(super) struct ZoneBalance {
@@ -30,9 +26,12 @@ pub(super) struct ZoneBalance {
     /// Per pageblock of the zone named so far: the latest migratetype named (current
     /// numbering).
     named: SpanMap<u8>,
-    /// The pfns of the latest `mm_page_free` events, oldest first: a `mm_page_free_batched`
-    /// of one of them was counted at it.
-    pending_batched: VecDeque<u64>,
+    /// Per frame whose last event was its `mm_page_free` (1): the `mm_page_free_batched` of
+    /// it that follows repeats that free, which was counted there. Per frame, not the last
+    /// few frees: `free_unref_page_list` (6.1; `free_unref_folios` from 6.10) prints every
+    /// page's `mm_page_free` (`free_pages_prepare`) before the first `mm_page_free_batched`
+    /// (its commit loop), and a batch is as long as the list its caller built.
+    pending_batched: SpanMap<u8>,
     /// The list each block a refill put on one went on (by its first pfn), until it leaves.
     on_list: SpanMap<u8>,
     /// Per order-0 frame the walk put on a list (a free of a named pageblock, an order-0
@@ -183,7 +182,7 @@ impl ZoneBalance {
             pageblock_order,
             thp_order,
             named: SpanMap::new(blocks),
-            pending_batched: VecDeque::with_capacity(PENDING_BATCHED + 1),
+            pending_batched: SpanMap::new(span.clone()),
             on_list: SpanMap::new(span.clone()),
             listed: SpanMap::new(span),
             events: 0,
@@ -293,15 +292,10 @@ impl ZoneBalance {
         order: u8,
         first_named: impl Fn(u64) -> Option<usize>,
     ) {
-        let pending = &mut self.pending_batched;
         if matches!(rec, Rec::Free(..)) {
-            pending.push_back(pfn);
-            if pending.len() > PENDING_BATCHED {
-                pending.pop_front();
-            }
-        } else if let Some(i) = pending.iter().position(|&p| p == pfn) {
+            self.pending_batched.insert(pfn, 1);
+        } else if self.pending_batched.remove(pfn).is_some() {
             // The `mm_page_free` of the same page came first: counted there.
-            pending.swap_remove_back(i);
             return;
         }
         // Its list is its pageblock's type at the free, which the head names only
@@ -340,6 +334,7 @@ impl ZoneBalance {
     #[inline]
     fn forget_listed(&mut self, pfn: u64, order: u8) {
         self.listed.remove(pfn);
+        self.pending_batched.remove(pfn);
         if order > 0 {
             self.forget_tails(pfn, order);
         }

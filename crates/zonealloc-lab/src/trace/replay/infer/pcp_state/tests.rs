@@ -4,6 +4,7 @@ use super::*;
 use crate::trace::parse::{Event, PagePtr, Parser, Who};
 use crate::trace::stats::HashMap;
 
+mod fit;
 mod reference;
 use reference::reference;
 
@@ -460,72 +461,38 @@ fn the_drains_reading_of_a_list_stands_over_the_balances() {
 }
 
 #[test]
-fn a_start_count_of_the_traces_own_puts_what_no_order_0_list_holds_on_unshown_lists() {
-    // 7.2-4g-2node p_idle, Node 1 Normal CPU 3 (as CPU 0 here): every order-0 list
-    // refills, the head shows 155 pages on them and on order 2's Unmovable list, and the
-    // count at the file's start is 3275.
-    let mut blocks = [[0u64; TYPES]; SLOTS];
-    blocks[0] = [126, 5, 0];
-    blocks[2][0] = 6;
-    let mut shown = [[false; TYPES]; SLOTS];
-    shown[0] = [true; TYPES];
-    shown[2][0] = true;
-    let mut d = ListDemand {
-        blocks: vec![blocks],
-        exact: vec![shown],
-        refilled: vec![shown],
-        thp_order: Some(9),
-        start_count: vec![None],
-        ..ListDemand::default()
+fn a_batched_free_longer_than_64_pages_counts_each_page_once() {
+    // 6.1-4g-loads p_fork: `free_unref_page_list` prints all of a batch's `mm_page_free`
+    // lines, then all its `mm_page_free_batched` lines (batches of up to 520 pages there).
+    // CPU 0 allocates 70 Unmovable pages off its list, frees them in one batch, allocates
+    // 75 more, then refills: its Unmovable list held 75 at the start. Read as frees, the
+    // batched lines of the batch's first 6 pages put it at 70.
+    let alloc = |pfn: u32| {
+        format!("mm_page_alloc: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype=0 gfp_flags=GFP_KERNEL")
     };
-    let shown_lists = vec![(0, 0, 126), (0, 1, 5), (2, 0, 6)];
-    // zoneinfo's count, older than the trace's start: the rest is dropped.
-    assert_eq!(d.fit(0, 3275), shown_lists);
-    // The trace's own count: the rest (3120) on the THP order's Movable list (six blocks),
-    // then order 3's (six), which the head never shows.
-    d.start_count = vec![Some(3275)];
-    d.start_floor = vec![Some(3275)];
-    let mut want = shown_lists.clone();
-    want.extend([(9, 1, 6), (3, 1, 6)]);
-    assert_eq!(d.fit(0, 3275), want);
-    let pages: u64 = want.iter().map(|&(o, _, n)| n << o).sum();
-    assert_eq!(pages, 3275);
-    // A count the trace bounds loosely proves only its floor: 1000 pages beyond the lists.
-    d.start_floor = vec![Some(1155)];
-    let mut want = shown_lists.clone();
-    want.extend([(9, 1, 1), (3, 1, 61)]);
-    assert_eq!(d.fit(0, 3275), want);
-}
-
-#[test]
-fn a_count_below_the_lists_the_trace_shows_loses_its_excess_off_the_lowest_order() {
-    // 7.2-4g-wq p_idle, Normal CPU 1 at the file's start: 8 Unmovable and 47 Movable order-0
-    // pages, 7 order-3 Unmovable blocks and a THP block, 623 pages, into a count of 609.
-    let mut blocks = [[0u64; TYPES]; SLOTS];
-    blocks[0] = [8, 47, 0];
-    blocks[3][0] = 7;
-    blocks[4][1] = 1;
-    let d = ListDemand {
-        blocks: vec![blocks],
-        exact: vec![[[false; TYPES]; SLOTS]],
-        refilled: vec![[[false; TYPES]; SLOTS]],
-        thp_order: Some(9),
-        start_count: vec![Some(609)],
-        ..ListDemand::default()
-    };
-    // Scaled in proportion, the THP block went (1 * 609 / 623 == 0) with an order-3 block.
-    let want = vec![(0, 0, 8), (0, 1, 33), (3, 0, 7), (9, 1, 1)];
-    assert_eq!(d.fit(0, 609), want);
-    // An excess beyond the order-0 lists takes the fewest blocks of the next order.
-    let d = ListDemand {
-        start_count: vec![Some(560)],
-        ..d
-    };
-    assert_eq!(d.fit(0, 560), vec![(3, 0, 6), (9, 1, 1)]);
-    // zoneinfo's count, older than the lists: scaled in proportion, the rest on Movable.
-    let d = ListDemand {
-        start_count: vec![None],
-        ..d
-    };
-    assert_eq!(d.fit(0, 609), vec![(0, 0, 7), (0, 1, 554), (3, 0, 6)]);
+    let mut head = String::new();
+    for pfn in 0x1000..0x1000 + 70 {
+        head += &line(0, 1, &alloc(pfn));
+    }
+    for pfn in 0x1000..0x1000 + 70 {
+        head += &line(
+            0,
+            2,
+            &format!("mm_page_free: page=(____ptrval____) pfn={pfn:#x} order=0"),
+        );
+    }
+    for pfn in 0x1000..0x1000 + 70 {
+        head += &line(
+            0,
+            2,
+            &format!("mm_page_free_batched: page=(____ptrval____) pfn={pfn:#x} order=0"),
+        );
+    }
+    for pfn in 0x1100..0x1100 + 75 {
+        head += &line(0, 3, &alloc(pfn));
+    }
+    head += &line(0, 4, "mm_page_alloc_zone_locked: page=(____ptrval____) pfn=0x1200 order=0 migratetype=0 percpu_refill=1");
+    let d = &infer_one_zone(&head).zones[0];
+    assert_eq!(d.blocks[0][0][0], 75);
+    assert!(d.exact[0][0][0]);
 }

@@ -70,7 +70,8 @@ fn reference_balance(
     // Per CPU: the list of its last event, if that was a drain.
     let mut last_drain: Vec<Option<(usize, usize)>> = vec![None; cpus as usize];
     let mut named: HashMap<u64, usize> = HashMap::default();
-    let mut pending_batched: Vec<u64> = Vec::new();
+    // Frames whose last event was their `mm_page_free`.
+    let mut pending_batched: std::collections::HashSet<u64> = Default::default();
     // The list each block a refill of the head put on one went on (by its first pfn).
     let mut on_list: HashMap<u64, usize> = HashMap::default();
     // Per order-0 frame the walk put on a list and nothing took off since: the CPU, the
@@ -168,6 +169,7 @@ fn reference_balance(
                     direct[c] = true;
                 }
                 forget(&mut listed, pfn, order);
+                pending_batched.remove(&pfn);
                 if refill && order == 0 && mt < TYPES {
                     listed.insert(pfn, (cpu, mt, true));
                 }
@@ -177,20 +179,18 @@ fn reference_balance(
                     take(slot_of(order, thp_order), mt, -1);
                 }
                 forget(&mut listed, pfn, order);
+                pending_batched.remove(&pfn);
             }
             Rec::Drain(pfn, order, mt) => {
                 take(slot_of(order, thp_order), mt, -1);
                 forget(&mut listed, pfn, order);
+                pending_batched.remove(&pfn);
             }
             Rec::Free(pfn, order) | Rec::FreeBatched(pfn, order) => {
                 if matches!(rec, Rec::Free(..)) {
-                    pending_batched.push(pfn);
-                    if pending_batched.len() > 64 {
-                        pending_batched.remove(0);
-                    }
-                } else if let Some(i) = pending_batched.iter().position(|&p| p == pfn) {
+                    pending_batched.insert(pfn);
+                } else if pending_batched.remove(&pfn) {
                     // The `mm_page_free` of the same page came first: counted there.
-                    pending_batched.swap_remove(i);
                     continue;
                 }
                 // A page the walk put on a list, freed with nothing traced on it since,
