@@ -138,6 +138,16 @@ impl<W: Write> TraceWriter<W> {
             EventKind::KswapdSleep { nid } => writeln!(w, "nid={nid}")?,
             EventKind::VmstatUpdate => writeln!(w, "work struct 0: function vmstat_update")?,
             EventKind::VmstatShepherd => writeln!(w, "work struct 0: function vmstat_shepherd")?,
+            // The replay keeps no `nr_scanned`: written as 0.
+            EventKind::CompactIsolate {
+                start_pfn,
+                end_pfn,
+                nr_taken,
+                ..
+            } => writeln!(
+                w,
+                "range=({start_pfn:#x} ~ {end_pfn:#x}) nr_scanned=0 nr_taken={nr_taken}"
+            )?,
         }
         self.events += 1;
         Ok(())

@@ -184,7 +184,8 @@ impl TraceStats {
             EventKind::KswapdWake { .. }
             | EventKind::KswapdSleep { .. }
             | EventKind::VmstatUpdate
-            | EventKind::VmstatShepherd => {}
+            | EventKind::VmstatShepherd
+            | EventKind::CompactIsolate { .. } => {}
         }
     }
 

@@ -31,6 +31,7 @@
 //!   names the CPU of each operation.
 //! - `handle.rs`: [`CpuHandle`], a thread's claim on one CPU's lists.
 //! - `inspect.rs`: snapshots, counters, `/proc` text, tracepoint switches, `check`.
+//! - `isolate.rs`: compaction's free scanner taking a free block (`__isolate_free_page`).
 //! - `layout.rs`: a zone set up at a snapshot's page layout (pageblock types, pages in use,
 //!   free blocks at their frames), beside boot's `add_free_range`.
 
@@ -57,6 +58,9 @@ mod vmstat;
 mod handle;
 
 mod inspect;
+
+// Compaction's free scanner: `__isolate_free_page`.
+mod isolate;
 
 mod layout;
 

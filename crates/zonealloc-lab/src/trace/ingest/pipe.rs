@@ -160,9 +160,13 @@ const FLAG_A: u8 = 16;
 const FLAG_B: u8 = 32;
 /// [`Packed::kind`] of `mm_vmscan_kswapd_wake`; `mm_vmscan_kswapd_sleep` is the one after it.
 const KIND_KSWAPD_WAKE: u8 = 6;
-/// [`Packed::kind`] of a `vmstat_update` run; a `vmstat_shepherd` run is the one after it,
-/// the last.
+/// [`Packed::kind`] of a `vmstat_update` run; a `vmstat_shepherd` run is the one after it.
 const KIND_VMSTAT_UPDATE: u8 = 8;
+/// [`Packed::kind`] of a compaction isolate line, the last: its start pfn in the low
+/// [`COMPACT_PFN_BITS`] of `pfn` and `nr_taken` above them, the end as an offset from the
+/// start in `small` (a `u32`, saturated), [`FLAG_A`] the fast path.
+const KIND_COMPACT: u8 = 10;
+const COMPACT_PFN_BITS: u32 = 40;
 
 /// An event as a chunk keeps it: 32 bytes where an [`Event`] and its text's span took 72,
 /// so a chunk is written, read and faulted in over fewer pages (with `--proc` a shipped
@@ -248,6 +252,17 @@ impl Packed {
             EventKind::KswapdSleep { nid } => (KIND_KSWAPD_WAKE + 1, u64::from(nid), [0; 4], 0),
             EventKind::VmstatUpdate => (KIND_VMSTAT_UPDATE, 0, [0; 4], 0),
             EventKind::VmstatShepherd => (KIND_VMSTAT_UPDATE + 1, 0, [0; 4], 0),
+            EventKind::CompactIsolate {
+                start_pfn,
+                end_pfn,
+                nr_taken,
+                fast,
+            } => {
+                let span = u32::try_from(end_pfn.saturating_sub(start_pfn)).unwrap_or(u32::MAX);
+                let taken = u64::from(nr_taken.min((1 << (64 - COMPACT_PFN_BITS)) - 1));
+                let pfn = (start_pfn & ((1 << COMPACT_PFN_BITS) - 1)) | taken << COMPACT_PFN_BITS;
+                (KIND_COMPACT, pfn, span.to_le_bytes(), flag(fast, FLAG_A))
+            }
         };
         let page = match ev.page {
             PagePtr::Present => 0,
@@ -307,7 +322,16 @@ impl Packed {
             KIND_KSWAPD_WAKE => EventKind::KswapdWake { nid, order: a },
             7 => EventKind::KswapdSleep { nid },
             KIND_VMSTAT_UPDATE => EventKind::VmstatUpdate,
-            _ => EventKind::VmstatShepherd,
+            9 => EventKind::VmstatShepherd,
+            _ => {
+                let start_pfn = pfn & ((1 << COMPACT_PFN_BITS) - 1);
+                EventKind::CompactIsolate {
+                    start_pfn,
+                    end_pfn: start_pfn + u64::from(u32::from_le_bytes(self.small)),
+                    nr_taken: (pfn >> COMPACT_PFN_BITS) as u32,
+                    fast: has(FLAG_A),
+                }
+            }
         };
         // By the two page bits: neither, NULL, missing (both never).
         const PAGES: [PagePtr; 4] = [

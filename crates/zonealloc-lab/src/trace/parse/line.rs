@@ -86,7 +86,7 @@ fn trim_end(mut s: &[u8]) -> &[u8] {
     s
 }
 
-fn parse_dec(s: &[u8]) -> Option<u64> {
+pub(super) fn parse_dec(s: &[u8]) -> Option<u64> {
     if s.is_empty() || s.len() > 19 {
         return None;
     }
@@ -100,7 +100,7 @@ fn parse_dec(s: &[u8]) -> Option<u64> {
     Some(v)
 }
 
-fn parse_hex(s: &[u8]) -> Option<u64> {
+pub(super) fn parse_hex(s: &[u8]) -> Option<u64> {
     if s.is_empty() || s.len() > 16 {
         return None;
     }
@@ -170,6 +170,10 @@ pub(super) enum Name {
     KswapdWake,
     KswapdSleep,
     WorkqueueStart,
+    /// `mm_compaction_isolate_freepages`.
+    CompactIsolate,
+    /// `mm_compaction_fast_isolate_freepages`.
+    CompactFastIsolate,
 }
 
 pub(super) fn event_name(t: &[u8]) -> Option<Name> {
@@ -189,10 +193,21 @@ pub(super) fn event_name(t: &[u8]) -> Option<Name> {
                 b"workqueue_execute_start" | b"workqueue:workqueue_execute_start" => {
                     Name::WorkqueueStart
                 }
-                _ => return None,
+                _ => return compaction_name(t),
             }
         }
     })
+}
+
+/// The compaction events read (rare: out of the name walk's line).
+#[cold]
+#[inline(never)]
+fn compaction_name(t: &[u8]) -> Option<Name> {
+    match t.strip_prefix(b"compaction:").unwrap_or(t) {
+        b"mm_compaction_isolate_freepages" => Some(Name::CompactIsolate),
+        b"mm_compaction_fast_isolate_freepages" => Some(Name::CompactFastIsolate),
+        _ => None,
+    }
 }
 
 /// The `key=value` fields of an event's tail, each kept as raw bytes.
@@ -290,6 +305,10 @@ pub(super) fn parse_line(line: &[u8]) -> Result<Event<'_>, LineKind> {
     let f = fields(line, p.rest_at);
     let kind = match name {
         Name::WorkqueueStart => work_function(&line[p.rest_at..])?,
+        Name::CompactIsolate | Name::CompactFastIsolate => {
+            let fast = matches!(name, Name::CompactFastIsolate);
+            super::compaction::isolate(&line[p.rest_at..], fast)?
+        }
         _ => kind_of(name, &f)?,
     };
     let ctx = p.flags.map_or(Ctx::NONE, Ctx::parse);
@@ -402,7 +421,11 @@ fn kind_of<'a>(name: Name, f: &Fields<'a>) -> Result<EventKind<'a>, LineKind> {
     let bad = |what| LineKind::Malformed(what);
     let pfn = match name {
         // kswapd's events name a node, not a page (`nid=%d order=%d`, `nid=%d`).
-        Name::KswapdWake | Name::KswapdSleep | Name::WorkqueueStart => 0,
+        Name::KswapdWake
+        | Name::KswapdSleep
+        | Name::WorkqueueStart
+        | Name::CompactIsolate
+        | Name::CompactFastIsolate => 0,
         _ => f.pfn.and_then(parse_pfn).ok_or(bad("bad or missing pfn"))?,
     };
     let order = || {
@@ -427,7 +450,9 @@ fn kind_of<'a>(name: Name, f: &Fields<'a>) -> Result<EventKind<'a>, LineKind> {
             order: order()?,
         },
         Name::KswapdSleep => EventKind::KswapdSleep { nid: nid()? },
-        Name::WorkqueueStart => return Err(LineKind::Other),
+        Name::WorkqueueStart | Name::CompactIsolate | Name::CompactFastIsolate => {
+            return Err(LineKind::Other)
+        }
         Name::Alloc => {
             let gfp = f
                 .gfp_flags

@@ -57,6 +57,7 @@ use std::io::{self, BufRead};
 
 pub use super::input::{decode, open};
 
+mod compaction;
 mod fast;
 mod line;
 mod lines;
@@ -187,6 +188,23 @@ pub enum EventKind<'a> {
     /// `workqueue:workqueue_execute_start` of `vmstat_shepherd`: the shepherd begins a run
     /// (it queues the worker of each CPU with counters to fold and none pending).
     VmstatShepherd,
+    /// `compaction:mm_compaction_isolate_freepages` (`isolate_freepages_block`,
+    /// `mm/compaction.c`): compaction's free scanner took `nr_taken` pages, whole free
+    /// blocks whose heads lie in `start_pfn..end_pfn`, off the free lists with no kmem event
+    /// (`__isolate_free_page`). With `fast`, `mm_compaction_fast_isolate_freepages`
+    /// (`fast_isolate_freepages`, 6.12 and later): at most one `Movable` block of
+    /// `nr_taken` pages from the free lists, searched from `start_pfn` (`min_pfn`) up;
+    /// `end_pfn` is the scanner's `free_pfn`.
+    CompactIsolate {
+        /// The scan's first pfn.
+        start_pfn: u64,
+        /// Where the scan stopped (`blockpfn`), or the fast path's `free_pfn`.
+        end_pfn: u64,
+        /// Pages taken.
+        nr_taken: u32,
+        /// `mm_compaction_fast_isolate_freepages`.
+        fast: bool,
+    },
 }
 
 impl EventKind<'_> {
@@ -202,6 +220,8 @@ impl EventKind<'_> {
             EventKind::KswapdWake { .. } => "mm_vmscan_kswapd_wake",
             EventKind::KswapdSleep { .. } => "mm_vmscan_kswapd_sleep",
             EventKind::VmstatUpdate | EventKind::VmstatShepherd => "workqueue_execute_start",
+            EventKind::CompactIsolate { fast: false, .. } => "mm_compaction_isolate_freepages",
+            EventKind::CompactIsolate { fast: true, .. } => "mm_compaction_fast_isolate_freepages",
         }
     }
 
@@ -219,7 +239,8 @@ impl EventKind<'_> {
             EventKind::KswapdWake { .. }
             | EventKind::KswapdSleep { .. }
             | EventKind::VmstatUpdate
-            | EventKind::VmstatShepherd => 0,
+            | EventKind::VmstatShepherd
+            | EventKind::CompactIsolate { .. } => 0,
             EventKind::Alloc { pfn, .. }
             | EventKind::Free { pfn, .. }
             | EventKind::FreeBatched { pfn }

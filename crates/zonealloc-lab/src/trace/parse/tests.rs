@@ -390,6 +390,12 @@ fn canonical(ev: &Event<'_>) -> String {
         EventKind::KswapdSleep { nid } => format!("nid={nid}"),
         EventKind::VmstatUpdate => "function=vmstat_update".to_owned(),
         EventKind::VmstatShepherd => "function=vmstat_shepherd".to_owned(),
+        EventKind::CompactIsolate {
+            start_pfn,
+            end_pfn,
+            nr_taken,
+            ..
+        } => format!("range={start_pfn:#x}~{end_pfn:#x} nr_taken={nr_taken}"),
     };
     format!("cpu={cpu} ts={ts} page={page} {} {fields}", ev.kind.name())
 }

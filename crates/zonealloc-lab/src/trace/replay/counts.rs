@@ -45,6 +45,12 @@ pub struct ReplayCounts {
     /// took (at the refill run's next allocation or refill, else at the page's free)
     /// ([`kernel::Inferred::UntracedAlloc`](super::kernel::Inferred::UntracedAlloc)).
     pub untraced_allocs: u64,
+    /// Pages compaction's free scanner took off our free lists at its traced
+    /// `mm_compaction_isolate_freepages` and `mm_compaction_fast_isolate_freepages` lines
+    /// (`isolate_freepages_block`, `fast_isolate_freepages`: no `mm_page_alloc`), then in use.
+    pub compaction_isolated: u64,
+    /// Pages those lines say the kernel took and ours had no free block for (ours differs).
+    pub compaction_short: u64,
     /// kswapd wake-ups on node 0 (`mm_vmscan_kswapd_wake`), each setting reclaim-active on
     /// the zones until the pass ends (the next wake, or the nap before a sleep).
     pub kswapd_wakes: u64,

@@ -2,6 +2,7 @@
 //! what it counted and sampled; the frees in [`frees`], a traced allocation in [`traced`].
 
 mod batched;
+mod compaction;
 mod contig_free;
 mod decay;
 mod frees;
@@ -341,6 +342,12 @@ impl Replayer {
                 self.kswapd(nid, wake);
                 self.stat_kswapd(nid, wake);
             }
+            EventKind::CompactIsolate {
+                start_pfn,
+                end_pfn,
+                nr_taken,
+                fast,
+            } => self.compact_isolate((start_pfn, end_pfn), nr_taken, fast)?,
             EventKind::ZoneLocked { .. }
             | EventKind::Extfrag { .. }
             | EventKind::KswapdWake { .. }

@@ -202,6 +202,37 @@ fn each_allocation_reads_its_own_text_across_runs_and_refills() {
     }
 }
 
+/// A compaction isolate line keeps its range, its pages and its path through the chunk.
+#[test]
+fn a_compaction_isolate_line_comes_back_as_it_went_in() {
+    let mut chunk = Chunk::new();
+    let kinds = [
+        EventKind::CompactIsolate {
+            start_pfn: 0x13b400,
+            end_pfn: 0x13b600,
+            nr_taken: 512,
+            fast: false,
+        },
+        EventKind::CompactIsolate {
+            start_pfn: 0x1000,
+            end_pfn: 0x140000,
+            nr_taken: 1024,
+            fast: true,
+        },
+    ];
+    for kind in &kinds {
+        chunk.push(&Event {
+            cpu: Some(1),
+            ts_ns: Some(7),
+            page: PagePtr::Missing,
+            kind: kind.clone(),
+            who: Who::UNKNOWN,
+        });
+    }
+    let back: Vec<_> = chunk.events().map(|e| e.kind).collect();
+    assert_eq!(back, kinds);
+}
+
 #[test]
 fn a_chunk_knows_whether_it_holds_a_kswapd_event_until_it_is_cleared() {
     let ev = |kind| Event {

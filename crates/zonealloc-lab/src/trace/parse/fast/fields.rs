@@ -57,7 +57,12 @@ pub(super) fn fields<'a>(c: &mut Cur<'a>, name: Name, pfn: u64) -> Option<EventK
                 migratetype: c.small()?,
             }
         }
-        Name::Extfrag | Name::KswapdWake | Name::KswapdSleep | Name::WorkqueueStart => return None,
+        Name::Extfrag
+        | Name::KswapdWake
+        | Name::KswapdSleep
+        | Name::WorkqueueStart
+        | Name::CompactIsolate
+        | Name::CompactFastIsolate => return None,
     };
     Some(kind)
 }

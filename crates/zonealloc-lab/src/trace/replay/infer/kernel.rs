@@ -341,7 +341,8 @@ impl KernelSide {
             EventKind::KswapdWake { .. }
             | EventKind::KswapdSleep { .. }
             | EventKind::VmstatUpdate
-            | EventKind::VmstatShepherd => (Prev::Other, Inferred::None),
+            | EventKind::VmstatShepherd
+            | EventKind::CompactIsolate { .. } => (Prev::Other, Inferred::None),
             EventKind::PcpuDrain { pfn, order, .. } => {
                 self.grid.at(zone, cpu).drain(order);
                 self.on_drain(ev, pfn, zone, cpu, tick, prev)

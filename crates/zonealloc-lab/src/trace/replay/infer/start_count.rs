@@ -445,7 +445,9 @@ impl Walk {
                 let worker = ev.who.is_worker_drain();
                 self.drain(zone, cpu, order, (ev.ts_ns, worker));
             }
-            EventKind::VmstatUpdate | EventKind::VmstatShepherd => {}
+            EventKind::VmstatUpdate
+            | EventKind::VmstatShepherd
+            | EventKind::CompactIsolate { .. } => {}
         }
         if self.at_read.is_none() && self.roll_at.is_some_and(|p| p.is(ev)) {
             self.printed = self.at_print.is_some();

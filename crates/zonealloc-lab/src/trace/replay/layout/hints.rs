@@ -206,7 +206,8 @@ impl HintCollector {
             EventKind::KswapdWake { .. }
             | EventKind::KswapdSleep { .. }
             | EventKind::VmstatUpdate
-            | EventKind::VmstatShepherd => {}
+            | EventKind::VmstatShepherd
+            | EventKind::CompactIsolate { .. } => {}
         }
     }
 
@@ -245,7 +246,8 @@ impl HintCollector {
             EventKind::KswapdWake { .. }
             | EventKind::KswapdSleep { .. }
             | EventKind::VmstatUpdate
-            | EventKind::VmstatShepherd => return,
+            | EventKind::VmstatShepherd
+            | EventKind::CompactIsolate { .. } => return,
         };
         if let Some((m, drained)) = listed.filter(|_| !self.named_within(pfn, order)) {
             let h = self.hint(cpu, pfn, order, m, drained);
