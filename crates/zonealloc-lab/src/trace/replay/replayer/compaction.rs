@@ -41,7 +41,14 @@ impl Replayer {
     /// `nr_freepages >= nr_migratepages`, or the pageblock's end). Ours takes the free
     /// blocks that lie in `start..end` in pfn order, up to `want` pages (the scan in async
     /// mode strides over some heads; ours may differ from the kernel's there).
+    /// The scan never leaves `start`'s pageblock (`isolate_freepages` and
+    /// `isolate_freepages_range` call it a pageblock at a time), nor the zone: a line that
+    /// says more is cut to them.
     fn isolate_range(&mut self, z: usize, (start, end): (u64, u64), want: u64) -> u64 {
+        let block = 1u64 << self.zones[z].config().pageblock_order;
+        let end = end
+            .min((start | (block - 1)).saturating_add(1))
+            .min(self.geo.zones[z].end());
         let (mut p, mut taken) = (start, 0);
         while p < end && taken < want {
             let Some(FrameState::Buddy(o)) = self.zones[z].frame_state(Pfn(p)) else {
@@ -123,33 +130,40 @@ mod tests {
         at(0, None, kind)
     }
 
-    /// The scanner's line takes the free blocks that lie in its range, up to its pages
-    /// (the second order-10 block would pass them): their later frees are frees of ours,
-    /// none of a page in use before the trace (old code: 1024 of them, our pages kept free).
-    /// The fast path takes the highest `Movable` block of its order at or above `min_pfn`.
+    /// The scanner's line takes the free blocks that lie in its range and its pageblock, up
+    /// to its pages: their later frees are frees of ours, none of a page in use before the
+    /// trace (old code: 512 of them, our pages kept free). An order-10 block never fits a
+    /// pageblock's scan (`blockpfn + (1 << order) <= end_pfn`), and a range past the
+    /// pageblock is cut to it. The fast path takes the highest `Movable` block of its order
+    /// at or above `min_pfn`.
     #[test]
     fn an_isolate_line_takes_the_free_blocks_of_its_range() {
         let s = sniff::Sniff::default();
-        let g = Geometry::from_flags(None, Some(1 << 14), None, Some(1), &s, Numbering::Current)
-            .unwrap();
+        // Sixteen order-10 blocks, then one of order 9 at 0x4000.
+        let pages = (1 << 14) + 512;
+        let g =
+            Geometry::from_flags(None, Some(pages), None, Some(1), &s, Numbering::Current).unwrap();
         let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &g, None).unwrap();
         let free0 = r.zones[0].free_pages() + r.zones[0].pcp_pages();
-        r.feed(&isolate(0, 0x800, 1024, false), Inferred::None)
+        r.feed(&isolate(0, 0x200, 512, false), Inferred::None)
             .unwrap();
-        assert_eq!(r.counts.compaction_isolated, 1024);
-        assert!(r.frames.is_live(0x3ff) && !r.frames.is_live(0x400));
+        assert_eq!(r.counts.compaction_isolated, 0);
+        r.feed(&isolate(0x4000, u64::MAX, 512, false), Inferred::None)
+            .unwrap();
+        assert_eq!(r.counts.compaction_isolated, 512);
+        assert!(r.frames.is_live(0x41ff) && !r.frames.is_live(0x3fff));
         let free1 = r.zones[0].free_pages() + r.zones[0].pcp_pages();
-        assert_eq!(free0 - free1, 1024);
-        for pfn in 0..1024 {
+        assert_eq!(free0 - free1, 512);
+        for pfn in 0x4000..0x4200 {
             let free = EventKind::Free { pfn, order: 0 };
             r.feed(&at(0, None, free), Inferred::None).unwrap();
         }
-        assert_eq!((r.counts.frees_before_trace, r.counts.frees), (0, 1024));
+        assert_eq!((r.counts.frees_before_trace, r.counts.frees), (0, 512));
         assert_eq!(r.zones[0].free_pages() + r.zones[0].pcp_pages(), free0);
         // Fast: one order-10 block, the zone's highest.
         r.feed(&isolate(0x800, 0x4000, 1024, true), Inferred::None)
             .unwrap();
         assert!(r.frames.is_live(0x3c00) && !r.frames.is_live(0x3800));
-        assert_eq!(r.counts.compaction_short, 0);
+        assert_eq!(r.counts.compaction_short, 512);
     }
 }
