@@ -162,16 +162,28 @@ impl Setup {
         if wants.free_factor {
             free_factor::apply(text, &self.geo, &self.replayers, &self.base);
         }
-        // From 6.7 `free_count` and `PCPF_PREV_FREE_HIGH_ORDER` do, read the same way.
-        if wants.free_count {
-            if let Some(rules) = free_factor::rules_of(&self.replayers, &self.base) {
-                free_count::apply(text, &self.geo, &self.replayers, rules);
-            }
+        // From 6.7 `free_count` and `PCPF_PREV_FREE_HIGH_ORDER` do, read the same way, and
+        // each CPU's worker decays `high` on its own second: the runs before the marker show
+        // where it lies. One parse of the text feeds both walks.
+        let rules = wants
+            .free_count
+            .then(|| free_factor::rules_of(&self.replayers, &self.base));
+        let mut counts = rules.flatten().map(|r| free_count::Walk::new(&self.geo, r));
+        let mut runs = wants.runs.then(|| worker_runs::Walk::new(self.geo.cpus));
+        if counts.is_some() || runs.is_some() {
+            free_factor::each_event(text, |ev| {
+                if let Some(w) = counts.as_mut() {
+                    w.feed(ev);
+                }
+                if let Some(w) = runs.as_mut() {
+                    w.feed(ev);
+                }
+            });
         }
-        // From 6.7 each CPU's worker decays `high` on its own second: the runs before the
-        // marker show where it lies.
-        if wants.runs {
-            let last = worker_runs::last_runs(text, self.geo.cpus);
+        if let Some(states) = counts.map(free_count::Walk::finish) {
+            free_count::set(&states, &self.replayers);
+        }
+        if let Some(last) = runs.map(worker_runs::Walk::finish) {
             for r in self.replayers.iter_mut().filter(|r| r.decay) {
                 r.set_worker_runs_before(&last);
             }

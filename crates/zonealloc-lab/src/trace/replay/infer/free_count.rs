@@ -91,12 +91,11 @@ pub fn walk_text(text: &[u8], geo: &Geometry, rules: Rules) -> Vec<Vec<FreeState
     walk.finish()
 }
 
-/// Starts every replayer's zones with the states `text` (the trace before the marker)
-/// shows; `rules` as [`super::free_factor::rules_of`] reads them.
-pub fn apply(text: &[u8], geo: &Geometry, replayers: &[Replayer], rules: Rules) {
-    let states = walk_text(text, geo, rules);
+/// Starts every replayer's zones with `states` (per zone, per CPU: [`walk_text`]'s, or a
+/// [`Walk`]'s fed the trace before the marker).
+pub fn set(states: &[Vec<FreeState>], replayers: &[Replayer]) {
     for r in replayers {
-        for (zone, s) in r.zones.iter().zip(&states) {
+        for (zone, s) in r.zones.iter().zip(states) {
             for (cpu, s) in s.iter().enumerate() {
                 let t = PcpTuning {
                     free_count: Some(s.free_count),

@@ -163,7 +163,7 @@ pub fn walk_text(text: &[u8], geo: &Geometry, rules: Rules) -> Vec<Vec<u8>> {
 }
 
 /// Feeds `f` the events of the complete lines of `text`, in order.
-pub(super) fn each_event(text: &[u8], mut f: impl FnMut(&Event<'_>)) {
+pub(crate) fn each_event(text: &[u8], mut f: impl FnMut(&Event<'_>)) {
     let mut parser = Parser::new();
     for line in lines(text) {
         if let Some(ev) = parser.feed(line) {
