@@ -186,7 +186,7 @@ pub struct TraceReplayArgs {
     /// mm_page_free_batched on the batched path); and set each CPU's lists up from the
     /// trace: `lists` (which lists hold its pages, from the trace's first events) and
     /// `start-count` (its count at the start marker, bounded by the kernel's arithmetic up to
-    /// its first free-triggered drain; on by default for 6.1 and 6.12 without --whole-file,
+    /// its first free-triggered drain; on by default for 6.1, 6.12 and 7.2 without --whole-file,
     /// else off unless named: see BENCHMARKS.md; `off` for all turns it off too), and with
     /// --whole-file `whole-start` (each CPU's count at the file's start: zoneinfo's, read by
     /// the before-snapshot's last `cat`, rolled back over the events before its read, then

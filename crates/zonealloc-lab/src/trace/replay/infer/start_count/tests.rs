@@ -203,10 +203,10 @@ fn the_replay_starts_from_the_pinned_count_only_with_the_inference() {
         .is_some());
 }
 
-/// On 7.2 the walk is off by default in the snapshot's window ([`on_by_default`]: a load no
-/// rule was fitted to replays worse with it); `--infer start-count=on` turns it on.
+/// On 7.2 the walk is on by default in the snapshot's window ([`on_by_default`]);
+/// `--infer start-count=off` turns it off.
 #[test]
-fn the_walk_is_off_by_default_on_7_2() {
+fn the_walk_is_on_by_default_on_7_2() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("t.txt");
     std::fs::write(&p, trace(800)).unwrap();
@@ -221,8 +221,8 @@ fn the_walk_is_off_by_default_on_7_2() {
         replay::run(&p, &opts, &|_| {}).unwrap()
     };
     let counts = |r: &replay::ReplayRun| r.start_counts.as_ref().map(|s| s.count("DMA32", 1));
-    assert!(run(None).start_counts.is_none());
-    assert!(counts(&run(Some(true))).is_some());
+    assert!(counts(&run(None)).is_some());
+    assert!(run(Some(false)).start_counts.is_none());
 }
 
 /// The start counts `trace` gives on the 7.2 snapshot (DMA32 CPU 1: count 1294, `high`
