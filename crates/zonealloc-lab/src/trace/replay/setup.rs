@@ -158,20 +158,22 @@ impl Setup {
     /// types with the ones the first events name (`first_named`).
     fn set_from_before(&mut self, text: &[u8], wants: &Wants, first_named: &[(u64, u8)]) {
         // Before 6.7 a CPU's `free_factor` decides its drains, and only the trace before
-        // the marker shows it.
-        if wants.free_factor {
-            free_factor::apply(text, &self.geo, &self.replayers, &self.base);
-        }
-        // From 6.7 `free_count` and `PCPF_PREV_FREE_HIGH_ORDER` do, read the same way, and
-        // each CPU's worker decays `high` on its own second: the runs before the marker show
-        // where it lies. One parse of the text feeds both walks.
-        let rules = wants
-            .free_count
-            .then(|| free_factor::rules_of(&self.replayers, &self.base));
-        let mut counts = rules.flatten().map(|r| free_count::Walk::new(&self.geo, r));
-        let mut runs = wants.runs.then(|| worker_runs::Walk::new(self.geo.cpus));
-        if counts.is_some() || runs.is_some() {
+        // the marker shows it; from 6.7 `free_count` and `PCPF_PREV_FREE_HIGH_ORDER` do, and
+        // each CPU's worker decays `high` on its own second, which the runs before the marker
+        // show. One parse of the text feeds the walks asked for.
+        let rules = (wants.free_factor || wants.free_count)
+            .then(|| free_factor::rules_of(&self.replayers, &self.base))
+            .flatten();
+        let geo = &self.geo;
+        let walk = |on: bool| rules.clone().filter(|_| on);
+        let mut factors = walk(wants.free_factor).map(|r| free_factor::Walk::new(geo, r));
+        let mut counts = walk(wants.free_count).map(|r| free_count::Walk::new(geo, r));
+        let mut runs = wants.runs.then(|| worker_runs::Walk::new(geo.cpus));
+        if factors.is_some() || counts.is_some() || runs.is_some() {
             free_factor::each_event(text, |ev| {
+                if let Some(w) = factors.as_mut() {
+                    w.feed(ev);
+                }
                 if let Some(w) = counts.as_mut() {
                     w.feed(ev);
                 }
@@ -179,6 +181,9 @@ impl Setup {
                     w.feed(ev);
                 }
             });
+        }
+        if let Some(f) = factors.map(free_factor::Walk::finish) {
+            free_factor::set(&f, &self.replayers);
         }
         if let Some(states) = counts.map(free_count::Walk::finish) {
             free_count::set(&states, &self.replayers);

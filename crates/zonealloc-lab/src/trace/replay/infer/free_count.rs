@@ -17,7 +17,7 @@
 //! A free is counted at its `mm_page_free` (`mm_page_free_batched` repeats it). Before the
 //! trace's first event both are taken as 0: a dozen allocations make the count exact.
 
-use super::free_factor::{each_event, Rules};
+use super::free_factor::Rules;
 use crate::trace::parse::{Event, EventKind};
 use crate::trace::replay::geometry::Geometry;
 use crate::trace::replay::replayer::Replayer;
@@ -85,14 +85,15 @@ impl<'g> Walk<'g> {
 }
 
 /// The states after the complete lines of `text` (the trace before the marker).
+#[cfg(test)]
 pub fn walk_text(text: &[u8], geo: &Geometry, rules: Rules) -> Vec<Vec<FreeState>> {
     let mut walk = Walk::new(geo, rules);
-    each_event(text, |ev| walk.feed(ev));
+    super::free_factor::each_event(text, |ev| walk.feed(ev));
     walk.finish()
 }
 
-/// Starts every replayer's zones with `states` (per zone, per CPU: [`walk_text`]'s, or a
-/// [`Walk`]'s fed the trace before the marker).
+/// Starts every replayer's zones with `states` (per zone, per CPU: a [`Walk`]'s fed the
+/// trace before the marker).
 pub fn set(states: &[Vec<FreeState>], replayers: &[Replayer]) {
     for r in replayers {
         for (zone, s) in r.zones.iter().zip(states) {

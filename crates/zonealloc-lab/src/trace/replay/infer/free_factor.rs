@@ -156,6 +156,7 @@ impl<'g> Walk<'g> {
 }
 
 /// The factors after the complete lines of `text` (the trace before the marker).
+#[cfg(test)]
 pub fn walk_text(text: &[u8], geo: &Geometry, rules: Rules) -> Vec<Vec<u8>> {
     let mut walk = Walk::new(geo, rules);
     each_event(text, |ev| walk.feed(ev));
@@ -195,14 +196,11 @@ pub fn rules_of(replayers: &[Replayer], base: &ZoneConfig) -> Option<Rules> {
     })
 }
 
-/// Starts every replayer's zones with the factors `text` (the trace before the marker) shows.
-pub fn apply(text: &[u8], geo: &Geometry, replayers: &[Replayer], base: &ZoneConfig) {
-    let Some(rules) = rules_of(replayers, base) else {
-        return;
-    };
-    let factors = walk_text(text, geo, rules);
+/// Starts every replayer's zones with `factors` (per zone, per CPU: a [`Walk`]'s fed the
+/// trace before the marker).
+pub fn set(factors: &[Vec<u8>], replayers: &[Replayer]) {
     for r in replayers {
-        for (zone, f) in r.zones.iter().zip(&factors) {
+        for (zone, f) in r.zones.iter().zip(factors) {
             for (cpu, &f) in f.iter().enumerate() {
                 let t = PcpTuning {
                     free_count: Some(i32::from(f)),

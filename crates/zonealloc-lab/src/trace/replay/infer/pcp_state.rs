@@ -114,8 +114,7 @@ impl ListDemand {
     /// The lists of `cpu` as `(order, migratetype index, blocks)` holding `count` pages: the
     /// inferred blocks (less what they exceed a count of the trace's own by, off the lowest
     /// orders first: `trim`; scaled down in proportion when they exceed zoneinfo's, read
-    /// before the trace's start), and the rest of
-    /// `count` as order-0 pages of the first type whose list the head never shows empty
+    /// before the trace's start), and the rest of `count` as order-0 pages of the first type whose list the head never shows empty
     /// (Movable, Unmovable, Reclaimable): such a list's start is known exactly; where every
     /// one was, of the first never shown refilled (a drain shows a list empty at one point
     /// only), where `count` is the snapshot's. When every order-0 list was refilled, the rest
@@ -129,8 +128,9 @@ impl ListDemand {
     /// 8 pages of its count beyond the lists shown, our Reclaimable list drained 21, and two
     /// order-2 blocks the kernel drained (0x1030ec, 0x1030f4) stayed on ours. What those
     /// lists cannot hold (an odd page, what the least count does not prove) stays on that
-    /// list, as before: the set-up keeps the trace's count. Such lists there are: 7.2's lists keep order 1 to 3 and the THP order too (`pcp_allowed_order`), and
-    /// 7.2-4g-2node p_idle's Node 1 Normal CPU 3, whose order-0 lists all refill, held 3275
+    /// list, as before: the set-up keeps the trace's count. Higher-order lists the head never
+    /// shows exist: 7.2's lists keep order 1 to 3 and the THP order too (`pcp_allowed_order`),
+    /// and 7.2-4g-2node p_idle's Node 1 Normal CPU 3, whose order-0 lists all refill, held 3275
     /// pages at the file's start (its free at 484.433981 drained 137 at `high_min` 3554) of
     /// which the order-0 and order-2 lists the trace shows hold 155; its layout has aligned
     /// 512-page runs of free pages off the buddy lists. What the trace's least count
@@ -161,6 +161,7 @@ impl ListDemand {
             }
         }
         let pages: u64 = lists.iter().map(|&(o, _, n)| n << o).sum();
+        // The trace's own count, of the same moment as the lists, not zoneinfo's older one.
         let own = self.start_count.get(cpu as usize).copied().flatten() == Some(count);
         if pages > count && own {
             trim(&mut lists, pages - count);
@@ -173,16 +174,10 @@ impl ListDemand {
         let rest = count.saturating_sub(lists.iter().map(|&(o, _, n)| n << o).sum());
         let first =
             |known: &[[bool; TYPES]; SLOTS]| [MOVABLE, 0, 2].into_iter().find(|&t| !known[0][t]);
-        // The trace's own count: an order-0 list shown empty by a drain is held to it.
-        let own = self.start_count.get(cpu as usize).copied().flatten() == Some(count);
+        // Under the trace's own count an order-0 list shown empty by a drain is held to it.
         let drained_only = || (!own).then(|| first(refilled)).flatten();
         if let Some(mt) = first(exact).or_else(drained_only) {
-            if rest > 0 {
-                match lists.iter_mut().find(|l| l.0 == 0 && l.1 == mt) {
-                    Some(l) => l.2 += rest,
-                    None => lists.push((0, mt, rest)),
-                }
-            }
+            add_order_0(&mut lists, mt, rest);
         } else if own {
             // Only what the trace's least count proves is there.
             let floor = self.start_floor.get(cpu as usize).copied().flatten();
@@ -194,12 +189,8 @@ impl ListDemand {
             // showed exact, as with zoneinfo's count: what the least count does not prove,
             // and an odd page (a list of order k holds blocks of 2^k pages,
             // `pcp->count += 1 << order`). The rest of an all-refilled CPU's is dropped.
-            let left = rest - placed;
-            if let Some(mt) = first(refilled).filter(|_| left > 0) {
-                match lists.iter_mut().find(|l| l.0 == 0 && l.1 == mt) {
-                    Some(l) => l.2 += left,
-                    None => lists.push((0, mt, left)),
-                }
+            if let Some(mt) = first(refilled) {
+                add_order_0(&mut lists, mt, rest - placed);
             }
         }
         lists
@@ -382,6 +373,17 @@ impl Collector {
             .collect();
         first_named.sort_unstable();
         Head { zones, first_named }
+    }
+}
+
+/// Adds `pages` order-0 pages to the list of migratetype index `mt` in `lists`.
+fn add_order_0(lists: &mut Vec<(u8, usize, u64)>, mt: usize, pages: u64) {
+    if pages == 0 {
+        return;
+    }
+    match lists.iter_mut().find(|l| l.0 == 0 && l.1 == mt) {
+        Some(l) => l.2 += pages,
+        None => lists.push((0, mt, pages)),
     }
 }
 

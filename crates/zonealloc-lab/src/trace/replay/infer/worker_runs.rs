@@ -20,7 +20,7 @@
 
 use std::collections::VecDeque;
 
-use crate::trace::parse::{lines, Event, EventKind, Parser};
+use crate::trace::parse::{Event, EventKind};
 
 /// The most runs kept per CPU (the latest).
 pub const RUNS_KEPT: usize = 64;
@@ -105,20 +105,17 @@ pub fn earliest_in_second(runs: &VecDeque<u64>) -> Option<u64> {
 
 /// Per CPU of `cpus`: its worker's run earliest in its second among its latest
 /// [`RUNS_KEPT`] in the complete lines of `text` (the trace before the marker).
+#[cfg(test)]
 pub fn last_runs(text: &[u8], cpus: u32) -> Vec<Option<u64>> {
-    let mut parser = Parser::new();
     let mut walk = Walk::new(cpus);
-    for line in lines(text) {
-        if let Some(ev) = parser.feed(line) {
-            walk.feed(&ev);
-        }
-    }
+    super::free_factor::each_event(text, |ev| walk.feed(ev));
     walk.finish()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::parse::Parser;
 
     fn drain(who: &str, cpu: u32, ts: &str, ctx: &str) -> String {
         format!(
