@@ -71,6 +71,9 @@ pub struct ReplayCounts {
     /// the run ([`super::vmstat::Vmstat::set_traced`]), and those of a worker the model had
     /// stopped.
     pub decay_traced: super::vmstat::TracedRuns,
+    /// With `--no-traced-workers`, the trace's `vmstat_update` runs against the model's
+    /// ([`super::vmstat::RunCheck`]; zero where the trace shows none).
+    pub decay_check: super::vmstat::RunCheck,
     /// `MAX_PAGE_ORDER` blocks brought online as the trace touched them ([`Online::Touched`](super::Online::Touched)).
     pub onlined_blocks: u64,
 }

@@ -462,6 +462,7 @@ impl Replayer {
             self.counts.decay_marks_early = vm.marks_ran_already;
             self.counts.decay_phase_from_trace = vm.aligned();
             self.counts.decay_traced = vm.traced_runs;
+            self.counts.decay_check = vm.run_log.check();
         }
         for cpu in 0..self.geo.cpus {
             self.flush_deferred(cpu)?;

@@ -35,6 +35,7 @@
 //! the trace ([`Vmstat::mark`]) shows a CPU's boundary (`phase`).
 
 mod ahead;
+mod check;
 mod clock;
 mod late;
 mod phase;
@@ -43,6 +44,7 @@ mod traced;
 mod wheel;
 
 pub use ahead::RunsAhead;
+pub use check::{RunCheck, RunLog};
 pub use clock::round_rel;
 use clock::{jiffy_at, next_boundary, ns_of_at};
 pub use traced::TracedRuns;
@@ -137,6 +139,8 @@ pub struct Vmstat {
     traced: bool,
     /// The trace's runs, and those the model had not expected ([`TracedRuns`]).
     pub traced_runs: TracedRuns,
+    /// The model's runs, and the trace's where they are not the runs ([`RunLog`]).
+    pub run_log: RunLog,
     /// Runs done, runs aligned to the trace's marks, marks whose run the simulation had
     /// done already.
     pub runs: u64,
@@ -164,6 +168,7 @@ impl Vmstat {
             late_runs: false,
             traced: false,
             traced_runs: TracedRuns::default(),
+            run_log: RunLog::default(),
             runs: 0,
             marks: 0,
             marks_ran_already: 0,
@@ -402,6 +407,7 @@ impl Vmstat {
         w.pending = changed;
         w.woke = run.woken && !changed;
         w.woke_ns = run.at_ns;
+        self.run_log.modelled(c, run.at_ns);
         if changed {
             self.arm(c, round_rel(j, run.cpu, self.hz), j);
         }

@@ -452,9 +452,10 @@ fn caveats(run: &ReplayRun, text: bool) -> String {
                 c_.decay_runs, c_.decay_drained_pages, t.runs, t.unexpected, t.shepherd
             )
         } else {
+            let k = c_.decay_check;
             format!(
                 "vmstat workers' decay (decay_pcp_high): {} runs draining {} pages, timers {}; \
-                 {} worker runs in the trace ({} already run by the simulation)",
+                 {} worker runs in the trace ({} already run by the simulation){}",
                 c_.decay_runs,
                 c_.decay_drained_pages,
                 if c_.decay_phase_from_trace {
@@ -463,7 +464,17 @@ fn caveats(run: &ReplayRun, text: bool) -> String {
                     "simulated, phase assumed (no worker run in the trace)"
                 },
                 c_.decay_marks,
-                c_.decay_marks_early
+                c_.decay_marks_early,
+                if k.traced > 0 {
+                    format!(
+                        "; of the trace's {} vmstat_update runs (workqueue_execute_start, not \
+                         taken as the runs), {} had one of the model's {} runs on their CPU \
+                         within 50 ms, {} within 1 ms",
+                        k.traced, k.near, k.modelled, k.exact
+                    )
+                } else {
+                    String::new()
+                }
             )
         });
     }

@@ -83,8 +83,9 @@ impl Replayer {
     }
 
     /// A `workqueue_execute_start` line of the vmstat workers ([`EventKind::is_work`]), with
-    /// `decay` and unless `--no-traced-workers`: the run itself ([`Vmstat::set_traced`],
-    /// from the first such line if the events ahead showed none). `vmstat_update` on the
+    /// `decay`: with `--no-traced-workers` a `vmstat_update` is logged for the check against
+    /// the model's runs ([`Vmstat::run_log`]) and nothing else; otherwise the run itself
+    /// ([`Vmstat::set_traced`], from the first such line if the events ahead showed none). `vmstat_update` on the
     /// line's CPU is that CPU's run now ([`Replayer::run_worker`]); `vmstat_shepherd` queues
     /// the workers whose runs the next lines show. No other event is moved by either: the
     /// model's `need_update` and pending state follow for the count of runs it did not
@@ -92,7 +93,7 @@ impl Replayer {
     #[cold]
     #[inline(never)]
     pub(super) fn traced_work(&mut self, ev: &Event<'_>) -> io::Result<()> {
-        let (true, true, Some(ts)) = (self.decay, self.traced_workers, ev.ts_ns) else {
+        let (true, Some(ts)) = (self.decay, ev.ts_ns) else {
             return Ok(());
         };
         let cpu = self.cpu_of(ev);
@@ -102,6 +103,13 @@ impl Replayer {
         let Some(vm) = self.vmstat.as_mut() else {
             return Ok(());
         };
+        if !self.traced_workers {
+            // `--no-traced-workers`: the model's timers run; the trace's runs are the check.
+            if matches!(ev.kind, EventKind::VmstatUpdate) {
+                vm.run_log.traced(cpu as usize, ts);
+            }
+            return Ok(());
+        }
         if !vm.traced() {
             vm.set_traced(true);
         }

@@ -84,6 +84,25 @@ fn without_traced_workers_the_lines_change_nothing() {
 }
 
 #[test]
+fn without_traced_workers_the_runs_are_checked_against_the_models() {
+    // `--no-traced-workers` on a `--workqueue` capture: the model's runs while CPU 1 is
+    // busy (0.9 to 1.06 s) are set against the trace's `vmstat_update` lines, one within
+    // 50 ms of them and one (2.5 s) of none; the shepherd's line is not a worker's run.
+    let mut r = filled(true);
+    r.traced_workers = false;
+    work(&mut r, 1, 300_000_000, EventKind::VmstatShepherd);
+    busy(&mut r, 900, 1050);
+    busy(&mut r, 1060, 1061);
+    let ran = r.vmstat.as_ref().map_or(0, |v| v.runs);
+    assert!(ran > 0);
+    work(&mut r, 1, 1_055_000_000, EventKind::VmstatUpdate);
+    work(&mut r, 1, 2_500_000_000, EventKind::VmstatUpdate);
+    r.finish().unwrap();
+    let c = r.counts.decay_check;
+    assert_eq!((c.traced, c.modelled, c.near), (2, ran, 1));
+}
+
+#[test]
 fn a_traced_run_of_a_worker_the_model_stopped_is_counted_and_done() {
     // CPU 0 has no lists and no event: its run changes nothing and does not re-queue. A
     // second run with no shepherd between is one the model did not expect; after an event
