@@ -64,6 +64,9 @@ pub struct Replayer {
     batching: Vec<bool>,
     /// Per CPU: the zone whose lists a traced refill holds ([`held`]).
     held: Vec<Option<usize>>,
+    /// Per CPU: the lists a batch's commits hold, and the interrupts' frees since its last
+    /// commit ([`held`]).
+    batch_holds: Vec<held::BatchHold>,
     /// The free being replayed found its CPU's lists held: it goes to the buddy.
     lists_held: bool,
     /// Per zone: the watermark boost when the kswapd pass under way began ([`kswapd`]).
@@ -180,6 +183,7 @@ impl Replayer {
             deferred: vec![Vec::new(); geo.cpus as usize],
             batching: vec![false; geo.cpus as usize],
             held: vec![None; geo.cpus as usize],
+            batch_holds: vec![held::BatchHold::default(); geo.cpus as usize],
             lists_held: false,
             pass_boosts: vec![None; geo.zones.len()],
             gfp: gfp::GfpCache::default(),

@@ -56,6 +56,7 @@
 
 use crate::trace::parse::{Event, EventKind};
 use crate::trace::replay::tally::Grid;
+use bulk::Awaited;
 
 mod alloc;
 mod block_types;
@@ -190,10 +191,10 @@ pub struct KernelSide {
     /// Per CPU: the last event was an order-0 refill of this zone and migratetype (or a
     /// fallback inside one: [`KernelSide::refill_run`]).
     in_refill: Vec<Option<(usize, u8)>>,
-    /// Per CPU: the zone and migratetype of the last order-0 refill run and its task's pid,
-    /// until the task's next event outside an interrupt shows whether a traced allocation
-    /// took from it (`KernelSide::bulk_refill`).
-    awaiting: Vec<Option<(usize, u8, Option<u32>)>>,
+    /// Per CPU: the last order-0 refill run, until the refilling task's next event in the
+    /// refill's own context shows whether a traced allocation took from it
+    /// (`KernelSide::bulk_refill`).
+    awaiting: Vec<Option<Awaited>>,
     /// Refill runs `alloc_pages_bulk` made (`KernelSide::bulk_refill`).
     pub bulk_refills: u64,
     /// Zones the runs are kept for.

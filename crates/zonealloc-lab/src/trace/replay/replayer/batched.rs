@@ -17,9 +17,14 @@ impl Replayer {
     pub(super) fn commit_before(&mut self, ev: &Event<'_>, cpu: u32) -> io::Result<()> {
         let batching = self.batching.get(cpu as usize).copied().unwrap_or(false);
         match ev.kind {
+            // An interrupt's free between a batch's commits ([`super::held`]): it waits.
+            EventKind::Free { .. } if batching && self.cut_into_batch(ev, cpu) => {}
             // A new free after a batch's commits: the batch is over.
             EventKind::Free { .. } if batching => self.flush_deferred(cpu)?,
-            EventKind::PcpuDrain { .. } if !batching => self.flush_deferred(cpu)?,
+            // A drain after a single free, or after an interrupt's (the lists were not held).
+            EventKind::PcpuDrain { .. } if !batching || self.batch_cut(cpu) => {
+                self.flush_deferred(cpu)?
+            }
             EventKind::Free { .. }
             | EventKind::FreeBatched { .. }
             | EventKind::PcpuDrain { .. } => {}
@@ -121,6 +126,11 @@ impl Replayer {
         };
         let d = list.remove(if first { 0 } else { i });
         self.commit_frees(cpu, &before)?;
+        if first {
+            self.note_commit(ev, cpu);
+        } else {
+            self.commit_cut(ev, cpu, pfn)?;
+        }
         self.frames.set_deferred_at(pfn, None);
         self.batching[cpu as usize] = true;
         self.counts.batched_duplicates += 1;

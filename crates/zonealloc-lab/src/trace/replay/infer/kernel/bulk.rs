@@ -3,7 +3,30 @@
 //! without `mm_page_alloc`.
 
 use super::{KernelSide, Untraced};
-use crate::trace::parse::{Event, EventKind};
+use crate::trace::parse::{Ctx, Event, EventKind};
+
+/// A CPU's last order-0 refill run, awaiting the refilling task's next event
+/// ([`KernelSide::bulk_refill`]).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Awaited {
+    /// The zone and migratetype of the refilled list.
+    pub zone: usize,
+    pub mt: u8,
+    /// The refilling task's pid (an interrupt's: the task it interrupted).
+    pub pid: Option<u32>,
+    /// The refill's context: [`irq_level`].
+    pub level: u8,
+}
+
+/// How deep in interrupts an event ran: 0 in a task (or a line without the latency column),
+/// 1 in softirq, 2 in hardirq or NMI (a hardirq may interrupt a softirq, not the reverse).
+pub(super) fn irq_level(ctx: Ctx) -> u8 {
+    if ctx.hardirq() {
+        2
+    } else {
+        u8::from(ctx.softirq())
+    }
+}
 
 impl KernelSide {
     /// `alloc_pages_bulk` takes order-0 pages off a CPU's list without `mm_page_alloc`
@@ -57,10 +80,10 @@ impl KernelSide {
     }
 
     /// Whether the refill run `cpu` made last was `alloc_pages_bulk`'s, at the refilling
-    /// task's next event on `cpu` outside an interrupt: anything but its order-0 allocation
-    /// of the run's migratetype. If so, the bulk allocation took the run's first page, which
-    /// goes untraced now, flagged [`Untraced::bulk_refill`]: the kernel's list was empty before the
-    /// refill.
+    /// task's next event on `cpu` in the refill's own context (task, softirq or hardirq:
+    /// [`Awaited::level`]): anything but its order-0 allocation of the run's migratetype. If
+    /// so, the bulk allocation took the run's first page, which goes untraced now, flagged
+    /// [`Untraced::bulk_refill`]: the kernel's list was empty before the refill.
     ///
     /// `__rmqueue_pcplist` refills only an empty list (`rmqueue_bulk` appends the batch) and
     /// then takes the list's first page. Called for an allocation (`rmqueue_pcplist`), the
@@ -74,25 +97,38 @@ impl KernelSide {
     /// A task moved off the CPU before its tracepoint (`KernelSide::alloc_cpu`) shows no
     /// event of its own there: nothing is inferred. Nor from a block taken from the buddy
     /// (another refill, a fallback, a direct allocation): the wait goes on to the next event.
+    ///
+    /// A refill an interrupt made is that interrupt's: an allocation in softirq (network
+    /// receive, `GFP_ATOMIC`) refills through the same `rmqueue_pcplist` and prints its
+    /// `mm_page_alloc` in the softirq, stamped with the pid of the task it interrupted; that
+    /// task's own events after the softirq are no proof of a bulk take. An event of a
+    /// deeper interrupt waits; one of a shallower context (the interrupt returned with no
+    /// event of its own after the refill) infers nothing. 6.12-4g-more p_sock: `kmem-phases-370`
+    /// refills 63 Unmovable pages on CPU 0 in softirq at 78.358847 (`D.s6.`), allocates the
+    /// first, 0x10a473, at 78.358917 (`b.s3.`), then in task context a Movable page at
+    /// 78.361184 (`.....`), which read as a bulk take of 0x109f4f, allocated in the trace at
+    /// 78.364211.
     #[cold]
     #[inline(never)]
     pub(super) fn bulk_refill(&mut self, ev: &Event<'_>, cpu: u32) {
-        let ctx = ev.who.ctx();
         let block = matches!(
             ev.kind,
             EventKind::ZoneLocked { .. } | EventKind::Extfrag { .. }
         );
-        if ctx.softirq() || ctx.hardirq() || block {
-            return;
-        }
-        let Some((zone, mt, pid)) = self.awaiting[cpu as usize].take() else {
+        let Some(w) = self.awaiting[cpu as usize] else {
             return;
         };
-        let own_alloc = matches!(ev.kind, EventKind::Alloc { order: 0, migratetype, .. }
-            if migratetype == mt);
-        if own_alloc || pid.is_none() || ev.who.pid() != pid {
+        let level = irq_level(ev.who.ctx());
+        if block || level > w.level {
             return;
         }
+        self.awaiting[cpu as usize] = None;
+        let own_alloc = matches!(ev.kind, EventKind::Alloc { order: 0, migratetype, .. }
+            if migratetype == w.mt);
+        if level < w.level || own_alloc || w.pid.is_none() || ev.who.pid() != w.pid {
+            return;
+        }
+        let (zone, mt) = (w.zone, w.mt);
         let list = self.list(zone, cpu, mt);
         let at = self.untraced_now.len();
         self.take_untraced(list, 1, cpu, mt);

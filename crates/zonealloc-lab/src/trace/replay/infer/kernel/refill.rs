@@ -2,6 +2,7 @@
 //! its CPU, and the refill runs, one `rmqueue_bulk` batch each, that an untraced
 //! `alloc_pages_bulk` takes pages from ([`super::bulk`]).
 
+use super::bulk::{irq_level, Awaited};
 use super::KernelSide;
 use crate::trace::parse::{Event, EventKind};
 
@@ -75,7 +76,12 @@ impl KernelSide {
             }
             return;
         };
-        self.awaiting[c] = Some((zone, mt, ev.who.pid()));
+        self.awaiting[c] = Some(Awaited {
+            zone,
+            mt,
+            pid: ev.who.pid(),
+            level: irq_level(ev.who.ctx()),
+        });
         let list = self.list(zone, cpu, mt);
         if was != Some((zone, mt)) {
             // A new batch: the list was empty, what was left of the last run is gone.

@@ -1,0 +1,95 @@
+//! Frees that find their CPU's lists held by a batch's commits.
+
+use super::super::tests::{alloc0, four_cpus};
+use super::super::Replayer;
+use crate::trace::parse::{Ctx, Event, EventKind, PagePtr, Task, Who};
+use crate::trace::replay::infer::kernel::Inferred;
+use crate::trace::variant::Variant;
+use zonealloc::CpuId;
+
+/// `kind` on CPU 0 by task 7, with the latency column `ctx`.
+fn by7(ctx: Ctx, kind: EventKind<'static>) -> Event<'static> {
+    Event {
+        cpu: Some(0),
+        ts_ns: None,
+        page: PagePtr::Present,
+        who: Who::new(Task::Unknown, Some(7), ctx),
+        kind,
+    }
+}
+
+/// CPU 0's list count after: task 7 allocates 0..10, prepares a batch of 0..5
+/// (`mm_page_free`), commits 0 and 1 (`mm_page_free_batched`, depth 2), a softirq in it frees
+/// 8 and 9 at `depth`, then `next`, then a block from the buddy (which commits what is
+/// left); and the count before the batch.
+fn batch_cut_by_softirq(depth: u8, next: &[EventKind<'static>]) -> (i32, i32) {
+    let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &four_cpus(), None).unwrap();
+    r.commit_at_batched = true;
+    let task = Ctx::new(false, false, false, 0);
+    let locked = Ctx::new(false, false, false, 2);
+    let feed = |r: &mut Replayer, ctx, kind| r.feed(&by7(ctx, kind), Inferred::None).unwrap();
+    for pfn in 0..10 {
+        feed(&mut r, task, alloc0(pfn, 0, "GFP_KERNEL"));
+    }
+    let before = r.zones[0].pcp_info(CpuId(0)).count;
+    for pfn in 0..5 {
+        feed(&mut r, task, EventKind::Free { pfn, order: 0 });
+    }
+    for pfn in 0..2 {
+        feed(&mut r, locked, EventKind::FreeBatched { pfn });
+    }
+    let softirq = Ctx::new(false, true, false, depth);
+    for pfn in 8..10 {
+        feed(&mut r, softirq, EventKind::Free { pfn, order: 0 });
+    }
+    for kind in next {
+        let kind = kind.clone();
+        let ctx = if matches!(kind, EventKind::FreeBatched { .. }) {
+            locked
+        } else {
+            task
+        };
+        feed(&mut r, ctx, kind);
+    }
+    let direct = EventKind::ZoneLocked {
+        pfn: 100,
+        order: 0,
+        migratetype: 0,
+        percpu_refill: false,
+    };
+    feed(&mut r, task, direct);
+    (before, r.zones[0].pcp_info(CpuId(0)).count)
+}
+
+/// 6.1-4g-more p_memcg, CPU 2 (265.081151-265.081394): a softirq's frees (`..s3.`) between
+/// two commits of `kmem-phases-603`'s batch (`...2.`) found the lists held
+/// (`free_unref_page`'s failed `pcp_spin_trylock`, `free_one_page`): none goes on the list,
+/// and the batch's commits go on. A softirq at depth 0 (the lists let go), or one the task's
+/// next event shows after the batch (a new free), puts its pages on the list. Fails on the
+/// old code (the softirq's frees ended the batch and went on the list).
+#[test]
+fn an_interrupt_free_between_a_batchs_commits_goes_to_the_buddy() {
+    let commits = [
+        EventKind::FreeBatched { pfn: 2 },
+        EventKind::FreeBatched { pfn: 3 },
+    ];
+    let (before, held) = batch_cut_by_softirq(3, &commits);
+    assert_eq!(
+        held,
+        before + 5,
+        "the batch's five pages, not the softirq's"
+    );
+    let new_free = [EventKind::Free { pfn: 5, order: 0 }];
+    let (_, free) = batch_cut_by_softirq(0, &new_free);
+    assert_eq!(
+        free,
+        before + 8,
+        "the batch's five, the softirq's two and 5"
+    );
+    let (_, over) = batch_cut_by_softirq(3, &new_free);
+    assert_eq!(
+        over,
+        before + 8,
+        "the batch over: the softirq's two on the list"
+    );
+}
