@@ -97,6 +97,23 @@ fn set_high(z: &Zone, cpu: u32, high: i32) {
     ));
 }
 
+/// [`Zone::pcp_tuning`] reads back what [`Zone::set_pcp_tuning`] set, on that CPU only.
+#[test]
+fn the_tuning_set_reads_back() {
+    let z = zone(KernelVersion::V6_12);
+    let before = z.pcp_tuning(CpuId(1)).unwrap();
+    let t = PcpTuning {
+        high: Some(700),
+        alloc_factor: Some(2),
+        free_count: Some(37),
+        prev_free_high_order: Some(true),
+    };
+    assert!(z.set_pcp_tuning(CpuId(0), t));
+    assert_eq!(z.pcp_tuning(CpuId(0)), Some(t));
+    assert_eq!(z.pcp_tuning(CpuId(1)), Some(before));
+    assert_eq!(z.pcp_info(CpuId(0)).free_count, 37);
+}
+
 /// Each call does exactly the kernel's arithmetic, down to `high_min`, on the CPU asked for
 /// only: the `count - (batch << 5)` floor first, then the eighths, then nothing to do.
 #[test]

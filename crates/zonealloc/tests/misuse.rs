@@ -275,6 +275,7 @@ fn set_pcp_tuning_of_a_zone_without_per_cpu_slots_sets_nothing_and_says_so() {
     for cpu in [0, 3, u32::MAX] {
         assert!(!z.set_pcp_tuning(CpuId(cpu), t));
         assert_eq!(z.pcp_info(CpuId(cpu)).high, 0);
+        assert_eq!(z.pcp_tuning(CpuId(cpu)), None);
     }
     z.check().unwrap();
 }

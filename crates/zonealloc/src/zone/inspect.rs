@@ -100,6 +100,23 @@ impl<P: Platform> Zone<P> {
         true
     }
 
+    /// CPU `cpu`'s tuning state as it stands, every field given: what
+    /// [`Zone::set_pcp_tuning`] sets, read without walking the lists as [`Zone::pcp_info`]
+    /// does. `None` where `set_pcp_tuning` sets nothing: an owner holds the lists, or the
+    /// zone has no per-CPU slots.
+    pub fn pcp_tuning(&self, cpu: CpuId) -> Option<PcpTuning> {
+        let c = self.pcp.cpu_index(cpu);
+        self.pcp.slot_at(c)?;
+        let mut pcp = self.lock_for_inspection(c)?;
+        self.pcp.refresh_locked(&mut pcp);
+        Some(PcpTuning {
+            high: Some(pcp.high),
+            alloc_factor: Some(pcp.alloc_factor),
+            free_count: Some(pcp.free_count),
+            prev_free_high_order: Some(pcp.flags.contains(PcpFlags::PREV_FREE_HIGH_ORDER)),
+        })
+    }
+
     /// Locks a CPU's lists for inspection, unless an owner holds them.
     fn lock_for_inspection(&self, c: usize) -> Option<SpinGuard<'_, PerCpuPages>> {
         self.lock_unless_owned(c)

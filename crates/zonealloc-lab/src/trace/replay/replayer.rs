@@ -289,11 +289,34 @@ impl Replayer {
         untraced: &[Untraced],
     ) -> io::Result<()> {
         if !untraced.is_empty() {
-            let cpu = self.cpu_of(ev);
-            self.stat_cpu_is(cpu);
-            self.untraced_allocs(ev, untraced)?;
+            self.untraced_before(ev, untraced)?;
         }
         self.feed(ev, inferred)
+    }
+
+    /// The allocations of [`Replayer::feed_inferred`], taken before `ev` is fed. An
+    /// allocation commits its CPU's deferred frees first ([`Replayer::commit_before`]), and
+    /// the pages it shows taken untraced were taken after those frees went on the list:
+    /// `mm_page_free` prints before the commit, but a single free commits in the same call
+    /// (`free_unref_page_commit`), so the bulk take that followed found the page on the head.
+    /// 6.12-4g-loads p_fork: `kmem-phases-369` frees 0x1028bd on CPU 3 at 47.273091 (trace
+    /// line 47963), then allocates 0x102ab8 (freed at 47.273043) at 47.273408: the four pages
+    /// freed between were taken untraced. Taken before the commit, 0x1028bd was still ours
+    /// in use, and CPU 3's list held one page more than the kernel's until its `vfree` at
+    /// 48.081867, past the drain at 48.058527.
+    #[inline(never)]
+    fn untraced_before(&mut self, ev: &Event<'_>, untraced: &[Untraced]) -> io::Result<()> {
+        let cpu = self.cpu_of(ev);
+        let commits = self.commit_at_batched && matches!(ev.kind, EventKind::Alloc { .. });
+        // In the order `feed` keeps: the workers due before the event, then the commits.
+        if commits && self.decay {
+            self.workers_before(ev, cpu)?;
+        }
+        self.stat_cpu_is(cpu);
+        if commits {
+            self.commit_before(ev, cpu)?;
+        }
+        self.untraced_allocs(ev, untraced)
     }
 
     /// Replays one trace event (buddy-side events of the trace are counted by the caller;

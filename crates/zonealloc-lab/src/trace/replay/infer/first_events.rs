@@ -44,8 +44,8 @@ pub struct Which {
     pub roll_at: Option<super::start_count::ReadPoint>,
     /// Keep the walk's kernel side for the replay's pass ([`FirstEvents::kernel`]).
     pub keep_kernel: bool,
-    /// The kept side infers bulk takes off a list's head
-    /// ([`super::kernel::KernelSide::set_bulk_takes_head`]).
+    /// The kept side and the lists' walk infer bulk takes off a list's head
+    /// ([`super::kernel::KernelSide::set_bulk_takes_head`], [`Collector::set_bulk_takes_head`]).
     pub bulk_takes_head: bool,
     /// 7.2's `vfree` frees a contiguous range as aligned blocks ([`Walk::set_contig_free`]).
     pub contig_free: bool,
@@ -120,13 +120,15 @@ pub fn take_to_after(
     });
     let spans: Vec<_> = geo.zones.iter().map(|z| z.start..z.end()).collect();
     let collect = which.lists.then(|| {
-        Collector::new(
+        let mut c = Collector::new(
             geo.cpus,
             &spans,
             which.pageblock_order,
             which.thp_order,
             geo.numbering,
-        )
+        );
+        c.set_bulk_takes_head(which.bulk_takes_head);
+        c
     });
     // Only a kernel layout reads the hints (`ZoneLayout::from_kernel_hinted`); a synthesised
     // one places its blocks by the counts alone.

@@ -19,6 +19,11 @@
 //! it to a list of a higher `pindex` (`free_pcppages_bulk` empties a list before the next;
 //! `drained_empty`).
 //!
+//! Before 6.15 (`Kernel::bulk_takes_head`), pages freed onto a list's head that a traced
+//! allocation passes over were taken untraced just before it (`alloc_pages_bulk`: a fork's
+//! vmalloc'd stack), and leave the balance there, as the replay takes them
+//! (`balance/head_take.rs`).
+//!
 //! The pages themselves tell a list's start too (`shown.rs`): a list's start blocks sit at its
 //! tail, behind all the head puts on it, and a drain takes the tail, so the first drain that
 //! takes a block the head put on the CPU's lists shows the list's start blocks all gone: the
@@ -310,6 +315,14 @@ impl Collector {
             shown: (zones.iter())
                 .map(|z| shown::Shown::new(z.clone(), cpus, thp_order))
                 .collect(),
+        }
+    }
+
+    /// Reads untraced bulk takes off the lists' heads as the replay does
+    /// ([`super::kernel::KernelSide::set_bulk_takes_head`]; off by default).
+    pub fn set_bulk_takes_head(&mut self, on: bool) {
+        for b in &mut self.balances {
+            b.set_bulk_takes_head(on);
         }
     }
 

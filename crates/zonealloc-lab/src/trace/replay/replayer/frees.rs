@@ -3,7 +3,7 @@
 
 use std::io;
 
-use zonealloc::{AllocRequest, CpuId, MigrateType, Order, Pfn};
+use zonealloc::{AllocError, AllocRequest, CpuId, MigrateType, Order, PcpTuning, Pfn};
 
 use super::Replayer;
 use crate::trace::parse::{Event, EventKind, PagePtr, Who};
@@ -56,8 +56,7 @@ impl Replayer {
         if freed_again && !self.zones[z].pcp_list_holds(CpuId(cpu), mt, Order::ZERO) {
             return Ok(None);
         }
-        let req = AllocRequest::new(mt).on_cpu(CpuId(cpu));
-        let got = self.zones[z].alloc_with(Order::ZERO, req);
+        let got = self.bulk_take(z, cpu, mt);
         self.flush_zone_events(ev, z, cpu)?;
         if let Ok(p) = got {
             // Ours is a traced allocation: `--emit` writes it, on the refilling CPU.
@@ -113,6 +112,27 @@ impl Replayer {
         Ok(())
     }
 
+    /// One order-0 page of `mt` taken off CPU `cpu`'s list in zone `z` (refilled first if
+    /// empty) as `alloc_pages_bulk` takes it: through `__rmqueue_pcplist`, not
+    /// `rmqueue_pcplist`, so the CPU's `free_count` (6.7 on; `free_factor` before) is not
+    /// halved as a traced allocation's halves it (`alloc_pages_bulk_noprof` in 6.12 and 7.2,
+    /// `__alloc_pages_bulk` in 6.1). Halved at each take, it shrank the next free-path drain
+    /// (`nr_pcp_free`) and the `high` it lowers by (`nr_pcp_high`), and could end the
+    /// `free_high` streak (`free_count >= batch`).
+    fn bulk_take(&self, z: usize, cpu: u32, mt: MigrateType) -> Result<Pfn, AllocError> {
+        let zone = &self.zones[z];
+        // Read without walking the lists (`pcp_info` counts them: 3% of a replay's
+        // instructions at a thousand takes).
+        let free_count = zone.pcp_tuning(CpuId(cpu)).and_then(|t| t.free_count);
+        let got = zone.alloc_with(Order::ZERO, AllocRequest::new(mt).on_cpu(CpuId(cpu)));
+        let kept = PcpTuning {
+            free_count,
+            ..PcpTuning::default()
+        };
+        zone.set_pcp_tuning(CpuId(cpu), kept);
+        got
+    }
+
     /// The list type (a GFP migratetype) the trace's `migratetype` names in its numbering,
     /// `None` for the types no allocation asks for (HighAtomic, CMA, Isolate).
     #[inline]
@@ -138,9 +158,8 @@ impl Replayer {
         };
         // Order 0's lists come first, one per migratetype (`order_to_pindex`).
         let held = self.zones[z].pcp_info(CpuId(cpu)).list_pages[mt.index()];
-        let req = AllocRequest::new(mt).on_cpu(CpuId(cpu));
         for _ in 0..held {
-            if self.zones[z].alloc_with(Order::ZERO, req).is_err() {
+            if self.bulk_take(z, cpu, mt).is_err() {
                 break;
             }
             self.counts.untraced_allocs += 1;

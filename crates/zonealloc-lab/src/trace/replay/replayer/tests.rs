@@ -7,6 +7,8 @@ use crate::trace::replay::geometry::{span_from_trace, DEFAULT_ZONE_PAGES};
 use crate::trace::replay::gfp::request;
 use zonealloc::{AllocRequest, CpuId, MigrateType, ZoneType};
 
+mod untraced;
+
 /// An order-0 allocation of `pfn`, of migratetype `mt` (the trace's numbering) and `gfp`, as
 /// the trace prints it.
 pub(crate) fn alloc0(pfn: u64, mt: u8, gfp: &'static str) -> EventKind<'static> {

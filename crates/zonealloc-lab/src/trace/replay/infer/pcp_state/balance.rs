@@ -15,6 +15,8 @@ use std::ops::Range;
 use super::span_map::SpanMap;
 use super::{drained_empty, slot_of, ListDemand, Rec, MOVABLE, SLOTS, TYPES};
 
+mod head_take;
+
 /// Per PCP order slot and migratetype.
 type PerList<T> = [[T; TYPES]; SLOTS];
 
@@ -38,6 +40,12 @@ pub(super) struct ZoneBalance {
     /// refill) and nothing took off since: that list's CPU and type, and whether a refill put
     /// it there ([`listed_code`]).
     listed: SpanMap<u32>,
+    /// Per CPU and order-0 list (`cpu * TYPES + mt`): the pages frees put on its head, the
+    /// last freed last, with `bulk_takes_head` ([`ZoneBalance::head_take`]).
+    tops: Vec<Vec<u64>>,
+    /// Untraced bulk allocations take the pages frees put on a list's head
+    /// (`Kernel::bulk_takes_head`; [`head_take`]).
+    bulk_takes_head: bool,
     events: u64,
 }
 
@@ -185,8 +193,15 @@ impl ZoneBalance {
             pending_batched: SpanMap::new(span.clone()),
             on_list: SpanMap::new(span.clone()),
             listed: SpanMap::new(span),
+            tops: vec![Vec::new(); cpus.max(1) as usize * TYPES],
+            bulk_takes_head: false,
             events: 0,
         }
+    }
+
+    /// Reads untraced bulk takes off the lists' heads ([`head_take`]).
+    pub(super) fn set_bulk_takes_head(&mut self, on: bool) {
+        self.bulk_takes_head = on;
     }
 
     /// One event of the zone on `cpu` (below the CPU count), naming `name` (pageblock,
@@ -200,9 +215,11 @@ impl ZoneBalance {
         first_named: impl Fn(u64) -> Option<usize>,
     ) {
         let thp = self.thp_order;
-        let Some(c) = self.cpus.get_mut(cpu as usize) else {
+        if cpu as usize >= self.cpus.len() {
             return;
-        };
+        }
+        self.head_take(cpu, rec);
+        let c = &mut self.cpus[cpu as usize];
         self.events += 1;
         c.first_refill(rec);
         if let Some((block, mt)) = name {
@@ -324,6 +341,9 @@ impl ZoneBalance {
                 c.take(Some(s), mt, 1);
                 if order == 0 && mt < TYPES {
                     self.listed.insert(pfn, listed_code(cpu, mt, false));
+                    if matches!(rec, Rec::Free(..)) {
+                        self.push_top(cpu, pfn, mt);
+                    }
                 }
             }
             None => c.unnamed_free(s, block),

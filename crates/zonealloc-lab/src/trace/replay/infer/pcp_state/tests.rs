@@ -496,3 +496,43 @@ fn a_batched_free_longer_than_64_pages_counts_each_page_once() {
     assert_eq!(d.blocks[0][0][0], 75);
     assert!(d.exact[0][0][0]);
 }
+
+#[test]
+fn pages_a_bulk_allocation_took_off_a_lists_head_are_what_the_list_held() {
+    let alloc = |pfn: u32| {
+        format!("mm_page_alloc: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype=0 gfp_flags=GFP_KERNEL")
+    };
+    let free = |pfn: u32| format!("mm_page_free: page=(____ptrval____) pfn={pfn:#x} order=0");
+    let mut head = String::new();
+    // CPU 0 allocates an Unmovable page (naming the pageblock), frees 0x1010, then four pages
+    // (a stack's `vfree`), then allocates 0x1010: the four above it on the head were taken
+    // untraced first (a fork's `vm_area_alloc_pages`), and two more allocations follow.
+    head += &line(0, 1, &alloc(0x1000));
+    head += &line(0, 2, &free(0x1010));
+    for pfn in 0x1001..0x1005 {
+        head += &line(0, 3, &free(pfn));
+    }
+    for pfn in [0x1010, 0x1020, 0x1021] {
+        head += &line(0, 4, &alloc(pfn));
+    }
+    let zone = 0..1u64 << 20;
+    let lists = |on: bool| {
+        let mut c = Collector::new(
+            2,
+            std::slice::from_ref(&zone),
+            9,
+            Some(9),
+            Numbering::Current,
+        );
+        c.set_bulk_takes_head(on);
+        Parser::new()
+            .read_all(head.as_bytes(), |ev| c.feed(ev))
+            .unwrap();
+        let d = c.finish().zones.swap_remove(0);
+        d.blocks[0][0][0]
+    };
+    // The list served 0x1000, 0x1020 and 0x1021 from its start.
+    assert_eq!(lists(true), 3);
+    // Off (7.2, whose `vfree` frees blocks), the four stay on the list: 0x1000 alone.
+    assert_eq!(lists(false), 1);
+}
