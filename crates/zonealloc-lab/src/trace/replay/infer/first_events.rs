@@ -120,13 +120,15 @@ pub fn take_to_after(
     });
     let spans: Vec<_> = geo.zones.iter().map(|z| z.start..z.end()).collect();
     let collect = which.lists.then(|| {
-        Collector::new(
+        let mut c = Collector::new(
             geo.cpus,
             &spans,
             which.pageblock_order,
             which.thp_order,
             geo.numbering,
-        )
+        );
+        c.set_extfrag_names_page(which.extfrag_names_page);
+        c
     });
     // Only a kernel layout reads the hints (`ZoneLayout::from_kernel_hinted`); a synthesised
     // one places its blocks by the counts alone.
