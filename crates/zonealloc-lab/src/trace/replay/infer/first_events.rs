@@ -128,6 +128,7 @@ pub fn take_to_after(
             geo.numbering,
         );
         c.set_bulk_takes_head(which.bulk_takes_head);
+        c.set_extfrag_names_page(which.extfrag_names_page);
         c
     });
     // Only a kernel layout reads the hints (`ZoneLayout::from_kernel_hinted`); a synthesised

@@ -35,7 +35,8 @@
 //! head); a pageblock the head never names counts as Movable (the pages a boot leaves in use
 //! outside the kernel's own pageblocks are page cache and anon). An allocation that the
 //! kernel served from the buddy directly (a `percpu_refill=0` event just before it on the CPU)
-//! takes nothing from a list.
+//! takes nothing from a list. A refill's page that only an `mm_page_alloc_extfrag` names
+//! (6.15 on, and Debian's 6.12: a claimed whole block, `runs.rs`) goes on the list too.
 //!
 //! How far the walk looks: the window's first [`super::first_events::LIST_EVENTS`] events,
 //! which the replay's own parse holds before the replay starts ([`Collector`],
@@ -53,6 +54,7 @@ use crate::trace::migratetype::Numbering;
 use balance::ZoneBalance;
 
 mod balance;
+mod runs;
 mod shown;
 mod span_map;
 #[cfg(test)]
@@ -289,6 +291,7 @@ pub struct Collector {
     first_named: span_map::SpanMap<u16>,
     balances: Vec<ZoneBalance>,
     shown: Vec<shown::Shown>,
+    runs: runs::Runs,
 }
 
 impl Collector {
@@ -315,6 +318,7 @@ impl Collector {
             shown: (zones.iter())
                 .map(|z| shown::Shown::new(z.clone(), cpus, thp_order))
                 .collect(),
+            runs: runs::Runs::new(cpus),
         }
     }
 
@@ -341,10 +345,37 @@ impl Collector {
                 self.first_named.insert(pb(pfn), u16::from(m) + 1);
             }
         }
-        let Some(rec) = rec else {
-            return;
+        let extfrag = match ev.kind {
+            EventKind::Extfrag {
+                pfn,
+                alloc_order,
+                alloc_migratetype,
+                ..
+            } => Some((pfn, alloc_order, mt_of(alloc_migratetype))),
+            _ => None,
         };
-        let pfn = ev.kind.pfn();
+        // A refilled block only an `mm_page_alloc_extfrag` names (`runs.rs`).
+        if let Some(page) = self.runs.step(cpu, rec, extfrag) {
+            self.apply(cpu, page, None);
+        }
+        if let Some(rec) = rec {
+            self.apply(cpu, rec, named);
+        }
+    }
+
+    /// `mm_page_alloc_extfrag` names the page taken (6.15 on: [`super::kernel::KernelSide`]):
+    /// a refill's page that only it names goes on the list (`runs.rs`).
+    pub fn set_extfrag_names_page(&mut self, names_page: bool) {
+        self.runs.names_page = names_page;
+    }
+
+    /// One record of an event on `cpu`, naming `named` (pfn, migratetype in the trace's
+    /// numbering) where its event names one.
+    fn apply(&mut self, cpu: u32, rec: Rec, named: Option<(u64, u8)>) {
+        let numbering = self.numbering;
+        let mt_of = |m: u8| usize::from(numbering.to_current(m));
+        let pb = |pfn: u64| pfn >> self.pageblock_order;
+        let pfn = rec.pfn();
         if let Some(z) = self.zones.iter().position(|z| z.contains(&pfn)) {
             let first_named = &self.first_named;
             // An allocation of a block a refill put on another CPU's lists ran on that CPU:
@@ -510,4 +541,17 @@ enum Rec {
     FreeBatched(u64, u8),
     ZoneLocked(u64, u8, usize, bool),
     Drain(u64, u8, usize),
+}
+
+impl Rec {
+    /// The block's first pfn.
+    fn pfn(self) -> u64 {
+        match self {
+            Rec::Alloc(pfn, ..)
+            | Rec::Free(pfn, _)
+            | Rec::FreeBatched(pfn, _)
+            | Rec::ZoneLocked(pfn, ..)
+            | Rec::Drain(pfn, ..) => pfn,
+        }
+    }
 }

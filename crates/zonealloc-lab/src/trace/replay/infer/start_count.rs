@@ -17,6 +17,9 @@
 //! - a free that no drain follows left the count below `high` (`free_unref_page_commit` in 6.1,
 //!   `free_frozen_page_commit` in 7.2 drain when `count >= nr_pcp_high(...)`): `c0 + delta <
 //!   high`;
+//!   from 6.7, where an allocation a lower zone served shows the zone below its high mark
+//!   (`ZONE_BELOW_HIGH`: `nr_pcp_high` returns `max(count, high_min)`), `c0 + delta <
+//!   high_min` (`below_high.rs`);
 //! - the *pin*: the first drain on the CPU that a free of order 0 or of an order above
 //!   `PAGE_ALLOC_COSTLY_ORDER` (3) triggered: that free took the count from below `high` to
 //!   `high` or above, so `high <= c0 + delta <= high + (1 << order) - 1` just after it (an
@@ -115,6 +118,21 @@ struct Free {
     /// `high` fell under the count since it was last known below it
     /// ([`Cpu::high_fell`]): the free's drain bounds the count from below only.
     high_fell: bool,
+    /// The zone was known below its high mark, kswapd's pass off: a drain came at
+    /// `high_min` (`below_high.rs`).
+    below_high: bool,
+}
+
+impl Free {
+    /// What the count stayed below if this free drained nothing: `high_min` where the zone
+    /// was below its high mark (`nr_pcp_high`: `max(count, high_min)`), else `high`.
+    fn no_drain_below(&self) -> i64 {
+        if self.below_high {
+            self.high_lo
+        } else {
+            self.high_hi
+        }
+    }
 }
 
 /// A drain run a free triggered.
@@ -186,6 +204,8 @@ pub struct Walk {
     start_high: bool,
     /// Per node: kswapd's pass is on (`ZONE_RECLAIM_ACTIVE` on the node's zones).
     reclaim: Vec<bool>,
+    /// Per zone: `ZONE_BELOW_HIGH` is known set (`below_high.rs`).
+    below_high: Vec<bool>,
     /// Bounds frees gave under kswapd's pass, held until the pass's end is known
     /// ([`Walk::hold`]), and the shortest nap before its sleep is traced, ns.
     held: Vec<reclaim::Held>,
@@ -304,6 +324,7 @@ impl Walk {
                     .max()
                     .unwrap_or(1)
             ],
+            below_high: vec![false; geo.zones.len()],
             held: Vec::new(),
             slept: Vec::new(),
             nap_ns: crate::trace::replay::kswapd_nap::shortest_nap_ns(
@@ -429,7 +450,12 @@ impl Walk {
                 self.defer(ev, cpu, (pfn, zone, order));
             }
             EventKind::FreeBatched { pfn } => self.free_batched(zone, cpu, pfn, batching),
-            EventKind::Alloc { order, .. } => {
+            EventKind::Alloc {
+                order, gfp_flags, ..
+            } => {
+                if order == 0 && !ev.is_failed_alloc() {
+                    self.allocated_in(zone, gfp_flags);
+                }
                 self.alloc(ev, zone, cpu, order, (direct, inferred));
             }
             EventKind::ZoneLocked {
@@ -501,6 +527,7 @@ impl Walk {
 }
 
 mod alloc;
+mod below_high;
 mod contig;
 mod counts;
 mod finish;

@@ -6,6 +6,7 @@ use crate::trace::stats::HashMap;
 
 mod fit;
 mod reference;
+mod runs;
 use reference::reference;
 
 /// The lists `head`'s whole lines give (a partial last line is not an event).

@@ -29,7 +29,7 @@ impl Walk {
             c.high_fell &= !f.high_fell;
             match f.open_hi {
                 Some(open) => self.hold(z, cpu, &f, open),
-                None => self.bound(z, cpu, i64::MIN, f.high_hi - 1 - f.delta),
+                None => self.bound(z, cpu, i64::MIN, f.no_drain_below() - 1 - f.delta),
             }
         }
     }
@@ -59,6 +59,7 @@ impl Walk {
         self.other(cpu);
         self.add(zone, cpu, 1i64 << order);
         let reclaim = self.reclaim_on(zone);
+        let below_high = !reclaim && self.below_high(zone);
         let ts = self.now;
         if let Some(c) = self.at(zone, cpu) {
             c.freed_since_candidate(pfn);
@@ -78,6 +79,8 @@ impl Walk {
                 open_hi,
                 ts,
                 high_fell: c.high_fell,
+                // nr_pcp_high's `high_min == high_max` case returns `high`.
+                below_high: below_high && c.high.lo != c.high.max,
             });
         }
     }
@@ -154,6 +157,10 @@ impl Walk {
                     r.block = r.block.max(pages);
                 }
             }
+        }
+        if owner == cpu && explained {
+            // free_*_page_commit clears ZONE_BELOW_HIGH after its drain, if it may.
+            self.free_drained(zone);
         }
         self.add(zone, owner, -pages);
     }
