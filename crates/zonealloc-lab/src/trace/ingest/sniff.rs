@@ -113,6 +113,7 @@ impl Sniff {
     }
 
     /// [`Sniff::add`], with `expected` standing for [`Evidence::expected`] (a cache of it).
+    #[inline]
     pub fn add_with(&mut self, ev: &Event<'_>, expected: impl FnOnce(&str) -> Option<u8>) {
         if let Some(c) = ev.cpu {
             self.max_cpu = Some(self.max_cpu.map_or(c, |m| m.max(c)));

@@ -11,7 +11,7 @@
 //! more or less, a number too long, an extfrag or kswapd event) sends the line to
 //! [`super::line::parse_line`]'s general walk, which also words every error.
 //!
-//! It also finds the line's end: [`parse_at`] reads a line where it lies in the reader's
+//! It also finds the line's end: [`parse_after`] reads a line where it lies in the reader's
 //! buffer and stops at its LF, so [`super::Parser::read_all`] needs no separate scan for line
 //! ends on the lines it takes. To be sure no line end hides inside the line, the walk skips
 //! spaces only: any other control byte (a tab, a CR, a NUL) before the last field sends the
@@ -35,24 +35,34 @@ pub(super) use seen::Seen;
 #[cfg(test)]
 pub(super) use words::swar_digits;
 
-/// `line` (without its line end, or with an LF) parsed on the fast path: `None` where the
-/// general walk must decide.
-#[inline]
+/// [`parse_line_after`] with nothing seen before.
+#[cfg(test)]
 pub(super) fn parse_common(line: &[u8]) -> Option<Result<Event<'_>, LineKind>> {
-    let (r, end) = parse_at(line)?;
+    parse_line_after(line, &mut Seen::default())
+}
+
+/// `line` (without its line end, or with an LF) parsed on the fast path, given what the
+/// line before showed ([`parse_after`]): `None` where the general walk must decide.
+#[inline]
+pub(super) fn parse_line_after<'a>(
+    line: &'a [u8],
+    seen: &mut Seen,
+) -> Option<Result<Event<'a>, LineKind>> {
+    let (r, end) = parse_after(line, seen)?;
     // Whatever follows an LF inside the line is the general walk's to judge.
     (end + 1 >= line.len()).then_some(r)
 }
 
-/// The line that opens `s` parsed on the fast path, and the index of its end: the LF that
-/// ends it, or `s.len()` if none does (a last line, or one that goes on past `s`). `None`
-/// where the general walk must decide (it also splits lines ending in CR).
+/// [`parse_after`] with nothing seen before.
+#[cfg(test)]
 pub(super) fn parse_at(s: &[u8]) -> Option<(Result<Event<'_>, LineKind>, usize)> {
     parse_after(s, &mut Seen::default())
 }
 
-/// [`parse_at`], given what the line before showed (updated from this line where it
-/// differs).
+/// The line that opens `s` parsed on the fast path, and the index of its end: the LF that
+/// ends it, or `s.len()` if none does (a last line, or one that goes on past `s`). `None`
+/// where the general walk must decide (it also splits lines ending in CR). Given what the
+/// line before showed (`seen`, updated from this line where it differs).
 ///
 /// Not inlined: inside `read_all`'s loop the walk's cursor arithmetic runs out of registers
 /// (twice the instructions, measured with callgrind).

@@ -802,4 +802,5 @@ fn who_ran_a_line_is_read_on_both_paths_and_kept_across_lines() {
     assert_eq!(bare.who, Who::UNKNOWN);
 }
 
+mod feed;
 mod workqueue;

@@ -24,36 +24,34 @@ use super::infer::start_count::{Found, ReadPoint, StartCounts, Walk};
 use super::preset::Kernel;
 use super::snapshot_reads;
 use crate::procfs::ProcSnapshot;
-use crate::trace::parse::{lines, Parser};
+use crate::trace::parse::Parser;
+use zonealloc::ZoneConfig;
 
-/// Carries each not-pinned CPU's start count in `counts` forward from zoneinfo's print to the
-/// end of `text` (the trace before the start marker, as kept), where `text` shows zoneinfo's
-/// reader; `thp_order` and `pageblock_order` as the replay's zones have them.
-pub fn carry(
+/// The walk that carries the start counts over `text` (the trace before the start marker,
+/// as kept) from zoneinfo's print, where `text` shows zoneinfo's reader; `base` as the
+/// replay's zones have it. Fed each event of `text`, then [`carry`].
+pub fn walk(
     text: &[u8],
     (snap, geo): (&ProcSnapshot, &Geometry),
-    (preset, scale_max, thp_order, pageblock_order): (Kernel, u8, Option<u8>, u8),
-    counts: &mut StartCounts,
-) {
-    let Some(at) = read_point(text, snap) else {
-        return;
-    };
+    (preset, base): (Kernel, &ZoneConfig),
+) -> Option<Walk> {
+    let at = read_point(text, snap)?;
     let mut walk = Walk::new(
         geo,
         snap,
         preset.fixed_high(),
-        scale_max,
-        thp_order,
-        pageblock_order,
+        base.pcp.batch_scale_max,
+        base.pcp.thp_order,
+        base.pageblock_order,
     );
     walk.set_extfrag_names_page(preset.extfrag_names_page());
     walk.roll_back_from(at);
-    let mut parser = Parser::new();
-    for line in lines(text) {
-        if let Some(ev) = parser.feed(line) {
-            walk.feed(&ev);
-        }
-    }
+    Some(walk)
+}
+
+/// Carries each not-pinned CPU's start count in `counts` forward from zoneinfo's print to the
+/// end of the text `walk` ([`walk`]) was fed.
+pub fn carry(walk: &Walk, geo: &Geometry, counts: &mut StartCounts) {
     let Some(since) = walk.since_print() else {
         return;
     };

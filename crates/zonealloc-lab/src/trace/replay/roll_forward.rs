@@ -6,35 +6,109 @@
 
 use super::geometry::Geometry;
 use super::infer::kernel::KernelSide;
+use super::infer::start_count::Walk;
 use super::layout::{after_layout_read, Roll, RollWalk};
 use crate::trace::ingest::before::BEFORE_BYTES;
 use crate::trace::parse::{lines, Parser};
 
-/// Per zone of `geo`, the roll of `text` (the trace before the window's start marker, as
-/// kept: its last [`BEFORE_BYTES`]) from the layout's read on; `None` where the text does not
+/// The roll of `text` (the trace before the window's start marker, as kept: its last
+/// [`BEFORE_BYTES`]) from the layout's read on, as it is fed: `None` where the text does not
 /// show when the layout was read (no `KT_SNAPSHOT_BEFORE_BEGIN`, and not cut: a capture
 /// without it). A text cut to its last bytes began after the read: all of it counts.
 /// `thp_order`: the THP order that has lists; `extfrag_names_page`: the kernel family's
 /// `mm_page_alloc_extfrag` (`KernelSide::set_extfrag_names_page`).
-pub fn rolls(
+pub fn start(
     text: &[u8],
     geo: &Geometry,
     thp_order: Option<u8>,
     extfrag_names_page: bool,
-) -> Option<Vec<Roll>> {
+) -> Option<Rolls> {
     let cut = text.len() >= BEFORE_BYTES;
-    let text = after_layout_read(text, cut)?;
+    let from = text.len() - after_layout_read(text, cut)?.len();
     let spans: Vec<_> = geo.zones.iter().map(|z| z.start..z.end()).collect();
-    let mut walk = RollWalk::new(&spans, geo.cpus, geo.numbering, thp_order);
+    let walk = RollWalk::new(&spans, geo.cpus, geo.numbering, thp_order);
     let mut kernel = KernelSide::new(spans.len(), geo.cpus.max(1));
     kernel.set_extfrag_names_page(extfrag_names_page);
+    Some(Rolls { from, walk, kernel })
+}
+
+/// A roll being fed ([`start`]): the lines of its text from byte `from` on.
+pub struct Rolls {
+    from: usize,
+    walk: RollWalk,
+    kernel: KernelSide,
+}
+
+impl Rolls {
+    /// Per zone of `geo`, its roll.
+    pub fn finish(self) -> Vec<Roll> {
+        self.walk.finish()
+    }
+}
+
+/// One parse of `text` (the trace before the window's start marker) feeds the start counts'
+/// carry (`carry`, [`super::carry_start::walk`]) and the roll (`roll`, from the layout's read
+/// on): each walk parsed the text on its own, 11 M instructions a walk on 6.12-4g p_thp.
+pub fn walk_before(
+    text: &[u8],
+    geo: &Geometry,
+    mut carry: Option<&mut Walk>,
+    mut roll: Option<&mut Rolls>,
+) {
+    if carry.is_none() && roll.is_none() {
+        return;
+    }
     let mut parser = Parser::new();
+    let mut at = 0usize;
     for line in lines(text) {
-        if let Some(ev) = parser.feed(line) {
+        let start = at;
+        at += line.len();
+        let Some(ev) = parser.feed(line) else {
+            continue;
+        };
+        if let Some(w) = carry.as_deref_mut() {
+            w.feed(&ev);
+        }
+        if let Some(r) = roll.as_deref_mut().filter(|r| start >= r.from) {
             let zone = geo.zone_of(ev.kind.pfn()).unwrap_or(0);
-            kernel.add_counts(&ev, zone);
-            walk.feed(&ev, &kernel.untraced_now);
+            r.kernel.add_counts(&ev, zone);
+            r.walk.feed(&ev, &r.kernel.untraced_now);
         }
     }
-    Some(walk.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::ingest::sniff::Sniff;
+    use crate::trace::migratetype::Numbering;
+
+    fn line(ts: &str, ev: &str) -> String {
+        format!("            x-1     [000] .....    {ts}: {ev}\n")
+    }
+
+    /// The one parse feeds the roll only the lines after the layout's read: of three frees,
+    /// the one before `KT_SNAPSHOT_BEFORE_BEGIN` sets no state.
+    #[test]
+    fn the_roll_beside_the_carry_reads_from_the_layouts_read_on() {
+        let geo = Geometry::from_flags(
+            None,
+            Some(1 << 16),
+            None,
+            Some(4),
+            &Sniff::default(),
+            Numbering::Current,
+        )
+        .unwrap();
+        let free = |pfn: u32| format!("mm_page_free: page=(____ptrval____) pfn={pfn:#x} order=0");
+        let mut t = line("1.000000", &free(0x100));
+        t += &line("1.500000", "tracing_mark_write: KT_SNAPSHOT_BEFORE_BEGIN p");
+        t += &line("2.000000", &free(0x200));
+        t += &line("2.500000", &free(0x300));
+        let text = t.as_bytes();
+        let mut roll = start(text, &geo, Some(9), false).unwrap();
+        walk_before(text, &geo, None, Some(&mut roll));
+        let rolls = roll.finish();
+        assert_eq!(rolls.iter().map(|r| r.events).sum::<u64>(), 2);
+    }
 }

@@ -449,22 +449,19 @@ fn carry_and_roll(
     (geo, base, preset): (&Geometry, &zonealloc::ZoneConfig, Kernel),
     start_counts: Option<&mut start_count::StartCounts>,
 ) -> Option<Vec<layout::Roll>> {
-    if let (Some(sc), Some(s), false) = (start_counts, snap, opts.whole_file) {
-        let zones = (
-            preset,
-            base.pcp.batch_scale_max,
-            base.pcp.thp_order,
-            base.pageblock_order,
-        );
-        super::carry_start::carry(text, (s, geo), zones, sc);
+    use super::{carry_start, roll_forward};
+    let mut carry = match (&start_counts, snap, opts.whole_file) {
+        (Some(_), Some(s), false) => carry_start::walk(text, (s, geo), (preset, base)),
+        _ => None,
+    };
+    let mut roll = (wants.roll)
+        .then(|| roll_forward::start(text, geo, base.pcp.thp_order, preset.extfrag_names_page()))
+        .flatten();
+    roll_forward::walk_before(text, geo, carry.as_mut(), roll.as_mut());
+    if let (Some(w), Some(sc)) = (carry, start_counts) {
+        carry_start::carry(&w, geo, sc);
     }
-    wants
-        .roll
-        .then(|| {
-            let names_page = preset.extfrag_names_page();
-            super::roll_forward::rolls(text, geo, base.pcp.thp_order, names_page)
-        })
-        .flatten()
+    roll.map(roll_forward::Rolls::finish)
 }
 
 /// Files in `head`, per zone, what the set-up of its lists reads besides the first events'

@@ -63,6 +63,15 @@ pub(in crate::trace::parse) struct Seen {
     pub(super) page: PagePtr,
 }
 
+impl std::fmt::Debug for Seen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Seen")
+            .field("cpu", &self.cpu)
+            .field("secs", &self.secs)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Default for Seen {
     fn default() -> Seen {
         Seen {
