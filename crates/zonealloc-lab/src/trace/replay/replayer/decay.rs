@@ -134,7 +134,7 @@ impl Replayer {
     #[inline(always)]
     pub(super) fn workers_before(&mut self, ev: &Event<'_>, cpu: u32) -> io::Result<()> {
         if let Some(ts) = ev.ts_ns {
-            self.vmstat_due(cpu, ts)?;
+            self.vmstat_due(cpu, ts, ev)?;
         }
         // A worker's run of drains ends at any other event on its CPU.
         if !matches!(ev.kind, EventKind::PcpuDrain { .. }) {
@@ -149,19 +149,19 @@ impl Replayer {
     /// then the event marks the CPU awake and its counters moved. (Every event asks: the
     /// test that nothing is due inline, the rest out of line.)
     #[inline(always)]
-    pub(super) fn vmstat_due(&mut self, cpu: u32, ts: u64) -> io::Result<()> {
+    pub(super) fn vmstat_due(&mut self, cpu: u32, ts: u64, ev: &Event<'_>) -> io::Result<()> {
         if let Some(vm) = self.vmstat.as_mut() {
             if !vm.is_due(cpu, ts) {
                 vm.event(cpu, ts);
                 return Ok(());
             }
         }
-        self.vmstat_runs(cpu, ts)
+        self.vmstat_runs(cpu, ts, ev)
     }
 
     /// [`Replayer::vmstat_due`] when something may be due (or at the first event).
     #[inline(never)]
-    fn vmstat_runs(&mut self, cpu: u32, ts: u64) -> io::Result<()> {
+    fn vmstat_runs(&mut self, cpu: u32, ts: u64, ev: &Event<'_>) -> io::Result<()> {
         if self.vmstat.is_none() {
             self.vmstat = Some(self.new_vmstat());
         }
@@ -178,6 +178,20 @@ impl Replayer {
             if self.late_workers && run.woken && run.at_ns < ts && self.decay_would_drain(run.cpu) {
                 if let Some(vm) = self.vmstat.as_mut() {
                     vm.hold_woken(run);
+                }
+                continue;
+            }
+            // Held to the CPU's wake, and this event is the task it woke for, not the
+            // worker's own drain: the kworker waits for it (`Vmstat::wake_late`).
+            if self.late_workers
+                && run.woken
+                && run.at_ns == ts
+                && run.cpu == cpu
+                && !ev.who.is_worker_drain()
+                && self.decay_would_drain(run.cpu)
+            {
+                if let Some(vm) = self.vmstat.as_mut() {
+                    vm.wake_late(run);
                 }
                 continue;
             }

@@ -310,6 +310,10 @@ fn a_decay_drain_is_booked_and_emitted_on_the_cpu_it_drains() {
     }
     r.feed(&at(1, 20_500_000_000, alloc(0x9000)), Inferred::None)
         .unwrap();
+    // Its kworker waits for the task it woke for (`Vmstat::wake_late`), past its limit
+    // at the CPU's next event.
+    r.feed(&at(1, 22_000_000_000, alloc(0x9001)), Inferred::None)
+        .unwrap();
     r.finish().unwrap();
     let decayed = r.ours.get(0, 1).drains - before;
     assert!(decayed > 0, "the decay drains CPU 1's list");

@@ -415,45 +415,86 @@ fn a_late_decay_that_would_drain_waits_for_the_workers_drain_in_the_trace() {
     assert_eq!(r.zones[0].pcp_info(CpuId(1)).high, p.high_after);
 }
 
+/// An unknown task's event on `cpu` at `t`.
+fn feed_at(r: &mut Replayer, cpu: u32, t: u64, kind: EventKind<'static>) {
+    r.feed(&at(cpu, t, kind, Who::UNKNOWN), Inferred::None)
+        .unwrap();
+}
+
+fn movable(pfn: u64) -> EventKind<'static> {
+    EventKind::Alloc {
+        pfn,
+        order: 0,
+        migratetype: 1,
+        gfp_flags: "GFP_HIGHUSER_MOVABLE",
+    }
+}
+
+/// CPU 1 frees 151 pages CPU 0 allocated (8192 on), then sleeps from 0.36 s; its worker
+/// expires at 0.988 s while CPU 0 runs, to 1.2 s. CPU 1's decay at its sleep, which drains.
+fn sleeps_over_its_expiry(r: &mut Replayer) -> zonealloc::DecayOutcome {
+    for k in 0..200u64 {
+        feed_at(r, 0, 3000, movable(8192 + k));
+    }
+    for ms in 200..351u64 {
+        let free = EventKind::Free {
+            pfn: 8192 + ms - 200,
+            order: 0,
+        };
+        feed_at(r, 1, ms * 1_000_000, free);
+    }
+    let p = r.zones[0].decay_pcp_high_preview(CpuId(1));
+    assert!(p.drained > 0, "{p:?}");
+    for ms in (400..1200u64).step_by(10) {
+        feed_at(r, 0, ms * 1_000_000, movable(20_000 + ms));
+    }
+    p
+}
+
 #[test]
 fn an_idle_cpus_decay_that_would_drain_waits_for_its_cpu_to_wake() {
-    // CPU 1 frees 151 pages CPU 0 allocated, then sleeps from 0.36 s; its worker expires at
-    // 0.988 s while CPU 0 runs. Its decay would drain, and the trace shows no drain of its
-    // kworker: the deferrable timer waits until CPU 1 wakes (1.25 s), and runs there.
+    // CPU 1 sleeps over its expiry ([`sleeps_over_its_expiry`]). Its decay would drain,
+    // and the trace shows no drain of its kworker: the deferrable timer waits until CPU 1
+    // wakes (1.25 s).
     for late in [true, false] {
         let mut r = filled(true);
         r.set_late_workers(late);
         let high = r.zones[0].pcp_info(CpuId(1)).high;
-        let ev = |r: &mut Replayer, cpu: u32, t: u64, kind: EventKind<'static>| {
-            r.feed(&at(cpu, t, kind, Who::UNKNOWN), Inferred::None)
-                .unwrap();
-        };
-        let alloc = |pfn: u64| EventKind::Alloc {
-            pfn,
-            order: 0,
-            migratetype: 1,
-            gfp_flags: "GFP_HIGHUSER_MOVABLE",
-        };
-        for k in 0..200u64 {
-            ev(&mut r, 0, 3000, alloc(8192 + k));
-        }
-        for ms in 200..351u64 {
-            let free = EventKind::Free {
-                pfn: 8192 + ms - 200,
-                order: 0,
-            };
-            ev(&mut r, 1, ms * 1_000_000, free);
-        }
-        let p = r.zones[0].decay_pcp_high_preview(CpuId(1));
-        assert!(p.drained > 0, "{p:?}");
-        for ms in (400..1200u64).step_by(10) {
-            ev(&mut r, 0, ms * 1_000_000, alloc(20_000 + ms));
-        }
+        sleeps_over_its_expiry(&mut r);
         let held = r.zones[0].pcp_info(CpuId(1)).high == high;
         assert_eq!(held, late, "late workers {late}");
-        ev(&mut r, 1, 1_250_000_000, alloc(30_000));
+        feed_at(&mut r, 1, 1_250_000_000, movable(30_000));
+        // Woken for its task, which runs first: the kworker waits (`Vmstat::wake_late`)
+        // until the trace's drain of it.
+        let held = r.zones[0].pcp_info(CpuId(1)).high == high;
+        assert_eq!(held, late, "late workers {late}");
+        let line = at(1, 1_260_000_000, drain_line(8192), who(Task::CpuWorker));
+        r.feed(&line, Inferred::Drain { owner: 1 }).unwrap();
         assert!(r.zones[0].pcp_info(CpuId(1)).high < high);
     }
+}
+
+#[test]
+fn a_woken_cpus_decay_waits_for_the_task_it_woke_for_to_pause() {
+    // CPU 1 sleeps over its expiry with more pages than its decayed `high`, and wakes at
+    // 1.25 s for a task that allocates them below it by 1.2505 s and pauses till 1.27 s.
+    // The kworker runs at the pause and drains nothing, as 7.2-4g-loads p_fork's CPU 2 did
+    // (woken at 50.778959, `high` down in the pause at 50.8326); run at the wake, it
+    // drained.
+    let mut r = filled(true);
+    let p = sleeps_over_its_expiry(&mut r);
+    let drains = r.ours.get(0, 1).drain_pages;
+    for k in 0..p.drained as u64 + 2 {
+        feed_at(&mut r, 1, 1_250_000_000 + k * 1000, movable(8192 + k));
+    }
+    assert_eq!(r.ours.get(0, 1).drain_pages, drains, "no drain at the wake");
+    let free = EventKind::Free {
+        pfn: 8192,
+        order: 0,
+    };
+    feed_at(&mut r, 1, 1_270_000_000, free);
+    assert_eq!(r.zones[0].pcp_info(CpuId(1)).high, p.high_after);
+    assert_eq!(r.ours.get(0, 1).drain_pages, drains);
 }
 
 mod traced;
