@@ -450,3 +450,5 @@ impl Walk {
 mod refill_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod walk_tests;
