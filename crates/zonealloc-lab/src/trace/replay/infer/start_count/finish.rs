@@ -17,6 +17,9 @@ impl Walk {
             let (z, cpu) = (i / self.cpus as usize, (i % self.cpus as usize) as u32);
             self.end_run(z, cpu);
         }
+        if self.start_high {
+            self.settle_start_high();
+        }
         let cpus = self.cpus as usize;
         let list = self
             .per

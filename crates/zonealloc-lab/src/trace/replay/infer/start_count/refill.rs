@@ -59,6 +59,7 @@ impl Walk {
         // The batch's first page was a fallback that printed no zone_locked.
         if !same(was) && same(fallback) && fallback.is_some_and(|(_, _, p)| p != pfn) {
             pages += 1i64 << order;
+            c.start_high.refill(order, false);
         }
         self.add(zone, cpu, pages);
     }
@@ -79,6 +80,8 @@ impl Walk {
                 if names_page && last != pfn {
                     if let Some(c) = self.at(zone, cpu) {
                         c.in_refill = Some((o, m, pfn));
+                        // One of the run's pages: its size sizes `nr_pcp_alloc`'s raise.
+                        c.start_high.refill(order, false);
                     }
                     self.add(zone, cpu, 1i64 << order);
                 }

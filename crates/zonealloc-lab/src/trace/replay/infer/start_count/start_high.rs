@@ -77,6 +77,11 @@ pub(super) struct StartHigh {
     /// each traced run's decay and each refill run's raise ([`Step`]). The runs and bounds
     /// above count their place in it (without the lines: the runs alone, one a second).
     steps: Vec<Step>,
+    /// The CPU showed a `vmstat_update` line, whether or not the walk was still reading.
+    line_seen: bool,
+    /// The walk as it stood at the CPU's first refill with no `vmstat_update` line before
+    /// it, closed there: what it read if the file traces no runs ([`StartHigh::no_lines`]).
+    unlined: Option<Box<StartHigh>>,
 }
 
 /// One move of `high` between the walk's start and a bound.
@@ -131,6 +136,7 @@ impl StartHigh {
     /// `high_min`; set up at zoneinfo's 1346 under a count of 1600, the replay's first run
     /// drained 317 pages.
     pub(super) fn work_line(&mut self, delta: i64) {
+        self.line_seen = true;
         self.other();
         if !self.closed && self.decay.is_none() {
             self.work_lines += 1;
@@ -162,7 +168,7 @@ impl StartHigh {
 
     /// A page of a refill run of `order` (`new_run`: the run's first). Where the trace's
     /// lines count the worker's runs, and before the first that drains, the walk goes on
-    /// through it: 7.2's `nr_pcp_alloc` raises `high` by `batch << alloc_factor` for order 0
+    /// through it: `nr_pcp_alloc` (7.2's as 6.12's) raises `high` by `batch << alloc_factor` for order 0
     /// (the run's own size, `min(batch << alloc_factor, max_nr_alloc)`, where that is `batch`
     /// times a power of two), by `batch` for a higher order, to at most `high_max` (unless
     /// `ZONE_BELOW_HIGH`: the walk stops at kswapd's wake, [`StartHigh::close`]). 7.2-4g-wq
@@ -172,12 +178,25 @@ impl StartHigh {
     /// refill, the walk read `high` off the first two runs alone (about 4070), which the
     /// replay's runs from 109.431 took below the count: 130 to 214 pages drained at each of
     /// five runs where the kernel drained none.
+    ///
+    /// A refill before the CPU's first `vmstat_update` line: in a file that traces the runs,
+    /// no run came before it, so the walk goes on through its raise too; kept closed there
+    /// for a file that traces none ([`StartHigh::no_lines`]). 6.12-4g-more p_sock, Normal
+    /// CPU 3: the refill at 13.644 came before its first line (13.787840); the runs from
+    /// there to 23.81 drained nothing, then 41, 81 and 98 pages. Closed at the refill, the
+    /// walk fell back on zoneinfo's 1357 (read at 66.09), and the replay's run at 14.775746
+    /// drained 20 pages where the kernel drained none: only a start `high` of 3775-3859 fits.
     pub(super) fn refill(&mut self, order: u8, new_run: bool) {
         if self.closed {
             return;
         }
-        if self.work_lines == 0 || self.decay.is_some() {
+        if self.decay.is_some() {
             return self.close();
+        }
+        if self.work_lines == 0 && self.unlined.is_none() {
+            let mut closed = self.clone();
+            closed.close();
+            self.unlined = Some(Box::new(closed));
         }
         if let Some(run) = self.pending.take() {
             self.quiet.push(run);
@@ -188,6 +207,14 @@ impl StartHigh {
                 order,
                 pages: 1i64 << order,
             }),
+        }
+    }
+
+    /// The file traces no worker runs: no line before a refill says nothing of the runs
+    /// before it, so the walk reads no further than the first refill.
+    pub(super) fn no_lines(&mut self) {
+        if let Some(closed) = self.unlined.take() {
+            *self = *closed;
         }
     }
 
@@ -397,6 +424,15 @@ impl Walk {
         }
     }
 
+    /// Before the start's `high` is read: where no CPU showed a `vmstat_update` line, the
+    /// file traces no runs ([`StartHigh::no_lines`]).
+    pub(super) fn settle_start_high(&mut self) {
+        if !self.per.iter().flatten().any(|c| c.start_high.line_seen) {
+            let per = self.per.iter_mut().flatten();
+            per.for_each(|c| c.start_high.no_lines());
+        }
+    }
+
     /// zoneinfo's read: `high` is the one it printed (the walk's bound goes on from there),
     /// and what comes after tells nothing more of the start's.
     pub(super) fn close_start_high(&mut self) {
@@ -413,172 +449,6 @@ impl Walk {
 #[cfg(test)]
 mod refill_tests;
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    pub(super) fn high(lo: i64, max: i64) -> High {
-        High {
-            lo,
-            hi: lo,
-            max,
-            grow: 63 << 5,
-            batch: 63,
-        }
-    }
-
-    pub(super) fn printed(printed: i64) -> StartHigh {
-        StartHigh {
-            printed,
-            ..StartHigh::default()
-        }
-    }
-
-    #[test]
-    fn a_decay_that_leaves_more_than_high_min_names_high_before_it() {
-        // 7.2-4g p_thp, Normal CPU 0: 2032 pages, 170 drained, 1862 left.
-        let mut s = printed(1283);
-        s.no_drain(1);
-        s.worker_drain(-1, 1, 533_000_000);
-        s.worker_drain(-2, 169, 533_000_000);
-        s.other();
-        let h = s.infer(2033, &high(1283, 7615), 5);
-        assert!(h == 2127 || h == 2128, "{h}");
-        assert_eq!(less(h), 1862);
-    }
-
-    #[test]
-    fn the_worker_runs_before_the_first_that_drains_took_an_eighth_each() {
-        // 7.2-4g p_idle, Normal CPU 2: 1583 pages at the worker's first drain, 8.855 s into
-        // the file, which drained 46 and left 1537. Eight runs before it drained nothing.
-        let mut s = printed(1283);
-        s.no_drain(300);
-        s.worker_drain(356, 46, 8_855_000_000);
-        s.other();
-        let h = s.infer(1227, &high(1283, 7615), 5);
-        assert_eq!(decayed(h, 9, 1283), 1537, "{h}");
-        assert!(decayed(h - 1, 9, 1283) < 1537, "{h}: not the least");
-        // Not the `high` before the draining run (1756), which the replay's own eight runs
-        // would bring below the count.
-        assert_eq!(h, 5103);
-        assert!(decayed(1756, 8, 1283) < 1583);
-        // No start up to high_max decays to 1537 in 41 runs: high_max comes nearest.
-        s.runs_before = 40;
-        assert_eq!(s.infer(1227, &high(1283, 7615), 5), 7615);
-    }
-
-    #[test]
-    fn frees_that_drain_nothing_hold_high_above_the_count() {
-        let mut s = printed(1283);
-        s.no_drain(4);
-        s.no_drain(9);
-        assert_eq!(s.infer(1846, &high(1283, 7615), 5), 1856);
-        // Down to high_min at the first run: at most the largest high an eighth less of
-        // which is high_min, whatever the frees said.
-        s.worker_drain(0, 563, 0);
-        assert_eq!(s.infer(1846, &high(1283, 7615), 5), 1466);
-        assert_eq!(less(1466), 1283);
-        assert!(less(1467) > 1283);
-    }
-
-    #[test]
-    fn a_vmstat_update_line_ends_the_first_draining_run() {
-        // 7.2-4g-wq p_thp, Normal CPU 3 (c0 1998): four runs a second apart drained 78,
-        // 237, 207 and 171 pages with no other event on the CPU. The first alone names
-        // `high`: 1976 pages, 1898 left, so 2169 before it.
-        let mut s = printed(1283);
-        s.work_line(-22);
-        for (line, pages) in [(673, 78), (2240, 237), (3297, 207), (4322, 171)] {
-            if line > 673 {
-                s.work_line(-22);
-            }
-            s.worker_drain(-22, pages, line * 1_000_000);
-        }
-        let h = s.infer(1998, &high(1283, 7615), 5);
-        assert_eq!((h, less(h)), (2169, 1898));
-    }
-
-    #[test]
-    fn drains_more_than_a_quarter_second_apart_are_two_runs() {
-        // Without the trace's lines: the gap alone ends the first run.
-        let mut s = printed(1283);
-        s.worker_drain(-22, 78, 673_000_000);
-        s.worker_drain(-100, 237, 2_240_000_000);
-        assert_eq!(s.infer(1998, &high(1283, 7615), 5), 2169);
-    }
-
-    #[test]
-    fn the_traced_lines_count_the_quiet_runs_before_the_first_that_drains() {
-        // Two `vmstat_update` lines drained nothing, 0.5 s into the file: two runs took an
-        // eighth each, not the none one a second would say.
-        let mut s = printed(1283);
-        s.work_line(0);
-        s.work_line(0);
-        s.work_line(0);
-        s.worker_drain(0, 100, 500_000_000);
-        let h = s.infer(2000, &high(1283, 7615), 5);
-        assert_eq!(decayed(h, 3, 1283), 1900, "{h}");
-    }
-
-    #[test]
-    fn the_quiet_traced_runs_hold_high_above_the_count_at_each() {
-        // 7.2-4g-wq p_prodcons, Normal CPU 2 (c0 1600, zoneinfo 1346): eight runs drained
-        // nothing while the count fell 30 pages a run; the ninth drained 70 to high_min.
-        let mut s = printed(1346);
-        for k in 1..=8 {
-            s.work_line(-30 * k);
-        }
-        s.work_line(-247);
-        s.worker_drain(-247, 70, 12_665_000_000);
-        s.other();
-        let h = s.infer(1600, &high(1283, 7615), 5);
-        let holds = |x| (1..=8).all(|k| decayed(x, k as u32, 1283) >= 1600 - 30 * k);
-        assert!(holds(h) && !holds(h - 1), "{h}");
-        assert_eq!(decayed(h, 9, 1283), 1283);
-    }
-
-    #[test]
-    fn frees_after_traced_runs_hold_the_decayed_high_above_the_count() {
-        // 6.12-4g-wq p_prodcons, Normal CPU 3 (c0 1063): seven runs drained nothing; then
-        // frees up to 2291 pages drained nothing and the next, at 2292, drained. `high` was
-        // 2292 after the seven runs, so about 5840 at the start, not 2292.
-        let mut s = printed(2044);
-        for _ in 0..7 {
-            s.work_line(-34);
-        }
-        s.no_drain(1228);
-        s.free_drain(1229, 7_000_000_000);
-        let h = s.infer(1063, &high(1281, 7615), 5);
-        assert_eq!(decayed(h, 7, 1281), 2292, "{h}");
-    }
-
-    #[test]
-    fn a_free_that_drains_holds_high_at_or_below_the_count() {
-        // 7.2-4g-wq p_prodcons, Normal CPU 3 (c0 1726): the free that left 1777 drained
-        // nothing, the next (1778) drained; zoneinfo printed 2900 later.
-        let mut s = printed(2900);
-        s.no_drain(51);
-        s.free_drain(52, 768_000_000);
-        assert_eq!(s.infer(1726, &high(1283, 7615), 5), 1778);
-        // A second later the worker's run before it took an eighth off: the start was the
-        // largest `high` an eighth less of which is at most the count.
-        let mut s = printed(2900);
-        s.work_line(0);
-        s.free_drain(52, 1_768_000_000);
-        let h = s.infer(1726, &high(1283, 7615), 5);
-        assert!(less(h) <= 1778 && less(h + 1) > 1778, "{h}");
-        // After a refill, nothing.
-        let mut s = printed(2900);
-        s.close();
-        s.free_drain(52, 0);
-        assert_eq!(s.infer(1726, &high(1283, 7615), 5), 2900);
-    }
-
-    #[test]
-    fn a_refill_closes_what_the_start_shows() {
-        let mut s = printed(1300);
-        s.close();
-        s.no_drain(400);
-        s.worker_drain(0, 100, 0);
-        assert_eq!(s.infer(1000, &high(1283, 7615), 5), 1300);
-    }
-}
+mod tests;
+#[cfg(test)]
+mod walk_tests;

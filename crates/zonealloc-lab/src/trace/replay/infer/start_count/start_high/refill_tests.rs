@@ -102,5 +102,54 @@ fn without_the_traces_lines_a_refill_ends_what_the_walk_reads() {
     let mut s = printed(1283);
     refill(&mut s, 63);
     s.no_drain(5000);
+    // The walk saw no `vmstat_update` line in the file (`Walk::settle_start_high`).
+    s.no_lines();
     assert_eq!(s.infer(100, &high(1283, 7615), 5), 1283);
+}
+
+/// 6.12-4g-more p_sock, Normal CPU 3, as crafted `delta`s from a start count of 3000: a
+/// refill of 63 before the file's first `vmstat_update` line, four runs that drain nothing
+/// (63 pages above the start), then one that drains 100.
+fn refill_before_the_first_line() -> StartHigh {
+    let mut s = printed(1357);
+    refill(&mut s, 63);
+    s.other();
+    for _ in 0..4 {
+        s.work_line(63);
+        s.other();
+    }
+    s.work_line(63);
+    s.worker_drain(63, 100, 10_650_000_000);
+    s.other();
+    s
+}
+
+#[test]
+fn in_a_file_that_traces_the_runs_a_refill_before_the_first_line_is_read_through() {
+    let s = refill_before_the_first_line();
+    let h = high(1283, 7615);
+    let got = s.infer(3000, &h, 5);
+    // The raise, then five runs' decay, leave the 2963 pages the draining run left.
+    assert_eq!(s.evolve(got, 6, &h, 5), 2963, "{got}");
+    assert!(s.evolve(got - 1, 6, &h, 5) < 2963, "{got}");
+    // Not zoneinfo's 1357 (the walk closed at the refill): far below the count, from which
+    // the first run would have drained.
+    assert!(got > 3063, "{got}");
+}
+
+#[test]
+fn in_a_file_that_traces_no_runs_a_refill_before_any_line_ends_the_walk() {
+    let mut s = refill_before_the_first_line();
+    s.no_lines();
+    assert_eq!(s.infer(3000, &high(1283, 7615), 5), 1357);
+    // Lines before the refill: no fallback is kept, the walk reads through the raise.
+    let mut s = printed(1357);
+    s.work_line(0);
+    refill(&mut s, 63);
+    s.other();
+    s.work_line(63);
+    s.worker_drain(63, 100, 1_650_000_000);
+    s.other();
+    s.no_lines();
+    assert!(s.infer(3000, &high(1283, 7615), 5) > 3063);
 }
