@@ -547,31 +547,17 @@ fn first(
             // The text past the window, where the end state is taken at the after-snapshot's
             // reads: it shows blocks on lists the window never names (`layout::StartHints`).
             let after = source.after_window().cloned();
+            // The vmstat workers' first runs among them set their timers' phase; a CPU
+            // without a run in the window: its runs past it.
+            let mut ahead = RunsAhead::new(geo.cpus);
             let first = first_events::take_to_after(
                 || source.next_chunk(),
                 geo,
                 s,
                 which,
                 first_events::LIST_EVENTS,
-                after.as_ref(),
+                (after.as_ref(), base.pcp.decay.then_some(&mut ahead)),
             );
-            // The vmstat workers' first runs among them set their timers' phase.
-            let mut ahead = RunsAhead::new(geo.cpus);
-            if base.pcp.decay {
-                first
-                    .held
-                    .iter()
-                    .flat_map(|c| c.events())
-                    .for_each(|ev| ahead.feed(&ev));
-                // A CPU without a run in the window: its runs past it.
-                if let Some(tail) = after.as_ref().filter(|_| first.ended) {
-                    tail.peek(|text, end| {
-                        if end != crate::trace::ingest::TailEnd::NotKept {
-                            ahead.feed_after(text);
-                        }
-                    });
-                }
-            }
             source.unread(first.held);
             let first = FirstEvents {
                 held: Vec::new(),
