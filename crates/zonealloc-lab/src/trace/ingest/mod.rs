@@ -24,7 +24,7 @@ use crate::trace::migratetype::Numbering;
 use crate::trace::parse::{Event, Parser};
 pub use input::Window;
 use pipe::ParseAhead;
-pub use pipe::{Chunk, CHUNK_EVENTS};
+pub use pipe::{Chunk, Kept, CHUNK_EVENTS};
 use prefix::PrefixLook;
 pub use sniff::Sniff;
 pub use until_marker::{Tail, TailEnd, TAIL_MAX_BYTES};

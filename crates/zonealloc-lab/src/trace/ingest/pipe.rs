@@ -150,6 +150,32 @@ impl Chunk {
     }
 }
 
+/// Events kept in order, owned, in chunks: a second walk over a text reads them instead of
+/// parsing it again (the text before the window, [`crate::trace::replay`]'s set-up).
+#[derive(Default)]
+pub struct Kept {
+    chunks: Vec<Chunk>,
+}
+
+impl Kept {
+    /// Keeps `ev` after the ones kept.
+    pub fn push(&mut self, ev: &Event<'_>) {
+        match self.chunks.last_mut().filter(|c| !c.is_full()) {
+            Some(c) => c.push(ev),
+            None => {
+                let mut c = Chunk::new();
+                c.push(ev);
+                self.chunks.push(c);
+            }
+        }
+    }
+
+    /// The events kept, in order, as the parser produced them.
+    pub fn events(&self) -> impl Iterator<Item = Event<'_>> {
+        self.chunks.iter().flat_map(Chunk::events)
+    }
+}
+
 /// [`Packed::bits`]: the CPU and the timestamp are present, the `page=` pointer's shape
 /// (present unless one of these), and the kind's two flags in the order it declares them.
 const HAS_CPU: u8 = 1;

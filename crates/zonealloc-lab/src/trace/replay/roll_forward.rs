@@ -9,6 +9,7 @@ use super::infer::kernel::KernelSide;
 use super::infer::start_count::Walk;
 use super::layout::{after_layout_read, Roll, RollWalk};
 use crate::trace::ingest::before::BEFORE_BYTES;
+use crate::trace::ingest::Kept;
 use crate::trace::parse::{lines, Parser};
 
 /// The roll of `text` (the trace before the window's start marker, as kept: its last
@@ -49,14 +50,16 @@ impl Rolls {
 /// One parse of `text` (the trace before the window's start marker) feeds the start counts'
 /// carry (`carry`, [`super::carry_start::walk`]) and the roll (`roll`, from the layout's read
 /// on): each walk parsed the text on its own, 11 M instructions a walk on 6.12-4g p_thp.
+/// Where either walks, every event goes to `keep` too, for the walks that need the
+/// replayers first (`free_factor`, `free_count`, `worker_runs`); whether it did.
 pub fn walk_before(
     text: &[u8],
     geo: &Geometry,
-    mut carry: Option<&mut Walk>,
-    mut roll: Option<&mut Rolls>,
-) {
+    (mut carry, mut roll): (Option<&mut Walk>, Option<&mut Rolls>),
+    mut keep: Option<&mut Kept>,
+) -> bool {
     if carry.is_none() && roll.is_none() {
-        return;
+        return false;
     }
     let mut parser = Parser::new();
     let mut at = 0usize;
@@ -66,6 +69,9 @@ pub fn walk_before(
         let Some(ev) = parser.feed(line) else {
             continue;
         };
+        if let Some(k) = keep.as_deref_mut() {
+            k.push(&ev);
+        }
         if let Some(w) = carry.as_deref_mut() {
             w.feed(&ev);
         }
@@ -75,6 +81,7 @@ pub fn walk_before(
             r.walk.feed(&ev, &r.kernel.untraced_now);
         }
     }
+    true
 }
 
 #[cfg(test)]
@@ -87,11 +94,9 @@ mod tests {
         format!("            x-1     [000] .....    {ts}: {ev}\n")
     }
 
-    /// The one parse feeds the roll only the lines after the layout's read: of three frees,
-    /// the one before `KT_SNAPSHOT_BEFORE_BEGIN` sets no state.
-    #[test]
-    fn the_roll_beside_the_carry_reads_from_the_layouts_read_on() {
-        let geo = Geometry::from_flags(
+    /// One zone of 64 Ki pages on 4 CPUs.
+    fn geo() -> Geometry {
+        Geometry::from_flags(
             None,
             Some(1 << 16),
             None,
@@ -99,7 +104,14 @@ mod tests {
             &Sniff::default(),
             Numbering::Current,
         )
-        .unwrap();
+        .unwrap()
+    }
+
+    /// The one parse feeds the roll only the lines after the layout's read: of three frees,
+    /// the one before `KT_SNAPSHOT_BEFORE_BEGIN` sets no state.
+    #[test]
+    fn the_roll_beside_the_carry_reads_from_the_layouts_read_on() {
+        let geo = geo();
         let free = |pfn: u32| format!("mm_page_free: page=(____ptrval____) pfn={pfn:#x} order=0");
         let mut t = line("1.000000", &free(0x100));
         t += &line("1.500000", "tracing_mark_write: KT_SNAPSHOT_BEFORE_BEGIN p");
@@ -107,8 +119,50 @@ mod tests {
         t += &line("2.500000", &free(0x300));
         let text = t.as_bytes();
         let mut roll = start(text, &geo, Some(9), false).unwrap();
-        walk_before(text, &geo, None, Some(&mut roll));
+        walk_before(text, &geo, (None, Some(&mut roll)), None);
         let rolls = roll.finish();
         assert_eq!(rolls.iter().map(|r| r.events).sum::<u64>(), 2);
+    }
+
+    /// The events the one parse keeps for the walks after the replayers' set-up are the
+    /// text's own, from its start (not the roll's lines only), as a parse of it gives them:
+    /// a malformed line none, the last line without its LF one.
+    #[test]
+    fn the_parse_before_keeps_every_event_of_the_text_for_the_later_walks() {
+        let geo = geo();
+        let free = |pfn: u32| format!("mm_page_free: page=(____ptrval____) pfn={pfn:#x} order=0");
+        let alloc = |gfp: &str| {
+            format!("mm_page_alloc: page=(____ptrval____) pfn=0x400 order=1 migratetype=1 gfp_flags={gfp}")
+        };
+        let mut t = line("1.000000", &free(0x100));
+        t += &line("1.200000", &alloc("GFP_KERNEL"));
+        t += &line("1.500000", "tracing_mark_write: KT_SNAPSHOT_BEFORE_BEGIN p");
+        t += "not a trace line\n";
+        t += &line("2.000000", &alloc("GFP_HIGHUSER_MOVABLE|__GFP_ZERO"));
+        t += line("2.500000", &free(0x300)).trim_end();
+        let text = t.as_bytes();
+        let mut roll = start(text, &geo, Some(9), false).unwrap();
+        let mut kept = Kept::default();
+        assert!(walk_before(
+            text,
+            &geo,
+            (None, Some(&mut roll)),
+            Some(&mut kept)
+        ));
+        let mut parsed = Vec::new();
+        crate::trace::replay::infer::free_factor::each_event(text, |ev| {
+            parsed.push(format!("{ev:?}"))
+        });
+        assert_eq!(parsed.len(), 4);
+        assert_eq!(
+            kept.events()
+                .map(|ev| format!("{ev:?}"))
+                .collect::<Vec<_>>(),
+            parsed
+        );
+        // Nothing walks: nothing is parsed or kept.
+        let mut none = Kept::default();
+        assert!(!walk_before(text, &geo, (None, None), Some(&mut none)));
+        assert_eq!(none.events().count(), 0);
     }
 }

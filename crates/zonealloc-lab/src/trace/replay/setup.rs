@@ -21,7 +21,7 @@ use super::snapshots::Snapshots;
 use super::vmstat::RunsAhead;
 use super::whole_start::{self, WholeStart};
 use crate::procfs::ProcSnapshot;
-use crate::trace::ingest::Source;
+use crate::trace::ingest::{Kept, Source};
 use crate::trace::variant::Variant;
 
 /// Everything a replay's pass needs, set up.
@@ -108,7 +108,7 @@ impl Setup {
         } else {
             Vec::new()
         };
-        let rolls = carry_and_roll(
+        let (rolls, kept) = carry_and_roll(
             (opts, snap, &wants),
             &text,
             (&geo, &base, preset.0),
@@ -141,7 +141,7 @@ impl Setup {
             snaps,
         };
         setup.add_replayers(opts, &head, &early, &ahead)?;
-        setup.set_from_before(&text, &wants, &head.first_named);
+        setup.set_from_before((&text, kept.as_ref()), &wants, &head.first_named);
         // The walk's kernel side goes on in the pass, with the pageblock types just seeded.
         if let Some(h) = first.kernel {
             setup.noted = h.into_pass(&mut setup.kernel);
@@ -153,10 +153,16 @@ impl Setup {
         Ok(setup)
     }
 
-    /// What the text before the window (`text`) sets, where asked ([`Wants`]: a
-    /// `free_factor` start, the vmstat workers' last runs), and the kernel side's pageblock
-    /// types with the ones the first events name (`first_named`).
-    fn set_from_before(&mut self, text: &[u8], wants: &Wants, first_named: &[(u64, u8)]) {
+    /// What the text before the window (`text`, its events `kept` where the carry's or the
+    /// roll's parse kept them) sets, where asked ([`Wants`]: a `free_factor` start, the
+    /// vmstat workers' last runs), and the kernel side's pageblock types with the ones the
+    /// first events name (`first_named`).
+    fn set_from_before(
+        &mut self,
+        (text, kept): (&[u8], Option<&Kept>),
+        wants: &Wants,
+        first_named: &[(u64, u8)],
+    ) {
         // Before 6.7 a CPU's `free_factor` decides its drains, and only the trace before
         // the marker shows it; from 6.7 `free_count` and `PCPF_PREV_FREE_HIGH_ORDER` do, and
         // each CPU's worker decays `high` on its own second, which the runs before the marker
@@ -170,7 +176,7 @@ impl Setup {
         let mut counts = walk(wants.free_count).map(|r| free_count::Walk::new(geo, r));
         let mut runs = wants.runs.then(|| worker_runs::Walk::new(geo.cpus));
         if factors.is_some() || counts.is_some() || runs.is_some() {
-            free_factor::each_event(text, |ev| {
+            let mut feed = |ev: &crate::trace::parse::Event<'_>| {
                 if let Some(w) = factors.as_mut() {
                     w.feed(ev);
                 }
@@ -180,7 +186,11 @@ impl Setup {
                 if let Some(w) = runs.as_mut() {
                     w.feed(ev);
                 }
-            });
+            };
+            match kept {
+                Some(k) => k.events().for_each(|ev| feed(&ev)),
+                None => free_factor::each_event(text, feed),
+            }
         }
         if let Some(f) = factors.map(free_factor::Walk::finish) {
             free_factor::set(&f, &self.replayers);
@@ -448,7 +458,7 @@ fn carry_and_roll(
     text: &[u8],
     (geo, base, preset): (&Geometry, &zonealloc::ZoneConfig, Kernel),
     start_counts: Option<&mut start_count::StartCounts>,
-) -> Option<Vec<layout::Roll>> {
+) -> (Option<Vec<layout::Roll>>, Option<Kept>) {
     use super::{carry_start, roll_forward};
     let mut carry = match (&start_counts, snap, opts.whole_file) {
         (Some(_), Some(s), false) => carry_start::walk(text, (s, geo), (preset, base)),
@@ -457,11 +467,17 @@ fn carry_and_roll(
     let mut roll = (wants.roll)
         .then(|| roll_forward::start(text, geo, base.pcp.thp_order, preset.extfrag_names_page()))
         .flatten();
-    roll_forward::walk_before(text, geo, carry.as_mut(), roll.as_mut());
+    // The walks after the replayers' set-up read the events this parse keeps.
+    let mut keep = (wants.free_factor || wants.free_count || wants.runs).then(Kept::default);
+    let walked =
+        roll_forward::walk_before(text, geo, (carry.as_mut(), roll.as_mut()), keep.as_mut());
     if let (Some(w), Some(sc)) = (carry, start_counts) {
         carry_start::carry(&w, geo, sc);
     }
-    roll.map(roll_forward::Rolls::finish)
+    (
+        roll.map(roll_forward::Rolls::finish),
+        keep.filter(|_| walked),
+    )
 }
 
 /// Files in `head`, per zone, what the set-up of its lists reads besides the first events'
@@ -547,31 +563,17 @@ fn first(
             // The text past the window, where the end state is taken at the after-snapshot's
             // reads: it shows blocks on lists the window never names (`layout::StartHints`).
             let after = source.after_window().cloned();
+            // The vmstat workers' first runs among them set their timers' phase; a CPU
+            // without a run in the window: its runs past it.
+            let mut ahead = RunsAhead::new(geo.cpus);
             let first = first_events::take_to_after(
                 || source.next_chunk(),
                 geo,
                 s,
                 which,
                 first_events::LIST_EVENTS,
-                after.as_ref(),
+                (after.as_ref(), base.pcp.decay.then_some(&mut ahead)),
             );
-            // The vmstat workers' first runs among them set their timers' phase.
-            let mut ahead = RunsAhead::new(geo.cpus);
-            if base.pcp.decay {
-                first
-                    .held
-                    .iter()
-                    .flat_map(|c| c.events())
-                    .for_each(|ev| ahead.feed(&ev));
-                // A CPU without a run in the window: its runs past it.
-                if let Some(tail) = after.as_ref().filter(|_| first.ended) {
-                    tail.peek(|text, end| {
-                        if end != crate::trace::ingest::TailEnd::NotKept {
-                            ahead.feed_after(text);
-                        }
-                    });
-                }
-            }
             source.unread(first.held);
             let first = FirstEvents {
                 held: Vec::new(),

@@ -43,7 +43,7 @@ mod shepherd;
 mod traced;
 mod wheel;
 
-pub use ahead::RunsAhead;
+pub use ahead::{AfterRuns, RunsAhead};
 pub use check::{RunCheck, RunLog};
 pub use clock::round_rel;
 use clock::{jiffy_at, next_boundary, ns_of_at};

@@ -15,6 +15,9 @@ use crate::procfs::ProcSnapshot;
 use crate::trace::ingest::{Chunk, Tail, TailEnd};
 use crate::trace::replay::geometry::Geometry;
 use crate::trace::replay::layout::{HintCollector, StartHints};
+use crate::trace::replay::vmstat::RunsAhead;
+
+mod after;
 
 /// Events of the window the inferences read at most: 512 Ki events, some 70 MiB of ftrace
 /// text (a list's first refill can come many seconds in).
@@ -83,20 +86,22 @@ pub fn take(
     which: Which,
     limit: usize,
 ) -> FirstEvents {
-    take_to_after(next, geo, snap, which, limit, None)
+    take_to_after(next, geo, snap, which, limit, (None, None))
 }
 
 /// [`take`], and where the input ended (the window's end marker) before `limit` events and
 /// `after` holds the text past it ([`Tail`]), the hints read that text too: a block the
 /// window never names that it shows on a per-CPU list was there all along
-/// ([`StartHints::late`]).
+/// ([`StartHints::late`]). `ahead` (the vmstat workers' runs, where they decay the lists)
+/// reads the held events, then the text past the window in the same parse as the hints
+/// (`first_events/after.rs`).
 pub fn take_to_after(
     next: impl FnMut() -> Option<Chunk>,
     geo: &Geometry,
     snap: &ProcSnapshot,
     which: Which,
     limit: usize,
-    after: Option<&Tail>,
+    (after, mut ahead): (Option<&Tail>, Option<&mut RunsAhead>),
 ) -> FirstEvents {
     let walk = which.counts.then(|| {
         let mut w = Walk::new(
@@ -135,22 +140,27 @@ pub fn take_to_after(
     // one places its blocks by the counts alone.
     let hints = (which.lists && snap.layout.is_some())
         .then(|| HintCollector::new(geo.cpus, &spans, which.pageblock_order, geo.numbering));
-    let (mut first, hints, ended) = match (walk, collect) {
+    let (mut first, mut hints, ended) = match (walk, collect) {
         (Some(walk), Some(collect)) => take_beside(next, walk, collect, hints, limit),
         (walk, collect) => take_here(next, walk, collect, hints, limit),
     };
-    first.hints = hints.map(|mut h| {
-        // Only where every event of the window went by: a block the head never reached
-        // may be named later in the window.
-        if let Some(tail) = after.filter(|_| ended) {
-            tail.peek(|text, end| {
-                if end != TailEnd::NotKept {
-                    h.feed_after(text);
-                }
-            });
-        }
-        h.finish()
-    });
+    if let Some(a) = ahead.as_deref_mut() {
+        first
+            .held
+            .iter()
+            .flat_map(|c| c.events())
+            .for_each(|ev| a.feed(&ev));
+    }
+    // Only where every event of the window went by: a block the head never reached may be
+    // named later in the window, and a worker's run too.
+    if let Some(tail) = after.filter(|_| ended) {
+        tail.peek(|text, end| {
+            if end != TailEnd::NotKept {
+                after::read(text, hints.as_mut(), ahead);
+            }
+        });
+    }
+    first.hints = hints.map(HintCollector::finish);
     first
 }
 

@@ -217,10 +217,21 @@ impl HintCollector {
     /// named, go to [`StartHints::late`] (module docs); it names no pageblock, free list or
     /// free (the window's own first events do).
     pub fn feed_after(&mut self, text: &[u8]) {
+        self.feed_after_with(text, |_| {});
+    }
+
+    /// [`HintCollector::feed_after`], each event also handed to `also` after the hints took
+    /// it (one parse for both); whether the text was read to its end.
+    pub fn feed_after_with(&mut self, text: &[u8], mut also: impl FnMut(&Event<'_>)) -> bool {
         self.after = true;
         let body = memchr::memchr(b'\n', text).map_or(&text[..0], |nl| &text[nl + 1..]);
         // A slice reads without error; a line over the parser's limit ends the hints there.
-        let _ = crate::trace::parse::Parser::new().read_all(body, |ev| self.feed(ev));
+        crate::trace::parse::Parser::new()
+            .read_all(body, |ev| {
+                self.feed(ev);
+                also(ev);
+            })
+            .is_ok()
     }
 
     /// [`HintCollector::feed`] past the window (`feed_after`): event `ev` of zone `z` on `cpu`.

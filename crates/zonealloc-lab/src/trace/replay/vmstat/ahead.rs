@@ -82,39 +82,44 @@ impl RunsAhead {
     /// the 1.5 s window (329.233 to 330.717 s); `kworker/0:2` drains at 330.823455 and on
     /// (its second near x.80), and the assumed phase put CPU 0's worker at 330.23.
     pub fn feed_after(&mut self, text: &[u8]) {
-        let had: Vec<bool> = self.first.iter().map(Option::is_some).collect();
-        let n = had.len().max(1);
-        if had.iter().all(|&h| h) {
+        let Some(mut after) = self.after() else {
             return;
-        }
-        // Whether the trace shows the runs themselves is the window's to say.
-        let traced = self.traced;
-        self.in_run.fill(false);
+        };
         let mut parser = Parser::new();
         // Only a drain line starts a run, and another line matters only to end one: while
         // no CPU is in a run the rest is not parsed (the after-snapshot's layout walk is
         // most of the text, 6.12-4g p_thp: 191 -> 128 M instructions in the parser).
         let drain = memchr::memmem::Finder::new(b"mm_page_pcpu_drain");
-        let mut watching = false;
         for line in lines(text) {
-            if !watching && drain.find(line).is_none() {
+            if !after.watching && drain.find(line).is_none() {
                 continue;
             }
-            let Some(ev) = parser.feed(line) else {
-                continue;
-            };
-            let Some(c) = ev.cpu.map(|c| c as usize % n).filter(|&c| !had[c]) else {
-                continue;
-            };
-            self.feed(&ev);
-            watching = self.in_run.contains(&true);
-            // Each such CPU's runs kept in full: the rest is not read.
-            let full = |(k, &h): (usize, &bool)| h || self.runs[k].len() == RUNS_KEPT;
-            if self.runs[c].len() == RUNS_KEPT && had.iter().enumerate().all(full) {
-                break;
+            if let Some(ev) = parser.feed(line) {
+                if after.feed(&ev) {
+                    break;
+                }
             }
         }
-        self.traced = traced;
+        after.finish();
+    }
+
+    /// The reading of the trace past the window ([`RunsAhead::feed_after`]) event by event,
+    /// for a parse of that text that something else drives ([`AfterRuns::feed`]); `None`
+    /// where every CPU had a run in the window (nothing past it is read).
+    pub fn after(&mut self) -> Option<AfterRuns<'_>> {
+        let had: Vec<bool> = self.first.iter().map(Option::is_some).collect();
+        if had.iter().all(|&h| h) {
+            return None;
+        }
+        self.in_run.fill(false);
+        Some(AfterRuns {
+            // Whether the trace shows the runs themselves is the window's to say.
+            traced: self.traced,
+            had,
+            watching: false,
+            done: false,
+            ahead: self,
+        })
     }
 
     /// CPU slot `c`'s worker drained at `t` (out of line: few events are).
@@ -151,6 +156,53 @@ impl RunsAhead {
             .iter()
             .enumerate()
             .filter_map(|(c, t)| t.map(|t| (c as u32, t)))
+    }
+}
+
+/// [`RunsAhead`] reading the trace past the window ([`RunsAhead::after`]): the runs of each
+/// CPU whose worker showed none in the window.
+pub struct AfterRuns<'a> {
+    ahead: &'a mut RunsAhead,
+    /// The window's `traced`, put back at the end.
+    traced: bool,
+    /// Per CPU slot: its worker ran in the window (its lines past it are not read).
+    had: Vec<bool>,
+    /// A CPU is in a run: any line of its CPU may end it.
+    watching: bool,
+    /// Each CPU without a run in the window has its runs kept in full.
+    done: bool,
+}
+
+impl AfterRuns<'_> {
+    /// Reads the next event past the window (in order: every drain line, and while
+    /// [`AfterRuns::watching`], every line); whether the reading is done (what follows is
+    /// not read).
+    pub fn feed(&mut self, ev: &Event<'_>) -> bool {
+        let n = self.had.len();
+        let Some(c) = ev.cpu.map(|c| c as usize % n).filter(|&c| !self.had[c]) else {
+            return self.done;
+        };
+        if self.done {
+            return true;
+        }
+        self.ahead.feed(ev);
+        self.watching = self.ahead.in_run.contains(&true);
+        // Each such CPU's runs kept in full: the rest is not read.
+        let runs = &self.ahead.runs;
+        let full = |(k, &h): (usize, &bool)| h || runs[k].len() == RUNS_KEPT;
+        self.done = runs[c].len() == RUNS_KEPT && self.had.iter().enumerate().all(full);
+        self.done
+    }
+
+    /// Whether a CPU is in a run: a line of any event may end it; else only a drain line
+    /// matters.
+    pub fn watching(&self) -> bool {
+        self.watching
+    }
+
+    /// The reading ends: `traced` stays the window's.
+    pub fn finish(self) {
+        self.ahead.traced = self.traced;
     }
 }
 
