@@ -104,7 +104,8 @@ impl Walk {
         let free_high_order = (1..=3).contains(&order);
         // The starts a reachable `high` gives (`reach.rs`), for an order-0 or THP free's
         // drain at `high`; then nr_pcp_high's own changes of `high` at this drain.
-        let allowed = (!high_fell && !free_high_order && !start_high && c.pin.is_none())
+        let open = c.pin.is_none() || c.after.is_some();
+        let allowed = (!high_fell && !free_high_order && !start_high && open)
             .then(|| c.reach.allowed((hlo, hhi), delta, (1 << order) - 1))
             .flatten();
         c.reach.drained(order, &c.high, scale_max);
@@ -138,8 +139,14 @@ impl Walk {
             // A lower bound alone is no pin.
             Some((lo, i64::MAX)) => self.bound(zone_hint, cpu, lo, i64::MAX),
             Some((lo, hi)) => {
-                if let Some(c) = self.at(zone_hint, cpu).filter(|_| allowed.is_some()) {
-                    c.allowed = allowed;
+                if let Some(c) = self.at(zone_hint, cpu) {
+                    c.allowed = match (c.pin.is_some(), c.allowed.take(), allowed) {
+                        (false, _, a) => a,
+                        // A later pin narrows the starts the first allows: none left, and
+                        // the trace's own pages disagree (an untraced page): no move.
+                        (true, Some(p), Some(a)) => Some(super::reach::intersect(&p, &a)),
+                        (true, p, _) => p,
+                    };
                 }
                 self.pin(zone_hint, cpu, lo, hi, ts)
             }

@@ -94,3 +94,22 @@ fn a_refill_after_the_print_moves_high_from_the_printed_value() {
     r.refill(0, true, &h, 5);
     assert_eq!(r.moved_since_print(), Some(true));
 }
+
+/// 7.2-2g p2_procs_pipe, DMA32 CPU 2: the pin at 22.156429 allows 2405, 2413, 2912, ...;
+/// the drain at 23.188 after it allows 2414 (and more, none of them the first's): a page
+/// the walk did not see between them, so no start is left and none is moved to.
+#[test]
+fn later_pins_narrow_the_allowed_starts_and_overlaps_join() {
+    let first = [(2405, 2405), (2413, 2413), (2912, 2912)];
+    assert_eq!(intersect(&first, &[(2414, 2414), (3000, 3000)]), vec![]);
+    assert_eq!(nearest(2443, &[], (2414, 10457)), 2443);
+    assert_eq!(
+        intersect(&[(0, 10), (20, 30)], &[(5, 25)]),
+        vec![(5, 10), (20, 25)]
+    );
+    // THP pins' ranges overlap: joined, so repeated pins do not multiply them.
+    assert_eq!(
+        merge(vec![(20, 30), (0, 10), (5, 12), (13, 14)]),
+        vec![(0, 14), (20, 30)]
+    );
+}
