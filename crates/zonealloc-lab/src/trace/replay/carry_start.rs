@@ -52,7 +52,7 @@ pub fn walk(
 /// Carries each not-pinned CPU's start count in `counts` forward from zoneinfo's print to the
 /// end of the text `walk` ([`walk`]) was fed.
 pub fn carry(walk: &Walk, geo: &Geometry, counts: &mut StartCounts) {
-    let Some(since) = walk.since_print() else {
+    let (Some(since), Some(moved)) = (walk.since_print(), walk.high_moved_since_print()) else {
         return;
     };
     for c in counts.cpus.iter_mut() {
@@ -66,13 +66,25 @@ pub fn carry(walk: &Walk, geo: &Geometry, counts: &mut StartCounts) {
         else {
             continue;
         };
-        let d = since
-            .get(z * geo.cpus.max(1) as usize + c.cpu as usize)
-            .copied()
-            .unwrap_or(0);
+        let i = z * geo.cpus.max(1) as usize + c.cpu as usize;
+        let d = since.get(i).copied().unwrap_or(0);
+        // The window walk's reachable `high` values start from zoneinfo's (`start_count`'s
+        // `reach.rs`): a refill (`nr_pcp_alloc`) or `free_high` drain between the print and
+        // the marker may have moved it, and the range alone holds.
+        let moved = !c.allowed.is_empty() && moved.get(i).copied().unwrap_or(true);
+        if moved {
+            c.allowed.clear();
+        }
         let (lo, hi) = (c.bounds.0 as i64, c.bounds.1.map_or(i64::MAX, |h| h as i64));
         let carried = (c.zoneinfo as i64 + d).clamp(lo, hi.max(lo));
-        if d != 0 && carried as u64 != c.inferred {
+        // Moved to the nearest start a reachable `high` allows, where the pin names them.
+        let allowed: Vec<(i64, i64)> = c
+            .allowed
+            .iter()
+            .map(|&(a, b)| (a as i64, b as i64))
+            .collect();
+        let carried = super::infer::start_count::nearest_allowed(carried, &allowed, (lo, hi));
+        if (d != 0 || moved) && carried as u64 != c.inferred {
             c.inferred = carried.max(0) as u64;
             c.found = Found::Carried;
         }

@@ -64,6 +64,7 @@
 //! unless `--infer start-count=on`. BENCHMARKS.md has the figures.
 
 pub use counts::{CpuStart, Found, StartCounts};
+pub use reach::nearest as nearest_allowed;
 pub use roll::ReadPoint;
 
 use high::{High, ZoneHigh};
@@ -187,6 +188,10 @@ struct Cpu {
     high_fell: bool,
     /// What the trace shows of `high` at the start (`--whole-file` from 6.7 on).
     start_high: start_high::StartHigh,
+    /// The values `high` can have now ([`reach`]).
+    reach: reach::Reach,
+    /// The start counts the pin allows with a reachable `high` ([`reach::Reach::allowed`]).
+    allowed: Option<Vec<(i64, i64)>>,
 }
 
 /// The streaming walk over the events ([`super::first_events`]).
@@ -300,6 +305,8 @@ impl Walk {
                     since_candidate: Vec::new(),
                     high_fell: false,
                     start_high: start_high::StartHigh::default(),
+                    reach: reach::Reach::new(high.hi, &high, scale_max),
+                    allowed: None,
                 });
             }
         }
@@ -534,6 +541,7 @@ mod finish;
 mod frees;
 mod high;
 mod pin;
+mod reach;
 mod reclaim;
 mod refill;
 pub mod roll;

@@ -39,6 +39,10 @@ impl Walk {
             return;
         }
         let pages = -(1i64 << order);
+        // rmqueue_pcplist: `free_count >>= 1` on the CPU that runs it.
+        if let Some(c) = self.at(zone, cpu) {
+            c.reach.allocated();
+        }
         match inferred {
             // The traced CPU's lists lost nothing, and its candidate pin waits for its own
             // next allocation.

@@ -51,6 +51,10 @@ pub struct CpuStart {
     /// `high` at the start, where the walk infers it (`--whole-file` from 6.7 on, from the
     /// frees and the worker's first run before the CPU's first refill); zoneinfo's otherwise.
     pub high: Option<u64>,
+    /// The starts within `bounds` that the pin allows with a `high` the CPU can reach
+    /// (`lo..=hi` each); empty where the walk knows `high` only as a range.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allowed: Vec<(u64, u64)>,
 }
 
 /// What the inference gives.

@@ -79,7 +79,20 @@ fn start_of(cpu: u32, c: &Cpu, rolled: Option<i64>) -> CpuStart {
         None if rolled.is_some() => (Found::RolledBack, lo, hi, None),
         None => (Found::Zoneinfo, lo, hi, None),
     };
-    let inferred = base.clamp(lo, hi.max(lo));
+    let mut inferred = base.clamp(lo, hi.max(lo));
+    // Where the pin names the starts a reachable `high` gives (`reach.rs`): the nearest.
+    let allowed: Vec<(u64, u64)> = c
+        .allowed
+        .iter()
+        .flatten()
+        .filter_map(|&(a, b)| {
+            let (a, b) = (a.max(lo).max(0), b.min(hi));
+            (a <= b).then_some((a as u64, b as u64))
+        })
+        .collect();
+    if let Some(a) = &c.allowed {
+        inferred = super::reach::nearest(inferred, a, (lo, hi));
+    }
     CpuStart {
         zone: c.zone_name.clone(),
         node: c.node,
@@ -94,5 +107,6 @@ fn start_of(cpu: u32, c: &Cpu, rolled: Option<i64>) -> CpuStart {
         ),
         pin_ns,
         high: None,
+        allowed,
     }
 }

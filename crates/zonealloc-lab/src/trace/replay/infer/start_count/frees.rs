@@ -60,9 +60,17 @@ impl Walk {
         self.add(zone, cpu, 1i64 << order);
         let reclaim = self.reclaim_on(zone);
         let below_high = !reclaim && self.below_high(zone);
-        let ts = self.now;
+        let (ts, scale_max) = (self.now, self.scale_max);
         if let Some(c) = self.at(zone, cpu) {
             c.freed_since_candidate(pfn);
+            // The values `high` can have: the last refill's raise, `free_count`; kswapd's
+            // pass and ZONE_BELOW_HIGH lower it at each free (nr_pcp_high) by what the
+            // trace does not show.
+            c.reach.settle(&c.high, scale_max);
+            c.reach.freed(order, &c.high, scale_max);
+            if reclaim || below_high {
+                c.reach.drop_set();
+            }
             let mut h = (c.high.lo, c.high.hi);
             let mut open_hi = None;
             if reclaim {

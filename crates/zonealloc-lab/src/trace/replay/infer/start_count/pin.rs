@@ -80,6 +80,7 @@ impl Walk {
     /// The drain run the last free on `cpu` triggered has ended: pin.
     pub(super) fn end_run(&mut self, zone_hint: usize, cpu: u32) {
         let (fixed, scale_max) = (self.fixed_high, self.scale_max);
+        let start_high = self.start_high;
         let Some(c) = self.at(zone_hint, cpu) else {
             return;
         };
@@ -100,10 +101,17 @@ impl Walk {
         else {
             return;
         };
+        let free_high_order = (1..=3).contains(&order);
+        // The starts a reachable `high` gives (`reach.rs`), for an order-0 or THP free's
+        // drain at `high`; then nr_pcp_high's own changes of `high` at this drain.
+        let open = c.pin.is_none() || c.after.is_some();
+        let allowed = (!high_fell && !free_high_order && !start_high && open)
+            .then(|| c.reach.allowed((hlo, hhi), delta, (1 << order) - 1))
+            .flatten();
+        c.reach.drained(order, &c.high, scale_max);
         if c.pin.is_some() && c.after.is_none() {
             return;
         }
-        let free_high_order = (1..=3).contains(&order);
         // count was below high before the free, at or above it after (not free_high).
         let normal = (hlo - delta, hhi + (1 << order) - 1 - delta);
         // 6.1: more than nr_pcp_free's most (high - batch, and free_pcppages_bulk's last
@@ -130,7 +138,18 @@ impl Walk {
         match pin {
             // A lower bound alone is no pin.
             Some((lo, i64::MAX)) => self.bound(zone_hint, cpu, lo, i64::MAX),
-            Some((lo, hi)) => self.pin(zone_hint, cpu, lo, hi, ts),
+            Some((lo, hi)) => {
+                if let Some(c) = self.at(zone_hint, cpu) {
+                    c.allowed = match (c.pin.is_some(), c.allowed.take(), allowed) {
+                        (false, _, a) => a,
+                        // A later pin narrows the starts the first allows: none left, and
+                        // the trace's own pages disagree (an untraced page): no move.
+                        (true, Some(p), Some(a)) => Some(super::reach::intersect(&p, &a)),
+                        (true, p, _) => p,
+                    };
+                }
+                self.pin(zone_hint, cpu, lo, hi, ts)
+            }
             None => {}
         }
     }

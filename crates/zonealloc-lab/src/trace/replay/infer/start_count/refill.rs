@@ -32,6 +32,7 @@ impl Walk {
         let same = |r: Option<(u8, u8, u64)>| r.is_some_and(|(o, m, _)| (o, m) == (order, mt));
         let node = self.geo.zones.get(zone).map_or(0, |z| z.node);
         let reclaim = self.reclaim.get(node as usize).copied().unwrap_or(false);
+        let scale_max = self.scale_max;
         let Some(c) = self.at(zone, cpu) else {
             return;
         };
@@ -40,8 +41,10 @@ impl Walk {
         // raise, and frees lower `high`).
         if reclaim {
             c.start_high.close();
+            c.reach.drop_set();
         } else {
             c.start_high.refill(order, !same(was));
+            c.reach.refill(order, !same(was), &c.high, scale_max);
         }
         if !same(was) {
             // nr_pcp_alloc: each refill may raise the tuned high, by `batch <<
@@ -60,6 +63,7 @@ impl Walk {
         if !same(was) && same(fallback) && fallback.is_some_and(|(_, _, p)| p != pfn) {
             pages += 1i64 << order;
             c.start_high.refill(order, false);
+            c.reach.refill(order, false, &c.high, scale_max);
         }
         self.add(zone, cpu, pages);
     }
@@ -73,7 +77,7 @@ impl Walk {
     /// Outside a run: a direct allocation's fallback, or the first page of a refill (kept
     /// for the refill that may follow).
     pub(super) fn fallback(&mut self, zone: usize, cpu: u32, pfn: u64, order: u8, mt: u8) {
-        let names_page = self.extfrag_names_page;
+        let (names_page, scale_max) = (self.extfrag_names_page, self.scale_max);
         let run = self.at(zone, cpu).and_then(|c| c.in_refill);
         match run {
             Some((o, m, last)) if (o, m) == (order, mt) => {
@@ -82,6 +86,7 @@ impl Walk {
                         c.in_refill = Some((o, m, pfn));
                         // One of the run's pages: its size sizes `nr_pcp_alloc`'s raise.
                         c.start_high.refill(order, false);
+                        c.reach.refill(order, false, &c.high, scale_max);
                     }
                     self.add(zone, cpu, 1i64 << order);
                 }

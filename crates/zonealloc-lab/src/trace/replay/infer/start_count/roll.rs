@@ -72,6 +72,9 @@ impl Walk {
             *v -= SPLICE_BULK_PAGES;
         }
         self.at_print = Some(d);
+        for c in self.per.iter_mut().flatten() {
+            c.reach.printed();
+        }
     }
 }
 
@@ -89,6 +92,27 @@ impl Walk {
                 .iter()
                 .zip(at)
                 .map(|(n, a)| n - a)
+                .collect(),
+        )
+    }
+}
+
+impl Walk {
+    /// Per CPU (as [`Walk::since_print`] indexes them): whether a refill run or a
+    /// `free_high` drain since zoneinfo's print may have moved `high` from the value printed,
+    /// which the window walk's reachable values start from (`reach.rs`); `None` without a
+    /// print.
+    pub fn high_moved_since_print(&self) -> Option<Vec<bool>> {
+        if !self.printed {
+            return None;
+        }
+        Some(
+            self.per
+                .iter()
+                .map(|c| {
+                    c.as_ref()
+                        .is_some_and(|c| c.reach.moved_since_print() != Some(false))
+                })
                 .collect(),
         )
     }

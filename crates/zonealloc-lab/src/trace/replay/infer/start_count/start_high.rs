@@ -351,7 +351,7 @@ impl StartHigh {
 /// above order 0; for order 0 `batch << alloc_factor`, which the run's size shows where it
 /// is `batch` times a power of two up to `CONFIG_PCP_BATCH_SCALE_MAX` (else `max_nr_alloc`
 /// cut it short: `None`).
-fn raise(order: u8, pages: i64, batch: i64, scale_max: u8) -> Option<i64> {
+pub(super) fn raise(order: u8, pages: i64, batch: i64, scale_max: u8) -> Option<i64> {
     if order > 0 {
         return Some(batch);
     }
@@ -359,7 +359,7 @@ fn raise(order: u8, pages: i64, batch: i64, scale_max: u8) -> Option<i64> {
 }
 
 /// `decay_pcp_high`'s `high - (high >> 3)`.
-fn less(high: i64) -> i64 {
+pub(super) fn less(high: i64) -> i64 {
     high - (high >> 3)
 }
 

@@ -42,19 +42,20 @@ fn trace(count: u32) -> String {
             ),
         );
     }
-    for i in 0..63 {
-        let pfn = 0x10000 + i;
-        t += &line(
-            1,
-            4,
-            &format!(
-                "mm_page_pcpu_drain: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype=1"
-            ),
-        );
+    t += &drain_and_end();
+    t
+}
+
+/// CPU 1's drain of 63 pages from 0x10000, an allocation after it, and the window's end.
+pub(super) fn drain_and_end() -> String {
+    let mut t = String::new();
+    for pfn in 0x10000..0x10000 + 63u64 {
+        let ev =
+            format!("mm_page_pcpu_drain: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype=1");
+        t += &line(1, 4, &ev);
     }
     t += &line(1, 5, "mm_page_alloc: page=(____ptrval____) pfn=0x10100 order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE");
-    t += &line(0, 6, "tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN t");
-    t
+    t + &line(0, 6, "tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN t")
 }
 
 /// The start counts `trace` gives on the 6.1 snapshot (a fixed `high`).
