@@ -34,7 +34,7 @@ use zonealloc::{Order, Pfn};
 
 use super::frees::Deferred;
 use super::Replayer;
-use crate::trace::parse::{Event, EventKind, PagePtr, Task};
+use crate::trace::parse::{Event, EventKind, PagePtr, Task, Who};
 use crate::trace::replay::frames::Live;
 use crate::trace::replay::infer::kernel::Inferred;
 use crate::trace::replay::options::ReplayOptions;
@@ -96,8 +96,20 @@ fn continues(a: &Deferred, b: &Deferred) -> bool {
         && !b.pfn.is_multiple_of(SECTION_PAGES)
         && a.who == b.who
         && matches!(a.who.task(), Task::CpuWorker | Task::Kworker)
+        && !in_interrupt(a.who)
         && a.cpu == b.cpu
         && a.held == b.held
+}
+
+/// A free in softirq or hardirq (a kworker's RCU callbacks run in softirq): no range of
+/// `vfree`'s, which in interrupt context hands the area to `vfree_atomic`, whose
+/// `delayed_vfree_work` frees it later in task context (7.2 `vfree`: `if
+/// (unlikely(in_interrupt()))`). 7.2-4g-loads p_fork: `kworker/1:1` frees 0x10378a-0x10378b
+/// and 0x10b6ac-0x10b6ad in softirq (`.Bs1.`, 50.852887-50.852925), and the kernel hands
+/// 0x10b6ad out at 50.952533 as an order-0 page off CPU 1's list, no refill between.
+fn in_interrupt(who: Who) -> bool {
+    let ctx = who.ctx();
+    ctx.softirq() || ctx.hardirq()
 }
 
 impl Replayer {
@@ -300,11 +312,15 @@ mod tests {
     /// of 0x1000-0x1003, then their frees by a `task`, then `tail`), replayed with
     /// the rule `on` or off; and whether our pages for them were one aligned run.
     fn lists_after(on: bool, task: Task, tail: &[Event<'static>]) -> ((u32, u32), bool) {
+        lists_after_by(on, Who::new(task, Some(51), Ctx::NONE), tail)
+    }
+
+    /// [`lists_after`] with the frees by `worker`.
+    fn lists_after_by(on: bool, worker: Who, tail: &[Event<'static>]) -> ((u32, u32), bool) {
         let g = super::super::tests::four_cpus();
         let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &g, None).unwrap();
         r.commit_at_batched = true;
         r.contig_free = on;
-        let worker = Who::new(task, Some(51), Ctx::NONE);
         let mut events = Vec::new();
         for (i, pfn) in (0x1000..0x1004u64).enumerate() {
             events.push(at(1, Some(1_000 + i as u64), alloc0(pfn, 0, "GFP_KERNEL")));
@@ -374,6 +390,19 @@ mod tests {
         let ((zero, two), run) = lists_after(true, Task::Other, &[]);
         assert!(run);
         let (off, _) = lists_after(false, Task::Other, &[]);
+        assert_eq!((zero, two), off);
+        assert_eq!(two, 0);
+    }
+
+    /// 7.2-4g-loads p_fork: `kworker/1:1` frees 0x10b6ac-0x10b6ad in softirq (`.Bs1.`,
+    /// 50.852925), and the kernel hands 0x10b6ad out as an order-0 page off CPU 1's list: a
+    /// kworker's run in an interrupt is no range (`vfree` defers to `vfree_atomic` there).
+    #[test]
+    fn a_kworkers_run_in_softirq_stays_order_0() {
+        let softirq = Who::new(Task::CpuWorker, Some(51), Ctx::parse(b".Bs1."));
+        let ((zero, two), run) = lists_after_by(true, softirq, &[]);
+        assert!(run);
+        let (off, _) = lists_after(false, Task::CpuWorker, &[]);
         assert_eq!((zero, two), off);
         assert_eq!(two, 0);
     }
