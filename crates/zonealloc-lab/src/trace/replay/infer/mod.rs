@@ -14,6 +14,8 @@
 //!   workers' timers (6.7 on), from the trace before it;
 //! - [`first_events`]: the window's first events, read once for the two before the replay.
 
+#[cfg(test)]
+mod crafted;
 pub mod first_events;
 pub mod free_count;
 pub mod free_factor;

@@ -2,10 +2,7 @@
 //! `batch` 63), walked by 6.7+'s rules (`CONFIG_PCP_BATCH_SCALE_MAX` 5).
 
 use super::*;
-use crate::procfs::ProcSnapshot;
-use crate::trace::migratetype::Numbering;
-use crate::trace::replay::infer::free_factor::Sizes;
-use crate::trace::replay::proc_setup;
+use crate::trace::replay::infer::crafted::{alloc_text, free_text, geo, rules};
 use std::path::Path;
 
 fn line(cpu: u32, ev: &str) -> String {
@@ -13,10 +10,7 @@ fn line(cpu: u32, ev: &str) -> String {
 }
 
 fn free(cpu: u32, pfn: u64, order: u8) -> String {
-    line(
-        cpu,
-        &format!("mm_page_free: page=(____ptrval____) pfn={pfn:#x} order={order}"),
-    )
+    line(cpu, &free_text(pfn, order))
 }
 
 fn batched(cpu: u32, pfn: u64) -> String {
@@ -27,31 +21,14 @@ fn batched(cpu: u32, pfn: u64) -> String {
 }
 
 fn alloc(cpu: u32, pfn: u64, order: u8) -> String {
-    line(cpu, &format!("mm_page_alloc: page=(____ptrval____) pfn={pfn:#x} order={order} migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE"))
-}
-
-fn geo() -> Geometry {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/proc/linux-6.1-p1-before");
-    let snap = ProcSnapshot::read_dir(&dir).unwrap();
-    proc_setup::geometry(&snap, None, Numbering::Current).unwrap()
+    line(cpu, &alloc_text(pfn, order))
 }
 
 /// CPU 1's DMA32 state after `text`.
 fn dma32_cpu1(text: &str) -> FreeState {
     let geo = geo();
     let z = geo.zone_of(0x10000).unwrap();
-    let rules = Rules {
-        sizes: vec![
-            Sizes {
-                batch: 63,
-                high: 3492
-            };
-            geo.zones.len()
-        ],
-        scale_max: Some(5),
-        thp_order: Some(9),
-    };
-    walk_text(text.as_bytes(), &geo, rules)[z][1]
+    walk_text(text.as_bytes(), &geo, rules(&geo))[z][1]
 }
 
 #[test]

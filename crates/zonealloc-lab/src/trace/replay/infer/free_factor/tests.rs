@@ -2,30 +2,20 @@
 //! 3492, `batch` 63; CPU 1's count 771).
 
 use super::*;
-use crate::procfs::ProcSnapshot;
-use crate::trace::migratetype::Numbering;
-use crate::trace::replay::proc_setup;
+use crate::trace::replay::infer::crafted::{alloc_text, free_text, geo, rules, snap_dir};
 use crate::trace::replay::{self, ReplayOptions};
 use std::path::Path;
-
-fn snap_dir() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/proc/linux-6.1-p1-before")
-}
 
 fn line(cpu: u32, ts: u32, ev: &str) -> String {
     format!("            x-1     [{cpu:03}] d..3.    {ts}.{cpu:06}: {ev}\n")
 }
 
 fn free(cpu: u32, pfn: u64, order: u8) -> String {
-    line(
-        cpu,
-        2,
-        &format!("mm_page_free: page=(____ptrval____) pfn={pfn:#x} order={order}"),
-    )
+    line(cpu, 2, &free_text(pfn, order))
 }
 
 fn alloc(cpu: u32, pfn: u64) -> String {
-    line(cpu, 2, &format!("mm_page_alloc: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE"))
+    line(cpu, 2, &alloc_text(pfn, 0))
 }
 
 /// A drain run of `n` order-0 pages on `cpu`, from `pfn` on.
@@ -42,25 +32,6 @@ fn drain(cpu: u32, pfn: u64, n: u64) -> String {
             )
         })
         .collect()
-}
-
-fn geo() -> Geometry {
-    let snap = ProcSnapshot::read_dir(&snap_dir()).unwrap();
-    proc_setup::geometry(&snap, None, Numbering::Current).unwrap()
-}
-
-fn rules(geo: &Geometry) -> Rules {
-    Rules {
-        sizes: vec![
-            Sizes {
-                batch: 63,
-                high: 3492
-            };
-            geo.zones.len()
-        ],
-        scale_max: Some(5),
-        thp_order: Some(9),
-    }
 }
 
 /// CPU 1's DMA32 factor after `text`.
