@@ -15,7 +15,7 @@
 //! - [`first_events`]: the window's first events, read once for the two before the replay.
 
 #[cfg(test)]
-mod crafted;
+mod crafted_tests;
 pub mod first_events;
 pub mod free_count;
 pub mod free_factor;

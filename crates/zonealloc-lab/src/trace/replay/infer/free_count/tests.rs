@@ -2,7 +2,9 @@
 //! `batch` 63), walked by 6.7+'s rules (`CONFIG_PCP_BATCH_SCALE_MAX` 5).
 
 use super::*;
-use crate::trace::replay::infer::crafted::{alloc_text, free_text, geo, rules};
+use crate::trace::replay::infer::crafted_tests::{
+    alloc_text, cpu1_count_after, free_text, geo, rules,
+};
 use std::path::Path;
 
 fn line(cpu: u32, ev: &str) -> String {
@@ -70,7 +72,6 @@ fn the_count_stops_growing_at_batch_shifted_by_the_scale_max() {
 /// high_min / 2`, 1809, 7.2's `free_frozen_page_commit`) and drains the whole list.
 #[test]
 fn the_replay_starts_with_the_free_count_the_trace_before_the_marker_shows() {
-    use crate::trace::replay::{self, ReplayOptions};
     let mut t = String::from("# tracer: nop\n");
     t += &line(0, "tracing_mark_write: KT_SNAPSHOT_BEFORE_BEGIN t");
     t += &(0..1900)
@@ -82,24 +83,9 @@ fn the_replay_starts_with_the_free_count_the_trace_before_the_marker_shows() {
     t += &alloc(2, 0x12000, 1);
     t += &free(1, 0x12000, 1);
     t += &line(0, "tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN t");
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("t.txt");
-    std::fs::write(&p, t).unwrap();
     let snap = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/proc/linux-7.2-p1-before");
-    let run = |infer: Option<bool>| {
-        let opts = ReplayOptions {
-            samples: 10,
-            infer,
-            proc: Some(snap.clone()),
-            ..ReplayOptions::default()
-        };
-        replay::run(&p, &opts, &|_| {}).unwrap()
-    };
-    let count = |r: &replay::ReplayRun| {
-        let z = r.geo.zone_of(0x10000).unwrap();
-        r.replayers[0].zones[z].pcp_info(CpuId(1)).count
-    };
-    assert_eq!(count(&run(None)), 0);
+    let count = |infer| cpu1_count_after(&t, &snap, infer);
+    assert_eq!(count(None), 0);
     // Without the inferences `free_count` starts at 0, and the block stays on the list.
-    assert_eq!(count(&run(Some(false))), 1294 + 2);
+    assert_eq!(count(Some(false)), 1294 + 2);
 }

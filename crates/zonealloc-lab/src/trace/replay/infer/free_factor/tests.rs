@@ -2,7 +2,9 @@
 //! 3492, `batch` 63; CPU 1's count 771).
 
 use super::*;
-use crate::trace::replay::infer::crafted::{alloc_text, free_text, geo, rules, snap_dir};
+use crate::trace::replay::infer::crafted_tests::{
+    alloc_text, cpu1_count_after, free_text, geo, rules, snap_dir,
+};
 use crate::trace::replay::{self, ReplayOptions};
 use std::path::Path;
 
@@ -112,26 +114,11 @@ fn trace() -> String {
 
 #[test]
 fn the_replay_starts_with_the_factor_the_trace_before_the_marker_shows() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("t.txt");
-    std::fs::write(&p, trace()).unwrap();
-    let run = |infer: Option<bool>| {
-        let opts = ReplayOptions {
-            samples: 10,
-            infer,
-            proc: Some(snap_dir()),
-            ..ReplayOptions::default()
-        };
-        replay::run(&p, &opts, &|_| {}).unwrap()
-    };
-    let count = |r: &replay::ReplayRun| {
-        let z = r.geo.zone_of(0x10000).unwrap();
-        r.replayers[0].zones[z].pcp_info(CpuId(1)).count
-    };
+    let count = |infer| cpu1_count_after(&trace(), &snap_dir(), infer);
     // The free_high drain empties the list.
-    assert_eq!(count(&run(None)), 0);
+    assert_eq!(count(None), 0);
     // Without the inferences the factor starts at 0, and the free stays on the list.
-    assert_eq!(count(&run(Some(false))), 771 + 2);
+    assert_eq!(count(Some(false)), 771 + 2);
 }
 
 /// 6.1-8g p_idle's before/ snapshot, with the kernel's pfn layout: Normal's CPU 1 holds

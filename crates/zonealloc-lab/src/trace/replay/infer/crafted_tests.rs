@@ -1,4 +1,4 @@
-//! Crafted trace pieces the walks before the window ([`super::free_factor`],
+//! Test-only: crafted trace pieces the walks before the window ([`super::free_factor`],
 //! [`super::free_count`]) are tested on: the shipped 6.1 snapshot's zones, with DMA32's
 //! `batch` 63 and `high` 3492, and the event texts their lines carry.
 
@@ -6,7 +6,7 @@ use super::free_factor::{Rules, Sizes};
 use crate::procfs::ProcSnapshot;
 use crate::trace::migratetype::Numbering;
 use crate::trace::replay::geometry::Geometry;
-use crate::trace::replay::proc_setup;
+use crate::trace::replay::{self, proc_setup, ReplayOptions};
 use std::path::{Path, PathBuf};
 
 /// The shipped 6.1 before-snapshot (DMA32: `high` 3492, `batch` 63; CPU 1's count 771).
@@ -44,4 +44,21 @@ pub(super) fn free_text(pfn: u64, order: u8) -> String {
 /// `mm_page_alloc`'s text for a Movable user block of `order` at `pfn`.
 pub(super) fn alloc_text(pfn: u64, order: u8) -> String {
     format!("mm_page_alloc: page=(____ptrval____) pfn={pfn:#x} order={order} migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE")
+}
+
+/// CPU 1's count, in the zone of pfn 0x10000, after a replay of `trace` from the snapshot
+/// in `snap` (`infer` as `--infer` sets it; `None`: the defaults).
+pub(super) fn cpu1_count_after(trace: &str, snap: &Path, infer: Option<bool>) -> i32 {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("t.txt");
+    std::fs::write(&p, trace).unwrap();
+    let opts = ReplayOptions {
+        samples: 10,
+        infer,
+        proc: Some(snap.to_path_buf()),
+        ..ReplayOptions::default()
+    };
+    let r = replay::run(&p, &opts, &|_| {}).unwrap();
+    let z = r.geo.zone_of(0x10000).unwrap();
+    r.replayers[0].zones[z].pcp_info(zonealloc::CpuId(1)).count
 }
