@@ -20,6 +20,7 @@ pub mod first_events;
 pub mod free_count;
 pub mod free_factor;
 pub mod kernel;
+mod list_tops;
 pub mod pcp_state;
 pub mod start_count;
 pub mod worker_runs;

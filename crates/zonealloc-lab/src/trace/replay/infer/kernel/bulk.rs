@@ -4,6 +4,7 @@
 
 use super::{KernelSide, Untraced};
 use crate::trace::parse::{Ctx, Event, EventKind};
+use crate::trace::replay::infer::list_tops::taken_above;
 
 /// A CPU's last order-0 refill run, awaiting the refilling task's next event
 /// ([`KernelSide::bulk_refill`]).
@@ -191,27 +192,11 @@ impl KernelSide {
     ) {
         let list = self.list(zone, cpu, migratetype);
         let mut top = std::mem::take(&mut self.tops[list]);
-        let mut taken: Vec<u64> = Vec::new();
-        let mut found = false;
-        while let Some(e) = top.pop() {
-            if e == pfn && listed {
-                found = true;
-                break;
-            }
-            let f = self.pfns.get(e);
-            if e == pfn
-                || f.last_free_cpu() != Some(cpu)
-                || f.refill_listed().is_some()
-                || taken.contains(&e)
-            {
-                continue;
-            }
-            taken.push(e);
-        }
-        if !found && !from_run {
-            // Not a page this list is known to hold: ours may be out of step; no inference.
-            taken.clear();
-        }
+        let pfns = &self.pfns;
+        let taken = taken_above(&mut top, pfn, listed, from_run, |e| {
+            let f = pfns.get(e);
+            f.last_free_cpu() == Some(cpu) && f.refill_listed().is_none()
+        });
         for e in taken {
             self.pfns.get_mut(e).set_last_free_cpu(None);
             self.untraced_now.push(Untraced::new(e, cpu, migratetype));

@@ -18,6 +18,7 @@
 //! did not.
 
 use super::{listed_of, Rec, ZoneBalance, TYPES};
+use crate::trace::replay::infer::list_tops::taken_above;
 
 /// Entries a list's head record keeps: past it, the older half goes (as
 /// `KernelSide::push_top` keeps its own).
@@ -49,27 +50,16 @@ impl ZoneBalance {
         let freed_here = listed.is_some_and(|(by, _, refilled)| by == cpu && !refilled);
         let from_run = listed == Some((cpu, mt, true));
         let mut top = std::mem::take(&mut self.tops[cpu as usize * TYPES + mt]);
-        let mut taken: Vec<u64> = Vec::new();
-        let mut found = false;
-        while let Some(e) = top.pop() {
-            if e == at && freed_here {
-                found = true;
-                break;
-            }
-            let still = self.listed.get(e).map(listed_of);
-            if e == at
-                || !still.is_some_and(|(by, _, refilled)| by == cpu && !refilled)
-                || taken.contains(&e)
-            {
-                continue;
-            }
-            taken.push(e);
-        }
-        if found || from_run {
-            for &e in &taken {
-                if let Some((_, t, _)) = self.listed.remove(e).map(listed_of) {
-                    self.cpus[cpu as usize].take(Some(0), t, -1);
-                }
+        let listed_map = &self.listed;
+        let taken = taken_above(&mut top, at, freed_here, from_run, |e| {
+            listed_map
+                .get(e)
+                .map(listed_of)
+                .is_some_and(|(by, _, refilled)| by == cpu && !refilled)
+        });
+        for e in taken {
+            if let Some((_, t, _)) = self.listed.remove(e).map(listed_of) {
+                self.cpus[cpu as usize].take(Some(0), t, -1);
             }
         }
         self.tops[cpu as usize * TYPES + mt] = top;
