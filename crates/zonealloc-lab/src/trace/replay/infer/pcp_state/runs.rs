@@ -47,6 +47,7 @@ impl Runs {
     /// The event `rec` on `cpu` (below the CPU count), or `extfrag` (page, order and type
     /// taken) where it is an `mm_page_alloc_extfrag`: the refilled block the trace shows no
     /// `zone_locked` for, which goes on the lists before `rec` does, if any.
+    #[inline]
     pub(super) fn step(
         &mut self,
         cpu: u32,
