@@ -142,6 +142,11 @@ pub struct TraceReplayArgs {
     /// pagetypeinfo per migratetype, PCP pages).
     #[arg(long, value_name = "DIR", requires = "proc")]
     pub proc_after: Option<PathBuf>,
+    /// Leave out the `layout` files of --proc and --proc-after (the kernel's pfn layout): the
+    /// start's free blocks are synthesised from the counts, as for a capture without them, and
+    /// the end state is compared per order and migratetype only.
+    #[arg(long, requires = "proc")]
+    pub no_layout: bool,
     /// Replay from the line after the first one containing TEXT (a trace without it is an
     /// error: nothing would be replayed; default with --proc: KT_SNAPSHOT_BEFORE_END, where the
     /// trace has it: in its first 4 MiB, or after a KT_SNAPSHOT_BEFORE_BEGIN there).

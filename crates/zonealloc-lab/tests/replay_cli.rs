@@ -832,3 +832,39 @@ fn the_zone_span_comes_from_the_trace_not_a_fixed_16_gib() {
     // The same run, shifted: every count agrees with the sample's own replay.
     assert_eq!(counts(&v), counts(&low));
 }
+
+/// One of our own captures with the kernel's pfn layout files (`data/kernel-own`).
+const OWN_61_THP: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../data/kernel-own/6.1-2g/p_thp"
+);
+
+#[test]
+fn no_layout_synthesises_the_start_a_capture_with_layout_files_would_take() {
+    let dir = tempfile::tempdir().unwrap();
+    let (before, after) = (
+        format!("{OWN_61_THP}/before"),
+        format!("{OWN_61_THP}/after"),
+    );
+    let trace = format!("{OWN_61_THP}/trace.txt.xz");
+    let layout_of = |extra: &[&str]| {
+        let out = dir.path().join(format!("r{}", extra.len()));
+        let mut args = vec!["trace", "replay", &trace, "--proc", &before];
+        args.extend(["--proc-after", &after, "--out", s(&out), "--json"]);
+        args.extend(extra);
+        let v = json(&zonealloc(&args));
+        let cfg = &v["experiments"][0]["config"];
+        let setup = cfg["setup"].as_array().unwrap();
+        assert!(cfg["end_state"][0]["zones"].as_array().is_some(), "{cfg}");
+        (setup.iter())
+            .map(|z| z["layout"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert!(layout_of(&[]).iter().all(|l| l == "kernel"));
+    assert!(layout_of(&["--no-layout"])
+        .iter()
+        .all(|l| l == "synthesised"));
+    // Without --proc there is no layout to leave out: a usage error, before any work.
+    let o = zonealloc(&["trace", "replay", &trace, "--no-layout"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+}

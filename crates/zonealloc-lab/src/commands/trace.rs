@@ -151,6 +151,7 @@ fn replay_options(args: &TraceReplayArgs) -> Result<replay::ReplayOptions, Exit>
         infer_layout_roll: last_infer(Infer::LayoutRoll),
         proc: args.proc.clone(),
         proc_after: args.proc_after.clone(),
+        no_layout: args.no_layout,
         window: trace::ingest::Window {
             from: args.from_marker.clone(),
             to: args.to_marker.clone(),

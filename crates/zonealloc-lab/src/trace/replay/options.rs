@@ -80,6 +80,9 @@ pub struct ReplayOptions {
     pub proc: Option<PathBuf>,
     /// Compare the end state with this `/proc` snapshot folder.
     pub proc_after: Option<PathBuf>,
+    /// Leave out the snapshots' pfn layouts ([`crate::procfs::ProcSnapshot::layout`]): the
+    /// start is synthesised as for a capture without them.
+    pub no_layout: bool,
     /// The part of the trace to replay (with `--proc` and no markers given: between
     /// `KT_SNAPSHOT_BEFORE_END` and `KT_SNAPSHOT_AFTER_BEGIN`, where the trace has them).
     pub window: Window,
@@ -122,6 +125,7 @@ impl Default for ReplayOptions {
             jiffies_phase_ns: None,
             proc: None,
             proc_after: None,
+            no_layout: false,
             window: Window::default(),
             whole_file: false,
         }

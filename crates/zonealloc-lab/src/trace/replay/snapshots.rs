@@ -32,10 +32,15 @@ impl Snapshots {
                 })
                 .transpose()
         };
-        let snaps = Snapshots {
+        let mut snaps = Snapshots {
             before: read(&opts.proc, "--proc")?,
             after: read(&opts.proc_after, "--proc-after")?,
         };
+        if opts.no_layout {
+            for s in [&mut snaps.before, &mut snaps.after].into_iter().flatten() {
+                s.layout = None;
+            }
+        }
         if let (Some(b), Some(a)) = (&snaps.before, &snaps.after) {
             b.same_machine(a)
                 .map_err(|e| format!("--proc-after: {e}"))?;
