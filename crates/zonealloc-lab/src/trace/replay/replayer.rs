@@ -62,8 +62,8 @@ pub struct Replayer {
     /// Per CPU: a batched commit has begun (a drain belongs to it; otherwise a drain follows
     /// a single free, committed before it).
     batching: Vec<bool>,
-    /// Per CPU: the zone whose lists a traced refill holds ([`held`]).
-    held: Vec<Option<usize>>,
+    /// Per CPU: the lists a traced refill or drain holds ([`held`]).
+    held: Vec<Option<held::Held>>,
     /// Per CPU: the lists a batch's commits hold, and the interrupts' frees since its last
     /// commit ([`held`]).
     batch_holds: Vec<held::BatchHold>,

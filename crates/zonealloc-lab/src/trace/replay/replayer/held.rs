@@ -1,4 +1,5 @@
-//! Frees that find their CPU's lists held: an interrupt that cuts into a refill.
+//! Frees that find their CPU's lists held: an interrupt that cuts into a refill, a drain or
+//! a batch's commits.
 //!
 //! `rmqueue_pcplist` holds the CPU's lists of a zone (`pcp_spin_trylock`: the task pinned and
 //! the lists' spin lock, two preempt levels) from before its refill (`rmqueue_bulk`, printing
@@ -12,6 +13,20 @@
 //! 1008 pages (`alloc_factor` kept), and the freed pages (0x104a4b, 0x103bc5, ...) come back
 //! only through a refill from the buddy at 761.5. Replayed onto the list, the 13 frees halved
 //! `alloc_factor` to 0 and the replay refilled 63, 126, 252, 504, 1008, 2016: 441 pages more.
+//!
+//! A free's drain holds them the same way: `free_frozen_page_commit` (7.2;
+//! `free_unref_page_commit` in 6.1 and 6.12) calls `free_pcppages_bulk` with the lists held
+//! (`pcp_spin_trylock`), and that takes the zone lock with interrupts off
+//! (`spin_lock_irqsave`; 7.2 `guard(spinlock_irqsave)`), so its `mm_page_pcpu_drain` lines
+//! show `d` and one level more. An interrupt raised meanwhile comes in when the zone lock lets
+//! interrupts on again, the lists still held: its frees, stamped with the draining task's
+//! pid, go to the buddy until the task's next event. 7.2-4g-loads p_fork, CPU 3:
+//! `kmem-phases-412`'s free of 0x10b67d drains 63 pages (`d..3.`, 51.372496-.372641), a
+//! softirq frees 24 pages (`..s3.`, 51.372773-.372845) and the task allocates next; the
+//! kernel's list did not grow by them (its next drain came 24 pages of frees later than
+//! ours), and 21 of them came back only through refills. A worker's drain
+//! (`pcp_spin_lock_nopin`) may hold another CPU's lists (`__drain_all_pages`), so only a
+//! free's counts.
 //!
 //! The batched free path holds them too: `free_unref_page_list` (6.1) and `free_unref_folios`
 //! (6.12, 7.2) take the lists with `pcp_spin_trylock` at a batch's first commit of a zone and
@@ -53,34 +68,79 @@ pub(super) struct BatchHold {
 /// that cut into the held lists shows at least these.
 const HELD_DEPTH: u8 = 2;
 
+/// A CPU's lists of one zone held across a traced section with interrupts off (the zone
+/// lock's): by whom, and the preempt depth an interrupt that cuts in shows at least.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Held {
+    zone: usize,
+    pid: Option<u32>,
+    depth: u8,
+}
+
 impl Replayer {
     /// Whether the traced free `ev` of frame `pfn` on `cpu` found the CPU's lists of its zone
-    /// held by a refill it interrupted (see the module's comment).
+    /// held by a refill or a drain it interrupted: stamped with the holder's pid, at least
+    /// the depth it holds them at (see the module's comment).
+    #[inline(always)]
     pub(super) fn lists_held_for(&self, ev: &Event<'_>, cpu: u32, pfn: u64) -> bool {
         let ctx = ev.who.ctx();
-        let interrupt = ctx.softirq() || ctx.hardirq();
-        let deep = ctx.preempt_depth().is_some_and(|d| d >= HELD_DEPTH);
-        let held = self.held.get(cpu as usize).copied().flatten();
-        interrupt && deep && held.is_some() && held == self.geo.zone_of(pfn)
+        if !(ctx.softirq() || ctx.hardirq()) {
+            return false;
+        }
+        let Some(h) = self.held.get(cpu as usize).copied().flatten() else {
+            return false;
+        };
+        let deep = ctx.preempt_depth().is_some_and(|d| d >= h.depth);
+        deep && ev.who.pid() == h.pid && Some(h.zone) == self.geo.zone_of(pfn)
     }
 
-    /// Follows which zone's lists a traced refill holds on `cpu`: from a refill's
-    /// `percpu_refill=1` to the CPU's next event outside an interrupt (the allocation, at the
+    /// Follows which zone's lists a traced section holds on `cpu`: from a refill's
+    /// `percpu_refill=1`, or a drain's `mm_page_pcpu_drain` outside an interrupt, to the
+    /// CPU's next event outside an interrupt (the allocation, the task's next free, at the
     /// latest); frees in an interrupt keep it.
+    #[inline(always)]
     pub(super) fn track_held(&mut self, ev: &Event<'_>, cpu: u32) {
         let ctx = ev.who.ctx();
         let interrupt = ctx.softirq() || ctx.hardirq();
-        let Some(held) = self.held.get_mut(cpu as usize) else {
-            return;
-        };
         match ev.kind {
             EventKind::ZoneLocked {
                 pfn,
                 percpu_refill: true,
                 ..
-            } => *held = self.geo.zone_of(pfn),
+            } => self.hold(ev, cpu, pfn, Some(HELD_DEPTH)),
+            // `free_pcppages_bulk` runs with the lists held and the zone lock's interrupts
+            // off (`d`; 6.1, 6.12 `spin_lock_irqsave`, 7.2 `guard(spinlock_irqsave)`): the
+            // lists stay held one level below the drain's lines. A free's drain
+            // (`free_frozen_page_commit`, `free_unref_page_commit`) holds this CPU's lists
+            // with `pcp_spin_trylock`; a worker's `pcp_spin_lock_nopin` (one level) may hold
+            // another CPU's (`__drain_all_pages` -> `drain_pages_zone`), left out.
+            EventKind::PcpuDrain { pfn, .. } if !interrupt => {
+                let depth = ctx.preempt_depth().filter(|&d| d > HELD_DEPTH);
+                self.hold(ev, cpu, pfn, depth.map(|d| d - 1));
+            }
             EventKind::Free { .. } if interrupt => {}
-            _ => *held = None,
+            _ => {
+                if let Some(h) = self.held.get_mut(cpu as usize) {
+                    *h = None;
+                }
+            }
+        }
+    }
+
+    /// `cpu`'s lists of `pfn`'s zone held by `ev`'s task, cut into at `depth` or deeper
+    /// (none held without a depth).
+    #[inline(always)]
+    fn hold(&mut self, ev: &Event<'_>, cpu: u32, pfn: u64, depth: Option<u8>) {
+        let held = depth.and_then(|depth| {
+            let zone = self.geo.zone_of(pfn)?;
+            Some(Held {
+                zone,
+                pid: ev.who.pid(),
+                depth,
+            })
+        });
+        if let Some(h) = self.held.get_mut(cpu as usize) {
+            *h = held;
         }
     }
 }

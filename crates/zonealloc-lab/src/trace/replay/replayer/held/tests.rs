@@ -93,3 +93,66 @@ fn an_interrupt_free_between_a_batchs_commits_goes_to_the_buddy() {
         "the batch over: the softirq's two on the list"
     );
 }
+
+/// CPU 0's list count before and after: task 7 allocates 0..10, frees 0 (`mm_page_free`),
+/// whose commit drains (a `mm_page_pcpu_drain` line by `drainer` at `drain_depth`, interrupts
+/// off), a softirq stamped with task 7 frees 8 and 9 (`..s3.`), then task 7 allocates 0.
+fn softirq_after_drain(drainer: u32, drain_depth: u8, at_batched: bool) -> (i32, i32) {
+    let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &four_cpus(), None).unwrap();
+    r.commit_at_batched = at_batched;
+    let feed = |r: &mut Replayer, pid, ctx, kind| {
+        let mut ev = by7(ctx, kind);
+        ev.who = Who::new(Task::Unknown, Some(pid), ctx);
+        r.feed(&ev, Inferred::None).unwrap();
+    };
+    let task = Ctx::new(false, false, false, 0);
+    for pfn in 0..10 {
+        feed(&mut r, 7, task, alloc0(pfn, 0, "GFP_KERNEL"));
+    }
+    let before = r.zones[0].pcp_info(CpuId(0)).count;
+    feed(&mut r, 7, task, EventKind::Free { pfn: 0, order: 0 });
+    let drain = EventKind::PcpuDrain {
+        pfn: 500,
+        order: 0,
+        migratetype: 0,
+    };
+    feed(
+        &mut r,
+        drainer,
+        Ctx::new(true, false, false, drain_depth),
+        drain,
+    );
+    for pfn in 8..10 {
+        let free = EventKind::Free { pfn, order: 0 };
+        feed(&mut r, 7, Ctx::new(false, true, false, 3), free);
+    }
+    feed(&mut r, 7, task, alloc0(0, 0, "GFP_KERNEL"));
+    (before, r.zones[0].pcp_info(CpuId(0)).count)
+}
+
+/// 7.2-4g-loads p_fork, CPU 3 (trace lines 70350-70438): `kmem-phases-412`'s free of
+/// 0x10b67d drains 63 pages (`d..3.`, 51.372496-.372641), a softirq stamped with its pid
+/// frees 24 pages (`..s3.`, 51.372773-.372845), and the task allocates next. The interrupt
+/// came in as the drain's zone lock let interrupts on again, the lists still held: the
+/// softirq's `pcp_spin_trylock` failed and `free_one_page` took the pages (21 of them come
+/// back through refills, none off a list). A worker's drain (`d..2.`, `pcp_spin_lock_nopin`,
+/// maybe another CPU's lists) or a softirq stamped with another task holds nothing. Fails on
+/// the old code (the softirq's pages went on the list).
+#[test]
+fn an_interrupt_free_after_a_frees_drain_goes_to_the_buddy() {
+    for at_batched in [false, true] {
+        let (before, held) = softirq_after_drain(7, 3, at_batched);
+        assert_eq!(
+            held, before,
+            "the free's page went on, the allocation took it"
+        );
+        let (_, worker) = softirq_after_drain(7, 2, at_batched);
+        assert_eq!(
+            worker,
+            before + 2,
+            "a worker's drain: the softirq's two on the list"
+        );
+        let (_, other) = softirq_after_drain(8, 3, at_batched);
+        assert_eq!(other, before + 2, "another task's drain: on the list");
+    }
+}
