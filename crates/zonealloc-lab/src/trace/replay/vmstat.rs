@@ -24,7 +24,8 @@
 //!   and `need_update`: it runs at once on that CPU (queueing wakes it).
 //! - `need_update(c)`: a per-CPU counter diff is not zero. Nearly every event the trace shows
 //!   moves one (a buddy operation moves `NR_FREE_PAGES`; page cache, anon and slab pages move
-//!   node counters); an event on `c` marks it so.
+//!   node counters); an event on `c` marks it so, but a pipe buffer's page, taken from and
+//!   given back to the CPU's list, moves none (`counted`, [`Vmstat::event_of`]).
 //!
 //! - The timers wait in the timer wheel (`calc_index`): a timer of a second fires at the next
 //!   multiple of 8 jiffies after its expiry ([`Vmstat::set_timer_wheel`], `wheel`).
@@ -37,6 +38,7 @@
 mod ahead;
 mod check;
 mod clock;
+mod counted;
 mod late;
 mod phase;
 mod shepherd;
@@ -47,7 +49,10 @@ pub use ahead::{AfterRuns, RunsAhead};
 pub use check::{RunCheck, RunLog};
 pub use clock::round_rel;
 use clock::{jiffy_at, next_boundary, ns_of_at};
+use counted::PipePages;
 pub use traced::TracedRuns;
+
+use crate::trace::parse::EventKind;
 
 /// The kernel's `HZ` when not told (Debian amd64's `CONFIG_HZ`).
 pub const DEFAULT_HZ: u32 = 250;
@@ -148,6 +153,8 @@ pub struct Vmstat {
     pub marks: u64,
     /// Marks that found the CPU's worker run already this second (not run again).
     pub marks_ran_already: u64,
+    /// The pages whose events move no counter ([`Vmstat::event_of`]).
+    pipe: PipePages,
 }
 
 impl Vmstat {
@@ -172,6 +179,7 @@ impl Vmstat {
             runs: 0,
             marks: 0,
             marks_ran_already: 0,
+            pipe: PipePages::default(),
         }
     }
 
@@ -429,6 +437,28 @@ impl Vmstat {
         w.last_ns = Some(t);
         if w.held | w.woke {
             self.woke_for(c % n, t);
+        }
+    }
+
+    /// An event of `kind` on `cpu` at `t` (after its runs): the CPU is awake, and its
+    /// counters moved ([`Vmstat::event`]) unless the event moves none (`need_update`, a
+    /// pipe buffer's page: `counted`).
+    #[inline(always)]
+    pub fn event_of(&mut self, cpu: u32, t: u64, kind: &EventKind<'_>) {
+        if self.pipe.counts(kind) {
+            self.event(cpu, t);
+        } else {
+            self.awake(cpu, t);
+        }
+    }
+
+    /// An event on `cpu` at `t` that moved no counter: the CPU is awake, its `need_update`
+    /// as it was, and a woken run that stopped stays stopped (the run had nothing to fold).
+    fn awake(&mut self, cpu: u32, t: u64) {
+        let c = cpu as usize % self.work.len();
+        self.work[c].last_ns = Some(t);
+        if self.work[c].held {
+            self.moved(c, t);
         }
     }
 

@@ -152,7 +152,7 @@ impl Replayer {
     pub(super) fn vmstat_due(&mut self, cpu: u32, ts: u64, ev: &Event<'_>) -> io::Result<()> {
         if let Some(vm) = self.vmstat.as_mut() {
             if !vm.is_due(cpu, ts) {
-                vm.event(cpu, ts);
+                vm.event_of(cpu, ts, &ev.kind);
                 return Ok(());
             }
         }
@@ -205,7 +205,7 @@ impl Replayer {
         }
         self.runs = runs;
         if let Some(vm) = self.vmstat.as_mut() {
-            vm.event(cpu, ts);
+            vm.event_of(cpu, ts, &ev.kind);
         }
         Ok(())
     }

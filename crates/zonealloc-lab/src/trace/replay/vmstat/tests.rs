@@ -419,3 +419,57 @@ fn busy_cpu0(v: &mut Vmstat, from: u64, to: u64) -> Vec<Run> {
     ran.retain(|r| r.cpu == 1);
     ran
 }
+
+/// [`step`] for an event of `kind`: its due runs done (nothing to decay), then
+/// [`Vmstat::event_of`].
+fn step_of(v: &mut Vmstat, cpu: u32, t: u64, kind: &EventKind<'_>) -> Vec<Run> {
+    let mut runs = Vec::new();
+    v.due(cpu, t, &mut runs);
+    for &r in &runs {
+        v.ran(r, false);
+    }
+    v.event_of(cpu, t, kind);
+    runs
+}
+
+#[test]
+fn a_stopped_worker_stays_stopped_while_its_cpu_moves_only_pipe_pages() {
+    // 7.2-4g-wq p_thp, CPU 1: `od-647` writes the layout's text into a pipe every 100 ms
+    // from 182.62 to 194.66 s and no `vmstat_update` runs there; after a refill or a drain
+    // the CPU's next run comes within 2.2 s.
+    let pipe = |pfn| EventKind::Alloc {
+        pfn,
+        order: 0,
+        migratetype: 0,
+        gfp_flags: "GFP_HIGHUSER|__GFP_ACCOUNT",
+    };
+    let refill = EventKind::ZoneLocked {
+        pfn: 0x9000,
+        order: 0,
+        migratetype: 0,
+        percpu_refill: true,
+    };
+    let mut v = Vmstat::new(2, HZ);
+    step(&mut v, 1, 10 * S, false);
+    // CPU 1's first run stops it (woken, nothing to do); then, every 100 ms to 16.5 s, a
+    // pipe page allocated on it and freed, and CPU 0 awake for the shepherd.
+    let mut ran = Vec::new();
+    for k in 1..=6500u64 {
+        let t = 10 * S + k * 1_000_000;
+        ran.extend(step(&mut v, 0, t, false));
+        if k % 100 == 0 {
+            let pfn = 0x8000 + k;
+            ran.extend(step_of(&mut v, 1, t + 1000, &pipe(pfn)));
+            let free = EventKind::Free { pfn, order: 0 };
+            ran.extend(step_of(&mut v, 1, t + 2000, &free));
+        }
+    }
+    assert_eq!(ran.iter().filter(|r| r.cpu == 1).count(), 1, "{ran:?}");
+    // A refill moves `NR_FREE_PAGES`: the shepherd (CPU 0's second, 17 s) queues it.
+    let mut ran = step_of(&mut v, 1, 16 * S + S / 2 + 1000, &refill);
+    for k in 2..=600u64 {
+        ran.extend(step(&mut v, 0, 16 * S + S / 2 + k * 1_000_000, false));
+    }
+    let cpu1: Vec<u64> = ran.iter().filter(|r| r.cpu == 1).map(|r| r.at_ns).collect();
+    assert_eq!(cpu1, vec![17 * S]);
+}

@@ -497,4 +497,37 @@ fn a_woken_cpus_decay_waits_for_the_task_it_woke_for_to_pause() {
     assert_eq!(r.ours.get(0, 1).drain_pages, drains);
 }
 
+#[test]
+fn a_cpu_moving_only_pipe_pages_leaves_its_worker_stopped() {
+    // CPU 1's lists filled ([`filled`]), then a page allocated and freed on it every 50 ms
+    // for 40 s: its worker runs while decay has work, then stops where the pages are a
+    // pipe's (`GFP_HIGHUSER|__GFP_ACCOUNT`: no vmstat counter moves, `need_update` stays
+    // false), and runs every second where they are anon pages.
+    let runs = |gfp_flags: &'static str| {
+        let mut r = filled(true);
+        for k in 1..800u64 {
+            let pfn = k % 512;
+            let alloc = EventKind::Alloc {
+                pfn,
+                order: 0,
+                migratetype: 1,
+                gfp_flags,
+            };
+            feed_at(&mut r, 1, k * 50_000_000, alloc);
+            feed_at(
+                &mut r,
+                1,
+                k * 50_000_000 + 1000,
+                EventKind::Free { pfn, order: 0 },
+            );
+        }
+        r.vmstat.as_ref().map_or(0, |v| v.runs)
+    };
+    let (pipe, anon) = (
+        runs("GFP_HIGHUSER|__GFP_ACCOUNT"),
+        runs("GFP_HIGHUSER_MOVABLE"),
+    );
+    assert!(pipe >= 2 && pipe + 20 < anon, "pipe {pipe}, anon {anon}");
+}
+
 mod traced;
