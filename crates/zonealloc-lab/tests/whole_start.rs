@@ -271,7 +271,8 @@ fn a_7_2_whole_files_start_high_is_read_through_the_refills_raise() {
 /// takes and drains between the two leave Normal's buddy 2981 pages fuller at the later
 /// read. Before, Normal started at buddyinfo's 198328 free pages (548 of the layout's free
 /// blocks trimmed, 40 made up) and passed the order-9 check where the kernel failed it: its
-/// drain events over the file were 11.8% off the kernel's (2.4% now).
+/// drain events over the file were 11.8% off the kernel's (2.4% after it; 0.0% once a lone
+/// extfrag line counts as a refill of its page, `start_count/refill.rs`).
 #[test]
 fn with_a_layout_the_whole_file_starts_from_it_as_read_not_from_the_later_counts() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

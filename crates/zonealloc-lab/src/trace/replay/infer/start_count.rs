@@ -166,10 +166,6 @@ struct Cpu {
     /// The refill run the CPU's last event belonged to: its order and migratetype, and the
     /// last page it printed (a new run starts otherwise: [`Walk::refill`]).
     in_refill: Option<(u8, u8, u64)>,
-    /// A fallback on this CPU outside a run, naming its page (6.15 on): the first page of
-    /// a refill if one follows, of its order and migratetype (`__rmqueue_steal`, or a claim
-    /// of a whole pageblock, print no `mm_page_alloc_zone_locked`).
-    fallback: Option<(u8, u8, u64)>,
     pin: Option<(i64, i64, Option<u64>)>,
     /// The pin narrowed by the bounds after it ([`Walk::bound`]), while it leaves more than
     /// one count.
@@ -298,7 +294,6 @@ impl Walk {
                     free: None,
                     run: None,
                     in_refill: None,
-                    fallback: None,
                     pin: None,
                     after: None,
                     candidate: None,
@@ -476,7 +471,7 @@ impl Walk {
                 alloc_order,
                 alloc_migratetype,
                 ..
-            } => self.fallback(zone, cpu, pfn, alloc_order, alloc_migratetype),
+            } => self.fallback(zone, cpu, (pfn, alloc_order, alloc_migratetype), direct),
             EventKind::PcpuDrain { order, .. } => {
                 let worker = ev.who.is_worker_drain();
                 self.drain(zone, cpu, order, (ev.ts_ns, worker));

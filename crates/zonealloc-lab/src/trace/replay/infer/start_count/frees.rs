@@ -16,7 +16,6 @@ impl Walk {
                 continue;
             };
             c.in_refill = None;
-            c.fallback = None;
             c.start_high.other();
             let Some(f) = c.free.take() else {
                 continue;

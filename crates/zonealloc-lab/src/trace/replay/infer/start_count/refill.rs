@@ -23,7 +23,6 @@ impl Walk {
         refill: bool,
     ) {
         let was = self.at(zone, cpu).and_then(|c| c.in_refill);
-        let fallback = self.at(zone, cpu).and_then(|c| c.fallback);
         self.other(cpu);
         if !refill {
             self.direct[cpu as usize] = true;
@@ -58,14 +57,7 @@ impl Walk {
             c.high.hi = (c.high.hi + grow).min(c.high.max);
         }
         c.in_refill = Some((order, mt, pfn));
-        let mut pages = 1i64 << order;
-        // The batch's first page was a fallback that printed no zone_locked.
-        if !same(was) && same(fallback) && fallback.is_some_and(|(_, _, p)| p != pfn) {
-            pages += 1i64 << order;
-            c.start_high.refill(order, false);
-            c.reach.refill(order, false, &c.high, scale_max);
-        }
-        self.add(zone, cpu, pages);
+        self.add(zone, cpu, 1i64 << order);
     }
 
     /// An `mm_page_alloc_extfrag` on `cpu`. Inside a refill run of its order and
@@ -74,9 +66,24 @@ impl Walk {
     /// names the page taken, which goes onto the list; a claim below `pageblock_order`
     /// printed it as `zone_locked` just before, a steal or a whole pageblock's claim did not.
     /// Before 6.15 it names the block fallen back to, and the retry's `zone_locked` the page.
-    /// Outside a run: a direct allocation's fallback, or the first page of a refill (kept
-    /// for the refill that may follow).
-    pub(super) fn fallback(&mut self, zone: usize, cpu: u32, pfn: u64, order: u8, mt: u8) {
+    ///
+    /// Outside a run, where it names the page, of an order the lists hold and not after a
+    /// direct allocation's `zone_locked` (a claim below `pageblock_order` prints that
+    /// first): the first page of a refill (`rmqueue_bulk` -> `__rmqueue`), which starts the
+    /// run as its `zone_locked` would, whether or not one follows. 6.12-4g-wq p_pressure,
+    /// Normal CPU 2: `kmem-phases-1209`'s THP refill at 544.547818 is two extfrag lines
+    /// (0x104c00, 0x105800: `nr_pcp_alloc`'s batch of 2 at order 9) and no `zone_locked`,
+    /// then the allocations of both. Read as taken off the lists, they bounded the count at
+    /// the file's start at 2101 or more (2160 with 0x105000's at 544.554362), where
+    /// zoneinfo's rolled back to 1210: the kernel's count at the free that drained at
+    /// 503.548858 was `high_min`, 1281.
+    pub(super) fn fallback(
+        &mut self,
+        zone: usize,
+        cpu: u32,
+        (pfn, order, mt): (u64, u8, u8),
+        direct: bool,
+    ) {
         let (names_page, scale_max) = (self.extfrag_names_page, self.scale_max);
         let run = self.at(zone, cpu).and_then(|c| c.in_refill);
         match run {
@@ -91,13 +98,13 @@ impl Walk {
                     self.add(zone, cpu, 1i64 << order);
                 }
             }
+            _ if names_page && !direct && self.pcp_order(order) => {
+                self.refill(zone, cpu, pfn, order, mt, true);
+            }
             _ => {
                 self.other(cpu);
-                if names_page {
-                    if let Some(c) = self.at(zone, cpu) {
-                        c.fallback = Some((order, mt, pfn));
-                    }
-                }
+                // The direct allocation's page: the buddy hands it out (`rmqueue_buddy`).
+                self.direct[cpu as usize] = direct;
             }
         }
     }

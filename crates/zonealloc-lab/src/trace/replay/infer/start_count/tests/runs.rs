@@ -92,6 +92,23 @@ fn a_fallback_inside_a_refill_run_does_not_end_it() {
 }
 
 #[test]
+fn a_fallback_alone_is_a_refill_of_its_page() {
+    // 6.12 (Debian's) and 6.15 on: a refill whose only page is a claim of a whole pageblock
+    // prints extfrag alone, then the allocation takes the page off the list: a run of one
+    // page, one raise (fails on the old code, which read the allocation as a page the list
+    // held at the start: its bound was `bound(0, 0)`).
+    let t = after_run_from(&[extfrag(0x40000)], 0x40000);
+    assert_eq!(counts_on_7_2(&t, true).bounds, (0, bound(1, 1)));
+    // After a direct allocation's zone_locked of the page (a claim below pageblock_order),
+    // the buddy handed it out: no refill, and the allocation takes nothing off the list
+    // (the count after it as after a run of one page, with no raise; fails on the old code,
+    // whose allocation took a page off it: `bound(0, 0)`).
+    let direct = [zone_locked(0x40000, 0, false), extfrag(0x40000)];
+    let t = after_run_from(&direct, 0x40000);
+    assert_eq!(counts_on_7_2(&t, true).bounds, (0, bound(1, 0)));
+}
+
+#[test]
 fn other_cpus_events_interleave_a_run_and_another_order_starts_a_new_one() {
     let zl = |i: u64| zone_locked(0x30000 + i, 0, true);
     let mut t = String::from("# tracer: nop\n");
