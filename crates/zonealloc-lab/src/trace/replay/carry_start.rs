@@ -22,20 +22,20 @@
 use super::geometry::Geometry;
 use super::infer::start_count::{Found, ReadPoint, StartCounts, Walk};
 use super::preset::Kernel;
-use super::snapshot_reads;
+use super::snapshot_reads::ReadAt;
 use crate::procfs::ProcSnapshot;
 use crate::trace::parse::Parser;
 use zonealloc::ZoneConfig;
 
 /// The walk that carries the start counts over `text` (the trace before the start marker,
-/// as kept) from zoneinfo's print, where `text` shows zoneinfo's reader; `base` as the
-/// replay's zones have it. Fed each event of `text`, then [`carry`].
+/// as kept) from zoneinfo's print, where `text` shows zoneinfo's reader (`read`); `base` as
+/// the replay's zones have it. Fed each event of `text`, then [`carry`].
 pub fn walk(
     text: &[u8],
-    (snap, geo): (&ProcSnapshot, &Geometry),
+    (snap, geo, read): (&ProcSnapshot, &Geometry, Option<&ReadAt>),
     (preset, base): (Kernel, &ZoneConfig),
 ) -> Option<Walk> {
-    let at = read_point(text, snap)?;
+    let at = read_point(text, read?)?;
     let mut walk = Walk::new(
         geo,
         snap,
@@ -91,12 +91,16 @@ pub fn carry(walk: &Walk, geo: &Geometry, counts: &mut StartCounts) {
     }
 }
 
-/// Where the before-snapshot's zoneinfo was read in `text` (`snapshot_reads::find_before`):
-/// its reader's last allocation.
-fn read_point(text: &[u8], snap: &ProcSnapshot) -> Option<ReadPoint> {
-    let first = snap.layout.is_none() && snap.nodes.is_empty();
-    let read = snapshot_reads::find_before(text, first)?;
-    let reader = read.reader?;
+/// Whether the before-snapshot `snap` read zoneinfo first (`snapshot_reads::find_before`'s
+/// `first`: the shipped captures, no layout and no `nodes/`).
+pub fn zoneinfo_first(snap: &ProcSnapshot) -> bool {
+    snap.layout.is_none() && snap.nodes.is_empty()
+}
+
+/// Zoneinfo's read `read` in `text` (`snapshot_reads::find_before`) as the point of its
+/// reader's last allocation.
+fn read_point(text: &[u8], read: &ReadAt) -> Option<ReadPoint> {
+    let reader = read.reader.as_ref()?;
     let start = memchr::memrchr(b'\n', &text[..read.offset.saturating_sub(1)]).map_or(0, |n| n + 1);
     let line = &text[start..read.offset];
     let ev = Parser::new().feed(line.strip_suffix(b"\n").unwrap_or(line))?;

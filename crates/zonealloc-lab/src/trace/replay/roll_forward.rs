@@ -8,6 +8,7 @@ use super::geometry::Geometry;
 use super::infer::kernel::KernelSide;
 use super::infer::start_count::Walk;
 use super::layout::{after_layout_read, Roll, RollWalk};
+use super::snapshot_reads::ReadAt;
 use crate::trace::ingest::before::BEFORE_BYTES;
 use crate::trace::ingest::Kept;
 use crate::trace::parse::{lines, Parser};
@@ -17,25 +18,38 @@ use crate::trace::parse::{lines, Parser};
 /// show when the layout was read (no `KT_SNAPSHOT_BEFORE_BEGIN`, and not cut: a capture
 /// without it). A text cut to its last bytes began after the read: all of it counts.
 /// `thp_order`: the THP order that has lists; `extfrag_names_page`: the kernel family's
-/// `mm_page_alloc_extfrag` (`KernelSide::set_extfrag_names_page`).
+/// `mm_page_alloc_extfrag` (`KernelSide::set_extfrag_names_page`). `counts_read`: where in
+/// `text` pagetypeinfo was read (`snapshot_reads::find_before_of`).
 pub fn start(
     text: &[u8],
     geo: &Geometry,
-    thp_order: Option<u8>,
-    extfrag_names_page: bool,
+    (thp_order, extfrag_names_page): (Option<u8>, bool),
+    counts_read: Option<&ReadAt>,
 ) -> Option<Rolls> {
     let cut = text.len() >= BEFORE_BYTES;
     let from = text.len() - after_layout_read(text, cut)?.len();
+    // `capture-kmem` reads pagetypeinfo, whose counts the start is matched to, after the
+    // layout and before the window's start: where its reader is found, the roll is kept
+    // there too ([`Roll::at_counts`]).
+    let counts_at = counts_read.map(|r| r.offset);
     let spans: Vec<_> = geo.zones.iter().map(|z| z.start..z.end()).collect();
     let walk = RollWalk::new(&spans, geo.cpus, geo.numbering, thp_order);
     let mut kernel = KernelSide::new(spans.len(), geo.cpus.max(1));
     kernel.set_extfrag_names_page(extfrag_names_page);
-    Some(Rolls { from, walk, kernel })
+    Some(Rolls {
+        from,
+        counts_at,
+        walk,
+        kernel,
+    })
 }
 
 /// A roll being fed ([`start`]): the lines of its text from byte `from` on.
 pub struct Rolls {
     from: usize,
+    /// Where pagetypeinfo was read (the end of its reader's last allocation's line), until
+    /// the walk passes it.
+    counts_at: Option<usize>,
     walk: RollWalk,
     kernel: KernelSide,
 }
@@ -76,6 +90,10 @@ pub fn walk_before(
             w.feed(&ev);
         }
         if let Some(r) = roll.as_deref_mut().filter(|r| start >= r.from) {
+            if r.counts_at.is_some_and(|c| start >= c) {
+                r.walk.counts_read();
+                r.counts_at = None;
+            }
             let zone = geo.zone_of(ev.kind.pfn()).unwrap_or(0);
             r.kernel.add_counts(&ev, zone);
             r.walk.feed(&ev, &r.kernel.untraced_now);
@@ -89,6 +107,7 @@ mod tests {
     use super::*;
     use crate::trace::ingest::sniff::Sniff;
     use crate::trace::migratetype::Numbering;
+    use crate::trace::replay::snapshot_reads::{self, SnapFile};
 
     fn line(ts: &str, ev: &str) -> String {
         format!("            x-1     [000] .....    {ts}: {ev}\n")
@@ -107,21 +126,56 @@ mod tests {
         .unwrap()
     }
 
+    /// The rolls of `text` on [`geo`], fed by the one parse, pagetypeinfo's read found.
+    fn rolls_of(text: &[u8]) -> Vec<Roll> {
+        let geo = geo();
+        let read = snapshot_reads::find_before_of(text, SnapFile::Pagetypeinfo, false);
+        let mut roll = start(text, &geo, (Some(9), false), read.as_ref()).unwrap();
+        walk_before(text, &geo, (None, Some(&mut roll)), None);
+        roll.finish()
+    }
+
+    fn free(pfn: u32) -> String {
+        format!("mm_page_free: page=(____ptrval____) pfn={pfn:#x} order=0")
+    }
+
     /// The one parse feeds the roll only the lines after the layout's read: of three frees,
     /// the one before `KT_SNAPSHOT_BEFORE_BEGIN` sets no state.
     #[test]
     fn the_roll_beside_the_carry_reads_from_the_layouts_read_on() {
-        let geo = geo();
-        let free = |pfn: u32| format!("mm_page_free: page=(____ptrval____) pfn={pfn:#x} order=0");
         let mut t = line("1.000000", &free(0x100));
         t += &line("1.500000", "tracing_mark_write: KT_SNAPSHOT_BEFORE_BEGIN p");
         t += &line("2.000000", &free(0x200));
         t += &line("2.500000", &free(0x300));
-        let text = t.as_bytes();
-        let mut roll = start(text, &geo, Some(9), false).unwrap();
-        walk_before(text, &geo, (None, Some(&mut roll)), None);
-        let rolls = roll.finish();
+        let rolls = rolls_of(t.as_bytes());
         assert_eq!(rolls.iter().map(|r| r.events).sum::<u64>(), 2);
+    }
+
+    /// The roll is kept where pagetypeinfo's `cat` read it, the events after that read
+    /// apart: of three frees after the layout's marker, the first before the read.
+    #[test]
+    fn the_roll_is_kept_at_pagetypeinfos_read() {
+        let alloc = "mm_page_alloc: page=(____ptrval____) pfn=0x400 order=0 migratetype=0 \
+                     gfp_flags=GFP_KERNEL";
+        let cat = |ts: &str, ev: &str| format!("           cat-9     [001] .....    {ts}: {ev}\n");
+        let mut t = line("1.500000", "tracing_mark_write: KT_SNAPSHOT_BEFORE_BEGIN p");
+        t += &line("2.000000", &free(0x200));
+        t += &line(
+            "2.100000",
+            "tracing_mark_write: KT_SNAPSHOT_READ pagetypeinfo p",
+        );
+        t += &cat("2.200000", alloc);
+        t += &cat("2.300000", &free(0x300));
+        t += &line("2.400000", &free(0x500));
+        let rolls = rolls_of(t.as_bytes());
+        // The free at 0x200 and the cat's allocation, read: not the cat's free after it.
+        let at = rolls[0].at_counts.as_deref().unwrap();
+        assert_eq!((at.events, rolls[0].events), (2, 4));
+        // Without the read in the text (no marker, no cat), no roll is kept apart.
+        let plain = t
+            .replace("pagetypeinfo", "vmstat")
+            .replace("cat-9", "awk-9");
+        assert!(rolls_of(plain.as_bytes())[0].at_counts.is_none());
     }
 
     /// The events the one parse keeps for the walks after the replayers' set-up are the
@@ -130,7 +184,6 @@ mod tests {
     #[test]
     fn the_parse_before_keeps_every_event_of_the_text_for_the_later_walks() {
         let geo = geo();
-        let free = |pfn: u32| format!("mm_page_free: page=(____ptrval____) pfn={pfn:#x} order=0");
         let alloc = |gfp: &str| {
             format!("mm_page_alloc: page=(____ptrval____) pfn=0x400 order=1 migratetype=1 gfp_flags={gfp}")
         };
@@ -141,7 +194,7 @@ mod tests {
         t += &line("2.000000", &alloc("GFP_HIGHUSER_MOVABLE|__GFP_ZERO"));
         t += line("2.500000", &free(0x300)).trim_end();
         let text = t.as_bytes();
-        let mut roll = start(text, &geo, Some(9), false).unwrap();
+        let mut roll = start(text, &geo, (Some(9), false), None).unwrap();
         let mut kept = Kept::default();
         assert!(walk_before(
             text,

@@ -459,13 +459,23 @@ fn carry_and_roll(
     (geo, base, preset): (&Geometry, &zonealloc::ZoneConfig, Kernel),
     start_counts: Option<&mut start_count::StartCounts>,
 ) -> (Option<Vec<layout::Roll>>, Option<Kept>) {
+    use super::snapshot_reads::{find_before_each, SnapFile};
     use super::{carry_start, roll_forward};
-    let mut carry = match (&start_counts, snap, opts.whole_file) {
-        (Some(_), Some(s), false) => carry_start::walk(text, (s, geo), (preset, base)),
+    let carries = start_counts.is_some() && snap.is_some() && !opts.whole_file;
+    // zoneinfo's read, where the carry starts, and pagetypeinfo's, where the roll keeps the
+    // counts' state: one scan of the before-snapshot's reads.
+    let first = snap.is_some_and(carry_start::zoneinfo_first);
+    let [zoneinfo, pagetypeinfo] = match carries || wants.roll {
+        true => find_before_each(text, [SnapFile::Zoneinfo, SnapFile::Pagetypeinfo], first),
+        false => [None, None],
+    };
+    let mut carry = match (snap, carries) {
+        (Some(s), true) => carry_start::walk(text, (s, geo, zoneinfo.as_ref()), (preset, base)),
         _ => None,
     };
+    let rules = (base.pcp.thp_order, preset.extfrag_names_page());
     let mut roll = (wants.roll)
-        .then(|| roll_forward::start(text, geo, base.pcp.thp_order, preset.extfrag_names_page()))
+        .then(|| roll_forward::start(text, geo, rules, pagetypeinfo.as_ref()))
         .flatten();
     // The walks after the replayers' set-up read the events this parse keeps.
     let mut keep = (wants.free_factor || wants.free_count || wants.runs).then(Kept::default);

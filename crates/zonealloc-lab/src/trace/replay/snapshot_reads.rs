@@ -56,6 +56,18 @@ impl SnapFile {
         }
     }
 
+    /// Which `cat` from the last before `KT_SNAPSHOT_BEFORE_END` reads it (1: the last):
+    /// `SNAP_BEFORE` reads buddyinfo, pagetypeinfo, vmstat, meminfo and zoneinfo last, in
+    /// that order, each with a `cat` of its own (`None`: the layout, read by `od`).
+    fn before_from_end(self) -> Option<usize> {
+        match self {
+            SnapFile::Zoneinfo => Some(1),
+            SnapFile::Pagetypeinfo => Some(4),
+            SnapFile::Buddyinfo => Some(5),
+            SnapFile::Layout => None,
+        }
+    }
+
     /// Its reader's command, and which of that command's tasks after
     /// `KT_SNAPSHOT_AFTER_BEGIN` it is (1: the first).
     fn reader(self) -> (&'static [u8], usize) {
@@ -143,20 +155,46 @@ pub fn find(text: &[u8]) -> Vec<ReadAt> {
 /// (`found_by` `order`). Read at its reader's last allocation, as [`find`]'s files
 /// ([`ReadAt::offset`]: the end of that line in `text`).
 pub fn find_before(text: &[u8], first: bool) -> Option<ReadAt> {
+    find_before_of(text, SnapFile::Zoneinfo, first)
+}
+
+/// Where the before-snapshot's `file` was read in `text`, as [`find_before`] finds
+/// zoneinfo's: the first `cat` after its `KT_SNAPSHOT_READ` marker, else, by `SNAP_BEFORE`'s
+/// order, the `cat` that many from the last before `KT_SNAPSHOT_BEFORE_END`
+/// ([`SnapFile::before_from_end`]; `first`: zoneinfo's, the first `cat`). `None` for the
+/// layout (read by `od`), or where no such `cat` ran.
+pub fn find_before_of(text: &[u8], file: SnapFile, first: bool) -> Option<ReadAt> {
+    let [read] = find_before_each(text, [file], first);
+    read
+}
+
+/// [`find_before_of`] for each of `files`, from one scan of `text` (the scan reads every
+/// line of the before-snapshot's reads, the layout walk's tens of thousands among them: 31 M
+/// instructions on 6.1-4g-loads p_fork).
+pub fn find_before_each<const N: usize>(
+    text: &[u8],
+    files: [SnapFile; N],
+    first: bool,
+) -> [Option<ReadAt>; N] {
     let end = memchr::memmem::find(text, b"KT_SNAPSHOT_BEFORE_END").map_or(text.len(), |at| {
         memchr::memrchr(b'\n', &text[..at]).map_or(0, |nl| nl + 1)
     });
     let (seen, marks) = scan(&text[..end]);
-    let zoneinfo = SnapFile::Zoneinfo.name().as_bytes();
-    if let Some(k) = marks.iter().position(|m| *m == zoneinfo) {
-        let reader = seen
-            .iter()
-            .find(|s| s.after_marks > k && s.comm == b"cat")?;
-        return Some(read_at(SnapFile::Zoneinfo, Some(reader), "marker"));
-    }
-    let mut cats = seen.iter().filter(|s| s.comm == b"cat");
-    let reader = if first { cats.next() } else { cats.next_back() };
-    reader.map(|r| read_at(SnapFile::Zoneinfo, Some(r), "order"))
+    files.map(|file| {
+        let name = file.name().as_bytes();
+        if let Some(k) = marks.iter().position(|m| *m == name) {
+            let reader = seen
+                .iter()
+                .find(|s| s.after_marks > k && s.comm == b"cat")?;
+            return Some(read_at(file, Some(reader), "marker"));
+        }
+        let mut cats = seen.iter().filter(|s| s.comm == b"cat");
+        let reader = match first && file == SnapFile::Zoneinfo {
+            true => cats.next(),
+            false => cats.nth_back(file.before_from_end()? - 1),
+        };
+        reader.map(|r| read_at(file, Some(r), "order"))
+    })
 }
 
 /// `file`'s [`ReadAt`], read by `reader`.
@@ -364,6 +402,45 @@ mod tests {
         let mut only_mark = t[..t.find("cat-10").unwrap()].to_owned();
         only_mark += &line("dash-7", "tracing_mark_write: KT_SNAPSHOT_BEFORE_END p_x");
         assert!(find_before(only_mark.as_bytes(), false).is_none());
+    }
+
+    #[test]
+    fn the_before_snapshots_pagetypeinfo_is_the_cat_after_its_marker_or_the_fourth_from_last() {
+        let mut t = String::from("# tracer: nop\n");
+        t += &line("dash-7", "tracing_mark_write: KT_SNAPSHOT_BEFORE_BEGIN p_x");
+        t += &line("od-8", ALLOC);
+        // SNAP_BEFORE: buddyinfo, pagetypeinfo, vmstat, meminfo, zoneinfo, a cat each.
+        for cat in ["cat-9", "cat-10", "cat-11", "cat-12", "cat-13"] {
+            t += &line(cat, ALLOC);
+        }
+        t += &line("dash-7", "tracing_mark_write: KT_SNAPSHOT_BEFORE_END p_x");
+        let pti = find_before_of(t.as_bytes(), SnapFile::Pagetypeinfo, false).unwrap();
+        assert_eq!(
+            (pti.reader.as_deref(), pti.found_by),
+            (Some("cat-10"), "order")
+        );
+        assert!(t[..pti.offset].ends_with(&line("cat-10", ALLOC)));
+        let buddy = find_before_of(t.as_bytes(), SnapFile::Buddyinfo, true).unwrap();
+        assert_eq!(buddy.reader.as_deref(), Some("cat-9"));
+        assert!(find_before_of(t.as_bytes(), SnapFile::Layout, false).is_none());
+        // Too few cats: not found.
+        let short = t
+            .replace(&line("cat-9", ALLOC), "")
+            .replace(&line("cat-10", ALLOC), "");
+        assert!(find_before_of(short.as_bytes(), SnapFile::Pagetypeinfo, false).is_none());
+        // A marker names the first cat after it, whatever runs after.
+        let marked = t.replace(
+            &line("cat-12", ALLOC),
+            &(line(
+                "dash-7",
+                "tracing_mark_write: KT_SNAPSHOT_READ pagetypeinfo p_x",
+            ) + &line("cat-12", ALLOC)),
+        );
+        let pti = find_before_of(marked.as_bytes(), SnapFile::Pagetypeinfo, false).unwrap();
+        assert_eq!(
+            (pti.reader.as_deref(), pti.found_by),
+            (Some("cat-12"), "marker")
+        );
     }
 
     #[test]

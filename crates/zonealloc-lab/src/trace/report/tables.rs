@@ -238,6 +238,18 @@ pub(super) fn setup_table(r: &Replayer) -> Table {
                 0,
             );
         }
+        if f.moved != (0, 0) {
+            row(
+                "free blocks of pagetypeinfo that the events after its read took",
+                f.moved.0,
+                0,
+            );
+            row(
+                "free blocks the events after pagetypeinfo's read put on the free lists",
+                0,
+                f.moved.1,
+            );
+        }
         if f.made_up > 0 {
             row(
                 "free blocks made up from pages in use of the layout",

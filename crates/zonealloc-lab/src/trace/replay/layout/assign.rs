@@ -84,6 +84,8 @@ impl ZoneLayout {
         l.holes_from_flagless(layout, z.managed_pages);
         // Rolled forward to the window's start, the free blocks re-form from the canvas.
         let roll = hints.roll.as_ref().filter(|r| !r.is_empty());
+        // The canvas as read, for the counts' own read ([`ZoneLayout::counts_at_start`]).
+        let as_read = roll.and_then(|r| r.at_counts.as_ref().map(|_| l.pages.clone()));
         let free = match roll {
             Some(roll) => {
                 l.rolled = l.apply_roll(roll, &hints.freed);
@@ -134,13 +136,14 @@ impl ZoneLayout {
         if hints.as_read {
             return l;
         }
-        l.trim(&targets.0);
+        let want = l.counts_at_start(&targets.0, as_read, roll, &hints.freed);
+        l.trim(&want);
         // A pageblock a refill rules a type out for keeps its type too.
         let named = (hints.block_types.keys())
             .chain(hints.not_types.keys())
             .copied()
             .collect();
-        l.make_up(&targets.0, &named);
+        l.make_up(&want, &named);
         l
     }
 

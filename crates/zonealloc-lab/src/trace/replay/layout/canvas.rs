@@ -60,6 +60,10 @@ pub struct ZoneLayout {
     pub trimmed: u64,
     /// Free blocks made from pages in use where the kernel's layout fell short of them.
     pub made_up: u64,
+    /// pagetypeinfo's free blocks per migratetype index and order brought from its read to
+    /// the window's start by the events in between (`ZoneLayout::counts_at_start`), where
+    /// its read was found.
+    pub at_start: Option<[Vec<u64>; 5]>,
     /// Pageblocks retyped to make free blocks up (`layout::retype`; in pairs, so that the
     /// pageblocks per type stay pagetypeinfo's).
     pub retyped: u64,
@@ -104,6 +108,7 @@ impl ZoneLayout {
             unplaced: 0,
             trimmed: 0,
             made_up: 0,
+            at_start: None,
             retyped: 0,
             absent: 0,
             pcp_hints: Vec::new(),

@@ -84,6 +84,10 @@ pub struct Roll {
     spans: BTreeMap<u64, (u64, After)>,
     /// Events that set a state.
     pub events: u64,
+    /// The roll as it stood where the counts the start is matched to were read
+    /// (pagetypeinfo's `cat`, [`RollWalk::counts_read`]): the events after it moved the
+    /// counts too (`ZoneLayout::counts_at_start`).
+    pub at_counts: Option<Box<Roll>>,
 }
 
 impl Roll {
@@ -261,6 +265,18 @@ impl RollWalk {
         let end = pfn.saturating_add(1u64 << order.min(20));
         self.rolls[z].set(pfn..end, state);
         self.rolls[z].events += 1;
+    }
+
+    /// The before-snapshot's counts (pagetypeinfo) are read here, before the events fed
+    /// next: each zone's roll as it stands is kept ([`Roll::at_counts`]).
+    pub fn counts_read(&mut self) {
+        for r in &mut self.rolls {
+            let now = Roll {
+                at_counts: None,
+                ..r.clone()
+            };
+            r.at_counts = Some(Box::new(now));
+        }
     }
 
     /// The rolls per zone (as the `zones` given to [`RollWalk::new`]).

@@ -33,6 +33,10 @@ pub struct SetupFacts {
     pub trimmed: u64,
     /// Free blocks made from pages in use where the kernel's layout fell short of them.
     pub made_up: u64,
+    /// Free blocks of pagetypeinfo's counts that the events after its read took, and those
+    /// they put on the free lists: the kernel's figures here are the read's moved by them
+    /// (`ZoneLayout::at_start`).
+    pub moved: (u64, u64),
     /// Pages of the CPUs' lists for which no page in use was found.
     pub pcp_missing: u64,
     /// PCP pages: the kernel's, ours.
@@ -276,6 +280,10 @@ fn facts(
     let (kblocks, _) = kernel_types(snap, z);
     let holes = l.hole_blocks();
     let start = z.start_pfn;
+    // The kernel's counts at the start: pagetypeinfo's, moved by the events after its read.
+    let counts = l.at_start.as_ref().unwrap_or(&targets.0);
+    let (moved, pages) = moved(&targets.0, counts);
+    let shift = |n: u64| (n + pages.1).saturating_sub(pages.0);
     SetupFacts {
         zone: z.label(),
         layout: if l.synthesised {
@@ -284,20 +292,24 @@ fn facts(
             "kernel"
         },
         managed: (z.managed_pages, zone.managed_pages()),
-        used: (z.used_pages().unwrap_or(0), pool.len() as u64),
+        used: (
+            (z.used_pages().unwrap_or(0) + pages.0).saturating_sub(pages.1),
+            pool.len() as u64,
+        ),
         free: (
-            z.buddy_free_pages().unwrap_or(z.free_pages),
+            shift(z.buddy_free_pages().unwrap_or(z.free_pages)),
             zone.free_pages(),
         ),
         free_blocks: (
             (0..=max_order)
-                .map(|o| targets.0.iter().map(|f| f[o]).sum())
+                .map(|o| counts.iter().map(|f| f.get(o).copied().unwrap_or(0)).sum())
                 .collect(),
             zone.nr_free()[..=max_order].to_vec(),
         ),
         unplaced: l.unplaced,
         trimmed: l.trimmed,
         made_up: l.made_up,
+        moved,
         pcp_missing,
         pcp: (z.pcp_pages(), zone.pcp_pages()),
         pageblocks: (
@@ -306,6 +318,21 @@ fn facts(
         ),
         holes,
     }
+}
+
+/// Free blocks of `read` (per migratetype index and order) that `start` lacks and has
+/// beyond it, and their pages.
+fn moved(read: &[Vec<u64>; 5], start: &[Vec<u64>; 5]) -> ((u64, u64), (u64, u64)) {
+    let (mut blocks, mut pages) = ((0, 0), (0, 0));
+    for (r, s) in read.iter().zip(start) {
+        for (o, (&r, &s)) in r.iter().zip(s).enumerate() {
+            blocks.0 += r.saturating_sub(s);
+            blocks.1 += s.saturating_sub(r);
+            pages.0 += r.saturating_sub(s) << o;
+            pages.1 += s.saturating_sub(r) << o;
+        }
+    }
+    (blocks, pages)
 }
 
 /// Frees each CPU's chosen blocks onto its lists, at the kernel's current `high`.

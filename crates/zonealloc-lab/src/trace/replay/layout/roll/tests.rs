@@ -37,6 +37,12 @@ const P: &str = "page=(____ptrval____)";
 /// The roll of `events` written after the layout's read marker (and one event before it,
 /// which the roll must not read), in DMA (pfns 0..4096) on 4 CPUs.
 fn roll(events: &str) -> Roll {
+    roll_parts(&[events])
+}
+
+/// [`roll`] of the events of `parts`, the before-snapshot's counts read between each part
+/// and the next ([`RollWalk::counts_read`]).
+fn roll_parts(parts: &[&str]) -> Roll {
     let mut t = line(
         0,
         "1.000000",
@@ -47,25 +53,47 @@ fn roll(events: &str) -> Roll {
         "1.500000",
         "tracing_mark_write: KT_SNAPSHOT_BEFORE_BEGIN p",
     );
-    t += events;
-    let text = after_layout_read(t.as_bytes(), false).unwrap();
     let dma = 0..4096;
     let mut walk = RollWalk::new(std::slice::from_ref(&dma), 4, Numbering::Current, Some(9));
     let mut parser = Parser::new();
-    for l in text.split_inclusive(|&b| b == b'\n') {
-        if let Some(ev) = parser.feed(l) {
-            walk.feed(&ev, &[]);
+    for (k, events) in parts.iter().enumerate() {
+        if k > 0 {
+            walk.counts_read();
+        }
+        let text = match k {
+            0 => t.clone() + events,
+            _ => events.to_string(),
+        };
+        let text = match k {
+            0 => after_layout_read(text.as_bytes(), false).unwrap().to_vec(),
+            _ => text.into_bytes(),
+        };
+        for l in text.split_inclusive(|&b| b == b'\n') {
+            if let Some(ev) = parser.feed(l) {
+                walk.feed(&ev, &[]);
+            }
         }
     }
     walk.finish().pop().unwrap()
 }
 
+/// CPU 3's `event` of the page at 192, Unmovable, at 2 s (`rest`: the fields after).
+fn cpu3_at_192(event: &str, rest: &str) -> String {
+    let ev = format!("{event}: {P} pfn=0xc0 order=0 migratetype=0{rest}");
+    line(3, "2.000000", &ev)
+}
+
+/// pagetypeinfo's targets of DMA as read.
+fn read_targets() -> Targets {
+    let s = snap();
+    let z = s.zone(0, ZoneType::Dma).unwrap();
+    targets(&s, z, 11)
+}
+
 /// Targets of DMA with Unmovable free blocks of orders 0 to 5 and 7 (192's block split, its
 /// first page gone), Movable's as pagetypeinfo has them.
 fn split_targets() -> Targets {
-    let s = snap();
-    let z = s.zone(0, ZoneType::Dma).unwrap();
-    let mut t = targets(&s, z, 11);
+    let mut t = read_targets();
     let u = MigrateType::Unmovable.index();
     t.0[u] = vec![1, 1, 1, 1, 1, 1, 0, 1, 0, 0, 0];
     t
@@ -130,14 +158,8 @@ fn a_page_freed_onto_a_list_after_the_layouts_read_is_not_free_at_the_start() {
 fn a_page_drained_after_the_layouts_read_is_free_at_the_start() {
     // Read on a list (flagless), drained to the buddy before the marker: the order-6 block
     // at 192 is whole again, as pagetypeinfo (read after the drain) counts it.
-    let ev = line(
-        3,
-        "2.000000",
-        &format!("mm_page_pcpu_drain: {P} pfn=0xc0 order=0 migratetype=0"),
-    );
-    let s = snap();
-    let z = s.zone(0, ZoneType::Dma).unwrap();
-    let t = targets(&s, z, 11);
+    let ev = cpu3_at_192("mm_page_pcpu_drain", "");
+    let t = read_targets();
     let mut rolled = layout(LAYOUT_192_LISTED, &t, Some(roll(&ev)));
     assert_eq!(rolled.page(192), Page::Free);
     assert_eq!((rolled.trimmed, rolled.made_up), (0, 0));
@@ -157,11 +179,7 @@ fn a_page_drained_after_the_layouts_read_is_free_at_the_start() {
 #[test]
 fn a_page_refilled_after_the_layouts_read_is_on_that_cpus_list_at_the_start() {
     // CPU 3's refill takes 192 off the buddy onto its Unmovable list; nothing allocates it.
-    let ev = line(
-        3,
-        "2.000000",
-        &format!("mm_page_alloc_zone_locked: {P} pfn=0xc0 order=0 migratetype=0 percpu_refill=1"),
-    );
+    let ev = cpu3_at_192("mm_page_alloc_zone_locked", " percpu_refill=1");
     let r = roll(&ev);
     let listed = r.listed();
     assert_eq!(listed.len(), 1);
@@ -297,4 +315,44 @@ fn a_page_the_window_frees_first_was_in_use_at_the_start_not_on_the_list_it_was_
     let mut listed = layout(LAYOUT, &t, Some(roll(&ev)));
     assert_eq!(listed.choose_pcp(&[(2, vec![(0, 0, 1)])]), 0);
     assert_eq!(listed.pcp, [(2, 192, 0)]);
+}
+
+#[test]
+fn a_block_refilled_after_pagetypeinfos_read_is_taken_off_its_counts_not_made_up() {
+    // pagetypeinfo counts the order-6 block at 192 whole; CPU 3's refill then takes 192 onto
+    // its list before the start marker (6.1-4g-loads p_fork: dash-188's refill at 81.344274,
+    // after pagetypeinfo's cat-303 at 81.322914, takes five order-0 and 29 order-1 Unmovable
+    // blocks pagetypeinfo counted).
+    let ev = cpu3_at_192("mm_page_alloc_zone_locked", " percpu_refill=1");
+    let t = read_targets();
+    let read_first = roll_parts(&["", &ev]);
+    assert_eq!(read_first.at_counts.as_ref().map(|r| r.events), Some(0));
+    let l = layout(LAYOUT, &t, Some(read_first));
+    assert_eq!((l.page(192), l.trimmed, l.made_up), (Page::Flagless, 0, 0));
+    assert_eq!(l.free_by_type(), split_targets().0);
+    // The counts at the start: the order-6 block taken, its six remains put on the free
+    // lists (`expand`).
+    assert_eq!(l.at_start, Some(split_targets().0));
+    // Matched to the counts as read (no read found), the split block is trimmed and an
+    // order-6 block made up from pages in use: free at the start, where the kernel had none.
+    let stale = layout(LAYOUT, &t, Some(roll(&ev)));
+    assert_eq!((stale.trimmed, stale.made_up), (6, 1));
+    // Read after the refill, the counts are the start's as they are.
+    let read_after = roll_parts(&[&ev, ""]);
+    let l = layout(LAYOUT, &split_targets(), Some(read_after));
+    assert_eq!((l.trimmed, l.made_up), (0, 0));
+}
+
+#[test]
+fn a_block_drained_after_pagetypeinfos_read_is_added_to_its_counts_not_trimmed() {
+    // Read on a list, the page at 192 is drained after pagetypeinfo's read: pagetypeinfo
+    // counts the rest of its block split (orders 0 to 5), the start has the block whole.
+    let ev = cpu3_at_192("mm_page_pcpu_drain", "");
+    let t = split_targets();
+    let l = layout(LAYOUT_192_LISTED, &t, Some(roll_parts(&["", &ev])));
+    assert_eq!((l.page(192), l.trimmed, l.made_up), (Page::Free, 0, 0));
+    assert_eq!(l.free_by_type(), read_targets().0);
+    assert_eq!(l.at_start, Some(read_targets().0));
+    let stale = layout(LAYOUT_192_LISTED, &t, Some(roll(&ev)));
+    assert_eq!((stale.trimmed, stale.made_up), (1, 6));
 }
