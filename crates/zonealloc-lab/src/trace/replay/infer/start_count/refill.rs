@@ -56,6 +56,7 @@ impl Walk {
                 c.high.grow.min(c.high.batch)
             };
             c.high.hi = (c.high.hi + grow).min(c.high.max);
+            c.refill_may_pass_high(order);
         }
         c.in_refill = Some((order, mt, pfn));
         let mut pages = 1i64 << order;
