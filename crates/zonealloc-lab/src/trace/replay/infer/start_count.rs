@@ -23,8 +23,10 @@
 //! - the *pin*: the first drain on the CPU that a free of order 0 or of an order above
 //!   `PAGE_ALLOC_COSTLY_ORDER` (3) triggered: that free took the count from below `high` to
 //!   `high` or above, so `high <= c0 + delta <= high + (1 << order) - 1` just after it (an
-//!   order-0 free: `c0 + delta == high`). Frees of orders 1..=3 may take the `free_high` path,
-//!   which drains whatever the count is, so they pin only where 6.1's arithmetic tells the two
+//!   order-0 free: `c0 + delta == high`; after a higher order's refill, which may have taken
+//!   the count past `high` with no free, only `c0 + delta >= high`:
+//!   `start_count/over_high.rs`). Frees of orders 1..=3 may take the `free_high` path, which
+//!   drains whatever the count is, so they pin only where 6.1's arithmetic tells the two
 //!   apart: 6.1's `nr_pcp_free` drains at most `high - batch` pages (`free_pcppages_bulk`
 //!   may pass it by the last block drained, less a page), and `free_high` drains the whole count, so a drain of more than that emptied
 //!   the lists: `c0 + delta == drained pages`.
@@ -178,9 +180,10 @@ struct Cpu {
     since_candidate: Vec<u64>,
     /// Whether the CPU has lists (`high >= batch`): a pin is waited for.
     wanted: bool,
+    /// The count may be at or above `high` and no free on this CPU has shown it below since:
     /// kswapd's pass on the zone's node began (`ZONE_RECLAIM_ACTIVE`, `nr_pcp_high` at most
-    /// `batch << 2`) and no free on this CPU has shown the count below that since: the list
-    /// may hold more than the new `high` ([`Walk::kswapd`]).
+    /// `batch << 2`: [`Walk::kswapd`]), or a refill of a higher order put its batch on the
+    /// lists whatever the count (`over_high.rs`).
     high_fell: bool,
     /// What the trace shows of `high` at the start (`--whole-file` from 6.7 on).
     start_high: start_high::StartHigh,
@@ -535,6 +538,7 @@ mod counts;
 mod finish;
 mod frees;
 mod high;
+mod over_high;
 mod pin;
 mod reach;
 mod reclaim;

@@ -55,6 +55,7 @@ impl Walk {
                 c.high.grow.min(c.high.batch)
             };
             c.high.hi = (c.high.hi + grow).min(c.high.max);
+            c.refill_may_pass_high(order);
         }
         c.in_refill = Some((order, mt, pfn));
         self.add(zone, cpu, 1i64 << order);
