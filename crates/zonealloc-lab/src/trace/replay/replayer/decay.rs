@@ -195,7 +195,7 @@ impl Replayer {
                 }
                 continue;
             }
-            if run.paused && self.decay_would_drain(run.cpu) {
+            if run.paused && (self.inside_free(run.cpu) || self.decay_would_drain(run.cpu)) {
                 if let Some(vm) = self.vmstat.as_mut() {
                     vm.still_late(run);
                 }
@@ -208,6 +208,25 @@ impl Replayer {
             vm.event_of(cpu, ts, &ev.kind);
         }
         Ok(())
+    }
+
+    /// Whether CPU `cpu`'s task is inside a free call (with [`Replayer::mid_free_no_switch`]):
+    /// a traced `mm_page_free` (`free_pages_prepare`) still waits for its commit. Under
+    /// voluntary preemption there is no switch point before it (`free_unref_folios` prepares
+    /// the whole batch, then commits it; `free_unref_page` commits at once): a gap there is
+    /// an interrupt or the vCPU's stall, and the kworker cannot run in it. 6.12-4g
+    /// p_pressure: `kmem-phases-1191`'s exit frees 0x10dd3d at 804.009006 and 0x10dd3c at
+    /// 804.015427, one batch (every CPU silent for 37 ms between 0x10c116 and 0x10c117,
+    /// 804.019005 to 804.056421); ours ran CPU 1's late worker in the first gap and lowered
+    /// `high` 2387 -> 2089, draining 505 blocks at 804.016005 where the kernel drained 803
+    /// at 804.016817 (and `high` was 2387 at the after-snapshot's read). A single free is
+    /// held to the CPU's next event here too, so a task that sleeps after one waits there.
+    fn inside_free(&self, cpu: u32) -> bool {
+        self.mid_free_no_switch
+            && self
+                .deferred
+                .get(cpu as usize)
+                .is_some_and(|d| !d.is_empty())
     }
 
     /// Whether CPU `cpu`'s `decay_pcp_high` would drain pages now, in any zone. A late

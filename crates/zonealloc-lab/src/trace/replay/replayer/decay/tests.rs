@@ -345,6 +345,60 @@ fn a_busy_cpus_decay_waits_for_its_task_to_pause() {
     assert!(r.zones[0].pcp_info(CpuId(1)).high < high);
 }
 
+/// [`busy`] to 1.05 s, then one free call that stalls: CPU 1's task frees 8000 at 1.0502 s
+/// and 8001 at 1.06 s (`mm_page_free`), then commits both (`mm_page_free_batched`). The
+/// worker's `high` at the second free, with `mid_free_no_switch` as given.
+fn high_after_a_stall_inside_a_free(no_switch: bool) -> (i32, i32) {
+    let mut r = filled(true);
+    r.commit_at_batched = true;
+    r.mid_free_no_switch = no_switch;
+    let high = r.zones[0].pcp_info(CpuId(1)).high;
+    busy(&mut r, 900, 1050);
+    for (k, pfn) in [8000u64, 8001].into_iter().enumerate() {
+        let alloc = EventKind::Alloc {
+            pfn,
+            order: 0,
+            migratetype: 1,
+            gfp_flags: "GFP_HIGHUSER_MOVABLE",
+        };
+        feed_at(&mut r, 1, 1_050_000_000 + 50_000 * k as u64, alloc);
+    }
+    feed_at(
+        &mut r,
+        1,
+        1_050_200_000,
+        EventKind::Free {
+            pfn: 8000,
+            order: 0,
+        },
+    );
+    feed_at(
+        &mut r,
+        1,
+        1_060_000_000,
+        EventKind::Free {
+            pfn: 8001,
+            order: 0,
+        },
+    );
+    let stalled = r.zones[0].pcp_info(CpuId(1)).high;
+    for pfn in [8000, 8001] {
+        feed_at(&mut r, 1, 1_060_001_000, EventKind::FreeBatched { pfn });
+    }
+    (high, stalled)
+}
+
+#[test]
+fn a_late_decay_does_not_run_in_a_stall_inside_a_free_call() {
+    // Under voluntary preemption the gap between a batch's `free_pages_prepare` calls
+    // (1.0502 s to 1.06 s) is no switch point: the worker waits on. Placed at the task's
+    // "pause" (1.0542 s), it decays `high` there (fails on the old code).
+    let (high, stalled) = high_after_a_stall_inside_a_free(true);
+    assert_eq!(stalled, high);
+    let (high, stalled) = high_after_a_stall_inside_a_free(false);
+    assert!(stalled < high);
+}
+
 #[test]
 fn without_late_workers_a_busy_cpus_decay_runs_at_its_expiry() {
     // As above, with `--no-late-workers`: the worker runs at its expiry (0.988 s), while the
