@@ -11,7 +11,7 @@ use crate::trace::variant::Variant;
 
 /// Two CPUs, one zone of 64 Ki frames, mainline rules, the workers on or off (`decay`);
 /// CPU 1's lists filled by 1024 allocations and frees at 1 µs and 2 µs.
-fn filled(decay: bool) -> Replayer {
+pub(super) fn filled(decay: bool) -> Replayer {
     filled_on_wheel(decay, false)
 }
 
@@ -314,7 +314,7 @@ fn a_workers_run_before_the_window_places_its_cpus_timer() {
 }
 
 /// CPU 1's task allocates and frees a page every half millisecond from `from_ms` to `to_ms`.
-fn busy(r: &mut Replayer, from_ms: u64, to_ms: u64) {
+pub(super) fn busy(r: &mut Replayer, from_ms: u64, to_ms: u64) {
     for ms in from_ms..to_ms {
         let pfn = 4096 + ms;
         let alloc = EventKind::Alloc {
@@ -343,60 +343,6 @@ fn a_busy_cpus_decay_waits_for_its_task_to_pause() {
     assert_eq!(r.zones[0].pcp_info(CpuId(1)).high, high);
     busy(&mut r, 1060, 1061);
     assert!(r.zones[0].pcp_info(CpuId(1)).high < high);
-}
-
-/// [`busy`] to 1.05 s, then one free call that stalls: CPU 1's task frees 8000 at 1.0502 s
-/// and 8001 at 1.06 s (`mm_page_free`), then commits both (`mm_page_free_batched`). The
-/// worker's `high` at the second free, with `mid_free_no_switch` as given.
-fn high_after_a_stall_inside_a_free(no_switch: bool) -> (i32, i32) {
-    let mut r = filled(true);
-    r.commit_at_batched = true;
-    r.mid_free_no_switch = no_switch;
-    let high = r.zones[0].pcp_info(CpuId(1)).high;
-    busy(&mut r, 900, 1050);
-    for (k, pfn) in [8000u64, 8001].into_iter().enumerate() {
-        let alloc = EventKind::Alloc {
-            pfn,
-            order: 0,
-            migratetype: 1,
-            gfp_flags: "GFP_HIGHUSER_MOVABLE",
-        };
-        feed_at(&mut r, 1, 1_050_000_000 + 50_000 * k as u64, alloc);
-    }
-    feed_at(
-        &mut r,
-        1,
-        1_050_200_000,
-        EventKind::Free {
-            pfn: 8000,
-            order: 0,
-        },
-    );
-    feed_at(
-        &mut r,
-        1,
-        1_060_000_000,
-        EventKind::Free {
-            pfn: 8001,
-            order: 0,
-        },
-    );
-    let stalled = r.zones[0].pcp_info(CpuId(1)).high;
-    for pfn in [8000, 8001] {
-        feed_at(&mut r, 1, 1_060_001_000, EventKind::FreeBatched { pfn });
-    }
-    (high, stalled)
-}
-
-#[test]
-fn a_late_decay_does_not_run_in_a_stall_inside_a_free_call() {
-    // Under voluntary preemption the gap between a batch's `free_pages_prepare` calls
-    // (1.0502 s to 1.06 s) is no switch point: the worker waits on. Placed at the task's
-    // "pause" (1.0542 s), it decays `high` there (fails on the old code).
-    let (high, stalled) = high_after_a_stall_inside_a_free(true);
-    assert_eq!(stalled, high);
-    let (high, stalled) = high_after_a_stall_inside_a_free(false);
-    assert!(stalled < high);
 }
 
 #[test]
@@ -470,12 +416,12 @@ fn a_late_decay_that_would_drain_waits_for_the_workers_drain_in_the_trace() {
 }
 
 /// An unknown task's event on `cpu` at `t`.
-fn feed_at(r: &mut Replayer, cpu: u32, t: u64, kind: EventKind<'static>) {
+pub(super) fn feed_at(r: &mut Replayer, cpu: u32, t: u64, kind: EventKind<'static>) {
     r.feed(&at(cpu, t, kind, Who::UNKNOWN), Inferred::None)
         .unwrap();
 }
 
-fn movable(pfn: u64) -> EventKind<'static> {
+pub(super) fn movable(pfn: u64) -> EventKind<'static> {
     EventKind::Alloc {
         pfn,
         order: 0,
