@@ -120,6 +120,19 @@ impl Kernel {
         }
     }
 
+    /// Whether the family's kernel runs `Dynamic Preempt: voluntary` (Debian's 5.15 to 6.12,
+    /// their dmesg) rather than 7.2's `lazy`: a task in the kernel gives the CPU up only at
+    /// its preemption points (`cond_resched`, sleeping), none of them inside one free call
+    /// (`free_unref_folios`: `free_pages_prepare` for the batch, then the commits;
+    /// `free_unref_page`), so a gap in its trace there is an interrupt or the vCPU's stall,
+    /// not a switch to the CPU's kworker (`Replayer::mid_free_no_switch`).
+    pub fn voluntary_preempt(self) -> bool {
+        match self {
+            Kernel::V5_15 | Kernel::V6_1 | Kernel::V6_6 | Kernel::V6_12 => true,
+            Kernel::V7_2 => false,
+        }
+    }
+
     /// The family's rules the core does not model (for the report), from
     /// docs/kernel-versions.md §0 and §9.
     pub fn unmodelled(self) -> &'static [&'static str] {

@@ -95,6 +95,14 @@ pub struct Replayer {
     decay_waits_for_event: bool,
     /// A busy CPU's expired worker waits for its CPU ([`Replayer::set_late_workers`]).
     late_workers: bool,
+    /// A late worker's run is not placed in a gap its CPU's task shows inside a free call
+    /// (a traced free not yet committed): the voluntary-preemption kernels (`decay.rs`).
+    pub mid_free_no_switch: bool,
+    /// Per CPU: the pause a late run skipped inside a free call, until the CPU's next event
+    /// tells whether the free was a batch's (`decay.rs`, `inside_free`).
+    mid_pause: Vec<Option<u64>>,
+    /// Whether any CPU has a `mid_pause`.
+    any_mid: bool,
     /// The workers' and shepherd's runs the trace shows are the runs
     /// ([`Vmstat::set_traced`]; `--no-traced-workers` clears it).
     pub traced_workers: bool,
@@ -200,6 +208,9 @@ impl Replayer {
             stat_cpu: None,
             decay_waits_for_event: false,
             late_workers: true,
+            mid_free_no_switch: false,
+            mid_pause: vec![None; geo.cpus as usize],
+            any_mid: false,
             traced_workers: true,
             timer_wheel: false,
             jiffies_phase_ns: None,

@@ -244,6 +244,8 @@ impl Setup {
             r.decay = (decay || r.numa.is_some()) && !opts.no_decay;
             r.set_vmstat(opts.hz, opts.decay_waits_for_event, opts.jiffies_phase_ns);
             r.set_late_workers(!opts.no_late_workers);
+            // No kworker inside a free call (replayer::decay, `inside_free`).
+            r.mid_free_no_switch = self.preset.0.voluntary_preempt();
             r.traced_workers = !opts.no_traced_workers;
             r.set_timer_wheel(opts.timer_wheel);
             // The counters' lag, folded by the workers (replayer::stat_drift).

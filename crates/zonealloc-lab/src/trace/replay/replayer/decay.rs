@@ -151,7 +151,7 @@ impl Replayer {
     #[inline(always)]
     pub(super) fn vmstat_due(&mut self, cpu: u32, ts: u64, ev: &Event<'_>) -> io::Result<()> {
         if let Some(vm) = self.vmstat.as_mut() {
-            if !vm.is_due(cpu, ts) {
+            if !vm.is_due(cpu, ts) && !self.any_mid {
                 vm.event_of(cpu, ts, &ev.kind);
                 return Ok(());
             }
@@ -195,19 +195,86 @@ impl Replayer {
                 }
                 continue;
             }
-            if run.paused && self.decay_would_drain(run.cpu) {
+            if run.paused && (self.inside_free(run.cpu) || self.decay_would_drain(run.cpu)) {
                 if let Some(vm) = self.vmstat.as_mut() {
                     vm.still_late(run);
+                }
+                if self.inside_free(run.cpu) {
+                    if let Some(m) = self.mid_pause.get_mut(run.cpu as usize) {
+                        *m = Some(run.at_ns);
+                        self.any_mid = true;
+                    }
                 }
                 continue;
             }
             self.run_worker(run)?;
         }
         self.runs = runs;
+        if self.any_mid {
+            self.mid_pause_seen(cpu, ev)?;
+        }
         if let Some(vm) = self.vmstat.as_mut() {
             vm.event_of(cpu, ts, &ev.kind);
         }
         Ok(())
+    }
+
+    /// Whether CPU `cpu`'s task is inside a free call (with [`Replayer::mid_free_no_switch`]):
+    /// a traced `mm_page_free` (`free_pages_prepare`) still waits for its commit. Under
+    /// voluntary preemption there is no switch point before it (`free_unref_folios` prepares
+    /// the whole batch, then commits it; `free_unref_page` commits at once): a gap there is
+    /// an interrupt or the vCPU's stall, and the kworker cannot run in it. 6.12-4g
+    /// p_pressure: `kmem-phases-1191`'s exit frees 0x10dd3d at 804.009006 and 0x10dd3c at
+    /// 804.015427, one batch (every CPU silent for 37 ms between 0x10c116 and 0x10c117,
+    /// 804.019005 to 804.056421); ours ran CPU 1's late worker in the first gap and lowered
+    /// `high` 2387 -> 2089, draining 505 blocks at 804.016005 where the kernel drained 803
+    /// at 804.016817 (and `high` was 2387 at the after-snapshot's read). The replay
+    /// holds a single free to the CPU's next event too: that event tells the two apart
+    /// ([`Replayer::mid_pause_seen`]).
+    fn inside_free(&self, cpu: u32) -> bool {
+        self.mid_free_no_switch
+            && self
+                .deferred
+                .get(cpu as usize)
+                .is_some_and(|d| !d.is_empty())
+    }
+
+    /// The first event on `cpu` after a pause skipped inside a free call ([`Self::inside_free`]):
+    /// a commit (`mm_page_free_batched`, or its drain) shows the gap inside a batch, and the run
+    /// waits on; any other event shows the free a single one (`free_unref_page`, committed at
+    /// once), after which the task left the CPU: the run goes at the pause, its free committed
+    /// first, unless its decay would drain there.
+    #[cold]
+    #[inline(never)]
+    fn mid_pause_seen(&mut self, cpu: u32, ev: &Event<'_>) -> io::Result<()> {
+        // More frees: still the batch's `free_pages_prepare` calls, or more single frees.
+        if matches!(ev.kind, EventKind::Free { .. }) {
+            return Ok(());
+        }
+        let Some(at_ns) = self.mid_pause.get_mut(cpu as usize).and_then(Option::take) else {
+            return Ok(());
+        };
+        self.any_mid = self.mid_pause.iter().any(Option::is_some);
+        if matches!(
+            ev.kind,
+            EventKind::FreeBatched { .. } | EventKind::PcpuDrain { .. }
+        ) {
+            return Ok(());
+        }
+        self.commit_before_run(cpu, at_ns)?;
+        if self.decay_would_drain(cpu) {
+            return Ok(());
+        }
+        let run = Run {
+            cpu,
+            at_ns,
+            woken: false,
+            paused: true,
+        };
+        if let Some(vm) = self.vmstat.as_mut() {
+            vm.take_held(cpu);
+        }
+        self.run_worker(run)
     }
 
     /// Whether CPU `cpu`'s `decay_pcp_high` would drain pages now, in any zone. A late
@@ -358,3 +425,6 @@ impl Replayer {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod mid_free_tests;

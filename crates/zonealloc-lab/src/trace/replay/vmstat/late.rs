@@ -60,6 +60,18 @@ impl Vmstat {
         self.refresh_due();
     }
 
+    /// A held late run ([`Vmstat::still_late`]) the replay does now, at the pause it held
+    /// it at (a single free's, `Replayer::mid_pause_seen`): no longer late nor pending.
+    pub fn take_held(&mut self, cpu: u32) {
+        let n = self.work.len();
+        if let Some(w) = self.work.get_mut(cpu as usize % n.max(1)) {
+            w.late = false;
+            w.held = false;
+            w.pending = false;
+        }
+        self.refresh_due();
+    }
+
     /// A late run placed at its task's pause ([`Run::paused`]) that the replay does not do:
     /// it would drain, and the kernel's would show in the trace as the worker's drain
     /// ([`Vmstat::mark`]); it waits on for that, the task's next pause, or its limit. Until

@@ -11,7 +11,7 @@ use crate::trace::variant::Variant;
 
 /// Two CPUs, one zone of 64 Ki frames, mainline rules, the workers on or off (`decay`);
 /// CPU 1's lists filled by 1024 allocations and frees at 1 µs and 2 µs.
-fn filled(decay: bool) -> Replayer {
+pub(super) fn filled(decay: bool) -> Replayer {
     filled_on_wheel(decay, false)
 }
 
@@ -314,7 +314,7 @@ fn a_workers_run_before_the_window_places_its_cpus_timer() {
 }
 
 /// CPU 1's task allocates and frees a page every half millisecond from `from_ms` to `to_ms`.
-fn busy(r: &mut Replayer, from_ms: u64, to_ms: u64) {
+pub(super) fn busy(r: &mut Replayer, from_ms: u64, to_ms: u64) {
     for ms in from_ms..to_ms {
         let pfn = 4096 + ms;
         let alloc = EventKind::Alloc {
@@ -416,12 +416,12 @@ fn a_late_decay_that_would_drain_waits_for_the_workers_drain_in_the_trace() {
 }
 
 /// An unknown task's event on `cpu` at `t`.
-fn feed_at(r: &mut Replayer, cpu: u32, t: u64, kind: EventKind<'static>) {
+pub(super) fn feed_at(r: &mut Replayer, cpu: u32, t: u64, kind: EventKind<'static>) {
     r.feed(&at(cpu, t, kind, Who::UNKNOWN), Inferred::None)
         .unwrap();
 }
 
-fn movable(pfn: u64) -> EventKind<'static> {
+pub(super) fn movable(pfn: u64) -> EventKind<'static> {
     EventKind::Alloc {
         pfn,
         order: 0,
