@@ -423,7 +423,7 @@ const END_LIMITS: &[(&str, f64)] = &[
     ("6.12-2g/p_prodcons", 5.0),
     ("6.12-2g/p_thp", 5.0),
     ("6.12-4g/p_idle", 5.0),
-    ("6.12-4g/p_pressure", 9.1),
+    ("6.12-4g/p_pressure", 5.0),
     ("6.12-4g/p_prodcons", 5.0),
     ("6.12-4g/p_thp", 6.1),
     // The 6-CPU machine (`CPUS=6`), captured after c391f65's rules and replayed once before
@@ -709,10 +709,13 @@ fn seven_two_pressure_allocates_a_moved_tasks_thp_off_the_refilling_cpus_list() 
 /// `decay_pcp_high` ran during kmem-phases-1191's exit frees (804.008-804.016, `high` 2387
 /// -> 2089), and ours drained `free_count` 958 at count 2089. The kernel's 802 order-0
 /// pages and one order-9 block (1314 pages) are what `high` 2387, undecayed, gives 298 frees
-/// later (`free_count` 1256). Drain events 3.98% off, refill events 0.33%.
+/// later (`free_count` 1256). Drain events 3.98% off, refill events 0.33%. The kernel's
+/// worker cannot run there: 6.12 preempts voluntarily, and `free_unref_folios` prepares and
+/// commits a batch with no `cond_resched` between (`Kernel::voluntary_preempt`,
+/// `replayer/decay.rs` `inside_free`): all four figures 0.00% today.
 #[test]
 fn six_twelve_pressure_decays_run_on_the_seconds_of_the_runs_before() {
-    assert_fidelity_within("6.12-4g/p_pressure", &[4.0, 1.0, 1.0, 1.0]);
+    assert_fidelity_within("6.12-4g/p_pressure", &[1.0; 4]);
 }
 
 /// A CPU's pages on a list the trace does not pin lie in pageblocks of that list's type:
