@@ -134,6 +134,7 @@ pub fn take_to_after(
         );
         c.set_bulk_takes_head(which.bulk_takes_head);
         c.set_extfrag_names_page(which.extfrag_names_page);
+        c.set_contig_free(which.contig_free);
         c
     });
     // Only a kernel layout reads the hints (`ZoneLayout::from_kernel_hinted`); a synthesised

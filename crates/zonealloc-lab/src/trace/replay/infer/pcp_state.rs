@@ -36,7 +36,9 @@
 //! outside the kernel's own pageblocks are page cache and anon). An allocation that the
 //! kernel served from the buddy directly (a `percpu_refill=0` event just before it on the CPU)
 //! takes nothing from a list. A refill's page that only an `mm_page_alloc_extfrag` names
-//! (6.15 on, and Debian's 6.12: a claimed whole block, `runs.rs`) goes on the list too.
+//! (6.15 on, and Debian's 6.12: a claimed whole block, `runs.rs`) goes on the list too. On
+//! 7.2, a kworker's order-0 frees of consecutive pfns (`vfree`'s `__free_contig_range`) go
+//! on the lists as the aligned blocks the kernel frees them as (`contig.rs`).
 //!
 //! How far the walk looks: the window's first [`super::first_events::LIST_EVENTS`] events,
 //! which the replay's own parse holds before the replay starts ([`Collector`],
@@ -54,6 +56,7 @@ use crate::trace::migratetype::Numbering;
 use balance::ZoneBalance;
 
 mod balance;
+mod contig;
 mod runs;
 mod shown;
 mod span_map;
@@ -292,6 +295,7 @@ pub struct Collector {
     balances: Vec<ZoneBalance>,
     shown: Vec<shown::Shown>,
     runs: runs::Runs,
+    contig: contig::Contig,
 }
 
 impl Collector {
@@ -319,6 +323,7 @@ impl Collector {
                 .map(|z| shown::Shown::new(z.clone(), cpus, thp_order))
                 .collect(),
             runs: runs::Runs::new(cpus),
+            contig: contig::Contig::new(cpus),
         }
     }
 
@@ -328,6 +333,11 @@ impl Collector {
         for b in &mut self.balances {
             b.set_bulk_takes_head(on);
         }
+    }
+
+    /// Reads 7.2's contiguous-range frees as the replay does (`contig.rs`; off by default).
+    pub fn set_contig_free(&mut self, on: bool) {
+        self.contig.on = on;
     }
 
     /// Takes one event.
@@ -359,7 +369,16 @@ impl Collector {
             self.apply(cpu, page, None);
         }
         if let Some(rec) = rec {
-            self.apply(cpu, rec, named);
+            // A kworker's order-0 frees are held until their run ends (`contig.rs`).
+            let (held, ended) = self.contig.step(cpu, rec, ev.who);
+            if let Some(ended) = ended {
+                for free in ended.frees() {
+                    self.apply(cpu, free, None);
+                }
+            }
+            if !held {
+                self.apply(cpu, rec, named);
+            }
         }
     }
 
@@ -401,7 +420,12 @@ impl Collector {
     }
 
     /// The lists' start per zone, and the pageblocks named, from the events fed.
-    pub fn finish(self) -> Head {
+    pub fn finish(mut self) -> Head {
+        for (cpu, frees) in self.contig.finish() {
+            for free in frees {
+                self.apply(cpu, free, None);
+            }
+        }
         let (pageblock_order, numbering) = (self.pageblock_order, self.numbering);
         let mt_of = |m: u8| usize::from(numbering.to_current(m));
         let named = |block: u64| self.first_named.get(block).map(|m| mt_of(m as u8 - 1));

@@ -4,6 +4,7 @@ use super::*;
 use crate::trace::parse::{Event, PagePtr, Parser, Who};
 use crate::trace::stats::HashMap;
 
+mod contig;
 mod fit;
 mod reference;
 mod runs;
@@ -31,6 +32,24 @@ fn infer(
     let want = reference(&events, cpus, zones, pageblock_order, thp_order, numbering);
     assert_eq!(head, want);
     head
+}
+
+/// The lists `head` gives on two CPUs, one zone of 4 GiB, pageblock and THP order 9, with
+/// `set` set on the walk (not checked against [`reference`]).
+fn collect(head: &str, set: impl FnOnce(&mut Collector)) -> ListDemand {
+    let zone = 0..1u64 << 20;
+    let mut c = Collector::new(
+        2,
+        std::slice::from_ref(&zone),
+        9,
+        Some(9),
+        Numbering::Current,
+    );
+    set(&mut c);
+    Parser::new()
+        .read_all(head.as_bytes(), |ev| c.feed(ev))
+        .unwrap();
+    c.finish().zones.swap_remove(0)
 }
 
 /// [`infer`] on two CPUs, one zone of 4 GiB, pageblock and THP order 9.
@@ -516,22 +535,7 @@ fn pages_a_bulk_allocation_took_off_a_lists_head_are_what_the_list_held() {
     for pfn in [0x1010, 0x1020, 0x1021] {
         head += &line(0, 4, &alloc(pfn));
     }
-    let zone = 0..1u64 << 20;
-    let lists = |on: bool| {
-        let mut c = Collector::new(
-            2,
-            std::slice::from_ref(&zone),
-            9,
-            Some(9),
-            Numbering::Current,
-        );
-        c.set_bulk_takes_head(on);
-        Parser::new()
-            .read_all(head.as_bytes(), |ev| c.feed(ev))
-            .unwrap();
-        let d = c.finish().zones.swap_remove(0);
-        d.blocks[0][0][0]
-    };
+    let lists = |on: bool| collect(&head, |c| c.set_bulk_takes_head(on)).blocks[0][0][0];
     // The list served 0x1000, 0x1020 and 0x1021 from its start.
     assert_eq!(lists(true), 3);
     // Off (7.2, whose `vfree` frees blocks), the four stay on the list: 0x1000 alone.
