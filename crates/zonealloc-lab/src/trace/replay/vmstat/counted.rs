@@ -32,7 +32,7 @@ impl PipePages {
     /// Whether an event of `kind` moves a vmstat counter of its CPU. An order-0 allocation
     /// with the pipe's flags marks its page, any other allocation unmarks it; a free of a
     /// marked page moves none. (Idempotent: the replay may ask twice for one event.)
-    #[inline]
+    #[inline(always)]
     pub(super) fn counts(&mut self, kind: &EventKind<'_>) -> bool {
         match *kind {
             EventKind::Alloc {
@@ -50,11 +50,13 @@ impl PipePages {
         }
     }
 
+    #[inline(always)]
     fn get(&self, pfn: u64) -> bool {
         let i = (pfn / 64) as usize;
         self.bits.get(i).is_some_and(|w| w & (1 << (pfn % 64)) != 0)
     }
 
+    #[inline(always)]
     fn set(&mut self, pfn: u64, on: bool) {
         if pfn >= PFN_LIMIT {
             return;
