@@ -195,11 +195,12 @@ impl Replayer {
                 }
                 continue;
             }
-            if run.paused && (self.inside_free(run.cpu) || self.decay_would_drain(run.cpu)) {
+            let inside = run.paused && self.inside_free(run.cpu);
+            if run.paused && (inside || self.decay_would_drain(run.cpu)) {
                 if let Some(vm) = self.vmstat.as_mut() {
                     vm.still_late(run);
                 }
-                if self.inside_free(run.cpu) {
+                if inside {
                     if let Some(m) = self.mid_pause.get_mut(run.cpu as usize) {
                         *m = Some(run.at_ns);
                         self.any_mid = true;
