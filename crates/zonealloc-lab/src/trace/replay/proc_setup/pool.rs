@@ -89,12 +89,38 @@ impl Pool {
                 (pfn..end).all(|p| self.type_at(p).is_some_and(|t| want.is_none_or(|w| w == t)))
             });
         if !exact {
-            return self.take(n, mt);
+            // A block (`n` > 1): one aligned block of the named type, if the pool holds one,
+            // so that it is freed as the kernel's, one block of its order
+            // (`__free_frozen_pages`; 7.2's `free_prepared_contig_range` frees a `vfree`d
+            // range's pages so too). Else page by page.
+            return self
+                .aligned_block(n, want)
+                .unwrap_or_else(|| self.take(n, mt));
         }
         for p in pfn..pfn + n {
             self.clear(p);
         }
         (pfn..pfn + n).collect()
+    }
+
+    /// The most recently allocated aligned block of `n` pages all in the pool with their own
+    /// pfns in pageblocks of type index `want` (Movable for none), taken.
+    fn aligned_block(&mut self, n: u64, want: Option<usize>) -> Option<Vec<u64>> {
+        let t = want.unwrap_or(1);
+        if self.at.is_none() || n < 2 || !n.is_power_of_two() {
+            return None;
+        }
+        let head = self
+            .pages
+            .get(t)?
+            .iter()
+            .rev()
+            .copied()
+            .find(|&p| p.is_multiple_of(n) && (p..p + n).all(|q| self.type_at(q) == Some(t)))?;
+        for p in head..head + n {
+            self.clear(p);
+        }
+        Some((head..head + n).collect())
     }
 
     /// Whether the `n` pages from `pfn` on are all still in the pool with their own pfns, in
@@ -164,5 +190,33 @@ mod tests {
         assert_eq!(pool.take_at(10, 1, Some(1)), vec![10]);
         assert_eq!(pool.take_at(11, 1, Some(1)), vec![11]);
         assert_eq!(pool.len(), 1);
+    }
+
+    /// 7.2-4g p_thp: `kworker/1:0` frees 0x110018-0x11001b (line 10111), pages in use at the
+    /// snapshot in a pageblock ours typed otherwise than the trace's Unmovable. A block's
+    /// free takes an aligned block of the named type, not the type's last pages one by one.
+    #[test]
+    fn a_blocks_free_of_a_pageblock_typed_otherwise_takes_an_aligned_block_of_the_type() {
+        let unmovable = vec![0x200, 0x201, 0x202, 0x203, 0x305, 0x307];
+        let movable = vec![0x18, 0x19, 0x1a, 0x1b];
+        let mut pool = Pool::new([unmovable, movable, vec![]], Some(0..0x400));
+        assert_eq!(
+            pool.take_at(0x18, 4, Some(0)),
+            vec![0x200, 0x201, 0x202, 0x203]
+        );
+        // None left of the type: as before, its pages, then another type's.
+        assert_eq!(
+            pool.take_at(0x18, 4, Some(0)),
+            vec![0x305, 0x307, 0x1a, 0x1b]
+        );
+        // Without the kernel's pfns, no block.
+        let mut pool = Pool::new(
+            [vec![0x200, 0x201, 0x202, 0x203, 0x305], vec![], vec![]],
+            None,
+        );
+        assert_eq!(
+            pool.take_at(0x18, 4, Some(0)),
+            vec![0x201, 0x202, 0x203, 0x305]
+        );
     }
 }

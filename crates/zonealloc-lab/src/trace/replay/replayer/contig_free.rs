@@ -23,8 +23,9 @@
 //! for an exited task's stack (`thread_stack_free_rcu`, an RCU callback). Each block of order
 //! above 0 is freed as one block when ours can be: our pages for the kernel's are live order-0
 //! pages, contiguous and aligned to the block in one zone (or all are pages in use at the
-//! snapshot, [`Replayer::free_traced`]'s pool). Otherwise the pages are freed one by one, as
-//! before. 7.2-4g-2node p_idle: `kworker/0:0` frees
+//! snapshot, [`Replayer::free_traced`]'s pool: the kernel's pfns, or where ours typed their
+//! pageblock otherwise than the trace, an aligned block of the pool's pages of the trace's
+//! type). Otherwise the pages are freed one by one, as before. 7.2-4g-2node p_idle: `kworker/0:0` frees
 //! 0x104708-0x10470b at 547.033383 (lines 12295-12298); the kernel drains them as one
 //! order-2 block at 550.018896 (line 43596).
 
@@ -405,5 +406,62 @@ mod tests {
         let (off, _) = lists_after(false, Task::CpuWorker, &[]);
         assert_eq!((zero, two), off);
         assert_eq!(two, 0);
+    }
+
+    /// 7.2-4g p_thp: `kworker/1:0` frees 0x110018-0x11001b (lines 10111-10114), pages in
+    /// use at the snapshot, in a pageblock ours typed Movable; the trace names Unmovable, and
+    /// `sh-614` takes 0x110018 at order 2 off CPU 1's list (line 12250). Ours frees an
+    /// aligned block of the pool's Unmovable pages as one order-2 block (before: four
+    /// order-0 pages, and a refill for the order-2 allocation).
+    #[test]
+    fn a_kworkers_run_of_pages_in_use_at_the_snapshot_goes_on_the_list_as_one_block() {
+        use zonealloc::{MigrateType, Pfn};
+        let sniff = crate::trace::ingest::sniff::Sniff::default();
+        let g = crate::trace::replay::geometry::Geometry::from_flags(
+            None,
+            Some(1 << 16),
+            Some(crate::trace::replay::geometry::Online::Touched),
+            Some(4),
+            &sniff,
+            crate::trace::migratetype::Numbering::Current,
+        )
+        .unwrap();
+        let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &g, None).unwrap();
+        r.commit_at_batched = true;
+        r.contig_free = true;
+        // Block 0 by hand, as a snapshot's set-up: 0x18-0x1b in use in a Movable pageblock,
+        // 0x200-0x203 in use in an Unmovable one, the rest free.
+        let zone = &r.zones[0];
+        zone.set_pageblock_type(Pfn(0), MigrateType::Movable)
+            .unwrap();
+        zone.set_pageblock_type(Pfn(0x200), MigrateType::Unmovable)
+            .unwrap();
+        for (a, b) in [(0x18, 0x1c), (0x200, 0x204)] {
+            zone.add_allocated_range(Pfn(a), Pfn(b), Order::ZERO)
+                .unwrap();
+        }
+        for (a, b) in [(0, 0x18), (0x1c, 0x200), (0x204, 0x400)] {
+            zone.add_free_range(Pfn(a), Pfn(b)).unwrap();
+        }
+        r.online[0][0] |= 1;
+        let pools = [
+            vec![0x200, 0x201, 0x202, 0x203],
+            vec![0x18, 0x19, 0x1a, 0x1b],
+            vec![],
+        ];
+        r.pools.push(crate::trace::replay::proc_setup::Pool::new(
+            pools,
+            Some(0..1 << 16),
+        ));
+        let worker = Who::new(Task::CpuWorker, Some(26), Ctx::NONE);
+        for (i, pfn) in (0x18..0x1cu64).enumerate() {
+            let mut e = at(1, Some(1_000 + i as u64), EventKind::Free { pfn, order: 0 });
+            e.who = worker;
+            r.feed(&e, Inferred::FreeOfType { migratetype: 0 }).unwrap();
+        }
+        r.finish().unwrap();
+        let info = r.zones[0].pcp_info(zonealloc::CpuId(1));
+        // pindex: MIGRATE_PCPTYPES * order + migratetype (Unmovable 0).
+        assert_eq!((info.list_pages[0], info.list_pages[6]), (0, 4));
     }
 }

@@ -233,14 +233,17 @@ impl Replayer {
         if !pages.is_empty() {
             self.counts.frees_from_snapshot += 1;
         }
-        // The kernel's own block (the layout's pfns): one free of its order, as the kernel's
+        // The kernel's own block (the layout's pfns), or pages of ours that make one aligned
+        // block (`Pool::take_at`'s block of the type the trace names, or pages without a
+        // layout that happen to): one free of its order, as the kernel's
         // (free_unref_page_commit reads the order: its list, and 6.1's free_high).
-        if order > 0 && order < 64 && pages.iter().copied().eq(pfn..pfn + (1u64 << order)) {
+        let first = pages.first().copied().unwrap_or(pfn);
+        if order > 0 && order < 64 && pages.iter().copied().eq(first..first + (1u64 << order)) {
             let joined = Order::new(order)
-                .is_some_and(|o| self.zones[z].join_allocated(Pfn(pfn), o).is_ok());
+                .is_some_and(|o| self.zones[z].join_allocated(Pfn(first), o).is_ok());
             if joined {
                 let l = Live {
-                    ours: pfn,
+                    ours: first,
                     order,
                     zone: z as u8,
                     freed: 0,
