@@ -32,7 +32,7 @@ use super::vmstat::{self, Run, Vmstat};
 use crate::trace::emit::{zone_event, TraceWriter};
 use crate::trace::parse::{Event, EventKind, PagePtr, Who};
 use crate::trace::variant::Variant;
-pub(super) use contig_free::{contig_blocks, contig_free_on, SECTION_PAGES};
+pub(super) use contig_free::{contig_blocks, contig_free_on, extends_range, range_freer};
 use frees::Deferred;
 
 /// One variant's zones and what its replay has seen.

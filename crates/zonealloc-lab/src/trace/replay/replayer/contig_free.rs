@@ -93,24 +93,30 @@ pub(super) fn runs(list: &[Deferred]) -> Vec<usize> {
 fn continues(a: &Deferred, b: &Deferred) -> bool {
     a.order == 0
         && b.order == 0
-        && b.pfn == a.pfn.wrapping_add(1)
-        && !b.pfn.is_multiple_of(SECTION_PAGES)
         && a.who == b.who
-        && matches!(a.who.task(), Task::CpuWorker | Task::Kworker)
-        && !in_interrupt(a.who)
+        && range_freer(a.who)
+        && extends_range(a.pfn, b.pfn)
         && a.cpu == b.cpu
         && a.held == b.held
 }
 
-/// A free in softirq or hardirq (a kworker's RCU callbacks run in softirq): no range of
-/// `vfree`'s, which in interrupt context hands the area to `vfree_atomic`, whose
-/// `delayed_vfree_work` frees it later in task context (7.2 `vfree`: `if
-/// (unlikely(in_interrupt()))`). 7.2-4g-loads p_fork: `kworker/1:1` frees 0x10378a-0x10378b
-/// and 0x10b6ac-0x10b6ad in softirq (`.Bs1.`, 50.852887-50.852925), and the kernel hands
-/// 0x10b6ad out at 50.952533 as an order-0 page off CPU 1's list, no refill between.
-fn in_interrupt(who: Who) -> bool {
+/// Whether an order-0 free by `who` can be a page of a contiguous range: a kworker's, in
+/// task context. In softirq or hardirq (a kworker's RCU callbacks run in softirq) `vfree`
+/// hands the area to `vfree_atomic`, whose `delayed_vfree_work` frees it later in task
+/// context (7.2 `vfree`: `if (unlikely(in_interrupt()))`). 7.2-4g-loads p_fork:
+/// `kworker/1:1` frees 0x10378a-0x10378b and 0x10b6ac-0x10b6ad in softirq (`.Bs1.`,
+/// 50.852887-50.852925), and the kernel hands 0x10b6ad out at 50.952533 as an order-0 page
+/// off CPU 1's list, no refill between. The one reading of the replay
+/// ([`Replayer::commit_frees`]), the start-count walk and the lists' walk.
+pub(crate) fn range_freer(who: Who) -> bool {
     let ctx = who.ctx();
-    ctx.softirq() || ctx.hardirq()
+    matches!(who.task(), Task::CpuWorker | Task::Kworker) && !(ctx.softirq() || ctx.hardirq())
+}
+
+/// Whether an order-0 free of `pfn` extends a range whose last page is `last`: the next pfn,
+/// within one memory section (`__free_contig_range` frees a range section by section).
+pub(crate) fn extends_range(last: u64, pfn: u64) -> bool {
+    pfn == last.wrapping_add(1) && !pfn.is_multiple_of(SECTION_PAGES)
 }
 
 impl Replayer {

@@ -16,8 +16,8 @@
 //! and refilled 63 pages the kernel never did.
 
 use super::Rec;
-use crate::trace::parse::{Task, Who};
-use crate::trace::replay::replayer::{contig_blocks, SECTION_PAGES};
+use crate::trace::parse::Who;
+use crate::trace::replay::replayer::{contig_blocks, extends_range, range_freer};
 
 /// A run of order-0 frees held until it ends: its first pfn, its pages and the kworker.
 #[derive(Clone, Copy, Debug)]
@@ -63,15 +63,9 @@ impl Contig {
     #[inline(never)]
     fn step_run(&mut self, cpu: u32, rec: Rec, who: Who) -> (bool, Option<Ended>) {
         let slot = &mut self.run[cpu as usize];
-        let range_free = matches!(rec, Rec::Free(_, 0))
-            && matches!(who.task(), Task::CpuWorker | Task::Kworker)
-            && !(who.ctx().softirq() || who.ctx().hardirq());
+        let range_free = matches!(rec, Rec::Free(_, 0)) && range_freer(who);
         if let (Rec::Free(pfn, 0), Some(r)) = (rec, slot.as_mut()) {
-            if range_free
-                && r.who == who
-                && pfn == r.first + r.pages
-                && !pfn.is_multiple_of(SECTION_PAGES)
-            {
+            if range_free && r.who == who && extends_range(r.first + r.pages - 1, pfn) {
                 r.pages += 1;
                 return (true, None);
             }

@@ -13,8 +13,8 @@
 //! rolls back to 59 and the worker's expiry drains (63, then 23 pages) show a few dozen.
 
 use super::Walk;
-use crate::trace::parse::{Event, Task, Who};
-use crate::trace::replay::replayer::{contig_blocks, SECTION_PAGES};
+use crate::trace::parse::{Event, Who};
+use crate::trace::replay::replayer::{contig_blocks, extends_range, range_freer};
 
 /// A free the walk holds until its commit: pfn, zone, order, and the kworker that freed it,
 /// if one did.
@@ -28,10 +28,10 @@ impl Walk {
     }
 
     /// `mm_page_free` of `f` (pfn, zone, order) on `cpu`, by `ev`'s task: committed later
-    /// ([`Walk::commit_all`]), with the kworker that freed it, if one did.
+    /// ([`Walk::commit_all`]), with the kworker that freed it where it can be a range's page
+    /// ([`range_freer`]: in task context).
     pub(super) fn defer(&mut self, ev: &Event<'_>, cpu: u32, (pfn, zone, order): (u64, usize, u8)) {
-        let worker = matches!(ev.who.task(), Task::CpuWorker | Task::Kworker);
-        let by = worker.then_some(ev.who);
+        let by = range_freer(ev.who).then_some(ev.who);
         self.deferred[cpu as usize].push((pfn, zone, order, by));
     }
 
@@ -46,11 +46,7 @@ impl Walk {
             while order == 0
                 && by.is_some()
                 && list.get(i + n).is_some_and(|&(p, z, o, b)| {
-                    o == 0
-                        && z == zone
-                        && b == by
-                        && p == first + n as u64
-                        && !p.is_multiple_of(SECTION_PAGES)
+                    o == 0 && z == zone && b == by && extends_range(first + n as u64 - 1, p)
                 })
             {
                 n += 1;
