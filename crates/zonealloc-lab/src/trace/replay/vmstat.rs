@@ -97,6 +97,9 @@ struct Work {
     woke: bool,
     /// When `woke`: the trace time of that run.
     woke_ns: u64,
+    /// Queued by the shepherd, and no run of it shown by the trace since
+    /// ([`Vmstat::shepherded`]).
+    shepherded: bool,
 }
 
 /// A run of one CPU's worker the replay is to do: `refresh_cpu_vm_stats(true)` on `cpu` at
@@ -386,6 +389,7 @@ impl Vmstat {
             for (i, w) in self.work.iter_mut().enumerate() {
                 let queued = runs.iter().any(|r| r.cpu == i as u32);
                 if !w.pending && !queued && w.dirty {
+                    w.shepherded = true;
                     runs.push(Run {
                         cpu: i as u32,
                         at_ns: at,
@@ -539,6 +543,7 @@ impl Vmstat {
         }
         let c = cpu as usize % self.work.len();
         self.work[c].ahead_ns = None;
+        self.work[c].shepherded = false;
         let ran = self.ran_this_second(c, cpu, t);
         // Ran this second and stopped: the shepherd's run (`vmstat_shepherd`), off the
         // CPU's rhythm.
