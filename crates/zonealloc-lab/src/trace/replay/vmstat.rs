@@ -158,6 +158,8 @@ pub struct Vmstat {
     pub marks_ran_already: u64,
     /// The pages whose events move no counter ([`Vmstat::event_of`]).
     pipe: PipePages,
+    /// Per CPU: the first lines of its worker's runs ahead ([`RunsAhead`]).
+    starts_ahead: Vec<Vec<u64>>,
 }
 
 impl Vmstat {
@@ -183,6 +185,7 @@ impl Vmstat {
             marks: 0,
             marks_ran_already: 0,
             pipe: PipePages::default(),
+            starts_ahead: Vec::new(),
         }
     }
 
@@ -386,9 +389,13 @@ impl Vmstat {
             // round_jiffies_relative(..))`), not at the next jiffy ([`shepherd::at`]).
             let expiry = ns_of_at(self.phase_ns, self.hz, self.shepherd_fires);
             let at = shepherd::at(&self.work, expiry, t, tick);
+            let j = self.jiffy(at);
             for (i, w) in self.work.iter_mut().enumerate() {
                 let queued = runs.iter().any(|r| r.cpu == i as u32);
-                if !w.pending && !queued && w.dirty {
+                // Its run in the trace comes first (`shepherd::run_ahead`).
+                let ahead = late_runs
+                    && shepherd::run_ahead(&self.starts_ahead, i, (at, j), (w, phase, hz));
+                if !w.pending && !queued && w.dirty && !ahead {
                     w.shepherded = true;
                     runs.push(Run {
                         cpu: i as u32,
@@ -398,7 +405,6 @@ impl Vmstat {
                     });
                 }
             }
-            let j = self.jiffy(at);
             self.arm_shepherd(round_rel(j, 0, self.hz).max(now + 1), j);
         }
         runs.sort_by_key(|r| r.at_ns);

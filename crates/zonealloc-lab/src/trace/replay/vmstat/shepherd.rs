@@ -23,6 +23,35 @@ pub(super) fn at(work: &[Work], expiry_ns: u64, t: u64, tick: u64) -> u64 {
     }
 }
 
+/// Whether the shepherd running at `at` (jiffy `j`) leaves CPU slot `c`'s worker `w` (on
+/// `phase` and `hz`) unqueued: the trace ahead (`starts`, each CPU's runs' first lines,
+/// [`super::RunsAhead`]) shows a run of it after `at` and before a run queued at `at` would
+/// have re-queued itself (`vmstat_update`: `round_jiffies_relative(HZ)`, `mm/vmstat.c`).
+/// That run is then the first after the worker stopped, and the kernel's shepherd queued it
+/// there, not at `at` (its timer deferrable on CPU 0, whose wakes the trace does not show):
+/// it runs at its line ([`Vmstat::mark`]). 6.12-8g p_thp: CPU 3's worker, stopped while its
+/// task moved pipe pages, was queued by ours at 654.863633 (its assumed second, x.8636) and
+/// stepped `high` 4000 -> 3500 without a drain; the free path then drained against 3500 from
+/// 654.920, and `kworker/3:0` drained 533 at 654.927277, the kernel's first step (taken as
+/// done this second). Only runs the trace ahead holds are known (the window's first events,
+/// and past it those of CPUs with none in it).
+pub(super) fn run_ahead(
+    starts: &[Vec<u64>],
+    c: usize,
+    (at, j): (u64, i64),
+    (w, phase, hz): (&Work, Option<u64>, u32),
+) -> bool {
+    let Some(s) = starts.get(c) else {
+        return false;
+    };
+    let k = s.partition_point(|&x| x <= at);
+    let Some(&next) = s.get(k) else {
+        return false;
+    };
+    let own = w.phase_ns.or(phase);
+    next < ns_of_at(own, hz, round_rel(j, c as u32, hz))
+}
+
 impl Vmstat {
     /// Whether CPU `cpu`'s worker was last queued by the shepherd, with no run of it in the
     /// trace since ([`Vmstat::mark`]): when it ran is not known. The shepherd is deferrable

@@ -2,6 +2,7 @@
 //! that would drain waits for the trace's drain of it (`Vmstat::put_off`).
 
 use super::*;
+use crate::trace::replay::vmstat::RunsAhead;
 
 /// CPU 1's `(count, high)`.
 fn state(r: &Replayer) -> (i32, i32) {
@@ -62,5 +63,30 @@ fn without_late_workers_the_shepherds_run_drains_at_once() {
     for ms in (50_110..51_100u64).step_by(10) {
         feed_at(&mut r, 0, ms * 1_000_000, movable(30_000 + ms - 50_000));
     }
+    assert_eq!(state(&r).1, p.high_after);
+}
+
+#[test]
+fn a_workers_run_ahead_before_its_requeue_is_the_shepherds_queueing() {
+    // As above, but CPU 1's task takes 50 pages at 50.2 s: at the shepherd's run (51.0 s)
+    // the decay would drain nothing. The trace ahead shows `kworker/1` draining at 51.3 s,
+    // before a run queued at 51.0 s could re-queue (51.988 s): that run is the first after
+    // the stop, and the kernel's shepherd queued it then. `high` stays to 51.3 s; the old
+    // code stepped it at 51.0 s and took the trace's run as done this second.
+    let mut r = raised_after_a_stop();
+    let mut ahead = RunsAhead::new(2);
+    let line = at(1, 51_300_000_000, drain_line(8192), who(Task::CpuWorker));
+    ahead.feed(&line);
+    r.set_runs_ahead(ahead);
+    for k in 0..50u64 {
+        feed_at(&mut r, 1, 50_200_000_000 + k * 1000, movable(8192 + k));
+    }
+    let p = r.zones[0].decay_pcp_high_preview(CpuId(1));
+    assert!(p.drained == 0 && p.high_after < p.high_before, "{p:?}");
+    for ms in (50_210..51_300u64).step_by(10) {
+        feed_at(&mut r, 0, ms * 1_000_000, movable(30_000 + ms - 50_000));
+    }
+    assert_eq!(state(&r).1, p.high_before, "not queued at 51.0 s");
+    r.feed(&line, Inferred::Drain { owner: 1 }).unwrap();
     assert_eq!(state(&r).1, p.high_after);
 }
