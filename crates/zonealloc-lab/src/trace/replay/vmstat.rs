@@ -97,6 +97,9 @@ struct Work {
     woke: bool,
     /// When `woke`: the trace time of that run.
     woke_ns: u64,
+    /// Queued by the shepherd, and no run of it shown by the trace since
+    /// ([`Vmstat::shepherded`]).
+    shepherded: bool,
 }
 
 /// A run of one CPU's worker the replay is to do: `refresh_cpu_vm_stats(true)` on `cpu` at
@@ -155,6 +158,8 @@ pub struct Vmstat {
     pub marks_ran_already: u64,
     /// The pages whose events move no counter ([`Vmstat::event_of`]).
     pipe: PipePages,
+    /// Per CPU: the first lines of its worker's runs ahead ([`RunsAhead`]).
+    starts_ahead: Vec<Vec<u64>>,
 }
 
 impl Vmstat {
@@ -180,6 +185,7 @@ impl Vmstat {
             marks: 0,
             marks_ran_already: 0,
             pipe: PipePages::default(),
+            starts_ahead: Vec::new(),
         }
     }
 
@@ -383,9 +389,14 @@ impl Vmstat {
             // round_jiffies_relative(..))`), not at the next jiffy ([`shepherd::at`]).
             let expiry = ns_of_at(self.phase_ns, self.hz, self.shepherd_fires);
             let at = shepherd::at(&self.work, expiry, t, tick);
+            let j = self.jiffy(at);
             for (i, w) in self.work.iter_mut().enumerate() {
                 let queued = runs.iter().any(|r| r.cpu == i as u32);
-                if !w.pending && !queued && w.dirty {
+                // Its run in the trace comes first (`shepherd::run_ahead`).
+                let ahead = late_runs
+                    && shepherd::run_ahead(&self.starts_ahead, i, (at, j), (w, phase, hz));
+                if !w.pending && !queued && w.dirty && !ahead {
+                    w.shepherded = true;
                     runs.push(Run {
                         cpu: i as u32,
                         at_ns: at,
@@ -394,7 +405,6 @@ impl Vmstat {
                     });
                 }
             }
-            let j = self.jiffy(at);
             self.arm_shepherd(round_rel(j, 0, self.hz).max(now + 1), j);
         }
         runs.sort_by_key(|r| r.at_ns);
@@ -539,6 +549,7 @@ impl Vmstat {
         }
         let c = cpu as usize % self.work.len();
         self.work[c].ahead_ns = None;
+        self.work[c].shepherded = false;
         let ran = self.ran_this_second(c, cpu, t);
         // Ran this second and stopped: the shepherd's run (`vmstat_shepherd`), off the
         // CPU's rhythm.

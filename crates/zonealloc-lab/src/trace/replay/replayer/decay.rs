@@ -27,8 +27,10 @@ impl Replayer {
     }
 
     /// Whether a busy CPU's expired worker waits for its CPU, as the kernel's kworker waits
-    /// for the scheduler ([`Vmstat::set_late_runs`]), and an idle CPU's whose decay would
-    /// drain waits for the CPU to wake ([`Vmstat::hold_woken`]); on by default,
+    /// for the scheduler ([`Vmstat::set_late_runs`]), an idle CPU's whose decay would
+    /// drain waits for the CPU to wake ([`Vmstat::hold_woken`]), and one the shepherd
+    /// queued waits for the trace's drain of it where its decay would drain
+    /// ([`Vmstat::put_off`]); on by default,
     /// `--no-late-workers` turns both off: each runs at its expiry.
     pub fn set_late_workers(&mut self, on: bool) {
         self.late_workers = on;
@@ -171,6 +173,16 @@ impl Replayer {
         let mut runs = std::mem::take(&mut self.runs);
         vm.due(cpu, ts, &mut runs);
         for &run in &runs {
+            // Queued by the shepherd, whose time the trace does not show, and no run of it
+            // in the trace since: a run that would drain was not the kernel's
+            // (`Vmstat::put_off`).
+            let shepherded = self.vmstat.as_ref().is_some_and(|v| v.shepherded(run.cpu));
+            if self.late_workers && shepherded && self.decay_would_drain(run.cpu) {
+                if let Some(vm) = self.vmstat.as_mut() {
+                    vm.put_off(run);
+                }
+                continue;
+            }
             // An idle CPU's expired worker whose decay would drain: the kernel's, run then,
             // would show its kworker's drain. Its timer is deferrable (`vmstat_work`,
             // `INIT_DEFERRABLE_WORK`, mm/vmstat.c): it waits for the CPU to wake, at the

@@ -33,6 +33,9 @@ pub struct RunsAhead {
     runs: Vec<VecDeque<u64>>,
     /// Per CPU: its last event was a drain of its worker's run.
     in_run: Vec<bool>,
+    /// Per CPU: the first line of each of its worker's runs ahead, in time order (for the
+    /// shepherd: `shepherd::run_ahead`).
+    starts: Vec<Vec<u64>>,
 }
 
 impl RunsAhead {
@@ -44,6 +47,7 @@ impl RunsAhead {
             traced: false,
             runs: vec![VecDeque::new(); n],
             in_run: vec![false; n],
+            starts: vec![Vec::new(); n],
         }
     }
 
@@ -129,6 +133,9 @@ impl RunsAhead {
             self.first[c] = Some(t);
         }
         if !self.in_run[c] {
+            if let Some(s) = self.starts.get_mut(c) {
+                s.push(t);
+            }
             if self.runs[c].len() == RUNS_KEPT {
                 self.runs[c].pop_front();
             }
@@ -214,6 +221,7 @@ impl Vmstat {
     /// first run waiting for the mark. The marks still move a CPU's phase to its runs as
     /// the replay reaches them. Nothing if the phase was given ([`Vmstat::set_phase`]).
     pub fn align_ahead(&mut self, ahead: &RunsAhead) {
+        self.starts_ahead.clone_from(&ahead.starts);
         if self.given || self.started {
             return;
         }

@@ -505,22 +505,7 @@ fn a_cpu_moving_only_pipe_pages_leaves_its_worker_stopped() {
     // false), and runs every second where they are anon pages.
     let runs = |gfp_flags: &'static str| {
         let mut r = filled(true);
-        for k in 1..800u64 {
-            let pfn = k % 512;
-            let alloc = EventKind::Alloc {
-                pfn,
-                order: 0,
-                migratetype: 1,
-                gfp_flags,
-            };
-            feed_at(&mut r, 1, k * 50_000_000, alloc);
-            feed_at(
-                &mut r,
-                1,
-                k * 50_000_000 + 1000,
-                EventKind::Free { pfn, order: 0 },
-            );
-        }
+        take_and_give(&mut r, 800, gfp_flags);
         r.vmstat.as_ref().map_or(0, |v| v.runs)
     };
     let (pipe, anon) = (
@@ -530,4 +515,26 @@ fn a_cpu_moving_only_pipe_pages_leaves_its_worker_stopped() {
     assert!(pipe >= 2 && pipe + 20 < anon, "pipe {pipe}, anon {anon}");
 }
 
+/// CPU 1's task takes a page with `gfp_flags` and gives it back every 50 ms, `n - 1` times
+/// from 50 ms on.
+pub(super) fn take_and_give(r: &mut Replayer, n: u64, gfp_flags: &'static str) {
+    for k in 1..n {
+        let pfn = k % 512;
+        let alloc = EventKind::Alloc {
+            pfn,
+            order: 0,
+            migratetype: 1,
+            gfp_flags,
+        };
+        feed_at(r, 1, k * 50_000_000, alloc);
+        feed_at(
+            r,
+            1,
+            k * 50_000_000 + 1000,
+            EventKind::Free { pfn, order: 0 },
+        );
+    }
+}
+
+mod shepherd;
 mod traced;
