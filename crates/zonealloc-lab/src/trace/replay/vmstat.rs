@@ -155,6 +155,8 @@ pub struct Vmstat {
     pub marks_ran_already: u64,
     /// The pages whose events move no counter ([`Vmstat::event_of`]).
     pipe: PipePages,
+    /// Asked again before the same event ([`Vmstat::due_again`]).
+    again: bool,
 }
 
 impl Vmstat {
@@ -180,6 +182,7 @@ impl Vmstat {
             marks: 0,
             marks_ran_already: 0,
             pipe: PipePages::default(),
+            again: false,
         }
     }
 
@@ -312,6 +315,18 @@ impl Vmstat {
         self.due_slow(c, t, runs);
     }
 
+    /// The runs due before an event on `cpu` at `t` once the replay did those
+    /// [`Vmstat::due`] gave: a worker re-queued by a run before `t` may have expired again
+    /// before it. CPU `cpu`'s own worker, held to its wake ([`Vmstat::hold_woken`]) at
+    /// this event, is not run at it.
+    pub fn due_again(&mut self, cpu: u32, t: u64, runs: &mut Vec<Run>) {
+        runs.clear();
+        let c = cpu as usize % self.work.len();
+        self.again = true;
+        self.due_slow(c, t, runs);
+        self.again = false;
+    }
+
     #[inline(never)]
     fn due_slow(&mut self, c: usize, t: u64, runs: &mut Vec<Run>) {
         if !self.started {
@@ -319,12 +334,13 @@ impl Vmstat {
             self.start(t);
         }
         let now = self.jiffy(t);
-        let (tick, phase, hz, defer, late_runs) = (
+        let (tick, phase, hz, defer, late_runs, again) = (
             self.tick_ns(),
             self.phase_ns,
             self.hz,
             self.defer_to_event,
             self.late_runs,
+            self.again,
         );
         for (i, w) in self.work.iter_mut().enumerate() {
             let own = w.phase_ns.or(phase);
@@ -353,7 +369,7 @@ impl Vmstat {
                     paused: false,
                 });
                 w.pending = false;
-            } else if i == c {
+            } else if i == c && !again {
                 runs.push(Run {
                     cpu: i as u32,
                     at_ns: t,
@@ -366,7 +382,7 @@ impl Vmstat {
                 w.waiting = true;
             }
         }
-        if self.work[c].waiting {
+        if self.work[c].waiting && !self.again {
             self.work[c].waiting = false;
             self.work[c].pending = false;
             runs.push(Run {
