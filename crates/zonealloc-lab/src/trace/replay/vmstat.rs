@@ -89,6 +89,10 @@ struct Work {
     before: bool,
     /// Expired while its CPU was busy: queued, waiting for the CPU ([`Vmstat::set_late_runs`]).
     late: bool,
+    /// When late: the jiffy the work was queued at, which its limit counts from
+    /// (`late::limit`): its expiry on a busy CPU, the wake on an idle one
+    /// ([`Vmstat::wake_late`]).
+    late_from: i64,
     /// When late: the replay held its run back at the CPU's pause ([`Vmstat::still_late`]);
     /// that pause is not due again, the CPU's next event clears it.
     held: bool,
@@ -282,7 +286,7 @@ impl Vmstat {
             if w.pending && !w.waiting {
                 let own = w.phase_ns.or(self.phase_ns);
                 let e = if w.late {
-                    let d = ns_of_at(own, self.hz, late::limit(w.expires, self.hz));
+                    let d = ns_of_at(own, self.hz, late::limit(w.late_from, self.hz));
                     w.last_ns
                         .filter(|_| !w.held)
                         .map_or(d, |l| d.min(l + self.tick_ns()))
@@ -360,6 +364,7 @@ impl Vmstat {
                 // Queued for the kworker, which waits for the busy task (still pending:
                 // the shepherd does not queue it again).
                 w.late = true;
+                w.late_from = w.expires;
             } else if busy || !(defer || w.waiting) {
                 // At its expiry, unless it waits for its CPU to wake.
                 runs.push(Run {
