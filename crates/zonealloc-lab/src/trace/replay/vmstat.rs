@@ -89,6 +89,10 @@ struct Work {
     before: bool,
     /// Expired while its CPU was busy: queued, waiting for the CPU ([`Vmstat::set_late_runs`]).
     late: bool,
+    /// When late: the jiffy the work was queued at, which its limit counts from
+    /// (`late::limit`): its expiry on a busy CPU, the wake on an idle one
+    /// ([`Vmstat::wake_late`]).
+    late_from: i64,
     /// When late: the replay held its run back at the CPU's pause ([`Vmstat::still_late`]);
     /// that pause is not due again, the CPU's next event clears it.
     held: bool,
@@ -160,6 +164,8 @@ pub struct Vmstat {
     pipe: PipePages,
     /// Per CPU: the first lines of its worker's runs ahead ([`RunsAhead`]).
     starts_ahead: Vec<Vec<u64>>,
+    /// Asked again before the same event ([`Vmstat::due_again`]).
+    again: bool,
 }
 
 impl Vmstat {
@@ -186,6 +192,7 @@ impl Vmstat {
             marks_ran_already: 0,
             pipe: PipePages::default(),
             starts_ahead: Vec::new(),
+            again: false,
         }
     }
 
@@ -285,7 +292,7 @@ impl Vmstat {
             if w.pending && !w.waiting {
                 let own = w.phase_ns.or(self.phase_ns);
                 let e = if w.late {
-                    let d = ns_of_at(own, self.hz, late::limit(w.expires, self.hz));
+                    let d = ns_of_at(own, self.hz, late::limit(w.late_from, self.hz));
                     w.last_ns
                         .filter(|_| !w.held)
                         .map_or(d, |l| d.min(l + self.tick_ns()))
@@ -318,6 +325,18 @@ impl Vmstat {
         self.due_slow(c, t, runs);
     }
 
+    /// The runs due before an event on `cpu` at `t` once the replay did those
+    /// [`Vmstat::due`] gave: a worker re-queued by a run before `t` may have expired again
+    /// before it. CPU `cpu`'s own worker, held to its wake ([`Vmstat::hold_woken`]) at
+    /// this event, is not run at it.
+    pub fn due_again(&mut self, cpu: u32, t: u64, runs: &mut Vec<Run>) {
+        runs.clear();
+        let c = cpu as usize % self.work.len();
+        self.again = true;
+        self.due_slow(c, t, runs);
+        self.again = false;
+    }
+
     #[inline(never)]
     fn due_slow(&mut self, c: usize, t: u64, runs: &mut Vec<Run>) {
         if !self.started {
@@ -325,12 +344,13 @@ impl Vmstat {
             self.start(t);
         }
         let now = self.jiffy(t);
-        let (tick, phase, hz, defer, late_runs) = (
+        let (tick, phase, hz, defer, late_runs, again) = (
             self.tick_ns(),
             self.phase_ns,
             self.hz,
             self.defer_to_event,
             self.late_runs,
+            self.again,
         );
         for (i, w) in self.work.iter_mut().enumerate() {
             let own = w.phase_ns.or(phase);
@@ -350,6 +370,7 @@ impl Vmstat {
                 // Queued for the kworker, which waits for the busy task (still pending:
                 // the shepherd does not queue it again).
                 w.late = true;
+                w.late_from = w.expires;
             } else if busy || !(defer || w.waiting) {
                 // At its expiry, unless it waits for its CPU to wake.
                 runs.push(Run {
@@ -359,7 +380,7 @@ impl Vmstat {
                     paused: false,
                 });
                 w.pending = false;
-            } else if i == c {
+            } else if i == c && !again {
                 runs.push(Run {
                     cpu: i as u32,
                     at_ns: t,
@@ -372,7 +393,7 @@ impl Vmstat {
                 w.waiting = true;
             }
         }
-        if self.work[c].waiting {
+        if self.work[c].waiting && !self.again {
             self.work[c].waiting = false;
             self.work[c].pending = false;
             runs.push(Run {

@@ -14,6 +14,11 @@ use crate::trace::replay::vmstat::{Run, RunsAhead, Vmstat};
 /// whatever HZ) are two runs ([`Replayer::traced_drain`]).
 const RUN_GAP_NS: u64 = 250_000_000;
 
+/// At most this many passes over the workers before one event ([`Replayer::vmstat_runs`]):
+/// each pass does a second of a CPU's runs at most, and a trace with no event for longer
+/// than this many seconds leaves the rest to the next event.
+const MAX_PASSES: u32 = 64;
+
 impl Replayer {
     /// The vmstat workers' `HZ` (`None`: [`crate::trace::replay::vmstat::DEFAULT_HZ`]),
     /// whether an idle CPU's expired worker waits for its next event
@@ -161,7 +166,9 @@ impl Replayer {
         self.vmstat_runs(cpu, ts, ev)
     }
 
-    /// [`Replayer::vmstat_due`] when something may be due (or at the first event).
+    /// [`Replayer::vmstat_due`] when something may be due (or at the first event). A run
+    /// done before the event re-queues its worker, whose next expiry may lie before the
+    /// event too: the workers are asked again ([`Vmstat::due_again`]) until none is.
     #[inline(never)]
     fn vmstat_runs(&mut self, cpu: u32, ts: u64, ev: &Event<'_>) -> io::Result<()> {
         if self.vmstat.is_none() {
@@ -172,7 +179,28 @@ impl Replayer {
         };
         let mut runs = std::mem::take(&mut self.runs);
         vm.due(cpu, ts, &mut runs);
-        for &run in &runs {
+        let mut passes = 0;
+        while self.do_runs(&runs, cpu, ts, ev)? && passes < MAX_PASSES {
+            passes += 1;
+            if let Some(vm) = self.vmstat.as_mut() {
+                vm.due_again(cpu, ts, &mut runs);
+            }
+        }
+        self.runs = runs;
+        if self.any_mid {
+            self.mid_pause_seen(cpu, ev)?;
+        }
+        if let Some(vm) = self.vmstat.as_mut() {
+            vm.event_of(cpu, ts, &ev.kind);
+        }
+        Ok(())
+    }
+
+    /// The workers' `runs` due before event `ev` on `cpu` at `ts`: each done, held or made
+    /// late. Whether one was done before `ts`.
+    fn do_runs(&mut self, runs: &[Run], cpu: u32, ts: u64, ev: &Event<'_>) -> io::Result<bool> {
+        let mut before = false;
+        for &run in runs {
             // Queued by the shepherd, whose time the trace does not show, and no run of it
             // in the trace since: a run that would drain was not the kernel's
             // (`Vmstat::put_off`).
@@ -221,15 +249,9 @@ impl Replayer {
                 continue;
             }
             self.run_worker(run)?;
+            before |= run.at_ns < ts;
         }
-        self.runs = runs;
-        if self.any_mid {
-            self.mid_pause_seen(cpu, ev)?;
-        }
-        if let Some(vm) = self.vmstat.as_mut() {
-            vm.event_of(cpu, ts, &ev.kind);
-        }
-        Ok(())
+        Ok(before)
     }
 
     /// Whether CPU `cpu`'s task is inside a free call (with [`Replayer::mid_free_no_switch`]):
@@ -441,3 +463,6 @@ mod tests;
 
 #[cfg(test)]
 mod mid_free_tests;
+
+#[cfg(test)]
+mod idle_tests;

@@ -3,7 +3,7 @@
 //! waits until the scheduler switches to it (7.2's `Dynamic Preempt: lazy`, 6.12's
 //! `voluntary`).
 
-use super::{ns_of_at, Run, Vmstat, Work};
+use super::{jiffy_at, ns_of_at, Run, Vmstat, Work};
 
 impl Vmstat {
     /// Whether a busy CPU's expired worker waits for its CPU (the kernel's kworker waits for
@@ -48,14 +48,25 @@ impl Vmstat {
     /// pause at 50.8326 (count 1272), the free at 50.851450 drained 63 pages at 1283. Run at
     /// the wake, ours drained 29 pages there and 73 and 16 after.
     ///
-    /// Its limit counts from the expiry the CPU slept over, as a busy CPU's late run's
-    /// does (counted from the wake, 7.2-2g p_idle's window drains went 0.00% -> 3.41%).
+    /// Its limit (`late::limit`) counts from the wake, when the timer queued the work, not
+    /// from the expiry the CPU slept over: a run dated there would run on a CPU still asleep
+    /// (the deferrable timer fires at the woken CPU's tick: `run_local_timers` raises
+    /// `TIMER_SOFTIRQ` for `BASE_DEF`, `kernel/time/timer.c`). 7.2-4g-loads p_file, CPU 0:
+    /// expired at 159.782 while idle from 159.411586 to `dash-1222`'s free at 161.414505;
+    /// counted from the expiry, ours ran at 160.778 at that free and drained 184 pages (63
+    /// more at the free), where the kernel's first run is `kworker/0:0`'s drain of 214 at
+    /// 161.786228 (Normal end 7.0% off the kernel's -> 1.7%). (Counted from the expiry,
+    /// 7.2-2g p_idle's window matched only while a gap with no event did one run per CPU,
+    /// [`Vmstat::due_again`].)
     pub fn wake_late(&mut self, run: Run) {
+        let (phase, hz) = (self.phase_ns, self.hz);
         if let Some(w) = self.work.get_mut(run.cpu as usize) {
             w.pending = true;
             w.waiting = false;
             w.late = true;
             w.held = false;
+            // The deferrable timer fires at the woken CPU's tick and queues the work then.
+            w.late_from = jiffy_at(w.phase_ns.or(phase), hz, run.at_ns);
         }
         self.refresh_due();
     }
@@ -104,7 +115,7 @@ pub(super) fn deadline(
         .filter(|_| !w.held)
         .map(|l| l + tick)
         .filter(|&p| p <= t);
-    let deadline = ns_of_at(own, hz, limit(w.expires, hz));
+    let deadline = ns_of_at(own, hz, limit(w.late_from, hz));
     let (at, paused) = match paused {
         Some(p) if p < deadline => (p, true),
         _ if deadline <= t => (deadline, false),
@@ -121,8 +132,9 @@ pub(super) fn deadline(
     });
 }
 
-/// The jiffy by which a worker expired at jiffy `expires` on a busy CPU has run: the last
-/// one before its next second. The kernel's queued work has no deadline (it stays pending,
+/// The jiffy by which a worker queued at jiffy `expires` has run (its timer's expiry on a
+/// busy CPU, the wake on an idle one, [`Vmstat::wake_late`]): the last one before its next
+/// second. The kernel's queued work has no deadline (it stays pending,
 /// and the timer is armed again only by its run, `vmstat_update` ->
 /// `queue_delayed_work_on`); the scheduler runs the kworker when the task gives the CPU up,
 /// which a task showing an event every millisecond need not do in the trace. Bound there,

@@ -48,7 +48,7 @@ fn filled_on_wheel(decay: bool, wheel: bool) -> Replayer {
     r
 }
 
-fn at(cpu: u32, ts_ns: u64, kind: EventKind<'static>, who: Who) -> Event<'static> {
+pub(super) fn at(cpu: u32, ts_ns: u64, kind: EventKind<'static>, who: Who) -> Event<'static> {
     Event {
         cpu: Some(cpu),
         ts_ns: Some(ts_ns),
@@ -58,7 +58,7 @@ fn at(cpu: u32, ts_ns: u64, kind: EventKind<'static>, who: Who) -> Event<'static
     }
 }
 
-fn drain_line(pfn: u64) -> EventKind<'static> {
+pub(super) fn drain_line(pfn: u64) -> EventKind<'static> {
     EventKind::PcpuDrain {
         pfn,
         order: 0,
@@ -67,7 +67,7 @@ fn drain_line(pfn: u64) -> EventKind<'static> {
 }
 
 /// `kworker/1:0-32 [001] d..2.`, or another task in the same context.
-fn who(task: Task) -> Who {
+pub(super) fn who(task: Task) -> Who {
     Who::new(task, Some(32), Ctx::parse(b"d..2."))
 }
 
@@ -432,7 +432,7 @@ pub(super) fn movable(pfn: u64) -> EventKind<'static> {
 
 /// CPU 1 frees 151 pages CPU 0 allocated (8192 on), then sleeps from 0.36 s; its worker
 /// expires at 0.988 s while CPU 0 runs, to 1.2 s. CPU 1's decay at its sleep, which drains.
-fn sleeps_over_its_expiry(r: &mut Replayer) -> zonealloc::DecayOutcome {
+pub(super) fn sleeps_over_its_expiry(r: &mut Replayer) -> zonealloc::DecayOutcome {
     for k in 0..200u64 {
         feed_at(r, 0, 3000, movable(8192 + k));
     }
