@@ -69,6 +69,9 @@ pub struct Replayer {
     batch_holds: Vec<held::BatchHold>,
     /// The free being replayed found its CPU's lists held: it goes to the buddy.
     lists_held: bool,
+    /// Interrupts' frees the list walk saw go to the buddy: (timestamp, CPU), sorted
+    /// (`replayer/held.rs`).
+    pub held_frees: Vec<(u64, u32)>,
     /// Per zone: the watermark boost when the kswapd pass under way began ([`kswapd`]).
     pass_boosts: Vec<Option<u64>>,
     /// The requests of the `gfp_flags` strings seen.
@@ -193,6 +196,7 @@ impl Replayer {
             held: vec![None; geo.cpus as usize],
             batch_holds: vec![held::BatchHold::default(); geo.cpus as usize],
             lists_held: false,
+            held_frees: Vec::new(),
             pass_boosts: vec![None; geo.zones.len()],
             gfp: gfp::GfpCache::default(),
             counts: ReplayCounts::default(),

@@ -255,6 +255,7 @@ impl Setup {
             r.commit_at_batched = self.infer;
             // 7.2's vfree frees a contiguous range as aligned blocks (replayer::contig_free).
             r.contig_free = super::replayer::contig_free_on(self.preset.0, self.infer, opts);
+            r.held_frees.clone_from(&head.held_frees);
             // The remote pagesets' countdowns at the snapshot (numa::Expiry).
             if let Some(n) = r.numa.as_mut() {
                 n.expiry.start(&r.zones, |c| self.geo.cpu_node(c));

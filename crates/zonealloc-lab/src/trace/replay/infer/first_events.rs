@@ -189,7 +189,8 @@ fn take_here(
             break;
         };
         for ev in chunk.events().take(limit - events) {
-            if let Some(w) = walk.as_mut().filter(|w| !w.done()) {
+            // With the lists' walk, the count walk goes after it (below).
+            if let Some(w) = walk.as_mut().filter(|w| !w.done() && collect.is_none()) {
                 w.feed(&ev);
             }
             if let Some(c) = collect.as_mut() {
@@ -202,6 +203,21 @@ fn take_here(
         events += chunk.len();
         held.push(chunk);
     }
+    // The interrupts' frees the lists' walk saw go to the buddy, which the count walk
+    // leaves off the lists (`pcp_state/irq_fate.rs`).
+    if let (Some(w), Some(c)) = (walk.as_mut(), collect.as_ref()) {
+        w.set_held_frees(c.held_frees());
+        let mut left = limit;
+        for chunk in &held {
+            for ev in chunk.events().take(left) {
+                if w.done() {
+                    break;
+                }
+                w.feed(&ev);
+            }
+            left = left.saturating_sub(chunk.len());
+        }
+    }
     let first = FirstEvents {
         held,
         kernel: walk.as_mut().and_then(Walk::hand_over),
@@ -213,11 +229,18 @@ fn take_here(
     (first, hints, ended)
 }
 
+/// What [`take_beside`] hands its walk: a chunk and how many of its events to read, or the
+/// interrupts' frees that went to the buddy.
+enum ToWalk {
+    Chunk(Chunk, usize),
+    HeldFrees(Vec<(u64, u32)>),
+}
+
 /// [`take`] with both inferences: the start-count walk on a thread of its own, the list
-/// inference (and the hints) here, each chunk handed to the walk once read here. The two
-/// share nothing, so each sees what it saw in one loop; the list inference reads to `limit`
-/// events either way. On 6.1 p1 the walk is 134 M instructions and the lists 95 M: one
-/// after the other they were the replay's longest stretch.
+/// inference (and the hints) here, each chunk handed to the walk once read here. The walk
+/// reads them once the list inference is done and has told it the interrupts' frees that
+/// went to the buddy ([`Collector::held_frees`]); the list inference reads to `limit` events
+/// either way. On 6.1 p1 the walk is 134 M instructions and the lists 95 M.
 fn take_beside(
     mut next: impl FnMut() -> Option<Chunk>,
     mut walk: Walk,
@@ -227,21 +250,30 @@ fn take_beside(
 ) -> Taken {
     let mut ended = false;
     let held = std::thread::scope(|s| {
-        let (tx, rx) = std::sync::mpsc::channel::<(Chunk, usize)>();
+        let (tx, rx) = std::sync::mpsc::channel::<ToWalk>();
         let w = &mut walk;
         // A thread refused (by the system): all here, below.
         let walker = std::thread::Builder::new()
             .name("trace-walk".into())
             .spawn_scoped(s, move || {
                 let mut held = Vec::new();
-                for (chunk, n) in rx {
+                let mut counts = Vec::new();
+                for m in rx {
+                    match m {
+                        ToWalk::Chunk(chunk, n) => {
+                            held.push(chunk);
+                            counts.push(n);
+                        }
+                        ToWalk::HeldFrees(frees) => w.set_held_frees(frees),
+                    }
+                }
+                for (chunk, &n) in held.iter().zip(&counts) {
                     for ev in chunk.events().take(n) {
                         if w.done() {
                             break;
                         }
                         w.feed(&ev);
                     }
-                    held.push(chunk);
                 }
                 held
             })
@@ -261,10 +293,11 @@ fn take_beside(
             }
             events += chunk.len();
             // The walk ended only if it panicked, which the join passes on.
-            if tx.send((chunk, n)).is_err() {
+            if tx.send(ToWalk::Chunk(chunk, n)).is_err() {
                 break;
             }
         }
+        let _ = tx.send(ToWalk::HeldFrees(collect.held_frees()));
         drop(tx);
         Some(
             walker

@@ -57,6 +57,8 @@ use balance::ZoneBalance;
 
 mod balance;
 mod contig;
+mod irq_fate;
+pub use irq_fate::went_to_buddy;
 mod runs;
 mod shown;
 mod span_map;
@@ -278,6 +280,9 @@ pub struct Head {
     /// Per pageblock the head names: its first pfn and the first migratetype named (the
     /// trace's numbering), to seed [`super::kernel::BlockTypes`].
     pub first_named: Vec<(u64, u8)>,
+    /// Interrupts' frees that found their CPU's lists held and went to the buddy, as
+    /// (timestamp, CPU), sorted (`irq_fate.rs`).
+    pub held_frees: Vec<(u64, u32)>,
 }
 
 /// The inference fed one event at a time (the window's first events,
@@ -296,6 +301,7 @@ pub struct Collector {
     shown: Vec<shown::Shown>,
     runs: runs::Runs,
     contig: contig::Contig,
+    irq: irq_fate::IrqFate,
 }
 
 impl Collector {
@@ -324,6 +330,7 @@ impl Collector {
                 .collect(),
             runs: runs::Runs::new(cpus),
             contig: contig::Contig::new(cpus),
+            irq: irq_fate::IrqFate::new(cpus),
         }
     }
 
@@ -350,6 +357,8 @@ impl Collector {
         let pb = |pfn: u64| pfn >> self.pageblock_order;
         let cpu = ev.cpu.unwrap_or(0) % self.cpus;
         let (rec, named) = reduce(ev, numbering);
+        let zones = &self.zones;
+        (self.irq).step(ev, cpu, |pfn| zones.iter().position(|z| z.contains(&pfn)));
         if let Some((pfn, m)) = named {
             if self.first_named.get(pb(pfn)).is_none() {
                 self.first_named.insert(pb(pfn), u16::from(m) + 1);
@@ -380,6 +389,12 @@ impl Collector {
                 self.apply(cpu, rec, named);
             }
         }
+    }
+
+    /// The interrupts' frees its events showed going to the buddy, (timestamp, CPU) sorted
+    /// (`irq_fate.rs`; [`Head::held_frees`]).
+    pub fn held_frees(&self) -> Vec<(u64, u32)> {
+        self.irq.held()
     }
 
     /// `mm_page_alloc_extfrag` names the page taken (6.15 on: [`super::kernel::KernelSide`]):
@@ -440,7 +455,11 @@ impl Collector {
             .map(|(b, m)| (b << pageblock_order, m as u8 - 1))
             .collect();
         first_named.sort_unstable();
-        Head { zones, first_named }
+        Head {
+            zones,
+            first_named,
+            held_frees: self.irq.held(),
+        }
     }
 }
 

@@ -232,6 +232,8 @@ pub struct Walk {
     /// 7.2's contiguous-range frees go on the lists as aligned blocks
     /// ([`Walk::set_contig_free`]).
     contig_free: bool,
+    /// Interrupts' frees that went to the buddy ([`Walk::set_held_frees`]).
+    held_frees: Vec<(u64, u32)>,
     /// Per CPU: a batched commit has begun (a drain then belongs to it; otherwise a drain
     /// follows a single free, which was committed before it).
     batching: Vec<bool>,
@@ -330,6 +332,7 @@ impl Walk {
                     .unwrap_or(1)
             ],
             below_high: vec![false; geo.zones.len()],
+            held_frees: Vec::new(),
             held: Vec::new(),
             slept: Vec::new(),
             nap_ns: crate::trace::replay::kswapd_nap::shortest_nap_ns(
@@ -394,6 +397,12 @@ impl Walk {
         self.nap_ns = crate::trace::replay::kswapd_nap::shortest_nap_ns(hz);
     }
 
+    /// The interrupts' frees the list walk saw go to the buddy, (timestamp, CPU) sorted
+    /// (`pcp_state/irq_fate.rs`): the walk counts none of them.
+    pub fn set_held_frees(&mut self, held: Vec<(u64, u32)>) {
+        self.held_frees = held;
+    }
+
     /// Takes one event.
     pub fn feed(&mut self, ev: &Event<'_>) {
         self.events += 1;
@@ -432,6 +441,12 @@ impl Walk {
                     self.end_run(z, cpu);
                 }
             }
+        }
+        // An interrupt's free that found the lists held (`pcp_spin_trylock` failed):
+        // `free_one_page`. The lists, and a batch holding them, go on as they were.
+        let free = matches!(ev.kind, EventKind::Free { .. });
+        if free && super::pcp_state::went_to_buddy(&self.held_frees, ev, cpu) {
+            return;
         }
         let direct = std::mem::take(&mut self.direct[cpu as usize]);
         let batching = self.batching[cpu as usize];

@@ -49,6 +49,7 @@ use std::io;
 
 use super::Replayer;
 use crate::trace::parse::{Event, EventKind};
+use crate::trace::replay::infer::pcp_state::went_to_buddy;
 
 #[cfg(test)]
 mod tests;
@@ -86,6 +87,12 @@ impl Replayer {
         let ctx = ev.who.ctx();
         if !(ctx.softirq() || ctx.hardirq()) {
             return false;
+        }
+        // One the list walk saw go to the buddy (`infer/pcp_state/irq_fate.rs`): its lists
+        // were held by a section the trace does not print (a list take, a single free's
+        // commit).
+        if went_to_buddy(&self.held_frees, ev, cpu) {
+            return true;
         }
         let Some(h) = self.held.get(cpu as usize).copied().flatten() else {
             return false;

@@ -46,7 +46,11 @@ pub(super) fn reference(
             reference_balance(of_zone, cpus, pageblock_order, thp_order, &named)
         })
         .collect();
-    Head { zones, first_named }
+    Head {
+        zones,
+        first_named,
+        held_frees: Vec::new(),
+    }
 }
 
 /// The balances of one zone's lists over its events, all at once, as the inference ran
