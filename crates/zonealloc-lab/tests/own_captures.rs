@@ -400,6 +400,11 @@ fn check(p: &Phase) -> Vec<String> {
 /// 23.0 -> 3.6%; a higher order's refill leaving the count above `high`
 /// (`infer/start_count/over_high.rs`) the 6-CPU 7.2 p_thp 27.2 -> 1.2%. Each limit was then
 /// brought down to its figure with 2 points of room, or the goal.
+///
+/// `alloc_factor` at least what the refills before the window leave (`infer/free_count.rs`)
+/// took the 6-CPU 6.12 p_fork 8.1 -> 9.9% (after the shepherd's held runs took it from
+/// 15.6; its window's refills and drains went nearer the kernel's: CPU 3's second refill is
+/// the kernel's 126 pages, not 68); not analysed further.
 const END_LIMITS: &[(&str, f64)] = &[
     ("6.1-2g/p_idle", 5.0),
     ("6.1-2g/p_pressure", 5.0),

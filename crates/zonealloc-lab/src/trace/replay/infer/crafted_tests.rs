@@ -49,6 +49,11 @@ pub(super) fn alloc_text(pfn: u64, order: u8) -> String {
 /// CPU 1's count, in the zone of pfn 0x10000, after a replay of `trace` from the snapshot
 /// in `snap` (`infer` as `--infer` sets it; `None`: the defaults).
 pub(super) fn cpu1_count_after(trace: &str, snap: &Path, infer: Option<bool>) -> i32 {
+    cpu1_after(trace, snap, infer).count
+}
+
+/// CPU 1's lists, in the zone of pfn 0x10000, after a replay as [`cpu1_count_after`]'s.
+pub(super) fn cpu1_after(trace: &str, snap: &Path, infer: Option<bool>) -> zonealloc::PcpInfo {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("t.txt");
     std::fs::write(&p, trace).unwrap();
@@ -60,5 +65,5 @@ pub(super) fn cpu1_count_after(trace: &str, snap: &Path, infer: Option<bool>) ->
     };
     let r = replay::run(&p, &opts, &|_| {}).unwrap();
     let z = r.geo.zone_of(0x10000).unwrap();
-    r.replayers[0].zones[z].pcp_info(zonealloc::CpuId(1)).count
+    r.replayers[0].zones[z].pcp_info(zonealloc::CpuId(1))
 }

@@ -16,6 +16,15 @@
 //!
 //! A free is counted at its `mm_page_free` (`mm_page_free_batched` repeats it). Before the
 //! trace's first event both are taken as 0: a dozen allocations make the count exact.
+//!
+//! The same walk bounds `alloc_factor` from below ([`FreeState::alloc_floor`]), which zoneinfo
+//! does not print either: `nr_pcp_alloc` refills an order-0 list with `min(batch <<
+//! alloc_factor, max_nr_alloc)` pages and raises the factor when `batch << alloc_factor <=
+//! max_nr_alloc` (below `CONFIG_PCP_BATCH_SCALE_MAX`), and `max_nr_alloc` is at least
+//! `batch`: a refill of `n` pages leaves the factor at least `log2(n / batch) + 1` (at least
+//! 1), and each free onto the lists halves it (`alloc_factor >>= 1`, both commits). The
+//! set-up's factor, from the window's first refill (`ListDemand::alloc_factor`), reads a
+//! refill `max_nr_alloc` capped as a smaller factor.
 
 use super::free_factor::Rules;
 use crate::trace::parse::{Event, EventKind};
@@ -30,6 +39,10 @@ pub struct FreeState {
     pub free_count: i32,
     /// `pcp->flags & PCPF_PREV_FREE_HIGH_ORDER`.
     pub prev_free_high_order: bool,
+    /// The least `pcp->alloc_factor` the walk's refills and frees allow.
+    pub alloc_floor: u8,
+    /// Pages of the order-0 refill going on (`mm_page_alloc_zone_locked`, `percpu_refill=1`).
+    refill: i32,
 }
 
 /// The walk over the text before the marker.
@@ -62,6 +75,17 @@ impl<'g> Walk<'g> {
         let Some(z) = self.geo.zone_of(ev.kind.pfn()) else {
             return;
         };
+        let refill = matches!(
+            ev.kind,
+            EventKind::ZoneLocked {
+                order: 0,
+                percpu_refill: true,
+                ..
+            }
+        );
+        if !refill {
+            self.refilled(cpu);
+        }
         match ev.kind {
             EventKind::Alloc { order, .. } if !ev.is_failed_alloc() && self.pcp_order(order) => {
                 self.state[z][cpu].free_count >>= 1;
@@ -73,13 +97,36 @@ impl<'g> Walk<'g> {
                 if s.free_count < cap {
                     s.free_count += 1 << order;
                 }
+                // free_frozen_page_commit (6.12 free_unref_page_commit): `alloc_factor >>= 1`.
+                s.alloc_floor >>= 1;
             }
+            _ if refill => self.state[z][cpu].refill += 1,
             _ => {}
         }
     }
 
+    /// CPU `cpu`'s order-0 refills are over (its next event is another): each leaves
+    /// `alloc_factor` at least `log2(n / batch) + 1` and at least 1 (`nr_pcp_alloc`; see the
+    /// module's comment), never above `CONFIG_PCP_BATCH_SCALE_MAX`.
+    fn refilled(&mut self, cpu: usize) {
+        let max = self.rules.scale_max.unwrap_or(u8::MAX);
+        for (z, zone) in self.state.iter_mut().enumerate() {
+            let s = &mut zone[cpu];
+            let n = std::mem::take(&mut s.refill);
+            if n == 0 {
+                continue;
+            }
+            let batch = self.rules.sizes[z].batch.max(1);
+            let shift = (n / batch).max(1).ilog2() as u8;
+            s.alloc_floor = s.alloc_floor.max((shift + 1).min(max));
+        }
+    }
+
     /// Per zone, per CPU: the state after the events fed.
-    pub fn finish(self) -> Vec<Vec<FreeState>> {
+    pub fn finish(mut self) -> Vec<Vec<FreeState>> {
+        for cpu in 0..self.state.first().map_or(0, Vec::len) {
+            self.refilled(cpu);
+        }
         self.state
     }
 }
@@ -98,9 +145,12 @@ pub fn set(states: &[Vec<FreeState>], replayers: &[Replayer]) {
     for r in replayers {
         for (zone, s) in r.zones.iter().zip(states) {
             for (cpu, s) in s.iter().enumerate() {
+                // The set-up's factor where the window's first refill shows more.
+                let set_up = zone.pcp_info(CpuId(cpu as u32)).alloc_factor;
                 let t = PcpTuning {
                     free_count: Some(s.free_count),
                     prev_free_high_order: Some(s.prev_free_high_order),
+                    alloc_factor: Some(set_up.max(s.alloc_floor)),
                     ..PcpTuning::default()
                 };
                 zone.set_pcp_tuning(CpuId(cpu as u32), t);

@@ -21,9 +21,12 @@ impl Replayer {
             EventKind::Free { .. } if batching && self.cut_into_batch(ev, cpu) => {}
             // A new free after a batch's commits: the batch is over.
             EventKind::Free { .. } if batching => self.flush_deferred(cpu)?,
-            // A drain after a single free, or after an interrupt's (the lists were not held).
-            EventKind::PcpuDrain { .. } if !batching || self.batch_cut(cpu) => {
-                self.flush_deferred(cpu)?
+            // A drain after a single free, or after an interrupt's (the lists were not held),
+            // unless it goes on a drain the interrupt cut into ([`Replayer::drain_resumed`]).
+            EventKind::PcpuDrain { pfn, .. } if !batching || self.batch_cut(cpu) => {
+                if !batching || !self.drain_resumed(ev, cpu, pfn)? {
+                    self.flush_deferred(cpu)?
+                }
             }
             EventKind::Free { .. }
             | EventKind::FreeBatched { .. }

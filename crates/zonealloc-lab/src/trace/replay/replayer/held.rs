@@ -191,21 +191,60 @@ impl Replayer {
             self.note_commit(ev, cpu);
             return Ok(());
         }
-        let list = &mut self.deferred[c];
+        self.commit_interrupts(cpu, h.cut, self.geo.zone_of(pfn))?;
+        self.note_commit(ev, cpu);
+        Ok(())
+    }
+
+    /// The last `cut` of `cpu`'s deferred frees, those of interrupts, found the lists held:
+    /// those of `zone` go to the buddy now, the others (another zone's lists have a lock of
+    /// their own) onto their lists.
+    fn commit_interrupts(&mut self, cpu: u32, cut: usize, zone: Option<usize>) -> io::Result<()> {
+        let list = &mut self.deferred[cpu as usize];
         let n = list
             .iter()
             .rev()
-            .take(h.cut)
+            .take(cut)
             .take_while(|d| d.who.ctx().softirq() || d.who.ctx().hardirq())
             .count();
         let mut cut: Vec<_> = list.drain(list.len() - n..).collect();
-        let zone = self.geo.zone_of(pfn);
         for d in &mut cut {
             d.held = self.geo.zone_of(d.pfn) == zone;
         }
-        self.commit_frees(cpu, &cut)?;
-        self.note_commit(ev, cpu);
-        Ok(())
+        self.commit_frees(cpu, &cut)
+    }
+
+    /// Whether the drain line `ev` of `pfn` on `cpu`, after interrupts' frees that cut into a
+    /// batch, goes on a drain those frees cut into: 7.2's `free_frozen_page_commit` drains
+    /// in `batch`-sized `free_pcppages_bulk` calls (`drain_in_batches`), each taking the zone
+    /// lock with interrupts off (`guard(spinlock_irqsave)`) and letting them on at its end,
+    /// the lists still held (`pcp_spin_unlock` comes after). An interrupt raised during a
+    /// chunk comes in there, at the drain's depth; its frees find the lists held and go to
+    /// the buddy, and the next chunk's lines follow. Then the interrupts' frees are
+    /// committed now, to the buddy, and the batch's own frees wait for its next commits.
+    /// (6.1 and 6.12 drain in one call: an interrupt comes in after the whole drain.)
+    ///
+    /// 7.2-4g-6cpu p_idle, CPU 1: `kmem-phases-941`'s batch commit at 282.393533 drains 2016
+    /// pages, 819 (`d..3.`, 282.393545-.397611, 13 chunks of 63), then a softirq frees 17
+    /// pages (`..s3.`, 282.397670-.397714), then 1197 (282.397726-.398920, 19 chunks), then
+    /// the batch commits its other 27 frees (`...2.`, 282.398922). Read as a new drain, the
+    /// line committed the 27 at once, and their commit lines committed them again: CPU 1's
+    /// list held 27 pages more than the kernel's, and its worker at 284.805023 drained 349
+    /// pages where the kernel's drained 322.
+    pub(super) fn drain_resumed(&mut self, ev: &Event<'_>, cpu: u32, pfn: u64) -> io::Result<bool> {
+        let ctx = ev.who.ctx();
+        let Some(zone) = self.geo.zone_of(pfn) else {
+            return Ok(false);
+        };
+        let chunked = self.zones[zone].config().pcp.drain_in_batches;
+        let held = self.held.get(cpu as usize).copied().flatten();
+        let resumed = held.is_some_and(|h| h.zone == zone && h.pid == ev.who.pid());
+        if !chunked || !resumed || ctx.softirq() || ctx.hardirq() {
+            return Ok(false);
+        }
+        let cut = std::mem::take(&mut self.batch_holds[cpu as usize].cut);
+        self.commit_interrupts(cpu, cut, Some(zone))?;
+        Ok(true)
     }
 
     /// `ev` on `cpu` was a batch's commit: the lists are held from it.

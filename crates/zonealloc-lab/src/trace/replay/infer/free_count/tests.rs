@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::trace::replay::infer::crafted_tests::{
-    alloc_text, cpu1_count_after, free_text, geo, rules,
+    alloc_text, cpu1_after, cpu1_count_after, free_text, geo, rules,
 };
 use std::path::Path;
 
@@ -88,4 +88,63 @@ fn the_replay_starts_with_the_free_count_the_trace_before_the_marker_shows() {
     assert_eq!(count(None), 0);
     // Without the inferences `free_count` starts at 0, and the block stays on the list.
     assert_eq!(count(Some(false)), 1294 + 2);
+}
+
+fn refill(cpu: u32, pfn: u64) -> String {
+    line(
+        cpu,
+        &format!("mm_page_alloc_zone_locked: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype=1 percpu_refill=1"),
+    )
+}
+
+/// CPU 1's order-0 refill of `n` DMA32 pages from `at`, then its allocation of the first.
+fn refill_then_alloc(n: u64, at: u64) -> String {
+    (0..n).map(|i| refill(1, at + i)).collect::<String>() + &alloc(1, at, 0)
+}
+
+/// 6.12-4g-6cpu p_fork, CPU 3: its last refill before the window is 63 pages (338.586378)
+/// and no free follows it there, so `alloc_factor` is at least 1 at the window's start; the
+/// window's first refill, 63 pages at count 853 = `high` (391.955027), is `max_nr_alloc`
+/// capped at `batch` either way, and the second, 126 pages (391.955410), shows the factor
+/// 1 (`high` raised by `batch << 1` on each, `max_nr_alloc` 131; from 0 it would have been
+/// 68). Fails on the old code (no floor: the set-up read the first refill as factor 0).
+#[test]
+fn refills_raise_the_alloc_factor_floor_and_frees_halve_it() {
+    let mut t = refill_then_alloc(63, 0x10000);
+    assert_eq!(
+        dma32_cpu1(&t).alloc_floor,
+        1,
+        "any refill leaves at least 1"
+    );
+    t += &free(1, 0x10000, 0);
+    assert_eq!(dma32_cpu1(&t).alloc_floor, 0, "a free halves it");
+    t += &refill_then_alloc(126, 0x10100);
+    assert_eq!(dma32_cpu1(&t).alloc_floor, 2, "126 = 63 << 1");
+    // 189 pages: `max_nr_alloc` capped a factor of 2 or more.
+    t += &free(1, 0x10100, 0);
+    t += &free(1, 0x10101, 0);
+    t += &refill_then_alloc(189, 0x10200);
+    assert_eq!(dma32_cpu1(&t).alloc_floor, 2);
+    // Another CPU's refill and free leave CPU 1's; the scale max caps it; a refill at the
+    // text's end counts.
+    t += &refill(2, 0x10300);
+    t += &free(2, 0x10300, 0);
+    t += &(0..4032)
+        .map(|i| refill(1, 0x11000 + i))
+        .collect::<String>();
+    assert_eq!(dma32_cpu1(&t).alloc_floor, 5, "63 << 6 pages: at most 5");
+}
+
+/// The replay starts CPU 1 with the factor the trace before the marker leaves: its refill
+/// of 63 pages there, no free after, and an empty window (shipped 7.2 p1 snapshot: DMA32's
+/// CPU 1 holds 1294 pages). Fails on the old code (factor 0).
+#[test]
+fn the_replay_starts_with_the_alloc_factor_the_refills_before_the_marker_leave() {
+    let mut t = String::from("# tracer: nop\n");
+    t += &line(0, "tracing_mark_write: KT_SNAPSHOT_BEFORE_BEGIN t");
+    t += &refill_then_alloc(63, 0x10000);
+    t += &line(0, "tracing_mark_write: KT_SNAPSHOT_BEFORE_END t");
+    t += &line(0, "tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN t");
+    let snap = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/proc/linux-7.2-p1-before");
+    assert_eq!(cpu1_after(&t, &snap, None).alloc_factor, 1);
 }

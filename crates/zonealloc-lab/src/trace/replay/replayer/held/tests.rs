@@ -18,6 +18,16 @@ fn by7(ctx: Ctx, kind: EventKind<'static>) -> Event<'static> {
     }
 }
 
+/// A block from the buddy directly (`percpu_refill=0`): an event that ends a batch.
+fn from_buddy() -> EventKind<'static> {
+    EventKind::ZoneLocked {
+        pfn: 100,
+        order: 0,
+        migratetype: 0,
+        percpu_refill: false,
+    }
+}
+
 /// CPU 0's list count after: task 7 allocates 0..10, prepares a batch of 0..5
 /// (`mm_page_free`), commits 0 and 1 (`mm_page_free_batched`, depth 2), a softirq in it frees
 /// 8 and 9 at `depth`, then `next`, then a block from the buddy (which commits what is
@@ -51,13 +61,7 @@ fn batch_cut_by_softirq(depth: u8, next: &[EventKind<'static>]) -> (i32, i32) {
         };
         feed(&mut r, ctx, kind);
     }
-    let direct = EventKind::ZoneLocked {
-        pfn: 100,
-        order: 0,
-        migratetype: 0,
-        percpu_refill: false,
-    };
-    feed(&mut r, task, direct);
+    feed(&mut r, task, from_buddy());
     (before, r.zones[0].pcp_info(CpuId(0)).count)
 }
 
@@ -155,4 +159,60 @@ fn an_interrupt_free_after_a_frees_drain_goes_to_the_buddy() {
         let (_, other) = softirq_after_drain(8, 3, at_batched);
         assert_eq!(other, before + 2, "another task's drain: on the list");
     }
+}
+
+/// CPU 0's list count before, after the drain's second line and at the end, and the frees
+/// of frames the replay did not hold: task 7 allocates 0..10, prepares a batch of 0..5,
+/// commits 0 (`...2.`), whose commit drains a chunk (a `d..3.` line of task 7), a softirq
+/// stamped with task 7 frees 8 and 9 (`..s3.`), the drain goes on (another `d..3.` line),
+/// the batch commits 1..5, and a block from the buddy ends it.
+fn softirq_inside_chunked_drain() -> (i32, i32, i32, u64) {
+    let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &four_cpus(), None).unwrap();
+    r.commit_at_batched = true;
+    let feed = |r: &mut Replayer, ctx, kind| r.feed(&by7(ctx, kind), Inferred::None).unwrap();
+    let task = Ctx::new(false, false, false, 0);
+    let locked = Ctx::new(false, false, false, 2);
+    let draining = Ctx::new(true, false, false, 3);
+    for pfn in 0..10 {
+        feed(&mut r, task, alloc0(pfn, 0, "GFP_KERNEL"));
+    }
+    let count = |r: &Replayer| r.zones[0].pcp_info(CpuId(0)).count;
+    let before = count(&r);
+    for pfn in 0..5 {
+        feed(&mut r, task, EventKind::Free { pfn, order: 0 });
+    }
+    feed(&mut r, locked, EventKind::FreeBatched { pfn: 0 });
+    let drain = |pfn| EventKind::PcpuDrain {
+        pfn,
+        order: 0,
+        migratetype: 0,
+    };
+    feed(&mut r, draining, drain(500));
+    for pfn in 8..10 {
+        let free = EventKind::Free { pfn, order: 0 };
+        feed(&mut r, Ctx::new(false, true, false, 3), free);
+    }
+    feed(&mut r, draining, drain(501));
+    let mid = count(&r);
+    for pfn in 1..5 {
+        feed(&mut r, locked, EventKind::FreeBatched { pfn });
+    }
+    feed(&mut r, task, from_buddy());
+    (before, mid, count(&r), r.counts.frees_before_trace)
+}
+
+/// 7.2-4g-6cpu p_idle, CPU 1: `kmem-phases-941`'s commit at 282.393533 drains 819 pages
+/// (`d..3.`), a softirq frees 17 (`..s3.`, 282.397670-.397714), the drain goes on with 1197
+/// (7.2's `free_frozen_page_commit` drains in `batch`-sized `free_pcppages_bulk` calls, each
+/// letting interrupts on at its end, the lists still held), then the batch commits its other
+/// 27 pages (282.398922). The softirq's pages go to the buddy, and the batch's go on the list
+/// at their own commits, once each. Fails on the old code (the second drain line, read as a
+/// new drain, committed the batch's pages at once, and their commit lines freed them again:
+/// with a /proc snapshot, pages of the pool in use, 27 more on CPU 1's list).
+#[test]
+fn a_drain_that_goes_on_after_an_interrupt_keeps_its_batch() {
+    let (before, mid, after, unknown) = softirq_inside_chunked_drain();
+    assert_eq!(mid, before + 1, "only the commit that drained");
+    assert_eq!(after, before + 5, "the batch's five pages");
+    assert_eq!(unknown, 0, "no commit of a page freed already");
 }
