@@ -3,7 +3,7 @@
 
 use super::super::Found;
 use super::cpu1_on_7_2;
-use crate::trace::replay::first_events::Which;
+use crate::trace::replay::infer::first_events::Which;
 
 const PAGE: &str = "page=(____ptrval____)";
 
