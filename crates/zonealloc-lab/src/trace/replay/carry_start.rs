@@ -45,6 +45,7 @@ pub fn walk(
         base.pageblock_order,
     );
     walk.set_extfrag_names_page(preset.extfrag_names_page());
+    walk.set_free_high(base.pcp.free_high);
     walk.roll_back_from(at);
     Some(walk)
 }

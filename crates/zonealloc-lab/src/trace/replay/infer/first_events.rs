@@ -52,6 +52,8 @@ pub struct Which {
     pub bulk_takes_head: bool,
     /// 7.2's `vfree` frees a contiguous range as aligned blocks ([`Walk::set_contig_free`]).
     pub contig_free: bool,
+    /// The kernel's `free_high` rule ([`Walk::set_free_high`]).
+    pub free_high: zonealloc::FreeHigh,
 }
 
 /// The held events and what the inferences found in them (nothing, by default).
@@ -115,6 +117,7 @@ pub fn take_to_after(
         w.set_extfrag_names_page(which.extfrag_names_page);
         w.set_hz(which.hz);
         w.set_contig_free(which.contig_free);
+        w.set_free_high(which.free_high);
         if let Some(at) = which.roll_at {
             w.roll_back_from(at);
         }
@@ -338,6 +341,7 @@ impl Which {
             keep_kernel: false,
             bulk_takes_head: false,
             contig_free: false,
+            free_high: zonealloc::FreeHigh::FreeFactor,
         }
     }
 }

@@ -70,6 +70,7 @@ pub use reach::nearest as nearest_allowed;
 pub use roll::ReadPoint;
 
 use high::{High, ZoneHigh};
+use zonealloc::FreeHigh;
 
 use super::kernel::{Handover, Inferred, KernelSide, Notes};
 use crate::procfs::ProcSnapshot;
@@ -124,6 +125,8 @@ struct Free {
     /// The zone was known below its high mark, kswapd's pass off: a drain came at
     /// `high_min` (`below_high.rs`).
     below_high: bool,
+    /// Surely a `free_high` free (`free_high.rs`).
+    free_high: bool,
 }
 
 impl Free {
@@ -191,6 +194,8 @@ struct Cpu {
     reach: reach::Reach,
     /// The start counts the pin allows with a reachable `high` ([`reach::Reach::allowed`]).
     allowed: Option<Vec<(i64, i64)>>,
+    /// What its frees show of `free_count` and its `free_high` flag (`free_high.rs`).
+    flags: free_high::Flags,
 }
 
 /// The streaming walk over the events ([`super::first_events`]).
@@ -204,6 +209,8 @@ pub struct Walk {
     fixed_high: bool,
     /// `CONFIG_PCP_BATCH_SCALE_MAX`.
     scale_max: u8,
+    /// The kernel's `free_high` rule (`free_high.rs`; [`Walk::set_free_high`]).
+    free_high: FreeHigh,
     /// Each CPU's `high` at the start is inferred ([`start_high`]).
     start_high: bool,
     /// Per node: kswapd's pass is on (`ZONE_RECLAIM_ACTIVE` on the node's zones).
@@ -307,6 +314,7 @@ impl Walk {
                     start_high: start_high::StartHigh::default(),
                     reach: reach::Reach::new(high.hi, &high, scale_max),
                     allowed: None,
+                    flags: free_high::Flags::default(),
                 });
             }
         }
@@ -322,6 +330,7 @@ impl Walk {
             thp_order,
             fixed_high,
             scale_max,
+            free_high: FreeHigh::Off,
             start_high: false,
             reclaim: vec![
                 false;
@@ -401,6 +410,12 @@ impl Walk {
     /// (`pcp_state/irq_fate.rs`): the walk counts none of them.
     pub fn set_held_frees(&mut self, held: Vec<(u64, u32)>) {
         self.held_frees = held;
+    }
+
+    /// The kernel's `free_high` rule: a drain a `free_high` free surely triggered pins the
+    /// count (`free_high.rs`; none by default).
+    pub fn set_free_high(&mut self, rule: FreeHigh) {
+        self.free_high = rule;
     }
 
     /// Takes one event.
@@ -551,6 +566,7 @@ mod below_high;
 mod contig;
 mod counts;
 mod finish;
+mod free_high;
 mod frees;
 mod high;
 mod over_high;

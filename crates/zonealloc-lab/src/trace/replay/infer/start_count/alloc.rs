@@ -35,6 +35,12 @@ impl Walk {
             _ => None,
         };
         self.other(cpu);
+        if self.pcp_order(order) {
+            // rmqueue_pcplist may have run, and halved `free_count` (`free_high.rs`).
+            if let Some(c) = self.at(zone, cpu) {
+                c.flags.allocated();
+            }
+        }
         if ev.is_failed_alloc() || !self.pcp_order(order) || direct {
             return;
         }

@@ -59,9 +59,11 @@ impl Walk {
         self.add(zone, cpu, 1i64 << order);
         let reclaim = self.reclaim_on(zone);
         let below_high = !reclaim && self.below_high(zone);
-        let (ts, scale_max) = (self.now, self.scale_max);
+        let (ts, scale_max, rule) = (self.now, self.scale_max, self.free_high);
         if let Some(c) = self.at(zone, cpu) {
             c.freed_since_candidate(pfn);
+            let h = (c.high.lo, c.high.batch, c.high.batch << scale_max);
+            let free_high = c.flags.freed(order, rule, h);
             // The values `high` can have: the last refill's raise, `free_count`; kswapd's
             // pass and ZONE_BELOW_HIGH lower it at each free (nr_pcp_high) by what the
             // trace does not show.
@@ -88,6 +90,7 @@ impl Walk {
                 high_fell: c.high_fell,
                 // nr_pcp_high's `high_min == high_max` case returns `high`.
                 below_high: below_high && c.high.lo != c.high.max,
+                free_high,
             });
         }
     }

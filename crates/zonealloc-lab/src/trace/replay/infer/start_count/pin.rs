@@ -92,6 +92,7 @@ impl Walk {
                     high_lo: hlo,
                     high_hi: hhi,
                     high_fell,
+                    free_high: sure,
                     ..
                 },
             drained,
@@ -116,7 +117,8 @@ impl Walk {
         let normal = (hlo - delta, hhi + (1 << order) - 1 - delta);
         // 6.1: more than nr_pcp_free's most (high - batch, and free_pcppages_bulk's last
         // block past it): free_high drained the whole count.
-        let emptied = fixed && drained > hlo - c.high.batch + block - 1;
+        let emptied = (fixed && drained > hlo - c.high.batch + block - 1)
+            || c.free_high_emptied(sure, drained, scale_max);
         let pin = if high_fell && !emptied {
             // The count may have been at or above the fallen `high` before the free: it was
             // at least `high` after it (free_high aside), no more is known.

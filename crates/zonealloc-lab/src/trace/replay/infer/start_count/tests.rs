@@ -8,6 +8,7 @@ use crate::trace::replay::proc_setup;
 use crate::trace::replay::{self, ReplayOptions};
 use std::path::Path;
 
+mod free_high;
 mod held_frees;
 mod runs;
 
