@@ -93,6 +93,8 @@ impl Vmstat {
         let w = &mut self.work[c];
         w.pending = true;
         w.late = true;
+        // Its limit (`late::limit`) counts from that expiry.
+        w.late_from = w.expires;
         w.held = true;
         w.waiting = false;
         self.refresh_due();

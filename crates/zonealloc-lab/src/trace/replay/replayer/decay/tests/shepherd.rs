@@ -19,9 +19,7 @@ fn state(r: &Replayer) -> (i32, i32) {
 fn raised_after_a_stop() -> Replayer {
     let mut r = filled(true);
     take_and_give(&mut r, 600, "GFP_HIGHUSER|__GFP_ACCOUNT");
-    for k in 0..400u64 {
-        feed_at(&mut r, 1, 50_050_000_000 + k * 1000, movable(8192 + k));
-    }
+    cpu1_takes(&mut r, 50_050_000_000, 400);
     for k in 0..400u64 {
         let free = EventKind::Free {
             pfn: 8192 + k,
@@ -30,6 +28,20 @@ fn raised_after_a_stop() -> Replayer {
         feed_at(&mut r, 1, 50_100_000_000 + k * 1000, free);
     }
     r
+}
+
+/// CPU 0 allocates every 10 ms from `from_ms` to `to_ms` (trace time); CPU 1 has no event.
+fn cpu0_until(r: &mut Replayer, from_ms: u64, to_ms: u64) {
+    for ms in (from_ms..to_ms).step_by(10) {
+        feed_at(r, 0, ms * 1_000_000, movable(30_000 + ms - 50_000));
+    }
+}
+
+/// CPU 1's task takes `n` pages (8192 on), a microsecond apart from `from_ns`.
+fn cpu1_takes(r: &mut Replayer, from_ns: u64, n: u64) {
+    for k in 0..n {
+        feed_at(r, 1, from_ns + k * 1000, movable(8192 + k));
+    }
 }
 
 #[test]
@@ -43,9 +55,7 @@ fn a_shepherds_run_that_would_drain_waits_for_the_workers_drain_in_the_trace() {
     assert!(p.drained > 0 && p.high_after < p.high_before, "{p:?}");
     let before = state(&r);
     let drains = r.ours.get(0, 1).drain_pages;
-    for ms in (50_110..52_300u64).step_by(10) {
-        feed_at(&mut r, 0, ms * 1_000_000, movable(30_000 + ms - 50_000));
-    }
+    cpu0_until(&mut r, 50_110, 52_300);
     assert_eq!(state(&r), before, "held to the trace's drain");
     assert_eq!(r.ours.get(0, 1).drain_pages, drains);
     let line = at(1, 52_300_000_000, drain_line(8192), who(Task::CpuWorker));
@@ -60,9 +70,7 @@ fn without_late_workers_the_shepherds_run_drains_at_once() {
     let mut r = raised_after_a_stop();
     r.set_late_workers(false);
     let p = r.zones[0].decay_pcp_high_preview(CpuId(1));
-    for ms in (50_110..51_100u64).step_by(10) {
-        feed_at(&mut r, 0, ms * 1_000_000, movable(30_000 + ms - 50_000));
-    }
+    cpu0_until(&mut r, 50_110, 51_100);
     assert_eq!(state(&r).1, p.high_after);
 }
 
@@ -78,15 +86,32 @@ fn a_workers_run_ahead_before_its_requeue_is_the_shepherds_queueing() {
     let line = at(1, 51_300_000_000, drain_line(8192), who(Task::CpuWorker));
     ahead.feed(&line);
     r.set_runs_ahead(ahead);
-    for k in 0..50u64 {
-        feed_at(&mut r, 1, 50_200_000_000 + k * 1000, movable(8192 + k));
-    }
+    cpu1_takes(&mut r, 50_200_000_000, 50);
     let p = r.zones[0].decay_pcp_high_preview(CpuId(1));
     assert!(p.drained == 0 && p.high_after < p.high_before, "{p:?}");
-    for ms in (50_210..51_300u64).step_by(10) {
-        feed_at(&mut r, 0, ms * 1_000_000, movable(30_000 + ms - 50_000));
-    }
+    cpu0_until(&mut r, 50_210, 51_300);
     assert_eq!(state(&r).1, p.high_before, "not queued at 51.0 s");
     r.feed(&line, Inferred::Drain { owner: 1 }).unwrap();
     assert_eq!(state(&r).1, p.high_after);
+}
+
+#[test]
+fn a_put_off_shepherds_run_is_one_step_where_its_task_then_takes_pages() {
+    // As the first test, but CPU 1's task takes pages at 51.2 s, after the shepherd's run
+    // (51.0 s) was put off: the step no longer drains, and the run goes at the task's pause,
+    // one step. The old code gave the put-off run a limit from the jiffy a late run is queued
+    // at, which `Vmstat::put_off` left unset (0): the run was dated at that ancient limit,
+    // re-queued itself a second on, before the event, and the workers asked again
+    // (`Vmstat::due_again`) stepped `high` once per second since (7.2-4g-6cpu p_thp, CPU 0 at
+    // 148.036 s: runs dated 1.797 s on).
+    let mut r = raised_after_a_stop();
+    let before = state(&r);
+    cpu0_until(&mut r, 50_110, 51_200);
+    assert_eq!(state(&r), before, "put off at 51.0 s");
+    let p = r.zones[0].decay_pcp_high_preview(CpuId(1));
+    cpu1_takes(&mut r, 51_200_000_000, p.drained as u64 + 20);
+    let p = r.zones[0].decay_pcp_high_preview(CpuId(1));
+    assert!(p.drained == 0 && p.high_after < p.high_before, "{p:?}");
+    cpu0_until(&mut r, 51_210, 51_400);
+    assert_eq!(state(&r).1, p.high_after, "one step at the task's pause");
 }
