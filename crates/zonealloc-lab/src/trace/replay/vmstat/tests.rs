@@ -2,6 +2,7 @@
 //! and the phase from the trace's worker runs or given.
 
 use super::*;
+use crate::trace::parse::EventKind;
 
 pub(super) const HZ: u32 = 250;
 pub(super) const TICK: u64 = 4_000_000;
