@@ -88,6 +88,10 @@ pub struct Untraced {
     /// CPU's list of that migratetype was empty before the refill, so the replay first takes
     /// what its own list holds (the bulk allocation took the kernel's).
     pub bulk_refill: bool,
+    /// The page's free came before this inference (`KernelSide::bulk_refill_before`): the
+    /// replay takes it now only while it holds that free (deferred), else the free's own
+    /// inference took it.
+    pub freed: bool,
 }
 
 impl Untraced {
@@ -98,6 +102,7 @@ impl Untraced {
             cpu,
             migratetype,
             bulk_refill: false,
+            freed: false,
         }
     }
 }

@@ -205,7 +205,8 @@ impl RollWalk {
     /// Takes one event; `untraced`: the pages the kernel side found allocated untraced just
     /// before it (`KernelSide::untraced_now`).
     pub fn feed(&mut self, ev: &Event<'_>, untraced: &[Untraced]) {
-        for u in untraced {
+        // A page freed before its take was read (`Untraced::freed`) is where that free put it.
+        for u in untraced.iter().filter(|u| !u.freed) {
             if let Some(z) = self.zone(u.pfn) {
                 self.rolls[z].set(u.pfn..u.pfn + 1, After::InUse);
             }

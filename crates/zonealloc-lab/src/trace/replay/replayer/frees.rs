@@ -88,12 +88,14 @@ impl Replayer {
             cpu,
             migratetype,
             bulk_refill,
+            freed,
         } in pages
         {
             let Some(z) = self.geo.zone_of(pfn) else {
                 continue;
             };
-            if self.frames.is_live(pfn) {
+            // A page freed before the take was read: taken now only while we hold its free.
+            if self.frames.is_live(pfn) || (freed && self.frames.deferred_at(pfn).is_none()) {
                 continue;
             }
             if bulk_refill {

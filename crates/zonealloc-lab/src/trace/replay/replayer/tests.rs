@@ -493,7 +493,6 @@ fn a_kswapd_pass_ends_the_boost_it_began_with() {
 /// `high` as the kernel's did). Fails on the old code (one page off the list, no refill).
 #[test]
 fn a_bulk_refills_first_page_empties_our_list_and_refills_it() {
-    use crate::trace::replay::infer::kernel::Untraced;
     let g = one_cpu_zone(1 << 16);
     let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &g, None).unwrap();
     let alloc = at(0, None, alloc0(0x100, 0, "GFP_KERNEL"));
@@ -504,18 +503,8 @@ fn a_bulk_refills_first_page_empties_our_list_and_refills_it() {
         held > 1 && refilled > 0,
         "{held} pages, {refilled} refilled"
     );
-    let free = at(
-        0,
-        None,
-        EventKind::Free {
-            pfn: 0x900,
-            order: 0,
-        },
-    );
-    let bulk = Untraced {
-        bulk_refill: true,
-        ..Untraced::new(0x800, 0, 0)
-    };
+    let free = untraced::free0(0x900);
+    let bulk = untraced::bulk_page(0x800, false);
     r.untraced_allocs(&free, &[bulk]).unwrap();
     assert!(r.ours.get(0, 0).refills > refilled);
     assert_eq!(r.counts.untraced_allocs, u64::from(held) + 1);

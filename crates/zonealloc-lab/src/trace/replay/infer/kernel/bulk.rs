@@ -17,6 +17,8 @@ pub(super) struct Awaited {
     pub pid: Option<u32>,
     /// The refill's context: [`irq_level`].
     pub level: u8,
+    /// The run's first page, once listed.
+    pub first: Option<u64>,
 }
 
 /// How deep in interrupts an event ran: 0 in a task (or a line without the latency column),
@@ -129,6 +131,56 @@ impl KernelSide {
         if level < w.level || own_alloc || w.pid.is_none() || ev.who.pid() != w.pid {
             return;
         }
+        self.bulk_took_first(w, cpu);
+    }
+
+    /// A refill of another list (zone or migratetype) on `cpu`, `ev` its first page, before
+    /// the awaited run's task had an event of its own there: if the refilling task made it in
+    /// the awaited run's context, the awaited run was `alloc_pages_bulk`'s
+    /// ([`KernelSide::bulk_refill`]), which took its first page untraced. A traced allocation
+    /// prints its `mm_page_alloc` right after `rmqueue_pcplist`'s refill (`__rmqueue_pcplist`
+    /// refills one list, of the request's zone and migratetype, and takes its first page),
+    /// with no refill of another list between; `alloc_pages_bulk_noprof` prints nothing.
+    /// 6.12-8g p_thp (lines 35077-35669): `dash-515` refills 63 Unmovable pages on CPU 2 at
+    /// 654.239763 (a forked task's vmalloc'd stack, `vm_area_alloc_pages`), then 126 Movable
+    /// ones at 654.291868 and allocates 0x10328a, the Movable run's first. The Unmovable run's
+    /// first pages, 0x10acab-0x10acae, were freed together by `kworker/1:1` at 654.286282 in
+    /// between: a free the replay may still hold (`Replayer::untraced_allocs`), whose
+    /// untraced allocation it would replay only with the free, after the Movable refill
+    /// (`alloc_factor` then gave the two refills each other's size). Taken so, the first page
+    /// is flagged [`Untraced::freed`].
+    #[cold]
+    #[inline(never)]
+    pub(super) fn bulk_refill_before(&mut self, ev: &Event<'_>, cpu: u32, zone: usize, mt: u8) {
+        let Some(w) = self.awaiting[cpu as usize] else {
+            return;
+        };
+        if (w.zone, w.mt) == (zone, mt)
+            || irq_level(ev.who.ctx()) != w.level
+            || w.pid.is_none()
+            || ev.who.pid() != w.pid
+        {
+            return;
+        }
+        self.awaiting[cpu as usize] = None;
+        let Some(first) = w.first else {
+            return;
+        };
+        if self.runs[self.list(w.zone, cpu, w.mt)].front() == Some(&first) {
+            self.bulk_took_first(w, cpu);
+            return;
+        }
+        self.untraced_now.push(Untraced {
+            bulk_refill: true,
+            freed: true,
+            ..Untraced::new(first, cpu, w.mt)
+        });
+        self.bulk_refills += 1;
+    }
+
+    /// The awaited run `w` was `alloc_pages_bulk`'s: its first page goes untraced now,
+    /// flagged [`Untraced::bulk_refill`].
+    fn bulk_took_first(&mut self, w: Awaited, cpu: u32) {
         let (zone, mt) = (w.zone, w.mt);
         let list = self.list(zone, cpu, mt);
         let at = self.untraced_now.len();

@@ -218,3 +218,38 @@ fn an_allocation_under_freed_pages_finds_them_taken_untraced() {
     assert_eq!(run(true), taken);
     assert_eq!(run(false), vec![e(); 8]);
 }
+
+/// 6.12-8g p_thp (lines 35077-35206): `dash-515` refills 63 Unmovable pages on CPU 2 at
+/// 654.239763, then 126 Movable ones, and allocates the Movable run's first page: the
+/// Unmovable run was `alloc_pages_bulk`'s (a vmalloc'd stack), which took its first page.
+/// Another task's refill says nothing. A free of the run's first page before the next run
+/// (there: `kworker/1:1`'s at 654.286282) flags the page [`Untraced::freed`]: the replay takes
+/// it then only if it still holds that free. Fails on the old code (the next run replaced the
+/// awaited one: nothing inferred).
+#[test]
+fn a_refill_of_another_list_before_its_own_allocation_was_a_bulk_take() {
+    let movable = |pfn| EventKind::ZoneLocked {
+        pfn,
+        order: 0,
+        migratetype: 1,
+        percpu_refill: true,
+    };
+    let bulk = vec![Untraced {
+        bulk_refill: true,
+        ..Untraced::new(0x10, 1, 0)
+    }];
+    let got = after_a_refill(&[
+        by(7, 1, false, movable(0x40)),
+        by(7, 1, false, movable(0x41)),
+    ]);
+    assert_eq!(got, vec![bulk, Vec::new()]);
+    let other = after_a_refill(&[by(8, 1, false, movable(0x40))]);
+    assert_eq!(other, vec![Vec::new()]);
+    let freed = after_a_refill(&[by(9, 0, false, free(0x10)), by(7, 1, false, movable(0x40))]);
+    let held = Untraced {
+        bulk_refill: true,
+        freed: true,
+        ..Untraced::new(0x10, 1, 0)
+    };
+    assert_eq!(freed[1], vec![held]);
+}

@@ -76,12 +76,14 @@ impl KernelSide {
             }
             return;
         };
-        self.awaiting[c] = Some(Awaited {
-            zone,
-            mt,
-            pid: ev.who.pid(),
-            level: irq_level(ev.who.ctx()),
-        });
+        let mut first = None;
+        if let Some(w) = self.awaiting[c] {
+            if was == Some((zone, mt)) {
+                first = w.first;
+            } else {
+                self.bulk_refill_before(ev, cpu, zone, mt);
+            }
+        }
         let list = self.list(zone, cpu, mt);
         if was != Some((zone, mt)) {
             // A new batch: the list was empty, what was left of the last run is gone.
@@ -102,7 +104,15 @@ impl KernelSide {
                 f.set_refilled(Some((cpu, mt)));
             }
             self.runs[list].push_back(pfn);
+            first = first.or(Some(pfn));
         }
+        self.awaiting[c] = Some(Awaited {
+            zone,
+            mt,
+            pid: ev.who.pid(),
+            level: irq_level(ev.who.ctx()),
+            first,
+        });
     }
 
     /// The run of zone `zone`'s list of `migratetype` on `cpu` (`runs`' index). Zones past the

@@ -63,3 +63,38 @@ fn a_bulk_take_leaves_the_free_count_as_it_was() {
     r.feed(&ev, Inferred::None).unwrap();
     assert_eq!(free_count(&r), before >> 1);
 }
+
+/// A bulk refill's first page whose free came before the inference
+/// (`KernelSide::bulk_refill_before`, [`Untraced::freed`]) is taken now only while that free
+/// waits, deferred: once committed, the free's own inference took it (6.1-4g p_pressure:
+/// `kworker/0:1` frees 0x10265a at 853.630570, before `dash-1007`'s next refill). Fails on the
+/// old code (taken either way: an extra refill of our list).
+#[test]
+fn a_freed_bulk_page_is_taken_only_while_its_free_waits() {
+    let g = one_cpu_zone(1 << 16);
+    let free = free0(0x900);
+    let page = bulk_page(0x800, true);
+    let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &g, None).unwrap();
+    r.untraced_allocs(&free, &[page]).unwrap();
+    assert_eq!((r.ours.get(0, 0).refills, r.counts.untraced_allocs), (0, 0));
+    assert!(!r.frames.is_live(0x800));
+    r.frames.set_deferred_at(0x800, Some(0));
+    r.untraced_allocs(&free, &[page]).unwrap();
+    assert!(r.frames.is_live(0x800));
+    assert!(r.ours.get(0, 0).refills > 0);
+}
+
+/// An order-0 free of `pfn` on CPU 0.
+pub(super) fn free0(pfn: u64) -> Event<'static> {
+    at(0, None, EventKind::Free { pfn, order: 0 })
+}
+
+/// Page `pfn` taken untraced first from a bulk refill on CPU 0's Unmovable list, its free
+/// before the inference or (`freed`) not.
+pub(super) fn bulk_page(pfn: u64, freed: bool) -> Untraced {
+    Untraced {
+        bulk_refill: true,
+        freed,
+        ..Untraced::new(pfn, 0, 0)
+    }
+}
