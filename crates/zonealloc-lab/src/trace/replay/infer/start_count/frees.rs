@@ -11,6 +11,7 @@ type Decay = (Option<u64>, bool);
 impl Walk {
     /// Any event on `cpu` but a drain: the last free drained nothing, a refill run ended.
     pub(super) fn other(&mut self, cpu: u32) {
+        let first_ns = self.first_ns;
         for z in 0..self.zones {
             let Some(c) = self.at(z, cpu) else {
                 continue;
@@ -23,7 +24,8 @@ impl Walk {
             // free_*_page_commit: no drain, so count < high (the fallen one, for a free
             // after kswapd's wake).
             if f.open_hi.is_none() && !f.high_fell {
-                c.start_high.no_drain(f.delta);
+                let since_start = f.ts.zip(first_ns).map_or(0, |(t, s)| t.saturating_sub(s));
+                c.start_high.no_drain(f.delta, since_start);
             }
             c.high_fell &= !f.high_fell;
             match f.open_hi {

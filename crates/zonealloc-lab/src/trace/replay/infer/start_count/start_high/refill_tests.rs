@@ -88,7 +88,7 @@ fn a_free_after_a_raise_bounds_high_only_through_the_raise() {
     s.work_line(0);
     refill(&mut s, 2016);
     s.other();
-    s.no_drain(2300);
+    s.no_drain(2300, 0);
     let h = high(1283, 7615);
     let got = s.infer(1000, &h, 5);
     assert!(s.evolve(got, 2, &h, 5) > 3300, "{got}");
@@ -101,7 +101,7 @@ fn a_free_after_a_raise_bounds_high_only_through_the_raise() {
 fn without_the_traces_lines_a_refill_ends_what_the_walk_reads() {
     let mut s = printed(1283);
     refill(&mut s, 63);
-    s.no_drain(5000);
+    s.no_drain(5000, 0);
     // The walk saw no `vmstat_update` line in the file (`Walk::settle_start_high`).
     s.no_lines();
     assert_eq!(s.infer(100, &high(1283, 7615), 5), 1283);

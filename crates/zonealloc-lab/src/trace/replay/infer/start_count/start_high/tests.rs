@@ -23,7 +23,7 @@ pub(super) fn printed(printed: i64) -> StartHigh {
 fn a_decay_that_leaves_more_than_high_min_names_high_before_it() {
     // 7.2-4g p_thp, Normal CPU 0: 2032 pages, 170 drained, 1862 left.
     let mut s = printed(1283);
-    s.no_drain(1);
+    s.no_drain(1, 0);
     s.worker_drain(-1, 1, 533_000_000);
     s.worker_drain(-2, 169, 533_000_000);
     s.other();
@@ -37,7 +37,7 @@ fn the_worker_runs_before_the_first_that_drains_took_an_eighth_each() {
     // 7.2-4g p_idle, Normal CPU 2: 1583 pages at the worker's first drain, 8.855 s into
     // the file, which drained 46 and left 1537. Eight runs before it drained nothing.
     let mut s = printed(1283);
-    s.no_drain(300);
+    s.no_drain(300, 0);
     s.worker_drain(356, 46, 8_855_000_000);
     s.other();
     let h = s.infer(1227, &high(1283, 7615), 5);
@@ -55,8 +55,8 @@ fn the_worker_runs_before_the_first_that_drains_took_an_eighth_each() {
 #[test]
 fn frees_that_drain_nothing_hold_high_above_the_count() {
     let mut s = printed(1283);
-    s.no_drain(4);
-    s.no_drain(9);
+    s.no_drain(4, 0);
+    s.no_drain(9, 0);
     assert_eq!(s.infer(1846, &high(1283, 7615), 5), 1856);
     // Down to high_min at the first run: at most the largest high an eighth less of
     // which is high_min, whatever the frees said.
@@ -131,7 +131,7 @@ fn frees_after_traced_runs_hold_the_decayed_high_above_the_count() {
     for _ in 0..7 {
         s.work_line(-34);
     }
-    s.no_drain(1228);
+    s.no_drain(1228, 0);
     s.free_drain(1229, 7_000_000_000);
     let h = s.infer(1063, &high(1281, 7615), 5);
     assert_eq!(decayed(h, 7, 1281), 2292, "{h}");
@@ -142,7 +142,7 @@ fn a_free_that_drains_holds_high_at_or_below_the_count() {
     // 7.2-4g-wq p_prodcons, Normal CPU 3 (c0 1726): the free that left 1777 drained
     // nothing, the next (1778) drained; zoneinfo printed 2900 later.
     let mut s = printed(2900);
-    s.no_drain(51);
+    s.no_drain(51, 0);
     s.free_drain(52, 768_000_000);
     assert_eq!(s.infer(1726, &high(1283, 7615), 5), 1778);
     // A second later the worker's run before it took an eighth off: the start was the
@@ -163,7 +163,22 @@ fn a_free_that_drains_holds_high_at_or_below_the_count() {
 fn a_refill_closes_what_the_start_shows() {
     let mut s = printed(1300);
     s.close();
-    s.no_drain(400);
+    s.no_drain(400, 0);
     s.worker_drain(0, 100, 0);
     assert_eq!(s.infer(1000, &high(1283, 7615), 5), 1300);
+}
+
+#[test]
+fn frees_that_drain_nothing_bound_high_after_the_runs_of_their_time() {
+    // 7.2-4g-6cpu p_thp, Normal CPU 1 (c0 762, no worker line): `awk-619`'s single frees
+    // from 127.708 drained nothing up to 1441 pages; the one at 131.043609 (3.42 s in)
+    // drained 682 at 1442. The worker ran each second meanwhile, so `high` was 1442 after
+    // three runs, not at the start (1442 there left the replay draining 95, 190 and 380
+    // pages from 128.419, where the kernel drained nothing).
+    let mut s = printed(855);
+    s.no_drain(300, 1_000_000_000);
+    s.no_drain(679, 3_420_000_000);
+    s.free_drain(680, 3_420_000_000);
+    let h = s.infer(762, &high(855, 5074), 5);
+    assert_eq!(decayed(h, 3, 855), 1442, "{h}");
 }
