@@ -46,7 +46,8 @@ impl Vmstat {
     }
 
     /// An event on CPU slot `c` at `t` after its worker's woken run that stopped
-    /// ([`Work::woke`]), or after a late run held back at its pause ([`Work::held`]).
+    /// ([`super::Work::woke`]), or after a late run held back at its pause
+    /// ([`super::Work::held`]).
     ///
     /// The worker's timer is deferrable (`INIT_DEFERRABLE_WORK(.., vmstat_update)`,
     /// `mm/vmstat.c`): on an idle CPU it expires at the CPU's first tick after it wakes
