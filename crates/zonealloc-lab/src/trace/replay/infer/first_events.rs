@@ -232,6 +232,16 @@ fn take_here(
     (first, hints, ended)
 }
 
+/// Feeds `walk` the first `n` events of `chunk`, until it is done.
+fn feed_chunk(walk: &mut Walk, chunk: &Chunk, n: usize) {
+    for ev in chunk.events().take(n) {
+        if walk.done() {
+            break;
+        }
+        walk.feed(&ev);
+    }
+}
+
 /// What [`take_beside`] hands its walk: a chunk and how many of its events to read, or the
 /// interrupts' frees that went to the buddy.
 enum ToWalk {
@@ -259,23 +269,34 @@ fn take_beside(
         let walker = std::thread::Builder::new()
             .name("trace-walk".into())
             .spawn_scoped(s, move || {
+                // The walk goes as the chunks come, taking no interrupt's free as gone to
+                // the buddy: the list walk knows which did only at its end
+                // (`pcp_state/irq_fate.rs`). Where one lies in what it walked, it walks
+                // again from its start with them; else what it found stands.
+                let mut fresh = Some(w.clone());
                 let mut held = Vec::new();
                 let mut counts = Vec::new();
                 for m in rx {
                     match m {
                         ToWalk::Chunk(chunk, n) => {
+                            feed_chunk(w, &chunk, n);
                             held.push(chunk);
                             counts.push(n);
                         }
-                        ToWalk::HeldFrees(frees) => w.set_held_frees(frees),
-                    }
-                }
-                for (chunk, &n) in held.iter().zip(&counts) {
-                    for ev in chunk.events().take(n) {
-                        if w.done() {
-                            break;
+                        ToWalk::HeldFrees(frees) => {
+                            let walked = w.walked_to();
+                            let again = frees.iter().any(|&(t, _)| walked.is_some_and(|e| t <= e));
+                            match fresh.take().filter(|_| again) {
+                                Some(f) => {
+                                    *w = f;
+                                    w.set_held_frees(frees);
+                                    for (chunk, &n) in held.iter().zip(&counts) {
+                                        feed_chunk(w, chunk, n);
+                                    }
+                                }
+                                None => w.set_held_frees(frees),
+                            }
                         }
-                        w.feed(&ev);
                     }
                 }
                 held

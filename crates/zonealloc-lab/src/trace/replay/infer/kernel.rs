@@ -156,6 +156,7 @@ enum Prev {
 }
 
 /// The kernel's side of the trace, gathered in the replay's pass.
+#[derive(Clone)]
 pub struct KernelSide {
     /// Per zone and (folded) CPU.
     pub grid: Grid,

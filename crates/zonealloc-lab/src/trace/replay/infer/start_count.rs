@@ -199,6 +199,7 @@ struct Cpu {
 }
 
 /// The streaming walk over the events ([`super::first_events`]).
+#[derive(Clone)]
 pub struct Walk {
     cpus: u32,
     zones: usize,
@@ -410,6 +411,13 @@ impl Walk {
     /// (`pcp_state/irq_fate.rs`): the walk counts none of them.
     pub fn set_held_frees(&mut self, held: Vec<(u64, u32)>) {
         self.held_frees = held;
+    }
+
+    /// The timestamp of the last event the walk took (a workqueue line's aside), if any: an
+    /// interrupt's free after it cannot have moved what the walk found
+    /// ([`Walk::set_held_frees`]).
+    pub fn walked_to(&self) -> Option<u64> {
+        self.now
     }
 
     /// The kernel's `free_high` rule: a drain a `free_high` free surely triggered pins the

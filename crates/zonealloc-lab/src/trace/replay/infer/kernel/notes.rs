@@ -18,7 +18,7 @@ use crate::trace::parse::{Event, EventKind};
 /// Per event of a [`KernelSide`]'s, what it inferred beyond a free's type, and the pages it
 /// found taken untraced ([`KernelSide::untraced_now`]): only the events with either, by their
 /// index from the side's first event.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Notes {
     inferred: Vec<(u64, Inferred)>,
     untraced: Vec<(u64, Untraced)>,

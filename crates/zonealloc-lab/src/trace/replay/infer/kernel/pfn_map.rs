@@ -107,7 +107,7 @@ impl PfnFacts {
 }
 
 /// [`PfnFacts`] per pfn: chunk by chunk within the replay's zones, one by one outside.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct PfnMap {
     /// The first chunk number of the array.
     first_chunk: u64,
