@@ -163,8 +163,6 @@ pub struct Vmstat {
     pipe: PipePages,
     /// Per CPU: the first lines of its worker's runs ahead ([`RunsAhead`]).
     starts_ahead: Vec<Vec<u64>>,
-    /// Asked again before the same event ([`Vmstat::due_again`]).
-    again: bool,
 }
 
 impl Vmstat {
@@ -191,7 +189,6 @@ impl Vmstat {
             marks_ran_already: 0,
             pipe: PipePages::default(),
             starts_ahead: Vec::new(),
-            again: false,
         }
     }
 
@@ -321,7 +318,7 @@ impl Vmstat {
         if t < self.next_due_ns && !self.work[c].waiting {
             return;
         }
-        self.due_slow(c, t, runs);
+        self.due_slow(c, t, runs, false);
     }
 
     /// The runs due before an event on `cpu` at `t` once the replay did those
@@ -331,25 +328,24 @@ impl Vmstat {
     pub fn due_again(&mut self, cpu: u32, t: u64, runs: &mut Vec<Run>) {
         runs.clear();
         let c = cpu as usize % self.work.len();
-        self.again = true;
-        self.due_slow(c, t, runs);
-        self.again = false;
+        self.due_slow(c, t, runs, true);
     }
 
+    /// [`Vmstat::due`]'s work; `again`: asked again before the same event
+    /// ([`Vmstat::due_again`]).
     #[inline(never)]
-    fn due_slow(&mut self, c: usize, t: u64, runs: &mut Vec<Run>) {
+    fn due_slow(&mut self, c: usize, t: u64, runs: &mut Vec<Run>, again: bool) {
         if !self.started {
             self.started = true;
             self.start(t);
         }
         let now = self.jiffy(t);
-        let (tick, phase, hz, defer, late_runs, again) = (
+        let (tick, phase, hz, defer, late_runs) = (
             self.tick_ns(),
             self.phase_ns,
             self.hz,
             self.defer_to_event,
             self.late_runs,
-            self.again,
         );
         for (i, w) in self.work.iter_mut().enumerate() {
             let own = w.phase_ns.or(phase);
@@ -392,7 +388,7 @@ impl Vmstat {
                 w.waiting = true;
             }
         }
-        if self.work[c].waiting && !self.again {
+        if self.work[c].waiting && !again {
             self.work[c].waiting = false;
             self.work[c].pending = false;
             runs.push(Run {
