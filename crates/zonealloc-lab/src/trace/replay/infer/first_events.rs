@@ -212,12 +212,7 @@ fn take_here(
         w.set_held_frees(c.held_frees());
         let mut left = limit;
         for chunk in &held {
-            for ev in chunk.events().take(left) {
-                if w.done() {
-                    break;
-                }
-                w.feed(&ev);
-            }
+            feed_chunk(w, chunk, left);
             left = left.saturating_sub(chunk.len());
         }
     }
