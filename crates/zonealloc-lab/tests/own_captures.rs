@@ -461,6 +461,12 @@ const END_LIMITS: &[(&str, f64)] = &[
     ("6.12-8g-8cpu/p_idle", 5.0),
     ("6.12-8g-8cpu/p_prodcons", 5.0),
     ("6.12-8g-8cpu/p_sock", 5.0),
+    // The 12-CPU, 6 GiB machine (`CPUS=12`), captured at 5f22a7e and replayed once then
+    // (Normal end at most 4.5% at that first replay): the goal.
+    ("6.12-6g-12cpu/p_fork", 5.0),
+    ("6.12-6g-12cpu/p_memcg", 5.0),
+    ("6.12-6g-12cpu/p_sock", 5.0),
+    ("6.12-6g-12cpu/p_thp", 5.0),
     ("7.2-2g/p_idle", 5.0),
     ("7.2-2g/p_pressure", 5.0),
     ("7.2-2g/p_prodcons", 5.0),
@@ -495,6 +501,13 @@ const END_LIMITS: &[(&str, f64)] = &[
     ("7.2-8g-8cpu/p_idle", 5.0),
     ("7.2-8g-8cpu/p_prodcons", 5.0),
     ("7.2-8g-8cpu/p_sock", 5.0),
+    // The 12-CPU, 6 GiB machine, as the 6.12 one above: its first replay's figure with 2
+    // points of room, or the goal. p_fork 14.6, p_memcg 7.8% (CPU 2's reclaim frees drain
+    // 47% more events than the kernel's).
+    ("7.2-6g-12cpu/p_fork", 16.6),
+    ("7.2-6g-12cpu/p_memcg", 9.8),
+    ("7.2-6g-12cpu/p_sock", 5.0),
+    ("7.2-6g-12cpu/p_thp", 5.0),
 ];
 
 /// The headline zone's end-state figure against [`END_LIMITS`].
