@@ -248,6 +248,19 @@ impl Replayer {
                 }
                 continue;
             }
+            // Due at its kworker's own drain line (a run held to its idle CPU's wake) with
+            // no batch's commits open: the task before it left the CPU, its single frees
+            // committed in the calls that traced them (`free_unref_page` ->
+            // `free_unref_page_commit`), so `decay_pcp_high` counts their pages
+            // ([`Replayer::commit_before_run`]; `commit_before` commits them at the drain
+            // line too, but after the run). 6.12-4g-6cpu p_fork: `kworker/4:1` frees 8
+            // pages (396.658571 to 396.715504), CPU 4 idles over its expiry (396.7515), and
+            // its decay drains 83 at 396.788917; ours drained 74, then 105 more when the
+            // frees were committed after it.
+            let open = self.batching.get(cpu as usize).copied().unwrap_or(false);
+            if self.commit_at_batched && run.cpu == cpu && ev.who.is_worker_drain() && !open {
+                self.commit_before_run(cpu, run.at_ns)?;
+            }
             self.run_worker(run)?;
             before |= run.at_ns < ts;
         }
