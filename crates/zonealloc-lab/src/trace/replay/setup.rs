@@ -399,7 +399,7 @@ fn time_highs(
     let schedule = Vmstat::placed(geo.cpus, hz, placed, ahead, traced).schedule(first);
     // No kworker inside a free call (`Replayer::mid_free_no_switch`, as `add_replayers`).
     let schedule = schedule.no_switch_in_free(preset.voluntary_preempt());
-    sc.time_highs(|cpu, t, pauses| schedule.runs_through(cpu, t, pauses));
+    sc.time_highs(|cpu, t, pauses| schedule.runs_around(cpu, t, pauses));
 }
 
 /// The start state `--whole-file` used (`w`), its counts named: the snapshot's where the

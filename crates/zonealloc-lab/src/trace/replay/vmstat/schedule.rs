@@ -94,13 +94,24 @@ impl Schedule {
     /// where given ([`Pauses::run_at`]: dated at the pause, done there or, held inside a
     /// free call, at the CPU's next event that is no free), else at their timers.
     pub fn runs_through(&self, cpu: u32, t: u64, pauses: Option<&Pauses>) -> u32 {
+        self.runs(cpu, t, pauses).1
+    }
+
+    /// [`Schedule::runs_through`] before an event at `t` and through it: the replay does the
+    /// runs due by an event before it and its commits, but the trace's run at `t` is the
+    /// event (`Vmstat::mark`), after them.
+    pub fn runs_around(&self, cpu: u32, t: u64, pauses: Option<&Pauses>) -> (u32, u32) {
+        self.runs(cpu, t, pauses)
+    }
+
+    fn runs(&self, cpu: u32, t: u64, pauses: Option<&Pauses>) -> (u32, u32) {
         let n = self.cpus.len();
         let Some(w) = self
             .cpus
             .get(cpu as usize % n.max(1))
             .filter(|_| !self.traced)
         else {
-            return 0;
+            return (0, 0);
         };
         let (hz, own) = (self.hz, w.phase);
         let (mut expires, mut fires, mut ahead_ns) = (w.expires, w.fires, w.ahead_ns);
@@ -112,6 +123,9 @@ impl Schedule {
             // mark runs the worker, `Vmstat::mark`), or the one the timer waits for.
             let (at, done) = match ahead_ns {
                 Some(a) if a < fire_ns || waits(a, (fire_ns, expiry_ns), fire_ns) => {
+                    if a == t {
+                        return (runs, runs.saturating_add(1));
+                    }
                     ahead_ns = None;
                     (a, a)
                 }
@@ -124,7 +138,7 @@ impl Schedule {
                 },
             };
             if done > t || runs == u32::MAX {
-                return runs;
+                return (runs, runs);
             }
             runs += 1;
             (expires, fires) = requeue(jiffy_at(own, hz, at), cpu, hz, self.wheel);

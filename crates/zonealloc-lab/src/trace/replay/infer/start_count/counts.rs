@@ -147,13 +147,14 @@ impl StartCounts {
     }
 
     /// Reads each inferred `high` at the start again, the worker's runs the trace's lines
-    /// do not count timed by `runs_through(cpu, t, pauses)`: CPU `cpu`'s runs at or before
-    /// trace time `t`, its pauses as the walk saw them, as the replay's workers will do them
+    /// do not count timed by `runs_through(cpu, t, pauses)`: CPU `cpu`'s runs done before an
+    /// event at trace time `t` and at or before `t` (the trace's run at `t` too), its pauses
+    /// as the walk saw them, as the replay's workers will do them
     /// ([`crate::trace::replay::vmstat::Schedule::runs_through`]); the walk counted one a
     /// second from its first event. 7.2-4g-6cpu p_thp, Normal CPU 1: the file starts at
     /// 127.62 s and CPU 1's timer fires at x.81, so four runs come before the free that
     /// drained at 131.043609, where one a second counts three.
-    pub fn time_highs(&mut self, runs_through: impl Fn(u32, u64, Option<&Pauses>) -> u32) {
+    pub fn time_highs(&mut self, runs_through: impl Fn(u32, u64, Option<&Pauses>) -> (u32, u32)) {
         let Some(first) = self.first_ns else {
             return;
         };

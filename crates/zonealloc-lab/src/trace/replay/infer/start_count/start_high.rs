@@ -124,9 +124,10 @@ impl Default for Runs {
 pub(super) enum Clock<'a> {
     /// One a second from the walk's first event (no schedule known: [`runs_before`]).
     OneASecond,
-    /// The workers' schedule for this CPU: its runs at or before `since_start` ns into the
-    /// walk.
-    Schedule(&'a dyn Fn(u64) -> u32),
+    /// The workers' schedule for this CPU: its runs done before an event `since_start` ns
+    /// into the walk (a run the trace shows at that event comes after it: its drain is the
+    /// event), and those at or before it.
+    Schedule(&'a dyn Fn(u64) -> (u32, u32)),
 }
 
 impl Clock<'_> {
@@ -135,9 +136,9 @@ impl Clock<'_> {
         match (r, self) {
             (Runs::Lines(n), _) => n,
             (Runs::Through(t) | Runs::Before(t), Clock::OneASecond) => runs_before(t),
-            (Runs::Through(t), Clock::Schedule(f)) => f(t),
+            (Runs::Through(t), Clock::Schedule(f)) => f(t).0,
             // The worker's own run is one of those the schedule places at or before it.
-            (Runs::Before(t), Clock::Schedule(f)) => f(t).saturating_sub(1),
+            (Runs::Before(t), Clock::Schedule(f)) => f(t).1.saturating_sub(1),
         }
     }
 }

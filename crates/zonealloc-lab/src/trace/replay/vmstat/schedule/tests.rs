@@ -133,6 +133,9 @@ fn a_cpus_runs_keep_to_its_own_second_from_the_files_start() {
     let schedule = vm.schedule(127 * S + 623_012_000);
     assert_eq!(schedule.runs_through(1, 131 * S + 43_609_000, None), 4);
     assert_eq!(schedule.runs_through(1, 127 * S + 800_000_000, None), 0);
+    // The trace's run at 144.819174 is that event: after the commits before it.
+    let (before, through) = schedule.runs_around(1, 144 * S + 819_174_000, None);
+    assert_eq!((before, through), (17, 18));
     // CPU 0, without a run ahead, keeps the shared phase (CPU 1's second, 3 jiffies on).
     assert_eq!(schedule.runs_through(0, 127 * S + 830_000_000, None), 1);
 }

@@ -114,7 +114,7 @@ fn the_start_high_counts_the_runs_the_replays_workers_do_before_each_bound() {
     let schedule = workers(&t).schedule(first);
     assert_eq!(schedule.runs_through(1, 4_500_000_000, None), 4);
     assert!(sc.has_timed_highs());
-    sc.time_highs(|cpu, t, pauses| schedule.runs_through(cpu, t, pauses));
+    sc.time_highs(|cpu, t, pauses| schedule.runs_around(cpu, t, pauses));
     // Fails on the old code (one a second: three runs, 5459).
     let (_, h) = cpu1(&sc);
     assert_eq!(decayed(h, 4, 3492), count, "{h}");
