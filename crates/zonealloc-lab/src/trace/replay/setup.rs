@@ -19,7 +19,7 @@ use super::preset::Kernel;
 use super::proc_setup;
 use super::replayer::Replayer;
 use super::snapshots::Snapshots;
-use super::vmstat::RunsAhead;
+use super::vmstat::{RunsAhead, Vmstat, DEFAULT_HZ};
 use super::whole_start::{self, WholeStart};
 use crate::procfs::ProcSnapshot;
 use crate::trace::ingest::{Kept, Source};
@@ -107,6 +107,9 @@ impl Setup {
         );
         let mut head = first.lists.unwrap_or_default();
         let mut start_counts = first.counts;
+        if let Some(sc) = start_counts.as_mut() {
+            time_highs(sc, (opts, preset.0), (&geo, &base), &ahead);
+        }
         let whole_start =
             whole.map(|(_, w)| whole_start_used(opts, snap, w, start_counts.as_ref()));
         let text = if wants.any() {
@@ -367,6 +370,36 @@ impl Wants {
     fn any(&self) -> bool {
         self.free_factor || self.free_count || self.runs || self.roll
     }
+}
+
+/// The `high`s the start-count walk read at the file's start (`--whole-file` from 6.7 on),
+/// the worker's runs the trace's lines do not count timed on the schedule the replay's
+/// workers keep ([`crate::trace::replay::vmstat::Schedule`]), set up as each replayer sets
+/// up its own (`Replayer::new_vmstat`; with `--whole-file` no text comes before the window,
+/// so no run before it places a timer, `Vmstat::set_runs_before`).
+fn time_highs(
+    sc: &mut start_count::StartCounts,
+    (opts, preset): (&ReplayOptions, Kernel),
+    (geo, base): (&Geometry, &zonealloc::ZoneConfig),
+    ahead: &RunsAhead,
+) {
+    let Some(first) = sc.walk_start_ns().filter(|_| sc.has_timed_highs()) else {
+        return;
+    };
+    if !base.pcp.decay || !base.pcp.enabled || opts.no_decay {
+        return;
+    }
+    let hz = opts.hz.map_or(DEFAULT_HZ, |h| h.max(1));
+    let traced = !opts.no_traced_workers && ahead.traced();
+    let placed = (
+        opts.timer_wheel,
+        opts.jiffies_phase_ns,
+        !opts.no_late_workers,
+    );
+    let schedule = Vmstat::placed(geo.cpus, hz, placed, ahead, traced).schedule(first);
+    // No kworker inside a free call (`Replayer::mid_free_no_switch`, as `add_replayers`).
+    let schedule = schedule.no_switch_in_free(preset.voluntary_preempt());
+    sc.time_highs(|cpu, t, pauses| schedule.runs_around(cpu, t, pauses));
 }
 
 /// The start state `--whole-file` used (`w`), its counts named: the snapshot's where the

@@ -42,6 +42,7 @@ mod clock;
 mod counted;
 mod late;
 mod phase;
+mod schedule;
 mod shepherd;
 mod traced;
 mod wheel;
@@ -51,6 +52,7 @@ pub use check::{RunCheck, RunLog};
 pub use clock::round_rel;
 use clock::{jiffy_at, next_boundary, ns_of_at};
 use counted::PipePages;
+pub use schedule::Schedule;
 pub use traced::TracedRuns;
 
 /// The kernel's `HZ` when not told (Debian amd64's `CONFIG_HZ`).
@@ -443,7 +445,8 @@ impl Vmstat {
         w.woke_ns = run.at_ns;
         self.run_log.modelled(c, run.at_ns);
         if changed {
-            self.arm(c, round_rel(j, run.cpu, self.hz), j);
+            let (expires, fires) = schedule::requeue(j, run.cpu, self.hz, self.wheel);
+            (w.expires, w.fires) = (expires, fires);
         }
         self.runs += 1;
         self.refresh_due();

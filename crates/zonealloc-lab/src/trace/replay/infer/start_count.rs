@@ -73,6 +73,7 @@ use high::{High, ZoneHigh};
 use zonealloc::FreeHigh;
 
 use super::kernel::{Handover, Inferred, KernelSide, Notes};
+use super::worker_runs::{tick_ns, Pauses};
 use crate::procfs::ProcSnapshot;
 use crate::trace::parse::{Event, EventKind};
 use crate::trace::replay::geometry::Geometry;
@@ -227,6 +228,9 @@ pub struct Walk {
     /// The timestamp of the event being walked, and of the walk's first.
     now: Option<u64>,
     first_ns: Option<u64>,
+    /// Per CPU, while the walk reads `high` at the start: its pauses ([`Pauses`]), and the
+    /// tick they are measured in.
+    pauses: (Vec<Pauses>, u64),
     events: u64,
     waiting: usize,
     /// Per CPU: the last event was a direct buddy allocation (`percpu_refill=0`), which the
@@ -350,6 +354,10 @@ impl Walk {
             ),
             now: None,
             first_ns: None,
+            pauses: (
+                Vec::new(),
+                tick_ns(crate::trace::replay::vmstat::DEFAULT_HZ),
+            ),
             events: 0,
             waiting,
             direct: vec![false; cpus as usize],
@@ -405,6 +413,7 @@ impl Walk {
     /// (`kswapd_try_to_sleep`: a free in the nap met the zone's `high`, not the pass's).
     pub fn set_hz(&mut self, hz: u32) {
         self.nap_ns = crate::trace::replay::kswapd_nap::shortest_nap_ns(hz);
+        self.pauses.1 = tick_ns(hz);
     }
 
     /// The interrupts' frees the list walk saw go to the buddy, (timestamp, CPU) sorted
@@ -444,6 +453,9 @@ impl Walk {
         }
         self.note_print(ev, zone, inferred);
         let cpu = ev.cpu.unwrap_or(0) % self.cpus;
+        if self.start_high {
+            self.pause_event(cpu, ev);
+        }
         // Pages alloc_pages_bulk took off a CPU's lists (the bulk inference), read in place:
         // no `Vec` per event.
         let mut i = 0;

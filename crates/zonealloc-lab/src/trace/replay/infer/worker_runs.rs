@@ -103,6 +103,136 @@ pub fn earliest_in_second(runs: &VecDeque<u64>) -> Option<u64> {
     Some(best.1)
 }
 
+/// A tick under `hz` (0: one a second), in ns.
+pub fn tick_ns(hz: u32) -> u64 {
+    SECOND_NS / u64::from(hz.max(1))
+}
+
+/// One CPU's pauses as the trace shows them, from the walk's first event: where its events
+/// lie more than a tick apart. A busy CPU's worker whose timer fired runs when the CPU's
+/// task pauses, as the replay places a late run (`vmstat/late.rs`: a tick after the CPU's
+/// last event, `Vmstat::set_late_runs`), so the workers' schedule reads its runs' times off
+/// them ([`Pauses::run_at`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Pauses {
+    /// The stretches longer than a tick with no event of the CPU, in time order; one from 0
+    /// to its first event.
+    gaps: Vec<Gap>,
+    /// The CPU's last event, and whether it was a free waiting for its commit.
+    last: Option<(u64, bool)>,
+    /// The first gap after a free that no other event has resolved yet.
+    open: Option<usize>,
+    tick_ns: u64,
+}
+
+/// A stretch of a CPU with no event ([`Pauses`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Gap {
+    /// The last event before it, and the next.
+    from: u64,
+    to: u64,
+    /// The event before it was a free waiting for its commit: where no kworker runs inside
+    /// a free call, the CPU's first event after it that is no free resolves it (`resolved`:
+    /// when, and whether a commit).
+    after_free: bool,
+    resolved: Option<(u64, bool)>,
+}
+
+/// What an event is to a CPU's pauses ([`Pauses::event`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// A traced free (`mm_page_free`: `free_pages_prepare`), committed later.
+    Free,
+    /// A batch's commit (`mm_page_free_batched`) or its drain.
+    Commit,
+    /// Anything else.
+    Other,
+}
+
+impl Pauses {
+    /// No event yet, a tick of `tick_ns`.
+    pub fn new(tick_ns: u64) -> Pauses {
+        Pauses {
+            tick_ns,
+            ..Pauses::default()
+        }
+    }
+
+    /// The CPU's next event, at `t`.
+    pub fn event(&mut self, t: u64, step: Step) {
+        let (from, after_free) = match self.last {
+            None => (Some(0), false),
+            Some((l, free)) => (
+                Some(l).filter(|&l| t > l.saturating_add(self.tick_ns)),
+                free,
+            ),
+        };
+        if let Some(from) = from {
+            self.gaps.push(Gap {
+                from,
+                to: t,
+                after_free,
+                resolved: None,
+            });
+            if after_free && self.open.is_none() {
+                self.open = Some(self.gaps.len() - 1);
+            }
+        }
+        if step != Step::Free {
+            let commit = step == Step::Commit;
+            let open = self
+                .open
+                .take()
+                .map_or(self.gaps.len(), |o| o.min(self.gaps.len()));
+            for g in &mut self.gaps[open..] {
+                g.resolved = Some((t, commit));
+            }
+        }
+        self.last = Some((t, step == Step::Free));
+    }
+
+    /// When the CPU's worker whose timer fired at `fire` runs, as the replay places it,
+    /// `(at, done)`: the time the run is dated at (its re-queue counts from it) and the time
+    /// the replay does it. At `fire` where the CPU was idle (its last event more than a tick
+    /// before: the timer is deferrable, the replay runs it at its expiry,
+    /// `Vmstat::set_defer_to_event`); else a tick after the last event before the CPU's
+    /// next pause, at `limit` at the latest (`late.rs`: the kworker waits for the task).
+    /// `no_switch_in_free`: a pause after a free waiting for its commit holds the run
+    /// (`Replayer::inside_free`) until the CPU's first event that is no free: a commit shows
+    /// the pauses inside a batch (the run waits on), any other event places it at the last
+    /// of them, done then (`Replayer::mid_pause_seen`).
+    pub fn run_at(&self, fire: u64, limit: u64, no_switch_in_free: bool) -> (u64, u64) {
+        let tick = self.tick_ns;
+        let Some((last, _)) = self.last.filter(|l| l.0.saturating_add(tick) >= fire) else {
+            return (fire, fire);
+        };
+        let i = self.gaps.partition_point(|g| g.to < fire);
+        if let Some(g) = self.gaps.get(i) {
+            // Idle at `fire`: the stretch it lies in began more than a tick before it.
+            if g.from.saturating_add(tick) < fire {
+                return (fire, fire);
+            }
+        }
+        let cap = |at: u64, done: u64| (at.min(limit).max(fire), done.min(limit).max(fire));
+        let mut k = i;
+        while let Some(g) = self.gaps.get(k) {
+            let pause = g.from.saturating_add(tick);
+            match g.resolved.filter(|_| no_switch_in_free && g.after_free) {
+                None => return cap(pause, pause),
+                // Inside a batch: on past its commit.
+                Some((r, true)) => k += self.gaps[k..].partition_point(|h| h.to <= r).max(1),
+                Some((r, false)) => {
+                    let held = self.gaps[k..].iter().take_while(|h| h.to <= r);
+                    let at = held.last().map_or(pause, |h| h.from.saturating_add(tick));
+                    return cap(at, r);
+                }
+            }
+        }
+        let pause = last.saturating_add(tick);
+        cap(pause, pause)
+    }
+}
+
 /// Per CPU of `cpus`: its worker's run earliest in its second among its latest
 /// [`RUNS_KEPT`] in the complete lines of `text` (the trace before the marker).
 #[cfg(test)]
@@ -197,6 +327,44 @@ mod tests {
         }
         assert_eq!(w.runs[0].len(), RUNS_KEPT);
         assert_eq!(w.runs[0].front(), Some(&10_000_000_000));
+    }
+
+    /// A busy CPU's late run at its task's pause; where no kworker runs inside a free call
+    /// (6.12), not at a pause after a free: at the last such pause before the CPU's next
+    /// event that is no free, done then, or past a commit (a batch) at the next pause.
+    #[test]
+    fn a_late_run_waits_for_a_pause_outside_a_free_call() {
+        const MS: u64 = 1_000_000;
+        let cpu = |end: Step| {
+            let mut p = Pauses::new(4 * MS);
+            let steps = [
+                (0, Step::Free),
+                (1, Step::Free),
+                (2, Step::Free),
+                (10, Step::Free),
+                (11, Step::Free),
+                (20, Step::Free),
+                (21, end),
+                (22, Step::Other),
+                (30, Step::Other),
+            ];
+            for (ms, step) in steps {
+                p.event(ms * MS, step);
+            }
+            p
+        };
+        let p = cpu(Step::Other);
+        // Busy at 1.5 ms: the pause after 2 ms; inside free calls, the last before 21 ms.
+        assert_eq!(p.run_at(MS * 3 / 2, 900 * MS, false), (6 * MS, 6 * MS));
+        assert_eq!(p.run_at(MS * 3 / 2, 900 * MS, true), (15 * MS, 21 * MS));
+        assert_eq!(p.run_at(MS * 3 / 2, 12 * MS, true), (12 * MS, 12 * MS));
+        // A commit at 21 ms: the pauses were inside a batch; the next after it.
+        let p = cpu(Step::Commit);
+        assert_eq!(p.run_at(MS * 3 / 2, 900 * MS, true), (26 * MS, 26 * MS));
+        // Idle at 8 ms (its last event at 2 ms), and past the last event.
+        assert_eq!(p.run_at(8 * MS, 900 * MS, true), (8 * MS, 8 * MS));
+        assert_eq!(p.run_at(40 * MS, 900 * MS, true), (40 * MS, 40 * MS));
+        assert_eq!(p.run_at(31 * MS, 900 * MS, true), (34 * MS, 34 * MS));
     }
 
     #[test]

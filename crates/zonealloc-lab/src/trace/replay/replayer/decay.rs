@@ -75,17 +75,10 @@ impl Replayer {
     /// The workers as [`Replayer::set_vmstat`] and [`Replayer::set_runs_ahead`] set them,
     /// before their first event.
     fn new_vmstat(&self) -> Vmstat {
-        let mut v = Vmstat::new(self.geo.cpus, self.hz);
+        let traced = self.traced_workers && self.runs_ahead.traced();
+        let placed = (self.timer_wheel, self.jiffies_phase_ns, self.late_workers);
+        let mut v = Vmstat::placed(self.geo.cpus, self.hz, placed, &self.runs_ahead, traced);
         v.set_defer_to_event(self.decay_waits_for_event);
-        v.set_late_runs(self.late_workers);
-        v.set_timer_wheel(self.timer_wheel);
-        if let Some(p) = self.jiffies_phase_ns {
-            v.set_phase(p);
-        }
-        v.align_ahead(&self.runs_ahead);
-        if self.traced_workers && self.runs_ahead.traced() {
-            v.set_traced(true);
-        }
         v
     }
 

@@ -15,7 +15,8 @@
 
 use std::collections::VecDeque;
 
-use super::{jiffy_at, next_boundary, Vmstat, Work};
+use super::schedule::{first_timer, waits};
+use super::{Vmstat, Work};
 use crate::trace::parse::{lines, Event, EventKind, Parser};
 use crate::trace::replay::infer::worker_runs::{earliest_in_second, RUNS_KEPT};
 
@@ -252,12 +253,12 @@ impl Vmstat {
                 before,
                 ..
             } = self.work[c];
-            let j = jiffy_at(own.or(self.phase_ns), self.hz, t);
-            let expires = next_boundary(j, c as u32, self.hz);
+            let phase = own.or(self.phase_ns);
+            let (expires, fires) = first_timer(phase, c as u32, t, self.hz, self.wheel);
             self.work[c] = Work {
                 pending: true,
                 expires,
-                fires: self.fire_of(expires, expires - i64::from(self.hz)),
+                fires,
                 phase_ns: own,
                 ahead_ns,
                 before,
@@ -276,9 +277,8 @@ impl Vmstat {
 /// resched then, and the worker ran 4 ms later, after 1000 more pages of free-path drains;
 /// run at the expiry, ours found `count` 2857 under `high` and drained none of the
 /// kernel's 533). Past it (the run was not replayed as a mark), it runs.
-pub(super) fn waits_for_mark(w: &Work, (fire_ns, expiry_ns): (u64, u64), t: u64) -> bool {
-    w.ahead_ns
-        .is_some_and(|at| at >= fire_ns && at.saturating_sub(expiry_ns) < 1_000_000_000 && t <= at)
+pub(super) fn waits_for_mark(w: &Work, times: (u64, u64), t: u64) -> bool {
+    w.ahead_ns.is_some_and(|at| waits(at, times, t))
 }
 
 /// When worker `w`'s run firing at `fire_ns` (expired at `expiry_ns`) is due: then, or just

@@ -3,6 +3,10 @@
 
 use serde::Serialize;
 
+use super::high::High;
+use super::start_high::{Clock, StartHigh};
+use crate::trace::replay::infer::worker_runs::Pauses;
+
 /// How one CPU's start count was found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -69,6 +73,29 @@ pub struct StartCounts {
     /// When zoneinfo was read (ns), where the walk rolled the counts back from its read
     /// ([`super::roll`]).
     pub rolled_from_ns: Option<u64>,
+    /// The walk's first event's time (ns), from which its bounds on `high` time the
+    /// worker's runs.
+    #[serde(skip)]
+    pub(super) first_ns: Option<u64>,
+    /// What the walk read of each inferred `high` ([`CpuStart::high`]), to read it again
+    /// on the workers' schedule ([`StartCounts::time_highs`]).
+    #[serde(skip)]
+    pub(super) highs: Vec<HighRead>,
+    /// Per CPU: its pauses up to the walk's end, which time its worker's late runs.
+    #[serde(skip)]
+    pub(super) pauses: Vec<Pauses>,
+}
+
+/// What the walk read of one CPU's `high` at the start ([`StartHigh`]), with what it is
+/// read against: the count there and the bounds of `high`.
+#[derive(Clone, Debug)]
+pub(super) struct HighRead {
+    /// The CPU's place in [`StartCounts::cpus`].
+    pub(super) index: usize,
+    pub(super) start: StartHigh,
+    pub(super) c0: i64,
+    pub(super) high: High,
+    pub(super) scale_max: u8,
 }
 
 impl StartCounts {
@@ -106,6 +133,42 @@ impl StartCounts {
     /// The `high` node `node`'s zone `zone`'s CPU `cpu` starts from, where inferred.
     pub fn high_on(&self, node: u32, zone: &str, cpu: u32) -> Option<u64> {
         self.on(node, zone, cpu).and_then(|c| c.high)
+    }
+
+    /// The walk's first event's time (ns), from which it timed the worker's runs.
+    pub fn walk_start_ns(&self) -> Option<u64> {
+        self.first_ns
+    }
+
+    /// Whether a `high` at the start was read off runs without lines that
+    /// [`StartCounts::time_highs`] would time.
+    pub fn has_timed_highs(&self) -> bool {
+        self.first_ns.is_some() && !self.highs.is_empty()
+    }
+
+    /// Reads each inferred `high` at the start again, the worker's runs the trace's lines
+    /// do not count timed by `runs_through(cpu, t, pauses)`: CPU `cpu`'s runs done before an
+    /// event at trace time `t` and at or before `t` (the trace's run at `t` too), its pauses
+    /// as the walk saw them, as the replay's workers will do them
+    /// ([`crate::trace::replay::vmstat::Schedule::runs_through`]); the walk counted one a
+    /// second from its first event. 7.2-4g-6cpu p_thp, Normal CPU 1: the file starts at
+    /// 127.62 s and CPU 1's timer fires at x.81, so four runs come before the free that
+    /// drained at 131.043609, where one a second counts three.
+    pub fn time_highs(&mut self, runs_through: impl Fn(u32, u64, Option<&Pauses>) -> (u32, u32)) {
+        let Some(first) = self.first_ns else {
+            return;
+        };
+        for r in &self.highs {
+            let Some(c) = self.cpus.get_mut(r.index) else {
+                continue;
+            };
+            let (cpu, pauses) = (c.cpu, self.pauses.get(c.cpu as usize));
+            let runs = |since: u64| runs_through(cpu, first.saturating_add(since), pauses);
+            let high = r
+                .start
+                .infer_on(r.c0, &r.high, r.scale_max, Clock::Schedule(&runs));
+            c.high = Some(high.max(0) as u64);
+        }
     }
 
     fn on(&self, node: u32, zone: &str, cpu: u32) -> Option<&CpuStart> {

@@ -1,6 +1,8 @@
 //! The start-count walk's result: each CPU's count at the walk's start, from its bounds, its
 //! pin, and zoneinfo's count (rolled back from its read with `--whole-file`, [`super::roll`]).
 
+use super::counts::HighRead;
+use super::start_high::Clock;
 use super::{Cpu, CpuStart, Found, StartCounts, Walk};
 
 impl Walk {
@@ -21,24 +23,31 @@ impl Walk {
             self.settle_start_high();
         }
         let cpus = self.cpus as usize;
-        let list = self
-            .per
-            .iter()
-            .enumerate()
-            .filter_map(|(i, c)| Some((i, (i % cpus) as u32, c.as_ref()?)))
-            .filter(|(_, _, c)| c.wanted)
-            .map(|(i, cpu, c)| {
-                // zoneinfo's count, or rolled back from its read to the walk's start.
-                let rolled = self.at_read.as_ref().map(|d| c.zoneinfo - d[i]);
-                let mut start = start_of(cpu, c, rolled);
-                if self.start_high {
-                    let c0 = start.inferred as i64;
-                    start.high =
-                        Some(c.start_high.infer(c0, &c.high, self.scale_max).max(0) as u64);
-                }
-                start
-            })
-            .collect();
+        let (mut list, mut highs) = (Vec::new(), Vec::new());
+        let per = self.per.iter().enumerate();
+        let per = per.filter_map(|(i, c)| Some((i, (i % cpus) as u32, c.as_ref()?)));
+        for (i, cpu, c) in per.filter(|(_, _, c)| c.wanted) {
+            // zoneinfo's count, or rolled back from its read to the walk's start.
+            let rolled = self.at_read.as_ref().map(|d| c.zoneinfo - d[i]);
+            let mut start = start_of(cpu, c, rolled);
+            if self.start_high {
+                // The worker's runs one a second until the workers' schedule times them
+                // (`StartCounts::time_highs`).
+                let read = HighRead {
+                    index: list.len(),
+                    start: c.start_high.clone(),
+                    c0: start.inferred as i64,
+                    high: c.high,
+                    scale_max: self.scale_max,
+                };
+                let high = read
+                    .start
+                    .infer_on(read.c0, &c.high, read.scale_max, Clock::OneASecond);
+                start.high = Some(high.max(0) as u64);
+                highs.push(read);
+            }
+            list.push(start);
+        }
         StartCounts {
             cpus: list,
             skipped: None,
@@ -47,6 +56,9 @@ impl Walk {
                 .roll_at
                 .filter(|_| self.at_read.is_some())
                 .map(|p| p.ts_ns),
+            first_ns: self.first_ns,
+            highs,
+            pauses: std::mem::take(&mut self.pauses.0),
         }
     }
 }

@@ -38,6 +38,7 @@
 use super::high::High;
 use super::Walk;
 use crate::trace::parse::{Event, EventKind};
+use crate::trace::replay::infer::worker_runs::{Pauses, Step as PauseStep};
 
 /// Lines of a CPU's worker further apart than this (HZ/4, whatever HZ) are two runs.
 const RUN_GAP_NS: u64 = 250_000_000;
@@ -50,13 +51,16 @@ pub(super) struct StartHigh {
     closed: bool,
     /// The largest `delta` a free that drained nothing left.
     top: Option<i64>,
-    /// The same after each traced run: (runs before, largest `delta`), where the trace's
-    /// lines count the runs (each took an eighth off `high` before those frees).
-    tops: Vec<(u32, i64)>,
+    /// The same after the worker's runs: (runs before, largest `delta`), the runs counted by
+    /// the trace's lines or timed on the workers' schedule ([`Runs`]; each took an eighth off
+    /// `high` before those frees). Timed ones, in time order, each with a larger `delta`
+    /// than every later one (a later free of as large a `delta` bounds `high` at least as
+    /// far: it came after as many runs).
+    tops: Vec<(Runs, i64)>,
     /// The worker's first run that drains: `delta` before it, and the pages it drained so far.
     decay: Option<(i64, i64)>,
     /// The worker's runs between the walk's start and that one, which drained nothing.
-    runs_before: u32,
+    runs_before: Runs,
     /// The CPU's last event was a drain of that run.
     in_decay: bool,
     /// `vmstat_update` lines the trace showed on the CPU up to that run's
@@ -71,7 +75,7 @@ pub(super) struct StartHigh {
     quiet: Vec<(u32, i64)>,
     /// The first drain was a free's, not the worker's: `delta` after that free, and the
     /// worker's runs before it.
-    free_drain: Option<(i64, u32)>,
+    free_drain: Option<(i64, Runs)>,
     /// zoneinfo's `high`, at its read, held in `high_min..=high_max`.
     printed: i64,
     /// What moved `high` since the walk's start, where the trace's lines count the runs:
@@ -94,6 +98,51 @@ enum Step {
     Raise { order: u8, pages: i64 },
 }
 
+/// The worker's runs before a bound: counted by the trace's lines (`vmstat_update`, each a
+/// step), or, without lines, timed: the runs the replay's workers do before trace time
+/// `since_start` ns into the walk, as their schedule places them
+/// ([`crate::trace::replay::vmstat::Schedule`]), read when the walk is done and the
+/// workers' phases are known ([`Clock`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Runs {
+    /// The first `n` steps.
+    Lines(u32),
+    /// The runs at or before a free `since_start` ns in.
+    Through(u64),
+    /// The runs before the worker's own run at `since_start` ns in (that one not counted).
+    Before(u64),
+}
+
+impl Default for Runs {
+    fn default() -> Runs {
+        Runs::Lines(0)
+    }
+}
+
+/// What times the runs without lines ([`Runs`]).
+#[derive(Clone, Copy)]
+pub(super) enum Clock<'a> {
+    /// One a second from the walk's first event (no schedule known: [`runs_before`]).
+    OneASecond,
+    /// The workers' schedule for this CPU: its runs done before an event `since_start` ns
+    /// into the walk (a run the trace shows at that event comes after it: its drain is the
+    /// event), and those at or before it.
+    Schedule(&'a dyn Fn(u64) -> (u32, u32)),
+}
+
+impl Clock<'_> {
+    /// The runs `r` names.
+    fn count(&self, r: Runs) -> u32 {
+        match (r, self) {
+            (Runs::Lines(n), _) => n,
+            (Runs::Through(t) | Runs::Before(t), Clock::OneASecond) => runs_before(t),
+            (Runs::Through(t), Clock::Schedule(f)) => f(t).0,
+            // The worker's own run is one of those the schedule places at or before it.
+            (Runs::Before(t), Clock::Schedule(f)) => f(t).1.saturating_sub(1),
+        }
+    }
+}
+
 impl StartHigh {
     /// A free `since_start` ns into the walk left `delta` and drained nothing: `high`, after
     /// the worker's runs before it, was above the count then. The runs are those the trace's
@@ -109,14 +158,21 @@ impl StartHigh {
             if !self.steps.iter().any(|s| matches!(s, Step::Raise { .. })) {
                 self.top = Some(self.top.map_or(delta, |t| t.max(delta)));
             }
-            let at = match self.at() {
-                0 => runs_before(since_start),
-                n => n,
-            };
-            match self.tops.last_mut() {
-                Some((k, t)) if *k == at => *t = (*t).max(delta),
-                _ if at > 0 => self.tops.push((at, delta)),
-                _ => {}
+            match self.at() {
+                0 => {
+                    // A timed bound dominates the earlier ones of no larger `delta`.
+                    while let Some(&(Runs::Through(_), d)) = self.tops.last() {
+                        if d > delta {
+                            break;
+                        }
+                        self.tops.pop();
+                    }
+                    self.tops.push((Runs::Through(since_start), delta));
+                }
+                n => match self.tops.last_mut() {
+                    Some((Runs::Lines(k), t)) if *k == n => *t = (*t).max(delta),
+                    _ => self.tops.push((Runs::Lines(n), delta)),
+                },
             }
         }
     }
@@ -170,8 +226,8 @@ impl StartHigh {
             return;
         }
         let runs = match self.at() {
-            0 => runs_before(since_start),
-            n => n,
+            0 => Runs::Through(since_start),
+            n => Runs::Lines(n),
         };
         self.free_drain = Some((delta, runs));
         self.close();
@@ -291,17 +347,24 @@ impl StartHigh {
                 // The trace's own lines count the runs before this one (its line is the
                 // last counted); without them, one a second.
                 self.runs_before = match self.at() {
-                    0 => runs_before(since_start),
-                    n => n - 1,
+                    0 => Runs::Before(since_start),
+                    n => Runs::Lines(n - 1),
                 };
                 self.in_decay = true;
             }
         }
     }
 
-    /// `high` at the start for a count `c0` there, within `h`'s `high_min..=high_max`;
-    /// zoneinfo's where the trace does not say more.
+    /// [`StartHigh::infer_on`], the runs without lines one a second ([`Clock::OneASecond`]).
+    #[cfg(test)]
     pub(super) fn infer(&self, c0: i64, h: &High, scale_max: u8) -> i64 {
+        self.infer_on(c0, h, scale_max, Clock::OneASecond)
+    }
+
+    /// `high` at the start for a count `c0` there, within `h`'s `high_min..=high_max`;
+    /// zoneinfo's where the trace does not say more; the runs without lines timed by
+    /// `clock`.
+    pub(super) fn infer_on(&self, c0: i64, h: &High, scale_max: u8, clock: Clock<'_>) -> i64 {
         let (lo, max) = (h.lo, h.max.max(h.lo));
         let printed = self.printed;
         let at = |x: i64, n: u32| self.evolve(x, n, h, scale_max);
@@ -309,17 +372,19 @@ impl StartHigh {
         let cut = self.exact_steps(h.batch, scale_max);
         let least = self.top.map_or(lo, |t| c0 + t + 1);
         // After traced runs: decayed(high, runs) > the count those frees left.
-        let tops = self.tops.iter().filter(|b| b.0 <= cut);
-        let least = tops.fold(least, |l, &(runs, delta)| {
-            l.max(first_above(lo, max, |x| at(x, runs) > c0 + delta))
-        });
+        let tops = self.tops.iter().map(|&(r, d)| (clock.count(r), d));
+        let least = tops
+            .filter(|b| b.0 > 0 && b.0 <= cut)
+            .fold(least, |l, (runs, delta)| {
+                l.max(first_above(lo, max, |x| at(x, runs) > c0 + delta))
+            });
         // Each quiet traced run: decayed(high, runs) >= the count then.
         let quiet = self.quiet.iter().filter(|b| b.0 <= cut);
         let least = quiet.fold(least, |l, &(runs, delta)| {
             l.max(first_above(lo, max, |x| at(x, runs) >= c0 + delta))
         });
         // The runs before the draining one and that one: high -> decayed(high, runs).
-        let runs = self.runs_before + 1;
+        let runs = clock.count(self.runs_before).saturating_add(1);
         let high = match self.decay.filter(|_| runs <= cut) {
             Some((before, drained)) => {
                 let count = c0 + before;
@@ -344,7 +409,8 @@ impl StartHigh {
             }
             None => {
                 let high = printed.max(least);
-                match self.free_drain.filter(|f| f.1 <= cut) {
+                let free_drain = self.free_drain.map(|(d, r)| (d, clock.count(r)));
+                match free_drain.filter(|f| f.1 <= cut) {
                     // decayed(high, runs) <= the count at that free.
                     Some((delta, runs)) => {
                         let most = first_above(lo, max, |x| at(x, runs) > c0 + delta);
@@ -402,7 +468,8 @@ fn first_above(mut lo: i64, hi: i64, p: impl Fn(i64) -> bool) -> i64 {
 }
 
 /// The worker's runs (one a second, `sysctl_stat_interval`) in the `since_start` ns between
-/// the walk's first event and a run: those a whole number of seconds before it, after the start.
+/// the walk's first event and a run: those a whole number of seconds before it, after the
+/// start (where the workers' schedule is not known, [`Clock::OneASecond`]).
 fn runs_before(since_start: u64) -> u32 {
     u32::try_from(since_start.saturating_sub(1) / 1_000_000_000).unwrap_or(u32::MAX)
 }
@@ -444,6 +511,23 @@ impl Walk {
         }
     }
 
+    /// An event on `cpu` at `ts`: its pauses ([`Pauses`]) time the worker's late runs on
+    /// the workers' schedule ([`super::StartCounts::time_highs`]).
+    pub(super) fn pause_event(&mut self, cpu: u32, ev: &Event<'_>) {
+        let (pauses, tick) = &mut self.pauses;
+        if pauses.len() < self.cpus as usize {
+            pauses.resize(self.cpus as usize, Pauses::new(*tick));
+        }
+        let step = match ev.kind {
+            EventKind::Free { .. } => PauseStep::Free,
+            EventKind::FreeBatched { .. } | EventKind::PcpuDrain { .. } => PauseStep::Commit,
+            _ => PauseStep::Other,
+        };
+        if let (Some(p), Some(t)) = (pauses.get_mut(cpu as usize), ev.ts_ns) {
+            p.event(t, step);
+        }
+    }
+
     /// zoneinfo's read: `high` is the one it printed (the walk's bound goes on from there),
     /// and what comes after tells nothing more of the start's.
     pub(super) fn close_start_high(&mut self) {
@@ -457,6 +541,8 @@ impl Walk {
     }
 }
 
+#[cfg(test)]
+mod clock_tests;
 #[cfg(test)]
 mod refill_tests;
 #[cfg(test)]

@@ -233,6 +233,15 @@ fn the_walk_is_on_by_default_on_7_2() {
 /// DMA32 CPU 1's start count for `trace` on the 7.2 snapshot, the walk as `with` sets it
 /// (lists off, a tuned `high`, on top of 6.1's defaults).
 pub(super) fn cpu1_on_7_2(trace: &str, with: impl FnOnce(Which) -> Which) -> CpuStart {
+    let sc = counts_on_7_2(trace, with);
+    sc.cpus
+        .into_iter()
+        .find(|c| c.zone == "DMA32" && c.cpu == 1)
+        .unwrap()
+}
+
+/// The start counts for `trace` on the 7.2 snapshot ([`cpu1_on_7_2`]'s).
+pub(super) fn counts_on_7_2(trace: &str, with: impl FnOnce(Which) -> Which) -> StartCounts {
     let dir_72 = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/proc/linux-7.2-p1-before");
     let snap = ProcSnapshot::read_dir(&dir_72).unwrap();
     let geo = proc_setup::geometry(&snap, None, Numbering::Current).unwrap();
@@ -244,12 +253,8 @@ pub(super) fn cpu1_on_7_2(trace: &str, with: impl FnOnce(Which) -> Which) -> Cpu
         fixed_high: false,
         ..which()
     });
-    let sc = first_events::of_file(&p, &window(), &geo, &snap, which)
+    first_events::of_file(&p, &window(), &geo, &snap, which)
         .counts
-        .unwrap();
-    sc.cpus
-        .into_iter()
-        .find(|c| c.zone == "DMA32" && c.cpu == 1)
         .unwrap()
 }
 

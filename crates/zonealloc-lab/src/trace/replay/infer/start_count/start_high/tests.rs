@@ -48,7 +48,7 @@ fn the_worker_runs_before_the_first_that_drains_took_an_eighth_each() {
     assert_eq!(h, 5103);
     assert!(decayed(1756, 8, 1283) < 1583);
     // No start up to high_max decays to 1537 in 41 runs: high_max comes nearest.
-    s.runs_before = 40;
+    s.runs_before = Runs::Lines(40);
     assert_eq!(s.infer(1227, &high(1283, 7615), 5), 7615);
 }
 
