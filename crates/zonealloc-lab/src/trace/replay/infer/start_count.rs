@@ -504,7 +504,10 @@ impl Walk {
             EventKind::Free { pfn, order } => {
                 self.defer(ev, cpu, (pfn, zone, order));
             }
-            EventKind::FreeBatched { pfn } => self.free_batched(zone, cpu, pfn, batching),
+            EventKind::FreeBatched { pfn } => {
+                let irq = ev.who.ctx().softirq() || ev.who.ctx().hardirq();
+                self.free_batched(zone, cpu, pfn, (batching, irq))
+            }
             EventKind::Alloc {
                 order, gfp_flags, ..
             } => {
@@ -549,7 +552,7 @@ impl Walk {
             .map(|c| c.as_ref().map_or(0, |c| c.delta))
             .collect();
         for (cpu, frees) in self.deferred.iter().enumerate() {
-            for &(_, z, order, _) in frees.iter().filter(|f| self.pcp_order(f.2)) {
+            for &(_, z, order, ..) in frees.iter().filter(|f| self.pcp_order(f.2)) {
                 if let Some(v) = d.get_mut(z * self.cpus as usize + cpu) {
                     *v += 1i64 << order;
                 }

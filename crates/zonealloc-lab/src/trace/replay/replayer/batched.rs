@@ -6,7 +6,7 @@ use std::io;
 
 use super::frees::Deferred;
 use super::Replayer;
-use crate::trace::parse::{Event, EventKind};
+use crate::trace::parse::{Event, EventKind, Who};
 use crate::trace::replay::infer::kernel::Inferred;
 
 impl Replayer {
@@ -120,10 +120,22 @@ impl Replayer {
         };
         debug_assert_eq!(c, cpu);
         // The batch's first commit: the frees before its pages were single ones,
-        // committed at once.
+        // committed at once, and so were an interrupt's among them (the walk's
+        // `interrupts_within`: the task holds no lists while it prints its batch).
         let first = !self.batching[cpu as usize];
         let before: Vec<Deferred> = if first {
-            list.drain(..i).collect()
+            let mut b: Vec<Deferred> = list.drain(..i).collect();
+            if !in_interrupt(ev.who) {
+                let mut k = 1;
+                while k < list.len() {
+                    if in_interrupt(list[k].who) {
+                        b.push(list.remove(k));
+                    } else {
+                        k += 1;
+                    }
+                }
+            }
+            b
         } else {
             Vec::new()
         };
@@ -149,4 +161,9 @@ impl Replayer {
         };
         self.free_traced(&e, cpu, pfn, d.order, d.inferred)
     }
+}
+
+/// The line is an interrupt's (softirq, hardirq or NMI).
+fn in_interrupt(who: Who) -> bool {
+    who.ctx().softirq() || who.ctx().hardirq()
 }

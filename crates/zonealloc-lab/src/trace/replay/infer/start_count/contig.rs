@@ -16,9 +16,9 @@ use super::Walk;
 use crate::trace::parse::{Event, Who};
 use crate::trace::replay::replayer::{contig_blocks, extends_range, range_freer};
 
-/// A free the walk holds until its commit: pfn, zone, order, and the kworker that freed it,
-/// if one did.
-pub(super) type Held = (u64, usize, u8, Option<Who>);
+/// A free the walk holds until its commit: pfn, zone, order, the kworker that freed it, if
+/// one did, and whether an interrupt freed it.
+pub(super) type Held = (u64, usize, u8, Option<Who>, bool);
 
 impl Walk {
     /// Reads 7.2's contiguous-range frees (the 7.2 preset with the inferences, as the
@@ -32,7 +32,8 @@ impl Walk {
     /// ([`range_freer`]: in task context).
     pub(super) fn defer(&mut self, ev: &Event<'_>, cpu: u32, (pfn, zone, order): (u64, usize, u8)) {
         let by = range_freer(ev.who).then_some(ev.who);
-        self.deferred[cpu as usize].push((pfn, zone, order, by));
+        let irq = ev.who.ctx().softirq() || ev.who.ctx().hardirq();
+        self.deferred[cpu as usize].push((pfn, zone, order, by, irq));
     }
 
     /// Commits `list`, `cpu`'s deferred frees, in trace order: runs of one kworker's order-0
@@ -41,11 +42,11 @@ impl Walk {
     pub(super) fn commit_contig(&mut self, cpu: u32, list: &[Held]) {
         let mut i = 0;
         while i < list.len() {
-            let (first, zone, order, by) = list[i];
+            let (first, zone, order, by, _) = list[i];
             let mut n = 1;
             while order == 0
                 && by.is_some()
-                && list.get(i + n).is_some_and(|&(p, z, o, b)| {
+                && list.get(i + n).is_some_and(|&(p, z, o, b, _)| {
                     o == 0 && z == zone && b == by && extends_range(first + n as u64 - 1, p)
                 })
             {

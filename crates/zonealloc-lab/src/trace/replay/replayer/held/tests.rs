@@ -28,20 +28,29 @@ fn from_buddy() -> EventKind<'static> {
     }
 }
 
+/// A replay committing at `mm_page_free_batched` where task 7 has allocated 0..10 on CPU 0,
+/// and CPU 0's list count then.
+fn ten_allocated() -> (Replayer, i32) {
+    let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &four_cpus(), None).unwrap();
+    r.commit_at_batched = true;
+    let task = Ctx::new(false, false, false, 0);
+    for pfn in 0..10 {
+        r.feed(&by7(task, alloc0(pfn, 0, "GFP_KERNEL")), Inferred::None)
+            .unwrap();
+    }
+    let before = r.zones[0].pcp_info(CpuId(0)).count;
+    (r, before)
+}
+
 /// CPU 0's list count after: task 7 allocates 0..10, prepares a batch of 0..5
 /// (`mm_page_free`), commits 0 and 1 (`mm_page_free_batched`, depth 2), a softirq in it frees
 /// 8 and 9 at `depth`, then `next`, then a block from the buddy (which commits what is
 /// left); and the count before the batch.
 fn batch_cut_by_softirq(depth: u8, next: &[EventKind<'static>]) -> (i32, i32) {
-    let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &four_cpus(), None).unwrap();
-    r.commit_at_batched = true;
+    let (mut r, before) = ten_allocated();
     let task = Ctx::new(false, false, false, 0);
     let locked = Ctx::new(false, false, false, 2);
     let feed = |r: &mut Replayer, ctx, kind| r.feed(&by7(ctx, kind), Inferred::None).unwrap();
-    for pfn in 0..10 {
-        feed(&mut r, task, alloc0(pfn, 0, "GFP_KERNEL"));
-    }
-    let before = r.zones[0].pcp_info(CpuId(0)).count;
     for pfn in 0..5 {
         feed(&mut r, task, EventKind::Free { pfn, order: 0 });
     }
@@ -215,4 +224,32 @@ fn a_drain_that_goes_on_after_an_interrupt_keeps_its_batch() {
     assert_eq!(mid, before + 1, "only the commit that drained");
     assert_eq!(after, before + 5, "the batch's five pages");
     assert_eq!(unknown, 0, "no commit of a page freed already");
+}
+
+/// 7.2-6g-12cpu p_fork, CPU 7 (167.345774-167.347614): task 7 prints a batch of 0..3
+/// (`free_unref_folios`, before it takes the lists), a softirq frees 8 and 9 (`..s4.`: the
+/// lists free, each committed at once), then the batch's first commit: the softirq's two
+/// are on the list with it. Fails on the old code (before + 1: held with the batch's, past
+/// the drain its commits trigger).
+#[test]
+fn an_interrupts_frees_among_a_batchs_prints_are_on_the_list_at_its_first_commit() {
+    let (mut r, before) = ten_allocated();
+    let feed = |r: &mut Replayer, ctx, kind| r.feed(&by7(ctx, kind), Inferred::None).unwrap();
+    for pfn in 0..3 {
+        feed(
+            &mut r,
+            Ctx::new(false, false, false, 2),
+            EventKind::Free { pfn, order: 0 },
+        );
+    }
+    for pfn in 8..10 {
+        feed(
+            &mut r,
+            Ctx::new(false, true, false, 4),
+            EventKind::Free { pfn, order: 0 },
+        );
+    }
+    let locked = Ctx::new(false, false, false, 4);
+    feed(&mut r, locked, EventKind::FreeBatched { pfn: 0 });
+    assert_eq!(r.zones[0].pcp_info(CpuId(0)).count, before + 3);
 }
