@@ -18,6 +18,7 @@ use crate::trace::replay::layout::{HintCollector, StartHints};
 use crate::trace::replay::vmstat::RunsAhead;
 
 mod after;
+mod beside;
 
 /// Events of the window the inferences read at most: 512 Ki events, some 70 MiB of ftrace
 /// text (a list's first refill can come many seconds in).
@@ -105,6 +106,39 @@ pub fn take_to_after(
     limit: usize,
     (after, mut ahead): (Option<&Tail>, Option<&mut RunsAhead>),
 ) -> FirstEvents {
+    let (walk, collect, hints) = inferences(geo, snap, which);
+    let (mut first, mut hints, ended) = match (walk, collect) {
+        (Some(walk), Some(collect)) => {
+            beside::take(next, (walk, collect), hints, limit, beside::LAG)
+        }
+        (walk, collect) => take_here(next, walk, collect, hints, limit),
+    };
+    if let Some(a) = ahead.as_deref_mut() {
+        first
+            .held
+            .iter()
+            .flat_map(|c| c.events())
+            .for_each(|ev| a.feed(&ev));
+    }
+    // Only where every event of the window went by: a block the head never reached may be
+    // named later in the window, and a worker's run too.
+    if let Some(tail) = after.filter(|_| ended) {
+        tail.peek(|text, end| {
+            if end != TailEnd::NotKept {
+                after::read(text, hints.as_mut(), ahead);
+            }
+        });
+    }
+    first.hints = hints.map(HintCollector::finish);
+    first
+}
+
+/// The inferences `which` asks for, on the zones of `geo` as `snap` printed them, none fed
+/// yet: the start-count walk, the lists' and the hints'.
+type Inferences = (Option<Walk>, Option<Collector>, Option<HintCollector>);
+
+/// [`Inferences`] for `which`.
+fn inferences(geo: &Geometry, snap: &ProcSnapshot, which: Which) -> Inferences {
     let walk = which.counts.then(|| {
         let mut w = Walk::new(
             geo,
@@ -144,31 +178,10 @@ pub fn take_to_after(
     // one places its blocks by the counts alone.
     let hints = (which.lists && snap.layout.is_some())
         .then(|| HintCollector::new(geo.cpus, &spans, which.pageblock_order, geo.numbering));
-    let (mut first, mut hints, ended) = match (walk, collect) {
-        (Some(walk), Some(collect)) => take_beside(next, walk, collect, hints, limit),
-        (walk, collect) => take_here(next, walk, collect, hints, limit),
-    };
-    if let Some(a) = ahead.as_deref_mut() {
-        first
-            .held
-            .iter()
-            .flat_map(|c| c.events())
-            .for_each(|ev| a.feed(&ev));
-    }
-    // Only where every event of the window went by: a block the head never reached may be
-    // named later in the window, and a worker's run too.
-    if let Some(tail) = after.filter(|_| ended) {
-        tail.peek(|text, end| {
-            if end != TailEnd::NotKept {
-                after::read(text, hints.as_mut(), ahead);
-            }
-        });
-    }
-    first.hints = hints.map(HintCollector::finish);
-    first
+    (walk, collect, hints)
 }
 
-/// What [`take_here`] and [`take_beside`] leave: the events and the inferences' results but
+/// What [`take_here`] and [`beside::take`] leave: the events and the inferences' results but
 /// the hints, the hints' collector, and whether the input ended before the limit.
 type Taken = (FirstEvents, Option<HintCollector>, bool);
 
@@ -234,109 +247,6 @@ fn feed_chunk(walk: &mut Walk, chunk: &Chunk, n: usize) {
             break;
         }
         walk.feed(&ev);
-    }
-}
-
-/// What [`take_beside`] hands its walk: a chunk and how many of its events to read, or the
-/// interrupts' frees that went to the buddy.
-enum ToWalk {
-    Chunk(Chunk, usize),
-    HeldFrees(Vec<(u64, u32)>),
-}
-
-/// [`take`] with both inferences: the start-count walk on a thread of its own, the list
-/// inference (and the hints) here, each chunk handed to the walk once read here. The walk
-/// reads them once the list inference is done and has told it the interrupts' frees that
-/// went to the buddy ([`Collector::held_frees`]); the list inference reads to `limit` events
-/// either way. On 6.1 p1 the walk is 134 M instructions and the lists 95 M.
-fn take_beside(
-    mut next: impl FnMut() -> Option<Chunk>,
-    mut walk: Walk,
-    mut collect: Collector,
-    mut hints: Option<HintCollector>,
-    limit: usize,
-) -> Taken {
-    let mut ended = false;
-    let held = std::thread::scope(|s| {
-        let (tx, rx) = std::sync::mpsc::channel::<ToWalk>();
-        let w = &mut walk;
-        // A thread refused (by the system): all here, below.
-        let walker = std::thread::Builder::new()
-            .name("trace-walk".into())
-            .spawn_scoped(s, move || {
-                // The walk goes as the chunks come, taking no interrupt's free as gone to
-                // the buddy: the list walk knows which did only at its end
-                // (`pcp_state/irq_fate.rs`). Where one lies in what it walked, it walks
-                // again from its start with them; else what it found stands.
-                let mut fresh = Some(w.clone());
-                let mut held = Vec::new();
-                let mut counts = Vec::new();
-                for m in rx {
-                    match m {
-                        ToWalk::Chunk(chunk, n) => {
-                            feed_chunk(w, &chunk, n);
-                            held.push(chunk);
-                            counts.push(n);
-                        }
-                        ToWalk::HeldFrees(frees) => {
-                            let walked = w.walked_to();
-                            let again = frees.iter().any(|&(t, _)| walked.is_some_and(|e| t <= e));
-                            match fresh.take().filter(|_| again) {
-                                Some(f) => {
-                                    *w = f;
-                                    w.set_held_frees(frees);
-                                    for (chunk, &n) in held.iter().zip(&counts) {
-                                        feed_chunk(w, chunk, n);
-                                    }
-                                }
-                                None => w.set_held_frees(frees),
-                            }
-                        }
-                    }
-                }
-                held
-            })
-            .ok()?;
-        let mut events = 0usize;
-        while events < limit {
-            let Some(chunk) = next() else {
-                ended = true;
-                break;
-            };
-            let n = limit - events;
-            for ev in chunk.events().take(n) {
-                collect.feed(&ev);
-                if let Some(h) = hints.as_mut() {
-                    h.feed(&ev);
-                }
-            }
-            events += chunk.len();
-            // The walk ended only if it panicked, which the join passes on.
-            if tx.send(ToWalk::Chunk(chunk, n)).is_err() {
-                break;
-            }
-        }
-        let _ = tx.send(ToWalk::HeldFrees(collect.held_frees()));
-        drop(tx);
-        Some(
-            walker
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-        )
-    });
-    match held {
-        Some(held) => {
-            let first = FirstEvents {
-                held,
-                kernel: walk.hand_over(),
-                counts: Some(walk.finish()),
-                lists: Some(collect.finish()),
-                hints: None,
-                ended,
-            };
-            (first, hints, ended)
-        }
-        None => take_here(next, Some(walk), Some(collect), hints, limit),
     }
 }
 
@@ -485,7 +395,7 @@ mod tests {
 
     #[test]
     fn the_walk_on_its_own_thread_counts_what_it_counts_alone() {
-        // With the lists too the walk runs beside them (`take_beside`); alone, here.
+        // With the lists too the walk runs beside them (`beside.rs`); alone, here.
         let snap = snap();
         let geo = proc_setup::geometry(&snap, None, Numbering::Current).unwrap();
         let text = sample(4);

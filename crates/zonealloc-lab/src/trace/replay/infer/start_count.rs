@@ -422,13 +422,6 @@ impl Walk {
         self.held_frees = held;
     }
 
-    /// The timestamp of the last event the walk took (a workqueue line's aside), if any: an
-    /// interrupt's free after it cannot have moved what the walk found
-    /// ([`Walk::set_held_frees`]).
-    pub fn walked_to(&self) -> Option<u64> {
-        self.now
-    }
-
     /// The kernel's `free_high` rule: a drain a `free_high` free surely triggered pins the
     /// count (`free_high.rs`; none by default).
     pub fn set_free_high(&mut self, rule: FreeHigh) {
