@@ -72,6 +72,10 @@ struct Work {
     dirty: bool,
     /// The trace time of the CPU's last event.
     last_ns: Option<u64>,
+    /// The trace time of the CPU's event before `last_ns` (an earlier one): where a worker's
+    /// run in the trace is asked about, its own event is `last_ns` already
+    /// ([`Vmstat::came_late`]).
+    prev_ns: Option<u64>,
     /// Expired while the CPU was idle: it runs at the CPU's next event (with
     /// [`Vmstat::set_defer_to_event`], or held there by [`Vmstat::hold_woken`]).
     waiting: bool,
