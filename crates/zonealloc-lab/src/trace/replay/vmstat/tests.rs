@@ -322,6 +322,26 @@ fn a_traced_run_at_an_idle_cpus_wake_reads_the_event_before_its_own() {
     assert_eq!(v.work[3].phase_ns, phase);
 }
 
+#[test]
+fn a_stopped_workers_run_is_the_shepherds_off_the_cpus_second() {
+    // 7.2-8g p_pressure: CPU 1 (second near x.780: runs at 1508.802 and 1509.784) idles
+    // from 1540.16 s, its worker stopped; `kmem-phases` wakes it at 1572.766, and
+    // `kworker/1:1` drains at 1573.022258, queued by the shepherd (`vmstat_shepherd`). Read
+    // as the CPU's second, the phase moved to x.030 and stayed there (its next run at
+    // 1585.861 came at a wake).
+    let mut v = with_mark(4, 1, 10 * S + 784_000_000);
+    let phase = v.work[1].phase_ns;
+    // Nothing moved since the run: the next one, at the CPU's wake, stops the worker.
+    let runs = step(&mut v, 1, 11 * S + 790_000_000, false);
+    assert_eq!(runs.iter().filter(|r| r.cpu == 1).count(), 1);
+    assert!(!v.work[1].pending);
+    // A quarter second past the CPU's second and more (`late_on`: 1573.022258 read
+    // 0.25004 s past x.780218).
+    step(&mut v, 1, 13 * S + 60_000_000, true);
+    assert!(v.mark(1, 13 * S + 60_000_000).is_some());
+    assert_eq!(v.work[1].phase_ns, phase);
+}
+
 /// Two workers, late runs on or off, the phase given (`Some(0)`) or assumed, CPU 1's first
 /// event at 10 s.
 fn late_workers(late: bool, phase: Option<u64>) -> Vmstat {
