@@ -74,6 +74,10 @@ struct Work {
     dirty: bool,
     /// The trace time of the CPU's last event.
     last_ns: Option<u64>,
+    /// The trace time of the CPU's event before `last_ns` (an earlier one): where a worker's
+    /// run in the trace is asked about, its own event is `last_ns` already
+    /// ([`Vmstat::came_late`]).
+    prev_ns: Option<u64>,
     /// Expired while the CPU was idle: it runs at the CPU's next event (with
     /// [`Vmstat::set_defer_to_event`], or held there by [`Vmstat::hold_woken`]).
     waiting: bool,
@@ -473,7 +477,11 @@ impl Vmstat {
     /// reads the CPU's second less than a quarter second earlier moves it there before the
     /// question whether it ran this second is asked; a run of a second ours ran already
     /// that reads it later, or one after its timer expired on an idle or busy CPU, leaves it
-    /// (`Vmstat::came_late`).
+    /// (`Vmstat::came_late`); so does a run of a stopped worker (not pending), which only
+    /// `vmstat_shepherd` queues (`queue_delayed_work_on(cpu, .., 0)`, at the shepherd's own
+    /// time, off the CPU's second). 7.2-8g p_pressure: CPU 1 (second near x.780) idles
+    /// from 1540.16 s, its worker stopped; `kworker/1:1` drains at 1573.022258, 0.256 s after
+    /// `kmem-phases` woke the CPU, and read as the CPU's second it put the phase at x.030.
     pub fn mark(&mut self, cpu: u32, t: u64) -> Option<Run> {
         self.marks += 1;
         if !self.started {
@@ -495,7 +503,9 @@ impl Vmstat {
         // CPU's rhythm.
         let requeued = ran && !self.work[c].pending;
         let earlier = self.reads_earlier(c, cpu, t);
-        if !self.given && !requeued && !self.came_late(c, t, ran, earlier) {
+        // Stopped: the shepherd's run (`vmstat_shepherd`), off the CPU's second.
+        let stopped = !self.work[c].pending && self.work[c].phase_ns.is_some();
+        if !self.given && !requeued && !stopped && !self.came_late(c, t, ran, earlier) {
             self.align_cpu(c, cpu, t);
         }
         // Read earlier than the CPU's phase: asked again on the phase the run showed

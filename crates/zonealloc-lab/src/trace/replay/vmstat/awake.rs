@@ -2,8 +2,18 @@
 //! expired while it slept fires now), and, unless the event moves no counter (`counted`), its
 //! `need_update` is set.
 
-use super::{jiffy_at, round_rel, Vmstat};
+use super::{jiffy_at, round_rel, Vmstat, Work};
 use crate::trace::parse::EventKind;
+
+/// An event of worker `w`'s CPU at `t`: its last, the one before kept (`prev_ns`) when `t`
+/// is a later time.
+#[inline(always)]
+fn saw(w: &mut Work, t: u64) {
+    if w.last_ns != Some(t) {
+        w.prev_ns = w.last_ns;
+    }
+    w.last_ns = Some(t);
+}
 
 impl Vmstat {
     /// An event on `cpu` at `t` (after its runs): the CPU is awake and its counters moved.
@@ -17,7 +27,7 @@ impl Vmstat {
             None => &mut self.work[c % n],
         };
         w.dirty = true;
-        w.last_ns = Some(t);
+        saw(w, t);
         if w.held | w.woke {
             self.woke_for(c % n, t);
         }
@@ -39,7 +49,7 @@ impl Vmstat {
     /// as it was, and a woken run that stopped stays stopped (the run had nothing to fold).
     fn awake(&mut self, cpu: u32, t: u64) {
         let c = cpu as usize % self.work.len();
-        self.work[c].last_ns = Some(t);
+        saw(&mut self.work[c], t);
         if self.work[c].held {
             self.moved(c, t);
         }

@@ -101,7 +101,14 @@ impl Vmstat {
         if ran && !earlier {
             return true;
         }
-        let idle_since = |x: u64| w.last_ns.is_none_or(|l| l + self.tick_ns() < x);
+        // The run's own event is the CPU's last already (`Vmstat::event`, before the mark):
+        // idle means no event between the expiry and the one before it.
+        let last = if w.last_ns == Some(t) {
+            w.prev_ns
+        } else {
+            w.last_ns
+        };
+        let idle_since = |x: u64| last.is_none_or(|l| l + self.tick_ns() < x);
         let fires = ns_of_at(w.phase_ns, self.hz, w.fires);
         let expired = w.pending && fires <= t && (w.late || idle_since(fires));
         let ran_idle = ran

@@ -306,6 +306,42 @@ fn a_busy_cpus_late_run_keeps_its_rhythm() {
     assert_eq!(v.work[2].phase_ns, Some(784_000_000));
 }
 
+#[test]
+fn a_traced_run_at_an_idle_cpus_wake_reads_the_event_before_its_own() {
+    // 6.12-4g-6cpu p_pressure: CPU 3 (second near x.765) shows nothing from 678.145022 s
+    // until `kworker/3:1` drains at 679.110108, at its wake: its timer expired at 678.765
+    // while it slept. The replay feeds the run's own drain line (`Vmstat::event_of`) before
+    // the mark: taken as the CPU's last event, the CPU was never idle, and the phase moved
+    // to x.106 (the kernel's stays near x.765).
+    let mut v = with_mark(4, 3, 10 * S + 768_000_000);
+    let phase = v.work[3].phase_ns;
+    busy(&mut v, 3, 10 * S + 769_000_000, 376);
+    // The run held to its line (`Vmstat::hold_woken`): the line's event, then the mark.
+    v.event(3, 12 * S + 110_000_000);
+    assert!(v.mark(3, 12 * S + 110_000_000).is_some());
+    assert_eq!(v.work[3].phase_ns, phase);
+}
+
+#[test]
+fn a_stopped_workers_run_is_the_shepherds_off_the_cpus_second() {
+    // 7.2-8g p_pressure: CPU 1 (second near x.780: runs at 1508.802 and 1509.784) idles
+    // from 1540.16 s, its worker stopped; `kmem-phases` wakes it at 1572.766, and
+    // `kworker/1:1` drains at 1573.022258, queued by the shepherd (`vmstat_shepherd`). Read
+    // as the CPU's second, the phase moved to x.030 and stayed there (its next run at
+    // 1585.861 came at a wake).
+    let mut v = with_mark(4, 1, 10 * S + 784_000_000);
+    let phase = v.work[1].phase_ns;
+    // Nothing moved since the run: the next one, at the CPU's wake, stops the worker.
+    let runs = step(&mut v, 1, 11 * S + 790_000_000, false);
+    assert_eq!(runs.iter().filter(|r| r.cpu == 1).count(), 1);
+    assert!(!v.work[1].pending);
+    // A quarter second past the CPU's second and more (`late_on`: 1573.022258 read
+    // 0.25004 s past x.780218).
+    step(&mut v, 1, 13 * S + 60_000_000, true);
+    assert!(v.mark(1, 13 * S + 60_000_000).is_some());
+    assert_eq!(v.work[1].phase_ns, phase);
+}
+
 /// Two workers, late runs on or off, the phase given (`Some(0)`) or assumed, CPU 1's first
 /// event at 10 s.
 fn late_workers(late: bool, phase: Option<u64>) -> Vmstat {
