@@ -55,6 +55,29 @@ pub struct Setup {
     pub noted: (u64, kernel::Notes),
 }
 
+/// The preset (`--kernel`, else the snapshot's kernel, else 7.2) and whether a flag named it.
+fn preset_of(opts: &ReplayOptions, snap: Option<&ProcSnapshot>) -> (Kernel, bool) {
+    match (opts.kernel, snap) {
+        (Some(k), _) => (k, true),
+        (None, Some(s)) => (proc_setup::kernel_of(s), false),
+        (None, None) => (Kernel::V7_2, false),
+    }
+}
+
+/// With `--whole-file` and `--proc`: where zoneinfo was read (when the start is wanted there)
+/// and the whole file's start, from the text the stream keeps up to the before-snapshot's end.
+fn whole_of(
+    opts: &ReplayOptions,
+    snap: Option<&ProcSnapshot>,
+    source: &mut Source,
+) -> Option<(Option<start_count::ReadPoint>, WholeStart)> {
+    match snap.filter(|_| opts.whole_file) {
+        Some(s) if whole_start::wanted(opts, snap) => Some(whole_start::find(source, s)),
+        Some(_) => Some((None, WholeStart::default())),
+        None => None,
+    }
+}
+
 impl Setup {
     /// Sets the replay up from `opts`, `snaps` and what `source` shows, taking (and putting
     /// back) the events the look and the inferences read.
@@ -73,11 +96,7 @@ impl Setup {
             source.look();
         }
         let geo = geometry(opts, snap, source)?;
-        let preset = match (opts.kernel, snap) {
-            (Some(k), _) => (k, true),
-            (None, Some(s)) => (proc_setup::kernel_of(s), false),
-            (None, None) => (Kernel::V7_2, false),
-        };
+        let preset = preset_of(opts, snap);
         // Without --kernel or --proc, the defaults (the mainline rules, and the zone a `trace
         // gen` or `lab` run records, so our own traces replay to themselves); the 7.2 preset
         // also sets the Debian kernels' boot-time choices (THP's min_free_kbytes).
@@ -89,11 +108,7 @@ impl Setup {
         let wants = Wants::of(opts, snap, &base, infer);
         // `--whole-file`: where zoneinfo was read, from the text the stream keeps up to the
         // before-snapshot's end, read before that text is dropped.
-        let whole = match snap.filter(|_| opts.whole_file) {
-            Some(s) if whole_start::wanted(opts, snap) => Some(whole_start::find(source, s)),
-            Some(_) => Some((None, WholeStart::default())),
-            None => None,
-        };
+        let whole = whole_of(opts, snap, source);
         let roll_at = whole.as_ref().and_then(|w| w.0);
         if !wants.any() {
             source.drop_before_window();
