@@ -436,6 +436,14 @@ impl Vmstat {
     /// CPU `cpu`'s worker ran at `run.at_ns`; its `decay_pcp_high` calls returned `todo`
     /// (any of them). It folded the counters (`dirty` unless `quiet_vmstat` had, on a woken
     /// CPU) and re-queues itself if anything changed.
+    ///
+    /// A run ends a late wait ([`Vmstat::set_late_runs`]): the work ran (the workqueue
+    /// clears its pending bit as `process_one_work` starts it), and the timer it re-queues
+    /// (`queue_delayed_work_on`, `vmstat_update`) is a fresh one, whose limit counts from its
+    /// own expiry. 6.12-4g p_pressure, CPU 1: late from its expiry at 901.7776, run at its
+    /// wake at `kworker/1:1`'s drain at 901.808477 but still flagged late, ours ran again at
+    /// the old limit, 902.773649, and the trace's run at 902.793369 decayed `high` a third
+    /// time in two seconds.
     pub fn ran(&mut self, run: Run, todo: bool) {
         let c = run.cpu as usize % self.work.len();
         let j = jiffy_at(self.work[c].phase_ns.or(self.phase_ns), self.hz, run.at_ns);
@@ -443,6 +451,8 @@ impl Vmstat {
         let changed = todo || (w.dirty && !run.woken);
         w.dirty = false;
         w.waiting = false;
+        w.late = false;
+        w.held = false;
         w.ran = Some(j);
         w.pending = changed;
         w.woke = run.woken && !changed;

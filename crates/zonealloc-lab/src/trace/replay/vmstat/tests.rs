@@ -409,6 +409,27 @@ fn a_late_worker_runs_at_its_mark_or_before_its_next_second() {
 }
 
 #[test]
+fn a_run_ends_its_workers_late_wait() {
+    // 6.12-4g p_pressure, CPU 1 (second near x.7776 for its timer): expired late at
+    // 901.7776, then run at `kworker/1:1`'s drain at 901.808477 (a run held to the CPU's
+    // wake), still flagged late: its limit from 901.7776 ran it again at 902.773649, a tick
+    // before its new expiry, and the trace's run at 902.793369 decayed `high` once more.
+    // CPU 1 busy from 10.9 s, its worker late from its expiry at 10.988 s; a run at 11.05 s
+    // re-queues it onto 11.988 s, where it is late again, waiting for the task's pause.
+    let mut v = late_workers(true, Some(0));
+    assert!(busy_runs(&mut v, 900..1050).is_empty());
+    assert!(v.work[1].late);
+    let run = Run {
+        cpu: 1,
+        at_ns: 11 * S + 50_000_000,
+        woken: false,
+        paused: false,
+    };
+    v.ran(run, true);
+    assert_eq!(busy_runs(&mut v, 1051..2000), Vec::<u64>::new());
+}
+
+#[test]
 fn a_late_run_held_back_at_a_pause_is_not_due_again_until_the_cpu_moves() {
     let mut v = late_workers(true, Some(0));
     assert!(busy_runs(&mut v, 900..1100).is_empty());
