@@ -445,7 +445,7 @@ impl Walk {
             n.note(self.events - 1, inferred, &self.kernel);
         }
         self.note_print(ev, zone, inferred);
-        let cpu = ev.cpu.unwrap_or(0) % self.cpus;
+        let cpu = super::fold(ev.cpu.unwrap_or(0), self.cpus);
         if self.start_high {
             self.pause_event(cpu, ev);
         }
@@ -555,7 +555,7 @@ impl Walk {
     }
 
     fn at(&mut self, zone: usize, cpu: u32) -> Option<&mut Cpu> {
-        let i = zone * self.cpus as usize + (cpu % self.cpus) as usize;
+        let i = zone * self.cpus as usize + super::fold(cpu, self.cpus) as usize;
         self.per.get_mut(i)?.as_mut()
     }
 
@@ -566,7 +566,9 @@ impl Walk {
         c.delta += pages;
         // The count is never negative.
         let lo = -c.delta;
-        self.bound(zone, cpu, lo, i64::MAX);
+        if c.bound(lo, i64::MAX) {
+            self.waiting -= 1;
+        }
     }
 
     /// Whether `mm_page_alloc_extfrag` names the page taken
