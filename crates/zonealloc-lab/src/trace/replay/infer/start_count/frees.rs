@@ -199,6 +199,13 @@ impl Walk {
         if owner == cpu && explained {
             // free_*_page_commit clears ZONE_BELOW_HIGH after its drain, if it may.
             self.free_drained(zone);
+            // A run may be open on the CPU now (`Walk::runs_on`).
+            if let Some(on) = self
+                .runs_on
+                .get_mut(super::super::fold(cpu, self.cpus) as usize)
+            {
+                *on = true;
+            }
         }
         self.add(zone, owner, -pages);
     }
