@@ -387,11 +387,7 @@ impl KernelSide {
             self.folded_events += 1;
         }
         // Most traces have no CPU to fold: no division per event.
-        let cpu = if raw < self.cpus {
-            raw
-        } else {
-            raw % self.cpus
-        };
+        let cpu = super::fold(raw, self.cpus);
         (tick, cpu)
     }
 

@@ -246,6 +246,10 @@ pub struct Walk {
     contig_free: bool,
     /// Interrupts' frees that went to the buddy ([`Walk::set_held_frees`]).
     held_frees: Vec<(u64, u32)>,
+    /// Per CPU: a free-triggered drain run may be open on one of its zones ([`Cpu`]'s
+    /// `run`): set at each such drain, cleared when the CPU's next other event ends its
+    /// runs. Most events have none to end, and skip the look at each zone.
+    runs_on: Vec<bool>,
     /// Per CPU: a batched commit has begun (a drain then belongs to it; otherwise a drain
     /// follows a single free, which was committed before it).
     batching: Vec<bool>,
@@ -364,6 +368,7 @@ impl Walk {
             deferred: vec![Vec::new(); cpus as usize],
             contig_free: false,
             batching: vec![false; cpus as usize],
+            runs_on: vec![false; cpus as usize],
             extfrag_names_page: false,
             roll_at: None,
             at_read: None,
@@ -445,7 +450,7 @@ impl Walk {
             n.note(self.events - 1, inferred, &self.kernel);
         }
         self.note_print(ev, zone, inferred);
-        let cpu = ev.cpu.unwrap_or(0) % self.cpus;
+        let cpu = super::fold(ev.cpu.unwrap_or(0), self.cpus);
         if self.start_high {
             self.pause_event(cpu, ev);
         }
@@ -462,7 +467,7 @@ impl Walk {
         }
         // A drain run ends at the next other event on its CPU.
         let is_drain = matches!(ev.kind, EventKind::PcpuDrain { .. });
-        if !is_drain {
+        if !is_drain && std::mem::take(&mut self.runs_on[cpu as usize]) {
             for z in 0..self.zones {
                 // (Most events end no run: no call then.)
                 if self.at(z, cpu).is_some_and(|c| c.run.is_some()) {
@@ -555,7 +560,7 @@ impl Walk {
     }
 
     fn at(&mut self, zone: usize, cpu: u32) -> Option<&mut Cpu> {
-        let i = zone * self.cpus as usize + (cpu % self.cpus) as usize;
+        let i = zone * self.cpus as usize + super::fold(cpu, self.cpus) as usize;
         self.per.get_mut(i)?.as_mut()
     }
 
@@ -566,7 +571,9 @@ impl Walk {
         c.delta += pages;
         // The count is never negative.
         let lo = -c.delta;
-        self.bound(zone, cpu, lo, i64::MAX);
+        if c.bound(lo, i64::MAX) {
+            self.waiting -= 1;
+        }
     }
 
     /// Whether `mm_page_alloc_extfrag` names the page taken

@@ -18,6 +18,10 @@ impl Walk {
             };
             c.in_refill = None;
             c.start_high.other();
+            // (Most CPUs hold no free: nothing moved out then.)
+            if c.free.is_none() {
+                continue;
+            }
             let Some(f) = c.free.take() else {
                 continue;
             };
@@ -46,13 +50,25 @@ impl Walk {
 
     /// Every deferred free of `cpu`, in order.
     pub(super) fn commit_all(&mut self, cpu: u32) {
-        self.batching[cpu as usize] = false;
-        let list = std::mem::take(&mut self.deferred[cpu as usize]);
-        if self.contig_free {
-            return self.commit_contig(cpu, &list);
+        let c = cpu as usize;
+        self.batching[c] = false;
+        // Most events find nothing deferred: no list taken then.
+        if self.deferred[c].is_empty() {
+            return;
         }
-        for (pfn, z, order, ..) in list {
-            self.commit(z, cpu, pfn, order);
+        let mut list = std::mem::take(&mut self.deferred[c]);
+        if self.contig_free {
+            self.commit_contig(cpu, &list);
+        } else {
+            for &(pfn, z, order, ..) in &list {
+                self.commit(z, cpu, pfn, order);
+            }
+        }
+        // The list goes back, empty, its allocation kept for the CPU's next frees (the
+        // commits defer nothing).
+        if self.deferred[c].is_empty() {
+            list.clear();
+            self.deferred[c] = list;
         }
     }
 
@@ -183,6 +199,13 @@ impl Walk {
         if owner == cpu && explained {
             // free_*_page_commit clears ZONE_BELOW_HIGH after its drain, if it may.
             self.free_drained(zone);
+            // A run may be open on the CPU now (`Walk::runs_on`).
+            if let Some(on) = self
+                .runs_on
+                .get_mut(super::super::fold(cpu, self.cpus) as usize)
+            {
+                *on = true;
+            }
         }
         self.add(zone, owner, -pages);
     }

@@ -33,29 +33,33 @@ impl Cpu {
         self.candidate = None;
         self.since_candidate.clear();
     }
+
+    /// [`Walk::bound`] on this CPU: whether it closed an open pin the walk waited for.
+    pub(super) fn bound(&mut self, lo: i64, hi: i64) -> bool {
+        let Some((alo, ahi)) = self.after else {
+            if self.pin.is_none() {
+                self.lo = self.lo.max(lo);
+                self.hi = self.hi.min(hi);
+            }
+            return false;
+        };
+        let (l, h) = (alo.max(lo), ahi.min(hi));
+        if l > h || (l, h) == (alo, ahi) {
+            return false;
+        }
+        self.after = Some((l, h));
+        l == h && self.wanted
+    }
 }
 
 impl Walk {
     /// `lo <= c0 <= hi` for the count `c0` at the start of `zone`'s CPU `cpu`: before the
     /// pin, it narrows the walk's bounds; after an open pin, the pin's range where they agree.
     pub(super) fn bound(&mut self, zone: usize, cpu: u32, lo: i64, hi: i64) {
-        let Some(c) = self.at(zone, cpu) else {
-            return;
-        };
-        let Some((alo, ahi)) = c.after else {
-            if c.pin.is_none() {
-                c.lo = c.lo.max(lo);
-                c.hi = c.hi.min(hi);
+        if let Some(c) = self.at(zone, cpu) {
+            if c.bound(lo, hi) {
+                self.waiting -= 1;
             }
-            return;
-        };
-        let (l, h) = (alo.max(lo), ahi.min(hi));
-        if l > h || (l, h) == (alo, ahi) {
-            return;
-        }
-        c.after = Some((l, h));
-        if l == h && c.wanted {
-            self.waiting -= 1;
         }
     }
 
