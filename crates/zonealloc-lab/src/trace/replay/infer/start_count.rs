@@ -281,52 +281,7 @@ impl Walk {
         pageblock_order: u8,
     ) -> Walk {
         let cpus = geo.cpus.max(1);
-        let mut per = vec![None; geo.zones.len() * cpus as usize];
-        for (z, span) in geo.zones.iter().enumerate() {
-            let Some(kz) = snap.zone(span.node, span.zone_type) else {
-                continue;
-            };
-            let zone = ZoneHigh {
-                zone: kz,
-                split: (0..cpus)
-                    .filter(|&c| geo.cpu_node(c) == span.node)
-                    .count()
-                    .max(1) as u32,
-                fixed_high,
-                scale_max,
-            };
-            for ps in &kz.pagesets {
-                // A folded CPU would mix two CPUs' counts: zoneinfo's count stays.
-                if ps.cpu >= cpus {
-                    continue;
-                }
-                let high = zone.of(ps);
-                per[z * cpus as usize + ps.cpu as usize] = Some(Cpu {
-                    zone_name: span.zone_type.name().to_owned(),
-                    node: span.node,
-                    zoneinfo: i64::from(ps.count),
-                    // A pageset whose high is below batch keeps no pages (nr_pcp_free's
-                    // boot-pageset check): nothing to wait for.
-                    wanted: i64::from(ps.high) >= high.batch,
-                    high,
-                    delta: 0,
-                    lo: 0,
-                    hi: i64::MAX,
-                    free: None,
-                    run: None,
-                    in_refill: None,
-                    pin: None,
-                    after: None,
-                    candidate: None,
-                    since_candidate: Vec::new(),
-                    high_fell: false,
-                    start_high: start_high::StartHigh::default(),
-                    reach: reach::Reach::new(high.hi, &high, scale_max),
-                    allowed: None,
-                    flags: free_high::Flags::default(),
-                });
-            }
-        }
+        let per = cpu::per_cpu(geo, snap, fixed_high, scale_max);
         let waiting = per.iter().flatten().filter(|c| c.wanted).count();
         let mut kernel = KernelSide::for_geometry(geo);
         kernel.block_types = super::kernel::BlockTypes::new(pageblock_order);
@@ -454,27 +409,7 @@ impl Walk {
         if self.start_high {
             self.pause_event(cpu, ev);
         }
-        // Pages alloc_pages_bulk took off a CPU's lists (the bulk inference), read in place:
-        // no `Vec` per event.
-        let mut i = 0;
-        while let Some(u) = self.kernel.untraced_now.get(i) {
-            let z = self.geo.zone_of(u.pfn).unwrap_or(0);
-            self.add(z, u.cpu, -1);
-            i += 1;
-        }
-        if let Inferred::UntracedAlloc { cpu: by, .. } = inferred {
-            self.add(zone, by, -1);
-        }
-        // A drain run ends at the next other event on its CPU.
-        let is_drain = matches!(ev.kind, EventKind::PcpuDrain { .. });
-        if !is_drain && std::mem::take(&mut self.runs_on[cpu as usize]) {
-            for z in 0..self.zones {
-                // (Most events end no run: no call then.)
-                if self.at(z, cpu).is_some_and(|c| c.run.is_some()) {
-                    self.end_run(z, cpu);
-                }
-            }
-        }
+        self.took_and_ended(ev, zone, cpu, inferred);
         // An interrupt's free that found the lists held (`pcp_spin_trylock` failed):
         // `free_one_page`. The lists, and a batch holding them, go on as they were.
         let free = matches!(ev.kind, EventKind::Free { .. });
@@ -541,6 +476,34 @@ impl Walk {
         }
     }
 
+    /// What an event does before its own kind's step: the pages `alloc_pages_bulk` took off
+    /// a CPU's lists untraced (the bulk inference) and an allocation's untraced take come off,
+    /// and an event other than a drain ends the drain runs open on its CPU.
+    #[inline]
+    fn took_and_ended(&mut self, ev: &Event<'_>, zone: usize, cpu: u32, inferred: Inferred) {
+        // Pages alloc_pages_bulk took off a CPU's lists (the bulk inference), read in place:
+        // no `Vec` per event.
+        let mut i = 0;
+        while let Some(u) = self.kernel.untraced_now.get(i) {
+            let z = self.geo.zone_of(u.pfn).unwrap_or(0);
+            self.add(z, u.cpu, -1);
+            i += 1;
+        }
+        if let Inferred::UntracedAlloc { cpu: by, .. } = inferred {
+            self.add(zone, by, -1);
+        }
+        // A drain run ends at the next other event on its CPU.
+        let is_drain = matches!(ev.kind, EventKind::PcpuDrain { .. });
+        if !is_drain && std::mem::take(&mut self.runs_on[cpu as usize]) {
+            for z in 0..self.zones {
+                // (Most events end no run: no call then.)
+                if self.at(z, cpu).is_some_and(|c| c.run.is_some()) {
+                    self.end_run(z, cpu);
+                }
+            }
+        }
+    }
+
     /// Each CPU's `delta` (as [`Walk::per`]) with the frees it has not committed yet: the
     /// kernel commits a single free as it prints it, a batch's within its call.
     fn deltas_now(&self) -> Vec<i64> {
@@ -588,6 +551,7 @@ mod alloc;
 mod below_high;
 mod contig;
 mod counts;
+mod cpu;
 mod finish;
 mod free_high;
 mod frees;

@@ -104,6 +104,40 @@ fn differ(set: &[(u64, u32)], fin: &[(u64, u32)], read: &Range<usize>, chunks: &
             .any(|t| t.is_some_and(|t| differ.binary_search(&t).is_ok()))
 }
 
+/// The walk's thread in [`take`]: feeds `w` each chunk it is sent, with the held frees as
+/// they stood when it was sent, and at the end walks again where the final frees differ
+/// ([`Took::again`]); gives back the chunks it read.
+fn walk_chunks(w: &mut Walk, rx: std::sync::mpsc::Receiver<ToWalk>) -> Vec<Chunk> {
+    let mut took = Took::new(w.clone());
+    let mut held = Vec::new();
+    let mut counts = Vec::new();
+    for m in rx {
+        match m {
+            ToWalk::Chunk(chunk, n, frees) => {
+                if let Some(f) = frees {
+                    took.hold(f.clone(), w);
+                    w.set_held_frees(f);
+                }
+                feed_chunk(w, &chunk, n);
+                took.read();
+                held.push(chunk);
+                counts.push(n);
+            }
+            ToWalk::Final(frees) => match took.again(&frees, &held) {
+                Some((from, at)) => {
+                    *w = from;
+                    w.set_held_frees(frees);
+                    for (chunk, &n) in held.iter().zip(&counts).skip(at) {
+                        feed_chunk(w, chunk, n);
+                    }
+                }
+                None => w.set_held_frees(frees),
+            },
+        }
+    }
+    held
+}
+
 /// [`super::take`] with both inferences (and the hints where asked), the walk `lag` chunks
 /// behind the lists ([`LAG`]).
 pub(super) fn take(
@@ -120,36 +154,7 @@ pub(super) fn take(
         // A thread refused (by the system): all here, below.
         let walker = std::thread::Builder::new()
             .name("trace-walk".into())
-            .spawn_scoped(s, move || {
-                let mut took = Took::new(w.clone());
-                let mut held = Vec::new();
-                let mut counts = Vec::new();
-                for m in rx {
-                    match m {
-                        ToWalk::Chunk(chunk, n, frees) => {
-                            if let Some(f) = frees {
-                                took.hold(f.clone(), w);
-                                w.set_held_frees(f);
-                            }
-                            feed_chunk(w, &chunk, n);
-                            took.read();
-                            held.push(chunk);
-                            counts.push(n);
-                        }
-                        ToWalk::Final(frees) => match took.again(&frees, &held) {
-                            Some((from, at)) => {
-                                *w = from;
-                                w.set_held_frees(frees);
-                                for (chunk, &n) in held.iter().zip(&counts).skip(at) {
-                                    feed_chunk(w, chunk, n);
-                                }
-                            }
-                            None => w.set_held_frees(frees),
-                        },
-                    }
-                }
-                held
-            })
+            .spawn_scoped(s, move || walk_chunks(w, rx))
             .ok()?;
         let mut sent = Frees::new();
         // The walk ended only if it panicked, which the join passes on.
