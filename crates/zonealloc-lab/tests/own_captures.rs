@@ -439,12 +439,12 @@ const END_LIMITS: &[(&str, f64)] = &[
     // CPU 3's worker drained 5 + 129 pages at the trace's runs at 693.853 and 694.925,
     // the kernel's 113 + 75; a run dated at 696.845, before CPU 3 woke at 709.809, drained
     // the 54 more until a woken CPU's late run counted its limit from the wake (254ebef).
-    // CPU 3's `high` is a batch above the kernel's from 684.25: its timer's second (x.77,
-    // its runs before the window) was read off its runs at 679.110108 and 681.089750 (idle
-    // CPU, run at the wake) as x.09, so its decay ran at 684.11 where the kernel's ran at
-    // 683.8116 (`kmem-phases-2146` `.N...` at 683.811483, cleared at 683.811756), 13 raises
-    // before the zone's `ZONE_BELOW_HIGH` where ours had 5. `--jiffies-phase 544.801`: 1.7%.
-    ("6.12-4g-6cpu/p_pressure", 27.9),
+    // CPU 3's `high` was a batch above the kernel's from 684.25 (27.0%): its timer's second
+    // (x.77, its runs before the window) was read off its runs at 679.110108 and 681.089750
+    // (idle CPU, run at the wake) as x.09, so its decay ran at 684.11 where the kernel's ran
+    // at 683.8116 (`kmem-phases-2146` `.N...` at 683.811483, cleared at 683.811756). 4.0%
+    // since `came_late` asks about the event before the run's own line (e40be36).
+    ("6.12-4g-6cpu/p_pressure", 6.0),
     ("6.12-4g-6cpu/p_prodcons", 5.0),
     ("6.12-4g-6cpu/p_thp", 5.0),
     ("6.12-4g-loads/p_file", 5.0),
@@ -481,8 +481,8 @@ const END_LIMITS: &[(&str, f64)] = &[
     ("7.2-4g/p_pressure", 10.7),
     ("7.2-4g/p_prodcons", 5.0),
     ("7.2-4g/p_thp", 5.0),
-    // The 6-CPU machine, as the 6.12 one above (p_fork 17.4 -> 9.4% as the 6.12 one).
-    ("7.2-4g-6cpu/p_fork", 11.4),
+    // The 6-CPU machine, as the 6.12 one above (p_fork 17.4 -> 9.4% as the 6.12 one; 8.6%).
+    ("7.2-4g-6cpu/p_fork", 10.6),
     ("7.2-4g-6cpu/p_idle", 11.1),
     ("7.2-4g-6cpu/p_pressure", 5.0),
     ("7.2-4g-6cpu/p_prodcons", 8.0),
@@ -513,9 +513,10 @@ const END_LIMITS: &[(&str, f64)] = &[
     ("7.2-8g-8cpu/p_prodcons", 5.0),
     ("7.2-8g-8cpu/p_sock", 5.0),
     // The 12-CPU, 6 GiB machine, as the 6.12 one above: its first replay's figure with 2
-    // points of room, or the goal. p_fork 14.6, p_memcg 7.8% (CPU 2's reclaim frees drain
-    // 47% more events than the kernel's).
-    ("7.2-6g-12cpu/p_fork", 16.6),
+    // points of room, or the goal. p_fork 14.6 (9.0% since the round's rules), p_memcg 7.8%
+    // (CPU 2's reclaim frees drain 47% more events than the kernel's: one `decay_pcp_high`
+    // step the kernel's worker skipped, its run rounded past a second).
+    ("7.2-6g-12cpu/p_fork", 11.0),
     ("7.2-6g-12cpu/p_memcg", 9.8),
     ("7.2-6g-12cpu/p_sock", 5.0),
     ("7.2-6g-12cpu/p_thp", 5.0),
