@@ -387,7 +387,7 @@ impl KernelSide {
             self.folded_events += 1;
         }
         // Most traces have no CPU to fold: no division per event.
-        let cpu = super::fold(raw, self.cpus);
+        let cpu = super::fold::fold(raw, self.cpus);
         (tick, cpu)
     }
 

@@ -17,6 +17,7 @@
 #[cfg(test)]
 mod crafted_tests;
 pub mod first_events;
+mod fold;
 pub mod free_count;
 pub mod free_factor;
 pub mod kernel;
@@ -24,32 +25,3 @@ mod list_tops;
 pub mod pcp_state;
 pub mod start_count;
 pub mod worker_runs;
-
-/// `i` folded below `n` (`i % n`), with no division where it is below already, as it is
-/// for every CPU and zone of a trace from the machine the replay models: the walks fold
-/// each event's CPU and zone several times, and a division is their costliest step.
-#[inline(always)]
-pub(crate) fn fold<T>(i: T, n: T) -> T
-where
-    T: Copy + PartialOrd + std::ops::Rem<Output = T>,
-{
-    if i < n {
-        i
-    } else {
-        i % n
-    }
-}
-
-#[cfg(test)]
-mod fold_tests {
-    /// `fold` is `%`: below `n` as it was, at or above folded, for CPUs and zones alike.
-    #[test]
-    fn fold_is_remainder() {
-        for n in 1u32..6 {
-            for i in 0..20 {
-                assert_eq!(super::fold(i, n), i % n);
-            }
-        }
-        assert_eq!(super::fold(7usize, 3), 1);
-    }
-}

@@ -355,7 +355,7 @@ impl Collector {
         let numbering = self.numbering;
         let mt_of = |m: u8| usize::from(numbering.to_current(m));
         let pb = |pfn: u64| pfn >> self.pageblock_order;
-        let cpu = super::fold(ev.cpu.unwrap_or(0), self.cpus);
+        let cpu = super::fold::fold(ev.cpu.unwrap_or(0), self.cpus);
         let (rec, named) = reduce(ev, numbering);
         let zones = &self.zones;
         (self.irq).step(ev, cpu, |pfn| zones.iter().position(|z| z.contains(&pfn)));

@@ -405,7 +405,7 @@ impl Walk {
             n.note(self.events - 1, inferred, &self.kernel);
         }
         self.note_print(ev, zone, inferred);
-        let cpu = super::fold(ev.cpu.unwrap_or(0), self.cpus);
+        let cpu = super::fold::fold(ev.cpu.unwrap_or(0), self.cpus);
         if self.start_high {
             self.pause_event(cpu, ev);
         }
@@ -523,7 +523,7 @@ impl Walk {
     }
 
     fn at(&mut self, zone: usize, cpu: u32) -> Option<&mut Cpu> {
-        let i = zone * self.cpus as usize + super::fold(cpu, self.cpus) as usize;
+        let i = zone * self.cpus as usize + super::fold::fold(cpu, self.cpus) as usize;
         self.per.get_mut(i)?.as_mut()
     }
 

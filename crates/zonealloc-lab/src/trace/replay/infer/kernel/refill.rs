@@ -68,7 +68,7 @@ impl KernelSide {
             } => (pfn, Some(alloc_migratetype), self.extfrag_names_page),
             _ => (0, None, false),
         };
-        let zone = super::super::fold(zone, self.zones);
+        let zone = super::super::fold::fold(zone, self.zones);
         let was = std::mem::replace(&mut self.in_refill[c], refill.map(|mt| (zone, mt)));
         let Some(mt) = refill else {
             if self.awaiting[c].is_some() {
@@ -119,7 +119,7 @@ impl KernelSide {
     /// ones counted (a frame outside the geometry's zones, read as zone 0 elsewhere) fold.
     #[inline(always)]
     pub(super) fn list(&self, zone: usize, cpu: u32, migratetype: u8) -> usize {
-        (super::super::fold(zone, self.zones) * self.cpus as usize + cpu as usize) * 8
+        (super::super::fold::fold(zone, self.zones) * self.cpus as usize + cpu as usize) * 8
             + usize::from(migratetype & 7)
     }
 }

@@ -202,7 +202,7 @@ impl Walk {
             // A run may be open on the CPU now (`Walk::runs_on`).
             if let Some(on) = self
                 .runs_on
-                .get_mut(super::super::fold(cpu, self.cpus) as usize)
+                .get_mut(super::super::fold::fold(cpu, self.cpus) as usize)
             {
                 *on = true;
             }

@@ -494,7 +494,7 @@ impl Walk {
         if !matches!(ev.kind, EventKind::VmstatUpdate) {
             return;
         }
-        let cpu = super::super::fold(ev.cpu.unwrap_or(0), self.cpus);
+        let cpu = super::super::fold::fold(ev.cpu.unwrap_or(0), self.cpus);
         for z in 0..self.zones {
             if let Some(c) = self.at(z, cpu) {
                 c.start_high.work_line(c.delta);
