@@ -94,17 +94,13 @@ impl Schedule {
     /// where given ([`Pauses::run_at`]: dated at the pause, done there or, held inside a
     /// free call, at the CPU's next event that is no free), else at their timers.
     pub fn runs_through(&self, cpu: u32, t: u64, pauses: Option<&Pauses>) -> u32 {
-        self.runs(cpu, t, pauses).1
+        self.runs_around(cpu, t, pauses).1
     }
 
     /// [`Schedule::runs_through`] before an event at `t` and through it: the replay does the
     /// runs due by an event before it and its commits, but the trace's run at `t` is the
     /// event (`Vmstat::mark`), after them.
     pub fn runs_around(&self, cpu: u32, t: u64, pauses: Option<&Pauses>) -> (u32, u32) {
-        self.runs(cpu, t, pauses)
-    }
-
-    fn runs(&self, cpu: u32, t: u64, pauses: Option<&Pauses>) -> (u32, u32) {
         let n = self.cpus.len();
         let Some(w) = self
             .cpus
@@ -144,9 +140,7 @@ impl Schedule {
             (expires, fires) = requeue(jiffy_at(own, hz, at), cpu, hz, self.wheel);
         }
     }
-}
 
-impl Schedule {
     /// A late run waits for a pause outside a batch of frees: the kernel's preemption is
     /// voluntary (6.12), so no kworker runs between `free_unref_folios`' prepare and commit
     /// (`Replayer::inside_free`, `mid_free_no_switch`).
