@@ -125,15 +125,8 @@ impl Replayer {
         let first = !self.batching[cpu as usize];
         let before: Vec<Deferred> = if first {
             let mut b: Vec<Deferred> = list.drain(..i).collect();
-            if !in_interrupt(ev.who) {
-                let mut k = 1;
-                while k < list.len() {
-                    if in_interrupt(list[k].who) {
-                        b.push(list.remove(k));
-                    } else {
-                        k += 1;
-                    }
-                }
+            if !in_interrupt(ev.who) && !list.is_empty() {
+                b.extend(list.extract_if(1.., |d| in_interrupt(d.who)));
             }
             b
         } else {

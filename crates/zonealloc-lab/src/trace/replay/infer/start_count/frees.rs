@@ -223,14 +223,5 @@ impl Walk {
 /// they left the count 24 short of `high` there, and the start bounded at 802 where the
 /// drains before it allow 778.
 fn interrupts_within(list: &mut Vec<super::contig::Held>) -> Vec<super::contig::Held> {
-    let mut out = Vec::new();
-    let mut k = 1;
-    while k < list.len() {
-        if list[k].4 {
-            out.push(list.remove(k));
-        } else {
-            k += 1;
-        }
-    }
-    out
+    list.extract_if(1.., |d| d.4).collect()
 }
