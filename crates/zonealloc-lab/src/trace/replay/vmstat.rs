@@ -49,8 +49,8 @@ mod wheel;
 
 pub use ahead::{AfterRuns, RunsAhead};
 pub use check::{RunCheck, RunLog};
-pub use clock::round_rel;
 use clock::{jiffy_at, next_boundary, ns_of_at};
+pub use clock::{round_rel, tick_ns};
 use counted::PipePages;
 pub use schedule::Schedule;
 pub use traced::TracedRuns;
@@ -259,7 +259,7 @@ impl Vmstat {
 
     /// A tick, in nanoseconds.
     fn tick_ns(&self) -> u64 {
-        1_000_000_000 / u64::from(self.hz)
+        tick_ns(self.hz)
     }
 
     /// The jiffy at trace time `t` (floor).

@@ -73,11 +73,12 @@ use high::{High, ZoneHigh};
 use zonealloc::FreeHigh;
 
 use super::kernel::{Handover, Inferred, KernelSide, Notes};
-use super::worker_runs::{tick_ns, Pauses};
+use super::worker_runs::Pauses;
 use crate::procfs::ProcSnapshot;
 use crate::trace::parse::{Event, EventKind};
 use crate::trace::replay::geometry::Geometry;
 use crate::trace::replay::preset::Kernel;
+use crate::trace::replay::vmstat::{tick_ns, DEFAULT_HZ};
 
 /// Whether the walk runs unless `--infer start-count=` says otherwise: for 6.1, 6.12 and 7.2 (5.15
 /// and 6.6 have no capture to check it on), in the snapshot's window. On 6.1 every capture's refills
@@ -313,10 +314,7 @@ impl Walk {
             ),
             now: None,
             first_ns: None,
-            pauses: (
-                Vec::new(),
-                tick_ns(crate::trace::replay::vmstat::DEFAULT_HZ),
-            ),
+            pauses: (Vec::new(), tick_ns(DEFAULT_HZ)),
             events: 0,
             waiting,
             direct: vec![false; cpus as usize],

@@ -103,11 +103,6 @@ pub fn earliest_in_second(runs: &VecDeque<u64>) -> Option<u64> {
     Some(best.1)
 }
 
-/// A tick under `hz` (0: one a second), in ns.
-pub fn tick_ns(hz: u32) -> u64 {
-    SECOND_NS / u64::from(hz.max(1))
-}
-
 /// One CPU's pauses as the trace shows them, from the walk's first event: where its events
 /// lie more than a tick apart. A busy CPU's worker whose timer fired runs when the CPU's
 /// task pauses, as the replay places a late run (`vmstat/late.rs`: a tick after the CPU's

@@ -22,6 +22,12 @@ pub fn round_rel(j0: i64, cpu: u32, hz: u32) -> i64 {
     }
 }
 
+/// A tick under `hz` (0: one a second), in ns: the one definition the workers' timers, the
+/// late-run deadlines and the start-count walk's pauses share.
+pub fn tick_ns(hz: u32) -> u64 {
+    1_000_000_000 / u64::from(hz.max(1))
+}
+
 /// The phase (a jiffies-second boundary, modulo a second) that CPU `cpu`'s worker run at `t`
 /// shows: the CPU's boundary (`jiffies + 3 * cpu ≡ 0 mod HZ`) starts in the tick before `t`
 /// at the latest; jiffies-second boundaries lie `3 * cpu` jiffies after it.

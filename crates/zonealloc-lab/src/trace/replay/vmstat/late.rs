@@ -109,7 +109,7 @@ pub(super) fn deadline(
     t: u64,
     runs: &mut Vec<Run>,
 ) {
-    let tick = 1_000_000_000 / u64::from(hz.max(1));
+    let tick = super::tick_ns(hz);
     let paused = w
         .last_ns
         .filter(|_| !w.held)

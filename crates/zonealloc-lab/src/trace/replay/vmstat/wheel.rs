@@ -103,7 +103,7 @@ fn gcd(a: u64, b: u64) -> u64 {
 /// earlier one.
 pub fn phase_of_run(cpu: u32, t: u64, hz: u32) -> u64 {
     let hz = hz.max(1);
-    let tick = i128::from(1_000_000_000 / hz);
+    let tick = i128::from(super::tick_ns(hz));
     let g = i64::try_from(gcd(u64::from(hz), 8)).unwrap_or(1);
     let skew = 3 * i64::from(cpu);
     // The fewest jiffies from the expiry to a bucket: d ≡ 3 * cpu (mod gcd(HZ, 8)).
