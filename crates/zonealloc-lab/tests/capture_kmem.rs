@@ -62,6 +62,8 @@ const REFERENCED: u64 = 1 << 2;
 
 struct Fake {
     dir: tempfile::TempDir,
+    /// More environment for the script's runs ([`Fake::with_workqueue_event`]).
+    env: Vec<(String, OsString)>,
 }
 
 struct Run {
@@ -72,7 +74,10 @@ struct Run {
 impl Fake {
     fn new() -> Fake {
         let dir = tempfile::tempdir().unwrap();
-        let f = Fake { dir };
+        let f = Fake {
+            dir,
+            env: Vec::new(),
+        };
         let proc_ = f.root().join("proc");
         let tr = f.root().join("sys/kernel/tracing");
         fs::create_dir_all(proc_.join("sys/vm")).unwrap();
@@ -160,7 +165,8 @@ impl Fake {
             .current_dir(self.work())
             .env("CAPTURE_KMEM_SYSROOT", self.root())
             .env("TMPL", self.path("tmpl"))
-            .env("PROBE_OUT", self.path("probe"));
+            .env("PROBE_OUT", self.path("probe"))
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
         match probe {
             Some(p) => cmd.env("PROBE_DIR", p),
             None => cmd.env_remove("PROBE_DIR"),
@@ -170,6 +176,40 @@ impl Fake {
             code: status.code().unwrap_or(-1),
             stderr: String::from_utf8_lossy(&stderr).into_owned(),
         }
+    }
+
+    /// The kernel gets `workqueue:workqueue_execute_start` in each instance the script makes
+    /// (a `mkdir` ahead on `PATH` fills it in), whose filter takes a write when
+    /// `filter_ok`, else refuses it (a folder in its place: refused even to root).
+    fn with_workqueue_event(mut self, filter_ok: bool) -> Fake {
+        let ev = "wqtmpl/events/workqueue/workqueue_execute_start";
+        self.write(&format!("{ev}/enable"), "0\n");
+        if filter_ok {
+            self.write(&format!("{ev}/filter"), "none\n");
+        } else {
+            fs::create_dir_all(self.path(&format!("{ev}/filter"))).unwrap();
+        }
+        let real = Command::new("sh")
+            .args(["-c", "command -v mkdir"])
+            .output()
+            .unwrap();
+        let real = String::from_utf8(real.stdout).unwrap().trim().to_owned();
+        self.write(
+            "bin/mkdir",
+            "#!/bin/sh\n\"$REAL_MKDIR\" \"$@\" || exit\nfor a do case $a in \
+             */instances/capture-kmem-*) cp -R \"$WQ_TMPL\"/. \"$a\"/ ;; esac; done\n",
+        );
+        let shim = self.path("bin/mkdir");
+        fs::set_permissions(&shim, fs::Permissions::from_mode(0o755)).unwrap();
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let mut dirs = vec![self.path("bin")];
+        dirs.extend(std::env::split_paths(&path));
+        self.env = vec![
+            ("PATH".into(), std::env::join_paths(dirs).unwrap()),
+            ("REAL_MKDIR".into(), real.into()),
+            ("WQ_TMPL".into(), self.path("wqtmpl").into()),
+        ];
+        self
     }
 
     fn run(&self, args: &[&OsStr]) -> Run {
@@ -631,8 +671,9 @@ fn a_kpageflags_read_error_loses_the_layout_loudly() {
 }
 
 #[test]
-fn workqueue_runs_are_asked_for_only_with_the_flag() {
-    // The fake kernel's instance has no workqueue event: asked for, it is named missing.
+fn a_kernel_without_the_workqueue_event_is_told_only_when_asked() {
+    // The fake kernel's instance has no workqueue event: asked for, it is named missing;
+    // by default nothing is said.
     let fake = Fake::new();
     let r = fake.run(&[os("-c"), os("none"), os("-o"), os("a"), os("--workqueue")]);
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -645,4 +686,45 @@ fn workqueue_runs_are_asked_for_only_with_the_flag() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(!r.stderr.contains("workqueue"), "{}", r.stderr);
     assert!(!fake.work().join("b/info/workqueue_filter").exists());
+}
+
+#[test]
+fn workqueue_runs_are_traced_by_default_where_the_filter_holds() {
+    let filter = |f: &Fake, cap: &str| {
+        fs::read_to_string(f.work().join(cap).join("info/workqueue_filter")).ok()
+    };
+    let fake = Fake::new().with_workqueue_event(true);
+    let r = fake.run(&[os("-c"), os("none"), os("-o"), os("a")]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        filter(&fake, "a").as_deref(),
+        Some("function.function == vmstat_update || function.function == vmstat_shepherd\n")
+    );
+    assert!(read(&fake.work().join("a/README")).contains("workqueue:workqueue_execute_start"));
+    let r = fake.run(&[
+        os("-c"),
+        os("none"),
+        os("-o"),
+        os("b"),
+        os("--no-workqueue"),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(filter(&fake, "b"), None);
+    assert!(!read(&fake.work().join("b/README")).contains("workqueue"));
+
+    // No filter takes: by default not traced (every work item's run would be), with a note;
+    // with --workqueue traced unfiltered.
+    let fake = Fake::new().with_workqueue_event(false);
+    let r = fake.run(&[os("-c"), os("none"), os("-o"), os("c")]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("runs are not traced"), "{}", r.stderr);
+    assert_eq!(filter(&fake, "c"), None);
+    let r = fake.run(&[os("-c"), os("none"), os("-o"), os("d"), os("--workqueue")]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("every work item's run is traced"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(filter(&fake, "d").as_deref(), Some("none\n"));
 }
