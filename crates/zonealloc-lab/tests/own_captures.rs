@@ -410,6 +410,13 @@ const END_LIMITS: &[(&str, f64)] = &[
     ("6.1-2g/p_pressure", 5.0),
     ("6.1-2g/p_prodcons", 5.0),
     ("6.1-2g/p_thp", 5.0),
+    // The 16-CPU, 3 GiB machine (DMA32 the headline zone), captured at 4c43f04 and replayed
+    // once then (DMA32 end at most 1.3%): the goal.
+    ("6.1-3g-16cpu/p_compact", 5.0),
+    ("6.1-3g-16cpu/p_file", 5.0),
+    ("6.1-3g-16cpu/p_idle", 5.0),
+    ("6.1-3g-16cpu/p_pressure", 5.0),
+    ("6.1-3g-16cpu/p_prodcons", 5.0),
     ("6.1-4g/p_idle", 5.0),
     ("6.1-4g/p_pressure", 5.0),
     ("6.1-4g/p_prodcons", 6.5),
