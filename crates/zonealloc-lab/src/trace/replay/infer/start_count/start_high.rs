@@ -461,7 +461,7 @@ fn decayed(mut high: i64, runs: u32, high_min: i64) -> i64 {
 }
 
 /// The least `x` in `lo..=hi` for which the monotone `p` holds, else `hi + 1`.
-fn first_above(mut lo: i64, hi: i64, p: impl Fn(i64) -> bool) -> i64 {
+pub(super) fn first_above(mut lo: i64, hi: i64, p: impl Fn(i64) -> bool) -> i64 {
     let mut end = hi + 1;
     while lo < end {
         let mid = lo + (end - lo) / 2;
@@ -490,6 +490,7 @@ impl Walk {
         }
         self.start_high = true;
         for c in self.per.iter_mut().flatten() {
+            c.start_free.open();
             c.start_high.printed = c.high.hi;
             c.high.hi = c.high.max.max(c.high.lo);
         }
