@@ -166,6 +166,9 @@ impl Setup {
         };
         setup.add_replayers(opts, &head, &early, &ahead)?;
         setup.set_from_before((&text, kept.as_ref()), &wants, &head.first_named);
+        if let Some(sc) = setup.start_counts.as_ref().filter(|_| wants.free_count) {
+            whole_start::set_free_counts(sc, &setup.geo, &setup.replayers);
+        }
         // The walk's kernel side goes on in the pass, with the pageblock types just seeded.
         if let Some(h) = first.kernel {
             setup.noted = h.into_pass(&mut setup.kernel);

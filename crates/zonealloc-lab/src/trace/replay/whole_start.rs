@@ -24,13 +24,16 @@
 
 use serde::Serialize;
 
+use super::geometry::Geometry;
 use super::infer::first_events::LIST_EVENTS;
 use super::infer::start_count::{Found, ReadPoint, StartCounts};
 use super::options::ReplayOptions;
+use super::replayer::Replayer;
 use super::snapshot_reads;
 use crate::procfs::ProcSnapshot;
 use crate::trace::ingest::Source;
 use crate::trace::parse::Parser;
+use zonealloc::{CpuId, PcpTuning};
 
 /// The marker the before-snapshot's reads end at.
 pub const MARKER: &str = "KT_SNAPSHOT_BEFORE_END";
@@ -184,5 +187,25 @@ pub fn find(source: &mut Source, snap: &ProcSnapshot) -> (Option<ReadPoint>, Who
             },
         ),
         None => not(format!("zoneinfo's reader {reader} made no allocation")),
+    }
+}
+
+/// Sets each CPU's `free_count` at the file's start where the start-count walk found one
+/// (`start_count/start_free.rs`: a drain named it), over the 0 the walk of the text before
+/// the start set (`--whole-file`: none comes before the file's start).
+pub fn set_free_counts(sc: &StartCounts, geo: &Geometry, replayers: &[Replayer]) {
+    for r in replayers {
+        for (zone, span) in r.zones.iter().zip(&geo.zones) {
+            for cpu in 0..geo.cpus {
+                let Some(fc) = sc.free_count_on(span.node, span.zone_type.name(), cpu) else {
+                    continue;
+                };
+                let t = PcpTuning {
+                    free_count: Some(i32::try_from(fc).unwrap_or(i32::MAX)),
+                    ..PcpTuning::default()
+                };
+                zone.set_pcp_tuning(CpuId(cpu), t);
+            }
+        }
     }
 }

@@ -198,6 +198,8 @@ struct Cpu {
     allowed: Option<Vec<(i64, i64)>>,
     /// What its frees show of `free_count` and its `free_high` flag (`free_high.rs`).
     flags: free_high::Flags,
+    /// What the trace shows of `free_count` at the start (`--whole-file` from 6.7 on).
+    start_free: start_free::StartFree,
 }
 
 /// The streaming walk over the events ([`super::first_events`]).
@@ -560,6 +562,7 @@ mod reach;
 mod reclaim;
 mod refill;
 pub mod roll;
+mod start_free;
 mod start_high;
 #[cfg(test)]
 mod tests;

@@ -39,6 +39,7 @@ impl Walk {
             // rmqueue_pcplist may have run, and halved `free_count` (`free_high.rs`).
             if let Some(c) = self.at(zone, cpu) {
                 c.flags.allocated();
+                c.start_free.allocated();
             }
         }
         if ev.is_failed_alloc() || !self.pcp_order(order) || direct {

@@ -55,6 +55,10 @@ pub struct CpuStart {
     /// `high` at the start, where the walk infers it (`--whole-file` from 6.7 on, from the
     /// frees and the worker's first run before the CPU's first refill); zoneinfo's otherwise.
     pub high: Option<u64>,
+    /// `free_count` at the start, where a drain names it (`--whole-file` from 6.7 on:
+    /// `start_free.rs`); the replay's 0 otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub free_count: Option<u64>,
     /// The starts within `bounds` that the pin allows with a `high` the CPU can reach
     /// (`lo..=hi` each); empty where the walk knows `high` only as a range.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -135,6 +139,11 @@ impl StartCounts {
         self.on(node, zone, cpu).and_then(|c| c.high)
     }
 
+    /// The `free_count` node `node`'s zone `zone`'s CPU `cpu` starts from, where inferred.
+    pub fn free_count_on(&self, node: u32, zone: &str, cpu: u32) -> Option<u64> {
+        self.on(node, zone, cpu).and_then(|c| c.free_count)
+    }
+
     /// The walk's first event's time (ns), from which it timed the worker's runs.
     pub fn walk_start_ns(&self) -> Option<u64> {
         self.first_ns
@@ -197,6 +206,7 @@ mod tests {
             bounds: (116, Some(1582)),
             pin_ns: None,
             high: None,
+            free_count: None,
             allowed: Vec::new(),
         };
         let counts = |found| StartCounts {

@@ -1,6 +1,6 @@
 //! The walk's state of each zone's CPUs at its start, from zoneinfo's pagesets.
 
-use super::{free_high, reach, start_high, Cpu, ZoneHigh};
+use super::{free_high, reach, start_free, start_high, Cpu, ZoneHigh};
 use crate::procfs::ProcSnapshot;
 use crate::trace::replay::geometry::Geometry;
 
@@ -57,6 +57,7 @@ pub(super) fn per_cpu(
                 reach: reach::Reach::new(high.hi, &high, scale_max),
                 allowed: None,
                 flags: free_high::Flags::default(),
+                start_free: start_free::StartFree::default(),
             });
         }
     }

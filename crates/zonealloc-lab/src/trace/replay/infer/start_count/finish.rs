@@ -119,6 +119,7 @@ fn start_of(cpu: u32, c: &Cpu, rolled: Option<i64>) -> CpuStart {
         ),
         pin_ns,
         high: None,
+        free_count: c.start_free.found().map(|x| x.max(0) as u64),
         allowed,
     }
 }

@@ -82,6 +82,7 @@ impl Walk {
             c.freed_since_candidate(pfn);
             let h = (c.high.lo, c.high.batch, c.high.batch << scale_max);
             let free_high = c.flags.freed(order, rule, h);
+            c.start_free.freed(order);
             // The values `high` can have: the last refill's raise, `free_count`; kswapd's
             // pass and ZONE_BELOW_HIGH lower it at each free (nr_pcp_high) by what the
             // trace does not show.

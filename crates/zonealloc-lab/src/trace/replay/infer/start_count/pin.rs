@@ -97,6 +97,7 @@ impl Walk {
                     high_hi: hhi,
                     high_fell,
                     free_high: sure,
+                    open_hi,
                     ..
                 },
             drained,
@@ -106,6 +107,12 @@ impl Walk {
         else {
             return;
         };
+        // `--whole-file`: the drain may name `free_count` at the start (`start_free.rs`),
+        // where nothing but `nr_pcp_free`'s clamp sized it.
+        if !high_fell && open_hi.is_none() {
+            let z = (c.high.lo, c.high.batch, c.high.batch << scale_max);
+            c.start_free.drained(order, (drained, block), z);
+        }
         let free_high_order = (1..=3).contains(&order);
         // The starts a reachable `high` gives (`reach.rs`), for an order-0 or THP free's
         // drain at `high`; then nr_pcp_high's own changes of `high` at this drain.

@@ -21,7 +21,9 @@
 //!   `round_jiffies_relative(sysctl_stat_interval)` while `decay_pcp_high` reports work, which
 //!   it does while `high > high_min`), taking an eighth off `high` each time and draining
 //!   nothing: `high` at the start is the one those runs, and then the draining one, bring to
-//!   what the draining run left.
+//!   what the draining run left;
+//! - where nothing drained before zoneinfo's read, the `high` it printed is the start's taken
+//!   through the runs and refills before the read (`read.rs`).
 //!
 //! 7.2-4g p_thp, Normal CPU 0: zoneinfo printed `high` 1283 (`high_min`) at 278.700 s; the
 //! count at the file's start (195.284 s) rolls back to 2033. Set up at 1283, the replay's
@@ -87,6 +89,10 @@ pub(super) struct StartHigh {
     /// The walk as it stood at the CPU's first refill with no `vmstat_update` line before
     /// it, closed there: what it read if the file traces no runs ([`StartHigh::no_lines`]).
     unlined: Option<Box<StartHigh>>,
+    /// zoneinfo's read came with the walk still open (no drain before it): the steps, or
+    /// without lines the runs, that took the start's `high` to the printed one
+    /// ([`StartHigh::read`]).
+    read: Option<Runs>,
 }
 
 /// One move of `high` between the walk's start and a bound.
@@ -408,7 +414,8 @@ impl StartHigh {
                 }
             }
             None => {
-                let high = printed.max(least);
+                let through = self.through_read(least, h, scale_max, clock);
+                let high = through.unwrap_or(printed.max(least));
                 let free_drain = self.free_drain.map(|(d, r)| (d, clock.count(r)));
                 match free_drain.filter(|f| f.1 <= cut) {
                     // decayed(high, runs) <= the count at that free.
@@ -454,7 +461,7 @@ fn decayed(mut high: i64, runs: u32, high_min: i64) -> i64 {
 }
 
 /// The least `x` in `lo..=hi` for which the monotone `p` holds, else `hi + 1`.
-fn first_above(mut lo: i64, hi: i64, p: impl Fn(i64) -> bool) -> i64 {
+pub(super) fn first_above(mut lo: i64, hi: i64, p: impl Fn(i64) -> bool) -> i64 {
     let mut end = hi + 1;
     while lo < end {
         let mid = lo + (end - lo) / 2;
@@ -483,6 +490,7 @@ impl Walk {
         }
         self.start_high = true;
         for c in self.per.iter_mut().flatten() {
+            c.start_free.open();
             c.start_high.printed = c.high.hi;
             c.high.hi = c.high.max.max(c.high.lo);
         }
@@ -534,12 +542,18 @@ impl Walk {
         if !self.start_high {
             return;
         }
+        let since_start = self
+            .now
+            .zip(self.first_ns)
+            .map_or(0, |(t, s)| t.saturating_sub(s));
         for c in self.per.iter_mut().flatten() {
             c.high.hi = c.start_high.printed;
-            c.start_high.close();
+            c.start_high.read(since_start);
         }
     }
 }
+
+mod read;
 
 #[cfg(test)]
 mod clock_tests;

@@ -182,3 +182,51 @@ fn frees_that_drain_nothing_bound_high_after_the_runs_of_their_time() {
     let h = s.infer(762, &high(855, 5074), 5);
     assert_eq!(decayed(h, 3, 855), 1442, "{h}");
 }
+
+#[test]
+fn zoneinfos_high_is_the_starts_taken_through_the_steps_before_its_read() {
+    // 7.2-6g-12cpu-wq p_fork, Normal CPU 8 (c0 807): five quiet runs, a refill of 63 pages,
+    // then zoneinfo printed 3363 (high_min 879). Fails on the old code, which took 3363 as
+    // the start's `high` and brought it to 1788 at the read.
+    let quiet_runs_and_refill = |s: &mut StartHigh| {
+        for _ in 0..5 {
+            s.work_line(0);
+            s.other();
+        }
+        s.refill(0, true);
+        for _ in 1..63 {
+            s.refill(0, false);
+        }
+    };
+    let h = high(879, 7893);
+    let mut s = printed(3363);
+    quiet_runs_and_refill(&mut s);
+    s.read(19_300_000_000);
+    let got = s.infer(807, &h, 5);
+    assert_eq!(s.evolve(got, 6, &h, 5), 3363, "{got}");
+    assert!(s.evolve(got - 1, 6, &h, 5) < 3363, "{got}: not the least");
+    // No run or refill before the read, without lines: the runs one a second (3 here);
+    // where no start up to high_max gives it (19 runs), high_max comes nearest.
+    let mut s = printed(3363);
+    s.read(3_300_000_000);
+    let got = s.infer(807, &h, 5);
+    assert_eq!(decayed(got, 3, 879), 3363, "{got}");
+    let mut s = printed(3363);
+    s.read(19_300_000_000);
+    assert_eq!(s.infer(807, &h, 5), 7893);
+    // A free drained before the read: the walk closed there, and the read says nothing.
+    let mut s = printed(3363);
+    quiet_runs_and_refill(&mut s);
+    s.free_drain(2000, 19_000_000_000);
+    s.read(19_300_000_000);
+    let got = s.infer(807, &h, 5);
+    assert!(s.evolve(got, 6, &h, 5) <= 2807, "{got}");
+    // A start no bound allows (the runs left the count above what the printed `high`
+    // gives): the bounds', as before.
+    let mut s = printed(3363);
+    s.work_line(4000);
+    s.other();
+    s.read(19_300_000_000);
+    let got = s.infer(807, &h, 5);
+    assert!(less(got) >= 4807 && less(got - 1) < 4807, "{got}");
+}

@@ -98,3 +98,36 @@ fn a_refill_before_any_worker_line_is_read_through_where_the_file_traces_the_run
     let (_, h) = start_high(&crafted([None, Some(mark), Some(mark)], zl));
     assert_eq!(h, 3492);
 }
+
+#[test]
+fn a_free_drain_above_batch_names_free_count_at_the_files_start() {
+    // 7.2-6g-12cpu-wq p_fork, Normal CPU 9: a single free, CPU 1's first, drained 69
+    // order-0 pages: `free_count` was 68 at the file's start (`start_free.rs`). Fails on the
+    // old code, which started it at 0 (the replay drained 63).
+    let mut t = String::from("# tracer: nop\n");
+    t += &line(0, 1, "tracing_mark_write: KT_SNAPSHOT_BEFORE_END t");
+    t += &line(
+        1,
+        1,
+        "mm_page_free: page=(____ptrval____) pfn=0x40000 order=0",
+    );
+    for i in 0..69u64 {
+        let pfn = 0x30000 + i;
+        let drain =
+            format!("mm_page_pcpu_drain: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype=1");
+        t += &line(1, 1, &drain);
+    }
+    let alloc = "mm_page_alloc: page=(____ptrval____) pfn=0x50000 order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE";
+    t += &line(0, 5, alloc);
+    t += &line(0, 6, "tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN t");
+    let at = ReadPoint {
+        pid: 1,
+        ts_ns: 5_000_000_000,
+        pfn: 0x50000,
+    };
+    let c = cpu1_on_7_2(&t, |w| Which {
+        roll_at: Some(at),
+        ..w
+    });
+    assert_eq!(c.free_count, Some(68), "{c:?}");
+}
