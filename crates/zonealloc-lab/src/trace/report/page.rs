@@ -469,8 +469,15 @@ fn caveats(run: &ReplayRun, text: bool) -> String {
                     format!(
                         "; of the trace's {} vmstat_update runs (workqueue_execute_start, not \
                          taken as the runs), {} had one of the model's {} runs on their CPU \
-                         within 50 ms, {} within 1 ms",
-                        k.traced, k.near, k.modelled, k.exact
+                         within 50 ms, {} within 1 ms; of the {} that drained nothing (the \
+                         timers' own), {} within 50 ms, {} within 1 ms",
+                        k.traced,
+                        k.near,
+                        k.modelled,
+                        k.exact,
+                        k.traced - k.drained,
+                        k.quiet_near,
+                        k.quiet_exact
                     )
                 } else {
                     String::new()

@@ -384,6 +384,8 @@ impl Replayer {
         if self.decay && !remote && ev.who.is_worker_drain() {
             if let (Some(vm), Some(ts)) = (self.vmstat.as_mut(), ev.ts_ns) {
                 let c = cpu as usize;
+                // With `--no-traced-workers`: the traced run before it drained (the check's).
+                vm.run_log.drained(c, ts);
                 // A line after another of the worker's on an idle CPU begins a new run where
                 // they lie more than HZ/4 apart: a run drains in far less, and the worker
                 // re-queues itself a second on (`round_jiffies_relative(HZ)`, which moves it

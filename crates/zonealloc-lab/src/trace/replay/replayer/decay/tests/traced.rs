@@ -103,6 +103,22 @@ fn without_traced_workers_the_runs_are_checked_against_the_models() {
 }
 
 #[test]
+fn without_traced_workers_a_run_whose_kworker_drained_is_counted_apart() {
+    // CPU 1's traced run at 0.3 s drained (its kworker's line 10 us on): the model's worker
+    // ran there, at the drain; its run at 2.5 s drained nothing and is the timers' alone.
+    let mut r = filled(true);
+    r.traced_workers = false;
+    work(&mut r, 1, 300_000_000, EventKind::VmstatUpdate);
+    let line = at(1, 300_010_000, drain_line(0), who(Task::CpuWorker));
+    r.feed(&line, Inferred::Drain { owner: 1 }).unwrap();
+    work(&mut r, 1, 2_500_000_000, EventKind::VmstatUpdate);
+    r.finish().unwrap();
+    let c = r.counts.decay_check;
+    assert_eq!((c.traced, c.drained), (2, 1));
+    assert_eq!(c.exact - c.quiet_exact, 1, "{c:?}");
+}
+
+#[test]
 fn a_traced_run_of_a_worker_the_model_stopped_is_counted_and_done() {
     // CPU 0 has no lists and no event: its run changes nothing and does not re-queue. A
     // second run with no shepherd between is one the model did not expect; after an event
