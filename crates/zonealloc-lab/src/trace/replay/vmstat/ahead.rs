@@ -215,18 +215,33 @@ impl AfterRuns<'_> {
 }
 
 impl Vmstat {
-    /// Before the first event: the shared phase from the CPU whose run ahead comes first,
-    /// each CPU with a run ahead on its own phase, both read from the CPU's run ahead
-    /// earliest in its second (a first run can be late: 6.12-4g-loads p_fork, CPU 0's
-    /// worker drains at 50.835198 s behind the fork parent, then at 51.829215), and its
-    /// first run waiting for the mark. The marks still move a CPU's phase to its runs as
-    /// the replay reaches them. Nothing if the phase was given ([`Vmstat::set_phase`]).
+    /// Before the first event: the shared phase from the CPU whose run ahead comes first
+    /// among those whose worker ran again (any CPU's where none did), each CPU with a run
+    /// ahead on its own phase, both read from the CPU's run ahead earliest in its second (a
+    /// first run can be late: 6.12-4g-loads p_fork, CPU 0's worker drains at 50.835198 s
+    /// behind the fork parent, then at 51.829215), and its first run waiting for the mark.
+    /// The marks still move a CPU's phase to its runs as the replay reaches them. Nothing if
+    /// the phase was given ([`Vmstat::set_phase`]).
+    ///
+    /// A worker that ran again re-queued itself on its CPU's second (`vmstat_update`:
+    /// `queue_delayed_work_on(.., round_jiffies_relative(sysctl_stat_interval))`,
+    /// `mm/vmstat.c`); a lone run can be the one `vmstat_shepherd` queued with no delay
+    /// (`queue_delayed_work_on(cpu, mm_percpu_wq, dw, 0)`) for a worker stopped at the
+    /// window's start, at the shepherd's time, which its deferrable timer puts off any
+    /// CPU's second. In the `*-wq` captures most first runs in the window are the
+    /// shepherd's: 7.2-6g-12cpu-wq p_memcg, 9 of 12 CPUs' within 0.5 ms after it. 7.2-4g-wq
+    /// p_thp, whole file: CPU 0's only run ahead, 105.429918, came 84 us after
+    /// `vmstat_shepherd`; its own runs from 106.422354 on lie at x.418 to x.444. Read from
+    /// it (the shepherd's timer and the CPUs without runs keep the shared phase), refill
+    /// and drain events were 3.20% and 2.89% off the kernel's; from CPU 3's (ten runs
+    /// ahead), 0.30% and 0.43%.
     pub fn align_ahead(&mut self, ahead: &RunsAhead) {
         self.starts_ahead.clone_from(&ahead.starts);
         if self.given || self.started {
             return;
         }
-        let Some((cpu, t)) = ahead.runs().min_by_key(|&(_, t)| t) else {
+        let lone = |c: u32| ahead.runs.get(c as usize).is_none_or(|r| r.len() < 2);
+        let Some((cpu, t)) = ahead.runs().min_by_key(|&(c, t)| (lone(c), t)) else {
             return;
         };
         let earliest = |cpu: u32, t: u64| ahead.earliest(cpu as usize).unwrap_or(t);

@@ -266,6 +266,26 @@ fn a_cpus_phase_ahead_is_read_from_its_run_earliest_in_its_second() {
     assert_eq!(v.work[0].ahead_ns, Some(50_835_198_000));
 }
 
+#[test]
+fn the_shared_phase_is_read_from_a_cpu_whose_worker_ran_again() {
+    // 7.2-4g-wq p_thp, whole file: CPU 0's only run ahead, 105.429918, came 84 us after
+    // `vmstat_shepherd` (105.429834) queued it, off CPU 0's own runs (106.422354,
+    // 107.442027, ...); CPU 3's worker ran again, on its own second. The shared phase is
+    // read from CPU 3 (the first in time, CPU 0, read it from the shepherd's run).
+    let mut ahead = RunsAhead::new(4);
+    ahead.feed(&drain(0, 105_429_959_000, Task::CpuWorker));
+    let mut free = drain(3, 106 * S, Task::Other);
+    free.kind = EventKind::Free { pfn: 1, order: 0 };
+    ahead.feed(&drain(3, 105_951_101_000, Task::CpuWorker));
+    ahead.feed(&free);
+    ahead.feed(&drain(3, 106_951_000_000, Task::CpuWorker));
+    let mut v = Vmstat::new(4, HZ);
+    v.align_ahead(&ahead);
+    assert_ne!(v.work[0].phase_ns, v.work[3].phase_ns);
+    assert_eq!(v.phase_ns, v.work[3].phase_ns);
+    assert_eq!(v.work[0].ahead_ns, Some(105_429_959_000));
+}
+
 /// The text of a `kworker/cpu:1`'s drain at `ts` (depth 2: the worker's run), or another
 /// task's allocation.
 fn line(task: &str, cpu: u32, ts: &str, what: &str) -> String {
