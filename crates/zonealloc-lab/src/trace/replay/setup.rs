@@ -165,9 +165,9 @@ impl Setup {
             snaps,
         };
         setup.add_replayers(opts, &head, &early, &ahead)?;
-        setup.set_from_before((&text, kept.as_ref()), &wants, &head.first_named);
+        let seen = setup.set_from_before((&text, kept.as_ref()), &wants, &head.first_named);
         if let Some(sc) = setup.start_counts.as_ref().filter(|_| wants.free_count) {
-            whole_start::set_free_counts(sc, &setup.geo, &setup.replayers);
+            whole_start::set_free_counts(sc, &setup.geo, &setup.replayers, &seen);
         }
         // The walk's kernel side goes on in the pass, with the pageblock types just seeded.
         if let Some(h) = first.kernel {
@@ -183,13 +183,14 @@ impl Setup {
     /// What the text before the window (`text`, its events `kept` where the carry's or the
     /// roll's parse kept them) sets, where asked ([`Wants`]: a `free_factor` start, the
     /// vmstat workers' last runs), and the kernel side's pageblock types with the ones the
-    /// first events name (`first_named`).
+    /// first events name (`first_named`). Per zone, per CPU: whether the text showed its
+    /// lists' `free_count` (empty where the walk did not run).
     fn set_from_before(
         &mut self,
         (text, kept): (&[u8], Option<&Kept>),
         wants: &Wants,
         first_named: &[(u64, u8)],
-    ) {
+    ) -> Vec<Vec<bool>> {
         // Before 6.7 a CPU's `free_factor` decides its drains, and only the trace before
         // the marker shows it; from 6.7 `free_count` and `PCPF_PREV_FREE_HIGH_ORDER` do, and
         // each CPU's worker decays `high` on its own second, which the runs before the marker
@@ -222,8 +223,12 @@ impl Setup {
         if let Some(f) = factors.map(free_factor::Walk::finish) {
             free_factor::set(&f, &self.replayers);
         }
+        let mut seen = Vec::new();
         if let Some(states) = counts.map(free_count::Walk::finish) {
             free_count::set(&states, &self.replayers);
+            seen = (states.iter())
+                .map(|z| z.iter().map(|s| s.seen).collect())
+                .collect();
         }
         if let Some(last) = runs.map(worker_runs::Walk::finish) {
             for r in self.replayers.iter_mut().filter(|r| r.decay) {
@@ -236,6 +241,7 @@ impl Setup {
         for &(pfn, mt) in first_named {
             self.kernel.block_types.name(pfn, mt);
         }
+        seen
     }
 
     /// One [`Replayer`] per variant of `opts`, its zones set up from the snapshot (their lists

@@ -190,16 +190,27 @@ pub fn find(source: &mut Source, snap: &ProcSnapshot) -> (Option<ReadPoint>, Who
     }
 }
 
-/// Sets each CPU's `free_count` at the file's start where the start-count walk found one
+/// Sets each CPU's `free_count` at the walk's start where the start-count walk found one
 /// (`start_count/start_free.rs`: a drain named it), over the 0 the walk of the text before
-/// the start set (`--whole-file`: none comes before the file's start).
-pub fn set_free_counts(sc: &StartCounts, geo: &Geometry, replayers: &[Replayer]) {
+/// the start set where that text showed nothing of the CPU's lists in the zone (`seen`, per
+/// zone and CPU: [`super::infer::free_count::FreeState::seen`]; `--whole-file`: no text
+/// comes before the file's start).
+pub fn set_free_counts(
+    sc: &StartCounts,
+    geo: &Geometry,
+    replayers: &[Replayer],
+    seen: &[Vec<bool>],
+) {
     for r in replayers {
-        for (zone, span) in r.zones.iter().zip(&geo.zones) {
+        for (z, (zone, span)) in r.zones.iter().zip(&geo.zones).enumerate() {
             for cpu in 0..geo.cpus {
+                let shown = seen.get(z).and_then(|s| s.get(cpu as usize));
                 let Some(fc) = sc.free_count_on(span.node, span.zone_type.name(), cpu) else {
                     continue;
                 };
+                if shown == Some(&true) {
+                    continue;
+                }
                 let t = PcpTuning {
                     free_count: Some(i32::try_from(fc).unwrap_or(i32::MAX)),
                     ..PcpTuning::default()
@@ -207,5 +218,56 @@ pub fn set_free_counts(sc: &StartCounts, geo: &Geometry, replayers: &[Replayer])
                 zone.set_pcp_tuning(CpuId(cpu), t);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::ingest::sniff::Sniff;
+    use crate::trace::migratetype::Numbering;
+    use crate::trace::replay::infer::start_count::{CpuStart, Found};
+    use crate::trace::variant::Variant;
+
+    /// 7.2-3g-16cpu p_file: the window's start reads DMA32 CPU 3's `free_count` (16) off its
+    /// first drains, as the text before the window showed nothing of that CPU's lists; where
+    /// the text showed a CPU's, its count stands. Fails on the old code (both set).
+    #[test]
+    fn a_free_count_a_drain_names_stands_only_where_the_text_before_showed_none() {
+        let g = Geometry::from_flags(
+            None,
+            Some(1 << 16),
+            None,
+            Some(3),
+            &Sniff::default(),
+            Numbering::Current,
+        )
+        .unwrap();
+        let r = Replayer::new(Variant::parse("upstream").unwrap(), &g, None).unwrap();
+        let zone = g.zones[0].zone_type.name().to_string();
+        let cpu = |cpu| CpuStart {
+            zone: zone.clone(),
+            node: 0,
+            cpu,
+            zoneinfo: 0,
+            rolled_back: None,
+            inferred: 0,
+            found: Found::Bounded,
+            bounds: (0, None),
+            pin_ns: None,
+            high: None,
+            free_count: Some(16),
+            allowed: Vec::new(),
+        };
+        let mut sc = StartCounts::default();
+        sc.cpus.extend([cpu(1), cpu(2)]);
+        set_free_counts(
+            &sc,
+            &g,
+            std::slice::from_ref(&r),
+            &[vec![false, false, true, false]],
+        );
+        let fc = |c| r.zones[0].pcp_info(CpuId(c)).free_count;
+        assert_eq!((fc(1), fc(2)), (16, 0));
     }
 }

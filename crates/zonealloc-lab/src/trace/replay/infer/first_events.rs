@@ -152,8 +152,11 @@ fn inferences(geo: &Geometry, snap: &ProcSnapshot, which: Which) -> Inferences {
         w.set_hz(which.hz);
         w.set_contig_free(which.contig_free);
         w.set_free_high(which.free_high);
-        if let Some(at) = which.roll_at {
-            w.roll_back_from(at);
+        match which.roll_at {
+            Some(at) => w.roll_back_from(at),
+            // The window's start: `free_count` where the text before it shows nothing of a
+            // CPU's lists (`start_count/start_free.rs`).
+            None => w.open_start_free(),
         }
         if which.keep_kernel {
             w.keep_notes(which.bulk_takes_head);

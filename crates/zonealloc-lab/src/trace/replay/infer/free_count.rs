@@ -15,7 +15,9 @@
 //!   1`): an `mm_page_alloc` of an order the lists serve, on that CPU, from that zone.
 //!
 //! A free is counted at its `mm_page_free` (`mm_page_free_batched` repeats it). Before the
-//! trace's first event both are taken as 0: a dozen allocations make the count exact.
+//! trace's first event both are taken as 0: a dozen allocations make the count exact. Where
+//! the text shows nothing of a CPU's lists in a zone ([`FreeState::seen`]), the window's first
+//! drains may name `free_count` (`start_count/start_free.rs`).
 //!
 //! The same walk bounds `alloc_factor` from below ([`FreeState::alloc_floor`]), which zoneinfo
 //! does not print either: `nr_pcp_alloc` refills an order-0 list with `min(batch <<
@@ -43,6 +45,9 @@ pub struct FreeState {
     pub alloc_floor: u8,
     /// Pages of the order-0 refill going on (`mm_page_alloc_zone_locked`, `percpu_refill=1`).
     refill: i32,
+    /// The text showed an allocation or a free of the CPU's in the zone (else the window's
+    /// first drains may name `free_count`: `start_count/start_free.rs`).
+    pub seen: bool,
 }
 
 /// The walk over the text before the marker.
@@ -89,10 +94,12 @@ impl<'g> Walk<'g> {
         match ev.kind {
             EventKind::Alloc { order, .. } if !ev.is_failed_alloc() && self.pcp_order(order) => {
                 self.state[z][cpu].free_count >>= 1;
+                self.state[z][cpu].seen = true;
             }
             EventKind::Free { order, .. } if self.pcp_order(order) => {
                 let cap = self.rules.sizes[z].batch << self.rules.scale_max.unwrap_or(0).min(30);
                 let s = &mut self.state[z][cpu];
+                s.seen = true;
                 s.prev_free_high_order = (1..=3).contains(&order);
                 if s.free_count < cap {
                     s.free_count += 1 << order;

@@ -360,6 +360,18 @@ impl Walk {
         self.open_start_high();
     }
 
+    /// The walk starts at the window's start: each CPU's `free_count` there where a drain
+    /// names it (from 6.7 on; the set-up takes it where the text before the window showed
+    /// nothing of the CPU's lists, [`super::free_count`]).
+    pub fn open_start_free(&mut self) {
+        if self.fixed_high {
+            return;
+        }
+        for c in self.per.iter_mut().flatten() {
+            c.start_free.open();
+        }
+    }
+
     /// Whether every CPU with lists is pinned: the rest of the trace adds nothing.
     pub fn done(&self) -> bool {
         self.waiting == 0 && (self.roll_at.is_none() || self.at_read.is_some())

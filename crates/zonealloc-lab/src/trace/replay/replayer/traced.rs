@@ -109,6 +109,7 @@ impl Replayer {
         let req = self.gfp.request(mt, gfp_flags).on_cpu(CpuId(cpu));
         if !failed_in_trace && self.numa.is_none() {
             self.pass_over_above(z, ord, &req);
+            self.pass_over_below(z, ord, &req);
         }
         // The trace shows the kernel took this page from this zone: below its watermark in
         // ours, the replay takes it anyway rather than fail into the slow path's
@@ -152,6 +153,30 @@ impl Replayer {
         for (zone, span) in zones.iter().zip(spans) {
             if span.zone_type <= req.highest_zone {
                 zone.pass_over(ord, req);
+            }
+        }
+    }
+
+    /// The rest of the fast path's walk, when zone `z` (one node), which the trace says
+    /// served the request, fails the request's mark there: `get_page_from_freelist` went on
+    /// down the zonelist, and each lower zone it reached checked its high mark first, which
+    /// sets `ZONE_BELOW_HIGH` where it fails ([`zonealloc::Zone::pass_over`]); the walk
+    /// stops at a zone that passes (the kernel would have been served there), and the slow
+    /// path came back to `z`. 7.2-3g-16cpu p_pressure: CPU 5's DMA refills (301.074-301.085)
+    /// took DMA to 3035 free pages before its last one, under its high mark plus its
+    /// protection against Movable requests (84 + 2955); DMA32 served again from 301.089233
+    /// and `kswapd0` woke at 301.091917, so the slow path ran and its fast path had passed
+    /// over DMA. DMA's frees at 302.284969-302.285037 then each drained one page more than
+    /// the last (1 to 7): `nr_pcp_high` under the flag, `max(count, high_min)`.
+    #[inline(always)]
+    fn pass_over_below(&self, z: usize, ord: Order, req: &AllocRequest) {
+        if z == 0 || self.zones[z].pass_over(ord, req) {
+            return;
+        }
+        // One node: the zones below `z` are those before it, the next lower first.
+        for zone in self.zones[..z].iter().rev() {
+            if zone.pass_over(ord, req) {
+                break;
             }
         }
     }
@@ -205,6 +230,7 @@ mod tests {
     use super::super::tests::at;
     use super::*;
     use crate::trace::replay::infer::kernel::KernelSide;
+    use zonealloc::{WatermarkConfig, ZoneType};
 
     /// 7.2-2g p_pressure (lines 5424 and 5751): CPU 2 refills two THPs, the first for its
     /// task, whose `mm_page_alloc` is traced on CPU 1 after it moved; CPU 2 then allocates the
@@ -252,26 +278,22 @@ mod tests {
         );
     }
 
-    /// 6.12-4g-wq p_pressure: a THP the trace shows from DMA32 (0xb5200 at 554.355101) was
-    /// refused by Normal first, at the high mark, which set Normal's `ZONE_BELOW_HIGH`; CPU
-    /// 0's next Normal refill then did not raise `high` (`nr_pcp_alloc`). Here Normal has
-    /// 4096 free pages against a high mark of 3700: enough for order 0, not for order 9
-    /// (`__zone_watermark_ok` takes 511 off). Fails on the old code (`high` grows by a batch).
-    #[test]
-    fn a_request_served_below_normal_leaves_normal_below_high() {
+    /// A replayer (upstream) of one node of two zones on four CPUs, `lower` and `upper` (type,
+    /// first pfn, pages), the upper zone's watermarks `marks`.
+    fn two_zones(
+        lower: (ZoneType, u64, u64),
+        upper: (ZoneType, u64, u64),
+        marks: WatermarkConfig,
+    ) -> Replayer {
         use crate::trace::replay::geometry::{Geometry, Online, ZoneSpan};
-        use zonealloc::{WatermarkConfig, ZoneType};
-        let span = |zone_type, start, pages| ZoneSpan {
+        let span = |(zone_type, start, pages)| ZoneSpan {
             node: 0,
             zone_type,
             start,
             pages,
         };
         let g = Geometry {
-            zones: vec![
-                span(ZoneType::Dma32, 0x1000, 0x4000),
-                span(ZoneType::Normal, 0x10000, 0x10000),
-            ],
+            zones: vec![span(lower), span(upper)],
             online: Online::All,
             cpus: 4,
             cpus_from: "test",
@@ -279,10 +301,23 @@ mod tests {
             cpu_nodes: Vec::new(),
         };
         let v = super::super::Variant::parse("upstream").unwrap();
-        let mut normal = v.cfg;
-        normal.watermarks = WatermarkConfig::fixed(3000, 3400, 3700);
-        let mut r =
-            Replayer::with_zones(v.clone(), &g, None, &[v.cfg, normal], None, &[], &[]).unwrap();
+        let mut above = v.cfg;
+        above.watermarks = marks;
+        Replayer::with_zones(v.clone(), &g, None, &[v.cfg, above], None, &[], &[]).unwrap()
+    }
+
+    /// 6.12-4g-wq p_pressure: a THP the trace shows from DMA32 (0xb5200 at 554.355101) was
+    /// refused by Normal first, at the high mark, which set Normal's `ZONE_BELOW_HIGH`; CPU
+    /// 0's next Normal refill then did not raise `high` (`nr_pcp_alloc`). Here Normal has
+    /// 4096 free pages against a high mark of 3700: enough for order 0, not for order 9
+    /// (`__zone_watermark_ok` takes 511 off). Fails on the old code (`high` grows by a batch).
+    #[test]
+    fn a_request_served_below_normal_leaves_normal_below_high() {
+        let mut r = two_zones(
+            (ZoneType::Dma32, 0x1000, 0x4000),
+            (ZoneType::Normal, 0x10000, 0x10000),
+            WatermarkConfig::fixed(3000, 3400, 3700),
+        );
         let alloc = |pfn, order, gfp_flags| EventKind::Alloc {
             pfn,
             order,
@@ -303,5 +338,43 @@ mod tests {
         let info = r.zones[1].pcp_info(CpuId(0));
         assert!(info.count > 0, "CPU 0's Normal list was refilled");
         assert_eq!(info.high, high.clamp(info.high_min, info.high_max));
+    }
+
+    /// 7.2-3g-16cpu p_pressure: DMA32 served requests below its low mark after CPU 5's DMA
+    /// refills, so the kernel's fast path had passed over DMA, below its high mark plus its
+    /// protection against those requests, and set DMA's `ZONE_BELOW_HIGH`. Here CPU 0's DMA
+    /// list is refilled by `GFP_DMA` requests (no protection), which raise its `high`; DMA32
+    /// serves a Movable request below its low mark, and DMA, protected by 4000 pages against
+    /// Movable requests, lowers `high` at its next free (`nr_pcp_high` under the flag: `high
+    /// - free_count`, not below `high_min`). Fails on the old code (`high` stays).
+    #[test]
+    fn a_request_served_below_its_mark_passed_over_the_zones_under_it() {
+        let mut r = two_zones(
+            (ZoneType::Dma, 0x1000, 0x1000),
+            (ZoneType::Dma32, 0x2000, 0x4000),
+            WatermarkConfig::fixed(30_000, 31_000, 32_000),
+        );
+        r.zones[0].set_lowmem_reserve([0, 4000, 4000, 4000, 4000, 4000]);
+        let alloc = |pfn, gfp_flags| EventKind::Alloc {
+            pfn,
+            order: 0,
+            migratetype: 1,
+            gfp_flags,
+        };
+        for pfn in 0x1000..0x1008 {
+            r.feed(&at(0, None, alloc(pfn, "GFP_DMA")), Inferred::None)
+                .unwrap();
+        }
+        let raised = r.zones[0].pcp_info(CpuId(0));
+        assert!(raised.high > raised.high_min, "{raised:?}");
+        let movable = alloc(0x2000, "GFP_HIGHUSER_MOVABLE");
+        r.feed(&at(0, None, movable), Inferred::None).unwrap();
+        let free = EventKind::Free {
+            pfn: 0x1000,
+            order: 0,
+        };
+        r.feed(&at(0, None, free), Inferred::None).unwrap();
+        let info = r.zones[0].pcp_info(CpuId(0));
+        assert!(info.high < raised.high, "{raised:?}\n{info:?}");
     }
 }

@@ -1,6 +1,6 @@
-//! `--whole-file` from 6.7 on: each CPU's `free_count` at the file's start. zoneinfo does not
-//! print it, and the trace before the file's start is not there to count it (the window's
-//! start reads it off the text before the marker, `infer/free_count.rs`), so the replay
+//! From 6.7 on, each CPU's `free_count` at the walk's start: the file's (`--whole-file`), or
+//! the window's where the text before the marker shows nothing of the CPU's lists in the zone
+//! (else `infer/free_count.rs` counts it there). zoneinfo does not print it, so the replay
 //! started it at 0. Yet a free's drain takes `nr_pcp_free`'s `clamp(free_count, batch, high -
 //! batch)` pages (7.2 `free_frozen_page_commit`, 6.12 `free_unref_page_commit`), so a drain of
 //! more than `batch` order-0 pages, and fewer than `high_min - batch`, names `free_count` at
@@ -13,6 +13,12 @@
 //! order-0 pages, its CPU's first event since `kworker/9:1`'s quiet run at 8.713452 and its
 //! first free in the file: `free_count` was 68 at the file's start. From 0, ours drained 63
 //! there, and its refills and drains were 9% over the kernel's from 26.207 on.
+//!
+//! 7.2-3g-16cpu p_file (the window), DMA32 CPU 3, no event before 137.466026:
+//! `kmem-phases-1101` drains 63, 100, 200 and 400 pages (137.466846-137.473069) after 21, 63,
+//! 100 and 200 commits: `free_count` was 16 at the window's start. From 0, ours drained 84,
+//! 168 and 336 pages, and at 137.473066 its count (587) was under `high` (875) where the
+//! kernel drained 400.
 
 /// Halvings after which `free_count` at the start no longer shows (it is at most `batch <<
 /// CONFIG_PCP_BATCH_SCALE_MAX`, under 2^11 for any batch the kernel sets).
@@ -44,7 +50,7 @@ pub(super) struct StartFree {
 }
 
 impl StartFree {
-    /// The walk starts at the file's start (`--whole-file` from 6.7 on): note the steps.
+    /// The walk reads `free_count` at its start (from 6.7 on): note the steps.
     pub(super) fn open(&mut self) {
         self.on = true;
     }
@@ -94,14 +100,18 @@ impl StartFree {
     /// page: `free_pcppages_bulk` took no more than asked) of more than `batch` and fewer
     /// than `high_min - batch` pages, after a free that is no `free_high` one (order 0, or
     /// above `PAGE_ALLOC_COSTLY_ORDER`), names `free_count` then: the least start that gives
-    /// it, where one does.
+    /// it, where one does. A drain of `batch` pages or fewer (the clamp from below) names
+    /// nothing, and the steps go on to the next.
     pub(super) fn drained(&mut self, order: u8, (drained, block): (i64, i64), z: (i64, i64, i64)) {
         let (high_min, batch, cap) = z;
         if self.closed || !self.on || (1..=3).contains(&order) || block != 1 {
             return;
         }
+        if drained <= batch {
+            return;
+        }
         self.closed = true;
-        if drained <= batch || drained >= high_min - batch {
+        if drained >= high_min - batch {
             return;
         }
         let x = super::start_high::first_above(0, cap, |x| self.now(x, cap) >= drained);
@@ -142,6 +152,24 @@ mod tests {
         }
         s.drained(0, (35 + 34, 1), Z);
         assert_eq!(s.found(), Some(68));
+    }
+
+    /// 7.2-3g-16cpu p_file's DMA32 CPU 3: 21 frees drain `batch` (63, the clamp: the count
+    /// was at most 63), 63 more drain 100: 16 at the start. Fails on the old code (the first
+    /// drain closed the walk).
+    #[test]
+    fn a_drain_of_batch_names_nothing_and_the_next_one_does() {
+        let mut s = open();
+        for _ in 0..21 {
+            s.freed(0);
+        }
+        s.drained(0, (63, 1), Z);
+        assert_eq!(s.found(), None);
+        for _ in 0..63 {
+            s.freed(0);
+        }
+        s.drained(0, (100, 1), Z);
+        assert_eq!(s.found(), Some(16));
     }
 
     #[test]
