@@ -130,6 +130,8 @@ pub struct Run {
 #[derive(Clone, Debug)]
 pub struct Vmstat {
     hz: u32,
+    /// [`tick_ns`] of `hz`, for the per-event test of [`Vmstat::quieted`].
+    tick: u64,
     /// The trace time of a jiffies-second boundary; `None` before the first event.
     phase_ns: Option<u64>,
     /// Whether the phase was taken from a worker's run in the trace or given (else assumed).
@@ -174,8 +176,10 @@ pub struct Vmstat {
 impl Vmstat {
     /// The workers of `cpus` CPUs under `hz` (0: [`DEFAULT_HZ`]).
     pub fn new(cpus: u32, hz: u32) -> Vmstat {
+        let hz = if hz == 0 { DEFAULT_HZ } else { hz };
         Vmstat {
-            hz: if hz == 0 { DEFAULT_HZ } else { hz },
+            hz,
+            tick: tick_ns(hz),
             phase_ns: None,
             aligned: false,
             given: false,

@@ -150,6 +150,9 @@ impl Replayer {
     /// test that nothing is due inline, the rest out of line.)
     #[inline(always)]
     pub(super) fn vmstat_due(&mut self, cpu: u32, ts: u64, ev: &Event<'_>) -> io::Result<()> {
+        if self.stat_drift && self.vmstat.as_ref().is_some_and(|vm| vm.quieted(cpu, ts)) {
+            self.quiet_vmstat(cpu);
+        }
         if let Some(vm) = self.vmstat.as_mut() {
             if !vm.is_due(cpu, ts) && !self.any_mid {
                 vm.event_of(cpu, ts, &ev.kind);
@@ -157,6 +160,26 @@ impl Replayer {
             }
         }
         self.vmstat_runs(cpu, ts, ev)
+    }
+
+    /// `quiet_vmstat`: CPU `cpu` slept with its worker pending ([`Vmstat::quieted`]), and
+    /// when its tick stopped its diffs were folded into the zones' counters, which the
+    /// watermark checks read. The fold is done at the CPU's next event (no event of the CPU
+    /// lies between).
+    ///
+    /// 6.12-3g-16cpu-wq p_pressure: CPU 2's worker at 230.133981 folded, then its decay
+    /// drained one DMA page (diff +1); CPU 2 idled from 230.134026 to 230.157290. Its DMA
+    /// frees from 230.226897 drained 3 pages at a time while `ZONE_BELOW_HIGH` held, until
+    /// the drain at 230.227044 (DMA free 3052, high mark 84 plus 2959 protection), then 11
+    /// frees drained nothing: the flag cleared there, not at 230.227041 (free 3049), so the
+    /// counter lagged 8 to 10 pages, as a diff folded to 0 by the idle CPU gives (43 pages
+    /// later, 10) and the diff of 1 the run left does not (0: ours cleared it at 3049).
+    #[cold]
+    #[inline(never)]
+    fn quiet_vmstat(&mut self, cpu: u32) {
+        for z in 0..self.zones.len() {
+            self.stat_fold(z, cpu);
+        }
     }
 
     /// [`Replayer::vmstat_due`] when something may be due (or at the first event). A run

@@ -45,6 +45,19 @@ impl Vmstat {
         }
     }
 
+    /// Whether CPU `cpu` slept before its event at `t` (none in the tick before) with its
+    /// worker pending: when its tick stopped, `quiet_vmstat` (`tick_nohz_stop_tick`;
+    /// `mm/vmstat.c`: `delayed_work_pending`, then `need_update`) folded its diffs
+    /// (`refresh_cpu_vm_stats(false)`, no decay). A fold of zero diffs moves nothing, so
+    /// `need_update` is left to the counters.
+    #[inline(always)]
+    pub fn quieted(&self, cpu: u32, t: u64) -> bool {
+        // The replay's CPUs are folded already (as in `Vmstat::event`).
+        self.work
+            .get(cpu as usize)
+            .is_some_and(|w| w.pending && w.last_ns.is_some_and(|l| l + self.tick < t))
+    }
+
     /// An event on `cpu` at `t` that moved no counter: the CPU is awake, its `need_update`
     /// as it was, and a woken run that stopped stays stopped (the run had nothing to fold).
     fn awake(&mut self, cpu: u32, t: u64) {

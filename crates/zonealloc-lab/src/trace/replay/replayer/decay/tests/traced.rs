@@ -176,3 +176,42 @@ fn a_traced_run_counts_the_free_its_cpu_printed_before_it() {
     let after = r.zones[0].pcp_info(CpuId(1));
     assert_eq!(after.count, after.high);
 }
+
+#[test]
+fn an_idle_cpus_diffs_are_folded_when_its_tick_stops() {
+    // quiet_vmstat: CPU 0's traced run folds its refill and re-queues its worker; its next
+    // refill stays in part in CPU 0's diff; CPU 0 sleeps 100 ms, and at its next event (an
+    // allocation off its list, which moves no counter) the zone's counter holds it. Fails
+    // on the old code: only the worker's runs folded.
+    let mut r = filled(true);
+    r.set_vmstat_drift(true);
+    let lag = |r: &Replayer| {
+        let z = &r.zones[0];
+        z.free_pages() as i64 - z.vmstat_free_pages() as i64
+    };
+    let alloc = |pfn| EventKind::Alloc {
+        pfn,
+        order: 0,
+        migratetype: 1,
+        gfp_flags: "GFP_HIGHUSER_MOVABLE",
+    };
+    let mut pfn = 20_000;
+    let mut refill = |r: &mut Replayer, t: u64| {
+        let buddy = r.zones[0].free_pages();
+        while r.zones[0].free_pages() == buddy {
+            r.feed(&at(0, t + pfn, alloc(pfn), Who::UNKNOWN), Inferred::None)
+                .unwrap();
+            pfn += 1;
+        }
+    };
+    refill(&mut r, 299_000_000);
+    work(&mut r, 0, 300_000_000, EventKind::VmstatUpdate);
+    refill(&mut r, 300_100_000);
+    assert_ne!(lag(&r), 0, "a refill's pages stay in the diff");
+    r.feed(
+        &at(0, 400_000_000, alloc(30_000), Who::UNKNOWN),
+        Inferred::None,
+    )
+    .unwrap();
+    assert_eq!(lag(&r), 0);
+}
