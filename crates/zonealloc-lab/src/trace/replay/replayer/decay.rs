@@ -150,11 +150,9 @@ impl Replayer {
     /// test that nothing is due inline, the rest out of line.)
     #[inline(always)]
     pub(super) fn vmstat_due(&mut self, cpu: u32, ts: u64, ev: &Event<'_>) -> io::Result<()> {
-        if self.stat_drift && self.vmstat.as_ref().is_some_and(|vm| vm.quieted(cpu, ts)) {
-            self.quiet_vmstat(cpu);
-        }
         if let Some(vm) = self.vmstat.as_mut() {
-            if !vm.is_due(cpu, ts) && !self.any_mid {
+            let slow = vm.is_due(cpu, ts) || self.any_mid || self.stat_drift && vm.quieted(cpu, ts);
+            if !slow {
                 vm.event_of(cpu, ts, &ev.kind);
                 return Ok(());
             }
@@ -182,13 +180,16 @@ impl Replayer {
         }
     }
 
-    /// [`Replayer::vmstat_due`] when something may be due (or at the first event). A run
-    /// done before the event re-queues its worker, whose next expiry may lie before the
-    /// event too: the workers are asked again ([`Vmstat::due_again`]) until none is.
+    /// [`Replayer::vmstat_due`] when something may be due (or at the first event, or the CPU
+    /// slept with its worker pending: [`Replayer::quiet_vmstat`] first). A run done before
+    /// the event re-queues its worker, whose next expiry may lie before the event too: the
+    /// workers are asked again ([`Vmstat::due_again`]) until none is.
     #[inline(never)]
     fn vmstat_runs(&mut self, cpu: u32, ts: u64, ev: &Event<'_>) -> io::Result<()> {
         if self.vmstat.is_none() {
             self.vmstat = Some(self.new_vmstat());
+        } else if self.stat_drift && self.vmstat.as_ref().is_some_and(|vm| vm.quieted(cpu, ts)) {
+            self.quiet_vmstat(cpu);
         }
         let Some(vm) = self.vmstat.as_mut() else {
             return Ok(());
