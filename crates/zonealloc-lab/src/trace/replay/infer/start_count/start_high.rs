@@ -78,6 +78,11 @@ pub(super) struct StartHigh {
     /// The first drain was a free's, not the worker's: `delta` after that free, and the
     /// worker's runs before it.
     free_drain: Option<(i64, Runs)>,
+    /// When that free came, ns after the walk's first event.
+    free_drain_ns: u64,
+    /// A file that traces no runs: the walk read on past its first refill to a free that
+    /// drained with nothing but refills before it ([`raised::Raised`]).
+    raised: Option<raised::Raised>,
     /// zoneinfo's `high`, at its read, held in `high_min..=high_max`.
     printed: i64,
     /// What moved `high` since the walk's start, where the trace's lines count the runs:
@@ -236,6 +241,7 @@ impl StartHigh {
             n => Runs::Lines(n),
         };
         self.free_drain = Some((delta, runs));
+        self.free_drain_ns = since_start;
         self.close();
     }
 
@@ -286,7 +292,8 @@ impl StartHigh {
     /// The file traces no worker runs: no line before a refill says nothing of the runs
     /// before it, so the walk reads no further than the first refill.
     pub(super) fn no_lines(&mut self) {
-        if let Some(closed) = self.unlined.take() {
+        if let Some(mut closed) = self.unlined.take() {
+            closed.raised = self.raised_drain();
             *self = *closed;
         }
     }
@@ -417,14 +424,15 @@ impl StartHigh {
                 let through = self.through_read(least, h, scale_max, clock);
                 let high = through.unwrap_or(printed.max(least));
                 let free_drain = self.free_drain.map(|(d, r)| (d, clock.count(r)));
-                match free_drain.filter(|f| f.1 <= cut) {
+                let high = match free_drain.filter(|f| f.1 <= cut) {
                     // decayed(high, runs) <= the count at that free.
                     Some((delta, runs)) => {
                         let most = first_above(lo, max, |x| at(x, runs) > c0 + delta);
                         high.min((most - 1).max(lo))
                     }
                     None => high,
-                }
+                };
+                self.raised_bound(high, c0, h, scale_max, clock)
             }
         };
         high.clamp(lo, max)
@@ -553,6 +561,7 @@ impl Walk {
     }
 }
 
+mod raised;
 mod read;
 
 #[cfg(test)]

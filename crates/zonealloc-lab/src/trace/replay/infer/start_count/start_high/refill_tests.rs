@@ -153,3 +153,27 @@ fn in_a_file_that_traces_no_runs_a_refill_before_any_line_ends_the_walk() {
     s.no_lines();
     assert!(s.infer(3000, &high(1283, 7615), 5) > 3063);
 }
+
+/// 7.2-3g-16cpu p_prodcons, DMA32 CPU 6 (a file without `vmstat_update` lines), as `delta`s
+/// from a start count of 896: `awk-407` refilled 63 and its batched frees drained at 938
+/// pages, 5 ms in; zoneinfo printed 938.
+fn awk_407(drain_ns: u64, pages: i64) -> StartHigh {
+    let mut s = printed(938);
+    refill(&mut s, pages);
+    s.other();
+    s.no_drain(41, drain_ns - 1);
+    s.free_drain(42, drain_ns);
+    s.no_lines();
+    s
+}
+
+#[test]
+fn without_lines_a_free_that_drains_after_refills_alone_bounds_the_start_through_them() {
+    let h = high(875, 5911);
+    // `high` + 63 <= 938: `high_min`, not zoneinfo's 938.
+    assert_eq!(awk_407(5_000_000, 63).infer(896, &h, 5), 875);
+    // The workers' clock places a run before the drain: the raises alone do not say.
+    assert_eq!(awk_407(1_500_000_000, 63).infer(896, &h, 5), 938);
+    // A refill `max_nr_alloc` cut short raised `high` by an unknown amount.
+    assert_eq!(awk_407(5_000_000, 50).infer(896, &h, 5), 938);
+}
