@@ -14,8 +14,8 @@ pub(super) struct Raised {
     delta: i64,
     /// When it came, ns after the walk's first event.
     since_start: u64,
-    /// The refill runs before it, in order.
-    steps: Vec<Step>,
+    /// The refill runs before it, in order: each run's order and pages.
+    raises: Vec<(u8, i64)>,
 }
 
 impl StartHigh {
@@ -25,15 +25,17 @@ impl StartHigh {
         let (delta, Runs::Lines(n)) = self.free_drain? else {
             return None;
         };
-        let steps = self.steps.get(..n as usize)?;
-        steps
-            .iter()
-            .all(|s| matches!(s, Step::Raise { .. }))
-            .then(|| Raised {
-                delta,
-                since_start: self.free_drain_ns,
-                steps: steps.to_vec(),
+        let raises = (self.steps.get(..n as usize)?.iter())
+            .map(|s| match *s {
+                Step::Raise { order, pages } => Some((order, pages)),
+                Step::Decay => None,
             })
+            .collect::<Option<Vec<_>>>()?;
+        Some(Raised {
+            delta,
+            since_start: self.free_drain_ns,
+            raises,
+        })
     }
 
     /// `high` at the start, `high`, bounded by the free that drained after refills
@@ -59,16 +61,13 @@ impl StartHigh {
             return high;
         }
         let (lo, max) = (h.lo, h.max.max(h.lo));
-        let mut total = 0;
-        for s in &r.steps {
-            let Step::Raise { order, pages } = *s else {
-                return high;
-            };
-            let Some(up) = raise(order, pages, h.batch, scale_max) else {
-                return high;
-            };
-            total += up;
-        }
+        let ups = r
+            .raises
+            .iter()
+            .map(|&(o, p)| raise(o, p, h.batch, scale_max));
+        let Some(total) = ups.sum::<Option<i64>>() else {
+            return high;
+        };
         let most = first_above(lo, max, |x| (x + total).min(max) > c0 + r.delta);
         high.min((most - 1).max(lo))
     }
