@@ -322,16 +322,19 @@ impl HintCollector {
     /// The block `pfn` of `order` was taken off a free list: recorded if this is the first
     /// event naming `pfn`.
     fn off_free_list(&mut self, z: usize, pfn: u64, order: u8) {
-        if self.name(pfn, 0) {
+        if self.name(pfn, order) {
             self.hints[z].taken.push(pfn);
             self.hints[z].taken_blocks.push((pfn, order));
         }
     }
 
     /// The block `pfn` of `order` was in use at the start, if this is the first event naming
-    /// it.
+    /// it or a block holding a page of it: a page of a block the window took off a free list
+    /// was free at the start, and a free of it (`split_page`'s pages, freed one by one) frees
+    /// a page the window allocated.
     fn freed_first(&mut self, z: usize, pfn: u64, order: u8) {
-        if self.name(pfn, order) {
+        let first = !self.named_within(pfn, order);
+        if self.name(pfn, order) && first {
             self.hints[z].freed.push((pfn, order));
         }
     }
