@@ -322,16 +322,19 @@ impl HintCollector {
     /// The block `pfn` of `order` was taken off a free list: recorded if this is the first
     /// event naming `pfn`.
     fn off_free_list(&mut self, z: usize, pfn: u64, order: u8) {
-        if self.name(pfn, 0) {
+        if self.name(pfn, order) {
             self.hints[z].taken.push(pfn);
             self.hints[z].taken_blocks.push((pfn, order));
         }
     }
 
     /// The block `pfn` of `order` was in use at the start, if this is the first event naming
-    /// it.
+    /// it or a block holding a page of it: a page of a block the window took off a free list
+    /// was free at the start, and a free of it (`split_page`'s pages, freed one by one) frees
+    /// a page the window allocated.
     fn freed_first(&mut self, z: usize, pfn: u64, order: u8) {
-        if self.name(pfn, order) {
+        let first = !self.named_within(pfn, order);
+        if self.name(pfn, order) && first {
             self.hints[z].freed.push((pfn, order));
         }
     }
@@ -369,211 +372,4 @@ impl HintCollector {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::trace::parse::Parser;
-
-    fn line(cpu: u32, ts: u32, ev: &str) -> String {
-        format!("            x-1     [{cpu:03}] .....    {ts}.000001: {ev}\n")
-    }
-
-    fn collect(text: &str) -> StartHints {
-        let zone = 0x1000..0x2000;
-        let mut c = HintCollector::new(4, std::slice::from_ref(&zone), 9, Numbering::Current);
-        Parser::new()
-            .read_all(text.as_bytes(), |ev| c.feed(ev))
-            .unwrap();
-        let mut h = c.finish();
-        assert_eq!(h.len(), 1);
-        h.pop().unwrap()
-    }
-
-    #[test]
-    fn the_first_event_naming_a_pageblock_types_it_and_first_drains_and_hits_were_on_lists() {
-        let p = "page=(____ptrval____)";
-        let mut t = String::new();
-        // Refilled from the Unmovable list: pageblock 8 Unmovable; not on a list before.
-        t += &line(
-            0,
-            1,
-            &format!(
-                "mm_page_alloc_zone_locked: {p} pfn=0x1000 order=0 migratetype=0 percpu_refill=1"
-            ),
-        );
-        t += &line(
-            0,
-            1,
-            &format!("mm_page_alloc: {p} pfn=0x1000 order=0 migratetype=0 gfp_flags=GFP_KERNEL"),
-        );
-        // Drained first: on CPU 1's Reclaimable list; pageblock 10 Reclaimable, and a later
-        // drain naming another type does not retype it.
-        t += &line(
-            1,
-            2,
-            &format!("mm_page_pcpu_drain: {p} pfn=0x1400 order=0 migratetype=2"),
-        );
-        t += &line(
-            1,
-            2,
-            &format!("mm_page_pcpu_drain: {p} pfn=0x1401 order=0 migratetype=1"),
-        );
-        // Freed, then allocated: in use at the start.
-        t += &line(2, 3, &format!("mm_page_free: {p} pfn=0x1600 order=0"));
-        t += &line(
-            2,
-            3,
-            &format!("mm_page_alloc: {p} pfn=0x1600 order=0 migratetype=1 gfp_flags=GFP_USER"),
-        );
-        // Allocated first: a hit on CPU 3's order-1 Movable list (the request names no
-        // pageblock type).
-        t += &line(
-            3,
-            4,
-            &format!("mm_page_alloc: {p} pfn=0x1802 order=1 migratetype=1 gfp_flags=GFP_USER"),
-        );
-        // A fallback names the pageblock's type before its claim; the page was free.
-        t += &line(0, 5, &format!("mm_page_alloc_extfrag: {p} pfn=0x1a00 alloc_order=0 fallback_order=9 pageblock_order=9 alloc_migratetype=0 fallback_migratetype=1 fragmenting=0 change_ownership=1"));
-        t += &line(
-            0,
-            5,
-            &format!("mm_page_pcpu_drain: {p} pfn=0x1a00 order=0 migratetype=0"),
-        );
-        // Outside the zone: nothing.
-        t += &line(
-            0,
-            6,
-            &format!("mm_page_pcpu_drain: {p} pfn=0x3000 order=0 migratetype=0"),
-        );
-        let h = collect(&t);
-        let mut types: Vec<_> = h.block_types.iter().map(|(&b, &m)| (b, m)).collect();
-        types.sort_unstable();
-        assert_eq!(
-            types,
-            [
-                (8, MigrateType::Unmovable),
-                (10, MigrateType::Reclaimable),
-                (13, MigrateType::Movable)
-            ]
-        );
-        let hint = |cpu, pfn, order, mt, drained| PcpHint {
-            cpu,
-            pfn,
-            order,
-            mt,
-            drained,
-        };
-        assert_eq!(h.taken, [0x1000, 0x1a00]);
-        assert_eq!(h.freed, [(0x1600, 0)]);
-        assert_eq!(
-            h.pcp,
-            [
-                hint(1, 0x1400, 0, 2, true),
-                hint(1, 0x1401, 0, 1, true),
-                hint(3, 0x1802, 1, 1, false)
-            ]
-        );
-    }
-
-    /// A page freed on CPU 1 that no event names before CPU 1 refills its order-0 Unmovable
-    /// list was not on that list: its pageblock was not Unmovable. A page named between, or
-    /// freed on another CPU or at another order, rules nothing out; a page freed again with
-    /// no event between (taken by `alloc_pages_bulk`) withdraws its ruling.
-    #[test]
-    fn a_refill_after_a_free_no_event_names_rules_the_lists_type_out_for_its_pageblock() {
-        let p = "page=(____ptrval____)";
-        let free = |cpu, ts, pfn: u32, order| {
-            line(
-                cpu,
-                ts,
-                &format!("mm_page_free: {p} pfn={pfn:#x} order={order}"),
-            )
-        };
-        let mut t = String::new();
-        t += &free(1, 1, 0x1000, 0); // pageblock 8: ruled out
-        t += &free(1, 1, 0x1200, 0); // pageblock 9: allocated again before the refill
-        t += &line(
-            1,
-            1,
-            &format!("mm_page_alloc: {p} pfn=0x1200 order=0 migratetype=0 gfp_flags=GFP_KERNEL"),
-        );
-        t += &free(2, 1, 0x1400, 0); // pageblock 10: another CPU
-        t += &free(1, 1, 0x1602, 1); // pageblock 11: another order
-        t += &free(1, 1, 0x1800, 0); // pageblock 12: freed again after the refill
-        for pfn in [0x1e00, 0x1e01] {
-            t += &line(
-                1,
-                2,
-                &format!(
-                    "mm_page_alloc_zone_locked: {p} pfn={pfn:#x} order=0 migratetype=0 \
-                     percpu_refill=1"
-                ),
-            );
-        }
-        t += &free(1, 3, 0x1800, 0);
-        let h = collect(&t);
-        let not: Vec<_> = h.not_types.iter().map(|(&b, &m)| (b, m)).collect();
-        assert_eq!(not, [(8, 1 << MigrateType::Unmovable.index())]);
-    }
-
-    /// 6.12-4g p_thp in small: what the text after the window shows on a list that no event
-    /// of the window (or before it there) named was on that list at the start.
-    #[test]
-    fn a_block_first_shown_on_a_list_after_the_window_sat_on_it_from_the_start() {
-        let p = "page=(____ptrval____)";
-        let drain = |pfn: u32, order: u8| {
-            format!("mm_page_pcpu_drain: {p} pfn={pfn:#x} order={order} migratetype=0")
-        };
-        let alloc = |pfn: u32| {
-            format!("mm_page_alloc: {p} pfn={pfn:#x} order=0 migratetype=0 gfp_flags=GFP_KERNEL")
-        };
-        // The window: a free of 0x1101 and an order-2 allocation at 0x1208.
-        let mut window = line(0, 1, &format!("mm_page_free: {p} pfn=0x1101 order=0"));
-        window += &line(
-            1,
-            1,
-            &format!("mm_page_alloc: {p} pfn=0x1208 order=2 migratetype=0 gfp_flags=GFP_KERNEL"),
-        );
-        // Past it, from inside the end marker's line (as the stream keeps it).
-        let mut after = String::from(" p_thp\n");
-        // Never named: on CPU 0's order-1 list from the start (`cat-648`'s drain).
-        after += &line(0, 2, &drain(0x1180, 1));
-        // Its block holds 0x1101, which the window freed: put on the list in the window.
-        after += &line(0, 2, &drain(0x1100, 1));
-        // Inside the window's order-2 block at 0x1208.
-        after += &line(1, 2, &drain(0x120a, 0));
-        // Refilled past the window, then allocated: off the buddy, not a start block.
-        after += &line(
-            2,
-            3,
-            &format!(
-                "mm_page_alloc_zone_locked: {p} pfn=0x1300 order=0 migratetype=0 percpu_refill=1"
-            ),
-        );
-        after += &line(2, 3, &alloc(0x1300));
-        // Allocated with no event before it: at the head of CPU 3's list from the start.
-        after += &line(3, 4, &alloc(0x1400));
-        // Named once already (drained above): its second event says nothing more.
-        after += &line(3, 4, &alloc(0x1180));
-        let zone = 0x1000..0x2000;
-        let mut c = HintCollector::new(4, std::slice::from_ref(&zone), 9, Numbering::Current);
-        Parser::new()
-            .read_all(window.as_bytes(), |ev| c.feed(ev))
-            .unwrap();
-        c.feed_after(after.as_bytes());
-        let h = c.finish().pop().unwrap();
-        let hint = |cpu, pfn, order, drained| PcpHint {
-            cpu,
-            pfn,
-            order,
-            mt: 0,
-            drained,
-        };
-        assert_eq!(
-            h.late,
-            [hint(0, 0x1180, 1, true), hint(3, 0x1400, 0, false)]
-        );
-        // The window's own hints are as before (its allocation was a list's too).
-        assert_eq!(h.pcp, [hint(1, 0x1208, 2, false)]);
-        assert_eq!((h.taken.len(), h.freed.as_slice()), (0, &[(0x1101, 0)][..]));
-    }
-}
+mod tests;

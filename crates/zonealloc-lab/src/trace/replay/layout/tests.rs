@@ -420,6 +420,38 @@ fn a_free_block_the_layout_lacks_is_made_from_pages_in_use_that_merge_with_nothi
     assert_eq!(zone.nr_free()[..11], [0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 3]);
 }
 
+/// Free blocks beyond pagetypeinfo's count: those the window never takes go first, then those
+/// it takes off a free list (`__rmqueue_smallest`: free at the start), the last taken first.
+/// `DMA_LAYOUT` with page 186 free too has two order-0 Unmovable blocks, 186 and 188, where
+/// the count (raised to one here) has one. Before, the highest, 188, was trimmed whatever
+/// the trace said of it (7.2-3g-16cpu-wq p_compact: the block CPU 6's first refill took).
+#[test]
+fn free_blocks_over_the_count_that_the_window_takes_go_last() {
+    let snap = snap("linux-6.1");
+    let text = DMA_LAYOUT.replace("186 1 F\n", "186 1 B\n");
+    let layout = parse_layout(&text).unwrap();
+    let z = snap.zone(0, ZoneType::Dma).unwrap();
+    let mut t = targets(&snap, z, 11);
+    t.0[MigrateType::Unmovable.index()][0] = 1;
+    let trim = |taken: Vec<u64>| {
+        let hints = StartHints {
+            taken_blocks: taken.iter().map(|&p| (p, 0)).collect(),
+            taken,
+            ..StartHints::default()
+        };
+        let l = ZoneLayout::from_kernel_hinted(&layout, z, &t, 9, 10, &hints);
+        assert_eq!((l.trimmed, l.free_by_type()), (1, t.0.clone()));
+        [186, 188].map(|p| l.page(p))
+    };
+    use Page::{Flagless, Free};
+    // The window takes 188 (the highest): 186 goes.
+    assert_eq!(trim(vec![188]), [Flagless, Free]);
+    // It takes both, 188 first: 186, taken last, goes.
+    assert_eq!(trim(vec![188, 186]), [Flagless, Free]);
+    // It takes both, 186 first: 188 goes.
+    assert_eq!(trim(vec![186, 188]), [Free, Flagless]);
+}
+
 /// `--whole-file` starts where the layout was read: its free blocks as read (the order-0
 /// block at 188 that pagetypeinfo, read later, lacks stays free, nothing is made up), rolled
 /// back over the trace's first events: the order-6 block at 192 the trace first frees was in
