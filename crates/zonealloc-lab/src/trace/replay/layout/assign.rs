@@ -117,7 +117,11 @@ impl ZoneLayout {
             units[head[b]].free[usize::from(order)] += 1;
         }
         units.retain(|u| u.blocks > 0);
-        l.assign(&units, targets, &hints.block_types, &hints.not_types);
+        // The types the window's first events name, then those the events before it last
+        // named ([`super::roll::Roll::block_types`]).
+        let mut named = roll.map_or_else(HashMap::new, |r| r.block_types(pb_order));
+        named.extend(hints.block_types.iter().map(|(&b, &mt)| (b, mt)));
+        l.assign(&units, targets, &named, &hints.not_types);
         l.pcp_hints = hints.pcp.clone();
         l.late_hints = hints.late.clone();
         l.taken_hints = hints.taken.clone();
@@ -139,7 +143,7 @@ impl ZoneLayout {
         let want = l.counts_at_start(&targets.0, as_read, roll, &hints.freed);
         l.trim(&want);
         // A pageblock a refill rules a type out for keeps its type too.
-        let named = (hints.block_types.keys())
+        let named = (named.keys())
             .chain(hints.not_types.keys())
             .copied()
             .collect();

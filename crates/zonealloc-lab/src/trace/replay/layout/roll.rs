@@ -31,10 +31,10 @@
 //! the blocks still on a list at the window's start are handed to the lists' set-up first
 //! (`rolled.rs`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 
-use zonealloc::Order;
+use zonealloc::{MigrateType, Order};
 
 use crate::trace::migratetype::Numbering;
 use crate::trace::parse::{Event, EventKind};
@@ -84,6 +84,9 @@ pub struct Roll {
     spans: BTreeMap<u64, (u64, After)>,
     /// Events that set a state.
     pub events: u64,
+    /// The free lists the events took blocks off, as `(pfn, migratetype index)` in the
+    /// events' order: the pageblock's type then ([`Roll::block_types`]).
+    pub named: Vec<(u64, usize)>,
     /// The roll as it stood where the counts the start is matched to were read
     /// (pagetypeinfo's `cat`, [`RollWalk::counts_read`]): the events after it moved the
     /// counts too (`ZoneLayout::counts_at_start`).
@@ -163,6 +166,25 @@ impl Roll {
             .collect()
     }
 
+    /// Pageblock number (`pfn >> pb_order`) -> its type as the last event before the window
+    /// that names it says: `mm_page_alloc_zone_locked` prints the free list the block came
+    /// off (`__rmqueue_smallest`; from 6.10 a free block sits on its pageblock's list, and a
+    /// claim's line names the type it gave), `mm_page_alloc_extfrag` without
+    /// `change_ownership` the type fallen back to, which the pageblock keeps
+    /// (`__rmqueue_steal`). 7.2-3g-16cpu-wq p_compact: `dash-1320`'s Unmovable order-2
+    /// refills at 122.829505-506 take 0x29570 and 0x295c8 between pagetypeinfo's read and
+    /// the window, and the window never names their pageblocks, so the layout had typed them
+    /// Movable.
+    pub fn block_types(&self, pb_order: u8) -> HashMap<u64, MigrateType> {
+        let mut types = HashMap::new();
+        for &(pfn, t) in &self.named {
+            if let Some(mt) = MigrateType::from_index(t) {
+                types.insert(pfn >> pb_order, mt);
+            }
+        }
+        types
+    }
+
     /// Whether nothing was rolled.
     pub fn is_empty(&self) -> bool {
         self.spans.is_empty()
@@ -228,8 +250,19 @@ impl RollWalk {
                 ts: ev.ts_ns,
             })
         };
+        let current = |m: u8| usize::from(self.numbering.to_current(m));
         let (order, state) = match ev.kind {
             EventKind::Alloc { order, .. } if !ev.is_failed_alloc() => (order, After::InUse),
+            EventKind::Extfrag {
+                fallback_migratetype,
+                change_ownership: false,
+                ..
+            } => {
+                self.rolls[z]
+                    .named
+                    .push((pfn, current(fallback_migratetype)));
+                return;
+            }
             EventKind::ZoneLocked {
                 order,
                 migratetype,
@@ -263,6 +296,9 @@ impl RollWalk {
             }
             _ => return,
         };
+        if let EventKind::ZoneLocked { migratetype, .. } = ev.kind {
+            self.rolls[z].named.push((pfn, current(migratetype)));
+        }
         let end = pfn.saturating_add(1u64 << order.min(20));
         self.rolls[z].set(pfn..end, state);
         self.rolls[z].events += 1;

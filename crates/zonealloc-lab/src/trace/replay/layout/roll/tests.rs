@@ -356,3 +356,37 @@ fn a_block_drained_after_pagetypeinfos_read_is_added_to_its_counts_not_trimmed()
     let stale = layout(LAYOUT_192_LISTED, &t, Some(roll(&ev)));
     assert_eq!((stale.trimmed, stale.made_up), (1, 6));
 }
+
+/// A pageblock the window never names takes the type the events before it last named:
+/// a refill's free list (CPU 3's Unmovable refill of 0x200, pageblock 1), a fallback that
+/// stole without claiming the type fallen back to (pageblock 2 stays Reclaimable, as its
+/// extfrag line says, after a Movable take's line), and a claim the type its take named
+/// (pageblock 3, Unmovable). The layout types pageblock 1 by it, where the counts alone
+/// made it Movable (7.2-3g-16cpu-wq p_compact: `dash-1320`'s Unmovable refills at
+/// 122.829505-506, after pagetypeinfo's read, in pageblocks the layout had typed Movable).
+#[test]
+fn the_events_before_the_window_type_the_pageblocks_it_does_not_name() {
+    let take = |cpu, pfn: u64, mt| {
+        let ev = format!(
+            "mm_page_alloc_zone_locked: {P} pfn={pfn:#x} order=0 migratetype={mt} percpu_refill=1"
+        );
+        line(cpu, "2.000000", &ev)
+    };
+    let fallback = |pfn: u64, own: u8| {
+        let ev = format!("mm_page_alloc_extfrag: {P} pfn={pfn:#x} alloc_order=0 fallback_order=0 pageblock_order=9 alloc_migratetype=1 fallback_migratetype=2 fragmenting=1 change_ownership={own}");
+        line(1, "2.000001", &ev)
+    };
+    let mut ev = take(3, 0x200, 0);
+    ev += &take(1, 0x400, 1);
+    ev += &fallback(0x400, 0);
+    ev += &take(1, 0x600, 0);
+    ev += &fallback(0x600, 1);
+    let r = roll(&ev);
+    let mut types: Vec<_> = r.block_types(9).into_iter().collect();
+    types.sort_unstable();
+    use MigrateType::{Reclaimable, Unmovable};
+    assert_eq!(types, [(1, Unmovable), (2, Reclaimable), (3, Unmovable)]);
+    let t = read_targets();
+    assert_eq!(layout(LAYOUT, &t, Some(r)).blocks[1], Unmovable);
+    assert_eq!(layout(LAYOUT, &t, None).blocks[1], MigrateType::Movable);
+}
