@@ -7,6 +7,7 @@ mod contig_free;
 mod decay;
 mod frees;
 mod held;
+mod in_batch;
 mod kswapd;
 mod setup;
 mod stat_drift;
@@ -106,6 +107,11 @@ pub struct Replayer {
     mid_pause: Vec<Option<u64>>,
     /// Whether any CPU has a `mid_pause`.
     any_mid: bool,
+    /// Per CPU: a model run waiting while its task may be inside a batch of frees
+    /// ([`in_batch`]).
+    parked: Vec<Option<in_batch::Parked>>,
+    /// Whether any CPU has a `parked` run.
+    any_parked: bool,
     /// The workers' and shepherd's runs the trace shows are the runs
     /// ([`Vmstat::set_traced`]; `--no-traced-workers` clears it).
     pub traced_workers: bool,
@@ -215,6 +221,8 @@ impl Replayer {
             mid_free_no_switch: false,
             mid_pause: vec![None; geo.cpus as usize],
             any_mid: false,
+            parked: vec![None; geo.cpus as usize],
+            any_parked: false,
             traced_workers: true,
             timer_wheel: false,
             jiffies_phase_ns: None,

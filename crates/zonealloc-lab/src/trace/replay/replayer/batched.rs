@@ -157,6 +157,6 @@ impl Replayer {
 }
 
 /// The line is an interrupt's (softirq, hardirq or NMI).
-fn in_interrupt(who: Who) -> bool {
+pub(super) fn in_interrupt(who: Who) -> bool {
     who.ctx().softirq() || who.ctx().hardirq()
 }

@@ -151,7 +151,10 @@ impl Replayer {
     #[inline(always)]
     pub(super) fn vmstat_due(&mut self, cpu: u32, ts: u64, ev: &Event<'_>) -> io::Result<()> {
         if let Some(vm) = self.vmstat.as_mut() {
-            let slow = vm.is_due(cpu, ts) || self.any_mid || self.stat_drift && vm.quieted(cpu, ts);
+            let slow = vm.is_due(cpu, ts)
+                || self.any_mid
+                || self.any_parked
+                || self.stat_drift && vm.quieted(cpu, ts);
             if !slow {
                 vm.event_of(cpu, ts, &ev.kind);
                 return Ok(());
@@ -191,6 +194,9 @@ impl Replayer {
         } else if self.stat_drift && self.vmstat.as_ref().is_some_and(|vm| vm.quieted(cpu, ts)) {
             self.quiet_vmstat(cpu);
         }
+        if self.any_parked {
+            self.parked_seen(cpu, ts, ev)?;
+        }
         let Some(vm) = self.vmstat.as_mut() else {
             return Ok(());
         };
@@ -218,70 +224,85 @@ impl Replayer {
     fn do_runs(&mut self, runs: &[Run], cpu: u32, ts: u64, ev: &Event<'_>) -> io::Result<bool> {
         let mut before = false;
         for &run in runs {
-            // Queued by the shepherd, whose time the trace does not show, and no run of it
-            // in the trace since: a run that would drain was not the kernel's
-            // (`Vmstat::put_off`).
-            let shepherded = self.vmstat.as_ref().is_some_and(|v| v.shepherded(run.cpu));
-            if self.late_workers && shepherded && self.decay_would_drain(run.cpu) {
-                if let Some(vm) = self.vmstat.as_mut() {
-                    vm.put_off(run);
-                }
-                continue;
+            // A pause that may lie inside a batch of frees waits (`in_batch.rs`).
+            if let Some(run) = self.park_in_batch(run, cpu, ts, ev)? {
+                before |= self.do_run(run, cpu, ts, ev)?;
             }
-            // An idle CPU's expired worker whose decay would drain: the kernel's, run then,
-            // would show its kworker's drain. Its timer is deferrable (`vmstat_work`,
-            // `INIT_DEFERRABLE_WORK`, mm/vmstat.c): it waits for the CPU to wake, at the
-            // CPU's next event here (the worker's own drain, `Vmstat::mark`, or another).
-            if self.late_workers && run.woken && run.at_ns < ts && self.decay_would_drain(run.cpu) {
-                if let Some(vm) = self.vmstat.as_mut() {
-                    vm.hold_woken(run);
-                }
-                continue;
-            }
-            // Held to the CPU's wake, and this event is the task it woke for, not the
-            // worker's own drain: the kworker waits for it (`Vmstat::wake_late`).
-            if self.late_workers
-                && run.woken
-                && run.at_ns == ts
-                && run.cpu == cpu
-                && !ev.who.is_worker_drain()
-                && self.decay_would_drain(run.cpu)
-            {
-                if let Some(vm) = self.vmstat.as_mut() {
-                    vm.wake_late(run);
-                }
-                continue;
-            }
-            let inside = run.paused && self.inside_free(run.cpu);
-            if run.paused && (inside || self.decay_would_drain(run.cpu)) {
-                if let Some(vm) = self.vmstat.as_mut() {
-                    vm.still_late(run);
-                }
-                if inside {
-                    if let Some(m) = self.mid_pause.get_mut(run.cpu as usize) {
-                        *m = Some(run.at_ns);
-                        self.any_mid = true;
-                    }
-                }
-                continue;
-            }
-            // Due at its kworker's own drain line (a run held to its idle CPU's wake) with
-            // no batch's commits open: the task before it left the CPU, its single frees
-            // committed in the calls that traced them (`free_unref_page` ->
-            // `free_unref_page_commit`), so `decay_pcp_high` counts their pages
-            // ([`Replayer::commit_before_run`]; `commit_before` commits them at the drain
-            // line too, but after the run). 6.12-4g-6cpu p_fork: `kworker/4:1` frees 8
-            // pages (396.658571 to 396.715504), CPU 4 idles over its expiry (396.7515), and
-            // its decay drains 83 at 396.788917; ours drained 74, then 105 more when the
-            // frees were committed after it.
-            let open = self.batching.get(cpu as usize).copied().unwrap_or(false);
-            if self.commit_at_batched && run.cpu == cpu && ev.who.is_worker_drain() && !open {
-                self.commit_before_run(cpu, run.at_ns)?;
-            }
-            self.run_worker(run)?;
-            before |= run.at_ns < ts;
         }
         Ok(before)
+    }
+
+    /// One of [`Replayer::do_runs`]' runs: done, held or made late. Whether it was done
+    /// before `ts`.
+    pub(super) fn do_run(
+        &mut self,
+        run: Run,
+        cpu: u32,
+        ts: u64,
+        ev: &Event<'_>,
+    ) -> io::Result<bool> {
+        // Queued by the shepherd, whose time the trace does not show, and no run of it
+        // in the trace since: a run that would drain was not the kernel's
+        // (`Vmstat::put_off`).
+        let shepherded = self.vmstat.as_ref().is_some_and(|v| v.shepherded(run.cpu));
+        if self.late_workers && shepherded && self.decay_would_drain(run.cpu) {
+            if let Some(vm) = self.vmstat.as_mut() {
+                vm.put_off(run);
+            }
+            return Ok(false);
+        }
+        // An idle CPU's expired worker whose decay would drain: the kernel's, run then,
+        // would show its kworker's drain. Its timer is deferrable (`vmstat_work`,
+        // `INIT_DEFERRABLE_WORK`, mm/vmstat.c): it waits for the CPU to wake, at the
+        // CPU's next event here (the worker's own drain, `Vmstat::mark`, or another).
+        if self.late_workers && run.woken && run.at_ns < ts && self.decay_would_drain(run.cpu) {
+            if let Some(vm) = self.vmstat.as_mut() {
+                vm.hold_woken(run);
+            }
+            return Ok(false);
+        }
+        // Held to the CPU's wake, and this event is the task it woke for, not the
+        // worker's own drain: the kworker waits for it (`Vmstat::wake_late`).
+        if self.late_workers
+            && run.woken
+            && run.at_ns == ts
+            && run.cpu == cpu
+            && !ev.who.is_worker_drain()
+            && self.decay_would_drain(run.cpu)
+        {
+            if let Some(vm) = self.vmstat.as_mut() {
+                vm.wake_late(run);
+            }
+            return Ok(false);
+        }
+        let inside = run.paused && self.inside_free(run.cpu);
+        if run.paused && (inside || self.decay_would_drain(run.cpu)) {
+            if let Some(vm) = self.vmstat.as_mut() {
+                vm.still_late(run);
+            }
+            if inside {
+                if let Some(m) = self.mid_pause.get_mut(run.cpu as usize) {
+                    *m = Some(run.at_ns);
+                    self.any_mid = true;
+                }
+            }
+            return Ok(false);
+        }
+        // Due at its kworker's own drain line (a run held to its idle CPU's wake) with
+        // no batch's commits open: the task before it left the CPU, its single frees
+        // committed in the calls that traced them (`free_unref_page` ->
+        // `free_unref_page_commit`), so `decay_pcp_high` counts their pages
+        // ([`Replayer::commit_before_run`]; `commit_before` commits them at the drain
+        // line too, but after the run). 6.12-4g-6cpu p_fork: `kworker/4:1` frees 8
+        // pages (396.658571 to 396.715504), CPU 4 idles over its expiry (396.7515), and
+        // its decay drains 83 at 396.788917; ours drained 74, then 105 more when the
+        // frees were committed after it.
+        let open = self.batching.get(cpu as usize).copied().unwrap_or(false);
+        if self.commit_at_batched && run.cpu == cpu && ev.who.is_worker_drain() && !open {
+            self.commit_before_run(cpu, run.at_ns)?;
+        }
+        self.run_worker(run)?;
+        Ok(run.at_ns < ts)
     }
 
     /// Whether CPU `cpu`'s task is inside a free call (with [`Replayer::mid_free_no_switch`]):
@@ -498,3 +519,6 @@ mod mid_free_tests;
 
 #[cfg(test)]
 mod idle_tests;
+
+#[cfg(test)]
+mod in_batch_tests;
