@@ -195,6 +195,13 @@ impl Who {
         Task::from_index(((self.bits >> 8) & 7) as u8)
     }
 
+    /// Whether the task is the idle task (`<idle>`): [`Who::task`] is [`Task::Idle`], one
+    /// test of the packed bits.
+    #[inline(always)]
+    pub fn is_idle(self) -> bool {
+        (self.bits >> 8) & 7 == u16::from(Task::Idle.index())
+    }
+
     /// The task's pid, where the line names one.
     pub fn pid(self) -> Option<u32> {
         (self.bits & HAS_PID != 0).then_some(self.pid)

@@ -132,6 +132,9 @@ pub struct Replayer {
     /// Per CPU: its last event was a drain of its vmstat worker, printed then (ns;
     /// [`Replayer::traced_drain`]).
     worker_run: Vec<Option<u64>>,
+    /// Per CPU: the time of its last event of the idle task (`<idle>-0`;
+    /// [`Replayer::vmstat_due`]).
+    idle_at: Vec<Option<u64>>,
     /// Zones on several nodes: node counters and remote pagesets' expiry ([`NumaReplay`]).
     pub numa: Option<Box<NumaReplay>>,
 
@@ -229,6 +232,7 @@ impl Replayer {
             runs_ahead: vmstat::RunsAhead::default(),
             runs: Vec::new(),
             worker_run: vec![None; geo.cpus as usize],
+            idle_at: vec![None; geo.cpus as usize],
             numa,
 
             frag: Vec::new(),

@@ -154,6 +154,11 @@ pub struct Vmstat {
     defer_to_event: bool,
     /// A busy CPU's expired worker waits for the CPU ([`Vmstat::set_late_runs`]).
     late_runs: bool,
+    /// The event asking is its CPU's first of the idle task after another task's
+    /// ([`Vmstat::set_went_idle`]).
+    went_idle: bool,
+    /// Some worker is queued behind its busy task ([`Vmstat::any_late`]).
+    any_late: bool,
     /// The trace's runs are the runs ([`Vmstat::set_traced`]): no timer is due.
     traced: bool,
     /// The trace's runs, and those the model had not expected ([`TracedRuns`]).
@@ -191,6 +196,8 @@ impl Vmstat {
             next_due_ns: 0,
             defer_to_event: false,
             late_runs: false,
+            went_idle: false,
+            any_late: false,
             traced: false,
             traced_runs: TracedRuns::default(),
             run_log: RunLog::default(),
@@ -289,6 +296,7 @@ impl Vmstat {
     }
 
     fn refresh_due(&mut self) {
+        self.any_late = self.work.iter().any(|w| w.pending && w.late && !w.held);
         if self.traced {
             self.next_due_ns = u64::MAX;
             return;
@@ -325,7 +333,8 @@ impl Vmstat {
     pub fn due(&mut self, cpu: u32, t: u64, runs: &mut Vec<Run>) {
         runs.clear();
         let c = cpu as usize % self.work.len();
-        if t < self.next_due_ns && !self.work[c].waiting {
+        let idled = self.went_idle && self.late_queued(cpu);
+        if t < self.next_due_ns && !self.work[c].waiting && !idled {
             return;
         }
         self.due_slow(c, t, runs, false);
@@ -357,13 +366,21 @@ impl Vmstat {
             self.defer_to_event,
             self.late_runs,
         );
+        let went_idle = self.went_idle;
         for (i, w) in self.work.iter_mut().enumerate() {
             let own = w.phase_ns.or(phase);
             if !w.pending || w.fires > jiffy_at(own, hz, t) {
                 continue;
             }
             if w.late {
-                late::deadline(w, i as u32, own, hz, t, runs);
+                let at = late::At {
+                    cpu: i as u32,
+                    own,
+                    hz,
+                    t,
+                    went_idle: went_idle && i == c,
+                };
+                late::deadline(w, at, runs);
                 continue;
             }
             let fire_ns = ns_of_at(own, hz, w.fires);

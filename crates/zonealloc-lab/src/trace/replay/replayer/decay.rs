@@ -152,6 +152,7 @@ impl Replayer {
     pub(super) fn vmstat_due(&mut self, cpu: u32, ts: u64, ev: &Event<'_>) -> io::Result<()> {
         if let Some(vm) = self.vmstat.as_mut() {
             let slow = vm.is_due(cpu, ts)
+                || vm.any_late() && ev.who.is_idle()
                 || self.any_mid
                 || self.any_parked
                 || self.stat_drift && vm.quieted(cpu, ts);
@@ -161,6 +162,22 @@ impl Replayer {
             }
         }
         self.vmstat_runs(cpu, ts, ev)
+    }
+
+    /// Whether the idle task's event on CPU `cpu` at `ts` is the CPU's first since another
+    /// task's (a late worker queued there ran before it: `vmstat/late.rs`, `deadline`): the
+    /// CPU's last event came after its last idle one. The idle task's events ask while a
+    /// worker is late ([`Vmstat::any_late`]) and wherever the workers are asked (a worker
+    /// turns late at such an event): they see each of the CPU's idle events of the late
+    /// stretch.
+    fn went_idle(&mut self, cpu: u32, ts: u64) -> bool {
+        let last = self.vmstat.as_ref().and_then(|vm| vm.last_event(cpu));
+        let Some(idle) = self.idle_at.get_mut(cpu as usize) else {
+            return false;
+        };
+        let after_task = last.is_some_and(|l| idle.is_none_or(|i| l > i));
+        *idle = Some(ts);
+        after_task
     }
 
     /// `quiet_vmstat`: CPU `cpu` slept with its worker pending ([`Vmstat::quieted`]), and
@@ -189,6 +206,7 @@ impl Replayer {
     /// workers are asked again ([`Vmstat::due_again`]) until none is.
     #[inline(never)]
     fn vmstat_runs(&mut self, cpu: u32, ts: u64, ev: &Event<'_>) -> io::Result<()> {
+        let went_idle = ev.who.is_idle() && self.went_idle(cpu, ts);
         if self.vmstat.is_none() {
             self.vmstat = Some(self.new_vmstat());
         } else if self.stat_drift && self.vmstat.as_ref().is_some_and(|vm| vm.quieted(cpu, ts)) {
@@ -201,7 +219,9 @@ impl Replayer {
             return Ok(());
         };
         let mut runs = std::mem::take(&mut self.runs);
+        vm.set_went_idle(went_idle);
         vm.due(cpu, ts, &mut runs);
+        vm.set_went_idle(false);
         let mut passes = 0;
         while self.do_runs(&runs, cpu, ts, ev)? && passes < MAX_PASSES {
             passes += 1;
@@ -522,3 +542,6 @@ mod idle_tests;
 
 #[cfg(test)]
 mod in_batch_tests;
+
+#[cfg(test)]
+mod went_idle_tests;

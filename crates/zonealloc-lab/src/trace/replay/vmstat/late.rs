@@ -6,6 +6,36 @@
 use super::{jiffy_at, ns_of_at, Run, Vmstat, Work};
 
 impl Vmstat {
+    /// Whether some CPU's worker is queued behind its busy task, which runs before the CPU's
+    /// idle task (`late::deadline`): the idle task's events ask [`Vmstat::due`] then.
+    #[inline(always)]
+    pub fn any_late(&self) -> bool {
+        self.any_late
+    }
+
+    /// Whether CPU `cpu`'s worker is queued behind its busy task ([`Vmstat::set_late_runs`])
+    /// and may run at the CPU's going idle ([`Vmstat::set_went_idle`]).
+    #[inline]
+    pub(super) fn late_queued(&self, cpu: u32) -> bool {
+        let n = self.work.len().max(1);
+        self.work
+            .get(cpu as usize % n)
+            .is_some_and(|w| w.pending && w.late && !w.held)
+    }
+
+    /// CPU `cpu`'s last event's time (before the event at hand is counted).
+    pub fn last_event(&self, cpu: u32) -> Option<u64> {
+        let n = self.work.len().max(1);
+        self.work.get(cpu as usize % n).and_then(|w| w.last_ns)
+    }
+
+    /// The events [`Vmstat::due`] is asked about next are their CPU's first of the idle task
+    /// (`<idle>-0`) after another task's: a late worker queued on that CPU ran before it
+    /// (`late::deadline`).
+    pub fn set_went_idle(&mut self, on: bool) {
+        self.went_idle = on;
+    }
+
     /// Whether a busy CPU's expired worker waits for its CPU (the kernel's kworker waits for
     /// the scheduler; off, it runs at its expiry). It runs at the trace's drain of it
     /// ([`Vmstat::mark`]), else a tick after the CPU's task last showed an event, when it
@@ -98,23 +128,52 @@ impl Vmstat {
     }
 }
 
-/// A late worker `w` of CPU `cpu` (own phase `own`) at an event at `t`: it runs a tick after
-/// the CPU's last event when `t` is later (its task left the CPU: slept, or went back to
-/// user space, where the scheduler's pending switch takes effect), else at [`limit`].
-pub(super) fn deadline(
-    w: &mut Work,
-    cpu: u32,
-    own: Option<u64>,
-    hz: u32,
-    t: u64,
-    runs: &mut Vec<Run>,
-) {
+/// Where [`deadline`] asks about a late worker: CPU `cpu` (own phase `own`, `hz`), at an event
+/// at `t`, which is the CPU's first of the idle task after another task's (`went_idle`).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct At {
+    pub cpu: u32,
+    pub own: Option<u64>,
+    pub hz: u32,
+    pub t: u64,
+    pub went_idle: bool,
+}
+
+/// A late worker `w` at an event (`at`): it runs a tick after the CPU's last event when the
+/// event is later (its task left the CPU: slept, or went back to user space, where the
+/// scheduler's pending switch takes effect), or at the event where the CPU went idle after
+/// its task ran past the timer's firing tick, else at [`limit`].
+///
+/// The idle task runs only when nothing else is runnable on the CPU (`__pick_next_task`:
+/// `pick_task_fair` finds none, then `pick_task_idle`, `kernel/sched/core.c`), and the
+/// kworker has been runnable since the tick that fired the timer (`run_timer_softirq` ->
+/// `delayed_work_timer_fn` -> `__queue_work`, which wakes it: `kick_pool`,
+/// `kernel/workqueue.c`): it ran between the task's last event and the idle task's first,
+/// however short the gap. (A task that left the CPU before that tick left the deferrable
+/// timer unfired: the CPU's wake fires it, `Vmstat::hold_woken`.) 7.2-4g-6cpu p_fork,
+/// CPU 1: expired (ours, 399.7917) while `kmem-phases-1370` freed; its last commit was at
+/// 399.793462 and `<idle>-0`'s softirq frees came from 399.796770, 3.3 ms later: the
+/// kernel's free at 399.796774 drained 92 pages at `count` 914, the decayed `high` (1044 -
+/// 1044/8). Waiting for a gap of a tick, ours decayed at 399.800984 and drained 93 a free
+/// later, and the CPU's lists parted from the kernel's to 408.8 s; run here, its refills
+/// and drains are the kernel's over the whole file.
+pub(super) fn deadline(w: &mut Work, at: At, runs: &mut Vec<Run>) {
+    let At {
+        cpu,
+        own,
+        hz,
+        t,
+        went_idle,
+    } = at;
     let tick = super::tick_ns(hz);
+    let fire_ns = ns_of_at(own, hz, w.fires);
+    let idled = went_idle && w.last_ns.is_some_and(|l| l >= fire_ns && l < t);
     let paused = w
         .last_ns
         .filter(|_| !w.held)
         .map(|l| l + tick)
-        .filter(|&p| p <= t);
+        .filter(|&p| p <= t)
+        .or((idled && !w.held).then_some(t));
     let deadline = ns_of_at(own, hz, limit(w.late_from, hz));
     let (at, paused) = match paused {
         Some(p) if p < deadline => (p, true),
