@@ -113,6 +113,32 @@ pub struct StartHints {
     pub as_read: bool,
 }
 
+impl StartHints {
+    /// Names the type of each pageblock no event named by the list a block of it sits on at
+    /// the start ([`StartHints::pcp`], the first such block): a freed page goes on the list
+    /// of its pageblock's type at the free (`free_frozen_page_commit`'s `migratetype`, from
+    /// `get_pfnblock_migratetype` in `free_frozen_pages`, 7.2; 6.1's `free_unref_page`,
+    /// `get_pcppage_migratetype`), so the pageblock was of the list's type then. Not where a
+    /// refill ruled that type out ([`StartHints::not_types`]). 7.2-2g p_prodcons: `awk-336`
+    /// takes 0x140d-0x140f off CPU 0's Reclaimable list at 103.954975 (no event names their
+    /// pageblock); typed Unmovable to match pagetypeinfo, the set-up put other pages there.
+    fn type_by_lists(&mut self, pageblock_order: u8) {
+        for h in &self.pcp {
+            let Some(mt) = MigrateType::from_index(h.mt).filter(|_| h.mt < 3) else {
+                continue;
+            };
+            let b = h.pfn >> pageblock_order;
+            let ruled_out = self
+                .not_types
+                .get(&b)
+                .is_some_and(|&n| n & (1 << h.mt) != 0);
+            if !ruled_out {
+                self.block_types.entry(b).or_insert(mt);
+            }
+        }
+    }
+}
+
 /// Collects [`StartHints`] per zone, one event at a time.
 pub struct HintCollector {
     cpus: u32,
@@ -366,6 +392,7 @@ impl HintCollector {
             .finish(self.hints.len(), self.pageblock_order);
         for (h, not) in self.hints.iter_mut().zip(ruled_out) {
             h.not_types = not;
+            h.type_by_lists(self.pageblock_order);
         }
         self.hints
     }
