@@ -110,8 +110,8 @@ fn the_first_event_naming_a_pageblock_types_it_and_first_drains_and_hits_were_on
 
 /// 7.2-2g p_prodcons in small: a block first allocated off a list names its pageblock's type
 /// where no event does (`free_frozen_page_commit` lists a page by its pageblock's type), the
-/// first such block's list; an event naming the pageblock wins, and a type a refill ruled
-/// out names nothing.
+/// first such block's list, even a type a refill ruled out (`alloc_pages_bulk` takes pages
+/// untraced); an event naming the pageblock wins.
 #[test]
 fn a_block_on_a_list_at_the_start_names_its_unnamed_pageblock_by_the_list() {
     let p = "page=(____ptrval____)";
@@ -143,10 +143,15 @@ fn a_block_on_a_list_at_the_start_names_its_unnamed_pageblock_by_the_list() {
     t += &hit(3, 0x1801, 0);
     let h = collect(&t);
     assert_eq!(
+        h.not_types.get(&12),
+        Some(&(1 << MigrateType::Unmovable.index()))
+    );
+    assert_eq!(
         block_types(&h),
         [
             (8, MigrateType::Unmovable),
             (10, MigrateType::Reclaimable),
+            (12, MigrateType::Unmovable),
             (15, MigrateType::Unmovable)
         ]
     );
