@@ -113,6 +113,31 @@ pub struct StartHints {
     pub as_read: bool,
 }
 
+impl StartHints {
+    /// Names the type of each pageblock no event named by the list a block of it sits on at
+    /// the start ([`StartHints::pcp`], the first such block): a freed page goes on the list
+    /// of its pageblock's type at the free (`free_frozen_page_commit`'s `migratetype`, from
+    /// `get_pfnblock_migratetype` in `free_frozen_pages`, 7.2; 6.1's `free_unref_page`,
+    /// `get_pcppage_migratetype`), so the pageblock was of the list's type then. Even where a
+    /// refill ruled that type out ([`StartHints::not_types`]): a ruling rests on no event
+    /// naming the freed page before the refill, and a take by `alloc_pages_bulk` prints none
+    /// either, while a hit is an event. 7.2-2g p_prodcons: `awk-336` takes 0x140d-0x140f off
+    /// CPU 0's Reclaimable list at 103.954975 (no event names their pageblock); typed
+    /// Unmovable to match pagetypeinfo, the set-up put other pages there. 7.2-3g-16cpu-wq
+    /// p_compact: `kworker/5:1` frees 0x29570-0x29573 at 122.882029 (line 9884), never named
+    /// again, and CPU 5 refills its Unmovable list at 133.617727: ruled not Unmovable, yet
+    /// `dash-1320` takes 0x295c8 of that pageblock off CPU 3's Unmovable list at 122.864350.
+    fn type_by_lists(&mut self, pageblock_order: u8) {
+        for h in &self.pcp {
+            if let Some(mt) = MigrateType::from_index(h.mt).filter(|_| h.mt < 3) {
+                (self.block_types)
+                    .entry(h.pfn >> pageblock_order)
+                    .or_insert(mt);
+            }
+        }
+    }
+}
+
 /// Collects [`StartHints`] per zone, one event at a time.
 pub struct HintCollector {
     cpus: u32,
@@ -366,6 +391,7 @@ impl HintCollector {
             .finish(self.hints.len(), self.pageblock_order);
         for (h, not) in self.hints.iter_mut().zip(ruled_out) {
             h.not_types = not;
+            h.type_by_lists(self.pageblock_order);
         }
         self.hints
     }

@@ -127,6 +127,11 @@ impl ZoneLayout {
         let has = [Page::Flagless, Page::Used].map(|c| self.pages.contains(&c));
         let mut tiers: HashMap<(u8, usize, u8), Tier> = HashMap::default();
         let mut missing = 0u64;
+        // The blocks the trace shows at the lists' heads, recorded after every other block:
+        // the set-up frees each CPU's blocks in this order, each at its list's head
+        // (`free_frozen_page_commit`'s `list_add`), and a block taken for another list can
+        // land on theirs (`fill_lists`), which would put it ahead of them.
+        let mut heads = Vec::new();
         for ((cpu, cpu_lists), hinted) in lists.iter().zip(hinted) {
             for (&(order, mt, _), h) in cpu_lists.iter().zip(hinted) {
                 let mut left = h.left;
@@ -160,11 +165,12 @@ impl ZoneLayout {
                 }
                 let late_head = h.late_head.iter().rev();
                 for &pfn in late_head.chain(&h.rolled_head).chain(h.head.iter().rev()) {
-                    self.pcp.push((*cpu, pfn, order));
+                    heads.push((*cpu, pfn, order));
                 }
                 missing += left << order;
             }
         }
+        self.pcp.extend(heads);
         missing
     }
 

@@ -92,10 +92,8 @@ mod tests {
             .read_all(t.as_bytes(), |ev| c.feed(ev))
             .unwrap();
         let h = c.finish().pop().unwrap();
-        let mut types: Vec<_> = h.block_types.iter().map(|(&b, &m)| (b, m)).collect();
-        types.sort_unstable();
         assert_eq!(
-            types,
+            super::super::tests::block_types(&h),
             [
                 (8, MigrateType::Reclaimable),
                 (9, MigrateType::Movable),

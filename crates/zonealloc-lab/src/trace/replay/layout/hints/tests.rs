@@ -18,6 +18,13 @@ fn collect(text: &str) -> StartHints {
     h.pop().unwrap()
 }
 
+/// `h`'s pageblock types by pageblock number.
+pub(super) fn block_types(h: &StartHints) -> Vec<(u64, MigrateType)> {
+    let mut types: Vec<_> = h.block_types.iter().map(|(&b, &m)| (b, m)).collect();
+    types.sort_unstable();
+    types
+}
+
 #[test]
 fn the_first_event_naming_a_pageblock_types_it_and_first_drains_and_hits_were_on_lists() {
     let p = "page=(____ptrval____)";
@@ -53,7 +60,7 @@ fn the_first_event_naming_a_pageblock_types_it_and_first_drains_and_hits_were_on
         &format!("mm_page_alloc: {p} pfn=0x1600 order=0 migratetype=1 gfp_flags=GFP_USER"),
     );
     // Allocated first: a hit on CPU 3's order-1 Movable list (the request names no
-    // pageblock type).
+    // pageblock type; the list names pageblock 12's, `StartHints::type_by_lists`).
     t += &line(
         3,
         4,
@@ -73,13 +80,12 @@ fn the_first_event_naming_a_pageblock_types_it_and_first_drains_and_hits_were_on
         &format!("mm_page_pcpu_drain: {p} pfn=0x3000 order=0 migratetype=0"),
     );
     let h = collect(&t);
-    let mut types: Vec<_> = h.block_types.iter().map(|(&b, &m)| (b, m)).collect();
-    types.sort_unstable();
     assert_eq!(
-        types,
+        block_types(&h),
         [
             (8, MigrateType::Unmovable),
             (10, MigrateType::Reclaimable),
+            (12, MigrateType::Movable),
             (13, MigrateType::Movable)
         ]
     );
@@ -98,6 +104,55 @@ fn the_first_event_naming_a_pageblock_types_it_and_first_drains_and_hits_were_on
             hint(1, 0x1400, 0, 2, true),
             hint(1, 0x1401, 0, 1, true),
             hint(3, 0x1802, 1, 1, false)
+        ]
+    );
+}
+
+/// 7.2-2g p_prodcons in small: a block first allocated off a list names its pageblock's type
+/// where no event does (`free_frozen_page_commit` lists a page by its pageblock's type), the
+/// first such block's list, even a type a refill ruled out (`alloc_pages_bulk` takes pages
+/// untraced); an event naming the pageblock wins.
+#[test]
+fn a_block_on_a_list_at_the_start_names_its_unnamed_pageblock_by_the_list() {
+    let p = "page=(____ptrval____)";
+    let hit = |cpu, pfn: u32, mt| {
+        let ev = format!(
+            "mm_page_alloc: {p} pfn={pfn:#x} order=0 migratetype={mt} gfp_flags=GFP_KERNEL"
+        );
+        line(cpu, 2, &ev)
+    };
+    let mut t = String::new();
+    // Pageblock 10: hits off CPU 0's Reclaimable list, then off a Movable one.
+    t += &hit(0, 0x140d, 2);
+    t += &hit(0, 0x140e, 1);
+    // Pageblock 8: a hit off the Movable list, then a refill naming it Unmovable.
+    t += &hit(1, 0x1000, 1);
+    t += &line(
+        1,
+        3,
+        &format!("mm_page_alloc_zone_locked: {p} pfn=0x1010 order=0 migratetype=0 percpu_refill=1"),
+    );
+    // Pageblock 12: freed on CPU 2 before its Unmovable refill (not Unmovable), then a hit
+    // off CPU 3's Unmovable list.
+    t += &line(2, 1, &format!("mm_page_free: {p} pfn=0x1800 order=0"));
+    t += &line(
+        2,
+        2,
+        &format!("mm_page_alloc_zone_locked: {p} pfn=0x1e00 order=0 migratetype=0 percpu_refill=1"),
+    );
+    t += &hit(3, 0x1801, 0);
+    let h = collect(&t);
+    assert_eq!(
+        h.not_types.get(&12),
+        Some(&(1 << MigrateType::Unmovable.index()))
+    );
+    assert_eq!(
+        block_types(&h),
+        [
+            (8, MigrateType::Unmovable),
+            (10, MigrateType::Reclaimable),
+            (12, MigrateType::Unmovable),
+            (15, MigrateType::Unmovable)
         ]
     );
 }

@@ -9,6 +9,7 @@ fn listed_up_front(l: &mut ZoneLayout, lists: &[CpuLists]) -> u64 {
     let free: HashMap<u64, u8> = l.free.iter().map(|b| (b.pfn.0, b.order.get())).collect();
     let mut tiers: HashMap<(u8, usize, u8), (Vec<u64>, usize)> = HashMap::default();
     let mut missing = 0u64;
+    let mut heads = Vec::new();
     // Every list's hinted blocks first.
     let hinted: Vec<Vec<_>> = (lists.iter())
         .map(|(cpu, ls)| {
@@ -67,11 +68,12 @@ fn listed_up_front(l: &mut ZoneLayout, lists: &[CpuLists]) -> u64 {
                 left -= l.take_mixed(*cpu, order, mt, left);
             }
             for &pfn in head.iter().rev() {
-                l.pcp.push((*cpu, pfn, order));
+                heads.push((*cpu, pfn, order));
             }
             missing += left << order;
         }
     }
+    l.pcp.extend(heads);
     missing
 }
 
@@ -170,6 +172,30 @@ fn a_block_of_pages_flagless_and_in_use_mixed_is_the_last_choice_of_a_short_list
     // Order 0 takes no mixed block (a page is one class): the lone page, then nothing.
     let missing = l.choose_pcp(&[(1, vec![(0, 1, 2)])]);
     assert_eq!((missing, l.pcp.last()), (1, Some(&(1, 1100, 0))));
+}
+
+/// 6.12-3g-16cpu-wq p_pressure: `dash-1809` takes 0x60c2 off CPU 15's Unmovable list at
+/// 220.993316, the window's first event naming it. The Movable list took 0x1fc6 of an
+/// Unmovable pageblock (an untyped tier), recorded after 0x60c2; the set-up freed it onto
+/// the exact Unmovable list, at its head, and the replay handed it out first. The blocks the
+/// trace shows at a list's head are recorded after every other block.
+#[test]
+fn the_blocks_shown_at_a_lists_head_are_recorded_after_every_other_block() {
+    let (mut l, at) = all_free();
+    l.blocks.fill(MigrateType::Unmovable);
+    l.pages[at(1100)] = Page::Flagless;
+    l.pages[at(1200)] = Page::Flagless;
+    l.pcp_hints = vec![PcpHint {
+        cpu: 0,
+        pfn: 1100,
+        order: 0,
+        mt: 0,
+        drained: false,
+    }];
+    let missing = l.choose_pcp(&[(0, vec![(0, 0, 1), (0, 1, 1)])]);
+    assert_eq!(missing, 0);
+    assert_eq!(l.pcp, vec![(0, 1200, 0), (0, 1100, 0)]);
+    assert_eq!(l.pcp_list.get(&1200), Some(&MigrateType::Movable));
 }
 
 /// 6.1-2g/p_pressure line 6181: a page the window first frees was in use at the start,
