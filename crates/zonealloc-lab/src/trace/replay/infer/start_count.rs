@@ -187,8 +187,9 @@ struct Cpu {
     wanted: bool,
     /// The count may be at or above `high` and no free on this CPU has shown it below since:
     /// kswapd's pass on the zone's node began (`ZONE_RECLAIM_ACTIVE`, `nr_pcp_high` at most
-    /// `batch << 2`: [`Walk::kswapd`]), or a refill of a higher order put its batch on the
-    /// lists whatever the count (`over_high.rs`).
+    /// `batch << 2`: [`Walk::kswapd`]), a refill of a higher order put its batch on the
+    /// lists whatever the count (`over_high.rs`), or zoneinfo printed the count at `high`,
+    /// as `decay_pcp_high` leaves it (from 6.7; the window's walk only: `cpu.rs`).
     high_fell: bool,
     /// What the trace shows of `high` at the start (`--whole-file` from 6.7 on).
     start_high: start_high::StartHigh,
@@ -357,6 +358,10 @@ impl Walk {
     /// the walk then reads on until that event at least.
     pub fn roll_back_from(&mut self, at: ReadPoint) {
         self.roll_at = Some(at);
+        // Zoneinfo's count at `high` says nothing of the count at the file's start.
+        for c in self.per.iter_mut().flatten() {
+            c.high_fell = false;
+        }
         self.open_start_high();
     }
 

@@ -52,7 +52,7 @@ pub(super) fn per_cpu(
                 after: None,
                 candidate: None,
                 since_candidate: Vec::new(),
-                high_fell: false,
+                high_fell: at_high(ps, fixed_high),
                 start_high: start_high::StartHigh::default(),
                 reach: reach::Reach::new(high.hi, &high, scale_max),
                 allowed: None,
@@ -62,4 +62,15 @@ pub(super) fn per_cpu(
         }
     }
     per
+}
+
+/// Whether zoneinfo printed the count at or above `high`, which from 6.7 on is what
+/// `decay_pcp_high` (7.2 `mm/page_alloc.c`) leaves when it drains: `count - high` pages, down
+/// to `high` exactly. The next free then finds the count at `high` already, not below it, so
+/// its drain bounds the count from below only ([`Cpu::high_fell`]) until a free that drains
+/// nothing shows it below. 7.2-3g-16cpu p_prodcons DMA32 CPU 1: zoneinfo's 875 of `high` 875,
+/// nothing on the CPU until its free at 31.809195 drains 63; read as a crossing, the pin put
+/// the start at 874 and every later drain of the CPU one free late.
+fn at_high(ps: &crate::procfs::PagesetSnapshot, fixed_high: bool) -> bool {
+    !fixed_high && ps.high > 0 && ps.count >= ps.high
 }

@@ -69,6 +69,11 @@ pub(super) fn counts_of(trace: &str) -> StartCounts {
 
 /// The start counts `trace` gives on the snapshot in `dir` (the walk alone).
 fn counts_in(dir: &Path, trace: &str) -> StartCounts {
+    counts_in_with(dir, trace, true)
+}
+
+/// [`counts_in`], with `high` fixed (before 6.7) or tuned per CPU (`fixed_high` false).
+fn counts_in_with(dir: &Path, trace: &str, fixed_high: bool) -> StartCounts {
     let snap = ProcSnapshot::read_dir(dir).unwrap();
     let geo = proc_setup::geometry(&snap, None, Numbering::Current).unwrap();
     let tmp = tempfile::tempdir().unwrap();
@@ -76,6 +81,7 @@ fn counts_in(dir: &Path, trace: &str) -> StartCounts {
     std::fs::write(&p, trace).unwrap();
     let which = Which {
         lists: false,
+        fixed_high,
         ..which()
     };
     let first = first_events::of_file(&p, &window(), &geo, &snap, which);
@@ -435,4 +441,36 @@ fn a_free_in_kswapds_nap_before_its_sleep_meets_the_zones_high() {
     // A second before: in the pass (the old walk read both so).
     let c = count_in(&two, &trace("3.000000"), "Normal", 3);
     assert_eq!((c.inferred, c.bounds), (550, (300, Some(252 - 1 + 299))));
+}
+
+/// From 6.7 `decay_pcp_high` drains an idle CPU's lists to `high` exactly, and zoneinfo
+/// then prints the count at `high`: the next free finds the count at `high` already, so its
+/// drain bounds the count from below only. 7.2-3g-16cpu p_prodcons's before/ (DMA32 CPU 1:
+/// count 875, high 875): one free drains 63 (31.809195 there); read as a crossing, the pin
+/// put the start at 874 (fails on the old code), and every later drain of the CPU one free
+/// late.
+#[test]
+fn a_drain_at_the_first_free_after_a_decay_to_high_bounds_from_below_only() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../data/kernel-own/7.2-3g-16cpu/p_prodcons/before");
+    let mut t = String::from("# tracer: nop\n");
+    t += &line(0, 1, "tracing_mark_write: KT_SNAPSHOT_BEFORE_END t");
+    t += &line(
+        1,
+        2,
+        "mm_page_free: page=(____ptrval____) pfn=0x10000 order=0",
+    );
+    for pfn in 0x10000..0x10000 + 63u64 {
+        let ev =
+            format!("mm_page_pcpu_drain: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype=1");
+        t += &line(1, 2, &ev);
+    }
+    t += &line(1, 3, "mm_page_alloc: page=(____ptrval____) pfn=0x10100 order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE");
+    t += &line(0, 4, "tracing_mark_write: KT_SNAPSHOT_AFTER_BEGIN t");
+    let sc = counts_in_with(&dir, &t, false);
+    let c = sc.cpus.iter().find(|c| c.zone == "DMA32" && c.cpu == 1);
+    let c = c.unwrap();
+    // c0 + 1 >= 875 after the free, no more: zoneinfo's count stands.
+    assert_eq!((c.zoneinfo, c.inferred, c.bounds.0), (875, 875, 874));
+    assert_ne!(c.found, Found::Pinned);
 }
