@@ -45,17 +45,32 @@ impl Vmstat {
         }
     }
 
-    /// Whether CPU `cpu` slept before its event at `t` (none in the tick before) with its
-    /// worker pending: when its tick stopped, `quiet_vmstat` (`tick_nohz_stop_tick`;
+    /// Whether CPU `cpu` slept before its event at `t` (none in the two ticks before) with
+    /// its worker pending: when its tick stopped, `quiet_vmstat` (`tick_nohz_stop_tick`;
     /// `mm/vmstat.c`: `delayed_work_pending`, then `need_update`) folded its diffs
     /// (`refresh_cpu_vm_stats(false)`, no decay). A fold of zero diffs moves nothing, so
     /// `need_update` is left to the counters.
+    ///
+    /// Two ticks, not one: the idle loop stops the tick only when no timer is due within a
+    /// tick (`tick_nohz_next_event`: `delta <= TICK_NSEC` keeps it; so do RCU callbacks,
+    /// `rcu_needs_cpu`), and asks again at each tick it keeps. A gap of one to two ticks
+    /// fits a CPU whose tick ran throughout (a task preempted for a tick, or asleep on a
+    /// timer due within the tick); only a longer one needs a stopped tick. 7.2-3g-16cpu-wq
+    /// p_pressure: CPU 1's worker at 172.703471 folded, then its decay drained 0x185 (diff
+    /// +1); kmem-phases-1791's events on CPU 1 then paused 4.068 ms (172.718 to 172.722)
+    /// and 4.067 ms (172.770 to 172.774); its exit frees from 172.780355 drained 1, 2, ...,
+    /// 6 DMA pages under `ZONE_BELOW_HIGH`, then 5 (`high - batch` with `pcp->high` 6): the
+    /// flag cleared after the drain at 172.780419 (DMA free 3040, high mark 84 plus 2955
+    /// protection), which needs the counter exact there: the diff of 1 the run left, unfolded
+    /// (21 pages drained since: folded at the 10th and the 21st), not a diff folded to 0 in a
+    /// gap (the counter 10 behind: the flag held one free more, and CPU 1's DMA list ended
+    /// with 4 pages against the kernel's 24).
     #[inline(always)]
     pub fn quieted(&self, cpu: u32, t: u64) -> bool {
         // The replay's CPUs are folded already (as in `Vmstat::event`).
         self.work
             .get(cpu as usize)
-            .is_some_and(|w| w.pending && w.last_ns.is_some_and(|l| l + self.tick < t))
+            .is_some_and(|w| w.pending && w.last_ns.is_some_and(|l| l + 2 * self.tick < t))
     }
 
     /// An event on `cpu` at `t` that moved no counter: the CPU is awake, its `need_update`

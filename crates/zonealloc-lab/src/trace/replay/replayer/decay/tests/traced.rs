@@ -207,7 +207,18 @@ fn an_idle_cpus_diffs_are_folded_when_its_tick_stops() {
     refill(&mut r, 299_000_000);
     work(&mut r, 0, 300_000_000, EventKind::VmstatUpdate);
     refill(&mut r, 300_100_000);
-    assert_ne!(lag(&r), 0, "a refill's pages stay in the diff");
+    let held = lag(&r);
+    assert_ne!(held, 0, "a refill's pages stay in the diff");
+    // 6 ms (a tick and a half at HZ 250) without an event: the tick may have run
+    // throughout (tick_nohz_next_event), so nothing is folded. Fails on the old code (one
+    // tick sufficed: the lag went to 0).
+    let last = 300_100_000 + pfn;
+    r.feed(
+        &at(0, last + 6_000_000, alloc(29_999), Who::UNKNOWN),
+        Inferred::None,
+    )
+    .unwrap();
+    assert_eq!(lag(&r), held);
     r.feed(
         &at(0, 400_000_000, alloc(30_000), Who::UNKNOWN),
         Inferred::None,
