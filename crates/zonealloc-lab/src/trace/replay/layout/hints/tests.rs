@@ -7,6 +7,16 @@ fn line(cpu: u32, ts: u32, ev: &str) -> String {
     format!("            x-1     [{cpu:03}] .....    {ts}.000001: {ev}\n")
 }
 
+/// CPU `cpu`'s refill of the block `pfn` of `order` off the Unmovable list (migratetype 0)
+/// at second `ts`, as a trace line.
+fn refill(cpu: u32, ts: u32, pfn: u64, order: u8) -> String {
+    let p = "page=(____ptrval____)";
+    let ev = format!(
+        "mm_page_alloc_zone_locked: {p} pfn={pfn:#x} order={order} migratetype=0 percpu_refill=1"
+    );
+    line(cpu, ts, &ev)
+}
+
 fn collect(text: &str) -> StartHints {
     let zone = 0x1000..0x2000;
     let mut c = HintCollector::new(4, std::slice::from_ref(&zone), 9, Numbering::Current);
@@ -30,11 +40,7 @@ fn the_first_event_naming_a_pageblock_types_it_and_first_drains_and_hits_were_on
     let p = "page=(____ptrval____)";
     let mut t = String::new();
     // Refilled from the Unmovable list: pageblock 8 Unmovable; not on a list before.
-    t += &line(
-        0,
-        1,
-        &format!("mm_page_alloc_zone_locked: {p} pfn=0x1000 order=0 migratetype=0 percpu_refill=1"),
-    );
+    t += &refill(0, 1, 0x1000, 0);
     t += &line(
         0,
         1,
@@ -127,19 +133,11 @@ fn a_block_on_a_list_at_the_start_names_its_unnamed_pageblock_by_the_list() {
     t += &hit(0, 0x140e, 1);
     // Pageblock 8: a hit off the Movable list, then a refill naming it Unmovable.
     t += &hit(1, 0x1000, 1);
-    t += &line(
-        1,
-        3,
-        &format!("mm_page_alloc_zone_locked: {p} pfn=0x1010 order=0 migratetype=0 percpu_refill=1"),
-    );
+    t += &refill(1, 3, 0x1010, 0);
     // Pageblock 12: freed on CPU 2 before its Unmovable refill (not Unmovable), then a hit
     // off CPU 3's Unmovable list.
     t += &line(2, 1, &format!("mm_page_free: {p} pfn=0x1800 order=0"));
-    t += &line(
-        2,
-        2,
-        &format!("mm_page_alloc_zone_locked: {p} pfn=0x1e00 order=0 migratetype=0 percpu_refill=1"),
-    );
+    t += &refill(2, 2, 0x1e00, 0);
     t += &hit(3, 0x1801, 0);
     let h = collect(&t);
     assert_eq!(
@@ -183,14 +181,7 @@ fn a_refill_after_a_free_no_event_names_rules_the_lists_type_out_for_its_pageblo
     t += &free(1, 1, 0x1602, 1); // pageblock 11: another order
     t += &free(1, 1, 0x1800, 0); // pageblock 12: freed again after the refill
     for pfn in [0x1e00, 0x1e01] {
-        t += &line(
-            1,
-            2,
-            &format!(
-                "mm_page_alloc_zone_locked: {p} pfn={pfn:#x} order=0 migratetype=0 \
-                 percpu_refill=1"
-            ),
-        );
+        t += &refill(1, 2, pfn, 0);
     }
     t += &free(1, 3, 0x1800, 0);
     let h = collect(&t);
@@ -225,11 +216,7 @@ fn a_block_first_shown_on_a_list_after_the_window_sat_on_it_from_the_start() {
     // Inside the window's order-2 block at 0x1208.
     after += &line(1, 2, &drain(0x120a, 0));
     // Refilled past the window, then allocated: off the buddy, not a start block.
-    after += &line(
-        2,
-        3,
-        &format!("mm_page_alloc_zone_locked: {p} pfn=0x1300 order=0 migratetype=0 percpu_refill=1"),
-    );
+    after += &refill(2, 3, 0x1300, 0);
     after += &line(2, 3, &alloc(0x1300));
     // Allocated with no event before it: at the head of CPU 3's list from the start.
     after += &line(3, 4, &alloc(0x1400));
@@ -269,11 +256,7 @@ fn a_block_first_shown_on_a_list_after_the_window_sat_on_it_from_the_start() {
 fn a_page_of_a_block_taken_off_a_free_list_was_free_at_the_start() {
     let p = "page=(____ptrval____)";
     let mut t = String::new();
-    t += &line(
-        0,
-        1,
-        &format!("mm_page_alloc_zone_locked: {p} pfn=0x1004 order=2 migratetype=0 percpu_refill=1"),
-    );
+    t += &refill(0, 1, 0x1004, 2);
     for pfn in 0x1004..0x1008 {
         t += &line(1, 2, &format!("mm_page_free: {p} pfn={pfn:#x} order=0"));
     }
