@@ -186,6 +186,7 @@ fn first(
                 keep_kernel: infer,
                 bulk_takes_head: infer && preset.bulk_takes_head(),
                 contig_free: crate::trace::replay::replayer::contig_free_on(preset, infer, opts),
+                lists_after: lists && opts.infer_lists_after.or(opts.infer).unwrap_or(true),
                 free_high: base.pcp.free_high,
             };
             // The text past the window, where the end state is taken at the after-snapshot's
