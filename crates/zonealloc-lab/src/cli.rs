@@ -200,7 +200,10 @@ pub struct TraceReplayArgs {
     /// window's first 512 Ki events, held from the replay's own parse (a pipe gets what a
     /// file gets). `layout-roll`: with a kernel layout (--proc DIR/layout) and the default
     /// window, bring the layout from its read to the window's start with the events between
-    /// (KT_SNAPSHOT_BEFORE_BEGIN to KT_SNAPSHOT_BEFORE_END); never with --whole-file. `on` or `off` for all, `NAME=on|off` for one, which overrides on/off
+    /// (KT_SNAPSHOT_BEFORE_BEGIN to KT_SNAPSHOT_BEFORE_END); never with --whole-file.
+    /// `lists-after`: with the default window and --proc-after, `lists` reads on past the
+    /// window through the after-snapshot's reads (a CPU the window leaves alone shows its
+    /// lists there). `on` or `off` for all, `NAME=on|off` for one, which overrides on/off
     /// for it; comma-separated or repeated, the last of each kind wins. Default: on with
     /// --proc (start-count: as above).
     #[arg(long, value_name = "ON|OFF|NAME=ON|OFF", value_parser = parse_infer, value_delimiter = ',')]
@@ -321,6 +324,8 @@ pub enum Infer {
     /// The kernel's layout rolled forward from its read to the window's start
     /// (`layout-roll`).
     LayoutRoll(bool),
+    /// The lists' inference reads on past the window (`lists-after`).
+    ListsAfter(bool),
 }
 
 impl Infer {
@@ -331,13 +336,14 @@ impl Infer {
             | Infer::StartCount(on)
             | Infer::Lists(on)
             | Infer::WholeStart(on)
-            | Infer::LayoutRoll(on) => on,
+            | Infer::LayoutRoll(on)
+            | Infer::ListsAfter(on) => on,
         }
     }
 }
 
 /// An `--infer` item: `on`, `off`, or `NAME=on|off` (`start-count`, `lists`, `whole-start`,
-/// `layout-roll`).
+/// `layout-roll`, `lists-after`).
 fn parse_infer(s: &str) -> Result<Infer, String> {
     let on_off = |v: &str| match v {
         "on" => Ok(true),
@@ -350,8 +356,10 @@ fn parse_infer(s: &str) -> Result<Infer, String> {
         Some(("lists", v)) => on_off(v).map(Infer::Lists),
         Some(("whole-start", v)) => on_off(v).map(Infer::WholeStart),
         Some(("layout-roll", v)) => on_off(v).map(Infer::LayoutRoll),
+        Some(("lists-after", v)) => on_off(v).map(Infer::ListsAfter),
         Some((name, _)) => Err(format!(
-            "no inference named '{name}' (one of: start-count, lists, whole-start, layout-roll)"
+            "no inference named '{name}' (one of: start-count, lists, whole-start, layout-roll, \
+             lists-after)"
         )),
     }
 }

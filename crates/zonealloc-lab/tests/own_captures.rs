@@ -405,6 +405,11 @@ fn check(p: &Phase) -> Vec<String> {
 /// took the 6-CPU 6.12 p_fork 8.1 -> 9.9% (after the shepherd's held runs took it from
 /// 15.6; its window's refills and drains went nearer the kernel's: CPU 3's second refill is
 /// the kernel's 126 pages, not 68); not analysed further.
+///
+/// The lists of a CPU the window shows nothing of read from the text after it (`--infer
+/// lists-after`, `pcp_state::Head::past`) took the 6-CPU 7.2 p_idle 9.1 -> 0.0%: Normal's
+/// CPU 3, quiet from before the window to the after-snapshot's buddyinfo reader, held two
+/// Movable pages (its refill at 307.604347 shows the list empty), not 805.
 const END_LIMITS: &[(&str, f64)] = &[
     ("6.1-2g/p_idle", 5.0),
     ("6.1-2g/p_pressure", 5.0),
@@ -513,7 +518,7 @@ const END_LIMITS: &[(&str, f64)] = &[
     ("7.2-4g/p_thp", 5.0),
     // The 6-CPU machine, as the 6.12 one above (p_fork 17.4 -> 9.4% as the 6.12 one; 8.6%).
     ("7.2-4g-6cpu/p_fork", 10.6),
-    ("7.2-4g-6cpu/p_idle", 11.1),
+    ("7.2-4g-6cpu/p_idle", 5.0),
     ("7.2-4g-6cpu/p_pressure", 5.0),
     ("7.2-4g-6cpu/p_prodcons", 8.0),
     ("7.2-4g-6cpu/p_thp", 5.0),

@@ -52,6 +52,10 @@ pub struct ReplayOptions {
     /// ([`super::layout::RollWalk`]; default: as `infer`, with a kernel layout and the
     /// default window only).
     pub infer_layout_roll: Option<bool>,
+    /// The lists' walk reads on past the window, through the text the end state replays
+    /// ([`super::infer::pcp_state::Head::past`]; default: as `infer_lists`, with the default
+    /// window and `--proc-after`, where that text is kept).
+    pub infer_lists_after: Option<bool>,
     /// No vmstat workers' `decay_pcp_high` even where the kernel family has it.
     pub no_decay: bool,
     /// Free 7.2's contiguous-range frees (`vfree`) page by page, not as aligned blocks
@@ -115,6 +119,7 @@ impl Default for ReplayOptions {
             infer_lists: None,
             infer_whole_start: None,
             infer_layout_roll: None,
+            infer_lists_after: None,
             no_decay: false,
             no_contig_free: false,
             hz: None,

@@ -18,12 +18,13 @@ use crate::trace::parse::{lines, Parser};
 /// show when the layout was read (no `KT_SNAPSHOT_BEFORE_BEGIN`, and not cut: a capture
 /// without it). A text cut to its last bytes began after the read: all of it counts.
 /// `thp_order`: the THP order that has lists; `extfrag_names_page`: the kernel family's
-/// `mm_page_alloc_extfrag` (`KernelSide::set_extfrag_names_page`). `counts_read`: where in
+/// `mm_page_alloc_extfrag` (`KernelSide::set_extfrag_names_page`); `contig_free`: 7.2's
+/// contiguous-range frees are read ([`RollWalk::set_contig_free`]). `counts_read`: where in
 /// `text` pagetypeinfo was read (`snapshot_reads::find_before_of`).
 pub fn start(
     text: &[u8],
     geo: &Geometry,
-    (thp_order, extfrag_names_page): (Option<u8>, bool),
+    (thp_order, extfrag_names_page, contig_free): (Option<u8>, bool, bool),
     counts_read: Option<&ReadAt>,
 ) -> Option<Rolls> {
     let cut = text.len() >= BEFORE_BYTES;
@@ -33,7 +34,8 @@ pub fn start(
     // there too ([`Roll::at_counts`]).
     let counts_at = counts_read.map(|r| r.offset);
     let spans: Vec<_> = geo.zones.iter().map(|z| z.start..z.end()).collect();
-    let walk = RollWalk::new(&spans, geo.cpus, geo.numbering, thp_order);
+    let mut walk = RollWalk::new(&spans, geo.cpus, geo.numbering, thp_order);
+    walk.set_contig_free(contig_free);
     let mut kernel = KernelSide::new(spans.len(), geo.cpus.max(1));
     kernel.set_extfrag_names_page(extfrag_names_page);
     Some(Rolls {
@@ -130,7 +132,7 @@ mod tests {
     fn rolls_of(text: &[u8]) -> Vec<Roll> {
         let geo = geo();
         let read = snapshot_reads::find_before_of(text, SnapFile::Pagetypeinfo, false);
-        let mut roll = start(text, &geo, (Some(9), false), read.as_ref()).unwrap();
+        let mut roll = start(text, &geo, (Some(9), false, false), read.as_ref()).unwrap();
         walk_before(text, &geo, (None, Some(&mut roll)), None);
         roll.finish()
     }
@@ -194,7 +196,7 @@ mod tests {
         t += &line("2.000000", &alloc("GFP_HIGHUSER_MOVABLE|__GFP_ZERO"));
         t += line("2.500000", &free(0x300)).trim_end();
         let text = t.as_bytes();
-        let mut roll = start(text, &geo, (Some(9), false), None).unwrap();
+        let mut roll = start(text, &geo, (Some(9), false, false), None).unwrap();
         let mut kept = Kept::default();
         assert!(walk_before(
             text,

@@ -53,6 +53,9 @@ pub struct Which {
     pub bulk_takes_head: bool,
     /// 7.2's `vfree` frees a contiguous range as aligned blocks ([`Walk::set_contig_free`]).
     pub contig_free: bool,
+    /// The lists' walk reads on past the window, through the text the end state replays
+    /// ([`pcp_state::Head::past`]), where the window ended before the limit.
+    pub lists_after: bool,
     /// The kernel's `free_high` rule ([`Walk::set_free_high`]).
     pub free_high: zonealloc::FreeHigh,
 }
@@ -97,7 +100,8 @@ pub fn take(
 /// window never names that it shows on a per-CPU list was there all along
 /// ([`StartHints::late`]). `ahead` (the vmstat workers' runs, where they decay the lists)
 /// reads the held events, then the text past the window in the same parse as the hints
-/// (`first_events/after.rs`).
+/// (`first_events/after.rs`); so does the lists' walk with [`Which::lists_after`]
+/// ([`pcp_state::Head::past`]).
 pub fn take_to_after(
     next: impl FnMut() -> Option<Chunk>,
     geo: &Geometry,
@@ -107,7 +111,7 @@ pub fn take_to_after(
     (after, mut ahead): (Option<&Tail>, Option<&mut RunsAhead>),
 ) -> FirstEvents {
     let (walk, collect, hints) = inferences(geo, snap, which);
-    let (mut first, mut hints, ended) = match (walk, collect) {
+    let (mut first, mut hints, mut collect, ended) = match (walk, collect) {
         (Some(walk), Some(collect)) => {
             beside::take(next, (walk, collect), hints, limit, beside::LAG)
         }
@@ -122,13 +126,22 @@ pub fn take_to_after(
     }
     // Only where every event of the window went by: a block the head never reached may be
     // named later in the window, and a worker's run too.
+    // The lists' walk as it stood at the window's end, where it reads on past it.
+    let mut at_end = None;
     if let Some(tail) = after.filter(|_| ended) {
         tail.peek(|text, end| {
             if end != TailEnd::NotKept {
-                after::read(text, hints.as_mut(), ahead);
+                let lists = collect.as_mut().filter(|_| which.lists_after);
+                at_end = lists.as_deref().cloned();
+                after::read(text, hints.as_mut(), ahead, lists);
             }
         });
     }
+    first.lists = collect.map(|c| match at_end {
+        // `c` read on past the window, `w` stopped at its end.
+        Some(w) => w.finish().past(c.finish()),
+        None => c.finish(),
+    });
     first.hints = hints.map(HintCollector::finish);
     first
 }
@@ -185,8 +198,9 @@ fn inferences(geo: &Geometry, snap: &ProcSnapshot, which: Which) -> Inferences {
 }
 
 /// What [`take_here`] and [`beside::take`] leave: the events and the inferences' results but
-/// the hints, the hints' collector, and whether the input ended before the limit.
-type Taken = (FirstEvents, Option<HintCollector>, bool);
+/// the hints' and the lists', the hints' collector, the lists' walk (not finished: it may read
+/// on past the window), and whether the input ended before the limit.
+type Taken = (FirstEvents, Option<HintCollector>, Option<Collector>, bool);
 
 /// [`take`] in this thread.
 fn take_here(
@@ -236,11 +250,11 @@ fn take_here(
         held,
         kernel: walk.as_mut().and_then(Walk::hand_over),
         counts: walk.map(Walk::finish),
-        lists: collect.map(Collector::finish),
+        lists: None,
         hints: None,
         ended,
     };
-    (first, hints, ended)
+    (first, hints, collect, ended)
 }
 
 /// Feeds `walk` the first `n` events of `chunk`, until it is done.
@@ -270,6 +284,7 @@ impl Which {
             keep_kernel: false,
             bulk_takes_head: false,
             contig_free: false,
+            lists_after: false,
             free_high: zonealloc::FreeHigh::FreeFactor,
         }
     }

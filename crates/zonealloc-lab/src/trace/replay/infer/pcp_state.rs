@@ -83,10 +83,17 @@ pub struct ListDemand {
     pub exact: Vec<[[bool; TYPES]; SLOTS]>,
     /// `[cpu][slot][migratetype]`: of those, the ones shown refilled.
     pub refilled: Vec<[[bool; TYPES]; SLOTS]>,
+    /// `[cpu][slot][migratetype]`: of the `exact` ones, those first shown empty past the
+    /// window, in the text the end state replays ([`Head::past`]). A block that text shows
+    /// on such a list from the start ([`crate::trace::replay::layout::StartHints::late`])
+    /// was among those taken off it before it was shown empty, so it was there.
+    pub empty_past: Vec<[[bool; TYPES]; SLOTS]>,
     /// The THP order slot 4 stands for.
     pub thp_order: Option<u8>,
     /// Events of the head read (of this zone).
     pub events: u64,
+    /// Per CPU: of those, the ones on the CPU.
+    pub cpu_events: Vec<u64>,
     /// Per CPU: the count at the trace's start where [`super::start_count`] inferred it
     /// (else the snapshot's).
     pub start_count: Vec<Option<u64>>,
@@ -253,11 +260,76 @@ impl ListDemand {
     /// Whether the trace shows `cpu`'s list of `order` and migratetype index `mt` exactly at
     /// the start (refilled, or drained empty, before anything else reached it).
     pub fn is_exact(&self, cpu: u32, order: u8, mt: usize) -> bool {
-        let slot = slot_of(order, self.thp_order);
-        let exact = self.exact.get(cpu as usize);
-        slot.zip(exact)
-            .and_then(|(s, e)| e[s].get(mt).copied())
-            .unwrap_or(false)
+        flag(&self.exact, self.thp_order, (cpu, order, mt))
+    }
+
+    /// Whether the window itself shows the list exactly ([`ListDemand::is_exact`]): not only
+    /// the text past it ([`ListDemand::empty_past`]).
+    pub fn is_exact_in_window(&self, cpu: u32, order: u8, mt: usize) -> bool {
+        let key = (cpu, order, mt);
+        self.is_exact(cpu, order, mt) && !flag(&self.empty_past, self.thp_order, key)
+    }
+}
+
+/// The flag of `cpu`'s list of `order` and migratetype index `mt` in `flags` (per CPU, slot
+/// and type); false where there is none.
+fn flag(
+    flags: &[[[bool; TYPES]; SLOTS]],
+    thp_order: Option<u8>,
+    (cpu, order, mt): (u32, u8, usize),
+) -> bool {
+    let slot = slot_of(order, thp_order);
+    slot.zip(flags.get(cpu as usize))
+        .and_then(|(s, e)| e[s].get(mt).copied())
+        .unwrap_or(false)
+}
+
+impl Head {
+    /// The window's head (`self`), with the lists of each CPU it shows no event of in a zone
+    /// taken from `read_on`: the same walk read on past the window, through the text the end
+    /// state replays (the after-snapshot's reads). Those lists first shown empty past the
+    /// window are marked ([`ListDemand::empty_past`]).
+    ///
+    /// A CPU the window leaves alone keeps its lists to the text past it, and there its
+    /// first events show them as a busy CPU's first events in the window do:
+    /// `__rmqueue_pcplist` refills only an empty list, so a refill shows the list's start
+    /// exactly, less what came off it before. 7.2-4g-6cpu p_idle: Normal's CPU 3 has no
+    /// event in the window (281.70-307.59 s) and 805 pages at zoneinfo's read; `cat-945`, the
+    /// after-snapshot's buddyinfo reader, takes two Movable pages off its list (0x1025b0 and
+    /// 0x110833, trace lines 67044 and 67050) and refills 63 at 307.604347 (line 67052). Read
+    /// in the window alone, all 805 were Movable (the rest of a count goes to the first
+    /// order-0 list never shown empty), and ours served `cat-945` from them where the
+    /// kernel refilled: buddyinfo's order 0 was 63 blocks off (Normal 9.1%).
+    ///
+    /// A CPU the window shows keeps the window's reading: past it a list's balance has run
+    /// through every event of the window, and a drain prints its pageblock's type now, not
+    /// its list's (`free_pcppages_bulk`, 6.10 on), so a long balance drifts. 6.12-4g-loads
+    /// p_file: read on, Normal's CPU 2 needed 253 Unmovable pages at the start where the
+    /// window shows 2, which took the Movable list from 409 pages to 94, and the window's
+    /// refill events went 0.00 -> 14.51% off.
+    pub fn past(mut self, read_on: Head) -> Head {
+        for (d, on) in self.zones.iter_mut().zip(read_on.zones) {
+            let cpus = d.exact.len();
+            d.empty_past = vec![[[false; TYPES]; SLOTS]; cpus];
+            for cpu in 0..cpus {
+                let quiet = d.cpu_events.get(cpu).is_some_and(|&n| n == 0);
+                if !quiet || on.cpu_events.get(cpu).is_none_or(|&n| n == 0) {
+                    continue;
+                }
+                let (Some(b), Some(e), Some(r)) =
+                    (on.blocks.get(cpu), on.exact.get(cpu), on.refilled.get(cpu))
+                else {
+                    continue;
+                };
+                (d.blocks[cpu], d.exact[cpu], d.refilled[cpu]) = (*b, *e, *r);
+                d.empty_past[cpu] = *e;
+                if let (Some(f), Some(to)) = (on.first_refill.get(cpu), d.first_refill.get_mut(cpu))
+                {
+                    *to = *f;
+                }
+            }
+        }
+        self
     }
 }
 
@@ -290,6 +362,7 @@ pub struct Head {
 /// [`Collector::finish`] has little left to do once the parse is over. It holds a few hundred
 /// bytes per CPU, the pageblocks named, and 8 bytes per free of a pageblock no event had
 /// named before it (a handful in a real trace).
+#[derive(Clone)]
 pub struct Collector {
     cpus: u32,
     zones: Vec<std::ops::Range<u64>>,

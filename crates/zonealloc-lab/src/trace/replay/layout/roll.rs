@@ -21,6 +21,14 @@
 //!   7.2 `free_frozen_page_commit`: `list_add`), the list of its pageblock's type
 //!   (`get_pfnblock_migratetype` at the free); another order goes straight to the buddy
 //!   (`__free_pages_ok`): free;
+//! - on 7.2 ([`RollWalk::set_contig_free`]), a kworker's order-0 frees of consecutive pfns
+//!   (`vfree` -> `free_pages_bulk` -> `__free_contig_range`, read as the replay reads them:
+//!   `replayer/contig_free.rs`): the aligned blocks `free_prepared_contig_range` frees them
+//!   as, a block of a list's order on the freeing CPU's list of that order, a larger one
+//!   free. 7.2-4g-6cpu p_idle: `kworker/3:1` frees 0x126430-0x126433 at 280.944894-900
+//!   (trace lines 19787-19790), an order-2 `vmalloc` block of 280.879261; `cat-945`'s first
+//!   Unmovable order-0 allocation after the window takes 0x104144 (line 67041), freed onto
+//!   CPU 3's list at 280.944790, before them: they were not on its order-0 list;
 //! - `mm_page_pcpu_drain`: free (`free_pcppages_bulk` gives the block back to the buddy), unless
 //!   another CPU's refill at the drain's own timestamp listed it (the merged trace prints such
 //!   a refill first: `KernelSide::refilled_after`);
@@ -37,8 +45,9 @@ use std::ops::Range;
 use zonealloc::{MigrateType, Order};
 
 use crate::trace::migratetype::Numbering;
-use crate::trace::parse::{Event, EventKind};
+use crate::trace::parse::{Event, EventKind, Who};
 use crate::trace::replay::infer::kernel::Untraced;
+use crate::trace::replay::replayer::{contig_blocks, extends_range, range_freer};
 
 #[cfg(test)]
 mod tests;
@@ -199,6 +208,23 @@ pub struct RollWalk {
     thp_order: Option<u8>,
     rolls: Vec<Roll>,
     seq: u64,
+    /// 7.2's contiguous-range frees are read ([`RollWalk::set_contig_free`]).
+    contig: bool,
+    /// Per CPU: the kworker's run of order-0 frees of consecutive pfns it has open.
+    runs: Vec<Option<Run>>,
+}
+
+/// A run of a kworker's order-0 frees of consecutive pfns on one CPU, in one zone: each
+/// page listed as it was freed, until the run ends ([`RollWalk::end_run`]).
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    zone: usize,
+    first: u64,
+    pages: u64,
+    who: Who,
+    /// The last free's place among the walk's events, and its timestamp.
+    seq: u64,
+    ts: Option<u64>,
 }
 
 impl RollWalk {
@@ -217,6 +243,79 @@ impl RollWalk {
             thp_order,
             rolls: vec![Roll::default(); zones.len()],
             seq: 0,
+            contig: false,
+            runs: vec![None; cpus.max(1) as usize],
+        }
+    }
+
+    /// Reads 7.2's contiguous-range frees (module docs; off by default).
+    pub fn set_contig_free(&mut self, on: bool) {
+        self.contig = on;
+    }
+
+    /// Ends `cpu`'s run, if any: two pages or more, not a folio batch's (`batched`: a
+    /// `mm_page_free_batched` ends it, and its frees went one by one), are the aligned blocks
+    /// `free_prepared_contig_range` frees, where each page is still as its free left it.
+    fn end_run(&mut self, cpu: u32, batched: bool) {
+        let Some(run) = self.runs.get_mut(cpu as usize).and_then(Option::take) else {
+            return;
+        };
+        if run.pages < 2 || batched {
+            return;
+        }
+        let roll = &mut self.rolls[run.zone];
+        let as_freed = (run.first..run.first + run.pages).all(|p| {
+            matches!(roll.get(p), Some(After::Listed(l))
+                if l.cpu == cpu && l.head == p && l.order == 0 && !l.refilled)
+        });
+        if !as_freed {
+            return;
+        }
+        for (head, order) in contig_blocks(run.first, run.pages) {
+            let to_list =
+                Order::new(order).is_some_and(|o| zonealloc::pcp_allowed_order(o, self.thp_order));
+            let state = match to_list {
+                true => After::Listed(Listed {
+                    cpu,
+                    head,
+                    order,
+                    mt: None,
+                    refilled: false,
+                    seq: run.seq,
+                    ts: run.ts,
+                }),
+                false => After::Free,
+            };
+            roll.set(head..head + (1u64 << order), state);
+        }
+    }
+
+    /// `ev` on `cpu` in zone `z`, with 7.2's contiguous-range frees read: whether it extends
+    /// the CPU's run; otherwise the run ends, and an order-0 free by a kworker opens one.
+    fn step_run(&mut self, ev: &Event<'_>, cpu: u32, z: usize) {
+        let free0 = match ev.kind {
+            EventKind::Free { pfn, order: 0 } if range_freer(ev.who) => Some(pfn),
+            _ => None,
+        };
+        let slot = &mut self.runs[cpu as usize];
+        if let (Some(pfn), Some(r)) = (free0, slot.as_mut()) {
+            if r.who == ev.who && r.zone == z && extends_range(r.first + r.pages - 1, pfn) {
+                r.pages += 1;
+                (r.seq, r.ts) = (self.seq, ev.ts_ns);
+                return;
+            }
+        }
+        let batched = matches!(ev.kind, EventKind::FreeBatched { .. });
+        self.end_run(cpu, batched);
+        if let Some(first) = free0 {
+            self.runs[cpu as usize] = Some(Run {
+                zone: z,
+                first,
+                pages: 1,
+                who: ev.who,
+                seq: self.seq,
+                ts: ev.ts_ns,
+            });
         }
     }
 
@@ -239,6 +338,9 @@ impl RollWalk {
         };
         self.seq += 1;
         let cpu = ev.cpu.unwrap_or(0) % self.cpus;
+        if self.contig && !ev.kind.is_work() {
+            self.step_run(ev, cpu, z);
+        }
         let listed = |order: u8, mt: Option<u8>, refilled: bool| {
             After::Listed(Listed {
                 cpu,
@@ -316,8 +418,11 @@ impl RollWalk {
         }
     }
 
-    /// The rolls per zone (as the `zones` given to [`RollWalk::new`]).
-    pub fn finish(self) -> Vec<Roll> {
+    /// The rolls per zone (as the `zones` given to [`RollWalk::new`]), every run ended.
+    pub fn finish(mut self) -> Vec<Roll> {
+        for cpu in 0..self.cpus {
+            self.end_run(cpu, false);
+        }
         self.rolls
     }
 }

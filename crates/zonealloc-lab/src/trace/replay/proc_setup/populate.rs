@@ -174,10 +174,12 @@ pub fn populate_from(
 /// Whether the block `h` the text after the window shows on a list from the start
 /// ([`layout::StartHints::late`]) can have been there: a list of a PCP order (`thp_order`
 /// the THP lists', `pcp_allowed_order`) and type, that the window does not show exactly (a
-/// list it shows empty, or drained to empty, held no block through it).
+/// list it shows empty, or drained to empty, held no block through it). A list only the text
+/// past the window shows empty held it until then ([`ListDemand::empty_past`]).
 fn late_fits(h: &layout::PcpHint, demand: Option<&ListDemand>, thp_order: Option<u8>) -> bool {
     let pcp_order = h.order <= 3 || Some(h.order) == thp_order;
-    pcp_order && h.mt < TYPES.len() && !demand.is_some_and(|d| d.is_exact(h.cpu, h.order, h.mt))
+    let shown = |d: &ListDemand| d.is_exact_in_window(h.cpu, h.order, h.mt);
+    pcp_order && h.mt < TYPES.len() && !demand.is_some_and(shown)
 }
 
 /// Each CPU's lists (order, migratetype, blocks) for its start count: the count at the

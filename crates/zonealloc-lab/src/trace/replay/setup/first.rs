@@ -90,7 +90,10 @@ pub(super) fn carry_and_roll(
         (Some(s), true) => carry_start::walk(text, (s, geo, zoneinfo.as_ref()), (preset, base)),
         _ => None,
     };
-    let rules = (base.pcp.thp_order, preset.extfrag_names_page());
+    // 7.2's contiguous-range frees, as the replay reads them with the inferences (the roll
+    // is one): `--no-contig-free` turns them off here too.
+    let contig = crate::trace::replay::replayer::contig_free_on(preset, true, opts);
+    let rules = (base.pcp.thp_order, preset.extfrag_names_page(), contig);
     let mut roll = (wants.roll)
         .then(|| roll_forward::start(text, geo, rules, pagetypeinfo.as_ref()))
         .flatten();
@@ -186,6 +189,7 @@ fn first(
                 keep_kernel: infer,
                 bulk_takes_head: infer && preset.bulk_takes_head(),
                 contig_free: crate::trace::replay::replayer::contig_free_on(preset, infer, opts),
+                lists_after: lists && opts.infer_lists_after.or(opts.infer).unwrap_or(true),
                 free_high: base.pcp.free_high,
             };
             // The text past the window, where the end state is taken at the after-snapshot's

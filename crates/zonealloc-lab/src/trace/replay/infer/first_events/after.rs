@@ -1,20 +1,37 @@
-//! The text past the window read once for both of its readers: the layout's hints
-//! ([`HintCollector::feed_after`]) and the vmstat workers' runs ahead
-//! ([`RunsAhead::feed_after`]). 6.12-4g p_thp: the runs' own parse took 44k lines (some
-//! 21 M instructions) of the 67k the hints parse anyway.
+//! The text past the window read once for its readers: the layout's hints
+//! ([`HintCollector::feed_after`]), the vmstat workers' runs ahead
+//! ([`RunsAhead::feed_after`]) and the lists' walk ([`Collector`], where it reads on past
+//! the window: `Which::lists_after`). 6.12-4g p_thp: the runs' own parse took 44k lines
+//! (some 21 M instructions) of the 67k the hints parse anyway.
 
-use crate::trace::parse::Parser;
+use super::super::pcp_state::Collector;
+use crate::trace::parse::{Event, Parser};
 use crate::trace::replay::layout::HintCollector;
 use crate::trace::replay::vmstat::RunsAhead;
 
 /// Feeds `text` (the window's tail, from inside its end marker's line) to `hints` and
-/// `ahead`, each as its own `feed_after` would, in one parse where both read it.
-pub(super) fn read(text: &[u8], hints: Option<&mut HintCollector>, ahead: Option<&mut RunsAhead>) {
+/// `ahead`, each as its own `feed_after` would, in one parse where both read it; and each
+/// event the hints read (every event past the end marker's line, where there are hints) to
+/// `lists`.
+pub(super) fn read(
+    text: &[u8],
+    hints: Option<&mut HintCollector>,
+    ahead: Option<&mut RunsAhead>,
+    mut lists: Option<&mut Collector>,
+) {
+    let mut to_lists = |ev: &Event<'_>| {
+        if let Some(c) = lists.as_deref_mut() {
+            c.feed(ev);
+        }
+    };
     let (h, a) = match (hints, ahead) {
         (Some(h), Some(a)) => (h, a),
         (h, a) => {
-            if let Some(h) = h {
-                h.feed_after(text);
+            match h {
+                Some(h) => {
+                    h.feed_after_with(text, &mut to_lists);
+                }
+                None => lists_alone(text, &mut to_lists),
             }
             if let Some(a) = a {
                 a.feed_after(text);
@@ -26,7 +43,7 @@ pub(super) fn read(text: &[u8], hints: Option<&mut HintCollector>, ahead: Option
     // is in the text, each reads it its own way.
     let kept = a.clone();
     let Some(mut runs) = a.after().filter(|_| memchr::memchr(b'\r', text).is_none()) else {
-        h.feed_after(text);
+        h.feed_after_with(text, &mut to_lists);
         a.feed_after(text);
         return;
     };
@@ -34,13 +51,24 @@ pub(super) fn read(text: &[u8], hints: Option<&mut HintCollector>, ahead: Option
     let first = memchr::memchr(b'\n', text).map_or(text, |nl| &text[..=nl]);
     let mut done = memchr::memmem::find(first, b"mm_page_pcpu_drain").is_some()
         && Parser::new().feed(first).is_some_and(|ev| runs.feed(&ev));
-    let whole = h.feed_after_with(text, |ev| done = runs.feed(ev));
+    let whole = h.feed_after_with(text, |ev| {
+        done = runs.feed(ev);
+        to_lists(ev);
+    });
     runs.finish();
     if !whole && !done {
         // A line over the parser's limit ended the hints' parse: the runs read on past it.
         *a = kept;
         a.feed_after(text);
     }
+}
+
+/// Every event of `text` past its first line (inside the end marker's, as the hints skip it)
+/// to `feed`, where no hints parse it: as [`HintCollector::feed_after_with`] reads it.
+fn lists_alone(text: &[u8], feed: &mut impl FnMut(&Event<'_>)) {
+    let body = memchr::memchr(b'\n', text).map_or(&text[..0], |nl| &text[nl + 1..]);
+    // A slice reads without error; a line over the parser's limit ends the walk there.
+    let _ = Parser::new().read_all(body, |ev| feed(ev));
 }
 
 #[cfg(test)]
@@ -86,7 +114,7 @@ mod tests {
         a.feed_after(text.as_bytes());
         let apart = (h.finish(), a);
         let (mut h, mut a) = start();
-        read(text.as_bytes(), Some(&mut h), Some(&mut a));
+        read(text.as_bytes(), Some(&mut h), Some(&mut a), None);
         [apart, (h.finish(), a)]
     }
 

@@ -208,11 +208,11 @@ pub(super) fn take(
                 held,
                 kernel: walk.hand_over(),
                 counts: Some(walk.finish()),
-                lists: Some(collect.finish()),
+                lists: None,
                 hints: None,
                 ended,
             };
-            (first, hints, ended)
+            (first, hints, Some(collect), ended)
         }
         None => take_here(next, Some(walk), Some(collect), hints, limit),
     }
@@ -376,7 +376,7 @@ mod tests {
         )
         .unwrap();
         let both = (walk.unwrap(), collect.unwrap());
-        let (first, _, _) = take(|| ahead.next(), both, hints, LIST_EVENTS, lag);
+        let (first, _, _, _) = take(|| ahead.next(), both, hints, LIST_EVENTS, lag);
         drop(ahead.finish());
         let c = (first.counts.unwrap().cpus.into_iter())
             .find(|c| c.zone == "DMA32" && c.cpu == 1)

@@ -21,6 +21,7 @@ mod head_take;
 type PerList<T> = [[T; TYPES]; SLOTS];
 
 /// One zone's lists, as the events so far leave them.
+#[derive(Clone)]
 pub(super) struct ZoneBalance {
     cpus: Vec<CpuBalance>,
     pageblock_order: u8,
@@ -74,6 +75,8 @@ struct CpuBalance {
     first_refill: Option<u64>,
     first_done: bool,
     frees_before: Vec<u64>,
+    /// Events of the zone read on the CPU.
+    events: u64,
 }
 
 impl CpuBalance {
@@ -90,6 +93,7 @@ impl CpuBalance {
             first_refill: None,
             first_done: false,
             frees_before: Vec::new(),
+            events: 0,
         }
     }
 
@@ -221,6 +225,7 @@ impl ZoneBalance {
         self.head_take(cpu, rec);
         let c = &mut self.cpus[cpu as usize];
         self.events += 1;
+        c.events += 1;
         c.first_refill(rec);
         if let Some((block, mt)) = name {
             self.named.insert(block, type_code(mt));
@@ -374,8 +379,10 @@ impl ZoneBalance {
             blocks: self.cpus.iter().map(|c| c.blocks(first_named)).collect(),
             exact: self.cpus.iter().map(|c| c.exact).collect(),
             refilled: self.cpus.iter().map(|c| c.refilled).collect(),
+            empty_past: Vec::new(),
             thp_order: self.thp_order,
             events: self.events,
+            cpu_events: self.cpus.iter().map(|c| c.events).collect(),
             start_count: Vec::new(),
             start_floor: Vec::new(),
             start_high: Vec::new(),

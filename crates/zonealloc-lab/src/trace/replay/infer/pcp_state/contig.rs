@@ -28,6 +28,7 @@ struct Run {
 }
 
 /// Per CPU, the run of a kworker's order-0 frees not yet applied.
+#[derive(Clone)]
 pub(super) struct Contig {
     /// The reading is on (the 7.2 preset with the inferences: `replayer::contig_free_on`).
     pub(super) on: bool,

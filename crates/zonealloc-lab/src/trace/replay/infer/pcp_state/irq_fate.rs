@@ -34,6 +34,7 @@ mod tests;
 
 /// One interrupt's run of frees on a CPU's lists of one zone: when each was, and how many of
 /// its pages came back by a zone-locked take (`buddy`) or left through the list (`list`).
+#[derive(Clone)]
 struct Run {
     cpu: u32,
     stamps: Vec<u64>,
@@ -57,7 +58,7 @@ type RunKey = (Option<u32>, u8, usize);
 
 /// Fed the walk's events ([`super::Collector::feed`]); [`IrqFate::held`] gives the frees
 /// that went to the buddy.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(super) struct IrqFate {
     /// Per CPU: the run an interrupt has open (its index) and who freed in it.
     open: Vec<Option<(usize, RunKey)>>,

@@ -6,6 +6,7 @@ use crate::trace::stats::HashMap;
 
 mod contig;
 mod fit;
+mod past;
 mod reference;
 mod runs;
 use reference::reference;

@@ -43,6 +43,11 @@ fn roll(events: &str) -> Roll {
 /// [`roll`] of the events of `parts`, the before-snapshot's counts read between each part
 /// and the next ([`RollWalk::counts_read`]).
 fn roll_parts(parts: &[&str]) -> Roll {
+    roll_parts_with(parts, false)
+}
+
+/// [`roll_parts`], with 7.2's contiguous-range frees read where `contig`.
+fn roll_parts_with(parts: &[&str], contig: bool) -> Roll {
     let mut t = line(
         0,
         "1.000000",
@@ -55,6 +60,7 @@ fn roll_parts(parts: &[&str]) -> Roll {
     );
     let dma = 0..4096;
     let mut walk = RollWalk::new(std::slice::from_ref(&dma), 4, Numbering::Current, Some(9));
+    walk.set_contig_free(contig);
     let mut parser = Parser::new();
     for (k, events) in parts.iter().enumerate() {
         if k > 0 {
@@ -389,4 +395,78 @@ fn the_events_before_the_window_type_the_pageblocks_it_does_not_name() {
     let t = read_targets();
     assert_eq!(layout(LAYOUT, &t, Some(r)).blocks[1], Unmovable);
     assert_eq!(layout(LAYOUT, &t, None).blocks[1], MigrateType::Movable);
+}
+
+/// `task`'s order-0 free of `pfn` on CPU 3 at `ts`.
+fn free_by(task: &str, ts: &str, pfn: u64) -> String {
+    format!("     {task:>16} [003] .....    {ts}: mm_page_free: {P} pfn={pfn:#x} order=0\n")
+}
+
+/// The blocks `events` leave listed, as (head, order, cpu), with 7.2's contiguous-range frees
+/// read where `contig`.
+fn listed_with(events: &str, contig: bool) -> Vec<(u64, u8, u32)> {
+    let r = roll_parts_with(&[events], contig);
+    let mut l: Vec<_> = r
+        .listed()
+        .iter()
+        .map(|l| (l.head, l.order, l.cpu))
+        .collect();
+    l.sort_unstable();
+    l
+}
+
+/// 7.2-4g-6cpu p_idle: `kworker/3:1` frees 0x126430-0x126433 (an order-2 `vmalloc` block)
+/// page by page at 280.944894-900; `__free_contig_range` puts them on CPU 3's order-2 list
+/// as one block. Here 0x40-0x46: an order-2 block at 0x40, an order-1 at 0x44, a page at
+/// 0x46, each on CPU 3's list of its order.
+#[test]
+fn a_kworkers_run_of_consecutive_frees_is_listed_as_aligned_blocks() {
+    let k = "kworker/3:1-80";
+    let run: String = (0..7u64)
+        .map(|i| free_by(k, "2.000000", 0x40 + i))
+        .collect();
+    assert_eq!(
+        listed_with(&run, true),
+        vec![(0x40, 2, 3), (0x44, 1, 3), (0x46, 0, 3)]
+    );
+    // Read page by page (6.1 and 6.12, or `--no-contig-free`): seven order-0 pages.
+    let pages: Vec<_> = (0..7u64).map(|i| (0x40 + i, 0, 3)).collect();
+    assert_eq!(listed_with(&run, false), pages);
+    // Another task's frees of consecutive pages go one by one (pages a refill listed in pfn
+    // order, `replayer/contig_free.rs`).
+    let other: String = (0..7u64)
+        .map(|i| free_by("cat-9", "2.000000", 0x40 + i))
+        .collect();
+    assert_eq!(listed_with(&other, true), pages);
+}
+
+/// A run a `mm_page_free_batched` ends is a folio batch's: its pages go one by one; a run
+/// that a page in use since breaks stays as its frees left it.
+#[test]
+fn a_batchs_frees_and_a_run_taken_from_since_stay_pages() {
+    let k = "kworker/3:1-80";
+    let mut batch: String = (0..4u64)
+        .map(|i| free_by(k, "2.000000", 0x40 + i))
+        .collect();
+    batch += &format!(
+        "     {k:>16} [003] .....    2.000001: mm_page_free_batched: {P} pfn=0x40 order=0\n"
+    );
+    let pages: Vec<_> = (0..4u64).map(|i| (0x40 + i, 0, 3)).collect();
+    assert_eq!(listed_with(&batch, true), pages);
+    // CPU 2 allocates 0x41 while the run is open (remote: the run goes on), and the run's
+    // end finds it in use: nothing is re-listed.
+    let mut taken: String = (0..2u64)
+        .map(|i| free_by(k, "2.000000", 0x40 + i))
+        .collect();
+    taken += &line(
+        2,
+        "2.000001",
+        &format!("mm_page_alloc: {P} pfn=0x41 order=0 migratetype=0 gfp_flags=GFP_KERNEL"),
+    );
+    taken += &free_by(k, "2.000002", 0x42);
+    taken += &free_by(k, "2.000002", 0x43);
+    assert_eq!(
+        listed_with(&taken, true),
+        vec![(0x40, 0, 3), (0x42, 0, 3), (0x43, 0, 3)]
+    );
 }

@@ -92,6 +92,7 @@ fn reference_balance(
     let mut first_done = vec![false; cpus as usize];
     let mut frees_before: Vec<Vec<u64>> = vec![Vec::new(); cpus as usize];
     let mut n = 0;
+    let mut cpu_events = vec![0u64; cpus as usize];
     // The drains' word on the lists' start, which holds where the balance shows none: every
     // block in its hash map (an empty span), where the walk's keeps its zone's in an array.
     let mut shown = shown::Shown::new(0..0, cpus, thp_order);
@@ -104,6 +105,7 @@ fn reference_balance(
         };
         shown.step(cpu, rec);
         let c = cpu as usize;
+        cpu_events[c] += 1;
         if !first_done[c] {
             match rec {
                 Rec::ZoneLocked(_, 0, _, true) => *first_refill[c].get_or_insert(0) += 1,
@@ -238,9 +240,11 @@ fn reference_balance(
     let mut demand = ListDemand {
         exact,
         refilled,
+        empty_past: Vec::new(),
         blocks,
         thp_order,
         events: n,
+        cpu_events,
         start_count: Vec::new(),
         start_floor: Vec::new(),
         start_high: Vec::new(),
