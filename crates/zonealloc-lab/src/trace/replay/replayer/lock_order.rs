@@ -219,11 +219,13 @@ impl Replayer {
         let ctx = ev.who.ctx();
         let interrupt = ctx.softirq() || ctx.hardirq();
         match ev.kind {
-            // The task's own drain: not an interrupt's, not a worker's, not one the kernel
-            // side found no free for.
+            // The free's own drain: not a worker's, not one the kernel side found no free
+            // for. An interrupt's lines are its own free's (an interrupt that cut into a
+            // task's drain found the lists held: no drain). 7.2-4g-6cpu-wq p_prodcons: the
+            // RCU softirq's free on CPU 1 drains at `d.s4.` (28.168604-.168692) after CPU
+            // 0's refill (28.168146-.168513, allocation at 28.168693).
             EventKind::PcpuDrain { pfn, order, .. }
-                if !interrupt
-                    && !ev.who.is_worker_drain()
+                if !ev.who.is_worker_drain()
                     && !matches!(inferred, Inferred::Drain { .. })
                     && self.geo.zone_of(pfn) == Some(p.zone) =>
             {

@@ -327,3 +327,28 @@ fn a_block_taken_ahead_and_not_claimed_goes_back() {
     );
     r.zones[0].check().unwrap();
 }
+
+/// An interrupt's drain lines are its own free's drain (an interrupt that cut into a
+/// task's drain found the lists held and drained nothing): they wait for a refill begun
+/// before them as a task's do. 7.2-4g-6cpu-wq p_prodcons: the RCU softirq's free on CPU 1
+/// drains at `d.s4.` (28.168604-.168692) after CPU 0's refill (28.168146-.168513), whose
+/// allocation comes at 28.168693.
+#[test]
+fn an_interrupts_own_drain_waits_for_a_refill_begun_before_it() {
+    let mut r = freed_on_cpu1(ONE_CALL, true);
+    for t in 0..4 {
+        feed(&mut r, &refill_line(2_000_010 + t));
+    }
+    let mut line = drain_line(2_000_020);
+    line.who = Who::new(Task::Idle, Some(0), Ctx::new(true, true, false, 4));
+    feed(&mut r, &line);
+    let at_line = count(&r, 1);
+    let lists = on_lists(&r);
+    feed(&mut r, &refilled_alloc(2_000_030));
+    assert!(at_line > count(&r, 1), "drained after the allocation");
+    assert!(
+        !lists.contains(&refilled(&r)),
+        "the refill took no page of the drain"
+    );
+    r.zones[0].check().unwrap();
+}
