@@ -218,6 +218,18 @@ pub struct TraceReplayArgs {
     /// (free_prepared_contig_range).
     #[arg(long)]
     pub no_contig_free: bool,
+    /// Apply a free's drain at the free's commit, whole, not chunk by chunk at its
+    /// mm_page_pcpu_drain lines after the refills other CPUs began under the zone lock
+    /// before them (free_frozen_page_commit's free_pcppages_bulk calls; on by default for a
+    /// kernel's trace with the inferences).
+    #[arg(long)]
+    pub no_lock_order: bool,
+    /// With the lock order, where a drain's chunk waits for another CPU's refill (its
+    /// zone_locked lines came first) and the draining CPU moves on before that CPU's
+    /// mm_page_alloc line, make the refill and its allocation's take then, ahead of the line
+    /// (off by default: the drain is then applied first, the refill at its line).
+    #[arg(long)]
+    pub refill_ahead: bool,
     /// The kernel's HZ, which the vmstat workers' timers round to (round_jiffies_relative;
     /// default 250, Debian's amd64 CONFIG_HZ).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]

@@ -424,7 +424,7 @@ const END_LIMITS: &[(&str, f64)] = &[
     ("6.1-3g-16cpu/p_prodcons", 5.0),
     ("6.1-4g/p_idle", 5.0),
     ("6.1-4g/p_pressure", 5.0),
-    ("6.1-4g/p_prodcons", 6.5),
+    ("6.1-4g/p_prodcons", 5.7),
     ("6.1-4g/p_thp", 5.0),
     ("6.1-4g-loads/p_file", 5.0),
     ("6.1-4g-loads/p_fork", 5.0),
@@ -520,7 +520,7 @@ const END_LIMITS: &[(&str, f64)] = &[
     ("7.2-4g-6cpu/p_fork", 10.6),
     ("7.2-4g-6cpu/p_idle", 5.0),
     ("7.2-4g-6cpu/p_pressure", 5.0),
-    ("7.2-4g-6cpu/p_prodcons", 8.0),
+    ("7.2-4g-6cpu/p_prodcons", 5.0),
     ("7.2-4g-6cpu/p_thp", 5.0),
     // The same machine with the workers' runs traced, captured at 99961d9 and replayed once
     // then (Normal end at most 3.4%): the goal.

@@ -149,4 +149,6 @@ pub use tracepoint::ZoneEvent;
 pub use types::{
     pcp_allowed_order, CpuId, MigrateType, Order, PageCount, Pfn, ZoneType, MAX_ORDER_LIMIT,
 };
+#[doc(hidden)]
+pub use zone::PendingDrain;
 pub use zone::{CpuHandle, LayoutBlock, Zone};

@@ -138,6 +138,8 @@ fn replay_options(args: &TraceReplayArgs) -> Result<replay::ReplayOptions, Exit>
         strict: args.strict,
         no_decay: args.no_decay,
         no_contig_free: args.no_contig_free,
+        no_lock_order: args.no_lock_order,
+        refill_ahead: args.refill_ahead,
         hz: args.hz,
         decay_waits_for_event: args.decay_waits_for_event,
         no_late_workers: args.no_late_workers,

@@ -21,6 +21,34 @@ struct DrainWork {
     reason: DrainReason,
 }
 
+/// The drain a free's commit decided on, left to its caller ([`Zone::free_on_pending`]):
+/// applied chunk by chunk with [`Zone::drain_pending`], each chunk one `free_pcppages_bulk`
+/// under its own zone-lock hold, as `free_frozen_page_commit` does (7.2: `batch` pages a
+/// chunk, the lists let go between chunks; 6.1 and 6.12: one chunk, the whole drain). A
+/// replay of a kernel's trace applies each chunk where the trace shows its lines, so that
+/// another CPU's refill that took the zone lock between two chunks (or before the drain)
+/// goes first, as it did.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PendingDrain {
+    cpu: usize,
+    rem: i32,
+    pindex: usize,
+    reason: DrainReason,
+}
+
+impl PendingDrain {
+    /// The pages still to drain (0 once done).
+    pub fn pages_left(&self) -> i32 {
+        self.rem.max(0)
+    }
+
+    /// Whether nothing is left to drain.
+    pub fn is_done(&self) -> bool {
+        self.rem <= 0
+    }
+}
+
 impl<P: Platform> Zone<P> {
     /// Frees through the CPU's lists when the order allows, else straight to the buddy
     /// (`__free_frozen_pages`).
@@ -48,6 +76,92 @@ impl<P: Platform> Zone<P> {
         }
         self.free_committing(idx, order, mt, cached, access);
         Ok(())
+    }
+
+    /// As [`Zone::free_on`], but a drain the commit decides on is returned, not done: the
+    /// block goes on CPU `cpu`'s list (or to the buddy, as `free_on` sends it) and its tuning
+    /// moves; the caller drains with [`Zone::drain_pending`] until it is done. For a replay
+    /// that follows a trace's order of zone-lock sections across CPUs, not for concurrent
+    /// use: the lists are let go between the two calls.
+    #[doc(hidden)]
+    pub fn free_on_pending(
+        &self,
+        cpu: CpuId,
+        pfn: Pfn,
+        order: Order,
+    ) -> Result<Option<PendingDrain>, FreeError> {
+        let c = self.pcp.cpu_index(cpu);
+        if let Some(slot) = self.pcp.slot_of(c) {
+            // The hit path never drains.
+            if self.pcp_free_fast(pfn, order, slot, None) {
+                self.debug_check("free");
+                return Ok(None);
+            }
+        }
+        let idx = self.validate_free(pfn, order)?;
+        if !self.pcp.enabled() || !self.pcp.policy.allowed_order(order) {
+            let done = self.free_to_buddy(idx, pfn, order);
+            self.debug_check("free");
+            return done.map(|()| None);
+        }
+        self.claim_for_free(idx, pfn, order)?;
+        // As `free_with`.
+        let mut mt = self.block_mt_racy(idx);
+        let cached = mt;
+        if mt.index() >= MIGRATE_PCPTYPES {
+            if mt == MigrateType::Isolate {
+                self.free_one_page(idx, order);
+                self.debug_check("free");
+                return Ok(None);
+            }
+            mt = MigrateType::Movable;
+        }
+        let slot = self.pcp.slot(c);
+        let Some(pcp) = slot.try_lists() else {
+            self.free_one_page(idx, order);
+            self.debug_check("free");
+            return Ok(None);
+        };
+        let mut pcp = self.pcp_enter(slot, pcp);
+        let work = self.commit_free(&mut pcp, idx, order, mt, cached);
+        drop(pcp);
+        self.debug_check("free");
+        Ok(work.map(|w| PendingDrain {
+            cpu: c,
+            rem: w.to_free,
+            pindex: w.pindex,
+            reason: w.reason,
+        }))
+    }
+
+    /// One chunk of `drain` ([`Zone::free_on_pending`]): `batch` pages with
+    /// `drain_in_batches` (7.2's `free_frozen_page_commit`), else all of it, under one
+    /// zone-lock hold. Once it is done (nothing left, or the lists empty), `ZONE_BELOW_HIGH`
+    /// is cleared if free memory is back above the high mark, as after the commit's drain.
+    /// Returns whether it is done.
+    #[doc(hidden)]
+    pub fn drain_pending(&self, drain: &mut PendingDrain) -> bool {
+        if drain.rem <= 0 {
+            return true;
+        }
+        let slot = self.pcp.slot(drain.cpu);
+        let Some(pcp) = slot.try_lists() else {
+            // `pcp_spin_trylock` failed between two chunks: the kernel gives up.
+            drain.rem = 0;
+            return true;
+        };
+        let mut pcp = self.pcp_enter(slot, pcp);
+        if pcp.count > 0 {
+            drain.rem = self.drain_chunk(&mut pcp, drain.rem, drain.pindex, drain.reason);
+        }
+        let done = drain.rem <= 0 || pcp.count <= 0;
+        drop(pcp);
+        if done {
+            drain.rem = 0;
+            self.clear_below_high();
+        }
+        self.debug_check("free");
+        done
     }
 
     /// For a set-up from a snapshot: frees `pfn` onto CPU `cpu`'s list of type `list`

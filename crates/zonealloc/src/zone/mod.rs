@@ -64,6 +64,8 @@ mod isolate;
 
 mod layout;
 
+#[doc(hidden)]
+pub use free::PendingDrain;
 pub use handle::CpuHandle;
 pub use layout::LayoutBlock;
 pub(crate) use walk::{alloc_walk, ZoneList};

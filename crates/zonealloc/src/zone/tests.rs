@@ -477,3 +477,73 @@ fn pcp_list_holds_says_what_list_pages_counts() {
     z.drain_cpu(CpuId(0));
     assert!(!holds(MigrateType::Movable));
 }
+
+/// `free_on_pending` and `drain_pending`: the commit leaves its drain to the caller, which
+/// applies it in `batch`-sized chunks on 7.2 (`free_frozen_page_commit`'s
+/// `free_pcppages_bulk` calls) and in one on 6.12; in all, the same pages as `free_on`'s
+/// drain at the commit, in the same order.
+#[cfg(all(feature = "std", not(loom)))]
+#[test]
+fn a_pending_drain_drains_what_the_commit_would_in_chunks_of_batch() {
+    use crate::config::{HighMode, KernelVersion, ZoneConfig};
+    use crate::ZoneType;
+    let zone = |v| {
+        let mut cfg = ZoneConfig::for_kernel(v).with_cpus(1);
+        cfg.watermarks = ZoneConfig::without_watermarks().watermarks;
+        cfg.pcp.high_mode = HighMode::Fixed;
+        cfg.pcp.batch = Some(4);
+        cfg.pcp.high_min = Some(16);
+        cfg.pcp.high_max = Some(16);
+        let z = Zone::new(ZoneType::Normal, Pfn(0), Pfn(1 << 12), cfg).unwrap();
+        z.add_free_range(Pfn(0), Pfn(1 << 12)).unwrap();
+        z
+    };
+    let req = AllocRequest::new(MigrateType::Movable).on_cpu(CpuId(0));
+    let on_pcp = |z: &Zone| -> std::vec::Vec<u64> {
+        (0..1u64 << 12)
+            .filter(|&f| matches!(z.frame_state(Pfn(f)), Some(FrameState::Pcp(_))))
+            .collect()
+    };
+    for (v, chunks) in [(KernelVersion::V7_2, true), (KernelVersion::V6_12, false)] {
+        let (a, b) = (zone(v), zone(v));
+        let pages: std::vec::Vec<Pfn> = (0..32)
+            .map(|_| a.alloc_with(Order::ZERO, req).unwrap())
+            .collect();
+        let same: std::vec::Vec<Pfn> = (0..32)
+            .map(|_| b.alloc_with(Order::ZERO, req).unwrap())
+            .collect();
+        assert_eq!(pages, same);
+        let mut drains = 0;
+        for &p in &pages {
+            a.free_on(CpuId(0), p, Order::ZERO).unwrap();
+            let Some(mut d) = b.free_on_pending(CpuId(0), p, Order::ZERO).unwrap() else {
+                continue;
+            };
+            drains += 1;
+            let mut steps = 0;
+            loop {
+                let (count, left) = (b.pcp_info(CpuId(0)).count, d.pages_left());
+                let done = b.drain_pending(&mut d);
+                steps += 1;
+                let drained = count - b.pcp_info(CpuId(0)).count;
+                let chunk = if chunks { left.min(4) } else { left };
+                assert_eq!(drained, chunk.min(count), "{v:?}: step {steps}");
+                if done {
+                    break;
+                }
+            }
+            assert!(d.is_done());
+            assert!(!chunks || steps > 1 || d.pages_left() == 0, "{v:?}");
+            b.check().unwrap();
+        }
+        assert!(drains > 0, "{v:?}: no free drained");
+        assert_eq!(on_pcp(&a), on_pcp(&b), "{v:?}");
+        assert_eq!(a.nr_free(), b.nr_free(), "{v:?}");
+        let list = |z: &Zone| {
+            let mut out = [Pfn(0); 64];
+            let n = z.free_list(Order::ZERO, MigrateType::Movable, &mut out);
+            out[..n].to_vec()
+        };
+        assert_eq!(list(&a), list(&b), "{v:?}: the order-0 free list, in order");
+    }
+}

@@ -61,6 +61,12 @@ pub struct ReplayOptions {
     /// Free 7.2's contiguous-range frees (`vfree`) page by page, not as aligned blocks
     /// (`free_prepared_contig_range`).
     pub no_contig_free: bool,
+    /// Apply a free's drain whole at its commit, not at its traced lines in the trace's
+    /// order of zone-lock sections (`replayer::lock_order`).
+    pub no_lock_order: bool,
+    /// With the lock order, a refill a drain's chunk waits for made ahead of its allocation
+    /// line where the draining CPU moves on first (`replayer::lock_order`).
+    pub refill_ahead: bool,
     /// The kernel's `HZ` for the vmstat workers' timers (default
     /// [`super::vmstat::DEFAULT_HZ`]).
     pub hz: Option<u32>,
@@ -122,6 +128,8 @@ impl Default for ReplayOptions {
             infer_lists_after: None,
             no_decay: false,
             no_contig_free: false,
+            no_lock_order: false,
+            refill_ahead: false,
             hz: None,
             decay_waits_for_event: false,
             no_late_workers: false,

@@ -9,6 +9,7 @@ mod frees;
 mod held;
 mod in_batch;
 mod kswapd;
+mod lock_order;
 mod setup;
 mod stat_drift;
 #[cfg(test)]
@@ -58,6 +59,12 @@ pub struct Replayer {
     /// `free_prepared_contig_range` does (`replayer::contig_free`): the 7.2 preset, with the
     /// inferences (its runs are read off the deferred frees).
     pub contig_free: bool,
+    /// Apply a free's drain chunk by chunk at its traced lines, after the refills other CPUs
+    /// began under the zone lock before them ([`lock_order`]): a kernel's trace with the
+    /// inferences (`--no-lock-order` turns it off: the drain is applied at the commit).
+    pub lock_order: bool,
+    /// The pending drains and open refills ([`lock_order`]).
+    lock: lock_order::LockOrder,
     /// Per CPU: traced frees not on the lists yet ([`Deferred`]).
     deferred: Vec<Vec<Deferred>>,
     /// Per CPU: a batched commit has begun (a drain belongs to it; otherwise a drain follows
@@ -200,6 +207,8 @@ impl Replayer {
             frames,
             commit_at_batched: false,
             contig_free: false,
+            lock_order: false,
+            lock: lock_order::LockOrder::new(geo.cpus),
             deferred: vec![Vec::new(); geo.cpus as usize],
             batching: vec![false; geo.cpus as usize],
             held: vec![None; geo.cpus as usize],
@@ -240,6 +249,14 @@ impl Replayer {
             events: Vec::new(),
             emit,
         })
+    }
+
+    /// Sets the lock order ([`Replayer::lock_order`]) and whether a refill a drain's chunk
+    /// waits for is made ahead of its allocation where the drain's CPU moves on first
+    /// (`lock_order::refill_ahead`; `--refill-ahead` turns it on).
+    pub fn set_lock_order(&mut self, on: bool, ahead: bool) {
+        self.lock_order = on;
+        self.lock.set_ahead(ahead);
     }
 
     /// Sets the trace's migratetype numbering, which the zones' set-up does not read: a
@@ -343,6 +360,7 @@ impl Replayer {
         if commits {
             self.commit_before(ev, cpu)?;
         }
+        // (A take applies its CPU's pending drain first: `untraced_alloc`.)
         self.untraced_allocs(ev, untraced)
     }
 
@@ -361,6 +379,9 @@ impl Replayer {
         self.stat_cpu_is(cpu);
         if self.commit_at_batched {
             self.commit_before(ev, cpu)?;
+        }
+        if self.lock.any_pending() {
+            self.lock_order_at(ev, cpu, inferred)?;
         }
         match ev.kind {
             EventKind::Alloc {
@@ -410,6 +431,9 @@ impl Replayer {
             | EventKind::VmstatShepherd => {}
         }
         self.track_held(ev, cpu);
+        if self.lock_order {
+            self.lock_order_after(ev, cpu)?;
+        }
         Ok(())
     }
 
@@ -521,6 +545,8 @@ impl Replayer {
         for cpu in 0..self.geo.cpus {
             self.flush_deferred(cpu)?;
         }
+        self.flush_all_pending()?;
+        self.give_all_back()?;
         if let Some(w) = self.emit.take() {
             w.finish()?;
         }

@@ -288,6 +288,9 @@ impl Setup {
             r.commit_at_batched = self.infer;
             // 7.2's vfree frees a contiguous range as aligned blocks (replayer::contig_free).
             r.contig_free = super::replayer::contig_free_on(self.preset.0, self.infer, opts);
+            // A free's drain at its traced lines, after the refills other CPUs began
+            // under the zone lock before them (replayer::lock_order).
+            r.set_lock_order(self.infer && !opts.no_lock_order, opts.refill_ahead);
             r.held_frees.clone_from(&head.held_frees);
             // The remote pagesets' countdowns at the snapshot (numa::Expiry).
             if let Some(n) = r.numa.as_mut() {

@@ -398,6 +398,10 @@ impl Replayer {
     /// CPU, and the work runs on the CPU it decays).
     #[inline(never)]
     fn run_worker(&mut self, run: Run) -> io::Result<()> {
+        // The CPU's pending drain before its worker runs ([`super::lock_order`]).
+        if self.lock.any_pending() {
+            self.flush_pending(run.cpu, Some(run.at_ns))?;
+        }
         let stamp = Event {
             cpu: Some(run.cpu),
             ts_ns: Some(run.at_ns),
@@ -503,6 +507,9 @@ impl Replayer {
         }
         let z = self.geo.zone_of(pfn).unwrap_or(0);
         self.counts.inferred_drains += 1;
+        if self.lock.any_pending() {
+            self.flush_pending(owner, ev.ts_ns)?;
+        }
         self.zones[z].drain_cpu(CpuId(owner));
         self.flush_zone_events(ev, z, cpu)
     }

@@ -56,6 +56,10 @@ impl Replayer {
         if freed_again && !self.zones[z].pcp_list_holds(CpuId(cpu), mt, Order::ZERO) {
             return Ok(None);
         }
+        // The CPU's pending drain before its lists are used ([`super::lock_order`]).
+        if self.lock.any_pending() {
+            self.flush_pending(cpu, ev.ts_ns)?;
+        }
         let got = self.bulk_take(z, cpu, mt);
         self.flush_zone_events(ev, z, cpu)?;
         if let Ok(p) = got {
@@ -158,6 +162,9 @@ impl Replayer {
         let Some(mt) = self.gfp_type(migratetype) else {
             return Ok(());
         };
+        if self.lock.any_pending() {
+            self.flush_pending(cpu, ev.ts_ns)?;
+        }
         // Order 0's lists come first, one per migratetype (`order_to_pindex`).
         let held = self.zones[z].pcp_info(CpuId(cpu)).list_pages[mt.index()];
         for _ in 0..held {
@@ -303,6 +310,13 @@ impl Replayer {
         let freed = if self.lists_held {
             // `__free_frozen_pages`' trylock failed: `free_one_page`.
             self.zones[z].free_while_lists_held(Pfn(ours), ord)
+        } else if self.lock_order {
+            // The drain at its traced lines ([`super::lock_order`]), the CPU's pending one
+            // applied first.
+            if self.lock.any_pending() {
+                self.flush_pending(cpu, None)?;
+            }
+            self.free_pending(cpu, z, ours, ord)
         } else {
             self.zones[z].free_on(CpuId(cpu), Pfn(ours), ord)
         };

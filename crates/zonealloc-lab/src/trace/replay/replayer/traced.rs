@@ -33,6 +33,10 @@ impl Replayer {
             Inferred::AllocOn { cpu: on } if on < self.geo.cpus => on,
             _ => cpu,
         };
+        // The CPU's pending drain before its lists are used ([`super::lock_order`]).
+        if self.lock.any_pending() {
+            self.flush_pending(cpu, ev.ts_ns)?;
+        }
         let failed_in_trace = ev.is_failed_alloc();
         let z = self.traced_zone(ev, cpu, pfn, failed_in_trace)?;
         let mt = self.gfp_type(migratetype);
@@ -43,7 +47,16 @@ impl Replayer {
             self.counts.skipped_allocs += 1;
             return Ok(());
         };
-        let (got, z) = self.take_traced(cpu, z, (ord, mt, gfp_flags), failed_in_trace);
+        // Its refill's allocation, made ahead for a drain ([`super::lock_order`]).
+        let ahead = if self.any_taken() {
+            self.taken_ahead(cpu, z, order, ev.who.pid())
+        } else {
+            None
+        };
+        let (got, z) = match ahead {
+            Some(ours) => (Ok(Pfn(ours)), z),
+            None => self.take_traced(cpu, z, (ord, mt, gfp_flags), failed_in_trace),
+        };
         if self.numa.is_some() {
             for other in 0..self.zones.len() {
                 self.flush_zone_events(ev, other, cpu)?;
