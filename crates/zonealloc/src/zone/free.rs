@@ -14,6 +14,18 @@ use crate::request::AllocFlags;
 use crate::shared::ZoneBits;
 use crate::types::{CpuId, MigrateType, Order, Pfn, MIGRATE_PCPTYPES};
 
+/// What `prepare_list_free` left to do with a block being freed.
+enum ListFree {
+    /// It went to the buddy.
+    Done,
+    /// It goes on the list of type `mt` (`cached`: the type its page records).
+    Commit {
+        idx: u32,
+        mt: MigrateType,
+        cached: MigrateType,
+    },
+}
+
 /// Pages a free decided to drain, and from which list to start.
 struct DrainWork {
     to_free: i32,
@@ -59,9 +71,21 @@ impl<P: Platform> Zone<P> {
         order: Order,
         access: &mut PcpAccess<'_>,
     ) -> Result<(), FreeError> {
+        if let ListFree::Commit { idx, mt, cached } = self.prepare_list_free(pfn, order)? {
+            self.free_committing(idx, order, mt, cached, access);
+        }
+        Ok(())
+    }
+
+    /// The checks and the list choice of `__free_frozen_pages` before the commit: the block
+    /// is validated and claimed, and goes straight to the buddy (orders the lists do not
+    /// take, lists off, an isolated pageblock) or is to be committed to the list of its
+    /// pageblock's type.
+    #[inline(always)]
+    fn prepare_list_free(&self, pfn: Pfn, order: Order) -> Result<ListFree, FreeError> {
         let idx = self.validate_free(pfn, order)?;
         if !self.pcp.enabled() || !self.pcp.policy.allowed_order(order) {
-            return self.free_to_buddy(idx, pfn, order);
+            return self.free_to_buddy(idx, pfn, order).map(|()| ListFree::Done);
         }
         self.claim_for_free(idx, pfn, order)?;
         let mut mt = self.block_mt_racy(idx);
@@ -70,12 +94,11 @@ impl<P: Platform> Zone<P> {
         if mt.index() >= MIGRATE_PCPTYPES {
             if mt == MigrateType::Isolate {
                 self.free_one_page(idx, order);
-                return Ok(());
+                return Ok(ListFree::Done);
             }
             mt = MigrateType::Movable; // HighAtomic pages ride the Movable list
         }
-        self.free_committing(idx, order, mt, cached, access);
-        Ok(())
+        Ok(ListFree::Commit { idx, mt, cached })
     }
 
     /// As [`Zone::free_on`], but a drain the commit decides on is returned, not done: the
@@ -98,24 +121,10 @@ impl<P: Platform> Zone<P> {
                 return Ok(None);
             }
         }
-        let idx = self.validate_free(pfn, order)?;
-        if !self.pcp.enabled() || !self.pcp.policy.allowed_order(order) {
-            let done = self.free_to_buddy(idx, pfn, order);
+        let ListFree::Commit { idx, mt, cached } = self.prepare_list_free(pfn, order)? else {
             self.debug_check("free");
-            return done.map(|()| None);
-        }
-        self.claim_for_free(idx, pfn, order)?;
-        // As `free_with`.
-        let mut mt = self.block_mt_racy(idx);
-        let cached = mt;
-        if mt.index() >= MIGRATE_PCPTYPES {
-            if mt == MigrateType::Isolate {
-                self.free_one_page(idx, order);
-                self.debug_check("free");
-                return Ok(None);
-            }
-            mt = MigrateType::Movable;
-        }
+            return Ok(None);
+        };
         let slot = self.pcp.slot(c);
         let Some(pcp) = slot.try_lists() else {
             self.free_one_page(idx, order);
