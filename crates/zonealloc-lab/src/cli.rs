@@ -200,9 +200,14 @@ pub struct TraceReplayArgs {
     /// window's first 512 Ki events, held from the replay's own parse (a pipe gets what a
     /// file gets). `layout-roll`: with a kernel layout (--proc DIR/layout) and the default
     /// window, bring the layout from its read to the window's start with the events between
-    /// (KT_SNAPSHOT_BEFORE_BEGIN to KT_SNAPSHOT_BEFORE_END); never with --whole-file. `on` or `off` for all, `NAME=on|off` for one, which overrides on/off
-    /// for it; comma-separated or repeated, the last of each kind wins. Default: on with
-    /// --proc (start-count: as above).
+    /// (KT_SNAPSHOT_BEFORE_BEGIN to KT_SNAPSHOT_BEFORE_END); never with --whole-file.
+    /// `first-free-takes` (off unless named): a page whose first event is a batch's free
+    /// (mm_page_free_batched), freed again with no allocation between, was taken off that
+    /// CPU's list untraced before its first free too (copy_splice_read's alloc_pages_bulk,
+    /// then release_pages), and lay there from the start. `on` or `off` for all,
+    /// `NAME=on|off` for one, which overrides on/off for it; comma-separated or repeated,
+    /// the last of each kind wins. Default: on with --proc (start-count and
+    /// first-free-takes: as above).
     #[arg(long, value_name = "ON|OFF|NAME=ON|OFF", value_parser = parse_infer, value_delimiter = ',')]
     pub infer: Vec<Infer>,
     /// Do not run the per-CPU vmstat workers' decay of `high` (decay_pcp_high; by default
@@ -321,6 +326,9 @@ pub enum Infer {
     /// The kernel's layout rolled forward from its read to the window's start
     /// (`layout-roll`).
     LayoutRoll(bool),
+    /// A page first freed in a batch and freed again was on the list from the start
+    /// (`first-free-takes`).
+    FirstFreeTakes(bool),
 }
 
 impl Infer {
@@ -331,13 +339,14 @@ impl Infer {
             | Infer::StartCount(on)
             | Infer::Lists(on)
             | Infer::WholeStart(on)
-            | Infer::LayoutRoll(on) => on,
+            | Infer::LayoutRoll(on)
+            | Infer::FirstFreeTakes(on) => on,
         }
     }
 }
 
 /// An `--infer` item: `on`, `off`, or `NAME=on|off` (`start-count`, `lists`, `whole-start`,
-/// `layout-roll`).
+/// `layout-roll`, `first-free-takes`).
 fn parse_infer(s: &str) -> Result<Infer, String> {
     let on_off = |v: &str| match v {
         "on" => Ok(true),
@@ -350,8 +359,10 @@ fn parse_infer(s: &str) -> Result<Infer, String> {
         Some(("lists", v)) => on_off(v).map(Infer::Lists),
         Some(("whole-start", v)) => on_off(v).map(Infer::WholeStart),
         Some(("layout-roll", v)) => on_off(v).map(Infer::LayoutRoll),
+        Some(("first-free-takes", v)) => on_off(v).map(Infer::FirstFreeTakes),
         Some((name, _)) => Err(format!(
-            "no inference named '{name}' (one of: start-count, lists, whole-start, layout-roll)"
+            "no inference named '{name}' (one of: start-count, lists, whole-start, \
+             layout-roll, first-free-takes)"
         )),
     }
 }

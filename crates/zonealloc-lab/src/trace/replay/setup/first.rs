@@ -185,6 +185,7 @@ fn first(
                 roll_at,
                 keep_kernel: infer,
                 bulk_takes_head: infer && preset.bulk_takes_head(),
+                first_free_takes: opts.first_free_takes(infer),
                 contig_free: crate::trace::replay::replayer::contig_free_on(preset, infer, opts),
                 free_high: base.pcp.free_high,
             };
