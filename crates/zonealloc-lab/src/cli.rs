@@ -204,8 +204,14 @@ pub struct TraceReplayArgs {
     /// `lists-after`: with the default window and --proc-after, `lists` reads on past the
     /// window through the after-snapshot's reads (a CPU the window leaves alone shows its
     /// lists there). `on` or `off` for all, `NAME=on|off` for one, which overrides on/off
-    /// for it; comma-separated or repeated, the last of each kind wins. Default: on with
-    /// --proc (start-count: as above).
+    /// for it; comma-separated or repeated, the last of each kind wins.
+    /// `first-free-takes` (off unless named): a page whose first event is a batch's free
+    /// (mm_page_free_batched), freed again with no allocation between, was taken off that
+    /// CPU's list untraced before its first free too (copy_splice_read's alloc_pages_bulk,
+    /// then release_pages), and lay there from the start. `on` or `off` for all,
+    /// `NAME=on|off` for one, which overrides on/off for it; comma-separated or repeated,
+    /// the last of each kind wins. Default: on with --proc (start-count and
+    /// first-free-takes: as above).
     #[arg(long, value_name = "ON|OFF|NAME=ON|OFF", value_parser = parse_infer, value_delimiter = ',')]
     pub infer: Vec<Infer>,
     /// Do not run the per-CPU vmstat workers' decay of `high` (decay_pcp_high; by default
@@ -338,6 +344,9 @@ pub enum Infer {
     LayoutRoll(bool),
     /// The lists' inference reads on past the window (`lists-after`).
     ListsAfter(bool),
+    /// A page first freed in a batch and freed again was on the list from the start
+    /// (`first-free-takes`).
+    FirstFreeTakes(bool),
 }
 
 impl Infer {
@@ -349,13 +358,14 @@ impl Infer {
             | Infer::Lists(on)
             | Infer::WholeStart(on)
             | Infer::LayoutRoll(on)
-            | Infer::ListsAfter(on) => on,
+            | Infer::ListsAfter(on)
+            | Infer::FirstFreeTakes(on) => on,
         }
     }
 }
 
 /// An `--infer` item: `on`, `off`, or `NAME=on|off` (`start-count`, `lists`, `whole-start`,
-/// `layout-roll`, `lists-after`).
+/// `layout-roll`, `lists-after`, `first-free-takes`).
 fn parse_infer(s: &str) -> Result<Infer, String> {
     let on_off = |v: &str| match v {
         "on" => Ok(true),
@@ -369,9 +379,10 @@ fn parse_infer(s: &str) -> Result<Infer, String> {
         Some(("whole-start", v)) => on_off(v).map(Infer::WholeStart),
         Some(("layout-roll", v)) => on_off(v).map(Infer::LayoutRoll),
         Some(("lists-after", v)) => on_off(v).map(Infer::ListsAfter),
+        Some(("first-free-takes", v)) => on_off(v).map(Infer::FirstFreeTakes),
         Some((name, _)) => Err(format!(
             "no inference named '{name}' (one of: start-count, lists, whole-start, layout-roll, \
-             lists-after)"
+             lists-after, first-free-takes)"
         )),
     }
 }

@@ -152,6 +152,7 @@ fn replay_options(args: &TraceReplayArgs) -> Result<replay::ReplayOptions, Exit>
         infer_whole_start: last_infer(Infer::WholeStart),
         infer_layout_roll: last_infer(Infer::LayoutRoll),
         infer_lists_after: last_infer(Infer::ListsAfter),
+        infer_first_free_takes: last_infer(Infer::FirstFreeTakes),
         proc: args.proc.clone(),
         proc_after: args.proc_after.clone(),
         no_layout: args.no_layout,

@@ -56,6 +56,10 @@ pub struct ReplayOptions {
     /// ([`super::infer::pcp_state::Head::past`]; default: as `infer_lists`, with the default
     /// window and `--proc-after`, where that text is kept).
     pub infer_lists_after: Option<bool>,
+    /// A page whose first event is a batch's free, freed again with no allocation between,
+    /// was on that CPU's list from the start (`KernelSide::appeared`; default: off,
+    /// `Some(true)` turns it on where `infer` is).
+    pub infer_first_free_takes: Option<bool>,
     /// No vmstat workers' `decay_pcp_high` even where the kernel family has it.
     pub no_decay: bool,
     /// Free 7.2's contiguous-range frees (`vfree`) page by page, not as aligned blocks
@@ -126,6 +130,7 @@ impl Default for ReplayOptions {
             infer_whole_start: None,
             infer_layout_roll: None,
             infer_lists_after: None,
+            infer_first_free_takes: None,
             no_decay: false,
             no_contig_free: false,
             no_lock_order: false,
@@ -142,5 +147,13 @@ impl Default for ReplayOptions {
             window: Window::default(),
             whole_file: false,
         }
+    }
+}
+
+impl ReplayOptions {
+    /// Whether a page first freed in a batch and freed again counts as on its list from the
+    /// start (`KernelSide::appeared`), the inferences being `infer`: off unless named.
+    pub fn first_free_takes(&self, infer: bool) -> bool {
+        infer && self.infer_first_free_takes.unwrap_or(false)
     }
 }

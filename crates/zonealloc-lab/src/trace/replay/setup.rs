@@ -176,6 +176,7 @@ impl Setup {
         // Only the pass's side (and the walk's it goes on from) infers bulk takes off a
         // list's head, not the other walks'.
         (setup.kernel).set_bulk_takes_head(infer && setup.preset.0.bulk_takes_head());
+        (setup.kernel).set_appeared_takes(opts.first_free_takes(infer));
         setup.numbering(opts, source);
         Ok(setup)
     }

@@ -51,6 +51,10 @@ pub struct Which {
     /// The kept side and the lists' walk infer bulk takes off a list's head
     /// ([`super::kernel::KernelSide::set_bulk_takes_head`], [`Collector::set_bulk_takes_head`]).
     pub bulk_takes_head: bool,
+    /// The walk's kernel side and the lists' walk read a page first freed in a batch and
+    /// freed again as on its list from the start
+    /// ([`super::kernel::KernelSide::set_appeared_takes`], [`Collector::set_appeared_takes`]).
+    pub first_free_takes: bool,
     /// 7.2's `vfree` frees a contiguous range as aligned blocks ([`Walk::set_contig_free`]).
     pub contig_free: bool,
     /// The lists' walk reads on past the window, through the text the end state replays
@@ -164,6 +168,7 @@ fn inferences(geo: &Geometry, snap: &ProcSnapshot, which: Which) -> Inferences {
         w.set_extfrag_names_page(which.extfrag_names_page);
         w.set_hz(which.hz);
         w.set_contig_free(which.contig_free);
+        w.set_appeared_takes(which.first_free_takes);
         w.set_free_high(which.free_high);
         match which.roll_at {
             Some(at) => w.roll_back_from(at),
@@ -186,6 +191,7 @@ fn inferences(geo: &Geometry, snap: &ProcSnapshot, which: Which) -> Inferences {
             geo.numbering,
         );
         c.set_bulk_takes_head(which.bulk_takes_head);
+        c.set_appeared_takes(which.first_free_takes);
         c.set_extfrag_names_page(which.extfrag_names_page);
         c.set_contig_free(which.contig_free);
         c
@@ -283,6 +289,7 @@ impl Which {
             roll_at: None,
             keep_kernel: false,
             bulk_takes_head: false,
+            first_free_takes: false,
             contig_free: false,
             lists_after: false,
             free_high: zonealloc::FreeHigh::FreeFactor,

@@ -92,6 +92,10 @@ pub struct Untraced {
     /// replay takes it now only while it holds that free (deferred), else the free's own
     /// inference took it.
     pub freed: bool,
+    /// The take stands for an earlier one of `pfn`, before the first free the trace shows of
+    /// it ([`KernelSide::appeared`]): a page of the list is taken and stays in use, bound to
+    /// no frame of the trace (`pfn` names the zone only).
+    pub unbound: bool,
 }
 
 impl Untraced {
@@ -103,6 +107,7 @@ impl Untraced {
             migratetype,
             bulk_refill: false,
             freed: false,
+            unbound: false,
         }
     }
 }
@@ -221,6 +226,12 @@ pub struct KernelSide {
     pub untraced_now: Vec<Untraced>,
     /// Pages inferred so, before their free.
     pub untraced_early: u64,
+    /// Whether a page whose first event is a batch's free, freed again with a take between,
+    /// was taken off that list before its first free too ([`KernelSide::appeared`]; off
+    /// unless `--infer first-free-takes=on`, set with [`KernelSide::set_appeared_takes`]).
+    appeared_takes: bool,
+    /// Takes inferred so.
+    pub appeared_taken: u64,
     /// Pageblock migratetypes the trace has named.
     pub block_types: BlockTypes,
     /// The last event, if a drained block: its owner (the CPU whose lists it was on) and
@@ -268,6 +279,8 @@ impl KernelSide {
             bulk_takes_head: false,
             untraced_now: Vec::new(),
             untraced_early: 0,
+            appeared_takes: false,
+            appeared_taken: 0,
             block_types: BlockTypes::new(9),
             last_drain: None,
             ts_tick: (None, 0),
@@ -286,6 +299,12 @@ impl KernelSide {
     /// ([`Kernel::bulk_takes_head`](crate::trace::replay::preset::Kernel::bulk_takes_head)).
     pub fn set_bulk_takes_head(&mut self, on: bool) {
         self.bulk_takes_head = on;
+    }
+
+    /// Whether a page the trace first shows freed, then freed again with an untraced take
+    /// between, was taken off the list before its first free too ([`KernelSide::appeared`]).
+    pub fn set_appeared_takes(&mut self, on: bool) {
+        self.appeared_takes = on;
     }
 
     /// Accounts one event, whose page lies in zone `zone`, and says what the replay should

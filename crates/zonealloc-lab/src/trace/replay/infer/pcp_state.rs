@@ -415,6 +415,15 @@ impl Collector {
         }
     }
 
+    /// Reads a page the trace first shows freed, then freed again, as taken off its list
+    /// before its first free too, as the replay does
+    /// ([`super::kernel::KernelSide::set_appeared_takes`]; off by default).
+    pub fn set_appeared_takes(&mut self, on: bool) {
+        for b in &mut self.balances {
+            b.appeared_takes = on;
+        }
+    }
+
     /// Reads 7.2's contiguous-range frees as the replay does (`contig.rs`; off by default).
     pub fn set_contig_free(&mut self, on: bool) {
         self.contig.on = on;

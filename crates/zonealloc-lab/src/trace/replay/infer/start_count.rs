@@ -342,6 +342,13 @@ impl Walk {
         self.kernel.set_bulk_takes_head(bulk_takes_head);
     }
 
+    /// Whether the walk's kernel side reads a page first freed in a batch and freed again as
+    /// on its list from the start ([`KernelSide::set_appeared_takes`]): its count rolls
+    /// back and bounds over the take as the replay's pass replays it.
+    pub fn set_appeared_takes(&mut self, on: bool) {
+        self.kernel.set_appeared_takes(on);
+    }
+
     /// The walk's kernel side and its notes ([`Walk::keep_notes`]; `None` without them), for
     /// the replay's pass: the walk reads nothing of it after its last event.
     pub fn hand_over(&mut self) -> Option<Handover> {

@@ -93,11 +93,16 @@ impl Replayer {
             migratetype,
             bulk_refill,
             freed,
+            unbound,
         } in pages
         {
             let Some(z) = self.geo.zone_of(pfn) else {
                 continue;
             };
+            if unbound {
+                self.unbound_take(ev, z, cpu, migratetype)?;
+                continue;
+            }
             // A page freed before the take was read: taken now only while we hold its free.
             if self.frames.is_live(pfn) || (freed && self.frames.deferred_at(pfn).is_none()) {
                 continue;
@@ -116,6 +121,31 @@ impl Replayer {
             }
         }
         Ok(())
+    }
+
+    /// A take of an order-0 page of `migratetype` (the trace's numbering) off CPU `cpu`'s
+    /// list in zone `z` that stays in use, bound to no traced frame
+    /// (`Untraced::unbound`): only while ours holds a page of that type there, as for a page
+    /// freed again ([`Inferred::UntracedAlloc`]'s `freed_again`): a refill would put ours
+    /// further out.
+    fn unbound_take(
+        &mut self,
+        ev: &Event<'_>,
+        z: usize,
+        cpu: u32,
+        migratetype: u8,
+    ) -> io::Result<()> {
+        let cpu = cpu % self.geo.cpus;
+        let Some(mt) = self.gfp_type(migratetype) else {
+            return Ok(());
+        };
+        if !self.zones[z].pcp_list_holds(CpuId(cpu), mt, Order::ZERO) {
+            return Ok(());
+        }
+        if self.bulk_take(z, cpu, mt).is_ok() {
+            self.counts.untraced_allocs += 1;
+        }
+        self.flush_zone_events(ev, z, cpu)
     }
 
     /// One order-0 page of `mt` taken off CPU `cpu`'s list in zone `z` (refilled first if

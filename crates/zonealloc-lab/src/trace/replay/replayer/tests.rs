@@ -574,3 +574,32 @@ fn the_counters_lag_on_the_cpu_of_each_event() {
     z.fold_vmstat(CpuId(2));
     assert_eq!(z.vmstat_free_pages(), exact);
 }
+
+/// A take bound to no frame (`Untraced::unbound`, `KernelSide::appeared`) takes a page off
+/// our list of its type and keeps it: the list is one page shorter, no frame of the trace
+/// is ours for it, and with no page of the type there it takes none (no refill). Fails on
+/// the old code (no such take).
+#[test]
+fn an_unbound_take_keeps_a_page_of_our_list_and_binds_no_frame() {
+    let g = one_cpu_zone(1 << 16);
+    let mut r = Replayer::new(Variant::parse("upstream").unwrap(), &g, None).unwrap();
+    let free = untraced::free0(0x900);
+    let unbound = Untraced {
+        unbound: true,
+        ..Untraced::new(0x900, 0, 0)
+    };
+    r.untraced_allocs(&free, &[unbound]).unwrap();
+    assert_eq!((r.ours.get(0, 0).refills, r.counts.untraced_allocs), (0, 0));
+    r.feed(&at(0, None, alloc0(0x100, 0, "GFP_KERNEL")), Inferred::None)
+        .unwrap();
+    let held = r.zones[0].pcp_info(CpuId(0)).list_pages[0];
+    let refills = r.ours.get(0, 0).refills;
+    assert!(held > 0, "{held} held");
+    r.untraced_allocs(&free, &[unbound]).unwrap();
+    assert_eq!(r.zones[0].pcp_info(CpuId(0)).list_pages[0], held - 1);
+    assert_eq!(
+        (r.ours.get(0, 0).refills, r.counts.untraced_allocs),
+        (refills, 1)
+    );
+    assert!(!r.frames.is_live(0x900));
+}

@@ -188,6 +188,7 @@ fn first(
                 roll_at,
                 keep_kernel: infer,
                 bulk_takes_head: infer && preset.bulk_takes_head(),
+                first_free_takes: opts.first_free_takes(infer),
                 contig_free: crate::trace::replay::replayer::contig_free_on(preset, infer, opts),
                 lists_after: lists && opts.infer_lists_after.or(opts.infer).unwrap_or(true),
                 free_high: base.pcp.free_high,

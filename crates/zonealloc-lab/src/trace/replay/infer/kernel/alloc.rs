@@ -1,6 +1,7 @@
 //! A traced allocation (`mm_page_alloc`): the frame leaves every CPU's lists, and the CPU it
 //! was taken off is the one whose refill listed it ([`KernelSide::alloc_cpu`]).
 
+use super::pfn_map::Shown;
 use super::{Inferred, KernelSide};
 use crate::trace::parse::Event;
 
@@ -28,6 +29,7 @@ impl KernelSide {
             let on = Self::alloc_cpu(cpu, f.refill_listed());
             listed = f.refill_listed().is_none() && f.last_free_cpu() == Some(on);
             f.allocs += 1;
+            f.set_shown(Shown::More);
             f.set_last_free_cpu(None);
             f.set_refilled(None);
             if order > 0 {
@@ -65,10 +67,10 @@ impl KernelSide {
     #[inline(never)]
     fn hand_out_tails(&mut self, pfn: u64, order: u8) {
         for tail in pfn + 1..pfn + (1u64 << order.min(zonealloc::MAX_ORDER_LIMIT)) {
-            // `get` first: a frame the trace never freed gets no entry.
-            if self.pfns.get(tail).last_free_cpu().is_some() {
-                self.pfns.get_mut(tail).set_last_free_cpu(None);
-            }
+            let f = self.pfns.get_mut(tail);
+            f.set_last_free_cpu(None);
+            // Shown allocated: a first free of it at order 0 is no page from a list.
+            f.set_shown(Shown::More);
         }
     }
 

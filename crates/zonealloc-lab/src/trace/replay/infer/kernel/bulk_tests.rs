@@ -1,6 +1,7 @@
 //! `alloc_pages_bulk` read off the trace: a refill run no allocation of its task follows
-//! ([`KernelSide::bulk_refill`]), and a page freed again with no allocation between
-//! ([`KernelSide::freed_again`]).
+//! ([`KernelSide::bulk_refill`]), a page freed again with no allocation between
+//! ([`KernelSide::freed_again`]), and one whose first event was a batch's free
+//! ([`KernelSide::appeared`]).
 
 use super::refill_tests::refill;
 use super::*;
@@ -252,4 +253,76 @@ fn a_refill_of_another_list_before_its_own_allocation_was_a_bulk_take() {
         ..Untraced::new(0x10, 1, 0)
     };
     assert_eq!(freed[1], vec![held]);
+}
+
+/// 7.2-3g-16cpu-wq p_file (lines 3845-3908): `cat-1101` frees on CPU 3, in one batch
+/// (`release_pages`), pages no line before shows, then frees the same pages again with no
+/// allocation between: `copy_splice_read`'s `alloc_pages_bulk` took them off CPU 3's
+/// Unmovable list before each free, the first time too, where they lay from the start.
+/// With `first-free-takes` on, the free again infers one more take off that list, bound to
+/// no frame, and so does a single first free freed again in a batch (a page the pipe kept);
+/// a third free, single frees both (a `vfree`'d stack's), a page an allocation showed
+/// before, or the rule off infer none. Fails on the old code (no such take).
+#[test]
+fn a_page_first_freed_in_a_batch_then_freed_again_lay_on_the_list_from_the_start() {
+    let batched = |pfn| by(7, 3, false, EventKind::FreeBatched { pfn });
+    let unbound = Untraced {
+        unbound: true,
+        ..Untraced::new(0x200, 3, 0)
+    };
+    // The untraced takes each event found, with the rule on or off.
+    let run = |on: bool, events: &[Event<'static>]| {
+        let mut k = KernelSide::new(1, 4);
+        k.set_appeared_takes(on);
+        k.block_types.name(0x200, 0);
+        let got: Vec<Vec<Untraced>> = events
+            .iter()
+            .map(|e| {
+                k.add(e, 0);
+                k.untraced_now.clone()
+            })
+            .collect();
+        (got, k.appeared_taken)
+    };
+    let cycle = [
+        by(7, 3, false, free(0x200)),
+        batched(0x200),
+        by(7, 3, false, free(0x200)),
+        batched(0x200),
+        by(7, 3, false, free(0x200)),
+    ];
+    let (got, taken) = run(true, &cycle);
+    assert_eq!(got[2], vec![unbound]);
+    assert!(got.iter().enumerate().all(|(i, u)| i == 2 || u.is_empty()));
+    assert_eq!(taken, 1);
+    assert_eq!(run(false, &cycle).1, 0);
+    // A single free first (no `mm_page_free_batched`), then a single free again (a
+    // `vfree`'d stack's, on that CPU or another): none.
+    for cpu in [3, 2] {
+        let single = [by(7, 3, false, free(0x200)), by(8, cpu, false, free(0x200))];
+        assert_eq!(run(true, &single).1, 0, "CPU {cpu}");
+    }
+    // A single first free (the pipe's filled page, 0x27583 at 89.246441), freed again in a
+    // batch on that CPU (89.246461, 89.246472): the take, at the batch's line.
+    let kept = [
+        by(7, 3, false, free(0x200)),
+        by(7, 3, false, free(0x200)),
+        batched(0x200),
+    ];
+    let (got, taken) = run(true, &kept);
+    assert_eq!((got[2].clone(), taken), (vec![unbound], 1));
+    // Shown allocated before its batch's free: none.
+    let alloc = EventKind::Alloc {
+        pfn: 0x200,
+        order: 0,
+        migratetype: 0,
+        gfp_flags: "GFP_USER",
+    };
+    let shown = [
+        by(7, 3, false, alloc),
+        by(7, 3, false, free(0x200)),
+        batched(0x200),
+        by(7, 3, false, free(0x200)),
+    ];
+    assert_eq!(run(true, &shown).1, 0);
 }

@@ -2,7 +2,8 @@
 //! free path explains the run it is in or the replay must drain those lists itself
 //! ([`Inferred::Drain`]; the module docs of [`super`] say how).
 
-use super::{pfn_map, Inferred, KernelSide, Prev};
+use super::pfn_map::{self, Shown};
+use super::{Inferred, KernelSide, Prev};
 use crate::trace::parse::Event;
 
 impl KernelSide {
@@ -25,6 +26,7 @@ impl KernelSide {
         let mut inferred = Inferred::None;
         let f = self.pfns.get_mut(pfn);
         let facts = *f;
+        f.set_shown(Shown::More);
         let refill_after = Self::refilled_after(facts, cpu, tick);
         if !refill_after {
             f.clear_refill_listed();

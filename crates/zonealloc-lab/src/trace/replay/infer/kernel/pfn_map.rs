@@ -37,6 +37,28 @@ pub struct PfnFacts {
     /// `last_free_cpu` is a refill's (of any order: `rmqueue_bulk` put the frame on that
     /// CPU's lists) and nothing has taken the frame off them since, in the trace.
     by_refill: bool,
+    /// What the trace has shown of the frame ([`Shown`]); it sits in what was padding.
+    shown: Shown,
+}
+
+/// What the trace has shown of a frame, for [`KernelSide::appeared`](super::KernelSide):
+/// whether its first event was an order-0 free.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Shown {
+    /// No event of the frame yet.
+    #[default]
+    Nothing,
+    /// Its first event was an order-0 `mm_page_free`, and only that: a page the trace never
+    /// showed allocated nor on a list, freed.
+    FreedFirst,
+    /// As `FreedFirst`, and that free's `mm_page_free_batched` came: a free of a batch
+    /// (`free_unref_folios`), as `release_pages` gives pages back.
+    FreedFirstBatched,
+    /// `FreedFirst` (a single free), then freed again on that CPU: whether the free again
+    /// is a batch's, its `mm_page_free_batched` tells.
+    FreedAgain,
+    /// Anything else.
+    More,
 }
 
 impl PfnFacts {
@@ -95,6 +117,18 @@ impl PfnFacts {
     #[inline]
     pub fn set_refilled(&mut self, r: Option<(u32, u8)>) {
         (self.refilled_cpu, self.refilled_mt) = r.map_or((0, 0), |(cpu, mt)| (cpu + 1, mt));
+    }
+
+    /// What the trace has shown of the frame.
+    #[inline]
+    pub fn shown(&self) -> Shown {
+        self.shown
+    }
+
+    /// Records what the trace has shown of the frame.
+    #[inline]
+    pub fn set_shown(&mut self, shown: Shown) {
+        self.shown = shown;
     }
 
     /// Takes the refill fact, leaving none.

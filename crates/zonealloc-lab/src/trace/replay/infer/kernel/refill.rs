@@ -3,6 +3,7 @@
 //! `alloc_pages_bulk` takes pages from ([`super::bulk`]).
 
 use super::bulk::{irq_level, Awaited};
+use super::pfn_map::Shown;
 use super::KernelSide;
 use crate::trace::parse::{Event, EventKind};
 
@@ -23,6 +24,7 @@ impl KernelSide {
         tick: u32,
     ) {
         let f = self.pfns.get_mut(pfn);
+        f.set_shown(Shown::More);
         if percpu_refill {
             // The block goes onto this CPU's lists (unless the allocation takes it).
             f.set_refill_listed(cpu, tick);

@@ -47,8 +47,26 @@ pub(super) struct ZoneBalance {
     /// Untraced bulk allocations take the pages frees put on a list's head
     /// (`Kernel::bulk_takes_head`; [`head_take`]).
     bulk_takes_head: bool,
+    /// Per frame, what the head has shown of it: [`SHOWN_FREED_FIRST`] while its only
+    /// event is its first order-0 free, [`SHOWN_FREED_FIRST_BATCHED`] once that free's
+    /// `mm_page_free_batched` came, [`SHOWN_FREED_AGAIN`] when a single first free is
+    /// followed by a free again, [`SHOWN_MORE`] after any other, 0 before any.
+    shown: SpanMap<u8>,
+    /// A page first shown freed, then freed again, was taken off its list before its first
+    /// free too (`KernelSide::appeared`): one block more off that list at the free again.
+    pub(super) appeared_takes: bool,
     events: u64,
 }
+
+/// [`ZoneBalance::shown`]: the frame's only events are its first order-0 free.
+const SHOWN_FREED_FIRST: u8 = 1;
+/// [`ZoneBalance::shown`]: that first free's `mm_page_free_batched` came too.
+const SHOWN_FREED_FIRST_BATCHED: u8 = 3;
+/// [`ZoneBalance::shown`]: first freed singly, then freed again on that CPU, awaiting the
+/// free again's `mm_page_free_batched`.
+const SHOWN_FREED_AGAIN: u8 = 4;
+/// [`ZoneBalance::shown`]: any other event of the frame.
+const SHOWN_MORE: u8 = 2;
 
 /// One CPU's lists of a zone.
 #[derive(Clone)]
@@ -77,6 +95,12 @@ struct CpuBalance {
     frees_before: Vec<u64>,
     /// Events of the zone read on the CPU.
     events: u64,
+    /// Per order-0 list: the pages on it from the start that no event shows until the bulk
+    /// take `ZoneBalance::free` infers before their first free (`KernelSide::appeared`).
+    /// Nothing the trace shows took them before that take (a traced allocation or a drain
+    /// of one would name it), so the list's other pages served every event until then: the
+    /// list held these on top of what its balance asks, as if taken at the start.
+    reserved: [i64; TYPES],
 }
 
 impl CpuBalance {
@@ -94,6 +118,7 @@ impl CpuBalance {
             first_done: false,
             frees_before: Vec::new(),
             events: 0,
+            reserved: [0; TYPES],
         }
     }
 
@@ -173,9 +198,10 @@ impl CpuBalance {
                 lowest[t] = lowest[t].min(low[t] + k[t]);
             }
         }
+        let reserved = if s == 0 { self.reserved } else { [0; TYPES] };
         std::array::from_fn(|t| {
             let l = if self.exact[s][t] { at[t] } else { lowest[t] };
-            l.unsigned_abs()
+            l.unsigned_abs() + reserved[t].unsigned_abs()
         })
     }
 }
@@ -196,9 +222,11 @@ impl ZoneBalance {
             named: SpanMap::new(blocks),
             pending_batched: SpanMap::new(span.clone()),
             on_list: SpanMap::new(span.clone()),
-            listed: SpanMap::new(span),
+            listed: SpanMap::new(span.clone()),
+            shown: SpanMap::new(span),
             tops: vec![Vec::new(); cpus.max(1) as usize * TYPES],
             bulk_takes_head: false,
+            appeared_takes: false,
             events: 0,
         }
     }
@@ -263,6 +291,7 @@ impl ZoneBalance {
         };
         match rec {
             Rec::ZoneLocked(pfn, order, mt, refill) => {
+                self.shown.insert(pfn, SHOWN_MORE);
                 if refill {
                     c.take(slot_of(order, thp), mt, 1);
                     self.on_list.insert(pfn, type_code(mt));
@@ -279,10 +308,15 @@ impl ZoneBalance {
                     c.take(slot_of(order, thp), mt, -1);
                 }
                 self.forget_listed(pfn, order);
+                self.shown.insert(pfn, SHOWN_MORE);
+                if order > 0 {
+                    self.shown_tails(pfn, order);
+                }
             }
             Rec::Drain(pfn, order, mt) => {
                 c.take(slot_of(order, thp), mt, -1);
                 self.forget_listed(pfn, order);
+                self.shown.insert(pfn, SHOWN_MORE);
             }
             Rec::Free(pfn, order) | Rec::FreeBatched(pfn, order) => {
                 self.free(cpu, rec, pfn, order, first_named);
@@ -314,12 +348,25 @@ impl ZoneBalance {
         order: u8,
         first_named: impl Fn(u64) -> Option<usize>,
     ) {
+        let shown = self.shown.get(pfn).unwrap_or(0);
         if matches!(rec, Rec::Free(..)) {
             self.pending_batched.insert(pfn, 1);
         } else if self.pending_batched.remove(pfn).is_some() {
             // The `mm_page_free` of the same page came first: counted there.
+            if shown == SHOWN_FREED_FIRST {
+                self.shown.insert(pfn, SHOWN_FREED_FIRST_BATCHED);
+            } else if shown == SHOWN_FREED_AGAIN {
+                // A page first freed singly, freed again in a batch: on the list it lies on
+                // now, the first free's (`KernelSide::appeared`).
+                self.shown.insert(pfn, SHOWN_MORE);
+                let on = self.listed.get(pfn).map(listed_of);
+                if let Some((by, mt, _)) = on.filter(|o| o.0 == cpu && self.appeared_takes) {
+                    self.cpus[by as usize].reserved[mt] += 1;
+                }
+            }
             return;
         }
+        let single = order == 0 && matches!(rec, Rec::Free(..));
         // Its list is its pageblock's type at the free, which the head names only
         // by an allocation's requested type: a drain's own line tells it better.
         self.on_list.remove(pfn);
@@ -328,12 +375,23 @@ impl ZoneBalance {
         if order > 0 {
             self.forget_tails(pfn, order);
         }
+        let state = match shown {
+            0 if single => SHOWN_FREED_FIRST,
+            // Freed again on the first free's CPU: its batch's line, if one comes, decides.
+            SHOWN_FREED_FIRST if single && again.is_some_and(|a| a.0 == cpu) => SHOWN_FREED_AGAIN,
+            _ => SHOWN_MORE,
+        };
+        self.shown.insert(pfn, state);
         // The replay reads a refilled page's free of either kind so, a page freed before
         // only at its `mm_page_free` (`KernelSide::on_free`).
         if let Some((by, mt, refilled)) = again.filter(|_| order == 0) {
             let b = self.cpus.get_mut(by as usize);
             if let Some(b) = b.filter(|_| refilled || matches!(rec, Rec::Free(..))) {
                 b.take(Some(0), mt, -1);
+                // Its first free was of a page taken off that list too.
+                if shown == SHOWN_FREED_FIRST_BATCHED && self.appeared_takes && mt < TYPES {
+                    b.reserved[mt] += 1;
+                }
             }
         }
         let (thp, c) = (self.thp_order, &mut self.cpus[cpu as usize]);
@@ -362,6 +420,15 @@ impl ZoneBalance {
         self.pending_batched.remove(pfn);
         if order > 0 {
             self.forget_tails(pfn, order);
+        }
+    }
+
+    /// The frames after the first of a block of `order` an allocation at `pfn` handed out:
+    /// shown in use (`KernelSide::hand_out_tails`).
+    #[inline(never)]
+    fn shown_tails(&mut self, pfn: u64, order: u8) {
+        for tail in pfn + 1..pfn + (1u64 << order.min(zonealloc::MAX_ORDER_LIMIT)) {
+            self.shown.insert(tail, SHOWN_MORE);
         }
     }
 

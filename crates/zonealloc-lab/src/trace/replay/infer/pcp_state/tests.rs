@@ -330,6 +330,49 @@ fn a_page_freed_again_was_taken_off_the_list_it_was_freed_onto() {
     assert_eq!(d.blocks[1][0], [0, 0, 0]);
 }
 
+/// 7.2-3g-16cpu-wq p_file: a page whose first event is a batch's free and which is freed
+/// again with no allocation between lay on the list from the start, with `first-free-takes`
+/// on (`KernelSide::appeared`): no event took it before the bulk take, so the list's other
+/// pages served every event until then, and the list held it on top of what its balance
+/// asks. CPU 0 allocates an Unmovable page, frees 0x1010 in a batch and again, then
+/// allocates two more, frees 0x1040 singly and again in a batch (a page the pipe kept),
+/// and allocates one more: two blocks without the rule, four with it. Single frees both
+/// (CPU 1's 0x1030, a `vfree`'d stack's) lay nowhere: CPU 1's one block is its first
+/// allocation's. Fails on the old code (two).
+#[test]
+fn a_page_first_freed_in_a_batch_and_again_lay_on_its_list_from_the_start() {
+    let alloc = |pfn: u32| {
+        format!("mm_page_alloc: page=(____ptrval____) pfn={pfn:#x} order=0 migratetype=0 gfp_flags=GFP_KERNEL")
+    };
+    let free = |pfn: u32| format!("mm_page_free: page=(____ptrval____) pfn={pfn:#x} order=0");
+    let batched =
+        |pfn: u32| format!("mm_page_free_batched: page=(____ptrval____) pfn={pfn:#x} order=0");
+    let mut head = String::new();
+    head += &line(0, 1, &alloc(0x1000));
+    for _ in 0..2 {
+        head += &line(0, 2, &free(0x1010));
+        head += &line(0, 2, &batched(0x1010));
+    }
+    head += &line(0, 3, &alloc(0x1011));
+    head += &line(0, 3, &alloc(0x1012));
+    head += &line(1, 4, &alloc(0x1020));
+    head += &line(1, 5, &free(0x1030));
+    head += &line(1, 6, &free(0x1030));
+    head += &line(1, 7, &alloc(0x1021));
+    // CPU 0 frees 0x1040 singly (a page the pipe kept), then again in a batch, and
+    // allocates one more.
+    head += &line(0, 8, &free(0x1040));
+    head += &line(0, 9, &free(0x1040));
+    head += &line(0, 9, &batched(0x1040));
+    head += &line(0, 10, &alloc(0x1013));
+    let blocks = |on: bool| {
+        let d = collect(&head, |c| c.set_appeared_takes(on));
+        (d.blocks[0][0][0], d.blocks[1][0][0])
+    };
+    assert_eq!(blocks(false), (2, 1));
+    assert_eq!(blocks(true), (4, 1));
+}
+
 /// One made-up event: `what` picks the kind, on CPU `cpu`, of page `pfn`.
 fn made_up(what: u8, cpu: u32, pfn: u64, order: u8, mt: u8) -> Event<'static> {
     let kind = match what % 6 {
