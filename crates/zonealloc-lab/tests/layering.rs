@@ -61,6 +61,14 @@ fn module_path(rel: &Path) -> Vec<String> {
     parts
 }
 
+/// Whether `rel` (a path under `src/`) is a test module of its own: `tests.rs`, `*_tests.rs`,
+/// or a file of a `tests/` folder.
+fn is_test_module(rel: &Path) -> bool {
+    rel.ends_with("tests.rs")
+        || rel.to_string_lossy().ends_with("_tests.rs")
+        || rel.components().any(|c| c.as_os_str() == "tests")
+}
+
 /// The code of a file without comments and without its unit tests.
 fn code_of(text: &str) -> String {
     let text = match text.find("#[cfg(test)]\nmod tests {") {
@@ -180,8 +188,9 @@ fn tree() -> Tree {
             folders.insert(m.clone());
         }
         modules.insert(m.clone());
-        // Test modules of their own (`mod tests;`, `mod refill_tests;`) are not checked.
-        if !(rel.ends_with("tests.rs") || rel.to_string_lossy().ends_with("_tests.rs")) {
+        // Test modules of their own (`mod tests;`, `mod refill_tests;`, the files of a
+        // `tests/` folder) are not checked.
+        if !is_test_module(&rel) {
             texts.push((m, std::fs::read_to_string(&path).expect("read source")));
         }
     }
@@ -387,7 +396,7 @@ fn lab_imports() -> BTreeMap<String, BTreeSet<String>> {
     let mut imports: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for path in files {
         let rel = path.strip_prefix(&src).expect("under src").to_owned();
-        if rel.ends_with("tests.rs") || rel.to_string_lossy().ends_with("_tests.rs") {
+        if is_test_module(&rel) {
             continue;
         }
         let m = module_path(&rel);

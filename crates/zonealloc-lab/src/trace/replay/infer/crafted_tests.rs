@@ -54,16 +54,23 @@ pub(super) fn cpu1_count_after(trace: &str, snap: &Path, infer: Option<bool>) ->
 
 /// CPU 1's lists, in the zone of pfn 0x10000, after a replay as [`cpu1_count_after`]'s.
 pub(super) fn cpu1_after(trace: &str, snap: &Path, infer: Option<bool>) -> zonealloc::PcpInfo {
+    cpu1_after_with(
+        trace,
+        &ReplayOptions {
+            samples: 10,
+            infer,
+            proc: Some(snap.to_path_buf()),
+            ..ReplayOptions::default()
+        },
+    )
+}
+
+/// CPU 1's lists, in the zone of pfn 0x10000, after a replay of `trace` with `opts`.
+pub(super) fn cpu1_after_with(trace: &str, opts: &ReplayOptions) -> zonealloc::PcpInfo {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("t.txt");
     std::fs::write(&p, trace).unwrap();
-    let opts = ReplayOptions {
-        samples: 10,
-        infer,
-        proc: Some(snap.to_path_buf()),
-        ..ReplayOptions::default()
-    };
-    let r = replay::run(&p, &opts, &|_| {}).unwrap();
+    let r = replay::run(&p, opts, &|_| {}).unwrap();
     let z = r.geo.zone_of(0x10000).unwrap();
     r.replayers[0].zones[z].pcp_info(zonealloc::CpuId(1))
 }

@@ -100,22 +100,16 @@ fn what_only_the_window_says_stays_the_windows() {
 /// after alike, with `lists-after` as `on` gives it (`None`: the default): CPU 1's DMA32
 /// pages per list (by pindex) at the window's end.
 fn cpu1_lists(trace: &str, on: Option<bool>) -> Vec<u32> {
-    use crate::trace::replay::{self, ReplayOptions};
-    let snap = crate::trace::replay::infer::crafted_tests::snap_dir();
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("t.txt");
-    std::fs::write(&p, trace).unwrap();
-    let opts = ReplayOptions {
+    use crate::trace::replay::infer::crafted_tests::{cpu1_after_with, snap_dir};
+    let snap = snap_dir();
+    let opts = crate::trace::replay::ReplayOptions {
         samples: 10,
         proc: Some(snap.clone()),
         proc_after: Some(snap),
         infer_lists_after: on,
-        ..ReplayOptions::default()
+        ..Default::default()
     };
-    let r = replay::run(&p, &opts, &|_| {}).unwrap();
-    let z = r.geo.zone_of(0x10000).unwrap();
-    let info = r.replayers[0].zones[z].pcp_info(zonealloc::CpuId(1));
-    info.list_pages.to_vec()
+    cpu1_after_with(trace, &opts).list_pages.to_vec()
 }
 
 /// CPU 1 has no event in the window; past it (the after-snapshot's reads) it takes two
