@@ -236,6 +236,11 @@ pub struct TraceReplayArgs {
     /// (off by default: the drain is then applied first, the refill at its line).
     #[arg(long)]
     pub refill_ahead: bool,
+    /// With the lock order, make two CPUs' refills at their allocations' mm_page_alloc
+    /// lines, not in the order of their zone_locked lines (rmqueue_bulk holds the zone lock
+    /// for a refill's lines; the allocation's line can come after another CPU's refill).
+    #[arg(long)]
+    pub no_refill_order: bool,
     /// The kernel's HZ, which the vmstat workers' timers round to (round_jiffies_relative;
     /// default 250, Debian's amd64 CONFIG_HZ).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]

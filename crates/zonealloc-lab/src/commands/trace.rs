@@ -140,6 +140,7 @@ fn replay_options(args: &TraceReplayArgs) -> Result<replay::ReplayOptions, Exit>
         no_contig_free: args.no_contig_free,
         no_lock_order: args.no_lock_order,
         refill_ahead: args.refill_ahead,
+        no_refill_order: args.no_refill_order,
         hz: args.hz,
         decay_waits_for_event: args.decay_waits_for_event,
         no_late_workers: args.no_late_workers,

@@ -71,6 +71,9 @@ pub struct ReplayOptions {
     /// With the lock order, a refill a drain's chunk waits for made ahead of its allocation
     /// line where the draining CPU moves on first (`replayer::lock_order`).
     pub refill_ahead: bool,
+    /// With the lock order, two CPUs' refills made in the order of their `zone_locked`
+    /// lines, not at their allocations' lines (`replayer::refill_order`) turned off.
+    pub no_refill_order: bool,
     /// The kernel's `HZ` for the vmstat workers' timers (default
     /// [`super::vmstat::DEFAULT_HZ`]).
     pub hz: Option<u32>,
@@ -135,6 +138,7 @@ impl Default for ReplayOptions {
             no_contig_free: false,
             no_lock_order: false,
             refill_ahead: false,
+            no_refill_order: false,
             hz: None,
             decay_waits_for_event: false,
             no_late_workers: false,

@@ -10,6 +10,7 @@ mod held;
 mod in_batch;
 mod kswapd;
 mod lock_order;
+mod refill_order;
 mod setup;
 mod stat_drift;
 #[cfg(test)]
@@ -63,6 +64,12 @@ pub struct Replayer {
     /// began under the zone lock before them ([`lock_order`]): a kernel's trace with the
     /// inferences (`--no-lock-order` turns it off: the drain is applied at the commit).
     pub lock_order: bool,
+    /// With the lock order, make another CPU's open refill at the first `zone_locked` line
+    /// of a refill that came after it ([`refill_order`]: it held the zone lock first;
+    /// `--no-refill-order` turns it off).
+    refill_order: bool,
+    /// Refills so made ahead of their allocation's line.
+    pub refills_ordered: u64,
     /// The pending drains and open refills ([`lock_order`]).
     lock: lock_order::LockOrder,
     /// Per CPU: traced frees not on the lists yet ([`Deferred`]).
@@ -208,6 +215,8 @@ impl Replayer {
             commit_at_batched: false,
             contig_free: false,
             lock_order: false,
+            refill_order: false,
+            refills_ordered: 0,
             lock: lock_order::LockOrder::new(geo.cpus),
             deferred: vec![Vec::new(); geo.cpus as usize],
             batching: vec![false; geo.cpus as usize],
@@ -257,6 +266,12 @@ impl Replayer {
     pub fn set_lock_order(&mut self, on: bool, ahead: bool) {
         self.lock_order = on;
         self.lock.set_ahead(ahead);
+    }
+
+    /// Sets whether, with the lock order, two CPUs' refills are made in the order of their
+    /// `zone_locked` lines ([`refill_order`]).
+    pub fn set_refill_order(&mut self, on: bool) {
+        self.refill_order = on;
     }
 
     /// Sets the trace's migratetype numbering, which the zones' set-up does not read: a
@@ -432,6 +447,9 @@ impl Replayer {
         }
         self.track_held(ev, cpu);
         if self.lock_order {
+            if self.refill_order && self.lock.any_refilling {
+                self.order_refills(ev, cpu)?;
+            }
             self.lock_order_after(ev, cpu)?;
         }
         Ok(())

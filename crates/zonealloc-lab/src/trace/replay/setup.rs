@@ -292,6 +292,9 @@ impl Setup {
             // A free's drain at its traced lines, after the refills other CPUs began
             // under the zone lock before them (replayer::lock_order).
             r.set_lock_order(self.infer && !opts.no_lock_order, opts.refill_ahead);
+            // Two CPUs' refills in the order of their zone_locked lines
+            // (replayer::refill_order).
+            r.set_refill_order(!opts.no_refill_order);
             r.held_frees.clone_from(&head.held_frees);
             // The remote pagesets' countdowns at the snapshot (numa::Expiry).
             if let Some(n) = r.numa.as_mut() {

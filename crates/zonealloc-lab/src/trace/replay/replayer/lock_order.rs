@@ -70,12 +70,12 @@ pub(super) struct Pending {
 /// A CPU's open refill: its zone, and the order and migratetype (the trace's numbering) of
 /// its first `zone_locked` line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Refill {
-    zone: usize,
-    order: u8,
-    migratetype: u8,
+pub(super) struct Refill {
+    pub(super) zone: usize,
+    pub(super) order: u8,
+    pub(super) migratetype: u8,
     /// The time of its last `zone_locked` line.
-    last_ns: Option<u64>,
+    pub(super) last_ns: Option<u64>,
     /// The refilling task.
     pid: Option<u32>,
 }
@@ -101,7 +101,7 @@ const REFILL_WAIT_NS: u64 = 1_000_000;
 
 impl Refill {
     /// Whether a drain line at `ts_ns` waited for this refill's zone-lock hold.
-    fn recent(self, ts_ns: Option<u64>) -> bool {
+    pub(super) fn recent(self, ts_ns: Option<u64>) -> bool {
         match (self.last_ns, ts_ns) {
             (Some(last), Some(ts)) => ts.saturating_sub(last) <= REFILL_WAIT_NS,
             _ => false,
@@ -116,11 +116,11 @@ pub(super) struct LockOrder {
     pending: Vec<Option<Pending>>,
     /// Per CPU: its open refill (`zone_locked ... percpu_refill=1` lines seen, its
     /// allocation not yet).
-    refilling: Vec<Option<Refill>>,
+    pub(super) refilling: Vec<Option<Refill>>,
     /// Whether any CPU has a pending drain (the per-event test).
     any_pending: bool,
     /// Whether any CPU has a refill open.
-    any_refilling: bool,
+    pub(super) any_refilling: bool,
     /// Chunks that waited for another CPU's refill.
     pub(super) waited: u64,
     /// Chunks applied at their traced line.
@@ -332,7 +332,7 @@ impl Replayer {
     /// left on the list, it made a free on the CPU before that line drain: 7.2-3g-16cpu
     /// p_pressure, CPU 5's THP refill of two order-9 blocks (288.802588-.802594) and its
     /// allocation at 288.805844, with `kworker/5:1`'s free at 288.804390 between.
-    fn refill_ahead(&mut self, cpu: u32, ts_ns: Option<u64>) -> io::Result<()> {
+    pub(super) fn refill_ahead(&mut self, cpu: u32, ts_ns: Option<u64>) -> io::Result<()> {
         let c = cpu as usize;
         let Some(r) = self.lock.refilling.get_mut(c).and_then(Option::take) else {
             return Ok(());
