@@ -447,7 +447,14 @@ impl Replayer {
         }
         self.track_held(ev, cpu);
         if self.lock_order {
-            if self.refill_order && self.lock.any_refilling {
+            let refill_line = matches!(
+                ev.kind,
+                EventKind::ZoneLocked {
+                    percpu_refill: true,
+                    ..
+                }
+            );
+            if refill_line && self.refill_order && self.lock.any_refilling {
                 self.order_refills(ev, cpu)?;
             }
             self.lock_order_after(ev, cpu)?;

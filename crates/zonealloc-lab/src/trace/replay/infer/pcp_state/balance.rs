@@ -291,7 +291,6 @@ impl ZoneBalance {
         };
         match rec {
             Rec::ZoneLocked(pfn, order, mt, refill) => {
-                self.shown.insert(pfn, SHOWN_MORE);
                 if refill {
                     c.take(slot_of(order, thp), mt, 1);
                     self.on_list.insert(pfn, type_code(mt));
@@ -302,21 +301,19 @@ impl ZoneBalance {
                 if refill && order == 0 && mt < TYPES {
                     self.listed.insert(pfn, listed_code(cpu, mt, true));
                 }
+                self.show(pfn, 0);
             }
             Rec::Alloc(pfn, order, mt) => {
                 if !std::mem::take(&mut c.direct) {
                     c.take(slot_of(order, thp), mt, -1);
                 }
                 self.forget_listed(pfn, order);
-                self.shown.insert(pfn, SHOWN_MORE);
-                if order > 0 {
-                    self.shown_tails(pfn, order);
-                }
+                self.show(pfn, order);
             }
             Rec::Drain(pfn, order, mt) => {
                 c.take(slot_of(order, thp), mt, -1);
                 self.forget_listed(pfn, order);
-                self.shown.insert(pfn, SHOWN_MORE);
+                self.show(pfn, 0);
             }
             Rec::Free(pfn, order) | Rec::FreeBatched(pfn, order) => {
                 self.free(cpu, rec, pfn, order, first_named);
@@ -348,7 +345,11 @@ impl ZoneBalance {
         order: u8,
         first_named: impl Fn(u64) -> Option<usize>,
     ) {
-        let shown = self.shown.get(pfn).unwrap_or(0);
+        // (Followed only for `appeared_takes`: 0 throughout without it.)
+        let shown = match self.appeared_takes {
+            true => self.shown.get(pfn).unwrap_or(0),
+            false => 0,
+        };
         if matches!(rec, Rec::Free(..)) {
             self.pending_batched.insert(pfn, 1);
         } else if self.pending_batched.remove(pfn).is_some() {
@@ -381,7 +382,9 @@ impl ZoneBalance {
             SHOWN_FREED_FIRST if single && again.is_some_and(|a| a.0 == cpu) => SHOWN_FREED_AGAIN,
             _ => SHOWN_MORE,
         };
-        self.shown.insert(pfn, state);
+        if self.appeared_takes {
+            self.shown.insert(pfn, state);
+        }
         // The replay reads a refilled page's free of either kind so, a page freed before
         // only at its `mm_page_free` (`KernelSide::on_free`).
         if let Some((by, mt, refilled)) = again.filter(|_| order == 0) {
@@ -423,12 +426,16 @@ impl ZoneBalance {
         }
     }
 
-    /// The frames after the first of a block of `order` an allocation at `pfn` handed out:
-    /// shown in use (`KernelSide::hand_out_tails`).
-    #[inline(never)]
-    fn shown_tails(&mut self, pfn: u64, order: u8) {
-        for tail in pfn + 1..pfn + (1u64 << order.min(zonealloc::MAX_ORDER_LIMIT)) {
-            self.shown.insert(tail, SHOWN_MORE);
+    /// The block of `order` at `pfn` was shown by an event other than a first free (its
+    /// frames after the first too, handed out: `KernelSide::hand_out_tails`); followed only
+    /// for `appeared_takes`.
+    #[inline]
+    fn show(&mut self, pfn: u64, order: u8) {
+        if !self.appeared_takes {
+            return;
+        }
+        for f in pfn..pfn + (1u64 << order.min(zonealloc::MAX_ORDER_LIMIT)) {
+            self.shown.insert(f, SHOWN_MORE);
         }
     }
 
