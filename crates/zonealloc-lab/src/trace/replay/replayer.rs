@@ -61,7 +61,7 @@ pub struct Replayer {
     /// inferences (its runs are read off the deferred frees).
     pub contig_free: bool,
     /// Apply a free's drain chunk by chunk at its traced lines, after the refills other CPUs
-    /// began under the zone lock before them ([`lock_order`]): a kernel's trace with the
+    /// began under the zone lock before them (`replayer/lock_order.rs`): a kernel's trace with the
     /// inferences (`--no-lock-order` turns it off: the drain is applied at the commit).
     pub lock_order: bool,
     /// With the lock order, make another CPU's open refill at the first `zone_locked` line
@@ -269,7 +269,7 @@ impl Replayer {
     }
 
     /// Sets whether, with the lock order, two CPUs' refills are made in the order of their
-    /// `zone_locked` lines ([`refill_order`]).
+    /// `zone_locked` lines (`replayer/refill_order.rs`).
     pub fn set_refill_order(&mut self, on: bool) {
         self.refill_order = on;
     }

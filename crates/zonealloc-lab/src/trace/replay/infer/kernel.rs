@@ -93,7 +93,7 @@ pub struct Untraced {
     /// inference took it.
     pub freed: bool,
     /// The take stands for an earlier one of `pfn`, before the first free the trace shows of
-    /// it ([`KernelSide::appeared`]): a page of the list is taken and stays in use, bound to
+    /// it (`KernelSide::appeared`): a page of the list is taken and stays in use, bound to
     /// no frame of the trace (`pfn` names the zone only).
     pub unbound: bool,
 }
@@ -302,7 +302,7 @@ impl KernelSide {
     }
 
     /// Whether a page the trace first shows freed, then freed again with an untraced take
-    /// between, was taken off the list before its first free too ([`KernelSide::appeared`]).
+    /// between, was taken off the list before its first free too (`KernelSide::appeared`).
     pub fn set_appeared_takes(&mut self, on: bool) {
         self.appeared_takes = on;
     }
