@@ -3,6 +3,7 @@
 use super::*;
 use crate::trace::ingest::sniff;
 use crate::trace::migratetype::Numbering;
+use crate::trace::parse::{Ctx, Task};
 use crate::trace::replay::geometry::{span_from_trace, DEFAULT_ZONE_PAGES};
 use crate::trace::replay::gfp::request;
 use zonealloc::{AllocRequest, CpuId, MigrateType, ZoneType};
@@ -29,6 +30,29 @@ pub(crate) fn at(cpu: u32, ts_ns: Option<u64>, kind: EventKind<'static>) -> Even
         who: Who::UNKNOWN,
         kind,
     }
+}
+
+/// Task `pid`'s `kind` on `cpu` at `ts` (ns), with the latency column `ctx`.
+pub(crate) fn ev(
+    cpu: u32,
+    ts: u64,
+    pid: u32,
+    ctx: Ctx,
+    kind: EventKind<'static>,
+) -> Event<'static> {
+    Event {
+        cpu: Some(cpu),
+        ts_ns: Some(ts),
+        page: PagePtr::Present,
+        who: Who::new(Task::Unknown, Some(pid), ctx),
+        kind,
+    }
+}
+
+/// Under the zone lock: interrupts off, depth 3 (the free path's pin and the lists' lock,
+/// then the zone lock).
+pub(crate) fn locked() -> Ctx {
+    Ctx::new(true, false, false, 3)
 }
 
 /// A zone of 64 Ki pages on four CPUs (0-3), no snapshot.

@@ -3,9 +3,9 @@
 
 use std::collections::HashSet;
 
-use super::super::tests::{alloc0, four_cpus};
+use super::super::tests::{alloc0, ev, four_cpus, locked};
 use super::super::Replayer;
-use crate::trace::parse::{Ctx, Event, EventKind, PagePtr, Task, Who};
+use crate::trace::parse::{Ctx, Event, EventKind, Task, Who};
 use crate::trace::replay::infer::kernel::Inferred;
 use crate::trace::variant::Variant;
 use zonealloc::{CpuId, FrameState, Pfn};
@@ -23,23 +23,6 @@ const FREED: std::ops::Range<u64> = 0x1000..0x1010;
 const REFILLED: u64 = 0x6000;
 
 const TASK: Ctx = Ctx::NONE;
-
-/// Task `pid`'s `kind` on `cpu` at `ts` (ns), with the latency column `ctx`.
-fn ev(cpu: u32, ts: u64, pid: u32, ctx: Ctx, kind: EventKind<'static>) -> Event<'static> {
-    Event {
-        cpu: Some(cpu),
-        ts_ns: Some(ts),
-        page: PagePtr::Present,
-        who: Who::new(Task::Unknown, Some(pid), ctx),
-        kind,
-    }
-}
-
-/// Under the zone lock: interrupts off, depth 3 (the free path's pin and the lists' lock,
-/// then the zone lock).
-fn locked() -> Ctx {
-    Ctx::new(true, false, false, 3)
-}
 
 /// CPU 1's task 11 drains a page (`mm_page_pcpu_drain`) at `ts`.
 fn drain_line(ts: u64) -> Event<'static> {

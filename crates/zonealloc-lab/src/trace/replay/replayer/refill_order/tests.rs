@@ -1,8 +1,8 @@
 //! Two CPUs' refills in the order of their `zone_locked` lines.
 
-use super::super::tests::{alloc0, four_cpus};
+use super::super::tests::{alloc0, ev, four_cpus, locked};
 use super::super::Replayer;
-use crate::trace::parse::{Ctx, Event, EventKind, PagePtr, Task, Who};
+use crate::trace::parse::{Ctx, Event, EventKind};
 use crate::trace::replay::infer::kernel::Inferred;
 use crate::trace::variant::Variant;
 
@@ -12,22 +12,6 @@ const FIXED: &str = "high_mode=fixed,batch=4,high_min=16,high_max=16";
 /// The traced pages CPU 0's and CPU 2's refills serve.
 const FIRST: u64 = 0x6000;
 const SECOND: u64 = 0x7000;
-
-/// Task `pid`'s `kind` on `cpu` at `ts` (ns), with the latency column `ctx`.
-fn ev(cpu: u32, ts: u64, pid: u32, ctx: Ctx, kind: EventKind<'static>) -> Event<'static> {
-    Event {
-        cpu: Some(cpu),
-        ts_ns: Some(ts),
-        page: PagePtr::Present,
-        who: Who::new(Task::Unknown, Some(pid), ctx),
-        kind,
-    }
-}
-
-/// Under the zone lock: interrupts off, depth 3.
-fn locked() -> Ctx {
-    Ctx::new(true, false, false, 3)
-}
 
 /// `cpu`'s task `10 + cpu` refills 4 pages of `base` (`zone_locked ... percpu_refill=1`)
 /// from `ts`.
