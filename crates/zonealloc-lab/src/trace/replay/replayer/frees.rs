@@ -142,6 +142,10 @@ impl Replayer {
         if !self.zones[z].pcp_list_holds(CpuId(cpu), mt, Order::ZERO) {
             return Ok(());
         }
+        // The CPU's pending drain before its lists are used, as for any untraced take.
+        if self.lock.any_pending() {
+            self.flush_pending(cpu, ev.ts_ns)?;
+        }
         if self.bulk_take(z, cpu, mt).is_ok() {
             self.counts.untraced_allocs += 1;
         }
